@@ -1,0 +1,38 @@
+/** The process roles as layers: `api`, `worker`, and `all` (both), over the shared infrastructure. */
+import { Layer, Logger, References } from "effect"
+import { AppConfig } from "./config.ts"
+import { HttpLive } from "./http/server.ts"
+import { Contacts } from "./store/Contacts.ts"
+import { DatabaseLive } from "./store/db.ts"
+import { Projects } from "./store/Projects.ts"
+import { Nats } from "./stream/Nats.ts"
+import { OutboxRelay } from "./stream/OutboxRelay.ts"
+
+/** Postgres (migrated) and NATS (streams ensured). */
+export const InfraLive = Layer.mergeAll(DatabaseLive, Nats.layer)
+
+/** Repositories and the outbox relay: what both roles need. */
+export const CoreLive = Layer.mergeAll(Contacts.layer, Projects.layer, OutboxRelay.layer).pipe(
+  Layer.provideMerge(InfraLive)
+)
+
+export const ApiRoleLive = HttpLive.pipe(Layer.provideMerge(CoreLive))
+
+/** The worker role; the stream consumers (partition leases, project actors) join it here. */
+export const WorkerRoleLive = CoreLive
+
+export const AllRolesLive = Layer.mergeAll(ApiRoleLive, WorkerRoleLive)
+
+const LEVELS = ["All", "Trace", "Debug", "Info", "Warn", "Error", "Fatal", "None"] as const
+
+/** JSON log lines on stderr (stdout stays free for command output), at LOG_LEVEL. */
+export const LoggingLive = (logLevel: string) =>
+  Layer.mergeAll(
+    Logger.layer([Logger.withConsoleError(Logger.formatJson)]),
+    Layer.succeed(
+      References.MinimumLogLevel,
+      LEVELS.find((level) => level.toLowerCase() === logLevel.toLowerCase()) ?? "Info"
+    )
+  )
+
+export const withConfig = <A, E, R>(layer: Layer.Layer<A, E, R>) => layer.pipe(Layer.provideMerge(AppConfig.layer))

@@ -1,0 +1,122 @@
+/**
+ * The custom-data rules of the spec, written once for every writer of contact data
+ * (`POST/PATCH /contacts`, `/v1/track`, `/v1/send`, workflow UPDATE_CONTACT steps, imports).
+ *
+ * - primitives and objects are stored (a patch: only the keys sent change);
+ * - `null` deletes the key;
+ * - `""` is ignored;
+ * - `{ value, persistent: false }` is for this event/send only and never stored;
+ * - reserved keys are silently dropped.
+ */
+
+export const RESERVED_DATA_KEYS: ReadonlySet<string> = new Set([
+  "id",
+  "plunk_id",
+  "plunk_email",
+  "email",
+  "unsubscribeUrl",
+  "subscribeUrl",
+  "manageUrl"
+])
+
+export type FieldType = "string" | "number" | "boolean" | "date" | "object"
+
+export interface DataPatch {
+  /** Values to store on the contact (merged over the existing data). */
+  readonly set: Readonly<Record<string, unknown>>
+  /** Keys to delete from the contact. */
+  readonly remove: ReadonlyArray<string>
+  /** Values for this event or send only. */
+  readonly transient: Readonly<Record<string, unknown>>
+}
+
+export const emptyPatch: DataPatch = { set: {}, remove: [], transient: {} }
+
+export const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+const isTransient = (value: unknown): value is { value: unknown; persistent: false } =>
+  isPlainObject(value) && value.persistent === false && "value" in value
+
+/** Splits a `data` payload into what is stored, deleted and only passed along. */
+export const toDataPatch = (data: Readonly<Record<string, unknown>> | undefined): DataPatch => {
+  if (data === undefined) return emptyPatch
+  const set: Record<string, unknown> = {}
+  const remove: Array<string> = []
+  const transient: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(data)) {
+    if (RESERVED_DATA_KEYS.has(key) || value === "" || value === undefined) continue
+    if (value === null) remove.push(key)
+    else if (isTransient(value)) transient[key] = value.value
+    else if (isPlainObject(value) && value.persistent === true && "value" in value) set[key] = value.value
+    else set[key] = value
+  }
+  return { set, remove, transient }
+}
+
+export const applyDataPatch = (
+  existing: Readonly<Record<string, unknown>>,
+  patch: DataPatch
+): Record<string, unknown> => {
+  const next: Record<string, unknown> = { ...existing, ...patch.set }
+  for (const key of patch.remove) delete next[key]
+  return next
+}
+
+/** The values an event or a send sees: everything stored by this call plus the transient values. */
+export const eventVariables = (patch: DataPatch): Record<string, unknown> => ({ ...patch.set, ...patch.transient })
+
+const DAY = /^\d{4}-\d{2}-\d{2}$/
+const ISO_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})$/
+
+export const isDateString = (value: string): boolean =>
+  (DAY.test(value) || ISO_TIMESTAMP.test(value)) && !Number.isNaN(Date.parse(value))
+
+export const inferFieldType = (value: unknown): FieldType => {
+  if (typeof value === "number") return "number"
+  if (typeof value === "boolean") return "boolean"
+  if (typeof value === "string") return isDateString(value) ? "date" : "string"
+  if (typeof value === "object" && value !== null) return "object"
+  return "string"
+}
+
+/**
+ * The field types a set of stored values implies: one per top-level key, and one per nested leaf
+ * as a dotted path (`profile.tier`), so conditions on nested data can compare by type too.
+ */
+export const inferFieldTypes = (values: Readonly<Record<string, unknown>>): Array<readonly [string, FieldType]> => {
+  const out: Array<readonly [string, FieldType]> = []
+  const visit = (prefix: string, value: unknown, depth: number) => {
+    out.push([prefix, inferFieldType(value)])
+    if (isPlainObject(value) && depth < 5) {
+      for (const [key, nested] of Object.entries(value)) {
+        if (nested !== null && nested !== undefined) visit(`${prefix}.${key}`, nested, depth + 1)
+      }
+    }
+  }
+  for (const [key, value] of Object.entries(values)) visit(key, value, 0)
+  return out
+}
+
+export const DATA_LIMITS = {
+  maxKeys: 500,
+  maxKeyLength: 255,
+  maxSerializedBytes: 256 * 1024
+} as const
+
+/** Problems with a data payload, as `[path, message]`; empty when it is acceptable. */
+export const dataPayloadProblems = (data: Readonly<Record<string, unknown>>): Array<readonly [string, string]> => {
+  const problems: Array<readonly [string, string]> = []
+  const keys = Object.keys(data)
+  if (keys.length > DATA_LIMITS.maxKeys) problems.push(["data", `at most ${DATA_LIMITS.maxKeys} keys per request`])
+  for (const key of keys) {
+    if (key.length === 0 || key.length > DATA_LIMITS.maxKeyLength) {
+      problems.push([`data`, `keys must be 1 to ${DATA_LIMITS.maxKeyLength} characters`])
+      break
+    }
+  }
+  if (Buffer.byteLength(JSON.stringify(data)) > DATA_LIMITS.maxSerializedBytes) {
+    problems.push(["data", `at most ${DATA_LIMITS.maxSerializedBytes / 1024} KiB of data per request`])
+  }
+  return problems
+}

@@ -1,0 +1,11 @@
+// Deliberately pragmatic: one @, a dotted domain with a 2+ letter TLD, no spaces or control
+// characters, within RFC 5321 lengths. Deliverability is /v1/verify's job, not this check's.
+const EMAIL_PATTERN = /^[^\s@<>()[\]\\,;:"]+@(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/i
+
+export const MAX_EMAIL_LENGTH = 254
+
+export const isValidEmail = (value: string): boolean =>
+  value.length <= MAX_EMAIL_LENGTH && EMAIL_PATTERN.test(value) && value.split("@")[0]!.length <= 64
+
+/** Emails are compared case-insensitively, so they are stored in one canonical form. */
+export const normalizeEmail = (value: string): string => value.trim().toLowerCase()

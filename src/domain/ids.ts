@@ -1,0 +1,20 @@
+import { randomBytes } from "node:crypto"
+
+/** UUIDv7 (RFC 9562): time-ordered, so ids sort by creation and index well. */
+export const uuidv7 = (now: number = Date.now()): string => {
+  const bytes = randomBytes(16)
+  bytes[0] = (now / 2 ** 40) & 0xff
+  bytes[1] = (now / 2 ** 32) & 0xff
+  bytes[2] = (now >>> 24) & 0xff
+  bytes[3] = (now >>> 16) & 0xff
+  bytes[4] = (now >>> 8) & 0xff
+  bytes[5] = now & 0xff
+  bytes[6] = (bytes[6]! & 0x0f) | 0x70
+  bytes[8] = (bytes[8]! & 0x3f) | 0x80
+  const hex = bytes.toString("hex")
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
+}
+
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+export const isUuid = (value: string): boolean => UUID_PATTERN.test(value)

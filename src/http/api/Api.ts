@@ -1,0 +1,19 @@
+/** The HTTP contract: every group, endpoint, schema and documented error. Imports nothing server-side. */
+import { HttpApi, OpenApi } from "effect/http-api"
+import { ContactsApi } from "./contacts.ts"
+import { SystemApi } from "./system.ts"
+import { TrackApi } from "./track.ts"
+
+export class Api extends HttpApi.make("mailstream")
+  .add(SystemApi)
+  .add(TrackApi)
+  .add(ContactsApi)
+  .annotateMerge(OpenApi.annotations({
+    title: "mailstream",
+    version: "0.1.0",
+    description:
+      "Self-hostable email engagement platform. Authenticate with `Authorization: Bearer <key>`: " +
+      "the public key (pk_) on /v1/track only, the secret key (sk_) everywhere else. Errors use the " +
+      "envelope `{ success:false, error:{ code, message, statusCode, requestId, errors?, details?, suggestion? }, timestamp }`."
+  }))
+{}

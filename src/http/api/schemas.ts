@@ -1,0 +1,33 @@
+/** Request and response schemas shared by several groups. */
+import { Schema } from "effect"
+import { isValidEmail, MAX_EMAIL_LENGTH } from "../../domain/email.ts"
+
+export const Email = Schema.String.check(
+  Schema.makeFilter((value: string) => isValidEmail(value.trim()), {
+    expected: `a valid email address (at most ${MAX_EMAIL_LENGTH} characters)`,
+    code: "invalid_string"
+  } as Schema.Annotations.Filter)
+).annotate({ format: "email" } as Schema.Annotations.Documentation<string>)
+
+/** Custom data: see the custom-data rules (patch, null deletes, "" ignored, { value, persistent:false }). */
+export const CustomData = Schema.Record(Schema.String, Schema.Unknown).annotate({
+  description:
+    "Custom fields (patch): primitives and objects are stored, null deletes a key, \"\" is ignored, " +
+    "{ value, persistent: false } is used for this call only; reserved keys are dropped."
+})
+
+export const Contact = Schema.Struct({
+  id: Schema.String,
+  email: Schema.String,
+  subscribed: Schema.Boolean,
+  snoozedUntil: Schema.NullOr(Schema.String),
+  data: Schema.Record(Schema.String, Schema.Unknown),
+  createdAt: Schema.String,
+  updatedAt: Schema.String
+}).annotate({ identifier: "Contact" })
+
+export const IdempotencyHeaders = Schema.Struct({
+  "idempotency-key": Schema.optional(Schema.String).annotate({
+    description: "1..255 printable ASCII characters; a repeat within the expiry answers 409 IDEMPOTENCY_KEY_REUSED"
+  })
+})

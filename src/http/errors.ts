@@ -1,0 +1,162 @@
+/**
+ * The one place HTTP error bodies are produced: the spec's error envelope
+ * `{ success:false, error:{ code, message, statusCode, requestId, errors?, details?, suggestion? }, timestamp }`
+ * and the few bare `{ error }` 400 bodies the spec prescribes.
+ *
+ * Handlers and middleware fail with `ApiError` / `BareBadRequest`; both render themselves (they are
+ * `Respondable`), so HttpApi turns them into responses wherever they are raised. The gateway
+ * middleware uses the same functions for failures outside handlers (unknown routes, bad bodies,
+ * defects).
+ */
+import { Context, Data, Effect, Schema } from "effect"
+import { HttpServerRespondable, HttpServerResponse } from "effect/http"
+import { HttpApiSchema } from "effect/http-api"
+
+/**
+ * Per-request state set up by the gateway: the request id (echoed in error bodies and `x-request-id`)
+ * and headers that middleware wants on the final response whatever its status (rate-limit headers).
+ */
+export interface RequestStateShape {
+  readonly requestId: string
+  readonly headers: Record<string, string>
+}
+
+export const RequestState = Context.Reference<RequestStateShape>("app/http/RequestState", {
+  defaultValue: () => ({ requestId: "unknown", headers: {} })
+})
+
+export interface FieldError {
+  readonly field: string
+  readonly message: string
+  readonly code: string
+  readonly received?: unknown
+}
+
+export interface EnvelopeFields {
+  readonly status: number
+  readonly code: string
+  readonly message: string
+  readonly errors?: ReadonlyArray<FieldError> | undefined
+  readonly details?: Record<string, unknown> | undefined
+  readonly suggestion?: string | undefined
+  readonly headers?: Record<string, string> | undefined
+}
+
+export const envelopeResponse = (fields: EnvelopeFields, requestId: string): HttpServerResponse.HttpServerResponse =>
+  HttpServerResponse.jsonUnsafe(
+    {
+      success: false,
+      error: {
+        code: fields.code,
+        message: fields.message,
+        statusCode: fields.status,
+        requestId,
+        ...(fields.errors ? { errors: fields.errors } : {}),
+        ...(fields.details ? { details: fields.details } : {}),
+        ...(fields.suggestion ? { suggestion: fields.suggestion } : {})
+      },
+      timestamp: new Date().toISOString()
+    },
+    { status: fields.status, headers: fields.headers }
+  )
+
+export class ApiError extends Data.TaggedError("ApiError")<EnvelopeFields> implements HttpServerRespondable.Respondable {
+  [HttpServerRespondable.symbol]() {
+    return Effect.map(Effect.service(RequestState), (state) => envelopeResponse(this, state.requestId))
+  }
+
+  static notFound(resource: string): ApiError {
+    return new ApiError({ status: 404, code: "NOT_FOUND", message: `${resource} not found` })
+  }
+
+  static validation(errors: ReadonlyArray<FieldError>, message = "Request validation failed"): ApiError {
+    return new ApiError({
+      status: 422,
+      code: "VALIDATION_ERROR",
+      message,
+      errors,
+      suggestion: "Check the fields listed in errors and try again."
+    })
+  }
+
+  static invalidField(field: string, message: string, code: string, received?: unknown): ApiError {
+    return ApiError.validation([{ field, message, code, ...(received === undefined ? {} : { received }) }])
+  }
+
+  static badRequest(message: string, code = "BAD_REQUEST"): ApiError {
+    return new ApiError({ status: 400, code, message })
+  }
+
+  static conflict(code: string, message: string, details?: Record<string, unknown>): ApiError {
+    return new ApiError({ status: 409, code, message, details })
+  }
+
+  static invalidApiKey(message: string): ApiError {
+    return new ApiError({
+      status: 401,
+      code: "INVALID_API_KEY",
+      message,
+      suggestion: "Send `Authorization: Bearer <key>`: the public key (pk_) on /v1/track only, the secret key (sk_) everywhere else."
+    })
+  }
+
+  static internal(): ApiError {
+    return new ApiError({ status: 500, code: "INTERNAL_SERVER_ERROR", message: "An unexpected error occurred" })
+  }
+}
+
+/** The spec's bare `{ error }` 400 body (missing email on POST /contacts and similar). */
+export class BareBadRequest extends Data.TaggedError("BareBadRequest")<{ readonly message: string }>
+  implements HttpServerRespondable.Respondable
+{
+  [HttpServerRespondable.symbol]() {
+    return Effect.succeed(HttpServerResponse.jsonUnsafe({ error: this.message }, { status: 400 }))
+  }
+}
+
+// ---- OpenAPI descriptions of the same bodies (documentation; rendering happens above) ----
+
+const FieldErrorSchema = Schema.Struct({
+  field: Schema.String,
+  message: Schema.String,
+  code: Schema.String,
+  received: Schema.optional(Schema.Unknown)
+})
+
+const envelopeSchema = (status: number, description: string) =>
+  Schema.Struct({
+    success: Schema.Literal(false),
+    error: Schema.Struct({
+      code: Schema.String,
+      message: Schema.String,
+      statusCode: Schema.Literal(status),
+      requestId: Schema.String,
+      errors: Schema.optional(Schema.Array(FieldErrorSchema)),
+      details: Schema.optional(Schema.Record(Schema.String, Schema.Unknown)),
+      suggestion: Schema.optional(Schema.String)
+    }),
+    timestamp: Schema.String
+  }).annotate({ identifier: `Error${status}`, description }).pipe(HttpApiSchema.status(status))
+
+export const ErrorDocs = {
+  badRequest: envelopeSchema(400, "Malformed request (for example invalid JSON)"),
+  unauthorized: envelopeSchema(401, "Missing or invalid API key, or the wrong key type (INVALID_API_KEY)"),
+  notFound: envelopeSchema(404, "The resource does not exist in the caller's project"),
+  conflict: envelopeSchema(409, "Conflict (duplicate email, reused Idempotency-Key, ...)"),
+  payloadTooLarge: envelopeSchema(413, "Request body too large"),
+  validation: envelopeSchema(422, "VALIDATION_ERROR with field-level errors[]"),
+  rateLimited: envelopeSchema(429, "RATE_LIMITED: too many requests for this project; see Retry-After"),
+  bare: Schema.Struct({ error: Schema.String }).annotate({ identifier: "BareError" }).pipe(HttpApiSchema.status(400))
+} as const
+
+/**
+ * HttpApi types a handler's failures as the endpoint's declared error schemas. Ours are documentation
+ * of the envelope, while the failures themselves are `ApiError` / `BareBadRequest`, which HttpApi
+ * renders through `Respondable` when no declared schema encodes them. This marks that boundary.
+ */
+export const rendered = <A, R>(
+  effect: Effect.Effect<A, ApiError | BareBadRequest, R>
+): Effect.Effect<A, never, R> => effect as Effect.Effect<A, never, R>
+
+/** Errors every authenticated endpoint can answer. */
+export const commonErrors = [ErrorDocs.unauthorized, ErrorDocs.rateLimited, ErrorDocs.payloadTooLarge] as const

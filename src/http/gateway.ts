@@ -1,0 +1,92 @@
+/**
+ * The outermost middleware of every route: gives each request an id and a body-size limit, and turns
+ * every failure that escaped a handler (unknown route, malformed or oversized body, schema failure,
+ * defect) into the error envelope. Per-request logging stays off the hot path: only 5xx are logged.
+ */
+import { Cause, Effect, Layer } from "effect"
+import { HttpIncomingMessage, HttpRouter, HttpServerError, HttpServerRequest, HttpServerRespondable, HttpServerResponse } from "effect/http"
+import { HttpApiError } from "effect/http-api"
+import { randomBytes } from "node:crypto"
+import { envelopeResponse, RequestState, type RequestStateShape } from "./errors.ts"
+import { issueToFieldErrors } from "./validation.ts"
+
+const MiB = 1024 * 1024
+
+/** Bodies larger than this answer 413. /v1/send carries attachments (40 MB message, base64-encoded). */
+export const bodyLimitFor = (url: string): number => (url.startsWith("/v1/send") ? 60 * MiB : url.startsWith("/contacts/import") ? 6 * MiB : 1 * MiB)
+
+const newRequestId = () => `req_${randomBytes(12).toString("base64url")}`
+
+const toErrorResponse = (
+  cause: Cause.Cause<unknown>,
+  request: HttpServerRequest.HttpServerRequest,
+  state: RequestStateShape
+): Effect.Effect<HttpServerResponse.HttpServerResponse, unknown> => {
+  const { requestId } = state
+  const failure = cause.reasons.find((reason) => Cause.isFailReason(reason) || Cause.isDieReason(reason))
+  if (!failure) return Effect.failCause(cause) // interrupted: the client went away
+  const error: unknown = Cause.isFailReason(failure) ? failure.error : failure.defect
+
+  if (HttpServerRespondable.isRespondable(error) && !HttpServerError.isHttpServerError(error)) {
+    if (!HttpApiError.HttpApiSchemaError.is(error)) return HttpServerRespondable.toResponse(error)
+  }
+  if (HttpApiError.HttpApiSchemaError.is(error)) {
+    const issue = error.cause.issue
+    if (issue._tag === "InvalidValue" && String(issue.annotations?.message ?? "").includes("valid JSON")) {
+      return Effect.succeed(envelopeResponse({ status: 400, code: "INVALID_JSON", message: "Request body is not valid JSON" }, requestId))
+    }
+    if (error.kind === "Payload" || error.kind === "Query" || error.kind === "Params" || error.kind === "Headers") {
+      const errors = issueToFieldErrors(issue)
+      return Effect.succeed(envelopeResponse({
+        status: 422,
+        code: "VALIDATION_ERROR",
+        message: errors.length === 1 ? errors[0]!.message : "Request validation failed",
+        errors,
+        suggestion: "Check the fields listed in errors and try again."
+      }, requestId))
+    }
+  }
+  if (HttpServerError.isHttpServerError(error)) {
+    const reason = error.reason
+    if (reason._tag === "RouteNotFound") {
+      return Effect.succeed(envelopeResponse({
+        status: 404,
+        code: "NOT_FOUND",
+        message: `No route for ${request.method} ${request.url.split("?")[0]}`
+      }, requestId))
+    }
+    if (reason._tag === "RequestParseError") {
+      return Effect.succeed(reason.reason === "BodyTooLarge"
+        ? envelopeResponse({
+          status: 413,
+          code: "PAYLOAD_TOO_LARGE",
+          message: `Request body exceeds ${bodyLimitFor(request.url) / MiB} MiB`
+        }, requestId)
+        : envelopeResponse({ status: 400, code: "BAD_REQUEST", message: "Could not read the request body" }, requestId))
+    }
+  }
+  return Effect.logError("unhandled error", { requestId, method: request.method, url: request.url }, cause).pipe(
+    Effect.as(envelopeResponse({ status: 500, code: "INTERNAL_SERVER_ERROR", message: "An unexpected error occurred" }, requestId))
+  )
+}
+
+export const Gateway = HttpRouter.middleware((httpEffect) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const state: RequestStateShape = { requestId: newRequestId(), headers: {} }
+    let response = yield* httpEffect.pipe(
+      Effect.provideService(RequestState, state),
+      Effect.provideService(HttpIncomingMessage.MaxBodySize, bodyLimitFor(request.url) as any),
+      Effect.catchCause((cause) => Effect.provideService(toErrorResponse(cause, request, state), RequestState, state))
+    )
+    if (response.status === 415) {
+      response = envelopeResponse({
+        status: 415,
+        code: "UNSUPPORTED_MEDIA_TYPE",
+        message: "Send the body as application/json"
+      }, state.requestId)
+    }
+    return HttpServerResponse.setHeaders(response, { ...state.headers, "x-request-id": state.requestId })
+  }), { global: true })
+
+export const GatewayLive: Layer.Layer<never, never, HttpRouter.HttpRouter> = Gateway as any

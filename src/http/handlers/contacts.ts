@@ -1,0 +1,166 @@
+/** Handlers of the contacts group: request parsing and rules here, SQL in store/Contacts.ts. */
+import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { dataPayloadProblems, toDataPatch } from "../../domain/customData.ts"
+import { normalizeEmail } from "../../domain/email.ts"
+import { isUuid } from "../../domain/ids.ts"
+import { Contacts, customFieldPath, DuplicateEmail, isStandardField, type ListSort } from "../../store/Contacts.ts"
+import { OutboxRelay } from "../../stream/OutboxRelay.ts"
+import { Api } from "../api/Api.ts"
+import { CurrentProject } from "../api/security.ts"
+import { ApiError, BareBadRequest, rendered } from "../errors.ts"
+
+export const MAX_LOOKUP_EMAILS = 500
+
+/** Data limits (key count, key length, size) that the schema cannot express. */
+export const validateData = (data: Readonly<Record<string, unknown>> | undefined) => {
+  if (data === undefined) return Effect.void
+  const problems = dataPayloadProblems(data)
+  return problems.length === 0
+    ? Effect.void
+    : Effect.fail(ApiError.validation(problems.map(([field, message]) => ({ field, message, code: "too_big" }))))
+}
+
+/** Lenient query parsing: the spec says unrecognised values fall back to defaults. */
+const parseLimit = (raw: string | undefined) => {
+  const value = raw === undefined ? NaN : Number.parseInt(raw, 10)
+  return Number.isFinite(value) ? Math.min(100, Math.max(1, value)) : 20
+}
+const parsePositive = (raw: string | undefined, fallback: number, max = Number.MAX_SAFE_INTEGER) => {
+  const value = raw === undefined ? NaN : Number.parseInt(raw, 10)
+  return Number.isFinite(value) && value >= 1 ? Math.min(max, value) : fallback
+}
+const parseBoolean = (raw: string | undefined) => (raw === "true" ? true : raw === "false" ? false : undefined)
+
+const notFound = ApiError.notFound("Contact")
+
+export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnUntraced(function*(handlers) {
+  const contacts = yield* Contacts
+  const relay = yield* OutboxRelay
+  const store = <A, E>(effect: Effect.Effect<A, E>) => Effect.orDie(effect)
+
+  const checkField = Effect.fnUntraced(function*(projectId: string, field: string) {
+    const exists = yield* store(contacts.fieldExists(projectId, field))
+    if (!exists) return yield* ApiError.notFound(`Field ${field}`)
+  })
+
+  return handlers
+    .handle("upsert", ({ payload }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        if (payload.email === undefined || payload.email.trim() === "") {
+          return yield* new BareBadRequest({ message: "email is required" })
+        }
+        yield* validateData(payload.data)
+        const result = yield* store(contacts.upsert({
+          projectId: project.id,
+          email: normalizeEmail(payload.email),
+          subscribed: payload.subscribed,
+          subscribedByDefault: true,
+          patch: toDataPatch(payload.data),
+          source: "api.contacts"
+        }))
+        yield* relay.wake
+        return result.isNew
+          ? { ...result.contact, _meta: { isNew: true as const, isUpdate: false } }
+          : { ...result.contact, _meta: { isNew: false as const, isUpdate: true } }
+      })))
+    .handle("list", ({ query }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const sort: ListSort = query.sort === "email" ? "email" : "createdAt"
+        const page = yield* store(contacts.list(project.id, {
+          limit: parseLimit(query.limit),
+          cursor: query.cursor === undefined || query.cursor === "" ? undefined : query.cursor,
+          search: query.search === undefined || query.search === "" ? undefined : query.search,
+          subscribed: parseBoolean(query.subscribed),
+          sort,
+          dir: query.dir === "asc" ? "asc" : "desc"
+        }))
+        if (page === "bad-cursor") {
+          return yield* ApiError.badRequest("cursor is not a cursor returned by this list (with this sort)", "INVALID_CURSOR")
+        }
+        return page
+      })))
+    .handle("lookup", ({ payload }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        if (payload.emails.length > MAX_LOOKUP_EMAILS) {
+          return yield* ApiError.invalidField("emails", `At most ${MAX_LOOKUP_EMAILS} emails per call`, "too_big", payload.emails.length)
+        }
+        const normalized = payload.emails.map(normalizeEmail)
+        const found = yield* store(contacts.lookup(project.id, [...new Set(normalized)]))
+        const byEmail = new Map(found.map((contact) => [contact.email, contact]))
+        return {
+          results: payload.emails.map((email, index) => {
+            const contact = byEmail.get(normalized[index]!)
+            return { email, exists: contact !== undefined, contact: contact ? { id: contact.id, subscribed: contact.subscribed } : null }
+          })
+        }
+      })))
+    .handle("fields", () =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        return { fields: yield* store(contacts.fields(project.id)) }
+      })))
+    .handle("fieldValues", ({ params, query }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        yield* checkField(project.id, params.field)
+        const page = parsePositive(query.page, 1)
+        const pageSize = parsePositive(query.pageSize, 20, 100)
+        const { values, total } = yield* store(contacts.fieldValues(project.id, params.field, page, pageSize))
+        return { field: params.field, data: values, page, pageSize, total, totalPages: Math.ceil(total / pageSize) }
+      })))
+    .handle("fieldUsage", ({ params }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        yield* checkField(project.id, params.field)
+        // Segments, campaigns and workflows report their references here once they exist.
+        return { field: params.field, segments: [], campaigns: [], workflows: [] }
+      })))
+    .handle("deleteField", ({ params }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        if (isStandardField(params.field)) {
+          return yield* ApiError.invalidField("field", `${params.field} is a standard field and cannot be deleted`, "invalid_value", params.field)
+        }
+        if (!customFieldPath(params.field)) return yield* ApiError.notFound(`Field ${params.field}`)
+        yield* checkField(project.id, params.field)
+        const contactsUpdated = yield* store(contacts.deleteField(project.id, params.field))
+        yield* relay.wake
+        return { field: params.field, deleted: true, contactsUpdated }
+      })))
+    .handle("get", ({ params }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        if (!isUuid(params.id)) return yield* notFound
+        const contact = yield* store(contacts.get(project.id, params.id))
+        return contact ?? (yield* notFound)
+      })))
+    .handle("update", ({ params, payload }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        if (!isUuid(params.id)) return yield* notFound
+        yield* validateData(payload.data)
+        const result = yield* store(contacts.update(project.id, params.id, {
+          email: payload.email === undefined ? undefined : normalizeEmail(payload.email),
+          subscribed: payload.subscribed,
+          patch: toDataPatch(payload.data)
+        }))
+        if (result instanceof DuplicateEmail) {
+          return yield* ApiError.conflict("CONTACT_EXISTS", "Another contact in this project already has this email")
+        }
+        if (!result) return yield* notFound
+        yield* relay.wake
+        return result
+      })))
+    .handle("delete", ({ params }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        if (!isUuid(params.id)) return yield* notFound
+        const deleted = yield* store(contacts.remove(project.id, params.id))
+        if (!deleted) return yield* notFound
+        yield* relay.wake
+      })))
+}))

@@ -1,0 +1,29 @@
+import { Effect } from "effect"
+import { HttpServerResponse } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
+import { SqlClient } from "effect/sql"
+import { Nats } from "../../stream/Nats.ts"
+import { Api } from "../api/Api.ts"
+
+export const SystemHandlers = HttpApiBuilder.group(Api, "system", Effect.fnUntraced(function*(handlers) {
+  const sql = yield* SqlClient.SqlClient
+  const nats = yield* Nats
+  const probe = <A, E>(effect: Effect.Effect<A, E>) =>
+    effect.pipe(Effect.timeout("2 seconds"), Effect.as(true), Effect.orElseSucceed(() => false))
+  return handlers
+    .handle("config", () => Effect.succeed({ features: { tracking: true, contacts: true }, version: "0.1.0" }))
+    .handle("healthz", () => Effect.succeed({ status: "ok" as const }))
+    .handle("readyz", () =>
+      Effect.gen(function*() {
+        const [postgres, natsUp] = yield* Effect.all([
+          probe(sql`SELECT 1`),
+          probe(Effect.tryPromise(() => nats.connection.flush()))
+        ], { concurrency: 2 })
+        const ready = postgres && natsUp
+        // 503 when a dependency is down, so load balancers stop routing here.
+        return HttpServerResponse.jsonUnsafe(
+          { status: ready ? "ready" : "unavailable", postgres, nats: natsUp },
+          { status: ready ? 200 : 503 }
+        )
+      }))
+}))

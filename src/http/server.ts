@@ -1,0 +1,29 @@
+/** Wires the HTTP contract to its handlers, middleware and the Node HTTP server. */
+import { NodeHttpServer } from "@effect/platform-node"
+import { Effect, Layer } from "effect"
+import { HttpRouter } from "effect/http"
+import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { createServer } from "node:http"
+import { AppConfig } from "../config.ts"
+import { Api } from "./api/Api.ts"
+import { PublicKeyAuthLive, SecretKeyAuthLive } from "./auth.ts"
+import { GatewayLive } from "./gateway.ts"
+import { ContactsHandlers } from "./handlers/contacts.ts"
+import { SystemHandlers } from "./handlers/system.ts"
+import { TrackHandlers } from "./handlers/track.ts"
+import { Idempotency } from "./Idempotency.ts"
+import { RateLimiter } from "./RateLimiter.ts"
+
+const ApiRoutes = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pipe(
+  Layer.provide([SystemHandlers, TrackHandlers, ContactsHandlers]),
+  Layer.provide([SecretKeyAuthLive, PublicKeyAuthLive]),
+  Layer.provide([RateLimiter.layer, Idempotency.layer])
+)
+
+const Routes = Layer.mergeAll(ApiRoutes, HttpApiScalar.layer(Api, { path: "/docs" }), GatewayLive)
+
+/** The HTTP server on PORT (0 picks a free port; tests read it from HttpServer.address). */
+export const HttpLive = Layer.unwrap(Effect.map(Effect.service(AppConfig), (config) =>
+  HttpRouter.serve(Routes, { disableLogger: true }).pipe(
+    Layer.provide(NodeHttpServer.layer(createServer, { port: config.port, host: "0.0.0.0" }))
+  )))

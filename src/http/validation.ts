@@ -1,0 +1,69 @@
+/** Turns Schema decode failures into the envelope's `errors[]` items (`{ field, message, code, received? }`). */
+import { SchemaIssue } from "effect"
+import type { FieldError } from "./errors.ts"
+
+/** `groups[1].filters[0].operator`-style paths. */
+export const formatPath = (path: ReadonlyArray<PropertyKey>): string => {
+  let out = ""
+  for (const segment of path) {
+    if (typeof segment === "number") out += `[${segment}]`
+    else out += out === "" ? String(segment) : `.${String(segment)}`
+  }
+  return out
+}
+
+const received = (issue: SchemaIssue.Issue): { received?: unknown } => {
+  if (!SchemaIssue.hasInput(issue)) return {}
+  const input = (issue as { input: unknown }).input
+  // Echo scalars only: large or nested inputs make the error body bigger than the request.
+  if (input === null || ["string", "number", "boolean"].includes(typeof input)) {
+    return { received: typeof input === "string" && input.length > 200 ? `${input.slice(0, 200)}…` : input }
+  }
+  return { received: Array.isArray(input) ? "array" : typeof input }
+}
+
+const filterCode = (issue: SchemaIssue.Filter): string => {
+  const code = (issue.filter.annotations as Record<string, unknown> | undefined)?.["code"]
+  return typeof code === "string" ? code : "invalid_string"
+}
+
+export const issueToFieldErrors = (root: SchemaIssue.Issue): Array<FieldError> => {
+  const out: Array<FieldError> = []
+  const walk = (issue: SchemaIssue.Issue, path: ReadonlyArray<PropertyKey>) => {
+    const field = formatPath(path) || "body"
+    switch (issue._tag) {
+      case "Pointer":
+        return walk(issue.issue, [...path, ...issue.path])
+      case "Composite":
+        for (const nested of issue.issues) walk(nested, path)
+        return
+      case "Encoding":
+        return walk(issue.issue, path)
+      case "AnyOf":
+        if (issue.issues.length > 0) return walk(issue.issues[0]!, path)
+        out.push({ field, message: "Value does not match any allowed shape", code: "invalid_union", ...received(issue) })
+        return
+      case "Filter":
+        out.push({
+          field,
+          message: SchemaIssue.defaultCheckHook(issue) ?? "Invalid value",
+          code: filterCode(issue),
+          ...received(issue)
+        })
+        return
+      case "MissingKey":
+        out.push({ field, message: `${field} is required`, code: "required" })
+        return
+      case "UnexpectedKey":
+        out.push({ field, message: `Unknown field ${field}`, code: "unrecognized_key" })
+        return
+      case "InvalidType":
+        out.push({ field, message: SchemaIssue.defaultLeafHook(issue), code: "invalid_type", ...received(issue) })
+        return
+      default:
+        out.push({ field, message: SchemaIssue.defaultLeafHook(issue), code: "invalid_value", ...received(issue) })
+    }
+  }
+  walk(root, [])
+  return out
+}

@@ -1,0 +1,446 @@
+/**
+ * The contacts aggregate in Postgres. Every write commits, in the same statement, an outbox row
+ * describing the change (published to the project's partition of stream IN by the OutboxRelay), and
+ * records the inferred type of any custom-data key seen for the first time.
+ */
+import { Context, Effect, Layer } from "effect"
+import { SqlClient, type SqlError } from "effect/sql"
+import { AppConfig } from "../config.ts"
+import { type DataPatch, type FieldType, inferFieldTypes } from "../domain/customData.ts"
+import { uuidv7 } from "../domain/ids.ts"
+import { streamNames } from "../stream/subjects.ts"
+
+export interface Contact {
+  readonly id: string
+  readonly email: string
+  readonly subscribed: boolean
+  readonly snoozedUntil: string | null
+  readonly data: Record<string, unknown>
+  readonly createdAt: string
+  readonly updatedAt: string
+}
+
+export interface UpsertInput {
+  readonly projectId: string
+  readonly email: string
+  /** Explicit value from the request; undefined keeps an existing contact's state. */
+  readonly subscribed: boolean | undefined
+  /** State of a new contact when `subscribed` is not given (differs per operation). */
+  readonly subscribedByDefault: boolean
+  readonly patch: DataPatch
+  /** Which operation wrote (`api.contacts`, `api.track`, ...), carried on the change message. */
+  readonly source: string
+  /** Further messages committed with the write (e.g. the tracked event); `contactId` and `email` are added. */
+  readonly alsoPublish?: ReadonlyArray<OutboxMessage> | undefined
+}
+
+export interface OutboxMessage {
+  readonly id: string
+  readonly subject: string
+  readonly payload: Record<string, unknown>
+}
+
+export interface UpsertResult {
+  readonly contact: Contact
+  readonly isNew: boolean
+  /** Subscription state before this write (undefined for a new contact). */
+  readonly previousSubscribed: boolean | undefined
+}
+
+export interface UpdateInput {
+  readonly email?: string | undefined
+  readonly subscribed?: boolean | undefined
+  readonly patch: DataPatch
+}
+
+export type ListSort = "createdAt" | "email"
+
+export interface ListQuery {
+  readonly limit: number
+  readonly cursor: string | undefined
+  readonly search: string | undefined
+  readonly subscribed: boolean | undefined
+  readonly sort: ListSort
+  readonly dir: "asc" | "desc"
+}
+
+export interface ListPage {
+  readonly data: ReadonlyArray<Contact>
+  readonly cursor: string | null
+  readonly hasMore: boolean
+  readonly total: number
+}
+
+export interface FieldDescriptor {
+  readonly field: string
+  readonly type: string
+  readonly isCustom: boolean
+  readonly coverage: number
+}
+
+export class DuplicateEmail {
+  readonly _tag = "DuplicateEmail"
+}
+
+interface ContactRow {
+  readonly id: string
+  readonly email: string
+  readonly subscribed: boolean
+  readonly snoozed_until: Date | string | null
+  readonly data: Record<string, unknown> | string
+  readonly created_at: Date | string
+  readonly updated_at: Date | string
+}
+
+const iso = (value: Date | string): string => (value instanceof Date ? value : new Date(value)).toISOString()
+
+export const toContact = (row: ContactRow): Contact => ({
+  id: row.id,
+  email: row.email,
+  subscribed: row.subscribed,
+  snoozedUntil: row.snoozed_until === null ? null : iso(row.snoozed_until),
+  data: typeof row.data === "string" ? JSON.parse(row.data) : row.data,
+  createdAt: iso(row.created_at),
+  updatedAt: iso(row.updated_at)
+})
+
+const STANDARD_FIELDS: ReadonlyArray<readonly [string, FieldType]> = [
+  ["email", "string"],
+  ["subscribed", "boolean"],
+  ["createdAt", "date"],
+  ["updatedAt", "date"]
+]
+
+const STANDARD_COLUMNS: Record<string, string> = {
+  email: "email",
+  subscribed: "subscribed",
+  createdAt: "created_at",
+  updatedAt: "updated_at"
+}
+
+export const isStandardField = (field: string): boolean => field in STANDARD_COLUMNS
+
+/** `data.profile.tier` → `["profile", "tier"]`; undefined when the name is not a custom field. */
+export const customFieldPath = (field: string): Array<string> | undefined => {
+  if (!field.startsWith("data.")) return undefined
+  const path = field.slice(5).split(".")
+  return path.every((part) => part.length > 0) ? path : undefined
+}
+
+const encodeCursor = (values: ReadonlyArray<string>) => Buffer.from(JSON.stringify(values)).toString("base64url")
+
+const decodeCursor = (cursor: string, arity: number): Array<string> | undefined => {
+  try {
+    const values: unknown = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"))
+    return Array.isArray(values) && values.length === arity && values.every((v) => typeof v === "string")
+      ? values as Array<string>
+      : undefined
+  } catch {
+    return undefined
+  }
+}
+
+const escapeLike = (text: string) => text.replace(/[\\%_]/g, (char) => `\\${char}`)
+
+export class Contacts extends Context.Service<Contacts, {
+  readonly upsert: (input: UpsertInput) => Effect.Effect<UpsertResult, SqlError.SqlError>
+  readonly get: (projectId: string, id: string) => Effect.Effect<Contact | undefined, SqlError.SqlError>
+  readonly update: (
+    projectId: string,
+    id: string,
+    input: UpdateInput
+  ) => Effect.Effect<Contact | undefined | DuplicateEmail, SqlError.SqlError>
+  readonly remove: (projectId: string, id: string) => Effect.Effect<boolean, SqlError.SqlError>
+  readonly list: (projectId: string, query: ListQuery) => Effect.Effect<ListPage | "bad-cursor", SqlError.SqlError>
+  readonly lookup: (
+    projectId: string,
+    emails: ReadonlyArray<string>
+  ) => Effect.Effect<ReadonlyArray<Contact>, SqlError.SqlError>
+  readonly fields: (projectId: string) => Effect.Effect<ReadonlyArray<FieldDescriptor>, SqlError.SqlError>
+  readonly fieldExists: (projectId: string, field: string) => Effect.Effect<boolean, SqlError.SqlError>
+  readonly fieldValues: (
+    projectId: string,
+    field: string,
+    page: number,
+    pageSize: number
+  ) => Effect.Effect<{ readonly values: ReadonlyArray<unknown>; readonly total: number }, SqlError.SqlError>
+  readonly deleteField: (projectId: string, field: string) => Effect.Effect<number, SqlError.SqlError>
+}>()("app/store/Contacts") {
+  static readonly layer = Layer.effect(
+    Contacts,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const config = yield* AppConfig
+      const names = streamNames(config.natsPrefix, config.partitions)
+      const subjectOf = (projectId: string) => names.inSubject(projectId, "contact")
+
+      const fieldTypesJson = (patch: DataPatch) => JSON.stringify(inferFieldTypes(patch.set))
+
+      const upsert = Effect.fn("Contacts.upsert")(function*(input: UpsertInput) {
+        const now = new Date().toISOString()
+        const rows = yield* sql<ContactRow & { inserted: boolean; previous_subscribed: boolean | null }>`
+          WITH prev AS (
+            SELECT subscribed FROM contacts
+            WHERE project_id = ${input.projectId} AND email = ${input.email}
+            FOR UPDATE
+          ), up AS (
+            INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
+            VALUES (${uuidv7()}, ${input.projectId}, ${input.email},
+                    ${input.subscribed ?? input.subscribedByDefault}, ${JSON.stringify(input.patch.set)}::jsonb,
+                    ${now}::timestamptz, ${now}::timestamptz)
+            ON CONFLICT (project_id, email) DO UPDATE SET
+              subscribed = COALESCE(${input.subscribed ?? null}::boolean, contacts.subscribed),
+              data = (contacts.data - ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(input.patch.remove)}::jsonb)))
+                     || ${JSON.stringify(input.patch.set)}::jsonb,
+              updated_at = ${now}::timestamptz
+            RETURNING id, email, subscribed, snoozed_until, data, created_at, updated_at, (xmax = 0) AS inserted
+          ), fields AS (
+            INSERT INTO contact_fields (project_id, key, type)
+            SELECT ${input.projectId}, f->>0, f->>1 FROM jsonb_array_elements(${fieldTypesJson(input.patch)}::jsonb) f
+            ON CONFLICT DO NOTHING
+          ), change AS (
+            -- One INSERT for the change and any messages riding along, ordered so seq follows ord.
+            INSERT INTO outbox (id, subject, payload)
+            SELECT id, subject, payload FROM (
+              SELECT 0 AS ord, ${uuidv7()}::uuid AS id, ${subjectOf(input.projectId)}::text AS subject, jsonb_build_object(
+                'kind', 'contact',
+                'type', CASE WHEN up.inserted THEN 'contact.created' ELSE 'contact.updated' END,
+                'projectId', ${input.projectId}::text,
+                'contactId', up.id,
+                'source', ${input.source}::text,
+                'at', ${now}::text,
+                'previousSubscribed', (SELECT subscribed FROM prev),
+                'removedKeys', ${JSON.stringify(input.patch.remove)}::jsonb,
+                'contact', jsonb_build_object('id', up.id, 'email', up.email, 'subscribed', up.subscribed,
+                                              'data', up.data, 'createdAt', up.created_at, 'updatedAt', up.updated_at)
+              ) AS payload
+              FROM up
+              UNION ALL
+              SELECT 1 + e.ordinality, (e.value->>'id')::uuid, e.value->>'subject',
+                     (e.value->'payload') || jsonb_build_object('contactId', up.id, 'email', up.email)
+              FROM up, jsonb_array_elements(${JSON.stringify(input.alsoPublish ?? [])}::jsonb) WITH ORDINALITY e
+            ) messages
+            ORDER BY ord
+          )
+          SELECT up.*, (SELECT subscribed FROM prev) AS previous_subscribed FROM up`
+        const row = rows[0]!
+        return {
+          contact: toContact(row),
+          isNew: row.inserted,
+          previousSubscribed: row.previous_subscribed ?? undefined
+        }
+      })
+
+      const get = Effect.fn("Contacts.get")(function*(projectId: string, id: string) {
+        const rows = yield* sql<ContactRow>`
+          SELECT id, email, subscribed, snoozed_until, data, created_at, updated_at
+          FROM contacts WHERE project_id = ${projectId} AND id = ${id}`
+        return rows[0] ? toContact(rows[0]) : undefined
+      })
+
+      const update = Effect.fn("Contacts.update")(function*(projectId: string, id: string, input: UpdateInput) {
+        const now = new Date().toISOString()
+        const rows = yield* sql<ContactRow & { previous_subscribed: boolean }>`
+          WITH prev AS (
+            SELECT subscribed, email FROM contacts WHERE project_id = ${projectId} AND id = ${id} FOR UPDATE
+          ), up AS (
+            UPDATE contacts SET
+              email = COALESCE(${input.email ?? null}::text, email),
+              subscribed = COALESCE(${input.subscribed ?? null}::boolean, subscribed),
+              data = (data - ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(input.patch.remove)}::jsonb)))
+                     || ${JSON.stringify(input.patch.set)}::jsonb,
+              updated_at = ${now}::timestamptz
+            WHERE project_id = ${projectId} AND id = ${id}
+            RETURNING id, email, subscribed, snoozed_until, data, created_at, updated_at
+          ), fields AS (
+            INSERT INTO contact_fields (project_id, key, type)
+            SELECT ${projectId}, f->>0, f->>1 FROM jsonb_array_elements(${fieldTypesJson(input.patch)}::jsonb) f
+            WHERE EXISTS (SELECT 1 FROM up)
+            ON CONFLICT DO NOTHING
+          ), change AS (
+            INSERT INTO outbox (id, subject, payload)
+            SELECT ${uuidv7()}, ${subjectOf(projectId)}, jsonb_build_object(
+              'kind', 'contact',
+              'type', 'contact.updated',
+              'projectId', ${projectId}::text,
+              'contactId', up.id,
+              'source', 'api.contacts',
+              'at', ${now}::text,
+              'previousSubscribed', (SELECT subscribed FROM prev),
+              'previousEmail', (SELECT email FROM prev),
+              'removedKeys', ${JSON.stringify(input.patch.remove)}::jsonb,
+              'contact', jsonb_build_object('id', up.id, 'email', up.email, 'subscribed', up.subscribed,
+                                            'data', up.data, 'createdAt', up.created_at, 'updatedAt', up.updated_at))
+            FROM up
+          )
+          SELECT up.*, (SELECT subscribed FROM prev) AS previous_subscribed FROM up`.pipe(
+          Effect.map((rows): ReadonlyArray<ContactRow> | DuplicateEmail => rows),
+          Effect.catchTag("SqlError", (error) =>
+            String((error.cause as { code?: string } | undefined)?.code ?? error.message).includes("23505") ||
+              String(error.cause).includes("contacts_project_email")
+              ? Effect.succeed(new DuplicateEmail())
+              : Effect.fail(error))
+        )
+        if (rows instanceof DuplicateEmail) return rows
+        return rows[0] ? toContact(rows[0]) : undefined
+      })
+
+      const remove = Effect.fn("Contacts.remove")(function*(projectId: string, id: string) {
+        const now = new Date().toISOString()
+        const rows = yield* sql<{ id: string }>`
+          WITH gone AS (
+            DELETE FROM contacts WHERE project_id = ${projectId} AND id = ${id}
+            RETURNING id, email, subscribed, data
+          ), change AS (
+            INSERT INTO outbox (id, subject, payload)
+            SELECT ${uuidv7()}, ${subjectOf(projectId)}, jsonb_build_object(
+              'kind', 'contact', 'type', 'contact.deleted', 'projectId', ${projectId}::text,
+              'contactId', gone.id, 'source', 'api.contacts', 'at', ${now}::text,
+              'contact', jsonb_build_object('id', gone.id, 'email', gone.email, 'subscribed', gone.subscribed,
+                                            'data', gone.data))
+            FROM gone
+          )
+          SELECT id FROM gone`
+        return rows.length > 0
+      })
+
+      const list = Effect.fn("Contacts.list")(function*(projectId: string, query: ListQuery) {
+        const conditions = [sql`project_id = ${projectId}`]
+        if (query.search) conditions.push(sql`email LIKE ${`%${escapeLike(query.search.toLowerCase())}%`}`)
+        if (query.subscribed !== undefined) conditions.push(sql`subscribed = ${query.subscribed}`)
+        const filters = [...conditions]
+        const after = query.dir === "asc" ? ">" : "<"
+        if (query.cursor !== undefined) {
+          if (query.sort === "email") {
+            const values = decodeCursor(query.cursor, 1)
+            if (!values) return "bad-cursor" as const
+            conditions.push(sql`email ${sql.literal(after)} ${values[0]!}`)
+          } else {
+            const values = decodeCursor(query.cursor, 2)
+            if (!values || Number.isNaN(Date.parse(values[0]!))) return "bad-cursor" as const
+            conditions.push(sql`(created_at, id) ${sql.literal(after)} (${values[0]!}::timestamptz, ${values[1]!}::uuid)`)
+          }
+        }
+        const direction = query.dir === "asc" ? "ASC" : "DESC"
+        const orderBy = query.sort === "email"
+          ? sql.literal(`email ${direction}`)
+          : sql.literal(`created_at ${direction}, id ${direction}`)
+        const rows = yield* sql<ContactRow>`
+          SELECT id, email, subscribed, snoozed_until, data, created_at, updated_at
+          FROM contacts WHERE ${sql.and(conditions)} ORDER BY ${orderBy} LIMIT ${query.limit + 1}`
+        const hasMore = rows.length > query.limit
+        const data = rows.slice(0, query.limit).map(toContact)
+        const last = data[data.length - 1]
+        let total = 0
+        if (query.cursor === undefined) {
+          const [count] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM contacts WHERE ${sql.and(filters)}`
+          total = count?.n ?? 0
+        }
+        return {
+          data,
+          hasMore,
+          cursor: hasMore && last
+            ? encodeCursor(query.sort === "email" ? [last.email] : [last.createdAt, last.id])
+            : null,
+          total
+        }
+      })
+
+      const lookup = Effect.fn("Contacts.lookup")(function*(projectId: string, emails: ReadonlyArray<string>) {
+        if (emails.length === 0) return []
+        const rows = yield* sql<ContactRow>`
+          SELECT id, email, subscribed, snoozed_until, data, created_at, updated_at FROM contacts
+          WHERE project_id = ${projectId} AND email IN ${sql.in(emails)}`
+        return rows.map(toContact)
+      })
+
+      const fields = Effect.fn("Contacts.fields")(function*(projectId: string) {
+        const [totals] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM contacts WHERE project_id = ${projectId}`
+        const total = totals?.n ?? 0
+        const custom = yield* sql<{ key: string; type: string; covered: number }>`
+          WITH top AS (
+            SELECT k AS key, count(*)::int AS covered
+            FROM contacts c, jsonb_object_keys(c.data) k
+            WHERE c.project_id = ${projectId}
+            GROUP BY k
+          )
+          SELECT f.key, f.type,
+                 CASE WHEN position('.' in f.key) = 0 THEN COALESCE(top.covered, 0)
+                      ELSE (SELECT count(*)::int FROM contacts c
+                            WHERE c.project_id = ${projectId} AND c.data #> string_to_array(f.key, '.') IS NOT NULL)
+                 END AS covered
+          FROM contact_fields f LEFT JOIN top ON top.key = f.key
+          WHERE f.project_id = ${projectId}
+          ORDER BY f.key`
+        const coverage = (covered: number) => (total === 0 ? 0 : Math.round((covered / total) * 10_000) / 10_000)
+        return [
+          ...STANDARD_FIELDS.map(([field, type]) => ({ field, type, isCustom: false, coverage: total === 0 ? 0 : 1 })),
+          ...custom.map((row) => ({
+            field: `data.${row.key}`,
+            type: row.type,
+            isCustom: true,
+            coverage: coverage(row.covered)
+          }))
+        ]
+      })
+
+      const fieldExists = Effect.fn("Contacts.fieldExists")(function*(projectId: string, field: string) {
+        if (isStandardField(field)) return true
+        const path = customFieldPath(field)
+        if (!path) return false
+        const rows = yield* sql`SELECT 1 FROM contact_fields WHERE project_id = ${projectId} AND key = ${path.join(".")}`
+        return rows.length > 0
+      })
+
+      const fieldValues = Effect.fn("Contacts.fieldValues")(
+        function*(projectId: string, field: string, page: number, pageSize: number) {
+          const offset = (page - 1) * pageSize
+          const value = isStandardField(field)
+            ? sql.literal(`to_jsonb(${STANDARD_COLUMNS[field]})`)
+            : sql`data #> ${`{${customFieldPath(field)!.map((p) => `"${p.replace(/["\\]/g, "\\$&")}"`).join(",")}}`}::text[]`
+          const rows = yield* sql<{ v: unknown; total: number }>`
+            WITH vals AS (
+              SELECT DISTINCT ${value} AS v FROM contacts WHERE project_id = ${projectId}
+            )
+            SELECT v, count(*) OVER ()::int AS total FROM vals WHERE v IS NOT NULL AND v <> 'null'::jsonb
+            ORDER BY v LIMIT ${pageSize} OFFSET ${offset}`
+          let total = rows[0]?.total ?? 0
+          if (rows.length === 0 && offset > 0) {
+            const [count] = yield* sql<{ n: number }>`
+              SELECT count(DISTINCT ${value})::int AS n FROM contacts
+              WHERE project_id = ${projectId} AND ${value} IS NOT NULL AND ${value} <> 'null'::jsonb`
+            total = count?.n ?? 0
+          }
+          return {
+            values: rows.map((row) => (typeof row.v === "string" && isStandardField(field) ? row.v : row.v)),
+            total
+          }
+        }
+      )
+
+      const deleteField = Effect.fn("Contacts.deleteField")(function*(projectId: string, field: string) {
+        const path = customFieldPath(field)!
+        const key = path.join(".")
+        const pgPath = `{${path.map((p) => `"${p.replace(/["\\]/g, "\\$&")}"`).join(",")}}`
+        const now = new Date().toISOString()
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          const updated = yield* sql<{ n: number }>`
+            WITH changed AS (
+              UPDATE contacts SET data = data #- ${pgPath}::text[], updated_at = ${now}::timestamptz
+              WHERE project_id = ${projectId} AND data #> ${pgPath}::text[] IS NOT NULL
+              RETURNING id
+            )
+            SELECT count(*)::int AS n FROM changed`
+          yield* sql`DELETE FROM contact_fields
+                     WHERE project_id = ${projectId} AND (key = ${key} OR key LIKE ${`${escapeLike(key)}.%`})`
+          // One message for the whole project rather than one per contact: consumers re-read as needed.
+          yield* sql`INSERT INTO outbox (id, subject, payload) VALUES (${uuidv7()}, ${subjectOf(projectId)},
+            ${JSON.stringify({ kind: "contact", type: "contact.field_deleted", projectId, field, at: now })}::jsonb)`
+          return updated[0]?.n ?? 0
+        }))
+      })
+
+      return Contacts.of({ upsert, get, update, remove, list, lookup, fields, fieldExists, fieldValues, deleteField })
+    })
+  )
+}

@@ -1,0 +1,91 @@
+/** Projects and their API keys. Only SHA-256 hashes of keys are stored. */
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
+import { uuidv7 } from "../domain/ids.ts"
+
+export type KeyKind = "public" | "secret"
+
+export interface Project {
+  readonly id: string
+  readonly name: string
+  readonly disabled: boolean
+}
+
+export interface AuthenticatedKey {
+  readonly project: Project
+  readonly kind: KeyKind
+}
+
+export interface CreatedProject extends Project {
+  readonly publicKey: string
+  readonly secretKey: string
+}
+
+const hashKey = (key: string): Buffer => createHash("sha256").update(key).digest()
+
+const newKey = (prefix: "pk_" | "sk_") => prefix + randomBytes(24).toString("base64url")
+
+/** Authenticated keys are cached briefly so the hot path does not hit Postgres for every request. */
+const KEY_CACHE_TTL_MS = 5_000
+
+export class Projects extends Context.Service<Projects, {
+  readonly create: (name: string) => Effect.Effect<CreatedProject>
+  /** The project and key kind for an API key, or undefined when no project has it. */
+  readonly authenticate: (key: string) => Effect.Effect<AuthenticatedKey | undefined>
+}>()("app/store/Projects") {
+  static readonly layer = Layer.effect(
+    Projects,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const cache = new Map<string, { value: AuthenticatedKey | undefined; expires: number }>()
+
+      const create = Effect.fn("Projects.create")(function*(name: string) {
+        const id = uuidv7()
+        const publicKey = newKey("pk_")
+        const secretKey = newKey("sk_")
+        yield* sql`INSERT INTO projects (id, name, public_key_hash, secret_key_hash)
+                   VALUES (${id}, ${name}, ${hashKey(publicKey)}, ${hashKey(secretKey)})`
+        return { id, name, disabled: false, publicKey, secretKey }
+      }, Effect.orDie)
+
+      const lookup = Effect.fn("Projects.lookup")(function*(hash: Buffer) {
+        const rows = yield* sql<{
+          id: string
+          name: string
+          disabled: boolean
+          public_key_hash: Uint8Array
+          secret_key_hash: Uint8Array
+        }>`SELECT id, name, disabled, public_key_hash, secret_key_hash FROM projects
+           WHERE public_key_hash = ${hash} OR secret_key_hash = ${hash}`
+        const row = rows[0]
+        if (!row) return undefined
+        // The index found the row by hash; the final equality check is constant-time.
+        const matches = (stored: Uint8Array) => stored.length === hash.length && timingSafeEqual(Buffer.from(stored), hash)
+        const kind: KeyKind | undefined = matches(row.secret_key_hash)
+          ? "secret"
+          : matches(row.public_key_hash)
+          ? "public"
+          : undefined
+        if (!kind) return undefined
+        return { project: { id: row.id, name: row.name, disabled: row.disabled }, kind }
+      }, Effect.orDie)
+
+      const authenticate = (key: string) =>
+        Effect.suspend(() => {
+          const hash = hashKey(key)
+          const cacheKey = hash.toString("base64")
+          const now = Date.now()
+          const hit = cache.get(cacheKey)
+          if (hit && hit.expires > now) return Effect.succeed(hit.value)
+          return Effect.tap(lookup(hash), (value) =>
+            Effect.sync(() => {
+              if (cache.size > 10_000) cache.clear()
+              cache.set(cacheKey, { value, expires: now + KEY_CACHE_TTL_MS })
+            }))
+        })
+
+      return Projects.of({ create, authenticate })
+    })
+  )
+}

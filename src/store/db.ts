@@ -1,0 +1,57 @@
+/** The Postgres client and the migrator that applies `migrations/NNNN_name.sql` in order. */
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Layer } from "effect"
+import { Migrator, SqlClient } from "effect/sql"
+import { readdirSync, readFileSync } from "node:fs"
+import { fileURLToPath } from "node:url"
+import { AppConfig } from "../config.ts"
+
+const MIGRATIONS_DIR = fileURLToPath(new URL("../../migrations/", import.meta.url))
+
+/**
+ * Postgres' extended protocol takes one statement per query, so a file is split into statements at
+ * semicolons that end a line (keep `;` mid-line only inside statements, e.g. in strings or bodies).
+ */
+export const splitStatements = (script: string): Array<string> =>
+  script
+    .split(/;[ \t]*(?:--[^\n]*)?$/m)
+    .map((statement) => statement.replace(/^\s*(--[^\n]*\n\s*)*/g, "").trim())
+    .filter((statement) => statement.length > 0)
+
+/** Reads the numbered SQL files; each runs statement by statement inside the migrator's transaction. */
+const sqlFileLoader: Migrator.Loader = Effect.sync(() =>
+  readdirSync(MIGRATIONS_DIR)
+    .map((file) => file.match(/^(\d+)_([^.]+)\.sql$/))
+    .filter((match): match is RegExpMatchArray => match !== null)
+    .map(([file, id, name]): Migrator.ResolvedMigration => [
+      Number(id),
+      name!,
+      Effect.succeed(
+        Effect.flatMap(Effect.service(SqlClient.SqlClient), (sql) =>
+          Effect.forEach(
+            splitStatements(readFileSync(`${MIGRATIONS_DIR}/${file}`, "utf8")),
+            (statement) => sql.unsafe(statement).unprepared,
+            { discard: true }
+          ))
+      )
+    ])
+    .sort(([a], [b]) => a - b)
+)
+
+export const runMigrations = Migrator.make({})({ loader: sqlFileLoader, table: "schema_migrations" })
+
+export const PgLive = Layer.unwrap(
+  Effect.map(Effect.service(AppConfig), (config) =>
+    PgClient.layer({
+      url: config.databaseUrl,
+      maxConnections: 20,
+      applicationName: "mailstream"
+    }))
+)
+
+/** Postgres, migrated before anything else uses it. */
+export const DatabaseLive = Layer.effectDiscard(
+  runMigrations.pipe(Effect.tap((applied) =>
+    applied.length > 0 ? Effect.logInfo("migrations applied", applied.map(([id, name]) => `${id}_${name}`)) : Effect.void
+  ))
+).pipe(Layer.provideMerge(PgLive))

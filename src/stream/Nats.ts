@@ -1,0 +1,77 @@
+/** The NATS connection as a scoped service; streams are created idempotently when it starts. */
+import { connect, type NatsConnection } from "@nats-io/transport-node"
+import {
+  DiscardPolicy,
+  jetstream,
+  jetstreamManager,
+  type JetStreamClient,
+  type JetStreamManager,
+  RetentionPolicy,
+  StorageType
+} from "@nats-io/jetstream"
+import { Context, Data, Effect, Layer } from "effect"
+import { AppConfig } from "../config.ts"
+import { PREFIX_PATTERN, streamNames, type StreamNames } from "./subjects.ts"
+
+export class NatsError extends Data.TaggedError("NatsError")<{ readonly message: string; readonly cause?: unknown }> {}
+
+export class Nats extends Context.Service<Nats, {
+  readonly connection: NatsConnection
+  readonly js: JetStreamClient
+  readonly jsm: JetStreamManager
+  readonly names: StreamNames
+  readonly prefix: string
+  readonly partitions: number
+}>()("app/stream/Nats") {
+  static readonly layer = Layer.effect(
+    Nats,
+    Effect.gen(function*() {
+      const config = yield* AppConfig
+      if (!PREFIX_PATTERN.test(config.natsPrefix)) {
+        return yield* new NatsError({ message: `NATS_PREFIX must match ${PREFIX_PATTERN}` })
+      }
+      const connection = yield* Effect.acquireRelease(
+        Effect.tryPromise({
+          try: () => connect({ servers: config.natsUrl.split(","), name: "mailstream", maxReconnectAttempts: -1 }),
+          catch: (cause) => new NatsError({ message: `cannot connect to NATS at ${config.natsUrl}`, cause })
+        }),
+        (nc) => Effect.promise(() => nc.drain().catch(() => undefined))
+      )
+      const jsm = yield* Effect.tryPromise({
+        try: () => jetstreamManager(connection),
+        catch: (cause) => new NatsError({ message: "JetStream is not enabled on the NATS server", cause })
+      })
+      const names = streamNames(config.natsPrefix, config.partitions)
+      yield* ensureStream(jsm, names.inStream, names.inSubjects)
+      yield* ensureStream(jsm, names.outStream, names.outSubjects)
+      return Nats.of({
+        connection,
+        js: jetstream(connection),
+        jsm,
+        names,
+        prefix: config.natsPrefix,
+        partitions: config.partitions
+      })
+    })
+  )
+}
+
+const ensureStream = (jsm: JetStreamManager, name: string, subjects: string) =>
+  Effect.tryPromise({
+    try: async () => {
+      const existing = await jsm.streams.info(name).catch(() => undefined)
+      if (existing) return
+      await jsm.streams.add({
+        name,
+        subjects: [subjects],
+        storage: StorageType.File,
+        retention: RetentionPolicy.Limits,
+        discard: DiscardPolicy.Old,
+        duplicate_window: 2 * 60 * 1_000_000_000
+      }).catch(async (error) => {
+        // Another process created it between our check and our add.
+        if (!(await jsm.streams.info(name).catch(() => undefined))) throw error
+      })
+    },
+    catch: (cause) => new NatsError({ message: `cannot create stream ${name}`, cause })
+  })
