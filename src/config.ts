@@ -18,7 +18,8 @@ export interface AppConfigShape {
 
 export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app/AppConfig") {
   static readonly load = Effect.gen(function*() {
-    const port = yield* Config.Port("PORT").pipe(Config.withDefault(3000))
+    // 0 asks the OS for a free port (tests, benchmarks).
+    const port = yield* Config.Int("PORT").pipe(Config.withDefault(3000))
     return AppConfig.of({
       port,
       databaseUrl: yield* Config.Redacted("DATABASE_URL").pipe(

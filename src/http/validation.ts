@@ -13,7 +13,9 @@ export const formatPath = (path: ReadonlyArray<PropertyKey>): string => {
 }
 
 const received = (issue: SchemaIssue.Issue): { received?: unknown } => {
-  if (!SchemaIssue.hasInput(issue)) return {}
+  if (!SchemaIssue.hasInput(issue)) {
+    return issue._tag === "Filter" || issue._tag === "Encoding" ? received(issue.issue) : {}
+  }
   const input = (issue as { input: unknown }).input
   // Echo scalars only: large or nested inputs make the error body bigger than the request.
   if (input === null || ["string", "number", "boolean"].includes(typeof input)) {

@@ -276,10 +276,7 @@ export class Contacts extends Context.Service<Contacts, {
           SELECT up.*, (SELECT subscribed FROM prev) AS previous_subscribed FROM up`.pipe(
           Effect.map((rows): ReadonlyArray<ContactRow> | DuplicateEmail => rows),
           Effect.catchTag("SqlError", (error) =>
-            String((error.cause as { code?: string } | undefined)?.code ?? error.message).includes("23505") ||
-              String(error.cause).includes("contacts_project_email")
-              ? Effect.succeed(new DuplicateEmail())
-              : Effect.fail(error))
+            error.reason._tag === "UniqueViolation" ? Effect.succeed(new DuplicateEmail()) : Effect.fail(error))
         )
         if (rows instanceof DuplicateEmail) return rows
         return rows[0] ? toContact(rows[0]) : undefined

@@ -8,6 +8,8 @@ export class Api extends HttpApi.make("mailstream")
   .add(SystemApi)
   .add(TrackApi)
   .add(ContactsApi)
+  // Report every invalid field of a request at once, not just the first.
+  .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
   .annotateMerge(OpenApi.annotations({
     title: "mailstream",
     version: "0.1.0",

@@ -1,0 +1,30 @@
+/** A tiny Postgres helper for tests, on the same client the service uses. */
+import { PgClient } from "@effect/sql-pg"
+import { Effect, ManagedRuntime, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+
+type Runtime = ManagedRuntime.ManagedRuntime<SqlClient.SqlClient, unknown>
+const runtimes = new Map<string, Runtime>()
+
+const runtimeFor = (url: string): Runtime => {
+  let runtime = runtimes.get(url)
+  if (!runtime) {
+    runtime = ManagedRuntime.make(PgClient.layer({ url: Redacted.make(url), maxConnections: 2 })) as Runtime
+    runtimes.set(url, runtime)
+  }
+  return runtime
+}
+
+export default {
+  exec: (url: string, text: string) =>
+    runtimeFor(url).runPromise(Effect.flatMap(Effect.service(SqlClient.SqlClient), (sql) => sql.unsafe(text).unprepared)),
+  query: <T>(url: string, text: string, params: Array<unknown> = []) =>
+    runtimeFor(url).runPromise(
+      Effect.flatMap(Effect.service(SqlClient.SqlClient), (sql) => sql.unsafe(text, params))
+    ) as Promise<Array<T>>,
+  close: async (url: string) => {
+    const runtime = runtimes.get(url)
+    runtimes.delete(url)
+    if (runtime) await runtime.dispose()
+  }
+}

@@ -1,0 +1,165 @@
+/**
+ * Test stack: a fresh Postgres database and NATS prefix per test file, and real service processes
+ * (`node src/main.ts <role>`) listening on free ports. Everything is removed again in `stop`.
+ */
+import { connect } from "@nats-io/transport-node"
+import { jetstreamManager } from "@nats-io/jetstream"
+import { type ChildProcess, execFile, spawn } from "node:child_process"
+import { randomBytes } from "node:crypto"
+import { promisify } from "node:util"
+import pg from "./pg.ts"
+
+const ROOT = new URL("../../", import.meta.url).pathname
+const ADMIN_URL = process.env.TEST_DATABASE_ADMIN_URL ?? "postgres://postgres@127.0.0.1:5432/postgres"
+const NATS_URL = process.env.NATS_URL ?? "nats://127.0.0.1:4222"
+
+export interface Service {
+  readonly url: string
+  readonly process: ChildProcess
+  readonly logs: Array<string>
+  stop(signal?: NodeJS.Signals): Promise<void>
+}
+
+export interface Stack {
+  readonly databaseUrl: string
+  readonly natsPrefix: string
+  readonly env: Record<string, string>
+  start(role?: "api" | "worker" | "all", env?: Record<string, string>): Promise<Service>
+  cli(...args: Array<string>): Promise<{ stdout: string; stderr: string }>
+  createProject(name?: string): Promise<TestProject>
+  query<T = Record<string, unknown>>(text: string, params?: Array<unknown>): Promise<Array<T>>
+  stop(): Promise<void>
+}
+
+export interface TestProject {
+  readonly id: string
+  readonly name: string
+  readonly publicKey: string
+  readonly secretKey: string
+}
+
+const run = promisify(execFile)
+
+export const createStack = async (env: Record<string, string> = {}): Promise<Stack> => {
+  const suffix = randomBytes(5).toString("hex")
+  const database = `ms_test_${suffix}`
+  await pg.exec(ADMIN_URL, `CREATE DATABASE ${database}`)
+  const databaseUrl = ADMIN_URL.replace(/\/[^/]*$/, `/${database}`)
+  const natsPrefix = `t${suffix}`
+  const baseEnv: Record<string, string> = {
+    ...process.env as Record<string, string>,
+    DATABASE_URL: databaseUrl,
+    NATS_URL,
+    NATS_PREFIX: natsPrefix,
+    PORT: "0",
+    LOG_LEVEL: "Info",
+    ...env
+  }
+  const services: Array<Service> = []
+
+  const cli = async (...args: Array<string>) => {
+    const { stdout, stderr } = await run(process.execPath, ["src/main.ts", ...args], { cwd: ROOT, env: baseEnv })
+    return { stdout, stderr }
+  }
+  // Migrate once up front so parallel starts do not race on an empty database.
+  await cli("migrate")
+
+  const start = (role: "api" | "worker" | "all" = "all", extra: Record<string, string> = {}) =>
+    new Promise<Service>((resolve, reject) => {
+      const child = spawn(process.execPath, ["src/main.ts", role], { cwd: ROOT, env: { ...baseEnv, ...extra }, stdio: ["ignore", "pipe", "pipe"] })
+      const logs: Array<string> = []
+      let settled = false
+      const exited = new Promise<void>((done) => child.once("exit", () => done()))
+      const service: Service = {
+        url: "",
+        process: child,
+        logs,
+        async stop(signal = "SIGTERM") {
+          if (child.exitCode === null && child.signalCode === null) child.kill(signal)
+          await exited
+        }
+      }
+      const onLine = (line: string) => {
+        logs.push(line)
+        const match = line.match(/Listening on http:\/\/[^:]+:(\d+)/)
+        if (match && !settled) {
+          settled = true
+          ;(service as { url: string }).url = `http://127.0.0.1:${match[1]}`
+          services.push(service)
+          resolve(service)
+        }
+        if (role === "worker" && line.includes("worker started") && !settled) {
+          settled = true
+          services.push(service)
+          resolve(service)
+        }
+      }
+      let buffer = ""
+      const onData = (chunk: Buffer) => {
+        buffer += chunk.toString()
+        let index
+        while ((index = buffer.indexOf("\n")) >= 0) {
+          onLine(buffer.slice(0, index))
+          buffer = buffer.slice(index + 1)
+        }
+      }
+      child.stdout!.on("data", onData)
+      child.stderr!.on("data", onData)
+      child.once("exit", (code) => {
+        if (!settled) {
+          settled = true
+          reject(new Error(`${role} exited with ${code} before it was ready:\n${logs.join("\n")}`))
+        }
+      })
+    })
+
+  const query = <T>(text: string, params: Array<unknown> = []) => pg.query<T>(databaseUrl, text, params)
+
+  return {
+    databaseUrl,
+    natsPrefix,
+    env: baseEnv,
+    start,
+    cli,
+    query,
+    async createProject(name = "Test project") {
+      const { stdout } = await cli("project", "create", "--name", name)
+      return JSON.parse(stdout) as TestProject
+    },
+    async stop() {
+      await Promise.all(services.map((service) => service.stop()))
+      await pg.close(databaseUrl)
+      await pg.exec(ADMIN_URL, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
+      const nc = await connect({ servers: NATS_URL })
+      const jsm = await jetstreamManager(nc)
+      for await (const stream of jsm.streams.list()) {
+        if (stream.config.name.startsWith(`${natsPrefix}_`)) await jsm.streams.delete(stream.config.name)
+      }
+      await nc.close()
+    }
+  }
+}
+
+/** JSON over HTTP with a bearer key. */
+export const request = async (
+  base: string,
+  method: string,
+  path: string,
+  options: { key?: string | undefined; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {}
+) => {
+  const headers: Record<string, string> = { ...options.headers }
+  if (options.key) headers.authorization = `Bearer ${options.key}`
+  let body: string | undefined
+  if (options.rawBody !== undefined) body = options.rawBody
+  else if (options.body !== undefined) body = JSON.stringify(options.body)
+  if (body !== undefined && !headers["content-type"]) headers["content-type"] = "application/json"
+  const response = await fetch(`${base}${path}`, { method, headers, body })
+  const text = await response.text()
+  let json: any
+  try {
+    json = text === "" ? undefined : JSON.parse(text)
+  } catch {
+    json = undefined
+  }
+  return { status: response.status, headers: response.headers, json, text }
+}
