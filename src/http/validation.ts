@@ -29,6 +29,13 @@ const filterCode = (issue: SchemaIssue.Filter): string => {
   return typeof code === "string" ? code : "invalid_string"
 }
 
+const filterMessage = (issue: SchemaIssue.Filter): string => {
+  const annotations = issue.filter.annotations as Record<string, unknown> | undefined
+  if (typeof annotations?.["message"] === "string") return annotations["message"]
+  if (typeof annotations?.["expected"] === "string") return `Expected ${annotations["expected"]}`
+  return SchemaIssue.defaultCheckHook(issue) ?? "Invalid value"
+}
+
 export const issueToFieldErrors = (root: SchemaIssue.Issue): Array<FieldError> => {
   const out: Array<FieldError> = []
   const walk = (issue: SchemaIssue.Issue, path: ReadonlyArray<PropertyKey>) => {
@@ -48,7 +55,7 @@ export const issueToFieldErrors = (root: SchemaIssue.Issue): Array<FieldError> =
       case "Filter":
         out.push({
           field,
-          message: SchemaIssue.defaultCheckHook(issue) ?? "Invalid value",
+          message: filterMessage(issue),
           code: filterCode(issue),
           ...received(issue)
         })
