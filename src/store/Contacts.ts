@@ -176,27 +176,43 @@ export class Contacts extends Context.Service<Contacts, {
 
       const fieldTypesJson = (patch: DataPatch) => JSON.stringify(inferFieldTypes(patch.set))
 
-      const upsert = Effect.fn("Contacts.upsert")(function*(input: UpsertInput) {
+      /**
+       * One statement: lock the existing row (reading its previous state), update it or insert a new
+       * one, record inferred field types, and commit the change message(s) to the outbox. Two writers
+       * inserting the same new email race on the unique index; the loser's insert does nothing and it
+       * simply runs again, now finding the row.
+       */
+      const upsertOnce = (input: UpsertInput) => {
         const now = new Date().toISOString()
-        const rows = yield* sql<ContactRow & { inserted: boolean; previous_subscribed: boolean | null }>`
-          WITH prev AS (
-            SELECT subscribed FROM contacts
+        const set = JSON.stringify(input.patch.set)
+        const remove = JSON.stringify(input.patch.remove)
+        return sql<ContactRow & { inserted: boolean; previous_subscribed: boolean | null }>`
+          WITH old AS (
+            SELECT id, subscribed FROM contacts
             WHERE project_id = ${input.projectId} AND email = ${input.email}
             FOR UPDATE
-          ), up AS (
-            INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
-            VALUES (${uuidv7()}, ${input.projectId}, ${input.email},
-                    ${input.subscribed ?? input.subscribedByDefault}, ${JSON.stringify(input.patch.set)}::jsonb,
-                    ${now}::timestamptz, ${now}::timestamptz)
-            ON CONFLICT (project_id, email) DO UPDATE SET
-              subscribed = COALESCE(${input.subscribed ?? null}::boolean, contacts.subscribed),
-              data = (contacts.data - ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(input.patch.remove)}::jsonb)))
-                     || ${JSON.stringify(input.patch.set)}::jsonb,
+          ), upd AS (
+            UPDATE contacts c SET
+              subscribed = COALESCE(${input.subscribed ?? null}::boolean, c.subscribed),
+              data = (c.data - ARRAY(SELECT jsonb_array_elements_text(${remove}::jsonb))) || ${set}::jsonb,
               updated_at = ${now}::timestamptz
-            RETURNING id, email, subscribed, snoozed_until, data, created_at, updated_at, (xmax = 0) AS inserted
+            FROM old WHERE c.id = old.id
+            RETURNING c.id, c.email, c.subscribed, c.snoozed_until, c.data, c.created_at, c.updated_at,
+                      false AS inserted, old.subscribed AS previous_subscribed
+          ), ins AS (
+            INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
+            SELECT ${uuidv7()}, ${input.projectId}, ${input.email}, ${input.subscribed ?? input.subscribedByDefault},
+                   ${set}::jsonb, ${now}::timestamptz, ${now}::timestamptz
+            WHERE NOT EXISTS (SELECT 1 FROM old)
+            ON CONFLICT (project_id, email) DO NOTHING
+            RETURNING id, email, subscribed, snoozed_until, data, created_at, updated_at,
+                      true AS inserted, NULL::boolean AS previous_subscribed
+          ), up AS (
+            SELECT * FROM upd UNION ALL SELECT * FROM ins
           ), fields AS (
             INSERT INTO contact_fields (project_id, key, type)
             SELECT ${input.projectId}, f->>0, f->>1 FROM jsonb_array_elements(${fieldTypesJson(input.patch)}::jsonb) f
+            WHERE EXISTS (SELECT 1 FROM up)
             ON CONFLICT DO NOTHING
           ), change AS (
             -- One INSERT for the change and any messages riding along, ordered so seq follows ord.
@@ -209,8 +225,8 @@ export class Contacts extends Context.Service<Contacts, {
                 'contactId', up.id,
                 'source', ${input.source}::text,
                 'at', ${now}::text,
-                'previousSubscribed', (SELECT subscribed FROM prev),
-                'removedKeys', ${JSON.stringify(input.patch.remove)}::jsonb,
+                'previousSubscribed', up.previous_subscribed,
+                'removedKeys', ${remove}::jsonb,
                 'contact', jsonb_build_object('id', up.id, 'email', up.email, 'subscribed', up.subscribed,
                                               'data', up.data, 'createdAt', up.created_at, 'updatedAt', up.updated_at)
               ) AS payload
@@ -222,12 +238,20 @@ export class Contacts extends Context.Service<Contacts, {
             ) messages
             ORDER BY ord
           )
-          SELECT up.*, (SELECT subscribed FROM prev) AS previous_subscribed FROM up`
-        const row = rows[0]!
-        return {
-          contact: toContact(row),
-          isNew: row.inserted,
-          previousSubscribed: row.previous_subscribed ?? undefined
+          SELECT * FROM up`
+      }
+
+      const upsert = Effect.fn("Contacts.upsert")(function*(input: UpsertInput) {
+        for (let attempt = 1; ; attempt++) {
+          const [row] = yield* upsertOnce(input)
+          if (row) {
+            return {
+              contact: toContact(row),
+              isNew: row.inserted,
+              previousSubscribed: row.previous_subscribed ?? undefined
+            }
+          }
+          if (attempt >= 5) return yield* Effect.die(new Error(`upsert of ${input.email} kept losing races`))
         }
       })
 
@@ -241,17 +265,17 @@ export class Contacts extends Context.Service<Contacts, {
       const update = Effect.fn("Contacts.update")(function*(projectId: string, id: string, input: UpdateInput) {
         const now = new Date().toISOString()
         const rows = yield* sql<ContactRow & { previous_subscribed: boolean }>`
-          WITH prev AS (
-            SELECT subscribed, email FROM contacts WHERE project_id = ${projectId} AND id = ${id} FOR UPDATE
-          ), up AS (
-            UPDATE contacts SET
-              email = COALESCE(${input.email ?? null}::text, email),
-              subscribed = COALESCE(${input.subscribed ?? null}::boolean, subscribed),
-              data = (data - ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(input.patch.remove)}::jsonb)))
+          WITH up AS (
+            UPDATE contacts c SET
+              email = COALESCE(${input.email ?? null}::text, c.email),
+              subscribed = COALESCE(${input.subscribed ?? null}::boolean, c.subscribed),
+              data = (c.data - ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(input.patch.remove)}::jsonb)))
                      || ${JSON.stringify(input.patch.set)}::jsonb,
               updated_at = ${now}::timestamptz
-            WHERE project_id = ${projectId} AND id = ${id}
-            RETURNING id, email, subscribed, snoozed_until, data, created_at, updated_at
+            FROM (SELECT id, subscribed, email FROM contacts WHERE project_id = ${projectId} AND id = ${id} FOR UPDATE) old
+            WHERE c.id = old.id
+            RETURNING c.id, c.email, c.subscribed, c.snoozed_until, c.data, c.created_at, c.updated_at,
+                      old.subscribed AS previous_subscribed, old.email AS previous_email
           ), fields AS (
             INSERT INTO contact_fields (project_id, key, type)
             SELECT ${projectId}, f->>0, f->>1 FROM jsonb_array_elements(${fieldTypesJson(input.patch)}::jsonb) f
@@ -266,14 +290,14 @@ export class Contacts extends Context.Service<Contacts, {
               'contactId', up.id,
               'source', 'api.contacts',
               'at', ${now}::text,
-              'previousSubscribed', (SELECT subscribed FROM prev),
-              'previousEmail', (SELECT email FROM prev),
+              'previousSubscribed', up.previous_subscribed,
+              'previousEmail', up.previous_email,
               'removedKeys', ${JSON.stringify(input.patch.remove)}::jsonb,
               'contact', jsonb_build_object('id', up.id, 'email', up.email, 'subscribed', up.subscribed,
                                             'data', up.data, 'createdAt', up.created_at, 'updatedAt', up.updated_at))
             FROM up
           )
-          SELECT up.*, (SELECT subscribed FROM prev) AS previous_subscribed FROM up`.pipe(
+          SELECT * FROM up`.pipe(
           Effect.map((rows): ReadonlyArray<ContactRow> | DuplicateEmail => rows),
           Effect.catchTag("SqlError", (error) =>
             error.reason._tag === "UniqueViolation" ? Effect.succeed(new DuplicateEmail()) : Effect.fail(error))

@@ -1,0 +1,57 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { createStack, request, type Service, type Stack, type TestProject } from "../support/stack.ts"
+
+let stack: Stack
+let first: Service
+let second: Service
+let project: TestProject
+let other: TestProject
+
+const LIMIT = 20
+
+beforeAll(async () => {
+  stack = await createStack({ RATE_LIMIT_PER_MINUTE: String(LIMIT) })
+  ;[first, second] = await Promise.all([stack.start("api"), stack.start("api")])
+  project = await stack.createProject()
+  other = await stack.createProject()
+})
+afterAll(async () => {
+  await stack?.stop()
+})
+
+describe("rate limit", () => {
+  it("holds one budget per project across two api processes", async () => {
+    // Align with the start of a fresh window so the budget cannot roll over mid-test.
+    const msIntoMinute = Date.now() % 60_000
+    if (msIntoMinute > 50_000) await new Promise((resolve) => setTimeout(resolve, 60_000 - msIntoMinute + 100))
+
+    const responses = await Promise.all(
+      Array.from({ length: LIMIT + 10 }, (_, i) =>
+        request(i % 2 === 0 ? first.url : second.url, "GET", "/contacts", { key: project.secretKey }))
+    )
+    const ok = responses.filter((r) => r.status === 200)
+    const limited = responses.filter((r) => r.status === 429)
+    expect(ok).toHaveLength(LIMIT)
+    expect(limited).toHaveLength(10)
+    // Both processes enforced it.
+    expect(new Set(limited.map((r) => r.json.error.requestId)).size).toBe(10)
+
+    const sample = limited[0]!
+    expect(sample.json.error).toMatchObject({ code: "RATE_LIMITED", statusCode: 429 })
+    const retryAfter = Number(sample.headers.get("retry-after"))
+    expect(retryAfter).toBeGreaterThanOrEqual(1)
+    expect(retryAfter).toBeLessThanOrEqual(60)
+    expect(sample.headers.get("ratelimit-limit")).toBe(String(LIMIT))
+    expect(sample.headers.get("ratelimit-remaining")).toBe("0")
+    expect(ok[0]!.headers.get("ratelimit-limit")).toBe(String(LIMIT))
+
+    // Another project has its own budget.
+    expect((await request(second.url, "GET", "/contacts", { key: other.secretKey })).status).toBe(200)
+  })
+
+  it("does not count requests without a valid key against a project", async () => {
+    const fresh = await stack.createProject()
+    for (let i = 0; i < LIMIT + 5; i++) await request(first.url, "GET", "/contacts", { key: "sk_wrong" })
+    expect((await request(first.url, "GET", "/contacts", { key: fresh.secretKey })).status).toBe(200)
+  })
+})

@@ -1,0 +1,150 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { partitionOf } from "../../src/stream/subjects.ts"
+import { eventually, readStream } from "../support/nats.ts"
+import { createStack, request, type Service, type Stack, type TestProject } from "../support/stack.ts"
+
+let stack: Stack
+let api: Service
+let project: TestProject
+
+const track = (body: unknown, headers: Record<string, string> = {}, path = "/v1/track") =>
+  request(api.url, "POST", path, { key: project.publicKey, body, headers })
+
+beforeAll(async () => {
+  stack = await createStack({ RATE_LIMIT_PER_MINUTE: "0" })
+  api = await stack.start("all")
+  project = await stack.createProject()
+})
+afterAll(async () => {
+  await stack?.stop()
+})
+
+describe("POST /v1/track", () => {
+  it("creates the contact subscribed, answers the ids, and keeps non-persistent values off the contact", async () => {
+    const res = await track({ email: "Track@Example.com", event: "signed_up", data: { plan: "pro", coupon: { value: "X1", persistent: false } } })
+    expect(res.status).toBe(200)
+    expect(res.json).toEqual({
+      success: true,
+      data: { contact: expect.any(String), event: expect.stringMatching(/^[0-9a-f-]{36}$/), timestamp: expect.any(String) }
+    })
+    const contact = await request(api.url, "GET", `/contacts/${res.json.data.contact}`, { key: project.secretKey })
+    expect(contact.json).toMatchObject({ email: "track@example.com", subscribed: true, data: { plan: "pro" } })
+    expect(contact.json.data.coupon).toBeUndefined()
+
+    // The event reaches the project's partition of stream IN, with the transient value.
+    const subject = `${stack.natsPrefix}.in.${partitionOf(project.id, 32)}.${project.id}.track`
+    const messages = await eventually(async () => {
+      const found = (await readStream(`${stack.natsPrefix}_IN`, subject)).filter((m) => m.data.eventId === res.json.data.event)
+      expect(found).toHaveLength(1)
+      return found
+    })
+    expect(messages[0]!.msgId).toBe(res.json.data.event)
+    expect(messages[0]!.data).toMatchObject({
+      kind: "track",
+      name: "signed_up",
+      projectId: project.id,
+      contactId: res.json.data.contact,
+      data: { plan: "pro", coupon: "X1" }
+    })
+  })
+
+  it("keeps an existing contact's subscription unless subscribed is passed", async () => {
+    await request(api.url, "POST", "/contacts", { key: project.secretKey, body: { email: "off@example.com", subscribed: false } })
+    const kept = await track({ email: "off@example.com", event: "visited" })
+    let contact = await request(api.url, "GET", `/contacts/${kept.json.data.contact}`, { key: project.secretKey })
+    expect(contact.json.subscribed).toBe(false)
+    await track({ email: "off@example.com", event: "visited", subscribed: true })
+    contact = await request(api.url, "GET", `/contacts/${kept.json.data.contact}`, { key: project.secretKey })
+    expect(contact.json.subscribed).toBe(true)
+  })
+
+  it("works on the /events/track alias", async () => {
+    expect((await track({ email: "alias@example.com", event: "x" }, {}, "/events/track")).status).toBe(200)
+  })
+
+  it.each([
+    "email.opened",
+    "Email.Sent",
+    "contact.subscribed",
+    "contact.unsubscribed",
+    "segment.pro-users.entry",
+    "segment.pro-users.exit"
+  ])("rejects the reserved event name %s with 422 reserved_event", async (event) => {
+    const res = await track({ email: "r@example.com", event })
+    expect(res.status).toBe(422)
+    expect(res.json.error.code).toBe("VALIDATION_ERROR")
+    expect(res.json.error.errors).toEqual([expect.objectContaining({ field: "event", code: "reserved_event" })])
+  })
+
+  it("validates email and event", async () => {
+    const res = await track({ email: "nope", event: "" })
+    expect(res.status).toBe(422)
+    expect(res.json.error.errors.map((e: { field: string }) => e.field).sort()).toEqual(["email", "event"])
+    const missing = await track({})
+    expect(missing.status).toBe(422)
+    expect(missing.json.error.errors.map((e: { code: string }) => e.code)).toEqual(["required", "required"])
+  })
+})
+
+describe("Idempotency-Key", () => {
+  it("answers a repeat with 409 IDEMPOTENCY_KEY_REUSED and the original request's details", async () => {
+    const first = await track({ email: "idem@example.com", event: "paid" }, { "Idempotency-Key": "order-1" })
+    expect(first.status).toBe(200)
+    const repeat = await track({ email: "idem@example.com", event: "paid" }, { "Idempotency-Key": "order-1" })
+    expect(repeat.status).toBe(409)
+    expect(repeat.json.error.code).toBe("IDEMPOTENCY_KEY_REUSED")
+    expect(repeat.json.error.details).toEqual({
+      key: "order-1",
+      originalRequest: "POST /v1/track",
+      originalRequestAt: expect.any(String),
+      originalStatusCode: 200
+    })
+  })
+
+  it("lets exactly one of many concurrent duplicates through", async () => {
+    const results = await Promise.all(
+      Array.from({ length: 12 }, () => track({ email: "race@example.com", event: "race" }, { "Idempotency-Key": "race-key" }))
+    )
+    const statuses = results.map((r) => r.status).sort()
+    expect(statuses.filter((s) => s === 200)).toHaveLength(1)
+    expect(statuses.filter((s) => s === 409)).toHaveLength(11)
+    const ids = results.filter((r) => r.status === 200).map((r) => r.json.data.event)
+    await eventually(async () => {
+      const events = (await readStream(`${stack.natsPrefix}_IN`, `${stack.natsPrefix}.in.*.${project.id}.track`))
+        .filter((m) => m.data.name === "race")
+      expect(events.map((m) => m.data.eventId)).toEqual(ids)
+    })
+  })
+
+  it("is scoped to the project", async () => {
+    const other = await stack.createProject("Other")
+    await track({ email: "scope@example.com", event: "x" }, { "Idempotency-Key": "shared" })
+    const res = await request(api.url, "POST", "/v1/track", {
+      key: other.publicKey,
+      body: { email: "scope@example.com", event: "x" },
+      headers: { "Idempotency-Key": "shared" }
+    })
+    expect(res.status).toBe(200)
+  })
+
+  it("releases the key when the request fails with a 4xx", async () => {
+    const bad = await track({ email: "bad", event: "x" }, { "Idempotency-Key": "retry-me" })
+    expect(bad.status).toBe(422)
+    const good = await track({ email: "good@example.com", event: "x" }, { "Idempotency-Key": "retry-me" })
+    expect(good.status).toBe(200)
+  })
+
+  it("rejects keys that are empty, too long or not printable ASCII with 422", async () => {
+    for (const key of ["x".repeat(256), "naïve", "tab\there"]) {
+      const res = await track({ email: "k@example.com", event: "x" }, { "Idempotency-Key": key })
+      expect(res.status, key).toBe(422)
+      expect(res.json.error.errors[0].field).toBe("Idempotency-Key")
+    }
+  })
+
+  it("expires keys after the configured time", async () => {
+    await track({ email: "exp@example.com", event: "x" }, { "Idempotency-Key": "expiring" })
+    await stack.query("UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE key = 'expiring'")
+    expect((await track({ email: "exp@example.com", event: "x" }, { "Idempotency-Key": "expiring" })).status).toBe(200)
+  })
+})

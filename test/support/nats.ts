@@ -1,0 +1,56 @@
+/** Reads what the service published to JetStream. */
+import { jetstreamManager } from "@nats-io/jetstream"
+import { connect } from "@nats-io/transport-node"
+
+const NATS_URL = process.env.NATS_URL ?? "nats://127.0.0.1:4222"
+
+export interface StoredMessage {
+  readonly subject: string
+  readonly seq: number
+  readonly msgId: string | undefined
+  readonly data: any
+}
+
+/** Every message currently in a stream whose subject matches `filter` (default: all). */
+export const readStream = async (stream: string, filter?: string): Promise<Array<StoredMessage>> => {
+  const nc = await connect({ servers: NATS_URL })
+  try {
+    const jsm = await jetstreamManager(nc)
+    const info = await jsm.streams.info(stream)
+    const out: Array<StoredMessage> = []
+    for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
+      const message = await jsm.streams.getMessage(stream, { seq }).catch(() => null)
+      if (!message) continue
+      if (filter && !matches(filter, message.subject)) continue
+      out.push({ subject: message.subject, seq, msgId: message.header?.get("Nats-Msg-Id") || undefined, data: message.json() })
+    }
+    return out
+  } finally {
+    await nc.close()
+  }
+}
+
+const matches = (filter: string, subject: string) => {
+  const f = filter.split(".")
+  const s = subject.split(".")
+  for (let i = 0; i < f.length; i++) {
+    if (f[i] === ">") return true
+    if (f[i] !== "*" && f[i] !== s[i]) return false
+  }
+  return f.length === s.length
+}
+
+/** Polls until `check` passes or the time is up. */
+export const eventually = async <A>(check: () => Promise<A>, timeoutMs = 10_000): Promise<A> => {
+  const deadline = Date.now() + timeoutMs
+  let lastError: unknown
+  while (Date.now() < deadline) {
+    try {
+      return await check()
+    } catch (error) {
+      lastError = error
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+  }
+  throw lastError
+}
