@@ -3,6 +3,8 @@
  * the same run, on a throw-away database and NATS prefix, and writes bench/results/<name>-<time>.json.
  * The numbers that matter are copied into BENCHMARKS.md together with the machine they ran on.
  */
+import { jetstreamManager } from "@nats-io/jetstream"
+import { connect } from "@nats-io/transport-node"
 import autocannon from "autocannon"
 import { spawn, type ChildProcess } from "node:child_process"
 import { randomBytes } from "node:crypto"
@@ -32,6 +34,15 @@ const admin = async (text: string) => {
   } finally {
     await client.end()
   }
+}
+
+const deleteStreams = async (prefix: string) => {
+  const nc = await connect({ servers: process.env.NATS_URL ?? "nats://127.0.0.1:4222" })
+  const jsm = await jetstreamManager(nc)
+  for await (const stream of jsm.streams.list()) {
+    if (stream.config.name.startsWith(`${prefix}_`)) await jsm.streams.delete(stream.config.name)
+  }
+  await nc.close()
 }
 
 /** Starts a process and resolves with it once a stdout/stderr line matches `ready`. */
@@ -129,6 +140,7 @@ const contacts = async () => {
   } finally {
     await Promise.all(processes.map(stop))
     await admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
+    await deleteStreams(env.NATS_PREFIX)
   }
 }
 
