@@ -62,7 +62,11 @@ export const createStack = async (env: Record<string, string> = {}): Promise<Sta
     return { stdout, stderr }
   }
   // Migrate once up front so parallel starts do not race on an empty database.
-  await cli("migrate")
+  await cli("migrate").catch(async (error) => {
+    await pg.close(databaseUrl)
+    await pg.exec(ADMIN_URL, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
+    throw error
+  })
 
   const start = (role: "api" | "worker" | "all" = "all", extra: Record<string, string> = {}) =>
     new Promise<Service>((resolve, reject) => {
