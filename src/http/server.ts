@@ -11,13 +11,15 @@ import { GatewayLive } from "./gateway.ts"
 import { ContactsHandlers } from "./handlers/contacts.ts"
 import { SystemHandlers } from "./handlers/system.ts"
 import { TrackHandlers } from "./handlers/track.ts"
+import { ContactDirectory } from "../ingest/ContactDirectory.ts"
+import { EventPublisher } from "../ingest/EventPublisher.ts"
 import { Idempotency } from "./Idempotency.ts"
 import { RateLimiter } from "./RateLimiter.ts"
 
 const ApiRoutes = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([SystemHandlers, TrackHandlers, ContactsHandlers]),
   Layer.provide([SecretKeyAuthLive, PublicKeyAuthLive]),
-  Layer.provide([RateLimiter.layer, Idempotency.layer])
+  Layer.provide([RateLimiter.layer, Idempotency.layer, ContactDirectory.layer, EventPublisher.layer])
 )
 
 const Routes = Layer.mergeAll(ApiRoutes, HttpApiScalar.layer(Api, { path: "/docs" }), GatewayLive)

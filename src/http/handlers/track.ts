@@ -1,26 +1,33 @@
 /**
- * POST /v1/track (and /events/track): upserts the contact and commits the event to the outbox in one
- * statement, so an accepted event is durable before we answer; the relay moves it to stream IN.
+ * POST /v1/track (and /events/track). The hot path: cached key, group-committed rate-limit counter,
+ * contact id from the ContactDirectory (cache, or one grouped statement for all misses), then the
+ * event is published to stream IN in a per-project envelope; we answer after the PubAck. The
+ * project's actor stores the event and applies the contact changes in stream order.
  */
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { eventVariables, toDataPatch } from "../../domain/customData.ts"
 import { normalizeEmail } from "../../domain/email.ts"
 import { uuidv7 } from "../../domain/ids.ts"
-import { Contacts } from "../../store/Contacts.ts"
-import { Nats } from "../../stream/Nats.ts"
-import { OutboxRelay } from "../../stream/OutboxRelay.ts"
+import { ContactDirectory } from "../../ingest/ContactDirectory.ts"
+import { EventPublisher } from "../../ingest/EventPublisher.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
-import { rendered } from "../errors.ts"
+import { ApiError, rendered } from "../errors.ts"
 import { Idempotency } from "../Idempotency.ts"
 import { validateData } from "./contacts.ts"
 
+const streamUnavailable = new ApiError({
+  status: 503,
+  code: "SERVICE_UNAVAILABLE",
+  message: "The event stream is unavailable; the event was not recorded",
+  suggestion: "Retry with backoff (with the same Idempotency-Key, if you use one)."
+})
+
 export const TrackHandlers = HttpApiBuilder.group(Api, "track", Effect.fnUntraced(function*(handlers) {
-  const contacts = yield* Contacts
+  const directory = yield* ContactDirectory
+  const publisher = yield* EventPublisher
   const idempotency = yield* Idempotency
-  const relay = yield* OutboxRelay
-  const { names } = yield* Nats
 
   const track = Effect.fnUntraced(function*({ payload, headers }: {
     readonly payload: {
@@ -34,35 +41,29 @@ export const TrackHandlers = HttpApiBuilder.group(Api, "track", Effect.fnUntrace
     const project = yield* CurrentProject
     yield* validateData(payload.data)
     const patch = toDataPatch(payload.data)
+    const email = normalizeEmail(payload.email)
     const eventId = uuidv7()
     const timestamp = new Date().toISOString()
-    const result = yield* idempotency.once(
+    return yield* idempotency.once(
       project.id,
       headers["idempotency-key"],
       `POST ${path}`,
-      contacts.upsert({
-        projectId: project.id,
-        email: normalizeEmail(payload.email),
-        subscribed: payload.subscribed,
-        subscribedByDefault: true,
-        patch,
-        source: "api.track",
-        alsoPublish: [{
-          id: eventId,
-          subject: names.inSubject(project.id, "track"),
-          payload: {
-            kind: "track",
-            eventId,
-            projectId: project.id,
-            name: payload.event.trim(),
-            data: eventVariables(patch),
-            at: timestamp
-          }
-        }]
-      }).pipe(Effect.orDie)
+      Effect.gen(function*() {
+        const contact = yield* directory.resolve(project.id, email, payload.subscribed ?? true).pipe(Effect.orDie)
+        yield* publisher.publish(project.id, {
+          eventId,
+          contactId: contact.id,
+          email,
+          name: payload.event.trim(),
+          subscribed: payload.subscribed ?? null,
+          set: patch.set,
+          remove: patch.remove,
+          data: eventVariables(patch),
+          at: timestamp
+        }).pipe(Effect.catchTag("StreamUnavailable", () => Effect.fail(streamUnavailable)))
+        return { success: true as const, data: { contact: contact.id, event: eventId, timestamp } }
+      })
     )
-    yield* relay.wake
-    return { success: true as const, data: { contact: result.contact.id, event: eventId, timestamp } }
   })
 
   return handlers

@@ -1,0 +1,301 @@
+/**
+ * Applies one batch of a project's stream messages in one Postgres transaction:
+ * events (insert, skipping ids already stored) and their per-contact aggregates, contact changes
+ * carried by tracked events (data patches and subscription, in order), emitted events into the
+ * outbox, commands (delete events by name), and the project's applied stream sequence. The
+ * partition's lease is checked (and share-locked) in the same transaction, so a worker that lost
+ * its lease cannot commit.
+ */
+import { Data, Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { inferFieldTypes } from "../domain/customData.ts"
+import { uuidv7 } from "../domain/ids.ts"
+import type { TrackedEvent } from "../ingest/EventPublisher.ts"
+import type { StreamNames } from "../stream/subjects.ts"
+import type { Delivered, EmittedEventMessage } from "./messages.ts"
+
+export class LeaseLost extends Data.TaggedError("LeaseLost")<{ readonly partition: number }> {}
+
+export interface BatchContext {
+  readonly projectId: string
+  readonly partition: number
+  readonly epoch: number
+  readonly workerId: string
+  /** The partition's contiguous applied position known to this worker. */
+  readonly watermark: number
+  readonly names: StreamNames
+}
+
+export interface BatchOutcome {
+  readonly applied: number
+  readonly skipped: number
+  readonly eventsInserted: number
+  readonly emitted: number
+}
+
+interface EventRow {
+  readonly id: string
+  readonly contactId: string
+  readonly name: string
+  readonly data: Readonly<Record<string, unknown>>
+  readonly at: string
+}
+
+interface ContactState {
+  id: string
+  email: string
+  subscribed: boolean
+  set: Record<string, unknown>
+  remove: Set<string>
+  touched: boolean
+}
+
+interface Emitted {
+  readonly name: "contact.subscribed" | "contact.unsubscribed"
+  readonly contactId: string
+  readonly email: string
+  readonly at: string
+  readonly source: string
+}
+
+export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, batch: ReadonlyArray<Delivered>) {
+  const sql = yield* SqlClient.SqlClient
+  return yield* sql.withTransaction(Effect.gen(function*() {
+    const leases = yield* sql`
+      SELECT 1 FROM partition_leases
+      WHERE partition = ${context.partition} AND owner = ${context.workerId} AND epoch = ${context.epoch}
+      FOR SHARE`
+    if (leases.length === 0) return yield* new LeaseLost({ partition: context.partition })
+
+    const [offset] = yield* sql<{ applied_seq: string }>`
+      SELECT applied_seq FROM project_offsets WHERE project_id = ${context.projectId} FOR UPDATE`
+    const appliedSeq = offset ? Number(offset.applied_seq) : 0
+    const fresh = batch.filter((message) => message.seq > appliedSeq)
+    const outcome = { applied: fresh.length, skipped: batch.length - fresh.length, eventsInserted: 0, emitted: 0 }
+    if (fresh.length === 0) return outcome
+
+    // Runs of events are applied set-wise; a command is a barrier applied in its place.
+    let events: Array<EventRow> = []
+    let tracked: Array<TrackedEvent> = []
+    const emitted: Array<Emitted> = []
+
+    const flushEvents = Effect.gen(function*() {
+      if (tracked.length > 0) {
+        events.push(...(yield* applyContactChanges(context, tracked, emitted)))
+        tracked = []
+      }
+      if (events.length > 0) {
+        outcome.eventsInserted += yield* insertEvents(context.projectId, events)
+        events = []
+      }
+    })
+
+    for (const message of fresh) {
+      const body = message.body
+      switch (body.kind) {
+        case "track":
+          // Events already in `events` (fed back) must keep their order relative to tracked ones.
+          if (events.length > 0 && tracked.length === 0) yield* flushEvents
+          tracked.push(...body.events)
+          break
+        case "event":
+          if (tracked.length > 0) yield* flushEvents
+          events.push(emittedToRow(body))
+          break
+        case "contact":
+          // Subscription changes made through the api (POST/PATCH /contacts) are emitted here.
+          if (
+            body.type === "contact.updated" && body.contact && typeof body.previousSubscribed === "boolean" &&
+            body.previousSubscribed !== body.contact.subscribed
+          ) {
+            emitted.push({
+              name: body.contact.subscribed ? "contact.subscribed" : "contact.unsubscribed",
+              contactId: body.contact.id,
+              email: body.contact.email,
+              at: body.at,
+              source: body.source ?? "api"
+            })
+          }
+          break
+        case "command":
+          yield* flushEvents
+          if (body.type === "deleteEvents") {
+            yield* sql`DELETE FROM events WHERE project_id = ${context.projectId} AND name = ${body.name}`
+            yield* sql`DELETE FROM event_aggregates WHERE project_id = ${context.projectId} AND name = ${body.name}`
+          }
+          break
+      }
+    }
+    yield* flushEvents
+
+    if (emitted.length > 0) {
+      yield* writeEmitted(context, emitted)
+      outcome.emitted = emitted.length
+    }
+
+    const lastSeq = fresh[fresh.length - 1]!.seq
+    yield* sql`
+      INSERT INTO project_offsets (project_id, applied_seq) VALUES (${context.projectId}, ${lastSeq})
+      ON CONFLICT (project_id) DO UPDATE SET applied_seq = GREATEST(project_offsets.applied_seq, EXCLUDED.applied_seq)`
+    if (context.watermark > 0) {
+      yield* sql`UPDATE partition_leases SET applied_seq = GREATEST(applied_seq, ${context.watermark})
+                 WHERE partition = ${context.partition}`
+    }
+    return outcome
+  }))
+})
+
+const emittedToRow = (message: EmittedEventMessage): EventRow => ({
+  id: message.eventId,
+  contactId: message.contactId,
+  name: message.name,
+  data: message.data,
+  at: message.at
+})
+
+/**
+ * Locks the contacts of the tracked events (creating any that are missing, e.g. deleted since the
+ * api resolved them), folds each contact's changes in order, writes them in one statement, and
+ * returns the events attached to the authoritative contact ids.
+ */
+const applyContactChanges = Effect.fnUntraced(function*(
+  context: BatchContext,
+  tracked: ReadonlyArray<TrackedEvent>,
+  emitted: Array<Emitted>
+) {
+  const sql = yield* SqlClient.SqlClient
+  const emails = [...new Set(tracked.map((event) => event.email))]
+  const lockContacts = () =>
+    sql<{ id: string; email: string; subscribed: boolean }>`
+      SELECT id, email, subscribed FROM contacts
+      WHERE project_id = ${context.projectId}
+        AND email = ANY(ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(emails)}::jsonb)))
+      ORDER BY id
+      FOR UPDATE`
+  let rows = yield* lockContacts()
+  if (rows.length < emails.length) {
+    const known = new Set(rows.map((row) => row.email))
+    const missing = new Map<string, TrackedEvent>()
+    for (const event of tracked) if (!known.has(event.email) && !missing.has(event.email)) missing.set(event.email, event)
+    const now = new Date().toISOString()
+    yield* sql`
+      INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
+      SELECT (x->>'contactId')::uuid, ${context.projectId}, x->>'email', COALESCE((x->>'subscribed')::boolean, true),
+             '{}'::jsonb, ${now}::timestamptz, ${now}::timestamptz
+      FROM jsonb_array_elements(${JSON.stringify([...missing.values()])}::jsonb) x
+      ON CONFLICT DO NOTHING`
+    rows = yield* lockContacts()
+  }
+  const byEmail = new Map<string, ContactState>(
+    rows.map((row) => [row.email, { id: row.id, email: row.email, subscribed: row.subscribed, set: {}, remove: new Set(), touched: false }])
+  )
+  const events: Array<EventRow> = []
+  for (const event of tracked) {
+    const contact = byEmail.get(event.email)
+    if (!contact) continue // the contact could not be created (should not happen); the event is dropped with it
+    if (event.subscribed !== null && event.subscribed !== contact.subscribed) {
+      contact.subscribed = event.subscribed
+      contact.touched = true
+      emitted.push({
+        name: event.subscribed ? "contact.subscribed" : "contact.unsubscribed",
+        contactId: contact.id,
+        email: contact.email,
+        at: event.at,
+        source: "api.track"
+      })
+    }
+    // Compose patches in order: a later set wins over an earlier delete and vice versa.
+    for (const key of event.remove) {
+      delete contact.set[key]
+      contact.remove.add(key)
+    }
+    for (const [key, value] of Object.entries(event.set)) {
+      contact.set[key] = value
+      contact.remove.delete(key)
+    }
+    if (event.remove.length > 0 || Object.keys(event.set).length > 0) contact.touched = true
+    events.push({ id: event.eventId, contactId: contact.id, name: event.name, data: event.data, at: event.at })
+  }
+  const changes = [...byEmail.values()].filter((contact) => contact.touched).map((contact) => ({
+    id: contact.id,
+    subscribed: contact.subscribed,
+    set: contact.set,
+    remove: [...contact.remove]
+  }))
+  if (changes.length > 0) {
+    const now = new Date().toISOString()
+    yield* sql`
+      UPDATE contacts c SET
+        subscribed = x.subscribed,
+        data = (c.data - ARRAY(SELECT jsonb_array_elements_text(x.remove))) || x.set,
+        updated_at = ${now}::timestamptz
+      FROM jsonb_to_recordset(${JSON.stringify(changes)}::jsonb) AS x(id uuid, subscribed boolean, set jsonb, remove jsonb)
+      WHERE c.id = x.id`
+    const fieldTypes = changes.flatMap((change) => Object.entries(change.set))
+    if (fieldTypes.length > 0) {
+      const merged: Record<string, unknown> = {}
+      for (const [key, value] of fieldTypes) if (!(key in merged)) merged[key] = value
+      yield* sql`
+        INSERT INTO contact_fields (project_id, key, type)
+        SELECT ${context.projectId}, f->>0, f->>1 FROM jsonb_array_elements(${JSON.stringify(inferFieldTypes(merged))}::jsonb) f
+        ON CONFLICT DO NOTHING`
+    }
+  }
+  return events
+})
+
+/** Inserts events (ids already stored are skipped) and folds the inserted ones into the aggregates. */
+const insertEvents = Effect.fnUntraced(function*(projectId: string, events: ReadonlyArray<EventRow>) {
+  const sql = yield* SqlClient.SqlClient
+  const [result] = yield* sql<{ inserted: number }>`
+    WITH input AS (
+      SELECT * FROM jsonb_to_recordset(${JSON.stringify(events)}::jsonb)
+        AS x(id uuid, "contactId" uuid, name text, data jsonb, at timestamptz)
+    ), ins AS (
+      INSERT INTO events (id, project_id, contact_id, name, data, created_at)
+      SELECT id, ${projectId}, "contactId", name, COALESCE(data, '{}'::jsonb), at FROM input
+      ON CONFLICT (id) DO NOTHING
+      RETURNING contact_id, name, created_at
+    ), agg AS (
+      INSERT INTO event_aggregates (project_id, contact_id, name, count, first_at, last_at)
+      SELECT ${projectId}, contact_id, name, count(*), min(created_at), max(created_at) FROM ins
+      GROUP BY contact_id, name
+      ON CONFLICT (project_id, contact_id, name) DO UPDATE SET
+        count = event_aggregates.count + EXCLUDED.count,
+        first_at = LEAST(event_aggregates.first_at, EXCLUDED.first_at),
+        last_at = GREATEST(event_aggregates.last_at, EXCLUDED.last_at)
+    )
+    SELECT count(*)::int AS inserted FROM ins`
+  return result?.inserted ?? 0
+})
+
+/** Emitted events go to stream OUT, and back into IN so the project records them and can react. */
+const writeEmitted = Effect.fnUntraced(function*(context: BatchContext, emitted: ReadonlyArray<Emitted>) {
+  const sql = yield* SqlClient.SqlClient
+  const rows = emitted.flatMap((event) => {
+    const eventId = uuidv7()
+    const data = { contactId: event.contactId, email: event.email, source: event.source }
+    const feedback: EmittedEventMessage = {
+      kind: "event",
+      projectId: context.projectId,
+      eventId,
+      contactId: event.contactId,
+      email: event.email,
+      name: event.name,
+      data,
+      at: event.at
+    }
+    return [
+      {
+        id: eventId,
+        subject: context.names.outSubject(context.projectId, event.name),
+        payload: { id: eventId, projectId: context.projectId, name: event.name, contactId: event.contactId, data, at: event.at }
+      },
+      { id: uuidv7(), subject: context.names.inSubject(context.projectId, "event"), payload: feedback }
+    ]
+  })
+  yield* sql`
+    INSERT INTO outbox (id, subject, payload)
+    SELECT (x->>'id')::uuid, x->>'subject', x->'payload' FROM jsonb_array_elements(${JSON.stringify(rows)}::jsonb) WITH ORDINALITY AS t(x, n)
+    ORDER BY n`
+})

@@ -1,0 +1,48 @@
+/** What the worker reads from stream IN, decoded. */
+import type { TrackedEvent } from "../ingest/EventPublisher.ts"
+
+export interface ContactChangeMessage {
+  readonly kind: "contact"
+  readonly type: "contact.created" | "contact.updated" | "contact.deleted" | "contact.field_deleted"
+  readonly projectId: string
+  readonly contactId?: string
+  readonly previousSubscribed?: boolean | null
+  readonly contact?: { readonly id: string; readonly email: string; readonly subscribed: boolean }
+  readonly source?: string
+  readonly at: string
+}
+
+/** An event the service emitted, fed back so it is recorded and can trigger work for the project. */
+export interface EmittedEventMessage {
+  readonly kind: "event"
+  readonly projectId: string
+  readonly eventId: string
+  readonly contactId: string
+  readonly email: string
+  readonly name: string
+  readonly data: Readonly<Record<string, unknown>>
+  readonly at: string
+}
+
+export interface CommandMessage {
+  readonly kind: "command"
+  readonly projectId: string
+  readonly commandId: string
+  readonly type: "deleteEvents"
+  readonly name: string
+}
+
+export interface TrackMessage {
+  readonly kind: "track"
+  readonly projectId: string
+  readonly events: ReadonlyArray<TrackedEvent>
+}
+
+export type InMessage = TrackMessage | ContactChangeMessage | EmittedEventMessage | CommandMessage
+
+/** A message with its place in the stream. */
+export interface Delivered {
+  readonly seq: number
+  readonly partition: number
+  readonly body: InMessage
+}

@@ -1,0 +1,98 @@
+/**
+ * Email → contact id for the track hot path. Known contacts come from an in-process cache; misses of
+ * all concurrent requests are resolved by one statement that inserts the new contacts and reads the
+ * existing ones (group commit). The project's actor applies data and subscription changes later, in
+ * stream order; a contact created here starts with empty data and the default subscription.
+ */
+import { Context, Effect, Layer } from "effect"
+import { SqlClient, type SqlError } from "effect/sql"
+import { uuidv7 } from "../domain/ids.ts"
+import { makeGroupCommit } from "../lib/GroupCommit.ts"
+
+export interface ResolvedContact {
+  readonly id: string
+  /** True when this call created it. */
+  readonly created: boolean
+}
+
+interface Lookup {
+  readonly projectId: string
+  readonly email: string
+  readonly subscribed: boolean
+}
+
+const CACHE_TTL_MS = 60_000
+const CACHE_MAX = 200_000
+
+export class ContactDirectory extends Context.Service<ContactDirectory, {
+  readonly resolve: (projectId: string, email: string, subscribedIfNew: boolean) => Effect.Effect<ResolvedContact, SqlError.SqlError>
+  /** Drop a cached id (the contact was deleted or its email changed in this process). */
+  readonly forget: (projectId: string, email: string) => void
+}>()("app/ingest/ContactDirectory") {
+  static readonly layer = Layer.effect(
+    ContactDirectory,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const cache = new Map<string, { id: string; expires: number }>()
+
+      const resolveBatch = (items: ReadonlyArray<Lookup>) =>
+        Effect.gen(function*() {
+          // Several requests for one new email in a batch must get the same contact.
+          const unique = new Map<string, Lookup & { id: string }>()
+          for (const item of items) {
+            const key = `${item.projectId}|${item.email}`
+            if (!unique.has(key)) unique.set(key, { ...item, id: uuidv7() })
+          }
+          const found = new Map<string, ResolvedContact>()
+          let pending = [...unique.values()]
+          for (let attempt = 0; pending.length > 0 && attempt < 5; attempt++) {
+            const now = new Date().toISOString()
+            const rows = yield* sql<{ id: string; project_id: string; email: string; created: boolean }>`
+              WITH input AS (
+                SELECT * FROM jsonb_to_recordset(${JSON.stringify(pending)}::jsonb)
+                  AS x(id uuid, "projectId" uuid, email text, subscribed boolean)
+              ), ins AS (
+                INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
+                SELECT id, "projectId", email, subscribed, '{}'::jsonb, ${now}::timestamptz, ${now}::timestamptz FROM input
+                ON CONFLICT (project_id, email) DO NOTHING
+                RETURNING id, project_id, email
+              )
+              SELECT id, project_id, email, true AS created FROM ins
+              UNION ALL
+              SELECT c.id, c.project_id, c.email, false FROM contacts c
+              JOIN input i ON c.project_id = i."projectId" AND c.email = i.email`
+            for (const row of rows) found.set(`${row.project_id}|${row.email}`, { id: row.id, created: row.created })
+            // A contact committed by someone else after this statement's snapshot: ask again.
+            pending = pending.filter((item) => !found.has(`${item.projectId}|${item.email}`))
+          }
+          const expires = Date.now() + CACHE_TTL_MS
+          if (cache.size > CACHE_MAX) cache.clear()
+          const createdOnce = new Set<string>()
+          return items.map((item) => {
+            const key = `${item.projectId}|${item.email}`
+            const resolved = found.get(key)
+            if (!resolved) throw new Error(`could not resolve contact ${item.email}`)
+            cache.set(key, { id: resolved.id, expires })
+            // Only the first request for a new email reports the creation.
+            const created = resolved.created && !createdOnce.has(key)
+            if (resolved.created) createdOnce.add(key)
+            return { id: resolved.id, created }
+          })
+        })
+
+      const batcher = yield* makeGroupCommit({ flush: resolveBatch, maxBatch: 500, concurrency: 2 })
+
+      return ContactDirectory.of({
+        resolve: (projectId, email, subscribed) =>
+          Effect.suspend(() => {
+            const hit = cache.get(`${projectId}|${email}`)
+            if (hit && hit.expires > Date.now()) return Effect.succeed({ id: hit.id, created: false })
+            return batcher.submit({ projectId, email, subscribed })
+          }),
+        forget: (projectId, email) => {
+          cache.delete(`${projectId}|${email}`)
+        }
+      })
+    })
+  )
+}

@@ -1,0 +1,82 @@
+/**
+ * Publishes tracked events to stream IN. Concurrent events of one project are grouped into one
+ * envelope message (one PubAck for many requests); each envelope has its own Nats-Msg-Id, and every
+ * event its own id, so a republished envelope is dropped by JetStream and a replayed event by the
+ * actor's insert. A request is answered only after its envelope's PubAck.
+ */
+import { Context, Data, Duration, Effect, Layer } from "effect"
+import { uuidv7 } from "../domain/ids.ts"
+import { makeGroupCommit } from "../lib/GroupCommit.ts"
+import { Nats } from "../stream/Nats.ts"
+
+/** One tracked event as the actor receives it. */
+export interface TrackedEvent {
+  readonly eventId: string
+  readonly contactId: string
+  readonly email: string
+  readonly name: string
+  /** Explicit subscription from the request (null: keep). */
+  readonly subscribed: boolean | null
+  /** Custom data to store on the contact, and keys to delete from it. */
+  readonly set: Readonly<Record<string, unknown>>
+  readonly remove: ReadonlyArray<string>
+  /** Everything the event carries (stored and non-persistent values). */
+  readonly data: Readonly<Record<string, unknown>>
+  readonly at: string
+}
+
+export interface TrackEnvelope {
+  readonly kind: "track"
+  readonly projectId: string
+  readonly events: ReadonlyArray<TrackedEvent>
+}
+
+export class StreamUnavailable extends Data.TaggedError("StreamUnavailable")<{ readonly cause: unknown }> {}
+
+const PUBLISH_TIMEOUT = Duration.seconds(3)
+
+export class EventPublisher extends Context.Service<EventPublisher, {
+  readonly publish: (projectId: string, event: TrackedEvent) => Effect.Effect<void, StreamUnavailable>
+}>()("app/ingest/EventPublisher") {
+  static readonly layer = Layer.effect(
+    EventPublisher,
+    Effect.gen(function*() {
+      const nats = yield* Nats
+
+      const publishBatch = (items: ReadonlyArray<{ projectId: string; event: TrackedEvent }>) =>
+        Effect.gen(function*() {
+          const byProject = new Map<string, Array<TrackedEvent>>()
+          for (const { projectId, event } of items) {
+            const events = byProject.get(projectId)
+            if (events) events.push(event)
+            else byProject.set(projectId, [event])
+          }
+          yield* Effect.forEach(byProject, ([projectId, events]) => {
+            const envelope: TrackEnvelope = { kind: "track", projectId, events }
+            return Effect.tryPromise({
+              try: () =>
+                nats.js.publish(nats.names.inSubject(projectId, "track"), JSON.stringify(envelope), {
+                  msgID: uuidv7(),
+                  timeout: Duration.toMillis(PUBLISH_TIMEOUT)
+                }),
+              catch: (cause) => new StreamUnavailable({ cause })
+            })
+          }, { concurrency: "unbounded", discard: true })
+          return items.map(() => undefined)
+        })
+
+      const batcher = yield* makeGroupCommit({ flush: publishBatch, maxBatch: 2000, concurrency: 4 })
+
+      return EventPublisher.of({
+        publish: (projectId, event) =>
+          batcher.submit({ projectId, event }).pipe(
+            // The client never hangs on a stalled stream: bounded wait, then 503.
+            Effect.timeoutOrElse({
+              duration: Duration.sum(PUBLISH_TIMEOUT, Duration.seconds(1)),
+              orElse: () => Effect.fail(new StreamUnavailable({ cause: "publish timed out" }))
+            })
+          )
+      })
+    })
+  )
+}
