@@ -1,5 +1,6 @@
 /** The process roles as layers: `api`, `worker`, and `all` (both), over the shared infrastructure. */
-import { Effect, Layer, Logger, References } from "effect"
+import { Layer, Logger, References } from "effect"
+import { WorkerLive } from "./actors/Worker.ts"
 import { AppConfig } from "./config.ts"
 import { HttpLive } from "./http/server.ts"
 import { Contacts } from "./store/Contacts.ts"
@@ -18,8 +19,8 @@ export const CoreLive = Layer.mergeAll(Contacts.layer, Projects.layer, OutboxRel
 
 export const ApiRoleLive = HttpLive.pipe(Layer.provideMerge(CoreLive))
 
-/** The worker role; the stream consumers (partition leases, project actors) join it here. */
-export const WorkerRoleLive = Layer.effectDiscard(Effect.logInfo("worker started")).pipe(Layer.provideMerge(CoreLive))
+/** The worker role: partition leases, stream consumers and project actors. */
+export const WorkerRoleLive = WorkerLive.pipe(Layer.provideMerge(CoreLive))
 
 export const AllRolesLive = Layer.mergeAll(ApiRoleLive, WorkerRoleLive)
 

@@ -21,8 +21,6 @@ export interface BatchContext {
   readonly partition: number
   readonly epoch: number
   readonly workerId: string
-  /** The partition's contiguous applied position known to this worker. */
-  readonly watermark: number
   readonly names: StreamNames
 }
 
@@ -137,10 +135,6 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
     yield* sql`
       INSERT INTO project_offsets (project_id, applied_seq) VALUES (${context.projectId}, ${lastSeq})
       ON CONFLICT (project_id) DO UPDATE SET applied_seq = GREATEST(project_offsets.applied_seq, EXCLUDED.applied_seq)`
-    if (context.watermark > 0) {
-      yield* sql`UPDATE partition_leases SET applied_seq = GREATEST(applied_seq, ${context.watermark})
-                 WHERE partition = ${context.partition}`
-    }
     return outcome
   }))
 })

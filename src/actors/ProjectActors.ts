@@ -1,0 +1,164 @@
+/**
+ * One actor fiber per project: a bounded mailbox, created on the project's first message and
+ * passivated after IDLE of silence. The actor applies its messages in order, in batches (one
+ * transaction each, see applyBatch), acks them after the commit, and advances its partition's
+ * watermark. A lost lease stops the actor; other failures are retried with backoff, same batch.
+ */
+import type { JsMsg } from "@nats-io/jetstream"
+import { Duration, Effect, Fiber, Option, Queue, Schedule } from "effect"
+import type { SqlClient } from "effect/sql"
+import { WorkerMetrics } from "../observability/Metrics.ts"
+import type { StreamNames } from "../stream/subjects.ts"
+import { applyBatch } from "./applyBatch.ts"
+import type { Delivered } from "./messages.ts"
+
+const MAILBOX_CAPACITY = 5_000
+const MAX_BATCH = 1_000
+const IDLE = Duration.seconds(60)
+
+/** A partition as currently leased by this worker, and its in-order delivery bookkeeping. */
+export class PartitionRun {
+  /** Delivered sequences not yet applied, in delivery order. */
+  private readonly inflight: Array<number> = []
+  private readonly done = new Set<number>()
+  stopped = false
+
+  readonly partition: number
+  readonly epoch: number
+  /** Everything at or below this sequence has been applied. */
+  watermark: number
+
+  constructor(partition: number, epoch: number, watermark: number) {
+    this.partition = partition
+    this.epoch = epoch
+    this.watermark = watermark
+  }
+
+  delivered(seq: number) {
+    this.inflight.push(seq)
+  }
+
+  /** Marks a sequence applied and moves the watermark over every contiguous applied sequence. */
+  applied(seq: number) {
+    this.done.add(seq)
+    while (this.inflight.length > 0 && this.done.has(this.inflight[0]!)) {
+      const next = this.inflight.shift()!
+      this.done.delete(next)
+      this.watermark = next
+    }
+    WorkerMetrics.partitionWatermark.set(this.watermark, { partition: this.partition })
+  }
+}
+
+export interface ActorItem {
+  readonly delivered: Delivered
+  readonly message: JsMsg
+  readonly run: PartitionRun
+}
+
+interface Actor {
+  readonly run: PartitionRun
+  readonly mailbox: Queue.Queue<ActorItem>
+  fiber?: Fiber.Fiber<void>
+}
+
+export const makeProjectActors = (options: { readonly workerId: string; readonly names: StreamNames }) =>
+  Effect.gen(function*() {
+    const actors = new Map<string, Actor>()
+    const services = yield* Effect.context<SqlClient.SqlClient>()
+
+    const apply = (projectId: string, run: PartitionRun, batch: ReadonlyArray<ActorItem>) =>
+      Effect.gen(function*() {
+        const started = performance.now()
+        const outcome = yield* applyBatch({
+          projectId,
+          partition: run.partition,
+          epoch: run.epoch,
+          workerId: options.workerId,
+          names: options.names
+        }, batch.map((item) => item.delivered))
+        for (const item of batch) item.message.ack()
+        for (const item of batch) run.applied(item.delivered.seq)
+        WorkerMetrics.batchSize.observe(batch.length)
+        WorkerMetrics.batchSeconds.observe((performance.now() - started) / 1000)
+        WorkerMetrics.messagesApplied.inc(outcome.applied)
+        WorkerMetrics.messagesSkipped.inc(outcome.skipped)
+        WorkerMetrics.eventsApplied.inc(outcome.eventsInserted)
+        WorkerMetrics.emitted.inc(outcome.emitted)
+      })
+
+    const loop = (projectId: string, actor: Actor): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        while (!actor.run.stopped) {
+          const next = yield* Queue.takeBetween(actor.mailbox, 1, MAX_BATCH).pipe(Effect.timeoutOption(IDLE))
+          if (Option.isNone(next)) {
+            // Passivate, unless a message slipped in meanwhile.
+            if (Queue.sizeUnsafe(actor.mailbox) === 0 && actors.get(projectId) === actor) {
+              actors.delete(projectId)
+              WorkerMetrics.actorsAlive.set(actors.size)
+              return
+            }
+            continue
+          }
+          const outcome = yield* apply(projectId, actor.run, next.value).pipe(
+            Effect.tapError((error) =>
+              error._tag === "LeaseLost"
+                ? Effect.void
+                : Effect.sync(() => WorkerMetrics.batchFailures.inc()).pipe(
+                  Effect.andThen(Effect.logWarning("actor batch failed; retrying", { projectId, error: String(error) }))
+                )),
+            Effect.retry({
+              while: (error) => error._tag !== "LeaseLost" && !actor.run.stopped,
+              schedule: Schedule.min([Schedule.exponential(Duration.millis(100), 2), Schedule.spaced(Duration.seconds(5))])
+            }),
+            Effect.as("ok" as const),
+            Effect.catchTag("LeaseLost", () => Effect.succeed("lease-lost" as const)),
+            Effect.catchCause((cause) => Effect.as(Effect.logError("actor batch abandoned", { projectId }, cause), "lease-lost" as const))
+          )
+          if (outcome === "lease-lost") {
+            // The new owner re-reads from the partition's watermark; nothing was acked here.
+            actor.run.stopped = true
+          }
+        }
+        if (actors.get(projectId) === actor) actors.delete(projectId)
+        WorkerMetrics.actorsAlive.set(actors.size)
+      }).pipe(Effect.provideContext(services))
+
+    /** Hands a message to its project's actor, creating it when needed; waits while the mailbox is full. */
+    const deliver = (item: ActorItem) =>
+      Effect.gen(function*() {
+        const projectId = item.delivered.body.projectId
+        let actor = actors.get(projectId)
+        if (!actor || actor.run !== item.run) {
+          if (actor?.fiber) yield* Fiber.interrupt(actor.fiber)
+          const mailbox = yield* Queue.bounded<ActorItem>(MAILBOX_CAPACITY)
+          const fresh: Actor = { run: item.run, mailbox }
+          actors.set(projectId, fresh)
+          fresh.fiber = yield* Effect.forkDetach(loop(projectId, fresh))
+          WorkerMetrics.actorsAlive.set(actors.size)
+          actor = fresh
+        }
+        yield* Queue.offer(actor.mailbox, item)
+      })
+
+    /** Stops the actors of a partition this worker no longer owns. */
+    const stopPartition = (run: PartitionRun) =>
+      Effect.gen(function*() {
+        run.stopped = true
+        const fibers: Array<Fiber.Fiber<void>> = []
+        for (const [projectId, actor] of actors) {
+          if (actor.run === run) {
+            actors.delete(projectId)
+            if (actor.fiber) fibers.push(actor.fiber)
+          }
+        }
+        yield* Fiber.interruptAll(fibers)
+        WorkerMetrics.actorsAlive.set(actors.size)
+      })
+
+    const stopAll = Effect.suspend(() =>
+      Fiber.interruptAll([...actors.values()].flatMap((actor) => (actor.fiber ? [actor.fiber] : [])))
+    )
+
+    return { deliver, stopPartition, stopAll, size: () => actors.size }
+  })
