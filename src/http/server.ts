@@ -9,6 +9,8 @@ import { Api } from "./api/Api.ts"
 import { PublicKeyAuthLive, SecretKeyAuthLive } from "./auth.ts"
 import { GatewayLive } from "./gateway.ts"
 import { ContactsHandlers } from "./handlers/contacts.ts"
+import { EventsHandlers } from "./handlers/events.ts"
+import { Events } from "../store/Events.ts"
 import { SystemHandlers } from "./handlers/system.ts"
 import { TrackHandlers } from "./handlers/track.ts"
 import { ContactDirectory } from "../ingest/ContactDirectory.ts"
@@ -17,9 +19,9 @@ import { Idempotency } from "./Idempotency.ts"
 import { RateLimiter } from "./RateLimiter.ts"
 
 const ApiRoutes = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([SystemHandlers, TrackHandlers, ContactsHandlers]),
+  Layer.provide([SystemHandlers, TrackHandlers, ContactsHandlers, EventsHandlers]),
   Layer.provide([SecretKeyAuthLive, PublicKeyAuthLive]),
-  Layer.provide([RateLimiter.layer, Idempotency.layer, ContactDirectory.layer, EventPublisher.layer])
+  Layer.provide([RateLimiter.layer, Idempotency.layer, ContactDirectory.layer, EventPublisher.layer, Events.layer])
 )
 
 const Routes = Layer.mergeAll(ApiRoutes, HttpApiScalar.layer(Api, { path: "/docs" }), GatewayLive)

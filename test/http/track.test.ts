@@ -9,6 +9,7 @@ let project: TestProject
 
 const track = (body: unknown, headers: Record<string, string> = {}, path = "/v1/track") =>
   request(api.url, "POST", path, { key: project.publicKey, body, headers })
+const secret = (method: string, path: string, body?: unknown) => request(api.url, method, path, { key: project.secretKey, body })
 
 beforeAll(async () => {
   stack = await createStack({ RATE_LIMIT_PER_MINUTE: "0" })
@@ -27,35 +28,37 @@ describe("POST /v1/track", () => {
       success: true,
       data: { contact: expect.any(String), event: expect.stringMatching(/^[0-9a-f-]{36}$/), timestamp: expect.any(String) }
     })
-    const contact = await request(api.url, "GET", `/contacts/${res.json.data.contact}`, { key: project.secretKey })
-    expect(contact.json).toMatchObject({ email: "track@example.com", subscribed: true, data: { plan: "pro" } })
-    expect(contact.json.data.coupon).toBeUndefined()
-
-    // The event reaches the project's partition of stream IN, with the transient value.
+    // The event went to the project's partition of stream IN before we were answered.
     const subject = `${stack.natsPrefix}.in.${partitionOf(project.id, 32)}.${project.id}.track`
-    const messages = await eventually(async () => {
-      const found = (await readStream(`${stack.natsPrefix}_IN`, subject)).filter((m) => m.data.eventId === res.json.data.event)
-      expect(found).toHaveLength(1)
-      return found
+    const envelopes = await readStream(`${stack.natsPrefix}_IN`, subject)
+    const published = envelopes.flatMap((m) => m.data.events).filter((e: { eventId: string }) => e.eventId === res.json.data.event)
+    expect(published).toHaveLength(1)
+
+    // The actor stores it and applies the contact's data, in stream order.
+    const stored = await eventually(async () => {
+      const events = await secret("GET", `/events?name=signed_up`)
+      expect(events.json.data).toHaveLength(1)
+      return events.json.data[0]
     })
-    expect(messages[0]!.msgId).toBe(res.json.data.event)
-    expect(messages[0]!.data).toMatchObject({
-      kind: "track",
+    expect(stored).toMatchObject({
+      id: res.json.data.event,
       name: "signed_up",
-      projectId: project.id,
       contactId: res.json.data.contact,
+      email: "track@example.com",
       data: { plan: "pro", coupon: "X1" }
     })
+    const contact = await secret("GET", `/contacts/${res.json.data.contact}`)
+    expect(contact.json).toMatchObject({ email: "track@example.com", subscribed: true, data: { plan: "pro" } })
+    expect(contact.json.data.coupon).toBeUndefined()
   })
 
   it("keeps an existing contact's subscription unless subscribed is passed", async () => {
-    await request(api.url, "POST", "/contacts", { key: project.secretKey, body: { email: "off@example.com", subscribed: false } })
-    const kept = await track({ email: "off@example.com", event: "visited" })
-    let contact = await request(api.url, "GET", `/contacts/${kept.json.data.contact}`, { key: project.secretKey })
-    expect(contact.json.subscribed).toBe(false)
+    const created = await secret("POST", "/contacts", { email: "off@example.com", subscribed: false })
+    await track({ email: "off@example.com", event: "visited" })
+    await eventually(async () => expect((await secret("GET", `/events/contact/${created.json.id}`)).json.data).toHaveLength(1))
+    expect((await secret("GET", `/contacts/${created.json.id}`)).json.subscribed).toBe(false)
     await track({ email: "off@example.com", event: "visited", subscribed: true })
-    contact = await request(api.url, "GET", `/contacts/${kept.json.data.contact}`, { key: project.secretKey })
-    expect(contact.json.subscribed).toBe(true)
+    await eventually(async () => expect((await secret("GET", `/contacts/${created.json.id}`)).json.subscribed).toBe(true))
   })
 
   it("works on the /events/track alias", async () => {
@@ -110,9 +113,8 @@ describe("Idempotency-Key", () => {
     expect(statuses.filter((s) => s === 409)).toHaveLength(11)
     const ids = results.filter((r) => r.status === 200).map((r) => r.json.data.event)
     await eventually(async () => {
-      const events = (await readStream(`${stack.natsPrefix}_IN`, `${stack.natsPrefix}.in.*.${project.id}.track`))
-        .filter((m) => m.data.name === "race")
-      expect(events.map((m) => m.data.eventId)).toEqual(ids)
+      const events = await secret("GET", "/events?name=race")
+      expect(events.json.data.map((e: { id: string }) => e.id)).toEqual(ids)
     })
   })
 

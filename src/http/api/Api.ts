@@ -1,6 +1,7 @@
 /** The HTTP contract: every group, endpoint, schema and documented error. Imports nothing server-side. */
 import { HttpApi, OpenApi } from "effect/http-api"
 import { ContactsApi } from "./contacts.ts"
+import { EventsApi } from "./events.ts"
 import { SystemApi } from "./system.ts"
 import { TrackApi } from "./track.ts"
 
@@ -8,6 +9,7 @@ export class Api extends HttpApi.make("mailstream")
   .add(SystemApi)
   .add(TrackApi)
   .add(ContactsApi)
+  .add(EventsApi)
   // Report every invalid field of a request at once, not just the first.
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
   .annotateMerge(OpenApi.annotations({

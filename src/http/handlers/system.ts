@@ -2,6 +2,7 @@ import { Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient } from "effect/sql"
+import { renderPrometheus } from "../../observability/Metrics.ts"
 import { Nats } from "../../stream/Nats.ts"
 import { Api } from "../api/Api.ts"
 
@@ -13,6 +14,7 @@ export const SystemHandlers = HttpApiBuilder.group(Api, "system", Effect.fnUntra
   return handlers
     .handle("config", () => Effect.succeed({ features: { tracking: true, contacts: true }, version: "0.1.0" }))
     .handle("healthz", () => Effect.succeed({ status: "ok" as const }))
+    .handle("metrics", () => Effect.sync(renderPrometheus))
     .handle("readyz", () =>
       Effect.gen(function*() {
         const [postgres, natsUp] = yield* Effect.all([

@@ -1,0 +1,90 @@
+import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { uuidv7 } from "../../domain/ids.ts"
+import { isUuid } from "../../domain/ids.ts"
+import { Contacts } from "../../store/Contacts.ts"
+import { Events } from "../../store/Events.ts"
+import { Nats } from "../../stream/Nats.ts"
+import { Api } from "../api/Api.ts"
+import { CurrentProject } from "../api/security.ts"
+import { ApiError, rendered } from "../errors.ts"
+
+const parseLimit = (raw: string | undefined) => {
+  const value = raw === undefined ? NaN : Number.parseInt(raw, 10)
+  return Number.isFinite(value) ? Math.min(100, Math.max(1, value)) : 20
+}
+const nonEmpty = (raw: string | undefined) => (raw === undefined || raw === "" ? undefined : raw)
+const badCursor = ApiError.badRequest("cursor is not a cursor returned by this list", "INVALID_CURSOR")
+const DAY = 86_400_000
+
+export const EventsHandlers = HttpApiBuilder.group(Api, "events", Effect.fnUntraced(function*(handlers) {
+  const events = yield* Events
+  const contacts = yield* Contacts
+  const nats = yield* Nats
+  const store = <A, E>(effect: Effect.Effect<A, E>) => Effect.orDie(effect)
+
+  return handlers
+    .handle("list", ({ query }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const contactId = nonEmpty(query.contactId)
+        if (contactId !== undefined && !isUuid(contactId)) return { data: [], cursor: null, hasMore: false, total: 0 }
+        const page = yield* store(events.list(project.id, {
+          limit: parseLimit(query.limit),
+          cursor: nonEmpty(query.cursor),
+          name: nonEmpty(query.name),
+          contactId
+        }))
+        return page === "bad-cursor" ? yield* badCursor : page
+      })))
+    .handle("stats", ({ query }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const to = query.to ? new Date(query.to) : new Date()
+        const from = query.from ? new Date(query.from) : new Date(to.getTime() - 30 * DAY)
+        if (Number.isNaN(to.getTime()) || Number.isNaN(from.getTime())) {
+          return yield* ApiError.badRequest("from and to must be ISO 8601 date-times", "INVALID_RANGE")
+        }
+        if (from > to) return yield* ApiError.badRequest("from must be before to", "INVALID_RANGE")
+        const stats = yield* store(events.stats(project.id, from, to))
+        return { from: from.toISOString(), to: to.toISOString(), ...stats }
+      })))
+    .handle("names", () =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        return { names: yield* store(events.names(project.id)) }
+      })))
+    .handle("forContact", ({ params, query }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const notFound = ApiError.notFound("Contact")
+        if (!isUuid(params.contactId)) return yield* notFound
+        if (!(yield* store(contacts.get(project.id, params.contactId)))) return yield* notFound
+        const page = yield* store(events.list(project.id, {
+          limit: parseLimit(query.limit),
+          cursor: nonEmpty(query.cursor),
+          name: undefined,
+          contactId: params.contactId
+        }))
+        return page === "bad-cursor" ? yield* badCursor : page
+      })))
+    .handle("usage", ({ params }) =>
+      // Segments and workflows report their references here once they exist.
+      Effect.succeed({ event: params.eventName, segments: [], workflows: [] }))
+    .handle("delete", ({ params }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const commandId = uuidv7()
+        // Through the project's actor, so the delete is ordered with tracks already accepted.
+        yield* Effect.tryPromise(() =>
+          nats.js.publish(
+            nats.names.inSubject(project.id, "command"),
+            JSON.stringify({ kind: "command", projectId: project.id, commandId, type: "deleteEvents", name: params.eventName }),
+            { msgID: commandId, timeout: 3000 }
+          )
+        ).pipe(Effect.catch(() =>
+          Effect.fail(new ApiError({ status: 503, code: "SERVICE_UNAVAILABLE", message: "The event stream is unavailable; nothing was deleted" }))
+        ))
+        return { accepted: true as const, event: params.eventName, commandId }
+      })))
+}))

@@ -1,0 +1,138 @@
+/** Reads of stored events (written by project actors, see actors/applyBatch.ts). */
+import { Context, Effect, Layer } from "effect"
+import { SqlClient, type SqlError } from "effect/sql"
+
+export interface StoredEvent {
+  readonly id: string
+  readonly name: string
+  readonly contactId: string
+  readonly email: string | null
+  readonly data: Record<string, unknown>
+  readonly createdAt: string
+}
+
+export interface EventPage {
+  readonly data: ReadonlyArray<StoredEvent>
+  readonly cursor: string | null
+  readonly hasMore: boolean
+  readonly total: number
+}
+
+interface EventRow {
+  readonly id: string
+  readonly name: string
+  readonly contact_id: string
+  readonly email: string | null
+  readonly data: Record<string, unknown> | string
+  readonly created_at: Date | string
+}
+
+const toEvent = (row: EventRow): StoredEvent => ({
+  id: row.id,
+  name: row.name,
+  contactId: row.contact_id,
+  email: row.email,
+  data: typeof row.data === "string" ? JSON.parse(row.data) : row.data,
+  createdAt: new Date(row.created_at).toISOString()
+})
+
+const encodeCursor = (event: StoredEvent) => Buffer.from(JSON.stringify([event.createdAt, event.id])).toString("base64url")
+const decodeCursor = (cursor: string): [string, string] | undefined => {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"))
+    return Array.isArray(value) && value.length === 2 && typeof value[0] === "string" && typeof value[1] === "string" &&
+        !Number.isNaN(Date.parse(value[0]))
+      ? [value[0], value[1]]
+      : undefined
+  } catch {
+    return undefined
+  }
+}
+
+export class Events extends Context.Service<Events, {
+  readonly list: (projectId: string, query: {
+    readonly limit: number
+    readonly cursor: string | undefined
+    readonly name: string | undefined
+    readonly contactId: string | undefined
+  }) => Effect.Effect<EventPage | "bad-cursor", SqlError.SqlError>
+  readonly names: (projectId: string) => Effect.Effect<
+    ReadonlyArray<{ readonly name: string; readonly count: number; readonly lastSeenAt: string }>,
+    SqlError.SqlError
+  >
+  readonly stats: (projectId: string, from: Date, to: Date) => Effect.Effect<{
+    readonly total: number
+    readonly byName: ReadonlyArray<{ readonly name: string; readonly count: number }>
+    readonly byDay: ReadonlyArray<{ readonly day: string; readonly name: string; readonly count: number }>
+  }, SqlError.SqlError>
+  readonly nameExists: (projectId: string, name: string) => Effect.Effect<boolean, SqlError.SqlError>
+}>()("app/store/Events") {
+  static readonly layer = Layer.effect(
+    Events,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+
+      const list = Effect.fn("Events.list")(function*(projectId: string, query: {
+        readonly limit: number
+        readonly cursor: string | undefined
+        readonly name: string | undefined
+        readonly contactId: string | undefined
+      }) {
+        const filters = [sql`e.project_id = ${projectId}`]
+        if (query.name !== undefined) filters.push(sql`e.name = ${query.name}`)
+        if (query.contactId !== undefined) filters.push(sql`e.contact_id = ${query.contactId}`)
+        const conditions = [...filters]
+        if (query.cursor !== undefined) {
+          const cursor = decodeCursor(query.cursor)
+          if (!cursor) return "bad-cursor" as const
+          conditions.push(sql`(e.created_at, e.id) < (${cursor[0]}::timestamptz, ${cursor[1]}::uuid)`)
+        }
+        const rows = yield* sql<EventRow>`
+          SELECT e.id, e.name, e.contact_id, c.email, e.data, e.created_at
+          FROM events e LEFT JOIN contacts c ON c.id = e.contact_id
+          WHERE ${sql.and(conditions)}
+          ORDER BY e.created_at DESC, e.id DESC
+          LIMIT ${query.limit + 1}`
+        const hasMore = rows.length > query.limit
+        const data = rows.slice(0, query.limit).map(toEvent)
+        let total = 0
+        if (query.cursor === undefined) {
+          const [count] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM events e WHERE ${sql.and(filters)}`
+          total = count?.n ?? 0
+        }
+        return { data, hasMore, cursor: hasMore ? encodeCursor(data[data.length - 1]!) : null, total }
+      })
+
+      const names = Effect.fn("Events.names")(function*(projectId: string) {
+        const rows = yield* sql<{ name: string; count: number; last_at: Date }>`
+          SELECT name, sum(count)::int AS count, max(last_at) AS last_at
+          FROM event_aggregates WHERE project_id = ${projectId}
+          GROUP BY name ORDER BY name`
+        return rows.map((row) => ({ name: row.name, count: row.count, lastSeenAt: new Date(row.last_at).toISOString() }))
+      })
+
+      const stats = Effect.fn("Events.stats")(function*(projectId: string, from: Date, to: Date) {
+        const byDay = yield* sql<{ day: string; name: string; count: number }>`
+          SELECT to_char(date_trunc('day', created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD') AS day, name, count(*)::int AS count
+          FROM events
+          WHERE project_id = ${projectId} AND created_at >= ${from.toISOString()}::timestamptz
+            AND created_at < ${to.toISOString()}::timestamptz
+          GROUP BY 1, 2 ORDER BY 1, 2`
+        const totals = new Map<string, number>()
+        for (const row of byDay) totals.set(row.name, (totals.get(row.name) ?? 0) + row.count)
+        return {
+          total: [...totals.values()].reduce((a, b) => a + b, 0),
+          byName: [...totals].map(([name, count]) => ({ name, count })).sort((a, b) => b.count - a.count),
+          byDay
+        }
+      })
+
+      const nameExists = Effect.fn("Events.nameExists")(function*(projectId: string, name: string) {
+        const rows = yield* sql`SELECT 1 FROM event_aggregates WHERE project_id = ${projectId} AND name = ${name} LIMIT 1`
+        return rows.length > 0
+      })
+
+      return Events.of({ list, names, stats, nameExists })
+    })
+  )
+}
