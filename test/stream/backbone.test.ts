@@ -1,0 +1,177 @@
+import { jetstream } from "@nats-io/jetstream"
+import { connect } from "@nats-io/transport-node"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { uuidv7 } from "../../src/domain/ids.ts"
+import { eventually, readStream } from "../support/nats.ts"
+import { createStack, request, type Service, type Stack, type TestProject } from "../support/stack.ts"
+
+let stack: Stack
+
+beforeAll(async () => {
+  stack = await createStack({ RATE_LIMIT_PER_MINUTE: "0" })
+})
+afterAll(async () => {
+  await stack?.stop()
+})
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+const owners = async () =>
+  stack.query<{ owner: string | null; n: number }>(
+    "SELECT owner, count(*)::int AS n FROM partition_leases WHERE expires_at > now() GROUP BY owner ORDER BY owner"
+  )
+
+const storedEvents = async (projectId: string) =>
+  (await stack.query<{ n: number }>("SELECT count(*)::int AS n FROM events WHERE project_id = $1", [projectId]))[0]!.n
+
+/** Tracks `count` events per project, one request at a time per contact, with a running counter. */
+const trackSequences = async (api: () => string, projects: ReadonlyArray<TestProject>, contacts: number, count: number) => {
+  const accepted: Array<{ projectId: string; eventId: string }> = []
+  await Promise.all(projects.flatMap((project) =>
+    Array.from({ length: contacts }, async (_, c) => {
+      for (let n = 1; n <= count; n++) {
+        const res = await request(api(), "POST", "/v1/track", {
+          key: project.publicKey,
+          body: { email: `c${c}@order.test`, event: n % 2 === 0 ? "even" : "odd", data: { counter: n } }
+        }).catch(() => undefined)
+        if (res?.status === 200) accepted.push({ projectId: project.id, eventId: res.json.data.event })
+        else n-- // not accepted (the api is restarting): send the same step again
+      }
+    })
+  ))
+  return accepted
+}
+
+describe("stream backbone", () => {
+  it("keeps per-project order with 3 workers and interleaved projects", async () => {
+    const api = await stack.start("api")
+    const workers = await Promise.all([stack.start("worker"), stack.start("worker"), stack.start("worker")])
+    const projects = await Promise.all([1, 2, 3, 4].map((i) => stack.createProject(`order-${i}`)))
+    const contacts = 5
+    const count = 30
+    await trackSequences(() => api.url, projects, contacts, count)
+    for (const project of projects) {
+      await eventually(async () => expect(await storedEvents(project.id)).toBe(contacts * count), 20_000)
+      // Applied in order: each contact's data holds the last counter, and the aggregates are exact.
+      const rows = await stack.query<{ email: string; counter: number }>(
+        "SELECT email, (data->>'counter')::int AS counter FROM contacts WHERE project_id = $1 ORDER BY email",
+        [project.id]
+      )
+      expect(rows.map((r) => r.counter)).toEqual(Array(contacts).fill(count))
+      const aggregates = await stack.query<{ name: string; total: number }>(
+        "SELECT name, sum(count)::int AS total FROM event_aggregates WHERE project_id = $1 GROUP BY name ORDER BY name",
+        [project.id]
+      )
+      expect(aggregates).toEqual([{ name: "even", total: contacts * count / 2 }, { name: "odd", total: contacts * count / 2 }])
+    }
+    // All three workers took a share of the partitions.
+    const shares = await owners()
+    expect(shares.filter((row) => row.owner !== null)).toHaveLength(3)
+    await Promise.all([api.stop(), ...workers.map((w) => w.stop())])
+  }, 90_000)
+
+  it("loses nothing and applies nothing twice when workers are SIGKILLed mid-batch", async () => {
+    const api = await stack.start("api")
+    let workers: Array<Service> = [await stack.start("worker"), await stack.start("worker")]
+    const projects = await Promise.all([1, 2].map((i) => stack.createProject(`kill-${i}`)))
+    let done = false
+    const chaos = (async () => {
+      for (let round = 0; round < 3 && !done; round++) {
+        await sleep(400 + Math.random() * 800)
+        const victim = Math.floor(Math.random() * workers.length)
+        await workers[victim]!.stop("SIGKILL")
+        workers[victim] = await stack.start("worker")
+      }
+    })()
+    const contacts = 8
+    const count = 40
+    const accepted = await trackSequences(() => api.url, projects, contacts, count)
+    done = true
+    await chaos
+    for (const project of projects) {
+      await eventually(async () => expect(await storedEvents(project.id)).toBe(contacts * count), 30_000)
+      const ids = accepted.filter((a) => a.projectId === project.id).map((a) => a.eventId).sort()
+      const stored = (await stack.query<{ id: string }>("SELECT id FROM events WHERE project_id = $1 ORDER BY id", [project.id]))
+        .map((row) => row.id)
+      expect(stored).toEqual(ids)
+      const [aggregate] = await stack.query<{ total: number; contacts: number }>(
+        "SELECT sum(count)::int AS total, count(DISTINCT contact_id)::int AS contacts FROM event_aggregates WHERE project_id = $1",
+        [project.id]
+      )
+      expect(aggregate).toEqual({ total: contacts * count, contacts })
+      const counters = await stack.query<{ counter: number }>(
+        "SELECT (data->>'counter')::int AS counter FROM contacts WHERE project_id = $1",
+        [project.id]
+      )
+      expect(counters.map((r) => r.counter)).toEqual(Array(contacts).fill(count))
+    }
+    await Promise.all([api.stop(), ...workers.map((w) => w.stop())])
+  }, 120_000)
+
+  it("rebalances when a worker joins and takes over a dead worker's partitions within 10 s", async () => {
+    const first = await stack.start("worker")
+    await eventually(async () => expect(await owners()).toEqual([{ owner: expect.any(String), n: 32 }]), 10_000)
+    const second = await stack.start("worker")
+    await eventually(async () => {
+      const shares = await owners()
+      expect(shares.map((row) => row.n).sort()).toEqual([16, 16])
+    }, 15_000)
+    await second.stop("SIGKILL")
+    const killedAt = Date.now()
+    await eventually(async () => expect(await owners()).toEqual([{ owner: expect.any(String), n: 32 }]), 15_000)
+    expect(Date.now() - killedAt).toBeLessThan(10_000)
+    await first.stop()
+  }, 60_000)
+
+  it("loses no accepted event when the api is SIGKILLed right after PubAcks", async () => {
+    const api = await stack.start("api")
+    const worker = await stack.start("worker")
+    const project = await stack.createProject("api-kill")
+    const accepted: Array<string> = []
+    let killed: Promise<void> | undefined
+    await Promise.all(Array.from({ length: 300 }, (_, i) =>
+      request(api.url, "POST", "/v1/track", { key: project.publicKey, body: { email: `k${i % 20}@api.test`, event: "e" } })
+        .then((res) => {
+          if (res.status === 200) accepted.push(res.json.data.event)
+          if (accepted.length === 100) killed = api.stop("SIGKILL")
+        })
+        .catch(() => undefined)))
+    await killed
+    expect(accepted.length).toBeGreaterThanOrEqual(100)
+    await eventually(async () => {
+      const stored = new Set((await stack.query<{ id: string }>("SELECT id FROM events WHERE project_id = $1", [project.id])).map((r) => r.id))
+      for (const id of accepted) expect(stored.has(id)).toBe(true)
+    }, 15_000)
+    await worker.stop()
+  }, 60_000)
+
+  it("drops a duplicate Nats-Msg-Id and stores a replayed event once", async () => {
+    const worker = await stack.start("worker")
+    const project = await stack.createProject("dupes")
+    const contact = await request((await stack.start("api")).url, "POST", "/contacts", { key: project.secretKey, body: { email: "dup@x.test" } })
+    const event = {
+      eventId: uuidv7(), contactId: contact.json.id, email: "dup@x.test", name: "dup", subscribed: null,
+      set: {}, remove: [], data: {}, at: new Date().toISOString()
+    }
+    const envelope = JSON.stringify({ kind: "track", projectId: project.id, events: [event] })
+    const subject = `${stack.natsPrefix}.in.0.${project.id}.track`
+    const nc = await connect({ servers: process.env.NATS_URL ?? "nats://127.0.0.1:4222" })
+    const js = jetstream(nc)
+    const msgId = uuidv7()
+    const first = await js.publish(subject, envelope, { msgID: msgId })
+    const second = await js.publish(subject, envelope, { msgID: msgId })
+    expect(second.duplicate).toBe(true)
+    expect(second.seq).toBe(first.seq)
+    // The same event in a different envelope (a republish with a new message id) is stored once.
+    await js.publish(subject, envelope, { msgID: uuidv7() })
+    await nc.close()
+    expect((await readStream(`${stack.natsPrefix}_IN`, subject))).toHaveLength(2)
+    await eventually(async () => {
+      const [row] = await stack.query<{ count: number }>(
+        "SELECT count::int AS count FROM event_aggregates WHERE project_id = $1 AND name = 'dup'", [project.id])
+      expect(row?.count).toBe(1)
+    })
+    expect(await storedEvents(project.id)).toBe(1)
+    await worker.stop()
+  }, 60_000)
+})
