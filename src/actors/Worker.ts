@@ -164,7 +164,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
     WorkerMetrics.partitionsOwned.set(runs.size)
   })
 
-  const reportLag = Effect.forEach([...runs.keys()], (partition) =>
+  const reportLag = () => Effect.forEach([...runs.keys()], (partition) =>
     Effect.tryPromise(() => nats.jsm.consumers.info(nats.names.inStream, consumerName(partition))).pipe(
       Effect.tap((info) =>
         Effect.sync(() => WorkerMetrics.partitionLag.set(info.num_pending + info.num_ack_pending, { partition }))),
@@ -174,7 +174,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
   yield* rebalance.pipe(
     Effect.tapCause((cause) => Effect.logWarning("lease heartbeat failed", cause)),
     Effect.ignore,
-    Effect.andThen(Effect.suspend(() => reportLag)),
+    Effect.andThen(Effect.suspend(reportLag)),
     Effect.repeat(Schedule.spaced(HEARTBEAT)),
     Effect.forkScoped
   )

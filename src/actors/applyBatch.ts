@@ -43,6 +43,7 @@ interface ContactState {
   id: string
   email: string
   subscribed: boolean
+  pins: Record<string, number>
   set: Record<string, unknown>
   remove: Set<string>
   touched: boolean
@@ -160,8 +161,8 @@ const applyContactChanges = Effect.fnUntraced(function*(
   const sql = yield* SqlClient.SqlClient
   const emails = [...new Set(tracked.map((event) => event.email))]
   const lockContacts = () =>
-    sql<{ id: string; email: string; subscribed: boolean }>`
-      SELECT id, email, subscribed FROM contacts
+    sql<{ id: string; email: string; subscribed: boolean; pinned_at: Record<string, number> | string }>`
+      SELECT id, email, subscribed, pinned_at FROM contacts
       WHERE project_id = ${context.projectId}
         AND email = ANY(ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(emails)}::jsonb)))
       ORDER BY id
@@ -174,20 +175,34 @@ const applyContactChanges = Effect.fnUntraced(function*(
     const now = new Date().toISOString()
     yield* sql`
       INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
-      SELECT (x->>'contactId')::uuid, ${context.projectId}, x->>'email', COALESCE((x->>'subscribed')::boolean, true),
+      -- The api's id, unless that id now belongs to another contact (its email changed meanwhile).
+      SELECT CASE WHEN EXISTS (SELECT 1 FROM contacts WHERE id = (x->>'contactId')::uuid)
+                  THEN gen_random_uuid() ELSE (x->>'contactId')::uuid END,
+             ${context.projectId}, x->>'email', COALESCE((x->>'subscribed')::boolean, true),
              '{}'::jsonb, ${now}::timestamptz, ${now}::timestamptz
       FROM jsonb_array_elements(${JSON.stringify([...missing.values()])}::jsonb) x
       ON CONFLICT DO NOTHING`
     rows = yield* lockContacts()
   }
   const byEmail = new Map<string, ContactState>(
-    rows.map((row) => [row.email, { id: row.id, email: row.email, subscribed: row.subscribed, set: {}, remove: new Set(), touched: false }])
+    rows.map((row) => [row.email, {
+      id: row.id,
+      email: row.email,
+      subscribed: row.subscribed,
+      pins: typeof row.pinned_at === "string" ? JSON.parse(row.pinned_at) : row.pinned_at,
+      set: {},
+      remove: new Set(),
+      touched: false
+    }])
   )
+  // A direct api write accepted after the event wins over the event's change of that field.
+  const pinnedAfter = (contact: ContactState, field: string, at: number) => (contact.pins[field] ?? -Infinity) >= at
   const events: Array<EventRow> = []
   for (const event of tracked) {
     const contact = byEmail.get(event.email)
     if (!contact) continue // the contact could not be created (should not happen); the event is dropped with it
-    if (event.subscribed !== null && event.subscribed !== contact.subscribed) {
+    const at = Date.parse(event.at)
+    if (event.subscribed !== null && event.subscribed !== contact.subscribed && !pinnedAfter(contact, "subscribed", at)) {
       contact.subscribed = event.subscribed
       contact.touched = true
       emitted.push({
@@ -200,14 +215,17 @@ const applyContactChanges = Effect.fnUntraced(function*(
     }
     // Compose patches in order: a later set wins over an earlier delete and vice versa.
     for (const key of event.remove) {
+      if (pinnedAfter(contact, `data.${key}`, at)) continue
       delete contact.set[key]
       contact.remove.add(key)
+      contact.touched = true
     }
     for (const [key, value] of Object.entries(event.set)) {
+      if (pinnedAfter(contact, `data.${key}`, at)) continue
       contact.set[key] = value
       contact.remove.delete(key)
+      contact.touched = true
     }
-    if (event.remove.length > 0 || Object.keys(event.set).length > 0) contact.touched = true
     events.push({ id: event.eventId, contactId: contact.id, name: event.name, data: event.data, at: event.at })
   }
   const changes = [...byEmail.values()].filter((contact) => contact.touched).map((contact) => ({

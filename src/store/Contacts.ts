@@ -140,6 +140,14 @@ const decodeCursor = (cursor: string, arity: number): Array<string> | undefined 
   }
 }
 
+/** The fields a direct write pins (see migrations/0003_contact_pins.sql). */
+const pinsOf = (patch: DataPatch, subscribed: boolean | undefined, at: number): string => {
+  const pins: Record<string, number> = {}
+  if (subscribed !== undefined) pins["subscribed"] = at
+  for (const key of [...Object.keys(patch.set), ...patch.remove]) pins[`data.${key}`] = at
+  return JSON.stringify(pins)
+}
+
 const escapeLike = (text: string) => text.replace(/[\\%_]/g, (char) => `\\${char}`)
 
 export class Contacts extends Context.Service<Contacts, {
@@ -183,7 +191,9 @@ export class Contacts extends Context.Service<Contacts, {
        * simply runs again, now finding the row.
        */
       const upsertOnce = (input: UpsertInput) => {
-        const now = new Date().toISOString()
+        const nowMs = Date.now()
+        const now = new Date(nowMs).toISOString()
+        const pins = pinsOf(input.patch, input.subscribed, nowMs)
         const set = JSON.stringify(input.patch.set)
         const remove = JSON.stringify(input.patch.remove)
         return sql<ContactRow & { inserted: boolean; previous_subscribed: boolean | null }>`
@@ -195,14 +205,15 @@ export class Contacts extends Context.Service<Contacts, {
             UPDATE contacts c SET
               subscribed = COALESCE(${input.subscribed ?? null}::boolean, c.subscribed),
               data = (c.data - ARRAY(SELECT jsonb_array_elements_text(${remove}::jsonb))) || ${set}::jsonb,
+              pinned_at = c.pinned_at || ${pins}::jsonb,
               updated_at = ${now}::timestamptz
             FROM old WHERE c.id = old.id
             RETURNING c.id, c.email, c.subscribed, c.snoozed_until, c.data, c.created_at, c.updated_at,
                       false AS inserted, old.subscribed AS previous_subscribed
           ), ins AS (
-            INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
+            INSERT INTO contacts (id, project_id, email, subscribed, data, pinned_at, created_at, updated_at)
             SELECT ${uuidv7()}, ${input.projectId}, ${input.email}, ${input.subscribed ?? input.subscribedByDefault},
-                   ${set}::jsonb, ${now}::timestamptz, ${now}::timestamptz
+                   ${set}::jsonb, ${pins}::jsonb, ${now}::timestamptz, ${now}::timestamptz
             WHERE NOT EXISTS (SELECT 1 FROM old)
             ON CONFLICT (project_id, email) DO NOTHING
             RETURNING id, email, subscribed, snoozed_until, data, created_at, updated_at,
@@ -263,7 +274,9 @@ export class Contacts extends Context.Service<Contacts, {
       })
 
       const update = Effect.fn("Contacts.update")(function*(projectId: string, id: string, input: UpdateInput) {
-        const now = new Date().toISOString()
+        const nowMs = Date.now()
+        const now = new Date(nowMs).toISOString()
+        const pins = pinsOf(input.patch, input.subscribed, nowMs)
         const rows = yield* sql<ContactRow & { previous_subscribed: boolean }>`
           WITH up AS (
             UPDATE contacts c SET
@@ -271,6 +284,7 @@ export class Contacts extends Context.Service<Contacts, {
               subscribed = COALESCE(${input.subscribed ?? null}::boolean, c.subscribed),
               data = (c.data - ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(input.patch.remove)}::jsonb)))
                      || ${JSON.stringify(input.patch.set)}::jsonb,
+              pinned_at = c.pinned_at || ${pins}::jsonb,
               updated_at = ${now}::timestamptz
             FROM (SELECT id, subscribed, email FROM contacts WHERE project_id = ${projectId} AND id = ${id} FOR UPDATE) old
             WHERE c.id = old.id

@@ -174,4 +174,25 @@ describe("stream backbone", () => {
     expect(await storedEvents(project.id)).toBe(1)
     await worker.stop()
   }, 60_000)
+
+  it("lets a direct write win over a tracked change accepted before it but applied after it", async () => {
+    const api = await stack.start("api")
+    const project = await stack.createProject("lww")
+    const secret = (method: string, path: string, body?: unknown) => request(api.url, method, path, { key: project.secretKey, body })
+    const created = await secret("POST", "/contacts", { email: "lww@x.test", subscribed: true, data: { plan: "free" } })
+    // No worker yet: the tracked change waits in the stream while the direct write lands.
+    const tracked = await request(api.url, "POST", "/v1/track", {
+      key: project.publicKey,
+      body: { email: "lww@x.test", event: "upgrade", subscribed: false, data: { plan: "pro", seen: true } }
+    })
+    expect(tracked.status).toBe(200)
+    await secret("PATCH", `/contacts/${created.json.id}`, { subscribed: true, data: { plan: "enterprise" } })
+    const worker = await stack.start("worker")
+    await eventually(async () => expect(await storedEvents(project.id)).toBe(1), 15_000)
+    const contact = await secret("GET", `/contacts/${created.json.id}`)
+    // plan and subscribed were written directly after the track was accepted; seen was not.
+    expect(contact.json.data).toEqual({ plan: "enterprise", seen: true })
+    expect(contact.json.subscribed).toBe(true)
+    await Promise.all([api.stop(), worker.stop()])
+  }, 60_000)
 })

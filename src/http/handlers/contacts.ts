@@ -5,6 +5,7 @@ import { dataPayloadProblems, toDataPatch } from "../../domain/customData.ts"
 import { normalizeEmail } from "../../domain/email.ts"
 import { isUuid } from "../../domain/ids.ts"
 import { Contacts, customFieldPath, DuplicateEmail, isStandardField, type ListSort } from "../../store/Contacts.ts"
+import { ContactDirectory } from "../../ingest/ContactDirectory.ts"
 import { OutboxRelay } from "../../stream/OutboxRelay.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
@@ -37,6 +38,7 @@ const notFound = ApiError.notFound("Contact")
 export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnUntraced(function*(handlers) {
   const contacts = yield* Contacts
   const relay = yield* OutboxRelay
+  const directory = yield* ContactDirectory
   const store = <A, E>(effect: Effect.Effect<A, E>) => Effect.orDie(effect)
 
   const checkField = Effect.fnUntraced(function*(projectId: string, field: string) {
@@ -143,6 +145,8 @@ export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnU
         const project = yield* CurrentProject
         if (!isUuid(params.id)) return yield* notFound
         yield* validateData(payload.data)
+        // The track path caches email → id; a renamed contact must not keep its old email there.
+        const before = payload.email === undefined ? undefined : yield* store(contacts.get(project.id, params.id))
         const result = yield* store(contacts.update(project.id, params.id, {
           email: payload.email === undefined ? undefined : normalizeEmail(payload.email),
           subscribed: payload.subscribed,
@@ -152,6 +156,7 @@ export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnU
           return yield* ApiError.conflict("CONTACT_EXISTS", "Another contact in this project already has this email")
         }
         if (!result) return yield* notFound
+        if (before) directory.forget(project.id, before.email)
         yield* relay.wake
         return result
       })))
@@ -159,8 +164,10 @@ export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnU
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
         if (!isUuid(params.id)) return yield* notFound
+        const existing = yield* store(contacts.get(project.id, params.id))
         const deleted = yield* store(contacts.remove(project.id, params.id))
         if (!deleted) return yield* notFound
+        if (existing) directory.forget(project.id, existing.email)
         yield* relay.wake
       })))
 }))
