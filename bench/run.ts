@@ -1,23 +1,26 @@
 /**
- * Benchmarks: `npm run bench -- <name>` (names below). Each one measures our service and a baseline in
- * the same run, on a throw-away database and NATS prefix, and writes bench/results/<name>-<time>.json.
+ * Benchmarks: `npm run bench -- <name>` (names below). Each measures our service and a baseline in the
+ * same run, on a throw-away database and NATS prefix, and writes bench/results/<name>-<time>.json.
  * The numbers that matter are copied into BENCHMARKS.md together with the machine they ran on.
  */
-import { jetstreamManager } from "@nats-io/jetstream"
+import { jetstream, jetstreamManager } from "@nats-io/jetstream"
 import { connect } from "@nats-io/transport-node"
 import autocannon from "autocannon"
-import { spawn, type ChildProcess } from "node:child_process"
+import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { mkdirSync, writeFileSync } from "node:fs"
 import { cpus, totalmem } from "node:os"
 import pg from "pg"
+import { uuidv7 } from "../src/domain/ids.ts"
+import { partitionOf } from "../src/stream/subjects.ts"
 
 const ROOT = new URL("../", import.meta.url).pathname
 const ADMIN_URL = process.env.BENCH_DATABASE_ADMIN_URL ?? "postgres://postgres@127.0.0.1:5432/postgres"
+const NATS_URL = process.env.NATS_URL ?? "nats://127.0.0.1:4222"
 const DURATION = Number(process.env.BENCH_DURATION ?? 10)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
 
-interface Result {
+interface LoadResult {
   readonly label: string
   readonly requestsPerSecond: number
   readonly latencyP50Ms: number
@@ -26,26 +29,19 @@ interface Result {
   readonly errors: number
 }
 
-const admin = async (text: string) => {
-  const client = new pg.Client({ connectionString: ADMIN_URL })
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+const sqlOn = async <T>(url: string, text: string, params: Array<unknown> = []): Promise<Array<T>> => {
+  const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
-    await client.query(text)
+    return (await client.query(text, params)).rows as Array<T>
   } finally {
     await client.end()
   }
 }
 
-const deleteStreams = async (prefix: string) => {
-  const nc = await connect({ servers: process.env.NATS_URL ?? "nats://127.0.0.1:4222" })
-  const jsm = await jetstreamManager(nc)
-  for await (const stream of jsm.streams.list()) {
-    if (stream.config.name.startsWith(`${prefix}_`)) await jsm.streams.delete(stream.config.name)
-  }
-  await nc.close()
-}
-
-/** Starts a process and resolves with it once a stdout/stderr line matches `ready`. */
+/** Starts a process and resolves once a stdout/stderr line matches `ready`. */
 const startProcess = (args: Array<string>, env: Record<string, string>, ready: RegExp) =>
   new Promise<{ child: ChildProcess; match: RegExpMatchArray }>((resolve, reject) => {
     const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] })
@@ -54,6 +50,7 @@ const startProcess = (args: Array<string>, env: Record<string, string>, ready: R
       output += chunk.toString()
       const match = output.match(ready)
       if (match) resolve({ child, match })
+      if (output.length > 100_000) output = output.slice(-10_000)
     }
     child.stdout!.on("data", onData)
     child.stderr!.on("data", onData)
@@ -62,27 +59,79 @@ const startProcess = (args: Array<string>, env: Record<string, string>, ready: R
 
 const stop = (child: ChildProcess) =>
   new Promise<void>((resolve) => {
-    if (child.exitCode !== null) return resolve()
+    if (child.exitCode !== null || child.signalCode !== null) return resolve()
     child.once("exit", () => resolve())
     child.kill("SIGTERM")
   })
 
-const load = async (label: string, url: string, headers: Record<string, string>): Promise<Result> => {
+/** A throw-away database and NATS prefix with the service's schema, one project, and cleanup. */
+const environment = async () => {
+  const suffix = randomBytes(4).toString("hex")
+  const database = `ms_bench_${suffix}`
+  const databaseUrl = ADMIN_URL.replace(/\/[^/]*$/, `/${database}`)
+  await sqlOn(ADMIN_URL, `CREATE DATABASE ${database}`)
+  const env = {
+    DATABASE_URL: databaseUrl,
+    NATS_URL,
+    NATS_PREFIX: `bench${suffix}`,
+    PORT: "0",
+    LOG_LEVEL: "Warn",
+    // The limiter stays on (its cost is part of the request path), just out of reach.
+    RATE_LIMIT_PER_MINUTE: "100000000"
+  }
+  const processes: Array<ChildProcess> = []
+  const migrate = await startProcess(["src/main.ts", "migrate"], { ...env, LOG_LEVEL: "Info" }, /database is migrated/)
+  await stop(migrate.child)
+  const project = await new Promise<{ id: string; publicKey: string; secretKey: string }>((resolve, reject) => {
+    const child = spawn(process.execPath, ["src/main.ts", "project", "create", "--name", "bench"], { cwd: ROOT, env: { ...process.env, ...env } })
+    let out = ""
+    child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()))
+    child.once("exit", (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`project create exited ${code}`))))
+  })
+  const service = async (role: "api" | "worker" | "all") => {
+    const started = await startProcess(
+      ["src/main.ts", role],
+      { ...env, LOG_LEVEL: "Info" },
+      role === "worker" ? /worker started/ : /Listening on http:\/\/[^:]+:(\d+)/
+    )
+    processes.push(started.child)
+    return { child: started.child, url: role === "worker" ? "" : `http://127.0.0.1:${started.match[1]}` }
+  }
+  const baseline = async () => {
+    const started = await startProcess(["bench/baselines/insertServer.ts", databaseUrl], {}, /port=(\d+)/)
+    processes.push(started.child)
+    return `http://127.0.0.1:${started.match[1]}`
+  }
+  const cleanup = async () => {
+    await Promise.all(processes.map(stop))
+    await sqlOn(ADMIN_URL, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
+    const nc = await connect({ servers: NATS_URL })
+    const jsm = await jetstreamManager(nc)
+    for await (const stream of jsm.streams.list()) {
+      if (stream.config.name.startsWith(`${env.NATS_PREFIX}_`)) await jsm.streams.delete(stream.config.name)
+    }
+    await nc.close()
+  }
+  return { env, databaseUrl, project, service, baseline, cleanup, stop }
+}
+
+const load = async (label: string, url: string, options: {
+  readonly headers?: Record<string, string>
+  readonly body: (n: number) => unknown
+  readonly duration?: number
+  /** Requests per second over all connections (default: as fast as possible). */
+  readonly rate?: number
+}): Promise<LoadResult> => {
   let counter = 0
-  const run = autocannon({
+  const result = await autocannon({
     url,
     method: "POST",
     connections: CONNECTIONS,
-    duration: DURATION,
-    headers: { "content-type": "application/json", ...headers },
-    requests: [{
-      setupRequest: (request: any) => {
-        counter++
-        return { ...request, body: JSON.stringify({ email: `${label}-${counter}@bench.test`, data: { plan: "pro", n: counter } }) }
-      }
-    }]
+    duration: options.duration ?? DURATION,
+    ...(options.rate ? { overallRate: options.rate } : {}),
+    headers: { "content-type": "application/json", ...options.headers },
+    requests: [{ setupRequest: (request: Record<string, unknown>) => ({ ...request, body: JSON.stringify(options.body(++counter)) }) }]
   })
-  const result = await run
   return {
     label,
     requestsPerSecond: Math.round(result.requests.average),
@@ -93,58 +142,136 @@ const load = async (label: string, url: string, headers: Record<string, string>)
   }
 }
 
-const contacts = async () => {
-  const suffix = randomBytes(4).toString("hex")
-  const database = `ms_bench_${suffix}`
-  const databaseUrl = ADMIN_URL.replace(/\/[^/]*$/, `/${database}`)
-  await admin(`CREATE DATABASE ${database}`)
-  const env = {
-    DATABASE_URL: databaseUrl,
-    NATS_PREFIX: `bench${suffix}`,
-    PORT: "0",
-    LOG_LEVEL: "Warn",
-    // The limiter stays on (its cost is part of the request path), just out of reach.
-    RATE_LIMIT_PER_MINUTE: "100000000"
-  }
-  const processes: Array<ChildProcess> = []
-  try {
-    const baseline = await startProcess(["bench/baselines/contactsInsertServer.ts", databaseUrl], {}, /port=(\d+)/)
-    processes.push(baseline.child)
-    const migrate = await startProcess(["src/main.ts", "migrate"], { ...env, LOG_LEVEL: "Info" }, /database is migrated/)
-    await stop(migrate.child)
-    const project = await new Promise<{ secretKey: string }>((resolve, reject) => {
-      const child = spawn(process.execPath, ["src/main.ts", "project", "create", "--name", "bench"], { cwd: ROOT, env: { ...process.env, ...env } })
-      let out = ""
-      child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()))
-      child.once("exit", (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`project create exited ${code}`))))
-    })
-    const service = await startProcess(["src/main.ts", "all"], { ...env, LOG_LEVEL: "Info" }, /Listening on http:\/\/[^:]+:(\d+)/)
-    processes.push(service.child)
+const ratio = (a: number, b: number) => Math.round((a / b) * 100) / 100
 
-    const baselineUrl = `http://127.0.0.1:${baseline.match[1]}/`
-    const serviceUrl = `http://127.0.0.1:${service.match[1]}/contacts`
+const contacts = async () => {
+  const env = await environment()
+  try {
+    const baselineUrl = await env.baseline()
+    const { url } = await env.service("all")
+    const body = (label: string) => (n: number) => ({ email: `${label}-${n}@bench.test`, data: { plan: "pro", n } })
+    const auth = { authorization: `Bearer ${env.project.secretKey}` }
     // Warm both up (JIT, pools, caches), then measure.
-    await load("warmup-baseline", baselineUrl, {})
-      .then(() => load("warmup-service", serviceUrl, { authorization: `Bearer ${project.secretKey}` }))
-    const baselineResult = await load("baseline", baselineUrl, {})
-    const serviceResult = await load("service", serviceUrl, { authorization: `Bearer ${project.secretKey}` })
+    await load("warmup", baselineUrl, { body: body("wb"), duration: 3 })
+    await load("warmup", `${url}/contacts`, { body: body("ws"), headers: auth, duration: 3 })
+    const baseline = await load("baseline", baselineUrl, { body: body("b") })
+    const service = await load("service", `${url}/contacts`, { body: body("s"), headers: auth })
     return {
-      benchmark: "contacts",
       description: "POST /contacts (new email per request) vs a bare node:http + pg server doing one INSERT per request",
-      durationSeconds: DURATION,
-      connections: CONNECTIONS,
-      baseline: baselineResult,
-      service: serviceResult,
-      ratio: Math.round((serviceResult.requestsPerSecond / baselineResult.requestsPerSecond) * 100) / 100
+      baseline,
+      service,
+      ratio: ratio(service.requestsPerSecond, baseline.requestsPerSecond)
     }
   } finally {
-    await Promise.all(processes.map(stop))
-    await admin(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
-    await deleteStreams(env.NATS_PREFIX)
+    await env.cleanup()
   }
 }
 
-const BENCHMARKS: Record<string, () => Promise<Record<string, unknown>>> = { contacts }
+const storedEvents = async (databaseUrl: string) =>
+  Number((await sqlOn<{ n: string }>(databaseUrl, "SELECT count(*) AS n FROM events"))[0]!.n)
+
+const track = async () => {
+  const env = await environment()
+  const EMAILS = 10_000
+  const trackBody = (n: number) => ({ email: `user${n % EMAILS}@bench.test`, event: n % 3 ? "page_view" : "click", data: { n, plan: "pro" } })
+  const auth = { authorization: `Bearer ${env.project.publicKey}` }
+  try {
+    const baselineUrl = await env.baseline()
+    // M1: ingest alone (no workers competing for the two cores).
+    const api = await env.service("api")
+    const trackUrl = `${api.url}/v1/track`
+    await load("warmup", baselineUrl, { body: trackBody, duration: 3 })
+    await load("warmup", trackUrl, { body: trackBody, headers: auth, duration: 5 })
+    const baseline = await load("baseline", baselineUrl, { body: trackBody })
+    const m1 = await load("track", trackUrl, { body: trackBody, headers: auth })
+    const at70 = await load("track@70%", trackUrl, { body: trackBody, headers: auth, rate: Math.round(m1.requestsPerSecond * 0.7) })
+    await env.stop(api.child)
+
+    // M6: drain a backlog. Workers are down while the events pile up in stream IN, then one starts.
+    const backlog = Number(process.env.BENCH_BACKLOG ?? 100_000)
+    const contactId = (await sqlOn<{ id: string }>(env.databaseUrl,
+      "INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) VALUES ($1, $2, 'drain@bench.test', true, '{}', now(), now()) RETURNING id",
+      [uuidv7(), env.project.id]))[0]!.id
+    const nc = await connect({ servers: NATS_URL })
+    const js = jetstream(nc)
+    const subject = `${env.env.NATS_PREFIX}.in.${partitionOf(env.project.id, 32)}.${env.project.id}.track`
+    const perEnvelope = 100
+    const at = new Date().toISOString()
+    for (let sent = 0; sent < backlog;) {
+      const publishes = []
+      for (let i = 0; i < 50 && sent < backlog; i++, sent += perEnvelope) {
+        const events = Array.from({ length: perEnvelope }, (_, k) => ({
+          eventId: uuidv7(), contactId, email: "drain@bench.test", name: "drained", subscribed: null,
+          set: {}, remove: [], data: { k: sent + k }, at
+        }))
+        publishes.push(js.publish(subject, JSON.stringify({ kind: "track", projectId: env.project.id, events }), { msgID: uuidv7() }))
+      }
+      await Promise.all(publishes)
+    }
+    await nc.close()
+    const before = await storedEvents(env.databaseUrl)
+    const drainStart = performance.now()
+    const worker = await env.service("worker")
+    while ((await storedEvents(env.databaseUrl)) - before < backlog) await sleep(100)
+    const drainSeconds = (performance.now() - drainStart) / 1000
+    const m6 = { events: backlog, seconds: Math.round(drainSeconds * 10) / 10, eventsPerSecond: Math.round(backlog / drainSeconds) }
+
+    // M2: sustained end to end — api and worker running, a fixed offered rate, lag sampled as we go.
+    // First let the worker finish what M1 left in the stream.
+    for (let last = -1, now = await storedEvents(env.databaseUrl); now !== last; await sleep(1000)) {
+      last = now
+      now = await storedEvents(env.databaseUrl)
+    }
+    const api2 = await env.service("api")
+    const rate = Number(process.env.BENCH_M2_RATE ?? baseline.requestsPerSecond)
+    const startCount = await storedEvents(env.databaseUrl)
+    const samples: Array<{ second: number; accepted: number; stored: number; lag: number }> = []
+    let accepted = 0
+    const sustained = load("sustained", `${api2.url}/v1/track`, {
+      body: (n) => {
+        accepted = n
+        return trackBody(n)
+      },
+      headers: auth,
+      rate,
+      duration: 15
+    })
+    const sampler = (async () => {
+      for (let second = 3; second <= 15; second += 3) {
+        await sleep(3000)
+        const stored = (await storedEvents(env.databaseUrl)) - startCount
+        samples.push({ second, accepted, stored, lag: accepted - stored })
+      }
+    })()
+    const m2Load = await sustained
+    await sampler
+    const target = m2Load.requestsPerSecond * 15
+    const catchUpStart = performance.now()
+    while ((await storedEvents(env.databaseUrl)) - startCount < target * 0.99 && performance.now() - catchUpStart < 60_000) await sleep(100)
+    const catchUpSeconds = Math.round((performance.now() - catchUpStart) / 100) / 10
+    await env.stop(worker.child)
+    return {
+      description: "/v1/track ingest (M1), sustained end to end with workers (M2), backlog drain (M6); baseline = node:http + pg, one INSERT per request",
+      baseline,
+      m1: { ...m1, ratio: ratio(m1.requestsPerSecond, baseline.requestsPerSecond) },
+      m1At70PercentLoad: at70,
+      m2: {
+        offeredRate: rate,
+        achievedRequestsPerSecond: m2Load.requestsPerSecond,
+        ratio: ratio(m2Load.requestsPerSecond, baseline.requestsPerSecond),
+        latencyP99Ms: m2Load.latencyP99Ms,
+        non2xx: m2Load.non2xx,
+        lagSamples: samples,
+        secondsToCatchUpAfterLoad: catchUpSeconds
+      },
+      m6
+    }
+  } finally {
+    await env.cleanup()
+  }
+}
+
+const BENCHMARKS: Record<string, () => Promise<Record<string, unknown>>> = { contacts, track }
 
 const name = process.argv[2]
 const bench = name ? BENCHMARKS[name] : undefined
@@ -153,7 +280,9 @@ if (!bench) {
   process.exit(2)
 }
 const result = {
+  benchmark: name,
   ...(await bench()),
+  settings: { durationSeconds: DURATION, connections: CONNECTIONS },
   machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model, memoryGiB: Math.round(totalmem() / 2 ** 30), node: process.version },
   at: new Date().toISOString()
 }

@@ -1,8 +1,24 @@
-import { randomBytes } from "node:crypto"
+import { randomFillSync } from "node:crypto"
+
+// Random bytes are drawn from a pool refilled 4 KiB at a time: one syscall per 256 ids instead of
+// one per id (this showed up at 8% of the api's CPU on the track path).
+const POOL_SIZE = 4096
+const pool = Buffer.allocUnsafe(POOL_SIZE)
+let offset = POOL_SIZE
+
+export const randomBytesFromPool = (size: number): Buffer => {
+  if (offset + size > POOL_SIZE) {
+    randomFillSync(pool)
+    offset = 0
+  }
+  const out = Buffer.from(pool.subarray(offset, offset + size))
+  offset += size
+  return out
+}
 
 /** UUIDv7 (RFC 9562): time-ordered, so ids sort by creation and index well. */
 export const uuidv7 = (now: number = Date.now()): string => {
-  const bytes = randomBytes(16)
+  const bytes = randomBytesFromPool(16)
   bytes[0] = (now / 2 ** 40) & 0xff
   bytes[1] = (now / 2 ** 32) & 0xff
   bytes[2] = (now >>> 24) & 0xff

@@ -6,7 +6,7 @@
 import { Cause, Effect, Layer } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServerError, HttpServerRequest, HttpServerRespondable, HttpServerResponse } from "effect/http"
 import { HttpApiError } from "effect/http-api"
-import { randomBytes } from "node:crypto"
+import { randomBytesFromPool } from "../domain/ids.ts"
 import { envelopeResponse, RequestState, type RequestStateShape } from "./errors.ts"
 import { issueToFieldErrors } from "./validation.ts"
 
@@ -15,7 +15,7 @@ const MiB = 1024 * 1024
 /** Bodies larger than this answer 413. /v1/send carries attachments (40 MB message, base64-encoded). */
 export const bodyLimitFor = (url: string): number => (url.startsWith("/v1/send") ? 60 * MiB : url.startsWith("/contacts/import") ? 6 * MiB : 1 * MiB)
 
-const newRequestId = () => `req_${randomBytes(12).toString("base64url")}`
+const newRequestId = () => `req_${randomBytesFromPool(12).toString("base64url")}`
 
 const toErrorResponse = (
   cause: Cause.Cause<unknown>,

@@ -71,17 +71,16 @@ export class Projects extends Context.Service<Projects, {
         return { project: { id: row.id, name: row.name, disabled: row.disabled }, kind }
       }, Effect.orDie)
 
+      // Keyed by the presented key itself, so a hit costs no hashing.
       const authenticate = (key: string) =>
         Effect.suspend(() => {
-          const hash = hashKey(key)
-          const cacheKey = hash.toString("base64")
           const now = Date.now()
-          const hit = cache.get(cacheKey)
+          const hit = cache.get(key)
           if (hit && hit.expires > now) return Effect.succeed(hit.value)
-          return Effect.tap(lookup(hash), (value) =>
+          return Effect.tap(lookup(hashKey(key)), (value) =>
             Effect.sync(() => {
               if (cache.size > 10_000) cache.clear()
-              cache.set(cacheKey, { value, expires: now + KEY_CACHE_TTL_MS })
+              cache.set(key, { value, expires: now + KEY_CACHE_TTL_MS })
             }))
         })
 
