@@ -218,9 +218,10 @@ const track = async () => {
 
     // M2: sustained end to end — api and worker running, a fixed offered rate, lag sampled as we go.
     // First let the worker finish what M1 left in the stream.
-    for (let last = -1, now = await storedEvents(env.databaseUrl); now !== last; await sleep(1000)) {
-      last = now
-      now = await storedEvents(env.databaseUrl)
+    while (true) {
+      const before = await storedEvents(env.databaseUrl)
+      await sleep(1000)
+      if ((await storedEvents(env.databaseUrl)) === before) break
     }
     const api2 = await env.service("api")
     const rate = Number(process.env.BENCH_M2_RATE ?? baseline.requestsPerSecond)

@@ -1,6 +1,7 @@
 /** The process roles as layers: `api`, `worker`, and `all` (both), over the shared infrastructure. */
 import { Layer, Logger, References } from "effect"
 import { WorkerLive } from "./actors/Worker.ts"
+import { MetricsServerLive } from "./observability/MetricsServer.ts"
 import { AppConfig } from "./config.ts"
 import { HttpLive } from "./http/server.ts"
 import { Contacts } from "./store/Contacts.ts"
@@ -23,6 +24,9 @@ export const ApiRoleLive = HttpLive.pipe(Layer.provideMerge(CoreLive))
 export const WorkerRoleLive = WorkerLive.pipe(Layer.provideMerge(CoreLive))
 
 export const AllRolesLive = Layer.mergeAll(ApiRoleLive, WorkerRoleLive)
+
+/** A worker on its own serves /metrics on METRICS_PORT (the api serves it on PORT). */
+export const StandaloneWorkerLive = Layer.mergeAll(WorkerRoleLive, MetricsServerLive)
 
 const LEVELS = ["All", "Trace", "Debug", "Info", "Warn", "Error", "Fatal", "None"] as const
 

@@ -4,7 +4,7 @@
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer } from "effect"
-import { AllRolesLive, ApiRoleLive, LoggingLive, WorkerRoleLive } from "./app.ts"
+import { AllRolesLive, ApiRoleLive, LoggingLive, StandaloneWorkerLive } from "./app.ts"
 import { AppConfig } from "./config.ts"
 import { DatabaseLive } from "./store/db.ts"
 import { Projects } from "./store/Projects.ts"
@@ -29,7 +29,7 @@ const program = ((): Effect.Effect<void, unknown, AppConfig> => {
     case "api":
       return serve(ApiRoleLive as Layer.Layer<never, unknown, AppConfig>, "api")
     case "worker":
-      return serve(WorkerRoleLive as Layer.Layer<never, unknown, AppConfig>, "worker")
+      return serve(StandaloneWorkerLive as Layer.Layer<never, unknown, AppConfig>, "worker")
     case "all":
     case undefined:
       return serve(AllRolesLive as Layer.Layer<never, unknown, AppConfig>, "all")

@@ -121,6 +121,20 @@ describe("/metrics", () => {
   })
 })
 
+describe("standalone worker metrics", () => {
+  it("serves /metrics on METRICS_PORT", async () => {
+    const port = await freePort()
+    const worker = await stack.start("worker", { METRICS_PORT: String(port) })
+    const res = await eventually(async () => {
+      const r = await fetch(`http://127.0.0.1:${port}/metrics`)
+      expect(r.status).toBe(200)
+      return r.text()
+    })
+    expect(res).toContain("mailstream_partitions_owned")
+    await worker.stop()
+  })
+})
+
 const NATS_SERVER = ["/usr/sbin/nats-server", "/usr/bin/nats-server"].find(existsSync)
 
 const freePort = () =>
