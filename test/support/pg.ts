@@ -28,3 +28,7 @@ export default {
     if (runtime) await runtime.dispose()
   }
 }
+
+/** Runs an Effect that needs the SqlClient against `url` (for tests of SQL-building code). */
+export const withSql = <A, E>(url: string, effect: Effect.Effect<A, E, SqlClient.SqlClient>): Promise<A> =>
+  runtimeFor(url).runPromise(effect)
