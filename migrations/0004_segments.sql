@@ -11,8 +11,11 @@ CREATE TABLE segments (
   condition         jsonb,
   track_membership  boolean NOT NULL DEFAULT false,
   member_count      integer NOT NULL DEFAULT 0,
-  -- Bumped on every change of the condition; the actor's backfill of a version is idempotent.
-  version           integer NOT NULL DEFAULT 1,
+  -- Bumped on every change of the condition; the actor backfills membership until
+  -- backfilled_version catches up (resuming after a crash), emitting entry/exit when backfill_emits.
+  version             integer NOT NULL DEFAULT 1,
+  backfilled_version  integer NOT NULL DEFAULT 0,
+  backfill_emits      boolean NOT NULL DEFAULT false,
   created_at        timestamptz NOT NULL,
   updated_at        timestamptz NOT NULL
 );
@@ -31,11 +34,14 @@ CREATE INDEX segment_memberships_contact ON segment_memberships (contact_id) WHE
 
 -- Durable timers: when a condition's answer will flip at a known instant. Due timers are published into
 -- the project's partition, so the owning actor handles them in order with everything else.
+-- One pending timer per (segment, contact): a newer evaluation replaces it; a stale one is harmless.
 CREATE TABLE timers (
-  id          uuid PRIMARY KEY,
+  segment_id  uuid NOT NULL REFERENCES segments(id) ON DELETE CASCADE,
+  contact_id  uuid NOT NULL,
+  id          uuid NOT NULL,
   project_id  uuid NOT NULL,
   partition   integer NOT NULL,
   due_at      timestamptz NOT NULL,
-  payload     jsonb NOT NULL
+  PRIMARY KEY (segment_id, contact_id)
 );
 CREATE INDEX timers_due ON timers (partition, due_at);

@@ -9,7 +9,7 @@ import { Duration, Effect, Fiber, Option, Queue, Schedule } from "effect"
 import type { SqlClient } from "effect/sql"
 import { WorkerMetrics } from "../observability/Metrics.ts"
 import type { StreamNames } from "../stream/subjects.ts"
-import { applyBatch } from "./applyBatch.ts"
+import { applyBackfillChunk, applyBatch, type SegmentState } from "./applyBatch.ts"
 import type { Delivered } from "./messages.ts"
 
 const MAILBOX_CAPACITY = 5_000
@@ -59,6 +59,7 @@ export interface ActorItem {
 interface Actor {
   readonly run: PartitionRun
   readonly mailbox: Queue.Queue<ActorItem>
+  readonly segmentState: SegmentState
   fiber?: Fiber.Fiber<void>
 }
 
@@ -67,16 +68,20 @@ export const makeProjectActors = (options: { readonly workerId: string; readonly
     const actors = new Map<string, Actor>()
     const services = yield* Effect.context<SqlClient.SqlClient>()
 
-    const apply = (projectId: string, run: PartitionRun, batch: ReadonlyArray<ActorItem>) =>
+    const contextOf = (projectId: string, actor: Actor) => ({
+      projectId,
+      partition: actor.run.partition,
+      epoch: actor.run.epoch,
+      workerId: options.workerId,
+      names: options.names,
+      segmentState: actor.segmentState
+    })
+
+    const apply = (projectId: string, actor: Actor, batch: ReadonlyArray<ActorItem>) =>
       Effect.gen(function*() {
+        const run = actor.run
         const started = performance.now()
-        const outcome = yield* applyBatch({
-          projectId,
-          partition: run.partition,
-          epoch: run.epoch,
-          workerId: options.workerId,
-          names: options.names
-        }, batch.map((item) => item.delivered))
+        const outcome = yield* applyBatch(contextOf(projectId, actor), batch.map((item) => item.delivered))
         for (const item of batch) item.message.ack()
         for (const item of batch) run.applied(item.delivered.seq)
         WorkerMetrics.batchSize.observe(batch.length)
@@ -87,9 +92,33 @@ export const makeProjectActors = (options: { readonly workerId: string; readonly
         WorkerMetrics.emitted.inc(outcome.emitted)
       })
 
+    /** Retries a failed transaction with backoff until it commits or the lease is gone. */
+    const withRetry = <E extends { readonly _tag: string }>(projectId: string, actor: Actor, effect: Effect.Effect<void, E, SqlClient.SqlClient>) =>
+      effect.pipe(
+        Effect.tapError((error) =>
+          error._tag === "LeaseLost"
+            ? Effect.void
+            : Effect.sync(() => WorkerMetrics.batchFailures.inc()).pipe(
+              Effect.andThen(Effect.logWarning("actor transaction failed; retrying", { projectId, error: String(error) }))
+            )),
+        Effect.retry({
+          while: (error) => error._tag !== "LeaseLost" && !actor.run.stopped,
+          schedule: Schedule.min([Schedule.exponential(Duration.millis(100), 2), Schedule.spaced(Duration.seconds(5))])
+        }),
+        Effect.as("ok" as const),
+        Effect.catch(() => Effect.succeed("lease-lost" as const)),
+        Effect.catchCause((cause) => Effect.as(Effect.logError("actor transaction abandoned", { projectId }, cause), "lease-lost" as const))
+      )
+
     const loop = (projectId: string, actor: Actor): Effect.Effect<void> =>
       Effect.gen(function*() {
         while (!actor.run.stopped) {
+          // A pending backfill advances one chunk at a time, between message batches.
+          if (actor.segmentState.backfills.length > 0) {
+            const result = yield* withRetry(projectId, actor, applyBackfillChunk(contextOf(projectId, actor)))
+            if (result === "lease-lost") break
+            if (Queue.sizeUnsafe(actor.mailbox) === 0) continue
+          }
           const next = yield* Queue.takeBetween(actor.mailbox, 1, MAX_BATCH).pipe(Effect.timeoutOption(IDLE))
           if (Option.isNone(next)) {
             // Passivate, unless a message slipped in meanwhile.
@@ -100,21 +129,7 @@ export const makeProjectActors = (options: { readonly workerId: string; readonly
             }
             continue
           }
-          const outcome = yield* apply(projectId, actor.run, next.value).pipe(
-            Effect.tapError((error) =>
-              error._tag === "LeaseLost"
-                ? Effect.void
-                : Effect.sync(() => WorkerMetrics.batchFailures.inc()).pipe(
-                  Effect.andThen(Effect.logWarning("actor batch failed; retrying", { projectId, error: String(error) }))
-                )),
-            Effect.retry({
-              while: (error) => error._tag !== "LeaseLost" && !actor.run.stopped,
-              schedule: Schedule.min([Schedule.exponential(Duration.millis(100), 2), Schedule.spaced(Duration.seconds(5))])
-            }),
-            Effect.as("ok" as const),
-            Effect.catchTag("LeaseLost", () => Effect.succeed("lease-lost" as const)),
-            Effect.catchCause((cause) => Effect.as(Effect.logError("actor batch abandoned", { projectId }, cause), "lease-lost" as const))
-          )
+          const outcome = yield* withRetry(projectId, actor, apply(projectId, actor, next.value))
           if (outcome === "lease-lost") {
             // The new owner re-reads from the partition's watermark; nothing was acked here.
             actor.run.stopped = true
@@ -132,7 +147,7 @@ export const makeProjectActors = (options: { readonly workerId: string; readonly
         if (!actor || actor.run !== item.run) {
           if (actor?.fiber) yield* Fiber.interrupt(actor.fiber)
           const mailbox = yield* Queue.bounded<ActorItem>(MAILBOX_CAPACITY)
-          const fresh: Actor = { run: item.run, mailbox }
+          const fresh: Actor = { run: item.run, mailbox, segmentState: { segments: undefined, backfills: [] } }
           actors.set(projectId, fresh)
           fresh.fiber = yield* Effect.forkDetach(loop(projectId, fresh))
           WorkerMetrics.actorsAlive.set(actors.size)

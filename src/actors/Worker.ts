@@ -17,6 +17,7 @@ import { Duration, Effect, Fiber, Layer, Schedule, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import { hostname } from "node:os"
 import { randomBytes } from "node:crypto"
+import { clockNow } from "../lib/clock.ts"
 import { WorkerMetrics } from "../observability/Metrics.ts"
 import { Nats } from "../stream/Nats.ts"
 import type { InMessage } from "./messages.ts"
@@ -25,6 +26,8 @@ import { makeProjectActors, PartitionRun } from "./ProjectActors.ts"
 const HEARTBEAT = Duration.seconds(2)
 const LEASE_TTL_SECONDS = 6
 const WORKER_DEAD_SECONDS = 6
+/** How often due timers are looked for (an indexed query): the worst-case lateness of a time boundary. */
+const TIMER_POLL = Duration.millis(50)
 
 export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -163,6 +166,48 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
     }
     WorkerMetrics.partitionsOwned.set(runs.size)
   })
+
+  /**
+   * Durable timers of the partitions leased here: those due (by this worker's clock) are deleted and
+   * published into their project's partition in one transaction; a republish after a failed commit
+   * carries the same Nats-Msg-Id and is dropped.
+   */
+  const fireTimers = Effect.suspend(() => {
+    const owned = [...runs.keys()]
+    if (owned.length === 0) return Effect.void
+    return sql.withTransaction(Effect.gen(function*() {
+      const due = yield* sql<{ segment_id: string; contact_id: string; id: string; project_id: string; due_at: Date }>`
+        DELETE FROM timers WHERE (segment_id, contact_id) IN (
+          SELECT segment_id, contact_id FROM timers
+          WHERE partition IN ${sql.in(owned)} AND due_at <= ${new Date(clockNow()).toISOString()}::timestamptz
+          ORDER BY due_at LIMIT 1000
+          FOR UPDATE SKIP LOCKED)
+        RETURNING segment_id, contact_id, id, project_id, due_at`
+      if (due.length === 0) return
+      yield* Effect.tryPromise(() =>
+        Promise.all(due.map((timer) =>
+          nats.js.publish(
+            nats.names.inSubject(timer.project_id, "timer"),
+            JSON.stringify({
+              kind: "timer",
+              projectId: timer.project_id,
+              segmentId: timer.segment_id,
+              contactId: timer.contact_id,
+              dueAt: new Date(timer.due_at).toISOString()
+            }),
+            { msgID: timer.id }
+          )
+        ))
+      )
+    }))
+  })
+
+  yield* fireTimers.pipe(
+    Effect.tapCause((cause) => Effect.logWarning("timer scheduler failed; retrying", cause)),
+    Effect.ignore,
+    Effect.repeat(Schedule.spaced(TIMER_POLL)),
+    Effect.forkScoped
+  )
 
   const reportLag = () => Effect.forEach([...runs.keys()], (partition) =>
     Effect.tryPromise(() => nats.jsm.consumers.info(nats.names.inStream, consumerName(partition))).pipe(

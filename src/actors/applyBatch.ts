@@ -12,7 +12,9 @@ import { inferFieldTypes } from "../domain/customData.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import type { TrackedEvent } from "../ingest/EventPublisher.ts"
 import type { StreamNames } from "../stream/subjects.ts"
+import { clockNow } from "../lib/clock.ts"
 import type { Delivered, EmittedEventMessage } from "./messages.ts"
+import { backfillChunk, type ContactChange, emptyChange, evaluateChanges, loadSegments, type ProjectSegments } from "./segments.ts"
 
 export class LeaseLost extends Data.TaggedError("LeaseLost")<{ readonly partition: number }> {}
 
@@ -22,7 +24,34 @@ export interface BatchContext {
   readonly epoch: number
   readonly workerId: string
   readonly names: StreamNames
+  /** The actor's segment definitions and pending backfills (kept across batches). */
+  readonly segmentState: SegmentState
 }
+
+export interface Backfill {
+  readonly segmentId: string
+  cursor: string
+  readonly emit: boolean
+}
+
+export interface SegmentState {
+  segments: ProjectSegments | undefined
+  backfills: Array<Backfill>
+}
+
+const FIRST_ID = "00000000-0000-0000-0000-000000000000"
+
+/** (Re)loads a project's segment definitions and queues a backfill for each one that is behind. */
+export const reloadSegments = Effect.fnUntraced(function*(projectId: string, state: SegmentState) {
+  state.segments = yield* loadSegments(projectId)
+  state.backfills = state.backfills.filter((job) => state.segments!.byId.has(job.segmentId))
+  for (const def of state.segments.ordered) {
+    if (def.backfilledVersion < def.version && !state.backfills.some((job) => job.segmentId === def.id)) {
+      state.backfills.push({ segmentId: def.id, cursor: FIRST_ID, emit: def.backfillEmits })
+    }
+  }
+  return state.segments
+})
 
 export interface BatchOutcome {
   readonly applied: number
@@ -77,10 +106,18 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
     let events: Array<EventRow> = []
     let tracked: Array<TrackedEvent> = []
     const emitted: Array<Emitted> = []
+    // What changed per contact, for the segment engine at the end of the batch.
+    const changes = new Map<string, ContactChange>()
+    const changeOf = (contactId: string) => {
+      let change = changes.get(contactId)
+      if (!change) changes.set(contactId, change = emptyChange())
+      return change
+    }
+    let segmentsChanged = context.segmentState.segments === undefined
 
     const flushEvents = Effect.gen(function*() {
       if (tracked.length > 0) {
-        events.push(...(yield* applyContactChanges(context, tracked, emitted)))
+        events.push(...(yield* applyContactChanges(context, tracked, emitted, changeOf)))
         tracked = []
       }
       if (events.length > 0) {
@@ -100,8 +137,27 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
         case "event":
           if (tracked.length > 0) yield* flushEvents
           events.push(emittedToRow(body))
+          changeOf(body.contactId).events.add(body.name)
           break
+        case "timer": {
+          const change = changeOf(body.contactId)
+          change.segments.add(body.segmentId)
+          // Exactly when the window lapsed, not when the message happened to be read.
+          change.at = Math.min(Date.parse(body.dueAt), clockNow())
+          break
+        }
         case "contact":
+          if (body.contactId && (body.type === "contact.created" || body.type === "contact.updated")) {
+            changeOf(body.contactId).fields = "all"
+          }
+          if (body.contactId && body.type === "contact.deleted") {
+            const left = yield* sql<{ segment_id: string }>`
+              DELETE FROM segment_memberships WHERE contact_id = ${body.contactId} AND exited_at IS NULL RETURNING segment_id`
+            for (const row of left) {
+              yield* sql`UPDATE segments SET member_count = GREATEST(0, member_count - 1) WHERE id = ${row.segment_id}`
+            }
+            changes.delete(body.contactId)
+          }
           // Subscription changes made through the api (POST/PATCH /contacts) are emitted here.
           if (
             body.type === "contact.updated" && body.contact && typeof body.previousSubscribed === "boolean" &&
@@ -121,6 +177,12 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
           if (body.type === "deleteEvents") {
             yield* sql`DELETE FROM events WHERE project_id = ${context.projectId} AND name = ${body.name}`
             yield* sql`DELETE FROM event_aggregates WHERE project_id = ${context.projectId} AND name = ${body.name}`
+          } else if (body.type === "segmentsChanged") {
+            segmentsChanged = true
+          } else if (body.type === "computeSegment") {
+            const state = context.segmentState
+            state.backfills = state.backfills.filter((job) => job.segmentId !== body.segmentId)
+            state.backfills.push({ segmentId: body.segmentId, cursor: FIRST_ID, emit: true })
           }
           break
       }
@@ -131,6 +193,16 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
       yield* writeEmitted(context, emitted)
       outcome.emitted = emitted.length
     }
+
+    const segments = segmentsChanged
+      ? yield* reloadSegments(context.projectId, context.segmentState)
+      : context.segmentState.segments!
+    outcome.emitted += yield* evaluateChanges(
+      { projectId: context.projectId, partition: context.partition, names: context.names },
+      segments,
+      changes,
+      clockNow()
+    )
 
     const lastSeq = fresh[fresh.length - 1]!.seq
     yield* sql`
@@ -156,7 +228,8 @@ const emittedToRow = (message: EmittedEventMessage): EventRow => ({
 const applyContactChanges = Effect.fnUntraced(function*(
   context: BatchContext,
   tracked: ReadonlyArray<TrackedEvent>,
-  emitted: Array<Emitted>
+  emitted: Array<Emitted>,
+  changeOf: (contactId: string) => ContactChange
 ) {
   const sql = yield* SqlClient.SqlClient
   const emails = [...new Set(tracked.map((event) => event.email))]
@@ -202,9 +275,13 @@ const applyContactChanges = Effect.fnUntraced(function*(
     const contact = byEmail.get(event.email)
     if (!contact) continue // the contact could not be created (should not happen); the event is dropped with it
     const at = Date.parse(event.at)
+    const change = changeOf(contact.id)
+    change.events.add(event.name)
+    const fields = change.fields
     if (event.subscribed !== null && event.subscribed !== contact.subscribed && !pinnedAfter(contact, "subscribed", at)) {
       contact.subscribed = event.subscribed
       contact.touched = true
+      if (fields !== "all") fields.add("subscribed")
       emitted.push({
         name: event.subscribed ? "contact.subscribed" : "contact.unsubscribed",
         contactId: contact.id,
@@ -219,13 +296,16 @@ const applyContactChanges = Effect.fnUntraced(function*(
       delete contact.set[key]
       contact.remove.add(key)
       contact.touched = true
+      if (fields !== "all") fields.add(`data.${key}`)
     }
     for (const [key, value] of Object.entries(event.set)) {
       if (pinnedAfter(contact, `data.${key}`, at)) continue
       contact.set[key] = value
       contact.remove.delete(key)
       contact.touched = true
+      if (fields !== "all") fields.add(`data.${key}`)
     }
+    if (contact.touched && fields !== "all") fields.add("updatedAt")
     events.push({ id: event.eventId, contactId: contact.id, name: event.name, data: event.data, at: event.at })
   }
   const changes = [...byEmail.values()].filter((contact) => contact.touched).map((contact) => ({
@@ -310,4 +390,37 @@ const writeEmitted = Effect.fnUntraced(function*(context: BatchContext, emitted:
     INSERT INTO outbox (id, subject, payload)
     SELECT (x->>'id')::uuid, x->>'subject', x->'payload' FROM jsonb_array_elements(${JSON.stringify(rows)}::jsonb) WITH ORDINALITY AS t(x, n)
     ORDER BY n`
+})
+
+/**
+ * Runs one chunk of the actor's oldest pending backfill in its own transaction (lease-checked like a
+ * batch). The actor interleaves chunks with its message batches, so a large backfill never stalls them.
+ */
+export const applyBackfillChunk = Effect.fnUntraced(function*(context: BatchContext) {
+  const sql = yield* SqlClient.SqlClient
+  const state = context.segmentState
+  const outcome = yield* sql.withTransaction(Effect.gen(function*() {
+    const leases = yield* sql`
+      SELECT 1 FROM partition_leases
+      WHERE partition = ${context.partition} AND owner = ${context.workerId} AND epoch = ${context.epoch}
+      FOR SHARE`
+    if (leases.length === 0) return yield* new LeaseLost({ partition: context.partition })
+    const segments = state.segments ?? (yield* reloadSegments(context.projectId, state))
+    const job = state.backfills[0]
+    if (!job) return { job: undefined, next: undefined }
+    const def = segments.byId.get(job.segmentId)
+    if (!def) return { job, next: undefined }
+    const next = yield* backfillChunk(
+      { projectId: context.projectId, partition: context.partition, names: context.names },
+      segments,
+      def,
+      job.cursor,
+      job.emit,
+      clockNow()
+    )
+    return { job, next }
+  }))
+  if (!outcome.job) return
+  if (outcome.next === undefined) state.backfills = state.backfills.filter((job) => job !== outcome.job)
+  else outcome.job.cursor = outcome.next
 })

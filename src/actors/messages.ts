@@ -24,12 +24,20 @@ export interface EmittedEventMessage {
   readonly at: string
 }
 
-export interface CommandMessage {
-  readonly kind: "command"
+export type CommandMessage =
+  | { readonly kind: "command"; readonly projectId: string; readonly commandId: string; readonly type: "deleteEvents"; readonly name: string }
+  /** A segment was created, edited or deleted: reload definitions and backfill what is behind. */
+  | { readonly kind: "command"; readonly projectId: string; readonly commandId: string; readonly type: "segmentsChanged" }
+  /** POST /segments/:id/compute: recompute membership and emit entry/exit. */
+  | { readonly kind: "command"; readonly projectId: string; readonly commandId: string; readonly type: "computeSegment"; readonly segmentId: string }
+
+/** A durable timer came due: re-evaluate one segment for one contact at exactly `dueAt`. */
+export interface TimerMessage {
+  readonly kind: "timer"
   readonly projectId: string
-  readonly commandId: string
-  readonly type: "deleteEvents"
-  readonly name: string
+  readonly segmentId: string
+  readonly contactId: string
+  readonly dueAt: string
 }
 
 export interface TrackMessage {
@@ -38,7 +46,7 @@ export interface TrackMessage {
   readonly events: ReadonlyArray<TrackedEvent>
 }
 
-export type InMessage = TrackMessage | ContactChangeMessage | EmittedEventMessage | CommandMessage
+export type InMessage = TrackMessage | ContactChangeMessage | EmittedEventMessage | CommandMessage | TimerMessage
 
 /** A message with its place in the stream. */
 export interface Delivered {

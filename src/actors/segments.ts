@@ -1,0 +1,436 @@
+/**
+ * The incremental segment engine, run by a project's actor inside its batch transaction.
+ *
+ * A project's dynamic segments are compiled once and indexed by what they read (contact fields, event
+ * names, other segments). A change to a contact re-evaluates only the segments it can affect, for that
+ * contact, in dependency order; membership changes are written with their times, `segment.<slug>.entry`
+ * / `.exit` are emitted for tracked segments, and when an answer will flip at a known instant (a time
+ * window lapsing) a durable timer is set for exactly that instant.
+ */
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { compileCondition, type ContactFacts, type EventAggregate, type Evaluation } from "../domain/conditions/evaluate.ts"
+import type { Condition } from "../domain/conditions/types.ts"
+import { conditionReads, type ConditionReads } from "../domain/conditions/validate.ts"
+import { uuidv7 } from "../domain/ids.ts"
+import { compileConditionSql } from "../store/conditionSql.ts"
+import { segmentSlug, toSegment } from "../store/Segments.ts"
+import type { StreamNames } from "../stream/subjects.ts"
+import type { EmittedEventMessage } from "./messages.ts"
+
+export interface SegmentDef {
+  readonly id: string
+  readonly name: string
+  readonly slug: string
+  readonly trackMembership: boolean
+  readonly condition: Condition
+  readonly version: number
+  readonly backfilledVersion: number
+  readonly backfillEmits: boolean
+  readonly evaluate: (facts: ContactFacts, now: number) => Evaluation
+  readonly reads: ConditionReads
+  /** Whether its condition counts events in a window (needs occurrence times). */
+  readonly windowedCounts: ReadonlySet<string>
+}
+
+export interface ProjectSegments {
+  /** Dynamic segments, dependencies before dependents. */
+  readonly ordered: ReadonlyArray<SegmentDef>
+  readonly byId: ReadonlyMap<string, SegmentDef>
+  /** Tracked segments of any type, by id (static ones emit on manual changes). */
+  readonly slugs: ReadonlyMap<string, { readonly slug: string; readonly name: string; readonly tracked: boolean }>
+  readonly byField: ReadonlyMap<string, ReadonlyArray<SegmentDef>>
+  readonly byEvent: ReadonlyMap<string, ReadonlyArray<SegmentDef>>
+  readonly bySegment: ReadonlyMap<string, ReadonlyArray<SegmentDef>>
+}
+
+/** What changed for one contact: which fields and events ("all" after a direct write), which segments to force. */
+export interface ContactChange {
+  fields: Set<string> | "all"
+  events: Set<string>
+  segments: Set<string>
+  /** Evaluate at this instant instead of the clock (a timer's exact due time). */
+  at?: number
+}
+
+export const emptyChange = (): ContactChange => ({ fields: new Set(), events: new Set(), segments: new Set() })
+
+const windowedCounts = (condition: Condition): Set<string> => {
+  const names = new Set<string>()
+  const visit = (tree: Condition) => {
+    for (const group of tree.groups) {
+      for (const filter of group.filters) {
+        if (filter.operator === "triggeredAtLeast" && filter.within !== undefined) names.add(filter.field.slice(6))
+      }
+      if (group.conditions) visit(group.conditions)
+    }
+  }
+  visit(condition)
+  return names
+}
+
+const push = <K, V>(map: Map<K, Array<V>>, key: K, value: V) => {
+  const list = map.get(key)
+  if (list) list.push(value)
+  else map.set(key, [value])
+}
+
+export const loadSegments = Effect.fnUntraced(function*(projectId: string) {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<Parameters<typeof toSegment>[0] & { backfilled_version: number; backfill_emits: boolean }>`
+    SELECT id, project_id, name, description, type, condition, track_membership, member_count, version,
+           backfilled_version, backfill_emits, created_at, updated_at
+    FROM segments WHERE project_id = ${projectId} ORDER BY created_at, id`
+  const slugs = new Map<string, { slug: string; name: string; tracked: boolean }>()
+  const defs: Array<SegmentDef> = []
+  for (const row of rows) {
+    const segment = toSegment(row)
+    slugs.set(segment.id, { slug: segmentSlug(segment.name), name: segment.name, tracked: segment.trackMembership })
+    if (segment.type !== "DYNAMIC" || !segment.condition) continue
+    defs.push({
+      id: segment.id,
+      name: segment.name,
+      slug: segmentSlug(segment.name),
+      trackMembership: segment.trackMembership,
+      condition: segment.condition,
+      version: segment.version,
+      backfilledVersion: row.backfilled_version,
+      backfillEmits: row.backfill_emits,
+      evaluate: compileCondition(segment.condition),
+      reads: conditionReads(segment.condition),
+      windowedCounts: windowedCounts(segment.condition)
+    })
+  }
+  // Dependencies first (cycles are rejected by the api; a leftover one is broken arbitrarily).
+  const byIdAll = new Map(defs.map((def) => [def.id, def]))
+  const ordered: Array<SegmentDef> = []
+  const state = new Map<string, "visiting" | "done">()
+  const visit = (def: SegmentDef) => {
+    if (state.get(def.id)) return
+    state.set(def.id, "visiting")
+    for (const dependency of def.reads.segments) {
+      const target = byIdAll.get(dependency)
+      if (target && !state.get(target.id)) visit(target)
+    }
+    state.set(def.id, "done")
+    ordered.push(def)
+  }
+  defs.forEach(visit)
+  const byField = new Map<string, Array<SegmentDef>>()
+  const byEvent = new Map<string, Array<SegmentDef>>()
+  const bySegment = new Map<string, Array<SegmentDef>>()
+  for (const def of ordered) {
+    for (const field of def.reads.fields) push(byField, field, def)
+    for (const event of def.reads.events) push(byEvent, event, def)
+    for (const segment of def.reads.segments) push(bySegment, segment, def)
+  }
+  return { ordered, byId: byIdAll, slugs, byField, byEvent, bySegment } satisfies ProjectSegments
+})
+
+export interface SegmentContext {
+  readonly projectId: string
+  readonly partition: number
+  readonly names: StreamNames
+}
+
+interface Emitted {
+  readonly id: string
+  readonly name: string
+  readonly contactId: string
+  readonly email: string
+  readonly data: Record<string, unknown>
+  readonly at: string
+}
+
+/** Writes emitted events to OUT (and back into IN, where they are recorded as the contact's events). */
+export const emitEvents = Effect.fnUntraced(function*(context: SegmentContext, emitted: ReadonlyArray<Emitted>) {
+  if (emitted.length === 0) return
+  const sql = yield* SqlClient.SqlClient
+  const rows = emitted.flatMap((event) => {
+    const feedback: EmittedEventMessage = {
+      kind: "event",
+      projectId: context.projectId,
+      eventId: event.id,
+      contactId: event.contactId,
+      email: event.email,
+      name: event.name,
+      data: event.data,
+      at: event.at
+    }
+    return [
+      {
+        id: event.id,
+        subject: context.names.outSubject(context.projectId, event.name),
+        payload: { id: event.id, projectId: context.projectId, name: event.name, contactId: event.contactId, email: event.email, data: event.data, at: event.at }
+      },
+      { id: uuidv7(), subject: context.names.inSubject(context.projectId, "event"), payload: feedback }
+    ]
+  })
+  yield* sql`
+    INSERT INTO outbox (id, subject, payload)
+    SELECT (x->>'id')::uuid, x->>'subject', x->'payload'
+    FROM jsonb_array_elements(${JSON.stringify(rows)}::jsonb) WITH ORDINALITY AS t(x, n)
+    ORDER BY n`
+})
+
+/** Loads what the given segments read about the given contacts. */
+const loadFacts = Effect.fnUntraced(function*(
+  projectId: string,
+  contactIds: ReadonlyArray<string>,
+  eventNames: ReadonlySet<string>,
+  windowedNames: ReadonlySet<string>
+) {
+  const sql = yield* SqlClient.SqlClient
+  const ids = JSON.stringify(contactIds)
+  const contacts = yield* sql<{
+    id: string
+    email: string
+    subscribed: boolean
+    data: Record<string, unknown> | string
+    created_at: Date
+    updated_at: Date
+  }>`SELECT id, email, subscribed, data, created_at, updated_at FROM contacts
+     WHERE project_id = ${projectId} AND id = ANY(ARRAY(SELECT jsonb_array_elements_text(${ids}::jsonb)::uuid))`
+  const aggregates = eventNames.size === 0 ? [] : yield* sql<{
+    contact_id: string
+    name: string
+    count: string
+    first_at: Date
+    last_at: Date
+  }>`SELECT contact_id, name, count, first_at, last_at FROM event_aggregates
+     WHERE project_id = ${projectId}
+       AND contact_id = ANY(ARRAY(SELECT jsonb_array_elements_text(${ids}::jsonb)::uuid))
+       AND name = ANY(ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify([...eventNames])}::jsonb)))`
+  const times = windowedNames.size === 0 ? [] : yield* sql<{ contact_id: string; name: string; created_at: Date }>`
+    SELECT contact_id, name, created_at FROM events
+    WHERE project_id = ${projectId}
+      AND contact_id = ANY(ARRAY(SELECT jsonb_array_elements_text(${ids}::jsonb)::uuid))
+      AND name = ANY(ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify([...windowedNames])}::jsonb)))
+    ORDER BY created_at DESC`
+  const memberships = yield* sql<{ contact_id: string; segment_id: string }>`
+    SELECT contact_id, segment_id FROM segment_memberships
+    WHERE project_id = ${projectId} AND exited_at IS NULL
+      AND contact_id = ANY(ARRAY(SELECT jsonb_array_elements_text(${ids}::jsonb)::uuid))`
+  const facts = new Map<string, ContactFacts & { memberships: Set<string> }>()
+  for (const row of contacts) {
+    facts.set(row.id, {
+      id: row.id,
+      email: row.email,
+      subscribed: row.subscribed,
+      createdAt: new Date(row.created_at).getTime(),
+      updatedAt: new Date(row.updated_at).getTime(),
+      data: typeof row.data === "string" ? JSON.parse(row.data) : row.data,
+      events: new Map<string, EventAggregate>(),
+      eventTimes: new Map<string, Array<number>>(),
+      memberships: new Set()
+    })
+  }
+  for (const row of aggregates) {
+    ;(facts.get(row.contact_id)?.events as Map<string, EventAggregate> | undefined)?.set(row.name, {
+      count: Number(row.count),
+      firstAt: new Date(row.first_at).getTime(),
+      lastAt: new Date(row.last_at).getTime()
+    })
+  }
+  for (const row of times) {
+    const map = facts.get(row.contact_id)?.eventTimes as Map<string, Array<number>> | undefined
+    if (!map) continue
+    const list = map.get(row.name) ?? []
+    list.push(new Date(row.created_at).getTime())
+    map.set(row.name, list)
+  }
+  for (const row of memberships) facts.get(row.contact_id)?.memberships.add(row.segment_id)
+  return facts
+})
+
+/**
+ * Re-evaluates the affected segments for the changed contacts (in the caller's transaction) and
+ * applies the membership changes. Returns how many entry/exit events were emitted.
+ */
+export const evaluateChanges = Effect.fnUntraced(function*(
+  context: SegmentContext,
+  segments: ProjectSegments,
+  changes: ReadonlyMap<string, ContactChange>,
+  clock: number
+) {
+  if (segments.ordered.length === 0 || changes.size === 0) return 0
+  const sql = yield* SqlClient.SqlClient
+  // Which segments each contact needs, by what changed (dependents are added as memberships change).
+  const wanted = new Map<string, Set<string>>()
+  for (const [contactId, change] of changes) {
+    const ids = new Set<string>(change.segments)
+    if (change.fields === "all") for (const def of segments.ordered) ids.add(def.id)
+    else {
+      for (const field of change.fields) for (const def of segments.byField.get(field) ?? []) ids.add(def.id)
+    }
+    for (const event of change.events) for (const def of segments.byEvent.get(event) ?? []) ids.add(def.id)
+    if (ids.size > 0) wanted.set(contactId, ids)
+  }
+  if (wanted.size === 0) return 0
+  // Dependents may be evaluated too, so load for the closure of what they read.
+  const eventNames = new Set<string>()
+  const windowed = new Set<string>()
+  for (const def of segments.ordered) {
+    for (const event of def.reads.events) eventNames.add(event)
+    for (const name of def.windowedCounts) windowed.add(name)
+  }
+  const facts = yield* loadFacts(context.projectId, [...wanted.keys()], eventNames, windowed)
+
+  const entries: Array<{ segmentId: string; contactId: string; at: string }> = []
+  const exits: Array<{ segmentId: string; contactId: string; at: string }> = []
+  const timers: Array<{ segmentId: string; contactId: string; dueAt: string; id: string }> = []
+  const emitted: Array<Emitted> = []
+  for (const [contactId, ids] of wanted) {
+    const contact = facts.get(contactId)
+    if (!contact) continue // deleted meanwhile
+    const now = changes.get(contactId)?.at ?? clock
+    for (const def of segments.ordered) {
+      if (!ids.has(def.id)) continue
+      const evaluation = def.evaluate(contact, now)
+      if (evaluation.nextChangeAt !== undefined && evaluation.nextChangeAt > now) {
+        timers.push({ segmentId: def.id, contactId, dueAt: new Date(evaluation.nextChangeAt).toISOString(), id: uuidv7() })
+      }
+      const isMember = contact.memberships.has(def.id)
+      if (evaluation.matches === isMember) continue
+      const at = new Date(now).toISOString()
+      if (evaluation.matches) {
+        contact.memberships.add(def.id)
+        entries.push({ segmentId: def.id, contactId, at })
+      } else {
+        contact.memberships.delete(def.id)
+        exits.push({ segmentId: def.id, contactId, at })
+      }
+      if (def.trackMembership) {
+        emitted.push({
+          id: uuidv7(),
+          name: `segment.${def.slug}.${evaluation.matches ? "entry" : "exit"}`,
+          contactId,
+          email: contact.email,
+          data: { segmentId: def.id, segmentName: def.name },
+          at
+        })
+      }
+      for (const dependent of segments.bySegment.get(def.id) ?? []) ids.add(dependent.id)
+    }
+  }
+  yield* writeMembershipChanges(context.projectId, entries, exits)
+  if (timers.length > 0) {
+    yield* sql`
+      INSERT INTO timers (segment_id, contact_id, id, project_id, partition, due_at)
+      SELECT (x->>'segmentId')::uuid, (x->>'contactId')::uuid, (x->>'id')::uuid, ${context.projectId}, ${context.partition},
+             (x->>'dueAt')::timestamptz
+      FROM jsonb_array_elements(${JSON.stringify(timers)}::jsonb) x
+      ON CONFLICT (segment_id, contact_id) DO UPDATE SET due_at = EXCLUDED.due_at, id = EXCLUDED.id`
+  }
+  yield* emitEvents(context, emitted)
+  return emitted.length
+})
+
+export const writeMembershipChanges = Effect.fnUntraced(function*(
+  projectId: string,
+  entries: ReadonlyArray<{ segmentId: string; contactId: string; at: string }>,
+  exits: ReadonlyArray<{ segmentId: string; contactId: string; at: string }>
+) {
+  const sql = yield* SqlClient.SqlClient
+  if (entries.length > 0) {
+    yield* sql`
+      INSERT INTO segment_memberships (segment_id, contact_id, project_id, entered_at)
+      SELECT (x->>'segmentId')::uuid, (x->>'contactId')::uuid, ${projectId}, (x->>'at')::timestamptz
+      FROM jsonb_array_elements(${JSON.stringify(entries)}::jsonb) x
+      ON CONFLICT (segment_id, contact_id) DO UPDATE SET entered_at = EXCLUDED.entered_at, exited_at = NULL`
+  }
+  if (exits.length > 0) {
+    yield* sql`
+      UPDATE segment_memberships m SET exited_at = (x->>'at')::timestamptz
+      FROM jsonb_array_elements(${JSON.stringify(exits)}::jsonb) x
+      WHERE m.segment_id = (x->>'segmentId')::uuid AND m.contact_id = (x->>'contactId')::uuid AND m.exited_at IS NULL`
+  }
+  const delta = new Map<string, number>()
+  for (const entry of entries) delta.set(entry.segmentId, (delta.get(entry.segmentId) ?? 0) + 1)
+  for (const exit of exits) delta.set(exit.segmentId, (delta.get(exit.segmentId) ?? 0) - 1)
+  const changed = [...delta].filter(([, n]) => n !== 0).map(([id, n]) => ({ id, n }))
+  if (changed.length > 0) {
+    yield* sql`
+      UPDATE segments s SET member_count = GREATEST(0, s.member_count + (x->>'n')::int)
+      FROM jsonb_array_elements(${JSON.stringify(changed)}::jsonb) x WHERE s.id = (x->>'id')::uuid`
+  }
+})
+
+export const BACKFILL_CHUNK = 5_000
+
+/**
+ * One chunk of a segment's backfill (contacts after `cursor` by id): membership from the SQL evaluator,
+ * timers from the in-memory one for time-dependent conditions. Returns the next cursor, or undefined
+ * when the segment is done (then its backfilled_version is recorded).
+ */
+export const backfillChunk = Effect.fnUntraced(function*(
+  context: SegmentContext,
+  segments: ProjectSegments,
+  def: SegmentDef,
+  cursor: string,
+  emit: boolean,
+  clock: number
+) {
+  const sql = yield* SqlClient.SqlClient
+  const chunk = yield* sql<{ id: string; email: string; matches: boolean; member: boolean }>`
+    SELECT c.id, c.email, ${compileConditionSql(sql, def.condition, clock)} AS matches,
+           EXISTS (SELECT 1 FROM segment_memberships m WHERE m.segment_id = ${def.id} AND m.contact_id = c.id AND m.exited_at IS NULL) AS member
+    FROM contacts c
+    WHERE c.project_id = ${context.projectId} AND c.id > ${cursor}::uuid
+    ORDER BY c.id
+    LIMIT ${BACKFILL_CHUNK}`
+  const at = new Date(clock).toISOString()
+  const entries = chunk.filter((row) => row.matches && !row.member).map((row) => ({ segmentId: def.id, contactId: row.id, at }))
+  const exits = chunk.filter((row) => !row.matches && row.member).map((row) => ({ segmentId: def.id, contactId: row.id, at }))
+  yield* writeMembershipChanges(context.projectId, entries, exits)
+  if (emit && def.trackMembership) {
+    const emails = new Map(chunk.map((row) => [row.id, row.email]))
+    yield* emitEvents(context, [
+      ...entries.map((e) => ({ ...e, kind: "entry" })),
+      ...exits.map((e) => ({ ...e, kind: "exit" }))
+    ].map((change) => ({
+      id: uuidv7(),
+      name: `segment.${def.slug}.${change.kind}`,
+      contactId: change.contactId,
+      email: emails.get(change.contactId) ?? "",
+      data: { segmentId: def.id, segmentName: def.name },
+      at
+    })))
+  }
+  if (def.reads.timeDependent && chunk.length > 0) {
+    // Exact time boundaries: ask the in-memory evaluator when each contact's answer will flip.
+    const facts = yield* loadFacts(
+      context.projectId,
+      chunk.map((row) => row.id),
+      def.reads.events,
+      def.windowedCounts
+    )
+    const timers: Array<{ contactId: string; dueAt: string; id: string }> = []
+    for (const contact of facts.values()) {
+      const next = def.evaluate(contact, clock).nextChangeAt
+      if (next !== undefined && next > clock) timers.push({ contactId: contact.id, dueAt: new Date(next).toISOString(), id: uuidv7() })
+    }
+    if (timers.length > 0) {
+      yield* sql`
+        INSERT INTO timers (segment_id, contact_id, id, project_id, partition, due_at)
+        SELECT ${def.id}, (x->>'contactId')::uuid, (x->>'id')::uuid, ${context.projectId}, ${context.partition},
+               (x->>'dueAt')::timestamptz
+        FROM jsonb_array_elements(${JSON.stringify(timers)}::jsonb) x
+        ON CONFLICT (segment_id, contact_id) DO UPDATE SET due_at = EXCLUDED.due_at, id = EXCLUDED.id`
+    }
+  }
+  // Segments that read this one's membership follow it.
+  const dependents = segments.bySegment.get(def.id) ?? []
+  if (dependents.length > 0 && entries.length + exits.length > 0) {
+    const changes = new Map<string, ContactChange>()
+    for (const change of [...entries, ...exits]) {
+      changes.set(change.contactId, { ...emptyChange(), segments: new Set(dependents.map((d) => d.id)) })
+    }
+    yield* evaluateChanges(context, segments, changes, clock)
+  }
+  if (chunk.length < BACKFILL_CHUNK) {
+    yield* sql`UPDATE segments SET backfilled_version = GREATEST(backfilled_version, ${def.version}) WHERE id = ${def.id}`
+    return undefined
+  }
+  return chunk[chunk.length - 1]!.id
+})

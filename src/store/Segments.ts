@@ -1,0 +1,206 @@
+/** Segment definitions and reads of their members. Membership changes are the actor's (actors/segments.ts). */
+import { Context, Effect, Layer } from "effect"
+import { SqlClient, type SqlError } from "effect/sql"
+import type { Condition } from "../domain/conditions/types.ts"
+import { uuidv7 } from "../domain/ids.ts"
+import { AppConfig } from "../config.ts"
+import { streamNames } from "../stream/subjects.ts"
+import { compileConditionSql } from "./conditionSql.ts"
+import { type Contact, toContact } from "./Contacts.ts"
+
+export type SegmentType = "DYNAMIC" | "STATIC"
+
+export interface Segment {
+  readonly id: string
+  readonly name: string
+  readonly description: string | null
+  readonly type: SegmentType
+  readonly condition: Condition | null
+  readonly trackMembership: boolean
+  readonly memberCount: number
+  readonly projectId: string
+  readonly version: number
+  readonly createdAt: string
+  readonly updatedAt: string
+}
+
+interface SegmentRow {
+  readonly id: string
+  readonly project_id: string
+  readonly name: string
+  readonly description: string | null
+  readonly type: SegmentType
+  readonly condition: Condition | string | null
+  readonly track_membership: boolean
+  readonly member_count: number
+  readonly version: number
+  readonly created_at: Date | string
+  readonly updated_at: Date | string
+}
+
+export const toSegment = (row: SegmentRow): Segment => ({
+  id: row.id,
+  name: row.name,
+  description: row.description,
+  type: row.type,
+  condition: typeof row.condition === "string" ? JSON.parse(row.condition) : row.condition,
+  trackMembership: row.track_membership,
+  memberCount: row.member_count,
+  projectId: row.project_id,
+  version: row.version,
+  createdAt: new Date(row.created_at).toISOString(),
+  updatedAt: new Date(row.updated_at).toISOString()
+})
+
+/** `segment.<slug>.entry`: the name lower-cased, runs of other characters than a-z0-9 as `-`. */
+export const segmentSlug = (name: string): string =>
+  name.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "") || "segment"
+
+const COLUMNS = "id, project_id, name, description, type, condition, track_membership, member_count, version, created_at, updated_at"
+
+export class Segments extends Context.Service<Segments, {
+  readonly create: (projectId: string, input: {
+    readonly name: string
+    readonly description: string | null
+    readonly type: SegmentType
+    readonly condition: Condition | null
+    readonly trackMembership: boolean
+  }) => Effect.Effect<Segment, SqlError.SqlError>
+  readonly list: (projectId: string) => Effect.Effect<ReadonlyArray<Segment>, SqlError.SqlError>
+  readonly get: (projectId: string, id: string) => Effect.Effect<Segment | undefined, SqlError.SqlError>
+  readonly update: (projectId: string, id: string, input: {
+    readonly name?: string | undefined
+    readonly description?: string | null | undefined
+    readonly condition?: Condition | undefined
+    readonly trackMembership?: boolean | undefined
+  }) => Effect.Effect<Segment | undefined, SqlError.SqlError>
+  readonly remove: (projectId: string, id: string) => Effect.Effect<boolean, SqlError.SqlError>
+  /** Current members: live (the condition, now) for dynamic segments, the stored list for static ones. */
+  readonly contacts: (segment: Segment, page: number, pageSize: number) => Effect.Effect<
+    { readonly data: ReadonlyArray<Contact>; readonly total: number },
+    SqlError.SqlError
+  >
+  /** Asks the project's actor to recompute a dynamic segment and emit entry/exit. */
+  readonly requestCompute: (segment: Segment) => Effect.Effect<void, SqlError.SqlError>
+  /** Recounts memberCount (no membership writes, no events). */
+  readonly refreshCount: (segment: Segment) => Effect.Effect<Segment, SqlError.SqlError>
+}>()("app/store/Segments") {
+  static readonly layer = Layer.effect(
+    Segments,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const config = yield* AppConfig
+      const names = streamNames(config.natsPrefix, config.partitions)
+
+      /** Tells the project's actor (through the outbox, in the caller's transaction). */
+      const notifyActor = (projectId: string, command: Record<string, unknown>) => {
+        const commandId = uuidv7()
+        return sql`INSERT INTO outbox (id, subject, payload) VALUES (${commandId}, ${names.inSubject(projectId, "command")},
+                   ${JSON.stringify({ kind: "command", projectId, commandId, ...command })}::jsonb)`
+      }
+
+      const create = Effect.fn("Segments.create")(function*(projectId: string, input: {
+        readonly name: string
+        readonly description: string | null
+        readonly type: SegmentType
+        readonly condition: Condition | null
+        readonly trackMembership: boolean
+      }) {
+        const now = new Date().toISOString()
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          const rows = yield* sql<SegmentRow>`
+            INSERT INTO segments (id, project_id, name, description, type, condition, track_membership, created_at, updated_at)
+            VALUES (${uuidv7()}, ${projectId}, ${input.name}, ${input.description}, ${input.type},
+                    ${input.condition === null ? null : JSON.stringify(input.condition)}::jsonb, ${input.trackMembership},
+                    ${now}::timestamptz, ${now}::timestamptz)
+            RETURNING ${sql.literal(COLUMNS)}`
+          // A new dynamic segment is backfilled by the actor (no entry events for the initial members).
+          if (input.type === "DYNAMIC") yield* notifyActor(projectId, { type: "segmentsChanged" })
+          return toSegment(rows[0]!)
+        }))
+      })
+
+      const list = Effect.fn("Segments.list")(function*(projectId: string) {
+        const rows = yield* sql<SegmentRow>`
+          SELECT ${sql.literal(COLUMNS)} FROM segments WHERE project_id = ${projectId} ORDER BY created_at DESC, id DESC`
+        return rows.map(toSegment)
+      })
+
+      const get = Effect.fn("Segments.get")(function*(projectId: string, id: string) {
+        const rows = yield* sql<SegmentRow>`
+          SELECT ${sql.literal(COLUMNS)} FROM segments WHERE project_id = ${projectId} AND id = ${id}`
+        return rows[0] ? toSegment(rows[0]) : undefined
+      })
+
+      const update = Effect.fn("Segments.update")(function*(projectId: string, id: string, input: {
+        readonly name?: string | undefined
+        readonly description?: string | null | undefined
+        readonly condition?: Condition | undefined
+        readonly trackMembership?: boolean | undefined
+      }) {
+        const rows = yield* sql.withTransaction(Effect.gen(function*() {
+          const updated = yield* sql<SegmentRow>`
+          UPDATE segments SET
+            name = COALESCE(${input.name ?? null}, name),
+            description = CASE WHEN ${input.description !== undefined} THEN ${input.description ?? null} ELSE description END,
+            condition = COALESCE(${input.condition === undefined ? null : JSON.stringify(input.condition)}::jsonb, condition),
+            version = version + CASE WHEN ${input.condition !== undefined} THEN 1 ELSE 0 END,
+            -- After an edit the actor emits entry/exit for contacts the new condition moves.
+            backfill_emits = backfill_emits OR ${input.condition !== undefined},
+            track_membership = COALESCE(${input.trackMembership ?? null}::boolean, track_membership),
+            updated_at = ${new Date().toISOString()}::timestamptz
+          WHERE project_id = ${projectId} AND id = ${id}
+          RETURNING ${sql.literal(COLUMNS)}`
+          if (updated.length > 0) yield* notifyActor(projectId, { type: "segmentsChanged" })
+          return updated
+        }))
+        return rows[0] ? toSegment(rows[0]) : undefined
+      })
+
+      const remove = Effect.fn("Segments.remove")(function*(projectId: string, id: string) {
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          const rows = yield* sql`DELETE FROM segments WHERE project_id = ${projectId} AND id = ${id} RETURNING id`
+          if (rows.length > 0) yield* notifyActor(projectId, { type: "segmentsChanged" })
+          return rows.length > 0
+        }))
+      })
+
+      const members = (segment: Segment) =>
+        segment.type === "DYNAMIC" && segment.condition
+          ? compileConditionSql(sql, segment.condition, Date.now())
+          : sql`EXISTS (SELECT 1 FROM segment_memberships m
+                        WHERE m.segment_id = ${segment.id} AND m.contact_id = c.id AND m.exited_at IS NULL)`
+
+      const contacts = Effect.fn("Segments.contacts")(function*(segment: Segment, page: number, pageSize: number) {
+        const condition = members(segment)
+        const rows = yield* sql<Parameters<typeof toContact>[0] & { total: number }>`
+          SELECT c.id, c.email, c.subscribed, c.snoozed_until, c.data, c.created_at, c.updated_at,
+                 count(*) OVER ()::int AS total
+          FROM contacts c WHERE c.project_id = ${segment.projectId} AND ${condition}
+          ORDER BY c.created_at DESC, c.id DESC
+          LIMIT ${pageSize} OFFSET ${(page - 1) * pageSize}`
+        let total = rows[0]?.total ?? 0
+        if (rows.length === 0 && page > 1) {
+          const [count] = yield* sql<{ n: number }>`
+            SELECT count(*)::int AS n FROM contacts c WHERE c.project_id = ${segment.projectId} AND ${condition}`
+          total = count?.n ?? 0
+        }
+        return { data: rows.map(toContact), total }
+      })
+
+      const refreshCount = Effect.fn("Segments.refreshCount")(function*(segment: Segment) {
+        const [count] = yield* sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM contacts c WHERE c.project_id = ${segment.projectId} AND ${members(segment)}`
+        const rows = yield* sql<SegmentRow>`
+          UPDATE segments SET member_count = ${count?.n ?? 0} WHERE id = ${segment.id}
+          RETURNING ${sql.literal(COLUMNS)}`
+        return toSegment(rows[0]!)
+      })
+
+      const requestCompute = (segment: Segment) =>
+        Effect.asVoid(notifyActor(segment.projectId, { type: "computeSegment", segmentId: segment.id }))
+
+      return Segments.of({ create, list, get, update, remove, contacts, refreshCount, requestCompute })
+    })
+  )
+}
