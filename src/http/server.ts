@@ -10,6 +10,8 @@ import { PublicKeyAuthLive, SecretKeyAuthLive } from "./auth.ts"
 import { GatewayLive } from "./gateway.ts"
 import { ContactsHandlers } from "./handlers/contacts.ts"
 import { EventsHandlers } from "./handlers/events.ts"
+import { SegmentsHandlers } from "./handlers/segments.ts"
+import { Segments } from "../store/Segments.ts"
 import { Events } from "../store/Events.ts"
 import { SystemHandlers } from "./handlers/system.ts"
 import { TrackHandlers } from "./handlers/track.ts"
@@ -19,9 +21,9 @@ import { Idempotency } from "./Idempotency.ts"
 import { RateLimiter } from "./RateLimiter.ts"
 
 const ApiRoutes = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([SystemHandlers, TrackHandlers, ContactsHandlers, EventsHandlers]),
+  Layer.provide([SystemHandlers, TrackHandlers, ContactsHandlers, EventsHandlers, SegmentsHandlers]),
   Layer.provide([SecretKeyAuthLive, PublicKeyAuthLive]),
-  Layer.provide([RateLimiter.layer, Idempotency.layer, ContactDirectory.layer, EventPublisher.layer, Events.layer])
+  Layer.provide([RateLimiter.layer, Idempotency.layer, ContactDirectory.layer, EventPublisher.layer, Events.layer, Segments.layer])
 )
 
 const Routes = Layer.mergeAll(ApiRoutes, HttpApiScalar.layer(Api, { path: "/docs" }), GatewayLive)

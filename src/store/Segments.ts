@@ -80,6 +80,15 @@ export class Segments extends Context.Service<Segments, {
     { readonly data: ReadonlyArray<Contact>; readonly total: number },
     SqlError.SqlError
   >
+  /** Static segments: adds members by email (creating missing contacts when asked); entry events when tracked. */
+  readonly addMembers: (segment: Segment, emails: ReadonlyArray<string>, options: {
+    readonly createMissing: boolean
+    readonly subscribed: boolean | undefined
+  }) => Effect.Effect<{ readonly added: number; readonly created: number; readonly notFound: ReadonlyArray<string> }, SqlError.SqlError>
+  readonly removeMembers: (segment: Segment, emails: ReadonlyArray<string>) => Effect.Effect<
+    { readonly removed: number; readonly notFound: ReadonlyArray<string> },
+    SqlError.SqlError
+  >
   /** Asks the project's actor to recompute a dynamic segment and emit entry/exit. */
   readonly requestCompute: (segment: Segment) => Effect.Effect<void, SqlError.SqlError>
   /** Recounts memberCount (no membership writes, no events). */
@@ -197,10 +206,92 @@ export class Segments extends Context.Service<Segments, {
         return toSegment(rows[0]!)
       })
 
+      /** segment.<slug>.entry|exit for a manual change: to OUT, and back into IN to be recorded. */
+      const emitMembership = (segment: Segment, kind: "entry" | "exit", contacts: ReadonlyArray<{ id: string; email: string }>) => {
+        if (!segment.trackMembership || contacts.length === 0) return Effect.void
+        const name = `segment.${segmentSlug(segment.name)}.${kind}`
+        const at = new Date().toISOString()
+        const rows = contacts.flatMap((contact) => {
+          const id = uuidv7()
+          const data = { segmentId: segment.id, segmentName: segment.name }
+          return [
+            {
+              id,
+              subject: names.outSubject(segment.projectId, name),
+              payload: { id, projectId: segment.projectId, name, contactId: contact.id, email: contact.email, data, at }
+            },
+            {
+              id: uuidv7(),
+              subject: names.inSubject(segment.projectId, "event"),
+              payload: { kind: "event", projectId: segment.projectId, eventId: id, contactId: contact.id, email: contact.email, name, data, at }
+            }
+          ]
+        })
+        return Effect.asVoid(sql`
+          INSERT INTO outbox (id, subject, payload)
+          SELECT (x->>'id')::uuid, x->>'subject', x->'payload'
+          FROM jsonb_array_elements(${JSON.stringify(rows)}::jsonb) WITH ORDINALITY AS t(x, n) ORDER BY n`)
+      }
+
+      const emailsJson = (emails: ReadonlyArray<string>) => JSON.stringify([...new Set(emails)])
+
+      const addMembers = Effect.fn("Segments.addMembers")(function*(segment: Segment, emails: ReadonlyArray<string>, options: {
+        readonly createMissing: boolean
+        readonly subscribed: boolean | undefined
+      }) {
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          const now = new Date().toISOString()
+          let created = 0
+          if (options.createMissing) {
+            const inserted = yield* sql`
+              INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
+              SELECT gen_random_uuid(), ${segment.projectId}, e, ${options.subscribed ?? true}, '{}'::jsonb, ${now}::timestamptz, ${now}::timestamptz
+              FROM jsonb_array_elements_text(${emailsJson(emails)}::jsonb) e
+              ON CONFLICT (project_id, email) DO NOTHING
+              RETURNING id`
+            created = inserted.length
+          }
+          const found = yield* sql<{ id: string; email: string }>`
+            SELECT id, email FROM contacts WHERE project_id = ${segment.projectId}
+              AND email = ANY(ARRAY(SELECT jsonb_array_elements_text(${emailsJson(emails)}::jsonb)))`
+          const entered = yield* sql<{ contact_id: string }>`
+            INSERT INTO segment_memberships (segment_id, contact_id, project_id, entered_at)
+            SELECT ${segment.id}, (x->>'id')::uuid, ${segment.projectId}, ${now}::timestamptz
+            FROM jsonb_array_elements(${JSON.stringify(found)}::jsonb) x
+            ON CONFLICT (segment_id, contact_id) DO UPDATE SET entered_at = EXCLUDED.entered_at, exited_at = NULL
+              WHERE segment_memberships.exited_at IS NOT NULL
+            RETURNING contact_id`
+          yield* sql`UPDATE segments SET member_count = member_count + ${entered.length} WHERE id = ${segment.id}`
+          const enteredIds = new Set(entered.map((row) => row.contact_id))
+          yield* emitMembership(segment, "entry", found.filter((contact) => enteredIds.has(contact.id)))
+          const foundEmails = new Set(found.map((contact) => contact.email))
+          return { added: entered.length, created, notFound: [...new Set(emails)].filter((email) => !foundEmails.has(email)) }
+        }))
+      })
+
+      const removeMembers = Effect.fn("Segments.removeMembers")(function*(segment: Segment, emails: ReadonlyArray<string>) {
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          const exited = yield* sql<{ id: string; email: string }>`
+            UPDATE segment_memberships m SET exited_at = ${new Date().toISOString()}::timestamptz
+            FROM contacts c
+            WHERE m.segment_id = ${segment.id} AND m.contact_id = c.id AND m.exited_at IS NULL
+              AND c.project_id = ${segment.projectId}
+              AND c.email = ANY(ARRAY(SELECT jsonb_array_elements_text(${emailsJson(emails)}::jsonb)))
+            RETURNING c.id, c.email`
+          yield* sql`UPDATE segments SET member_count = GREATEST(0, member_count - ${exited.length}) WHERE id = ${segment.id}`
+          yield* emitMembership(segment, "exit", exited)
+          const known = yield* sql<{ email: string }>`
+            SELECT email FROM contacts WHERE project_id = ${segment.projectId}
+              AND email = ANY(ARRAY(SELECT jsonb_array_elements_text(${emailsJson(emails)}::jsonb)))`
+          const knownEmails = new Set(known.map((row) => row.email))
+          return { removed: exited.length, notFound: [...new Set(emails)].filter((email) => !knownEmails.has(email)) }
+        }))
+      })
+
       const requestCompute = (segment: Segment) =>
         Effect.asVoid(notifyActor(segment.projectId, { type: "computeSegment", segmentId: segment.id }))
 
-      return Segments.of({ create, list, get, update, remove, contacts, refreshCount, requestCompute })
+      return Segments.of({ create, list, get, update, remove, contacts, refreshCount, requestCompute, addMembers, removeMembers })
     })
   )
 }

@@ -65,8 +65,7 @@ describe("stream backbone", () => {
       expect(aggregates).toEqual([{ name: "even", total: contacts * count / 2 }, { name: "odd", total: contacts * count / 2 }])
     }
     // All three workers took a share of the partitions.
-    const shares = await owners()
-    expect(shares.filter((row) => row.owner !== null)).toHaveLength(3)
+    await eventually(async () => expect((await owners()).filter((row) => row.owner !== null)).toHaveLength(3), 15_000)
     await Promise.all([api.stop(), ...workers.map((w) => w.stop())])
   }, 90_000)
 

@@ -198,3 +198,16 @@ export const conditionReads = (condition: Condition): ConditionReads => {
   visit(condition)
   return reads
 }
+
+/** Every filter of a condition, depth first. */
+export const conditionFilters = (condition: Condition): Array<Filter> => {
+  const out: Array<Filter> = []
+  const visit = (tree: Condition) => {
+    for (const group of tree.groups) {
+      out.push(...group.filters)
+      if (group.conditions) visit(group.conditions)
+    }
+  }
+  visit(condition)
+  return out
+}

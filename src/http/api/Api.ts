@@ -2,6 +2,7 @@
 import { HttpApi, OpenApi } from "effect/http-api"
 import { ContactsApi } from "./contacts.ts"
 import { EventsApi } from "./events.ts"
+import { SegmentsApi } from "./segments.ts"
 import { SystemApi } from "./system.ts"
 import { TrackApi } from "./track.ts"
 
@@ -10,6 +11,7 @@ export class Api extends HttpApi.make("mailstream")
   .add(TrackApi)
   .add(ContactsApi)
   .add(EventsApi)
+  .add(SegmentsApi)
   // Report every invalid field of a request at once, not just the first.
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
   .annotateMerge(OpenApi.annotations({

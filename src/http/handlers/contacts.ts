@@ -6,6 +6,8 @@ import { normalizeEmail } from "../../domain/email.ts"
 import { isUuid } from "../../domain/ids.ts"
 import { Contacts, customFieldPath, DuplicateEmail, isStandardField, type ListSort } from "../../store/Contacts.ts"
 import { ContactDirectory } from "../../ingest/ContactDirectory.ts"
+import { conditionFilters } from "../../domain/conditions/validate.ts"
+import { Segments } from "../../store/Segments.ts"
 import { OutboxRelay } from "../../stream/OutboxRelay.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
@@ -39,6 +41,7 @@ export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnU
   const contacts = yield* Contacts
   const relay = yield* OutboxRelay
   const directory = yield* ContactDirectory
+  const segments = yield* Segments
   const store = <A, E>(effect: Effect.Effect<A, E>) => Effect.orDie(effect)
 
   const checkField = Effect.fnUntraced(function*(projectId: string, field: string) {
@@ -118,8 +121,13 @@ export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnU
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
         yield* checkField(project.id, params.field)
-        // Segments, campaigns and workflows report their references here once they exist.
-        return { field: params.field, segments: [], campaigns: [], workflows: [] }
+        const field = params.field
+        const using = (yield* store(segments.list(project.id))).filter((segment) =>
+          segment.condition !== null &&
+          conditionFilters(segment.condition).some((filter) => filter.field === field || filter.field.startsWith(`${field}.`))
+        )
+        // Campaigns and workflows report their references here once they exist.
+        return { field, segments: using.map(({ id, name }) => ({ id, name })), campaigns: [], workflows: [] }
       })))
     .handle("deleteField", ({ params }) =>
       rendered(Effect.gen(function*() {

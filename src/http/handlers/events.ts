@@ -3,7 +3,9 @@ import { HttpApiBuilder } from "effect/http-api"
 import { uuidv7 } from "../../domain/ids.ts"
 import { isUuid } from "../../domain/ids.ts"
 import { Contacts } from "../../store/Contacts.ts"
+import { conditionReads } from "../../domain/conditions/validate.ts"
 import { Events } from "../../store/Events.ts"
+import { Segments } from "../../store/Segments.ts"
 import { Nats } from "../../stream/Nats.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
@@ -21,6 +23,7 @@ export const EventsHandlers = HttpApiBuilder.group(Api, "events", Effect.fnUntra
   const events = yield* Events
   const contacts = yield* Contacts
   const nats = yield* Nats
+  const segments = yield* Segments
   const store = <A, E>(effect: Effect.Effect<A, E>) => Effect.orDie(effect)
 
   return handlers
@@ -69,8 +72,13 @@ export const EventsHandlers = HttpApiBuilder.group(Api, "events", Effect.fnUntra
         return page === "bad-cursor" ? yield* badCursor : page
       })))
     .handle("usage", ({ params }) =>
-      // Segments and workflows report their references here once they exist.
-      Effect.succeed({ event: params.eventName, segments: [], workflows: [] }))
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const using = (yield* store(segments.list(project.id)))
+          .filter((segment) => segment.condition !== null && conditionReads(segment.condition).events.has(params.eventName))
+        // Workflows report their triggers and conditions here once they exist.
+        return { event: params.eventName, segments: using.map(({ id, name }) => ({ id, name })), workflows: [] }
+      })))
     .handle("delete", ({ params }) =>
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject

@@ -1,0 +1,178 @@
+import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import type { Condition } from "../../domain/conditions/types.ts"
+import { conditionReads, validateCondition } from "../../domain/conditions/validate.ts"
+import { normalizeEmail } from "../../domain/email.ts"
+import { isUuid } from "../../domain/ids.ts"
+import { type Segment, Segments } from "../../store/Segments.ts"
+import { OutboxRelay } from "../../stream/OutboxRelay.ts"
+import { Api } from "../api/Api.ts"
+import { CurrentProject } from "../api/security.ts"
+import { ApiError, BareBadRequest, rendered } from "../errors.ts"
+
+const notFound = ApiError.notFound("Segment")
+const MAX_EMAILS = 1_000
+
+const parsePositive = (raw: string | undefined, fallback: number, max = Number.MAX_SAFE_INTEGER) => {
+  const value = raw === undefined ? NaN : Number.parseInt(raw, 10)
+  return Number.isFinite(value) && value >= 1 ? Math.min(max, value) : fallback
+}
+
+const present = ({ version: _, ...segment }: Segment) => segment
+
+export const SegmentsHandlers = HttpApiBuilder.group(Api, "segments", Effect.fnUntraced(function*(handlers) {
+  const segments = yield* Segments
+  const relay = yield* OutboxRelay
+  const store = <A, E>(effect: Effect.Effect<A, E>) => Effect.orDie(effect)
+
+  /** The condition is well formed, its segment references exist here, and they form no cycle. */
+  const checkCondition = Effect.fnUntraced(function*(projectId: string, condition: unknown, selfId?: string) {
+    const problems = validateCondition(condition, "condition")
+    if (problems.length > 0) {
+      return yield* ApiError.validation(
+        problems.map((p) => ({ field: p.path, message: p.message, code: p.code })),
+        problems.length === 1 ? problems[0]!.message : "The condition is invalid"
+      )
+    }
+    const references = [...conditionReads(condition as Condition).segments]
+    if (references.length === 0) return condition as Condition
+    const all = yield* store(segments.list(projectId))
+    const byId = new Map(all.map((segment) => [segment.id, segment]))
+    for (const id of references) {
+      if (!byId.has(id)) return yield* ApiError.invalidField("condition", `Segment ${id} does not exist in this project`, "unknown_segment", id)
+    }
+    if (selfId) {
+      // Cycle check: does any referenced segment (transitively) reference this one?
+      const seen = new Set<string>()
+      const stack = [...references]
+      while (stack.length > 0) {
+        const id = stack.pop()!
+        if (id === selfId) return yield* ApiError.invalidField("condition", "Segments cannot reference themselves, directly or through others", "cycle")
+        if (seen.has(id)) continue
+        seen.add(id)
+        const target = byId.get(id)
+        if (target?.condition) stack.push(...conditionReads(target.condition).segments)
+      }
+    }
+    return condition as Condition
+  })
+
+  const find = Effect.fnUntraced(function*(id: string) {
+    const project = yield* CurrentProject
+    if (!isUuid(id)) return yield* notFound
+    return (yield* store(segments.get(project.id, id))) ?? (yield* notFound)
+  })
+
+  const checkEmails = (emails: ReadonlyArray<string>) =>
+    emails.length > MAX_EMAILS
+      ? Effect.fail(ApiError.invalidField("emails", `At most ${MAX_EMAILS} emails per call`, "too_big", emails.length))
+      : Effect.succeed(emails.map(normalizeEmail))
+
+  return handlers
+    .handle("create", ({ payload }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const type = payload.type ?? "DYNAMIC"
+        let condition: Condition | null = null
+        if (type === "DYNAMIC") {
+          if (payload.condition === undefined || payload.condition === null || typeof payload.condition !== "object") {
+            return yield* new BareBadRequest({ message: "condition is required for a DYNAMIC segment" })
+          }
+          condition = yield* checkCondition(project.id, payload.condition)
+        }
+        const segment = yield* store(segments.create(project.id, {
+          name: payload.name,
+          description: payload.description ?? null,
+          type,
+          condition,
+          trackMembership: payload.trackMembership ?? false
+        }))
+        yield* relay.wake
+        return present(segment)
+      })))
+    .handle("list", () =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        return (yield* store(segments.list(project.id))).map(present)
+      })))
+    .handle("get", ({ params }) => rendered(Effect.map(find(params.id), present)))
+    .handle("update", ({ params, payload }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const segment = yield* find(params.id)
+        let condition: Condition | undefined
+        if (payload.condition !== undefined) {
+          if (segment.type === "STATIC") {
+            return yield* ApiError.invalidField("condition", "A STATIC segment has no condition", "invalid_value")
+          }
+          condition = yield* checkCondition(project.id, payload.condition, segment.id)
+        }
+        const updated = yield* store(segments.update(project.id, segment.id, {
+          name: payload.name,
+          description: payload.description,
+          condition,
+          trackMembership: payload.trackMembership
+        }))
+        yield* relay.wake
+        return present(updated ?? (yield* notFound))
+      })))
+    .handle("delete", ({ params }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const segment = yield* find(params.id)
+        const dependents = (yield* store(segments.list(project.id)))
+          .filter((other) => other.condition && conditionReads(other.condition).segments.has(segment.id))
+        if (dependents.length > 0) {
+          return yield* ApiError.conflict("SEGMENT_IN_USE", `Segment is referenced by ${dependents.map((d) => d.name).join(", ")}`, {
+            segments: dependents.map((d) => ({ id: d.id, name: d.name }))
+          })
+        }
+        yield* store(segments.remove(project.id, segment.id))
+        yield* relay.wake
+      })))
+    .handle("contacts", ({ params, query }) =>
+      rendered(Effect.gen(function*() {
+        const segment = yield* find(params.id)
+        const page = parsePositive(query.page, 1)
+        const pageSize = parsePositive(query.pageSize, 20, 100)
+        const { data, total } = yield* store(segments.contacts(segment, page, pageSize))
+        return { data, page, pageSize, total, totalPages: Math.ceil(total / pageSize) }
+      })))
+    .handle("addMembers", ({ params, payload }) =>
+      rendered(Effect.gen(function*() {
+        const segment = yield* find(params.id)
+        if (segment.type !== "STATIC") {
+          return yield* ApiError.invalidField("id", "Members can only be managed on a STATIC segment", "invalid_segment_type")
+        }
+        const emails = yield* checkEmails(payload.emails)
+        const result = yield* store(segments.addMembers(segment, emails, {
+          createMissing: payload.createMissing ?? false,
+          subscribed: payload.subscribed
+        }))
+        yield* relay.wake
+        return result
+      })))
+    .handle("removeMembers", ({ params, payload }) =>
+      rendered(Effect.gen(function*() {
+        const segment = yield* find(params.id)
+        if (segment.type !== "STATIC") {
+          return yield* ApiError.invalidField("id", "Members can only be managed on a STATIC segment", "invalid_segment_type")
+        }
+        const result = yield* store(segments.removeMembers(segment, yield* checkEmails(payload.emails)))
+        yield* relay.wake
+        return result
+      })))
+    .handle("compute", ({ params }) =>
+      rendered(Effect.gen(function*() {
+        const segment = yield* find(params.id)
+        if (segment.type !== "DYNAMIC") return yield* ApiError.invalidField("id", "Only DYNAMIC segments are computed", "invalid_segment_type")
+        yield* store(segments.requestCompute(segment))
+        yield* relay.wake
+        return { accepted: true as const, segmentId: segment.id }
+      })))
+    .handle("refresh", ({ params }) =>
+      rendered(Effect.gen(function*() {
+        const segment = yield* find(params.id)
+        return present(yield* store(segments.refreshCount(segment)))
+      })))
+}))
