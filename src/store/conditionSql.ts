@@ -98,8 +98,8 @@ export const compileConditionSql = (sql: SqlClient.SqlClient, condition: Conditi
         if (!t) return FALSE
         const cut = iso(now - windowMs(filter))
         return operator === "within"
-          ? sql`COALESCE(${t} >= ${cut}::timestamptz, FALSE)`
-          : sql`COALESCE(${t} < ${cut}::timestamptz, FALSE)`
+          ? sql`COALESCE(${t} > ${cut}::timestamptz, FALSE)`
+          : sql`COALESCE(${t} <= ${cut}::timestamptz, FALSE)`
       }
       default:
         return FALSE
@@ -117,18 +117,18 @@ export const compileConditionSql = (sql: SqlClient.SqlClient, condition: Conditi
       case "notTriggered":
         return sql`NOT ${aggregate(name, TRUE)}`
       case "triggeredWithin":
-        return aggregate(name, sql`a.last_at >= ${iso(now - windowMs(filter))}::timestamptz`)
+        return aggregate(name, sql`a.last_at > ${iso(now - windowMs(filter))}::timestamptz`)
       case "notTriggeredWithin":
-        return sql`NOT ${aggregate(name, sql`a.last_at >= ${iso(now - windowMs(filter))}::timestamptz`)}`
+        return sql`NOT ${aggregate(name, sql`a.last_at > ${iso(now - windowMs(filter))}::timestamptz`)}`
       case "triggeredOlderThan":
-        return aggregate(name, sql`a.last_at < ${iso(now - windowMs(filter))}::timestamptz`)
+        return aggregate(name, sql`a.last_at <= ${iso(now - windowMs(filter))}::timestamptz`)
       case "triggeredAtLeast": {
         const count = Number(filter.value)
         if (filter.within === undefined) return aggregate(name, sql`a.count >= ${count}`)
         const cut = iso(now - filter.within * UNITS[filter.unit!])
         return sql`((SELECT count(*) FROM events e
                     WHERE e.project_id = c.project_id AND e.contact_id = c.id AND e.name = ${name}
-                      AND e.created_at >= ${cut}::timestamptz) >= ${count})`
+                      AND e.created_at > ${cut}::timestamptz) >= ${count})`
       }
       default:
         return FALSE

@@ -146,8 +146,8 @@ const valueFilter = (filter: Filter, ref: FieldRef): Compiled => {
       return (facts, now) => {
         const t = asInstant(ref, readValue(ref, facts))
         if (t === undefined) return result(false)
-        const isWithin = t >= now - window
-        // Within until t + window; older than from then on.
+        // Within until t + window (exclusive), older than from that instant on.
+        const isWithin = t > now - window
         return result(within ? isWithin : !isWithin, isWithin ? t + window : undefined)
       }
     }
@@ -170,7 +170,7 @@ const eventFilter = (filter: Filter, name: string): Compiled => {
       return (facts, now) => {
         const aggregate = facts.events.get(name)
         if (!aggregate || aggregate.count === 0) return result(operator === "notTriggeredWithin")
-        const recent = aggregate.lastAt >= now - window
+        const recent = aggregate.lastAt > now - window
         const next = recent ? aggregate.lastAt + window : undefined
         if (operator === "triggeredWithin") return result(recent, next)
         return result(!recent, next)
@@ -182,7 +182,7 @@ const eventFilter = (filter: Filter, name: string): Compiled => {
       const window = filter.within * UNITS[filter.unit!]
       return (facts, now) => {
         const times = facts.eventTimes?.get(name) ?? []
-        const inWindow = times.filter((t) => t >= now - window)
+        const inWindow = times.filter((t) => t > now - window)
         if (inWindow.length < count) return result(false)
         // True until the count-th newest occurrence leaves the window.
         return result(true, inWindow[count - 1]! + window)
