@@ -1,0 +1,102 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { eventually, readStream } from "../support/nats.ts"
+import { createStack, request, type Service, type Stack, type TestProject } from "../support/stack.ts"
+
+let stack: Stack
+let api: Service
+let project: TestProject
+
+beforeAll(async () => {
+  stack = await createStack({ RATE_LIMIT_PER_MINUTE: "0" })
+  api = await stack.start("api")
+  project = await stack.createProject()
+})
+afterAll(async () => {
+  await stack?.stop()
+})
+
+const secret = (method: string, path: string, body?: unknown) => request(api.url, method, path, { key: project.secretKey, body })
+const TEN_MINUTES = 10 * 60_000
+
+describe("time boundaries", () => {
+  it("a contact leaves a `within 10 minutes` segment exactly when the window lapses (controlled clock)", async () => {
+    let worker = await stack.start("worker")
+    const segment = await secret("POST", "/segments", {
+      name: "Visited recently",
+      trackMembership: true,
+      condition: { logic: "AND", groups: [{ filters: [{ field: "event.visit", operator: "triggeredWithin", value: 10, unit: "minutes" }] }] }
+    })
+    const tracked = await request(api.url, "POST", "/v1/track", { key: project.publicKey, body: { email: "clock@time.test", event: "visit" } })
+    const visitedAt = Date.parse(tracked.json.data.timestamp)
+    const contactId = tracked.json.data.contact
+    const lapse = new Date(visitedAt + TEN_MINUTES).toISOString()
+
+    // Entered now, with a durable timer at exactly the lapse.
+    await eventually(async () => {
+      const [timer] = await stack.query<{ due_at: Date }>("SELECT due_at FROM timers WHERE segment_id = $1 AND contact_id = $2", [segment.json.id, contactId])
+      expect(timer && new Date(timer.due_at).toISOString()).toBe(lapse)
+    })
+    const [entered] = await stack.query<{ exited_at: Date | null }>(
+      "SELECT exited_at FROM segment_memberships WHERE segment_id = $1 AND contact_id = $2", [segment.json.id, contactId])
+    expect(entered!.exited_at).toBeNull()
+
+    // Move the worker's clock past the lapse: the timer fires and the exit is stamped at the lapse itself.
+    await worker.stop()
+    worker = await stack.start("worker", { CLOCK_OFFSET_MS: String(TEN_MINUTES + 1_000) })
+    const [exited] = await eventually(async () => {
+      const rows = await stack.query<{ exited_at: Date | null }>(
+        "SELECT exited_at FROM segment_memberships WHERE segment_id = $1 AND contact_id = $2", [segment.json.id, contactId])
+      expect(rows[0]!.exited_at).not.toBeNull()
+      return rows
+    }, 15_000)
+    expect(new Date(exited!.exited_at!).toISOString()).toBe(lapse)
+    const exitEvents = await eventually(async () => {
+      const out = (await readStream(`${stack.natsPrefix}_OUT`, `${stack.natsPrefix}.out.${project.id}.segment.visited-recently.exit`)).map((m) => m.data)
+      expect(out).toHaveLength(1)
+      return out
+    })
+    expect(exitEvents[0].at).toBe(lapse)
+    await worker.stop()
+  }, 60_000)
+
+  it("backfills a segment over 100k contacts in chunks while the project's other messages keep flowing", async () => {
+    const worker = await stack.start("worker")
+    await stack.query(
+      `INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
+       SELECT gen_random_uuid(), $1, 'u' || i || '@bulk.test', true, jsonb_build_object('n', i), now(), now()
+       FROM generate_series(1, 100000) i`,
+      [project.id]
+    )
+    const segment = await secret("POST", "/segments", {
+      name: "Upper half",
+      condition: { logic: "AND", groups: [{ filters: [{ field: "data.n", operator: "greaterThan", value: 50000 }] }] }
+    })
+    const tracked = await request(api.url, "POST", "/v1/track", { key: project.publicKey, body: { email: "during@bulk.test", event: "ping" } })
+    let eventStoredAt: number | undefined
+    let backfillDoneAt: number | undefined
+    const deadline = Date.now() + 60_000
+    while ((eventStoredAt === undefined || backfillDoneAt === undefined) && Date.now() < deadline) {
+      if (eventStoredAt === undefined) {
+        const rows = await stack.query("SELECT 1 FROM events WHERE id = $1", [tracked.json.data.event])
+        if (rows.length > 0) eventStoredAt = Date.now()
+      }
+      if (backfillDoneAt === undefined) {
+        const [row] = await stack.query<{ done: boolean }>("SELECT backfilled_version >= version AS done FROM segments WHERE id = $1", [segment.json.id])
+        if (row!.done) backfillDoneAt = Date.now()
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    expect(backfillDoneAt).toBeDefined()
+    // The tracked event did not wait for the whole backfill.
+    expect(eventStoredAt).toBeDefined()
+    expect(eventStoredAt!).toBeLessThanOrEqual(backfillDoneAt!)
+    const [count] = await stack.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM segment_memberships WHERE segment_id = $1 AND exited_at IS NULL", [segment.json.id])
+    expect(count!.n).toBe(50000)
+    expect((await secret("GET", `/segments/${segment.json.id}`)).json.memberCount).toBe(50000)
+    const page = await secret("GET", `/segments/${segment.json.id}/contacts?page=2&pageSize=100`)
+    expect(page.json).toMatchObject({ page: 2, pageSize: 100, total: 50000, totalPages: 500 })
+    expect(page.json.data).toHaveLength(100)
+    await worker.stop()
+  }, 120_000)
+})
