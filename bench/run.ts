@@ -272,7 +272,147 @@ const track = async () => {
   }
 }
 
-const BENCHMARKS: Record<string, () => Promise<Record<string, unknown>>> = { contacts, track }
+/** Percentile of a sorted list. */
+const percentile = (sorted: ReadonlyArray<number>, p: number) =>
+  sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!
+
+const segments = async () => {
+  const env = await environment()
+  const auth = { authorization: `Bearer ${env.project.publicKey}` }
+  const secret = { authorization: `Bearer ${env.project.secretKey}`, "content-type": "application/json" }
+  try {
+    const api = await env.service("api")
+    const worker = await env.service("worker")
+    // 50 segments: 49 over data fields and events the background load touches, one tracked probe segment.
+    const createSegment = async (body: unknown) => {
+      const res = await fetch(`${api.url}/segments`, { method: "POST", headers: secret, body: JSON.stringify(body) })
+      if (res.status !== 201) throw new Error(`segment create: ${res.status} ${await res.text()}`)
+      return (await res.json()) as { id: string }
+    }
+    for (let i = 0; i < 49; i++) {
+      await createSegment({
+        name: `bench ${i}`,
+        condition: {
+          logic: i % 2 ? "OR" : "AND",
+          groups: [{ filters: [
+            { field: "data.n", operator: "greaterThan", value: i * 1000 },
+            { field: `event.${i % 3 ? "page_view" : "click"}`, operator: "triggeredWithin", value: 1 + (i % 24), unit: "hours" }
+          ] }]
+        }
+      })
+    }
+    await createSegment({
+      name: "probe",
+      trackMembership: true,
+      condition: { logic: "AND", groups: [{ filters: [{ field: "event.probe", operator: "triggered" }] }] }
+    })
+    // Latency probe: entry events are read off OUT with a plain subscription as they are published.
+    const nc = await connect({ servers: NATS_URL })
+    const arrivals = new Map<string, number>()
+    const subscription = nc.subscribe(`${env.env.NATS_PREFIX}.out.${env.project.id}.segment.probe.entry`, {
+      callback: (_error, message) => {
+        const payload = message.json<{ email: string }>()
+        arrivals.set(payload.email, performance.now())
+      }
+    })
+    const rate = Number(process.env.BENCH_M5_RATE ?? 4300)
+    const EMAILS = 10_000
+    const background = load("background", `${api.url}/v1/track`, {
+      body: (n) => ({ email: `user${n % EMAILS}@bench.test`, event: n % 3 ? "page_view" : "click", data: { n: n % 60_000 } }),
+      headers: auth,
+      rate,
+      duration: 20
+    })
+    await sleep(5_000)
+    const answered = new Map<string, number>()
+    for (let i = 0; i < 200; i++) {
+      const email = `probe${i}@bench.test`
+      const res = await fetch(`${api.url}/v1/track`, {
+        method: "POST",
+        headers: { ...auth, "content-type": "application/json" },
+        body: JSON.stringify({ email, event: "probe" })
+      })
+      if (res.status === 200) answered.set(email, performance.now())
+      await res.arrayBuffer()
+      await sleep(40)
+    }
+    const backgroundResult = await background
+    const deadline = performance.now() + 30_000
+    while (arrivals.size < answered.size && performance.now() < deadline) await sleep(100)
+    subscription.unsubscribe()
+    await nc.close()
+    const latencies = [...answered].flatMap(([email, at]) => {
+      const arrived = arrivals.get(email)
+      return arrived === undefined ? [] : [Math.max(0, arrived - at)]
+    }).sort((a, b) => a - b)
+    await env.stop(worker.child)
+
+    // Incremental evaluation vs full recompute of one segment over 100k contacts.
+    await sqlOn(env.databaseUrl, `INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
+      SELECT gen_random_uuid(), $1, 'bulk' || i || '@bench.test', true, jsonb_build_object('n', i % 60000), now(), now()
+      FROM generate_series(1, 100000) i`, [env.project.id])
+    const cost = await measureEvaluationCost(env.databaseUrl, env.project.id, env.env.NATS_PREFIX)
+    return {
+      description: "M5: /v1/track response → segment.<slug>.entry on OUT, at a background load, 50 segments per project; incremental evaluation vs full recompute",
+      m5: {
+        backgroundRate: rate,
+        background: backgroundResult,
+        probes: answered.size,
+        entriesSeen: latencies.length,
+        latencyP50Ms: Math.round(percentile(latencies, 50) * 10) / 10,
+        latencyP99Ms: Math.round(percentile(latencies, 99) * 10) / 10,
+        latencyMaxMs: Math.round(percentile(latencies, 100) * 10) / 10
+      },
+      evaluationCost: cost
+    }
+  } finally {
+    await env.cleanup()
+  }
+}
+
+/** One contact's incremental evaluation (load facts, evaluate the project's 50 segments, write) vs a full recompute. */
+const measureEvaluationCost = async (databaseUrl: string, projectId: string, prefix: string) => {
+  const { Effect, Redacted, ManagedRuntime } = await import("effect")
+  const { PgClient } = await import("@effect/sql-pg")
+  const { SqlClient } = await import("effect/sql")
+  const { loadSegments, evaluateChanges, emptyChange } = await import("../src/actors/segments.ts")
+  const { compileConditionSql } = await import("../src/store/conditionSql.ts")
+  const { streamNames } = await import("../src/stream/subjects.ts")
+  const runtime = ManagedRuntime.make(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 2 }))
+  try {
+    return await runtime.runPromise(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const segments = yield* loadSegments(projectId)
+      const ids = (yield* sql<{ id: string }>`SELECT id FROM contacts WHERE project_id = ${projectId} ORDER BY random() LIMIT 200`).map((r) => r.id)
+      const context = { projectId, partition: 0, names: streamNames(prefix, 32) }
+      const started = performance.now()
+      for (const id of ids) {
+        yield* sql.withTransaction(
+          evaluateChanges(context, segments, new Map([[id, { ...emptyChange(), fields: "all" as const }]]), Date.now())
+        )
+      }
+      const incrementalMs = (performance.now() - started) / ids.length
+      const target = segments.ordered[segments.ordered.length - 2]!
+      const fullStarted = performance.now()
+      const runs = 5
+      for (let i = 0; i < runs; i++) {
+        yield* sql`SELECT count(*) FROM contacts c WHERE c.project_id = ${projectId} AND ${compileConditionSql(sql, target.condition, Date.now())}`
+      }
+      const fullMs = (performance.now() - fullStarted) / runs
+      return {
+        contacts: 100_000,
+        segmentsEvaluatedIncrementally: segments.ordered.length,
+        incrementalMsPerChange: Math.round(incrementalMs * 100) / 100,
+        fullRecomputeMsOneSegment: Math.round(fullMs * 10) / 10,
+        ratio: Math.round(fullMs / incrementalMs)
+      }
+    }))
+  } finally {
+    await runtime.dispose()
+  }
+}
+
+const BENCHMARKS: Record<string, () => Promise<Record<string, unknown>>> = { contacts, track, segments }
 
 const name = process.argv[2]
 const bench = name ? BENCHMARKS[name] : undefined

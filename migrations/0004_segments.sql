@@ -32,16 +32,15 @@ CREATE TABLE segment_memberships (
 );
 CREATE INDEX segment_memberships_contact ON segment_memberships (contact_id) WHERE exited_at IS NULL;
 
--- Durable timers: when a condition's answer will flip at a known instant. Due timers are published into
--- the project's partition, so the owning actor handles them in order with everything else.
--- One pending timer per (segment, contact): a newer evaluation replaces it; a stale one is harmless.
+-- Durable timers: when a contact's answer to some time-dependent condition will flip at a known instant.
+-- One per contact, at the earliest such instant (writers only move it earlier; when it fires, every
+-- time-dependent segment is re-evaluated for the contact and the next one is set). Due timers are
+-- published into the project's partition, so the owning actor handles them in order with everything else.
 CREATE TABLE timers (
-  segment_id  uuid NOT NULL REFERENCES segments(id) ON DELETE CASCADE,
-  contact_id  uuid NOT NULL,
+  contact_id  uuid PRIMARY KEY,
   id          uuid NOT NULL,
   project_id  uuid NOT NULL,
   partition   integer NOT NULL,
-  due_at      timestamptz NOT NULL,
-  PRIMARY KEY (segment_id, contact_id)
+  due_at      timestamptz NOT NULL
 );
 CREATE INDEX timers_due ON timers (partition, due_at);

@@ -176,13 +176,13 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
     const owned = [...runs.keys()]
     if (owned.length === 0) return Effect.void
     return sql.withTransaction(Effect.gen(function*() {
-      const due = yield* sql<{ segment_id: string; contact_id: string; id: string; project_id: string; due_at: Date }>`
-        DELETE FROM timers WHERE (segment_id, contact_id) IN (
-          SELECT segment_id, contact_id FROM timers
+      const due = yield* sql<{ contact_id: string; id: string; project_id: string; due_at: Date }>`
+        DELETE FROM timers WHERE contact_id IN (
+          SELECT contact_id FROM timers
           WHERE partition IN ${sql.in(owned)} AND due_at <= ${new Date(clockNow()).toISOString()}::timestamptz
           ORDER BY due_at LIMIT 1000
           FOR UPDATE SKIP LOCKED)
-        RETURNING segment_id, contact_id, id, project_id, due_at`
+        RETURNING contact_id, id, project_id, due_at`
       if (due.length === 0) return
       yield* Effect.tryPromise(() =>
         Promise.all(due.map((timer) =>
@@ -191,7 +191,6 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
             JSON.stringify({
               kind: "timer",
               projectId: timer.project_id,
-              segmentId: timer.segment_id,
               contactId: timer.contact_id,
               dueAt: new Date(timer.due_at).toISOString()
             }),

@@ -141,7 +141,7 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
           break
         case "timer": {
           const change = changeOf(body.contactId)
-          change.segments.add(body.segmentId)
+          change.timer = true
           // Exactly when the window lapsed, not when the message happened to be read.
           change.at = Math.min(Date.parse(body.dueAt), clockNow())
           break

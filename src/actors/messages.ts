@@ -31,11 +31,10 @@ export type CommandMessage =
   /** POST /segments/:id/compute: recompute membership and emit entry/exit. */
   | { readonly kind: "command"; readonly projectId: string; readonly commandId: string; readonly type: "computeSegment"; readonly segmentId: string }
 
-/** A durable timer came due: re-evaluate one segment for one contact at exactly `dueAt`. */
+/** A durable timer came due: re-evaluate the time-dependent segments for one contact at exactly `dueAt`. */
 export interface TimerMessage {
   readonly kind: "timer"
   readonly projectId: string
-  readonly segmentId: string
   readonly contactId: string
   readonly dueAt: string
 }

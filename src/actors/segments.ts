@@ -51,6 +51,8 @@ export interface ContactChange {
   segments: Set<string>
   /** Evaluate at this instant instead of the clock (a timer's exact due time). */
   at?: number
+  /** A timer fired: every time-dependent segment is re-evaluated (and the next timer set). */
+  timer?: boolean
 }
 
 export const emptyChange = (): ContactChange => ({ fields: new Set(), events: new Set(), segments: new Set() })
@@ -259,9 +261,13 @@ export const evaluateChanges = Effect.fnUntraced(function*(
   const wanted = new Map<string, Set<string>>()
   for (const [contactId, change] of changes) {
     const ids = new Set<string>(change.segments)
-    if (change.fields === "all") for (const def of segments.ordered) ids.add(def.id)
-    else {
+    if (change.fields === "all") {
+      for (const def of segments.ordered) ids.add(def.id)
+    } else {
       for (const field of change.fields) for (const def of segments.byField.get(field) ?? []) ids.add(def.id)
+    }
+    if (change.timer) {
+      for (const def of segments.ordered) if (def.reads.timeDependent) ids.add(def.id)
     }
     for (const event of change.events) for (const def of segments.byEvent.get(event) ?? []) ids.add(def.id)
     if (ids.size > 0) wanted.set(contactId, ids)
@@ -278,17 +284,18 @@ export const evaluateChanges = Effect.fnUntraced(function*(
 
   const entries: Array<{ segmentId: string; contactId: string; at: string }> = []
   const exits: Array<{ segmentId: string; contactId: string; at: string }> = []
-  const timers: Array<{ segmentId: string; contactId: string; dueAt: string; id: string }> = []
+  const timers: Array<{ contactId: string; dueAt: string; id: string }> = []
   const emitted: Array<Emitted> = []
   for (const [contactId, ids] of wanted) {
     const contact = facts.get(contactId)
     if (!contact) continue // deleted meanwhile
     const now = changes.get(contactId)?.at ?? clock
+    let nextTimer: number | undefined
     for (const def of segments.ordered) {
       if (!ids.has(def.id)) continue
       const evaluation = def.evaluate(contact, now)
       if (evaluation.nextChangeAt !== undefined && evaluation.nextChangeAt > now) {
-        timers.push({ segmentId: def.id, contactId, dueAt: new Date(evaluation.nextChangeAt).toISOString(), id: uuidv7() })
+        nextTimer = nextTimer === undefined ? evaluation.nextChangeAt : Math.min(nextTimer, evaluation.nextChangeAt)
       }
       const isMember = contact.memberships.has(def.id)
       if (evaluation.matches === isMember) continue
@@ -312,18 +319,27 @@ export const evaluateChanges = Effect.fnUntraced(function*(
       }
       for (const dependent of segments.bySegment.get(def.id) ?? []) ids.add(dependent.id)
     }
+    if (nextTimer !== undefined) timers.push({ contactId, dueAt: new Date(nextTimer).toISOString(), id: uuidv7() })
   }
   yield* writeMembershipChanges(context.projectId, entries, exits)
-  if (timers.length > 0) {
-    yield* sql`
-      INSERT INTO timers (segment_id, contact_id, id, project_id, partition, due_at)
-      SELECT (x->>'segmentId')::uuid, (x->>'contactId')::uuid, (x->>'id')::uuid, ${context.projectId}, ${context.partition},
-             (x->>'dueAt')::timestamptz
-      FROM jsonb_array_elements(${JSON.stringify(timers)}::jsonb) x
-      ON CONFLICT (segment_id, contact_id) DO UPDATE SET due_at = EXCLUDED.due_at, id = EXCLUDED.id`
-  }
+  yield* setTimers(context, timers)
   yield* emitEvents(context, emitted)
   return emitted.length
+})
+
+/** Sets each contact's timer, only ever moving it earlier (see migrations/0004_segments.sql). */
+const setTimers = Effect.fnUntraced(function*(
+  context: SegmentContext,
+  timers: ReadonlyArray<{ contactId: string; dueAt: string; id: string }>
+) {
+  if (timers.length === 0) return
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`
+    INSERT INTO timers (contact_id, id, project_id, partition, due_at)
+    SELECT (x->>'contactId')::uuid, (x->>'id')::uuid, ${context.projectId}, ${context.partition}, (x->>'dueAt')::timestamptz
+    FROM jsonb_array_elements(${JSON.stringify(timers)}::jsonb) x
+    ON CONFLICT (contact_id) DO UPDATE SET due_at = EXCLUDED.due_at, id = EXCLUDED.id
+      WHERE EXCLUDED.due_at < timers.due_at`
 })
 
 export const writeMembershipChanges = Effect.fnUntraced(function*(
@@ -410,14 +426,7 @@ export const backfillChunk = Effect.fnUntraced(function*(
       const next = def.evaluate(contact, clock).nextChangeAt
       if (next !== undefined && next > clock) timers.push({ contactId: contact.id, dueAt: new Date(next).toISOString(), id: uuidv7() })
     }
-    if (timers.length > 0) {
-      yield* sql`
-        INSERT INTO timers (segment_id, contact_id, id, project_id, partition, due_at)
-        SELECT ${def.id}, (x->>'contactId')::uuid, (x->>'id')::uuid, ${context.projectId}, ${context.partition},
-               (x->>'dueAt')::timestamptz
-        FROM jsonb_array_elements(${JSON.stringify(timers)}::jsonb) x
-        ON CONFLICT (segment_id, contact_id) DO UPDATE SET due_at = EXCLUDED.due_at, id = EXCLUDED.id`
-    }
+    yield* setTimers(context, timers)
   }
   // Segments that read this one's membership follow it.
   const dependents = segments.bySegment.get(def.id) ?? []

@@ -4,6 +4,7 @@ import { SqlClient, type SqlError } from "effect/sql"
 import type { Condition } from "../domain/conditions/types.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { AppConfig } from "../config.ts"
+import { Nats } from "../stream/Nats.ts"
 import { streamNames } from "../stream/subjects.ts"
 import { compileConditionSql } from "./conditionSql.ts"
 import { type Contact, toContact } from "./Contacts.ts"
@@ -98,15 +99,29 @@ export class Segments extends Context.Service<Segments, {
     Segments,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const nats = yield* Nats
       const config = yield* AppConfig
       const names = streamNames(config.natsPrefix, config.partitions)
 
-      /** Tells the project's actor (through the outbox, in the caller's transaction). */
+      /**
+       * Tells the project's actor: the command is committed to the outbox with the change, then published
+       * at once (same Nats-Msg-Id, so the relay's copy is dropped) — a track accepted after the api
+       * answered is then behind the command in the stream.
+       */
       const notifyActor = (projectId: string, command: Record<string, unknown>) => {
         const commandId = uuidv7()
-        return sql`INSERT INTO outbox (id, subject, payload) VALUES (${commandId}, ${names.inSubject(projectId, "command")},
-                   ${JSON.stringify({ kind: "command", projectId, commandId, ...command })}::jsonb)`
+        const subject = names.inSubject(projectId, "command")
+        const payload = JSON.stringify({ kind: "command", projectId, commandId, ...command })
+        return Effect.as(
+          sql`INSERT INTO outbox (id, subject, payload) VALUES (${commandId}, ${subject}, ${payload}::jsonb)`,
+          { id: commandId, subject, payload }
+        )
       }
+      /** After the commit: publish now; on failure the outbox relay publishes it later. */
+      const publishNow = (command: { id: string; subject: string; payload: string } | undefined) =>
+        command === undefined
+          ? Effect.void
+          : Effect.ignore(Effect.tryPromise(() => nats.js.publish(command.subject, command.payload, { msgID: command.id, timeout: 3000 })))
 
       const create = Effect.fn("Segments.create")(function*(projectId: string, input: {
         readonly name: string
@@ -124,9 +139,9 @@ export class Segments extends Context.Service<Segments, {
                     ${now}::timestamptz, ${now}::timestamptz)
             RETURNING ${sql.literal(COLUMNS)}`
           // A new dynamic segment is backfilled by the actor (no entry events for the initial members).
-          if (input.type === "DYNAMIC") yield* notifyActor(projectId, { type: "segmentsChanged" })
-          return toSegment(rows[0]!)
-        }))
+          const command = input.type === "DYNAMIC" ? yield* notifyActor(projectId, { type: "segmentsChanged" }) : undefined
+          return { segment: toSegment(rows[0]!), command }
+        })).pipe(Effect.tap(({ command }) => publishNow(command)), Effect.map(({ segment }) => segment))
       })
 
       const list = Effect.fn("Segments.list")(function*(projectId: string) {
@@ -160,18 +175,18 @@ export class Segments extends Context.Service<Segments, {
             updated_at = ${new Date().toISOString()}::timestamptz
           WHERE project_id = ${projectId} AND id = ${id}
           RETURNING ${sql.literal(COLUMNS)}`
-          if (updated.length > 0) yield* notifyActor(projectId, { type: "segmentsChanged" })
-          return updated
-        }))
+          const command = updated.length > 0 ? yield* notifyActor(projectId, { type: "segmentsChanged" }) : undefined
+          return { updated, command }
+        })).pipe(Effect.tap(({ command }) => publishNow(command)), Effect.map(({ updated }) => updated))
         return rows[0] ? toSegment(rows[0]) : undefined
       })
 
       const remove = Effect.fn("Segments.remove")(function*(projectId: string, id: string) {
         return yield* sql.withTransaction(Effect.gen(function*() {
           const rows = yield* sql`DELETE FROM segments WHERE project_id = ${projectId} AND id = ${id} RETURNING id`
-          if (rows.length > 0) yield* notifyActor(projectId, { type: "segmentsChanged" })
-          return rows.length > 0
-        }))
+          const command = rows.length > 0 ? yield* notifyActor(projectId, { type: "segmentsChanged" }) : undefined
+          return { removed: rows.length > 0, command }
+        })).pipe(Effect.tap(({ command }) => publishNow(command)), Effect.map(({ removed }) => removed))
       })
 
       const members = (segment: Segment) =>
@@ -289,7 +304,7 @@ export class Segments extends Context.Service<Segments, {
       })
 
       const requestCompute = (segment: Segment) =>
-        Effect.asVoid(notifyActor(segment.projectId, { type: "computeSegment", segmentId: segment.id }))
+        notifyActor(segment.projectId, { type: "computeSegment", segmentId: segment.id }).pipe(Effect.flatMap(publishNow))
 
       return Segments.of({ create, list, get, update, remove, contacts, refreshCount, requestCompute, addMembers, removeMembers })
     })

@@ -33,7 +33,7 @@ describe("time boundaries", () => {
 
     // Entered now, with a durable timer at exactly the lapse.
     await eventually(async () => {
-      const [timer] = await stack.query<{ due_at: Date }>("SELECT due_at FROM timers WHERE segment_id = $1 AND contact_id = $2", [segment.json.id, contactId])
+      const [timer] = await stack.query<{ due_at: Date }>("SELECT due_at FROM timers WHERE contact_id = $1", [contactId])
       expect(timer && new Date(timer.due_at).toISOString()).toBe(lapse)
     })
     const [entered] = await stack.query<{ exited_at: Date | null }>(

@@ -204,6 +204,21 @@ const compileFilter = (filter: Filter): Compiled => {
   return valueFilter(filter, ref)
 }
 
+/**
+ * Combines parts precisely enough to avoid needless timers: a part that is false (in AND) or true
+ * (in OR) with no scheduled change fixes the answer until new input, so later instants don't matter.
+ */
+const combine = (parts: ReadonlyArray<Evaluation>, any: boolean): Evaluation => {
+  let next: number | undefined
+  let matches = !any
+  for (const part of parts) {
+    if (part.matches === any && part.nextChangeAt === undefined) return { matches: any, nextChangeAt: undefined }
+    next = earliest(next, part.nextChangeAt)
+    if (part.matches === any) matches = any
+  }
+  return { matches, nextChangeAt: next }
+}
+
 export const compileCondition = (condition: Condition): Compiled => {
   const groups = condition.groups.map((group) => {
     const parts = group.filters.map(compileFilter)
@@ -211,18 +226,6 @@ export const compileCondition = (condition: Condition): Compiled => {
     return parts
   })
   const any = condition.logic === "OR"
-  return (facts, now) => {
-    let matches = !any
-    let next: number | undefined
-    for (const parts of groups) {
-      let groupMatches = true
-      for (const part of parts) {
-        const evaluation = part(facts, now)
-        next = earliest(next, evaluation.nextChangeAt)
-        if (!evaluation.matches) groupMatches = false
-      }
-      matches = any ? matches || groupMatches : matches && groupMatches
-    }
-    return { matches, nextChangeAt: next }
-  }
+  return (facts, now) =>
+    combine(groups.map((parts) => combine(parts.map((part) => part(facts, now)), false)), any)
 }
