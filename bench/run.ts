@@ -89,8 +89,10 @@ const environment = async () => {
     child.once("exit", (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`project create exited ${code}`))))
   })
   const service = async (role: "api" | "worker" | "all") => {
+    // BENCH_PROFILE=worker (or api) writes a CPU profile of that role to bench/results/profiles/.
+    const profile = process.env.BENCH_PROFILE === role ? ["--cpu-prof", `--cpu-prof-dir=${ROOT}/bench/results/profiles`] : []
     const started = await startProcess(
-      ["src/main.ts", role],
+      [...profile, "src/main.ts", role],
       { ...env, LOG_LEVEL: "Info" },
       role === "worker" ? /worker started/ : /Listening on http:\/\/[^:]+:(\d+)/
     )
@@ -318,7 +320,8 @@ const segments = async () => {
     const rate = Number(process.env.BENCH_M5_RATE ?? 4300)
     const EMAILS = 10_000
     const background = load("background", `${api.url}/v1/track`, {
-      body: (n) => ({ email: `user${n % EMAILS}@bench.test`, event: n % 3 ? "page_view" : "click", data: { n: n % 60_000 } }),
+      // A contact keeps its data.n (stable membership of the data segments); its events refresh the window ones.
+      body: (n) => ({ email: `user${n % EMAILS}@bench.test`, event: n % 3 ? "page_view" : "click", data: { n: (n % EMAILS) * 6 } }),
       headers: auth,
       rate,
       duration: 20

@@ -23,12 +23,19 @@ CREATE TABLE event_aggregates (
 );
 CREATE INDEX event_aggregates_project_name ON event_aggregates (project_id, name);
 
--- Partition ownership with a fencing epoch, and the partition's low watermark: every message at or
--- below applied_seq has been applied, so a new owner starts reading after it.
+-- Partition ownership with a fencing epoch. Actors share-lock their partition's row in every batch
+-- transaction; only a takeover or release updates it, so those wait for in-flight batches.
 CREATE TABLE partition_leases (
+  partition  integer PRIMARY KEY,
+  owner      text,
+  epoch      bigint NOT NULL DEFAULT 0
+);
+
+-- What changes often lives apart, so renewals never queue behind (or block) actor transactions:
+-- the lease expiry, and the partition's low watermark (every message at or below applied_seq has
+-- been applied, so a new owner starts reading after it).
+CREATE TABLE partition_state (
   partition    integer PRIMARY KEY,
-  owner        text,
-  epoch        bigint NOT NULL DEFAULT 0,
   expires_at   timestamptz NOT NULL DEFAULT '-infinity',
   applied_seq  bigint NOT NULL DEFAULT 0
 );

@@ -39,6 +39,8 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
 
   yield* sql`INSERT INTO partition_leases (partition)
              SELECT generate_series(0, ${nats.partitions - 1}) ON CONFLICT DO NOTHING`
+  yield* sql`INSERT INTO partition_state (partition)
+             SELECT generate_series(0, ${nats.partitions - 1}) ON CONFLICT DO NOTHING`
 
   /** Recreates the partition's durable consumer at the watermark and feeds its messages to actors. */
   const consume = (run: PartitionRun) =>
@@ -116,9 +118,12 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
       const watermarks = new Map(partitions.map((partition) => [partition, runs.get(partition)?.run.watermark ?? 0]))
       for (const partition of partitions) yield* stop(partition)
       for (const [partition, seq] of watermarks) {
-        yield* sql`UPDATE partition_leases SET owner = NULL, expires_at = '-infinity',
-                                               applied_seq = GREATEST(applied_seq, ${seq})
-                   WHERE owner = ${workerId} AND partition = ${partition}`
+        const released = yield* sql`UPDATE partition_leases SET owner = NULL
+                                    WHERE owner = ${workerId} AND partition = ${partition} RETURNING partition`
+        if (released.length > 0) {
+          yield* sql`UPDATE partition_state SET expires_at = '-infinity', applied_seq = GREATEST(applied_seq, ${seq})
+                     WHERE partition = ${partition}`
+        }
       }
       yield* Effect.logInfo("partitions released", { partitions })
     })
@@ -135,14 +140,16 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
     const watermarks = [...runs.values()].map(({ run }) => ({ partition: run.partition, epoch: run.epoch, seq: run.watermark }))
     if (watermarks.length > 0) {
       yield* sql`
-        UPDATE partition_leases l SET applied_seq = GREATEST(l.applied_seq, x.seq)
-        FROM jsonb_to_recordset(${JSON.stringify(watermarks)}::jsonb) AS x(partition int, epoch bigint, seq bigint)
-        WHERE l.partition = x.partition AND l.owner = ${workerId} AND l.epoch = x.epoch`
+        UPDATE partition_state s SET applied_seq = GREATEST(s.applied_seq, x.seq)
+        FROM jsonb_to_recordset(${JSON.stringify(watermarks)}::jsonb) AS x(partition int, epoch bigint, seq bigint),
+             partition_leases l
+        WHERE s.partition = x.partition AND l.partition = x.partition AND l.owner = ${workerId} AND l.epoch = x.epoch`
     }
     const renewed = yield* sql<{ partition: number; epoch: string }>`
-      UPDATE partition_leases SET expires_at = now() + make_interval(secs => ${LEASE_TTL_SECONDS})
-      WHERE owner = ${workerId}
-      RETURNING partition, epoch`
+      UPDATE partition_state s SET expires_at = now() + make_interval(secs => ${LEASE_TTL_SECONDS})
+      FROM partition_leases l
+      WHERE l.partition = s.partition AND l.owner = ${workerId}
+      RETURNING s.partition, l.epoch`
     const held = new Map(renewed.map((row) => [row.partition, Number(row.epoch)]))
     // Lost: leased here but taken by someone else (we were too slow to renew).
     for (const [partition, { run }] of runs) {
@@ -151,17 +158,24 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
     if (held.size > share) {
       yield* release([...held.keys()].sort((a, b) => b - a).slice(0, held.size - share))
     } else if (held.size < share) {
+      // A partition still share-locked by its old owner's in-flight batch is skipped until that commits.
       const acquired = yield* sql<{ partition: number; epoch: string; applied_seq: string }>`
-        UPDATE partition_leases SET owner = ${workerId}, epoch = epoch + 1,
-                                    expires_at = now() + make_interval(secs => ${LEASE_TTL_SECONDS})
-        WHERE partition IN (
-          SELECT partition FROM partition_leases
-          WHERE owner IS NULL OR expires_at < now()
-          ORDER BY partition
+        WITH free AS (
+          SELECT l.partition FROM partition_leases l JOIN partition_state s ON s.partition = l.partition
+          WHERE l.owner IS NULL OR s.expires_at < now()
+          ORDER BY l.partition
           LIMIT ${share - held.size}
-          FOR UPDATE SKIP LOCKED
+          FOR UPDATE OF l SKIP LOCKED
+        ), taken AS (
+          UPDATE partition_leases l SET owner = ${workerId}, epoch = l.epoch + 1
+          FROM free WHERE l.partition = free.partition
+          RETURNING l.partition, l.epoch
+        ), renewed AS (
+          UPDATE partition_state s SET expires_at = now() + make_interval(secs => ${LEASE_TTL_SECONDS})
+          FROM taken WHERE s.partition = taken.partition
+          RETURNING s.partition, s.applied_seq
         )
-        RETURNING partition, epoch, applied_seq`
+        SELECT taken.partition, taken.epoch, renewed.applied_seq FROM taken JOIN renewed ON renewed.partition = taken.partition`
       for (const row of acquired) yield* start(row.partition, Number(row.epoch), Number(row.applied_seq))
     }
     WorkerMetrics.partitionsOwned.set(runs.size)

@@ -356,10 +356,11 @@ export const writeMembershipChanges = Effect.fnUntraced(function*(
       ON CONFLICT (segment_id, contact_id) DO UPDATE SET entered_at = EXCLUDED.entered_at, exited_at = NULL`
   }
   if (exits.length > 0) {
+    // Typed record columns let the planner walk the primary key instead of hashing the whole table.
     yield* sql`
-      UPDATE segment_memberships m SET exited_at = (x->>'at')::timestamptz
-      FROM jsonb_array_elements(${JSON.stringify(exits)}::jsonb) x
-      WHERE m.segment_id = (x->>'segmentId')::uuid AND m.contact_id = (x->>'contactId')::uuid AND m.exited_at IS NULL`
+      UPDATE segment_memberships m SET exited_at = x.at
+      FROM jsonb_to_recordset(${JSON.stringify(exits)}::jsonb) AS x("segmentId" uuid, "contactId" uuid, at timestamptz)
+      WHERE m.segment_id = x."segmentId" AND m.contact_id = x."contactId" AND m.exited_at IS NULL`
   }
   const delta = new Map<string, number>()
   for (const entry of entries) delta.set(entry.segmentId, (delta.get(entry.segmentId) ?? 0) + 1)

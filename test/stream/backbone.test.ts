@@ -18,7 +18,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 const owners = async () =>
   stack.query<{ owner: string | null; n: number }>(
-    "SELECT owner, count(*)::int AS n FROM partition_leases WHERE expires_at > now() GROUP BY owner ORDER BY owner"
+    `SELECT l.owner, count(*)::int AS n FROM partition_leases l JOIN partition_state s ON s.partition = l.partition
+     WHERE s.expires_at > now() GROUP BY l.owner ORDER BY l.owner`
   )
 
 const storedEvents = async (projectId: string) =>
