@@ -88,12 +88,12 @@ const environment = async () => {
     child.stdout.on("data", (chunk: Buffer) => (out += chunk.toString()))
     child.once("exit", (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`project create exited ${code}`))))
   })
-  const service = async (role: "api" | "worker" | "all") => {
+  const service = async (role: "api" | "worker" | "all", extraEnv: Record<string, string> = {}) => {
     // BENCH_PROFILE=worker (or api) writes a CPU profile of that role to bench/results/profiles/.
     const profile = process.env.BENCH_PROFILE === role ? ["--cpu-prof", `--cpu-prof-dir=${ROOT}/bench/results/profiles`] : []
     const started = await startProcess(
       [...profile, "src/main.ts", role],
-      { ...env, LOG_LEVEL: "Info" },
+      { ...env, LOG_LEVEL: "Info", ...extraEnv },
       role === "worker" ? /worker started/ : /Listening on http:\/\/[^:]+:(\d+)/
     )
     processes.push(started.child)
@@ -284,7 +284,7 @@ const segments = async () => {
   const secret = { authorization: `Bearer ${env.project.secretKey}`, "content-type": "application/json" }
   try {
     const api = await env.service("api")
-    const worker = await env.service("worker")
+    const worker = await env.service("worker", { METRICS_PORT: "39191" })
     // 50 segments: 49 over data fields and events the background load touches, one tracked probe segment.
     const createSegment = async (body: unknown) => {
       const res = await fetch(`${api.url}/segments`, { method: "POST", headers: secret, body: JSON.stringify(body) })
@@ -340,6 +340,8 @@ const segments = async () => {
       await sleep(40)
     }
     const backgroundResult = await background
+    const workerMetrics = await fetch("http://127.0.0.1:39191/metrics").then((r) => r.text()).catch(() => "")
+    const metric = (name: string) => Number(workerMetrics.match(new RegExp(`^${name} (\\S+)$`, "m"))?.[1] ?? NaN)
     const deadline = performance.now() + 30_000
     while (arrivals.size < answered.size && performance.now() < deadline) await sleep(100)
     subscription.unsubscribe()
@@ -364,7 +366,13 @@ const segments = async () => {
         entriesSeen: latencies.length,
         latencyP50Ms: Math.round(percentile(latencies, 50) * 10) / 10,
         latencyP99Ms: Math.round(percentile(latencies, 99) * 10) / 10,
-        latencyMaxMs: Math.round(percentile(latencies, 100) * 10) / 10
+        latencyMaxMs: Math.round(percentile(latencies, 100) * 10) / 10,
+        worker: {
+          batches: metric("mailstream_actor_batch_size_count"),
+          meanMessagesPerBatch: Math.round(metric("mailstream_actor_batch_size_sum") / metric("mailstream_actor_batch_size_count")),
+          meanBatchMs: Math.round(1000 * metric("mailstream_actor_batch_seconds_sum") / metric("mailstream_actor_batch_size_count")),
+          eventsApplied: metric("mailstream_events_applied_total")
+        }
       },
       evaluationCost: cost
     }
