@@ -73,6 +73,8 @@ interface ContactState {
   email: string
   subscribed: boolean
   pins: Record<string, number>
+  /** The contact's data as this batch has left it so far. */
+  current: Record<string, unknown>
   set: Record<string, unknown>
   remove: Set<string>
   touched: boolean
@@ -220,6 +222,8 @@ const emittedToRow = (message: EmittedEventMessage): EventRow => ({
   at: message.at
 })
 
+const sameJson = (a: unknown, b: unknown) => a === b || (a !== undefined && JSON.stringify(a) === JSON.stringify(b))
+
 /**
  * Locks the contacts of the tracked events (creating any that are missing, e.g. deleted since the
  * api resolved them), folds each contact's changes in order, writes them in one statement, and
@@ -234,8 +238,8 @@ const applyContactChanges = Effect.fnUntraced(function*(
   const sql = yield* SqlClient.SqlClient
   const emails = [...new Set(tracked.map((event) => event.email))]
   const lockContacts = () =>
-    sql<{ id: string; email: string; subscribed: boolean; pinned_at: Record<string, number> | string }>`
-      SELECT id, email, subscribed, pinned_at FROM contacts
+    sql<{ id: string; email: string; subscribed: boolean; pinned_at: Record<string, number> | string; data: Record<string, unknown> | string }>`
+      SELECT id, email, subscribed, pinned_at, data FROM contacts
       WHERE project_id = ${context.projectId}
         AND email = ANY(ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(emails)}::jsonb)))
       ORDER BY id
@@ -263,6 +267,7 @@ const applyContactChanges = Effect.fnUntraced(function*(
       email: row.email,
       subscribed: row.subscribed,
       pins: typeof row.pinned_at === "string" ? JSON.parse(row.pinned_at) : row.pinned_at,
+      current: typeof row.data === "string" ? JSON.parse(row.data) : { ...row.data },
       set: {},
       remove: new Set(),
       touched: false
@@ -291,15 +296,19 @@ const applyContactChanges = Effect.fnUntraced(function*(
       })
     }
     // Compose patches in order: a later set wins over an earlier delete and vice versa.
+    // Only real changes count: apps often resend the same properties with every event, and an
+    // unchanged value neither rewrites the contact nor re-evaluates the segments that read it.
     for (const key of event.remove) {
-      if (pinnedAfter(contact, `data.${key}`, at)) continue
+      if (pinnedAfter(contact, `data.${key}`, at) || !(key in contact.current)) continue
+      delete contact.current[key]
       delete contact.set[key]
       contact.remove.add(key)
       contact.touched = true
       if (fields !== "all") fields.add(`data.${key}`)
     }
     for (const [key, value] of Object.entries(event.set)) {
-      if (pinnedAfter(contact, `data.${key}`, at)) continue
+      if (pinnedAfter(contact, `data.${key}`, at) || sameJson(contact.current[key], value)) continue
+      contact.current[key] = value
       contact.set[key] = value
       contact.remove.delete(key)
       contact.touched = true

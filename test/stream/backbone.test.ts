@@ -30,13 +30,21 @@ const trackSequences = async (api: () => string, projects: ReadonlyArray<TestPro
   const accepted: Array<{ projectId: string; eventId: string }> = []
   await Promise.all(projects.flatMap((project) =>
     Array.from({ length: contacts }, async (_, c) => {
+      let failures = 0
       for (let n = 1; n <= count; n++) {
         const res = await request(api(), "POST", "/v1/track", {
           key: project.publicKey,
           body: { email: `c${c}@order.test`, event: n % 2 === 0 ? "even" : "odd", data: { counter: n } }
-        }).catch(() => undefined)
-        if (res?.status === 200) accepted.push({ projectId: project.id, eventId: res.json.data.event })
-        else n-- // not accepted (the api is restarting): send the same step again
+        }).catch((error) => ({ status: 0, json: undefined, text: String(error) }))
+        if (res.status === 200) {
+          accepted.push({ projectId: project.id, eventId: res.json.data.event })
+          failures = 0
+        } else {
+          // Not accepted: send the same step again, but not forever.
+          if (++failures > 50) throw new Error(`track keeps failing: ${res.status} ${res.text}`)
+          await sleep(50)
+          n--
+        }
       }
     })
   ))
