@@ -13,6 +13,7 @@ import { uuidv7 } from "../domain/ids.ts"
 import type { TrackedEvent } from "../ingest/EventPublisher.ts"
 import type { StreamNames } from "../stream/subjects.ts"
 import { clockNow } from "../lib/clock.ts"
+import { pgArray } from "../lib/pgArray.ts"
 import type { Delivered, EmittedEventMessage } from "./messages.ts"
 import { backfillChunk, type ContactChange, emptyChange, evaluateChanges, loadSegments, type ProjectSegments } from "./segments.ts"
 
@@ -241,7 +242,7 @@ const applyContactChanges = Effect.fnUntraced(function*(
     sql<{ id: string; email: string; subscribed: boolean; pinned_at: Record<string, number> | string; data: Record<string, unknown> | string }>`
       SELECT id, email, subscribed, pinned_at, data FROM contacts
       WHERE project_id = ${context.projectId}
-        AND email = ANY(ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(emails)}::jsonb)))
+        AND email = ANY(${pgArray(emails)}::text[])
       ORDER BY id
       FOR UPDATE`
   let rows = yield* lockContacts()

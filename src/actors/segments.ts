@@ -13,6 +13,7 @@ import { compileCondition, type ContactFacts, type EventAggregate, type Evaluati
 import type { Condition } from "../domain/conditions/types.ts"
 import { conditionReads, type ConditionReads } from "../domain/conditions/validate.ts"
 import { uuidv7 } from "../domain/ids.ts"
+import { pgArray } from "../lib/pgArray.ts"
 import { compileConditionSql } from "../store/conditionSql.ts"
 import { segmentSlug, toSegment } from "../store/Segments.ts"
 import type { StreamNames } from "../stream/subjects.ts"
@@ -183,7 +184,7 @@ const loadFacts = Effect.fnUntraced(function*(
   windowedNames: ReadonlySet<string>
 ) {
   const sql = yield* SqlClient.SqlClient
-  const ids = JSON.stringify(contactIds)
+  const ids = pgArray(contactIds)
   const contacts = yield* sql<{
     id: string
     email: string
@@ -192,7 +193,7 @@ const loadFacts = Effect.fnUntraced(function*(
     created_at: Date
     updated_at: Date
   }>`SELECT id, email, subscribed, data, created_at, updated_at FROM contacts
-     WHERE project_id = ${projectId} AND id = ANY(ARRAY(SELECT jsonb_array_elements_text(${ids}::jsonb)::uuid))`
+     WHERE project_id = ${projectId} AND id = ANY(${ids}::uuid[])`
   const aggregates = eventNames.size === 0 ? [] : yield* sql<{
     contact_id: string
     name: string
@@ -201,18 +202,18 @@ const loadFacts = Effect.fnUntraced(function*(
     last_at: Date
   }>`SELECT contact_id, name, count, first_at, last_at FROM event_aggregates
      WHERE project_id = ${projectId}
-       AND contact_id = ANY(ARRAY(SELECT jsonb_array_elements_text(${ids}::jsonb)::uuid))
-       AND name = ANY(ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify([...eventNames])}::jsonb)))`
+       AND contact_id = ANY(${ids}::uuid[])
+       AND name = ANY(${pgArray([...eventNames])}::text[])`
   const times = windowedNames.size === 0 ? [] : yield* sql<{ contact_id: string; name: string; created_at: Date }>`
     SELECT contact_id, name, created_at FROM events
     WHERE project_id = ${projectId}
-      AND contact_id = ANY(ARRAY(SELECT jsonb_array_elements_text(${ids}::jsonb)::uuid))
-      AND name = ANY(ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify([...windowedNames])}::jsonb)))
+      AND contact_id = ANY(${ids}::uuid[])
+      AND name = ANY(${pgArray([...windowedNames])}::text[])
     ORDER BY created_at DESC`
   const memberships = yield* sql<{ contact_id: string; segment_id: string }>`
     SELECT contact_id, segment_id FROM segment_memberships
     WHERE project_id = ${projectId} AND exited_at IS NULL
-      AND contact_id = ANY(ARRAY(SELECT jsonb_array_elements_text(${ids}::jsonb)::uuid))`
+      AND contact_id = ANY(${ids}::uuid[])`
   const facts = new Map<string, ContactFacts & { memberships: Set<string> }>()
   for (const row of contacts) {
     facts.set(row.id, {

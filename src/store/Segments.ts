@@ -4,6 +4,7 @@ import { SqlClient, type SqlError } from "effect/sql"
 import type { Condition } from "../domain/conditions/types.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { AppConfig } from "../config.ts"
+import { pgArray } from "../lib/pgArray.ts"
 import { Nats } from "../stream/Nats.ts"
 import { streamNames } from "../stream/subjects.ts"
 import { compileConditionSql } from "./conditionSql.ts"
@@ -268,7 +269,7 @@ export class Segments extends Context.Service<Segments, {
           }
           const found = yield* sql<{ id: string; email: string }>`
             SELECT id, email FROM contacts WHERE project_id = ${segment.projectId}
-              AND email = ANY(ARRAY(SELECT jsonb_array_elements_text(${emailsJson(emails)}::jsonb)))`
+              AND email = ANY(${pgArray([...new Set(emails)])}::text[])`
           const entered = yield* sql<{ contact_id: string }>`
             INSERT INTO segment_memberships (segment_id, contact_id, project_id, entered_at)
             SELECT ${segment.id}, (x->>'id')::uuid, ${segment.projectId}, ${now}::timestamptz
@@ -291,13 +292,13 @@ export class Segments extends Context.Service<Segments, {
             FROM contacts c
             WHERE m.segment_id = ${segment.id} AND m.contact_id = c.id AND m.exited_at IS NULL
               AND c.project_id = ${segment.projectId}
-              AND c.email = ANY(ARRAY(SELECT jsonb_array_elements_text(${emailsJson(emails)}::jsonb)))
+              AND c.email = ANY(${pgArray([...new Set(emails)])}::text[])
             RETURNING c.id, c.email`
           yield* sql`UPDATE segments SET member_count = GREATEST(0, member_count - ${exited.length}) WHERE id = ${segment.id}`
           yield* emitMembership(segment, "exit", exited)
           const known = yield* sql<{ email: string }>`
             SELECT email FROM contacts WHERE project_id = ${segment.projectId}
-              AND email = ANY(ARRAY(SELECT jsonb_array_elements_text(${emailsJson(emails)}::jsonb)))`
+              AND email = ANY(${pgArray([...new Set(emails)])}::text[])`
           const knownEmails = new Set(known.map((row) => row.email))
           return { removed: exited.length, notFound: [...new Set(emails)].filter((email) => !knownEmails.has(email)) }
         }))
