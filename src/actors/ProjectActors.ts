@@ -63,7 +63,12 @@ interface Actor {
   fiber?: Fiber.Fiber<void>
 }
 
-export const makeProjectActors = (options: { readonly workerId: string; readonly names: StreamNames }) =>
+export const makeProjectActors = (options: {
+  readonly workerId: string
+  readonly names: StreamNames
+  /** Wakes the outbox relay, so emitted events leave as soon as their batch commits. */
+  readonly wakeRelay: Effect.Effect<void>
+}) =>
   Effect.gen(function*() {
     const actors = new Map<string, Actor>()
     const services = yield* Effect.context<SqlClient.SqlClient>()
@@ -82,6 +87,7 @@ export const makeProjectActors = (options: { readonly workerId: string; readonly
         const run = actor.run
         const started = performance.now()
         const outcome = yield* applyBatch(contextOf(projectId, actor), batch.map((item) => item.delivered))
+        if (outcome.emitted > 0) yield* options.wakeRelay
         for (const item of batch) item.message.ack()
         for (const item of batch) run.applied(item.delivered.seq)
         WorkerMetrics.batchSize.observe(batch.length)
@@ -115,7 +121,11 @@ export const makeProjectActors = (options: { readonly workerId: string; readonly
         while (!actor.run.stopped) {
           // A pending backfill advances one chunk at a time, between message batches.
           if (actor.segmentState.backfills.length > 0) {
-            const result = yield* withRetry(projectId, actor, applyBackfillChunk(contextOf(projectId, actor)))
+            const result = yield* withRetry(
+              projectId,
+              actor,
+              Effect.andThen(applyBackfillChunk(contextOf(projectId, actor)), options.wakeRelay)
+            )
             if (result === "lease-lost") break
             if (Queue.sizeUnsafe(actor.mailbox) === 0) continue
           }

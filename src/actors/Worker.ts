@@ -20,6 +20,7 @@ import { randomBytes } from "node:crypto"
 import { clockNow } from "../lib/clock.ts"
 import { WorkerMetrics } from "../observability/Metrics.ts"
 import { Nats } from "../stream/Nats.ts"
+import { OutboxRelay } from "../stream/OutboxRelay.ts"
 import type { InMessage } from "./messages.ts"
 import { makeProjectActors, PartitionRun } from "./ProjectActors.ts"
 
@@ -33,7 +34,8 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const nats = yield* Nats
   const workerId = `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`
-  const actors = yield* makeProjectActors({ workerId, names: nats.names })
+  const relay = yield* OutboxRelay
+  const actors = yield* makeProjectActors({ workerId, names: nats.names, wakeRelay: relay.wake })
   const runs = new Map<number, { run: PartitionRun; fiber: Fiber.Fiber<void, unknown> }>()
   const consumerName = (partition: number) => `${nats.prefix}_part_${partition}`
 
