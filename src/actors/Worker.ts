@@ -119,13 +119,13 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
       if (partitions.length === 0) return
       const watermarks = new Map(partitions.map((partition) => [partition, runs.get(partition)?.run.watermark ?? 0]))
       for (const partition of partitions) yield* stop(partition)
+      // Expire the lease (the next owner bumps the epoch) without touching the lease row itself: an
+      // update of that row would queue behind batch transactions still share-locking it.
       for (const [partition, seq] of watermarks) {
-        const released = yield* sql`UPDATE partition_leases SET owner = NULL
-                                    WHERE owner = ${workerId} AND partition = ${partition} RETURNING partition`
-        if (released.length > 0) {
-          yield* sql`UPDATE partition_state SET expires_at = '-infinity', applied_seq = GREATEST(applied_seq, ${seq})
-                     WHERE partition = ${partition}`
-        }
+        yield* sql`
+          UPDATE partition_state s SET expires_at = '-infinity', applied_seq = GREATEST(s.applied_seq, ${seq})
+          FROM partition_leases l
+          WHERE s.partition = ${partition} AND l.partition = s.partition AND l.owner = ${workerId}`
       }
       yield* Effect.logInfo("partitions released", { partitions })
     })
@@ -147,10 +147,11 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
              partition_leases l
         WHERE s.partition = x.partition AND l.partition = x.partition AND l.owner = ${workerId} AND l.epoch = x.epoch`
     }
+    // Only leases still alive are renewed: a released or expired one is up for grabs.
     const renewed = yield* sql<{ partition: number; epoch: string }>`
       UPDATE partition_state s SET expires_at = now() + make_interval(secs => ${LEASE_TTL_SECONDS})
       FROM partition_leases l
-      WHERE l.partition = s.partition AND l.owner = ${workerId}
+      WHERE l.partition = s.partition AND l.owner = ${workerId} AND s.expires_at > now()
       RETURNING s.partition, l.epoch`
     const held = new Map(renewed.map((row) => [row.partition, Number(row.epoch)]))
     // Lost: leased here but taken by someone else (we were too slow to renew).

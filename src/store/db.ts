@@ -45,7 +45,10 @@ export const PgLive = Layer.unwrap(
     PgClient.layer({
       url: config.databaseUrl,
       maxConnections: 20,
-      applicationName: "mailstream"
+      applicationName: "mailstream",
+      // A transaction abandoned mid-flight (an interrupted fiber, a wedged process) must not keep its
+      // locks: batch transactions share-lock their partition's lease, which a takeover has to update.
+      startupParameters: { idle_in_transaction_session_timeout: "15s" }
     }))
 )
 

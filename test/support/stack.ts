@@ -80,7 +80,13 @@ export const createStack = async (env: Record<string, string> = {}): Promise<Sta
         logs,
         async stop(signal = "SIGTERM") {
           if (child.exitCode === null && child.signalCode === null) child.kill(signal)
+          // A graceful stop that hangs is a bug worth seeing, but must not wedge the whole suite.
+          const timer = setTimeout(() => {
+            console.warn(`${role} did not exit 15 s after ${signal}; killing it. Last logs:\n${logs.slice(-10).join("\n")}`)
+            child.kill("SIGKILL")
+          }, 15_000)
           await exited
+          clearTimeout(timer)
         }
       }
       const onLine = (line: string) => {
