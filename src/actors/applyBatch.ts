@@ -13,6 +13,7 @@ import { uuidv7 } from "../domain/ids.ts"
 import type { TrackedEvent } from "../ingest/EventPublisher.ts"
 import type { StreamNames } from "../stream/subjects.ts"
 import { clockNow } from "../lib/clock.ts"
+import { writeEmittedEvents } from "../stream/emitted.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import type { Delivered, EmittedEventMessage } from "./messages.ts"
 import { backfillChunk, type ContactChange, emptyChange, evaluateChanges, loadSegments, type ProjectSegments } from "./segments.ts"
@@ -193,7 +194,13 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
     yield* flushEvents
 
     if (emitted.length > 0) {
-      yield* writeEmitted(context, emitted)
+      yield* writeEmittedEvents(context.names, context.projectId, emitted.map((event) => ({
+        name: event.name,
+        contactId: event.contactId,
+        email: event.email,
+        data: { contactId: event.contactId, email: event.email, source: event.source },
+        at: event.at
+      })))
       outcome.emitted = emitted.length
     }
 
@@ -369,37 +376,6 @@ const insertEvents = Effect.fnUntraced(function*(projectId: string, events: Read
     )
     SELECT count(*)::int AS inserted FROM ins`
   return result?.inserted ?? 0
-})
-
-/** Emitted events go to stream OUT, and back into IN so the project records them and can react. */
-const writeEmitted = Effect.fnUntraced(function*(context: BatchContext, emitted: ReadonlyArray<Emitted>) {
-  const sql = yield* SqlClient.SqlClient
-  const rows = emitted.flatMap((event) => {
-    const eventId = uuidv7()
-    const data = { contactId: event.contactId, email: event.email, source: event.source }
-    const feedback: EmittedEventMessage = {
-      kind: "event",
-      projectId: context.projectId,
-      eventId,
-      contactId: event.contactId,
-      email: event.email,
-      name: event.name,
-      data,
-      at: event.at
-    }
-    return [
-      {
-        id: eventId,
-        subject: context.names.outSubject(context.projectId, event.name),
-        payload: { id: eventId, projectId: context.projectId, name: event.name, contactId: event.contactId, data, at: event.at }
-      },
-      { id: uuidv7(), subject: context.names.inSubject(context.projectId, "event"), payload: feedback }
-    ]
-  })
-  yield* sql`
-    INSERT INTO outbox (id, subject, payload)
-    SELECT (x->>'id')::uuid, x->>'subject', x->'payload' FROM jsonb_array_elements(${JSON.stringify(rows)}::jsonb) WITH ORDINALITY AS t(x, n)
-    ORDER BY n`
 })
 
 /**

@@ -16,8 +16,8 @@ import { uuidv7 } from "../domain/ids.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import { compileConditionSql } from "../store/conditionSql.ts"
 import { segmentSlug, toSegment } from "../store/Segments.ts"
+import { type EmittedEvent, writeEmittedEvents } from "../stream/emitted.ts"
 import type { StreamNames } from "../stream/subjects.ts"
-import type { EmittedEventMessage } from "./messages.ts"
 
 export interface SegmentDef {
   readonly id: string
@@ -136,46 +136,6 @@ export interface SegmentContext {
   readonly names: StreamNames
 }
 
-interface Emitted {
-  readonly id: string
-  readonly name: string
-  readonly contactId: string
-  readonly email: string
-  readonly data: Record<string, unknown>
-  readonly at: string
-}
-
-/** Writes emitted events to OUT (and back into IN, where they are recorded as the contact's events). */
-export const emitEvents = Effect.fnUntraced(function*(context: SegmentContext, emitted: ReadonlyArray<Emitted>) {
-  if (emitted.length === 0) return
-  const sql = yield* SqlClient.SqlClient
-  const rows = emitted.flatMap((event) => {
-    const feedback: EmittedEventMessage = {
-      kind: "event",
-      projectId: context.projectId,
-      eventId: event.id,
-      contactId: event.contactId,
-      email: event.email,
-      name: event.name,
-      data: event.data,
-      at: event.at
-    }
-    return [
-      {
-        id: event.id,
-        subject: context.names.outSubject(context.projectId, event.name),
-        payload: { id: event.id, projectId: context.projectId, name: event.name, contactId: event.contactId, email: event.email, data: event.data, at: event.at }
-      },
-      { id: uuidv7(), subject: context.names.inSubject(context.projectId, "event"), payload: feedback }
-    ]
-  })
-  yield* sql`
-    INSERT INTO outbox (id, subject, payload)
-    SELECT (x->>'id')::uuid, x->>'subject', x->'payload'
-    FROM jsonb_array_elements(${JSON.stringify(rows)}::jsonb) WITH ORDINALITY AS t(x, n)
-    ORDER BY n`
-})
-
 /** Loads what the given segments read about the given contacts. */
 const loadFacts = Effect.fnUntraced(function*(
   projectId: string,
@@ -286,7 +246,7 @@ export const evaluateChanges = Effect.fnUntraced(function*(
   const entries: Array<{ segmentId: string; contactId: string; at: string }> = []
   const exits: Array<{ segmentId: string; contactId: string; at: string }> = []
   const timers: Array<{ contactId: string; dueAt: string; id: string }> = []
-  const emitted: Array<Emitted> = []
+  const emitted: Array<EmittedEvent> = []
   for (const [contactId, ids] of wanted) {
     const contact = facts.get(contactId)
     if (!contact) continue // deleted meanwhile
@@ -310,7 +270,6 @@ export const evaluateChanges = Effect.fnUntraced(function*(
       }
       if (def.trackMembership) {
         emitted.push({
-          id: uuidv7(),
           name: `segment.${def.slug}.${evaluation.matches ? "entry" : "exit"}`,
           contactId,
           email: contact.email,
@@ -324,7 +283,7 @@ export const evaluateChanges = Effect.fnUntraced(function*(
   }
   yield* writeMembershipChanges(context.projectId, entries, exits)
   yield* setTimers(context, timers)
-  yield* emitEvents(context, emitted)
+  yield* writeEmittedEvents(context.names, context.projectId, emitted)
   return emitted.length
 })
 
@@ -403,11 +362,10 @@ export const backfillChunk = Effect.fnUntraced(function*(
   yield* writeMembershipChanges(context.projectId, entries, exits)
   if (emit && def.trackMembership) {
     const emails = new Map(chunk.map((row) => [row.id, row.email]))
-    yield* emitEvents(context, [
+    yield* writeEmittedEvents(context.names, context.projectId, [
       ...entries.map((e) => ({ ...e, kind: "entry" })),
       ...exits.map((e) => ({ ...e, kind: "exit" }))
     ].map((change) => ({
-      id: uuidv7(),
       name: `segment.${def.slug}.${change.kind}`,
       contactId: change.contactId,
       email: emails.get(change.contactId) ?? "",

@@ -5,6 +5,7 @@ import type { Condition } from "../domain/conditions/types.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { AppConfig } from "../config.ts"
 import { pgArray } from "../lib/pgArray.ts"
+import { writeEmittedEvents } from "../stream/emitted.ts"
 import { Nats } from "../stream/Nats.ts"
 import { streamNames } from "../stream/subjects.ts"
 import { compileConditionSql } from "./conditionSql.ts"
@@ -222,32 +223,17 @@ export class Segments extends Context.Service<Segments, {
         return toSegment(rows[0]!)
       })
 
-      /** segment.<slug>.entry|exit for a manual change: to OUT, and back into IN to be recorded. */
-      const emitMembership = (segment: Segment, kind: "entry" | "exit", contacts: ReadonlyArray<{ id: string; email: string }>) => {
-        if (!segment.trackMembership || contacts.length === 0) return Effect.void
-        const name = `segment.${segmentSlug(segment.name)}.${kind}`
-        const at = new Date().toISOString()
-        const rows = contacts.flatMap((contact) => {
-          const id = uuidv7()
-          const data = { segmentId: segment.id, segmentName: segment.name }
-          return [
-            {
-              id,
-              subject: names.outSubject(segment.projectId, name),
-              payload: { id, projectId: segment.projectId, name, contactId: contact.id, email: contact.email, data, at }
-            },
-            {
-              id: uuidv7(),
-              subject: names.inSubject(segment.projectId, "event"),
-              payload: { kind: "event", projectId: segment.projectId, eventId: id, contactId: contact.id, email: contact.email, name, data, at }
-            }
-          ]
-        })
-        return Effect.asVoid(sql`
-          INSERT INTO outbox (id, subject, payload)
-          SELECT (x->>'id')::uuid, x->>'subject', x->'payload'
-          FROM jsonb_array_elements(${JSON.stringify(rows)}::jsonb) WITH ORDINALITY AS t(x, n) ORDER BY n`)
-      }
+      /** segment.<slug>.entry|exit for a manual change of a tracked segment. */
+      const emitMembership = (segment: Segment, kind: "entry" | "exit", contacts: ReadonlyArray<{ id: string; email: string }>) =>
+        segment.trackMembership
+          ? writeEmittedEvents(names, segment.projectId, contacts.map((contact) => ({
+            name: `segment.${segmentSlug(segment.name)}.${kind}`,
+            contactId: contact.id,
+            email: contact.email,
+            data: { segmentId: segment.id, segmentName: segment.name },
+            at: new Date().toISOString()
+          }))).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+          : Effect.void
 
       const emailsJson = (emails: ReadonlyArray<string>) => JSON.stringify([...new Set(emails)])
 

@@ -11,6 +11,7 @@ import { Segments } from "../../store/Segments.ts"
 import { OutboxRelay } from "../../stream/OutboxRelay.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
+import { parseBoolean, parseLimit, parsePositive } from "../query.ts"
 import { ApiError, BareBadRequest, rendered } from "../errors.ts"
 
 export const MAX_LOOKUP_EMAILS = 500
@@ -24,16 +25,6 @@ export const validateData = (data: Readonly<Record<string, unknown>> | undefined
     : Effect.fail(ApiError.validation(problems.map(([field, message]) => ({ field, message, code: "too_big" }))))
 }
 
-/** Lenient query parsing: the spec says unrecognised values fall back to defaults. */
-const parseLimit = (raw: string | undefined) => {
-  const value = raw === undefined ? NaN : Number.parseInt(raw, 10)
-  return Number.isFinite(value) ? Math.min(100, Math.max(1, value)) : 20
-}
-const parsePositive = (raw: string | undefined, fallback: number, max = Number.MAX_SAFE_INTEGER) => {
-  const value = raw === undefined ? NaN : Number.parseInt(raw, 10)
-  return Number.isFinite(value) && value >= 1 ? Math.min(max, value) : fallback
-}
-const parseBoolean = (raw: string | undefined) => (raw === "true" ? true : raw === "false" ? false : undefined)
 
 const notFound = ApiError.notFound("Contact")
 

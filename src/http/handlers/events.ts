@@ -9,13 +9,9 @@ import { Segments } from "../../store/Segments.ts"
 import { Nats } from "../../stream/Nats.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
+import { nonEmpty, parseLimit } from "../query.ts"
 import { ApiError, rendered } from "../errors.ts"
 
-const parseLimit = (raw: string | undefined) => {
-  const value = raw === undefined ? NaN : Number.parseInt(raw, 10)
-  return Number.isFinite(value) ? Math.min(100, Math.max(1, value)) : 20
-}
-const nonEmpty = (raw: string | undefined) => (raw === undefined || raw === "" ? undefined : raw)
 const badCursor = ApiError.badRequest("cursor is not a cursor returned by this list", "INVALID_CURSOR")
 const DAY = 86_400_000
 

@@ -8,15 +8,12 @@ import { type Segment, Segments } from "../../store/Segments.ts"
 import { OutboxRelay } from "../../stream/OutboxRelay.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
+import { parsePositive } from "../query.ts"
 import { ApiError, BareBadRequest, rendered } from "../errors.ts"
 
 const notFound = ApiError.notFound("Segment")
 const MAX_EMAILS = 1_000
 
-const parsePositive = (raw: string | undefined, fallback: number, max = Number.MAX_SAFE_INTEGER) => {
-  const value = raw === undefined ? NaN : Number.parseInt(raw, 10)
-  return Number.isFinite(value) && value >= 1 ? Math.min(max, value) : fallback
-}
 
 const present = ({ version: _, ...segment }: Segment) => segment
 
