@@ -64,7 +64,9 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
       })
       const messages = yield* Effect.acquireRelease(
         Effect.tryPromise(async () => (await nats.js.consumers.get(stream, name)).consume({ max_messages: 2_000 })),
-        (iterator) => Effect.promise(() => iterator.close().catch(() => undefined))
+        // close() waits for the outstanding pull to expire (up to 30 s); shutdown must not.
+        (iterator) =>
+          Effect.promise(() => iterator.close().catch(() => undefined)).pipe(Effect.timeout("1 second"), Effect.ignore)
       )
       yield* Stream.fromAsyncIterable(messages, (error) => error).pipe(
         Stream.runForEach((message: JsMsg) => {

@@ -101,8 +101,14 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
 
     const [offset] = yield* sql<{ applied_seq: string }>`
       SELECT applied_seq FROM project_offsets WHERE project_id = ${context.projectId} FOR UPDATE`
-    const appliedSeq = offset ? Number(offset.applied_seq) : 0
-    const fresh = batch.filter((message) => message.seq > appliedSeq)
+    // Only messages beyond everything applied so far, in this batch too: a redelivered copy of a
+    // message earlier in the same batch (consumer recreated, ack_wait redelivery) is skipped as well.
+    let highest = offset ? Number(offset.applied_seq) : 0
+    const fresh = batch.filter((message) => {
+      if (message.seq <= highest) return false
+      highest = message.seq
+      return true
+    })
     const outcome = { applied: fresh.length, skipped: batch.length - fresh.length, eventsInserted: 0, emitted: 0 }
     if (fresh.length === 0) return outcome
 
@@ -184,9 +190,12 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
           } else if (body.type === "segmentsChanged") {
             segmentsChanged = true
           } else if (body.type === "computeSegment") {
+            // Recorded on the segment, so a crash or a rebalance before it finishes does not lose it.
+            yield* sql`UPDATE segments SET backfilled_version = LEAST(backfilled_version, version - 1), backfill_emits = true
+                       WHERE id = ${body.segmentId} AND project_id = ${context.projectId}`
             const state = context.segmentState
             state.backfills = state.backfills.filter((job) => job.segmentId !== body.segmentId)
-            state.backfills.push({ segmentId: body.segmentId, cursor: FIRST_ID, emit: true })
+            segmentsChanged = true
           }
           break
       }
@@ -214,9 +223,8 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
       clockNow()
     )
 
-    const lastSeq = fresh[fresh.length - 1]!.seq
     yield* sql`
-      INSERT INTO project_offsets (project_id, applied_seq) VALUES (${context.projectId}, ${lastSeq})
+      INSERT INTO project_offsets (project_id, applied_seq) VALUES (${context.projectId}, ${highest})
       ON CONFLICT (project_id) DO UPDATE SET applied_seq = GREATEST(project_offsets.applied_seq, EXCLUDED.applied_seq)`
     return outcome
   }))
@@ -253,6 +261,7 @@ const applyContactChanges = Effect.fnUntraced(function*(
       ORDER BY id
       FOR UPDATE`
   let rows = yield* lockContacts()
+  const createdHere = new Set<string>()
   if (rows.length < emails.length) {
     const known = new Set(rows.map((row) => row.email))
     const missing = new Map<string, TrackedEvent>()
@@ -268,6 +277,7 @@ const applyContactChanges = Effect.fnUntraced(function*(
       FROM jsonb_array_elements(${JSON.stringify([...missing.values()])}::jsonb) x
       ON CONFLICT DO NOTHING`
     rows = yield* lockContacts()
+    for (const row of rows) if (!known.has(row.email)) createdHere.add(row.id)
   }
   const byEmail = new Map<string, ContactState>(
     rows.map((row) => [row.email, {
@@ -290,6 +300,8 @@ const applyContactChanges = Effect.fnUntraced(function*(
     const at = Date.parse(event.at)
     const change = changeOf(contact.id)
     change.events.add(event.name)
+    // A contact new to the project is evaluated against every segment, not just those its changes touch.
+    if (event.contactCreated || createdHere.has(contact.id)) change.fields = "all"
     const fields = change.fields
     if (event.subscribed !== null && event.subscribed !== contact.subscribed && !pinnedAfter(contact, "subscribed", at)) {
       contact.subscribed = event.subscribed

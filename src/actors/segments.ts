@@ -10,7 +10,7 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { compileCondition, type ContactFacts, type EventAggregate, type Evaluation } from "../domain/conditions/evaluate.ts"
-import type { Condition } from "../domain/conditions/types.ts"
+import { type Condition, parseField } from "../domain/conditions/types.ts"
 import { conditionReads, type ConditionReads } from "../domain/conditions/validate.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { pgArray } from "../lib/pgArray.ts"
@@ -63,7 +63,10 @@ const windowedCounts = (condition: Condition): Set<string> => {
   const visit = (tree: Condition) => {
     for (const group of tree.groups) {
       for (const filter of group.filters) {
-        if (filter.operator === "triggeredAtLeast" && filter.within !== undefined) names.add(filter.field.slice(6))
+        if (filter.operator === "triggeredAtLeast" && filter.within !== undefined) {
+          const ref = parseField(filter.field)
+          if (ref?.kind === "event") names.add(ref.name)
+        }
       }
       if (group.conditions) visit(group.conditions)
     }

@@ -1,6 +1,6 @@
 // Deliberately pragmatic: one @, a dotted domain with a 2+ letter TLD, no spaces or control
 // characters, within RFC 5321 lengths. Deliverability is /v1/verify's job, not this check's.
-const EMAIL_PATTERN = /^[^\s@<>()[\]\\,;:"]+@(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/i
+const EMAIL_PATTERN = /^[^\s\x00-\x1f\x7f@<>()[\]\\,;:"]+@(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$/i
 
 export const MAX_EMAIL_LENGTH = 254
 

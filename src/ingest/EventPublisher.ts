@@ -13,6 +13,8 @@ import { Nats } from "../stream/Nats.ts"
 export interface TrackedEvent {
   readonly eventId: string
   readonly contactId: string
+  /** The api created the contact for this event (so the actor evaluates it against every segment). */
+  readonly contactCreated?: boolean
   readonly email: string
   readonly name: string
   /** Explicit subscription from the request (null: keep). */

@@ -7,7 +7,7 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import { type DataPatch, type FieldType, inferFieldTypes } from "../domain/customData.ts"
-import { uuidv7 } from "../domain/ids.ts"
+import { isUuid, uuidv7 } from "../domain/ids.ts"
 import { streamNames } from "../stream/subjects.ts"
 
 export interface Contact {
@@ -118,7 +118,7 @@ const STANDARD_COLUMNS: Record<string, string> = {
   updatedAt: "updated_at"
 }
 
-export const isStandardField = (field: string): boolean => field in STANDARD_COLUMNS
+export const isStandardField = (field: string): boolean => Object.hasOwn(STANDARD_COLUMNS, field)
 
 /** `data.profile.tier` → `["profile", "tier"]`; undefined when the name is not a custom field. */
 export const customFieldPath = (field: string): Array<string> | undefined => {
@@ -147,6 +147,9 @@ const pinsOf = (patch: DataPatch, subscribed: boolean | undefined, at: number): 
   for (const key of [...Object.keys(patch.set), ...patch.remove]) pins[`data.${key}`] = at
   return JSON.stringify(pins)
 }
+
+/** What our own cursors carry: `Date#toISOString()` output. */
+export const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 
 const escapeLike = (text: string) => text.replace(/[\\%_]/g, (char) => `\\${char}`)
 
@@ -352,7 +355,7 @@ export class Contacts extends Context.Service<Contacts, {
             conditions.push(sql`email ${sql.literal(after)} ${values[0]!}`)
           } else {
             const values = decodeCursor(query.cursor, 2)
-            if (!values || Number.isNaN(Date.parse(values[0]!))) return "bad-cursor" as const
+            if (!values || !ISO_INSTANT.test(values[0]!) || !isUuid(values[1]!)) return "bad-cursor" as const
             conditions.push(sql`(created_at, id) ${sql.literal(after)} (${values[0]!}::timestamptz, ${values[1]!}::uuid)`)
           }
         }

@@ -1,6 +1,8 @@
 /** Reads of stored events (written by project actors, see actors/applyBatch.ts). */
 import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
+import { isUuid } from "../domain/ids.ts"
+import { ISO_INSTANT } from "./Contacts.ts"
 
 export interface StoredEvent {
   readonly id: string
@@ -41,7 +43,7 @@ const decodeCursor = (cursor: string): [string, string] | undefined => {
   try {
     const value: unknown = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"))
     return Array.isArray(value) && value.length === 2 && typeof value[0] === "string" && typeof value[1] === "string" &&
-        !Number.isNaN(Date.parse(value[0]))
+        ISO_INSTANT.test(value[0]) && isUuid(value[1])
       ? [value[0], value[1]]
       : undefined
   } catch {

@@ -45,7 +45,12 @@ const scalar = fc.oneof(
   fc.boolean(),
   dateStrings
 )
-const dataValue = fc.oneof(scalar, fc.record({ tier: scalar }, { requiredKeys: [] }), fc.constant(null))
+const dataValue = fc.oneof(
+  scalar,
+  fc.record({ tier: scalar }, { requiredKeys: [] }),
+  fc.array(scalar, { maxLength: 3 }),
+  fc.constant(null)
+)
 const keys = ["plan", "score", "since"] as const
 
 const contactArb = fc.record({
@@ -62,7 +67,7 @@ const contactArb = fc.record({
 const unit = fc.constantFrom("minutes", "hours", "days") as fc.Arbitrary<"minutes" | "hours" | "days">
 const filterArb: fc.Arbitrary<Filter> = fc.oneof(
   fc.record({
-    field: fc.constantFrom("email", "data.plan", "data.score", "data.since", "data.plan.tier", "subscribed"),
+    field: fc.constantFrom("email", "data.plan", "data.score", "data.since", "data.plan.tier", "subscribed", "data.plan.0", "data.score.-1", "data.constructor", "data.plan.length"),
     operator: fc.constantFrom("equals", "notEquals", "exists", "notExists"),
     value: scalar
   }),

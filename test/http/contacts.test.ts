@@ -209,6 +209,10 @@ describe("GET /contacts", () => {
     expect(unsubscribed.json.total).toBe(5)
     const badCursor = await list("?cursor=garbage")
     expect(badCursor.status).toBe(400)
+    // Well-formed JSON that is not one of our cursors is a 400 too, never a 500.
+    const forged = Buffer.from(JSON.stringify(["1", "x"])).toString("base64url")
+    expect((await list(`?cursor=${forged}`)).status).toBe(400)
+    expect((await list("?search=a%00b")).status).toBe(400)
   })
 })
 
@@ -245,6 +249,7 @@ describe("lookup and fields", () => {
     const emails = await request(api.url, "GET", "/contacts/fields/email/values", { key: fresh.secretKey })
     expect(emails.json.data).toEqual(["f1@fields.test", "f2@fields.test"])
     expect((await request(api.url, "GET", "/contacts/fields/data.nope/values", { key: fresh.secretKey })).status).toBe(404)
+    expect((await request(api.url, "GET", "/contacts/fields/constructor/values", { key: fresh.secretKey })).status).toBe(404)
 
     const usage = await request(api.url, "GET", "/contacts/fields/data.city/usage", { key: fresh.secretKey })
     expect(usage.json).toEqual({ field: "data.city", segments: [], campaigns: [], workflows: [] })

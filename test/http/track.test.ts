@@ -79,6 +79,12 @@ describe("POST /v1/track", () => {
     expect(res.json.error.errors).toEqual([expect.objectContaining({ field: "event", code: "reserved_event" })])
   })
 
+  it("refuses NUL characters, which Postgres cannot store, before accepting the event", async () => {
+    expect((await track({ email: "nul@example.com", event: "x", data: { k: "a\u0000b" } })).status).toBe(422)
+    expect((await track({ email: "nul@example.com", event: "x\u0000" })).status).toBe(422)
+    expect((await track({ email: "n\u0000ul@example.com", event: "x" })).status).toBe(422)
+  })
+
   it("validates email and event", async () => {
     const res = await track({ email: "nope", event: "" })
     expect(res.status).toBe(422)

@@ -57,6 +57,10 @@ describe("segments API", () => {
       name: "Ref", condition: { logic: "AND", groups: [{ filters: [{ field: "segment.0190a3c2-0000-7000-8000-000000000000", operator: "memberOfSegment" }] }] }
     })
     expect(unknown.status).toBe(422)
+    const huge = await secret("POST", "/segments", {
+      name: "Huge", condition: { logic: "AND", groups: [{ filters: [{ field: "event.x", operator: "triggeredAtLeast", value: 1, within: 1e300, unit: "days" }] }] }
+    })
+    expect(huge.status).toBe(422)
   })
 
   it("rejects cycles and refuses to delete a referenced segment", async () => {
@@ -108,6 +112,20 @@ describe("dynamic membership", () => {
     await eventually(async () => {
       const names = (await secret("GET", `/events/contact/${contactId}`)).json.data.map((e: { name: string }) => e.name)
       expect(names).toEqual(expect.arrayContaining(["segment.gold-tier.entry", "segment.gold-tier.exit"]))
+    })
+  })
+
+  it("evaluates a contact created by /v1/track against every segment, not only those its event touches", async () => {
+    const segment = await secret("POST", "/segments", {
+      name: "Acme people",
+      condition: { logic: "AND", groups: [{ filters: [{ field: "email", operator: "contains", value: "@acme.test" }] }] }
+    })
+    await track({ email: "newbie@acme.test", event: "signed_up" })
+    // The stored membership, written by the actor (the live list would match as soon as the contact exists).
+    await eventually(async () => {
+      const [row] = await stack.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM segment_memberships WHERE segment_id = $1 AND exited_at IS NULL", [segment.json.id])
+      expect(row!.n).toBe(1)
     })
   })
 
@@ -171,6 +189,7 @@ describe("static segments", () => {
       expect((await outEvents("segment.beta-testers.entry")).map((e) => e.email).sort()).toEqual(["known@static.test", "new@static.test"])
       expect((await outEvents("segment.beta-testers.exit")).map((e) => e.email)).toEqual(["known@static.test"])
     })
+    expect((await secret("POST", `/segments/${segment.json.id}/members`, { emails: ["not-an-email"], createMissing: true })).status).toBe(422)
     const dynamic = await secret("POST", "/segments", { name: "Dyn", condition: pro })
     expect((await secret("POST", `/segments/${dynamic.json.id}/members`, { emails: ["a@b.co"] })).status).toBe(422)
   })

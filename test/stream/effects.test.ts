@@ -74,6 +74,7 @@ describe("events API", () => {
     const today = new Date().toISOString().slice(0, 10)
     expect(stats.json.byDay).toEqual(expect.arrayContaining([{ day: today, name: "viewed", count: 3 }]))
     expect((await secret("GET", "/events/stats?from=nonsense")).status).toBe(400)
+    expect((await secret("GET", "/events/stats?from=0000-01-01")).status).toBe(400)
 
     const names = await secret("GET", "/events/names")
     expect(names.json.names).toEqual(expect.arrayContaining([expect.objectContaining({ name: "viewed", count: 3 })]))

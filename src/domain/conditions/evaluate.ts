@@ -49,10 +49,18 @@ const readValue = (ref: FieldRef, facts: ContactFacts): unknown => {
     case "timestamp":
       return ref.column === "createdAt" ? facts.createdAt : facts.updatedAt
     case "data": {
+      // As Postgres' `#>` does: object keys (own properties only) and array indexes.
       let current: unknown = facts.data
       for (const key of ref.path) {
-        if (typeof current !== "object" || current === null || Array.isArray(current)) return undefined
-        current = (current as Record<string, unknown>)[key]
+        if (Array.isArray(current)) {
+          if (!/^[+-]?\d+$/.test(key)) return undefined
+          const index = Number(key) < 0 ? current.length + Number(key) : Number(key)
+          current = current[index]
+        } else if (typeof current === "object" && current !== null && Object.hasOwn(current, key)) {
+          current = (current as Record<string, unknown>)[key]
+        } else {
+          return undefined
+        }
       }
       return current === null ? undefined : current
     }

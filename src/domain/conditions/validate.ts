@@ -40,6 +40,7 @@ export const validateCondition = (input: unknown, basePath = ""): Array<Conditio
     if (!isObject(filter)) return problem(path, "A filter is an object { field, operator, value?, unit? }", "invalid_type")
     const field = filter.field
     if (typeof field !== "string" || field.length === 0) return problem(at(path, "field"), "field is required", "required")
+    if (field.includes("\u0000")) return problem(at(path, "field"), "field must not contain NUL characters")
     const ref = parseField(field)
     if (!ref) {
       return problem(
@@ -94,16 +95,18 @@ export const validateCondition = (input: unknown, basePath = ""): Array<Conditio
         }
         return
       case "triggeredAtLeast":
-        if (typeof value !== "number" || !Number.isInteger(value) || value < 1) {
-          return problem(valuePath, "triggeredAtLeast needs a whole count of at least 1")
+        if (typeof value !== "number" || !Number.isInteger(value) || value < 1 || value > 1_000_000_000) {
+          return problem(valuePath, "triggeredAtLeast needs a whole count from 1 to 1,000,000,000")
         }
-        if (filter.within !== undefined && (typeof filter.within !== "number" || !(filter.within > 0))) {
-          return problem(at(path, "within"), "within must be a positive amount")
+        if (filter.within !== undefined && (typeof filter.within !== "number" || !(filter.within > 0) || filter.within > 36_500)) {
+          return problem(at(path, "within"), "within must be a positive amount of at most 36,500")
         }
         return
       case "contains":
       case "notContains":
-        if (typeof value !== "string" || value === "") return problem(valuePath, `${operator} needs a non-empty string`)
+        if (typeof value !== "string" || value === "" || value.includes("\u0000")) {
+          return problem(valuePath, `${operator} needs a non-empty string`)
+        }
         return
       case "greaterThan":
       case "lessThan":
@@ -111,15 +114,16 @@ export const validateCondition = (input: unknown, basePath = ""): Array<Conditio
       case "lessThanOrEqual":
         if (ref.kind === "timestamp") {
           if (!parseDate(value)) return problem(valuePath, "Expected a date: YYYY-MM-DD or an ISO 8601 timestamp")
-        } else if (!(typeof value === "number" && Number.isFinite(value)) && !parseDate(value)) {
+        } else if (!(typeof value === "number" && Math.abs(value) <= 1e15) && !parseDate(value)) {
           return problem(valuePath, `${operator} needs a number or a date (YYYY-MM-DD or ISO 8601)`)
         }
         return
       case "equals":
       case "notEquals":
-        if (value === undefined || !isScalar(value) || (typeof value === "number" && !Number.isFinite(value))) {
+        if (value === undefined || !isScalar(value) || (typeof value === "number" && !(Math.abs(value) <= 1e15))) {
           return problem(valuePath, `${operator} needs a string, number or boolean value`, value === undefined ? "required" : "invalid_value")
         }
+        if (typeof value === "string" && value.includes("\u0000")) return problem(valuePath, "values must not contain NUL characters")
         if (ref.kind === "subscribed" && typeof value !== "boolean") return problem(valuePath, "subscribed compares with true or false")
         if (ref.kind === "timestamp" && !parseDate(value)) return problem(valuePath, "Expected a date: YYYY-MM-DD or an ISO 8601 timestamp")
         return

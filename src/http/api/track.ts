@@ -6,8 +6,8 @@ import { CustomData, Email, IdempotencyHeaders } from "./schemas.ts"
 import { PublicKeyAuth } from "./security.ts"
 
 export const EventName = Schema.String.check(
-  Schema.makeFilter((value: string) => value.trim().length > 0 && value.length <= 255, {
-    expected: "an event name of 1 to 255 characters",
+  Schema.makeFilter((value: string) => value.trim().length > 0 && value.length <= 255 && !/[\x00-\x1f]/.test(value), {
+    expected: "an event name of 1 to 255 characters, without control characters",
     code: "invalid_string"
   } as Schema.Annotations.Filter),
   Schema.makeFilter((value: string) => !isReservedEventName(value), {

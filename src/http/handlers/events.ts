@@ -41,7 +41,8 @@ export const EventsHandlers = HttpApiBuilder.group(Api, "events", Effect.fnUntra
         const project = yield* CurrentProject
         const to = query.to ? new Date(query.to) : new Date()
         const from = query.from ? new Date(query.from) : new Date(to.getTime() - 30 * DAY)
-        if (Number.isNaN(to.getTime()) || Number.isNaN(from.getTime())) {
+        const inRange = (date: Date) => !Number.isNaN(date.getTime()) && date.getUTCFullYear() >= 1 && date.getUTCFullYear() <= 9999
+        if (!inRange(to) || !inRange(from)) {
           return yield* ApiError.badRequest("from and to must be ISO 8601 date-times", "INVALID_RANGE")
         }
         if (from > to) return yield* ApiError.badRequest("from must be before to", "INVALID_RANGE")

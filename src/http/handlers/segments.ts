@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import type { Condition } from "../../domain/conditions/types.ts"
 import { conditionReads, validateCondition } from "../../domain/conditions/validate.ts"
-import { normalizeEmail } from "../../domain/email.ts"
+import { isValidEmail, normalizeEmail } from "../../domain/email.ts"
 import { isUuid } from "../../domain/ids.ts"
 import { type Segment, Segments } from "../../store/Segments.ts"
 import { OutboxRelay } from "../../stream/OutboxRelay.ts"
@@ -60,10 +60,15 @@ export const SegmentsHandlers = HttpApiBuilder.group(Api, "segments", Effect.fnU
     return (yield* store(segments.get(project.id, id))) ?? (yield* notFound)
   })
 
-  const checkEmails = (emails: ReadonlyArray<string>) =>
-    emails.length > MAX_EMAILS
-      ? Effect.fail(ApiError.invalidField("emails", `At most ${MAX_EMAILS} emails per call`, "too_big", emails.length))
+  const checkEmails = (emails: ReadonlyArray<string>) => {
+    if (emails.length > MAX_EMAILS) {
+      return Effect.fail(ApiError.invalidField("emails", `At most ${MAX_EMAILS} emails per call`, "too_big", emails.length))
+    }
+    const invalid = emails.findIndex((email) => !isValidEmail(email.trim()))
+    return invalid >= 0
+      ? Effect.fail(ApiError.invalidField(`emails[${invalid}]`, "Expected a valid email address", "invalid_string", emails[invalid]))
       : Effect.succeed(emails.map(normalizeEmail))
+  }
 
   return handlers
     .handle("create", ({ payload }) =>

@@ -53,6 +53,7 @@ export const TrackHandlers = HttpApiBuilder.group(Api, "track", Effect.fnUntrace
         yield* publisher.publish(project.id, {
           eventId,
           contactId: contact.id,
+          contactCreated: contact.created,
           email,
           name: payload.event.trim(),
           subscribed: payload.subscribed ?? null,
