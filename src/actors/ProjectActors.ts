@@ -5,14 +5,30 @@
  * watermark. A lost lease stops the actor; other failures are retried with backoff, same batch.
  */
 import type { JsMsg } from "@nats-io/jetstream"
-import { Duration, Effect, Fiber, Option, Queue, Schedule } from "effect"
+import { Cause, Duration, Effect, Fiber, Option, Queue, Schedule } from "effect"
 import type { SqlClient } from "effect/sql"
 import { WorkerMetrics } from "../observability/Metrics.ts"
 import type { StreamNames } from "../stream/subjects.ts"
-import { applyBackfillChunk, applyBatch, type SegmentState } from "./applyBatch.ts"
+import { applyBackfillChunk, applyBatch, deadLetter, type SegmentState } from "./applyBatch.ts"
 import type { Delivered } from "./messages.ts"
 
 const MAILBOX_CAPACITY = 5_000
+
+type Outcome = { readonly _tag: "ok" } | { readonly _tag: "lease-lost" } | { readonly _tag: "poison"; readonly error: string }
+
+const TRANSIENT_SQL = new Set([
+  "ConnectionError",
+  "AuthenticationError",
+  "AuthorizationError",
+  "DeadlockError",
+  "SerializationError",
+  "LockTimeoutError",
+  "StatementTimeoutError"
+])
+
+/** Worth retrying until it passes: the database is unreachable or busy, not refusing this data. */
+const isTransient = (error: { readonly _tag: string }): boolean =>
+  error._tag === "SqlError" && TRANSIENT_SQL.has((error as unknown as { reason: { _tag: string } }).reason._tag)
 const MAX_BATCH = 1_000
 const IDLE = Duration.seconds(60)
 
@@ -98,23 +114,58 @@ export const makeProjectActors = (options: {
         WorkerMetrics.emitted.inc(outcome.emitted)
       })
 
-    /** Retries a failed transaction with backoff until it commits or the lease is gone. */
-    const withRetry = <E extends { readonly _tag: string }>(projectId: string, actor: Actor, effect: Effect.Effect<void, E, SqlClient.SqlClient>) =>
-      effect.pipe(
+    /**
+     * Runs a transaction with retries. Transient failures (Postgres unreachable, deadlocks, timeouts)
+     * are retried until they pass or the lease is gone; anything else — a defect, data Postgres
+     * refuses — gets three tries and is then reported as "poison" for the caller to isolate.
+     */
+    const withRetry = <E extends { readonly _tag: string }>(projectId: string, actor: Actor, effect: Effect.Effect<void, E, SqlClient.SqlClient>) => {
+      let failures = 0
+      return effect.pipe(
         Effect.tapError((error) =>
           error._tag === "LeaseLost"
             ? Effect.void
             : Effect.sync(() => WorkerMetrics.batchFailures.inc()).pipe(
-              Effect.andThen(Effect.logWarning("actor transaction failed; retrying", { projectId, error: String(error) }))
+              Effect.andThen(Effect.logWarning("actor transaction failed", { projectId, error: String(error) }))
             )),
         Effect.retry({
-          while: (error) => error._tag !== "LeaseLost" && !actor.run.stopped,
+          while: (error) => {
+            if (error._tag === "LeaseLost" || actor.run.stopped) return false
+            return isTransient(error) || ++failures < 3
+          },
           schedule: Schedule.min([Schedule.exponential(Duration.millis(100), 2), Schedule.spaced(Duration.seconds(5))])
         }),
-        Effect.as("ok" as const),
-        Effect.catch(() => Effect.succeed("lease-lost" as const)),
-        Effect.catchCause((cause) => Effect.as(Effect.logError("actor transaction abandoned", { projectId }, cause), "lease-lost" as const))
+        Effect.as({ _tag: "ok" } as Outcome),
+        Effect.catch((error): Effect.Effect<Outcome> =>
+          Effect.succeed(error._tag === "LeaseLost" ? { _tag: "lease-lost" } : { _tag: "poison", error: String(error) })),
+        Effect.catchCause((cause) =>
+          Effect.as(Effect.logError("actor transaction failed with a defect", { projectId }, cause), {
+            _tag: "poison",
+            error: String(Cause.squash(cause))
+          } as Outcome))
       )
+    }
+
+    /**
+     * A batch that keeps failing is applied message by message; the one that still fails on its own is
+     * dead-lettered (kept in `dead_letters`), so one bad message never holds up the rest.
+     */
+    const isolate = (projectId: string, actor: Actor, batch: ReadonlyArray<ActorItem>) =>
+      Effect.gen(function*() {
+        for (const item of batch) {
+          const single = yield* withRetry(projectId, actor, apply(projectId, actor, [item]))
+          if (single._tag === "lease-lost") return single
+          if (single._tag === "poison") {
+            const parked = yield* withRetry(projectId, actor, deadLetter(contextOf(projectId, actor), item.delivered, single.error))
+            if (parked._tag !== "ok") return parked
+            yield* Effect.logError("stream message dead-lettered", { projectId, seq: item.delivered.seq, error: single.error })
+            WorkerMetrics.deadLettered.inc()
+            item.message.ack()
+            actor.run.applied(item.delivered.seq)
+          }
+        }
+        return { _tag: "ok" } as Outcome
+      })
 
     const loop = (projectId: string, actor: Actor): Effect.Effect<void> =>
       Effect.gen(function*() {
@@ -126,7 +177,12 @@ export const makeProjectActors = (options: {
               actor,
               Effect.andThen(applyBackfillChunk(contextOf(projectId, actor)), options.wakeRelay)
             )
-            if (result === "lease-lost") break
+            if (result._tag === "lease-lost") break
+            if (result._tag === "poison") {
+              // A backfill that cannot run is dropped (logged); compute or an edit starts it again.
+              yield* Effect.logError("segment backfill abandoned", { projectId, error: result.error })
+              actor.segmentState.backfills.shift()
+            }
             if (Queue.sizeUnsafe(actor.mailbox) === 0) continue
           }
           const next = yield* Queue.takeBetween(actor.mailbox, 1, MAX_BATCH).pipe(Effect.timeoutOption(IDLE))
@@ -139,8 +195,9 @@ export const makeProjectActors = (options: {
             }
             continue
           }
-          const outcome = yield* withRetry(projectId, actor, apply(projectId, actor, next.value))
-          if (outcome === "lease-lost") {
+          let outcome = yield* withRetry(projectId, actor, apply(projectId, actor, next.value))
+          if (outcome._tag === "poison") outcome = yield* isolate(projectId, actor, next.value)
+          if (outcome._tag === "lease-lost") {
             // The new owner re-reads from the partition's watermark; nothing was acked here.
             actor.run.stopped = true
           }

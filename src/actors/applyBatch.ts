@@ -422,3 +422,24 @@ export const applyBackfillChunk = Effect.fnUntraced(function*(context: BatchCont
   if (outcome.next === undefined) state.backfills = state.backfills.filter((job) => job !== outcome.job)
   else outcome.job.cursor = outcome.next
 })
+
+/**
+ * Sets aside one message that fails deterministically: recorded in `dead_letters` and counted as
+ * applied for its project (in one lease-checked transaction), so the messages after it can proceed.
+ */
+export const deadLetter = Effect.fnUntraced(function*(context: BatchContext, message: Delivered, error: string) {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql.withTransaction(Effect.gen(function*() {
+    const leases = yield* sql`
+      SELECT 1 FROM partition_leases
+      WHERE partition = ${context.partition} AND owner = ${context.workerId} AND epoch = ${context.epoch}
+      FOR SHARE`
+    if (leases.length === 0) return yield* new LeaseLost({ partition: context.partition })
+    yield* sql`INSERT INTO dead_letters (id, project_id, partition, seq, payload, error)
+               VALUES (${uuidv7()}, ${context.projectId}, ${context.partition}, ${message.seq},
+                       ${JSON.stringify(message.body)}, ${error.slice(0, 4000)})`
+    yield* sql`
+      INSERT INTO project_offsets (project_id, applied_seq) VALUES (${context.projectId}, ${message.seq})
+      ON CONFLICT (project_id) DO UPDATE SET applied_seq = GREATEST(project_offsets.applied_seq, EXCLUDED.applied_seq)`
+  }))
+})

@@ -74,6 +74,7 @@ export const WorkerMetrics = {
   batchSize: summary("mailstream_actor_batch_size", "Messages per actor transaction"),
   batchSeconds: summary("mailstream_actor_batch_seconds", "Duration of actor transactions"),
   batchFailures: counter("mailstream_actor_batch_failures_total", "Actor transactions that failed and were retried"),
+  deadLettered: counter("mailstream_messages_dead_lettered_total", "Stream messages set aside in dead_letters after failing on their own"),
   actorsAlive: gauge("mailstream_actors_alive", "Project actors currently alive in this process"),
   partitionsOwned: gauge("mailstream_partitions_owned", "Partitions leased by this process"),
   partitionLag: gauge("mailstream_partition_lag", "Messages in the partition not yet applied (stream last seq minus watermark)"),
