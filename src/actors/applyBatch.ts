@@ -16,6 +16,7 @@ import { clockNow } from "../lib/clock.ts"
 import { writeEmittedEvents } from "../stream/emitted.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import type { Delivered, EmittedEventMessage } from "./messages.ts"
+import type { ConditionReads } from "../domain/conditions/validate.ts"
 import { backfillChunk, type ContactChange, emptyChange, evaluateChanges, loadSegments, type ProjectSegments } from "./segments.ts"
 
 export class LeaseLost extends Data.TaggedError("LeaseLost")<{ readonly partition: number }> {}
@@ -157,6 +158,10 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
           break
         }
         case "contact":
+          if (body.type === "contact.field_deleted" && typeof body.field === "string") {
+            const top = body.field.split(".").slice(0, 2).join(".")
+            if (yield* recomputeReaders(context, (reads) => reads.fields.has(top))) segmentsChanged = true
+          }
           if (body.contactId && (body.type === "contact.created" || body.type === "contact.updated")) {
             changeOf(body.contactId).fields = "all"
           }
@@ -187,6 +192,8 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
           if (body.type === "deleteEvents") {
             yield* sql`DELETE FROM events WHERE project_id = ${context.projectId} AND name = ${body.name}`
             yield* sql`DELETE FROM event_aggregates WHERE project_id = ${context.projectId} AND name = ${body.name}`
+            // Segments reading that event may lose members: recompute them (with entry/exit events).
+            if (yield* recomputeReaders(context, (reads) => reads.events.has(body.name))) segmentsChanged = true
           } else if (body.type === "segmentsChanged") {
             segmentsChanged = true
           } else if (body.type === "computeSegment") {
@@ -388,6 +395,20 @@ const insertEvents = Effect.fnUntraced(function*(projectId: string, events: Read
     )
     SELECT count(*)::int AS inserted FROM ins`
   return result?.inserted ?? 0
+})
+
+/**
+ * Marks for recomputation (a backfill that emits entry/exit) the project's segments whose condition
+ * reads what `matches` picks; true when any was marked (the caller then reloads its definitions).
+ */
+const recomputeReaders = Effect.fnUntraced(function*(context: BatchContext, matches: (reads: ConditionReads) => boolean) {
+  const sql = yield* SqlClient.SqlClient
+  const segments = context.segmentState.segments ?? (yield* loadSegments(context.projectId))
+  const ids = segments.ordered.filter((def) => matches(def.reads)).map((def) => def.id)
+  if (ids.length === 0) return false
+  yield* sql`UPDATE segments SET backfilled_version = LEAST(backfilled_version, version - 1), backfill_emits = true
+             WHERE project_id = ${context.projectId} AND id = ANY(${pgArray(ids)}::uuid[])`
+  return true
 })
 
 /**

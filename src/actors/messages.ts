@@ -9,6 +9,8 @@ export interface ContactChangeMessage {
   readonly previousSubscribed?: boolean | null
   readonly contact?: { readonly id: string; readonly email: string; readonly subscribed: boolean }
   readonly source?: string
+  /** contact.field_deleted: the field removed from every contact (`data.<key>`). */
+  readonly field?: string
   readonly at: string
 }
 

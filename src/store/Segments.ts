@@ -235,6 +235,17 @@ export class Segments extends Context.Service<Segments, {
           }))).pipe(Effect.provideService(SqlClient.SqlClient, sql))
           : Effect.void
 
+      /** Dynamic segments reading this one's membership are recomputed by the actor (with events). */
+      const recomputeDependents = (segment: Segment) =>
+        Effect.gen(function*() {
+          const dependents = yield* sql<{ id: string }>`
+            UPDATE segments SET backfilled_version = LEAST(backfilled_version, version - 1), backfill_emits = true
+            WHERE project_id = ${segment.projectId} AND type = 'DYNAMIC'
+              AND condition::text LIKE ${`%${segment.id}%`}
+            RETURNING id`
+          if (dependents.length > 0) yield* notifyActor(segment.projectId, { type: "segmentsChanged" })
+        })
+
       const emailsJson = (emails: ReadonlyArray<string>) => JSON.stringify([...new Set(emails)])
 
       const addMembers = Effect.fn("Segments.addMembers")(function*(segment: Segment, emails: ReadonlyArray<string>, options: {
@@ -266,6 +277,7 @@ export class Segments extends Context.Service<Segments, {
           yield* sql`UPDATE segments SET member_count = member_count + ${entered.length} WHERE id = ${segment.id}`
           const enteredIds = new Set(entered.map((row) => row.contact_id))
           yield* emitMembership(segment, "entry", found.filter((contact) => enteredIds.has(contact.id)))
+          if (entered.length > 0) yield* recomputeDependents(segment)
           const foundEmails = new Set(found.map((contact) => contact.email))
           return { added: entered.length, created, notFound: [...new Set(emails)].filter((email) => !foundEmails.has(email)) }
         }))
@@ -282,6 +294,7 @@ export class Segments extends Context.Service<Segments, {
             RETURNING c.id, c.email`
           yield* sql`UPDATE segments SET member_count = GREATEST(0, member_count - ${exited.length}) WHERE id = ${segment.id}`
           yield* emitMembership(segment, "exit", exited)
+          if (exited.length > 0) yield* recomputeDependents(segment)
           const known = yield* sql<{ email: string }>`
             SELECT email FROM contacts WHERE project_id = ${segment.projectId}
               AND email = ANY(${pgArray([...new Set(emails)])}::text[])`

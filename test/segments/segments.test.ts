@@ -195,6 +195,41 @@ describe("static segments", () => {
   })
 })
 
+describe("recomputation after indirect changes", () => {
+  const stored = async (segmentId: string) =>
+    (await stack.query<{ email: string }>(
+      `SELECT c.email FROM segment_memberships m JOIN contacts c ON c.id = m.contact_id
+       WHERE m.segment_id = $1 AND m.exited_at IS NULL ORDER BY c.email`, [segmentId])).map((r) => r.email)
+
+  it("follows static membership changes, deleted events and deleted fields", async () => {
+    const list = await secret("POST", "/segments", { name: "Invitees", type: "STATIC" })
+    const invited = await secret("POST", "/segments", {
+      name: "Invited",
+      condition: { logic: "AND", groups: [{ filters: [{ field: `segment.${list.json.id}`, operator: "memberOfSegment" }] }] }
+    })
+    await secret("POST", "/contacts", { email: "guest@indirect.test", data: { tier: "vip" } })
+    await secret("POST", `/segments/${list.json.id}/members`, { emails: ["guest@indirect.test"] })
+    await eventually(async () => expect(await stored(invited.json.id)).toEqual(["guest@indirect.test"]))
+    await secret("DELETE", `/segments/${list.json.id}/members`, { emails: ["guest@indirect.test"] })
+    await eventually(async () => expect(await stored(invited.json.id)).toEqual([]))
+
+    const clickers = await secret("POST", "/segments", {
+      name: "Clickers", condition: { logic: "AND", groups: [{ filters: [{ field: "event.indirect_click", operator: "triggered" }] }] }
+    })
+    await track({ email: "guest@indirect.test", event: "indirect_click" })
+    await eventually(async () => expect(await stored(clickers.json.id)).toEqual(["guest@indirect.test"]))
+    await secret("DELETE", "/events/indirect_click")
+    await eventually(async () => expect(await stored(clickers.json.id)).toEqual([]))
+
+    const vips = await secret("POST", "/segments", {
+      name: "VIP tier", condition: { logic: "AND", groups: [{ filters: [{ field: "data.tier", operator: "equals", value: "vip" }] }] }
+    })
+    await eventually(async () => expect(await stored(vips.json.id)).toContain("guest@indirect.test"))
+    await secret("DELETE", "/contacts/fields/data.tier")
+    await eventually(async () => expect(await stored(vips.json.id)).toEqual([]))
+  })
+})
+
 describe("usage", () => {
   it("lists the segments that reference a field or an event", async () => {
     await secret("POST", "/contacts", { email: "usage@seg.test", data: { region: "eu" } })
