@@ -31,5 +31,6 @@ const Routes = Layer.mergeAll(ApiRoutes, HttpApiScalar.layer(Api, { path: "/docs
 /** The HTTP server on PORT (0 picks a free port; tests read it from HttpServer.address). */
 export const HttpLive = Layer.unwrap(Effect.map(Effect.service(AppConfig), (config) =>
   HttpRouter.serve(Routes, { disableLogger: true }).pipe(
-    Layer.provide(NodeHttpServer.layer(createServer, { port: config.port, host: "0.0.0.0" }))
+    // reusePort: several api processes can share PORT, the kernel spreading connections over them.
+    Layer.provide(NodeHttpServer.layer(createServer, { port: config.port, host: "0.0.0.0", reusePort: config.port !== 0 }))
   )))
