@@ -1,18 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { createStack, request, type Service, type Stack, type TestProject } from "../support/stack.ts"
+import { describe, expect, it } from "vitest"
+import { request, withStack, type Service, type Stack, type TestProject } from "../support/stack.ts"
 
 let stack: Stack
 let api: Service
 let project: TestProject
 
-beforeAll(async () => {
-  stack = await createStack({ RATE_LIMIT_PER_MINUTE: "0" })
-  api = await stack.start("api")
-  project = await stack.createProject()
-})
-afterAll(async () => {
-  await stack?.stop()
-})
+withStack("api", (context) => ({ stack, api, project } = context))
 
 const expectInvalidKey = (res: Awaited<ReturnType<typeof request>>) => {
   expect(res.status).toBe(401)

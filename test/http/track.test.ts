@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { partitionOf } from "../../src/stream/subjects.ts"
 import { eventually, readStream } from "../support/nats.ts"
-import { createStack, request, type Service, type Stack, type TestProject } from "../support/stack.ts"
+import { request, withStack, type Service, type Stack, type TestProject } from "../support/stack.ts"
 
 let stack: Stack
 let api: Service
@@ -11,14 +11,7 @@ const track = (body: unknown, headers: Record<string, string> = {}, path = "/v1/
   request(api.url, "POST", path, { key: project.publicKey, body, headers })
 const secret = (method: string, path: string, body?: unknown) => request(api.url, method, path, { key: project.secretKey, body })
 
-beforeAll(async () => {
-  stack = await createStack({ RATE_LIMIT_PER_MINUTE: "0" })
-  api = await stack.start("all")
-  project = await stack.createProject()
-})
-afterAll(async () => {
-  await stack?.stop()
-})
+withStack("all", (context) => ({ stack, api, project } = context))
 
 describe("POST /v1/track", () => {
   it("creates the contact subscribed, answers the ids, and keeps non-persistent values off the contact", async () => {

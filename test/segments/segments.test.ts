@@ -1,19 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { eventually, readStream } from "../support/nats.ts"
-import { createStack, request, type Service, type Stack, type TestProject } from "../support/stack.ts"
+import { request, withStack, type Service, type Stack, type TestProject } from "../support/stack.ts"
 
 let stack: Stack
 let api: Service
 let project: TestProject
 
-beforeAll(async () => {
-  stack = await createStack({ RATE_LIMIT_PER_MINUTE: "0" })
-  api = await stack.start("all")
-  project = await stack.createProject()
-})
-afterAll(async () => {
-  await stack?.stop()
-})
+withStack("all", (context) => ({ stack, api, project } = context))
 
 const secret = (method: string, path: string, body?: unknown, key = project.secretKey) => request(api.url, method, path, { key, body })
 const track = (body: unknown) => request(api.url, "POST", "/v1/track", { key: project.publicKey, body })

@@ -1,3 +1,4 @@
+import { afterAll, beforeAll } from "vitest"
 /**
  * Test stack: a fresh Postgres database and NATS prefix per test file, and real service processes
  * (`node src/main.ts <role>`) listening on free ports. Everything is removed again in `stop`.
@@ -172,4 +173,25 @@ export const request = async (
     json = undefined
   }
   return { status: response.status, headers: response.headers, json, text }
+}
+
+export interface StackContext {
+  readonly stack: Stack
+  readonly api: Service
+  readonly project: TestProject
+}
+
+/**
+ * The usual test-file set-up: a stack with the rate limit off, one service process (`role`) and one
+ * project, created before the file's tests and removed after them. `use` receives them.
+ */
+export const withStack = (role: "api" | "all", use: (context: StackContext) => void) => {
+  let stack: Stack | undefined
+  beforeAll(async () => {
+    stack = await createStack({ RATE_LIMIT_PER_MINUTE: "0" })
+    use({ stack, api: await stack.start(role), project: await stack.createProject() })
+  })
+  afterAll(async () => {
+    await stack?.stop()
+  })
 }
