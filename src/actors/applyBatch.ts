@@ -13,6 +13,7 @@ import { uuidv7 } from "../domain/ids.ts"
 import type { TrackedEvent } from "../ingest/EventPublisher.ts"
 import type { StreamNames } from "../stream/subjects.ts"
 import { clockNow } from "../lib/clock.ts"
+import { segmentSlug } from "../store/Segments.ts"
 import { writeEmittedEvents } from "../stream/emitted.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import type { Delivered, EmittedEventMessage } from "./messages.ts"
@@ -166,11 +167,22 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
             changeOf(body.contactId).fields = "all"
           }
           if (body.contactId && body.type === "contact.deleted") {
-            const left = yield* sql<{ segment_id: string }>`
-              DELETE FROM segment_memberships WHERE contact_id = ${body.contactId} AND exited_at IS NULL RETURNING segment_id`
-            for (const row of left) {
-              yield* sql`UPDATE segments SET member_count = GREATEST(0, member_count - 1) WHERE id = ${row.segment_id}`
-            }
+            const left = yield* sql<{ segment_id: string; name: string; track_membership: boolean }>`
+              WITH gone AS (
+                DELETE FROM segment_memberships WHERE contact_id = ${body.contactId} AND exited_at IS NULL RETURNING segment_id
+              )
+              UPDATE segments s SET member_count = GREATEST(0, s.member_count - 1)
+              FROM gone WHERE s.id = gone.segment_id
+              RETURNING s.id AS segment_id, s.name, s.track_membership`
+            // A deleted contact leaves its tracked segments like any other member would.
+            yield* writeEmittedEvents(context.names, context.projectId, left.filter((row) => row.track_membership).map((row) => ({
+              name: `segment.${segmentSlug(row.name)}.exit`,
+              contactId: body.contactId!,
+              email: body.contact?.email ?? "",
+              data: { segmentId: row.segment_id, segmentName: row.name },
+              at: body.at
+            })))
+            outcome.emitted += left.filter((row) => row.track_membership).length
             changes.delete(body.contactId)
           }
           // Subscription changes made through the api (POST/PATCH /contacts) are emitted here.

@@ -256,12 +256,23 @@ export class Segments extends Context.Service<Segments, {
           const now = new Date().toISOString()
           let created = 0
           if (options.createMissing) {
-            const inserted = yield* sql`
-              INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
-              SELECT gen_random_uuid(), ${segment.projectId}, e, ${options.subscribed ?? true}, '{}'::jsonb, ${now}::timestamptz, ${now}::timestamptz
-              FROM jsonb_array_elements_text(${emailsJson(emails)}::jsonb) e
-              ON CONFLICT (project_id, email) DO NOTHING
-              RETURNING id`
+            // New contacts announce themselves like any other, so the actor evaluates every segment for them.
+            const inserted = yield* sql<{ id: string }>`
+              WITH ins AS (
+                INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
+                SELECT gen_random_uuid(), ${segment.projectId}, e, ${options.subscribed ?? true}, '{}'::jsonb, ${now}::timestamptz, ${now}::timestamptz
+                FROM jsonb_array_elements_text(${emailsJson(emails)}::jsonb) e
+                ON CONFLICT (project_id, email) DO NOTHING
+                RETURNING id, email, subscribed
+              ), announce AS (
+                INSERT INTO outbox (id, subject, payload)
+                SELECT gen_random_uuid(), ${names.inSubject(segment.projectId, "contact")}, jsonb_build_object(
+                  'kind', 'contact', 'type', 'contact.created', 'projectId', ${segment.projectId}::text, 'contactId', ins.id,
+                  'source', 'api.segments', 'at', ${now}::text,
+                  'contact', jsonb_build_object('id', ins.id, 'email', ins.email, 'subscribed', ins.subscribed, 'data', '{}'::jsonb))
+                FROM ins
+              )
+              SELECT id FROM ins`
             created = inserted.length
           }
           const found = yield* sql<{ id: string; email: string }>`

@@ -223,6 +223,33 @@ describe("recomputation after indirect changes", () => {
   })
 })
 
+describe("contacts coming and going", () => {
+  const stored = async (segmentId: string) =>
+    (await stack.query<{ email: string }>(
+      `SELECT c.email FROM segment_memberships m JOIN contacts c ON c.id = m.contact_id
+       WHERE m.segment_id = $1 AND m.exited_at IS NULL ORDER BY c.email`, [segmentId])).map((r) => r.email)
+
+  it("evaluates contacts created through a static segment, and a deleted contact exits its tracked segments", async () => {
+    const domain = await secret("POST", "/segments", {
+      name: "Created domain",
+      trackMembership: true,
+      condition: { logic: "AND", groups: [{ filters: [{ field: "email", operator: "contains", value: "@created.test" }] }] }
+    })
+    const list = await secret("POST", "/segments", { name: "Imported", type: "STATIC" })
+    await secret("POST", `/segments/${list.json.id}/members`, { emails: ["someone@created.test"], createMissing: true })
+    await eventually(async () => expect(await stored(domain.json.id)).toEqual(["someone@created.test"]))
+
+    const id = (await secret("POST", "/contacts/lookup", { emails: ["someone@created.test"] })).json.results[0].contact.id
+    expect((await secret("DELETE", `/contacts/${id}`)).status).toBe(204)
+    await eventually(async () => {
+      const exits = (await outEvents("segment.created-domain.exit")).filter((e) => e.contactId === id)
+      expect(exits).toHaveLength(1)
+      expect(exits[0].email).toBe("someone@created.test")
+    })
+    expect((await secret("GET", `/segments/${domain.json.id}`)).json.memberCount).toBe(0)
+  })
+})
+
 describe("usage", () => {
   it("lists the segments that reference a field or an event", async () => {
     await secret("POST", "/contacts", { email: "usage@seg.test", data: { region: "eu" } })
