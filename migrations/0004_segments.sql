@@ -16,6 +16,9 @@ CREATE TABLE segments (
   version             integer NOT NULL DEFAULT 1,
   backfilled_version  integer NOT NULL DEFAULT 0,
   backfill_emits      boolean NOT NULL DEFAULT false,
+  -- Bumped by every request for a recompute; a backfill only records completion for the generation
+  -- it ran, so a request arriving mid-backfill restarts it instead of being lost.
+  backfill_generation integer NOT NULL DEFAULT 0,
   created_at        timestamptz NOT NULL,
   updated_at        timestamptz NOT NULL
 );

@@ -35,7 +35,9 @@ export interface BatchContext {
 export interface Backfill {
   readonly segmentId: string
   cursor: string
-  readonly emit: boolean
+  emit: boolean
+  /** The segment's backfill_generation this run serves. */
+  generation: number
 }
 
 export interface SegmentState {
@@ -50,8 +52,15 @@ export const reloadSegments = Effect.fnUntraced(function*(projectId: string, sta
   state.segments = yield* loadSegments(projectId)
   state.backfills = state.backfills.filter((job) => state.segments!.byId.has(job.segmentId))
   for (const def of state.segments.ordered) {
-    if (def.backfilledVersion < def.version && !state.backfills.some((job) => job.segmentId === def.id)) {
-      state.backfills.push({ segmentId: def.id, cursor: FIRST_ID, emit: def.backfillEmits })
+    if (def.backfilledVersion >= def.version) continue
+    const job = state.backfills.find((candidate) => candidate.segmentId === def.id)
+    if (!job) {
+      state.backfills.push({ segmentId: def.id, cursor: FIRST_ID, emit: def.backfillEmits, generation: def.backfillGeneration })
+    } else if (job.generation < def.backfillGeneration) {
+      // Requested again while running: start over so contacts already passed are seen again.
+      job.cursor = FIRST_ID
+      job.emit = job.emit || def.backfillEmits
+      job.generation = def.backfillGeneration
     }
   }
   return state.segments
@@ -120,9 +129,11 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
     const emitted: Array<Emitted> = []
     // What changed per contact, for the segment engine at the end of the batch.
     const changes = new Map<string, ContactChange>()
-    const changeOf = (contactId: string) => {
+    const changeOf = (contactId: string, at?: string) => {
       let change = changes.get(contactId)
       if (!change) changes.set(contactId, change = emptyChange())
+      const ms = at === undefined ? NaN : Date.parse(at)
+      if (!Number.isNaN(ms)) change.changedAt = Math.max(change.changedAt ?? ms, ms)
       return change
     }
     let segmentsChanged = context.segmentState.segments === undefined
@@ -149,7 +160,7 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
         case "event":
           if (tracked.length > 0) yield* flushEvents
           events.push(emittedToRow(body))
-          changeOf(body.contactId).events.add(body.name)
+          changeOf(body.contactId, body.at).events.add(body.name)
           break
         case "timer": {
           const change = changeOf(body.contactId)
@@ -164,7 +175,7 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
             if (yield* recomputeReaders(context, (reads) => reads.fields.has(top))) segmentsChanged = true
           }
           if (body.contactId && (body.type === "contact.created" || body.type === "contact.updated")) {
-            changeOf(body.contactId).fields = "all"
+            changeOf(body.contactId, body.at).fields = "all"
           }
           if (body.contactId && body.type === "contact.deleted") {
             const left = yield* sql<{ segment_id: string; name: string; track_membership: boolean }>`
@@ -210,7 +221,8 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
             segmentsChanged = true
           } else if (body.type === "computeSegment") {
             // Recorded on the segment, so a crash or a rebalance before it finishes does not lose it.
-            yield* sql`UPDATE segments SET backfilled_version = LEAST(backfilled_version, version - 1), backfill_emits = true
+            yield* sql`UPDATE segments SET backfilled_version = LEAST(backfilled_version, version - 1), backfill_emits = true,
+                               backfill_generation = backfill_generation + 1
                        WHERE id = ${body.segmentId} AND project_id = ${context.projectId}`
             const state = context.segmentState
             state.backfills = state.backfills.filter((job) => job.segmentId !== body.segmentId)
@@ -268,7 +280,7 @@ const applyContactChanges = Effect.fnUntraced(function*(
   context: BatchContext,
   tracked: ReadonlyArray<TrackedEvent>,
   emitted: Array<Emitted>,
-  changeOf: (contactId: string) => ContactChange
+  changeOf: (contactId: string, at?: string) => ContactChange
 ) {
   const sql = yield* SqlClient.SqlClient
   const emails = [...new Set(tracked.map((event) => event.email))]
@@ -317,7 +329,7 @@ const applyContactChanges = Effect.fnUntraced(function*(
     const contact = byEmail.get(event.email)
     if (!contact) continue // the contact could not be created (should not happen); the event is dropped with it
     const at = Date.parse(event.at)
-    const change = changeOf(contact.id)
+    const change = changeOf(contact.id, event.at)
     change.events.add(event.name)
     // A contact new to the project is evaluated against every segment, not just those its changes touch.
     if (event.contactCreated || createdHere.has(contact.id)) change.fields = "all"
@@ -418,7 +430,8 @@ const recomputeReaders = Effect.fnUntraced(function*(context: BatchContext, matc
   const segments = context.segmentState.segments ?? (yield* loadSegments(context.projectId))
   const ids = segments.ordered.filter((def) => matches(def.reads)).map((def) => def.id)
   if (ids.length === 0) return false
-  yield* sql`UPDATE segments SET backfilled_version = LEAST(backfilled_version, version - 1), backfill_emits = true
+  yield* sql`UPDATE segments SET backfilled_version = LEAST(backfilled_version, version - 1), backfill_emits = true,
+                               backfill_generation = backfill_generation + 1
              WHERE project_id = ${context.projectId} AND id = ANY(${pgArray(ids)}::uuid[])`
   return true
 })
@@ -447,7 +460,8 @@ export const applyBackfillChunk = Effect.fnUntraced(function*(context: BatchCont
       def,
       job.cursor,
       job.emit,
-      clockNow()
+      clockNow(),
+      job.generation
     )
     return { job, next }
   }))

@@ -28,6 +28,8 @@ export interface SegmentDef {
   readonly version: number
   readonly backfilledVersion: number
   readonly backfillEmits: boolean
+  readonly backfillGeneration: number
+  readonly createdAt: number
   readonly evaluate: (facts: ContactFacts, now: number) => Evaluation
   readonly reads: ConditionReads
   /** Whether its condition counts events in a window (needs occurrence times). */
@@ -43,6 +45,11 @@ export interface ProjectSegments {
   readonly byField: ReadonlyMap<string, ReadonlyArray<SegmentDef>>
   readonly byEvent: ReadonlyMap<string, ReadonlyArray<SegmentDef>>
   readonly bySegment: ReadonlyMap<string, ReadonlyArray<SegmentDef>>
+  /**
+   * Segments whose first backfill has finished. Until then a segment is still gathering its initial
+   * population: contacts whose last change predates the segment enter silently, however they get there.
+   */
+  readonly populated: Set<string>
 }
 
 /** What changed for one contact: which fields and events ("all" after a direct write), which segments to force. */
@@ -54,6 +61,8 @@ export interface ContactChange {
   at?: number
   /** A timer fired: every time-dependent segment is re-evaluated (and the next timer set). */
   timer?: boolean
+  /** When the latest of these changes was accepted (ms). */
+  changedAt?: number
 }
 
 export const emptyChange = (): ContactChange => ({ fields: new Set(), events: new Set(), segments: new Set() })
@@ -83,9 +92,9 @@ const push = <K, V>(map: Map<K, Array<V>>, key: K, value: V) => {
 
 export const loadSegments = Effect.fnUntraced(function*(projectId: string) {
   const sql = yield* SqlClient.SqlClient
-  const rows = yield* sql<Parameters<typeof toSegment>[0] & { backfilled_version: number; backfill_emits: boolean }>`
+  const rows = yield* sql<Parameters<typeof toSegment>[0] & { backfilled_version: number; backfill_emits: boolean; backfill_generation: number }>`
     SELECT id, project_id, name, description, type, condition, track_membership, member_count, version,
-           backfilled_version, backfill_emits, created_at, updated_at
+           backfilled_version, backfill_emits, backfill_generation, created_at, updated_at
     FROM segments WHERE project_id = ${projectId} ORDER BY created_at, id`
   const slugs = new Map<string, { slug: string; name: string; tracked: boolean }>()
   const defs: Array<SegmentDef> = []
@@ -102,6 +111,8 @@ export const loadSegments = Effect.fnUntraced(function*(projectId: string) {
       version: segment.version,
       backfilledVersion: row.backfilled_version,
       backfillEmits: row.backfill_emits,
+      backfillGeneration: row.backfill_generation,
+      createdAt: new Date(row.created_at).getTime(),
       evaluate: compileCondition(segment.condition),
       reads: conditionReads(segment.condition),
       windowedCounts: windowedCounts(segment.condition)
@@ -130,7 +141,8 @@ export const loadSegments = Effect.fnUntraced(function*(projectId: string) {
     for (const event of def.reads.events) push(byEvent, event, def)
     for (const segment of def.reads.segments) push(bySegment, segment, def)
   }
-  return { ordered, byId: byIdAll, slugs, byField, byEvent, bySegment } satisfies ProjectSegments
+  const populated = new Set(defs.filter((def) => def.backfilledVersion >= 1).map((def) => def.id))
+  return { ordered, byId: byIdAll, slugs, byField, byEvent, bySegment, populated } satisfies ProjectSegments
 })
 
 export interface SegmentContext {
@@ -253,7 +265,8 @@ export const evaluateChanges = Effect.fnUntraced(function*(
   for (const [contactId, ids] of wanted) {
     const contact = facts.get(contactId)
     if (!contact) continue // deleted meanwhile
-    const now = changes.get(contactId)?.at ?? clock
+    const change = changes.get(contactId)
+    const now = change?.at ?? clock
     let nextTimer: number | undefined
     for (const def of segments.ordered) {
       if (!ids.has(def.id)) continue
@@ -271,7 +284,7 @@ export const evaluateChanges = Effect.fnUntraced(function*(
         contact.memberships.delete(def.id)
         exits.push({ segmentId: def.id, contactId, at })
       }
-      if (def.trackMembership) {
+      if (def.trackMembership && (segments.populated.has(def.id) || (change?.changedAt ?? now) >= def.createdAt)) {
         emitted.push({
           name: `segment.${def.slug}.${evaluation.matches ? "entry" : "exit"}`,
           contactId,
@@ -349,7 +362,8 @@ export const backfillChunk = Effect.fnUntraced(function*(
   def: SegmentDef,
   cursor: string,
   emit: boolean,
-  clock: number
+  clock: number,
+  generation: number
 ) {
   const sql = yield* SqlClient.SqlClient
   const chunk = yield* sql<{ id: string; email: string; matches: boolean; member: boolean }>`
@@ -401,7 +415,10 @@ export const backfillChunk = Effect.fnUntraced(function*(
     yield* evaluateChanges(context, segments, changes, clock)
   }
   if (chunk.length < BACKFILL_CHUNK) {
-    yield* sql`UPDATE segments SET backfilled_version = GREATEST(backfilled_version, ${def.version}) WHERE id = ${def.id}`
+    // Done — unless another recompute was requested meanwhile (then the next reload starts over).
+    const done = yield* sql`UPDATE segments SET backfilled_version = GREATEST(backfilled_version, ${def.version})
+                            WHERE id = ${def.id} AND backfill_generation = ${generation} RETURNING id`
+    if (done.length > 0) segments.populated.add(def.id)
     return undefined
   }
   return chunk[chunk.length - 1]!.id

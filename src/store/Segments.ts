@@ -171,6 +171,7 @@ export class Segments extends Context.Service<Segments, {
             description = CASE WHEN ${input.description !== undefined} THEN ${input.description ?? null} ELSE description END,
             condition = COALESCE(${input.condition === undefined ? null : JSON.stringify(input.condition)}::jsonb, condition),
             version = version + CASE WHEN ${input.condition !== undefined} THEN 1 ELSE 0 END,
+            backfill_generation = backfill_generation + CASE WHEN ${input.condition !== undefined} THEN 1 ELSE 0 END,
             -- After an edit the actor emits entry/exit for contacts the new condition moves.
             backfill_emits = backfill_emits OR ${input.condition !== undefined},
             track_membership = COALESCE(${input.trackMembership ?? null}::boolean, track_membership),
@@ -239,7 +240,8 @@ export class Segments extends Context.Service<Segments, {
       const recomputeDependents = (segment: Segment) =>
         Effect.gen(function*() {
           const dependents = yield* sql<{ id: string }>`
-            UPDATE segments SET backfilled_version = LEAST(backfilled_version, version - 1), backfill_emits = true
+            UPDATE segments SET backfilled_version = LEAST(backfilled_version, version - 1), backfill_emits = true,
+                               backfill_generation = backfill_generation + 1
             WHERE project_id = ${segment.projectId} AND type = 'DYNAMIC'
               AND condition::text LIKE ${`%${segment.id}%`}
             RETURNING id`
