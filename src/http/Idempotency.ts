@@ -32,11 +32,13 @@ export class Idempotency extends Context.Service<Idempotency, {
 
       const claim = (projectId: string, key: string, request: string) =>
         Effect.gen(function*() {
-          yield* sql`DELETE FROM idempotency_keys WHERE project_id = ${projectId} AND key = ${key} AND expires_at <= now()`
+          // One statement: a new key is inserted, an expired one is taken over, a live one is left alone.
           const claimed = yield* sql`
             INSERT INTO idempotency_keys (project_id, key, request, expires_at)
             VALUES (${projectId}, ${key}, ${request}, now() + make_interval(secs => ${ttlSeconds}))
-            ON CONFLICT (project_id, key) DO NOTHING
+            ON CONFLICT (project_id, key) DO UPDATE SET
+              request = EXCLUDED.request, created_at = now(), expires_at = EXCLUDED.expires_at, status_code = NULL
+              WHERE idempotency_keys.expires_at <= now()
             RETURNING key`
           if (claimed.length > 0) return
           const [original] = yield* sql<{ request: string; created_at: Date; status_code: number | null }>`

@@ -450,7 +450,7 @@ export class Contacts extends Context.Service<Contacts, {
             total = count?.n ?? 0
           }
           return {
-            values: rows.map((row) => (typeof row.v === "string" && isStandardField(field) ? row.v : row.v)),
+            values: rows.map((row) => row.v),
             total
           }
         }

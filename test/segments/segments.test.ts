@@ -13,6 +13,12 @@ const track = (body: unknown) => request(api.url, "POST", "/v1/track", { key: pr
 const pro = { logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "pro" }] }] }
 const outEvents = async (name: string) =>
   (await readStream(`${stack.natsPrefix}_OUT`, `${stack.natsPrefix}.out.${project.id}.${name}`)).map((m) => m.data)
+/** Stored (actor-written) current members, by email. */
+const stored = async (segmentId: string) =>
+  (await stack.query<{ email: string }>(
+    `SELECT c.email FROM segment_memberships m JOIN contacts c ON c.id = m.contact_id
+     WHERE m.segment_id = $1 AND m.exited_at IS NULL ORDER BY c.email`, [segmentId])).map((r) => r.email)
+/** Live members (the segment's contacts endpoint), by email. */
 const members = async (segmentId: string) =>
   (await secret("GET", `/segments/${segmentId}/contacts?pageSize=100`)).json.data.map((c: { email: string }) => c.email).sort()
 
@@ -189,11 +195,6 @@ describe("static segments", () => {
 })
 
 describe("recomputation after indirect changes", () => {
-  const stored = async (segmentId: string) =>
-    (await stack.query<{ email: string }>(
-      `SELECT c.email FROM segment_memberships m JOIN contacts c ON c.id = m.contact_id
-       WHERE m.segment_id = $1 AND m.exited_at IS NULL ORDER BY c.email`, [segmentId])).map((r) => r.email)
-
   it("follows static membership changes, deleted events and deleted fields", async () => {
     const list = await secret("POST", "/segments", { name: "Invitees", type: "STATIC" })
     const invited = await secret("POST", "/segments", {
@@ -224,11 +225,6 @@ describe("recomputation after indirect changes", () => {
 })
 
 describe("contacts coming and going", () => {
-  const stored = async (segmentId: string) =>
-    (await stack.query<{ email: string }>(
-      `SELECT c.email FROM segment_memberships m JOIN contacts c ON c.id = m.contact_id
-       WHERE m.segment_id = $1 AND m.exited_at IS NULL ORDER BY c.email`, [segmentId])).map((r) => r.email)
-
   it("evaluates contacts created through a static segment, and a deleted contact exits its tracked segments", async () => {
     const domain = await secret("POST", "/segments", {
       name: "Created domain",

@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { commonErrors, ErrorDocs } from "../errors.ts"
-import { Contact, CustomData, Email } from "./schemas.ts"
+import { Contact, CustomData, Email, PageQuery, pageFields } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 
 const Meta = <const New extends boolean>(isNew: New) =>
@@ -77,15 +77,8 @@ export class ContactsApi extends HttpApiGroup.make("contacts", { topLevel: false
     }),
     HttpApiEndpoint.get("fieldValues", "/contacts/fields/:field/values", {
       params: FieldParam,
-      query: { page: optionalString("1-based, default 1"), pageSize: optionalString("default 20, at most 100") },
-      success: Schema.Struct({
-        field: Schema.String,
-        data: Schema.Array(Schema.Unknown),
-        page: Schema.Number,
-        pageSize: Schema.Number,
-        total: Schema.Number,
-        totalPages: Schema.Number
-      }),
+      query: PageQuery,
+      success: Schema.Struct({ field: Schema.String, ...pageFields(Schema.Unknown) }),
       error: [...commonErrors, ErrorDocs.notFound]
     }).annotate(OpenApi.Description, "Distinct values of a field, sorted, page-paginated."),
     HttpApiEndpoint.get("fieldUsage", "/contacts/fields/:field/usage", {

@@ -31,3 +31,17 @@ export const IdempotencyHeaders = Schema.Struct({
     description: "1..255 printable ASCII characters; a repeat within the expiry answers 409 IDEMPOTENCY_KEY_REUSED"
   })
 })
+
+/** Page-paginated lists (conventions item 5): `page` 1-based, default 1; `pageSize` default 20, at most 100. */
+export const PageQuery = {
+  page: Schema.optional(Schema.String).annotate({ description: "1-based, default 1" }),
+  pageSize: Schema.optional(Schema.String).annotate({ description: "default 20, at most 100" })
+}
+
+export const pageFields = <S extends Schema.Top>(item: S) => ({
+  data: Schema.Array(item),
+  page: Schema.Number,
+  pageSize: Schema.Number,
+  total: Schema.Number,
+  totalPages: Schema.Number
+})

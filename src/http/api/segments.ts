@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { commonErrors, ErrorDocs } from "../errors.ts"
-import { Contact } from "./schemas.ts"
+import { Contact, PageQuery, pageFields } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 
 const maxLength = (max: number, field: string) =>
@@ -64,17 +64,8 @@ export class SegmentsApi extends HttpApiGroup.make("segments")
     }),
     HttpApiEndpoint.get("contacts", "/segments/:id/contacts", {
       params: IdParam,
-      query: {
-        page: Schema.optional(Schema.String).annotate({ description: "1-based, default 1" }),
-        pageSize: Schema.optional(Schema.String).annotate({ description: "default 20, at most 100" })
-      },
-      success: Schema.Struct({
-        data: Schema.Array(Contact),
-        page: Schema.Number,
-        pageSize: Schema.Number,
-        total: Schema.Number,
-        totalPages: Schema.Number
-      }),
+      query: PageQuery,
+      success: Schema.Struct(pageFields(Contact)),
       error: [...commonErrors, ErrorDocs.notFound]
     }).annotate(OpenApi.Description, "Members; live (the condition evaluated now) for dynamic segments."),
     HttpApiEndpoint.post("addMembers", "/segments/:id/members", {
