@@ -14,6 +14,8 @@ export interface AppConfigShape {
   readonly idempotencyTtlHours: number
   readonly publicUrl: string
   readonly logLevel: string
+  /** Resolvers for address verification and domain checks (host:port); empty means the system's. */
+  readonly dnsServers: ReadonlyArray<string>
 }
 
 export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app/AppConfig") {
@@ -31,7 +33,8 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app
       rateLimitPerMinute: yield* Config.Int("RATE_LIMIT_PER_MINUTE").pipe(Config.withDefault(1000)),
       idempotencyTtlHours: yield* Config.Number("IDEMPOTENCY_TTL_HOURS").pipe(Config.withDefault(24)),
       publicUrl: yield* Config.String("PUBLIC_URL").pipe(Config.withDefault(`http://localhost:${port}`)),
-      logLevel: yield* Config.String("LOG_LEVEL").pipe(Config.withDefault("Info"))
+      logLevel: yield* Config.String("LOG_LEVEL").pipe(Config.withDefault("Info")),
+      dnsServers: (yield* Config.String("DNS_SERVERS").pipe(Config.withDefault(""))).split(",").map((s) => s.trim()).filter((s) => s !== "")
     })
   })
 
