@@ -5,6 +5,7 @@ import { EventsApi } from "./events.ts"
 import { SegmentsApi } from "./segments.ts"
 import { SystemApi } from "./system.ts"
 import { TrackApi } from "./track.ts"
+import { VerifyApi } from "./verify.ts"
 
 export class Api extends HttpApi.make("mailstream")
   .add(SystemApi)
@@ -12,6 +13,7 @@ export class Api extends HttpApi.make("mailstream")
   .add(ContactsApi)
   .add(EventsApi)
   .add(SegmentsApi)
+  .add(VerifyApi)
   // Report every invalid field of a request at once, not just the first.
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
   .annotateMerge(OpenApi.annotations({
