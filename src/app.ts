@@ -9,19 +9,29 @@ import { DatabaseLive } from "./store/db.ts"
 import { Projects } from "./store/Projects.ts"
 import { Nats } from "./stream/Nats.ts"
 import { OutboxRelay } from "./stream/OutboxRelay.ts"
+import { Dns } from "./lib/dns.ts"
+import { MailTransport } from "./mail/Transport.ts"
+import { Domains } from "./store/Domains.ts"
+import { Emails } from "./store/Emails.ts"
+import { Templates } from "./store/Templates.ts"
 
 /** Postgres (migrated) and NATS (streams ensured). */
 export const InfraLive = Layer.mergeAll(DatabaseLive, Nats.layer)
 
 /** Repositories and the outbox relay: what both roles need. */
-export const CoreLive = Layer.mergeAll(Contacts.layer, Projects.layer, OutboxRelay.layer).pipe(
-  Layer.provideMerge(InfraLive)
-)
+export const CoreLive = Layer.mergeAll(
+  Contacts.layer,
+  Projects.layer,
+  OutboxRelay.layer,
+  Emails.layer,
+  Templates.layer,
+  Domains.layer.pipe(Layer.provideMerge(Dns.layer))
+).pipe(Layer.provideMerge(InfraLive))
 
 export const ApiRoleLive = HttpLive.pipe(Layer.provideMerge(CoreLive))
 
 /** The worker role: partition leases, stream consumers and project actors. */
-export const WorkerRoleLive = WorkerLive.pipe(Layer.provideMerge(CoreLive))
+export const WorkerRoleLive = WorkerLive.pipe(Layer.provide(MailTransport.layer), Layer.provideMerge(CoreLive))
 
 export const AllRolesLive = Layer.mergeAll(ApiRoleLive, WorkerRoleLive)
 

@@ -16,6 +16,17 @@ export interface AppConfigShape {
   readonly logLevel: string
   /** Resolvers for address verification and domain checks (host:port); empty means the system's. */
   readonly dnsServers: ReadonlyArray<string>
+  /** The SMTP relay (`smtp://user:pass@host:port`); unset → mail goes to the file outbox. */
+  readonly smtpUrl: string | undefined
+  readonly smtpPoolSize: number
+  /** Where mail is written when no SMTP relay is configured. */
+  readonly outboxDir: string
+  /** Default per-project send rate (emails per second); 0 turns the throttle off. */
+  readonly sendRatePerSecond: number
+  /** Pins the certificate SNS messages are verified with, instead of fetching SigningCertURL. */
+  readonly snsSigningCertFile: string | undefined
+  /** SNS topics accepted on /webhooks/ses; empty accepts any (signature still required). */
+  readonly sesTopicArns: ReadonlyArray<string>
 }
 
 export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app/AppConfig") {
@@ -34,6 +45,12 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app
       idempotencyTtlHours: yield* Config.Number("IDEMPOTENCY_TTL_HOURS").pipe(Config.withDefault(24)),
       publicUrl: yield* Config.String("PUBLIC_URL").pipe(Config.withDefault(`http://localhost:${port}`)),
       logLevel: yield* Config.String("LOG_LEVEL").pipe(Config.withDefault("Info")),
+      smtpUrl: yield* Config.String("SMTP_URL").pipe(Config.withDefault(""), Config.map((url) => url || undefined)),
+      smtpPoolSize: yield* Config.Int("SMTP_POOL_SIZE").pipe(Config.withDefault(10)),
+      outboxDir: yield* Config.String("OUTBOX_DIR").pipe(Config.withDefault("data/outbox")),
+      sendRatePerSecond: yield* Config.Number("SEND_RATE_PER_SECOND").pipe(Config.withDefault(100)),
+      snsSigningCertFile: yield* Config.String("SNS_SIGNING_CERT_FILE").pipe(Config.withDefault(""), Config.map((file) => file || undefined)),
+      sesTopicArns: (yield* Config.String("SES_TOPIC_ARNS").pipe(Config.withDefault(""))).split(",").map((s) => s.trim()).filter((s) => s !== ""),
       dnsServers: (yield* Config.String("DNS_SERVERS").pipe(Config.withDefault(""))).split(",").map((s) => s.trim()).filter((s) => s !== "")
     })
   })

@@ -12,7 +12,9 @@ import { Projects } from "./store/Projects.ts"
 const USAGE = `usage: npm run cli -- <command>
   api | worker | all         run the HTTP api, the stream worker, or both in one process
   migrate                    apply database migrations and exit
-  project create --name N    create a project; prints { id, name, publicKey, secretKey } as JSON`
+  project create --name N    create a project; prints { id, name, publicKey, secretKey } as JSON
+  project settings --id ID [--send-rate N|default] [--tracking on|off]
+                             per-project send throttle (emails/s, 0 = off) and open/click tracking`
 
 const [command, ...rest] = process.argv.slice(2)
 
@@ -23,6 +25,27 @@ const option = (name: string): string | undefined => {
 
 const serve = (layer: Layer.Layer<never, unknown, AppConfig>, role: string) =>
   Layer.launch(layer).pipe(Effect.tap(Effect.logInfo(`${role} stopped`)))
+
+const projectSettings = (): Effect.Effect<void, unknown, AppConfig> => {
+  const id = option("id")
+  const rate = option("send-rate")
+  const tracking = option("tracking")
+  const sendRatePerSecond = rate === undefined ? undefined : rate === "default" ? null : Number(rate)
+  if (
+    !id || (rate === undefined && tracking === undefined) ||
+    (typeof sendRatePerSecond === "number" && !(sendRatePerSecond >= 0)) ||
+    (tracking !== undefined && tracking !== "on" && tracking !== "off")
+  ) return Effect.fail(new Error(USAGE))
+  return Effect.gen(function*() {
+    const projects = yield* Projects
+    const found = yield* projects.updateMailSettings(id, {
+      sendRatePerSecond,
+      trackingEnabled: tracking === undefined ? undefined : tracking === "on"
+    })
+    if (!found) return yield* Effect.fail(new Error(`no project ${id}`))
+    yield* Console.log(JSON.stringify({ id, ...(yield* projects.mailSettings(id)), linkSecret: undefined }))
+  }).pipe(Effect.provide(Projects.layer.pipe(Layer.provideMerge(DatabaseLive)))) as Effect.Effect<void, unknown, AppConfig>
+}
 
 const program = ((): Effect.Effect<void, unknown, AppConfig> => {
   switch (command) {
@@ -36,6 +59,7 @@ const program = ((): Effect.Effect<void, unknown, AppConfig> => {
     case "migrate":
       return Effect.logInfo("database is migrated").pipe(Effect.provide(DatabaseLive)) as Effect.Effect<void, unknown, AppConfig>
     case "project": {
+      if (rest[0] === "settings") return projectSettings()
       const name = option("name")
       if (rest[0] !== "create" || !name) return Effect.fail(new Error(USAGE))
       return Effect.gen(function*() {

@@ -84,6 +84,8 @@ export const makeProjectActors = (options: {
   readonly names: StreamNames
   /** Wakes the outbox relay, so emitted events leave as soon as their batch commits. */
   readonly wakeRelay: Effect.Effect<void>
+  /** Wakes the project's sender when mail was queued. */
+  readonly wakeSender: (projectId: string) => Effect.Effect<void>
 }) =>
   Effect.gen(function*() {
     const actors = new Map<string, Actor>()
@@ -104,6 +106,7 @@ export const makeProjectActors = (options: {
         const started = performance.now()
         const outcome = yield* applyBatch(contextOf(projectId, actor), batch.map((item) => item.delivered))
         if (outcome.emitted > 0) yield* options.wakeRelay
+        if (outcome.mailQueued) yield* options.wakeSender(projectId)
         for (const item of batch) item.message.ack()
         for (const item of batch) run.applied(item.delivered.seq)
         WorkerMetrics.batchSize.observe(batch.length)

@@ -23,20 +23,32 @@ import { Nats } from "../stream/Nats.ts"
 import { OutboxRelay } from "../stream/OutboxRelay.ts"
 import type { InMessage } from "./messages.ts"
 import { makeProjectActors, PartitionRun } from "./ProjectActors.ts"
+import { makeSender } from "../mail/Sender.ts"
+import { Domains } from "../store/Domains.ts"
 
 const HEARTBEAT = Duration.seconds(2)
 const LEASE_TTL_SECONDS = 6
 const WORKER_DEAD_SECONDS = 6
 /** How often due timers are looked for (an indexed query): the worst-case lateness of a time boundary. */
 const TIMER_POLL = Duration.millis(50)
+/** How often owned partitions are searched for mail due (retries after backoff, missed wake-ups). */
+const MAIL_SWEEP = Duration.seconds(1)
+/** How often domains due for their 5-minute DNS re-check are looked for. */
+const DOMAIN_CHECK_POLL = Duration.seconds(30)
 
 export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const nats = yield* Nats
   const workerId = `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`
   const relay = yield* OutboxRelay
-  const actors = yield* makeProjectActors({ workerId, names: nats.names, wakeRelay: relay.wake })
   const runs = new Map<number, { run: PartitionRun; fiber: Fiber.Fiber<void, unknown> }>()
+  const sender = yield* makeSender({
+    names: nats.names,
+    partitions: nats.partitions,
+    isOwned: (partition) => runs.has(partition),
+    wakeRelay: relay.wake
+  })
+  const actors = yield* makeProjectActors({ workerId, names: nats.names, wakeRelay: relay.wake, wakeSender: sender.wake })
   const consumerName = (partition: number) => `${nats.prefix}_part_${partition}`
 
   yield* sql`INSERT INTO partition_leases (partition)
@@ -102,6 +114,8 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
         Effect.forkDetach
       )
       runs.set(partition, { run, fiber })
+      yield* sender.recoverPartition(partition)
+      yield* sender.sweep([partition])
       yield* Effect.logInfo("partition acquired", { partition, epoch, watermark })
     })
 
@@ -224,6 +238,21 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
     Effect.tapCause((cause) => Effect.logWarning("timer scheduler failed; retrying", cause)),
     Effect.ignore,
     Effect.repeat(Schedule.spaced(TIMER_POLL)),
+    Effect.forkScoped
+  )
+
+  yield* Effect.suspend(() => sender.sweep([...runs.keys()])).pipe(
+    Effect.tapCause((cause) => Effect.logWarning("mail sweep failed; retrying", cause)),
+    Effect.ignore,
+    Effect.repeat(Schedule.spaced(MAIL_SWEEP)),
+    Effect.forkScoped
+  )
+
+  const domains = yield* Domains
+  yield* domains.checkDue(50).pipe(
+    Effect.tapCause((cause) => Effect.logWarning("domain re-check failed", cause)),
+    Effect.ignore,
+    Effect.repeat(Schedule.spaced(DOMAIN_CHECK_POLL)),
     Effect.forkScoped
   )
 

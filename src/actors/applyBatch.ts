@@ -71,6 +71,8 @@ export interface BatchOutcome {
   readonly skipped: number
   readonly eventsInserted: number
   readonly emitted: number
+  /** The batch carried queued mail for the project's sender. */
+  readonly mailQueued: boolean
 }
 
 interface EventRow {
@@ -120,7 +122,7 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
       highest = message.seq
       return true
     })
-    const outcome = { applied: fresh.length, skipped: batch.length - fresh.length, eventsInserted: 0, emitted: 0 }
+    const outcome = { applied: fresh.length, skipped: batch.length - fresh.length, eventsInserted: 0, emitted: 0, mailQueued: false }
     if (fresh.length === 0) return outcome
 
     // Runs of events are applied set-wise; a command is a barrier applied in its place.
@@ -162,6 +164,10 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
           events.push(emittedToRow(body))
           changeOf(body.contactId, body.at).events.add(body.name)
           break
+        case "email":
+          // The rows are already committed as PENDING; the sender picks them up after this batch.
+          outcome.mailQueued = true
+          break
         case "timer": {
           const change = changeOf(body.contactId)
           change.timer = true
@@ -196,9 +202,10 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
             outcome.emitted += left.filter((row) => row.track_membership).length
             changes.delete(body.contactId)
           }
-          // Subscription changes made through the api (POST/PATCH /contacts) are emitted here.
+          // Subscription changes made through the api (POST/PATCH /contacts, /v1/send) are emitted here.
           if (
-            body.type === "contact.updated" && body.contact && typeof body.previousSubscribed === "boolean" &&
+            (body.type === "contact.updated" || body.type === "contact.created") && body.contact &&
+            typeof body.previousSubscribed === "boolean" &&
             body.previousSubscribed !== body.contact.subscribed
           ) {
             emitted.push({

@@ -41,13 +41,26 @@ export interface TimerMessage {
   readonly dueAt: string
 }
 
+/** Mail was queued (PENDING rows committed): wake the project's sender. */
+export interface EmailQueuedMessage {
+  readonly kind: "email"
+  readonly projectId: string
+  readonly emailIds: ReadonlyArray<string>
+}
+
 export interface TrackMessage {
   readonly kind: "track"
   readonly projectId: string
   readonly events: ReadonlyArray<TrackedEvent>
 }
 
-export type InMessage = TrackMessage | ContactChangeMessage | EmittedEventMessage | CommandMessage | TimerMessage
+export type InMessage =
+  | TrackMessage
+  | ContactChangeMessage
+  | EmittedEventMessage
+  | CommandMessage
+  | TimerMessage
+  | EmailQueuedMessage
 
 /** A message with its place in the stream. */
 export interface Delivered {

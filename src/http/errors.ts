@@ -100,6 +100,16 @@ export class ApiError extends Data.TaggedError("ApiError")<EnvelopeFields> imple
     })
   }
 
+  /** The spec's answer to a sender domain the project has not verified (403, code as the reference returns it). */
+  static unverifiedDomain(domain: string): ApiError {
+    return new ApiError({
+      status: 403,
+      code: "INTERNAL_SERVER_ERROR",
+      message: `The domain ${domain} is not verified for this project`,
+      suggestion: "Add the domain with POST /domains, publish its DNS records and verify it with GET /domains/:id/verify."
+    })
+  }
+
   static internal(): ApiError {
     return new ApiError({ status: 500, code: "INTERNAL_SERVER_ERROR", message: "An unexpected error occurred" })
   }
@@ -141,6 +151,7 @@ const envelopeSchema = (status: number, description: string) =>
 export const ErrorDocs = {
   badRequest: envelopeSchema(400, "Malformed request (for example invalid JSON)"),
   unauthorized: envelopeSchema(401, "Missing or invalid API key, or the wrong key type (INVALID_API_KEY)"),
+  forbidden: envelopeSchema(403, "Not allowed: for example a sender domain not verified for the project"),
   notFound: envelopeSchema(404, "The resource does not exist in the caller's project"),
   conflict: envelopeSchema(409, "Conflict (duplicate email, reused Idempotency-Key, ...)"),
   payloadTooLarge: envelopeSchema(413, "Request body too large"),

@@ -17,6 +17,12 @@ import { SystemHandlers } from "./handlers/system.ts"
 import { TrackHandlers } from "./handlers/track.ts"
 import { VerifyHandlers } from "./handlers/verify.ts"
 import { Verifier } from "../verify/Verifier.ts"
+import { DomainsHandlers } from "./handlers/domains.ts"
+import { LinksHandlers } from "./handlers/links.ts"
+import { SendHandlers } from "./handlers/send.ts"
+import { TemplatesHandlers } from "./handlers/templates.ts"
+import { SesWebhookRoute, WebhooksHandlers } from "./handlers/webhooks.ts"
+import { Notifications } from "../mail/Notifications.ts"
 import { ContactDirectory } from "../ingest/ContactDirectory.ts"
 import { EventPublisher } from "../ingest/EventPublisher.ts"
 import { Idempotency } from "./Idempotency.ts"
@@ -24,11 +30,18 @@ import { RateLimiter } from "./RateLimiter.ts"
 
 const ApiRoutes = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([SystemHandlers, TrackHandlers, ContactsHandlers, EventsHandlers, SegmentsHandlers, VerifyHandlers]),
+  Layer.provide([SendHandlers, TemplatesHandlers, DomainsHandlers, LinksHandlers, WebhooksHandlers]),
   Layer.provide([SecretKeyAuthLive, PublicKeyAuthLive]),
-  Layer.provide([RateLimiter.layer, Idempotency.layer, ContactDirectory.layer, EventPublisher.layer, Events.layer, Segments.layer, Verifier.layer])
+  Layer.provide([RateLimiter.layer, Idempotency.layer, ContactDirectory.layer, EventPublisher.layer, Events.layer, Segments.layer, Verifier.layer]),
+  Layer.provide(Notifications.layer)
 )
 
-const Routes = Layer.mergeAll(ApiRoutes, HttpApiScalar.layer(Api, { path: "/docs" }), GatewayLive)
+const Routes = Layer.mergeAll(
+  ApiRoutes,
+  SesWebhookRoute.pipe(Layer.provide(Notifications.layer)),
+  HttpApiScalar.layer(Api, { path: "/docs" }),
+  GatewayLive
+)
 
 /** The HTTP server on PORT (0 picks a free port; tests read it from HttpServer.address). */
 export const HttpLive = Layer.unwrap(Effect.map(Effect.service(AppConfig), (config) =>

@@ -30,6 +30,12 @@ export interface UpsertInput {
   readonly patch: DataPatch
   /** Which operation wrote (`api.contacts`, `api.track`, ...), carried on the change message. */
   readonly source: string
+  /**
+   * For a new contact, the state its creation is compared with to decide whether it subscribed or
+   * unsubscribed (/v1/send: false, so an explicit opt-in emits contact.subscribed). Undefined: creating
+   * a contact is not a subscription change.
+   */
+  readonly newContactBaseline?: boolean | undefined
   /** Further messages committed with the write (e.g. the tracked event); `contactId` and `email` are added. */
   readonly alsoPublish?: ReadonlyArray<OutboxMessage> | undefined
 }
@@ -151,11 +157,13 @@ const pinsOf = (patch: DataPatch, subscribed: boolean | undefined, at: number): 
 /** What our own cursors carry: `Date#toISOString()` output. */
 export const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 
-const escapeLike = (text: string) => text.replace(/[\\%_]/g, (char) => `\\${char}`)
+export const escapeLike = (text: string) => text.replace(/[\\%_]/g, (char) => `\\${char}`)
 
 export class Contacts extends Context.Service<Contacts, {
   readonly upsert: (input: UpsertInput) => Effect.Effect<UpsertResult, SqlError.SqlError>
   readonly get: (projectId: string, id: string) => Effect.Effect<Contact | undefined, SqlError.SqlError>
+  /** A contact found by id alone, for links that carry only the (signed) id; callers verify the signature. */
+  readonly locate: (id: string) => Effect.Effect<{ readonly projectId: string; readonly contact: Contact } | undefined, SqlError.SqlError>
   readonly update: (
     projectId: string,
     id: string,
@@ -239,7 +247,7 @@ export class Contacts extends Context.Service<Contacts, {
                 'contactId', up.id,
                 'source', ${input.source}::text,
                 'at', ${now}::text,
-                'previousSubscribed', up.previous_subscribed,
+                'previousSubscribed', COALESCE(up.previous_subscribed, ${input.newContactBaseline ?? null}::boolean),
                 'removedKeys', ${remove}::jsonb,
                 'contact', jsonb_build_object('id', up.id, 'email', up.email, 'subscribed', up.subscribed,
                                               'data', up.data, 'createdAt', up.created_at, 'updatedAt', up.updated_at)
@@ -274,6 +282,14 @@ export class Contacts extends Context.Service<Contacts, {
           SELECT id, email, subscribed, snoozed_until, data, created_at, updated_at
           FROM contacts WHERE project_id = ${projectId} AND id = ${id}`
         return rows[0] ? toContact(rows[0]) : undefined
+      })
+
+      const locate = Effect.fn("Contacts.locate")(function*(id: string) {
+        if (!isUuid(id)) return undefined
+        const rows = yield* sql<ContactRow & { project_id: string }>`
+          SELECT id, project_id, email, subscribed, snoozed_until, data, created_at, updated_at
+          FROM contacts WHERE id = ${id}`
+        return rows[0] ? { projectId: rows[0].project_id, contact: toContact(rows[0]) } : undefined
       })
 
       const update = Effect.fn("Contacts.update")(function*(projectId: string, id: string, input: UpdateInput) {
@@ -478,7 +494,7 @@ export class Contacts extends Context.Service<Contacts, {
         }))
       })
 
-      return Contacts.of({ upsert, get, update, remove, list, lookup, fields, fieldExists, fieldValues, deleteField })
+      return Contacts.of({ upsert, get, locate, update, remove, list, lookup, fields, fieldExists, fieldValues, deleteField })
     })
   )
 }

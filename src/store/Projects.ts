@@ -22,6 +22,12 @@ export interface CreatedProject extends Project {
   readonly secretKey: string
 }
 
+export interface MailSettings {
+  readonly linkSecret: string
+  readonly trackingEnabled: boolean
+  readonly sendRatePerSecond: number | null
+}
+
 const hashKey = (key: string): Buffer => createHash("sha256").update(key).digest()
 
 const newKey = (prefix: "pk_" | "sk_") => prefix + randomBytes(24).toString("base64url")
@@ -33,6 +39,13 @@ export class Projects extends Context.Service<Projects, {
   readonly create: (name: string) => Effect.Effect<CreatedProject>
   /** The project and key kind for an API key, or undefined when no project has it. */
   readonly authenticate: (key: string) => Effect.Effect<AuthenticatedKey | undefined>
+  /** The secret signing the project's links, and whether opens and clicks are tracked. */
+  readonly mailSettings: (projectId: string) => Effect.Effect<MailSettings>
+  /** Changes the send rate (emails/s; null = the deployment default, 0 = unthrottled) or tracking. */
+  readonly updateMailSettings: (
+    projectId: string,
+    changes: { readonly sendRatePerSecond?: number | null | undefined; readonly trackingEnabled?: boolean | undefined }
+  ) => Effect.Effect<boolean>
 }>()("app/store/Projects") {
   static readonly layer = Layer.effect(
     Projects,
@@ -84,7 +97,39 @@ export class Projects extends Context.Service<Projects, {
             }))
         })
 
-      return Projects.of({ create, authenticate })
+      const settingsCache = new Map<string, { value: MailSettings; expires: number }>()
+      const mailSettings = Effect.fn("Projects.mailSettings")(function*(projectId: string) {
+        const hit = settingsCache.get(projectId)
+        if (hit && hit.expires > Date.now()) return hit.value
+        const [row] = yield* sql<{ link_secret: string; tracking_enabled: boolean; rate: string | null }>`
+          SELECT link_secret, tracking_enabled, send_rate_per_second::text AS rate FROM projects WHERE id = ${projectId}`
+        if (!row) return yield* Effect.die(new Error(`project ${projectId} does not exist`))
+        const value = {
+          linkSecret: row.link_secret,
+          trackingEnabled: row.tracking_enabled,
+          sendRatePerSecond: row.rate === null ? null : Number(row.rate)
+        }
+        settingsCache.set(projectId, { value, expires: Date.now() + KEY_CACHE_TTL_MS })
+        return value
+      }, Effect.orDie)
+
+      const updateMailSettings = Effect.fn("Projects.updateMailSettings")(function*(
+        projectId: string,
+        changes: { readonly sendRatePerSecond?: number | null | undefined; readonly trackingEnabled?: boolean | undefined }
+      ) {
+        const rows = yield* sql`
+          UPDATE projects SET
+            send_rate_per_second = CASE WHEN ${changes.sendRatePerSecond !== undefined} THEN ${changes.sendRatePerSecond ?? null}::numeric
+                                        ELSE send_rate_per_second END,
+            tracking_enabled = COALESCE(${changes.trackingEnabled ?? null}::boolean, tracking_enabled),
+            updated_at = now()
+          WHERE id = ${projectId}
+          RETURNING id`
+        settingsCache.delete(projectId)
+        return rows.length > 0
+      }, Effect.orDie)
+
+      return Projects.of({ create, authenticate, mailSettings, updateMailSettings })
     })
   )
 }

@@ -6,6 +6,11 @@ import { SegmentsApi } from "./segments.ts"
 import { SystemApi } from "./system.ts"
 import { TrackApi } from "./track.ts"
 import { VerifyApi } from "./verify.ts"
+import { DomainsApi } from "./domains.ts"
+import { LinksApi } from "./links.ts"
+import { SendApi } from "./send.ts"
+import { TemplatesApi } from "./templates.ts"
+import { WebhooksApi } from "./webhooks.ts"
 
 export class Api extends HttpApi.make("mailstream")
   .add(SystemApi)
@@ -14,6 +19,11 @@ export class Api extends HttpApi.make("mailstream")
   .add(EventsApi)
   .add(SegmentsApi)
   .add(VerifyApi)
+  .add(SendApi)
+  .add(TemplatesApi)
+  .add(DomainsApi)
+  .add(LinksApi)
+  .add(WebhooksApi)
   // Report every invalid field of a request at once, not just the first.
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
   .annotateMerge(OpenApi.annotations({

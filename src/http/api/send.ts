@@ -1,0 +1,88 @@
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { commonErrors, ErrorDocs } from "../errors.ts"
+import { CustomData, IdempotencyHeaders } from "./schemas.ts"
+import { SecretKeyAuth } from "./security.ts"
+
+/** `"a@b.c"` or `{ name, email }`; addresses are checked by the handler so errors name their position. */
+const Address = Schema.Union([
+  Schema.String,
+  Schema.Struct({ name: Schema.optional(Schema.NullOr(Schema.String)), email: Schema.String })
+])
+
+const Attachment = Schema.Struct({
+  filename: Schema.String,
+  content: Schema.String.annotate({ description: "base64" }),
+  contentType: Schema.optional(Schema.String)
+})
+
+export const SendBody = Schema.Struct({
+  to: Schema.Union([Address, Schema.Array(Address)]),
+  subject: Schema.optional(Schema.String),
+  body: Schema.optional(Schema.String),
+  template: Schema.optional(Schema.String),
+  from: Schema.optional(Address),
+  name: Schema.optional(Schema.String).annotate({ description: "Deprecated: the sender name when `from` is a bare address" }),
+  subscribed: Schema.optional(Schema.Boolean),
+  data: Schema.optional(CustomData),
+  headers: Schema.optional(Schema.Record(Schema.String, Schema.String)),
+  reply: Schema.optional(Schema.String),
+  attachments: Schema.optional(Schema.Array(Attachment))
+})
+
+const SendSuccess = Schema.Struct({
+  success: Schema.Literal(true),
+  data: Schema.Struct({
+    emails: Schema.Array(Schema.Struct({
+      contact: Schema.Struct({ id: Schema.String, email: Schema.String }),
+      email: Schema.String
+    })),
+    timestamp: Schema.String
+  })
+})
+
+export const EmailRecord = Schema.Struct({
+  id: Schema.String,
+  contactId: Schema.NullOr(Schema.String),
+  to: Schema.String,
+  from: Schema.String,
+  subject: Schema.String,
+  type: Schema.String,
+  status: Schema.String,
+  templateId: Schema.NullOr(Schema.String),
+  campaignId: Schema.NullOr(Schema.String),
+  workflowId: Schema.NullOr(Schema.String),
+  messageId: Schema.String,
+  attempts: Schema.Number,
+  error: Schema.NullOr(Schema.String),
+  createdAt: Schema.String,
+  sentAt: Schema.NullOr(Schema.String),
+  deliveredAt: Schema.NullOr(Schema.String),
+  openedAt: Schema.NullOr(Schema.String),
+  clickedAt: Schema.NullOr(Schema.String),
+  bouncedAt: Schema.NullOr(Schema.String),
+  complainedAt: Schema.NullOr(Schema.String)
+}).annotate({ identifier: "Email" })
+
+export class SendApi extends HttpApiGroup.make("send", { topLevel: true })
+  .add(
+    HttpApiEndpoint.post("send", "/v1/send", {
+      payload: SendBody,
+      headers: IdempotencyHeaders,
+      success: SendSuccess,
+      error: [...commonErrors, ErrorDocs.forbidden, ErrorDocs.notFound, ErrorDocs.conflict, ErrorDocs.validation]
+    }).annotate(
+      OpenApi.Description,
+      "One transactional email per recipient, processed in order, each with its own contact upsert (new contacts " +
+        "default to unsubscribed). Either `template` or both `subject` and `body`; `from` unless the template has one. " +
+        "Attachments: at most 10, 10 MB in total (413), whole message at most 40 MB (413)."
+    ),
+    HttpApiEndpoint.get("getEmail", "/emails/:id", {
+      params: { id: Schema.String },
+      success: EmailRecord,
+      error: [...commonErrors, ErrorDocs.notFound]
+    }).annotate(OpenApi.Description, "One email record: its status (PENDING → SENDING → SENT → DELIVERED …) and timestamps.")
+  )
+  .middleware(SecretKeyAuth)
+  .annotateMerge(OpenApi.annotations({ title: "Sending", description: "Transactional email (secret key)" }))
+{}

@@ -1,0 +1,32 @@
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
+import { commonErrors, ErrorDocs } from "../errors.ts"
+import { SecretKeyAuth } from "./security.ts"
+
+/** The generic inbound format, for relays that can call a webhook (see README, "Delivery notifications"). */
+export const GenericNotification = Schema.Struct({
+  id: Schema.String.annotate({ description: "Unique id of this notification; repeats are ignored" }),
+  type: Schema.Literals(["delivered", "bounced", "complained"]),
+  messageId: Schema.String.annotate({ description: "The Message-ID header of the email (angle brackets optional)" }),
+  bounceType: Schema.optional(Schema.Literals(["hard", "soft"])).annotate({ description: "bounced only; default hard" })
+}).annotate({ identifier: "GenericNotification" })
+
+export class WebhooksApi extends HttpApiGroup.make("webhooks")
+  .add(
+    HttpApiEndpoint.post("generic", "/webhooks/generic", {
+      payload: Schema.Union([GenericNotification, Schema.Array(GenericNotification)]),
+      success: Schema.Struct({
+        success: Schema.Literal(true),
+        data: Schema.Struct({ applied: Schema.Number, duplicates: Schema.Number, unknown: Schema.Number })
+      }),
+      error: [...commonErrors, ErrorDocs.validation]
+    }).annotate(
+      OpenApi.Description,
+      "Delivery notifications in the generic JSON format, authenticated with the project's secret key. Hard bounces " +
+        "and complaints unsubscribe and suppress the address. Amazon SES notifications over SNS go to POST /webhooks/ses " +
+        "(no key; the SNS signature is verified)."
+    )
+  )
+  .middleware(SecretKeyAuth)
+  .annotateMerge(OpenApi.annotations({ title: "Webhooks", description: "Inbound delivery notifications" }))
+{}

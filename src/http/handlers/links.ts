@@ -1,0 +1,96 @@
+/**
+ * Tracking and subscription links. Nothing here trusts the URL: a link's signature is checked under
+ * its project's secret before anything is recorded or anyone is redirected.
+ */
+import { Effect } from "effect"
+import { HttpServerResponse } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
+import { AppConfig } from "../../config.ts"
+import { emptyPatch } from "../../domain/customData.ts"
+import { clickSignature, contactLinks, contactSignatureValid, openSignature, parseContactToken, verifySignature } from "../../mail/links.ts"
+import { confirmSubscribePage, confirmUnsubscribePage, donePage, invalidLinkPage, managePage } from "../../mail/pages.ts"
+import { Contacts } from "../../store/Contacts.ts"
+import { Emails } from "../../store/Emails.ts"
+import { Projects } from "../../store/Projects.ts"
+import { OutboxRelay } from "../../stream/OutboxRelay.ts"
+import { Api } from "../api/Api.ts"
+
+/** The smallest transparent GIF. */
+const PIXEL = Buffer.from("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7", "base64")
+const pixel = () =>
+  HttpServerResponse.uint8Array(PIXEL, {
+    contentType: "image/gif",
+    headers: { "cache-control": "no-store, max-age=0" }
+  })
+
+const html = (body: string, status = 200) =>
+  HttpServerResponse.text(body, { status, contentType: "text/html; charset=utf-8", headers: { "cache-control": "no-store" } })
+
+export const LinksHandlers = HttpApiBuilder.group(Api, "links", Effect.fnUntraced(function*(handlers) {
+  const config = yield* AppConfig
+  const emails = yield* Emails
+  const contacts = yield* Contacts
+  const projects = yield* Projects
+  const relay = yield* OutboxRelay
+
+  /** The email a tracking link names, when the link's signature is right for it. */
+  const signedEmail = Effect.fnUntraced(function*(emailId: string, signature: string, expected: (secret: string) => string) {
+    const email = yield* emails.byId(emailId)
+    if (!email) return undefined
+    const settings = yield* projects.mailSettings(email.projectId)
+    return verifySignature(expected(settings.linkSecret), signature) ? email : undefined
+  })
+
+  /** The contact a subscription link names, with its links, when the signature is right. */
+  const signedContact = Effect.fnUntraced(function*(token: string) {
+    const parsed = parseContactToken(token)
+    if (!parsed) return undefined
+    const found = yield* Effect.orDie(contacts.locate(parsed.contactId))
+    if (!found) return undefined
+    const settings = yield* projects.mailSettings(found.projectId)
+    if (!contactSignatureValid(settings.linkSecret, parsed.contactId, parsed.signature)) return undefined
+    return { ...found, links: contactLinks(config.publicUrl, settings.linkSecret, parsed.contactId) }
+  })
+
+  const setSubscribed = (token: string, subscribed: boolean) =>
+    Effect.gen(function*() {
+      const found = yield* signedContact(token)
+      if (!found) return html(invalidLinkPage(), 404)
+      // Through the same path as PATCH /contacts: the change is pinned and contact.(un)subscribed emitted.
+      const updated = yield* Effect.orDie(contacts.update(found.projectId, found.contact.id, { subscribed, patch: emptyPatch }))
+      yield* relay.wake
+      const contact = updated && "email" in updated ? updated : found.contact
+      return html(donePage(contact.email, subscribed, found.links))
+    })
+
+  const showPage = (token: string, render: (found: NonNullable<Effect.Success<ReturnType<typeof signedContact>>>) => string) =>
+    Effect.map(signedContact(token), (found) => (found ? html(render(found)) : html(invalidLinkPage(), 404)))
+
+  return handlers
+    .handle("open", ({ params }) =>
+      Effect.gen(function*() {
+        const signature = params.signature.replace(/\.gif$/, "")
+        const email = yield* signedEmail(params.emailId, signature, (secret) => openSignature(secret, params.emailId))
+        if (email) yield* emails.engage(email, "open")
+        yield* relay.wake
+        // Always the pixel: a broken image tells a forger nothing either.
+        return pixel()
+      }))
+    .handle("click", ({ params, query }) =>
+      Effect.gen(function*() {
+        const target = query.u ?? ""
+        const email = yield* signedEmail(params.emailId, params.signature, (secret) => clickSignature(secret, params.emailId, target))
+        if (!email || !/^https?:\/\//i.test(target)) return html(invalidLinkPage(), 404)
+        yield* emails.engage(email, "click", { link: target })
+        yield* relay.wake
+        return HttpServerResponse.redirect(target, { status: 302, headers: { "cache-control": "no-store" } })
+      }))
+    .handle("unsubscribePage", ({ params }) =>
+      showPage(params.token, (found) => confirmUnsubscribePage(found.contact.email, found.links)))
+    .handle("unsubscribe", ({ params }) => setSubscribed(params.token, false))
+    .handle("subscribePage", ({ params }) =>
+      showPage(params.token, (found) => confirmSubscribePage(found.contact.email, found.links)))
+    .handle("subscribe", ({ params }) => setSubscribed(params.token, true))
+    .handle("manage", ({ params }) =>
+      showPage(params.token, (found) => managePage(found.contact.email, found.contact.subscribed, found.links)))
+}))

@@ -1,0 +1,249 @@
+/**
+ * POST /v1/send. Everything about the request is checked before anything is written; then, in one
+ * transaction, each recipient in order gets its contact upsert and its rendered email queued
+ * (PENDING) with a wake-up message for the project's worker, which sends it under the throttle.
+ */
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { HttpApiBuilder } from "effect/http-api"
+import { AppConfig } from "../../config.ts"
+import { toDataPatch } from "../../domain/customData.ts"
+import { isValidEmail, normalizeEmail } from "../../domain/email.ts"
+import { isUuid } from "../../domain/ids.ts"
+import { prepareEmail } from "../../mail/prepare.ts"
+import { makeRenderer, RenderError } from "../../mail/render.ts"
+import { Contacts } from "../../store/Contacts.ts"
+import { type Attachment, type EmailRecord, Emails, type NewEmail } from "../../store/Emails.ts"
+import { Domains } from "../../store/Domains.ts"
+import { Projects } from "../../store/Projects.ts"
+import { Templates } from "../../store/Templates.ts"
+import { OutboxRelay } from "../../stream/OutboxRelay.ts"
+import { Api } from "../api/Api.ts"
+import type { SendBody } from "../api/send.ts"
+import { CurrentProject } from "../api/security.ts"
+import { ApiError, type FieldError, rendered } from "../errors.ts"
+import { Idempotency } from "../Idempotency.ts"
+import { validateData } from "./contacts.ts"
+import { requireVerifiedDomain, subjectProblem, syntaxProblem } from "./templates.ts"
+
+export const MAX_RECIPIENTS = 100
+export const MAX_ATTACHMENTS = 10
+export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024
+export const MAX_MESSAGE_BYTES = 40 * 1024 * 1024
+export const MAX_HEADER_VALUE = 998
+
+/** Headers we set ourselves (addressing, identity, signature, MIME structure, unsubscribe). */
+const RESERVED_HEADERS = new Set([
+  "from", "to", "cc", "bcc", "sender", "reply-to", "subject", "date", "message-id", "dkim-signature", "return-path",
+  "mime-version", "content-type", "content-transfer-encoding", "list-unsubscribe", "list-unsubscribe-post"
+])
+/** RFC 5322 field name: printable ASCII except the colon. */
+const HEADER_NAME = /^[!-9;-~]+$/
+const BASE64 = /^[A-Za-z0-9+/\r\n]*={0,2}\s*$/
+
+type AddressInput = string | { readonly name?: string | null | undefined; readonly email: string }
+
+interface Address {
+  readonly email: string
+  readonly name: string | null
+}
+
+const addressOf = (input: AddressInput): Address =>
+  typeof input === "string"
+    ? { email: input.trim(), name: null }
+    : { email: input.email.trim(), name: input.name?.trim() || null }
+
+export const headerProblems = (headers: Readonly<Record<string, string>>): Array<FieldError> =>
+  Object.entries(headers).flatMap(([name, value]): Array<FieldError> => {
+    const field = `headers.${name}`
+    if (/[\r\n]/.test(name)) return [{ field, message: "Header names must not contain CR or LF", code: "header_injection" }]
+    if (!HEADER_NAME.test(name)) return [{ field, message: "Not a valid header name", code: "invalid_header" }]
+    if (RESERVED_HEADERS.has(name.toLowerCase())) {
+      return [{ field, message: `The ${name} header is set by the service and cannot be overridden`, code: "forbidden_header" }]
+    }
+    if (/[\r\n]/.test(value)) return [{ field, message: "Header values must not contain CR or LF", code: "header_injection" }]
+    if (value.length > MAX_HEADER_VALUE) {
+      return [{ field, message: `Header values must be at most ${MAX_HEADER_VALUE} characters`, code: "too_big" }]
+    }
+    return []
+  })
+
+const decodedSize = (base64: string) => {
+  const clean = base64.replace(/\s/g, "")
+  return Math.floor((clean.length * 3) / 4) - (clean.endsWith("==") ? 2 : clean.endsWith("=") ? 1 : 0)
+}
+
+export const attachmentProblems = (attachments: ReadonlyArray<Attachment>): Array<FieldError> => {
+  if (attachments.length > MAX_ATTACHMENTS) {
+    return [{ field: "attachments", message: `At most ${MAX_ATTACHMENTS} attachments per email`, code: "too_big" }]
+  }
+  return attachments.flatMap((attachment, index): Array<FieldError> => {
+    const field = `attachments[${index}]`
+    if (attachment.filename.trim() === "" || /[\r\n\x00]/.test(attachment.filename) || attachment.filename.length > 255) {
+      return [{ field: `${field}.filename`, message: "A file name of 1 to 255 characters without line breaks", code: "invalid_string" }]
+    }
+    if (!BASE64.test(attachment.content)) return [{ field: `${field}.content`, message: "Expected base64 content", code: "invalid_string" }]
+    if (attachment.contentType !== undefined && !/^[\w.+-]+\/[\w.+-]+$/.test(attachment.contentType)) {
+      return [{ field: `${field}.contentType`, message: "Expected a MIME type such as application/pdf", code: "invalid_string" }]
+    }
+    return []
+  })
+}
+
+/** The record without its content (html, headers, attachments). */
+const toEmailView = ({ html: _h, headers: _hd, attachments: _a, projectId: _p, toName: _t, fromName: _f, replyTo: _r, ...view }: EmailRecord) =>
+  view
+
+const tooLarge = (message: string) => new ApiError({ status: 413, code: "PAYLOAD_TOO_LARGE", message })
+
+export const SendHandlers = HttpApiBuilder.group(Api, "send", Effect.fnUntraced(function*(handlers) {
+  const sql = yield* SqlClient.SqlClient
+  const config = yield* AppConfig
+  const contacts = yield* Contacts
+  const emails = yield* Emails
+  const templates = yield* Templates
+  const projects = yield* Projects
+  const domains = yield* Domains
+  const relay = yield* OutboxRelay
+  const idempotency = yield* Idempotency
+  const renderer = makeRenderer()
+
+  const send = Effect.fnUntraced(function*(payload: typeof SendBody.Type, idempotencyKey: string | undefined) {
+    const project = yield* CurrentProject
+
+    // Recipients, in order.
+    const toList = (Array.isArray(payload.to) ? payload.to : [payload.to]) as ReadonlyArray<AddressInput>
+    if (toList.length === 0) return yield* ApiError.invalidField("to", "At least one recipient is required", "too_small")
+    if (toList.length > MAX_RECIPIENTS) {
+      return yield* ApiError.invalidField("to", `At most ${MAX_RECIPIENTS} recipients per call`, "too_big", toList.length)
+    }
+    const recipients = toList.map(addressOf)
+    const problems: Array<FieldError> = []
+    recipients.forEach((recipient, index) => {
+      if (!isValidEmail(recipient.email)) {
+        const field = Array.isArray(payload.to) ? `to[${index}]` : "to"
+        problems.push({ field, message: "Expected a valid email address", code: "invalid_string", received: recipient.email })
+      }
+    })
+
+    // Content: the template's, with explicit fields overriding it.
+    let template = undefined
+    if (payload.template !== undefined) {
+      if (!isUuid(payload.template)) return yield* ApiError.notFound("Template")
+      template = (yield* templates.get(project.id, payload.template)) ?? (yield* ApiError.notFound("Template"))
+    }
+    const subject = payload.subject ?? template?.subject
+    const body = payload.body ?? template?.body
+    if (subject === undefined) problems.push({ field: "subject", message: "subject is required without a template", code: "required" })
+    if (body === undefined) problems.push({ field: "body", message: "body is required without a template", code: "required" })
+    if (subject !== undefined) {
+      const problem = subjectProblem("subject", subject) ?? syntaxProblem("subject", subject, "text")
+      if (problem) problems.push(problem)
+    }
+    if (body !== undefined) {
+      const problem = body.length === 0
+        ? { field: "body", message: "The body must not be empty", code: "too_small" }
+        : syntaxProblem("body", body, "html")
+      if (problem) problems.push(problem)
+    }
+
+    const fromInput = payload.from === undefined ? undefined : addressOf(payload.from)
+    const from = fromInput?.email ?? template?.from
+    const fromName = fromInput?.name ?? payload.name?.trim() ?? template?.fromName ?? null
+    if (from === undefined) {
+      problems.push({ field: "from", message: "from is required unless the template has one", code: "required" })
+    } else if (!isValidEmail(from)) {
+      problems.push({ field: "from", message: "Expected a valid email address", code: "invalid_string", received: from })
+    }
+    const replyTo = payload.reply?.trim() ?? template?.replyTo ?? null
+    if (replyTo !== null && !isValidEmail(replyTo)) {
+      problems.push({ field: "reply", message: "Expected a valid email address", code: "invalid_string", received: replyTo })
+    }
+    problems.push(...headerProblems(payload.headers ?? {}))
+    const attachments = (payload.attachments ?? []) as ReadonlyArray<Attachment>
+    problems.push(...attachmentProblems(attachments))
+    if (problems.length > 0) return yield* ApiError.validation(problems)
+    yield* validateData(payload.data)
+
+    const attachmentBytes = attachments.reduce((sum, attachment) => sum + decodedSize(attachment.content), 0)
+    if (attachmentBytes > MAX_ATTACHMENT_BYTES) {
+      return yield* tooLarge(`Attachments total ${attachmentBytes} bytes; at most ${MAX_ATTACHMENT_BYTES} (10 MB) are allowed`)
+    }
+    const messageBytes = body!.length + attachments.reduce((sum, attachment) => sum + attachment.content.length, 0)
+    if (messageBytes > MAX_MESSAGE_BYTES) {
+      return yield* tooLarge(`The message would be about ${messageBytes} bytes; at most ${MAX_MESSAGE_BYTES} (40 MB) are allowed`)
+    }
+    const sender = normalizeEmail(from!)
+    yield* requireVerifiedDomain(project.id, sender).pipe(Effect.provideService(Domains, domains))
+
+    const settings = yield* projects.mailSettings(project.id)
+    const patch = toDataPatch(payload.data)
+    const sendData = { ...patch.set, ...patch.transient }
+    const content = {
+      subject: renderer.compile(subject!, "text"),
+      body: renderer.compile(body!, "html"),
+      from: sender,
+      fromName,
+      replyTo: replyTo === null ? null : normalizeEmail(replyTo),
+      headers: payload.headers ?? {},
+      attachments,
+      // The spec: /v1/send sends transactional mail, whatever the template's type.
+      type: "TRANSACTIONAL" as const,
+      templateId: template?.id ?? null
+    }
+
+    return yield* idempotency.once(
+      project.id,
+      idempotencyKey,
+      "POST /v1/send",
+      Effect.gen(function*() {
+        const queued = yield* sql.withTransaction(Effect.gen(function*() {
+          const prepared: Array<{ readonly contact: { id: string; email: string }; readonly email: NewEmail }> = []
+          for (const recipient of recipients) {
+            const { contact } = yield* contacts.upsert({
+              projectId: project.id,
+              email: normalizeEmail(recipient.email),
+              subscribed: payload.subscribed,
+              subscribedByDefault: false,
+              newContactBaseline: false,
+              patch,
+              source: "api.send"
+            })
+            const email = yield* Effect.tryPromise({
+              try: () =>
+                prepareEmail(
+                  { projectId: project.id, linkSecret: settings.linkSecret, trackingEnabled: settings.trackingEnabled, publicUrl: config.publicUrl },
+                  content,
+                  { contactId: contact.id, email: contact.email, name: recipient.name, data: contact.data },
+                  sendData
+                ),
+              catch: (error) =>
+                ApiError.invalidField("body", error instanceof RenderError ? error.message : String(error), "render_failed")
+            })
+            prepared.push({ contact: { id: contact.id, email: contact.email }, email })
+          }
+          yield* emails.enqueue(project.id, prepared.map((item) => item.email))
+          return prepared
+        })).pipe(Effect.catchTag("SqlError", Effect.die))
+        yield* relay.wake
+        return {
+          success: true as const,
+          data: {
+            emails: queued.map((item) => ({ contact: item.contact, email: item.email.id })),
+            timestamp: new Date().toISOString()
+          }
+        }
+      })
+    )
+  })
+
+  return handlers
+    .handle("send", ({ payload, headers }) => rendered(send(payload, headers["idempotency-key"])))
+    .handle("getEmail", ({ params }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        if (!isUuid(params.id)) return yield* ApiError.notFound("Email")
+        const email = (yield* emails.get(project.id, params.id)) ?? (yield* ApiError.notFound("Email"))
+        return toEmailView(email)
+      })))
+}))

@@ -1,0 +1,175 @@
+import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { isValidEmail, normalizeEmail } from "../../domain/email.ts"
+import { isUuid } from "../../domain/ids.ts"
+import { makeRenderer, RenderError } from "../../mail/render.ts"
+import { Domains } from "../../store/Domains.ts"
+import { TEMPLATE_TYPES, type Template, type TemplateInput, Templates, type TemplateType } from "../../store/Templates.ts"
+import { Api } from "../api/Api.ts"
+import { CurrentProject } from "../api/security.ts"
+import { ApiError, BareBadRequest, type FieldError, rendered } from "../errors.ts"
+import { parsePositive } from "../query.ts"
+
+const notFound = ApiError.notFound("Template")
+const renderer = makeRenderer()
+
+export const MAX_SUBJECT_LENGTH = 998
+
+/** Subject rule shared with /v1/send: 1..998 characters, no line breaks. */
+export const subjectProblem = (field: string, subject: string): FieldError | undefined =>
+  subject.trim().length === 0
+    ? { field, message: "The subject must not be empty", code: "too_small" }
+    : subject.length > MAX_SUBJECT_LENGTH
+    ? { field, message: `The subject must be at most ${MAX_SUBJECT_LENGTH} characters`, code: "too_big" }
+    : /[\r\n]/.test(subject)
+    ? { field, message: "The subject must not contain line breaks", code: "invalid_string" }
+    : undefined
+
+/** A template that does not parse is refused when saved, not when mail is sent. */
+export const syntaxProblem = (field: string, source: string, kind: "html" | "text"): FieldError | undefined => {
+  try {
+    renderer.compile(source, kind)
+    return undefined
+  } catch (error) {
+    return { field, message: error instanceof RenderError ? error.message : String(error), code: "invalid_template" }
+  }
+}
+
+/** Sending needs the domain verified; answers the spec's 403 otherwise. */
+export const requireVerifiedDomain = Effect.fnUntraced(function*(projectId: string, from: string) {
+  const domains = yield* Domains
+  const domain = from.slice(from.lastIndexOf("@") + 1)
+  const key = yield* domains.signingKey(projectId, domain)
+  if (!key) return yield* ApiError.unverifiedDomain(domain)
+  return key
+})
+
+interface TemplateFields {
+  readonly name?: string | undefined
+  readonly description?: string | null | undefined
+  readonly subject?: string | undefined
+  readonly body?: string | undefined
+  readonly from?: string | undefined
+  readonly fromName?: string | null | undefined
+  readonly replyTo?: string | null | undefined
+  readonly type?: TemplateType | undefined
+}
+
+const checkTemplate = (input: TemplateInput): ReadonlyArray<FieldError> => {
+  const problems: Array<FieldError | undefined> = [
+    input.name.trim() === "" ? { field: "name", message: "The name is required", code: "too_small" } : undefined,
+    input.name.length > 255 ? { field: "name", message: "The name must be at most 255 characters", code: "too_big" } : undefined,
+    subjectProblem("subject", input.subject),
+    input.body.length === 0 ? { field: "body", message: "The body is required", code: "too_small" } : undefined,
+    !isValidEmail(input.from) ? { field: "from", message: "Expected a valid email address", code: "invalid_string" } : undefined,
+    input.replyTo !== null && !isValidEmail(input.replyTo)
+      ? { field: "replyTo", message: "Expected a valid email address", code: "invalid_string" }
+      : undefined,
+    syntaxProblem("subject", input.subject, "text"),
+    syntaxProblem("body", input.body, "html")
+  ]
+  return problems.filter((problem) => problem !== undefined)
+}
+
+const merge = (base: TemplateInput, fields: TemplateFields): TemplateInput => ({
+  name: fields.name ?? base.name,
+  description: fields.description === undefined ? base.description : fields.description,
+  subject: fields.subject ?? base.subject,
+  body: fields.body ?? base.body,
+  from: fields.from === undefined ? base.from : normalizeEmail(fields.from),
+  fromName: fields.fromName === undefined ? base.fromName : fields.fromName,
+  replyTo: fields.replyTo === undefined ? base.replyTo : fields.replyTo === null ? null : normalizeEmail(fields.replyTo),
+  type: fields.type ?? base.type
+})
+
+const EMPTY: TemplateInput = {
+  name: "",
+  description: null,
+  subject: "",
+  body: "",
+  from: "",
+  fromName: null,
+  replyTo: null,
+  type: "MARKETING"
+}
+
+const inputOf = (template: Template): TemplateInput => ({
+  name: template.name,
+  description: template.description,
+  subject: template.subject,
+  body: template.body,
+  from: template.from,
+  fromName: template.fromName,
+  replyTo: template.replyTo,
+  type: template.type
+})
+
+export const TemplatesHandlers = HttpApiBuilder.group(Api, "templates", Effect.fnUntraced(function*(handlers) {
+  const templates = yield* Templates
+  const domainsService = yield* Domains
+
+  const find = Effect.fnUntraced(function*(id: string) {
+    const project = yield* CurrentProject
+    if (!isUuid(id)) return yield* notFound
+    return (yield* templates.get(project.id, id)) ?? (yield* notFound)
+  })
+
+  /** Validates the whole template, then that its sender domain is verified here (403 after 422). */
+  const validated = Effect.fnUntraced(function*(projectId: string, input: TemplateInput) {
+    const problems = checkTemplate(input)
+    if (problems.length > 0) return yield* ApiError.validation(problems)
+    yield* requireVerifiedDomain(projectId, input.from).pipe(Effect.provideService(Domains, domainsService))
+    return input
+  })
+
+  return handlers
+    .handle("create", ({ payload }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        if (payload.from === undefined || payload.from.trim() === "") {
+          return yield* new BareBadRequest({ message: "from is required" })
+        }
+        const input = yield* validated(project.id, merge(EMPTY, payload))
+        return yield* templates.create(project.id, input)
+      })))
+    .handle("list", ({ query }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const page = parsePositive(query.page, 1)
+        const pageSize = parsePositive(query.pageSize, 20, 100)
+        const type = TEMPLATE_TYPES.find((known) => known === query.type?.toUpperCase())
+        const sort = query.sort === "name" || query.sort === "updatedAt" ? query.sort : "createdAt"
+        const direction = query.dir?.toLowerCase() === "asc" ? "asc" : "desc"
+        const search = query.search?.trim() || undefined
+        const { data, total } = yield* templates.list(project.id, { page, pageSize, type, search, sort, direction })
+        return { data, page, pageSize, total, totalPages: Math.ceil(total / pageSize) }
+      })))
+    .handle("get", ({ params }) => rendered(find(params.id)))
+    .handle("update", ({ params, payload }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const template = yield* find(params.id)
+        const input = yield* validated(project.id, merge(inputOf(template), payload))
+        return (yield* templates.update(project.id, template.id, input)) ?? (yield* notFound)
+      })))
+    .handle("delete", ({ params }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const template = yield* find(params.id)
+        if (!(yield* templates.remove(project.id, template.id))) return yield* notFound
+        return { success: true as const }
+      })))
+    .handle("duplicate", ({ params }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const template = yield* find(params.id)
+        const copy = yield* templates.create(project.id, { ...inputOf(template), name: `${template.name} (copy)`.slice(0, 255) })
+        return { id: copy.id }
+      })))
+    .handle("usage", ({ params }) =>
+      rendered(Effect.gen(function*() {
+        yield* find(params.id)
+        // Campaigns and workflows do not exist yet; their issues fill these lists.
+        return { campaigns: [], workflows: [] }
+      })))
+}))

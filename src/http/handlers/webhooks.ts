@@ -1,0 +1,80 @@
+/**
+ * Inbound delivery notifications: the generic JSON format (secret key) and Amazon SES over SNS
+ * (signature-verified; a plain route because SNS posts JSON as text/plain).
+ */
+import { Effect } from "effect"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
+import { AppConfig } from "../../config.ts"
+import { type Notification, Notifications } from "../../mail/Notifications.ts"
+import { parseSnsMessage, sesNotification, verifySnsMessage } from "../../mail/sns.ts"
+import { OutboxRelay } from "../../stream/OutboxRelay.ts"
+import { Api } from "../api/Api.ts"
+import { CurrentProject } from "../api/security.ts"
+import { envelopeResponse, RequestState } from "../errors.ts"
+
+export const WebhooksHandlers = HttpApiBuilder.group(Api, "webhooks", Effect.fnUntraced(function*(handlers) {
+  const notifications = yield* Notifications
+  const relay = yield* OutboxRelay
+  return handlers.handle("generic", ({ payload }) =>
+    Effect.gen(function*() {
+      const project = yield* CurrentProject
+      const items = Array.isArray(payload) ? payload : [payload]
+      const counts = { applied: 0, duplicates: 0, unknown: 0 }
+      for (const item of items) {
+        const notification: Notification = item.type === "delivered"
+          ? { id: item.id, kind: "delivery", messageId: item.messageId }
+          : item.type === "complained"
+          ? { id: item.id, kind: "complaint", messageId: item.messageId }
+          : { id: item.id, kind: "bounce", messageId: item.messageId, bounceType: item.bounceType === "soft" ? "Transient" : "Permanent" }
+        const outcome = yield* notifications.apply("generic", notification, project.id)
+        if (outcome === "applied") counts.applied++
+        else if (outcome === "duplicate") counts.duplicates++
+        else counts.unknown++
+      }
+      yield* relay.wake
+      return { success: true as const, data: counts }
+    }))
+}))
+
+const MAX_SNS_BODY = 256 * 1024
+
+/** POST /webhooks/ses: SNS notifications carrying SES bounce, complaint and delivery notifications. */
+export const SesWebhookRoute = HttpRouter.add("POST", "/webhooks/ses", (request) =>
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    const notifications = yield* Notifications
+    const relay = yield* OutboxRelay
+    const state = yield* RequestState
+    const refuse = (message: string, status = 400) =>
+      envelopeResponse({ status, code: status === 403 ? "INVALID_SIGNATURE" : "BAD_REQUEST", message }, state.requestId)
+    const body = yield* request.text.pipe(Effect.orElseSucceed(() => ""))
+    if (body.length > MAX_SNS_BODY) return refuse("The notification is too large", 413)
+    const message = parseSnsMessage(body)
+    if (typeof message === "string") return refuse(message)
+    const invalid = yield* Effect.promise(() => verifySnsMessage(message, config.snsSigningCertFile))
+    if (invalid) return refuse(`The SNS message is not authentic: ${invalid}`, 403)
+    if (config.sesTopicArns.length > 0 && !config.sesTopicArns.includes(message.TopicArn)) {
+      return refuse(`Topic ${message.TopicArn} is not accepted here`, 403)
+    }
+    if (message.Type === "SubscriptionConfirmation") {
+      // Confirming means visiting SubscribeURL, which must be SNS's own.
+      const url = message.SubscribeURL ?? ""
+      const host = (() => { try { return new URL(url).hostname } catch { return "" } })()
+      if (!/^sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$/.test(host) || !url.startsWith("https://")) {
+        return refuse("SubscribeURL is not an SNS URL")
+      }
+      yield* Effect.tryPromise(() => fetch(url, { redirect: "error", signal: AbortSignal.timeout(5_000) })).pipe(
+        Effect.tap(() => Effect.logInfo("SNS subscription confirmed", { topic: message.TopicArn })),
+        Effect.tapCause((cause) => Effect.logWarning("SNS subscription confirmation failed", cause)),
+        Effect.ignore
+      )
+      return HttpServerResponse.jsonUnsafe({ success: true, data: { confirmed: message.TopicArn } })
+    }
+    if (message.Type !== "Notification") return HttpServerResponse.jsonUnsafe({ success: true, data: { ignored: message.Type } })
+    const notification = sesNotification(message.MessageId, message.Message)
+    if (!notification) return HttpServerResponse.jsonUnsafe({ success: true, data: { ignored: "not a tracked SES notification" } })
+    const outcome = yield* notifications.apply("ses", notification)
+    yield* relay.wake
+    return HttpServerResponse.jsonUnsafe({ success: true, data: { outcome } })
+  }).pipe(Effect.provideService(HttpServerRequest.HttpServerRequest, request)))

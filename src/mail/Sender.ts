@@ -1,0 +1,224 @@
+/**
+ * The worker's sender. Queued mail (PENDING rows) of the partitions this worker leases is sent by one
+ * loop per project, woken by the project's actor when an `email` message arrives and by a sweep that
+ * finds mail due for a retry. Each loop claims rows (PENDING → SENDING), transactional mail first,
+ * as fast as the project's token bucket allows, and hands them to the transport.
+ *
+ * Crash safety: a row is SENDING while its SMTP transaction runs. A worker that takes over a partition
+ * puts the partition's SENDING rows back to PENDING, so a crash between the relay's acceptance and our
+ * recording resends only the messages that were in flight, each once, with the same Message-ID.
+ */
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import type Mail from "nodemailer/lib/mailer"
+import { AppConfig } from "../config.ts"
+import { type EmailRow, emailEventData, toEmailRecord } from "../store/Emails.ts"
+import { Domains, type SigningKey } from "../store/Domains.ts"
+import { writeEmittedEvents } from "../stream/emitted.ts"
+import { partitionOf, type StreamNames } from "../stream/subjects.ts"
+import { TokenBucket } from "./throttle.ts"
+import { DKIM_SIGNED_HEADERS, MailTransport, SendFailure } from "./Transport.ts"
+
+/** Rows claimed per round (and sent concurrently). */
+const CLAIM_BATCH = 64
+export const MAX_ATTEMPTS = 8
+/** Backoff after the n-th failed attempt: 2 s, 4 s, 8 s … capped at 10 minutes. */
+export const retryDelaySeconds = (attempt: number) => Math.min(600, 2 ** attempt)
+/** How long per-project settings and signing keys are reused before being read again. */
+const SETTINGS_TTL_MS = 5_000
+
+interface ClaimedRow extends EmailRow {
+  readonly contact_subscribed: boolean | null
+  readonly suppressed: boolean
+}
+
+interface ProjectLoop {
+  dirty: boolean
+  bucket: TokenBucket | undefined
+}
+
+export const composeMessage = (row: EmailRow, key: SigningKey): Mail.Options => ({
+  from: row.from_name ? { name: row.from_name, address: row.from_email } : row.from_email,
+  to: row.to_name ? { name: row.to_name, address: row.to_email } : row.to_email,
+  ...(row.reply_to ? { replyTo: row.reply_to } : {}),
+  subject: row.subject,
+  html: row.html,
+  messageId: `<${row.message_id}>`,
+  headers: row.headers,
+  attachments: row.attachments.map((attachment) => ({
+    filename: attachment.filename,
+    content: attachment.content,
+    encoding: "base64",
+    ...(attachment.contentType ? { contentType: attachment.contentType } : {})
+  })),
+  dkim: {
+    domainName: key.domain,
+    keySelector: key.selector,
+    privateKey: key.privateKey,
+    headerFieldNames: DKIM_SIGNED_HEADERS
+  }
+})
+
+export const makeSender = (options: {
+  readonly names: StreamNames
+  readonly partitions: number
+  readonly isOwned: (partition: number) => boolean
+  readonly wakeRelay: Effect.Effect<void>
+}) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const config = yield* AppConfig
+    const transport = yield* MailTransport
+    const domains = yield* Domains
+    const loops = new Map<string, ProjectLoop>()
+    const rates = new Map<string, { rate: number; expires: number }>()
+    const keys = new Map<string, { key: SigningKey | undefined; expires: number }>()
+
+    const rateOf = Effect.fnUntraced(function*(projectId: string) {
+      const hit = rates.get(projectId)
+      if (hit && hit.expires > Date.now()) return hit.rate
+      const [row] = yield* sql<{ rate: string | null }>`
+        SELECT send_rate_per_second::text AS rate FROM projects WHERE id = ${projectId}`
+      const rate = row?.rate === null || row?.rate === undefined ? config.sendRatePerSecond : Number(row.rate)
+      rates.set(projectId, { rate, expires: Date.now() + SETTINGS_TTL_MS })
+      return rate
+    })
+
+    const signingKeyOf = Effect.fnUntraced(function*(projectId: string, fromEmail: string) {
+      const domain = fromEmail.slice(fromEmail.lastIndexOf("@") + 1)
+      const cacheKey = `${projectId} ${domain}`
+      const hit = keys.get(cacheKey)
+      if (hit && hit.expires > Date.now()) return hit.key
+      const key = yield* domains.signingKey(projectId, domain)
+      keys.set(cacheKey, { key, expires: Date.now() + SETTINGS_TTL_MS })
+      return key
+    })
+
+    const claim = (projectId: string, limit: number) =>
+      sql<ClaimedRow>`
+        WITH claimed AS (
+          UPDATE emails e SET status = 'SENDING', attempts = e.attempts + 1
+          WHERE e.id IN (
+            SELECT id FROM emails
+            WHERE project_id = ${projectId} AND status = 'PENDING' AND next_attempt_at <= now()
+            ORDER BY priority, next_attempt_at, id
+            LIMIT ${limit}
+            FOR UPDATE SKIP LOCKED)
+          RETURNING e.*
+        )
+        SELECT c.*, ct.subscribed AS contact_subscribed, (s.email IS NOT NULL) AS suppressed
+        FROM claimed c
+        LEFT JOIN contacts ct ON ct.id = c.contact_id
+        LEFT JOIN suppressions s ON s.project_id = c.project_id AND s.email = c.to_email
+        ORDER BY c.priority, c.id`
+
+    const finish = (row: EmailRow, status: "FAILED" | "SUPPRESSED", error: string) =>
+      sql`UPDATE emails SET status = ${status}, error = ${error} WHERE id = ${row.id} AND status = 'SENDING'`
+
+    const markSent = (row: EmailRow) =>
+      sql.withTransaction(Effect.gen(function*() {
+        const updated = yield* sql<EmailRow>`
+          UPDATE emails SET status = 'SENT', sent_at = now(), error = NULL
+          WHERE id = ${row.id} AND status = 'SENDING'
+          RETURNING *`
+        const sent = updated[0]
+        if (!sent?.contact_id) return
+        yield* writeEmittedEvents(options.names, sent.project_id, [{
+          name: "email.sent",
+          contactId: sent.contact_id,
+          email: sent.to_email,
+          data: emailEventData(toEmailRecord(sent)),
+          at: (sent.sent_at ?? new Date()).toISOString()
+        }])
+      })).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+
+    const retryLater = (row: EmailRow, error: string) =>
+      row.attempts >= MAX_ATTEMPTS
+        ? finish(row, "FAILED", `gave up after ${row.attempts} attempts: ${error}`)
+        : sql`UPDATE emails SET status = 'PENDING', error = ${error},
+                 next_attempt_at = now() + make_interval(secs => ${retryDelaySeconds(row.attempts)})
+              WHERE id = ${row.id} AND status = 'SENDING'`
+
+    const sendOne = (row: ClaimedRow) =>
+      Effect.gen(function*() {
+        if (row.suppressed) return yield* finish(row, "SUPPRESSED", "the address is suppressed (hard bounce or complaint)")
+        if (row.type === "MARKETING" && row.contact_id && row.contact_subscribed !== true) {
+          return yield* finish(row, "SUPPRESSED", "the contact is unsubscribed")
+        }
+        const key = yield* signingKeyOf(row.project_id, row.from_email)
+        if (!key) return yield* finish(row, "FAILED", `the sender domain of ${row.from_email} is not verified`)
+        const outcome = yield* Effect.promise(() =>
+          transport.send(composeMessage(row, key)).then(
+            () => undefined,
+            (error: unknown) => error instanceof SendFailure ? error : new SendFailure(String(error), false)
+          )
+        )
+        if (outcome === undefined) {
+          yield* markSent(row)
+          yield* options.wakeRelay
+        } else if (outcome.permanent) {
+          yield* finish(row, "FAILED", outcome.message)
+        } else {
+          yield* retryLater(row, outcome.message)
+        }
+      }).pipe(
+        // A database hiccup here leaves the row SENDING; the takeover/sweep path recovers it.
+        Effect.catchCause((cause) => Effect.logWarning("sending an email failed", { emailId: row.id }, cause))
+      )
+
+    const runLoop = (projectId: string, loop: ProjectLoop): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        const partition = partitionOf(projectId, options.partitions)
+        while (options.isOwned(partition)) {
+          loop.dirty = false
+          const rate = yield* rateOf(projectId)
+          let limit = CLAIM_BATCH
+          if (rate > 0) {
+            const bucket = loop.bucket ??= new TokenBucket(rate, Date.now())
+            bucket.setRate(rate, Date.now())
+            const wait = bucket.waitMs(Date.now())
+            if (wait > 0) yield* Effect.sleep(wait)
+            limit = Math.max(1, bucket.available(Date.now(), CLAIM_BATCH))
+          }
+          const claimed = yield* claim(projectId, limit)
+          if (claimed.length === 0) {
+            if (loop.dirty) continue
+            break
+          }
+          if (rate > 0) loop.bucket!.take(claimed.length, Date.now())
+          yield* Effect.forEach(claimed, sendOne, { concurrency: "unbounded", discard: true })
+        }
+      }).pipe(
+        Effect.catchCause((cause) => Effect.logWarning("send loop failed; the sweep restarts it", { projectId }, cause)),
+        Effect.ensuring(Effect.sync(() => loops.delete(projectId)))
+      )
+
+    /** Makes sure the project's loop runs (or runs another round if it is about to stop). */
+    const wake = (projectId: string): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const running = loops.get(projectId)
+        if (running) {
+          running.dirty = true
+          return Effect.void
+        }
+        const loop: ProjectLoop = { dirty: true, bucket: undefined }
+        loops.set(projectId, loop)
+        return Effect.asVoid(Effect.forkDetach(runLoop(projectId, loop)))
+      })
+
+    /** A partition just taken over: mail its previous owner was sending goes back to the queue. */
+    const recoverPartition = (partition: number) =>
+      sql`UPDATE emails SET status = 'PENDING' WHERE partition = ${partition} AND status = 'SENDING'`.pipe(Effect.orDie, Effect.asVoid)
+
+    /** Wakes the projects of the given partitions that have mail due (retries, missed wake-ups). */
+    const sweep = (partitions: ReadonlyArray<number>) =>
+      Effect.gen(function*() {
+        if (partitions.length === 0) return
+        const due = yield* sql<{ project_id: string }>`
+          SELECT DISTINCT project_id FROM emails
+          WHERE partition IN ${sql.in(partitions)} AND status = 'PENDING' AND next_attempt_at <= now()`
+        for (const row of due) yield* wake(row.project_id)
+      })
+
+    return { wake, recoverPartition, sweep }
+  })

@@ -1,0 +1,173 @@
+/**
+ * Template rendering: Liquid (liquidjs) in a sandbox, plus our small dialect on top of it.
+ *
+ * Sandbox: templates come from an empty in-memory map (no `include`/`render`/`layout` of files),
+ * only own properties are readable, and parse size, render time and memory are capped, so a hostile
+ * template fails fast with a RenderError instead of stalling the process that renders it.
+ *
+ * Dialect, rewritten into plain Liquid before parsing:
+ * - `{{ name ?? "fallback" }}`: the fallback when the value is missing or null (not when it is "" or false);
+ * - `{{ first name }}`: a key with spaces, read from the variables (`data["first name"]` works too).
+ * HTML bodies escape every output; subjects are plain text.
+ */
+import { Liquid, type Template } from "liquidjs"
+
+export class RenderError extends Error {
+  override readonly name = "RenderError"
+}
+
+export interface RenderLimits {
+  /** Characters of template source. */
+  readonly parseLimit: number
+  /** Milliseconds of render time. */
+  readonly renderLimit: number
+  /** Roughly, characters of strings and array items created while rendering. */
+  readonly memoryLimit: number
+}
+
+export const DEFAULT_LIMITS: RenderLimits = { parseLimit: 1_000_000, renderLimit: 200, memoryLimit: 20_000_000 }
+
+const makeEngine = (escapeHtml: boolean, limits: RenderLimits) => {
+  const engine = new Liquid({
+    templates: {},
+    ownPropertyOnly: true,
+    strictFilters: true,
+    outputEscape: escapeHtml ? "escape" : undefined,
+    parseLimit: limits.parseLimit,
+    renderLimit: limits.renderLimit,
+    memoryLimit: limits.memoryLimit,
+    cache: false
+  })
+  engine.registerFilter("__fallback", (value: unknown, fallback: unknown) => value === undefined || value === null ? fallback : value)
+  return engine
+}
+
+/** A Liquid keyword or literal that must not be mistaken for a key with spaces. */
+const KEYWORDS = new Set(["and", "or", "contains", "empty", "blank", "nil", "null", "true", "false"])
+
+/** `{{ first name }}` → `{{ ["first name"] }}`; leaves expressions (operators, filters, quotes) alone. */
+const rewriteSpacedKey = (expression: string): string => {
+  const trimmed = expression.trim()
+  const match = /^([A-Za-z_][\w-]*(?:[ \t]+[\w-]+)+)$/.exec(trimmed)
+  if (!match) return expression
+  const words = trimmed.split(/[ \t]+/)
+  if (words.some((word) => KEYWORDS.has(word))) return expression
+  return ` data[${JSON.stringify(words.join(" "))}] `
+}
+
+/** Finds `a ?? b` at the top level of an output expression (outside quotes). */
+const splitFallback = (expression: string): [string, string] | undefined => {
+  let quote: string | undefined
+  for (let i = 0; i < expression.length - 1; i++) {
+    const char = expression[i]!
+    if (quote) {
+      if (char === quote) quote = undefined
+    } else if (char === "\"" || char === "'") {
+      quote = char
+    } else if (char === "?" && expression[i + 1] === "?") {
+      return [expression.slice(0, i), expression.slice(i + 2)]
+    }
+  }
+  return undefined
+}
+
+/** Rewrites our dialect inside `{{ … }}` output tags into plain Liquid. */
+export const toLiquid = (source: string): string =>
+  source.replace(/\{\{(-?)([\s\S]*?)(-?)\}\}/g, (_whole, open: string, inner: string, close: string) => {
+    // Filters apply to the value with its fallback: `a ?? "x" | upcase` is `(a ?? "x") | upcase`.
+    const pipe = findTopLevelPipe(inner)
+    let head = pipe === -1 ? inner : inner.slice(0, pipe)
+    const filters = pipe === -1 ? "" : inner.slice(pipe)
+    const fallback = splitFallback(head)
+    if (fallback) {
+      head = `${rewriteSpacedKey(fallback[0])} | __fallback: ${fallback[1].trim()} `
+    } else {
+      head = rewriteSpacedKey(head)
+    }
+    return `{{${open}${head}${filters}${close}}}`
+  })
+
+const findTopLevelPipe = (expression: string): number => {
+  let quote: string | undefined
+  for (let i = 0; i < expression.length; i++) {
+    const char = expression[i]!
+    if (quote) {
+      if (char === quote) quote = undefined
+    } else if (char === "\"" || char === "'") {
+      quote = char
+    } else if (char === "|") {
+      return i
+    }
+  }
+  return -1
+}
+
+export interface Renderer {
+  /** Parses a template once; throws RenderError on invalid syntax or a template too large. */
+  readonly compile: (source: string, kind: "html" | "text") => CompiledTemplate
+  readonly render: (source: string, kind: "html" | "text", variables: Record<string, unknown>) => Promise<string>
+}
+
+export interface CompiledTemplate {
+  readonly render: (variables: Record<string, unknown>) => Promise<string>
+}
+
+const describe = (error: unknown): string => {
+  const message = error instanceof Error ? error.message : String(error)
+  // liquidjs appends the template excerpt over several lines; the first line is the reason.
+  return message.split("\n")[0]!.replace(/, line:\d+, col:\d+$/, "")
+}
+
+export const makeRenderer = (limits: RenderLimits = DEFAULT_LIMITS): Renderer => {
+  const engines = { html: makeEngine(true, limits), text: makeEngine(false, limits) }
+  const compile = (source: string, kind: "html" | "text"): CompiledTemplate => {
+    const engine = engines[kind]
+    let templates: Array<Template>
+    try {
+      templates = engine.parse(toLiquid(source))
+    } catch (error) {
+      throw new RenderError(`invalid template: ${describe(error)}`)
+    }
+    return {
+      render: async (variables) => {
+        try {
+          return String(await engine.render(templates, variables))
+        } catch (error) {
+          throw new RenderError(`template failed to render: ${describe(error)}`)
+        }
+      }
+    }
+  }
+  return {
+    compile,
+    render: (source, kind, variables) => {
+      try {
+        return compile(source, kind).render(variables)
+      } catch (error) {
+        return Promise.reject(error)
+      }
+    }
+  }
+}
+
+/**
+ * The variables a template sees: the contact's data and this send's values at the top level (the
+ * send's win), the same under `data`, plus `email`, `id` and the contact's links.
+ */
+export const templateVariables = (input: {
+  readonly contact: { readonly id: string; readonly email: string; readonly data: Readonly<Record<string, unknown>> }
+  readonly sendData?: Readonly<Record<string, unknown>> | undefined
+  readonly links: { readonly unsubscribeUrl: string; readonly subscribeUrl: string; readonly manageUrl: string }
+  readonly extra?: Readonly<Record<string, unknown>> | undefined
+}): Record<string, unknown> => {
+  const data = { ...input.contact.data, ...input.sendData }
+  return {
+    ...data,
+    data,
+    ...input.extra,
+    contact: { id: input.contact.id, email: input.contact.email, data: input.contact.data },
+    email: input.contact.email,
+    id: input.contact.id,
+    ...input.links
+  }
+}

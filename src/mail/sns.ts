@@ -1,0 +1,133 @@
+/**
+ * Amazon SES notifications delivered by SNS: message signature verification and the translation of
+ * SES bounce, complaint and delivery notifications into ours.
+ *
+ * The signing certificate is fetched (HTTPS, AWS hosts only) from the message's SigningCertURL and
+ * cached; `SNS_SIGNING_CERT_FILE` pins one certificate instead, for deployments that cannot reach AWS
+ * at request time (and for tests).
+ */
+import { createVerify } from "node:crypto"
+import { readFile } from "node:fs/promises"
+import type { BounceType, Notification } from "./Notifications.ts"
+
+export interface SnsMessage {
+  readonly Type: string
+  readonly MessageId: string
+  readonly TopicArn: string
+  readonly Message: string
+  readonly Timestamp: string
+  readonly SignatureVersion: string
+  readonly Signature: string
+  readonly SigningCertURL: string
+  readonly Subject?: string
+  readonly SubscribeURL?: string
+  readonly Token?: string
+}
+
+const REQUIRED = ["Type", "MessageId", "TopicArn", "Message", "Timestamp", "SignatureVersion", "Signature", "SigningCertURL"] as const
+
+export const parseSnsMessage = (body: string): SnsMessage | string => {
+  let parsed: unknown
+  try {
+    parsed = JSON.parse(body)
+  } catch {
+    return "the body is not JSON"
+  }
+  if (typeof parsed !== "object" || parsed === null) return "the body is not an SNS message"
+  const record = parsed as Record<string, unknown>
+  const missing = REQUIRED.filter((key) => typeof record[key] !== "string")
+  return missing.length > 0 ? `the SNS message lacks ${missing.join(", ")}` : (record as unknown as SnsMessage)
+}
+
+/** The canonical string SNS signs (docs: "Verifying the signatures of Amazon SNS messages"). */
+export const stringToSign = (message: SnsMessage): string => {
+  const keys = message.Type === "Notification"
+    ? ["Message", "MessageId", ...(message.Subject !== undefined ? ["Subject"] : []), "Timestamp", "TopicArn", "Type"]
+    : ["Message", "MessageId", "SubscribeURL", "Timestamp", "Token", "TopicArn", "Type"]
+  return keys.map((key) => `${key}\n${(message as unknown as Record<string, string>)[key] ?? ""}\n`).join("")
+}
+
+/** Only certificates served by SNS itself over HTTPS are trusted. */
+export const isAwsCertUrl = (raw: string): boolean => {
+  try {
+    const url = new URL(raw)
+    return url.protocol === "https:" && /^sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$/.test(url.hostname) && url.pathname.endsWith(".pem")
+  } catch {
+    return false
+  }
+}
+
+const certificates = new Map<string, Promise<string>>()
+
+const certificateFor = (url: string, pinnedFile: string | undefined): Promise<string> => {
+  const key = pinnedFile ? `file:${pinnedFile}` : url
+  let certificate = certificates.get(key)
+  if (!certificate) {
+    certificate = pinnedFile
+      ? readFile(pinnedFile, "utf8")
+      : fetch(url, { redirect: "error", signal: AbortSignal.timeout(5_000) }).then((response) => {
+        if (!response.ok) throw new Error(`certificate fetch answered ${response.status}`)
+        return response.text()
+      })
+    certificate.catch(() => certificates.delete(key))
+    certificates.set(key, certificate)
+  }
+  return certificate
+}
+
+/** Resolves with undefined when the message is authentic, or the reason it is not. */
+export const verifySnsMessage = async (message: SnsMessage, pinnedCertFile: string | undefined): Promise<string | undefined> => {
+  if (!isAwsCertUrl(message.SigningCertURL)) return "SigningCertURL is not an SNS certificate URL"
+  const algorithm = message.SignatureVersion === "1" ? "RSA-SHA1" : message.SignatureVersion === "2" ? "RSA-SHA256" : undefined
+  if (!algorithm) return `unsupported SignatureVersion ${message.SignatureVersion}`
+  let certificate: string
+  try {
+    certificate = await certificateFor(message.SigningCertURL, pinnedCertFile)
+  } catch (error) {
+    return `the signing certificate could not be loaded: ${String(error)}`
+  }
+  try {
+    const valid = createVerify(algorithm).update(stringToSign(message), "utf8").verify(certificate, message.Signature, "base64")
+    return valid ? undefined : "the signature does not match"
+  } catch (error) {
+    return `the signature could not be checked: ${String(error)}`
+  }
+}
+
+interface SesNotification {
+  readonly notificationType?: string
+  readonly eventType?: string
+  readonly mail?: { readonly messageId?: string; readonly commonHeaders?: { readonly messageId?: string } }
+  readonly bounce?: { readonly bounceType?: string; readonly feedbackId?: string }
+  readonly complaint?: { readonly feedbackId?: string }
+}
+
+/** The SES notification inside an SNS Notification, as ours; undefined for kinds we do not track. */
+export const sesNotification = (snsMessageId: string, message: string): Notification | undefined => {
+  let ses: SesNotification
+  try {
+    ses = JSON.parse(message) as SesNotification
+  } catch {
+    return undefined
+  }
+  const type = ses.notificationType ?? ses.eventType
+  // SES's own mail.messageId is not ours; the Message-ID header we set is in commonHeaders.
+  const messageId = ses.mail?.commonHeaders?.messageId
+  if (!messageId) return undefined
+  switch (type) {
+    case "Delivery":
+      return { id: snsMessageId, kind: "delivery", messageId }
+    case "Bounce": {
+      const bounceType: BounceType = ses.bounce?.bounceType === "Permanent"
+        ? "Permanent"
+        : ses.bounce?.bounceType === "Transient"
+        ? "Transient"
+        : "Undetermined"
+      return { id: snsMessageId, kind: "bounce", messageId, bounceType }
+    }
+    case "Complaint":
+      return { id: snsMessageId, kind: "complaint", messageId }
+    default:
+      return undefined
+  }
+}

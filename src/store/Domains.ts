@@ -1,0 +1,151 @@
+/** Sending domains of a project: DKIM keys, the records to publish, and their verification by DNS. */
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { uuidv7 } from "../domain/ids.ts"
+import { Dns } from "../lib/dns.ts"
+import {
+  type DnsRecord,
+  type DomainStatus,
+  domainStatus,
+  generateDkimKeys,
+  recordsFor,
+  recordStatus,
+  type TxtAnswer
+} from "../mail/domainRecords.ts"
+
+export interface Domain {
+  readonly id: string
+  readonly domain: string
+  readonly verified: boolean
+  readonly status: DomainStatus
+  readonly records: ReadonlyArray<DnsRecord>
+  readonly createdAt: string
+  readonly lastCheckedAt: string | null
+}
+
+/** What signing needs of a verified domain. */
+export interface SigningKey {
+  readonly domain: string
+  readonly selector: string
+  readonly privateKey: string
+}
+
+interface DomainRow {
+  readonly id: string
+  readonly project_id: string
+  readonly domain: string
+  readonly status: DomainStatus
+  readonly records: Array<DnsRecord>
+  readonly created_at: Date
+  readonly last_checked_at: Date | null
+}
+
+const toDomain = (row: DomainRow): Domain => ({
+  id: row.id,
+  domain: row.domain,
+  verified: row.status === "VERIFIED",
+  status: row.status,
+  records: row.records,
+  createdAt: row.created_at.toISOString(),
+  lastCheckedAt: row.last_checked_at?.toISOString() ?? null
+})
+
+const COLUMNS = "id, project_id, domain, status, records, created_at, last_checked_at"
+
+/** How often every domain is re-checked in the background (spec: every 5 minutes). */
+export const RECHECK_INTERVAL_SECONDS = 300
+
+export class Domains extends Context.Service<Domains, {
+  readonly create: (projectId: string, domain: string) => Effect.Effect<Domain | "exists">
+  readonly list: (projectId: string) => Effect.Effect<ReadonlyArray<Domain>>
+  readonly get: (projectId: string, id: string) => Effect.Effect<Domain | undefined>
+  readonly remove: (projectId: string, id: string) => Effect.Effect<boolean>
+  /** Looks the domain's records up now and stores what was found. */
+  readonly check: (projectId: string, id: string) => Effect.Effect<Domain | undefined>
+  /** Checks the domains whose last check is older than the re-check interval. */
+  readonly checkDue: (limit: number) => Effect.Effect<number>
+  /** The signing key of the project's verified domain of that name. */
+  readonly signingKey: (projectId: string, domain: string) => Effect.Effect<SigningKey | undefined>
+}>()("app/store/Domains") {
+  static readonly layer = Layer.effect(
+    Domains,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const dns = yield* Dns
+
+      const create = Effect.fn("Domains.create")(function*(projectId: string, domain: string) {
+        const keys = yield* Effect.promise(generateDkimKeys)
+        const rows = yield* sql<DomainRow>`
+          INSERT INTO domains (id, project_id, domain, dkim_selector, dkim_private_key, dkim_public_key, records)
+          VALUES (${uuidv7()}, ${projectId}, ${domain}, ${keys.selector}, ${keys.privateKey}, ${keys.publicKey},
+                  ${JSON.stringify(recordsFor(domain, keys))}::jsonb)
+          ON CONFLICT (project_id, domain) DO NOTHING
+          RETURNING ${sql.literal(COLUMNS)}`
+        return rows[0] ? toDomain(rows[0]) : "exists" as const
+      }, Effect.orDie)
+
+      const list = Effect.fn("Domains.list")(function*(projectId: string) {
+        const rows = yield* sql<DomainRow>`
+          SELECT ${sql.literal(COLUMNS)} FROM domains WHERE project_id = ${projectId} ORDER BY domain`
+        return rows.map(toDomain)
+      }, Effect.orDie)
+
+      const get = Effect.fn("Domains.get")(function*(projectId: string, id: string) {
+        const rows = yield* sql<DomainRow>`
+          SELECT ${sql.literal(COLUMNS)} FROM domains WHERE project_id = ${projectId} AND id = ${id}`
+        return rows[0] ? toDomain(rows[0]) : undefined
+      }, Effect.orDie)
+
+      const remove = Effect.fn("Domains.remove")(function*(projectId: string, id: string) {
+        const rows = yield* sql`DELETE FROM domains WHERE project_id = ${projectId} AND id = ${id} RETURNING id`
+        return rows.length > 0
+      }, Effect.orDie)
+
+      const lookup = (name: string): Effect.Effect<TxtAnswer> => dns.txt(name)
+
+      const recheck = Effect.fnUntraced(function*(row: DomainRow) {
+        const records = yield* Effect.forEach(row.records, (record) =>
+          Effect.map(lookup(record.name), (answer) => ({ ...record, status: recordStatus(record, answer) })), {
+          concurrency: "unbounded"
+        })
+        const status = domainStatus(row.status, records)
+        const updated = yield* sql<DomainRow>`
+          UPDATE domains SET records = ${JSON.stringify(records)}::jsonb, status = ${status}, last_checked_at = now(),
+                 verified_at = CASE WHEN ${status} = 'VERIFIED' THEN COALESCE(verified_at, now()) ELSE NULL END
+          WHERE id = ${row.id}
+          RETURNING ${sql.literal(COLUMNS)}`
+        return updated[0] ? toDomain(updated[0]) : undefined
+      })
+
+      const check = Effect.fn("Domains.check")(function*(projectId: string, id: string) {
+        const rows = yield* sql<DomainRow>`
+          SELECT ${sql.literal(COLUMNS)} FROM domains WHERE project_id = ${projectId} AND id = ${id}`
+        return rows[0] ? yield* recheck(rows[0]) : undefined
+      }, Effect.orDie)
+
+      const checkDue = Effect.fn("Domains.checkDue")(function*(limit: number) {
+        // Claimed by moving last_checked_at forward first, so concurrent workers check each domain once.
+        const rows = yield* sql<DomainRow>`
+          UPDATE domains SET last_checked_at = now()
+          WHERE id IN (
+            SELECT id FROM domains
+            WHERE last_checked_at IS NULL OR last_checked_at < now() - make_interval(secs => ${RECHECK_INTERVAL_SECONDS})
+            ORDER BY last_checked_at NULLS FIRST LIMIT ${limit}
+            FOR UPDATE SKIP LOCKED)
+          RETURNING ${sql.literal(COLUMNS)}`
+        yield* Effect.forEach(rows, recheck, { concurrency: 8, discard: true })
+        return rows.length
+      }, Effect.orDie)
+
+      const signingKey = Effect.fn("Domains.signingKey")(function*(projectId: string, domain: string) {
+        const rows = yield* sql<{ domain: string; dkim_selector: string; dkim_private_key: string }>`
+          SELECT domain, dkim_selector, dkim_private_key FROM domains
+          WHERE project_id = ${projectId} AND domain = ${domain} AND status = 'VERIFIED'`
+        const row = rows[0]
+        return row ? { domain: row.domain, selector: row.dkim_selector, privateKey: row.dkim_private_key } : undefined
+      }, Effect.orDie)
+
+      return Domains.of({ create, list, get, remove, check, checkDue, signingKey })
+    })
+  )
+}

@@ -1,0 +1,250 @@
+/**
+ * Email records. A PENDING row is queued mail: it is written in the transaction of the request (or
+ * step) that caused it, together with an `email` message into the project's partition of stream IN,
+ * which wakes the partition's worker to send it (src/mail/Sender.ts). Status only moves forward.
+ */
+import { Context, Effect, Layer } from "effect"
+import { SqlClient, type SqlError } from "effect/sql"
+import { AppConfig } from "../config.ts"
+import { isUuid, uuidv7 } from "../domain/ids.ts"
+import { writeEmittedEvents } from "../stream/emitted.ts"
+import { partitionOf, streamNames } from "../stream/subjects.ts"
+
+export type EmailType = "TRANSACTIONAL" | "MARKETING"
+
+/** Forward order of the statuses after sending; FAILED and SUPPRESSED are final. */
+export const STATUS_ORDER = ["PENDING", "SENDING", "SENT", "DELIVERED", "OPENED", "CLICKED", "BOUNCED", "COMPLAINED"] as const
+export type EmailStatus = (typeof STATUS_ORDER)[number] | "FAILED" | "SUPPRESSED"
+
+export interface Attachment {
+  readonly filename: string
+  /** Base64. */
+  readonly content: string
+  readonly contentType?: string | undefined
+}
+
+export interface NewEmail {
+  readonly id: string
+  readonly projectId: string
+  readonly contactId: string | null
+  readonly to: string
+  readonly toName: string | null
+  readonly from: string
+  readonly fromName: string | null
+  readonly replyTo: string | null
+  readonly subject: string
+  readonly html: string
+  readonly headers: Readonly<Record<string, string>>
+  readonly attachments: ReadonlyArray<Attachment>
+  readonly type: EmailType
+  readonly templateId: string | null
+  readonly campaignId: string | null
+  readonly workflowId: string | null
+  readonly messageId: string
+}
+
+export interface EmailRecord extends NewEmail {
+  readonly status: EmailStatus
+  readonly attempts: number
+  readonly error: string | null
+  readonly createdAt: string
+  readonly sentAt: string | null
+  readonly deliveredAt: string | null
+  readonly openedAt: string | null
+  readonly clickedAt: string | null
+  readonly bouncedAt: string | null
+  readonly complainedAt: string | null
+}
+
+export interface EmailRow {
+  readonly id: string
+  readonly project_id: string
+  readonly partition: number
+  readonly contact_id: string | null
+  readonly to_email: string
+  readonly to_name: string | null
+  readonly from_email: string
+  readonly from_name: string | null
+  readonly reply_to: string | null
+  readonly subject: string
+  readonly html: string
+  readonly headers: Record<string, string>
+  readonly attachments: Array<Attachment>
+  readonly type: EmailType
+  readonly template_id: string | null
+  readonly campaign_id: string | null
+  readonly workflow_id: string | null
+  readonly message_id: string
+  readonly status: EmailStatus
+  readonly attempts: number
+  readonly error: string | null
+  readonly created_at: Date
+  readonly sent_at: Date | null
+  readonly delivered_at: Date | null
+  readonly opened_at: Date | null
+  readonly clicked_at: Date | null
+  readonly bounced_at: Date | null
+  readonly complained_at: Date | null
+}
+
+const iso = (date: Date | null) => date?.toISOString() ?? null
+
+export const toEmailRecord = (row: EmailRow): EmailRecord => ({
+  id: row.id,
+  projectId: row.project_id,
+  contactId: row.contact_id,
+  to: row.to_email,
+  toName: row.to_name,
+  from: row.from_email,
+  fromName: row.from_name,
+  replyTo: row.reply_to,
+  subject: row.subject,
+  html: row.html,
+  headers: row.headers,
+  attachments: row.attachments,
+  type: row.type,
+  templateId: row.template_id,
+  campaignId: row.campaign_id,
+  workflowId: row.workflow_id,
+  messageId: row.message_id,
+  status: row.status,
+  attempts: row.attempts,
+  error: row.error,
+  createdAt: row.created_at.toISOString(),
+  sentAt: iso(row.sent_at),
+  deliveredAt: iso(row.delivered_at),
+  openedAt: iso(row.opened_at),
+  clickedAt: iso(row.clicked_at),
+  bouncedAt: iso(row.bounced_at),
+  complainedAt: iso(row.complained_at)
+})
+
+/** Engagement reported after sending, with the event each emits and the column it stamps. */
+export const ENGAGEMENT = {
+  delivery: { status: "DELIVERED", event: "email.delivery", column: "delivered_at" },
+  open: { status: "OPENED", event: "email.open", column: "opened_at" },
+  click: { status: "CLICKED", event: "email.click", column: "clicked_at" },
+  bounce: { status: "BOUNCED", event: "email.bounce", column: "bounced_at" },
+  complaint: { status: "COMPLAINED", event: "email.complaint", column: "complained_at" }
+} as const
+export type EngagementKind = keyof typeof ENGAGEMENT
+
+export interface EngagementResult {
+  readonly email: EmailRecord
+  /** The first engagement of this kind for the email (the column was empty). */
+  readonly first: boolean
+}
+
+/** The data every email.* event carries, per api-shapes. */
+export const emailEventData = (email: EmailRecord, extra: Record<string, unknown> = {}) => ({
+  emailId: email.id,
+  subject: email.subject,
+  ...(email.campaignId ? { campaignId: email.campaignId } : {}),
+  ...(email.templateId ? { templateId: email.templateId } : {}),
+  ...(email.workflowId ? { workflowId: email.workflowId } : {}),
+  ...extra
+})
+
+export class Emails extends Context.Service<Emails, {
+  /** Queues emails; call inside the transaction that causes them. */
+  readonly enqueue: (projectId: string, emails: ReadonlyArray<NewEmail>) => Effect.Effect<void, SqlError.SqlError, SqlClient.SqlClient>
+  readonly get: (projectId: string, id: string) => Effect.Effect<EmailRecord | undefined>
+  /** By id alone, for tracking links that carry only the (signed) id; callers verify the signature. */
+  readonly byId: (id: string) => Effect.Effect<EmailRecord | undefined>
+  /** By Message-ID, within one project (inbound notifications that name the project) or any. */
+  readonly byMessageId: (messageId: string, projectId?: string) => Effect.Effect<EmailRecord | undefined>
+  /**
+   * Records an engagement: stamps its time once, moves the status forward (never back) and emits the
+   * email.* event (every time for opens and clicks, once for the others).
+   */
+  readonly engage: (
+    email: EmailRecord,
+    kind: EngagementKind,
+    data?: Record<string, unknown>
+  ) => Effect.Effect<EngagementResult | undefined>
+}>()("app/store/Emails") {
+  static readonly layer = Layer.effect(
+    Emails,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const config = yield* AppConfig
+      const names = streamNames(config.natsPrefix, config.partitions)
+
+      const enqueue = (projectId: string, emails: ReadonlyArray<NewEmail>) =>
+        Effect.gen(function*() {
+          if (emails.length === 0) return
+          const partition = partitionOf(projectId, config.partitions)
+          const rows = emails.map((email) => ({
+            ...email,
+            priority: email.type === "TRANSACTIONAL" ? 0 : 1,
+            partition
+          }))
+          yield* sql`
+            INSERT INTO emails (id, project_id, partition, contact_id, to_email, to_name, from_email, from_name, reply_to,
+                                subject, html, headers, attachments, type, priority, template_id, campaign_id,
+                                workflow_id, message_id)
+            SELECT x.id, ${projectId}, x.partition, x."contactId", x."to", x."toName", x."from", x."fromName",
+                   x."replyTo", x.subject, x.html, x.headers, x.attachments, x.type, x.priority, x."templateId",
+                   x."campaignId", x."workflowId", x."messageId"
+            FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS x(
+              id uuid, partition int, "contactId" uuid, "to" text, "toName" text, "from" text, "fromName" text,
+              "replyTo" text, subject text, html text, headers jsonb, attachments jsonb, type text, priority smallint,
+              "templateId" uuid, "campaignId" uuid, "workflowId" uuid, "messageId" text)`
+          yield* sql`
+            INSERT INTO outbox (id, subject, payload)
+            VALUES (${uuidv7()}, ${names.inSubject(projectId, "email")},
+                    ${JSON.stringify({ kind: "email", projectId, emailIds: emails.map((email) => email.id) })}::jsonb)`
+        })
+
+      const get = Effect.fn("Emails.get")(function*(projectId: string, id: string) {
+        const rows = yield* sql<EmailRow>`SELECT * FROM emails WHERE project_id = ${projectId} AND id = ${id}`
+        return rows[0] ? toEmailRecord(rows[0]) : undefined
+      }, Effect.orDie)
+
+      const byId = Effect.fn("Emails.byId")(function*(id: string) {
+        if (!isUuid(id)) return undefined
+        const rows = yield* sql<EmailRow>`SELECT * FROM emails WHERE id = ${id}`
+        return rows[0] ? toEmailRecord(rows[0]) : undefined
+      }, Effect.orDie)
+
+      const byMessageId = Effect.fn("Emails.byMessageId")(function*(messageId: string, projectId?: string) {
+        const id = messageId.trim().replace(/^<|>$/g, "")
+        const rows = yield* sql<EmailRow>`
+          SELECT * FROM emails WHERE message_id = ${id} ${projectId ? sql`AND project_id = ${projectId}` : sql``}`
+        return rows[0] ? toEmailRecord(rows[0]) : undefined
+      }, Effect.orDie)
+
+      const engage = Effect.fn("Emails.engage")(function*(email: EmailRecord, kind: EngagementKind, data: Record<string, unknown> = {}) {
+        const step = ENGAGEMENT[kind]
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          const rank = STATUS_ORDER.indexOf(step.status)
+          const rows = yield* sql<EmailRow & { first: boolean }>`
+            UPDATE emails e SET
+              ${sql.literal(step.column)} = COALESCE(e.${sql.literal(step.column)}, now()),
+              status = CASE
+                WHEN array_position(${sql.literal(`ARRAY['${STATUS_ORDER.join("','")}']`)}, e.status) < ${rank}
+                THEN ${step.status} ELSE e.status END
+            FROM (SELECT id, ${sql.literal(step.column)} IS NULL AS first FROM emails WHERE id = ${email.id} FOR UPDATE) old
+            WHERE e.id = old.id
+            RETURNING e.*, old.first`
+          const row = rows[0]
+          if (!row) return undefined
+          const first = row.first
+          const repeatable = kind === "open" || kind === "click"
+          if (row.contact_id && (first || repeatable)) {
+            yield* writeEmittedEvents(names, row.project_id, [{
+              name: step.event,
+              contactId: row.contact_id,
+              email: row.to_email,
+              data: emailEventData(toEmailRecord(row), kind === "click" ? { ...data, isFirstClick: first } : data),
+              at: new Date().toISOString()
+            }])
+          }
+          return { email: toEmailRecord(row), first }
+        })).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+      }, Effect.orDie)
+
+      return Emails.of({ enqueue, get, byId, byMessageId, engage })
+    })
+  )
+}

@@ -1,0 +1,136 @@
+/** Email templates of a project. */
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { uuidv7 } from "../domain/ids.ts"
+import { escapeLike } from "./Contacts.ts"
+
+export type TemplateType = "TRANSACTIONAL" | "MARKETING" | "HEADLESS"
+export const TEMPLATE_TYPES: ReadonlyArray<TemplateType> = ["TRANSACTIONAL", "MARKETING", "HEADLESS"]
+
+/** What a user writes: everything of a template but its identity and timestamps. */
+export interface TemplateInput {
+  readonly name: string
+  readonly description: string | null
+  readonly subject: string
+  readonly body: string
+  readonly from: string
+  readonly fromName: string | null
+  readonly replyTo: string | null
+  readonly type: TemplateType
+}
+
+export interface Template extends TemplateInput {
+  readonly id: string
+  readonly projectId: string
+  readonly createdAt: string
+  readonly updatedAt: string
+}
+
+export interface TemplateListQuery {
+  readonly page: number
+  readonly pageSize: number
+  readonly type: TemplateType | undefined
+  readonly search: string | undefined
+  readonly sort: "name" | "createdAt" | "updatedAt"
+  readonly direction: "asc" | "desc"
+}
+
+interface TemplateRow {
+  readonly id: string
+  readonly project_id: string
+  readonly name: string
+  readonly description: string | null
+  readonly subject: string
+  readonly body: string
+  readonly from_email: string
+  readonly from_name: string | null
+  readonly reply_to: string | null
+  readonly type: TemplateType
+  readonly created_at: Date
+  readonly updated_at: Date
+}
+
+const toTemplate = (row: TemplateRow): Template => ({
+  id: row.id,
+  name: row.name,
+  description: row.description,
+  subject: row.subject,
+  body: row.body,
+  from: row.from_email,
+  fromName: row.from_name,
+  replyTo: row.reply_to,
+  type: row.type,
+  projectId: row.project_id,
+  createdAt: row.created_at.toISOString(),
+  updatedAt: row.updated_at.toISOString()
+})
+
+const SORT_COLUMNS = { name: "lower(name)", createdAt: "created_at", updatedAt: "updated_at" } as const
+
+export class Templates extends Context.Service<Templates, {
+  readonly create: (projectId: string, input: TemplateInput) => Effect.Effect<Template>
+  readonly get: (projectId: string, id: string) => Effect.Effect<Template | undefined>
+  readonly update: (projectId: string, id: string, input: TemplateInput) => Effect.Effect<Template | undefined>
+  readonly remove: (projectId: string, id: string) => Effect.Effect<boolean>
+  readonly list: (
+    projectId: string,
+    query: TemplateListQuery
+  ) => Effect.Effect<{ readonly data: ReadonlyArray<Template>; readonly total: number }>
+}>()("app/store/Templates") {
+  static readonly layer = Layer.effect(
+    Templates,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+
+      const create = Effect.fn("Templates.create")(function*(projectId: string, input: TemplateInput) {
+        const now = new Date().toISOString()
+        const [row] = yield* sql<TemplateRow>`
+          INSERT INTO templates (id, project_id, name, description, subject, body, from_email, from_name, reply_to, type,
+                                 created_at, updated_at)
+          VALUES (${uuidv7()}, ${projectId}, ${input.name}, ${input.description}, ${input.subject}, ${input.body},
+                  ${input.from}, ${input.fromName}, ${input.replyTo}, ${input.type}, ${now}, ${now})
+          RETURNING *`
+        return toTemplate(row!)
+      }, Effect.orDie)
+
+      const get = Effect.fn("Templates.get")(function*(projectId: string, id: string) {
+        const rows = yield* sql<TemplateRow>`SELECT * FROM templates WHERE project_id = ${projectId} AND id = ${id}`
+        return rows[0] ? toTemplate(rows[0]) : undefined
+      }, Effect.orDie)
+
+      const update = Effect.fn("Templates.update")(function*(projectId: string, id: string, input: TemplateInput) {
+        const rows = yield* sql<TemplateRow>`
+          UPDATE templates SET name = ${input.name}, description = ${input.description}, subject = ${input.subject},
+                 body = ${input.body}, from_email = ${input.from}, from_name = ${input.fromName},
+                 reply_to = ${input.replyTo}, type = ${input.type}, updated_at = now()
+          WHERE project_id = ${projectId} AND id = ${id}
+          RETURNING *`
+        return rows[0] ? toTemplate(rows[0]) : undefined
+      }, Effect.orDie)
+
+      const remove = Effect.fn("Templates.remove")(function*(projectId: string, id: string) {
+        const rows = yield* sql`DELETE FROM templates WHERE project_id = ${projectId} AND id = ${id} RETURNING id`
+        return rows.length > 0
+      }, Effect.orDie)
+
+      const list = Effect.fn("Templates.list")(function*(projectId: string, query: TemplateListQuery) {
+        const conditions = [sql`project_id = ${projectId}`]
+        if (query.type) conditions.push(sql`type = ${query.type}`)
+        if (query.search) {
+          const pattern = `%${escapeLike(query.search)}%`
+          conditions.push(sql`(name ILIKE ${pattern} OR description ILIKE ${pattern} OR subject ILIKE ${pattern})`)
+        }
+        const where = sql.and(conditions)
+        const order = sql.literal(`${SORT_COLUMNS[query.sort]} ${query.direction}, id ${query.direction}`)
+        const [rows, [count]] = yield* Effect.all([
+          sql<TemplateRow>`SELECT * FROM templates WHERE ${where} ORDER BY ${order}
+                           LIMIT ${query.pageSize} OFFSET ${(query.page - 1) * query.pageSize}`,
+          sql<{ n: number }>`SELECT count(*)::int AS n FROM templates WHERE ${where}`
+        ], { concurrency: 2 })
+        return { data: rows.map(toTemplate), total: count?.n ?? 0 }
+      }, Effect.orDie)
+
+      return Templates.of({ create, get, update, remove, list })
+    })
+  )
+}
