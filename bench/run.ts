@@ -123,6 +123,8 @@ const load = async (label: string, url: string, options: {
   readonly duration?: number
   /** Requests per second over all connections (default: as fast as possible). */
   readonly rate?: number
+  /** Sees every response (keep it cheap: it runs in the load generator). */
+  readonly onResponse?: (status: number, body: string) => void
 }): Promise<LoadResult> => {
   let counter = 0
   const result = await autocannon({
@@ -132,7 +134,10 @@ const load = async (label: string, url: string, options: {
     duration: options.duration ?? DURATION,
     ...(options.rate ? { overallRate: options.rate } : {}),
     headers: { "content-type": "application/json", ...options.headers },
-    requests: [{ setupRequest: (request: Record<string, unknown>) => ({ ...request, body: JSON.stringify(options.body(++counter)) }) }]
+    requests: [{
+      setupRequest: (request: Record<string, unknown>) => ({ ...request, body: JSON.stringify(options.body(++counter)) }),
+      ...(options.onResponse ? { onResponse: options.onResponse } : {})
+    }]
   })
   return {
     label,
@@ -435,7 +440,46 @@ const measureEvaluationCost = async (databaseUrl: string, projectId: string, pre
   }
 }
 
-const BENCHMARKS: Record<string, () => Promise<Record<string, unknown>>> = { contacts, track, segments }
+/**
+ * POST /v1/verify against a DNS server in its own process (bench/dnsServer.ts). Warm: 100 domains,
+ * cached after the warm-up, so no DNS per request. Cold: a new domain every request, so four lookups
+ * (NS, MX, A, AAAA) per verification. No-DNS: malformed addresses, the endpoint without lookups.
+ */
+const verify = async () => {
+  const env = await environment()
+  const dns = await startProcess(["bench/dnsServer.ts"], {}, /port=(\d+)/)
+  try {
+    const api = await env.service("api", { DNS_SERVERS: `127.0.0.1:${dns.match[1]}` })
+    const url = `${api.url}/v1/verify`
+    const headers = { authorization: `Bearer ${env.project.secretKey}` }
+    // Every answer is checked for an unanswered lookup: a fast result made of timeouts would be no result.
+    let timedOut = 0
+    let invalid = 0
+    const onResponse = (_status: number, body: string) => {
+      if (body.includes("timed out")) timedOut++
+      if (!body.includes('"valid":true')) invalid++
+    }
+    const warmBody = (n: number) => ({ email: `user${n}@d${n % 100}.warm.bench.test` })
+    await load("warmup", url, { body: warmBody, headers, duration: 3 })
+    const warm = await load("warm", url, { body: warmBody, headers, onResponse })
+    const warmCheck = { timedOut, invalid }
+    timedOut = invalid = 0
+    const cold = await load("cold", url, { body: (n) => ({ email: `user@d${n}.cold.bench.test` }), headers, onResponse })
+    const coldCheck = { timedOut, invalid }
+    const noDns = await load("no-dns", url, { body: (n) => ({ email: `not-an-address-${n}` }), headers })
+    return {
+      description: "POST /v1/verify: warm DNS cache (100 domains), cold (a new domain per request: NS+MX+A+AAAA), and malformed addresses (no DNS)",
+      warm: { ...warm, ...warmCheck },
+      cold: { ...cold, ...coldCheck, dnsQueriesPerSecond: cold.requestsPerSecond * 4 },
+      noDns
+    }
+  } finally {
+    await stop(dns.child)
+    await env.cleanup()
+  }
+}
+
+const BENCHMARKS: Record<string, () => Promise<Record<string, unknown>>> = { contacts, track, segments, verify }
 
 const name = process.argv[2]
 const bench = name ? BENCHMARKS[name] : undefined
