@@ -217,12 +217,13 @@ export class Emails extends Context.Service<Emails, {
       const engage = Effect.fn("Emails.engage")(function*(email: EmailRecord, kind: EngagementKind, data: Record<string, unknown> = {}) {
         const step = ENGAGEMENT[kind]
         return yield* sql.withTransaction(Effect.gen(function*() {
+          // array_position counts from 1: a status moves forward when its position is below the new one's.
           const rank = STATUS_ORDER.indexOf(step.status)
           const rows = yield* sql<EmailRow & { first: boolean }>`
             UPDATE emails e SET
               ${sql.literal(step.column)} = COALESCE(e.${sql.literal(step.column)}, now()),
               status = CASE
-                WHEN array_position(${sql.literal(`ARRAY['${STATUS_ORDER.join("','")}']`)}, e.status) < ${rank}
+                WHEN array_position(${sql.literal(`ARRAY['${STATUS_ORDER.join("','")}']`)}, e.status) < ${rank + 1}
                 THEN ${step.status} ELSE e.status END
             FROM (SELECT id, ${sql.literal(step.column)} IS NULL AS first FROM emails WHERE id = ${email.id} FOR UPDATE) old
             WHERE e.id = old.id

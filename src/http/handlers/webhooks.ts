@@ -5,7 +5,7 @@
 import { Effect } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
-import { AppConfig } from "../../config.ts"
+import { AppConfig, type AppConfigShape } from "../../config.ts"
 import { type Notification, Notifications } from "../../mail/Notifications.ts"
 import { parseSnsMessage, sesNotification, verifySnsMessage } from "../../mail/sns.ts"
 import { OutboxRelay } from "../../stream/OutboxRelay.ts"
@@ -40,11 +40,30 @@ export const WebhooksHandlers = HttpApiBuilder.group(Api, "webhooks", Effect.fnU
 const MAX_SNS_BODY = 256 * 1024
 
 /** POST /webhooks/ses: SNS notifications carrying SES bounce, complaint and delivery notifications. */
-export const SesWebhookRoute = HttpRouter.add("POST", "/webhooks/ses", (request) =>
+export const SesWebhookRoute = HttpRouter.use((router) =>
   Effect.gen(function*() {
     const config = yield* AppConfig
     const notifications = yield* Notifications
     const relay = yield* OutboxRelay
+    yield* router.add("POST", "/webhooks/ses", (request) => handleSes(request, { config, notifications, relay }))
+  })
+)
+
+const isSnsUrl = (raw: string) => {
+  try {
+    const url = new URL(raw)
+    return url.protocol === "https:" && /^sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$/.test(url.hostname)
+  } catch {
+    return false
+  }
+}
+
+const handleSes = (
+  request: HttpServerRequest.HttpServerRequest,
+  services: { readonly config: AppConfigShape; readonly notifications: Notifications["Service"]; readonly relay: OutboxRelay["Service"] }
+) =>
+  Effect.gen(function*() {
+    const { config, notifications, relay } = services
     const state = yield* RequestState
     const refuse = (message: string, status = 400) =>
       envelopeResponse({ status, code: status === 403 ? "INVALID_SIGNATURE" : "BAD_REQUEST", message }, state.requestId)
@@ -60,10 +79,7 @@ export const SesWebhookRoute = HttpRouter.add("POST", "/webhooks/ses", (request)
     if (message.Type === "SubscriptionConfirmation") {
       // Confirming means visiting SubscribeURL, which must be SNS's own.
       const url = message.SubscribeURL ?? ""
-      const host = (() => { try { return new URL(url).hostname } catch { return "" } })()
-      if (!/^sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$/.test(host) || !url.startsWith("https://")) {
-        return refuse("SubscribeURL is not an SNS URL")
-      }
+      if (!isSnsUrl(url)) return refuse("SubscribeURL is not an SNS URL")
       yield* Effect.tryPromise(() => fetch(url, { redirect: "error", signal: AbortSignal.timeout(5_000) })).pipe(
         Effect.tap(() => Effect.logInfo("SNS subscription confirmed", { topic: message.TopicArn })),
         Effect.tapCause((cause) => Effect.logWarning("SNS subscription confirmation failed", cause)),
@@ -77,4 +93,4 @@ export const SesWebhookRoute = HttpRouter.add("POST", "/webhooks/ses", (request)
     const outcome = yield* notifications.apply("ses", notification)
     yield* relay.wake
     return HttpServerResponse.jsonUnsafe({ success: true, data: { outcome } })
-  }).pipe(Effect.provideService(HttpServerRequest.HttpServerRequest, request)))
+  })
