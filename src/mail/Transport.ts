@@ -74,7 +74,7 @@ export class MailTransport extends Context.Service<MailTransport, {
         send: async (message) => {
           try {
             const info = await transport.sendMail(message)
-            const name = String(message.messageId ?? Date.now()).replace(/[^A-Za-z0-9@._-]/g, "_")
+            const name = String(message.messageId ?? Date.now()).replace(/^<|>$/g, "").replace(/[^A-Za-z0-9@._-]/g, "_")
             await writeFile(join(directory, `${name}.eml`), info.message as Buffer)
             return `written to ${directory}`
           } catch (error) {

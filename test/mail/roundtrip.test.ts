@@ -1,9 +1,12 @@
 import { authenticate } from "mailauth"
 import { Resolver } from "node:dns/promises"
+import { mkdtempSync, readdirSync, readFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { describe, expect, it } from "vitest"
-import { emailStatus, type MailContext, withMailStack } from "../support/mail.ts"
+import { emailStatus, type MailContext, verifyDomain, withMailStack } from "../support/mail.ts"
 import { eventually } from "../support/nats.ts"
-import { request } from "../support/stack.ts"
+import { createStack, request } from "../support/stack.ts"
 
 let context: MailContext
 withMailStack((ready) => (context = ready))
@@ -93,5 +96,30 @@ describe("a real SMTP round trip", () => {
       email: "ann@example.org",
       data: { emailId, subject: "Hello Ann" }
     })
+  })
+})
+
+describe("without an SMTP relay", () => {
+  it("writes each signed message to the file outbox", async () => {
+    const outbox = mkdtempSync(join(tmpdir(), "outbox-"))
+    const stack = await createStack({ RATE_LIMIT_PER_MINUTE: "0", SMTP_URL: "", OUTBOX_DIR: outbox, DNS_SERVERS: context.dns.address })
+    try {
+      const api = await stack.start("all")
+      const project = await stack.createProject()
+      await verifyDomain({ api, dns: context.dns }, project.secretKey, "files.test")
+      const res = await request(api.url, "POST", "/v1/send", {
+        key: project.secretKey,
+        body: { to: "dev@example.org", from: "app@files.test", subject: "Local", body: "<p>dev</p>" }
+      })
+      const record = await emailStatus({ api, project }, res.json.data.emails[0].email, "SENT")
+      const files = readdirSync(outbox)
+      expect(files).toEqual([`${record.messageId}.eml`])
+      const raw = readFileSync(join(outbox, files[0]!), "utf8")
+      expect(raw).toContain("Subject: Local")
+      expect((await dkimOf(raw)).results[0]?.status.result).toBe("pass")
+      await api.stop()
+    } finally {
+      await stack.stop()
+    }
   })
 })
