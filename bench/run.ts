@@ -13,6 +13,7 @@ import { cpus, totalmem } from "node:os"
 import pg from "pg"
 import { uuidv7 } from "../src/domain/ids.ts"
 import { partitionOf } from "../src/stream/subjects.ts"
+import { startDnsServer } from "../test/support/dns.ts"
 
 const ROOT = new URL("../", import.meta.url).pathname
 const ADMIN_URL = process.env.BENCH_DATABASE_ADMIN_URL ?? "postgres://postgres@127.0.0.1:5432/postgres"
@@ -479,7 +480,146 @@ const verify = async () => {
   }
 }
 
-const BENCHMARKS: Record<string, () => Promise<Record<string, unknown>>> = { contacts, track, segments, verify }
+const statsOf = async (port: string, withTimes = false) =>
+  (await fetch(`http://127.0.0.1:${port}/stats${withTimes ? "?times=1" : ""}`).then((r) => r.json())) as {
+    count: number
+    first: number | null
+    last: number | null
+    dkimSigned: number
+    times?: Array<number>
+  }
+
+const waitForCount = async (port: string, count: number, timeoutMs: number) => {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const stats = await statsOf(port)
+    if (stats.count >= count) return stats
+    if (Date.now() > deadline) throw new Error(`only ${stats.count} of ${count} messages arrived`)
+    await sleep(100)
+  }
+}
+
+/**
+ * Email sending: rendered, tracked, DKIM-signed mail from one project into a local SMTP server
+ * (bench/smtpSink.ts, its own process), the throttle off. Baseline: the same mail sent by a bare
+ * nodemailer loop in this process (render + sign + pooled SMTP, no queue, no database). Then the
+ * throttle's accuracy: a set rate held over BENCH_THROTTLE_SECONDS (default 60).
+ */
+const send = async () => {
+  const env = await environment()
+  const sink = await startProcess(["bench/smtpSink.ts"], {}, /smtp=(\d+) stats=(\d+)/)
+  const [, smtpPort, statsPort] = sink.match
+  const dns = await startDnsServer()
+  const total = Number(process.env.BENCH_EMAILS ?? 20_000)
+  try {
+    const mailEnv = { DNS_SERVERS: dns.address, SMTP_URL: `smtp://127.0.0.1:${smtpPort}`, SEND_RATE_PER_SECOND: "0" }
+    const api = await env.service("api", mailEnv)
+    await env.service("worker", { ...mailEnv, METRICS_PORT: "0" })
+    const auth = { authorization: `Bearer ${env.project.secretKey}`, "content-type": "application/json" }
+    const post = (path: string, body: unknown) =>
+      fetch(`${api.url}${path}`, { method: "POST", headers: auth, body: JSON.stringify(body) }).then(async (r) => ({ status: r.status, json: await r.json() as any }))
+    const domain = await post("/domains", { domain: "bench.test" })
+    const dkim = domain.json.records.find((record: { purpose: string }) => record.purpose === "DKIM")
+    dns.addTxt(dkim.name, dkim.value)
+    await fetch(`${api.url}/domains/${domain.json.id}/verify`, { headers: auth })
+    const privateKey = (await sqlOn<{ key: string; selector: string }>(
+      env.databaseUrl, "SELECT dkim_private_key AS key, dkim_selector AS selector FROM domains"))[0]!
+    const mail = {
+      from: { name: "Bench", email: "news@bench.test" },
+      subject: "Hello {{ name ?? \"there\" }}",
+      body: "<p>Hi {{ name }}, your plan is {{ plan }}.</p><p><a href=\"https://bench.test/a\">A</a> <a href=\"{{ unsubscribeUrl }}\">Unsubscribe</a></p>"
+    }
+
+    // Ours: 100 recipients per request, 8 requests at a time; time from the first request to the last arrival.
+    const sendBatch = (batch: number) =>
+      post("/v1/send", {
+        ...mail,
+        to: Array.from({ length: 100 }, (_, i) => ({ name: `User ${i}`, email: `u${batch * 100 + i}@example.org` })),
+        data: { plan: "pro" }
+      })
+    await sendBatch(-1)
+    await waitForCount(statsPort!, 100, 60_000)
+    const started = Date.now()
+    let next = 0
+    let accepted = 0
+    await Promise.all(Array.from({ length: 8 }, async () => {
+      while (next < total / 100) {
+        const res = await sendBatch(next++)
+        if (res.status !== 200) throw new Error(`send answered ${res.status}: ${JSON.stringify(res.json)}`)
+      }
+      accepted = Date.now() - started
+    }))
+    const done = await waitForCount(statsPort!, total + 100, 600_000)
+    const serviceSeconds = (done.last! - started) / 1000
+    const service = {
+      emails: total,
+      emailsPerSecond: Math.round(total / serviceSeconds),
+      acceptSeconds: accepted / 1000,
+      deliverSeconds: serviceSeconds,
+      dkimSigned: done.dkimSigned
+    }
+
+    // Baseline: render + sign + send with the same libraries and pool size, nothing else.
+    const { makeRenderer } = await import("../src/mail/render.ts")
+    const nodemailer = (await import("nodemailer")).default
+    const renderer = makeRenderer()
+    const subject = renderer.compile(mail.subject, "text")
+    const body = renderer.compile(mail.body, "html")
+    const transport = nodemailer.createTransport({ host: "127.0.0.1", port: Number(smtpPort), pool: true, maxConnections: 10, maxMessages: Infinity })
+    const before = (await statsOf(statsPort!)).count
+    const baselineStarted = Date.now()
+    let sent = 0
+    await Promise.all(Array.from({ length: 64 }, async () => {
+      while (sent < total) {
+        const n = sent++
+        const variables = { name: `User ${n}`, plan: "pro", unsubscribeUrl: "https://bench.test/u" }
+        await transport.sendMail({
+          from: { name: "Bench", address: "news@bench.test" },
+          to: `b${n}@example.org`,
+          subject: await subject.render(variables),
+          html: await body.render(variables),
+          dkim: { domainName: "bench.test", keySelector: privateKey.selector, privateKey: privateKey.key }
+        })
+      }
+    }))
+    const baselineDone = await waitForCount(statsPort!, before + total, 600_000)
+    transport.close()
+    const baselineSeconds = (baselineDone.last! - baselineStarted) / 1000
+    const baseline = { emails: total, emailsPerSecond: Math.round(total / baselineSeconds), deliverSeconds: baselineSeconds }
+
+    // Throttle accuracy: the project held to a set rate for a minute.
+    const throttleSeconds = Number(process.env.BENCH_THROTTLE_SECONDS ?? 60)
+    const rate = Number(process.env.BENCH_THROTTLE_RATE ?? 200)
+    await sqlOn(env.databaseUrl, "UPDATE projects SET send_rate_per_second = $1", [rate])
+    await sleep(6_000) // the worker reads the rate again within 5 s
+    const throttleFrom = (await statsOf(statsPort!)).count
+    const batches = Math.ceil((rate * (throttleSeconds + 5)) / 100)
+    for (let batch = 0; batch < batches; batch++) {
+      const res = await sendBatch(1_000_000 + batch)
+      if (res.status !== 200) throw new Error(`send answered ${res.status}`)
+    }
+    await sleep((throttleSeconds + 2) * 1000)
+    const times = (await statsOf(statsPort!, true)).times!.slice(throttleFrom)
+    // The window starts a second after the first arrival (past the initial burst).
+    const windowStart = times[0]! + 1_000
+    const inWindow = times.filter((at) => at >= windowStart && at < windowStart + throttleSeconds * 1000).length
+    const measured = inWindow / throttleSeconds
+    return {
+      description: "Rendered, tracked, DKIM-signed emails from one project into a local SMTP server (throttle off), " +
+        "vs a bare nodemailer loop (render + sign + pooled SMTP); then the throttle held at a set rate",
+      service,
+      baseline,
+      ratio: ratio(service.emailsPerSecond, baseline.emailsPerSecond),
+      throttle: { rate, seconds: throttleSeconds, measuredPerSecond: Math.round(measured * 100) / 100, errorPercent: Math.round(((measured - rate) / rate) * 10_000) / 100 }
+    }
+  } finally {
+    await dns.close()
+    await stop(sink.child)
+    await env.cleanup()
+  }
+}
+
+const BENCHMARKS: Record<string, () => Promise<Record<string, unknown>>> = { contacts, track, segments, verify, send }
 
 const name = process.argv[2]
 const bench = name ? BENCHMARKS[name] : undefined

@@ -4,9 +4,11 @@
  * finds mail due for a retry. Each loop claims rows (PENDING → SENDING), transactional mail first,
  * as fast as the project's token bucket allows, and hands them to the transport.
  *
- * Crash safety: a row is SENDING while its SMTP transaction runs. A worker that takes over a partition
- * puts the partition's SENDING rows back to PENDING, so a crash between the relay's acceptance and our
- * recording resends only the messages that were in flight, each once, with the same Message-ID.
+ * Crash safety: a row is SENDING from its claim until its round's outcome is recorded (one statement
+ * for the round's accepted mail). A worker that takes over a partition puts the partition's SENDING
+ * rows back to PENDING, so a crash between the relay's acceptance and our recording resends only the
+ * round that was in flight (at most CLAIM_BATCH messages, and under a throttle a tenth of a second's
+ * worth), each once, with the same Message-ID.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
@@ -16,11 +18,14 @@ import { type EmailRow, emailEventData, toEmailRecord } from "../store/Emails.ts
 import { Domains, type SigningKey } from "../store/Domains.ts"
 import { writeEmittedEvents } from "../stream/emitted.ts"
 import { partitionOf, type StreamNames } from "../stream/subjects.ts"
+import { pgArray } from "../lib/pgArray.ts"
 import { TokenBucket } from "./throttle.ts"
 import { DKIM_SIGNED_HEADERS, MailTransport, SendFailure } from "./Transport.ts"
 
 /** Rows claimed per round (and sent concurrently). */
 const CLAIM_BATCH = 64
+/** Rounds in flight per project. */
+const LANES = 2
 export const MAX_ATTEMPTS = 8
 /** Backoff after the n-th failed attempt: 2 s, 4 s, 8 s … capped at 10 minutes. */
 export const retryDelaySeconds = (attempt: number) => Math.min(600, 2 ** attempt)
@@ -115,21 +120,30 @@ export const makeSender = (options: {
     const finish = (row: EmailRow, status: "FAILED" | "SUPPRESSED", error: string) =>
       sql`UPDATE emails SET status = ${status}, error = ${error} WHERE id = ${row.id} AND status = 'SENDING'`
 
-    const markSent = (row: EmailRow) =>
+    /** Records a round's accepted mail in one statement, with their email.sent events. */
+    const markSent = (rows: ReadonlyArray<EmailRow>) =>
       sql.withTransaction(Effect.gen(function*() {
+        if (rows.length === 0) return
         const updated = yield* sql<EmailRow>`
           UPDATE emails SET status = 'SENT', sent_at = now(), error = NULL
-          WHERE id = ${row.id} AND status = 'SENDING'
+          WHERE id = ANY(${pgArray(rows.map((row) => row.id))}::uuid[]) AND status = 'SENDING'
           RETURNING *`
-        const sent = updated[0]
-        if (!sent?.contact_id) return
-        yield* writeEmittedEvents(options.names, sent.project_id, [{
-          name: "email.sent",
-          contactId: sent.contact_id,
-          email: sent.to_email,
-          data: emailEventData(toEmailRecord(sent)),
-          at: (sent.sent_at ?? new Date()).toISOString()
-        }])
+        const byProject = new Map<string, Array<EmailRow>>()
+        for (const row of updated) {
+          if (!row.contact_id) continue
+          const list = byProject.get(row.project_id) ?? []
+          list.push(row)
+          byProject.set(row.project_id, list)
+        }
+        for (const [projectId, sent] of byProject) {
+          yield* writeEmittedEvents(options.names, projectId, sent.map((row) => ({
+            name: "email.sent",
+            contactId: row.contact_id!,
+            email: row.to_email,
+            data: emailEventData(toEmailRecord(row)),
+            at: (row.sent_at ?? new Date()).toISOString()
+          })))
+        }
       })).pipe(Effect.provideService(SqlClient.SqlClient, sql))
 
     const retryLater = (row: EmailRow, error: string) =>
@@ -139,7 +153,7 @@ export const makeSender = (options: {
                  next_attempt_at = now() + make_interval(secs => ${retryDelaySeconds(row.attempts)})
               WHERE id = ${row.id} AND status = 'SENDING'`
 
-    const sendOne = (row: ClaimedRow) =>
+    const sendOne = (row: ClaimedRow, accepted: Array<EmailRow>) =>
       Effect.gen(function*() {
         if (row.suppressed) return yield* finish(row, "SUPPRESSED", "the address is suppressed (hard bounce or complaint)")
         if (row.type === "MARKETING" && row.contact_id && row.contact_subscribed !== true) {
@@ -154,8 +168,7 @@ export const makeSender = (options: {
           )
         )
         if (outcome === undefined) {
-          yield* markSent(row)
-          yield* options.wakeRelay
+          accepted.push(row)
         } else if (outcome.permanent) {
           yield* finish(row, "FAILED", outcome.message)
         } else {
@@ -166,29 +179,46 @@ export const makeSender = (options: {
         Effect.catchCause((cause) => Effect.logWarning("sending an email failed", { emailId: row.id }, cause))
       )
 
-    const runLoop = (projectId: string, loop: ProjectLoop): Effect.Effect<void> =>
+    /**
+     * One lane: claim a round, send it, record it, repeat. Tokens are reserved before the claim (and
+     * what the claim did not use is given back), so concurrent lanes never exceed the rate together.
+     */
+    const lane = (projectId: string, loop: ProjectLoop) =>
       Effect.gen(function*() {
         const partition = partitionOf(projectId, options.partitions)
         while (options.isOwned(partition)) {
           loop.dirty = false
           const rate = yield* rateOf(projectId)
           let limit = CLAIM_BATCH
+          let bucket: TokenBucket | undefined
           if (rate > 0) {
-            const bucket = loop.bucket ??= new TokenBucket(rate, Date.now())
+            bucket = loop.bucket ??= new TokenBucket(rate, Date.now())
             bucket.setRate(rate, Date.now())
             const wait = bucket.waitMs(Date.now())
-            if (wait > 0) yield* Effect.sleep(wait)
-            limit = Math.max(1, bucket.available(Date.now(), CLAIM_BATCH))
+            if (wait > 0) {
+              yield* Effect.sleep(wait)
+              continue
+            }
+            limit = bucket.available(Date.now(), CLAIM_BATCH)
+            bucket.take(limit, Date.now())
           }
           const claimed = yield* claim(projectId, limit)
+          bucket?.take(claimed.length - limit, Date.now())
           if (claimed.length === 0) {
             if (loop.dirty) continue
             break
           }
-          if (rate > 0) loop.bucket!.take(claimed.length, Date.now())
-          yield* Effect.forEach(claimed, sendOne, { concurrency: "unbounded", discard: true })
+          const accepted: Array<EmailRow> = []
+          yield* Effect.forEach(claimed, (row) => sendOne(row, accepted), { concurrency: "unbounded", discard: true })
+          // Until this commits, accepted mail is SENDING: a crash here resends this round only.
+          yield* markSent(accepted)
+          if (accepted.length > 0) yield* options.wakeRelay
         }
-      }).pipe(
+      })
+
+    /** The project's lanes: while one records its round, the other is already sending. */
+    const runLoop = (projectId: string, loop: ProjectLoop): Effect.Effect<void> =>
+      Effect.all(Array.from({ length: LANES }, () => lane(projectId, loop)), { concurrency: LANES, discard: true }).pipe(
         Effect.catchCause((cause) => Effect.logWarning("send loop failed; the sweep restarts it", { projectId }, cause)),
         Effect.ensuring(Effect.sync(() => loops.delete(projectId)))
       )
