@@ -23,6 +23,8 @@ export interface AppConfigShape {
   readonly outboxDir: string
   /** Default per-project send rate (emails per second); 0 turns the throttle off. */
   readonly sendRatePerSecond: number
+  /** How often every sending domain's DNS records are checked again (spec: 5 minutes). */
+  readonly domainRecheckSeconds: number
   /** Pins the certificate SNS messages are verified with, instead of fetching SigningCertURL. */
   readonly snsSigningCertFile: string | undefined
   /** SNS topics accepted on /webhooks/ses; empty accepts any (signature still required). */
@@ -49,6 +51,7 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app
       smtpPoolSize: yield* Config.Int("SMTP_POOL_SIZE").pipe(Config.withDefault(10)),
       outboxDir: yield* Config.String("OUTBOX_DIR").pipe(Config.withDefault("data/outbox")),
       sendRatePerSecond: yield* Config.Number("SEND_RATE_PER_SECOND").pipe(Config.withDefault(100)),
+      domainRecheckSeconds: yield* Config.Int("DOMAIN_RECHECK_SECONDS").pipe(Config.withDefault(300)),
       snsSigningCertFile: yield* Config.String("SNS_SIGNING_CERT_FILE").pipe(Config.withDefault(""), Config.map((file) => file || undefined)),
       sesTopicArns: (yield* Config.String("SES_TOPIC_ARNS").pipe(Config.withDefault(""))).split(",").map((s) => s.trim()).filter((s) => s !== ""),
       dnsServers: (yield* Config.String("DNS_SERVERS").pipe(Config.withDefault(""))).split(",").map((s) => s.trim()).filter((s) => s !== "")

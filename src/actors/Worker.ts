@@ -25,6 +25,7 @@ import type { InMessage } from "./messages.ts"
 import { makeProjectActors, PartitionRun } from "./ProjectActors.ts"
 import { makeSender } from "../mail/Sender.ts"
 import { Domains } from "../store/Domains.ts"
+import { AppConfig } from "../config.ts"
 
 const HEARTBEAT = Duration.seconds(2)
 const LEASE_TTL_SECONDS = 6
@@ -33,8 +34,8 @@ const WORKER_DEAD_SECONDS = 6
 const TIMER_POLL = Duration.millis(50)
 /** How often owned partitions are searched for mail due (retries after backoff, missed wake-ups). */
 const MAIL_SWEEP = Duration.seconds(1)
-/** How often domains due for their 5-minute DNS re-check are looked for. */
-const DOMAIN_CHECK_POLL = Duration.seconds(30)
+/** How often domains due for their DNS re-check (DOMAIN_RECHECK_SECONDS) are looked for, at most. */
+const DOMAIN_CHECK_POLL_SECONDS = 30
 
 export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -249,10 +250,11 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
   )
 
   const domains = yield* Domains
+  const recheckSeconds = (yield* AppConfig).domainRecheckSeconds
   yield* domains.checkDue(50).pipe(
     Effect.tapCause((cause) => Effect.logWarning("domain re-check failed", cause)),
     Effect.ignore,
-    Effect.repeat(Schedule.spaced(DOMAIN_CHECK_POLL)),
+    Effect.repeat(Schedule.spaced(Duration.seconds(Math.max(1, Math.min(DOMAIN_CHECK_POLL_SECONDS, recheckSeconds / 2))))),
     Effect.forkScoped
   )
 

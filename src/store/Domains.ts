@@ -2,6 +2,7 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { uuidv7 } from "../domain/ids.ts"
+import { AppConfig } from "../config.ts"
 import { Dns } from "../lib/dns.ts"
 import {
   type DnsRecord,
@@ -52,9 +53,6 @@ const toDomain = (row: DomainRow): Domain => ({
 
 const COLUMNS = "id, project_id, domain, status, records, created_at, last_checked_at"
 
-/** How often every domain is re-checked in the background (spec: every 5 minutes). */
-export const RECHECK_INTERVAL_SECONDS = 300
-
 export class Domains extends Context.Service<Domains, {
   readonly create: (projectId: string, domain: string) => Effect.Effect<Domain | "exists">
   readonly list: (projectId: string) => Effect.Effect<ReadonlyArray<Domain>>
@@ -62,7 +60,7 @@ export class Domains extends Context.Service<Domains, {
   readonly remove: (projectId: string, id: string) => Effect.Effect<boolean>
   /** Looks the domain's records up now and stores what was found. */
   readonly check: (projectId: string, id: string) => Effect.Effect<Domain | undefined>
-  /** Checks the domains whose last check is older than the re-check interval. */
+  /** Checks the domains whose last check is older than DOMAIN_RECHECK_SECONDS. */
   readonly checkDue: (limit: number) => Effect.Effect<number>
   /** The signing key of the project's verified domain of that name. */
   readonly signingKey: (projectId: string, domain: string) => Effect.Effect<SigningKey | undefined>
@@ -72,6 +70,7 @@ export class Domains extends Context.Service<Domains, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const dns = yield* Dns
+      const recheckSeconds = (yield* AppConfig).domainRecheckSeconds
 
       const create = Effect.fn("Domains.create")(function*(projectId: string, domain: string) {
         const keys = yield* Effect.promise(generateDkimKeys)
@@ -129,7 +128,7 @@ export class Domains extends Context.Service<Domains, {
           UPDATE domains SET last_checked_at = now()
           WHERE id IN (
             SELECT id FROM domains
-            WHERE last_checked_at IS NULL OR last_checked_at < now() - make_interval(secs => ${RECHECK_INTERVAL_SECONDS})
+            WHERE last_checked_at IS NULL OR last_checked_at < now() - make_interval(secs => ${recheckSeconds})
             ORDER BY last_checked_at NULLS FIRST LIMIT ${limit}
             FOR UPDATE SKIP LOCKED)
           RETURNING ${sql.literal(COLUMNS)}`

@@ -44,12 +44,22 @@ const hrefs = (html: string) => [...html.matchAll(/href="([^"]+)"/g)].map((m) =>
 
 describe("open and click tracking", () => {
   it("records opens through the pixel and redirects signed clicks where the mail pointed", async () => {
+    const openers = await secret("POST", "/segments", {
+      name: "Openers",
+      condition: { logic: "AND", groups: [{ filters: [{ field: "email.opened", operator: "triggered" }] }] }
+    })
+    expect(openers.status).toBe(201)
     const { emailId, contactId, html } = await sendTo("reader@example.org", "<a href=\"https://shop.example.org/item?id=7&amp;x=1\">Item</a>")
     await emailStatus(context, emailId, "SENT")
     const pixel = html.match(/src="([^"]+\.gif)"/)![1]!
     const opened = await fetch(pixel)
     expect(opened.headers.get("content-type")).toBe("image/gif")
     await emailStatus(context, emailId, "OPENED")
+    // email.open is the contact's event, so segments on engagement follow it.
+    await eventually(async () => {
+      const members = await secret("GET", `/segments/${openers.json.id}/contacts`)
+      expect(members.json.data.map((c: { id: string }) => c.id)).toEqual([contactId])
+    })
 
     const click = hrefs(html).find((href) => href.includes("/t/c/"))!
     const first = await fetch(click, { redirect: "manual" })

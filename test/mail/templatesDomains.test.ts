@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest"
 import { type MailContext, verifyDomain, withMailStack } from "../support/mail.ts"
-import { request } from "../support/stack.ts"
+import { eventually } from "../support/nats.ts"
+import { createStack, request } from "../support/stack.ts"
 
 let context: MailContext
 withMailStack((ready) => (context = ready))
@@ -153,5 +154,25 @@ describe("domains", () => {
 
     expect((await secret("DELETE", `/domains/${mine.id}`)).json).toEqual({ success: true })
     expect((await secret("GET", `/domains/${mine.id}`)).status).toBe(404)
+  })
+})
+
+describe("the background domain check", () => {
+  it("verifies a domain once its record appears, and unverifies it when the record goes", async () => {
+    const stack = await createStack({ RATE_LIMIT_PER_MINUTE: "0", DNS_SERVERS: context.dns.address, DOMAIN_RECHECK_SECONDS: "1" })
+    try {
+      const api = await stack.start("all")
+      const project = await stack.createProject()
+      const created = await request(api.url, "POST", "/domains", { key: project.secretKey, body: { domain: "later.example.test" } })
+      const get = () => request(api.url, "GET", `/domains/${created.json.id}`, { key: project.secretKey })
+      const dkim = created.json.records[0]
+      context.dns.addTxt(dkim.name, dkim.value)
+      await eventually(async () => expect((await get()).json.status).toBe("VERIFIED"), 10_000)
+      context.dns.removeTxt(dkim.name)
+      await eventually(async () => expect((await get()).json.status).toBe("PENDING"), 10_000)
+      await api.stop()
+    } finally {
+      await stack.stop()
+    }
   })
 })
