@@ -14,6 +14,7 @@ import { MailTransport } from "./mail/Transport.ts"
 import { Domains } from "./store/Domains.ts"
 import { Emails } from "./store/Emails.ts"
 import { Templates } from "./store/Templates.ts"
+import { Campaigns } from "./store/Campaigns.ts"
 
 /** Postgres (migrated) and NATS (streams ensured). */
 export const InfraLive = Layer.mergeAll(DatabaseLive, Nats.layer)
@@ -25,6 +26,7 @@ export const CoreLive = Layer.mergeAll(
   OutboxRelay.layer,
   Emails.layer,
   Templates.layer,
+  Campaigns.layer,
   Domains.layer.pipe(Layer.provideMerge(Dns.layer))
 ).pipe(Layer.provideMerge(InfraLive))
 

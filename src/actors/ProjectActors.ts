@@ -82,6 +82,8 @@ interface Actor {
 export const makeProjectActors = (options: {
   readonly workerId: string
   readonly names: StreamNames
+  readonly partitions: number
+  readonly publicUrl: string
   /** Wakes the outbox relay, so emitted events leave as soon as their batch commits. */
   readonly wakeRelay: Effect.Effect<void>
   /** Wakes the project's sender when mail was queued. */
@@ -97,6 +99,8 @@ export const makeProjectActors = (options: {
       epoch: actor.run.epoch,
       workerId: options.workerId,
       names: options.names,
+      partitions: options.partitions,
+      publicUrl: options.publicUrl,
       segmentState: actor.segmentState
     })
 

@@ -25,6 +25,7 @@ import type { InMessage } from "./messages.ts"
 import { makeProjectActors, PartitionRun } from "./ProjectActors.ts"
 import { makeSender } from "../mail/Sender.ts"
 import { Domains } from "../store/Domains.ts"
+import { Campaigns } from "../store/Campaigns.ts"
 import { AppConfig } from "../config.ts"
 
 const HEARTBEAT = Duration.seconds(2)
@@ -32,6 +33,8 @@ const LEASE_TTL_SECONDS = 6
 const WORKER_DEAD_SECONDS = 6
 /** How often due timers are looked for (an indexed query): the worst-case lateness of a time boundary. */
 const TIMER_POLL = Duration.millis(50)
+/** How often scheduled campaigns due are looked for: the worst-case lateness of a scheduled send. */
+const CAMPAIGN_POLL = Duration.millis(500)
 /** How often owned partitions are searched for mail due (retries after backoff, missed wake-ups). */
 const MAIL_SWEEP = Duration.seconds(1)
 /** How often domains due for their DNS re-check (DOMAIN_RECHECK_SECONDS) are looked for, at most. */
@@ -49,7 +52,15 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
     isOwned: (partition) => runs.has(partition),
     wakeRelay: relay.wake
   })
-  const actors = yield* makeProjectActors({ workerId, names: nats.names, wakeRelay: relay.wake, wakeSender: sender.wake })
+  const config = yield* AppConfig
+  const actors = yield* makeProjectActors({
+    workerId,
+    names: nats.names,
+    partitions: nats.partitions,
+    publicUrl: config.publicUrl,
+    wakeRelay: relay.wake,
+    wakeSender: sender.wake
+  })
   const consumerName = (partition: number) => `${nats.prefix}_part_${partition}`
 
   yield* sql`INSERT INTO partition_leases (partition)
@@ -239,6 +250,16 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
     Effect.tapCause((cause) => Effect.logWarning("timer scheduler failed; retrying", cause)),
     Effect.ignore,
     Effect.repeat(Schedule.spaced(TIMER_POLL)),
+    Effect.forkScoped
+  )
+
+  // Scheduled campaigns are durable timers: due ones (by this worker's clock) start sending.
+  const campaigns = yield* Campaigns
+  yield* Effect.suspend(() => campaigns.startDue([...runs.keys()], new Date(clockNow()))).pipe(
+    Effect.tap((started) => (started > 0 ? relay.wake : Effect.void)),
+    Effect.tapCause((cause) => Effect.logWarning("scheduled campaign check failed; retrying", cause)),
+    Effect.ignore,
+    Effect.repeat(Schedule.spaced(CAMPAIGN_POLL)),
     Effect.forkScoped
   )
 

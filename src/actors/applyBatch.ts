@@ -14,6 +14,7 @@ import type { TrackedEvent } from "../ingest/EventPublisher.ts"
 import type { StreamNames } from "../stream/subjects.ts"
 import { clockNow } from "../lib/clock.ts"
 import { segmentSlug } from "../store/Segments.ts"
+import { campaignStep } from "../campaigns/fanout.ts"
 import { writeEmittedEvents } from "../stream/emitted.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import type { Delivered, EmittedEventMessage } from "./messages.ts"
@@ -28,6 +29,9 @@ export interface BatchContext {
   readonly epoch: number
   readonly workerId: string
   readonly names: StreamNames
+  readonly partitions: number
+  /** Base of the links put in mail queued here (campaigns). */
+  readonly publicUrl: string
   /** The actor's segment definitions and pending backfills (kept across batches). */
   readonly segmentState: SegmentState
 }
@@ -234,6 +238,10 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
             const state = context.segmentState
             state.backfills = state.backfills.filter((job) => job.segmentId !== body.segmentId)
             segmentsChanged = true
+          } else if (body.type === "campaignStep") {
+            const step = yield* campaignStep(context, body.campaignId)
+            if (step.queued > 0) outcome.mailQueued = true
+            if (step.continued) outcome.emitted++
           }
           break
       }

@@ -32,6 +32,8 @@ export type CommandMessage =
   | { readonly kind: "command"; readonly projectId: string; readonly commandId: string; readonly type: "segmentsChanged" }
   /** POST /segments/:id/compute: recompute membership and emit entry/exit. */
   | { readonly kind: "command"; readonly projectId: string; readonly commandId: string; readonly type: "computeSegment"; readonly segmentId: string }
+  /** Take a campaign's next fan-out step (freeze a page of its audience, or queue a page of its mail). */
+  | { readonly kind: "command"; readonly projectId: string; readonly commandId: string; readonly type: "campaignStep"; readonly campaignId: string }
 
 /** A durable timer came due: re-evaluate the time-dependent segments for one contact at exactly `dueAt`. */
 export interface TimerMessage {

@@ -19,6 +19,7 @@ import { Domains, type SigningKey } from "../store/Domains.ts"
 import { writeEmittedEvents } from "../stream/emitted.ts"
 import { partitionOf, type StreamNames } from "../stream/subjects.ts"
 import { pgArray } from "../lib/pgArray.ts"
+import { completeCampaigns } from "../campaigns/fanout.ts"
 import { TokenBucket } from "./throttle.ts"
 import { DKIM_SIGNED_HEADERS, MailTransport, SendFailure } from "./Transport.ts"
 
@@ -117,17 +118,40 @@ export const makeSender = (options: {
         LEFT JOIN suppressions s ON s.project_id = c.project_id AND s.email = c.to_email
         ORDER BY c.priority, c.id`
 
-    const finish = (row: EmailRow, status: "FAILED" | "SUPPRESSED", error: string) =>
-      sql`UPDATE emails SET status = ${status}, error = ${error} WHERE id = ${row.id} AND status = 'SENDING'`
+    /**
+     * Ends an email without sending it. A campaign's counters follow: a failure counts as failed; a
+     * recipient who unsubscribed (or was suppressed) since the audience was frozen moves from the
+     * recipients to the skipped.
+     */
+    const finish = (row: EmailRow, status: "FAILED" | "SUPPRESSED", error: string, skipped?: "unsubscribed" | "suppressed") => {
+      const counter = sql.literal(
+        status === "FAILED"
+          ? "failed_count = failed_count + 1"
+          : `skipped_${skipped ?? "suppressed"} = skipped_${skipped ?? "suppressed"} + 1, total_recipients = total_recipients - 1`
+      )
+      return sql`
+        WITH ended AS (
+          UPDATE emails SET status = ${status}, error = ${error} WHERE id = ${row.id} AND status = 'SENDING'
+          RETURNING campaign_id
+        )
+        UPDATE campaigns SET ${counter} FROM ended WHERE campaigns.id = ended.campaign_id`
+    }
 
     /** Records a round's accepted mail in one statement, with their email.sent events. */
     const markSent = (rows: ReadonlyArray<EmailRow>) =>
       sql.withTransaction(Effect.gen(function*() {
         if (rows.length === 0) return
         const updated = yield* sql<EmailRow>`
-          UPDATE emails SET status = 'SENT', sent_at = now(), error = NULL
-          WHERE id = ANY(${pgArray(rows.map((row) => row.id))}::uuid[]) AND status = 'SENDING'
-          RETURNING *`
+          WITH sent AS (
+            UPDATE emails SET status = 'SENT', sent_at = now(), error = NULL
+            WHERE id = ANY(${pgArray(rows.map((row) => row.id))}::uuid[]) AND status = 'SENDING'
+            RETURNING *
+          ), counted AS (
+            UPDATE campaigns c SET sent_count = c.sent_count + x.n
+            FROM (SELECT campaign_id, count(*)::int AS n FROM sent WHERE campaign_id IS NOT NULL GROUP BY campaign_id) x
+            WHERE c.id = x.campaign_id
+          )
+          SELECT * FROM sent`
         const byProject = new Map<string, Array<EmailRow>>()
         for (const row of updated) {
           if (!row.contact_id) continue
@@ -155,9 +179,9 @@ export const makeSender = (options: {
 
     const sendOne = (row: ClaimedRow, accepted: Array<EmailRow>) =>
       Effect.gen(function*() {
-        if (row.suppressed) return yield* finish(row, "SUPPRESSED", "the address is suppressed (hard bounce or complaint)")
+        if (row.suppressed) return yield* finish(row, "SUPPRESSED", "the address is suppressed (hard bounce or complaint)", "suppressed")
         if (row.type === "MARKETING" && row.contact_id && row.contact_subscribed !== true) {
-          return yield* finish(row, "SUPPRESSED", "the contact is unsubscribed")
+          return yield* finish(row, "SUPPRESSED", "the contact is unsubscribed", "unsubscribed")
         }
         const key = yield* signingKeyOf(row.project_id, row.from_email)
         if (!key) return yield* finish(row, "FAILED", `the sender domain of ${row.from_email} is not verified`)
@@ -212,6 +236,7 @@ export const makeSender = (options: {
           yield* Effect.forEach(claimed, (row) => sendOne(row, accepted), { concurrency: "unbounded", discard: true })
           // Until this commits, accepted mail is SENDING: a crash here resends this round only.
           yield* markSent(accepted)
+          yield* completeCampaigns(sql, [...new Set(claimed.flatMap((row) => (row.campaign_id ? [row.campaign_id] : [])))])
           if (accepted.length > 0) yield* options.wakeRelay
         }
       })

@@ -8,7 +8,7 @@ import { SqlClient, type SqlError } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
 import { writeEmittedEvents } from "../stream/emitted.ts"
-import { partitionOf, streamNames } from "../stream/subjects.ts"
+import { partitionOf, type StreamNames, streamNames } from "../stream/subjects.ts"
 
 export type EmailType = "TRANSACTIONAL" | "MARKETING"
 
@@ -121,11 +121,11 @@ export const toEmailRecord = (row: EmailRow): EmailRecord => ({
 
 /** Engagement reported after sending, with the event each emits and the column it stamps. */
 export const ENGAGEMENT = {
-  delivery: { status: "DELIVERED", event: "email.delivery", column: "delivered_at" },
-  open: { status: "OPENED", event: "email.open", column: "opened_at" },
-  click: { status: "CLICKED", event: "email.click", column: "clicked_at" },
-  bounce: { status: "BOUNCED", event: "email.bounce", column: "bounced_at" },
-  complaint: { status: "COMPLAINED", event: "email.complaint", column: "complained_at" }
+  delivery: { status: "DELIVERED", event: "email.delivery", column: "delivered_at", counter: "delivered_count" },
+  open: { status: "OPENED", event: "email.open", column: "opened_at", counter: "opened_count" },
+  click: { status: "CLICKED", event: "email.click", column: "clicked_at", counter: "clicked_count" },
+  bounce: { status: "BOUNCED", event: "email.bounce", column: "bounced_at", counter: "bounced_count" },
+  complaint: { status: "COMPLAINED", event: "email.complaint", column: "complained_at", counter: "complained_count" }
 } as const
 export type EngagementKind = keyof typeof ENGAGEMENT
 
@@ -144,6 +144,42 @@ export const emailEventData = (email: EmailRecord, extra: Record<string, unknown
   ...(email.workflowId ? { workflowId: email.workflowId } : {}),
   ...extra
 })
+
+/**
+ * Inserts PENDING emails and the `email` message that wakes the partition's sender; call inside the
+ * transaction that causes them. Campaign and workflow mail queues behind transactional mail.
+ */
+export const queueEmails = (
+  sql: SqlClient.SqlClient,
+  names: StreamNames,
+  partitions: number,
+  projectId: string,
+  emails: ReadonlyArray<NewEmail>
+) =>
+  Effect.gen(function*() {
+    if (emails.length === 0) return
+    const partition = partitionOf(projectId, partitions)
+    const rows = emails.map((email) => ({
+      ...email,
+      priority: email.type === "TRANSACTIONAL" && !email.campaignId && !email.workflowId ? 0 : 1,
+      partition
+    }))
+    yield* sql`
+      INSERT INTO emails (id, project_id, partition, contact_id, to_email, to_name, from_email, from_name, reply_to,
+                          subject, html, headers, attachments, type, priority, template_id, campaign_id,
+                          workflow_id, message_id)
+      SELECT x.id, ${projectId}, x.partition, x."contactId", x."to", x."toName", x."from", x."fromName",
+             x."replyTo", x.subject, x.html, x.headers, x.attachments, x.type, x.priority, x."templateId",
+             x."campaignId", x."workflowId", x."messageId"
+      FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS x(
+        id uuid, partition int, "contactId" uuid, "to" text, "toName" text, "from" text, "fromName" text,
+        "replyTo" text, subject text, html text, headers jsonb, attachments jsonb, type text, priority smallint,
+        "templateId" uuid, "campaignId" uuid, "workflowId" uuid, "messageId" text)`
+    yield* sql`
+      INSERT INTO outbox (id, subject, payload)
+      VALUES (${uuidv7()}, ${names.inSubject(projectId, "email")},
+              ${JSON.stringify({ kind: "email", projectId, emailIds: emails.map((email) => email.id) })}::jsonb)`
+  })
 
 export class Emails extends Context.Service<Emails, {
   /** Queues emails; call inside the transaction that causes them. */
@@ -170,31 +206,7 @@ export class Emails extends Context.Service<Emails, {
       const config = yield* AppConfig
       const names = streamNames(config.natsPrefix, config.partitions)
 
-      const enqueue = (projectId: string, emails: ReadonlyArray<NewEmail>) =>
-        Effect.gen(function*() {
-          if (emails.length === 0) return
-          const partition = partitionOf(projectId, config.partitions)
-          const rows = emails.map((email) => ({
-            ...email,
-            priority: email.type === "TRANSACTIONAL" ? 0 : 1,
-            partition
-          }))
-          yield* sql`
-            INSERT INTO emails (id, project_id, partition, contact_id, to_email, to_name, from_email, from_name, reply_to,
-                                subject, html, headers, attachments, type, priority, template_id, campaign_id,
-                                workflow_id, message_id)
-            SELECT x.id, ${projectId}, x.partition, x."contactId", x."to", x."toName", x."from", x."fromName",
-                   x."replyTo", x.subject, x.html, x.headers, x.attachments, x.type, x.priority, x."templateId",
-                   x."campaignId", x."workflowId", x."messageId"
-            FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS x(
-              id uuid, partition int, "contactId" uuid, "to" text, "toName" text, "from" text, "fromName" text,
-              "replyTo" text, subject text, html text, headers jsonb, attachments jsonb, type text, priority smallint,
-              "templateId" uuid, "campaignId" uuid, "workflowId" uuid, "messageId" text)`
-          yield* sql`
-            INSERT INTO outbox (id, subject, payload)
-            VALUES (${uuidv7()}, ${names.inSubject(projectId, "email")},
-                    ${JSON.stringify({ kind: "email", projectId, emailIds: emails.map((email) => email.id) })}::jsonb)`
-        })
+      const enqueue = (projectId: string, emails: ReadonlyArray<NewEmail>) => queueEmails(sql, names, config.partitions, projectId, emails)
 
       const get = Effect.fn("Emails.get")(function*(projectId: string, id: string) {
         const rows = yield* sql<EmailRow>`SELECT * FROM emails WHERE project_id = ${projectId} AND id = ${id}`
@@ -231,6 +243,10 @@ export class Emails extends Context.Service<Emails, {
           const row = rows[0]
           if (!row) return undefined
           const first = row.first
+          // A campaign counts each email once per kind of engagement.
+          if (first && row.campaign_id) {
+            yield* sql`UPDATE campaigns SET ${sql.literal(`${step.counter} = ${step.counter} + 1`)} WHERE id = ${row.campaign_id}`
+          }
           const repeatable = kind === "open" || kind === "click"
           if (row.contact_id && (first || repeatable)) {
             yield* writeEmittedEvents(names, row.project_id, [{

@@ -2,7 +2,7 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { uuidv7 } from "../domain/ids.ts"
-import { escapeLike } from "./Contacts.ts"
+import { pagedList, type SortedPage } from "./pagedList.ts"
 
 export type TemplateType = "TRANSACTIONAL" | "MARKETING" | "HEADLESS"
 export const TEMPLATE_TYPES: ReadonlyArray<TemplateType> = ["TRANSACTIONAL", "MARKETING", "HEADLESS"]
@@ -26,13 +26,8 @@ export interface Template extends TemplateInput {
   readonly updatedAt: string
 }
 
-export interface TemplateListQuery {
-  readonly page: number
-  readonly pageSize: number
+export interface TemplateListQuery extends SortedPage {
   readonly type: TemplateType | undefined
-  readonly search: string | undefined
-  readonly sort: "name" | "createdAt" | "updatedAt"
-  readonly direction: "asc" | "desc"
 }
 
 interface TemplateRow {
@@ -64,8 +59,6 @@ const toTemplate = (row: TemplateRow): Template => ({
   createdAt: row.created_at.toISOString(),
   updatedAt: row.updated_at.toISOString()
 })
-
-const SORT_COLUMNS = { name: "lower(name)", createdAt: "created_at", updatedAt: "updated_at" } as const
 
 export class Templates extends Context.Service<Templates, {
   readonly create: (projectId: string, input: TemplateInput) => Effect.Effect<Template>
@@ -114,20 +107,14 @@ export class Templates extends Context.Service<Templates, {
       }, Effect.orDie)
 
       const list = Effect.fn("Templates.list")(function*(projectId: string, query: TemplateListQuery) {
-        const conditions = [sql`project_id = ${projectId}`]
-        if (query.type) conditions.push(sql`type = ${query.type}`)
-        if (query.search) {
-          const pattern = `%${escapeLike(query.search)}%`
-          conditions.push(sql`(name ILIKE ${pattern} OR description ILIKE ${pattern} OR subject ILIKE ${pattern})`)
-        }
-        const where = sql.and(conditions)
-        const order = sql.literal(`${SORT_COLUMNS[query.sort]} ${query.direction}, id ${query.direction}`)
-        const [rows, [count]] = yield* Effect.all([
-          sql<TemplateRow>`SELECT * FROM templates WHERE ${where} ORDER BY ${order}
-                           LIMIT ${query.pageSize} OFFSET ${(query.page - 1) * query.pageSize}`,
-          sql<{ n: number }>`SELECT count(*)::int AS n FROM templates WHERE ${where}`
-        ], { concurrency: 2 })
-        return { data: rows.map(toTemplate), total: count?.n ?? 0 }
+        const { rows, total } = yield* pagedList<TemplateRow>(sql, {
+          table: "templates",
+          projectId,
+          filters: query.type ? [sql`type = ${query.type}`] : [],
+          searchColumns: ["name", "description", "subject"],
+          query
+        })
+        return { data: rows.map(toTemplate), total }
       }, Effect.orDie)
 
       return Templates.of({ create, get, update, remove, list })

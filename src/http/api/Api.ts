@@ -6,6 +6,7 @@ import { SegmentsApi } from "./segments.ts"
 import { SystemApi } from "./system.ts"
 import { TrackApi } from "./track.ts"
 import { VerifyApi } from "./verify.ts"
+import { CampaignsApi } from "./campaigns.ts"
 import { DomainsApi } from "./domains.ts"
 import { LinksApi } from "./links.ts"
 import { SendApi } from "./send.ts"
@@ -21,6 +22,7 @@ export class Api extends HttpApi.make("mailstream")
   .add(VerifyApi)
   .add(SendApi)
   .add(TemplatesApi)
+  .add(CampaignsApi)
   .add(DomainsApi)
   .add(LinksApi)
   .add(WebhooksApi)

@@ -16,7 +16,7 @@ const IdParam = { id: Schema.String }
 const FieldUsage = Schema.Struct({
   field: Schema.String,
   segments: Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String })),
-  campaigns: Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String })),
+  campaigns: Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String, status: Schema.String })),
   workflows: Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String }))
 })
 

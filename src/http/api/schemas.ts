@@ -38,6 +38,14 @@ export const PageQuery = {
   pageSize: Schema.optional(Schema.String).annotate({ description: "default 20, at most 100" })
 }
 
+/** Page-paginated lists that can also be searched and sorted (templates, campaigns). */
+export const sortedPageQuery = (searchDescription: string) => ({
+  ...PageQuery,
+  search: Schema.optional(Schema.String).annotate({ description: searchDescription }),
+  sort: Schema.optional(Schema.String).annotate({ description: "name | createdAt (default) | updatedAt" }),
+  dir: Schema.optional(Schema.String).annotate({ description: "asc | desc (default)" })
+})
+
 export const pageFields = <S extends Schema.Top>(item: S) => ({
   data: Schema.Array(item),
   page: Schema.Number,

@@ -1,13 +1,13 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { commonErrors, ErrorDocs } from "../errors.ts"
-import { PageQuery, pageFields } from "./schemas.ts"
+import { pageFields, sortedPageQuery } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 
 const TemplateType = Schema.Literals(["TRANSACTIONAL", "MARKETING", "HEADLESS"])
 
-export const Template = Schema.Struct({
-  id: Schema.String,
+/** What templates and campaigns share: the mail's content and sender. */
+export const mailContentFields = {
   name: Schema.String,
   description: Schema.NullOr(Schema.String),
   subject: Schema.String,
@@ -15,14 +15,11 @@ export const Template = Schema.Struct({
   from: Schema.String,
   fromName: Schema.NullOr(Schema.String),
   replyTo: Schema.NullOr(Schema.String),
-  type: TemplateType,
-  projectId: Schema.String,
-  createdAt: Schema.String,
-  updatedAt: Schema.String
-}).annotate({ identifier: "Template" })
+  type: TemplateType
+}
 
-/** Fields are checked by the handler (one place for create and update, with the spec's bare 400 for `from`). */
-const TemplateFields = {
+/** The same, each optional, for request bodies checked by the handler. */
+export const mailContentInput = {
   name: Schema.optional(Schema.String),
   description: Schema.optional(Schema.NullOr(Schema.String)),
   subject: Schema.optional(Schema.String),
@@ -32,6 +29,17 @@ const TemplateFields = {
   replyTo: Schema.optional(Schema.NullOr(Schema.String)),
   type: Schema.optional(TemplateType)
 }
+
+export const Template = Schema.Struct({
+  id: Schema.String,
+  ...mailContentFields,
+  projectId: Schema.String,
+  createdAt: Schema.String,
+  updatedAt: Schema.String
+}).annotate({ identifier: "Template" })
+
+/** Fields are checked by the handler (one place for create and update, with the spec's bare 400 for `from`). */
+const TemplateFields = mailContentInput
 
 const IdParam = { id: Schema.String }
 const unverifiedDomain = ErrorDocs.forbidden
@@ -53,11 +61,8 @@ export class TemplatesApi extends HttpApiGroup.make("templates")
     ),
     HttpApiEndpoint.get("list", "/templates", {
       query: {
-        ...PageQuery,
-        type: Schema.optional(Schema.String).annotate({ description: "TRANSACTIONAL | MARKETING | HEADLESS" }),
-        search: Schema.optional(Schema.String).annotate({ description: "case-insensitive, over name, description and subject" }),
-        sort: Schema.optional(Schema.String).annotate({ description: "name | createdAt (default) | updatedAt" }),
-        dir: Schema.optional(Schema.String).annotate({ description: "asc | desc (default)" })
+        ...sortedPageQuery("case-insensitive, over name, description and subject"),
+        type: Schema.optional(Schema.String).annotate({ description: "TRANSACTIONAL | MARKETING | HEADLESS" })
       },
       success: Schema.Struct(pageFields(Template)),
       error: commonErrors

@@ -6,7 +6,9 @@ import { normalizeEmail } from "../../domain/email.ts"
 import { isUuid } from "../../domain/ids.ts"
 import { Contacts, customFieldPath, DuplicateEmail, isStandardField, type ListSort } from "../../store/Contacts.ts"
 import { ContactDirectory } from "../../ingest/ContactDirectory.ts"
+import type { Condition } from "../../domain/conditions/types.ts"
 import { conditionFilters } from "../../domain/conditions/validate.ts"
+import { Campaigns } from "../../store/Campaigns.ts"
 import { Segments } from "../../store/Segments.ts"
 import { OutboxRelay } from "../../stream/OutboxRelay.ts"
 import { Api } from "../api/Api.ts"
@@ -33,6 +35,7 @@ export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnU
   const relay = yield* OutboxRelay
   const directory = yield* ContactDirectory
   const segments = yield* Segments
+  const campaigns = yield* Campaigns
   const store = <A, E>(effect: Effect.Effect<A, E>) => Effect.orDie(effect)
 
   const checkField = Effect.fnUntraced(function*(projectId: string, field: string) {
@@ -120,8 +123,16 @@ export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnU
           segment.condition !== null &&
           conditionFilters(segment.condition).some((filter) => filter.field === field || filter.field.startsWith(`${field}.`))
         )
-        // Campaigns and workflows report their references here once they exist.
-        return { field, segments: using.map(({ id, name }) => ({ id, name })), campaigns: [], workflows: [] }
+        const reads = (condition: Condition | null) =>
+          condition !== null &&
+          conditionFilters(condition).some((filter) => filter.field === field || filter.field.startsWith(`${field}.`))
+        const campaignsUsing = (yield* campaigns.all(project.id)).filter((campaign) => reads(campaign.audienceCondition))
+        return {
+          field,
+          segments: using.map(({ id, name }) => ({ id, name })),
+          campaigns: campaignsUsing.map(({ id, name, status }) => ({ id, name, status })),
+          workflows: []
+        }
       })))
     .handle("deleteField", ({ params }) =>
       rendered(Effect.gen(function*() {

@@ -4,6 +4,7 @@ import type { Condition } from "../../domain/conditions/types.ts"
 import { conditionReads, validateCondition } from "../../domain/conditions/validate.ts"
 import { isValidEmail, normalizeEmail } from "../../domain/email.ts"
 import { isUuid } from "../../domain/ids.ts"
+import { Campaigns } from "../../store/Campaigns.ts"
 import { type Segment, Segments } from "../../store/Segments.ts"
 import { OutboxRelay } from "../../stream/OutboxRelay.ts"
 import { Api } from "../api/Api.ts"
@@ -19,6 +20,7 @@ const present = ({ version: _, ...segment }: Segment) => segment
 
 export const SegmentsHandlers = HttpApiBuilder.group(Api, "segments", Effect.fnUntraced(function*(handlers) {
   const segments = yield* Segments
+  const campaigns = yield* Campaigns
   const relay = yield* OutboxRelay
   const store = <A, E>(effect: Effect.Effect<A, E>) => Effect.orDie(effect)
 
@@ -128,6 +130,14 @@ export const SegmentsHandlers = HttpApiBuilder.group(Api, "segments", Effect.fnU
           return yield* ApiError.conflict("SEGMENT_IN_USE", `Segment is referenced by ${dependents.map((d) => d.name).join(", ")}`, {
             segments: dependents.map((d) => ({ id: d.id, name: d.name }))
           })
+        }
+        const campaignsUsing = yield* campaigns.activeUsingSegment(project.id, segment.id)
+        if (campaignsUsing.length > 0) {
+          return yield* ApiError.conflict(
+            "SEGMENT_IN_USE",
+            `Segment is the audience of active campaign${campaignsUsing.length > 1 ? "s" : ""} ${campaignsUsing.map((c) => c.name).join(", ")}`,
+            { campaigns: campaignsUsing }
+          )
         }
         yield* store(segments.remove(project.id, segment.id))
         yield* relay.wake

@@ -1,0 +1,203 @@
+/**
+ * Campaign fan-out, one step per `campaignStep` command, run by the project's actor inside its batch
+ * transaction (so a redelivered command does nothing twice, and the project's other messages
+ * interleave with a long campaign).
+ *
+ * 1. Resolve: the audience (ALL, a segment's members, or the FILTERED condition compiled to SQL) is
+ *    frozen into `campaign_recipients` in keyset pages of contact ids. Marketing campaigns skip
+ *    unsubscribed contacts, every campaign skips suppressed addresses; both are counted.
+ * 2. Queue: recipients get their rendered email (PENDING, campaign priority, behind transactional mail)
+ *    in pages, each step committing the next command until all are queued.
+ * The sender sends them under the project's throttle; the campaign is SENT once none is left open.
+ */
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import type { Condition } from "../domain/conditions/types.ts"
+import { uuidv7 } from "../domain/ids.ts"
+import { clockNow } from "../lib/clock.ts"
+import { pgArray } from "../lib/pgArray.ts"
+import { prepareEmail } from "../mail/prepare.ts"
+import { makeRenderer } from "../mail/render.ts"
+import type { CampaignRow } from "../store/Campaigns.ts"
+import { compileConditionSql } from "../store/conditionSql.ts"
+import { queueEmails } from "../store/Emails.ts"
+import type { StreamNames } from "../stream/subjects.ts"
+
+/** Contacts frozen into the audience per step (ids only: cheap). */
+export const RESOLVE_PAGE = 5_000
+/** Emails rendered and queued per step (bounded work inside one actor transaction). */
+export const QUEUE_PAGE = 500
+
+const renderer = makeRenderer()
+
+export interface FanoutContext {
+  readonly projectId: string
+  readonly names: StreamNames
+  readonly partitions: number
+  readonly publicUrl: string
+}
+
+export interface StepOutcome {
+  /** Emails queued by this step. */
+  readonly queued: number
+  /** Another step was committed (the outbox must be relayed). */
+  readonly continued: boolean
+}
+
+const FIRST_ID = "00000000-0000-0000-0000-000000000000"
+
+/** Marks SENDING campaigns SENT once all their mail is queued and none is still open. */
+export const completeCampaigns = (sql: SqlClient.SqlClient, campaignIds: ReadonlyArray<string>) =>
+  campaignIds.length === 0
+    ? Effect.void
+    : sql`
+        UPDATE campaigns c SET status = 'SENT', sent_at = now(), updated_at = now()
+        WHERE c.id = ANY(${pgArray(campaignIds)}::uuid[]) AND c.status = 'SENDING' AND c.queued
+          AND NOT EXISTS (SELECT 1 FROM emails e WHERE e.campaign_id = c.id AND e.status IN ('PENDING', 'SENDING'))`.pipe(Effect.asVoid)
+
+export const campaignStep = Effect.fnUntraced(function*(context: FanoutContext, campaignId: string) {
+  const sql = yield* SqlClient.SqlClient
+  // Locked: a concurrent cancel waits for this step, and then drops what it queued.
+  const [campaign] = yield* sql<CampaignRow & { resolve_cursor: string | null; queue_cursor: string | null }>`
+    SELECT * FROM campaigns WHERE id = ${campaignId} AND project_id = ${context.projectId} FOR UPDATE`
+  if (!campaign || campaign.status !== "SENDING") return { queued: 0, continued: false }
+
+  let queued = 0
+  if (!campaign.resolved) yield* resolvePage(sql, campaign)
+  else if (!campaign.queued) queued = yield* queuePage(sql, context, campaign)
+
+  const [after] = yield* sql<{ resolved: boolean; queued: boolean }>`SELECT resolved, queued FROM campaigns WHERE id = ${campaignId}`
+  if (after && !after.queued) {
+    yield* sql`
+      INSERT INTO outbox (id, subject, payload)
+      VALUES (${uuidv7()}, ${context.names.inSubject(context.projectId, "command")},
+              ${JSON.stringify({ kind: "command", projectId: context.projectId, commandId: uuidv7(), type: "campaignStep", campaignId })}::jsonb)`
+    return { queued, continued: true }
+  }
+  yield* completeCampaigns(sql, [campaignId])
+  return { queued, continued: false }
+})
+
+/** The audience as a condition over `contacts c`. */
+const audienceOf = Effect.fnUntraced(function*(sql: SqlClient.SqlClient, campaign: CampaignRow) {
+  switch (campaign.audience_type) {
+    case "ALL":
+      return sql.literal("TRUE")
+    case "FILTERED":
+      return compileConditionSql(sql, campaign.audience_condition as Condition, clockNow())
+    case "SEGMENT": {
+      const [segment] = yield* sql<{ type: string; condition: Condition | null }>`
+        SELECT type, condition FROM segments WHERE id = ${campaign.segment_id} AND project_id = ${campaign.project_id}`
+      if (!segment) return sql.literal("FALSE")
+      return segment.type === "DYNAMIC" && segment.condition
+        ? compileConditionSql(sql, segment.condition, clockNow())
+        : sql`EXISTS (SELECT 1 FROM segment_memberships m
+                      WHERE m.segment_id = ${campaign.segment_id} AND m.contact_id = c.id AND m.exited_at IS NULL)`
+    }
+  }
+})
+
+const resolvePage = Effect.fnUntraced(function*(sql: SqlClient.SqlClient, campaign: CampaignRow & { resolve_cursor: string | null }) {
+  const audience = yield* audienceOf(sql, campaign)
+  const marketing = campaign.type === "MARKETING"
+  const [page] = yield* sql<{ n: number; last: string | null; eligible: number; unsubscribed: number; suppressed: number }>`
+    WITH chunk AS (
+      SELECT c.id,
+             CASE WHEN s.email IS NOT NULL THEN 'suppressed'
+                  WHEN ${marketing} AND NOT c.subscribed THEN 'unsubscribed' END AS skipped
+      FROM contacts c
+      LEFT JOIN suppressions s ON s.project_id = c.project_id AND s.email = c.email
+      WHERE c.project_id = ${campaign.project_id} AND c.id > ${campaign.resolve_cursor ?? FIRST_ID}::uuid AND ${audience}
+      ORDER BY c.id
+      LIMIT ${RESOLVE_PAGE}
+    ), frozen AS (
+      INSERT INTO campaign_recipients (campaign_id, contact_id, skipped)
+      SELECT ${campaign.id}, id, skipped FROM chunk
+      ON CONFLICT DO NOTHING
+    )
+    SELECT count(*)::int AS n, max(id::text) AS last,
+           count(*) FILTER (WHERE skipped IS NULL)::int AS eligible,
+           count(*) FILTER (WHERE skipped = 'unsubscribed')::int AS unsubscribed,
+           count(*) FILTER (WHERE skipped = 'suppressed')::int AS suppressed
+    FROM chunk`
+  const done = (page?.n ?? 0) < RESOLVE_PAGE
+  yield* sql`
+    UPDATE campaigns SET
+      resolve_cursor = COALESCE(${page?.last ?? null}::uuid, resolve_cursor),
+      total_recipients = total_recipients + ${page?.eligible ?? 0},
+      skipped_unsubscribed = skipped_unsubscribed + ${page?.unsubscribed ?? 0},
+      skipped_suppressed = skipped_suppressed + ${page?.suppressed ?? 0},
+      resolved = ${done},
+      resolved_at = CASE WHEN ${done} THEN now() ELSE NULL END,
+      updated_at = now()
+    WHERE id = ${campaign.id}`
+})
+
+const queuePage = Effect.fnUntraced(function*(
+  sql: SqlClient.SqlClient,
+  context: FanoutContext,
+  campaign: CampaignRow & { queue_cursor: string | null }
+) {
+  const recipients = yield* sql<{ contact_id: string; email: string | null; data: Record<string, unknown> | null }>`
+    SELECT r.contact_id, c.email, c.data
+    FROM campaign_recipients r
+    LEFT JOIN contacts c ON c.id = r.contact_id
+    WHERE r.campaign_id = ${campaign.id} AND r.skipped IS NULL AND r.contact_id > ${campaign.queue_cursor ?? FIRST_ID}::uuid
+    ORDER BY r.contact_id
+    LIMIT ${QUEUE_PAGE}`
+  const [settings] = yield* sql<{ link_secret: string; tracking_enabled: boolean }>`
+    SELECT link_secret, tracking_enabled FROM projects WHERE id = ${campaign.project_id}`
+  const content = {
+    subject: renderer.compile(campaign.subject, "text"),
+    body: renderer.compile(campaign.body, "html"),
+    from: campaign.from_email,
+    fromName: campaign.from_name,
+    replyTo: campaign.reply_to,
+    headers: {},
+    attachments: [],
+    type: campaign.type === "MARKETING" ? "MARKETING" as const : "TRANSACTIONAL" as const,
+    templateId: null,
+    campaignId: campaign.id
+  }
+  const present = recipients.filter((recipient) => recipient.email !== null)
+  // A contact deleted since the audience was frozen gets no mail and leaves the count.
+  const gone = recipients.filter((recipient) => recipient.email === null).map((recipient) => recipient.contact_id)
+  // A recipient whose data makes the template fail (render limits) gets no mail; the rest go on.
+  const renderFailed: Array<string> = []
+  const rendered = yield* Effect.forEach(present, (recipient) =>
+    Effect.tryPromise(() =>
+      prepareEmail(
+        { projectId: campaign.project_id, linkSecret: settings!.link_secret, trackingEnabled: settings!.tracking_enabled, publicUrl: context.publicUrl },
+        content,
+        { contactId: recipient.contact_id, email: recipient.email!, name: null, data: recipient.data ?? {} },
+        undefined
+      )
+    ).pipe(Effect.catch(() => Effect.sync(() => void renderFailed.push(recipient.contact_id)))))
+  const emails = rendered.filter((email) => email !== undefined)
+  if (renderFailed.length > 0) {
+    yield* sql`UPDATE campaign_recipients SET skipped = 'render_failed'
+               WHERE campaign_id = ${campaign.id} AND contact_id = ANY(${pgArray(renderFailed)}::uuid[])`
+    yield* sql`UPDATE campaigns SET failed_count = failed_count + ${renderFailed.length} WHERE id = ${campaign.id}`
+  }
+  yield* queueEmails(sql, context.names, context.partitions, campaign.project_id, emails)
+  if (emails.length > 0) {
+    yield* sql`
+      UPDATE campaign_recipients r SET email_id = x.email_id
+      FROM jsonb_to_recordset(${JSON.stringify(emails.map((email) => ({ contact_id: email.contactId, email_id: email.id })))}::jsonb)
+        AS x(contact_id uuid, email_id uuid)
+      WHERE r.campaign_id = ${campaign.id} AND r.contact_id = x.contact_id`
+  }
+  if (gone.length > 0) {
+    yield* sql`UPDATE campaign_recipients SET skipped = 'deleted'
+               WHERE campaign_id = ${campaign.id} AND contact_id = ANY(${pgArray(gone)}::uuid[])`
+  }
+  const done = recipients.length < QUEUE_PAGE
+  yield* sql`
+    UPDATE campaigns SET
+      queue_cursor = COALESCE(${recipients.at(-1)?.contact_id ?? null}::uuid, queue_cursor),
+      total_recipients = total_recipients - ${gone.length},
+      queued = ${done},
+      updated_at = now()
+    WHERE id = ${campaign.id}`
+  return emails.length
+})

@@ -1,0 +1,234 @@
+import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { SqlClient } from "effect/sql"
+import { AppConfig } from "../../config.ts"
+import type { Condition } from "../../domain/conditions/types.ts"
+import { conditionReads, validateCondition } from "../../domain/conditions/validate.ts"
+import { isValidEmail, normalizeEmail } from "../../domain/email.ts"
+import { isUuid, uuidv7 } from "../../domain/ids.ts"
+import { prepareEmail } from "../../mail/prepare.ts"
+import { makeRenderer } from "../../mail/render.ts"
+import { CAMPAIGN_STATUSES, type CampaignInput, Campaigns, type Transition } from "../../store/Campaigns.ts"
+import { Contacts } from "../../store/Contacts.ts"
+import { Domains } from "../../store/Domains.ts"
+import { Emails } from "../../store/Emails.ts"
+import { Projects } from "../../store/Projects.ts"
+import { Segments } from "../../store/Segments.ts"
+import { OutboxRelay } from "../../stream/OutboxRelay.ts"
+import { Api } from "../api/Api.ts"
+import type { CampaignBody } from "../api/campaigns.ts"
+import { CurrentProject } from "../api/security.ts"
+import { ApiError, BareBadRequest, type FieldError, rendered } from "../errors.ts"
+import { parsePositive } from "../query.ts"
+import { requireVerifiedDomain, subjectProblem, syntaxProblem } from "./templates.ts"
+
+const notFound = ApiError.notFound("Campaign")
+const renderer = makeRenderer()
+
+const conflictOf = <A>(result: Transition<A> | undefined, action: string): Effect.Effect<A, ApiError> => {
+  if (result === undefined) return Effect.fail(notFound)
+  if (typeof result === "object" && result !== null && "conflict" in result) {
+    return Effect.fail(ApiError.conflict("INVALID_CAMPAIGN_STATE", `A ${result.conflict} campaign cannot be ${action}`, { status: result.conflict }))
+  }
+  return Effect.succeed(result as A)
+}
+
+export const CampaignsHandlers = HttpApiBuilder.group(Api, "campaigns", Effect.fnUntraced(function*(handlers) {
+  const sql = yield* SqlClient.SqlClient
+  const config = yield* AppConfig
+  const campaigns = yield* Campaigns
+  const segments = yield* Segments
+  const contacts = yield* Contacts
+  const emails = yield* Emails
+  const projects = yield* Projects
+  const domains = yield* Domains
+  const relay = yield* OutboxRelay
+
+  const find = Effect.fnUntraced(function*(id: string) {
+    const project = yield* CurrentProject
+    if (!isUuid(id)) return yield* notFound
+    return (yield* campaigns.get(project.id, id)) ?? (yield* notFound)
+  })
+
+  /** Every rule of create and replace: 422 listing all problems, then 403 for the sender domain. */
+  const validated = Effect.fnUntraced(function*(projectId: string, payload: typeof CampaignBody.Type) {
+    const problems: Array<FieldError | undefined> = []
+    const required = (field: string, value: unknown) =>
+      value === undefined || value === null || (typeof value === "string" && value.trim() === "")
+        ? { field, message: `${field} is required`, code: "required" }
+        : undefined
+    problems.push(
+      required("name", payload.name),
+      required("subject", payload.subject),
+      required("body", payload.body),
+      required("from", payload.from),
+      required("audienceType", payload.audienceType)
+    )
+    if (payload.name && payload.name.length > 255) problems.push({ field: "name", message: "At most 255 characters", code: "too_big" })
+    if (payload.subject) problems.push(subjectProblem("subject", payload.subject) ?? syntaxProblem("subject", payload.subject, "text"))
+    if (payload.body) problems.push(syntaxProblem("body", payload.body, "html"))
+    if (payload.from && !isValidEmail(payload.from.trim())) {
+      problems.push({ field: "from", message: "Expected a valid email address", code: "invalid_string" })
+    }
+    if (payload.replyTo && !isValidEmail(payload.replyTo.trim())) {
+      problems.push({ field: "replyTo", message: "Expected a valid email address", code: "invalid_string" })
+    }
+    let segmentId: string | null = null
+    let audienceCondition: Condition | null = null
+    if (payload.audienceType === "SEGMENT") {
+      if (!payload.segmentId) {
+        problems.push({ field: "segmentId", message: "segmentId is required for a SEGMENT audience", code: "required" })
+      } else if (!isUuid(payload.segmentId) || !(yield* Effect.orDie(segments.get(projectId, payload.segmentId)))) {
+        problems.push({ field: "segmentId", message: "No such segment in this project", code: "unknown_segment" })
+      } else {
+        segmentId = payload.segmentId
+      }
+    }
+    if (payload.audienceType === "FILTERED") {
+      if (payload.audienceCondition === undefined || payload.audienceCondition === null) {
+        problems.push({ field: "audienceCondition", message: "audienceCondition is required for a FILTERED audience", code: "required" })
+      } else {
+        const invalid = validateCondition(payload.audienceCondition, "audienceCondition")
+        problems.push(...invalid.map((p) => ({ field: p.path, message: p.message, code: p.code })))
+        if (invalid.length === 0) {
+          audienceCondition = payload.audienceCondition as Condition
+          const known = new Set((yield* Effect.orDie(segments.list(projectId))).map((segment) => segment.id))
+          for (const id of conditionReads(audienceCondition).segments) {
+            if (!known.has(id)) problems.push({ field: "audienceCondition", message: `Segment ${id} does not exist in this project`, code: "unknown_segment" })
+          }
+        }
+      }
+    }
+    const found = problems.filter((problem) => problem !== undefined)
+    if (found.length > 0) return yield* ApiError.validation(found)
+    const from = normalizeEmail(payload.from!)
+    yield* requireVerifiedDomain(projectId, from).pipe(Effect.provideService(Domains, domains))
+    const input: CampaignInput = {
+      name: payload.name!.trim(),
+      description: payload.description ?? null,
+      subject: payload.subject!,
+      body: payload.body!,
+      from,
+      fromName: payload.fromName ?? null,
+      replyTo: payload.replyTo ? normalizeEmail(payload.replyTo) : null,
+      type: payload.type ?? "MARKETING",
+      audienceType: payload.audienceType!,
+      segmentId,
+      audienceCondition
+    }
+    return input
+  })
+
+  return handlers
+    .handle("create", ({ payload }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const input = yield* validated(project.id, payload)
+        return { success: true as const, data: yield* campaigns.create(project.id, input) }
+      })))
+    .handle("list", ({ query }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        let status = undefined
+        if (query.status !== undefined && query.status !== "") {
+          status = CAMPAIGN_STATUSES.find((known) => known === query.status!.toUpperCase())
+          if (!status) return yield* new BareBadRequest({ message: `Unknown status ${query.status}: use ${CAMPAIGN_STATUSES.join(", ")}` })
+        }
+        const page = parsePositive(query.page, 1)
+        const pageSize = parsePositive(query.pageSize, 20, 100)
+        const sort = query.sort === "name" || query.sort === "updatedAt" ? query.sort : "createdAt"
+        const direction = query.dir?.toLowerCase() === "asc" ? "asc" : "desc"
+        const { data, total } = yield* campaigns.list(project.id, { page, pageSize, status, search: query.search?.trim() || undefined, sort, direction })
+        return { data, page, pageSize, total, totalPages: Math.ceil(total / pageSize) }
+      })))
+    .handle("get", ({ params }) => rendered(find(params.id)))
+    .handle("replace", ({ params, payload }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const campaign = yield* find(params.id)
+        const input = yield* validated(project.id, payload)
+        return yield* conflictOf(yield* campaigns.replace(project.id, campaign.id, input), "edited")
+      })))
+    .handle("delete", ({ params }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const campaign = yield* find(params.id)
+        yield* conflictOf(yield* campaigns.remove(project.id, campaign.id), "deleted while sending; cancel it first")
+        return { success: true as const }
+      })))
+    .handle("duplicate", ({ params }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const campaign = yield* find(params.id)
+        const copy = yield* campaigns.create(project.id, { ...campaign, name: `${campaign.name} (copy)`.slice(0, 255) })
+        return { success: true as const, data: copy }
+      })))
+    .handle("test", ({ params, payload }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const campaign = yield* find(params.id)
+        const address = normalizeEmail(payload.email)
+        if (!isValidEmail(address)) return yield* ApiError.invalidField("email", "Expected a valid email address", "invalid_string", payload.email)
+        yield* requireVerifiedDomain(project.id, campaign.from).pipe(Effect.provideService(Domains, domains))
+        // The contact's own data when the address is a contact, so the test shows what they would get.
+        const [known] = yield* Effect.orDie(contacts.lookup(project.id, [address]))
+        const settings = yield* projects.mailSettings(project.id)
+        const email = yield* Effect.tryPromise({
+          try: () =>
+            prepareEmail(
+              { projectId: project.id, linkSecret: settings.linkSecret, trackingEnabled: false, publicUrl: config.publicUrl },
+              {
+                subject: renderer.compile(`[Test] ${campaign.subject}`, "text"),
+                body: renderer.compile(campaign.body, "html"),
+                from: campaign.from,
+                fromName: campaign.fromName,
+                replyTo: campaign.replyTo,
+                headers: {},
+                attachments: [],
+                type: "TRANSACTIONAL",
+                templateId: null
+              },
+              { contactId: known?.id ?? uuidv7(), email: address, name: null, data: known?.data ?? {} },
+              undefined
+            ),
+          catch: (error) => ApiError.invalidField("body", String(error instanceof Error ? error.message : error), "render_failed")
+        })
+        // Not the contact's mail and not the campaign's: no events, no counters.
+        yield* sql.withTransaction(emails.enqueue(project.id, [{ ...email, contactId: null }])).pipe(Effect.orDie)
+        yield* relay.wake
+        return { success: true as const, data: { email: address, emailId: email.id } }
+      })))
+    .handle("stats", ({ params }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const campaign = yield* find(params.id)
+        return (yield* campaigns.stats(project.id, campaign.id)) ?? (yield* notFound)
+      })))
+    .handle("send", ({ params, payload }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const campaign = yield* find(params.id)
+        let at: Date | undefined
+        if (payload.scheduledFor !== undefined && payload.scheduledFor !== null) {
+          at = new Date(payload.scheduledFor)
+          if (Number.isNaN(at.getTime())) return yield* new BareBadRequest({ message: `scheduledFor is not a date: ${payload.scheduledFor}` })
+        }
+        yield* requireVerifiedDomain(project.id, campaign.from).pipe(Effect.provideService(Domains, domains))
+        const sent = yield* conflictOf(yield* campaigns.send(project.id, campaign.id, at), "sent")
+        yield* relay.wake
+        return {
+          success: true as const,
+          data: { id: sent.id, name: sent.name, status: sent.status, scheduledFor: sent.scheduledFor },
+          message: sent.status === "SCHEDULED"
+            ? `Campaign scheduled for ${sent.scheduledFor}`
+            : "Campaign is sending"
+        }
+      })))
+    .handle("cancel", ({ params }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const campaign = yield* find(params.id)
+        const cancelled = yield* conflictOf(yield* campaigns.cancel(project.id, campaign.id), "cancelled")
+        return { success: true as const, data: cancelled }
+      })))
+}))

@@ -1,0 +1,340 @@
+/**
+ * Campaigns and their state machine: DRAFT → SCHEDULED → SENDING → SENT, CANCELLED from SCHEDULED or
+ * SENDING. Starting to send commits a `campaignStep` command to the project's partition of IN in the
+ * same statement; the project's actor then freezes the audience and queues the mail (src/campaigns/fanout.ts).
+ */
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { AppConfig } from "../config.ts"
+import type { Condition } from "../domain/conditions/types.ts"
+import { conditionReads } from "../domain/conditions/validate.ts"
+import { uuidv7 } from "../domain/ids.ts"
+import { partitionOf, streamNames } from "../stream/subjects.ts"
+import { pagedList, type SortedPage } from "./pagedList.ts"
+import type { TemplateType } from "./Templates.ts"
+
+export const CAMPAIGN_STATUSES = ["DRAFT", "SCHEDULED", "SENDING", "SENT", "CANCELLED"] as const
+export type CampaignStatus = (typeof CAMPAIGN_STATUSES)[number]
+export type AudienceType = "ALL" | "SEGMENT" | "FILTERED"
+
+export interface CampaignInput {
+  readonly name: string
+  readonly description: string | null
+  readonly subject: string
+  readonly body: string
+  readonly from: string
+  readonly fromName: string | null
+  readonly replyTo: string | null
+  readonly type: TemplateType
+  readonly audienceType: AudienceType
+  readonly segmentId: string | null
+  readonly audienceCondition: Condition | null
+}
+
+export interface Campaign extends CampaignInput {
+  readonly id: string
+  readonly projectId: string
+  readonly status: CampaignStatus
+  readonly scheduledFor: string | null
+  readonly totalRecipients: number
+  readonly sentCount: number
+  readonly deliveredCount: number
+  readonly openedCount: number
+  readonly clickedCount: number
+  readonly bouncedCount: number
+  readonly sentAt: string | null
+  readonly createdAt: string
+  readonly updatedAt: string
+}
+
+export interface CampaignStats {
+  readonly id: string
+  readonly status: CampaignStatus
+  /** The audience is frozen (every recipient known) / its mail is all queued. */
+  readonly resolved: boolean
+  readonly queued: boolean
+  readonly totalRecipients: number
+  readonly sent: number
+  readonly delivered: number
+  readonly opened: number
+  readonly clicked: number
+  readonly bounced: number
+  readonly complained: number
+  readonly failed: number
+  /** Queued or being sent right now. */
+  readonly pending: number
+  readonly skipped: { readonly unsubscribed: number; readonly suppressed: number }
+  readonly rates: { readonly delivery: number; readonly open: number; readonly click: number; readonly bounce: number }
+  readonly sendingStartedAt: string | null
+  readonly resolvedAt: string | null
+  readonly sentAt: string | null
+}
+
+export interface CampaignRow {
+  readonly id: string
+  readonly project_id: string
+  readonly name: string
+  readonly description: string | null
+  readonly subject: string
+  readonly body: string
+  readonly from_email: string
+  readonly from_name: string | null
+  readonly reply_to: string | null
+  readonly type: TemplateType
+  readonly status: CampaignStatus
+  readonly audience_type: AudienceType
+  readonly segment_id: string | null
+  readonly audience_condition: Condition | null
+  readonly scheduled_for: Date | null
+  readonly resolved: boolean
+  readonly queued: boolean
+  readonly total_recipients: number
+  readonly sent_count: number
+  readonly delivered_count: number
+  readonly opened_count: number
+  readonly clicked_count: number
+  readonly bounced_count: number
+  readonly complained_count: number
+  readonly failed_count: number
+  readonly skipped_unsubscribed: number
+  readonly skipped_suppressed: number
+  readonly sending_started_at: Date | null
+  readonly resolved_at: Date | null
+  readonly sent_at: Date | null
+  readonly created_at: Date
+  readonly updated_at: Date
+}
+
+const iso = (date: Date | null) => date?.toISOString() ?? null
+
+export const toCampaign = (row: CampaignRow): Campaign => ({
+  id: row.id,
+  name: row.name,
+  description: row.description,
+  subject: row.subject,
+  body: row.body,
+  from: row.from_email,
+  fromName: row.from_name,
+  replyTo: row.reply_to,
+  type: row.type,
+  status: row.status,
+  audienceType: row.audience_type,
+  segmentId: row.segment_id,
+  audienceCondition: row.audience_condition,
+  scheduledFor: iso(row.scheduled_for),
+  totalRecipients: row.total_recipients,
+  sentCount: row.sent_count,
+  deliveredCount: row.delivered_count,
+  openedCount: row.opened_count,
+  clickedCount: row.clicked_count,
+  bouncedCount: row.bounced_count,
+  projectId: row.project_id,
+  sentAt: iso(row.sent_at),
+  createdAt: row.created_at.toISOString(),
+  updatedAt: row.updated_at.toISOString()
+})
+
+const share = (part: number, whole: number) => (whole === 0 ? 0 : Math.round((part / whole) * 10_000) / 10_000)
+
+export interface ListQuery extends SortedPage {
+  readonly status: CampaignStatus | undefined
+}
+
+export type Transition<A> = A | { readonly conflict: CampaignStatus }
+
+export class Campaigns extends Context.Service<Campaigns, {
+  readonly create: (projectId: string, input: CampaignInput) => Effect.Effect<Campaign>
+  readonly get: (projectId: string, id: string) => Effect.Effect<Campaign | undefined>
+  readonly list: (projectId: string, query: ListQuery) => Effect.Effect<{ readonly data: ReadonlyArray<Campaign>; readonly total: number }>
+  /** Replaces the content and audience; only while DRAFT or SCHEDULED. */
+  readonly replace: (projectId: string, id: string, input: CampaignInput) => Effect.Effect<Transition<Campaign> | undefined>
+  /** Deletes unless SENDING. */
+  readonly remove: (projectId: string, id: string) => Effect.Effect<Transition<true> | undefined>
+  /** From DRAFT or SCHEDULED: SCHEDULED at `at`, or SENDING now (with the first fan-out command). */
+  readonly send: (projectId: string, id: string, at: Date | undefined) => Effect.Effect<Transition<Campaign> | undefined>
+  /** From SCHEDULED or SENDING: CANCELLED, and its mail not yet handed to SMTP is not sent. */
+  readonly cancel: (projectId: string, id: string) => Effect.Effect<Transition<Campaign> | undefined>
+  readonly stats: (projectId: string, id: string) => Effect.Effect<CampaignStats | undefined>
+  /** Scheduled campaigns of these partitions due at `now`: moved to SENDING, their fan-out started. */
+  readonly startDue: (partitions: ReadonlyArray<number>, now: Date) => Effect.Effect<number>
+  /** Campaigns that use the segment and are SCHEDULED or SENDING. */
+  readonly activeUsingSegment: (projectId: string, segmentId: string) => Effect.Effect<ReadonlyArray<{ id: string; name: string }>>
+  readonly all: (projectId: string) => Effect.Effect<ReadonlyArray<Campaign>>
+}>()("app/store/Campaigns") {
+  static readonly layer = Layer.effect(
+    Campaigns,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const config = yield* AppConfig
+      const names = streamNames(config.natsPrefix, config.partitions)
+
+      /** The command that makes the project's actor take the campaign's next fan-out step. */
+      const stepCommand = (projectId: string, campaignId: string) => ({
+        id: uuidv7(),
+        subject: names.inSubject(projectId, "command"),
+        payload: JSON.stringify({ kind: "command", projectId, commandId: uuidv7(), type: "campaignStep", campaignId })
+      })
+
+      const create = Effect.fn("Campaigns.create")(function*(projectId: string, input: CampaignInput) {
+        const now = new Date().toISOString()
+        const [row] = yield* sql<CampaignRow>`
+          INSERT INTO campaigns (id, project_id, partition, name, description, subject, body, from_email, from_name, reply_to,
+                                 type, audience_type, segment_id, audience_condition, created_at, updated_at)
+          VALUES (${uuidv7()}, ${projectId}, ${partitionOf(projectId, config.partitions)}, ${input.name}, ${input.description},
+                  ${input.subject}, ${input.body}, ${input.from}, ${input.fromName}, ${input.replyTo}, ${input.type},
+                  ${input.audienceType}, ${input.segmentId}, ${input.audienceCondition === null ? null : JSON.stringify(input.audienceCondition)}::jsonb,
+                  ${now}, ${now})
+          RETURNING *`
+        return toCampaign(row!)
+      }, Effect.orDie)
+
+      const getRow = (projectId: string, id: string) =>
+        Effect.map(sql<CampaignRow>`SELECT * FROM campaigns WHERE project_id = ${projectId} AND id = ${id}`, (rows) => rows[0])
+
+      const get = Effect.fn("Campaigns.get")(function*(projectId: string, id: string) {
+        const row = yield* getRow(projectId, id)
+        return row ? toCampaign(row) : undefined
+      }, Effect.orDie)
+
+      const all = Effect.fn("Campaigns.all")(function*(projectId: string) {
+        return (yield* sql<CampaignRow>`SELECT * FROM campaigns WHERE project_id = ${projectId}`).map(toCampaign)
+      }, Effect.orDie)
+
+      const list = Effect.fn("Campaigns.list")(function*(projectId: string, query: ListQuery) {
+        const { rows, total } = yield* pagedList<CampaignRow>(sql, {
+          table: "campaigns",
+          projectId,
+          filters: query.status ? [sql`status = ${query.status}`] : [],
+          searchColumns: ["name", "subject", "from_email"],
+          query
+        })
+        return { data: rows.map(toCampaign), total }
+      }, Effect.orDie)
+
+      /** Locks the campaign and applies `change` when its status allows it. */
+      const transition = <A>(
+        projectId: string,
+        id: string,
+        allowed: ReadonlyArray<CampaignStatus>,
+        change: (row: CampaignRow) => Effect.Effect<A, unknown>
+      ) =>
+        sql.withTransaction(Effect.gen(function*() {
+          const [row] = yield* sql<CampaignRow>`SELECT * FROM campaigns WHERE project_id = ${projectId} AND id = ${id} FOR UPDATE`
+          if (!row) return undefined
+          if (!allowed.includes(row.status)) return { conflict: row.status } as Transition<A>
+          return (yield* change(row)) as Transition<A>
+        })).pipe(Effect.orDie)
+
+      const replace = (projectId: string, id: string, input: CampaignInput) =>
+        transition(projectId, id, ["DRAFT", "SCHEDULED"], () =>
+          Effect.map(sql<CampaignRow>`
+            UPDATE campaigns SET name = ${input.name}, description = ${input.description}, subject = ${input.subject},
+                   body = ${input.body}, from_email = ${input.from}, from_name = ${input.fromName}, reply_to = ${input.replyTo},
+                   type = ${input.type}, audience_type = ${input.audienceType}, segment_id = ${input.segmentId},
+                   audience_condition = ${input.audienceCondition === null ? null : JSON.stringify(input.audienceCondition)}::jsonb,
+                   updated_at = now()
+            WHERE id = ${id} RETURNING *`, (rows) => toCampaign(rows[0]!)))
+
+      const remove = (projectId: string, id: string) =>
+        transition(projectId, id, ["DRAFT", "SCHEDULED", "SENT", "CANCELLED"], () =>
+          Effect.as(sql`DELETE FROM campaigns WHERE id = ${id}`, true as const))
+
+      const startSending = (row: CampaignRow) =>
+        Effect.gen(function*() {
+          const command = stepCommand(row.project_id, row.id)
+          const [updated] = yield* sql<CampaignRow>`
+            WITH up AS (
+              UPDATE campaigns SET status = 'SENDING', scheduled_for = NULL, sending_started_at = now(), updated_at = now()
+              WHERE id = ${row.id} RETURNING *
+            ), command AS (
+              INSERT INTO outbox (id, subject, payload) VALUES (${command.id}, ${command.subject}, ${command.payload}::jsonb)
+            )
+            SELECT * FROM up`
+          return toCampaign(updated!)
+        })
+
+      const send = (projectId: string, id: string, at: Date | undefined) =>
+        transition(projectId, id, ["DRAFT", "SCHEDULED"], (row) =>
+          at && at.getTime() > Date.now()
+            ? Effect.map(sql<CampaignRow>`
+                UPDATE campaigns SET status = 'SCHEDULED', scheduled_for = ${at.toISOString()}, updated_at = now()
+                WHERE id = ${id} RETURNING *`, (rows) => toCampaign(rows[0]!))
+            : startSending(row))
+
+      const cancel = (projectId: string, id: string) =>
+        transition(projectId, id, ["SCHEDULED", "SENDING"], () =>
+          Effect.gen(function*() {
+            // The fan-out step locks the campaign too, so no mail is queued after this commits.
+            const [updated] = yield* sql<CampaignRow>`
+              WITH dropped AS (
+                UPDATE emails SET status = 'FAILED', error = 'the campaign was cancelled'
+                WHERE campaign_id = ${id} AND status = 'PENDING'
+                RETURNING id
+              )
+              UPDATE campaigns SET status = 'CANCELLED', cancelled_at = now(), updated_at = now(),
+                     failed_count = failed_count + (SELECT count(*) FROM dropped)
+              WHERE id = ${id} RETURNING *`
+            return toCampaign(updated!)
+          }))
+
+      const stats = Effect.fn("Campaigns.stats")(function*(projectId: string, id: string) {
+        const row = yield* getRow(projectId, id)
+        if (!row) return undefined
+        const [open] = yield* sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM emails WHERE campaign_id = ${id} AND status IN ('PENDING', 'SENDING')`
+        const sent = row.sent_count
+        return {
+          id: row.id,
+          status: row.status,
+          resolved: row.resolved,
+          queued: row.queued,
+          totalRecipients: row.total_recipients,
+          sent,
+          delivered: row.delivered_count,
+          opened: row.opened_count,
+          clicked: row.clicked_count,
+          bounced: row.bounced_count,
+          complained: row.complained_count,
+          failed: row.failed_count,
+          pending: open?.n ?? 0,
+          skipped: { unsubscribed: row.skipped_unsubscribed, suppressed: row.skipped_suppressed },
+          rates: {
+            delivery: share(row.delivered_count, sent),
+            open: share(row.opened_count, sent),
+            click: share(row.clicked_count, sent),
+            bounce: share(row.bounced_count, sent)
+          },
+          sendingStartedAt: iso(row.sending_started_at),
+          resolvedAt: iso(row.resolved_at),
+          sentAt: iso(row.sent_at)
+        }
+      }, Effect.orDie)
+
+      const startDue = Effect.fn("Campaigns.startDue")(function*(partitions: ReadonlyArray<number>, now: Date) {
+        if (partitions.length === 0) return 0
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          const due = yield* sql<CampaignRow>`
+            SELECT * FROM campaigns
+            WHERE partition IN ${sql.in(partitions)} AND status = 'SCHEDULED' AND scheduled_for <= ${now.toISOString()}::timestamptz
+            ORDER BY scheduled_for LIMIT 100
+            FOR UPDATE SKIP LOCKED`
+          for (const row of due) yield* startSending(row)
+          return due.length
+        }))
+      }, Effect.orDie)
+
+      const activeUsingSegment = Effect.fn("Campaigns.activeUsingSegment")(function*(projectId: string, segmentId: string) {
+        const active = yield* sql<{ id: string; name: string; segment_id: string | null; audience_condition: Condition | null }>`
+          SELECT id, name, segment_id, audience_condition FROM campaigns
+          WHERE project_id = ${projectId} AND status IN ('SCHEDULED', 'SENDING')`
+        return active
+          .filter((row) =>
+            row.segment_id === segmentId ||
+            (row.audience_condition !== null && conditionReads(row.audience_condition).segments.has(segmentId)))
+          .map(({ id, name }) => ({ id, name }))
+      }, Effect.orDie)
+
+      return Campaigns.of({ create, get, list, replace, remove, send, cancel, stats, startDue, activeUsingSegment, all })
+    })
+  )
+}
