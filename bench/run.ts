@@ -8,7 +8,7 @@ import { connect } from "@nats-io/transport-node"
 import autocannon from "autocannon"
 import { type ChildProcess, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { mkdirSync, writeFileSync } from "node:fs"
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { cpus, totalmem } from "node:os"
 import pg from "pg"
 import { uuidv7 } from "../src/domain/ids.ts"
@@ -500,6 +500,45 @@ const waitForCount = async (port: string, count: number, timeoutMs: number) => {
 }
 
 /**
+ * The baseline of the mail benchmarks: the same mail rendered (liquidjs), DKIM-signed and sent over a
+ * pooled transport of the same size (nodemailer), 64 in flight, with nothing else: no queue, no database.
+ */
+const bareSendLoop = async (options: {
+  readonly smtpPort: string
+  readonly statsPort: string
+  readonly key: { readonly key: string; readonly selector: string }
+  readonly mail: { readonly subject: string; readonly body: string }
+  readonly total: number
+}) => {
+  const { makeRenderer } = await import("../src/mail/render.ts")
+  const nodemailer = (await import("nodemailer")).default
+  const renderer = makeRenderer()
+  const subject = renderer.compile(options.mail.subject, "text")
+  const body = renderer.compile(options.mail.body, "html")
+  const transport = nodemailer.createTransport({ host: "127.0.0.1", port: Number(options.smtpPort), pool: true, maxConnections: 10, maxMessages: Infinity })
+  const before = (await statsOf(options.statsPort)).count
+  const started = Date.now()
+  let sent = 0
+  await Promise.all(Array.from({ length: 64 }, async () => {
+    while (sent < options.total) {
+      const n = sent++
+      const variables = { name: `User ${n}`, plan: "pro", email: `b${n}@example.org`, unsubscribeUrl: "https://bench.test/u" }
+      await transport.sendMail({
+        from: { name: "Bench", address: "news@bench.test" },
+        to: `b${n}@example.org`,
+        subject: await subject.render(variables),
+        html: await body.render(variables),
+        dkim: { domainName: "bench.test", keySelector: options.key.selector, privateKey: options.key.key }
+      })
+    }
+  }))
+  const done = await waitForCount(options.statsPort, before + options.total, 600_000)
+  transport.close()
+  const seconds = (done.last! - started) / 1000
+  return { emails: options.total, emailsPerSecond: Math.round(options.total / seconds), deliverSeconds: seconds }
+}
+
+/**
  * Email sending: rendered, tracked, DKIM-signed mail from one project into a local SMTP server
  * (bench/smtpSink.ts, its own process), the throttle off. Baseline: the same mail sent by a bare
  * nodemailer loop in this process (render + sign + pooled SMTP, no queue, no database). Then the
@@ -559,33 +598,7 @@ const send = async () => {
       dkimSigned: done.dkimSigned
     }
 
-    // Baseline: render + sign + send with the same libraries and pool size, nothing else.
-    const { makeRenderer } = await import("../src/mail/render.ts")
-    const nodemailer = (await import("nodemailer")).default
-    const renderer = makeRenderer()
-    const subject = renderer.compile(mail.subject, "text")
-    const body = renderer.compile(mail.body, "html")
-    const transport = nodemailer.createTransport({ host: "127.0.0.1", port: Number(smtpPort), pool: true, maxConnections: 10, maxMessages: Infinity })
-    const before = (await statsOf(statsPort!)).count
-    const baselineStarted = Date.now()
-    let sent = 0
-    await Promise.all(Array.from({ length: 64 }, async () => {
-      while (sent < total) {
-        const n = sent++
-        const variables = { name: `User ${n}`, plan: "pro", unsubscribeUrl: "https://bench.test/u" }
-        await transport.sendMail({
-          from: { name: "Bench", address: "news@bench.test" },
-          to: `b${n}@example.org`,
-          subject: await subject.render(variables),
-          html: await body.render(variables),
-          dkim: { domainName: "bench.test", keySelector: privateKey.selector, privateKey: privateKey.key }
-        })
-      }
-    }))
-    const baselineDone = await waitForCount(statsPort!, before + total, 600_000)
-    transport.close()
-    const baselineSeconds = (baselineDone.last! - baselineStarted) / 1000
-    const baseline = { emails: total, emailsPerSecond: Math.round(total / baselineSeconds), deliverSeconds: baselineSeconds }
+    const baseline = await bareSendLoop({ smtpPort: smtpPort!, statsPort: statsPort!, key: privateKey, mail, total })
 
     // Throttle accuracy: the project held to a set rate for a minute.
     const throttleSeconds = Number(process.env.BENCH_THROTTLE_SECONDS ?? 60)
@@ -619,7 +632,100 @@ const send = async () => {
   }
 }
 
-const BENCHMARKS: Record<string, () => Promise<Record<string, unknown>>> = { contacts, track, segments, verify, send }
+/** Resident memory of a process in MiB (Linux). */
+const rssMiB = (pid: number) => {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8")
+    return Math.round(Number(status.match(/VmRSS:\s+(\d+)/)?.[1] ?? 0) / 1024)
+  } catch {
+    return 0
+  }
+}
+
+/**
+ * A campaign to BENCH_RECIPIENTS (default 100,000) subscribed contacts into the local SMTP server, the
+ * throttle off: the audience's resolution time, mails per second (first to last arrival), and the
+ * worker's resident memory sampled through the run (it should stay flat, not grow with the audience).
+ * Baseline: the bare render + sign + send loop on 10,000 mails.
+ */
+const campaigns = async () => {
+  const env = await environment()
+  const sink = await startProcess(["bench/smtpSink.ts"], {}, /smtp=(\d+) stats=(\d+)/)
+  const [, smtpPort, statsPort] = sink.match
+  const dns = await startDnsServer()
+  const recipients = Number(process.env.BENCH_RECIPIENTS ?? 100_000)
+  try {
+    const mailEnv = { DNS_SERVERS: dns.address, SMTP_URL: `smtp://127.0.0.1:${smtpPort}`, SEND_RATE_PER_SECOND: "0" }
+    const api = await env.service("api", mailEnv)
+    const worker = await env.service("worker", { ...mailEnv, METRICS_PORT: "0" })
+    const auth = { authorization: `Bearer ${env.project.secretKey}`, "content-type": "application/json" }
+    const call = (method: string, path: string, body?: unknown) =>
+      fetch(`${api.url}${path}`, { method, headers: auth, body: body === undefined ? undefined : JSON.stringify(body) })
+        .then(async (r) => ({ status: r.status, json: await r.json() as any }))
+    const domain = await call("POST", "/domains", { domain: "bench.test" })
+    const dkim = domain.json.records.find((record: { purpose: string }) => record.purpose === "DKIM")
+    dns.addTxt(dkim.name, dkim.value)
+    await call("GET", `/domains/${domain.json.id}/verify`)
+    await sqlOn(env.databaseUrl, `
+      INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
+      SELECT gen_random_uuid(), $1, 'c' || n || '@example.org', true, jsonb_build_object('name', 'User ' || n), now(), now()
+      FROM generate_series(1, $2::int) n`, [env.project.id, recipients])
+    const mail = { subject: "News for {{ name ?? \"you\" }}", body: "<p>Hi {{ name }}</p><p><a href=\"https://bench.test/a\">Read</a></p>" }
+    const created = await call("POST", "/campaigns", { name: "Bench", ...mail, from: "news@bench.test", audienceType: "ALL" })
+    const id = created.json.data.id
+
+    const rssSamples: Array<{ at: number; sent: number; rssMiB: number }> = []
+    const before = (await statsOf(statsPort!)).count
+    const sample = () => {
+      const pid = worker.child.pid!
+      return statsOf(statsPort!).then((stats) => rssSamples.push({ at: Date.now(), sent: stats.count - before, rssMiB: rssMiB(pid) }))
+    }
+    await sample()
+    const started = Date.now()
+    await call("POST", `/campaigns/${id}/send`, {})
+    let resolvedAfter: number | undefined
+    let queuedAfter: number | undefined
+    for (;;) {
+      await sleep(500)
+      await sample()
+      const stats = (await call("GET", `/campaigns/${id}/stats`)).json
+      if (stats.resolved && resolvedAfter === undefined) resolvedAfter = (Date.parse(stats.resolvedAt) - Date.parse(stats.sendingStartedAt)) / 1000
+      if (stats.queued && queuedAfter === undefined) queuedAfter = (Date.now() - started) / 1000
+      if (stats.status === "SENT") break
+      if (Date.now() - started > 1_800_000) throw new Error(`campaign not done after 30 minutes: ${JSON.stringify(stats)}`)
+    }
+    const done = await statsOf(statsPort!)
+    const firstArrival = (await statsOf(statsPort!, true)).times![before]!
+    const seconds = (done.last! - firstArrival) / 1000
+    const peak = Math.max(...rssSamples.map((s) => s.rssMiB))
+    const at = (share: number) => rssSamples.find((s) => s.sent >= recipients * share)?.rssMiB ?? null
+    const privateKey = (await sqlOn<{ key: string; selector: string }>(
+      env.databaseUrl, "SELECT dkim_private_key AS key, dkim_selector AS selector FROM domains"))[0]!
+    const baseline = await bareSendLoop({ smtpPort: smtpPort!, statsPort: statsPort!, key: privateKey, mail, total: 10_000 })
+    const service = {
+      recipients,
+      delivered: done.count - before,
+      resolutionSeconds: resolvedAfter,
+      allQueuedSeconds: queuedAfter,
+      sendSeconds: seconds,
+      mailsPerSecond: Math.round((done.count - before) / seconds),
+      workerRssMiB: { start: rssSamples[0]!.rssMiB, at10Percent: at(0.1), at50Percent: at(0.5), at90Percent: at(0.9), peak }
+    }
+    return {
+      description: "A MARKETING campaign to every contact (ALL) into a local SMTP server, throttle off: resolution time, " +
+        "mails/s, worker memory through the run; baseline: the bare render + sign + send loop (10,000 mails)",
+      service,
+      baseline,
+      ratio: ratio(service.mailsPerSecond, baseline.emailsPerSecond)
+    }
+  } finally {
+    await dns.close()
+    await stop(sink.child)
+    await env.cleanup()
+  }
+}
+
+const BENCHMARKS: Record<string, () => Promise<Record<string, unknown>>> = { contacts, track, segments, verify, send, campaigns }
 
 const name = process.argv[2]
 const bench = name ? BENCHMARKS[name] : undefined
