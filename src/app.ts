@@ -15,6 +15,7 @@ import { Domains } from "./store/Domains.ts"
 import { Emails } from "./store/Emails.ts"
 import { Templates } from "./store/Templates.ts"
 import { Campaigns } from "./store/Campaigns.ts"
+import { WorkflowRuntime } from "./workflows/Runtime.ts"
 
 /** Postgres (migrated) and NATS (streams ensured). */
 export const InfraLive = Layer.mergeAll(DatabaseLive, Nats.layer)
@@ -33,7 +34,11 @@ export const CoreLive = Layer.mergeAll(
 export const ApiRoleLive = HttpLive.pipe(Layer.provideMerge(CoreLive))
 
 /** The worker role: partition leases, stream consumers and project actors. */
-export const WorkerRoleLive = WorkerLive.pipe(Layer.provide(MailTransport.layer), Layer.provideMerge(CoreLive))
+export const WorkerRoleLive = WorkerLive.pipe(
+  Layer.provide(MailTransport.layer),
+  Layer.provide(WorkflowRuntime.layer),
+  Layer.provideMerge(CoreLive)
+)
 
 export const AllRolesLive = Layer.mergeAll(ApiRoleLive, WorkerRoleLive)
 

@@ -11,6 +11,8 @@ import { WorkerMetrics } from "../observability/Metrics.ts"
 import type { StreamNames } from "../stream/subjects.ts"
 import { applyBackfillChunk, applyBatch, deadLetter, type SegmentState } from "./applyBatch.ts"
 import type { Delivered } from "./messages.ts"
+import { newWorkflowState, type WorkflowState } from "../workflows/engine.ts"
+import { WorkflowRuntime } from "../workflows/Runtime.ts"
 
 const MAILBOX_CAPACITY = 5_000
 
@@ -76,6 +78,7 @@ interface Actor {
   readonly run: PartitionRun
   readonly mailbox: Queue.Queue<ActorItem>
   readonly segmentState: SegmentState
+  readonly workflowState: WorkflowState
   fiber?: Fiber.Fiber<void>
 }
 
@@ -92,6 +95,7 @@ export const makeProjectActors = (options: {
   Effect.gen(function*() {
     const actors = new Map<string, Actor>()
     const services = yield* Effect.context<SqlClient.SqlClient>()
+    const workflowRuntime = yield* WorkflowRuntime
 
     const contextOf = (projectId: string, actor: Actor) => ({
       projectId,
@@ -101,7 +105,8 @@ export const makeProjectActors = (options: {
       names: options.names,
       partitions: options.partitions,
       publicUrl: options.publicUrl,
-      segmentState: actor.segmentState
+      segmentState: actor.segmentState,
+      workflows: { runtime: workflowRuntime, state: actor.workflowState }
     })
 
     const apply = (projectId: string, actor: Actor, batch: ReadonlyArray<ActorItem>) =>
@@ -111,6 +116,7 @@ export const makeProjectActors = (options: {
         const outcome = yield* applyBatch(contextOf(projectId, actor), batch.map((item) => item.delivered))
         if (outcome.emitted > 0) yield* options.wakeRelay
         if (outcome.mailQueued) yield* options.wakeSender(projectId)
+        if (outcome.webhooksQueued) yield* workflowRuntime.wakeWebhooks
         for (const item of batch) item.message.ack()
         for (const item of batch) run.applied(item.delivered.seq)
         WorkerMetrics.batchSize.observe(batch.length)
@@ -221,7 +227,7 @@ export const makeProjectActors = (options: {
         if (!actor || actor.run !== item.run) {
           if (actor?.fiber) yield* Fiber.interrupt(actor.fiber)
           const mailbox = yield* Queue.bounded<ActorItem>(MAILBOX_CAPACITY)
-          const fresh: Actor = { run: item.run, mailbox, segmentState: { segments: undefined, backfills: [] } }
+          const fresh: Actor = { run: item.run, mailbox, segmentState: { segments: undefined, backfills: [] }, workflowState: newWorkflowState() }
           actors.set(projectId, fresh)
           fresh.fiber = yield* Effect.forkDetach(loop(projectId, fresh))
           WorkerMetrics.actorsAlive.set(actors.size)

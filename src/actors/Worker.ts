@@ -13,7 +13,7 @@
  * project already applied are skipped by its stored offset.
  */
 import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream"
-import { Duration, Effect, Fiber, Layer, Schedule, Stream } from "effect"
+import { Duration, Effect, Fiber, Layer, Queue, Schedule, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import { hostname } from "node:os"
 import { randomBytes } from "node:crypto"
@@ -27,6 +27,9 @@ import { makeSender } from "../mail/Sender.ts"
 import { Domains } from "../store/Domains.ts"
 import { Campaigns } from "../store/Campaigns.ts"
 import { AppConfig } from "../config.ts"
+import { fireWorkflowTimers, TIMERS_PER_ROUND } from "../workflows/timers.ts"
+import { makeWebhookRunner } from "../workflows/webhooks.ts"
+import { WorkflowRuntime } from "../workflows/Runtime.ts"
 
 const HEARTBEAT = Duration.seconds(2)
 const LEASE_TTL_SECONDS = 6
@@ -37,6 +40,8 @@ const TIMER_POLL = Duration.millis(50)
 const CAMPAIGN_POLL = Duration.millis(500)
 /** How often owned partitions are searched for mail due (retries after backoff, missed wake-ups). */
 const MAIL_SWEEP = Duration.seconds(1)
+/** How often WEBHOOK steps due (retries after backoff, missed wake-ups) are looked for. */
+const WEBHOOK_SWEEP = Duration.millis(500)
 /** How often domains due for their DNS re-check (DOMAIN_RECHECK_SECONDS) are looked for, at most. */
 const DOMAIN_CHECK_POLL_SECONDS = 30
 
@@ -61,6 +66,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
     wakeRelay: relay.wake,
     wakeSender: sender.wake
   })
+  const webhooks = yield* makeWebhookRunner({ names: nats.names, wakeRelay: relay.wake })
   const consumerName = (partition: number) => `${nats.prefix}_part_${partition}`
 
   yield* sql`INSERT INTO partition_leases (partition)
@@ -128,6 +134,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
       runs.set(partition, { run, fiber })
       yield* sender.recoverPartition(partition)
       yield* sender.sweep([partition])
+      yield* webhooks.recoverPartition(partition)
       yield* Effect.logInfo("partition acquired", { partition, epoch, watermark })
     })
 
@@ -276,6 +283,24 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
     Effect.tapCause((cause) => Effect.logWarning("domain re-check failed", cause)),
     Effect.ignore,
     Effect.repeat(Schedule.spaced(Duration.seconds(Math.max(1, Math.min(DOMAIN_CHECK_POLL_SECONDS, recheckSeconds / 2))))),
+    Effect.forkScoped
+  )
+
+  // Workflows: due DELAY / WAIT_FOR_EVENT timers go back into their partitions (at once again while a
+  // round was full), and recorded WEBHOOK steps are performed (woken by actors, swept for retries).
+  yield* Effect.suspend(() => fireWorkflowTimers(nats, [...runs.keys()])).pipe(
+    Effect.tapCause((cause) => Effect.logWarning("workflow timer scheduler failed; retrying", cause)),
+    Effect.orElseSucceed(() => 0),
+    Effect.flatMap((fired) => (fired >= TIMERS_PER_ROUND ? Effect.void : Effect.sleep(TIMER_POLL))),
+    Effect.forever,
+    Effect.forkScoped
+  )
+  const workflowRuntime = yield* WorkflowRuntime
+  yield* Effect.suspend(() => webhooks.sweep([...runs.keys()])).pipe(
+    Effect.tapCause((cause) => Effect.logWarning("webhook sweep failed; retrying", cause)),
+    Effect.ignore,
+    Effect.andThen(Effect.raceFirst(Queue.take(workflowRuntime.webhookWakeups), Effect.sleep(WEBHOOK_SWEEP))),
+    Effect.forever,
     Effect.forkScoped
   )
 

@@ -16,6 +16,8 @@ import { clockNow } from "../lib/clock.ts"
 import { segmentSlug } from "../store/Segments.ts"
 import { campaignStep } from "../campaigns/fanout.ts"
 import { writeEmittedEvents } from "../stream/emitted.ts"
+import { runWorkflows, type WorkflowInput, type WorkflowState } from "../workflows/engine.ts"
+import type { WorkflowRuntime } from "../workflows/Runtime.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import type { Delivered, EmittedEventMessage } from "./messages.ts"
 import type { ConditionReads } from "../domain/conditions/validate.ts"
@@ -34,6 +36,8 @@ export interface BatchContext {
   readonly publicUrl: string
   /** The actor's segment definitions and pending backfills (kept across batches). */
   readonly segmentState: SegmentState
+  /** What the workflow engine needs, and the actor's cached workflow definitions. */
+  readonly workflows: { readonly runtime: WorkflowRuntime["Service"]; readonly state: WorkflowState }
 }
 
 export interface Backfill {
@@ -77,6 +81,8 @@ export interface BatchOutcome {
   readonly emitted: number
   /** The batch carried queued mail for the project's sender. */
   readonly mailQueued: boolean
+  /** Workflow WEBHOOK steps were recorded: wake the webhook runner. */
+  readonly webhooksQueued: boolean
 }
 
 interface EventRow {
@@ -126,7 +132,7 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
       highest = message.seq
       return true
     })
-    const outcome = { applied: fresh.length, skipped: batch.length - fresh.length, eventsInserted: 0, emitted: 0, mailQueued: false }
+    const outcome = { applied: fresh.length, skipped: batch.length - fresh.length, eventsInserted: 0, emitted: 0, mailQueued: false, webhooksQueued: false }
     if (fresh.length === 0) return outcome
 
     // Runs of events are applied set-wise; a command is a barrier applied in its place.
@@ -143,6 +149,8 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
       return change
     }
     let segmentsChanged = context.segmentState.segments === undefined
+    // The batch's events and workflow messages, in stream order, for the workflow engine.
+    const workflowInputs: Array<WorkflowInput> = []
 
     const flushEvents = Effect.gen(function*() {
       if (tracked.length > 0) {
@@ -150,6 +158,7 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
         tracked = []
       }
       if (events.length > 0) {
+        for (const event of events) workflowInputs.push({ kind: "event", ...event })
         outcome.eventsInserted += yield* insertEvents(context.projectId, events)
         events = []
       }
@@ -221,6 +230,10 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
             })
           }
           break
+        case "workflow":
+          yield* flushEvents
+          workflowInputs.push(body)
+          break
         case "command":
           yield* flushEvents
           if (body.type === "deleteEvents") {
@@ -268,6 +281,13 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
       changes,
       clockNow()
     )
+
+    const advanced = yield* runWorkflows(
+      { projectId: context.projectId, partition: context.partition, runtime: context.workflows.runtime, state: context.workflows.state },
+      workflowInputs
+    )
+    if (advanced.mailQueued) outcome.mailQueued = true
+    if (advanced.webhooksQueued) outcome.webhooksQueued = true
 
     yield* sql`
       INSERT INTO project_offsets (project_id, applied_seq) VALUES (${context.projectId}, ${highest})

@@ -1,5 +1,6 @@
 /** What the worker reads from stream IN, decoded. */
 import type { TrackedEvent } from "../ingest/EventPublisher.ts"
+import type { WorkflowMessage } from "../workflows/messages.ts"
 
 export interface ContactChangeMessage {
   readonly kind: "contact"
@@ -63,6 +64,7 @@ export type InMessage =
   | CommandMessage
   | TimerMessage
   | EmailQueuedMessage
+  | WorkflowMessage
 
 /** A message with its place in the stream. */
 export interface Delivered {

@@ -152,7 +152,7 @@ export interface SegmentContext {
 }
 
 /** Loads what the given segments read about the given contacts. */
-const loadFacts = Effect.fnUntraced(function*(
+export const loadFacts = Effect.fnUntraced(function*(
   projectId: string,
   contactIds: ReadonlyArray<string>,
   eventNames: ReadonlySet<string>,

@@ -18,6 +18,8 @@ import { TrackHandlers } from "./handlers/track.ts"
 import { VerifyHandlers } from "./handlers/verify.ts"
 import { Verifier } from "../verify/Verifier.ts"
 import { CampaignsHandlers } from "./handlers/campaigns.ts"
+import { WorkflowsHandlers } from "./handlers/workflows.ts"
+import { Workflows } from "../store/Workflows.ts"
 import { DomainsHandlers } from "./handlers/domains.ts"
 import { LinksHandlers } from "./handlers/links.ts"
 import { SendHandlers } from "./handlers/send.ts"
@@ -32,9 +34,11 @@ import { RateLimiter } from "./RateLimiter.ts"
 const ApiRoutes = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([SystemHandlers, TrackHandlers, ContactsHandlers, EventsHandlers, SegmentsHandlers, VerifyHandlers]),
   Layer.provide([SendHandlers, TemplatesHandlers, DomainsHandlers, LinksHandlers, WebhooksHandlers, CampaignsHandlers]),
+  Layer.provide(WorkflowsHandlers),
   Layer.provide([SecretKeyAuthLive, PublicKeyAuthLive]),
   Layer.provide([RateLimiter.layer, Idempotency.layer, ContactDirectory.layer, EventPublisher.layer, Events.layer, Segments.layer, Verifier.layer]),
-  Layer.provide(Notifications.layer)
+  Layer.provide(Notifications.layer),
+  Layer.provide(Workflows.layer)
 )
 
 const Routes = Layer.mergeAll(

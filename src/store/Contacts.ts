@@ -57,6 +57,8 @@ export interface UpdateInput {
   readonly email?: string | undefined
   readonly subscribed?: boolean | undefined
   readonly patch: DataPatch
+  /** Who made the change (the contact.updated message's `source`): `api.contacts` unless said. */
+  readonly source?: string | undefined
 }
 
 export type ListSort = "createdAt" | "email"
@@ -321,7 +323,7 @@ export class Contacts extends Context.Service<Contacts, {
               'type', 'contact.updated',
               'projectId', ${projectId}::text,
               'contactId', up.id,
-              'source', 'api.contacts',
+              'source', ${input.source ?? "api.contacts"}::text,
               'at', ${now}::text,
               'previousSubscribed', up.previous_subscribed,
               'previousEmail', up.previous_email,

@@ -4,7 +4,7 @@
  * mapping we could rely on): partition = fnv1a(projectId) mod P, fixed per deployment.
  */
 
-export type InKind = "track" | "contact" | "command" | "timer" | "event" | "email"
+export type InKind = "track" | "contact" | "command" | "timer" | "event" | "email" | "workflow"
 
 export const PREFIX_PATTERN = /^[A-Za-z0-9_-]{1,32}$/
 

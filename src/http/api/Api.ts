@@ -7,6 +7,7 @@ import { SystemApi } from "./system.ts"
 import { TrackApi } from "./track.ts"
 import { VerifyApi } from "./verify.ts"
 import { CampaignsApi } from "./campaigns.ts"
+import { WorkflowsApi } from "./workflows.ts"
 import { DomainsApi } from "./domains.ts"
 import { LinksApi } from "./links.ts"
 import { SendApi } from "./send.ts"
@@ -23,6 +24,7 @@ export class Api extends HttpApi.make("mailstream")
   .add(SendApi)
   .add(TemplatesApi)
   .add(CampaignsApi)
+  .add(WorkflowsApi)
   .add(DomainsApi)
   .add(LinksApi)
   .add(WebhooksApi)

@@ -11,6 +11,8 @@ import { conditionFilters } from "../../domain/conditions/validate.ts"
 import { Campaigns } from "../../store/Campaigns.ts"
 import { Segments } from "../../store/Segments.ts"
 import { OutboxRelay } from "../../stream/OutboxRelay.ts"
+import { Workflows } from "../../store/Workflows.ts"
+import { fieldUsage } from "../../workflows/usage.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
 import { parseBoolean, parseLimit, parsePositive } from "../query.ts"
@@ -36,6 +38,7 @@ export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnU
   const directory = yield* ContactDirectory
   const segments = yield* Segments
   const campaigns = yield* Campaigns
+  const workflows = yield* Workflows
   const store = <A, E>(effect: Effect.Effect<A, E>) => Effect.orDie(effect)
 
   const checkField = Effect.fnUntraced(function*(projectId: string, field: string) {
@@ -131,7 +134,7 @@ export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnU
           field,
           segments: using.map(({ id, name }) => ({ id, name })),
           campaigns: campaignsUsing.map(({ id, name, status }) => ({ id, name, status })),
-          workflows: []
+          workflows: fieldUsage(yield* store(workflows.list(project.id)), field)
         }
       })))
     .handle("deleteField", ({ params }) =>

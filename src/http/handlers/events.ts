@@ -6,6 +6,8 @@ import { Contacts } from "../../store/Contacts.ts"
 import { conditionReads } from "../../domain/conditions/validate.ts"
 import { Events } from "../../store/Events.ts"
 import { Segments } from "../../store/Segments.ts"
+import { Workflows } from "../../store/Workflows.ts"
+import { eventUsage } from "../../workflows/usage.ts"
 import { Nats } from "../../stream/Nats.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
@@ -20,6 +22,7 @@ export const EventsHandlers = HttpApiBuilder.group(Api, "events", Effect.fnUntra
   const contacts = yield* Contacts
   const nats = yield* Nats
   const segments = yield* Segments
+  const workflows = yield* Workflows
   const store = <A, E>(effect: Effect.Effect<A, E>) => Effect.orDie(effect)
 
   return handlers
@@ -73,8 +76,8 @@ export const EventsHandlers = HttpApiBuilder.group(Api, "events", Effect.fnUntra
         const project = yield* CurrentProject
         const using = (yield* store(segments.list(project.id)))
           .filter((segment) => segment.condition !== null && conditionReads(segment.condition).events.has(params.eventName))
-        // Workflows report their triggers and conditions here once they exist.
-        return { event: params.eventName, segments: using.map(({ id, name }) => ({ id, name })), workflows: [] }
+        const workflowsUsing = eventUsage(yield* store(workflows.list(project.id)), params.eventName)
+        return { event: params.eventName, segments: using.map(({ id, name }) => ({ id, name })), workflows: workflowsUsing }
       })))
     .handle("delete", ({ params }) =>
       rendered(Effect.gen(function*() {

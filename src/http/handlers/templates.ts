@@ -5,6 +5,8 @@ import { isUuid } from "../../domain/ids.ts"
 import { makeRenderer, RenderError } from "../../mail/render.ts"
 import { Domains } from "../../store/Domains.ts"
 import { TEMPLATE_TYPES, type Template, type TemplateInput, Templates, type TemplateType } from "../../store/Templates.ts"
+import { Workflows } from "../../store/Workflows.ts"
+import { templateUsage } from "../../workflows/usage.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
 import { ApiError, BareBadRequest, type FieldError, rendered } from "../errors.ts"
@@ -106,6 +108,7 @@ const inputOf = (template: Template): TemplateInput => ({
 
 export const TemplatesHandlers = HttpApiBuilder.group(Api, "templates", Effect.fnUntraced(function*(handlers) {
   const templates = yield* Templates
+  const workflows = yield* Workflows
   const domainsService = yield* Domains
 
   const find = Effect.fnUntraced(function*(id: string) {
@@ -168,8 +171,9 @@ export const TemplatesHandlers = HttpApiBuilder.group(Api, "templates", Effect.f
       })))
     .handle("usage", ({ params }) =>
       rendered(Effect.gen(function*() {
-        yield* find(params.id)
-        // Campaigns and workflows do not exist yet; their issues fill these lists.
-        return { campaigns: [], workflows: [] }
+        const template = yield* find(params.id)
+        const project = yield* CurrentProject
+        // Campaigns: their issue fills this list.
+        return { campaigns: [], workflows: templateUsage(yield* Effect.orDie(workflows.list(project.id)), template.id) }
       })))
 }))

@@ -1,0 +1,197 @@
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { commonErrors, ErrorDocs } from "../errors.ts"
+import { PageQuery, pageFields } from "./schemas.ts"
+import { SecretKeyAuth } from "./security.ts"
+
+const StepType = Schema.Literals(["TRIGGER", "SEND_EMAIL", "DELAY", "WAIT_FOR_EVENT", "CONDITION", "WEBHOOK", "UPDATE_CONTACT", "EXIT"])
+const Position = Schema.NullOr(Schema.Struct({ x: Schema.Number, y: Schema.Number }))
+
+export const WorkflowStep = Schema.Struct({
+  id: Schema.String,
+  type: StepType,
+  name: Schema.String,
+  config: Schema.Record(Schema.String, Schema.Unknown),
+  position: Position,
+  createdAt: Schema.String
+}).annotate({ identifier: "WorkflowStep" })
+
+export const WorkflowTransition = Schema.Struct({
+  id: Schema.String,
+  fromStepId: Schema.String,
+  toStepId: Schema.String,
+  branch: Schema.NullOr(Schema.Literals(["yes", "no"])),
+  waitOutcome: Schema.NullOr(Schema.Literals(["EVENT", "TIMEOUT"])),
+  createdAt: Schema.String
+}).annotate({ identifier: "WorkflowTransition" })
+
+export const Workflow = Schema.Struct({
+  id: Schema.String,
+  projectId: Schema.String,
+  name: Schema.String,
+  description: Schema.NullOr(Schema.String),
+  triggerType: Schema.Literals(["EVENT", "MANUAL"]),
+  triggerConfig: Schema.Struct({ eventName: Schema.optional(Schema.String) }),
+  enabled: Schema.Boolean,
+  allowReentry: Schema.Boolean,
+  createdAt: Schema.String,
+  updatedAt: Schema.String,
+  steps: Schema.Array(WorkflowStep),
+  transitions: Schema.Array(WorkflowTransition)
+}).annotate({ identifier: "Workflow" })
+
+const ExecutionStatus = Schema.Literals(["RUNNING", "WAITING", "COMPLETED", "EXITED", "FAILED", "CANCELLED"])
+
+export const Execution = Schema.Struct({
+  id: Schema.String,
+  workflowId: Schema.String,
+  contactId: Schema.String,
+  status: ExecutionStatus,
+  currentStepId: Schema.NullOr(Schema.String),
+  context: Schema.Record(Schema.String, Schema.Unknown),
+  exitReason: Schema.NullOr(Schema.String),
+  error: Schema.NullOr(Schema.String),
+  startedAt: Schema.String,
+  updatedAt: Schema.String,
+  completedAt: Schema.NullOr(Schema.String)
+}).annotate({ identifier: "WorkflowExecution" })
+
+const StepExecution = Schema.Struct({
+  id: Schema.String,
+  stepId: Schema.String,
+  stepType: Schema.String,
+  status: Schema.Literals(["PENDING", "SCHEDULED", "WAITING", "RUNNING", "COMPLETED", "SKIPPED", "FAILED"]),
+  output: Schema.Unknown,
+  error: Schema.NullOr(Schema.String),
+  attempts: Schema.Number,
+  startedAt: Schema.String,
+  completedAt: Schema.NullOr(Schema.String)
+}).annotate({ identifier: "WorkflowStepExecution" })
+
+const IdParam = { id: Schema.String }
+const StepParams = { id: Schema.String, stepId: Schema.String }
+const notFound = ErrorDocs.notFound
+const conflict = ErrorDocs.conflict
+const validation = ErrorDocs.validation
+
+const StepConfigDoc =
+  "Step configs: SEND_EMAIL { templateId, recipient?: { type: CONTACT|CUSTOM, customEmail? } }; DELAY { amount, unit: minutes|hours|days } " +
+  "(at most 365 days); WAIT_FOR_EVENT { eventName, timeout? (seconds) }; CONDITION { field, operator, value? } or { condition: <tree> } " +
+  "(fields as in segments, plus context.<path> for the execution context); WEBHOOK { url, method?, headers?, body? } (Liquid); " +
+  "UPDATE_CONTACT { updates?, subscriptionAction?: none|subscribe|unsubscribe } (also { data, subscribed }); EXIT { reason? }."
+
+export class WorkflowsApi extends HttpApiGroup.make("workflows")
+  .add(
+    HttpApiEndpoint.get("list", "/workflows", { success: Schema.Array(Workflow), error: commonErrors })
+      .annotate(OpenApi.Description, "All workflows of the project with their steps and transitions, newest first."),
+    HttpApiEndpoint.get("fields", "/workflows/fields", {
+      success: Schema.Struct({
+        contactFields: Schema.Array(Schema.Struct({ field: Schema.String, type: Schema.String })),
+        events: Schema.Array(Schema.Struct({ name: Schema.String, dataKeys: Schema.Array(Schema.String) })),
+        contextFields: Schema.Array(Schema.String)
+      }),
+      error: commonErrors
+    }).annotate(OpenApi.Description, "Fields usable in CONDITION filters: contact fields with types, event names with their data keys."),
+    HttpApiEndpoint.get("webhookSecret", "/workflows/webhook-secret", {
+      success: Schema.Struct({ secret: Schema.String }),
+      error: commonErrors
+    }).annotate(OpenApi.Description, "The project's Standard Webhooks secret (whsec_…) WEBHOOK steps sign with."),
+    HttpApiEndpoint.post("create", "/workflows", {
+      payload: Schema.Struct({
+        name: Schema.String,
+        description: Schema.optional(Schema.NullOr(Schema.String)),
+        eventName: Schema.optional(Schema.String),
+        allowReentry: Schema.optional(Schema.Boolean)
+      }),
+      success: Workflow.pipe(HttpApiSchema.status(201)),
+      error: [...commonErrors, validation]
+    }).annotate(OpenApi.Description, "Always starts with triggerType EVENT, enabled false, and a TRIGGER step to connect onwards."),
+    HttpApiEndpoint.get("get", "/workflows/:id", { params: IdParam, success: Workflow, error: [...commonErrors, notFound] }),
+    HttpApiEndpoint.patch("update", "/workflows/:id", {
+      params: IdParam,
+      payload: Schema.Struct({
+        name: Schema.optional(Schema.String),
+        description: Schema.optional(Schema.NullOr(Schema.String)),
+        triggerType: Schema.optional(Schema.Literals(["EVENT", "MANUAL"])),
+        triggerConfig: Schema.optional(Schema.Struct({ eventName: Schema.optional(Schema.String) })),
+        enabled: Schema.optional(Schema.Boolean),
+        allowReentry: Schema.optional(Schema.Boolean)
+      }),
+      success: Workflow,
+      error: [...commonErrors, notFound, validation]
+    }),
+    HttpApiEndpoint.delete("delete", "/workflows/:id", {
+      params: IdParam,
+      success: Schema.Struct({ success: Schema.Literal(true) }),
+      error: [...commonErrors, notFound, conflict]
+    }).annotate(OpenApi.Description, "409 while executions are RUNNING or WAITING: cancel them first."),
+    HttpApiEndpoint.post("addStep", "/workflows/:id/steps", {
+      params: IdParam,
+      payload: Schema.Struct({
+        type: Schema.String,
+        name: Schema.optional(Schema.String),
+        config: Schema.optional(Schema.Unknown),
+        position: Schema.optional(Position)
+      }),
+      success: WorkflowStep.pipe(HttpApiSchema.status(201)),
+      error: [...commonErrors, notFound, conflict, validation]
+    }).annotate(OpenApi.Description, StepConfigDoc),
+    HttpApiEndpoint.patch("updateStep", "/workflows/:id/steps/:stepId", {
+      params: StepParams,
+      payload: Schema.Struct({ name: Schema.optional(Schema.String), config: Schema.optional(Schema.Unknown), position: Schema.optional(Position) }),
+      success: WorkflowStep,
+      error: [...commonErrors, notFound, validation]
+    }).annotate(OpenApi.Description, "Updates a step's name, config (validated as on creation) or position."),
+    HttpApiEndpoint.delete("deleteStep", "/workflows/:id/steps/:stepId", {
+      params: StepParams,
+      query: { splice: Schema.optional(Schema.String) },
+      success: Schema.Struct({ success: Schema.Literal(true) }),
+      error: [...commonErrors, notFound, conflict, validation]
+    }).annotate(OpenApi.Description, "With splice=true, transitions into the step are reconnected to its successor."),
+    HttpApiEndpoint.post("addTransition", "/workflows/:id/transitions", {
+      params: IdParam,
+      payload: Schema.Struct({
+        fromStepId: Schema.String,
+        toStepId: Schema.String,
+        branch: Schema.optional(Schema.Literals(["yes", "no"])),
+        waitOutcome: Schema.optional(Schema.Literals(["EVENT", "TIMEOUT"]))
+      }),
+      success: WorkflowTransition.pipe(HttpApiSchema.status(201)),
+      error: [...commonErrors, notFound, conflict, validation]
+    }).annotate(OpenApi.Description, "CONDITION steps need branch yes|no, WAIT_FOR_EVENT steps waitOutcome EVENT|TIMEOUT; no cycles."),
+    HttpApiEndpoint.delete("deleteTransition", "/workflows/:id/transitions/:transitionId", {
+      params: { id: Schema.String, transitionId: Schema.String },
+      success: Schema.Struct({ success: Schema.Literal(true) }),
+      error: [...commonErrors, notFound, conflict]
+    }),
+    HttpApiEndpoint.post("startExecution", "/workflows/:id/executions", {
+      params: IdParam,
+      payload: Schema.Struct({ contactId: Schema.String, context: Schema.optional(Schema.Record(Schema.String, Schema.Unknown)) }),
+      success: Execution.pipe(HttpApiSchema.status(201)),
+      error: [...commonErrors, notFound, conflict, validation]
+    }).annotate(OpenApi.Description, "Records an execution (RUNNING); the project's worker advances it. 409 when one is active, or one ran and allowReentry is false."),
+    HttpApiEndpoint.get("listExecutions", "/workflows/:id/executions", {
+      params: IdParam,
+      query: { ...PageQuery, status: Schema.optional(Schema.String) },
+      success: Schema.Struct(pageFields(Execution)),
+      error: [...commonErrors, notFound]
+    }),
+    HttpApiEndpoint.post("cancelAll", "/workflows/:id/executions/cancel-all", {
+      params: IdParam,
+      success: Schema.Struct({ cancelled: Schema.Number }),
+      error: [...commonErrors, notFound]
+    }),
+    HttpApiEndpoint.get("getExecution", "/workflows/:id/executions/:executionId", {
+      params: { id: Schema.String, executionId: Schema.String },
+      success: Schema.Struct({ ...Execution.fields, steps: Schema.Array(StepExecution) }),
+      error: [...commonErrors, notFound]
+    }).annotate(OpenApi.Description, "One execution with its step history."),
+    HttpApiEndpoint.delete("cancelExecution", "/workflows/:id/executions/:executionId", {
+      params: { id: Schema.String, executionId: Schema.String },
+      success: Execution,
+      error: [...commonErrors, notFound, conflict]
+    }).annotate(OpenApi.Description, "Cancels a RUNNING or WAITING execution (409 otherwise).")
+  )
+  .middleware(SecretKeyAuth)
+  .annotateMerge(OpenApi.annotations({ title: "Workflows", description: "Workflows, their steps, transitions and executions (secret key)" }))
+{}

@@ -1,0 +1,280 @@
+/** Handlers of the workflows group: request rules here, SQL in store/Workflows.ts, graph rules in workflows/graph.ts. */
+import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { isUuid } from "../../domain/ids.ts"
+import { Contacts } from "../../store/Contacts.ts"
+import { Templates } from "../../store/Templates.ts"
+import { type Refusal, type WorkflowDetail, Workflows } from "../../store/Workflows.ts"
+import { OutboxRelay } from "../../stream/OutboxRelay.ts"
+import { ADDABLE_STEP_TYPES, checkStepConfig, checkTransition, EXECUTION_STATUSES, type ExecutionStatus, makeGraph, spliceTarget, type StepType } from "../../workflows/graph.ts"
+import { Api } from "../api/Api.ts"
+import { CurrentProject } from "../api/security.ts"
+import { ApiError, type FieldError, rendered } from "../errors.ts"
+import { parsePositive } from "../query.ts"
+
+const notFound = ApiError.notFound("Workflow")
+const MAX_NAME = 255
+
+const refused = (refusal: Refusal) =>
+  refusal === "active-executions"
+    ? ApiError.conflict("WORKFLOW_HAS_ACTIVE_EXECUTIONS", "The workflow has running or waiting executions: cancel them (or let them complete) first")
+    : refusal === "already-active"
+    ? ApiError.conflict("EXECUTION_ACTIVE", "The contact already has a running or waiting execution of this workflow")
+    : ApiError.conflict("REENTRY_NOT_ALLOWED", "The contact already went through this workflow and allowReentry is false")
+
+const isRefusal = (value: unknown): value is Refusal =>
+  value === "active-executions" || value === "already-active" || value === "already-ran"
+
+const nameProblem = (name: string | undefined): FieldError | undefined =>
+  name === undefined
+    ? undefined
+    : name.trim() === ""
+    ? { field: "name", message: "The name is required", code: "too_small" }
+    : name.length > MAX_NAME
+    ? { field: "name", message: `The name must be at most ${MAX_NAME} characters`, code: "too_big" }
+    : undefined
+
+const eventNameProblem = (field: string, name: string | undefined): FieldError | undefined =>
+  name === undefined
+    ? undefined
+    : name.trim() === "" || name.length > 255 || name.includes("\u0000")
+    ? { field, message: "eventName must be 1 to 255 characters", code: "invalid_string" }
+    : undefined
+
+const failIf = (problems: ReadonlyArray<FieldError | undefined>) => {
+  const found = problems.filter((problem) => problem !== undefined)
+  return found.length > 0 ? Effect.fail(ApiError.validation(found)) : Effect.void
+}
+
+export const WorkflowsHandlers = HttpApiBuilder.group(Api, "workflows", Effect.fnUntraced(function*(handlers) {
+  const workflows = yield* Workflows
+  const templates = yield* Templates
+  const contacts = yield* Contacts
+  const relay = yield* OutboxRelay
+  const store = <A, E>(effect: Effect.Effect<A, E>) => Effect.orDie(effect)
+
+  const find = Effect.fnUntraced(function*(id: string) {
+    const project = yield* CurrentProject
+    if (!isUuid(id)) return yield* notFound
+    return (yield* store(workflows.get(project.id, id))) ?? (yield* notFound)
+  })
+
+  /** A step's config checked, and a SEND_EMAIL template looked up in this project. */
+  const validConfig = Effect.fnUntraced(function*(projectId: string, type: StepType, config: unknown) {
+    const checked = checkStepConfig(type, config)
+    if (checked.problems.length > 0) return yield* ApiError.validation(checked.problems)
+    if (type === "SEND_EMAIL" && !(yield* templates.get(projectId, checked.config.templateId as string))) {
+      return yield* ApiError.invalidField("config.templateId", "No such template in this project", "unknown_template", checked.config.templateId)
+    }
+    return checked.config
+  })
+
+  /** Runs a structural edit (409 while executions are active), then wakes the relay. */
+  const structural = <A>(workflow: WorkflowDetail, edit: Effect.Effect<A, ApiError, never>) =>
+    Effect.gen(function*() {
+      const result = yield* workflows.structural(workflow.projectId, workflow.id, edit).pipe(
+        Effect.catchTag("SqlError", (error) => Effect.die(error))
+      )
+      if (isRefusal(result)) return yield* refused(result)
+      yield* relay.wake
+      return result as A
+    })
+
+  return handlers
+    .handle("list", () =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        return yield* store(workflows.list(project.id))
+      })))
+    .handle("fields", () =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const [fields, events] = yield* Effect.all([store(contacts.fields(project.id)), store(workflows.eventFields(project.id))], { concurrency: 2 })
+        return {
+          contactFields: fields.map(({ field, type }) => ({ field, type })),
+          events,
+          contextFields: [...new Set(events.flatMap((event) => event.dataKeys))].sort().map((key) => `context.${key}`)
+        }
+      })))
+    .handle("webhookSecret", () =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        return { secret: yield* store(workflows.webhookSecret(project.id)) }
+      })))
+    .handle("create", ({ payload }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        yield* failIf([
+          nameProblem(payload.name),
+          eventNameProblem("eventName", payload.eventName),
+          payload.description && payload.description.length > 2000
+            ? { field: "description", message: "The description must be at most 2000 characters", code: "too_big" }
+            : undefined
+        ])
+        const created = yield* store(workflows.create(project.id, {
+          name: payload.name.trim(),
+          description: payload.description ?? null,
+          eventName: payload.eventName?.trim() ?? null,
+          allowReentry: payload.allowReentry ?? false
+        }))
+        yield* relay.wake
+        return created
+      })))
+    .handle("get", ({ params }) => rendered(find(params.id)))
+    .handle("update", ({ params, payload }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const workflow = yield* find(params.id)
+        const eventName = payload.triggerConfig?.eventName?.trim()
+        yield* failIf([nameProblem(payload.name), eventNameProblem("triggerConfig.eventName", eventName)])
+        const triggerType = payload.triggerType ?? workflow.triggerType
+        const enabled = payload.enabled ?? workflow.enabled
+        if (enabled && triggerType === "EVENT" && !(eventName ?? workflow.triggerConfig.eventName)) {
+          return yield* ApiError.invalidField("triggerConfig.eventName", "An EVENT workflow needs an eventName to be enabled", "required")
+        }
+        const updated = yield* store(workflows.update(project.id, workflow.id, {
+          name: payload.name?.trim(),
+          description: payload.description,
+          triggerType: payload.triggerType,
+          eventName,
+          enabled: payload.enabled,
+          allowReentry: payload.allowReentry
+        }))
+        yield* relay.wake
+        return updated ?? (yield* notFound)
+      })))
+    .handle("delete", ({ params }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const workflow = yield* find(params.id)
+        const result = yield* store(workflows.remove(project.id, workflow.id))
+        if (isRefusal(result)) return yield* refused(result)
+        if (!result) return yield* notFound
+        yield* relay.wake
+        return { success: true as const }
+      })))
+    .handle("addStep", ({ params, payload }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const workflow = yield* find(params.id)
+        const type = ADDABLE_STEP_TYPES.find((known) => known === payload.type)
+        if (!type) {
+          return yield* ApiError.invalidField("type", `type must be one of ${ADDABLE_STEP_TYPES.join(", ")}`, "invalid_value", payload.type)
+        }
+        yield* failIf([nameProblem(payload.name)])
+        if (type === "WAIT_FOR_EVENT") {
+          const config = payload.config as Record<string, unknown> | undefined
+          yield* failIf([eventNameProblem("config.eventName", typeof config?.eventName === "string" ? config.eventName : undefined)])
+        }
+        const config = yield* validConfig(project.id, type, payload.config)
+        return yield* structural(workflow, workflows.insertStep(workflow.id, {
+          type,
+          name: payload.name?.trim() || type,
+          config,
+          position: payload.position
+        }).pipe(Effect.orDie))
+      })))
+    .handle("updateStep", ({ params, payload }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const workflow = yield* find(params.id)
+        const step = workflow.steps.find((candidate) => candidate.id === params.stepId) ?? (yield* ApiError.notFound("Step"))
+        yield* failIf([nameProblem(payload.name)])
+        if (step.type === "TRIGGER" && payload.config !== undefined) {
+          return yield* ApiError.invalidField("config", "The TRIGGER step follows the workflow's trigger: PATCH /workflows/:id with triggerConfig", "invalid_value")
+        }
+        const config = payload.config === undefined ? undefined : yield* validConfig(project.id, step.type, payload.config)
+        const updated = yield* store(workflows.updateStep(project.id, workflow.id, step.id, { name: payload.name?.trim(), config, position: payload.position }))
+        yield* relay.wake
+        return updated ?? (yield* ApiError.notFound("Step"))
+      })))
+    .handle("deleteStep", ({ params, query }) =>
+      rendered(Effect.gen(function*() {
+        const workflow = yield* find(params.id)
+        const step = workflow.steps.find((candidate) => candidate.id === params.stepId) ?? (yield* ApiError.notFound("Step"))
+        if (step.type === "TRIGGER") return yield* ApiError.invalidField("stepId", "The TRIGGER step cannot be deleted", "invalid_value")
+        let spliceTo: string | undefined
+        if (query.splice === "true") {
+          const target = spliceTarget(makeGraph(workflow.steps, workflow.transitions), step.id)
+          if ("problem" in target) return yield* ApiError.invalidField("splice", target.problem, "cannot_splice")
+          spliceTo = target.target
+        }
+        yield* structural(workflow, workflows.deleteStep(workflow.id, step.id, spliceTo).pipe(Effect.orDie))
+        return { success: true as const }
+      })))
+    .handle("addTransition", ({ params, payload }) =>
+      rendered(Effect.gen(function*() {
+        const workflow = yield* find(params.id)
+        const problems = checkTransition(makeGraph(workflow.steps, workflow.transitions), payload)
+        if (problems.length > 0) return yield* ApiError.validation(problems)
+        return yield* structural(workflow, workflows.insertTransition(workflow.id, {
+          fromStepId: payload.fromStepId,
+          toStepId: payload.toStepId,
+          branch: payload.branch ?? null,
+          waitOutcome: payload.waitOutcome ?? null
+        }).pipe(
+          // A concurrent edit took the same way out first (unique index): the graph rule, not a 500.
+          Effect.catchTag("SqlError", (error) =>
+            error.reason._tag === "UniqueViolation"
+              ? Effect.fail(ApiError.invalidField("fromStepId", "This way out of the step already has a transition", "duplicate_transition"))
+              : Effect.die(error))
+        ))
+      })))
+    .handle("deleteTransition", ({ params }) =>
+      rendered(Effect.gen(function*() {
+        const workflow = yield* find(params.id)
+        if (!workflow.transitions.some((transition) => transition.id === params.transitionId)) {
+          return yield* ApiError.notFound("Transition")
+        }
+        yield* structural(workflow, workflows.deleteTransition(workflow.id, params.transitionId).pipe(Effect.orDie))
+        return { success: true as const }
+      })))
+    .handle("startExecution", ({ params, payload }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const workflow = yield* find(params.id)
+        if (!isUuid(payload.contactId) || !(yield* store(contacts.get(project.id, payload.contactId)))) {
+          return yield* ApiError.invalidField("contactId", "No such contact in this project", "unknown_contact", payload.contactId)
+        }
+        if (payload.context && Buffer.byteLength(JSON.stringify(payload.context)) > 64 * 1024) {
+          return yield* ApiError.invalidField("context", "context is at most 64 KiB of JSON", "too_big")
+        }
+        const result = yield* store(workflows.startExecution(workflow, payload.contactId, payload.context ?? {}))
+        if (isRefusal(result)) return yield* refused(result)
+        yield* relay.wake
+        return result
+      })))
+    .handle("listExecutions", ({ params, query }) =>
+      rendered(Effect.gen(function*() {
+        const workflow = yield* find(params.id)
+        let status: ExecutionStatus | undefined
+        if (query.status !== undefined && query.status !== "") {
+          status = EXECUTION_STATUSES.find((known) => known === query.status!.toUpperCase())
+          if (!status) return yield* ApiError.invalidField("status", `status must be one of ${EXECUTION_STATUSES.join(", ")}`, "invalid_value", query.status)
+        }
+        const page = parsePositive(query.page, 1)
+        const pageSize = parsePositive(query.pageSize, 20, 100)
+        const { data, total } = yield* store(workflows.listExecutions(workflow.id, status, page, pageSize))
+        return { data, page, pageSize, total, totalPages: Math.ceil(total / pageSize) }
+      })))
+    .handle("getExecution", ({ params }) =>
+      rendered(Effect.gen(function*() {
+        const workflow = yield* find(params.id)
+        if (!isUuid(params.executionId)) return yield* ApiError.notFound("Execution")
+        return (yield* store(workflows.getExecution(workflow.id, params.executionId))) ?? (yield* ApiError.notFound("Execution"))
+      })))
+    .handle("cancelExecution", ({ params }) =>
+      rendered(Effect.gen(function*() {
+        const workflow = yield* find(params.id)
+        if (!isUuid(params.executionId)) return yield* ApiError.notFound("Execution")
+        const result = yield* store(workflows.cancel(workflow.id, params.executionId))
+        if (result === undefined) return yield* ApiError.notFound("Execution")
+        if (result === "not-active") return yield* ApiError.conflict("EXECUTION_NOT_ACTIVE", "Only RUNNING or WAITING executions can be cancelled")
+        return result
+      })))
+    .handle("cancelAll", ({ params }) =>
+      rendered(Effect.gen(function*() {
+        const workflow = yield* find(params.id)
+        return { cancelled: yield* store(workflows.cancelAll(workflow.id)) }
+      })))
+}))

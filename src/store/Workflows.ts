@@ -1,0 +1,484 @@
+/**
+ * Workflow definitions (steps, transitions) and reads and cancellations of executions. Executions are
+ * started here only by recording them (POST /workflows/:id/executions): the project's actor advances
+ * them (src/workflows/engine.ts). Every definition change tells the actor through the outbox, so it
+ * reloads its cached graphs in order with the project's other messages.
+ */
+import { Context, Effect, Layer } from "effect"
+import { SqlClient, type SqlError } from "effect/sql"
+import { AppConfig } from "../config.ts"
+import { uuidv7 } from "../domain/ids.ts"
+import { Nats } from "../stream/Nats.ts"
+import { partitionOf, streamNames } from "../stream/subjects.ts"
+import type { ExecutionStatus, Step, StepType, Transition } from "../workflows/graph.ts"
+
+export interface Workflow {
+  readonly id: string
+  readonly projectId: string
+  readonly name: string
+  readonly description: string | null
+  readonly triggerType: "EVENT" | "MANUAL"
+  readonly triggerConfig: { readonly eventName?: string }
+  readonly enabled: boolean
+  readonly allowReentry: boolean
+  readonly createdAt: string
+  readonly updatedAt: string
+}
+
+export interface StoredStep extends Step {
+  readonly position: { readonly x: number; readonly y: number } | null
+  readonly createdAt: string
+}
+
+export interface StoredTransition extends Transition {
+  readonly createdAt: string
+}
+
+export interface WorkflowDetail extends Workflow {
+  readonly steps: ReadonlyArray<StoredStep>
+  readonly transitions: ReadonlyArray<StoredTransition>
+}
+
+export type StepStatus = "PENDING" | "SCHEDULED" | "WAITING" | "RUNNING" | "COMPLETED" | "SKIPPED" | "FAILED"
+
+export interface StepExecution {
+  readonly id: string
+  readonly stepId: string
+  readonly stepType: string
+  readonly status: StepStatus
+  readonly output: unknown
+  readonly error: string | null
+  readonly attempts: number
+  readonly startedAt: string
+  readonly completedAt: string | null
+}
+
+export interface Execution {
+  readonly id: string
+  readonly workflowId: string
+  readonly contactId: string
+  readonly status: ExecutionStatus
+  readonly currentStepId: string | null
+  readonly context: Record<string, unknown>
+  readonly exitReason: string | null
+  readonly error: string | null
+  readonly startedAt: string
+  readonly updatedAt: string
+  readonly completedAt: string | null
+}
+
+const iso = (value: Date | string | null) => (value === null ? null : new Date(value).toISOString())
+const json = <A>(value: A | string): A => (typeof value === "string" ? JSON.parse(value) : value)
+
+export interface WorkflowRow {
+  id: string
+  project_id: string
+  name: string
+  description: string | null
+  trigger_type: "EVENT" | "MANUAL"
+  trigger_config: Record<string, unknown> | string
+  enabled: boolean
+  allow_reentry: boolean
+  created_at: Date
+  updated_at: Date
+}
+
+export const toWorkflow = (row: WorkflowRow): Workflow => ({
+  id: row.id,
+  projectId: row.project_id,
+  name: row.name,
+  description: row.description,
+  triggerType: row.trigger_type,
+  triggerConfig: json(row.trigger_config),
+  enabled: row.enabled,
+  allowReentry: row.allow_reentry,
+  createdAt: iso(row.created_at)!,
+  updatedAt: iso(row.updated_at)!
+})
+
+interface StepRow {
+  id: string
+  workflow_id: string
+  type: StepType
+  name: string
+  config: Record<string, unknown> | string
+  position: { x: number; y: number } | string | null
+  created_at: Date
+}
+
+export const toStep = (row: StepRow): StoredStep => ({
+  id: row.id,
+  type: row.type,
+  name: row.name,
+  config: json(row.config),
+  position: row.position === null ? null : json(row.position),
+  createdAt: iso(row.created_at)!
+})
+
+interface TransitionRow {
+  id: string
+  workflow_id: string
+  from_step_id: string
+  to_step_id: string
+  branch: "yes" | "no" | null
+  wait_outcome: "EVENT" | "TIMEOUT" | null
+  created_at: Date
+}
+
+export const toTransition = (row: TransitionRow): StoredTransition => ({
+  id: row.id,
+  fromStepId: row.from_step_id,
+  toStepId: row.to_step_id,
+  branch: row.branch,
+  waitOutcome: row.wait_outcome,
+  createdAt: iso(row.created_at)!
+})
+
+export interface ExecutionRow {
+  id: string
+  workflow_id: string
+  contact_id: string
+  status: ExecutionStatus
+  current_step_id: string | null
+  context: Record<string, unknown> | string
+  wait_event: string | null
+  timer_id: string | null
+  exit_reason: string | null
+  error: string | null
+  started_at: Date
+  updated_at: Date
+  finished_at: Date | null
+}
+
+const toExecution = (row: ExecutionRow): Execution => ({
+  id: row.id,
+  workflowId: row.workflow_id,
+  contactId: row.contact_id,
+  status: row.status,
+  currentStepId: row.current_step_id,
+  context: json(row.context),
+  exitReason: row.exit_reason,
+  error: row.error,
+  startedAt: iso(row.started_at)!,
+  updatedAt: iso(row.updated_at)!,
+  completedAt: iso(row.finished_at)
+})
+
+const EXECUTION_COLUMNS = "id, workflow_id, contact_id, status, current_step_id, context, exit_reason, error, started_at, updated_at, finished_at"
+
+export interface WorkflowChanges {
+  readonly name?: string | undefined
+  readonly description?: string | null | undefined
+  readonly triggerType?: "EVENT" | "MANUAL" | undefined
+  readonly eventName?: string | undefined
+  readonly enabled?: boolean | undefined
+  readonly allowReentry?: boolean | undefined
+}
+
+/** Why a structural edit or a start was refused. */
+export type Refusal = "active-executions" | "already-active" | "already-ran"
+
+type Sql<A> = Effect.Effect<A, SqlError.SqlError>
+
+export class Workflows extends Context.Service<Workflows, {
+  readonly create: (projectId: string, input: { name: string; description: string | null; eventName: string | null; allowReentry: boolean }) => Sql<WorkflowDetail>
+  readonly list: (projectId: string) => Sql<ReadonlyArray<WorkflowDetail>>
+  readonly get: (projectId: string, id: string) => Sql<WorkflowDetail | undefined>
+  readonly update: (projectId: string, id: string, input: WorkflowChanges) => Sql<WorkflowDetail | undefined>
+  readonly remove: (projectId: string, id: string) => Sql<boolean | Refusal>
+  /** Structural edits run under the workflow's row lock and are refused while executions are active. */
+  readonly structural: <A, E>(projectId: string, workflowId: string, edit: Effect.Effect<A, E, SqlClient.SqlClient>) => Effect.Effect<A | Refusal, E | SqlError.SqlError>
+  readonly insertStep: (workflowId: string, input: { type: StepType; name: string; config: Record<string, unknown>; position: unknown }) => Sql<StoredStep>
+  readonly updateStep: (projectId: string, workflowId: string, stepId: string, input: { name?: string | undefined; config?: Record<string, unknown> | undefined; position?: unknown }) => Sql<StoredStep | undefined>
+  readonly deleteStep: (workflowId: string, stepId: string, spliceTo: string | undefined) => Sql<void>
+  readonly insertTransition: (workflowId: string, input: { fromStepId: string; toStepId: string; branch: string | null; waitOutcome: string | null }) => Sql<StoredTransition>
+  readonly deleteTransition: (workflowId: string, transitionId: string) => Sql<boolean>
+  /** Records a manual start (RUNNING at the TRIGGER step) and tells the actor to advance it. */
+  readonly startExecution: (workflow: WorkflowDetail, contactId: string, context: Record<string, unknown>) => Sql<Execution | Refusal>
+  readonly listExecutions: (workflowId: string, status: ExecutionStatus | undefined, page: number, pageSize: number) => Sql<{ data: ReadonlyArray<Execution>; total: number }>
+  readonly getExecution: (workflowId: string, executionId: string) => Sql<(Execution & { steps: ReadonlyArray<StepExecution> }) | undefined>
+  /** Cancels one active execution (its timer goes; a due timer or a late webhook outcome is then a no-op). */
+  readonly cancel: (workflowId: string, executionId: string) => Sql<Execution | "not-active" | undefined>
+  readonly cancelAll: (workflowId: string) => Sql<number>
+  /** Event names seen in the project and the data keys their recent events carry. */
+  readonly eventFields: (projectId: string) => Sql<ReadonlyArray<{ name: string; dataKeys: ReadonlyArray<string> }>>
+  readonly webhookSecret: (projectId: string) => Sql<string>
+}>()("app/store/Workflows") {
+  static readonly layer = Layer.effect(
+    Workflows,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const config = yield* AppConfig
+      const nats = yield* Nats
+      const names = streamNames(config.natsPrefix, config.partitions)
+
+      /**
+       * Tells the project's actor: committed to the outbox in the caller's transaction, and published
+       * again right after the commit (same Nats-Msg-Id, so one copy is kept): a track accepted after
+       * the api answered is then behind it in the stream (a workflow disabled stops triggering at once).
+       */
+      const notify = (projectId: string, message: Record<string, unknown>) => {
+        const command = { id: uuidv7(), subject: names.inSubject(projectId, "workflow"), payload: JSON.stringify({ kind: "workflow", projectId, ...message }) }
+        return Effect.as(
+          sql`INSERT INTO outbox (id, subject, payload) VALUES (${command.id}, ${command.subject}, ${command.payload}::jsonb)`,
+          command
+        )
+      }
+      type Command = { id: string; subject: string; payload: string }
+      const changed = (projectId: string, into: Array<Command>) => Effect.map(notify(projectId, { type: "changed" }), (command) => void into.push(command))
+      /** After a commit: publish what it notified now; on failure the outbox relay publishes it later. */
+      const publishNow = (commands: ReadonlyArray<Command>) =>
+        Effect.forEach(commands, (command) =>
+          Effect.ignore(Effect.tryPromise(() => nats.js.publish(command.subject, command.payload, { msgID: command.id, timeout: 3000 }))),
+          { discard: true })
+
+      const details = Effect.fnUntraced(function*(rows: ReadonlyArray<WorkflowRow>) {
+        if (rows.length === 0) return []
+        const ids = rows.map((row) => row.id)
+        const [steps, transitions] = yield* Effect.all([
+          sql<StepRow>`SELECT * FROM workflow_steps WHERE workflow_id IN ${sql.in(ids)} ORDER BY created_at, id`,
+          sql<TransitionRow>`SELECT * FROM workflow_transitions WHERE workflow_id IN ${sql.in(ids)} ORDER BY created_at, id`
+        ], { concurrency: 2 })
+        return rows.map((row): WorkflowDetail => ({
+          ...toWorkflow(row),
+          steps: steps.filter((step) => step.workflow_id === row.id).map(toStep),
+          transitions: transitions.filter((transition) => transition.workflow_id === row.id).map(toTransition)
+        }))
+      })
+
+      const get = Effect.fn("Workflows.get")(function*(projectId: string, id: string) {
+        const rows = yield* sql<WorkflowRow>`SELECT * FROM workflows WHERE project_id = ${projectId} AND id = ${id}`
+        return (yield* details(rows))[0]
+      })
+
+      const create = Effect.fn("Workflows.create")(function*(projectId: string, input: { name: string; description: string | null; eventName: string | null; allowReentry: boolean }) {
+        const id = uuidv7()
+        const now = new Date().toISOString()
+        const triggerConfig = JSON.stringify(input.eventName === null ? {} : { eventName: input.eventName })
+        const commands: Array<Command> = []
+        yield* sql.withTransaction(Effect.gen(function*() {
+          yield* sql`INSERT INTO workflows (id, project_id, name, description, trigger_type, trigger_config, enabled, allow_reentry, created_at, updated_at)
+                     VALUES (${id}, ${projectId}, ${input.name}, ${input.description}, 'EVENT', ${triggerConfig}::jsonb, false,
+                             ${input.allowReentry}, ${now}::timestamptz, ${now}::timestamptz)`
+          yield* sql`INSERT INTO workflow_steps (id, workflow_id, type, name, config, created_at)
+                     VALUES (${uuidv7()}, ${id}, 'TRIGGER', 'Trigger', ${triggerConfig}::jsonb, ${now}::timestamptz)`
+          yield* changed(projectId, commands)
+        }))
+        yield* publishNow(commands)
+        return (yield* get(projectId, id))!
+      })
+
+      const list = Effect.fn("Workflows.list")(function*(projectId: string) {
+        return yield* details(yield* sql<WorkflowRow>`
+          SELECT * FROM workflows WHERE project_id = ${projectId} ORDER BY created_at DESC, id DESC`)
+      })
+
+      const update = Effect.fn("Workflows.update")(function*(projectId: string, id: string, input: WorkflowChanges) {
+        const commands: Array<Command> = []
+        const rows = yield* sql.withTransaction(Effect.gen(function*() {
+          const eventConfig = input.eventName === undefined ? null : JSON.stringify({ eventName: input.eventName })
+          const rows = yield* sql<{ id: string }>`
+            UPDATE workflows SET
+              name = COALESCE(${input.name ?? null}, name),
+              description = CASE WHEN ${input.description !== undefined} THEN ${input.description ?? null} ELSE description END,
+              trigger_type = COALESCE(${input.triggerType ?? null}, trigger_type),
+              trigger_config = COALESCE(${eventConfig}::jsonb, trigger_config),
+              enabled = COALESCE(${input.enabled ?? null}::boolean, enabled),
+              allow_reentry = COALESCE(${input.allowReentry ?? null}::boolean, allow_reentry),
+              updated_at = now()
+            WHERE project_id = ${projectId} AND id = ${id}
+            RETURNING id`
+          if (rows.length > 0 && eventConfig !== null) {
+            yield* sql`UPDATE workflow_steps SET config = ${eventConfig}::jsonb WHERE workflow_id = ${id} AND type = 'TRIGGER'`
+          }
+          if (rows.length > 0) yield* changed(projectId, commands)
+          return rows
+        }))
+        yield* publishNow(commands)
+        return rows.length > 0 ? yield* get(projectId, id) : undefined
+      })
+
+      const hasActive = (workflowId: string) =>
+        Effect.map(
+          sql`SELECT 1 FROM workflow_executions WHERE workflow_id = ${workflowId} AND status IN ('RUNNING', 'WAITING') LIMIT 1`,
+          (rows) => rows.length > 0
+        )
+
+      const structural = <A, E>(projectId: string, workflowId: string, edit: Effect.Effect<A, E, SqlClient.SqlClient>) => {
+        const commands: Array<Command> = []
+        return sql.withTransaction(Effect.gen(function*() {
+          yield* sql`SELECT 1 FROM workflows WHERE id = ${workflowId} FOR UPDATE`
+          if (yield* hasActive(workflowId)) return "active-executions" as const
+          const result = yield* edit
+          yield* sql`UPDATE workflows SET updated_at = now() WHERE id = ${workflowId}`
+          yield* changed(projectId, commands)
+          return result
+        })).pipe(Effect.tap(() => publishNow(commands)), Effect.provideService(SqlClient.SqlClient, sql))
+      }
+
+      const remove = Effect.fn("Workflows.remove")(function*(projectId: string, id: string) {
+        return yield* structural(projectId, id, Effect.map(
+          sql`DELETE FROM workflows WHERE project_id = ${projectId} AND id = ${id} RETURNING id`,
+          (rows) => rows.length > 0
+        ))
+      })
+
+      const insertStep = Effect.fn("Workflows.insertStep")(function*(workflowId: string, input: { type: StepType; name: string; config: Record<string, unknown>; position: unknown }) {
+        const [row] = yield* sql<StepRow>`
+          INSERT INTO workflow_steps (id, workflow_id, type, name, config, position, created_at)
+          VALUES (${uuidv7()}, ${workflowId}, ${input.type}, ${input.name}, ${JSON.stringify(input.config)}::jsonb,
+                  ${input.position === undefined || input.position === null ? null : JSON.stringify(input.position)}::jsonb, now())
+          RETURNING *`
+        return toStep(row!)
+      })
+
+      const updateStep = Effect.fn("Workflows.updateStep")(function*(projectId: string, workflowId: string, stepId: string, input: { name?: string | undefined; config?: Record<string, unknown> | undefined; position?: unknown }) {
+        const commands: Array<Command> = []
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          const [row] = yield* sql<StepRow>`
+            UPDATE workflow_steps SET
+              name = COALESCE(${input.name ?? null}, name),
+              config = COALESCE(${input.config === undefined ? null : JSON.stringify(input.config)}::jsonb, config),
+              position = CASE WHEN ${input.position !== undefined} THEN ${input.position === undefined || input.position === null ? null : JSON.stringify(input.position)}::jsonb ELSE position END
+            WHERE workflow_id = ${workflowId} AND id = ${stepId}
+            RETURNING *`
+          if (row) {
+            yield* sql`UPDATE workflows SET updated_at = now() WHERE id = ${workflowId}`
+            yield* changed(projectId, commands)
+          }
+          return row ? toStep(row) : undefined
+        })).pipe(Effect.tap(() => publishNow(commands)))
+      })
+
+      const deleteStep = Effect.fn("Workflows.deleteStep")(function*(workflowId: string, stepId: string, spliceTo: string | undefined) {
+        if (spliceTo !== undefined) {
+          yield* sql`UPDATE workflow_transitions SET to_step_id = ${spliceTo} WHERE workflow_id = ${workflowId} AND to_step_id = ${stepId}`
+        }
+        yield* sql`DELETE FROM workflow_steps WHERE workflow_id = ${workflowId} AND id = ${stepId}`
+      })
+
+      const insertTransition = Effect.fn("Workflows.insertTransition")(function*(workflowId: string, input: { fromStepId: string; toStepId: string; branch: string | null; waitOutcome: string | null }) {
+        const [row] = yield* sql<TransitionRow>`
+          INSERT INTO workflow_transitions (id, workflow_id, from_step_id, to_step_id, branch, wait_outcome, created_at)
+          VALUES (${uuidv7()}, ${workflowId}, ${input.fromStepId}, ${input.toStepId}, ${input.branch}, ${input.waitOutcome}, now())
+          RETURNING *`
+        return toTransition(row!)
+      })
+
+      const deleteTransition = Effect.fn("Workflows.deleteTransition")(function*(workflowId: string, transitionId: string) {
+        const rows = yield* sql`DELETE FROM workflow_transitions WHERE workflow_id = ${workflowId} AND id = ${transitionId} RETURNING id`
+        return rows.length > 0
+      })
+
+      const startExecution = Effect.fn("Workflows.startExecution")(function*(workflow: WorkflowDetail, contactId: string, context: Record<string, unknown>) {
+        const trigger = workflow.steps.find((step) => step.type === "TRIGGER")
+        const id = uuidv7()
+        const commands: Array<Command> = []
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          const previous = yield* sql<{ status: string }>`
+            SELECT status FROM workflow_executions WHERE workflow_id = ${workflow.id} AND contact_id = ${contactId}
+            ORDER BY (status IN ('RUNNING', 'WAITING')) DESC LIMIT 1`
+          if (previous[0] && (previous[0].status === "RUNNING" || previous[0].status === "WAITING")) return "already-active" as const
+          if (previous[0] && !workflow.allowReentry) return "already-ran" as const
+          const rows = yield* sql<ExecutionRow>`
+            INSERT INTO workflow_executions (id, workflow_id, project_id, partition, contact_id, status, current_step_id, context, started_at, updated_at)
+            VALUES (${id}, ${workflow.id}, ${workflow.projectId}, ${partitionOf(workflow.projectId, config.partitions)}, ${contactId},
+                    'RUNNING', ${trigger?.id ?? null}, ${JSON.stringify(context)}::jsonb, now(), now())
+            ON CONFLICT DO NOTHING
+            RETURNING ${sql.literal(EXECUTION_COLUMNS)}`
+          if (rows.length === 0) return "already-active" as const
+          commands.push(yield* notify(workflow.projectId, { type: "advance", executionId: id }))
+          return toExecution(rows[0]!)
+        })).pipe(Effect.tap(() => publishNow(commands)))
+      })
+
+      const listExecutions = Effect.fn("Workflows.listExecutions")(function*(workflowId: string, status: ExecutionStatus | undefined, page: number, pageSize: number) {
+        const where = status === undefined ? sql`workflow_id = ${workflowId}` : sql`workflow_id = ${workflowId} AND status = ${status}`
+        const [rows, [count]] = yield* Effect.all([
+          sql<ExecutionRow>`SELECT ${sql.literal(EXECUTION_COLUMNS)} FROM workflow_executions WHERE ${where}
+                            ORDER BY started_at DESC, id DESC LIMIT ${pageSize} OFFSET ${(page - 1) * pageSize}`,
+          sql<{ n: number }>`SELECT count(*)::int AS n FROM workflow_executions WHERE ${where}`
+        ], { concurrency: 2 })
+        return { data: rows.map(toExecution), total: count?.n ?? 0 }
+      })
+
+      const getExecution = Effect.fn("Workflows.getExecution")(function*(workflowId: string, executionId: string) {
+        const [row] = yield* sql<ExecutionRow>`
+          SELECT ${sql.literal(EXECUTION_COLUMNS)} FROM workflow_executions WHERE workflow_id = ${workflowId} AND id = ${executionId}`
+        if (!row) return undefined
+        const steps = yield* sql<{
+          id: string; step_id: string; step_type: string; status: StepStatus; output: unknown; error: string | null; attempts: number
+          started_at: Date; finished_at: Date | null
+        }>`SELECT id, step_id, step_type, status, output, error, attempts, started_at, finished_at
+           FROM workflow_step_executions WHERE execution_id = ${executionId} ORDER BY started_at, id`
+        return {
+          ...toExecution(row),
+          steps: steps.map((step): StepExecution => ({
+            id: step.id,
+            stepId: step.step_id,
+            stepType: step.step_type,
+            status: step.status,
+            output: typeof step.output === "string" ? JSON.parse(step.output) : step.output,
+            error: step.error,
+            attempts: step.attempts,
+            startedAt: iso(step.started_at)!,
+            completedAt: iso(step.finished_at)
+          }))
+        }
+      })
+
+      const cancelWhere = (where: { workflowId: string; executionId?: string }) =>
+        sql.withTransaction(Effect.gen(function*() {
+          const rows = yield* sql<ExecutionRow>`
+            UPDATE workflow_executions SET status = 'CANCELLED', wait_event = NULL, timer_id = NULL,
+                   updated_at = now(), finished_at = now()
+            WHERE workflow_id = ${where.workflowId} AND status IN ('RUNNING', 'WAITING')
+              ${where.executionId === undefined ? sql`` : sql`AND id = ${where.executionId}`}
+            RETURNING ${sql.literal(EXECUTION_COLUMNS)}`
+          if (rows.length > 0) {
+            const ids = rows.map((row) => row.id)
+            yield* sql`DELETE FROM workflow_timers WHERE execution_id IN ${sql.in(ids)}`
+            // The step it was on (a delay, a wait, a webhook not yet attempted) ends with it.
+            yield* sql`UPDATE workflow_step_executions SET status = 'SKIPPED', error = 'execution cancelled', finished_at = now()
+                       WHERE execution_id IN ${sql.in(ids)} AND status IN ('WAITING', 'SCHEDULED', 'PENDING')
+                          OR (execution_id IN ${sql.in(ids)} AND status = 'RUNNING' AND NOT in_flight)`
+          }
+          return rows
+        }))
+
+      const cancel = Effect.fn("Workflows.cancel")(function*(workflowId: string, executionId: string) {
+        const rows = yield* cancelWhere({ workflowId, executionId })
+        if (rows[0]) return toExecution(rows[0])
+        const existing = yield* sql`SELECT 1 FROM workflow_executions WHERE workflow_id = ${workflowId} AND id = ${executionId}`
+        return existing.length > 0 ? "not-active" as const : undefined
+      })
+
+      const cancelAll = Effect.fn("Workflows.cancelAll")(function*(workflowId: string) {
+        return (yield* cancelWhere({ workflowId })).length
+      })
+
+      const eventFields = Effect.fn("Workflows.eventFields")(function*(projectId: string) {
+        const rows = yield* sql<{ name: string; keys: Array<string> | null }>`
+          WITH recent AS (
+            SELECT name, data FROM events WHERE project_id = ${projectId} ORDER BY created_at DESC LIMIT 10000
+          ), named AS (
+            SELECT DISTINCT name FROM event_aggregates WHERE project_id = ${projectId}
+          )
+          SELECT n.name, (SELECT array_agg(DISTINCT k ORDER BY k) FROM recent r, jsonb_object_keys(r.data) k
+                          WHERE r.name = n.name AND jsonb_typeof(r.data) = 'object') AS keys
+          FROM named n ORDER BY n.name`
+        return rows.map((row) => ({ name: row.name, dataKeys: row.keys ?? [] }))
+      })
+
+      const webhookSecret = Effect.fn("Workflows.webhookSecret")(function*(projectId: string) {
+        const [row] = yield* sql<{ webhook_secret: string }>`SELECT webhook_secret FROM projects WHERE id = ${projectId}`
+        return row!.webhook_secret
+      })
+
+      return Workflows.of({
+        create, list, get, update, remove, structural, insertStep, updateStep, deleteStep, insertTransition, deleteTransition,
+        startExecution, listExecutions, getExecution, cancel, cancelAll, eventFields, webhookSecret
+      })
+    })
+  )
+}

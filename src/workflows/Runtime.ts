@@ -1,0 +1,50 @@
+/**
+ * What the workflow engine needs from the worker process, in one service: the repositories that steps
+ * write through (emails, contacts, templates, project settings), the public URL for links, a resolver
+ * for webhook hosts (DNS_SERVERS), and the signal that wakes the webhook runner after a batch queued
+ * webhook steps. The worker role provides it; project actors carry it into their batch transactions.
+ */
+import { Context, Effect, Layer, Queue } from "effect"
+import { AppConfig } from "../config.ts"
+import { Dns } from "../lib/dns.ts"
+import type { Resolve } from "../lib/safeHttp.ts"
+import { Contacts } from "../store/Contacts.ts"
+import { Emails } from "../store/Emails.ts"
+import { Projects } from "../store/Projects.ts"
+import { Templates } from "../store/Templates.ts"
+
+export class WorkflowRuntime extends Context.Service<WorkflowRuntime, {
+  readonly emails: Emails["Service"]
+  readonly contacts: Contacts["Service"]
+  readonly templates: Templates["Service"]
+  readonly projects: Projects["Service"]
+  readonly publicUrl: string
+  readonly resolve: Resolve
+  /** Wakes the webhook runner (a batch committed webhook steps to perform). */
+  readonly wakeWebhooks: Effect.Effect<void>
+  /** Waits for the next wake-up. */
+  readonly webhookWakeups: Queue.Queue<void>
+}>()("app/workflows/WorkflowRuntime") {
+  static readonly layer = Layer.effect(
+    WorkflowRuntime,
+    Effect.gen(function*() {
+      const dns = yield* Dns
+      const webhookWakeups = yield* Queue.sliding<void>(1)
+      const lookup = async (host: string) => {
+        const [a, aaaa] = await Promise.all([Effect.runPromise(dns.a(host)), Effect.runPromise(dns.aaaa(host))])
+        if (a._tag === "Failed" && aaaa._tag === "Failed") throw new Error(`the lookup ${a.reason}`)
+        return [...(a._tag === "Found" ? a.records : []), ...(aaaa._tag === "Found" ? aaaa.records : [])]
+      }
+      return WorkflowRuntime.of({
+        emails: yield* Emails,
+        contacts: yield* Contacts,
+        templates: yield* Templates,
+        projects: yield* Projects,
+        publicUrl: (yield* AppConfig).publicUrl,
+        resolve: lookup,
+        wakeWebhooks: Effect.asVoid(Queue.offer(webhookWakeups, undefined)),
+        webhookWakeups
+      })
+    })
+  )
+}
