@@ -24,6 +24,8 @@ export interface SafeRequest {
   readonly body?: string | undefined
   readonly timeoutMs?: number
   readonly maxResponseBytes?: number
+  /** Addresses allowed although not public (WEBHOOK_ALLOW_CIDRS: an operator's internal services). */
+  readonly allow?: (address: string) => boolean
 }
 
 export type SafeResponse =
@@ -40,6 +42,17 @@ const MAX_REDIRECTS = 3
 export const DEFAULT_TIMEOUT_MS = 10_000
 export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024
 
+/** Parses `a.b.c.d/n, x::/n` into a test of addresses (IPv4-mapped IPv6 judged as IPv4); throws on a bad range. */
+export const cidrMatcher = (ranges: ReadonlyArray<string>): ((address: string) => boolean) => {
+  const parsed = ranges.map((range) => ipaddr.parseCIDR(range.includes("/") ? range : `${range}/${range.includes(":") ? 128 : 32}`))
+  if (parsed.length === 0) return () => false
+  return (address) => {
+    if (!ipaddr.isValid(address)) return false
+    const candidate = ipaddr.process(address)
+    return parsed.some(([network, bits]) => network.kind() === candidate.kind() && candidate.match(network, bits))
+  }
+}
+
 /** Only public unicast addresses (IPv4-mapped IPv6 judged as the IPv4 address it carries). */
 export const isPublicAddress = (address: string): boolean => {
   if (!ipaddr.isValid(address)) return false
@@ -48,7 +61,7 @@ export const isPublicAddress = (address: string): boolean => {
 }
 
 /** The address to connect to for a URL's host, or why there is none. */
-const checkHost = async (host: string, resolve: Resolve): Promise<{ address: string; family: 4 | 6 } | { blocked: string } | { failed: string }> => {
+const checkHost = async (host: string, resolve: Resolve, allow: (address: string) => boolean): Promise<{ address: string; family: 4 | 6 } | { blocked: string } | { failed: string }> => {
   const bare = host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host
   let addresses: ReadonlyArray<string>
   if (ipaddr.isValid(bare)) {
@@ -62,7 +75,7 @@ const checkHost = async (host: string, resolve: Resolve): Promise<{ address: str
     if (addresses.length === 0) return { failed: `${bare} has no A or AAAA records` }
   }
   // Every address must be public: a name that also resolves to a private address is refused outright.
-  const bad = addresses.find((address) => !isPublicAddress(address))
+  const bad = addresses.find((address) => !isPublicAddress(address) && !allow(address))
   if (bad !== undefined) return { blocked: `${bare} resolves to ${bad}, which is not a public unicast address` }
   const chosen = ipaddr.process(addresses[0]!)
   return { address: chosen.toString(), family: chosen.kind() === "ipv4" ? 4 : 6 }
@@ -147,7 +160,7 @@ export const safeFetch = async (request: SafeRequest, resolve: Resolve): Promise
   for (let hop = 0; ; hop++) {
     if (url.protocol !== "http:" && url.protocol !== "https:") return { _tag: "Blocked", reason: `${url.protocol} URLs are not allowed` }
     if (url.username || url.password) return { _tag: "Blocked", reason: "URLs with credentials are not allowed" }
-    const target = await checkHost(url.hostname, resolve)
+    const target = await checkHost(url.hostname, resolve, request.allow ?? (() => false))
     if ("blocked" in target) return { _tag: "Blocked", reason: target.blocked }
     if ("failed" in target) return { _tag: "Failed", reason: target.failed }
     if (Date.now() >= deadline) return { _tag: "Failed", reason: "timed out" }

@@ -4,10 +4,10 @@
  * for webhook hosts (DNS_SERVERS), and the signal that wakes the webhook runner after a batch queued
  * webhook steps. The worker role provides it; project actors carry it into their batch transactions.
  */
-import { Context, Effect, Layer, Queue } from "effect"
+import { Config, Context, Effect, Layer, Queue } from "effect"
 import { AppConfig } from "../config.ts"
 import { Dns } from "../lib/dns.ts"
-import type { Resolve } from "../lib/safeHttp.ts"
+import { cidrMatcher, type Resolve } from "../lib/safeHttp.ts"
 import { Contacts } from "../store/Contacts.ts"
 import { Emails } from "../store/Emails.ts"
 import { Projects } from "../store/Projects.ts"
@@ -20,6 +20,8 @@ export class WorkflowRuntime extends Context.Service<WorkflowRuntime, {
   readonly projects: Projects["Service"]
   readonly publicUrl: string
   readonly resolve: Resolve
+  /** WEBHOOK_ALLOW_CIDRS: private ranges webhooks may reach anyway (none by default). */
+  readonly allowAddress: (address: string) => boolean
   /** Wakes the webhook runner (a batch committed webhook steps to perform). */
   readonly wakeWebhooks: Effect.Effect<void>
   /** Waits for the next wake-up. */
@@ -42,6 +44,9 @@ export class WorkflowRuntime extends Context.Service<WorkflowRuntime, {
         projects: yield* Projects,
         publicUrl: (yield* AppConfig).publicUrl,
         resolve: lookup,
+        allowAddress: cidrMatcher(
+          (yield* Config.String("WEBHOOK_ALLOW_CIDRS").pipe(Config.withDefault(""))).split(",").map((s) => s.trim()).filter((s) => s !== "")
+        ),
         wakeWebhooks: Effect.asVoid(Queue.offer(webhookWakeups, undefined)),
         webhookWakeups
       })

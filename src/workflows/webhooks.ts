@@ -177,7 +177,7 @@ export const makeWebhookRunner = (options: { readonly names: StreamNames; readon
         "webhook-timestamp": String(timestamp),
         "webhook-signature": signWebhook(found.secret, row.id, timestamp, body ?? "")
       }
-      const response = yield* Effect.promise(() => safeFetch({ url, method, headers, body }, runtime.resolve))
+      const response = yield* Effect.promise(() => safeFetch({ url, method, headers, body, allow: runtime.allowAddress }, runtime.resolve))
       yield* settle(row, judge(response, row.attempts))
     })
 

@@ -71,7 +71,7 @@ export const settled = (client: Client, workflowId: string, status: string, coun
     expect(list.map((execution) => execution.status)).toEqual(Array(count).fill(status))
     return Promise.all(list.map(async (execution) =>
       (await call(client, "GET", `/workflows/${workflowId}/executions/${execution.id}`)).json as typeof execution & {
-        steps: Array<{ stepId: string; stepType: string; status: string; output: any; error: string | null; attempts: number }>
+        steps: Array<{ id: string; stepId: string; stepType: string; status: string; output: any; error: string | null; attempts: number }>
       }
     ))
   }, timeoutMs)
