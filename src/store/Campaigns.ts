@@ -63,7 +63,8 @@ export interface CampaignStats {
   readonly failed: number
   /** Queued or being sent right now. */
   readonly pending: number
-  readonly skipped: { readonly unsubscribed: number; readonly suppressed: number }
+  /** Frozen into the audience but not mailed, and why (deleted: the contact was deleted before its mail was queued). */
+  readonly skipped: { readonly unsubscribed: number; readonly suppressed: number; readonly deleted: number }
   readonly rates: { readonly delivery: number; readonly open: number; readonly click: number; readonly bounce: number }
   readonly sendingStartedAt: string | null
   readonly resolvedAt: string | null
@@ -282,6 +283,8 @@ export class Campaigns extends Context.Service<Campaigns, {
         if (!row) return undefined
         const [open] = yield* sql<{ n: number }>`
           SELECT count(*)::int AS n FROM emails WHERE campaign_id = ${id} AND status IN ('PENDING', 'SENDING')`
+        const [deleted] = yield* sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM campaign_recipients WHERE campaign_id = ${id} AND skipped = 'deleted'`
         const sent = row.sent_count
         return {
           id: row.id,
@@ -297,7 +300,7 @@ export class Campaigns extends Context.Service<Campaigns, {
           complained: row.complained_count,
           failed: row.failed_count,
           pending: open?.n ?? 0,
-          skipped: { unsubscribed: row.skipped_unsubscribed, suppressed: row.skipped_suppressed },
+          skipped: { unsubscribed: row.skipped_unsubscribed, suppressed: row.skipped_suppressed, deleted: deleted?.n ?? 0 },
           rates: {
             delivery: share(row.delivered_count, sent),
             open: share(row.opened_count, sent),

@@ -170,7 +170,7 @@ describe("sending", () => {
       sent: 5,
       failed: 0,
       pending: 0,
-      skipped: { unsubscribed: 1, suppressed: 1 }
+      skipped: { unsubscribed: 1, suppressed: 1, deleted: 0 }
     })
 
     // Engagement counters follow the email events, once per email and kind.

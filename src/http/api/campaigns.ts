@@ -49,7 +49,7 @@ const Stats = Schema.Struct({
   complained: Schema.Number,
   failed: Schema.Number,
   pending: Schema.Number,
-  skipped: Schema.Struct({ unsubscribed: Schema.Number, suppressed: Schema.Number }),
+  skipped: Schema.Struct({ unsubscribed: Schema.Number, suppressed: Schema.Number, deleted: Schema.Number }),
   rates: Schema.Struct({ delivery: Schema.Number, open: Schema.Number, click: Schema.Number, bounce: Schema.Number }),
   sendingStartedAt: Schema.NullOr(Schema.String),
   resolvedAt: Schema.NullOr(Schema.String),
