@@ -725,7 +725,133 @@ const campaigns = async () => {
   }
 }
 
-const BENCHMARKS: Record<string, () => Promise<Record<string, unknown>>> = { contacts, track, segments, verify, send, campaigns }
+/**
+ * Workflows. (1) Latency: an event triggers a workflow whose SEND_EMAIL step mails the contact; the
+ * time from the track request to the mail's acceptance by the local SMTP server, BENCH_TRIGGERS
+ * (default 200) triggers one after another: p50 / p99. (2) Throughput: BENCH_WAITING (default
+ * 100,000) executions wait in a DELAY whose timers all come due at the same instant; executions
+ * advanced per second from that instant until the last one has finished (DELAY completed, then EXIT).
+ */
+const workflows = async () => {
+  const env = await environment()
+  const sink = await startProcess(["bench/smtpSink.ts"], {}, /smtp=(\d+) stats=(\d+)/)
+  const [, smtpPort, statsPort] = sink.match
+  const dns = await startDnsServer()
+  const triggers = Number(process.env.BENCH_TRIGGERS ?? 200)
+  const waiting = Number(process.env.BENCH_WAITING ?? 100_000)
+  try {
+    const mailEnv = { DNS_SERVERS: dns.address, SMTP_URL: `smtp://127.0.0.1:${smtpPort}`, SEND_RATE_PER_SECOND: "0" }
+    const api = await env.service("api", mailEnv)
+    await env.service("worker", { ...mailEnv, METRICS_PORT: "0" })
+    const call = (method: string, path: string, body?: unknown, key = env.project.secretKey) =>
+      fetch(`${api.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: body === undefined ? undefined : JSON.stringify(body)
+      }).then(async (r) => ({ status: r.status, json: await r.json() as any }))
+    const domain = await call("POST", "/domains", { domain: "bench.test" })
+    const dkim = domain.json.records.find((record: { purpose: string }) => record.purpose === "DKIM")
+    dns.addTxt(dkim.name, dkim.value)
+    await call("GET", `/domains/${domain.json.id}/verify`)
+    const template = await call("POST", "/templates", { name: "Welcome", subject: "Welcome {{ name ?? \"\" }}", body: "<p>Hi {{ event.plan }}</p>", from: "hello@bench.test" })
+    /** An enabled workflow: TRIGGER → the given steps in a chain. */
+    const chain = async (name: string, eventName: string, steps: Array<{ type: string; config: unknown }>) => {
+      const workflow = (await call("POST", "/workflows", { name, eventName, allowReentry: true })).json
+      let from = workflow.steps[0].id as string
+      const ids: Array<string> = []
+      for (const step of steps) {
+        const created = (await call("POST", `/workflows/${workflow.id}/steps`, step)).json
+        await call("POST", `/workflows/${workflow.id}/transitions`, { fromStepId: from, toStepId: created.id })
+        ids.push(from = created.id)
+      }
+      await call("PATCH", `/workflows/${workflow.id}`, { enabled: true })
+      return { id: workflow.id as string, ids }
+    }
+
+    // (1) trigger → SMTP acceptance, one at a time.
+    await chain("Welcome", "signed_up", [{ type: "SEND_EMAIL", config: { templateId: template.json.id } }])
+    const track = (email: string) =>
+      call("POST", "/v1/track", { email, event: "signed_up", subscribed: true, data: { plan: "pro" } }, env.project.publicKey)
+    await track("warmup@example.org")
+    await waitForCount(statsPort!, 1, 30_000)
+    const latencies: Array<number> = []
+    for (let i = 0; i < triggers; i++) {
+      const before = (await statsOf(statsPort!)).count
+      const started = Date.now()
+      const tracked = await track(`t${i}@example.org`)
+      if (tracked.status !== 200) throw new Error(`track answered ${tracked.status}`)
+      for (let polls = 0; (await statsOf(statsPort!)).count <= before; polls++) {
+        if (polls > 10_000) throw new Error("a triggered mail never arrived")
+        await sleep(2)
+      }
+      latencies.push((await statsOf(statsPort!, true)).times![before]! - started)
+    }
+    latencies.sort((a, b) => a - b)
+
+    // (2) 100k executions waiting in a DELAY, all due at once.
+    const delayed = await chain("Delayed", "never_tracked", [{ type: "DELAY", config: { amount: 1, unit: "days" } }, { type: "EXIT", config: { reason: "done" } }])
+    const { partitionOf } = await import("../src/stream/subjects.ts")
+    const partition = partitionOf(env.project.id, Number(process.env.PARTITIONS ?? 32))
+    await sqlOn(env.databaseUrl, `
+      INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
+      SELECT gen_random_uuid(), $1, 'wait' || n || '@example.org', true, '{}'::jsonb, now(), now() FROM generate_series(1, $2::int) n`,
+      [env.project.id, waiting])
+    await sqlOn(env.databaseUrl, `
+      INSERT INTO workflow_executions (id, workflow_id, project_id, partition, contact_id, status, current_step_id, context, timer_id, started_at, updated_at)
+      SELECT gen_random_uuid(), $1, $2, $3, c.id, 'WAITING', $4, '{}'::jsonb, gen_random_uuid(), now(), now()
+      FROM contacts c WHERE c.project_id = $2 AND c.email LIKE 'wait%@example.org'`,
+      [delayed.id, env.project.id, partition, delayed.ids[0]])
+    await sqlOn(env.databaseUrl, `
+      INSERT INTO workflow_step_executions (id, execution_id, step_id, step_type, project_id, partition, status, started_at)
+      SELECT gen_random_uuid(), e.id, $2, 'DELAY', e.project_id, e.partition, 'WAITING', now() FROM workflow_executions e WHERE e.workflow_id = $1`,
+      [delayed.id, delayed.ids[0]])
+    const dueAt = Date.now() + 10_000
+    await sqlOn(env.databaseUrl, `
+      INSERT INTO workflow_timers (execution_id, id, project_id, partition, step_id, due_at)
+      SELECT e.id, e.timer_id, e.project_id, e.partition, $2, $3::timestamptz FROM workflow_executions e WHERE e.workflow_id = $1`,
+      [delayed.id, delayed.ids[0], new Date(dueAt).toISOString()])
+    let firedAt: number | undefined
+    for (;;) {
+      await sleep(250)
+      if (firedAt === undefined && Date.now() >= dueAt) {
+        const [left] = await sqlOn<{ n: number }>(env.databaseUrl, "SELECT count(*)::int AS n FROM workflow_timers")
+        if (left!.n === 0) firedAt = Date.now()
+      }
+      const [row] = await sqlOn<{ active: number }>(env.databaseUrl,
+        "SELECT count(*)::int AS active FROM workflow_executions WHERE workflow_id = $1 AND status = 'WAITING'", [delayed.id])
+      if (row!.active === 0) break
+      if (Date.now() - dueAt > 1_800_000) throw new Error(`executions still waiting after 30 minutes: ${row!.active}`)
+    }
+    const [finished] = await sqlOn<{ last: Date; exited: number }>(env.databaseUrl,
+      "SELECT max(finished_at) AS last, count(*) FILTER (WHERE status = 'EXITED')::int AS exited FROM workflow_executions WHERE workflow_id = $1",
+      [delayed.id])
+    const seconds = (new Date(finished!.last).getTime() - dueAt) / 1000
+    return {
+      description: "Workflows: trigger event → SEND_EMAIL → accepted by a local SMTP server (one at a time); " +
+        "executions waiting in a DELAY whose timers all come due at once, advanced (DELAY done, EXIT) per second",
+      latency: {
+        triggers,
+        p50Ms: percentile(latencies, 50),
+        p90Ms: percentile(latencies, 90),
+        p99Ms: percentile(latencies, 99),
+        maxMs: latencies.at(-1)
+      },
+      delays: {
+        waiting,
+        exited: finished!.exited,
+        timersFiredSeconds: firedAt === undefined ? null : (firedAt - dueAt) / 1000,
+        allAdvancedSeconds: seconds,
+        executionsAdvancedPerSecond: Math.round(finished!.exited / seconds)
+      }
+    }
+  } finally {
+    await dns.close()
+    await stop(sink.child)
+    await env.cleanup()
+  }
+}
+
+const BENCHMARKS: Record<string, () => Promise<Record<string, unknown>>> = { contacts, track, segments, verify, send, campaigns, workflows }
 
 const name = process.argv[2]
 const bench = name ? BENCHMARKS[name] : undefined
