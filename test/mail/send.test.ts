@@ -69,6 +69,10 @@ describe("POST /v1/send: bad input", () => {
     const res = await send({ ...base, to: "a@example.org", attachments: [{ filename: "a.bin", content: big }, { filename: "b.bin", content: big }] })
     expect(res.status).toBe(413)
     expect(res.json.error.message).toMatch(/10 MB/)
+    // 6 MB to 10 recipients would be 60 MB of stored mail.
+    const many = await send({ ...base, to: Array.from({ length: 10 }, (_, i) => `m${i}@example.org`), attachments: [{ filename: "a.bin", content: big }] })
+    expect(many.status).toBe(413)
+    expect(many.json.error.message).toMatch(/fewer recipients/)
   })
 
   it("answers 403 (code INTERNAL_SERVER_ERROR, naming the domain) for an unverified sender domain", async () => {

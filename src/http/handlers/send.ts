@@ -30,6 +30,8 @@ export const MAX_RECIPIENTS = 100
 export const MAX_ATTACHMENTS = 10
 export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024
 export const MAX_MESSAGE_BYTES = 40 * 1024 * 1024
+/** Attachment bytes times recipients, per request. */
+export const MAX_ATTACHMENT_BYTES_PER_REQUEST = 50 * 1024 * 1024
 export const MAX_HEADER_VALUE = 998
 
 /** Headers we set ourselves (addressing, identity, signature, MIME structure, unsubscribe). */
@@ -168,6 +170,13 @@ export const SendHandlers = HttpApiBuilder.group(Api, "send", Effect.fnUntraced(
     const attachmentBytes = attachments.reduce((sum, attachment) => sum + decodedSize(attachment.content), 0)
     if (attachmentBytes > MAX_ATTACHMENT_BYTES) {
       return yield* tooLarge(`Attachments total ${attachmentBytes} bytes; at most ${MAX_ATTACHMENT_BYTES} (10 MB) are allowed`)
+    }
+    // Each recipient's email is stored with its own copy of the attachments until it is sent.
+    if (attachmentBytes * recipients.length > MAX_ATTACHMENT_BYTES_PER_REQUEST) {
+      return yield* tooLarge(
+        `Attachments to ${recipients.length} recipients total ${attachmentBytes * recipients.length} bytes; at most ` +
+          `${MAX_ATTACHMENT_BYTES_PER_REQUEST} (50 MB) per request: send fewer recipients per request when attaching files`
+      )
     }
     const messageBytes = body!.length + attachments.reduce((sum, attachment) => sum + attachment.content.length, 0)
     if (messageBytes > MAX_MESSAGE_BYTES) {
