@@ -375,6 +375,8 @@ export class Workflows extends Context.Service<Workflows, {
         const id = uuidv7()
         const commands: Array<Command> = []
         return yield* sql.withTransaction(Effect.gen(function*() {
+          // As the actor's starts do: a concurrent structural edit sees this execution or precedes it.
+          yield* sql`SELECT 1 FROM workflows WHERE id = ${workflow.id} FOR SHARE`
           const previous = yield* sql<{ status: string }>`
             SELECT status FROM workflow_executions WHERE workflow_id = ${workflow.id} AND contact_id = ${contactId}
             ORDER BY (status IN ('RUNNING', 'WAITING')) DESC LIMIT 1`

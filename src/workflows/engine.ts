@@ -464,6 +464,9 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
             WHERE workflow_id = ${def.workflow.id} AND contact_id = ${input.contactId}
               AND (${!def.workflow.allowReentry} OR status IN ('RUNNING', 'WAITING')))
             AND EXISTS (SELECT 1 FROM contacts WHERE id = ${input.contactId})
+            -- Share-locks the workflow: a structural edit (which locks it for update, then checks for
+            -- active executions) either sees this execution or commits before it starts.
+            AND EXISTS (SELECT 1 FROM workflows WHERE id = ${def.workflow.id} FOR SHARE)
           ON CONFLICT DO NOTHING
           RETURNING *`
         if (!started[0]) continue
