@@ -31,7 +31,7 @@ import { makeRenderer, type CompiledTemplate } from "../mail/render.ts"
 import type { NewEmail } from "../store/Emails.ts"
 import type { Template } from "../store/Templates.ts"
 import { type ExecutionRow, toStep, toTransition, toWorkflow, type Workflow } from "../store/Workflows.ts"
-import { conditionOf, CONTEXT_DATA_KEY, DELAY_UNITS, type ExecutionStatus, type Graph, makeGraph, nextStep, type Step } from "./graph.ts"
+import { canonicalEventName, conditionOf, CONTEXT_DATA_KEY, DELAY_UNITS, type ExecutionStatus, type Graph, makeGraph, nextStep, type Step } from "./graph.ts"
 import type { WorkflowMessage } from "./messages.ts"
 import type { WorkflowRuntime } from "./Runtime.ts"
 
@@ -102,12 +102,12 @@ export const loadWorkflows = Effect.fnUntraced(function*(projectId: string) {
     )
     const def = { workflow, graph }
     byId.set(workflow.id, def)
-    const eventName = workflow.triggerConfig.eventName
+    const eventName = workflow.triggerConfig.eventName && canonicalEventName(workflow.triggerConfig.eventName)
     if (workflow.enabled && workflow.triggerType === "EVENT" && eventName) {
       triggers.set(eventName, [...(triggers.get(eventName) ?? []), def])
     }
     for (const step of graph.steps.values()) {
-      if (step.type === "WAIT_FOR_EVENT" && typeof step.config.eventName === "string") awaited.add(step.config.eventName)
+      if (step.type === "WAIT_FOR_EVENT" && typeof step.config.eventName === "string") awaited.add(canonicalEventName(step.config.eventName))
     }
   }
   return { byId, triggers, awaited } satisfies ProjectWorkflows
@@ -371,7 +371,7 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
         }
         case "WAIT_FOR_EVENT": {
           exec.status = "WAITING"
-          exec.waitEvent = String(current.config.eventName)
+          exec.waitEvent = canonicalEventName(String(current.config.eventName))
           const timeout = current.config.timeout
           let dueAt: string | null = null
           if (typeof timeout === "number" && timeout > 0) {

@@ -3,7 +3,7 @@
  * rules (one way out of a step, one per branch for CONDITION and per outcome for WAIT_FOR_EVENT, no
  * cycles, no way out of EXIT, nothing into TRIGGER), and how the engine finds a step's successor.
  */
-import type { Condition, Filter } from "../domain/conditions/types.ts"
+import { type Condition, ENGAGEMENT_EVENTS, type Filter } from "../domain/conditions/types.ts"
 import { validateCondition } from "../domain/conditions/validate.ts"
 import { dataPayloadProblems, isPlainObject } from "../domain/customData.ts"
 import { isValidEmail } from "../domain/email.ts"
@@ -228,6 +228,13 @@ export const makeGraph = (steps: ReadonlyArray<Step>, transitions: ReadonlyArray
   }
   return { steps: new Map(steps.map((step) => [step.id, step])), outgoing, trigger: steps.find((step) => step.type === "TRIGGER") }
 }
+
+/**
+ * The name events are recorded under: engagement events accept both spellings, as conditions do
+ * (`email.opened` is `email.open`, `email.delivered` is `email.delivery`, …).
+ */
+export const canonicalEventName = (name: string): string =>
+  name.startsWith("email.") ? (ENGAGEMENT_EVENTS[name.slice(6)] ?? name) : name
 
 /** The step after `stepId` (along `branch` / `waitOutcome` where the step has several ways out). */
 export const nextStep = (graph: Graph, stepId: string, choice: { branch?: "yes" | "no"; waitOutcome?: "EVENT" | "TIMEOUT" } = {}): Step | undefined => {

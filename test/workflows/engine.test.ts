@@ -196,6 +196,34 @@ describe("workflow executions", () => {
     expect(history.find((step: { stepType: string }) => step.stepType === "DELAY").status).toBe("SKIPPED")
   })
 
+  it("emitted events trigger and resume too: segment.<slug>.entry starts it, email.sent (the mail it sent) resumes it", async () => {
+    const segment = await call(client, "POST", "/segments", {
+      name: "Gold members",
+      trackMembership: true,
+      condition: { logic: "AND", groups: [{ filters: [{ field: "data.tier", operator: "equals", value: "gold" }] }] }
+    })
+    expect(segment.status).toBe(201)
+    const templateId = await template("<p>Welcome to gold</p>")
+    const { workflowId } = await buildWorkflow(client, {
+      name: "Gold",
+      eventName: "segment.gold-members.entry",
+      first: "send",
+      steps: {
+        send: { type: "SEND_EMAIL", config: { templateId }, next: "sent" },
+        sent: { type: "WAIT_FOR_EVENT", config: { eventName: "email.sent", timeout: 600 }, next: { EVENT: "done" } },
+        done: { type: "EXIT", config: { reason: "mail went out" } }
+      }
+    })
+    const contact = await call(client, "POST", "/contacts", { email: "gold@wf.test", subscribed: true, data: { tier: "silver" } })
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    expect(await executionsOf(client, workflowId)).toEqual([])
+    await call(client, "PATCH", `/contacts/${contact.json.id}`, { data: { tier: "gold" } })
+    const [execution] = await settled(client, workflowId, "EXITED")
+    expect(execution!.exitReason).toBe("mail went out")
+    expect(execution!.context).toMatchObject({ segmentId: segment.json.id, subject: "Hi gold@wf.test" })
+    expect(mailsTo("gold@wf.test")).toHaveLength(1)
+  })
+
   it("a manual start runs from the trigger with the given context; a CUSTOM recipient gets the mail", async () => {
     const templateId = await template("<p>{{ email }} did {{ event.what }}</p>")
     const { workflowId } = await buildWorkflow(client, {

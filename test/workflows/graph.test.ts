@@ -1,0 +1,53 @@
+/** The pure graph rules and step configs (no processes). */
+import { describe, expect, it } from "vitest"
+import { canonicalEventName, checkStepConfig, checkTransition, conditionOf, makeGraph, nextStep, spliceTarget, type Step, type Transition } from "../../src/workflows/graph.ts"
+
+const step = (id: string, type: Step["type"], config: Record<string, unknown> = {}): Step => ({ id, type, name: id, config })
+const transition = (from: string, to: string, extra: Partial<Transition> = {}): Transition =>
+  ({ id: `${from}-${to}`, fromStepId: from, toStepId: to, branch: null, waitOutcome: null, ...extra })
+
+describe("workflow graphs", () => {
+  const steps = [step("t", "TRIGGER"), step("c", "CONDITION"), step("w", "WAIT_FOR_EVENT"), step("d", "DELAY"), step("x", "EXIT")]
+  const graph = makeGraph(steps, [
+    transition("t", "c"),
+    transition("c", "w", { branch: "yes" }),
+    transition("c", "x", { branch: "no" }),
+    transition("w", "d", { waitOutcome: "TIMEOUT" })
+  ])
+
+  it("follows branches and outcomes", () => {
+    expect(nextStep(graph, "t")?.id).toBe("c")
+    expect(nextStep(graph, "c", { branch: "yes" })?.id).toBe("w")
+    expect(nextStep(graph, "c", { branch: "no" })?.id).toBe("x")
+    expect(nextStep(graph, "w", { waitOutcome: "EVENT" })).toBeUndefined()
+    expect(nextStep(graph, "w", { waitOutcome: "TIMEOUT" })?.id).toBe("d")
+  })
+
+  it("refuses cycles, second ways out, wrong branch kinds, EXIT sources and TRIGGER targets", () => {
+    const codes = (input: Parameters<typeof checkTransition>[1]) => checkTransition(graph, input).map((problem) => `${problem.field}:${problem.code}`)
+    expect(codes({ fromStepId: "d", toStepId: "c" })).toEqual(["toStepId:cycle"])
+    expect(codes({ fromStepId: "d", toStepId: "d" })).toEqual(["toStepId:cycle"])
+    expect(codes({ fromStepId: "t", toStepId: "d" })).toEqual(["fromStepId:duplicate_transition"])
+    expect(codes({ fromStepId: "c", toStepId: "d", branch: "yes" })).toEqual(["branch:duplicate_transition"])
+    expect(codes({ fromStepId: "w", toStepId: "x", branch: "yes", waitOutcome: "EVENT" })).toEqual(["branch:invalid_value"])
+    expect(codes({ fromStepId: "d", toStepId: "x", branch: "no" })).toEqual(["branch:invalid_value"])
+    expect(codes({ fromStepId: "x", toStepId: "d" })).toEqual(["fromStepId:invalid_source"])
+    expect(codes({ fromStepId: "d", toStepId: "t" })).toEqual(["toStepId:invalid_target"])
+    expect(codes({ fromStepId: "w", toStepId: "x", waitOutcome: "EVENT" })).toEqual([])
+    expect(codes({ fromStepId: "d", toStepId: "x" })).toEqual([])
+  })
+
+  it("splices a step with one way out, not one with two", () => {
+    expect(spliceTarget(graph, "w")).toEqual({ target: "d" })
+    expect(spliceTarget(graph, "x")).toEqual({ target: undefined })
+    expect(spliceTarget(graph, "c")).toHaveProperty("problem")
+  })
+
+  it("reads context fields in conditions and both spellings of engagement events", () => {
+    const tree = conditionOf({ field: "context.order.total", operator: "greaterThan", value: 10 })
+    expect(tree.groups[0]!.filters[0]!.field).toBe("data.$context.order.total")
+    expect(checkStepConfig("CONDITION", { field: "context.total", operator: "bogus" }).problems.map((p) => p.field)).toEqual(["config.operator"])
+    expect(["email.opened", "email.open", "email.delivered", "email.clicked", "email.sent", "signed_up"].map(canonicalEventName))
+      .toEqual(["email.open", "email.open", "email.delivery", "email.click", "email.sent", "signed_up"])
+  })
+})
