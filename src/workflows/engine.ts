@@ -33,6 +33,7 @@ import type { Template } from "../store/Templates.ts"
 import { type ExecutionRow, toStep, toTransition, toWorkflow, type Workflow } from "../store/Workflows.ts"
 import { canonicalEventName, conditionOf, CONTEXT_DATA_KEY, DELAY_UNITS, type ExecutionStatus, type Graph, makeGraph, nextStep, type Step } from "./graph.ts"
 import type { WorkflowMessage } from "./messages.ts"
+import { WorkflowMetrics } from "./metrics.ts"
 import type { WorkflowRuntime } from "./Runtime.ts"
 
 interface Def {
@@ -557,5 +558,6 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
       ON CONFLICT (execution_id) DO UPDATE SET id = EXCLUDED.id, step_id = EXCLUDED.step_id, due_at = EXCLUDED.due_at`
   }
   if (emails.length > 0) yield* runtime.emails.enqueue(projectId, emails)
+  WorkflowMetrics.advanced.inc(outcome.advanced)
   return outcome
 })

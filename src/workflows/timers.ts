@@ -10,6 +10,7 @@ import { SqlClient } from "effect/sql"
 import { clockNow } from "../lib/clock.ts"
 import type { Nats } from "../stream/Nats.ts"
 import type { DueTimer, WorkflowMessage } from "./messages.ts"
+import { WorkflowMetrics } from "./metrics.ts"
 
 export const TIMERS_PER_ROUND = 20_000
 const TIMERS_PER_MESSAGE = 500
@@ -46,6 +47,7 @@ export const fireWorkflowTimers = (nats: Nats["Service"], partitions: ReadonlyAr
       yield* Effect.tryPromise(() =>
         Promise.all(messages.map((message) => nats.js.publish(message.subject, message.payload, { msgID: message.id })))
       )
+      WorkflowMetrics.timersFired.inc(due.length)
       return due.length
     }))
   })

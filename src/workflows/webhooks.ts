@@ -21,6 +21,7 @@ import { contactLinks } from "../mail/links.ts"
 import { makeRenderer, templateVariables } from "../mail/render.ts"
 import type { StreamNames } from "../stream/subjects.ts"
 import type { WorkflowMessage } from "./messages.ts"
+import { WorkflowMetrics } from "./metrics.ts"
 import { WorkflowRuntime } from "./Runtime.ts"
 
 export const MAX_ATTEMPTS = 5
@@ -83,6 +84,7 @@ export const makeWebhookRunner = (options: { readonly names: StreamNames; readon
     /** Records an attempt's verdict, only if the attempt is still ours (in flight). */
     const settle = (row: Claimed, verdict: Verdict) =>
       sql.withTransaction(Effect.gen(function*() {
+        WorkflowMetrics.webhookAttempts.inc(1, { outcome: verdict._tag })
         if (verdict._tag === "retry") {
           yield* sql`UPDATE workflow_step_executions SET in_flight = false, error = ${verdict.error},
                        next_attempt_at = now() + make_interval(secs => ${webhookRetrySeconds(row.attempts)})
