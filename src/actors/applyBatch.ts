@@ -197,6 +197,8 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
             changeOf(body.contactId, body.at).fields = "all"
           }
           if (body.contactId && body.type === "contact.deleted") {
+            // Its active workflow executions end (cancelled) rather than wait forever.
+            workflowInputs.push({ kind: "contactDeleted", contactId: body.contactId })
             const left = yield* sql<{ segment_id: string; name: string; track_membership: boolean }>`
               WITH gone AS (
                 DELETE FROM segment_memberships WHERE contact_id = ${body.contactId} AND exited_at IS NULL RETURNING segment_id

@@ -66,7 +66,13 @@ export interface BatchEvent {
   readonly at: string
 }
 
-export type WorkflowInput = BatchEvent | WorkflowMessage
+/** A contact was deleted: its active executions are cancelled. */
+export interface ContactDeleted {
+  readonly kind: "contactDeleted"
+  readonly contactId: string
+}
+
+export type WorkflowInput = BatchEvent | WorkflowMessage | ContactDeleted
 
 export interface WorkflowContext {
   readonly projectId: string
@@ -173,7 +179,11 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
   }
   const defs = state.defs
   const relevant = inputs.filter((input) =>
-    input.kind === "workflow" ? input.type !== "changed" : defs.triggers.has(input.name) || defs.awaited.has(input.name)
+    input.kind === "workflow"
+      ? input.type !== "changed"
+      : input.kind === "event"
+      ? defs.triggers.has(input.name) || defs.awaited.has(input.name)
+      : defs.byId.size > 0
   )
   if (relevant.length === 0) return NOTHING
 
@@ -430,6 +440,31 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
 
   // ---- the inputs, in order ----
   for (const input of relevant) {
+    if (input.kind === "contactDeleted") {
+      const loaded = [...executions.values()].filter((exec) => exec.contactId === input.contactId)
+      for (const exec of loaded) {
+        if (exec.status !== "RUNNING" && exec.status !== "WAITING") continue
+        if (exec.timerId !== null) clearedTimers.add(exec.id)
+        finish(exec, "CANCELLED", { error: "the contact was deleted" })
+      }
+      const others = yield* sql<{ id: string }>`
+        UPDATE workflow_executions SET status = 'CANCELLED', error = 'the contact was deleted', wait_event = NULL,
+               timer_id = NULL, updated_at = now(), finished_at = now()
+        WHERE project_id = ${projectId} AND contact_id = ${input.contactId} AND status IN ('RUNNING', 'WAITING')
+          AND NOT (id = ANY(${pgArray(loaded.map((exec) => exec.id))}::uuid[]))
+        RETURNING id`
+      for (const row of others) clearedTimers.add(row.id)
+      const ids = [...loaded.map((exec) => exec.id), ...others.map((row) => row.id)]
+      // The step each was on ends with it (as on a cancel through the api).
+      for (const record of steps.values()) {
+        if (ids.includes(record.executionId) && record.status === "WAITING") Object.assign(record, { status: "SKIPPED", error: "the contact was deleted", finishedAt: nowIso() })
+      }
+      if (ids.length > 0) {
+        yield* sql`UPDATE workflow_step_executions SET status = 'SKIPPED', error = 'the contact was deleted', finished_at = now()
+                   WHERE execution_id = ANY(${pgArray(ids)}::uuid[]) AND status IN ('WAITING', 'SCHEDULED', 'PENDING')`
+      }
+      continue
+    }
     if (input.kind === "event") {
       // An awaited event resumes the contact's executions waiting for it (EVENT branch).
       const list = waiting.get(input.contactId)

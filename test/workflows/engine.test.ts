@@ -196,6 +196,21 @@ describe("workflow executions", () => {
     expect(history.find((step: { stepType: string }) => step.stepType === "DELAY").status).toBe("SKIPPED")
   })
 
+  it("deleting a contact cancels its active executions (a wait without timeout would otherwise last forever)", async () => {
+    const { workflowId } = await buildWorkflow(client, {
+      name: "Forever", eventName: "forever", first: "wait", steps: { wait: { type: "WAIT_FOR_EVENT", config: { eventName: "never" } } }
+    })
+    const tracked = await track("gone@wf.test", "forever")
+    await track("stays@wf.test", "forever")
+    await settled(client, workflowId, "WAITING", 2)
+    expect((await call(client, "DELETE", `/contacts/${tracked.contact}`)).status).toBe(204)
+    await eventually(async () => {
+      const byContact = Object.fromEntries((await executionsOf(client, workflowId)).map((e) => [e.contactId, e]))
+      expect(byContact[tracked.contact]).toMatchObject({ status: "CANCELLED", error: "the contact was deleted" })
+      expect(Object.values(byContact).map((e) => e.status).sort()).toEqual(["CANCELLED", "WAITING"])
+    })
+  })
+
   it("emitted events trigger and resume too: segment.<slug>.entry starts it, email.sent (the mail it sent) resumes it", async () => {
     const segment = await call(client, "POST", "/segments", {
       name: "Gold members",
