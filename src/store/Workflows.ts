@@ -460,16 +460,17 @@ export class Workflows extends Context.Service<Workflows, {
       })
 
       const eventFields = Effect.fn("Workflows.eventFields")(function*(projectId: string) {
-        const rows = yield* sql<{ name: string; keys: Array<string> | null }>`
-          WITH recent AS (
-            SELECT name, data FROM events WHERE project_id = ${projectId} ORDER BY created_at DESC LIMIT 10000
-          ), named AS (
-            SELECT DISTINCT name FROM event_aggregates WHERE project_id = ${projectId}
-          )
-          SELECT n.name, (SELECT array_agg(DISTINCT k ORDER BY k) FROM recent r, jsonb_object_keys(r.data) k
-                          WHERE r.name = n.name AND jsonb_typeof(r.data) = 'object') AS keys
-          FROM named n ORDER BY n.name`
-        return rows.map((row) => ({ name: row.name, dataKeys: row.keys ?? [] }))
+        // Every name the project has seen; data keys from its 10,000 most recent events.
+        const [named, keyed] = yield* Effect.all([
+          sql<{ name: string }>`SELECT DISTINCT name FROM event_aggregates WHERE project_id = ${projectId} ORDER BY name`,
+          sql<{ name: string; keys: Array<string> }>`
+            SELECT r.name, array_agg(DISTINCT k ORDER BY k) AS keys
+            FROM (SELECT name, data FROM events WHERE project_id = ${projectId} ORDER BY created_at DESC LIMIT 10000) r,
+                 jsonb_object_keys(CASE WHEN jsonb_typeof(r.data) = 'object' THEN r.data ELSE '{}'::jsonb END) k
+            GROUP BY r.name`
+        ], { concurrency: 2 })
+        const keys = new Map(keyed.map((row) => [row.name, row.keys]))
+        return named.map((row) => ({ name: row.name, dataKeys: keys.get(row.name) ?? [] }))
       })
 
       const webhookSecret = Effect.fn("Workflows.webhookSecret")(function*(projectId: string) {

@@ -123,6 +123,11 @@ describe("workflow executions", () => {
       const events = await call(client, "GET", `/events/contact/${big.contact}`)
       expect(events.json.data.map((event: { name: string }) => event.name)).toContain("contact.unsubscribed")
     })
+    // What CONDITION steps can read: the events seen, with their data keys, and the context fields.
+    const available = (await call(client, "GET", "/workflows/fields")).json
+    expect(available.events).toContainEqual({ name: "purchase", dataKeys: ["total"] })
+    expect(available.contextFields).toContain("context.total")
+    expect(available.contactFields).toContainEqual({ field: "data.vip", type: "boolean" })
   })
 
   it("WAIT_FOR_EVENT follows EVENT when the event comes first (its data joins the context) and TIMEOUT when time runs out", async () => {
