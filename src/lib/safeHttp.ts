@@ -145,7 +145,14 @@ const once = (
     req.end()
   })
 
-export const safeFetch = async (request: SafeRequest, resolve: Resolve): Promise<SafeResponse> => {
+/** Never rejects: every failure is a `Blocked` or `Failed` answer. */
+export const safeFetch = (request: SafeRequest, resolve: Resolve): Promise<SafeResponse> =>
+  fetchChecked(request, resolve).catch((error: unknown) => ({
+    _tag: "Failed" as const,
+    reason: `request failed: ${error instanceof Error ? error.message : String(error)}`
+  }))
+
+const fetchChecked = async (request: SafeRequest, resolve: Resolve): Promise<SafeResponse> => {
   const deadline = Date.now() + (request.timeoutMs ?? DEFAULT_TIMEOUT_MS)
   const maxBytes = request.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES
   let url: URL

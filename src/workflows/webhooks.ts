@@ -12,7 +12,7 @@
  * across retries so receivers can deduplicate; webhook-timestamp; webhook-signature v1 HMAC-SHA256
  * with the project's secret).
  */
-import { Effect } from "effect"
+import { Cause, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHmac } from "node:crypto"
 import { uuidv7 } from "../domain/ids.ts"
@@ -201,6 +201,8 @@ export const makeWebhookRunner = (options: { readonly names: StreamNames; readon
           inFlight.add(row.id)
           yield* perform(row).pipe(
             Effect.tapCause((cause) => Effect.logWarning("webhook step failed unexpectedly", { stepExecutionId: row.id }, cause)),
+            // Whether the request went out is unknown: the step fails (never repeated).
+            Effect.catchCause((cause) => settle(row, { _tag: "failed", error: `internal error: ${String(Cause.squash(cause))}`.slice(0, 1000) })),
             Effect.ignore,
             Effect.andThen(options.wakeRelay),
             Effect.ensuring(Effect.sync(() => inFlight.delete(row.id))),
