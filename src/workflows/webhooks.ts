@@ -51,7 +51,7 @@ type Verdict =
   | { readonly _tag: "retry"; readonly error: string }
   | { readonly _tag: "failed"; readonly error: string }
 
-const judge = (response: SafeResponse, attempts: number): Verdict => {
+export const judge = (response: SafeResponse, attempts: number): Verdict => {
   const retryOrFail = (error: string): Verdict =>
     attempts >= MAX_ATTEMPTS ? { _tag: "failed", error: `${error} (after ${attempts} attempts)` } : { _tag: "retry", error }
   switch (response._tag) {

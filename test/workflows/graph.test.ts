@@ -51,3 +51,25 @@ describe("workflow graphs", () => {
       .toEqual(["email.open", "email.open", "email.delivery", "email.click", "email.sent", "signed_up"])
   })
 })
+
+describe("webhook verdicts", () => {
+  it("retries what may pass later, up to the bound, and fails the rest at once", async () => {
+    const { judge, MAX_ATTEMPTS, signWebhook } = await import("../../src/workflows/webhooks.ts")
+    const response = (status: number) => ({ _tag: "Response" as const, status, body: "", truncated: false, url: "https://example.com" })
+    expect(judge(response(204), 1)._tag).toBe("done")
+    for (const status of [408, 429, 500, 503]) expect(judge(response(status), 1)._tag).toBe("retry")
+    expect(judge({ _tag: "Failed", reason: "connect ECONNREFUSED" }, 1)._tag).toBe("retry")
+    expect(judge(response(503), MAX_ATTEMPTS)).toMatchObject({ _tag: "failed", error: `HTTP 503 (after ${MAX_ATTEMPTS} attempts)` })
+    expect(judge(response(404), 1)).toEqual({ _tag: "failed", error: "HTTP 404" })
+    expect(judge({ _tag: "Blocked", reason: "127.0.0.1 is not public" }, 1)._tag).toBe("failed")
+    const { Webhook } = await import("standardwebhooks")
+    const secret = `whsec_${Buffer.from("0123456789abcdef0123456789abcdef").toString("base64")}`
+    const timestamp = Math.floor(Date.now() / 1000)
+    const body = "{\"a\":1}"
+    expect(new Webhook(secret).verify(body, {
+      "webhook-id": "msg_1",
+      "webhook-timestamp": String(timestamp),
+      "webhook-signature": signWebhook(secret, "msg_1", timestamp, body)
+    })).toEqual({ a: 1 })
+  })
+})
