@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { startDnsServer, type TestDnsServer } from "../support/dns.ts"
-import { freePort, verifyDomain } from "../support/mail.ts"
+import type { TestDnsServer } from "../support/dns.ts"
+import { createMailStack, type MailStack, verifyDomain } from "../support/mail.ts"
 import { eventually } from "../support/nats.ts"
-import { type SmtpSink, startSmtpSink } from "../support/smtp.ts"
-import { createStack, request, type Service, type Stack, type TestProject } from "../support/stack.ts"
+import type { SmtpSink } from "../support/smtp.ts"
+import { request, type Service, type Stack, type TestProject } from "../support/stack.ts"
 
 // An api and a separate worker, so the worker can run on a shifted clock or be killed.
+let mail: MailStack
 let dns: TestDnsServer
 let smtp: SmtpSink
 let stack: Stack
@@ -13,26 +14,15 @@ let api: Service
 let project: TestProject
 
 beforeAll(async () => {
-  dns = await startDnsServer()
-  smtp = await startSmtpSink()
-  const port = await freePort()
-  stack = await createStack({
-    RATE_LIMIT_PER_MINUTE: "0",
-    SMTP_URL: smtp.url,
-    DNS_SERVERS: dns.address,
-    SEND_RATE_PER_SECOND: "40",
-    PORT: String(port),
-    PUBLIC_URL: `http://127.0.0.1:${port}`
-  })
+  mail = await createMailStack({ SEND_RATE_PER_SECOND: "40" })
+  ;({ stack, dns, smtp } = mail)
   api = await stack.start("api")
   project = await stack.createProject()
   await verifyDomain({ api, dns }, project.secretKey, "acme.test")
 })
 
 afterAll(async () => {
-  await stack?.stop()
-  await smtp?.close()
-  await dns?.close()
+  await mail?.stop()
 })
 
 const secret = (method: string, path: string, body?: unknown) => request(api.url, method, path, { key: project.secretKey, body })

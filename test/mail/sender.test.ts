@@ -7,11 +7,9 @@ import { makeRenderer } from "../../src/mail/render.ts"
 import { PgLive } from "../../src/store/db.ts"
 import { Emails } from "../../src/store/Emails.ts"
 import { Projects } from "../../src/store/Projects.ts"
-import { startDnsServer } from "../support/dns.ts"
-import { emailStatus, freePort, type MailContext, verifyDomain, withMailStack } from "../support/mail.ts"
+import { createMailStack, emailStatus, type MailContext, verifyDomain, withMailStack } from "../support/mail.ts"
 import { eventually } from "../support/nats.ts"
-import { startSmtpSink } from "../support/smtp.ts"
-import { createStack, request } from "../support/stack.ts"
+import { request } from "../support/stack.ts"
 
 let context: MailContext
 withMailStack((ready) => (context = ready))
@@ -125,17 +123,8 @@ describe("the sender", () => {
 
 describe("a worker killed mid-send", () => {
   it("loses nothing, and resends at most the messages that were in flight", async () => {
-    const dns = await startDnsServer()
-    const smtp = await startSmtpSink()
-    const port = await freePort()
-    const stack = await createStack({
-      RATE_LIMIT_PER_MINUTE: "0",
-      SMTP_URL: smtp.url,
-      DNS_SERVERS: dns.address,
-      SEND_RATE_PER_SECOND: "40",
-      PORT: String(port),
-      PUBLIC_URL: `http://127.0.0.1:${port}`
-    })
+    const mail = await createMailStack({ SEND_RATE_PER_SECOND: "40" })
+    const { stack, dns, smtp } = mail
     try {
       const api = await stack.start("api")
       let worker = await stack.start("worker", { METRICS_PORT: "0" })
@@ -171,9 +160,7 @@ describe("a worker killed mid-send", () => {
       await worker.stop()
       await api.stop()
     } finally {
-      await stack.stop()
-      await smtp.close()
-      await dns.close()
+      await mail.stop()
     }
   }, 60_000)
 })

@@ -38,32 +38,54 @@ export const verifyDomain = async (context: Pick<MailContext, "api" | "dns">, ke
   return verified.json
 }
 
+export interface MailStack {
+  readonly stack: Stack
+  readonly dns: TestDnsServer
+  readonly smtp: SmtpSink
+  stop(): Promise<void>
+}
+
+/**
+ * A test DNS server, an SMTP sink and a stack wired to them (no processes started yet), throttle off
+ * unless `env` says otherwise, on a fixed port so the links it puts in mail are followable.
+ */
+export const createMailStack = async (env: Record<string, string> = {}): Promise<MailStack> => {
+  const dns = await startDnsServer()
+  const smtp = await startSmtpSink()
+  const port = await freePort()
+  const stack = await createStack({
+    RATE_LIMIT_PER_MINUTE: "0",
+    SMTP_URL: smtp.url,
+    DNS_SERVERS: dns.address,
+    SEND_RATE_PER_SECOND: "0",
+    PORT: String(port),
+    PUBLIC_URL: `http://127.0.0.1:${port}`,
+    ...env
+  })
+  return {
+    stack,
+    dns,
+    smtp,
+    async stop() {
+      await stack.stop()
+      await smtp.close()
+      await dns.close()
+    }
+  }
+}
+
 export const withMailStack = (use: (context: MailContext) => void, env: Record<string, string> = {}) => {
-  let stack: Stack | undefined
-  let dns: TestDnsServer | undefined
-  let smtp: SmtpSink | undefined
+  let mail: MailStack | undefined
   beforeAll(async () => {
-    dns = await startDnsServer()
-    smtp = await startSmtpSink()
-    const port = await freePort()
-    stack = await createStack({
-      RATE_LIMIT_PER_MINUTE: "0",
-      SMTP_URL: smtp.url,
-      DNS_SERVERS: dns.address,
-      SEND_RATE_PER_SECOND: "0",
-      PORT: String(port),
-      PUBLIC_URL: `http://127.0.0.1:${port}`,
-      ...env
-    })
+    mail = await createMailStack(env)
+    const { stack, dns, smtp } = mail
     const api = await stack.start("all")
     const project = await stack.createProject()
     await verifyDomain({ api, dns }, project.secretKey, "acme.test")
     use({ stack, api, project, dns, smtp })
   })
   afterAll(async () => {
-    await stack?.stop()
-    await smtp?.close()
-    await dns?.close()
+    await mail?.stop()
   })
 }
 
