@@ -11,6 +11,7 @@
  * worth), each once, with the same Message-ID.
  */
 import { Effect } from "effect"
+import { createPrivateKey, type KeyObject } from "node:crypto"
 import { SqlClient } from "effect/sql"
 import type Mail from "nodemailer/lib/mailer"
 import { AppConfig } from "../config.ts"
@@ -43,7 +44,12 @@ interface ProjectLoop {
   bucket: TokenBucket | undefined
 }
 
-export const composeMessage = (row: EmailRow, key: SigningKey): Mail.Options => ({
+/** A verified domain's signing key, its private key parsed. */
+export interface ParsedSigningKey extends Omit<SigningKey, "privateKey"> {
+  readonly privateKey: KeyObject
+}
+
+export const composeMessage = (row: EmailRow, key: ParsedSigningKey): Mail.Options => ({
   from: row.from_name ? { name: row.from_name, address: row.from_email } : row.from_email,
   to: row.to_name ? { name: row.to_name, address: row.to_email } : row.to_email,
   ...(row.reply_to ? { replyTo: row.reply_to } : {}),
@@ -60,7 +66,8 @@ export const composeMessage = (row: EmailRow, key: SigningKey): Mail.Options => 
   dkim: {
     domainName: key.domain,
     keySelector: key.selector,
-    privateKey: key.privateKey,
+    // nodemailer hands the key to crypto's sign(), which takes a KeyObject; its types say string.
+    privateKey: key.privateKey as unknown as string,
     headerFieldNames: DKIM_SIGNED_HEADERS
   }
 })
@@ -78,7 +85,7 @@ export const makeSender = (options: {
     const domains = yield* Domains
     const loops = new Map<string, ProjectLoop>()
     const rates = new Map<string, { rate: number; expires: number }>()
-    const keys = new Map<string, { key: SigningKey | undefined; expires: number }>()
+    const keys = new Map<string, { key: ParsedSigningKey | undefined; expires: number }>()
 
     const rateOf = Effect.fnUntraced(function*(projectId: string) {
       const hit = rates.get(projectId)
@@ -95,7 +102,9 @@ export const makeSender = (options: {
       const cacheKey = `${projectId} ${domain}`
       const hit = keys.get(cacheKey)
       if (hit && hit.expires > Date.now()) return hit.key
-      const key = yield* domains.signingKey(projectId, domain)
+      const stored = yield* domains.signingKey(projectId, domain)
+      // Parsed once: signing with a KeyObject takes half the time of signing with the PEM text.
+      const key = stored && { ...stored, privateKey: createPrivateKey(stored.privateKey) }
       keys.set(cacheKey, { key, expires: Date.now() + SETTINGS_TTL_MS })
       return key
     })
