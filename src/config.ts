@@ -49,7 +49,7 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app
       logLevel: yield* Config.String("LOG_LEVEL").pipe(Config.withDefault("Info")),
       smtpUrl: yield* Config.String("SMTP_URL").pipe(Config.withDefault(""), Config.map((url) => url || undefined)),
       smtpPoolSize: yield* Config.Int("SMTP_POOL_SIZE").pipe(Config.withDefault(10)),
-      outboxDir: yield* Config.String("OUTBOX_DIR").pipe(Config.withDefault("data/outbox")),
+      outboxDir: yield* Config.String("OUTBOX_DIR").pipe(Config.withDefault(".data/outbox")),
       sendRatePerSecond: yield* Config.Number("SEND_RATE_PER_SECOND").pipe(Config.withDefault(100)),
       domainRecheckSeconds: yield* Config.Int("DOMAIN_RECHECK_SECONDS").pipe(Config.withDefault(300)),
       snsSigningCertFile: yield* Config.String("SNS_SIGNING_CERT_FILE").pipe(Config.withDefault(""), Config.map((file) => file || undefined)),
