@@ -789,6 +789,21 @@ const workflows = async () => {
       latencies.push((await statsOf(statsPort!, true)).times![before]! - started)
     }
     latencies.sort((a, b) => a - b)
+    // Baseline for (1): the direct path, POST /v1/send → SMTP acceptance, through the same api, worker
+    // and sender; the difference is what the event → actor → workflow hop adds.
+    const direct: Array<number> = []
+    for (let i = 0; i < triggers; i++) {
+      const before = (await statsOf(statsPort!)).count
+      const started = Date.now()
+      const sent = await call("POST", "/v1/send", { to: `d${i}@example.org`, template: template.json.id, data: { plan: "pro" } })
+      if (sent.status !== 200) throw new Error(`send answered ${sent.status}`)
+      for (let polls = 0; (await statsOf(statsPort!)).count <= before; polls++) {
+        if (polls > 10_000) throw new Error("a sent mail never arrived")
+        await sleep(2)
+      }
+      direct.push((await statsOf(statsPort!, true)).times![before]! - started)
+    }
+    direct.sort((a, b) => a - b)
 
     // (2) 100k executions waiting in a DELAY, all due at once.
     const delayed = await chain("Delayed", "never_tracked", [{ type: "DELAY", config: { amount: 1, unit: "days" } }, { type: "EXIT", config: { reason: "done" } }])
@@ -828,6 +843,18 @@ const workflows = async () => {
       "SELECT max(finished_at) AS last, count(*) FILTER (WHERE status = 'EXITED')::int AS exited FROM workflow_executions WHERE workflow_id = $1",
       [delayed.id])
     const seconds = (new Date(finished!.last).getTime() - dueAt) / 1000
+    // Baseline for (2): the floor of the same row changes done by Postgres alone, set-wise in one
+    // transaction (executions finished, one history row each), with no stream, actor or timers.
+    const floorStarted = Date.now()
+    await sqlOn(env.databaseUrl, `
+      WITH done AS (
+        UPDATE workflow_executions SET status = 'EXITED', finished_at = now(), updated_at = now()
+        WHERE workflow_id = $1 RETURNING id, project_id, partition
+      )
+      INSERT INTO workflow_step_executions (id, execution_id, step_id, step_type, project_id, partition, status, started_at)
+      SELECT gen_random_uuid(), done.id, gen_random_uuid(), 'EXIT', done.project_id, done.partition, 'COMPLETED', now() FROM done`,
+      [delayed.id])
+    const floorSeconds = (Date.now() - floorStarted) / 1000
     return {
       description: "Workflows: trigger event → SEND_EMAIL → accepted by a local SMTP server (one at a time); " +
         "executions waiting in a DELAY whose timers all come due at once, advanced (DELAY done, EXIT) per second",
@@ -836,14 +863,17 @@ const workflows = async () => {
         p50Ms: percentile(latencies, 50),
         p90Ms: percentile(latencies, 90),
         p99Ms: percentile(latencies, 99),
-        maxMs: latencies.at(-1)
+        maxMs: latencies.at(-1),
+        baselineSendToSmtp: { p50Ms: percentile(direct, 50), p90Ms: percentile(direct, 90), p99Ms: percentile(direct, 99) }
       },
       delays: {
         waiting,
         exited: finished!.exited,
         timersFiredSeconds: firedAt === undefined ? null : (firedAt - dueAt) / 1000,
         allAdvancedSeconds: seconds,
-        executionsAdvancedPerSecond: Math.round(finished!.exited / seconds)
+        executionsAdvancedPerSecond: Math.round(finished!.exited / seconds),
+        baselinePostgresAloneSeconds: floorSeconds,
+        baselineRowsPerSecond: Math.round(finished!.exited / floorSeconds)
       }
     }
   } finally {
