@@ -29,7 +29,16 @@ export interface AppConfigShape {
   readonly snsSigningCertFile: string | undefined
   /** SNS topics accepted on /webhooks/ses; empty accepts any (signature still required). */
   readonly sesTopicArns: ReadonlyArray<string>
+  /** Private ranges workflow webhooks may reach anyway (none by default). */
+  readonly webhookAllowCidrs: ReadonlyArray<string>
 }
+
+/** A comma-separated variable as a list (empty when unset). */
+const list = (name: string) =>
+  Config.String(name).pipe(
+    Config.withDefault(""),
+    Config.map((value) => value.split(",").map((item) => item.trim()).filter((item) => item !== ""))
+  )
 
 export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app/AppConfig") {
   static readonly load = Effect.gen(function*() {
@@ -53,8 +62,9 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app
       sendRatePerSecond: yield* Config.Number("SEND_RATE_PER_SECOND").pipe(Config.withDefault(100)),
       domainRecheckSeconds: yield* Config.Int("DOMAIN_RECHECK_SECONDS").pipe(Config.withDefault(300)),
       snsSigningCertFile: yield* Config.String("SNS_SIGNING_CERT_FILE").pipe(Config.withDefault(""), Config.map((file) => file || undefined)),
-      sesTopicArns: (yield* Config.String("SES_TOPIC_ARNS").pipe(Config.withDefault(""))).split(",").map((s) => s.trim()).filter((s) => s !== ""),
-      dnsServers: (yield* Config.String("DNS_SERVERS").pipe(Config.withDefault(""))).split(",").map((s) => s.trim()).filter((s) => s !== "")
+      sesTopicArns: yield* list("SES_TOPIC_ARNS"),
+      webhookAllowCidrs: yield* list("WEBHOOK_ALLOW_CIDRS"),
+      dnsServers: yield* list("DNS_SERVERS")
     })
   })
 

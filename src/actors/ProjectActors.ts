@@ -86,7 +86,6 @@ export const makeProjectActors = (options: {
   readonly workerId: string
   readonly names: StreamNames
   readonly partitions: number
-  readonly publicUrl: string
   /** Wakes the outbox relay, so emitted events leave as soon as their batch commits. */
   readonly wakeRelay: Effect.Effect<void>
   /** Wakes the project's sender when mail was queued. */
@@ -104,7 +103,6 @@ export const makeProjectActors = (options: {
       workerId: options.workerId,
       names: options.names,
       partitions: options.partitions,
-      publicUrl: options.publicUrl,
       segmentState: actor.segmentState,
       workflows: { runtime: workflowRuntime, state: actor.workflowState }
     })

@@ -62,7 +62,6 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
     workerId,
     names: nats.names,
     partitions: nats.partitions,
-    publicUrl: config.publicUrl,
     wakeRelay: relay.wake,
     wakeSender: sender.wake
   })
@@ -278,11 +277,10 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
   )
 
   const domains = yield* Domains
-  const recheckSeconds = (yield* AppConfig).domainRecheckSeconds
   yield* domains.checkDue(50).pipe(
     Effect.tapCause((cause) => Effect.logWarning("domain re-check failed", cause)),
     Effect.ignore,
-    Effect.repeat(Schedule.spaced(Duration.seconds(Math.max(1, Math.min(DOMAIN_CHECK_POLL_SECONDS, recheckSeconds / 2))))),
+    Effect.repeat(Schedule.spaced(Duration.seconds(Math.max(1, Math.min(DOMAIN_CHECK_POLL_SECONDS, config.domainRecheckSeconds / 2))))),
     Effect.forkScoped
   )
 

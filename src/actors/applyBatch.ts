@@ -32,8 +32,6 @@ export interface BatchContext {
   readonly workerId: string
   readonly names: StreamNames
   readonly partitions: number
-  /** Base of the links put in mail queued here (campaigns). */
-  readonly publicUrl: string
   /** The actor's segment definitions and pending backfills (kept across batches). */
   readonly segmentState: SegmentState
   /** What the workflow engine needs, and the actor's cached workflow definitions. */
@@ -254,7 +252,11 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
             state.backfills = state.backfills.filter((job) => job.segmentId !== body.segmentId)
             segmentsChanged = true
           } else if (body.type === "campaignStep") {
-            const step = yield* campaignStep(context, body.campaignId)
+            const { runtime } = context.workflows
+            const step = yield* campaignStep(
+              { ...context, publicUrl: runtime.publicUrl, projects: runtime.projects },
+              body.campaignId
+            )
             if (step.queued > 0) outcome.mailQueued = true
             if (step.continued) outcome.emitted++
           }

@@ -21,6 +21,7 @@ import { makeRenderer } from "../mail/render.ts"
 import type { CampaignRow } from "../store/Campaigns.ts"
 import { compileConditionSql } from "../store/conditionSql.ts"
 import { queueEmails } from "../store/Emails.ts"
+import type { Projects } from "../store/Projects.ts"
 import type { StreamNames } from "../stream/subjects.ts"
 
 /** Contacts frozen into the audience per step (ids only: cheap). */
@@ -35,6 +36,7 @@ export interface FanoutContext {
   readonly names: StreamNames
   readonly partitions: number
   readonly publicUrl: string
+  readonly projects: Projects["Service"]
 }
 
 export interface StepOutcome {
@@ -145,8 +147,7 @@ const queuePage = Effect.fnUntraced(function*(
     WHERE r.campaign_id = ${campaign.id} AND r.skipped IS NULL AND r.contact_id > ${campaign.queue_cursor ?? FIRST_ID}::uuid
     ORDER BY r.contact_id
     LIMIT ${QUEUE_PAGE}`
-  const [settings] = yield* sql<{ link_secret: string; tracking_enabled: boolean }>`
-    SELECT link_secret, tracking_enabled FROM projects WHERE id = ${campaign.project_id}`
+  const settings = yield* context.projects.mailSettings(campaign.project_id)
   const content = {
     subject: renderer.compile(campaign.subject, "text"),
     body: renderer.compile(campaign.body, "html"),
@@ -167,7 +168,7 @@ const queuePage = Effect.fnUntraced(function*(
   const rendered = yield* Effect.forEach(present, (recipient) =>
     Effect.tryPromise(() =>
       prepareEmail(
-        { projectId: campaign.project_id, linkSecret: settings!.link_secret, trackingEnabled: settings!.tracking_enabled, publicUrl: context.publicUrl },
+        { projectId: campaign.project_id, linkSecret: settings.linkSecret, trackingEnabled: settings.trackingEnabled, publicUrl: context.publicUrl },
         content,
         { contactId: recipient.contact_id, email: recipient.email!, name: null, data: recipient.data ?? {} },
         undefined

@@ -17,6 +17,7 @@ import type Mail from "nodemailer/lib/mailer"
 import { AppConfig } from "../config.ts"
 import { type EmailRow, emailEventData, toEmailRecord } from "../store/Emails.ts"
 import { Domains, type SigningKey } from "../store/Domains.ts"
+import { Projects } from "../store/Projects.ts"
 import { writeEmittedEvents } from "../stream/emitted.ts"
 import { partitionOf, type StreamNames } from "../stream/subjects.ts"
 import { pgArray } from "../lib/pgArray.ts"
@@ -31,8 +32,8 @@ const LANES = 2
 export const MAX_ATTEMPTS = 8
 /** Backoff after the n-th failed attempt: 2 s, 4 s, 8 s … capped at 10 minutes. */
 export const retryDelaySeconds = (attempt: number) => Math.min(600, 2 ** attempt)
-/** How long per-project settings and signing keys are reused before being read again. */
-const SETTINGS_TTL_MS = 5_000
+/** How long signing keys are reused before being read again (a domain may lose its verification). */
+const SIGNING_KEY_TTL_MS = 5_000
 
 interface ClaimedRow extends EmailRow {
   readonly contact_subscribed: boolean | null
@@ -83,19 +84,13 @@ export const makeSender = (options: {
     const config = yield* AppConfig
     const transport = yield* MailTransport
     const domains = yield* Domains
+    const projects = yield* Projects
     const loops = new Map<string, ProjectLoop>()
-    const rates = new Map<string, { rate: number; expires: number }>()
     const keys = new Map<string, { key: ParsedSigningKey | undefined; expires: number }>()
 
-    const rateOf = Effect.fnUntraced(function*(projectId: string) {
-      const hit = rates.get(projectId)
-      if (hit && hit.expires > Date.now()) return hit.rate
-      const [row] = yield* sql<{ rate: string | null }>`
-        SELECT send_rate_per_second::text AS rate FROM projects WHERE id = ${projectId}`
-      const rate = row?.rate === null || row?.rate === undefined ? config.sendRatePerSecond : Number(row.rate)
-      rates.set(projectId, { rate, expires: Date.now() + SETTINGS_TTL_MS })
-      return rate
-    })
+    /** The project's rate (cached a few seconds by Projects), or the deployment's default. */
+    const rateOf = (projectId: string) =>
+      Effect.map(projects.mailSettings(projectId), (settings) => settings.sendRatePerSecond ?? config.sendRatePerSecond)
 
     const signingKeyOf = Effect.fnUntraced(function*(projectId: string, fromEmail: string) {
       const domain = fromEmail.slice(fromEmail.lastIndexOf("@") + 1)
@@ -105,7 +100,7 @@ export const makeSender = (options: {
       const stored = yield* domains.signingKey(projectId, domain)
       // Parsed once: signing with a KeyObject takes half the time of signing with the PEM text.
       const key = stored && { ...stored, privateKey: createPrivateKey(stored.privateKey) }
-      keys.set(cacheKey, { key, expires: Date.now() + SETTINGS_TTL_MS })
+      keys.set(cacheKey, { key, expires: Date.now() + SIGNING_KEY_TTL_MS })
       return key
     })
 

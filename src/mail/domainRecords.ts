@@ -7,6 +7,7 @@
  */
 import { generateKeyPair } from "node:crypto"
 import { promisify } from "node:util"
+import type { DnsAnswer } from "../lib/dns.ts"
 
 export type RecordStatus = "VERIFIED" | "MISSING" | "MISMATCH" | "UNKNOWN"
 export type DomainStatus = "PENDING" | "VERIFIED" | "FAILED"
@@ -60,11 +61,8 @@ export const recordsFor = (domain: string, keys: Pick<DkimKeys, "selector" | "pu
   { purpose: "DMARC", type: "TXT", name: `_dmarc.${domain}`, value: "v=DMARC1; p=none;", status: "MISSING", required: false }
 ]
 
-/** What a TXT lookup answered: the strings of every record, none at all, or no answer in time. */
-export type TxtAnswer =
-  | { readonly _tag: "Found"; readonly records: ReadonlyArray<string> }
-  | { readonly _tag: "None" }
-  | { readonly _tag: "Failed"; readonly reason: string }
+/** What a TXT lookup answered (src/lib/dns.ts): the strings of every record, none, or no answer in time. */
+export type TxtAnswer = DnsAnswer<string>
 
 const tags = (record: string): Map<string, string> =>
   new Map(record.split(";").map((part) => part.trim()).filter(Boolean).map((part) => {

@@ -47,15 +47,18 @@ export const stringToSign = (message: SnsMessage): string => {
   return keys.map((key) => `${key}\n${(message as unknown as Record<string, string>)[key] ?? ""}\n`).join("")
 }
 
-/** Only certificates served by SNS itself over HTTPS are trusted. */
-export const isAwsCertUrl = (raw: string): boolean => {
+/** An HTTPS URL on SNS's own hosts (certificates, subscription confirmations). */
+export const isSnsUrl = (raw: string): boolean => {
   try {
     const url = new URL(raw)
-    return url.protocol === "https:" && /^sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$/.test(url.hostname) && url.pathname.endsWith(".pem")
+    return url.protocol === "https:" && /^sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$/.test(url.hostname)
   } catch {
     return false
   }
 }
+
+/** Only certificates served by SNS itself over HTTPS are trusted. */
+export const isAwsCertUrl = (raw: string): boolean => isSnsUrl(raw) && new URL(raw).pathname.endsWith(".pem")
 
 const certificates = new Map<string, Promise<string>>()
 

@@ -10,8 +10,7 @@ import {
   domainStatus,
   generateDkimKeys,
   recordsFor,
-  recordStatus,
-  type TxtAnswer
+  recordStatus
 } from "../mail/domainRecords.ts"
 
 export interface Domain {
@@ -100,11 +99,9 @@ export class Domains extends Context.Service<Domains, {
         return rows.length > 0
       }, Effect.orDie)
 
-      const lookup = (name: string): Effect.Effect<TxtAnswer> => dns.txt(name)
-
       const recheck = Effect.fnUntraced(function*(row: DomainRow) {
         const records = yield* Effect.forEach(row.records, (record) =>
-          Effect.map(lookup(record.name), (answer) => ({ ...record, status: recordStatus(record, answer) })), {
+          Effect.map(dns.txt(record.name), (answer) => ({ ...record, status: recordStatus(record, answer) })), {
           concurrency: "unbounded"
         })
         const status = domainStatus(row.status, records)

@@ -4,7 +4,7 @@
  * for webhook hosts (DNS_SERVERS), and the signal that wakes the webhook runner after a batch queued
  * webhook steps. The worker role provides it; project actors carry it into their batch transactions.
  */
-import { Config, Context, Effect, Layer, Queue } from "effect"
+import { Context, Effect, Layer, Queue } from "effect"
 import { AppConfig } from "../config.ts"
 import { Dns } from "../lib/dns.ts"
 import { cidrMatcher, type Resolve } from "../lib/safeHttp.ts"
@@ -31,6 +31,7 @@ export class WorkflowRuntime extends Context.Service<WorkflowRuntime, {
     WorkflowRuntime,
     Effect.gen(function*() {
       const dns = yield* Dns
+      const config = yield* AppConfig
       const webhookWakeups = yield* Queue.sliding<void>(1)
       const lookup = async (host: string) => {
         const [a, aaaa] = await Promise.all([Effect.runPromise(dns.a(host)), Effect.runPromise(dns.aaaa(host))])
@@ -42,11 +43,9 @@ export class WorkflowRuntime extends Context.Service<WorkflowRuntime, {
         contacts: yield* Contacts,
         templates: yield* Templates,
         projects: yield* Projects,
-        publicUrl: (yield* AppConfig).publicUrl,
+        publicUrl: config.publicUrl,
         resolve: lookup,
-        allowAddress: cidrMatcher(
-          (yield* Config.String("WEBHOOK_ALLOW_CIDRS").pipe(Config.withDefault(""))).split(",").map((s) => s.trim()).filter((s) => s !== "")
-        ),
+        allowAddress: cidrMatcher(config.webhookAllowCidrs),
         wakeWebhooks: Effect.asVoid(Queue.offer(webhookWakeups, undefined)),
         webhookWakeups
       })

@@ -118,8 +118,8 @@ describe("domain records", () => {
     expect(recordStatus(dkim, { _tag: "Found", records: ["v=DKIM1; k=rsa; p=PUB KEY"] })).toBe("VERIFIED")
     expect(recordStatus(dkim, { _tag: "Found", records: ["v=DKIM1; k=rsa; p=OTHER"] })).toBe("MISMATCH")
     expect(recordStatus(dkim, { _tag: "Found", records: ["unrelated"] })).toBe("MISSING")
-    expect(recordStatus(dkim, { _tag: "None" })).toBe("MISSING")
-    expect(recordStatus(dkim, { _tag: "Failed", reason: "timed out" })).toBe("UNKNOWN")
+    expect(recordStatus(dkim, { _tag: "None", nxdomain: true })).toBe("MISSING")
+    expect(recordStatus(dkim, { _tag: "Failed", timedOut: true, code: "ETIMEOUT", reason: "timed out" })).toBe("UNKNOWN")
   })
 
   it("never changes a domain's status on an unknown answer", () => {

@@ -6,14 +6,15 @@
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { startDnsServer, type TestDnsServer } from "../support/dns.ts"
-import { verifyDomain } from "../support/mail.ts"
+import type { TestDnsServer } from "../support/dns.ts"
+import { createMailStack, type MailStack, verifyDomain } from "../support/mail.ts"
 import { eventually } from "../support/nats.ts"
-import { startSmtpSink, type SmtpSink } from "../support/smtp.ts"
-import { createStack, request, type Service, type Stack, type TestProject } from "../support/stack.ts"
+import type { SmtpSink } from "../support/smtp.ts"
+import { request, type Service, type Stack, type TestProject } from "../support/stack.ts"
 import { buildWorkflow, call, type Client, executionsOf, settled } from "./support.ts"
 
 const MINUTE = 60_000
+let mail: MailStack
 let stack: Stack
 let api: Service
 let worker: Service
@@ -32,19 +33,12 @@ const restartWorker = async (signal: NodeJS.Signals, offsetMs: number) => {
 }
 
 beforeAll(async () => {
-  dns = await startDnsServer()
-  smtp = await startSmtpSink()
   hung = createServer(() => {
     hungHits++ // never answers
   })
   await new Promise<void>((resolve) => hung.listen(0, "127.0.0.2", resolve))
-  stack = await createStack({
-    RATE_LIMIT_PER_MINUTE: "0",
-    SMTP_URL: smtp.url,
-    DNS_SERVERS: dns.address,
-    SEND_RATE_PER_SECOND: "0",
-    WEBHOOK_ALLOW_CIDRS: "127.0.0.2/32"
-  })
+  mail = await createMailStack({ WEBHOOK_ALLOW_CIDRS: "127.0.0.2/32" })
+  ;({ stack, dns, smtp } = mail)
   api = await stack.start("api")
   worker = await stack.start("worker")
   project = await stack.createProject()
@@ -53,11 +47,9 @@ beforeAll(async () => {
 }, 60_000)
 
 afterAll(async () => {
-  await stack?.stop()
+  await mail?.stop()
   hung?.closeAllConnections()
   hung?.close()
-  await smtp?.close()
-  await dns?.close()
 })
 
 const track = async (email: string, event: string, data?: Record<string, unknown>) => {

@@ -75,7 +75,8 @@ export class SendApi extends HttpApiGroup.make("send", { topLevel: true })
       OpenApi.Description,
       "One transactional email per recipient, processed in order, each with its own contact upsert (new contacts " +
         "default to unsubscribed). Either `template` or both `subject` and `body`; `from` unless the template has one. " +
-        "Attachments: at most 10, 10 MB in total (413), whole message at most 40 MB (413)."
+        "Attachments: at most 10, 10 MB in total (413), whole message at most 40 MB (413), attachments times " +
+        "recipients at most 50 MB per request (413)."
     ),
     HttpApiEndpoint.get("getEmail", "/emails/:id", {
       params: { id: Schema.String },

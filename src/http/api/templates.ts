@@ -88,7 +88,7 @@ export class TemplatesApi extends HttpApiGroup.make("templates")
       params: IdParam,
       success: Usage,
       error: [...commonErrors, ErrorDocs.notFound]
-    }).annotate(OpenApi.Description, "Campaigns and workflow steps that use the template.")
+    }).annotate(OpenApi.Description, "Workflow SEND_EMAIL steps that use the template. `campaigns` stays empty: campaigns carry their own content.")
   )
   .middleware(SecretKeyAuth)
   .annotateMerge(OpenApi.annotations({ title: "Templates", description: "Email templates with Liquid placeholders (secret key)" }))

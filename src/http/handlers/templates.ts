@@ -173,7 +173,7 @@ export const TemplatesHandlers = HttpApiBuilder.group(Api, "templates", Effect.f
       rendered(Effect.gen(function*() {
         const template = yield* find(params.id)
         const project = yield* CurrentProject
-        // Campaigns: their issue fills this list.
+        // Campaigns carry their own subject and body (the spec's Campaign has no template), so none uses one.
         return { campaigns: [], workflows: templateUsage(yield* Effect.orDie(workflows.list(project.id)), template.id) }
       })))
 }))

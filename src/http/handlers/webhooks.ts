@@ -7,7 +7,7 @@ import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { AppConfig, type AppConfigShape } from "../../config.ts"
 import { type Notification, Notifications } from "../../mail/Notifications.ts"
-import { parseSnsMessage, sesNotification, verifySnsMessage } from "../../mail/sns.ts"
+import { isSnsUrl, parseSnsMessage, sesNotification, verifySnsMessage } from "../../mail/sns.ts"
 import { OutboxRelay } from "../../stream/OutboxRelay.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
@@ -48,15 +48,6 @@ export const SesWebhookRoute = HttpRouter.use((router) =>
     yield* router.add("POST", "/webhooks/ses", (request) => handleSes(request, { config, notifications, relay }))
   })
 )
-
-const isSnsUrl = (raw: string) => {
-  try {
-    const url = new URL(raw)
-    return url.protocol === "https:" && /^sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$/.test(url.hostname)
-  } catch {
-    return false
-  }
-}
 
 const handleSes = (
   request: HttpServerRequest.HttpServerRequest,
