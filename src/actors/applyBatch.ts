@@ -8,7 +8,7 @@
  */
 import { Data, Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { inferFieldTypes } from "../domain/customData.ts"
+import { exceedsContactDataLimit, inferFieldTypes, jsonBytes, MAX_CONTACT_DATA_BYTES } from "../domain/customData.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import type { TrackedEvent } from "../ingest/EventPublisher.ts"
 import type { StreamNames } from "../stream/subjects.ts"
@@ -98,6 +98,8 @@ interface ContactState {
   pins: Record<string, number>
   /** The contact's data as this batch has left it so far. */
   current: Record<string, unknown>
+  /** Size of `current` as JSON (computed when first needed; an upper bound after cheap updates). */
+  bytes: number | undefined
   set: Record<string, unknown>
   remove: Set<string>
   touched: boolean
@@ -156,8 +158,11 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
         tracked = []
       }
       if (events.length > 0) {
-        for (const event of events) workflowInputs.push({ kind: "event", ...event })
-        outcome.eventsInserted += yield* insertEvents(context.projectId, events)
+        // Only events stored now drive workflows: a replayed or republished event is stored once and
+        // must not start or resume anything a second time.
+        const inserted = yield* insertEvents(context.projectId, events)
+        for (const event of events) if (inserted.has(event.id)) workflowInputs.push({ kind: "event", ...event })
+        outcome.eventsInserted += inserted.size
         events = []
       }
     })
@@ -308,6 +313,31 @@ const emittedToRow = (message: EmittedEventMessage): EventRow => ({
   at: message.at
 })
 
+/**
+ * Whether the event's data change keeps the contact within MAX_CONTACT_DATA_BYTES (or does not grow it).
+ * Cheap in the usual case: an upper bound of the growth is checked first, the exact size only near the limit.
+ */
+const fitsDataLimit = (contact: ContactState, event: TrackedEvent): boolean => {
+  const setEntries = Object.entries(event.set)
+  if (setEntries.length === 0) return true
+  contact.bytes ??= jsonBytes(contact.current)
+  let growth = 0
+  for (const [key, value] of setEntries) growth += jsonBytes(key) + jsonBytes(value) + 2
+  if (contact.bytes + growth <= MAX_CONTACT_DATA_BYTES) {
+    contact.bytes += growth
+    return true
+  }
+  const before = jsonBytes(contact.current)
+  const candidate = { ...contact.current }
+  for (const key of event.remove) delete candidate[key]
+  for (const [key, value] of setEntries) candidate[key] = value
+  const after = jsonBytes(candidate)
+  contact.bytes = before
+  if (exceedsContactDataLimit(before, after)) return false
+  contact.bytes = after
+  return true
+}
+
 const sameJson = (a: unknown, b: unknown) => a === b || (a !== undefined && JSON.stringify(a) === JSON.stringify(b))
 
 /**
@@ -356,6 +386,7 @@ const applyContactChanges = Effect.fnUntraced(function*(
       subscribed: row.subscribed,
       pins: typeof row.pinned_at === "string" ? JSON.parse(row.pinned_at) : row.pinned_at,
       current: typeof row.data === "string" ? JSON.parse(row.data) : { ...row.data },
+      bytes: undefined,
       set: {},
       remove: new Set(),
       touched: false
@@ -364,10 +395,15 @@ const applyContactChanges = Effect.fnUntraced(function*(
   // A direct api write accepted after the event wins over the event's change of that field.
   const pinnedAfter = (contact: ContactState, field: string, at: number) => (contact.pins[field] ?? -Infinity) >= at
   const events: Array<EventRow> = []
+  const oversized: Array<TrackedEvent> = []
   for (const event of tracked) {
     const contact = byEmail.get(event.email)
     if (!contact) continue // the contact could not be created (should not happen); the event is dropped with it
     const at = Date.parse(event.at)
+    const dataFits = fitsDataLimit(contact, event)
+    // The event is recorded either way; a data change that would grow the contact past the limit is
+    // set aside as a dead letter (replayable once the contact has room), never silently dropped.
+    if (!dataFits) oversized.push({ ...event, contactId: contact.id, subscribed: null })
     const change = changeOf(contact.id, event.at)
     change.events.add(event.name)
     // A contact new to the project is evaluated against every segment, not just those its changes touch.
@@ -388,7 +424,7 @@ const applyContactChanges = Effect.fnUntraced(function*(
     // Compose patches in order: a later set wins over an earlier delete and vice versa.
     // Only real changes count: apps often resend the same properties with every event, and an
     // unchanged value neither rewrites the contact nor re-evaluates the segments that read it.
-    for (const key of event.remove) {
+    for (const key of dataFits ? event.remove : []) {
       if (pinnedAfter(contact, `data.${key}`, at) || !(key in contact.current)) continue
       delete contact.current[key]
       delete contact.set[key]
@@ -396,7 +432,7 @@ const applyContactChanges = Effect.fnUntraced(function*(
       contact.touched = true
       if (fields !== "all") fields.add(`data.${key}`)
     }
-    for (const [key, value] of Object.entries(event.set)) {
+    for (const [key, value] of dataFits ? Object.entries(event.set) : []) {
       if (pinnedAfter(contact, `data.${key}`, at) || sameJson(contact.current[key], value)) continue
       contact.current[key] = value
       contact.set[key] = value
@@ -406,6 +442,17 @@ const applyContactChanges = Effect.fnUntraced(function*(
     }
     if (contact.touched && fields !== "all") fields.add("updatedAt")
     events.push({ id: event.eventId, contactId: contact.id, name: event.name, data: event.data, at: event.at })
+  }
+  if (oversized.length > 0) {
+    yield* sql`
+      INSERT INTO dead_letters (id, project_id, partition, source, payload, error)
+      SELECT (x->>'id')::uuid, ${context.projectId}, ${context.partition}, 'actor', x->>'payload', x->>'error'
+      FROM jsonb_array_elements(${JSON.stringify(oversized.map((event) => ({
+      id: uuidv7(),
+      payload: JSON.stringify({ kind: "track", projectId: context.projectId, events: [event] }),
+      error: `contact data limit: this change would grow contact ${event.contactId}'s data past ${MAX_CONTACT_DATA_BYTES / 1024} KiB ` +
+        `(the event itself was recorded; replay after making room)`
+    })))}::jsonb) x`
   }
   const changes = [...byEmail.values()].filter((contact) => contact.touched).map((contact) => ({
     id: contact.id,
@@ -435,10 +482,10 @@ const applyContactChanges = Effect.fnUntraced(function*(
   return events
 })
 
-/** Inserts events (ids already stored are skipped) and folds the inserted ones into the aggregates. */
+/** Inserts events (ids already stored are skipped), folds the inserted ones into the aggregates, returns their ids. */
 const insertEvents = Effect.fnUntraced(function*(projectId: string, events: ReadonlyArray<EventRow>) {
   const sql = yield* SqlClient.SqlClient
-  const [result] = yield* sql<{ inserted: number }>`
+  const inserted = yield* sql<{ id: string }>`
     WITH input AS (
       SELECT * FROM jsonb_to_recordset(${JSON.stringify(events)}::jsonb)
         AS x(id uuid, "contactId" uuid, name text, data jsonb, at timestamptz)
@@ -446,7 +493,7 @@ const insertEvents = Effect.fnUntraced(function*(projectId: string, events: Read
       INSERT INTO events (id, project_id, contact_id, name, data, created_at)
       SELECT id, ${projectId}, "contactId", name, COALESCE(data, '{}'::jsonb), at FROM input
       ON CONFLICT (id) DO NOTHING
-      RETURNING contact_id, name, created_at
+      RETURNING id, contact_id, name, created_at
     ), agg AS (
       INSERT INTO event_aggregates (project_id, contact_id, name, count, first_at, last_at)
       SELECT ${projectId}, contact_id, name, count(*), min(created_at), max(created_at) FROM ins
@@ -456,8 +503,8 @@ const insertEvents = Effect.fnUntraced(function*(projectId: string, events: Read
         first_at = LEAST(event_aggregates.first_at, EXCLUDED.first_at),
         last_at = GREATEST(event_aggregates.last_at, EXCLUDED.last_at)
     )
-    SELECT count(*)::int AS inserted FROM ins`
-  return result?.inserted ?? 0
+    SELECT id FROM ins`
+  return new Set(inserted.map((row) => row.id))
 })
 
 /**

@@ -104,6 +104,19 @@ export const DATA_LIMITS = {
   maxSerializedBytes: 256 * 1024
 } as const
 
+/**
+ * How much custom data one contact may hold in all (its `data` as JSON text). Writes that would grow a
+ * contact past it are refused (422 `data_too_large`); a contact already over it (from before the
+ * limit) can still shrink. It bounds every row and message that carries a contact's data.
+ */
+export const MAX_CONTACT_DATA_BYTES = 256 * 1024
+
+/** Whether replacing `before` with `after` breaks the contact data limit (only growth past it does). */
+export const exceedsContactDataLimit = (beforeBytes: number, afterBytes: number): boolean =>
+  afterBytes > MAX_CONTACT_DATA_BYTES && afterBytes > beforeBytes
+
+export const jsonBytes = (value: unknown): number => Buffer.byteLength(JSON.stringify(value))
+
 export const containsNul = (value: unknown): boolean => {
   if (typeof value === "string") return value.includes("\u0000")
   if (Array.isArray(value)) return value.some(containsNul)

@@ -110,6 +110,18 @@ export class ApiError extends Data.TaggedError("ApiError")<EnvelopeFields> imple
     })
   }
 
+  /** A write that would grow a contact's custom data past the limit (see MAX_CONTACT_DATA_BYTES). */
+  static contactDataTooLarge(limitBytes: number): ApiError {
+    return new ApiError({
+      status: 422,
+      code: "VALIDATION_ERROR",
+      message: `A contact holds at most ${limitBytes / 1024} KiB of custom data; this change would exceed it`,
+      errors: [{ field: "data", message: `at most ${limitBytes / 1024} KiB of data per contact`, code: "data_too_large" }],
+      details: { limitBytes },
+      suggestion: "Delete keys you no longer need (send them as null) or store large values elsewhere."
+    })
+  }
+
   static internal(): ApiError {
     return new ApiError({ status: 500, code: "INTERNAL_SERVER_ERROR", message: "An unexpected error occurred" })
   }

@@ -36,6 +36,33 @@ export interface TrackEnvelope {
 export class StreamUnavailable extends Data.TaggedError("StreamUnavailable")<{ readonly cause: unknown }> {}
 
 const PUBLISH_TIMEOUT = Duration.seconds(3)
+/** Envelopes are cut at this size so a burst of events with large data never exceeds NATS' max payload. */
+const ENVELOPE_BYTES = 256 * 1024
+
+/**
+ * The project's events in envelopes of at most `maxBytes` (one event alone may exceed it: requests
+ * are capped at 1 MiB, so it still fits the server's limit), in order.
+ */
+export const envelopesOf = (projectId: string, events: ReadonlyArray<TrackedEvent>, maxBytes: number) => {
+  const out: Array<{ readonly projectId: string; readonly json: string }> = []
+  let current: Array<string> = []
+  let bytes = 0
+  const close = () => {
+    if (current.length === 0) return
+    out.push({ projectId, json: `{"kind":"track","projectId":${JSON.stringify(projectId)},"events":[${current.join(",")}]}` })
+    current = []
+    bytes = 0
+  }
+  for (const event of events) {
+    const json = JSON.stringify(event)
+    const size = Buffer.byteLength(json)
+    if (current.length > 0 && bytes + size > maxBytes) close()
+    current.push(json)
+    bytes += size + 1
+  }
+  close()
+  return out
+}
 
 export class EventPublisher extends Context.Service<EventPublisher, {
   readonly publish: (projectId: string, event: TrackedEvent) => Effect.Effect<void, StreamUnavailable>
@@ -44,6 +71,8 @@ export class EventPublisher extends Context.Service<EventPublisher, {
     EventPublisher,
     Effect.gen(function*() {
       const nats = yield* Nats
+      // Well under the server's max payload (1 MiB by default), whatever it is configured to.
+      const maxEnvelopeBytes = () => Math.min(ENVELOPE_BYTES, (nats.connection.info?.max_payload ?? 1024 * 1024) / 2)
 
       const publishBatch = (items: ReadonlyArray<{ projectId: string; event: TrackedEvent }>) =>
         Effect.gen(function*() {
@@ -53,17 +82,17 @@ export class EventPublisher extends Context.Service<EventPublisher, {
             if (events) events.push(event)
             else byProject.set(projectId, [event])
           }
-          yield* Effect.forEach(byProject, ([projectId, events]) => {
-            const envelope: TrackEnvelope = { kind: "track", projectId, events }
-            return Effect.tryPromise({
+          const envelopes = [...byProject].flatMap(([projectId, events]) =>
+            envelopesOf(projectId, events, maxEnvelopeBytes()))
+          yield* Effect.forEach(envelopes, (envelope) =>
+            Effect.tryPromise({
               try: () =>
-                nats.js.publish(nats.names.inSubject(projectId, "track"), JSON.stringify(envelope), {
+                nats.js.publish(nats.names.inSubject(envelope.projectId, "track"), envelope.json, {
                   msgID: uuidv7(),
                   timeout: Duration.toMillis(PUBLISH_TIMEOUT)
                 }),
               catch: (cause) => new StreamUnavailable({ cause })
-            })
-          }, { concurrency: "unbounded", discard: true })
+            }), { concurrency: "unbounded", discard: true })
           return items.map(() => undefined)
         })
 

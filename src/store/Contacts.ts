@@ -3,10 +3,10 @@
  * describing the change (published to the project's partition of stream IN by the OutboxRelay), and
  * records the inferred type of any custom-data key seen for the first time.
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Data, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { AppConfig } from "../config.ts"
-import { type DataPatch, type FieldType, inferFieldTypes } from "../domain/customData.ts"
+import { type DataPatch, type FieldType, inferFieldTypes, MAX_CONTACT_DATA_BYTES } from "../domain/customData.ts"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
 import { streamNames } from "../stream/subjects.ts"
 
@@ -90,6 +90,11 @@ export class DuplicateEmail {
   readonly _tag = "DuplicateEmail"
 }
 
+/** The write would grow the contact's custom data past MAX_CONTACT_DATA_BYTES; nothing was written. */
+export class ContactDataTooLarge extends Data.TaggedError("ContactDataTooLarge")<{ readonly contactId: string }> {
+  readonly limitBytes = MAX_CONTACT_DATA_BYTES
+}
+
 interface ContactRow {
   readonly id: string
   readonly email: string
@@ -162,7 +167,7 @@ export const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 export const escapeLike = (text: string) => text.replace(/[\\%_]/g, (char) => `\\${char}`)
 
 export class Contacts extends Context.Service<Contacts, {
-  readonly upsert: (input: UpsertInput) => Effect.Effect<UpsertResult, SqlError.SqlError>
+  readonly upsert: (input: UpsertInput) => Effect.Effect<UpsertResult, SqlError.SqlError | ContactDataTooLarge>
   readonly get: (projectId: string, id: string) => Effect.Effect<Contact | undefined, SqlError.SqlError>
   /** A contact found by id alone, for links that carry only the (signed) id; callers verify the signature. */
   readonly locate: (id: string) => Effect.Effect<{ readonly projectId: string; readonly contact: Contact } | undefined, SqlError.SqlError>
@@ -170,7 +175,7 @@ export class Contacts extends Context.Service<Contacts, {
     projectId: string,
     id: string,
     input: UpdateInput
-  ) => Effect.Effect<Contact | undefined | DuplicateEmail, SqlError.SqlError>
+  ) => Effect.Effect<Contact | undefined | DuplicateEmail, SqlError.SqlError | ContactDataTooLarge>
   readonly remove: (projectId: string, id: string) => Effect.Effect<boolean, SqlError.SqlError>
   readonly list: (projectId: string, query: ListQuery) => Effect.Effect<ListPage | "bad-cursor", SqlError.SqlError>
   readonly lookup: (
@@ -196,6 +201,10 @@ export class Contacts extends Context.Service<Contacts, {
       const subjectOf = (projectId: string) => names.inSubject(projectId, "contact")
 
       const fieldTypesJson = (patch: DataPatch) => JSON.stringify(inferFieldTypes(patch.set))
+      /** The `patched` row keeps within the contact data limit (or does not grow). */
+      const withinDataLimit = sql.literal(
+        `(octet_length(patched.data::text) <= ${MAX_CONTACT_DATA_BYTES} OR octet_length(patched.data::text) <= patched.before)`
+      )
 
       /**
        * One statement: lock the existing row (reading its previous state), update it or insert a new
@@ -209,20 +218,25 @@ export class Contacts extends Context.Service<Contacts, {
         const pins = pinsOf(input.patch, input.subscribed, nowMs)
         const set = JSON.stringify(input.patch.set)
         const remove = JSON.stringify(input.patch.remove)
-        return sql<ContactRow & { inserted: boolean; previous_subscribed: boolean | null }>`
+        return sql<ContactRow & { inserted: boolean; previous_subscribed: boolean | null; too_large: boolean }>`
           WITH old AS (
-            SELECT id, subscribed FROM contacts
+            SELECT id, subscribed, data FROM contacts
             WHERE project_id = ${input.projectId} AND email = ${input.email}
             FOR UPDATE
+          ), patched AS (
+            SELECT old.id, old.subscribed,
+                   (old.data - ARRAY(SELECT jsonb_array_elements_text(${remove}::jsonb))) || ${set}::jsonb AS data,
+                   octet_length(old.data::text) AS before
+            FROM old
           ), upd AS (
             UPDATE contacts c SET
               subscribed = COALESCE(${input.subscribed ?? null}::boolean, c.subscribed),
-              data = (c.data - ARRAY(SELECT jsonb_array_elements_text(${remove}::jsonb))) || ${set}::jsonb,
+              data = patched.data,
               pinned_at = c.pinned_at || ${pins}::jsonb,
               updated_at = ${now}::timestamptz
-            FROM old WHERE c.id = old.id
+            FROM patched WHERE c.id = patched.id AND ${withinDataLimit}
             RETURNING c.id, c.email, c.subscribed, c.snoozed_until, c.data, c.created_at, c.updated_at,
-                      false AS inserted, old.subscribed AS previous_subscribed
+                      false AS inserted, patched.subscribed AS previous_subscribed
           ), ins AS (
             INSERT INTO contacts (id, project_id, email, subscribed, data, pinned_at, created_at, updated_at)
             SELECT ${uuidv7()}, ${input.projectId}, ${input.email}, ${input.subscribed ?? input.subscribedByDefault},
@@ -250,9 +264,10 @@ export class Contacts extends Context.Service<Contacts, {
                 'source', ${input.source}::text,
                 'at', ${now}::text,
                 'previousSubscribed', COALESCE(up.previous_subscribed, ${input.newContactBaseline ?? null}::boolean),
+                'setKeys', ${JSON.stringify(Object.keys(input.patch.set))}::jsonb,
                 'removedKeys', ${remove}::jsonb,
                 'contact', jsonb_build_object('id', up.id, 'email', up.email, 'subscribed', up.subscribed,
-                                              'data', up.data, 'createdAt', up.created_at, 'updatedAt', up.updated_at)
+                                              'createdAt', up.created_at, 'updatedAt', up.updated_at)
               ) AS payload
               FROM up
               UNION ALL
@@ -262,12 +277,17 @@ export class Contacts extends Context.Service<Contacts, {
             ) messages
             ORDER BY ord
           )
-          SELECT * FROM up`
+          SELECT *, false AS too_large FROM up
+          UNION ALL
+          -- The contact exists but the change would grow its data past the limit: nothing was written.
+          SELECT patched.id, NULL, NULL, NULL, NULL, NULL, NULL, false, NULL, true FROM patched
+          WHERE NOT EXISTS (SELECT 1 FROM upd)`
       }
 
       const upsert = Effect.fn("Contacts.upsert")(function*(input: UpsertInput) {
         for (let attempt = 1; ; attempt++) {
           const [row] = yield* upsertOnce(input)
+          if (row?.too_large) return yield* new ContactDataTooLarge({ contactId: row.id })
           if (row) {
             return {
               contact: toContact(row),
@@ -298,19 +318,24 @@ export class Contacts extends Context.Service<Contacts, {
         const nowMs = Date.now()
         const now = new Date(nowMs).toISOString()
         const pins = pinsOf(input.patch, input.subscribed, nowMs)
-        const rows = yield* sql<ContactRow & { previous_subscribed: boolean }>`
-          WITH up AS (
+        const rows = yield* sql<ContactRow & { previous_subscribed: boolean; too_large: boolean }>`
+          WITH patched AS (
+            SELECT id, subscribed, email,
+                   (data - ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(input.patch.remove)}::jsonb)))
+                     || ${JSON.stringify(input.patch.set)}::jsonb AS data,
+                   octet_length(data::text) AS before
+            FROM contacts WHERE project_id = ${projectId} AND id = ${id} FOR UPDATE
+          ), up AS (
             UPDATE contacts c SET
               email = COALESCE(${input.email ?? null}::text, c.email),
               subscribed = COALESCE(${input.subscribed ?? null}::boolean, c.subscribed),
-              data = (c.data - ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(input.patch.remove)}::jsonb)))
-                     || ${JSON.stringify(input.patch.set)}::jsonb,
+              data = patched.data,
               pinned_at = c.pinned_at || ${pins}::jsonb,
               updated_at = ${now}::timestamptz
-            FROM (SELECT id, subscribed, email FROM contacts WHERE project_id = ${projectId} AND id = ${id} FOR UPDATE) old
-            WHERE c.id = old.id
+            FROM patched
+            WHERE c.id = patched.id AND ${withinDataLimit}
             RETURNING c.id, c.email, c.subscribed, c.snoozed_until, c.data, c.created_at, c.updated_at,
-                      old.subscribed AS previous_subscribed, old.email AS previous_email
+                      patched.subscribed AS previous_subscribed, patched.email AS previous_email
           ), fields AS (
             INSERT INTO contact_fields (project_id, key, type)
             SELECT ${projectId}, f->>0, f->>1 FROM jsonb_array_elements(${fieldTypesJson(input.patch)}::jsonb) f
@@ -327,17 +352,22 @@ export class Contacts extends Context.Service<Contacts, {
               'at', ${now}::text,
               'previousSubscribed', up.previous_subscribed,
               'previousEmail', up.previous_email,
+              'setKeys', ${JSON.stringify(Object.keys(input.patch.set))}::jsonb,
               'removedKeys', ${JSON.stringify(input.patch.remove)}::jsonb,
               'contact', jsonb_build_object('id', up.id, 'email', up.email, 'subscribed', up.subscribed,
-                                            'data', up.data, 'createdAt', up.created_at, 'updatedAt', up.updated_at))
+                                            'createdAt', up.created_at, 'updatedAt', up.updated_at))
             FROM up
           )
-          SELECT * FROM up`.pipe(
-          Effect.map((rows): ReadonlyArray<ContactRow> | DuplicateEmail => rows),
+          SELECT *, false AS too_large FROM up
+          UNION ALL
+          SELECT patched.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM patched
+          WHERE NOT EXISTS (SELECT 1 FROM up)`.pipe(
+          Effect.map((rows): ReadonlyArray<ContactRow & { too_large: boolean }> | DuplicateEmail => rows),
           Effect.catchTag("SqlError", (error) =>
             error.reason._tag === "UniqueViolation" ? Effect.succeed(new DuplicateEmail()) : Effect.fail(error))
         )
         if (rows instanceof DuplicateEmail) return rows
+        if (rows[0]?.too_large) return yield* new ContactDataTooLarge({ contactId: rows[0].id })
         return rows[0] ? toContact(rows[0]) : undefined
       })
 
@@ -346,14 +376,13 @@ export class Contacts extends Context.Service<Contacts, {
         const rows = yield* sql<{ id: string }>`
           WITH gone AS (
             DELETE FROM contacts WHERE project_id = ${projectId} AND id = ${id}
-            RETURNING id, email, subscribed, data
+            RETURNING id, email, subscribed
           ), change AS (
             INSERT INTO outbox (id, subject, payload)
             SELECT ${uuidv7()}, ${subjectOf(projectId)}, jsonb_build_object(
               'kind', 'contact', 'type', 'contact.deleted', 'projectId', ${projectId}::text,
               'contactId', gone.id, 'source', 'api.contacts', 'at', ${now}::text,
-              'contact', jsonb_build_object('id', gone.id, 'email', gone.email, 'subscribed', gone.subscribed,
-                                            'data', gone.data))
+              'contact', jsonb_build_object('id', gone.id, 'email', gone.email, 'subscribed', gone.subscribed))
             FROM gone
           )
           SELECT id FROM gone`

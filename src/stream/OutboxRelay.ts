@@ -7,13 +7,47 @@
  *   on restart and JetStream drops the duplicate.
  * - Writers call `wake` after committing so messages go out immediately; a slow poll picks up rows
  *   that a crashed process left behind.
+ * - One row never holds up the others: the rows of a batch are judged one by one, in order. A row
+ *   NATS refuses for itself (over the server's max payload, a stream limit) is moved to `dead_letters`
+ *   with the reason at once; a row that keeps failing while the rows around it go through is moved
+ *   after MAX_ATTEMPTS. Only when NATS itself is unreachable does the relay wait, and then it stops
+ *   at the first failed row, deleting everything published before it, so order is kept.
  */
 import { Context, Duration, Effect, Layer, Queue } from "effect"
 import { SqlClient } from "effect/sql"
+import { WorkerMetrics } from "../observability/Metrics.ts"
+import { uuidv7 } from "../domain/ids.ts"
 import { Nats } from "./Nats.ts"
 
 const RELAY_LOCK = 0x6d61696c // "mail": arbitrary, fixed
 const BATCH = 1000
+/** Failures of one row, while other rows of its batches were published, before it is set aside. */
+const MAX_ATTEMPTS = 5
+
+interface OutboxRow {
+  readonly seq: string
+  readonly id: string
+  readonly subject: string
+  readonly payload: string
+  readonly attempts: number
+}
+
+type Verdict =
+  | { readonly _tag: "published" }
+  | { readonly _tag: "refused"; readonly reason: string }
+  | { readonly _tag: "failed"; readonly reason: string }
+
+/** Errors that are about the message itself, so publishing it again cannot succeed. */
+const isRefusal = (error: unknown): boolean => {
+  const name = (error as { name?: unknown })?.name
+  if (name === "InvalidArgumentError") return true // e.g. max_payload exceeded, checked by the client
+  // A JetStream API error answered for this message (e.g. 10054 maximum message size exceeded);
+  // 503 (no responders / not ready) is about the server, not the message.
+  const code = (error as { code?: unknown; api_error?: { err_code?: unknown; code?: unknown } })
+  return name === "JetStreamApiError" && code.api_error?.code !== 503
+}
+
+const describe = (error: unknown) => (error instanceof Error ? `${error.name}: ${error.message}` : String(error))
 
 export class OutboxRelay extends Context.Service<OutboxRelay, {
   /** Ask the relay to publish now (cheap; coalesces). */
@@ -28,20 +62,80 @@ export class OutboxRelay extends Context.Service<OutboxRelay, {
       const nats = yield* Nats
       const wakeups = yield* Queue.sliding<void>(1)
 
-      /** Publishes one batch; returns how many rows it moved (0 when idle or another relay holds the lock). */
+      const publishOne = (row: OutboxRow): Promise<Verdict> =>
+        nats.js.publish(row.subject, row.payload, { msgID: row.id }).then(
+          (): Verdict => ({ _tag: "published" }),
+          (error: unknown): Verdict =>
+            isRefusal(error) ? { _tag: "refused", reason: describe(error) } : { _tag: "failed", reason: describe(error) }
+        )
+
+      /** Moves rows that cannot be published to dead_letters (with the reason) and out of the outbox. */
+      const setAside = (rows: ReadonlyArray<{ readonly row: OutboxRow; readonly reason: string }>) =>
+        Effect.gen(function*() {
+          if (rows.length === 0) return
+          const letters = rows.map(({ row, reason }) => {
+            let projectId: unknown
+            try {
+              projectId = JSON.parse(row.payload)?.projectId
+            } catch {
+              projectId = undefined
+            }
+            return {
+              id: uuidv7(),
+              projectId: typeof projectId === "string" ? projectId : null,
+              subject: row.subject,
+              payload: row.payload,
+              error: `not published: ${reason}`.slice(0, 4000)
+            }
+          })
+          yield* sql`
+            INSERT INTO dead_letters (id, project_id, source, subject, payload, error)
+            SELECT (x->>'id')::uuid, (x->>'projectId')::uuid, 'outbox', x->>'subject', x->>'payload', x->>'error'
+            FROM jsonb_array_elements(${JSON.stringify(letters.filter((letter) => letter.projectId !== null))}::jsonb) x`
+          yield* sql`DELETE FROM outbox WHERE id IN ${sql.in(rows.map(({ row }) => row.id))}`
+          for (const { row, reason } of rows) {
+            yield* Effect.logError("outbox row set aside as a dead letter", { id: row.id, subject: row.subject, reason })
+          }
+          WorkerMetrics.deadLettered.inc(rows.length)
+        })
+
+      /**
+       * Publishes one batch; returns how many rows it moved, or -1 when another relay holds the lock
+       * or NATS is unreachable (so the caller waits).
+       */
       const publishBatch = sql.withTransaction(Effect.gen(function*() {
         const [lock] = yield* sql<{ locked: boolean }>`SELECT pg_try_advisory_xact_lock(${RELAY_LOCK}) AS locked`
         if (!lock?.locked) return -1
-        const rows = yield* sql<{ id: string; subject: string; payload: unknown }>`
-          SELECT id, subject, payload FROM outbox ORDER BY seq LIMIT ${BATCH} FOR UPDATE`
+        const rows = yield* sql<OutboxRow>`
+          SELECT seq, id, subject, payload::text AS payload, attempts FROM outbox ORDER BY seq LIMIT ${BATCH} FOR UPDATE`
         if (rows.length === 0) return 0
         // Pipelined on one connection: JetStream stores them in this order.
-        yield* Effect.tryPromise(() =>
-          Promise.all(rows.map((row) =>
-            nats.js.publish(row.subject, JSON.stringify(row.payload), { msgID: row.id })
-          ))
-        )
-        yield* sql`DELETE FROM outbox WHERE id IN ${sql.in(rows.map((row) => row.id))}`
+        const verdicts = yield* Effect.promise(() => Promise.all(rows.map(publishOne)))
+        const anyPublished = verdicts.some((verdict) => verdict._tag === "published")
+        const done: Array<string> = []
+        const refused: Array<{ row: OutboxRow; reason: string }> = []
+        let retry: { row: OutboxRow; reason: string } | undefined
+        for (let i = 0; i < rows.length; i++) {
+          const row = rows[i]!
+          const verdict = verdicts[i]!
+          if (verdict._tag === "published") done.push(row.id)
+          else if (verdict._tag === "refused") refused.push({ row, reason: verdict.reason })
+          else if (anyPublished && row.attempts + 1 >= MAX_ATTEMPTS) {
+            // NATS is up (others went through) and this row keeps failing on its own.
+            refused.push({ row, reason: `${verdict.reason} (failed ${row.attempts + 1} times while other messages were published)` })
+          } else {
+            // Stop here, keeping order: later rows stay in the outbox (a republish is deduplicated).
+            retry = { row, reason: verdict.reason }
+            break
+          }
+        }
+        if (done.length > 0) yield* sql`DELETE FROM outbox WHERE id IN ${sql.in(done)}`
+        yield* setAside(refused)
+        if (retry) {
+          if (anyPublished) yield* sql`UPDATE outbox SET attempts = attempts + 1 WHERE id = ${retry.row.id}`
+          yield* Effect.logWarning("outbox relay could not publish; will retry", { id: retry.row.id, reason: retry.reason })
+          return done.length + refused.length > 0 ? done.length + refused.length : -1
+        }
         return rows.length
       }))
 

@@ -28,6 +28,7 @@ import { clockNow } from "../lib/clock.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import { prepareEmail } from "../mail/prepare.ts"
 import { makeRenderer, type CompiledTemplate } from "../mail/render.ts"
+import { ContactDataTooLarge } from "../store/Contacts.ts"
 import type { NewEmail } from "../store/Emails.ts"
 import type { Template } from "../store/Templates.ts"
 import { type ExecutionRow, toStep, toTransition, toWorkflow, type Workflow } from "../store/Workflows.ts"
@@ -416,7 +417,10 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
             subscribed: action === "subscribe" ? true : action === "unsubscribe" ? false : undefined,
             patch: toDataPatch(updates),
             source: "workflow"
-          })
+          }).pipe(Effect.catchTag("ContactDataTooLarge", (error) => Effect.succeed(error)))
+          if (updated instanceof ContactDataTooLarge) {
+            return fail(exec, current, `the update would grow the contact's data past ${updated.limitBytes / 1024} KiB`)
+          }
           if (!updated || !("id" in updated)) return fail(exec, current, "the contact no longer exists")
           facts.delete(exec.contactId)
           record(exec, current, "COMPLETED", { updated: Object.keys(updates), subscribed: updated.subscribed })

@@ -4,7 +4,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { dataPayloadProblems, toDataPatch } from "../../domain/customData.ts"
 import { normalizeEmail } from "../../domain/email.ts"
 import { isUuid } from "../../domain/ids.ts"
-import { Contacts, customFieldPath, DuplicateEmail, isStandardField, type ListSort } from "../../store/Contacts.ts"
+import { type ContactDataTooLarge, Contacts, customFieldPath, DuplicateEmail, isStandardField, type ListSort } from "../../store/Contacts.ts"
 import { ContactDirectory } from "../../ingest/ContactDirectory.ts"
 import type { Condition } from "../../domain/conditions/types.ts"
 import { conditionFilters } from "../../domain/conditions/validate.ts"
@@ -32,6 +32,14 @@ export const validateData = (data: Readonly<Record<string, unknown>> | undefined
 
 const notFound = ApiError.notFound("Contact")
 
+/** The contact data limit as the API answers it. */
+export const refuseOversizedData = <A, E, R>(effect: Effect.Effect<A, E | ContactDataTooLarge, R>): Effect.Effect<A, E | ApiError, R> =>
+  Effect.catchIf(
+    effect,
+    (error): error is ContactDataTooLarge => (error as { _tag?: unknown })?._tag === "ContactDataTooLarge",
+    (error) => Effect.fail(ApiError.contactDataTooLarge(error.limitBytes))
+  ) as Effect.Effect<A, E | ApiError, R>
+
 export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnUntraced(function*(handlers) {
   const contacts = yield* Contacts
   const relay = yield* OutboxRelay
@@ -54,14 +62,14 @@ export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnU
           return yield* new BareBadRequest({ message: "email is required" })
         }
         yield* validateData(payload.data)
-        const result = yield* store(contacts.upsert({
+        const result = yield* refuseOversizedData(contacts.upsert({
           projectId: project.id,
           email: normalizeEmail(payload.email),
           subscribed: payload.subscribed,
           subscribedByDefault: true,
           patch: toDataPatch(payload.data),
           source: "api.contacts"
-        }))
+        })).pipe(Effect.catchTag("SqlError", Effect.die))
         yield* relay.wake
         return result.isNew
           ? { ...result.contact, _meta: { isNew: true as const, isUpdate: false } }
@@ -163,11 +171,11 @@ export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnU
         yield* validateData(payload.data)
         // The track path caches email → id; a renamed contact must not keep its old email there.
         const before = payload.email === undefined ? undefined : yield* store(contacts.get(project.id, params.id))
-        const result = yield* store(contacts.update(project.id, params.id, {
+        const result = yield* refuseOversizedData(contacts.update(project.id, params.id, {
           email: payload.email === undefined ? undefined : normalizeEmail(payload.email),
           subscribed: payload.subscribed,
           patch: toDataPatch(payload.data)
-        }))
+        })).pipe(Effect.catchTag("SqlError", Effect.die))
         if (result instanceof DuplicateEmail) {
           return yield* ApiError.conflict("CONTACT_EXISTS", "Another contact in this project already has this email")
         }

@@ -23,7 +23,7 @@ import type { SendBody } from "../api/send.ts"
 import { CurrentProject } from "../api/security.ts"
 import { ApiError, type FieldError, rendered } from "../errors.ts"
 import { Idempotency } from "../Idempotency.ts"
-import { validateData } from "./contacts.ts"
+import { refuseOversizedData, validateData } from "./contacts.ts"
 import { requireVerifiedDomain, subjectProblem, syntaxProblem } from "./templates.ts"
 
 export const MAX_RECIPIENTS = 100
@@ -217,7 +217,7 @@ export const SendHandlers = HttpApiBuilder.group(Api, "send", Effect.fnUntraced(
               newContactBaseline: false,
               patch,
               source: "api.send"
-            })
+            }).pipe(refuseOversizedData)
             const email = yield* Effect.tryPromise({
               try: () =>
                 prepareEmail(
