@@ -9,6 +9,7 @@ import { DatabaseLive } from "./store/db.ts"
 import { Projects } from "./store/Projects.ts"
 import { Nats } from "./stream/Nats.ts"
 import { OutboxRelay } from "./stream/OutboxRelay.ts"
+import { Invalidations } from "./stream/Invalidations.ts"
 import { Dns } from "./lib/dns.ts"
 import { MailTransport } from "./mail/Transport.ts"
 import { Domains } from "./store/Domains.ts"
@@ -25,6 +26,7 @@ export const CoreLive = Layer.mergeAll(
   Contacts.layer,
   Projects.layer,
   OutboxRelay.layer,
+  Invalidations.layer,
   Emails.layer,
   Templates.layer,
   Campaigns.layer,

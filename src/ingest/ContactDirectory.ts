@@ -8,6 +8,7 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { uuidv7 } from "../domain/ids.ts"
 import { makeGroupCommit } from "../lib/GroupCommit.ts"
+import { Invalidations } from "../stream/Invalidations.ts"
 
 export interface ResolvedContact {
   readonly id: string
@@ -24,19 +25,45 @@ interface Lookup {
 const CACHE_TTL_MS = 60_000
 const CACHE_MAX = 200_000
 
+interface Forgotten {
+  readonly projectId: string
+  readonly email: string
+}
+
+const INVALIDATION_TOPIC = "contacts"
+
 export class ContactDirectory extends Context.Service<ContactDirectory, {
   readonly resolve: (projectId: string, email: string, subscribedIfNew: boolean) => Effect.Effect<ResolvedContact, SqlError.SqlError>
-  /** Drop a cached id (the contact was deleted or its email changed in this process). */
-  readonly forget: (projectId: string, email: string) => void
+  /**
+   * Drop a cached id in every api process: call after committing a change that ends the email → id
+   * mapping (the contact was deleted or its email changed).
+   */
+  readonly forget: (projectId: string, email: string) => Effect.Effect<void>
 }>()("app/ingest/ContactDirectory") {
   static readonly layer = Layer.effect(
     ContactDirectory,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const invalidations = yield* Invalidations
       const cache = new Map<string, { id: string; expires: number }>()
+      // Bumped by every invalidation: a lookup that was running meanwhile may have read the old
+      // mapping, so its answers are used but not cached.
+      let generation = 0
+
+      yield* invalidations.subscribe<Forgotten>(INVALIDATION_TOPIC, {
+        onMessage: ({ projectId, email }) => {
+          generation++
+          cache.delete(`${projectId}|${email}`)
+        },
+        onGap: () => {
+          generation++
+          cache.clear()
+        }
+      })
 
       const resolveBatch = (items: ReadonlyArray<Lookup>) =>
         Effect.gen(function*() {
+          const startedAt = generation
           // Several requests for one new email in a batch must get the same contact.
           const unique = new Map<string, Lookup & { id: string }>()
           for (const item of items) {
@@ -72,7 +99,7 @@ export class ContactDirectory extends Context.Service<ContactDirectory, {
             const key = `${item.projectId}|${item.email}`
             const resolved = found.get(key)
             if (!resolved) throw new Error(`could not resolve contact ${item.email}`)
-            cache.set(key, { id: resolved.id, expires })
+            if (generation === startedAt) cache.set(key, { id: resolved.id, expires })
             // Only the first request for a new email reports the creation.
             const created = resolved.created && !createdOnce.has(key)
             if (resolved.created) createdOnce.add(key)
@@ -89,9 +116,12 @@ export class ContactDirectory extends Context.Service<ContactDirectory, {
             if (hit && hit.expires > Date.now()) return Effect.succeed({ id: hit.id, created: false })
             return batcher.submit({ projectId, email, subscribed })
           }),
-        forget: (projectId, email) => {
-          cache.delete(`${projectId}|${email}`)
-        }
+        forget: (projectId, email) =>
+          Effect.suspend(() => {
+            generation++
+            cache.delete(`${projectId}|${email}`)
+            return invalidations.publish(INVALIDATION_TOPIC, { projectId, email } satisfies Forgotten)
+          })
       })
     })
   )

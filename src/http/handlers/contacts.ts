@@ -180,7 +180,7 @@ export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnU
           return yield* ApiError.conflict("CONTACT_EXISTS", "Another contact in this project already has this email")
         }
         if (!result) return yield* notFound
-        if (before) directory.forget(project.id, before.email)
+        if (before && before.email !== result.email) yield* directory.forget(project.id, before.email)
         yield* relay.wake
         return result
       })))
@@ -191,7 +191,7 @@ export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnU
         const existing = yield* store(contacts.get(project.id, params.id))
         const deleted = yield* store(contacts.remove(project.id, params.id))
         if (!deleted) return yield* notFound
-        if (existing) directory.forget(project.id, existing.email)
+        if (existing) yield* directory.forget(project.id, existing.email)
         yield* relay.wake
       })))
 }))
