@@ -12,6 +12,7 @@ import { ContactsHandlers } from "./handlers/contacts.ts"
 import { EventsHandlers } from "./handlers/events.ts"
 import { SegmentsHandlers } from "./handlers/segments.ts"
 import { Segments } from "../store/Segments.ts"
+import { ConditionCheck } from "../store/ConditionCheck.ts"
 import { Events } from "../store/Events.ts"
 import { SystemHandlers } from "./handlers/system.ts"
 import { TrackHandlers } from "./handlers/track.ts"
@@ -36,7 +37,7 @@ const ApiRoutes = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pi
   Layer.provide([SendHandlers, TemplatesHandlers, DomainsHandlers, LinksHandlers, WebhooksHandlers, CampaignsHandlers]),
   Layer.provide(WorkflowsHandlers),
   Layer.provide([SecretKeyAuthLive, PublicKeyAuthLive]),
-  Layer.provide([RateLimiter.layer, Idempotency.layer, ContactDirectory.layer, EventPublisher.layer, Events.layer, Segments.layer, Verifier.layer]),
+  Layer.provide([RateLimiter.layer, Idempotency.layer, ContactDirectory.layer, EventPublisher.layer, Events.layer, Verifier.layer, ConditionCheck.layer.pipe(Layer.provideMerge(Segments.layer))]),
   Layer.provide(Notifications.layer),
   Layer.provide(Workflows.layer)
 )

@@ -246,3 +246,27 @@ describe("workflows API", () => {
     expect(secretKey.json.secret).toMatch(/^whsec_[A-Za-z0-9+/=]{40,}$/)
   })
 })
+
+describe("conditions checked like segments and campaigns", () => {
+  it("refuses a CONDITION on a segment of another project or of none, in either config form (422 unknown_segment)", async () => {
+    const workflow = await newWorkflow({ name: "Segment checks", eventName: "x" })
+    const own = await secret("POST", "/segments", { name: "Mine", condition: { logic: "AND", groups: [{ filters: [{ field: "email", operator: "contains", value: "@" }] }] } })
+    expect(own.status).toBeLessThan(300)
+    const { stdout } = await stack.cli("project", "create", "--name", "Other")
+    const other = JSON.parse(stdout) as TestProject
+    const theirs = await request(api.url, "POST", "/segments", {
+      key: other.secretKey,
+      body: { name: "Theirs", condition: { logic: "AND", groups: [{ filters: [{ field: "email", operator: "contains", value: "@" }] }] } }
+    })
+    const missing = "018f0000-0000-7000-8000-000000000000"
+    for (const id of [theirs.json.id, missing]) {
+      const single = await addStep(workflow.id, "CONDITION", { field: `segment.${id}`, operator: "memberOfSegment" }, 422)
+      expect(single.error.errors[0]).toMatchObject({ field: "config", code: "unknown_segment" })
+      const tree = await addStep(workflow.id, "CONDITION", {
+        condition: { logic: "OR", groups: [{ filters: [{ field: `segment.${id}`, operator: "memberOfSegment" }] }] }
+      }, 422)
+      expect(tree.error.errors[0]).toMatchObject({ field: "config.condition", code: "unknown_segment" })
+    }
+    await addStep(workflow.id, "CONDITION", { field: `segment.${own.json.id}`, operator: "memberOfSegment" }, 201)
+  })
+})

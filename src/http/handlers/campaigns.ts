@@ -3,7 +3,6 @@ import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../../config.ts"
 import type { Condition } from "../../domain/conditions/types.ts"
-import { conditionReads, validateCondition } from "../../domain/conditions/validate.ts"
 import { isValidEmail, normalizeEmail } from "../../domain/email.ts"
 import { isUuid, uuidv7 } from "../../domain/ids.ts"
 import { prepareEmail } from "../../mail/prepare.ts"
@@ -14,6 +13,7 @@ import { Domains } from "../../store/Domains.ts"
 import { Emails } from "../../store/Emails.ts"
 import { Projects } from "../../store/Projects.ts"
 import { Segments } from "../../store/Segments.ts"
+import { ConditionCheck } from "../../store/ConditionCheck.ts"
 import { OutboxRelay } from "../../stream/OutboxRelay.ts"
 import { Api } from "../api/Api.ts"
 import type { CampaignBody } from "../api/campaigns.ts"
@@ -38,6 +38,7 @@ export const CampaignsHandlers = HttpApiBuilder.group(Api, "campaigns", Effect.f
   const config = yield* AppConfig
   const campaigns = yield* Campaigns
   const segments = yield* Segments
+  const conditions = yield* ConditionCheck
   const contacts = yield* Contacts
   const emails = yield* Emails
   const projects = yield* Projects
@@ -88,15 +89,9 @@ export const CampaignsHandlers = HttpApiBuilder.group(Api, "campaigns", Effect.f
       if (payload.audienceCondition === undefined || payload.audienceCondition === null) {
         problems.push({ field: "audienceCondition", message: "audienceCondition is required for a FILTERED audience", code: "required" })
       } else {
-        const invalid = validateCondition(payload.audienceCondition, "audienceCondition")
-        problems.push(...invalid.map((p) => ({ field: p.path, message: p.message, code: p.code })))
-        if (invalid.length === 0) {
-          audienceCondition = payload.audienceCondition as Condition
-          const known = new Set((yield* Effect.orDie(segments.list(projectId))).map((segment) => segment.id))
-          for (const id of conditionReads(audienceCondition).segments) {
-            if (!known.has(id)) problems.push({ field: "audienceCondition", message: `Segment ${id} does not exist in this project`, code: "unknown_segment" })
-          }
-        }
+        const checked = yield* Effect.orDie(conditions.check(projectId, payload.audienceCondition, "audienceCondition"))
+        if (checked._tag === "valid") audienceCondition = checked.condition
+        else problems.push(...checked.problems.map((p) => ({ field: p.path, message: p.message, code: p.code, ...(p.received ? { received: p.received } : {}) })))
       }
     }
     const found = problems.filter((problem) => problem !== undefined)

@@ -1,10 +1,11 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import type { Condition } from "../../domain/conditions/types.ts"
-import { conditionReads, validateCondition } from "../../domain/conditions/validate.ts"
+import { conditionReads } from "../../domain/conditions/validate.ts"
 import { isValidEmail, normalizeEmail } from "../../domain/email.ts"
 import { isUuid } from "../../domain/ids.ts"
 import { Campaigns } from "../../store/Campaigns.ts"
+import { ConditionCheck } from "../../store/ConditionCheck.ts"
 import { type Segment, Segments } from "../../store/Segments.ts"
 import { OutboxRelay } from "../../stream/OutboxRelay.ts"
 import { Api } from "../api/Api.ts"
@@ -22,38 +23,17 @@ export const SegmentsHandlers = HttpApiBuilder.group(Api, "segments", Effect.fnU
   const segments = yield* Segments
   const campaigns = yield* Campaigns
   const relay = yield* OutboxRelay
+  const conditions = yield* ConditionCheck
   const store = <A, E>(effect: Effect.Effect<A, E>) => Effect.orDie(effect)
 
   /** The condition is well formed, its segment references exist here, and they form no cycle. */
   const checkCondition = Effect.fnUntraced(function*(projectId: string, condition: unknown, selfId?: string) {
-    const problems = validateCondition(condition, "condition")
-    if (problems.length > 0) {
-      return yield* ApiError.validation(
-        problems.map((p) => ({ field: p.path, message: p.message, code: p.code })),
-        problems.length === 1 ? problems[0]!.message : "The condition is invalid"
-      )
-    }
-    const references = [...conditionReads(condition as Condition).segments]
-    if (references.length === 0) return condition as Condition
-    const all = yield* store(segments.list(projectId))
-    const byId = new Map(all.map((segment) => [segment.id, segment]))
-    for (const id of references) {
-      if (!byId.has(id)) return yield* ApiError.invalidField("condition", `Segment ${id} does not exist in this project`, "unknown_segment", id)
-    }
-    if (selfId) {
-      // Cycle check: does any referenced segment (transitively) reference this one?
-      const seen = new Set<string>()
-      const stack = [...references]
-      while (stack.length > 0) {
-        const id = stack.pop()!
-        if (id === selfId) return yield* ApiError.invalidField("condition", "Segments cannot reference themselves, directly or through others", "cycle")
-        if (seen.has(id)) continue
-        seen.add(id)
-        const target = byId.get(id)
-        if (target?.condition) stack.push(...conditionReads(target.condition).segments)
-      }
-    }
-    return condition as Condition
+    const checked = yield* store(conditions.check(projectId, condition, "condition", selfId ? { segmentId: selfId } : undefined))
+    if (checked._tag === "valid") return checked.condition
+    return yield* ApiError.validation(
+      checked.problems.map((p) => ({ field: p.path, message: p.message, code: p.code, ...(p.received ? { received: p.received } : {}) })),
+      checked.problems.length === 1 ? checked.problems[0]!.message : "The condition is invalid"
+    )
   })
 
   const find = Effect.fnUntraced(function*(id: string) {

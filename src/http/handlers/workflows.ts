@@ -4,9 +4,10 @@ import { HttpApiBuilder } from "effect/http-api"
 import { isUuid } from "../../domain/ids.ts"
 import { Contacts } from "../../store/Contacts.ts"
 import { Templates } from "../../store/Templates.ts"
+import { ConditionCheck } from "../../store/ConditionCheck.ts"
 import { type Refusal, type WorkflowDetail, Workflows } from "../../store/Workflows.ts"
 import { OutboxRelay } from "../../stream/OutboxRelay.ts"
-import { ADDABLE_STEP_TYPES, checkStepConfig, checkTransition, EXECUTION_STATUSES, type ExecutionStatus, makeGraph, spliceTarget, type StepType } from "../../workflows/graph.ts"
+import { ADDABLE_STEP_TYPES, checkStepConfig, checkTransition, conditionOf, EXECUTION_STATUSES, type ExecutionStatus, makeGraph, spliceTarget, type StepType } from "../../workflows/graph.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
 import { ApiError, type FieldError, rendered } from "../errors.ts"
@@ -49,6 +50,7 @@ const failIf = (problems: ReadonlyArray<FieldError | undefined>) => {
 export const WorkflowsHandlers = HttpApiBuilder.group(Api, "workflows", Effect.fnUntraced(function*(handlers) {
   const workflows = yield* Workflows
   const templates = yield* Templates
+  const conditions = yield* ConditionCheck
   const contacts = yield* Contacts
   const relay = yield* OutboxRelay
   const store = <A, E>(effect: Effect.Effect<A, E>) => Effect.orDie(effect)
@@ -65,6 +67,13 @@ export const WorkflowsHandlers = HttpApiBuilder.group(Api, "workflows", Effect.f
     if (checked.problems.length > 0) return yield* ApiError.validation(checked.problems)
     if (type === "SEND_EMAIL" && !(yield* templates.get(projectId, checked.config.templateId as string))) {
       return yield* ApiError.invalidField("config.templateId", "No such template in this project", "unknown_template", checked.config.templateId)
+    }
+    if (type === "CONDITION") {
+      const path = "condition" in checked.config ? "config.condition" : "config"
+      const references = yield* store(conditions.references(projectId, conditionOf(checked.config), path))
+      if (references._tag === "invalid") {
+        return yield* ApiError.validation(references.problems.map((p) => ({ field: p.path, message: p.message, code: p.code, ...(p.received ? { received: p.received } : {}) })))
+      }
     }
     return checked.config
   })
