@@ -22,6 +22,8 @@ import { CampaignsHandlers } from "./handlers/campaigns.ts"
 import { WorkflowsHandlers } from "./handlers/workflows.ts"
 import { Workflows } from "../store/Workflows.ts"
 import { DomainsHandlers } from "./handlers/domains.ts"
+import { DeadLettersHandlers } from "./handlers/deadLetters.ts"
+import { DeadLetters } from "../store/DeadLetters.ts"
 import { LinksHandlers } from "./handlers/links.ts"
 import { SendHandlers } from "./handlers/send.ts"
 import { TemplatesHandlers } from "./handlers/templates.ts"
@@ -35,9 +37,9 @@ import { RateLimiter } from "./RateLimiter.ts"
 const ApiRoutes = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([SystemHandlers, TrackHandlers, ContactsHandlers, EventsHandlers, SegmentsHandlers, VerifyHandlers]),
   Layer.provide([SendHandlers, TemplatesHandlers, DomainsHandlers, LinksHandlers, WebhooksHandlers, CampaignsHandlers]),
-  Layer.provide(WorkflowsHandlers),
+  Layer.provide([WorkflowsHandlers, DeadLettersHandlers]),
   Layer.provide([SecretKeyAuthLive, PublicKeyAuthLive]),
-  Layer.provide([RateLimiter.layer, Idempotency.layer, ContactDirectory.layer, EventPublisher.layer, Events.layer, Verifier.layer, ConditionCheck.layer.pipe(Layer.provideMerge(Segments.layer))]),
+  Layer.provide([RateLimiter.layer, Idempotency.layer, ContactDirectory.layer, EventPublisher.layer, Events.layer, Verifier.layer, ConditionCheck.layer.pipe(Layer.provideMerge(Segments.layer)), DeadLetters.layer]),
   Layer.provide(Notifications.layer),
   Layer.provide(Workflows.layer)
 )

@@ -225,6 +225,14 @@ describe("stream backbone", () => {
     const letters = await stack.query<{ payload: string; error: string }>("SELECT payload, error FROM dead_letters WHERE project_id = $1", [project.id])
     expect(letters).toHaveLength(1)
     expect(JSON.parse(letters[0]!.payload).events[0].name).toBe("bad")
+    // Listed through the API; data Postgres can never hold is refused for replay with the reason.
+    const api = await stack.start("api")
+    const [letter] = (await request(api.url, "GET", "/dead-letters", { key: project.secretKey })).json.data
+    expect(letter).toMatchObject({ source: "stream", summary: { kind: "track", name: "bad" } })
+    const replay = await request(api.url, "POST", `/dead-letters/${letter.id}/replay`, { key: project.secretKey })
+    expect(replay.status).toBe(422)
+    expect(replay.json.error.errors[0].code).toBe("not_replayable")
+    await api.stop()
     await worker.stop()
   }, 60_000)
 })

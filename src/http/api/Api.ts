@@ -13,6 +13,7 @@ import { LinksApi } from "./links.ts"
 import { SendApi } from "./send.ts"
 import { TemplatesApi } from "./templates.ts"
 import { WebhooksApi } from "./webhooks.ts"
+import { DeadLettersApi } from "./deadLetters.ts"
 
 export class Api extends HttpApi.make("mailstream")
   .add(SystemApi)
@@ -28,6 +29,7 @@ export class Api extends HttpApi.make("mailstream")
   .add(DomainsApi)
   .add(LinksApi)
   .add(WebhooksApi)
+  .add(DeadLettersApi)
   // Report every invalid field of a request at once, not just the first.
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
   .annotateMerge(OpenApi.annotations({

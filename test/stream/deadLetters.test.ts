@@ -101,3 +101,46 @@ describe("contact data limit", () => {
     expect(JSON.parse(letter!.payload).events[0]).toMatchObject({ eventId: tracked.json.data.event, subscribed: null })
   })
 })
+
+describe("GET/POST/DELETE /dead-letters", () => {
+  it("lists the project's letters only, replays one in order once the cause is fixed, and deletes", async () => {
+    const email = "replay@example.com"
+    const created = await request(api.url, "POST", "/contacts", { key: quiet.secretKey, body: { email, data: { a: "x".repeat(200 * 1024) } } })
+    const tracked = await request(api.url, "POST", "/v1/track", { key: quiet.publicKey, body: { email, event: "grew", data: { b: "y".repeat(100 * 1024) } } })
+    const letter = await eventually(async () => {
+      const list = await request(api.url, "GET", "/dead-letters", { key: quiet.secretKey })
+      expect(list.status).toBe(200)
+      const found = list.json.data.find((item: any) => item.source === "actor")
+      expect(found).toBeDefined()
+      return found
+    })
+    expect(letter.summary).toMatchObject({ kind: "track", name: "grew", email, events: 1 })
+    expect(letter.summary.bytes).toBeGreaterThan(100 * 1024)
+    expect(letter.reason).toMatch(/256 KiB/)
+
+    // Another project sees none of it.
+    const foreign = await request(api.url, "GET", "/dead-letters", { key: noisy.secretKey })
+    expect(foreign.json.data.map((item: any) => item.id)).not.toContain(letter.id)
+    expect((await request(api.url, "GET", `/dead-letters/${letter.id}`, { key: noisy.secretKey })).status).toBe(404)
+    expect((await request(api.url, "POST", `/dead-letters/${letter.id}/replay`, { key: noisy.secretKey })).status).toBe(404)
+    expect((await request(api.url, "GET", `/dead-letters/${letter.id}`, { key: quiet.secretKey })).json.payload.events[0].eventId)
+      .toBe(tracked.json.data.event)
+    expect((await request(api.url, "GET", "/dead-letters?cursor=nope", { key: quiet.secretKey })).status).toBe(400)
+
+    // Make room, then replay: the data change applies, the event is not stored twice.
+    await request(api.url, "PATCH", `/contacts/${created.json.id}`, { key: quiet.secretKey, body: { data: { a: null } } })
+    const replayed = await request(api.url, "POST", `/dead-letters/${letter.id}/replay`, { key: quiet.secretKey })
+    expect(replayed.status).toBe(200)
+    expect(replayed.json).toMatchObject({ id: letter.id, replays: 1 })
+    await eventually(async () => {
+      const contact = await request(api.url, "GET", `/contacts/${created.json.id}`, { key: quiet.secretKey })
+      expect(Object.keys(contact.json.data)).toEqual(["b"])
+    })
+    expect(await count("SELECT count(*)::int AS n FROM events WHERE project_id = $1 AND name = 'grew'", [quiet.id])).toBe(1)
+    expect((await request(api.url, "GET", "/dead-letters?replayed=false", { key: quiet.secretKey })).json.data
+      .map((item: any) => item.id)).not.toContain(letter.id)
+
+    expect((await request(api.url, "DELETE", `/dead-letters/${letter.id}`, { key: quiet.secretKey })).status).toBe(200)
+    expect((await request(api.url, "GET", `/dead-letters/${letter.id}`, { key: quiet.secretKey })).status).toBe(404)
+  })
+})

@@ -1,0 +1,51 @@
+import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { DeadLetters } from "../../store/DeadLetters.ts"
+import { OutboxRelay } from "../../stream/OutboxRelay.ts"
+import { Api } from "../api/Api.ts"
+import { CurrentProject } from "../api/security.ts"
+import { ApiError, rendered } from "../errors.ts"
+import { parseBoolean, parseLimit } from "../query.ts"
+
+const notFound = ApiError.notFound("Dead letter")
+
+export const DeadLettersHandlers = HttpApiBuilder.group(Api, "deadLetters", Effect.fnUntraced(function*(handlers) {
+  const letters = yield* DeadLetters
+  const relay = yield* OutboxRelay
+  const store = <A, E>(effect: Effect.Effect<A, E>) => Effect.orDie(effect)
+
+  return handlers
+    .handle("list", ({ query }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const page = yield* store(letters.list(project.id, {
+          limit: parseLimit(query.limit),
+          cursor: query.cursor === undefined || query.cursor === "" ? undefined : query.cursor,
+          replayed: parseBoolean(query.replayed)
+        }))
+        if (page === "bad-cursor") return yield* ApiError.badRequest("The cursor is not one this endpoint returned", "INVALID_CURSOR")
+        return page
+      })))
+    .handle("get", ({ params }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        return (yield* store(letters.get(project.id, params.id))) ?? (yield* notFound)
+      })))
+    .handle("replay", ({ params }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const replayed = yield* store(letters.replay(project.id, params.id))
+        if (replayed === undefined) return yield* notFound
+        if (replayed === "unreadable") {
+          return yield* ApiError.invalidField("id", "This dead letter's payload is not a message that can be published again", "not_replayable")
+        }
+        yield* relay.wake
+        return replayed
+      })))
+    .handle("delete", ({ params }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        if (!(yield* store(letters.remove(project.id, params.id)))) return yield* notFound
+        return { success: true as const }
+      })))
+}))

@@ -1,0 +1,188 @@
+/**
+ * Messages set aside because they could not be applied or published (`dead_letters`): listed per
+ * project, replayed once the cause is fixed, or deleted.
+ *
+ * A replay appends the stored message to the stream again, on the same subject it had (a stream or
+ * actor letter goes back to its project's partition of IN). It is therefore applied after every
+ * message already in that partition and before any published later, the same place a new message
+ * about the contact would take: the contact's messages stay in stream order. Replaying is safe to
+ * repeat: events keep their ids (stored once), so only what did not apply the first time takes effect.
+ */
+import { Context, Effect, Layer } from "effect"
+import { SqlClient, type SqlError } from "effect/sql"
+import { AppConfig } from "../config.ts"
+import { containsNul } from "../domain/customData.ts"
+import { isUuid, uuidv7 } from "../domain/ids.ts"
+import { type InKind, streamNames } from "../stream/subjects.ts"
+
+export interface DeadLetterSummary {
+  readonly kind: string | null
+  readonly type: string | null
+  readonly name: string | null
+  readonly contactId: string | null
+  readonly email: string | null
+  readonly events: number | null
+  readonly bytes: number
+}
+
+export interface DeadLetter {
+  readonly id: string
+  readonly source: "stream" | "outbox" | "actor"
+  readonly reason: string
+  readonly subject: string | null
+  readonly partition: number | null
+  readonly seq: number | null
+  readonly summary: DeadLetterSummary
+  readonly replays: number
+  readonly replayedAt: string | null
+  readonly createdAt: string
+}
+
+export interface DeadLetterDetail extends DeadLetter {
+  readonly payload: unknown
+}
+
+interface Row {
+  readonly id: string
+  readonly source: DeadLetter["source"]
+  readonly error: string
+  readonly subject: string | null
+  readonly partition: number | null
+  readonly seq: string | null
+  readonly payload: string
+  readonly replays: number
+  readonly replayed_at: Date | null
+  readonly created_at: Date
+}
+
+const parse = (payload: string): unknown => {
+  try {
+    return JSON.parse(payload)
+  } catch {
+    return undefined
+  }
+}
+
+const text = (value: unknown) => (typeof value === "string" ? value : null)
+
+/** What an operator needs to recognise a message without reading it whole. */
+export const summarize = (payload: string): DeadLetterSummary => {
+  const body = parse(payload) as Record<string, unknown> | undefined
+  const events = Array.isArray(body?.events) ? body.events as Array<Record<string, unknown>> : undefined
+  const first = events?.[0]
+  return {
+    kind: text(body?.kind),
+    type: text(body?.type),
+    name: text(body?.name) ?? text(first?.name),
+    contactId: text(body?.contactId) ?? text(first?.contactId),
+    email: text(body?.email) ?? text(first?.email) ?? text((body?.contact as Record<string, unknown> | undefined)?.email),
+    events: events ? events.length : null,
+    bytes: Buffer.byteLength(payload)
+  }
+}
+
+const toDeadLetter = (row: Row): DeadLetter => ({
+  id: row.id,
+  source: row.source,
+  reason: row.error,
+  subject: row.subject,
+  partition: row.partition,
+  seq: row.seq === null ? null : Number(row.seq),
+  summary: summarize(row.payload),
+  replays: row.replays,
+  replayedAt: row.replayed_at ? new Date(row.replayed_at).toISOString() : null,
+  createdAt: new Date(row.created_at).toISOString()
+})
+
+const IN_KINDS: ReadonlySet<string> = new Set<InKind>(["track", "contact", "command", "timer", "event", "email", "workflow"])
+
+export class DeadLetters extends Context.Service<DeadLetters, {
+  readonly list: (projectId: string, query: {
+    readonly limit: number
+    readonly cursor: string | undefined
+    readonly replayed: boolean | undefined
+  }) => Effect.Effect<{ readonly data: ReadonlyArray<DeadLetter>; readonly cursor: string | null; readonly hasMore: boolean; readonly total: number } | "bad-cursor", SqlError.SqlError>
+  readonly get: (projectId: string, id: string) => Effect.Effect<DeadLetterDetail | undefined, SqlError.SqlError>
+  /** Publishes the message again (through the outbox); undefined when there is no such letter. */
+  readonly replay: (projectId: string, id: string) => Effect.Effect<DeadLetter | undefined | "unreadable", SqlError.SqlError>
+  readonly remove: (projectId: string, id: string) => Effect.Effect<boolean, SqlError.SqlError>
+}>()("app/store/DeadLetters") {
+  static readonly layer = Layer.effect(
+    DeadLetters,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const config = yield* AppConfig
+      const names = streamNames(config.natsPrefix, config.partitions)
+
+      const list = Effect.fn("DeadLetters.list")(function*(projectId: string, query: {
+        readonly limit: number
+        readonly cursor: string | undefined
+        readonly replayed: boolean | undefined
+      }) {
+        if (query.cursor !== undefined && !isUuid(query.cursor)) return "bad-cursor" as const
+        const filters = [sql`project_id = ${projectId}`]
+        if (query.replayed !== undefined) filters.push(query.replayed ? sql`replayed_at IS NOT NULL` : sql`replayed_at IS NULL`)
+        const page = query.cursor === undefined ? filters : [...filters, sql`id < ${query.cursor}::uuid`]
+        const rows = yield* sql<Row>`
+          SELECT id, source, error, subject, partition, seq, payload, replays, replayed_at, created_at
+          FROM dead_letters WHERE ${sql.and(page)} ORDER BY id DESC LIMIT ${query.limit + 1}`
+        const hasMore = rows.length > query.limit
+        const data = rows.slice(0, query.limit).map(toDeadLetter)
+        let total = 0
+        if (query.cursor === undefined) {
+          const [count] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM dead_letters WHERE ${sql.and(filters)}`
+          total = count?.n ?? 0
+        }
+        return { data, cursor: hasMore ? data[data.length - 1]!.id : null, hasMore, total }
+      })
+
+      const find = (projectId: string, id: string) =>
+        isUuid(id)
+          ? sql<Row>`
+              SELECT id, source, error, subject, partition, seq, payload, replays, replayed_at, created_at
+              FROM dead_letters WHERE project_id = ${projectId} AND id = ${id}`.pipe(Effect.map((rows) => rows[0]))
+          : Effect.succeed(undefined)
+
+      const get = Effect.fn("DeadLetters.get")(function*(projectId: string, id: string) {
+        const row = yield* find(projectId, id)
+        return row ? { ...toDeadLetter(row), payload: parse(row.payload) ?? row.payload } : undefined
+      })
+
+      /** The subject a letter goes back to: its own, or its project's partition of IN for its kind. */
+      const subjectOf = (row: Row, body: Record<string, unknown>): string | undefined => {
+        if (row.subject) return row.subject
+        return typeof body.kind === "string" && IN_KINDS.has(body.kind)
+          ? names.inSubject(String(body.projectId), body.kind as InKind)
+          : undefined
+      }
+
+      const replay = Effect.fn("DeadLetters.replay")(function*(projectId: string, id: string) {
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          const [row] = yield* sql<Row>`
+            SELECT id, source, error, subject, partition, seq, payload, replays, replayed_at, created_at
+            FROM dead_letters WHERE project_id = ${projectId} AND id = ${id} FOR UPDATE`
+          if (!row) return undefined
+          const body = parse(row.payload)
+          if (typeof body !== "object" || body === null || (body as { projectId?: unknown }).projectId !== projectId) return "unreadable" as const
+          // Postgres (and so the outbox) cannot hold U+0000: such a message can never be applied either.
+          if (containsNul(body)) return "unreadable" as const
+          const subject = subjectOf(row, body as Record<string, unknown>)
+          if (!subject) return "unreadable" as const
+          yield* sql`INSERT INTO outbox (id, subject, payload) VALUES (${uuidv7()}, ${subject}, ${row.payload}::jsonb)`
+          const [updated] = yield* sql<Row>`
+            UPDATE dead_letters SET replays = replays + 1, replayed_at = now() WHERE id = ${id}
+            RETURNING id, source, error, subject, partition, seq, payload, replays, replayed_at, created_at`
+          return toDeadLetter(updated!)
+        }))
+      })
+
+      const remove = Effect.fn("DeadLetters.remove")(function*(projectId: string, id: string) {
+        if (!isUuid(id)) return false
+        const rows = yield* sql`DELETE FROM dead_letters WHERE project_id = ${projectId} AND id = ${id} RETURNING id`
+        return rows.length > 0
+      })
+
+      return DeadLetters.of({ list, get, replay, remove })
+    })
+  )
+}
