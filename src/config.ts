@@ -9,6 +9,8 @@ export interface AppConfigShape {
   readonly natsPrefix: string
   /** Stream partitions; fixed per deployment. */
   readonly partitions: number
+  /** Lanes per project (a power of two up to 256): how far one project spreads over partitions. */
+  readonly lanesPerProject: number
   /** Requests per minute per project; 0 disables the limit. */
   readonly rateLimitPerMinute: number
   readonly idempotencyTtlHours: number
@@ -52,6 +54,7 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app
       natsUrl: yield* Config.String("NATS_URL").pipe(Config.withDefault("nats://127.0.0.1:4222")),
       natsPrefix: yield* Config.String("NATS_PREFIX").pipe(Config.withDefault("mailstream")),
       partitions: yield* Config.Int("PARTITIONS").pipe(Config.withDefault(32)),
+      lanesPerProject: yield* Config.Int("LANES_PER_PROJECT").pipe(Config.withDefault(16)),
       rateLimitPerMinute: yield* Config.Int("RATE_LIMIT_PER_MINUTE").pipe(Config.withDefault(1000)),
       idempotencyTtlHours: yield* Config.Number("IDEMPOTENCY_TTL_HOURS").pipe(Config.withDefault(24)),
       publicUrl: yield* Config.String("PUBLIC_URL").pipe(Config.withDefault(`http://localhost:${port}`)),

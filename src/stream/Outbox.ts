@@ -1,0 +1,111 @@
+/**
+ * The one way to publish: messages are appended to the `outbox` table in the caller's transaction and
+ * published by the OutboxRelay after the commit (so a message exists exactly when its change does).
+ *
+ * - `append` routes each IN message to its lane (see `routeOf`): a contact's messages to the contact's
+ *   lane, project-wide ones to the owner lane or to every lane, and derives the subject
+ *   `<prefix>.lane.<partition>.<projectId>.<lane>.<kind>`.
+ * - Every append also NOTIFYs `mailstream_outbox`; Postgres delivers it at commit (and not at all on
+ *   rollback), and the relay LISTENs, so no writer needs to wake the relay itself.
+ * - `contactSubjectSql` gives statements that create contacts in SQL (whose ids the caller does not
+ *   know) the same routing, computed from the id column.
+ */
+import { Context, Effect, Layer } from "effect"
+import { SqlClient, type SqlError, type Statement } from "effect/sql"
+import { AppConfig } from "../config.ts"
+import { uuidv7 } from "../domain/ids.ts"
+import { type Lanes, makeLanes, OWNER_LANE } from "./lanes.ts"
+import { type InKind, type InMessage, type OutEvent, routeOf } from "./messages.ts"
+
+export const OUTBOX_CHANNEL = "mailstream_outbox"
+
+export interface OutboxRow {
+  readonly id: string
+  readonly subject: string
+  readonly payload: string
+}
+
+export class Outbox extends Context.Service<Outbox, {
+  readonly lanes: Lanes
+  /** Appends IN messages (in the caller's transaction, if any), each routed to its lane(s). */
+  readonly append: (messages: ReadonlyArray<InMessage>) => Effect.Effect<void, SqlError.SqlError>
+  /** Appends events for stream OUT (`<prefix>.out.<projectId>.<name>`, Nats-Msg-Id = the event id). */
+  readonly appendOut: (events: ReadonlyArray<OutEvent>) => Effect.Effect<void, SqlError.SqlError>
+  /** The rows `append` would write, for statements that insert them themselves. */
+  readonly rowsOf: (messages: ReadonlyArray<InMessage>) => ReadonlyArray<OutboxRow>
+  /** A SQL expression for the subject of a `kind` message about the contact whose id is `idColumn`. */
+  readonly contactSubjectSql: (projectId: string, idColumn: string, kind: InKind) => Statement.Fragment
+  /** The subject of a message to one lane of a project. */
+  readonly subject: (projectId: string, lane: number, kind: InKind) => string
+  /** NOTIFY for a statement that writes outbox rows itself (a CTE: `SELECT pg_notify(...)`). */
+  readonly notifySql: Statement.Fragment
+}>()("app/stream/Outbox") {
+  static readonly layer = Layer.effect(
+    Outbox,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const config = yield* AppConfig
+      const lanes = makeLanes(config.lanesPerProject, config.partitions)
+      const prefix = config.natsPrefix
+
+      const subject = (projectId: string, lane: number, kind: InKind) =>
+        `${prefix}.lane.${lanes.partitionOf(projectId, lane)}.${projectId}.${lane}.${kind}`
+
+      const rowsOf = (messages: ReadonlyArray<InMessage>): Array<OutboxRow> => {
+        const rows: Array<OutboxRow> = []
+        for (const message of messages) {
+          const payload = JSON.stringify(message)
+          const route = routeOf(message)
+          switch (route._tag) {
+            case "contact":
+              rows.push({ id: uuidv7(), subject: subject(message.projectId, lanes.laneOf(route.contactId), message.kind), payload })
+              break
+            case "lane":
+              rows.push({ id: uuidv7(), subject: subject(message.projectId, route.lane, message.kind), payload })
+              break
+            case "owner":
+              rows.push({ id: uuidv7(), subject: subject(message.projectId, OWNER_LANE, message.kind), payload })
+              break
+            case "all":
+              for (let lane = 0; lane < lanes.count; lane++) {
+                rows.push({ id: uuidv7(), subject: subject(message.projectId, lane, message.kind), payload })
+              }
+          }
+        }
+        return rows
+      }
+
+      const notifySql = sql`pg_notify(${OUTBOX_CHANNEL}, '')`
+
+      const insert = (rows: ReadonlyArray<OutboxRow>) =>
+        rows.length === 0
+          ? Effect.void
+          : sql`
+              WITH ins AS (
+                INSERT INTO outbox (id, subject, payload)
+                SELECT x.id, x.subject, x.payload::jsonb
+                FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) WITH ORDINALITY AS x(id uuid, subject text, payload text, n bigint)
+                ORDER BY x.n
+                RETURNING 1
+              )
+              SELECT ${notifySql} FROM (SELECT 1) one WHERE EXISTS (SELECT 1 FROM ins)`.pipe(Effect.asVoid)
+
+      const append = (messages: ReadonlyArray<InMessage>) => insert(rowsOf(messages))
+
+      const appendOut = (events: ReadonlyArray<OutEvent>) =>
+        insert(events.map((event) => ({
+          id: event.id,
+          subject: `${prefix}.out.${event.projectId}.${event.name}`,
+          payload: JSON.stringify(event)
+        })))
+
+      const contactSubjectSql = (projectId: string, idColumn: string, kind: InKind) => {
+        const partitions = `{${lanes.partitionsOf(projectId).join(",")}}`
+        const lane = `(get_byte(uuid_send(${idColumn}), 15) % ${lanes.count})`
+        return sql`(${`${prefix}.lane.`} || (${partitions}::int[])[${sql.literal(lane)} + 1] || '.' || ${projectId}::text || '.' || ${sql.literal(lane)} || ${`.${kind}`})`
+      }
+
+      return Outbox.of({ lanes, append, appendOut, rowsOf, contactSubjectSql, subject, notifySql })
+    })
+  )
+}
