@@ -27,7 +27,7 @@ export interface AppConfigShape {
   readonly domainRecheckSeconds: number
   /** Pins the certificate SNS messages are verified with, instead of fetching SigningCertURL. */
   readonly snsSigningCertFile: string | undefined
-  /** SNS topics accepted on /webhooks/ses; empty accepts any (signature still required). */
+  /** SNS topics accepted on /webhooks/ses; empty accepts none, `*` any (signature always required). */
   readonly sesTopicArns: ReadonlyArray<string>
   /** Private ranges workflow webhooks may reach anyway (none by default). */
   readonly webhookAllowCidrs: ReadonlyArray<string>
