@@ -113,8 +113,36 @@ describe("open and click tracking", () => {
     await eventually(async () => expect(await eventsOf(contactId, "email.open")).toHaveLength(1))
     // An open after a click does not move the status back.
     await fetch(pixel)
-    await eventually(async () => expect(await eventsOf(contactId, "email.open")).toHaveLength(2))
     expect((await emailStatus(context, emailId, "CLICKED")).status).toBe("CLICKED")
+  })
+
+  it("collapses repeated opens of one email, across api processes: one email.open per hour", async () => {
+    const { emailId, contactId, html } = await sendTo("prefetch@example.org", "<a href=\"https://shop.example.org/\">Shop</a>")
+    const pixel = new URL(html.match(/src="([^"]+\.gif)"/)![1]!)
+    const click = hrefs(html).find((href) => href.includes("/t/c/"))!
+    const second = await context.stack.start("api", { PORT: "0" })
+    const fetchPixel = async (index: number) => {
+      // Alternate processes, as a load balancer would.
+      const base = index % 2 === 0 ? context.api.url : second.url
+      const response = await fetch(`${base}${pixel.pathname}`)
+      expect(response.status).toBe(200)
+      expect(response.headers.get("content-type")).toBe("image/gif")
+      expect((await response.arrayBuffer()).byteLength).toBeGreaterThan(0)
+    }
+    // 25 fetches at once (a proxy prefetching, a reader re-reading), every one answered with the gif.
+    await Promise.all(Array.from({ length: 25 }, (_, index) => fetchPixel(index)))
+    // A click behind them: once it is recorded, the opens before it are too.
+    await fetch(click, { redirect: "manual" })
+    await eventually(async () => expect(await eventsOf(contactId, "email.click")).toHaveLength(1))
+    expect(await eventsOf(contactId, "email.open")).toHaveLength(1)
+
+    // An hour after the recorded open, a fetch records the next one (and only one).
+    await context.stack.query("UPDATE emails SET open_recorded_at = now() - interval '61 minutes' WHERE id = $1", [emailId])
+    await Promise.all(Array.from({ length: 5 }, (_, index) => fetchPixel(index)))
+    await second.stop()
+    await fetch(click, { redirect: "manual" })
+    await eventually(async () => expect(await eventsOf(contactId, "email.click")).toHaveLength(2))
+    expect(await eventsOf(contactId, "email.open")).toHaveLength(2)
   })
 
   it("refuses a tampered click URL and records nothing", async () => {
