@@ -147,7 +147,7 @@ describe("WEBHOOK steps", () => {
     expect(receiver.received.filter((received) => received.path.startsWith("/flaky"))).toHaveLength(3)
   }, 60_000)
 
-  it("SSRF probes reach nothing: loopback, 169.254.169.254, ::ffff:127.0.0.1, a name resolving to 127.0.0.1, a redirect to loopback", async () => {
+  it("SSRF probes reach nothing: loopback, 169.254.169.254, ::ffff:127.0.0.1, IPv4-compatible ::7f00:1 and NAT64, a name resolving to 127.0.0.1, a redirect to loopback", async () => {
     context.dns.set("internal.wf.test", { A: ["127.0.0.1"] })
     context.dns.set("mixed.wf.test", { A: ["93.184.216.34", "127.0.0.1"] })
     const probes = {
