@@ -14,6 +14,8 @@ export interface AppConfigShape {
   /** Requests per minute per project; 0 disables the limit. */
   readonly rateLimitPerMinute: number
   readonly idempotencyTtlHours: number
+  /** How long a claimed Idempotency-Key stays held without renewal (a crashed request's key is free after it). */
+  readonly idempotencyLeaseSeconds: number
   readonly publicUrl: string
   readonly logLevel: string
   /** Resolvers for address verification and domain checks (host:port); empty means the system's. */
@@ -29,7 +31,7 @@ export interface AppConfigShape {
   readonly domainRecheckSeconds: number
   /** Pins the certificate SNS messages are verified with, instead of fetching SigningCertURL. */
   readonly snsSigningCertFile: string | undefined
-  /** SNS topics accepted on /webhooks/ses; empty accepts any (signature still required). */
+  /** SNS topics accepted on /webhooks/ses; empty accepts none, `*` any (signature always required). */
   readonly sesTopicArns: ReadonlyArray<string>
   /** Private ranges workflow webhooks may reach anyway (none by default). */
   readonly webhookAllowCidrs: ReadonlyArray<string>
@@ -57,6 +59,7 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app
       lanesPerProject: yield* Config.Int("LANES_PER_PROJECT").pipe(Config.withDefault(16)),
       rateLimitPerMinute: yield* Config.Int("RATE_LIMIT_PER_MINUTE").pipe(Config.withDefault(1000)),
       idempotencyTtlHours: yield* Config.Number("IDEMPOTENCY_TTL_HOURS").pipe(Config.withDefault(24)),
+      idempotencyLeaseSeconds: yield* Config.Number("IDEMPOTENCY_LEASE_SECONDS").pipe(Config.withDefault(30)),
       publicUrl: yield* Config.String("PUBLIC_URL").pipe(Config.withDefault(`http://localhost:${port}`)),
       logLevel: yield* Config.String("LOG_LEVEL").pipe(Config.withDefault("Info")),
       smtpUrl: yield* Config.String("SMTP_URL").pipe(Config.withDefault(""), Config.map((url) => url || undefined)),

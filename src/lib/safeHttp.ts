@@ -2,14 +2,15 @@
  * An HTTP client for URLs that users choose (workflow WEBHOOK steps), safe against SSRF:
  *
  * - the host is resolved once (A and AAAA through the caller's resolver, i.e. DNS_SERVERS), and every
- *   address must be public unicast by ipaddr.js (`range() === "unicast"` after unwrapping IPv4-mapped
- *   IPv6): loopback, private, link-local (169.254.169.254), CGNAT, multicast, reserved, 6to4/Teredo
- *   and the rest are refused before any connection;
+ *   address must be public unicast (`isPublicAddress`): loopback, private, link-local
+ *   (169.254.169.254), CGNAT, multicast, reserved and the rest are refused before any connection, and
+ *   so is every IPv6 form that carries an IPv4 address, unless it is judged by that IPv4 address;
  * - the connection goes to the checked address (a custom `lookup` that answers only it), so a DNS
  *   answer that changes between check and connect (rebinding) cannot redirect it; TLS still verifies
  *   the certificate against the host name;
- * - redirects are followed by hand (at most MAX_REDIRECTS), each hop resolved and checked again, so a
- *   redirect into private space is refused;
+ * - redirects are followed by hand (at most MAX_REDIRECTS, more is `Invalid`, not worth retrying),
+ *   each hop resolved and checked again, so a redirect into private space is refused; a redirect to
+ *   another origin carries only the headers that hold no credentials (`CROSS_ORIGIN_HEADERS`);
  * - one overall timeout, and the response body is read up to a cap (the rest is dropped).
  */
 import http from "node:http"
@@ -26,6 +27,8 @@ export interface SafeRequest {
   readonly maxResponseBytes?: number
   /** Addresses allowed although not public (WEBHOOK_ALLOW_CIDRS: an operator's internal services). */
   readonly allow?: (address: string) => boolean
+  /** Headers (lower-case) that may follow a redirect to another origin, besides CROSS_ORIGIN_HEADERS. */
+  readonly crossOriginHeaders?: ReadonlyArray<string>
 }
 
 export type SafeResponse =
@@ -34,30 +37,72 @@ export type SafeResponse =
   | { readonly _tag: "Blocked"; readonly reason: string }
   /** No response: DNS failure, connection refused or reset, timeout. Worth retrying. */
   | { readonly _tag: "Failed"; readonly reason: string }
+  /** The request cannot succeed as it stands (too many redirects, a redirect to a bad URL): not worth retrying. */
+  | { readonly _tag: "Invalid"; readonly reason: string }
 
 /** Resolves a host name to its addresses (A and AAAA); an empty list when it has none. */
 export type Resolve = (host: string) => Promise<ReadonlyArray<string>>
 
 const MAX_REDIRECTS = 3
+
+/**
+ * The only headers a caller set that follow a redirect to another origin. The rest are for the origin
+ * they were configured for: `Host` (it would name the first host to the second), `Authorization`,
+ * `Cookie`, and custom headers, which often carry API keys under names no list could foresee.
+ */
+const CROSS_ORIGIN_HEADERS = ["accept", "accept-language", "content-type", "user-agent"]
+
+/** The same origin, or the same host moving from http to https on the default ports (an upgrade, not a new party). */
+const sameOrigin = (from: URL, to: URL): boolean =>
+  from.origin === to.origin ||
+  (from.protocol === "http:" && to.protocol === "https:" && from.hostname === to.hostname && from.port === "" && to.port === "")
 export const DEFAULT_TIMEOUT_MS = 10_000
 export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024
 
-/** Parses `a.b.c.d/n, x::/n` into a test of addresses (IPv4-mapped IPv6 judged as IPv4); throws on a bad range. */
+/**
+ * NAT64 (RFC 6052's well-known prefix 64:ff9b::/96): on an IPv6-only network with DNS64 this is how a
+ * public IPv4 host is reached, so it is judged by the IPv4 address in its last 32 bits.
+ */
+const NAT64 = ipaddr.parseCIDR("64:ff9b::/96")
+/** The only IPv6 space allocated for global unicast; everything outside it (::/8 with IPv4-compatible ::a.b.c.d, ...) is refused. */
+const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR("2000::/3")
+
+/**
+ * The address an IP is judged as: IPv4-mapped (::ffff:a.b.c.d) and NAT64 (64:ff9b::a.b.c.d) IPv6 as
+ * the IPv4 address they carry, everything else as it is. Other IPv6 forms that carry an IPv4 address
+ * are not unwrapped: they are refused by `isPublicAddress` (IPv4-compatible ::a.b.c.d lies outside
+ * 2000::/3; 6to4 2002::/16, Teredo 2001::/32 and RFC 6145's ::ffff:0:a.b.c.d are special ranges).
+ */
+const judgedAs = (address: string): ipaddr.IPv4 | ipaddr.IPv6 => {
+  const parsed = ipaddr.process(address)
+  if (parsed.kind() === "ipv6" && parsed.match(NAT64)) {
+    const bytes = (parsed as ipaddr.IPv6).toByteArray()
+    return new ipaddr.IPv4(bytes.slice(12))
+  }
+  return parsed
+}
+
+/** Parses `a.b.c.d/n, x::/n` into a test of addresses (judged as by `judgedAs`); throws on a bad range. */
 export const cidrMatcher = (ranges: ReadonlyArray<string>): ((address: string) => boolean) => {
   const parsed = ranges.map((range) => ipaddr.parseCIDR(range.includes("/") ? range : `${range}/${range.includes(":") ? 128 : 32}`))
   if (parsed.length === 0) return () => false
   return (address) => {
     if (!ipaddr.isValid(address)) return false
-    const candidate = ipaddr.process(address)
+    const candidate = judgedAs(address)
     return parsed.some(([network, bits]) => network.kind() === candidate.kind() && candidate.match(network, bits))
   }
 }
 
-/** Only public unicast addresses (IPv4-mapped IPv6 judged as the IPv4 address it carries). */
+/**
+ * Only public unicast addresses: IPv4 by ipaddr.js's ranges (`unicast`: not loopback, private,
+ * link-local, CGNAT, multicast, reserved...), IPv6 within 2000::/3 and outside its special ranges
+ * (6to4, Teredo, documentation...); IPv4-mapped and NAT64 IPv6 judged as their IPv4 address.
+ */
 export const isPublicAddress = (address: string): boolean => {
   if (!ipaddr.isValid(address)) return false
-  const parsed = ipaddr.process(address)
-  return parsed.range() === "unicast"
+  const judged = judgedAs(address)
+  if (judged.range() !== "unicast") return false
+  return judged.kind() === "ipv4" || judged.match(GLOBAL_UNICAST_V6)
 }
 
 /** The address to connect to for a URL's host, or why there is none. */
@@ -175,21 +220,21 @@ const fetchChecked = async (request: SafeRequest, resolve: Resolve): Promise<Saf
     if ("failed" in result) return { _tag: "Failed", reason: result.failed }
     const redirect = [301, 302, 303, 307, 308].includes(result.status) && result.location !== undefined
     if (!redirect) return { _tag: "Response", status: result.status, body: result.body, truncated: result.truncated, url: url.toString() }
-    if (hop >= MAX_REDIRECTS) return { _tag: "Failed", reason: `more than ${MAX_REDIRECTS} redirects` }
+    if (hop >= MAX_REDIRECTS) return { _tag: "Invalid", reason: `more than ${MAX_REDIRECTS} redirects` }
     let next: URL
     try {
       next = new URL(result.location!, url)
     } catch {
-      return { _tag: "Failed", reason: "redirected to an invalid URL" }
+      return { _tag: "Invalid", reason: "redirected to an invalid URL" }
     }
     if (result.status === 303 || ((result.status === 301 || result.status === 302) && method === "POST")) {
       method = "GET"
       body = undefined
       headers = Object.fromEntries(Object.entries(headers).filter(([name]) => !/^content-/i.test(name)))
     }
-    // Credentials and signatures are for the host configured, not wherever it redirects.
-    if (next.host !== url.host) {
-      headers = Object.fromEntries(Object.entries(headers).filter(([name]) => !/^(authorization|cookie)$/i.test(name)))
+    if (!sameOrigin(url, next)) {
+      const crossing = new Set([...CROSS_ORIGIN_HEADERS, ...(request.crossOriginHeaders ?? [])])
+      headers = Object.fromEntries(Object.entries(headers).filter(([name]) => crossing.has(name.toLowerCase())))
     }
     url = next
   }

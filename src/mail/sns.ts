@@ -47,6 +47,18 @@ export const stringToSign = (message: SnsMessage): string => {
   return keys.map((key) => `${key}\n${(message as unknown as Record<string, string>)[key] ?? ""}\n`).join("")
 }
 
+/**
+ * Why a topic is not accepted, or undefined when it is. `accepted` is SES_TOPIC_ARNS: empty accepts
+ * none (any AWS account can sign a message for its own topic, and one that knows a Message-ID could
+ * bounce that address), `*` accepts any.
+ */
+export const topicRefusal = (accepted: ReadonlyArray<string>, topic: string): string | undefined => {
+  if (accepted.includes("*") || accepted.includes(topic)) return undefined
+  return accepted.length === 0
+    ? "SES notifications are not accepted: set SES_TOPIC_ARNS to the SNS topics that may send them (or * for any)"
+    : `Topic ${topic} is not accepted here (SES_TOPIC_ARNS)`
+}
+
 /** An HTTPS URL on SNS's own hosts (certificates, subscription confirmations). */
 export const isSnsUrl = (raw: string): boolean => {
   try {

@@ -129,10 +129,21 @@ export const ENGAGEMENT = {
 } as const
 export type EngagementKind = keyof typeof ENGAGEMENT
 
+/**
+ * Repeated opens of one email collapse: the first pixel fetch records `email.open`, and a later one
+ * records another only when this long has passed since the last recorded open. Mail proxies and
+ * privacy features (Apple Mail Privacy Protection, Gmail's image proxy, security scanners) fetch the
+ * pixel on delivery and again at will, and a reader scrolling back fetches it anew; each fetch would
+ * otherwise be an event able to start workflows and count towards `triggeredAtLeast` segments.
+ */
+export const OPEN_REPEAT_MINUTES = 60
+
 export interface EngagementResult {
   readonly email: EmailRecord
   /** The first engagement of this kind for the email (the column was empty). */
   readonly first: boolean
+  /** Whether its email.* event was emitted (a collapsed repeat open emits none). */
+  readonly recorded: boolean
 }
 
 /** The data every email.* event carries, per api-shapes. */
@@ -191,7 +202,7 @@ export class Emails extends Context.Service<Emails, {
   readonly byMessageId: (messageId: string, projectId?: string) => Effect.Effect<EmailRecord | undefined>
   /**
    * Records an engagement: stamps its time once, moves the status forward (never back) and emits the
-   * email.* event (every time for opens and clicks, once for the others).
+   * email.* event (every click; opens at most once per OPEN_REPEAT_MINUTES; once for the others).
    */
   readonly engage: (
     email: EmailRecord,
@@ -231,15 +242,19 @@ export class Emails extends Context.Service<Emails, {
         return yield* sql.withTransaction(Effect.gen(function*() {
           // array_position counts from 1: a status moves forward when its position is below the new one's.
           const rank = STATUS_ORDER.indexOf(step.status)
-          const rows = yield* sql<EmailRow & { first: boolean }>`
+          // The row lock orders concurrent fetches, from any api process: one of them records the open.
+          const openDue = sql`(open_recorded_at IS NULL OR open_recorded_at <= now() - make_interval(mins => ${OPEN_REPEAT_MINUTES}))`
+          const rows = yield* sql<EmailRow & { first: boolean; open_due: boolean }>`
             UPDATE emails e SET
               ${sql.literal(step.column)} = COALESCE(e.${sql.literal(step.column)}, now()),
+              ${kind === "open" ? sql`open_recorded_at = CASE WHEN old.open_due THEN now() ELSE e.open_recorded_at END,` : sql``}
               status = CASE
                 WHEN array_position(${sql.literal(`ARRAY['${STATUS_ORDER.join("','")}']`)}, e.status) < ${rank + 1}
                 THEN ${step.status} ELSE e.status END
-            FROM (SELECT id, ${sql.literal(step.column)} IS NULL AS first FROM emails WHERE id = ${email.id} FOR UPDATE) old
+            FROM (SELECT id, ${sql.literal(step.column)} IS NULL AS first, ${openDue} AS open_due
+                  FROM emails WHERE id = ${email.id} FOR UPDATE) old
             WHERE e.id = old.id
-            RETURNING e.*, old.first`
+            RETURNING e.*, old.first, old.open_due`
           const row = rows[0]
           if (!row) return undefined
           const first = row.first
@@ -247,8 +262,8 @@ export class Emails extends Context.Service<Emails, {
           if (first && row.campaign_id) {
             yield* sql`UPDATE campaigns SET ${sql.literal(`${step.counter} = ${step.counter} + 1`)} WHERE id = ${row.campaign_id}`
           }
-          const repeatable = kind === "open" || kind === "click"
-          if (row.contact_id && (first || repeatable)) {
+          const recorded = kind === "click" || (kind === "open" ? row.open_due : first)
+          if (row.contact_id && recorded) {
             yield* writeEmittedEvents(names, row.project_id, [{
               name: step.event,
               contactId: row.contact_id,
@@ -257,7 +272,7 @@ export class Emails extends Context.Service<Emails, {
               at: new Date().toISOString()
             }])
           }
-          return { email: toEmailRecord(row), first }
+          return { email: toEmailRecord(row), first, recorded }
         })).pipe(Effect.provideService(SqlClient.SqlClient, sql))
       }, Effect.orDie)
 

@@ -6,7 +6,7 @@
  * At most once per step execution: an attempt is marked in flight (and counted) in a committed
  * statement before the request is made, and its outcome is recorded only while it is still in flight.
  * Transient failures (no response, 408, 429, 5xx) are retried with backoff up to MAX_ATTEMPTS; a
- * refused address (SSRF), another 4xx or a template error fails the step at once. A worker taking over
+ * refused address (SSRF), too many redirects, another 4xx or a template error fails the step at once. A worker taking over
  * a partition fails the attempts that were in flight there (their outcome is unknown, so they are not
  * repeated). Requests are signed per Standard Webhooks (webhook-id = the step execution's id, stable
  * across retries so receivers can deduplicate; webhook-timestamp; webhook-signature v1 HMAC-SHA256
@@ -31,6 +31,13 @@ const MAX_CONCURRENT = 32
 const OUTPUT_BODY_CHARS = 2_000
 
 const renderer = makeRenderer()
+
+/**
+ * The Standard Webhooks headers follow a redirect to another origin (a receiver that moved still gets
+ * a message it can verify); they carry no secret, only a signature of this one message. The step's
+ * own headers do not (src/lib/safeHttp.ts).
+ */
+const SIGNATURE_HEADERS = ["webhook-id", "webhook-timestamp", "webhook-signature"]
 
 /** Standard Webhooks signature of one message. */
 export const signWebhook = (secret: string, id: string, timestamp: number, body: string): string => {
@@ -57,6 +64,8 @@ export const judge = (response: SafeResponse, attempts: number): Verdict => {
   switch (response._tag) {
     case "Blocked":
       return { _tag: "failed", error: `refused: ${response.reason}` }
+    case "Invalid":
+      return { _tag: "failed", error: response.reason }
     case "Failed":
       return retryOrFail(response.reason)
     case "Response": {
@@ -179,7 +188,9 @@ export const makeWebhookRunner = (options: { readonly names: StreamNames; readon
         "webhook-timestamp": String(timestamp),
         "webhook-signature": signWebhook(found.secret, row.id, timestamp, body ?? "")
       }
-      const response = yield* Effect.promise(() => safeFetch({ url, method, headers, body, allow: runtime.allowAddress }, runtime.resolve))
+      const response = yield* Effect.promise(() =>
+        safeFetch({ url, method, headers, body, allow: runtime.allowAddress, crossOriginHeaders: SIGNATURE_HEADERS }, runtime.resolve)
+      )
       yield* settle(row, judge(response, row.attempts))
     })
 

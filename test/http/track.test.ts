@@ -99,8 +99,32 @@ describe("Idempotency-Key", () => {
       key: "order-1",
       originalRequest: "POST /v1/track",
       originalRequestAt: expect.any(String),
-      originalStatusCode: 200
+      originalStatusCode: 200,
+      inProgress: false,
+      // The first answer, for a client that lost it.
+      originalResponse: first.json
     })
+  })
+
+  it("performs a retry whose first attempt died before completing its key, with the same event id", async () => {
+    const first = await track({ email: "crashed@example.com", event: "crash_once" }, { "Idempotency-Key": "crash-1" })
+    expect(first.status).toBe(200)
+    // As a process killed after the PubAck but before recording the outcome leaves the key: in
+    // progress, its lease run out.
+    await stack.query(
+      "UPDATE idempotency_keys SET status_code = NULL, response = NULL, locked_until = now() - interval '1 second' WHERE key = 'crash-1'"
+    )
+    const retried = await track({ email: "crashed@example.com", event: "crash_once" }, { "Idempotency-Key": "crash-1" })
+    expect(retried.status).toBe(200)
+    expect(retried.json.data.event).toBe(first.json.data.event)
+    const repeat = await track({ email: "crashed@example.com", event: "crash_once" }, { "Idempotency-Key": "crash-1" })
+    expect(repeat.status).toBe(409)
+    expect(repeat.json.error.details).toMatchObject({ inProgress: false, originalResponse: retried.json })
+    // Published twice, stored once.
+    const marker = await track({ email: "crashed@example.com", event: "crash_marker" })
+    await eventually(async () => expect((await secret("GET", "/events?name=crash_marker")).json.data).toHaveLength(1))
+    expect(marker.status).toBe(200)
+    expect((await secret("GET", "/events?name=crash_once")).json.data.map((e: { id: string }) => e.id)).toEqual([first.json.data.event])
   })
 
   it("lets exactly one of many concurrent duplicates through", async () => {

@@ -16,8 +16,43 @@ execFileSync("openssl", [
 ], { stdio: "ignore" })
 const snsKey = readFileSync(join(certDir, "key.pem"), "utf8")
 
+const SES_TOPIC = "arn:aws:sns:eu-west-1:123456789012:ses-events"
+
 let context: MailContext
-withMailStack((ready) => (context = ready), { SNS_SIGNING_CERT_FILE: join(certDir, "cert.pem") })
+withMailStack((ready) => (context = ready), { SNS_SIGNING_CERT_FILE: join(certDir, "cert.pem"), SES_TOPIC_ARNS: SES_TOPIC })
+
+/** An SNS message signed with the pinned certificate's key (canonical string per the SNS docs). */
+const signedSns = (fields: Record<string, string>) => {
+  const message: Record<string, string> = {
+    Timestamp: new Date().toISOString(),
+    SignatureVersion: "2",
+    SigningCertURL: "https://sns.eu-west-1.amazonaws.com/SimpleNotificationService-abc.pem",
+    ...fields
+  }
+  const keys = message.Type === "Notification"
+    ? ["Message", "MessageId", "Timestamp", "TopicArn", "Type"]
+    : ["Message", "MessageId", "SubscribeURL", "Timestamp", "Token", "TopicArn", "Type"]
+  const canonical = keys.map((key) => `${key}\n${message[key]}\n`).join("")
+  message.Signature ??= createSign("RSA-SHA256").update(canonical).sign(snsKey, "base64")
+  return message
+}
+
+/** An SES notification (`Complaint`, `Bounce`...) about the email with this Message-ID, over SNS. */
+const sesNotification = (messageId: string, overrides: Record<string, string> = {}, type = "Complaint") =>
+  signedSns({
+    Type: "Notification",
+    MessageId: "sns-msg-1",
+    TopicArn: SES_TOPIC,
+    Message: JSON.stringify({
+      notificationType: type,
+      mail: { messageId: "ses-internal-id", commonHeaders: { messageId: `<${messageId}>` } },
+      complaint: { feedbackId: "f-1" }
+    }),
+    ...overrides
+  })
+
+const postSes = (message: Record<string, string>, base = context.api.url) =>
+  request(base, "POST", "/webhooks/ses", { rawBody: JSON.stringify(message), headers: { "content-type": "text/plain; charset=UTF-8" } })
 
 const secret = (method: string, path: string, body?: unknown) =>
   request(context.api.url, method, path, { key: context.project.secretKey, body })
@@ -78,8 +113,36 @@ describe("open and click tracking", () => {
     await eventually(async () => expect(await eventsOf(contactId, "email.open")).toHaveLength(1))
     // An open after a click does not move the status back.
     await fetch(pixel)
-    await eventually(async () => expect(await eventsOf(contactId, "email.open")).toHaveLength(2))
     expect((await emailStatus(context, emailId, "CLICKED")).status).toBe("CLICKED")
+  })
+
+  it("collapses repeated opens of one email, across api processes: one email.open per hour", async () => {
+    const { emailId, contactId, html } = await sendTo("prefetch@example.org", "<a href=\"https://shop.example.org/\">Shop</a>")
+    const pixel = new URL(html.match(/src="([^"]+\.gif)"/)![1]!)
+    const click = hrefs(html).find((href) => href.includes("/t/c/"))!
+    const second = await context.stack.start("api", { PORT: "0" })
+    const fetchPixel = async (index: number) => {
+      // Alternate processes, as a load balancer would.
+      const base = index % 2 === 0 ? context.api.url : second.url
+      const response = await fetch(`${base}${pixel.pathname}`)
+      expect(response.status).toBe(200)
+      expect(response.headers.get("content-type")).toBe("image/gif")
+      expect((await response.arrayBuffer()).byteLength).toBeGreaterThan(0)
+    }
+    // 25 fetches at once (a proxy prefetching, a reader re-reading), every one answered with the gif.
+    await Promise.all(Array.from({ length: 25 }, (_, index) => fetchPixel(index)))
+    // A click behind them: once it is recorded, the opens before it are too.
+    await fetch(click, { redirect: "manual" })
+    await eventually(async () => expect(await eventsOf(contactId, "email.click")).toHaveLength(1))
+    expect(await eventsOf(contactId, "email.open")).toHaveLength(1)
+
+    // An hour after the recorded open, a fetch records the next one (and only one).
+    await context.stack.query("UPDATE emails SET open_recorded_at = now() - interval '61 minutes' WHERE id = $1", [emailId])
+    await Promise.all(Array.from({ length: 5 }, (_, index) => fetchPixel(index)))
+    await second.stop()
+    await fetch(click, { redirect: "manual" })
+    await eventually(async () => expect(await eventsOf(contactId, "email.click")).toHaveLength(2))
+    expect(await eventsOf(contactId, "email.open")).toHaveLength(2)
   })
 
   it("refuses a tampered click URL and records nothing", async () => {
@@ -181,40 +244,79 @@ describe("delivery notifications", () => {
   it("verifies SES notifications over SNS and applies complaints", async () => {
     const sent = await sendTo("ses@example.org", "<p>Hi</p>", { subscribed: true })
     const { json: email } = await secret("GET", `/emails/${sent.emailId}`)
-    const sns = (overrides: Record<string, string> = {}) => {
-      const message: Record<string, string> = {
-        Type: "Notification",
-        MessageId: "sns-msg-1",
-        TopicArn: "arn:aws:sns:eu-west-1:123456789012:ses-events",
-        Message: JSON.stringify({
-          notificationType: "Complaint",
-          mail: { messageId: "ses-internal-id", commonHeaders: { messageId: `<${email.messageId}>` } },
-          complaint: { feedbackId: "f-1" }
-        }),
-        Timestamp: new Date().toISOString(),
-        SignatureVersion: "2",
-        SigningCertURL: "https://sns.eu-west-1.amazonaws.com/SimpleNotificationService-abc.pem",
-        ...overrides
-      }
-      const canonical = ["Message", "MessageId", "Timestamp", "TopicArn", "Type"].map((key) => `${key}\n${message[key]}\n`).join("")
-      message.Signature ??= createSign("RSA-SHA256").update(canonical).sign(snsKey, "base64")
-      return message
-    }
-    const post = (message: Record<string, string>) =>
-      request(context.api.url, "POST", "/webhooks/ses", { rawBody: JSON.stringify(message), headers: { "content-type": "text/plain; charset=UTF-8" } })
 
-    const forged = sns()
+    const forged = sesNotification(email.messageId)
     forged.Message = forged.Message!.replace("Complaint", "Delivery")
-    expect((await post(forged)).status).toBe(403)
-    expect((await post(sns({ SigningCertURL: "https://evil.example.org/cert.pem" }))).status).toBe(403)
+    expect((await postSes(forged)).status).toBe(403)
+    expect((await postSes(sesNotification(email.messageId, { SigningCertURL: "https://evil.example.org/cert.pem" }))).status).toBe(403)
 
-    const ok = await post(sns())
+    const ok = await postSes(sesNotification(email.messageId))
     expect(ok.status).toBe(200)
     expect(ok.json.data.outcome).toBe("applied")
-    expect((await post(sns())).json.data.outcome).toBe("duplicate")
+    expect((await postSes(sesNotification(email.messageId))).json.data.outcome).toBe("duplicate")
     await emailStatus(context, sent.emailId, "COMPLAINED")
     expect((await secret("GET", `/contacts/${sent.contactId}`)).json.subscribed).toBe(false)
     await eventually(async () => expect(await eventsOf(sent.contactId, "email.complaint")).toHaveLength(1))
   })
-})
 
+  it("accepts SES only from the topics SES_TOPIC_ARNS names: none when unset, any with *", async () => {
+    const sent = await sendTo("topics@example.org", "<p>Hi</p>", { subscribed: true })
+    const { json: email } = await secret("GET", `/emails/${sent.emailId}`)
+    const strangerTopic = "arn:aws:sns:us-east-1:999999999999:not-ours"
+    const confirmation = (topic: string) =>
+      signedSns({
+        Type: "SubscriptionConfirmation",
+        MessageId: "sns-sub-1",
+        Token: "token-1",
+        TopicArn: topic,
+        Message: "You have chosen to subscribe to the topic.",
+        SubscribeURL: `https://sns.us-east-1.amazonaws.com/?Action=ConfirmSubscription&TopicArn=${topic}&Token=token-1`
+      })
+    const expectRefused = (response: Awaited<ReturnType<typeof postSes>>) => {
+      expect(response.status).toBe(403)
+      expect(response.json).toMatchObject({ success: false, error: { code: "TOPIC_NOT_ACCEPTED", statusCode: 403 } })
+    }
+
+    // Configured: another topic is refused, validly signed or not, and its subscription not confirmed.
+    expectRefused(await postSes(sesNotification(email.messageId, { TopicArn: strangerTopic, MessageId: "stranger-1" })))
+    expectRefused(await postSes(confirmation(strangerTopic)))
+
+    // Unset: nothing is accepted, not even the topic the other process accepts.
+    const unset = await context.stack.start("api", { SES_TOPIC_ARNS: "", PORT: "0" })
+    const refused = await postSes(sesNotification(email.messageId, { MessageId: "unset-1" }), unset.url)
+    expectRefused(refused)
+    expect(refused.json.error.message).toContain("SES_TOPIC_ARNS")
+    expectRefused(await postSes(confirmation(SES_TOPIC), unset.url))
+    await unset.stop()
+    expect((await secret("GET", `/emails/${sent.emailId}`)).json.status).not.toBe("COMPLAINED")
+    expect((await secret("GET", `/contacts/${sent.contactId}`)).json.subscribed).toBe(true)
+
+    // `*`: any topic, the signature still checked.
+    const any = await context.stack.start("api", { SES_TOPIC_ARNS: "*", PORT: "0" })
+    const forged = sesNotification(email.messageId, { TopicArn: strangerTopic, MessageId: "any-1" })
+    forged.TopicArn = "arn:aws:sns:us-east-1:999999999999:tampered"
+    expect((await postSes(forged, any.url)).status).toBe(403)
+    const accepted = await postSes(sesNotification(email.messageId, { TopicArn: strangerTopic, MessageId: "any-1" }), any.url)
+    await any.stop()
+    expect(accepted.json.data.outcome).toBe("applied")
+    await emailStatus(context, sent.emailId, "COMPLAINED")
+  })
+
+  it("an SES complaint acts only in the project of the email it names", async () => {
+    const other = await context.stack.createProject("same address elsewhere")
+    const theirs = await request(context.api.url, "POST", "/contacts", {
+      key: other.secretKey,
+      body: { email: "shared@example.org", subscribed: true }
+    })
+    expect(theirs.status).toBeLessThan(300)
+    const sent = await sendTo("shared@example.org", "<p>Hi</p>", { subscribed: true })
+    const { json: email } = await secret("GET", `/emails/${sent.emailId}`)
+    expect((await postSes(sesNotification(email.messageId, { MessageId: "scoped-1" }))).json.data.outcome).toBe("applied")
+    await emailStatus(context, sent.emailId, "COMPLAINED")
+    expect((await secret("GET", `/contacts/${sent.contactId}`)).json.subscribed).toBe(false)
+    const suppressed = await context.stack.query<{ project_id: string }>("SELECT project_id FROM suppressions WHERE email = 'shared@example.org'")
+    expect(suppressed.map((row) => row.project_id)).toEqual([context.project.id])
+    const untouched = await request(context.api.url, "GET", `/contacts/${theirs.json.id}`, { key: other.secretKey })
+    expect(untouched.json.subscribed).toBe(true)
+  })
+})

@@ -190,6 +190,7 @@ describe("POST /v1/send: recipients and contacts", () => {
     const second = await send({ ...base, to: "idem@example.org" }, headers)
     expect(second.status).toBe(409)
     expect(second.json.error.code).toBe("IDEMPOTENCY_KEY_REUSED")
+    expect(second.json.error.details).toMatchObject({ originalStatusCode: 200, inProgress: false, originalResponse: first.json })
     await emailStatus(context, first.json.data.emails[0].email, "SENT")
     await new Promise((resolve) => setTimeout(resolve, 300))
     expect(mailsTo("idem@example.org")).toHaveLength(1)

@@ -57,6 +57,8 @@ beforeAll(async () => {
   canary = await listen("127.0.0.1", () => ({ status: 200, body: "canary" }))
   receiver = await listen("127.0.0.2", (received): Answer => {
     if (received.path.startsWith("/redirect")) return { status: 302, headers: { location: `http://127.0.0.1:${canary.port}/stolen` } }
+    if (received.path.startsWith("/loop")) return { status: 302, headers: { location: `/loop/${received.path.split("/").length}` } }
+    if (received.path.startsWith("/hop")) return { status: 307, headers: { location: `http://b.wf.test:${receiver.port}/landed` } }
     if (received.path.startsWith("/flaky")) {
       const left = failuresLeft.get(received.path) ?? 2
       failuresLeft.set(received.path, left - 1)
@@ -145,7 +147,7 @@ describe("WEBHOOK steps", () => {
     expect(receiver.received.filter((received) => received.path.startsWith("/flaky"))).toHaveLength(3)
   }, 60_000)
 
-  it("SSRF probes reach nothing: loopback, 169.254.169.254, ::ffff:127.0.0.1, a name resolving to 127.0.0.1, a redirect to loopback", async () => {
+  it("SSRF probes reach nothing: loopback, 169.254.169.254, ::ffff:127.0.0.1, IPv4-compatible ::7f00:1 and NAT64, a name resolving to 127.0.0.1, a redirect to loopback", async () => {
     context.dns.set("internal.wf.test", { A: ["127.0.0.1"] })
     context.dns.set("mixed.wf.test", { A: ["93.184.216.34", "127.0.0.1"] })
     const probes = {
@@ -157,7 +159,12 @@ describe("WEBHOOK steps", () => {
       mixed: `http://mixed.wf.test:${canary.port}/probe`,
       redirect: `http://127.0.0.2:${receiver.port}/redirect`,
       decimal: `http://2130706433:${canary.port}/probe`,
-      zero: `http://0.0.0.0:${canary.port}/probe`
+      zero: `http://0.0.0.0:${canary.port}/probe`,
+      // IPv4-compatible IPv6 (::/96, deprecated) and NAT64 carry an IPv4 address: loopback and metadata here.
+      compatible: `http://[::7f00:1]:${canary.port}/probe`,
+      compatibleDotted: `http://[::127.0.0.1]:${canary.port}/probe`,
+      compatibleMetadata: "http://[::a9fe:a9fe]/latest/meta-data/",
+      nat64: `http://[64:ff9b::7f00:1]:${canary.port}/probe`
     }
     const workflows = await Promise.all(Object.entries(probes).map(async ([name, url]) => [name, (await webhookWorkflow(`ssrf_${name}`, { url })).workflowId] as const))
     for (const [name] of workflows) await track(`ssrf@wf.test`, `hook_ssrf_${name}`)
@@ -171,13 +178,58 @@ describe("WEBHOOK steps", () => {
     expect(receiver.received.filter((received) => received.path === "/redirect")).toHaveLength(1)
   })
 
+  it("fails for good after more than 3 redirects, without retrying", async () => {
+    const { workflowId } = await webhookWorkflow("loop", { url: `http://127.0.0.2:${receiver.port}/loop` })
+    await track("loop@wf.test", "hook_loop")
+    const [execution] = await settled(client, workflowId, "FAILED")
+    expect(execution!.error).toContain("more than 3 redirects")
+    expect(execution!.steps.at(-1)).toMatchObject({ stepType: "WEBHOOK", status: "FAILED", attempts: 1 })
+    // The request and its three redirects, once.
+    expect(receiver.received.filter((received) => received.path.startsWith("/loop"))).toHaveLength(4)
+  })
+
+  it("a redirect to another host carries no Host, credentials or custom headers; the signature follows", async () => {
+    context.dns.set("a.wf.test", { A: ["127.0.0.2"] })
+    context.dns.set("b.wf.test", { A: ["127.0.0.2"] })
+    const { workflowId } = await webhookWorkflow("hop", {
+      url: `http://a.wf.test:${receiver.port}/hop`,
+      method: "PUT",
+      headers: { host: "internal.example", authorization: "Bearer s3cret", cookie: "sid=1", "x-api-key": "k1", accept: "application/json" }
+    })
+    await track("hop@wf.test", "hook_hop")
+    await settled(client, workflowId, "COMPLETED")
+    const first = receiver.received.find((received) => received.path === "/hop")!
+    expect(first.headers).toMatchObject({ host: "internal.example", authorization: "Bearer s3cret", cookie: "sid=1", "x-api-key": "k1" })
+    const landed = receiver.received.find((received) => received.path === "/landed")!
+    expect(landed.method).toBe("PUT")
+    expect(landed.body).toBe(first.body)
+    expect(landed.headers.host).toBe(`b.wf.test:${receiver.port}`)
+    for (const name of ["authorization", "cookie", "x-api-key"]) expect(landed.headers[name], name).toBeUndefined()
+    expect(landed.headers).toMatchObject({
+      accept: "application/json",
+      "content-type": "application/json",
+      "webhook-id": first.headers["webhook-id"],
+      "webhook-signature": first.headers["webhook-signature"]
+    })
+  })
+
   it("the address rules themselves", async () => {
     for (const address of ["127.0.0.1", "10.0.0.1", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "::1", "::", "fe80::1", "fc00::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "2002:7f00:1::", "224.0.0.1", "255.255.255.255"]) {
       expect(isPublicAddress(address), address).toBe(false)
     }
-    for (const address of ["93.184.216.34", "1.1.1.1", "2606:4700:4700::1111", "::ffff:93.184.216.34"]) expect(isPublicAddress(address), address).toBe(true)
+    // IPv6 forms that carry an IPv4 address: IPv4-compatible (::/96), NAT64 of a private address,
+    // 6to4 and Teredo (refused whatever they carry), RFC 6145, the local NAT64 prefix; the rest of ::/8.
+    const embedding = [
+      "::7f00:1", "::127.0.0.1", "::a9fe:a9fe", "::a00:1", "::5db8:d822", "64:ff9b::7f00:1", "64:ff9b::a9fe:a9fe", "64:ff9b::a00:1",
+      "2002:5db8:d822::1", "2001:0:5db8:d822::1", "::ffff:0:5db8:d822", "64:ff9b:1::5db8:d822", "::1:0:0:1", "100::1"
+    ]
+    for (const address of embedding) expect(isPublicAddress(address), address).toBe(false)
+    for (const address of ["93.184.216.34", "1.1.1.1", "2606:4700:4700::1111", "::ffff:93.184.216.34", "64:ff9b::5db8:d822"]) {
+      expect(isPublicAddress(address), address).toBe(true)
+    }
     const allow = cidrMatcher(["127.0.0.2/32", "fd00::/8"])
-    expect([allow("127.0.0.2"), allow("::ffff:127.0.0.2"), allow("127.0.0.1"), allow("fd12::1")]).toEqual([true, true, false, true])
+    expect([allow("127.0.0.2"), allow("::ffff:127.0.0.2"), allow("64:ff9b::7f00:2"), allow("::7f00:2"), allow("127.0.0.1"), allow("fd12::1")])
+      .toEqual([true, true, true, false, false, true])
     // Without the allowance, even the test receiver is refused; a hung server times out.
     const refused = await safeFetch({ url: `http://127.0.0.2:${receiver.port}/`, method: "GET", headers: {} }, async () => [])
     expect(refused).toMatchObject({ _tag: "Blocked" })

@@ -10,7 +10,7 @@ export class LinksApi extends HttpApiGroup.make("links", { topLevel: true })
     HttpApiEndpoint.get("open", "/t/o/:emailId/:signature", {
       params: { emailId: Schema.String, signature: Schema.String },
       success: Schema.String
-    }).annotate(OpenApi.Description, "Open pixel (1×1 GIF); records email.open when the signature is valid."),
+    }).annotate(OpenApi.Description, "Open pixel (1×1 GIF, answered to every fetch); records email.open when the signature is valid, at most once per email per 60 minutes (repeated fetches by mail proxies and re-reads collapse)."),
     HttpApiEndpoint.get("click", "/t/c/:emailId/:signature", {
       params: { emailId: Schema.String, signature: Schema.String },
       query: { u: Schema.optional(Schema.String) },

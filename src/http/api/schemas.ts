@@ -28,7 +28,8 @@ export const Contact = Schema.Struct({
 
 export const IdempotencyHeaders = Schema.Struct({
   "idempotency-key": Schema.optional(Schema.String).annotate({
-    description: "1..255 printable ASCII characters; a repeat within the expiry answers 409 IDEMPOTENCY_KEY_REUSED"
+    description: "1..255 printable ASCII characters; a repeat within the expiry answers 409 IDEMPOTENCY_KEY_REUSED " +
+      "(details.inProgress true while the first request runs; otherwise details.originalResponse is its answer)"
   })
 })
 

@@ -24,7 +24,7 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       OpenApi.Description,
       "Delivery notifications in the generic JSON format, authenticated with the project's secret key. Hard bounces " +
         "and complaints unsubscribe and suppress the address. Amazon SES notifications over SNS go to POST /webhooks/ses " +
-        "(no key; the SNS signature is verified)."
+        "(no key; only from the SNS topics in SES_TOPIC_ARNS, and the SNS signature is verified)."
     )
   )
   .middleware(SecretKeyAuth)

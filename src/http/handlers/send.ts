@@ -205,8 +205,8 @@ export const SendHandlers = HttpApiBuilder.group(Api, "send", Effect.fnUntraced(
       project.id,
       idempotencyKey,
       "POST /v1/send",
-      Effect.gen(function*() {
-        const queued = yield* sql.withTransaction(Effect.gen(function*() {
+      (claim) => Effect.gen(function*() {
+        const response = yield* sql.withTransaction(Effect.gen(function*() {
           const prepared: Array<{ readonly contact: { id: string; email: string }; readonly email: NewEmail }> = []
           for (const recipient of recipients) {
             const { contact } = yield* contacts.upsert({
@@ -232,16 +232,19 @@ export const SendHandlers = HttpApiBuilder.group(Api, "send", Effect.fnUntraced(
             prepared.push({ contact: { id: contact.id, email: contact.email }, email })
           }
           yield* emails.enqueue(project.id, prepared.map((item) => item.email))
-          return prepared
+          const response = {
+            success: true as const,
+            data: {
+              emails: prepared.map((item) => ({ contact: item.contact, email: item.email.id })),
+              timestamp: new Date().toISOString()
+            }
+          }
+          // The key is completed with the mail it queued: a retry after a crash can never send twice.
+          yield* claim.complete(response)
+          return response
         })).pipe(Effect.catchTag("SqlError", Effect.die))
         yield* relay.wake
-        return {
-          success: true as const,
-          data: {
-            emails: queued.map((item) => ({ contact: item.contact, email: item.email.id })),
-            timestamp: new Date().toISOString()
-          }
-        }
+        return response
       })
     )
   })

@@ -8,7 +8,6 @@ import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { eventVariables, toDataPatch } from "../../domain/customData.ts"
 import { normalizeEmail } from "../../domain/email.ts"
-import { uuidv7 } from "../../domain/ids.ts"
 import { ContactDirectory } from "../../ingest/ContactDirectory.ts"
 import { EventPublisher } from "../../ingest/EventPublisher.ts"
 import { Api } from "../api/Api.ts"
@@ -42,13 +41,14 @@ export const TrackHandlers = HttpApiBuilder.group(Api, "track", Effect.fnUntrace
     yield* validateData(payload.data)
     const patch = toDataPatch(payload.data)
     const email = normalizeEmail(payload.email)
-    const eventId = uuidv7()
     const timestamp = new Date().toISOString()
     return yield* idempotency.once(
       project.id,
       headers["idempotency-key"],
       `POST ${path}`,
-      Effect.gen(function*() {
+      // The claim's operation id, the same for every attempt at one key: an attempt repeated after a
+      // crash that followed the PubAck carries the event the actor already stored, and is dropped.
+      ({ operationId: eventId }) => Effect.gen(function*() {
         const contact = yield* directory.resolve(project.id, email, payload.subscribed ?? true).pipe(Effect.orDie)
         yield* publisher.publish(project.id, {
           eventId,

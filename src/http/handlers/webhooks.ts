@@ -1,13 +1,14 @@
 /**
  * Inbound delivery notifications: the generic JSON format (secret key) and Amazon SES over SNS
- * (signature-verified; a plain route because SNS posts JSON as text/plain).
+ * (signature-verified, from the topics SES_TOPIC_ARNS accepts; a plain route because SNS posts JSON as
+ * text/plain). An SES notification acts only on the project of the email its Message-ID names.
  */
 import { Effect } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { AppConfig, type AppConfigShape } from "../../config.ts"
 import { type Notification, Notifications } from "../../mail/Notifications.ts"
-import { isSnsUrl, parseSnsMessage, sesNotification, verifySnsMessage } from "../../mail/sns.ts"
+import { isSnsUrl, parseSnsMessage, sesNotification, topicRefusal, verifySnsMessage } from "../../mail/sns.ts"
 import { OutboxRelay } from "../../stream/OutboxRelay.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
@@ -56,17 +57,17 @@ const handleSes = (
   Effect.gen(function*() {
     const { config, notifications, relay } = services
     const state = yield* RequestState
-    const refuse = (message: string, status = 400) =>
-      envelopeResponse({ status, code: status === 403 ? "INVALID_SIGNATURE" : "BAD_REQUEST", message }, state.requestId)
+    const refuse = (message: string, status = 400, code = status === 403 ? "INVALID_SIGNATURE" : "BAD_REQUEST") =>
+      envelopeResponse({ status, code, message }, state.requestId)
     const body = yield* request.text.pipe(Effect.orElseSucceed(() => ""))
     if (body.length > MAX_SNS_BODY) return refuse("The notification is too large", 413)
     const message = parseSnsMessage(body)
     if (typeof message === "string") return refuse(message)
+    // The topic first: an unaccepted one costs no certificate fetch and is never confirmed or applied.
+    const refusedTopic = topicRefusal(config.sesTopicArns, message.TopicArn)
+    if (refusedTopic) return refuse(refusedTopic, 403, "TOPIC_NOT_ACCEPTED")
     const invalid = yield* Effect.promise(() => verifySnsMessage(message, config.snsSigningCertFile))
     if (invalid) return refuse(`The SNS message is not authentic: ${invalid}`, 403)
-    if (config.sesTopicArns.length > 0 && !config.sesTopicArns.includes(message.TopicArn)) {
-      return refuse(`Topic ${message.TopicArn} is not accepted here`, 403)
-    }
     if (message.Type === "SubscriptionConfirmation") {
       // Confirming means visiting SubscribeURL, which must be SNS's own.
       const url = message.SubscribeURL ?? ""
