@@ -8,6 +8,7 @@
  * - `{ value, persistent: false }` is for this event/send only and never stored;
  * - reserved keys are silently dropped.
  */
+import { formatPath, storableProblem } from "./storable.ts"
 
 export const RESERVED_DATA_KEYS: ReadonlySet<string> = new Set([
   "id",
@@ -117,13 +118,6 @@ export const exceedsContactDataLimit = (beforeBytes: number, afterBytes: number)
 
 export const jsonBytes = (value: unknown): number => Buffer.byteLength(JSON.stringify(value))
 
-export const containsNul = (value: unknown): boolean => {
-  if (typeof value === "string") return value.includes("\u0000")
-  if (Array.isArray(value)) return value.some(containsNul)
-  if (isPlainObject(value)) return Object.entries(value).some(([key, nested]) => key.includes("\u0000") || containsNul(nested))
-  return false
-}
-
 /** Problems with a data payload, as `[path, message]`; empty when it is acceptable. */
 export const dataPayloadProblems = (data: Readonly<Record<string, unknown>>): Array<readonly [string, string]> => {
   const problems: Array<readonly [string, string]> = []
@@ -135,8 +129,12 @@ export const dataPayloadProblems = (data: Readonly<Record<string, unknown>>): Ar
       break
     }
   }
-  // Postgres text and jsonb cannot hold U+0000; refuse it here rather than fail later in the worker.
-  if (containsNul(data)) problems.push(["data", "values and keys must not contain the NUL character (\\u0000)"])
+  // What Postgres would refuse later, in the worker (request schemas check it first; this covers every other writer).
+  const unstorable = storableProblem(data)
+  if (unstorable) {
+    problems.push(["data", `${formatPath(["data", ...unstorable.path])}: ${unstorable.message}`])
+    return problems // the size below is measured by JSON.stringify, which needs a bounded depth
+  }
   if (Buffer.byteLength(JSON.stringify(data)) > DATA_LIMITS.maxSerializedBytes) {
     problems.push(["data", `at most ${DATA_LIMITS.maxSerializedBytes / 1024} KiB of data per request`])
   }

@@ -10,10 +10,17 @@ import { randomBytesFromPool } from "../domain/ids.ts"
 import { envelopeResponse, RequestState, type RequestStateShape } from "./errors.ts"
 import { issueToFieldErrors } from "./validation.ts"
 
-const MiB = 1024 * 1024
+const KiB = 1024
+const MiB = 1024 * KiB
 
-/** Bodies larger than this answer 413. /v1/send carries attachments (40 MB message, base64-encoded). */
-export const bodyLimitFor = (url: string): number => (url.startsWith("/v1/send") ? 60 * MiB : url.startsWith("/contacts/import") ? 6 * MiB : 1 * MiB)
+/**
+ * Bodies larger than this answer 413. /v1/send carries attachments (40 MB message, base64-encoded);
+ * an SNS notification is at most 256 KiB.
+ */
+export const bodyLimitFor = (url: string): number =>
+  url.startsWith("/v1/send") ? 60 * MiB : url.startsWith("/contacts/import") ? 6 * MiB : url.startsWith("/webhooks/ses") ? 256 * KiB : 1 * MiB
+
+const sizeOf = (bytes: number) => (bytes >= MiB ? `${bytes / MiB} MiB` : `${bytes / KiB} KiB`)
 
 const newRequestId = () => `req_${randomBytesFromPool(12).toString("base64url")}`
 
@@ -60,7 +67,7 @@ const toErrorResponse = (
         ? envelopeResponse({
           status: 413,
           code: "PAYLOAD_TOO_LARGE",
-          message: `Request body exceeds ${bodyLimitFor(request.url) / MiB} MiB`
+          message: `Request body exceeds ${sizeOf(bodyLimitFor(request.url))}`
         }, requestId)
         : envelopeResponse({ status: 400, code: "BAD_REQUEST", message: "Could not read the request body" }, requestId))
     }

@@ -1,16 +1,7 @@
 /** Turns Schema decode failures into the envelope's `errors[]` items (`{ field, message, code, received? }`). */
 import { SchemaIssue } from "effect"
+import { formatPath } from "../domain/storable.ts"
 import type { FieldError } from "./errors.ts"
-
-/** `groups[1].filters[0].operator`-style paths. */
-export const formatPath = (path: ReadonlyArray<PropertyKey>): string => {
-  let out = ""
-  for (const segment of path) {
-    if (typeof segment === "number") out += `[${segment}]`
-    else out += out === "" ? String(segment) : `.${String(segment)}`
-  }
-  return out
-}
 
 const received = (issue: SchemaIssue.Issue): { received?: unknown } => {
   if (!SchemaIssue.hasInput(issue)) {
@@ -36,6 +27,15 @@ const filterMessage = (issue: SchemaIssue.Filter): string => {
   return SchemaIssue.defaultCheckHook(issue) ?? "Invalid value"
 }
 
+/** A filter that said where and why itself (a nested path, its own message) is reported as it said. */
+const isDetailed = (issue: SchemaIssue.Issue): boolean =>
+  issue._tag === "Pointer" || (issue._tag === "InvalidValue" && typeof issue.annotations?.message === "string")
+
+const annotation = (issue: SchemaIssue.Issue, key: "code" | "message"): string | undefined => {
+  const value = issue._tag === "InvalidValue" ? (issue.annotations as Record<string, unknown> | undefined)?.[key] : undefined
+  return typeof value === "string" ? value : undefined
+}
+
 export const issueToFieldErrors = (root: SchemaIssue.Issue): Array<FieldError> => {
   const out: Array<FieldError> = []
   const walk = (issue: SchemaIssue.Issue, path: ReadonlyArray<PropertyKey>) => {
@@ -53,6 +53,7 @@ export const issueToFieldErrors = (root: SchemaIssue.Issue): Array<FieldError> =
         out.push({ field, message: "Value does not match any allowed shape", code: "invalid_union", ...received(issue) })
         return
       case "Filter":
+        if (isDetailed(issue.issue)) return walk(issue.issue, path)
         out.push({
           field,
           message: filterMessage(issue),
@@ -70,7 +71,12 @@ export const issueToFieldErrors = (root: SchemaIssue.Issue): Array<FieldError> =
         out.push({ field, message: SchemaIssue.defaultLeafHook(issue), code: "invalid_type", ...received(issue) })
         return
       default:
-        out.push({ field, message: SchemaIssue.defaultLeafHook(issue), code: "invalid_value", ...received(issue) })
+        out.push({
+          field,
+          message: annotation(issue, "message") ?? SchemaIssue.defaultLeafHook(issue),
+          code: annotation(issue, "code") ?? "invalid_value",
+          ...received(issue)
+        })
     }
   }
   walk(root, [])

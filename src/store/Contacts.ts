@@ -8,6 +8,7 @@ import { SqlClient, type SqlError } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import { type DataPatch, type FieldType, inferFieldTypes, MAX_CONTACT_DATA_BYTES } from "../domain/customData.ts"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
+import { decodeCursor, encodeCursor } from "./cursor.ts"
 import { streamNames } from "../stream/subjects.ts"
 
 export interface Contact {
@@ -138,19 +139,6 @@ export const customFieldPath = (field: string): Array<string> | undefined => {
   if (!field.startsWith("data.")) return undefined
   const path = field.slice(5).split(".")
   return path.every((part) => part.length > 0) ? path : undefined
-}
-
-const encodeCursor = (values: ReadonlyArray<string>) => Buffer.from(JSON.stringify(values)).toString("base64url")
-
-const decodeCursor = (cursor: string, arity: number): Array<string> | undefined => {
-  try {
-    const values: unknown = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"))
-    return Array.isArray(values) && values.length === arity && values.every((v) => typeof v === "string")
-      ? values as Array<string>
-      : undefined
-  } catch {
-    return undefined
-  }
 }
 
 /** The fields a direct write pins (see migrations/0003_contact_pins.sql). */

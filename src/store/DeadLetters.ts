@@ -11,7 +11,7 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { AppConfig } from "../config.ts"
-import { containsNul } from "../domain/customData.ts"
+import { storableProblem } from "../domain/storable.ts"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
 import { type InKind, streamNames } from "../stream/subjects.ts"
 
@@ -164,8 +164,8 @@ export class DeadLetters extends Context.Service<DeadLetters, {
           if (!row) return undefined
           const body = parse(row.payload)
           if (typeof body !== "object" || body === null || (body as { projectId?: unknown }).projectId !== projectId) return "unreadable" as const
-          // Postgres (and so the outbox) cannot hold U+0000: such a message can never be applied either.
-          if (containsNul(body)) return "unreadable" as const
+          // What Postgres (and so the outbox) cannot hold can never be applied either.
+          if (storableProblem(body, Number.MAX_SAFE_INTEGER) !== undefined) return "unreadable" as const
           const subject = subjectOf(row, body as Record<string, unknown>)
           if (!subject) return "unreadable" as const
           yield* sql`INSERT INTO outbox (id, subject, payload) VALUES (${uuidv7()}, ${subject}, ${row.payload}::jsonb)`

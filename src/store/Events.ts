@@ -3,6 +3,7 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { isUuid } from "../domain/ids.ts"
 import { ISO_INSTANT } from "./Contacts.ts"
+import { decodeCursor, encodeCursor } from "./cursor.ts"
 
 export interface StoredEvent {
   readonly id: string
@@ -38,17 +39,10 @@ const toEvent = (row: EventRow): StoredEvent => ({
   createdAt: new Date(row.created_at).toISOString()
 })
 
-const encodeCursor = (event: StoredEvent) => Buffer.from(JSON.stringify([event.createdAt, event.id])).toString("base64url")
-const decodeCursor = (cursor: string): [string, string] | undefined => {
-  try {
-    const value: unknown = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"))
-    return Array.isArray(value) && value.length === 2 && typeof value[0] === "string" && typeof value[1] === "string" &&
-        ISO_INSTANT.test(value[0]) && isUuid(value[1])
-      ? [value[0], value[1]]
-      : undefined
-  } catch {
-    return undefined
-  }
+const eventCursor = (event: StoredEvent) => encodeCursor([event.createdAt, event.id])
+const decodeEventCursor = (cursor: string): [string, string] | undefined => {
+  const values = decodeCursor(cursor, 2)
+  return values && ISO_INSTANT.test(values[0]!) && isUuid(values[1]!) ? [values[0]!, values[1]!] : undefined
 }
 
 export class Events extends Context.Service<Events, {
@@ -85,7 +79,7 @@ export class Events extends Context.Service<Events, {
         if (query.contactId !== undefined) filters.push(sql`e.contact_id = ${query.contactId}`)
         const conditions = [...filters]
         if (query.cursor !== undefined) {
-          const cursor = decodeCursor(query.cursor)
+          const cursor = decodeEventCursor(query.cursor)
           if (!cursor) return "bad-cursor" as const
           conditions.push(sql`(e.created_at, e.id) < (${cursor[0]}::timestamptz, ${cursor[1]}::uuid)`)
         }
@@ -102,7 +96,7 @@ export class Events extends Context.Service<Events, {
           const [count] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM events e WHERE ${sql.and(filters)}`
           total = count?.n ?? 0
         }
-        return { data, hasMore, cursor: hasMore ? encodeCursor(data[data.length - 1]!) : null, total }
+        return { data, hasMore, cursor: hasMore ? eventCursor(data[data.length - 1]!) : null, total }
       })
 
       const names = Effect.fn("Events.names")(function*(projectId: string) {

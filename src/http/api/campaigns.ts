@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { commonErrors, ErrorDocs } from "../errors.ts"
-import { pageFields, sortedPageQuery } from "./schemas.ts"
+import { Json, pageFields, sortedPageQuery, Text } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 import { mailContentFields, mailContentInput } from "./templates.ts"
 
@@ -31,8 +31,8 @@ export const Campaign = Schema.Struct({
 export const CampaignBody = Schema.Struct({
   ...mailContentInput,
   audienceType: Schema.optional(Schema.Literals(["ALL", "SEGMENT", "FILTERED"])),
-  segmentId: Schema.optional(Schema.NullOr(Schema.String)),
-  audienceCondition: Schema.optional(Schema.NullOr(Schema.Unknown))
+  segmentId: Schema.optional(Schema.NullOr(Text)),
+  audienceCondition: Schema.optional(Schema.NullOr(Json))
 })
 
 const Stats = Schema.Struct({
@@ -56,7 +56,7 @@ const Stats = Schema.Struct({
   sentAt: Schema.NullOr(Schema.String)
 }).annotate({ identifier: "CampaignStats" })
 
-const IdParam = { id: Schema.String }
+const IdParam = { id: Text }
 const Wrapped = Schema.Struct({ success: Schema.Literal(true), data: Campaign })
 
 export class CampaignsApi extends HttpApiGroup.make("campaigns")
@@ -73,7 +73,7 @@ export class CampaignsApi extends HttpApiGroup.make("campaigns")
     HttpApiEndpoint.get("list", "/campaigns", {
       query: {
         ...sortedPageQuery("case-insensitive, over name, subject and sender address"),
-        status: Schema.optional(Schema.String).annotate({ description: "DRAFT | SCHEDULED | SENDING | SENT | CANCELLED (other values: 400)" })
+        status: Schema.optional(Text).annotate({ description: "DRAFT | SCHEDULED | SENDING | SENT | CANCELLED (other values: 400)" })
       },
       success: Schema.Struct(pageFields(Campaign)),
       error: [...commonErrors, ErrorDocs.bare]
@@ -97,7 +97,7 @@ export class CampaignsApi extends HttpApiGroup.make("campaigns")
     }).annotate(OpenApi.Description, "A new DRAFT with the same content and audience; the original is unchanged."),
     HttpApiEndpoint.post("test", "/campaigns/:id/test", {
       params: IdParam,
-      payload: Schema.Struct({ email: Schema.String }),
+      payload: Schema.Struct({ email: Text }),
       success: Schema.Struct({ success: Schema.Literal(true), data: Schema.Struct({ email: Schema.String, emailId: Schema.String }) }),
       error: [...commonErrors, ErrorDocs.notFound, ErrorDocs.forbidden, ErrorDocs.validation]
     }).annotate(OpenApi.Description, "Sends one rendered test mail to the address (subject prefixed [Test]); no counters, no events."),
@@ -105,7 +105,7 @@ export class CampaignsApi extends HttpApiGroup.make("campaigns")
       .annotate(OpenApi.Description, "Progress and outcome: recipients, sent, delivered, opened, clicked, bounced, failed, pending, skipped and why."),
     HttpApiEndpoint.post("send", "/campaigns/:id/send", {
       params: IdParam,
-      payload: Schema.Struct({ scheduledFor: Schema.optional(Schema.NullOr(Schema.String)) }),
+      payload: Schema.Struct({ scheduledFor: Schema.optional(Schema.NullOr(Text)) }),
       success: Schema.Struct({
         success: Schema.Literal(true),
         data: Schema.Struct({ id: Schema.String, name: Schema.String, status: Status, scheduledFor: Schema.NullOr(Schema.String) }),

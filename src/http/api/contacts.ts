@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { commonErrors, ErrorDocs } from "../errors.ts"
-import { Contact, CustomData, Email, PageQuery, pageFields } from "./schemas.ts"
+import { Contact, CustomData, Email, PageQuery, pageFields, Text } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 
 const Meta = <const New extends boolean>(isNew: New) =>
@@ -10,8 +10,8 @@ const Meta = <const New extends boolean>(isNew: New) =>
 const ContactWithMeta = <const New extends boolean>(isNew: New) =>
   Schema.Struct({ ...Contact.fields, _meta: Meta(isNew) })
 
-const FieldParam = { field: Schema.String.annotate({ description: "`email`, `subscribed`, `createdAt`, `updatedAt` or `data.<key>`" }) }
-const IdParam = { id: Schema.String }
+const FieldParam = { field: Text.annotate({ description: "`email`, `subscribed`, `createdAt`, `updatedAt` or `data.<key>`" }) }
+const IdParam = { id: Text }
 
 const FieldUsage = Schema.Struct({
   field: Schema.String,
@@ -20,7 +20,7 @@ const FieldUsage = Schema.Struct({
   workflows: Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String }))
 })
 
-const optionalString = (description: string) => Schema.optional(Schema.String).annotate({ description })
+const optionalString = (description: string) => Schema.optional(Text).annotate({ description })
 
 export class ContactsApi extends HttpApiGroup.make("contacts", { topLevel: false })
   .add(
@@ -54,7 +54,7 @@ export class ContactsApi extends HttpApiGroup.make("contacts", { topLevel: false
       error: [...commonErrors, ErrorDocs.badRequest]
     }),
     HttpApiEndpoint.post("lookup", "/contacts/lookup", {
-      payload: Schema.Struct({ emails: Schema.Array(Schema.String) }),
+      payload: Schema.Struct({ emails: Schema.Array(Text) }),
       success: Schema.Struct({
         results: Schema.Array(Schema.Struct({
           email: Schema.String,

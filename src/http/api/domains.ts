@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { commonErrors, ErrorDocs } from "../errors.ts"
+import { Text } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 
 export const Domain = Schema.Struct({
@@ -24,17 +25,17 @@ export const Domain = Schema.Struct({
     "SPF and DMARC are recommended and reported per record. A lookup that times out (UNKNOWN) changes nothing."
 })
 
-const IdParam = { id: Schema.String }
+const IdParam = { id: Text }
 
 export class DomainsApi extends HttpApiGroup.make("domains")
   .add(
     HttpApiEndpoint.post("create", "/domains", {
-      payload: Schema.Struct({ domain: Schema.String, projectId: Schema.optional(Schema.String) }),
+      payload: Schema.Struct({ domain: Text, projectId: Schema.optional(Text) }),
       success: Domain.pipe(HttpApiSchema.status(201)),
       error: [...commonErrors, ErrorDocs.forbidden, ErrorDocs.conflict, ErrorDocs.validation]
     }).annotate(OpenApi.Description, "Generates the domain's DKIM key pair and returns the DNS records to publish."),
     HttpApiEndpoint.get("list", "/domains/project/:projectId", {
-      params: { projectId: Schema.String },
+      params: { projectId: Text },
       success: Schema.Array(Domain),
       error: [...commonErrors, ErrorDocs.notFound]
     }).annotate(OpenApi.Description, "The project's domains, verified and pending (only the key's own project)."),

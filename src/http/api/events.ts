@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { commonErrors, ErrorDocs } from "../errors.ts"
+import { Text } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 
 const Event = Schema.Struct({
@@ -19,7 +20,7 @@ const EventPage = Schema.Struct({
   total: Schema.Number
 })
 
-const optionalString = (description: string) => Schema.optional(Schema.String).annotate({ description })
+const optionalString = (description: string) => Schema.optional(Text).annotate({ description })
 const pageQuery = {
   limit: optionalString("1..100, default 20"),
   cursor: optionalString("`cursor` of the previous page")
@@ -53,13 +54,13 @@ export class EventsApi extends HttpApiGroup.make("events")
       error: commonErrors
     }),
     HttpApiEndpoint.get("forContact", "/events/contact/:contactId", {
-      params: { contactId: Schema.String },
+      params: { contactId: Text },
       query: pageQuery,
       success: EventPage,
       error: [...commonErrors, ErrorDocs.notFound]
     }),
     HttpApiEndpoint.get("usage", "/events/:eventName/usage", {
-      params: { eventName: Schema.String },
+      params: { eventName: Text },
       success: Schema.Struct({
         event: Schema.String,
         segments: Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String })),
@@ -68,7 +69,7 @@ export class EventsApi extends HttpApiGroup.make("events")
       error: commonErrors
     }).annotate(OpenApi.Description, "Segments, workflow triggers and conditions referencing the event."),
     HttpApiEndpoint.delete("delete", "/events/:eventName", {
-      params: { eventName: Schema.String },
+      params: { eventName: Text },
       success: Schema.Struct({ accepted: Schema.Literal(true), event: Schema.String, commandId: Schema.String })
         .pipe(HttpApiSchema.status(202)),
       error: [...commonErrors, ErrorDocs.notFound]

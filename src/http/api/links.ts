@@ -1,19 +1,21 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { Text } from "./schemas.ts"
 
 const Html = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/html; charset=utf-8" }))
-const TokenParam = { token: Schema.String }
+const TokenParam = { token: Text }
+const EmailParams = { emailId: Text, signature: Text }
 
 /** The links placed in mail: tracking and subscription pages. No API key; every link is signed. */
 export class LinksApi extends HttpApiGroup.make("links", { topLevel: true })
   .add(
     HttpApiEndpoint.get("open", "/t/o/:emailId/:signature", {
-      params: { emailId: Schema.String, signature: Schema.String },
+      params: EmailParams,
       success: Schema.String
     }).annotate(OpenApi.Description, "Open pixel (1×1 GIF, answered to every fetch); records email.open when the signature is valid, at most once per email per 60 minutes (repeated fetches by mail proxies and re-reads collapse)."),
     HttpApiEndpoint.get("click", "/t/c/:emailId/:signature", {
-      params: { emailId: Schema.String, signature: Schema.String },
-      query: { u: Schema.optional(Schema.String) },
+      params: EmailParams,
+      query: { u: Schema.optional(Text) },
       success: Schema.String
     }).annotate(OpenApi.Description, "Click redirect: 302 to `u` only when it is the link the mail carried (signed); records email.click."),
     HttpApiEndpoint.get("unsubscribePage", "/unsubscribe/:token", { params: TokenParam, success: Html }),

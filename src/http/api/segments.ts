@@ -1,16 +1,16 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { commonErrors, ErrorDocs } from "../errors.ts"
-import { Contact, PageQuery, pageFields } from "./schemas.ts"
+import { Contact, Json, PageQuery, pageFields, Text } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 
 const maxLength = (max: number, field: string) =>
-  Schema.String.check(Schema.makeFilter((value: string) => value.length <= max, {
+  Text.check(Schema.makeFilter((value: string) => value.length <= max, {
     expected: `${field} of at most ${max} characters`,
     code: "too_big"
   } as Schema.Annotations.Filter))
 
-const ConditionTree = Schema.Unknown.annotate({
+const ConditionTree = Json.annotate({
   description: "Condition tree { logic: AND|OR, groups: [ { filters: [ { field, operator, value?, unit?, within? } ], conditions? } ] }"
 })
 
@@ -27,8 +27,8 @@ export const Segment = Schema.Struct({
   updatedAt: Schema.String
 }).annotate({ identifier: "Segment" })
 
-const IdParam = { id: Schema.String }
-const Emails = Schema.Array(Schema.String)
+const IdParam = { id: Text }
+const Emails = Schema.Array(Text)
 
 export class SegmentsApi extends HttpApiGroup.make("segments")
   .add(

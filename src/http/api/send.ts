@@ -1,32 +1,32 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { commonErrors, ErrorDocs } from "../errors.ts"
-import { CustomData, IdempotencyHeaders } from "./schemas.ts"
+import { CustomData, IdempotencyHeaders, Text, TextRecord } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 
 /** `"a@b.c"` or `{ name, email }`; addresses are checked by the handler so errors name their position. */
 const Address = Schema.Union([
-  Schema.String,
-  Schema.Struct({ name: Schema.optional(Schema.NullOr(Schema.String)), email: Schema.String })
+  Text,
+  Schema.Struct({ name: Schema.optional(Schema.NullOr(Text)), email: Text })
 ])
 
 const Attachment = Schema.Struct({
-  filename: Schema.String,
-  content: Schema.String.annotate({ description: "base64" }),
-  contentType: Schema.optional(Schema.String)
+  filename: Text,
+  content: Text.annotate({ description: "base64" }),
+  contentType: Schema.optional(Text)
 })
 
 export const SendBody = Schema.Struct({
   to: Schema.Union([Address, Schema.Array(Address)]),
-  subject: Schema.optional(Schema.String),
-  body: Schema.optional(Schema.String),
-  template: Schema.optional(Schema.String),
+  subject: Schema.optional(Text),
+  body: Schema.optional(Text),
+  template: Schema.optional(Text),
   from: Schema.optional(Address),
-  name: Schema.optional(Schema.String).annotate({ description: "Deprecated: the sender name when `from` is a bare address" }),
+  name: Schema.optional(Text).annotate({ description: "Deprecated: the sender name when `from` is a bare address" }),
   subscribed: Schema.optional(Schema.Boolean),
   data: Schema.optional(CustomData),
-  headers: Schema.optional(Schema.Record(Schema.String, Schema.String)),
-  reply: Schema.optional(Schema.String),
+  headers: Schema.optional(TextRecord),
+  reply: Schema.optional(Text),
   attachments: Schema.optional(Schema.Array(Attachment))
 })
 
@@ -79,7 +79,7 @@ export class SendApi extends HttpApiGroup.make("send", { topLevel: true })
         "recipients at most 50 MB per request (413)."
     ),
     HttpApiEndpoint.get("getEmail", "/emails/:id", {
-      params: { id: Schema.String },
+      params: { id: Text },
       success: EmailRecord,
       error: [...commonErrors, ErrorDocs.notFound]
     }).annotate(OpenApi.Description, "One email record: its status (PENDING → SENDING → SENT → DELIVERED …) and timestamps.")

@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { commonErrors, ErrorDocs } from "../errors.ts"
-import { pageFields, sortedPageQuery } from "./schemas.ts"
+import { pageFields, sortedPageQuery, Text } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 
 const TemplateType = Schema.Literals(["TRANSACTIONAL", "MARKETING", "HEADLESS"])
@@ -20,13 +20,13 @@ export const mailContentFields = {
 
 /** The same, each optional, for request bodies checked by the handler. */
 export const mailContentInput = {
-  name: Schema.optional(Schema.String),
-  description: Schema.optional(Schema.NullOr(Schema.String)),
-  subject: Schema.optional(Schema.String),
-  body: Schema.optional(Schema.String),
-  from: Schema.optional(Schema.String),
-  fromName: Schema.optional(Schema.NullOr(Schema.String)),
-  replyTo: Schema.optional(Schema.NullOr(Schema.String)),
+  name: Schema.optional(Text),
+  description: Schema.optional(Schema.NullOr(Text)),
+  subject: Schema.optional(Text),
+  body: Schema.optional(Text),
+  from: Schema.optional(Text),
+  fromName: Schema.optional(Schema.NullOr(Text)),
+  replyTo: Schema.optional(Schema.NullOr(Text)),
   type: Schema.optional(TemplateType)
 }
 
@@ -41,7 +41,7 @@ export const Template = Schema.Struct({
 /** Fields are checked by the handler (one place for create and update, with the spec's bare 400 for `from`). */
 const TemplateFields = mailContentInput
 
-const IdParam = { id: Schema.String }
+const IdParam = { id: Text }
 const unverifiedDomain = ErrorDocs.forbidden
 
 const Usage = Schema.Struct({
@@ -62,7 +62,7 @@ export class TemplatesApi extends HttpApiGroup.make("templates")
     HttpApiEndpoint.get("list", "/templates", {
       query: {
         ...sortedPageQuery("case-insensitive, over name, description and subject"),
-        type: Schema.optional(Schema.String).annotate({ description: "TRANSACTIONAL | MARKETING | HEADLESS" })
+        type: Schema.optional(Text).annotate({ description: "TRANSACTIONAL | MARKETING | HEADLESS" })
       },
       success: Schema.Struct(pageFields(Template)),
       error: commonErrors

@@ -2,10 +2,10 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { isReservedEventName } from "../../domain/events.ts"
 import { commonErrors, ErrorDocs } from "../errors.ts"
-import { CustomData, Email, IdempotencyHeaders } from "./schemas.ts"
+import { CustomData, Email, IdempotencyHeaders, Text } from "./schemas.ts"
 import { PublicKeyAuth } from "./security.ts"
 
-export const EventName = Schema.String.check(
+export const EventName = Text.check(
   Schema.makeFilter((value: string) => value.trim().length > 0 && value.length <= 255 && !/[\x00-\x1f]/.test(value), {
     expected: "an event name of 1 to 255 characters, without control characters",
     code: "invalid_string"

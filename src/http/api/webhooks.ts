@@ -1,13 +1,14 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { commonErrors, ErrorDocs } from "../errors.ts"
+import { Text } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 
 /** The generic inbound format, for relays that can call a webhook (see README, "Delivery notifications"). */
 export const GenericNotification = Schema.Struct({
-  id: Schema.String.annotate({ description: "Unique id of this notification; repeats are ignored" }),
+  id: Text.check(Schema.isNonEmpty(), Schema.isMaxLength(255)).annotate({ description: "Unique id of this notification (1 to 255 characters); repeats are ignored" }),
   type: Schema.Literals(["delivered", "bounced", "complained"]),
-  messageId: Schema.String.annotate({ description: "The Message-ID header of the email (angle brackets optional)" }),
+  messageId: Text.check(Schema.isMaxLength(998)).annotate({ description: "The Message-ID header of the email (angle brackets optional)" }),
   bounceType: Schema.optional(Schema.Literals(["hard", "soft"])).annotate({ description: "bounced only; default hard" })
 }).annotate({ identifier: "GenericNotification" })
 

@@ -1,11 +1,11 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { commonErrors, ErrorDocs } from "../errors.ts"
-import { PageQuery, pageFields } from "./schemas.ts"
+import { Json, JsonObject, PageQuery, pageFields, Text } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 
 const StepType = Schema.Literals(["TRIGGER", "SEND_EMAIL", "DELAY", "WAIT_FOR_EVENT", "CONDITION", "WEBHOOK", "UPDATE_CONTACT", "EXIT"])
-const Position = Schema.NullOr(Schema.Struct({ x: Schema.Number, y: Schema.Number }))
+const Position = Schema.NullOr(Schema.Struct({ x: Schema.Finite, y: Schema.Finite }))
 
 export const WorkflowStep = Schema.Struct({
   id: Schema.String,
@@ -68,8 +68,8 @@ const StepExecution = Schema.Struct({
   completedAt: Schema.NullOr(Schema.String)
 }).annotate({ identifier: "WorkflowStepExecution" })
 
-const IdParam = { id: Schema.String }
-const StepParams = { id: Schema.String, stepId: Schema.String }
+const IdParam = { id: Text }
+const StepParams = { id: Text, stepId: Text }
 const notFound = ErrorDocs.notFound
 const conflict = ErrorDocs.conflict
 const validation = ErrorDocs.validation
@@ -98,9 +98,9 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
     }).annotate(OpenApi.Description, "The project's Standard Webhooks secret (whsec_…) WEBHOOK steps sign with."),
     HttpApiEndpoint.post("create", "/workflows", {
       payload: Schema.Struct({
-        name: Schema.String,
-        description: Schema.optional(Schema.NullOr(Schema.String)),
-        eventName: Schema.optional(Schema.String),
+        name: Text,
+        description: Schema.optional(Schema.NullOr(Text)),
+        eventName: Schema.optional(Text),
         allowReentry: Schema.optional(Schema.Boolean)
       }),
       success: Workflow.pipe(HttpApiSchema.status(201)),
@@ -110,10 +110,10 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
     HttpApiEndpoint.patch("update", "/workflows/:id", {
       params: IdParam,
       payload: Schema.Struct({
-        name: Schema.optional(Schema.String),
-        description: Schema.optional(Schema.NullOr(Schema.String)),
+        name: Schema.optional(Text),
+        description: Schema.optional(Schema.NullOr(Text)),
         triggerType: Schema.optional(Schema.Literals(["EVENT", "MANUAL"])),
-        triggerConfig: Schema.optional(Schema.Struct({ eventName: Schema.optional(Schema.String) })),
+        triggerConfig: Schema.optional(Schema.Struct({ eventName: Schema.optional(Text) })),
         enabled: Schema.optional(Schema.Boolean),
         allowReentry: Schema.optional(Schema.Boolean)
       }),
@@ -128,9 +128,9 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
     HttpApiEndpoint.post("addStep", "/workflows/:id/steps", {
       params: IdParam,
       payload: Schema.Struct({
-        type: Schema.String,
-        name: Schema.optional(Schema.String),
-        config: Schema.optional(Schema.Unknown),
+        type: Text,
+        name: Schema.optional(Text),
+        config: Schema.optional(Json),
         position: Schema.optional(Position)
       }),
       success: WorkflowStep.pipe(HttpApiSchema.status(201)),
@@ -138,21 +138,21 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
     }).annotate(OpenApi.Description, StepConfigDoc),
     HttpApiEndpoint.patch("updateStep", "/workflows/:id/steps/:stepId", {
       params: StepParams,
-      payload: Schema.Struct({ name: Schema.optional(Schema.String), config: Schema.optional(Schema.Unknown), position: Schema.optional(Position) }),
+      payload: Schema.Struct({ name: Schema.optional(Text), config: Schema.optional(Json), position: Schema.optional(Position) }),
       success: WorkflowStep,
       error: [...commonErrors, notFound, validation]
     }).annotate(OpenApi.Description, "Updates a step's name, config (validated as on creation) or position."),
     HttpApiEndpoint.delete("deleteStep", "/workflows/:id/steps/:stepId", {
       params: StepParams,
-      query: { splice: Schema.optional(Schema.String) },
+      query: { splice: Schema.optional(Text) },
       success: Schema.Struct({ success: Schema.Literal(true) }),
       error: [...commonErrors, notFound, conflict, validation]
     }).annotate(OpenApi.Description, "With splice=true, transitions into the step are reconnected to its successor."),
     HttpApiEndpoint.post("addTransition", "/workflows/:id/transitions", {
       params: IdParam,
       payload: Schema.Struct({
-        fromStepId: Schema.String,
-        toStepId: Schema.String,
+        fromStepId: Text,
+        toStepId: Text,
         branch: Schema.optional(Schema.Literals(["yes", "no"])),
         waitOutcome: Schema.optional(Schema.Literals(["EVENT", "TIMEOUT"]))
       }),
@@ -160,19 +160,19 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
       error: [...commonErrors, notFound, conflict, validation]
     }).annotate(OpenApi.Description, "CONDITION steps need branch yes|no, WAIT_FOR_EVENT steps waitOutcome EVENT|TIMEOUT; no cycles."),
     HttpApiEndpoint.delete("deleteTransition", "/workflows/:id/transitions/:transitionId", {
-      params: { id: Schema.String, transitionId: Schema.String },
+      params: { id: Text, transitionId: Text },
       success: Schema.Struct({ success: Schema.Literal(true) }),
       error: [...commonErrors, notFound, conflict]
     }),
     HttpApiEndpoint.post("startExecution", "/workflows/:id/executions", {
       params: IdParam,
-      payload: Schema.Struct({ contactId: Schema.String, context: Schema.optional(Schema.Record(Schema.String, Schema.Unknown)) }),
+      payload: Schema.Struct({ contactId: Text, context: Schema.optional(JsonObject) }),
       success: Execution.pipe(HttpApiSchema.status(201)),
       error: [...commonErrors, notFound, conflict, validation]
     }).annotate(OpenApi.Description, "Records an execution (RUNNING); the project's worker advances it. 409 when one is active, or one ran and allowReentry is false."),
     HttpApiEndpoint.get("listExecutions", "/workflows/:id/executions", {
       params: IdParam,
-      query: { ...PageQuery, status: Schema.optional(Schema.String) },
+      query: { ...PageQuery, status: Schema.optional(Text) },
       success: Schema.Struct(pageFields(Execution)),
       error: [...commonErrors, notFound]
     }),
@@ -182,12 +182,12 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
       error: [...commonErrors, notFound]
     }),
     HttpApiEndpoint.get("getExecution", "/workflows/:id/executions/:executionId", {
-      params: { id: Schema.String, executionId: Schema.String },
+      params: { id: Text, executionId: Text },
       success: Schema.Struct({ ...Execution.fields, steps: Schema.Array(StepExecution) }),
       error: [...commonErrors, notFound]
     }).annotate(OpenApi.Description, "One execution with its step history."),
     HttpApiEndpoint.delete("cancelExecution", "/workflows/:id/executions/:executionId", {
-      params: { id: Schema.String, executionId: Schema.String },
+      params: { id: Text, executionId: Text },
       success: Execution,
       error: [...commonErrors, notFound, conflict]
     }).annotate(OpenApi.Description, "Cancels a RUNNING or WAITING execution (409 otherwise).")
