@@ -157,6 +157,7 @@ export class DeadLetters extends Context.Service<DeadLetters, {
       }
 
       const replay = Effect.fn("DeadLetters.replay")(function*(projectId: string, id: string) {
+        if (!isUuid(id)) return undefined
         return yield* sql.withTransaction(Effect.gen(function*() {
           const [row] = yield* sql<Row>`
             SELECT id, source, error, subject, partition, seq, payload, replays, replayed_at, created_at

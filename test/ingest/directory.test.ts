@@ -44,7 +44,7 @@ describe("contact id cache", () => {
       // old@ is a new contact now: the answer and the stored event name the same, new contact.
       expect(again.json.data.contact).not.toBe(renamedId)
       expect(await eventContact(again.json.data.event)).toBe(again.json.data.contact)
-    }, 2_000)
+    }, 5_000)
   })
 
   it("forgets a deleted contact in every api process", async () => {
@@ -56,6 +56,6 @@ describe("contact id cache", () => {
       const again = await track(api2, "gone@example.com")
       expect(again.json.data.contact).not.toBe(id)
       expect(await eventContact(again.json.data.event)).toBe(again.json.data.contact)
-    }, 2_000)
+    }, 5_000)
   })
 })

@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { commonErrors, ErrorDocs } from "../errors.ts"
+import { Text } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 
 const DeadLetterFields = {
@@ -30,15 +31,15 @@ const DeadLetterFields = {
 const DeadLetter = Schema.Struct(DeadLetterFields).annotate({ identifier: "DeadLetter" })
 const DeadLetterDetail = Schema.Struct({ ...DeadLetterFields, payload: Schema.Unknown }).annotate({ identifier: "DeadLetterDetail" })
 
-const IdParam = { id: Schema.String }
+const IdParam = { id: Text }
 
 export class DeadLettersApi extends HttpApiGroup.make("deadLetters")
   .add(
     HttpApiEndpoint.get("list", "/dead-letters", {
       query: {
-        limit: Schema.optional(Schema.String).annotate({ description: "1..100, default 20" }),
-        cursor: Schema.optional(Schema.String).annotate({ description: "`cursor` of the previous page" }),
-        replayed: Schema.optional(Schema.String).annotate({ description: "true: only replayed ones; false: only those never replayed" })
+        limit: Schema.optional(Text).annotate({ description: "1..100, default 20" }),
+        cursor: Schema.optional(Text).annotate({ description: "`cursor` of the previous page" }),
+        replayed: Schema.optional(Text).annotate({ description: "true: only replayed ones; false: only those never replayed" })
       },
       success: Schema.Struct({ data: Schema.Array(DeadLetter), cursor: Schema.NullOr(Schema.String), hasMore: Schema.Boolean, total: Schema.Number }),
       error: [...commonErrors, ErrorDocs.badRequest]
