@@ -18,7 +18,7 @@ import { campaignStep } from "../campaigns/fanout.ts"
 import { writeEmittedEvents } from "../stream/emitted.ts"
 import { runWorkflows, type WorkflowInput, type WorkflowState } from "../workflows/engine.ts"
 import type { WorkflowRuntime } from "../workflows/Runtime.ts"
-import { isTransient } from "../lib/isolation.ts"
+import { causeIsTransient } from "../lib/isolation.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import type { Delivered, EmittedEventMessage } from "./messages.ts"
 import type { ConditionReads } from "../domain/conditions/validate.ts"
@@ -36,10 +36,8 @@ import {
 
 export class LeaseLost extends Data.TaggedError("LeaseLost")<{ readonly partition: number }> {}
 
-const isTransientOrLeaseLost = (cause: Cause.Cause<unknown>) => {
-  const error = Cause.findErrorOption(cause)
-  return error._tag === "Some" && (error.value instanceof LeaseLost || isTransient(error.value))
-}
+const isTransientOrLeaseLost = (cause: Cause.Cause<unknown>) =>
+  Cause.squash(cause) instanceof LeaseLost || causeIsTransient(cause)
 
 export interface BatchContext {
   readonly projectId: string

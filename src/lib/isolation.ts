@@ -38,6 +38,9 @@ export const isTransient = (error: unknown): boolean => {
   return reason !== undefined && TRANSIENT_SQL.has(reason._tag ?? "") && reason.cause?._tag !== "PgProtocolParseError"
 }
 
+/** A cause whose failure (or defect: repositories die on SQL errors) is the database being away. */
+export const causeIsTransient = (cause: Cause.Cause<unknown>): boolean => isTransient(Cause.squash(cause))
+
 /** Text Postgres will store (in text and in jsonb): no NUL, no lone UTF-16 surrogates. */
 export const storableText = (text: string): string =>
   text.replace(/\u0000/g, "").replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, "\ufffd")
@@ -106,9 +109,7 @@ export const isolateRow = <A, E, R, R2>(
 ): Effect.Effect<A | undefined, E, R | R2> =>
   work.pipe(
     Effect.catchCause((cause): Effect.Effect<A | undefined, E, R2> => {
-      if (Cause.hasInterrupts(cause)) return Effect.failCause(cause)
-      const error = Cause.findErrorOption(cause)
-      if (error._tag === "Some" && isTransient(error.value)) return Effect.failCause(cause)
+      if (Cause.hasInterrupts(cause) || causeIsTransient(cause)) return Effect.failCause(cause)
       const reason = reasonOf(cause)
       return setAsideLogged(loop, row, reason, cause).pipe(
         Effect.andThen(setAside(reason)),

@@ -15,7 +15,7 @@
  * time when large. An email whose content cannot be read, breaks a size cap (rows queued before the
  * caps) or cannot be composed is FAILED with the reason, and the project's queue moves on.
  */
-import { Effect } from "effect"
+import { Cause, Effect } from "effect"
 import { createPrivateKey, type KeyObject } from "node:crypto"
 import { SqlClient } from "effect/sql"
 import type Mail from "nodemailer/lib/mailer"
@@ -147,7 +147,9 @@ export const makeSender = (options: {
             SELECT id, subject, html, headers, attachments FROM emails WHERE id = ANY(${pgArray(rows.map((row) => row.id))}::uuid[])`.pipe(
             Effect.map((found) => new Map(found.map(({ id, ...content }) => [id, content]))),
             Effect.catchCause((cause) =>
-              Effect.as(Effect.logWarning("reading a round's mail content failed; reading each alone", cause), new Map<string, EmailContent>()))
+              Cause.hasInterrupts(cause)
+                ? Effect.failCause(cause)
+                : Effect.as(Effect.logWarning("reading a round's mail content failed; reading each alone", cause), new Map<string, EmailContent>()))
           )
 
     /** One email's content, its attachments one row each (each stays far below the client's 16 MiB message limit). */
@@ -255,10 +257,12 @@ export const makeSender = (options: {
         // A database hiccup: the row goes back to the queue (counted as an attempt), or stays SENDING
         // until the partition's next owner re-queues it when even that fails.
         Effect.catchCause((cause) =>
-          Effect.logWarning("sending an email failed; retrying later", { emailId: row.id }, cause).pipe(
-            Effect.andThen(retryLater(row, reasonOf(cause))),
-            Effect.ignoreCause
-          ))
+          Cause.hasInterrupts(cause)
+            ? Effect.failCause(cause)
+            : Effect.logWarning("sending an email failed; retrying later", { emailId: row.id }, cause).pipe(
+              Effect.andThen(retryLater(row, reasonOf(cause))),
+              Effect.ignoreCause
+            ))
       )
 
     /**

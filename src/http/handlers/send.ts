@@ -185,10 +185,11 @@ export const SendHandlers = HttpApiBuilder.group(Api, "send", Effect.fnUntraced(
     if (attachmentBytes > MAX_ATTACHMENT_BYTES) {
       return yield* tooLarge(`Attachments total ${attachmentBytes} bytes; at most ${MAX_ATTACHMENT_BYTES} (10 MB) are allowed`)
     }
-    // Each recipient's email is stored with its own copy of the attachments until it is sent.
-    if (attachmentBytes * recipients.length > MAX_BYTES_PER_REQUEST) {
+    // Each recipient's email is stored with its own copy of the attachments (base64) until it is sent.
+    const storedAttachmentBytes = attachments.reduce((sum, attachment) => sum + attachment.content.length, 0) * recipients.length
+    if (storedAttachmentBytes > MAX_BYTES_PER_REQUEST) {
       return yield* tooLarge(
-        `Attachments to ${recipients.length} recipients total ${attachmentBytes * recipients.length} bytes; at most ` +
+        `Attachments to ${recipients.length} recipients total ${storedAttachmentBytes} bytes as stored (base64); at most ` +
           `${MAX_BYTES_PER_REQUEST} (50 MB) per request: send fewer recipients per request when attaching files`,
         { limit: MAX_BYTES_PER_REQUEST, part: "request" }
       )
