@@ -7,6 +7,7 @@
 import type { JsMsg } from "@nats-io/jetstream"
 import { Cause, Duration, Effect, Fiber, Option, Queue, Schedule } from "effect"
 import type { SqlClient } from "effect/sql"
+import { isTransient } from "../lib/isolation.ts"
 import { WorkerMetrics } from "../observability/Metrics.ts"
 import type { StreamNames } from "../stream/subjects.ts"
 import { applyBackfillChunk, applyBatch, deadLetter, type SegmentState } from "./applyBatch.ts"
@@ -18,19 +19,6 @@ const MAILBOX_CAPACITY = 5_000
 
 type Outcome = { readonly _tag: "ok" } | { readonly _tag: "lease-lost" } | { readonly _tag: "poison"; readonly error: string }
 
-const TRANSIENT_SQL = new Set([
-  "ConnectionError",
-  "AuthenticationError",
-  "AuthorizationError",
-  "DeadlockError",
-  "SerializationError",
-  "LockTimeoutError",
-  "StatementTimeoutError"
-])
-
-/** Worth retrying until it passes: the database is unreachable or busy, not refusing this data. */
-const isTransient = (error: { readonly _tag: string }): boolean =>
-  error._tag === "SqlError" && TRANSIENT_SQL.has((error as unknown as { reason: { _tag: string } }).reason._tag)
 const MAX_BATCH = 1_000
 const IDLE = Duration.seconds(60)
 

@@ -23,6 +23,7 @@ import { Nats } from "../stream/Nats.ts"
 import { OutboxRelay } from "../stream/OutboxRelay.ts"
 import type { InMessage } from "./messages.ts"
 import { makeProjectActors, PartitionRun } from "./ProjectActors.ts"
+import { fireSegmentTimers } from "./segmentTimers.ts"
 import { makeSender } from "../mail/Sender.ts"
 import { Domains } from "../store/Domains.ts"
 import { Campaigns } from "../store/Campaigns.ts"
@@ -218,39 +219,8 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
     WorkerMetrics.partitionsOwned.set(runs.size)
   })
 
-  /**
-   * Durable timers of the partitions leased here: those due (by this worker's clock) are deleted and
-   * published into their project's partition in one transaction; a republish after a failed commit
-   * carries the same Nats-Msg-Id and is dropped.
-   */
-  const fireTimers = Effect.suspend(() => {
-    const owned = [...runs.keys()]
-    if (owned.length === 0) return Effect.void
-    return sql.withTransaction(Effect.gen(function*() {
-      const due = yield* sql<{ contact_id: string; id: string; project_id: string; due_at: Date }>`
-        DELETE FROM timers WHERE contact_id IN (
-          SELECT contact_id FROM timers
-          WHERE partition IN ${sql.in(owned)} AND due_at <= ${new Date(clockNow()).toISOString()}::timestamptz
-          ORDER BY due_at LIMIT 1000
-          FOR UPDATE SKIP LOCKED)
-        RETURNING contact_id, id, project_id, due_at`
-      if (due.length === 0) return
-      yield* Effect.tryPromise(() =>
-        Promise.all(due.map((timer) =>
-          nats.js.publish(
-            nats.names.inSubject(timer.project_id, "timer"),
-            JSON.stringify({
-              kind: "timer",
-              projectId: timer.project_id,
-              contactId: timer.contact_id,
-              dueAt: new Date(timer.due_at).toISOString()
-            }),
-            { msgID: timer.id }
-          )
-        ))
-      )
-    }))
-  })
+  // Durable segment timers of the partitions leased here, due by this worker's clock (segmentTimers.ts).
+  const fireTimers = Effect.suspend(() => fireSegmentTimers(nats, [...runs.keys()]))
 
   yield* fireTimers.pipe(
     Effect.tapCause((cause) => Effect.logWarning("timer scheduler failed; retrying", cause)),

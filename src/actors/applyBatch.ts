@@ -6,7 +6,7 @@
  * partition's lease is checked (and share-locked) in the same transaction, so a worker that lost
  * its lease cannot commit.
  */
-import { Data, Effect } from "effect"
+import { Cause, Data, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { exceedsContactDataLimit, inferFieldTypes, jsonBytes, MAX_CONTACT_DATA_BYTES } from "../domain/customData.ts"
 import { uuidv7 } from "../domain/ids.ts"
@@ -18,12 +18,26 @@ import { campaignStep } from "../campaigns/fanout.ts"
 import { writeEmittedEvents } from "../stream/emitted.ts"
 import { runWorkflows, type WorkflowInput, type WorkflowState } from "../workflows/engine.ts"
 import type { WorkflowRuntime } from "../workflows/Runtime.ts"
+import { causeIsTransient } from "../lib/isolation.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import type { Delivered, EmittedEventMessage } from "./messages.ts"
 import type { ConditionReads } from "../domain/conditions/validate.ts"
-import { backfillChunk, type ContactChange, emptyChange, evaluateChanges, loadSegments, type ProjectSegments } from "./segments.ts"
+import {
+  backfillChunk,
+  backfillChunkPassed,
+  type BackfillCursor,
+  type ContactChange,
+  emptyChange,
+  evaluateChanges,
+  loadSegments,
+  narrowBackfill,
+  type ProjectSegments
+} from "./segments.ts"
 
 export class LeaseLost extends Data.TaggedError("LeaseLost")<{ readonly partition: number }> {}
+
+const isTransientOrLeaseLost = (cause: Cause.Cause<unknown>) =>
+  Cause.squash(cause) instanceof LeaseLost || causeIsTransient(cause)
 
 export interface BatchContext {
   readonly projectId: string
@@ -38,7 +52,7 @@ export interface BatchContext {
   readonly workflows: { readonly runtime: WorkflowRuntime["Service"]; readonly state: WorkflowState }
 }
 
-export interface Backfill {
+export interface Backfill extends BackfillCursor {
   readonly segmentId: string
   cursor: string
   emit: boolean
@@ -525,10 +539,12 @@ const recomputeReaders = Effect.fnUntraced(function*(context: BatchContext, matc
 /**
  * Runs one chunk of the actor's oldest pending backfill in its own transaction (lease-checked like a
  * batch). The actor interleaves chunks with its message batches, so a large backfill never stalls them.
+ * A chunk that fails on its own is narrowed down to the contact that fails, which is skipped (segments.ts).
  */
 export const applyBackfillChunk = Effect.fnUntraced(function*(context: BatchContext) {
   const sql = yield* SqlClient.SqlClient
   const state = context.segmentState
+  let attempted: Backfill | undefined
   const outcome = yield* sql.withTransaction(Effect.gen(function*() {
     const leases = yield* sql`
       SELECT 1 FROM partition_leases
@@ -540,6 +556,7 @@ export const applyBackfillChunk = Effect.fnUntraced(function*(context: BatchCont
     if (!job) return { job: undefined, next: undefined }
     const def = segments.byId.get(job.segmentId)
     if (!def) return { job, next: undefined }
+    attempted = job
     const next = yield* backfillChunk(
       { projectId: context.projectId, partition: context.partition, names: context.names },
       segments,
@@ -547,11 +564,21 @@ export const applyBackfillChunk = Effect.fnUntraced(function*(context: BatchCont
       job.cursor,
       job.emit,
       clockNow(),
-      job.generation
+      job.generation,
+      job.limit
     )
     return { job, next }
-  }))
+  })).pipe(
+    Effect.catchCause((cause) =>
+      attempted && !Cause.hasInterrupts(cause) && !isTransientOrLeaseLost(cause)
+        ? Effect.as(narrowBackfill({ projectId: context.projectId, partition: context.partition, names: context.names }, attempted, cause), {
+          job: undefined,
+          next: undefined
+        })
+        : Effect.failCause(cause))
+  )
   if (!outcome.job) return
+  backfillChunkPassed(outcome.job)
   if (outcome.next === undefined) state.backfills = state.backfills.filter((job) => job !== outcome.job)
   else outcome.job.cursor = outcome.next
 })

@@ -7,12 +7,13 @@
  * / `.exit` are emitted for tracked segments, and when an answer will flip at a known instant (a time
  * window lapsing) a durable timer is set for exactly that instant.
  */
-import { Effect } from "effect"
+import { type Cause, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { compileCondition, type ContactFacts, type EventAggregate, type Evaluation } from "../domain/conditions/evaluate.ts"
 import { type Condition, parseField } from "../domain/conditions/types.ts"
 import { conditionReads, type ConditionReads } from "../domain/conditions/validate.ts"
 import { uuidv7 } from "../domain/ids.ts"
+import { reasonOf, setAsideLogged } from "../lib/isolation.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import { compileConditionSql } from "../store/conditionSql.ts"
 import { segmentSlug, toSegment } from "../store/Segments.ts"
@@ -363,7 +364,8 @@ export const backfillChunk = Effect.fnUntraced(function*(
   cursor: string,
   emit: boolean,
   clock: number,
-  generation: number
+  generation: number,
+  limit = BACKFILL_CHUNK
 ) {
   const sql = yield* SqlClient.SqlClient
   const chunk = yield* sql<{ id: string; email: string; matches: boolean; member: boolean }>`
@@ -372,7 +374,7 @@ export const backfillChunk = Effect.fnUntraced(function*(
     FROM contacts c
     WHERE c.project_id = ${context.projectId} AND c.id > ${cursor}::uuid
     ORDER BY c.id
-    LIMIT ${BACKFILL_CHUNK}`
+    LIMIT ${limit}`
   const at = new Date(clock).toISOString()
   const entries = chunk.filter((row) => row.matches && !row.member).map((row) => ({ segmentId: def.id, contactId: row.id, at }))
   const exits = chunk.filter((row) => !row.matches && row.member).map((row) => ({ segmentId: def.id, contactId: row.id, at }))
@@ -414,7 +416,7 @@ export const backfillChunk = Effect.fnUntraced(function*(
     }
     yield* evaluateChanges(context, segments, changes, clock)
   }
-  if (chunk.length < BACKFILL_CHUNK) {
+  if (chunk.length < limit) {
     // Done — unless another recompute was requested meanwhile (then the next reload starts over).
     const done = yield* sql`UPDATE segments SET backfilled_version = GREATEST(backfilled_version, ${def.version})
                             WHERE id = ${def.id} AND backfill_generation = ${generation} RETURNING id`
@@ -423,3 +425,47 @@ export const backfillChunk = Effect.fnUntraced(function*(
   }
   return chunk[chunk.length - 1]!.id
 })
+
+/** Where a backfill is, and how it is narrowing down a contact it cannot evaluate. */
+export interface BackfillCursor {
+  readonly segmentId: string
+  cursor: string
+  /** Contacts per chunk while narrowing down a failure (unset: BACKFILL_CHUNK). */
+  limit?: number | undefined
+  /** Contacts skipped with no chunk passing in between. */
+  strikes?: number | undefined
+}
+
+/** Contacts skipped with nothing passing in between, after which the segment itself is what fails. */
+const MAX_STRIKES = 3
+
+/**
+ * A backfill chunk failed on its own (not the lease, not the database being away): the chunk is halved
+ * until the contact that fails is alone, and that contact is skipped (logged, counted) so the backfill
+ * goes on at full size. When contacts fail one after another, the segment cannot be evaluated at all:
+ * the failure is handed back, and the actor drops the backfill (logged) as it always did.
+ */
+export const narrowBackfill = <E>(context: SegmentContext, job: BackfillCursor, cause: Cause.Cause<E>) =>
+  Effect.gen(function*() {
+    const limit = job.limit ?? BACKFILL_CHUNK
+    if (limit > 1) {
+      job.limit = Math.ceil(limit / 2)
+      return
+    }
+    if ((job.strikes ?? 0) + 1 >= MAX_STRIKES) return yield* Effect.failCause(cause)
+    const sql = yield* SqlClient.SqlClient
+    const [contact] = yield* sql<{ id: string }>`
+      SELECT id FROM contacts WHERE project_id = ${context.projectId} AND id > ${job.cursor}::uuid ORDER BY id LIMIT 1`
+    if (!contact) return yield* Effect.failCause(cause)
+    // The contact keeps its membership as it was; the segment's other contacts go on.
+    yield* setAsideLogged("segment backfill", { projectId: context.projectId, segmentId: job.segmentId, contactId: contact.id }, reasonOf(cause), cause)
+    job.cursor = contact.id
+    job.strikes = (job.strikes ?? 0) + 1
+    job.limit = undefined
+  })
+
+/** A chunk went through: no strikes, and the chunks grow back to full size. */
+export const backfillChunkPassed = (job: BackfillCursor) => {
+  job.strikes = undefined
+  if (job.limit !== undefined) job.limit = job.limit * 2 >= BACKFILL_CHUNK ? undefined : job.limit * 2
+}

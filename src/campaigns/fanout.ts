@@ -9,16 +9,22 @@
  * 2. Queue: recipients get their rendered email (PENDING, campaign priority, behind transactional mail)
  *    in pages, each step committing the next command until all are queued.
  * The sender sends them under the project's throttle; the campaign is SENT once none is left open.
+ *
+ * A recipient whose mail cannot be made (the template fails on their data, or the mail breaks a size
+ * cap) is recorded failed with the reason and counted; the campaign moves on. A step that cannot run
+ * at all (the content no longer compiles, the audience no longer evaluates) stops the campaign —
+ * CANCELLED, with the reason — rather than failing the project's batch again and again.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Condition } from "../domain/conditions/types.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { clockNow } from "../lib/clock.ts"
+import { isolateRow, reasonOf } from "../lib/isolation.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import { prepareEmail } from "../mail/prepare.ts"
 import { makeRenderer } from "../mail/render.ts"
-import type { CampaignRow } from "../store/Campaigns.ts"
+import { type CampaignRow, dropQueuedMail } from "../store/Campaigns.ts"
 import { compileConditionSql } from "../store/conditionSql.ts"
 import { queueEmails } from "../store/Emails.ts"
 import type { Projects } from "../store/Projects.ts"
@@ -64,9 +70,19 @@ export const campaignStep = Effect.fnUntraced(function*(context: FanoutContext, 
     SELECT * FROM campaigns WHERE id = ${campaignId} AND project_id = ${context.projectId} FOR UPDATE`
   if (!campaign || campaign.status !== "SENDING") return { queued: 0, continued: false }
 
-  let queued = 0
-  if (!campaign.resolved) yield* resolvePage(sql, campaign)
-  else if (!campaign.queued) queued = yield* queuePage(sql, context, campaign)
+  // In a savepoint of the actor's transaction: a step that fails on its own is undone, and the campaign stops.
+  const step = Effect.gen(function*() {
+    if (!campaign.resolved) yield* resolvePage(sql, campaign)
+    else if (!campaign.queued) return yield* queuePage(sql, context, campaign)
+    return 0
+  })
+  const queued = yield* isolateRow(
+    "campaign fan-out",
+    { projectId: context.projectId, campaignId },
+    sql.withTransaction(step),
+    (reason) => dropQueuedMail(sql, campaignId, `the campaign stopped: ${reason}`)
+  )
+  if (queued === undefined) return { queued: 0, continued: false }
 
   const [after] = yield* sql<{ resolved: boolean; queued: boolean }>`SELECT resolved, queued FROM campaigns WHERE id = ${campaignId}`
   if (after && !after.queued) {
@@ -163,22 +179,26 @@ const queuePage = Effect.fnUntraced(function*(
   const present = recipients.filter((recipient) => recipient.email !== null)
   // A contact deleted since the audience was frozen gets no mail and leaves the count.
   const gone = recipients.filter((recipient) => recipient.email === null).map((recipient) => recipient.contact_id)
-  // A recipient whose data makes the template fail (render limits) gets no mail; the rest go on.
-  const renderFailed: Array<string> = []
+  // A recipient whose mail cannot be made (the template fails on their data, a size cap) gets none; the rest go on.
+  const failed: Array<{ contact_id: string; reason: string }> = []
   const rendered = yield* Effect.forEach(present, (recipient) =>
-    Effect.tryPromise(() =>
-      prepareEmail(
-        { projectId: campaign.project_id, linkSecret: settings.linkSecret, trackingEnabled: settings.trackingEnabled, publicUrl: context.publicUrl },
-        content,
-        { contactId: recipient.contact_id, email: recipient.email!, name: null, data: recipient.data ?? {} },
-        undefined
-      )
-    ).pipe(Effect.catch(() => Effect.sync(() => void renderFailed.push(recipient.contact_id)))))
+    Effect.tryPromise({
+      try: () =>
+        prepareEmail(
+          { projectId: campaign.project_id, linkSecret: settings.linkSecret, trackingEnabled: settings.trackingEnabled, publicUrl: context.publicUrl },
+          content,
+          { contactId: recipient.contact_id, email: recipient.email!, name: null, data: recipient.data ?? {} },
+          undefined
+        ),
+      catch: (error) => error
+    }).pipe(Effect.catch((error) => Effect.sync(() => void failed.push({ contact_id: recipient.contact_id, reason: reasonOf(error) })))))
   const emails = rendered.filter((email) => email !== undefined)
-  if (renderFailed.length > 0) {
-    yield* sql`UPDATE campaign_recipients SET skipped = 'render_failed'
-               WHERE campaign_id = ${campaign.id} AND contact_id = ANY(${pgArray(renderFailed)}::uuid[])`
-    yield* sql`UPDATE campaigns SET failed_count = failed_count + ${renderFailed.length} WHERE id = ${campaign.id}`
+  if (failed.length > 0) {
+    yield* sql`
+      UPDATE campaign_recipients r SET skipped = 'failed', error = x.reason
+      FROM jsonb_to_recordset(${JSON.stringify(failed)}::jsonb) AS x(contact_id uuid, reason text)
+      WHERE r.campaign_id = ${campaign.id} AND r.contact_id = x.contact_id`
+    yield* sql`UPDATE campaigns SET failed_count = failed_count + ${failed.length} WHERE id = ${campaign.id}`
   }
   yield* queueEmails(sql, context.names, context.partitions, campaign.project_id, emails)
   if (emails.length > 0) {

@@ -9,19 +9,26 @@
  * rows back to PENDING, so a crash between the relay's acceptance and our recording resends only the
  * round that was in flight (at most CLAIM_BATCH messages, and under a throttle a tenth of a second's
  * worth), each once, with the same Message-ID.
+ *
+ * One bad row never stalls the queue: the claim reads no content (html, headers, attachments); the
+ * content is read after it, for the round at once when small, one email (and one attachment) at a
+ * time when large. An email whose content cannot be read, breaks a size cap (rows queued before the
+ * caps) or cannot be composed is FAILED with the reason, and the project's queue moves on.
  */
-import { Effect } from "effect"
+import { Cause, Effect } from "effect"
 import { createPrivateKey, type KeyObject } from "node:crypto"
 import { SqlClient } from "effect/sql"
 import type Mail from "nodemailer/lib/mailer"
 import { AppConfig } from "../config.ts"
-import { type EmailRow, emailEventData, toEmailRecord } from "../store/Emails.ts"
+import { type Attachment, type EmailContent, type EmailRow, emailEventData, summaryColumns, toEmailRecord } from "../store/Emails.ts"
 import { Domains, type SigningKey } from "../store/Domains.ts"
 import { Projects } from "../store/Projects.ts"
 import { writeEmittedEvents } from "../stream/emitted.ts"
 import { partitionOf, type StreamNames } from "../stream/subjects.ts"
+import { isolateRow, reasonOf, storableReason } from "../lib/isolation.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import { completeCampaigns } from "../campaigns/fanout.ts"
+import { capExceeded, htmlTooLarge } from "./prepare.ts"
 import { TokenBucket } from "./throttle.ts"
 import { DKIM_SIGNED_HEADERS, MailTransport, SendFailure } from "./Transport.ts"
 
@@ -34,10 +41,17 @@ export const MAX_ATTEMPTS = 8
 export const retryDelaySeconds = (attempt: number) => Math.min(600, 2 ** attempt)
 /** How long signing keys are reused before being read again (a domain may lose its verification). */
 const SIGNING_KEY_TTL_MS = 5_000
+/** Content up to this size (as stored) is read for the whole round in one query; larger content one email at a time. */
+const BULK_CONTENT_BYTES = 1024 * 1024
+/** Emails with large content in flight at once per lane (each holds its content in memory until sent). */
+const LARGE_CONCURRENCY = 2
 
 interface ClaimedRow extends EmailRow {
   readonly contact_subscribed: boolean | null
   readonly suppressed: boolean
+  /** The content's size as stored (compressed for jsonb): enough to tell small from large. */
+  readonly content_bytes: number
+  readonly html_bytes: number
 }
 
 interface ProjectLoop {
@@ -50,15 +64,15 @@ export interface ParsedSigningKey extends Omit<SigningKey, "privateKey"> {
   readonly privateKey: KeyObject
 }
 
-export const composeMessage = (row: EmailRow, key: ParsedSigningKey): Mail.Options => ({
+export const composeMessage = (row: EmailRow, content: EmailContent, key: ParsedSigningKey): Mail.Options => ({
   from: row.from_name ? { name: row.from_name, address: row.from_email } : row.from_email,
   to: row.to_name ? { name: row.to_name, address: row.to_email } : row.to_email,
   ...(row.reply_to ? { replyTo: row.reply_to } : {}),
-  subject: row.subject,
-  html: row.html,
+  subject: content.subject,
+  html: content.html,
   messageId: `<${row.message_id}>`,
-  headers: row.headers,
-  attachments: row.attachments.map((attachment) => ({
+  headers: content.headers,
+  attachments: content.attachments.map((attachment) => ({
     filename: attachment.filename,
     content: attachment.content,
     encoding: "base64",
@@ -104,6 +118,7 @@ export const makeSender = (options: {
       return key
     })
 
+    // Sizes as stored, read without decompressing anything.
     const claim = (projectId: string, limit: number) =>
       sql<ClaimedRow>`
         WITH claimed AS (
@@ -114,13 +129,40 @@ export const makeSender = (options: {
             ORDER BY priority, next_attempt_at, id
             LIMIT ${limit}
             FOR UPDATE SKIP LOCKED)
-          RETURNING e.*
+          RETURNING ${sql.literal(summaryColumns("e"))}, e.priority, octet_length(e.html) AS html_bytes,
+                    octet_length(e.subject) + octet_length(e.html) + pg_column_size(e.headers) + pg_column_size(e.attachments)
+                      AS content_bytes
         )
         SELECT c.*, ct.subscribed AS contact_subscribed, (s.email IS NOT NULL) AS suppressed
         FROM claimed c
         LEFT JOIN contacts ct ON ct.id = c.contact_id
         LEFT JOIN suppressions s ON s.project_id = c.project_id AND s.email = c.to_email
         ORDER BY c.priority, c.id`
+
+    /** The content of a round's small emails, in one query; empty when that fails (each is then read alone). */
+    const loadSmallContents = (rows: ReadonlyArray<ClaimedRow>) =>
+      rows.length === 0
+        ? Effect.succeed(new Map<string, EmailContent>())
+        : sql<EmailContent & { id: string }>`
+            SELECT id, subject, html, headers, attachments FROM emails WHERE id = ANY(${pgArray(rows.map((row) => row.id))}::uuid[])`.pipe(
+            Effect.map((found) => new Map(found.map(({ id, ...content }) => [id, content]))),
+            Effect.catchCause((cause) =>
+              Cause.hasInterrupts(cause)
+                ? Effect.failCause(cause)
+                : Effect.as(Effect.logWarning("reading a round's mail content failed; reading each alone", cause), new Map<string, EmailContent>()))
+          )
+
+    /** One email's content, its attachments one row each (each stays far below the client's 16 MiB message limit). */
+    const loadContent = Effect.fnUntraced(function*(id: string) {
+      const [row] = yield* sql<Omit<EmailContent, "attachments"> & { attachment_count: number }>`
+        SELECT subject, html, headers, jsonb_array_length(attachments) AS attachment_count FROM emails WHERE id = ${id}`
+      if (!row) return yield* Effect.die(new Error("the email no longer exists"))
+      const { attachment_count, ...content } = row
+      const attachments = attachment_count === 0 ? [] : yield* sql<{ attachment: Attachment }>`
+        SELECT a.value AS attachment FROM emails e, jsonb_array_elements(e.attachments) WITH ORDINALITY AS a(value, n)
+        WHERE e.id = ${id} ORDER BY a.n`
+      return { ...content, attachments: attachments.map((item) => item.attachment) } satisfies EmailContent
+    })
 
     /**
      * Ends an email without sending it. A campaign's counters follow: a failure counts as failed; a
@@ -135,7 +177,7 @@ export const makeSender = (options: {
       )
       return sql`
         WITH ended AS (
-          UPDATE emails SET status = ${status}, error = ${error} WHERE id = ${row.id} AND status = 'SENDING'
+          UPDATE emails SET status = ${status}, error = ${storableReason(error)} WHERE id = ${row.id} AND status = 'SENDING'
           RETURNING campaign_id
         )
         UPDATE campaigns SET ${counter} FROM ended WHERE campaigns.id = ended.campaign_id`
@@ -149,7 +191,7 @@ export const makeSender = (options: {
           WITH sent AS (
             UPDATE emails SET status = 'SENT', sent_at = now(), error = NULL
             WHERE id = ANY(${pgArray(rows.map((row) => row.id))}::uuid[]) AND status = 'SENDING'
-            RETURNING *
+            RETURNING ${sql.literal(summaryColumns())}
           ), counted AS (
             UPDATE campaigns c SET sent_count = c.sent_count + x.n
             FROM (SELECT campaign_id, count(*)::int AS n FROM sent WHERE campaign_id IS NOT NULL GROUP BY campaign_id) x
@@ -177,20 +219,27 @@ export const makeSender = (options: {
     const retryLater = (row: EmailRow, error: string) =>
       row.attempts >= MAX_ATTEMPTS
         ? finish(row, "FAILED", `gave up after ${row.attempts} attempts: ${error}`)
-        : sql`UPDATE emails SET status = 'PENDING', error = ${error},
+        : sql`UPDATE emails SET status = 'PENDING', error = ${storableReason(error)},
                  next_attempt_at = now() + make_interval(secs => ${retryDelaySeconds(row.attempts)})
               WHERE id = ${row.id} AND status = 'SENDING'`
 
-    const sendOne = (row: ClaimedRow, accepted: Array<EmailRow>) =>
+    const sendOne = (row: ClaimedRow, loaded: EmailContent | undefined, accepted: Array<EmailRow>) =>
       Effect.gen(function*() {
         if (row.suppressed) return yield* finish(row, "SUPPRESSED", "the address is suppressed (hard bounce or complaint)", "suppressed")
         if (row.type === "MARKETING" && row.contact_id && row.contact_subscribed !== true) {
           return yield* finish(row, "SUPPRESSED", "the contact is unsubscribed", "unsubscribed")
         }
+        // Mail queued before the caps (or written around them) is not sent either, nor read when its size says so.
+        const bodyTooLarge = htmlTooLarge(row.to_email, row.html_bytes)
+        if (bodyTooLarge) return yield* finish(row, "FAILED", bodyTooLarge.message)
+        const content = loaded ?? (yield* loadContent(row.id))
+        const tooLarge = capExceeded({ to: row.to_email, ...content })
+        if (tooLarge) return yield* finish(row, "FAILED", tooLarge.message)
         const key = yield* signingKeyOf(row.project_id, row.from_email)
         if (!key) return yield* finish(row, "FAILED", `the sender domain of ${row.from_email} is not verified`)
+        const message = composeMessage(row, content, key)
         const outcome = yield* Effect.promise(() =>
-          transport.send(composeMessage(row, key)).then(
+          transport.send(message).then(
             () => undefined,
             (error: unknown) => error instanceof SendFailure ? error : new SendFailure(String(error), false)
           )
@@ -203,8 +252,17 @@ export const makeSender = (options: {
           yield* retryLater(row, outcome.message)
         }
       }).pipe(
-        // A database hiccup here leaves the row SENDING; the takeover/sweep path recovers it.
-        Effect.catchCause((cause) => Effect.logWarning("sending an email failed", { emailId: row.id }, cause))
+        // A row that cannot be read, checked or composed fails alone, with the reason.
+        (work) => isolateRow("sender", { emailId: row.id, projectId: row.project_id }, work, (reason) => finish(row, "FAILED", `cannot be sent: ${reason}`)),
+        // A database hiccup: the row goes back to the queue (counted as an attempt), or stays SENDING
+        // until the partition's next owner re-queues it when even that fails.
+        Effect.catchCause((cause) =>
+          Cause.hasInterrupts(cause)
+            ? Effect.failCause(cause)
+            : Effect.logWarning("sending an email failed; retrying later", { emailId: row.id }, cause).pipe(
+              Effect.andThen(retryLater(row, reasonOf(cause))),
+              Effect.ignoreCause
+            ))
       )
 
     /**
@@ -237,7 +295,13 @@ export const makeSender = (options: {
             break
           }
           const accepted: Array<EmailRow> = []
-          yield* Effect.forEach(claimed, (row) => sendOne(row, accepted), { concurrency: "unbounded", discard: true })
+          const small = claimed.filter((row) => row.content_bytes <= BULK_CONTENT_BYTES)
+          const large = claimed.filter((row) => row.content_bytes > BULK_CONTENT_BYTES)
+          const contents = yield* loadSmallContents(small)
+          yield* Effect.all([
+            Effect.forEach(small, (row) => sendOne(row, contents.get(row.id), accepted), { concurrency: "unbounded", discard: true }),
+            Effect.forEach(large, (row) => sendOne(row, undefined, accepted), { concurrency: LARGE_CONCURRENCY, discard: true })
+          ], { concurrency: 2, discard: true })
           // Until this commits, accepted mail is SENDING: a crash here resends this round only.
           yield* markSent(accepted)
           yield* completeCampaigns(sql, [...new Set(claimed.flatMap((row) => (row.campaign_id ? [row.campaign_id] : [])))])

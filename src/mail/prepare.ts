@@ -2,12 +2,95 @@
  * Turns content and a recipient into a queued email: renders subject and body for the contact, adds
  * open/click tracking when the project has it on, and the RFC 8058 one-click unsubscribe headers for
  * marketing mail and any mail that links to the unsubscribe page. Shared by every way mail is made
- * (/v1/send now; campaigns and workflow steps later).
+ * (/v1/send, campaigns, workflow SEND_EMAIL steps, campaign test mails).
+ *
+ * Size caps hold at render time, whatever the template and data: the subject line, the HTML body
+ * (rendering stops at the cap) and the whole message. Mail over a cap is a MailTooLarge, never a row.
  */
 import { uuidv7 } from "../domain/ids.ts"
 import type { Attachment, EmailType, NewEmail } from "../store/Emails.ts"
 import { addTracking, contactLinks } from "./links.ts"
-import { type CompiledTemplate, templateVariables } from "./render.ts"
+import { type CompiledTemplate, OutputLimitError, templateVariables } from "./render.ts"
+
+/** RFC 5322's line limit: a rendered subject (line breaks become spaces) is at most this long. */
+export const MAX_SUBJECT_CHARS = 998
+/**
+ * The rendered HTML body of one email, in UTF-8 bytes, tracking included. Far above any real mail
+ * (Gmail clips bodies past ~100 KB), and small enough that a queued row always loads in one piece.
+ */
+export const MAX_HTML_BYTES = 5 * 1024 * 1024
+/** The whole message (subject, body, headers, attachments as sent in base64): the spec's 40 MB. */
+export const MAX_MESSAGE_BYTES = 40 * 1024 * 1024
+
+/** What a recipient's mail would exceed: the subject line (422), the body or the whole message (413). */
+export type MailPart = "subject" | "body" | "message"
+
+export class MailTooLarge extends Error {
+  override readonly name = "MailTooLarge"
+  readonly part: MailPart
+  readonly limit: number
+  constructor(part: MailPart, limit: number, message: string) {
+    super(message)
+    this.part = part
+    this.limit = limit
+  }
+}
+
+const subjectTooLong = (to: string, detail: string) =>
+  new MailTooLarge("subject", MAX_SUBJECT_CHARS, `The subject for ${to} renders to ${detail}; a subject is at most ${MAX_SUBJECT_CHARS} characters`)
+
+const bodyTooLarge = (to: string, detail: string) =>
+  new MailTooLarge("body", MAX_HTML_BYTES, `The body for ${to} renders to ${detail}; an email's HTML body is at most ${MAX_HTML_BYTES} bytes (5 MB)`)
+
+/** The body cap, from the body's size alone (the sender checks stored rows before reading them). */
+export const htmlTooLarge = (to: string, bytes: number): MailTooLarge | undefined =>
+  bytes > MAX_HTML_BYTES ? bodyTooLarge(to, `${bytes} bytes`) : undefined
+
+/** The bytes of a message as sent: subject, HTML, header lines, attachments in base64. */
+export const messageBytes = (email: Pick<NewEmail, "subject" | "html" | "headers" | "attachments">): number =>
+  Buffer.byteLength(email.subject) + Buffer.byteLength(email.html) +
+  Object.entries(email.headers).reduce((sum, [name, value]) => sum + Buffer.byteLength(name) + Buffer.byteLength(value) + 4, 0) +
+  email.attachments.reduce((sum, attachment) => sum + attachment.content.length, 0)
+
+/** The cap a stored email breaks, if any (mail queued before the caps, or written around them). */
+export const capExceeded = (email: Pick<NewEmail, "to" | "subject" | "html" | "headers" | "attachments">): MailTooLarge | undefined => {
+  if (email.subject.length > MAX_SUBJECT_CHARS) return subjectTooLong(email.to, `${email.subject.length} characters`)
+  if (/[\r\n]/.test(email.subject)) {
+    return new MailTooLarge("subject", MAX_SUBJECT_CHARS, `The subject for ${email.to} spans several lines; a subject is one line`)
+  }
+  const html = htmlTooLarge(email.to, Buffer.byteLength(email.html))
+  if (html) return html
+  const size = messageBytes(email)
+  if (size > MAX_MESSAGE_BYTES) {
+    return new MailTooLarge(
+      "message",
+      MAX_MESSAGE_BYTES,
+      `The message for ${email.to} would be ${size} bytes; a whole message (body, headers and attachments) is at most ${MAX_MESSAGE_BYTES} bytes (40 MB)`
+    )
+  }
+  return undefined
+}
+
+/** A rendered subject: one line, never longer than the cap (rendering stops a little past it). */
+const renderSubject = async (template: CompiledTemplate, variables: Record<string, unknown>, to: string) => {
+  try {
+    // Line breaks and surrounding spaces are dropped after rendering; leave room for them.
+    return (await template.render(variables, MAX_SUBJECT_CHARS * 4)).replace(/[\r\n]+/g, " ").trim()
+  } catch (error) {
+    if (error instanceof OutputLimitError) throw subjectTooLong(to, `more than ${error.limit} characters`)
+    throw error
+  }
+}
+
+const renderBody = async (template: CompiledTemplate, variables: Record<string, unknown>, to: string) => {
+  try {
+    // Characters never outnumber UTF-8 bytes: stopping at MAX_HTML_BYTES characters bounds the work.
+    return await template.render(variables, MAX_HTML_BYTES)
+  } catch (error) {
+    if (error instanceof OutputLimitError) throw bodyTooLarge(to, `more than ${error.limit} characters`)
+    throw error
+  }
+}
 
 export interface ProjectMailSettings {
   readonly projectId: string
@@ -51,8 +134,8 @@ export const prepareEmail = async (
     links
   })
   // Subjects never span lines, whatever the data held.
-  const subject = (await content.subject.render(variables)).replace(/[\r\n]+/g, " ").trim()
-  let html = await content.body.render(variables)
+  const subject = await renderSubject(content.subject, variables, recipient.email)
+  let html = await renderBody(content.body, variables, recipient.email)
   const linksToUnsubscribe = html.includes(links.unsubscribeUrl)
   if (settings.trackingEnabled) html = addTracking(html, { publicUrl: settings.publicUrl, secret: settings.linkSecret, emailId: id })
   const headers: Record<string, string> = { ...content.headers }
@@ -61,6 +144,8 @@ export const prepareEmail = async (
     headers["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
   }
   const domain = content.from.slice(content.from.lastIndexOf("@") + 1)
+  const tooLarge = capExceeded({ to: recipient.email, subject, html, headers, attachments: content.attachments })
+  if (tooLarge) throw tooLarge
   return {
     id,
     projectId: settings.projectId,

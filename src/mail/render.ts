@@ -2,18 +2,28 @@
  * Template rendering: Liquid (liquidjs) in a sandbox, plus our small dialect on top of it.
  *
  * Sandbox: templates come from an empty in-memory map (no `include`/`render`/`layout` of files),
- * only own properties are readable, and parse size, render time and memory are capped, so a hostile
- * template fails fast with a RenderError instead of stalling the process that renders it.
+ * only own properties are readable, and parse size, render time, memory and output are capped, so a
+ * hostile template fails fast with a RenderError instead of stalling (or filling) the process that
+ * renders it. Output is counted as it is produced: rendering stops at the cap, it is not checked after.
  *
  * Dialect, rewritten into plain Liquid before parsing:
  * - `{{ name ?? "fallback" }}`: the fallback when the value is missing or null (not when it is "" or false);
  * - `{{ first name }}`: a key with spaces, read from the variables (`data["first name"]` works too).
  * HTML bodies escape every output; subjects are plain text.
  */
-import { Liquid, type Template } from "liquidjs"
+import { Context, type Emitter, Liquid, type Template, toPromise, toValue } from "liquidjs"
 
 export class RenderError extends Error {
   override readonly name = "RenderError"
+}
+
+/** The template rendered past the characters allowed for it (rendering stopped there). */
+export class OutputLimitError extends RenderError {
+  readonly limit: number
+  constructor(limit: number) {
+    super(`the template renders to more than ${limit} characters`)
+    this.limit = limit
+  }
 }
 
 export interface RenderLimits {
@@ -21,11 +31,54 @@ export interface RenderLimits {
   readonly parseLimit: number
   /** Milliseconds of render time. */
   readonly renderLimit: number
-  /** Roughly, characters of strings and array items created while rendering. */
+  /** Roughly, characters of strings and array items created while rendering (captures included). */
   readonly memoryLimit: number
+  /** Characters of output, unless a render asks for fewer. */
+  readonly outputLimit: number
 }
 
-export const DEFAULT_LIMITS: RenderLimits = { parseLimit: 1_000_000, renderLimit: 200, memoryLimit: 20_000_000 }
+export const DEFAULT_LIMITS: RenderLimits = { parseLimit: 1_000_000, renderLimit: 200, memoryLimit: 20_000_000, outputLimit: 10_000_000 }
+
+/** liquidjs' own conversion of a written value to text. */
+const stringify = (value: unknown): string => {
+  const plain = toValue(value)
+  if (typeof plain === "string") return plain
+  if (plain === null || plain === undefined) return ""
+  if (Array.isArray(plain)) return plain.map(stringify).join("")
+  return String(plain)
+}
+
+/** The output of one render: it refuses to grow past `limit` characters. */
+class CappedEmitter implements Emitter {
+  buffer = ""
+  exceeded = false
+  private readonly limit: number
+  constructor(limit: number) {
+    this.limit = limit
+  }
+  write(html: unknown) {
+    const text = stringify(html)
+    if (this.buffer.length + text.length > this.limit) {
+      this.exceeded = true
+      throw new OutputLimitError(this.limit)
+    }
+    this.buffer += text
+  }
+}
+
+/** Text rendered into a variable (`capture`, block bodies) is memory the render allocates: charged to its limit. */
+class ChargedEmitter implements Emitter {
+  buffer = ""
+  private readonly memory: Context["memoryLimit"]
+  constructor(memory: Context["memoryLimit"]) {
+    this.memory = memory
+  }
+  write(html: unknown) {
+    const text = stringify(html)
+    this.memory.use(text.length)
+    this.buffer += text
+  }
+}
 
 const makeEngine = (escapeHtml: boolean, limits: RenderLimits) => {
   const engine = new Liquid({
@@ -38,6 +91,10 @@ const makeEngine = (escapeHtml: boolean, limits: RenderLimits) => {
     memoryLimit: limits.memoryLimit,
     cache: false
   })
+  // Nested renders that liquidjs gives a buffer of its own (captures) count against the memory limit.
+  const renderTemplates = engine.renderer.renderTemplates.bind(engine.renderer)
+  engine.renderer.renderTemplates = (templates, context, emitter) =>
+    renderTemplates(templates, context, emitter ?? new ChargedEmitter(context.memoryLimit))
   engine.registerFilter("__fallback", (value: unknown, fallback: unknown) => value === undefined || value === null ? fallback : value)
   return engine
 }
@@ -109,7 +166,8 @@ export interface Renderer {
 }
 
 export interface CompiledTemplate {
-  readonly render: (variables: Record<string, unknown>) => Promise<string>
+  /** Renders; fails with an OutputLimitError as soon as the output passes `maxChars` (default: the renderer's outputLimit). */
+  readonly render: (variables: Record<string, unknown>, maxChars?: number) => Promise<string>
 }
 
 const describe = (error: unknown): string => {
@@ -129,10 +187,14 @@ export const makeRenderer = (limits: RenderLimits = DEFAULT_LIMITS): Renderer =>
       throw new RenderError(`invalid template: ${describe(error)}`)
     }
     return {
-      render: async (variables) => {
+      render: async (variables, maxChars = limits.outputLimit) => {
+        const output = new CappedEmitter(maxChars)
         try {
-          return String(await engine.render(templates, variables))
+          const context = new Context(variables, engine.options, { sync: false }, { liquid: engine })
+          await toPromise(engine.renderer.renderTemplates(templates, context, output))
+          return output.buffer
         } catch (error) {
+          if (output.exceeded) throw new OutputLimitError(maxChars)
           throw new RenderError(`template failed to render: ${describe(error)}`)
         }
       }

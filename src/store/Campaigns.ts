@@ -9,6 +9,7 @@ import { AppConfig } from "../config.ts"
 import type { Condition } from "../domain/conditions/types.ts"
 import { conditionReads } from "../domain/conditions/validate.ts"
 import { uuidv7 } from "../domain/ids.ts"
+import { isolateRow } from "../lib/isolation.ts"
 import { partitionOf, streamNames } from "../stream/subjects.ts"
 import { pagedList, type SortedPage } from "./pagedList.ts"
 import type { TemplateType } from "./Templates.ts"
@@ -69,6 +70,8 @@ export interface CampaignStats {
   readonly sendingStartedAt: string | null
   readonly resolvedAt: string | null
   readonly sentAt: string | null
+  /** Why the service stopped the campaign (CANCELLED), when it did. */
+  readonly error: string | null
 }
 
 export interface CampaignRow {
@@ -104,6 +107,7 @@ export interface CampaignRow {
   readonly sent_at: Date | null
   readonly created_at: Date
   readonly updated_at: Date
+  readonly error: string | null
 }
 
 const iso = (date: Date | null) => date?.toISOString() ?? null
@@ -134,6 +138,21 @@ export const toCampaign = (row: CampaignRow): Campaign => ({
   createdAt: row.created_at.toISOString(),
   updatedAt: row.updated_at.toISOString()
 })
+
+/**
+ * Ends a campaign as CANCELLED: its mail not yet handed to SMTP is dropped (FAILED with `reason`),
+ * counted as failed. `error` says why when the service stopped it (its step could not run).
+ */
+export const dropQueuedMail = (sql: SqlClient.SqlClient, campaignId: string, reason: string, error: string | null = reason) =>
+  sql<CampaignRow>`
+    WITH dropped AS (
+      UPDATE emails SET status = 'FAILED', error = ${reason}
+      WHERE campaign_id = ${campaignId} AND status = 'PENDING'
+      RETURNING id
+    )
+    UPDATE campaigns SET status = 'CANCELLED', cancelled_at = now(), updated_at = now(), error = ${error},
+           failed_count = failed_count + (SELECT count(*) FROM dropped)
+    WHERE id = ${campaignId} RETURNING *`
 
 const share = (part: number, whole: number) => (whole === 0 ? 0 : Math.round((part / whole) * 10_000) / 10_000)
 
@@ -240,7 +259,7 @@ export class Campaigns extends Context.Service<Campaigns, {
         transition(projectId, id, ["DRAFT", "SCHEDULED", "SENT", "CANCELLED"], () =>
           Effect.as(sql`DELETE FROM campaigns WHERE id = ${id}`, true as const))
 
-      const startSending = (row: CampaignRow) =>
+      const startSending = (row: Pick<CampaignRow, "id" | "project_id">) =>
         Effect.gen(function*() {
           const command = stepCommand(row.project_id, row.id)
           const [updated] = yield* sql<CampaignRow>`
@@ -266,15 +285,7 @@ export class Campaigns extends Context.Service<Campaigns, {
         transition(projectId, id, ["SCHEDULED", "SENDING"], () =>
           Effect.gen(function*() {
             // The fan-out step locks the campaign too, so no mail is queued after this commits.
-            const [updated] = yield* sql<CampaignRow>`
-              WITH dropped AS (
-                UPDATE emails SET status = 'FAILED', error = 'the campaign was cancelled'
-                WHERE campaign_id = ${id} AND status = 'PENDING'
-                RETURNING id
-              )
-              UPDATE campaigns SET status = 'CANCELLED', cancelled_at = now(), updated_at = now(),
-                     failed_count = failed_count + (SELECT count(*) FROM dropped)
-              WHERE id = ${id} RETURNING *`
+            const [updated] = yield* dropQueuedMail(sql, id, "the campaign was cancelled", null)
             return toCampaign(updated!)
           }))
 
@@ -309,19 +320,28 @@ export class Campaigns extends Context.Service<Campaigns, {
           },
           sendingStartedAt: iso(row.sending_started_at),
           resolvedAt: iso(row.resolved_at),
-          sentAt: iso(row.sent_at)
+          sentAt: iso(row.sent_at),
+          error: row.error
         }
       }, Effect.orDie)
 
       const startDue = Effect.fn("Campaigns.startDue")(function*(partitions: ReadonlyArray<number>, now: Date) {
         if (partitions.length === 0) return 0
         return yield* sql.withTransaction(Effect.gen(function*() {
-          const due = yield* sql<CampaignRow>`
-            SELECT * FROM campaigns
+          const due = yield* sql<Pick<CampaignRow, "id" | "project_id">>`
+            SELECT id, project_id FROM campaigns
             WHERE partition IN ${sql.in(partitions)} AND status = 'SCHEDULED' AND scheduled_for <= ${now.toISOString()}::timestamptz
             ORDER BY scheduled_for LIMIT 100
             FOR UPDATE SKIP LOCKED`
-          for (const row of due) yield* startSending(row)
+          // Each in a savepoint: a campaign that cannot start is CANCELLED with the reason, the others start.
+          for (const row of due) {
+            yield* isolateRow(
+              "scheduled campaigns",
+              { projectId: row.project_id, campaignId: row.id },
+              sql.withTransaction(startSending(row)),
+              (reason) => dropQueuedMail(sql, row.id, `the campaign could not be started: ${reason}`)
+            )
+          }
           return due.length
         }))
       }, Effect.orDie)

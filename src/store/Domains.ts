@@ -4,6 +4,7 @@ import { SqlClient } from "effect/sql"
 import { uuidv7 } from "../domain/ids.ts"
 import { AppConfig } from "../config.ts"
 import { Dns } from "../lib/dns.ts"
+import { isolateRow } from "../lib/isolation.ts"
 import {
   type DnsRecord,
   type DomainStatus,
@@ -106,7 +107,7 @@ export class Domains extends Context.Service<Domains, {
         })
         const status = domainStatus(row.status, records)
         const updated = yield* sql<DomainRow>`
-          UPDATE domains SET records = ${JSON.stringify(records)}::jsonb, status = ${status}, last_checked_at = now(),
+          UPDATE domains SET records = ${JSON.stringify(records)}::jsonb, status = ${status}, last_checked_at = now(), last_check_error = NULL,
                  verified_at = CASE WHEN ${status} = 'VERIFIED' THEN COALESCE(verified_at, now()) ELSE NULL END
           WHERE id = ${row.id}
           RETURNING ${sql.literal(COLUMNS)}`
@@ -129,7 +130,14 @@ export class Domains extends Context.Service<Domains, {
             ORDER BY last_checked_at NULLS FIRST LIMIT ${limit}
             FOR UPDATE SKIP LOCKED)
           RETURNING ${sql.literal(COLUMNS)}`
-        yield* Effect.forEach(rows, recheck, { concurrency: 8, discard: true })
+        // A domain whose check cannot run keeps its status, with the reason; the others are checked.
+        yield* Effect.forEach(rows, (row) =>
+          isolateRow(
+            "domain re-check",
+            { projectId: row.project_id, domainId: row.id },
+            recheck(row),
+            (reason) => sql`UPDATE domains SET last_check_error = ${reason} WHERE id = ${row.id}`
+          ), { concurrency: 8, discard: true })
         return rows.length
       }, Effect.orDie)
 

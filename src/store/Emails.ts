@@ -43,7 +43,11 @@ export interface NewEmail {
   readonly messageId: string
 }
 
-export interface EmailRecord extends NewEmail {
+/** The content of a queued email: read one email at a time, only by the sender (src/mail/Sender.ts). */
+export type EmailContent = Pick<NewEmail, "subject" | "html" | "headers" | "attachments">
+
+/** An email without its content (html, headers, attachments): what the api, events and counters read. */
+export interface EmailRecord extends Omit<NewEmail, "html" | "headers" | "attachments"> {
   readonly status: EmailStatus
   readonly attempts: number
   readonly error: string | null
@@ -67,9 +71,6 @@ export interface EmailRow {
   readonly from_name: string | null
   readonly reply_to: string | null
   readonly subject: string
-  readonly html: string
-  readonly headers: Record<string, string>
-  readonly attachments: Array<Attachment>
   readonly type: EmailType
   readonly template_id: string | null
   readonly campaign_id: string | null
@@ -89,6 +90,20 @@ export interface EmailRow {
 
 const iso = (date: Date | null) => date?.toISOString() ?? null
 
+/**
+ * Every column but the content, for reads that return whole rows. A row's content can be large (and
+ * a row written before the size caps, larger than the client reads in one message), so only the
+ * sender reads it, one email at a time. The subject is cut to its cap for the same reason.
+ */
+export const summaryColumns = (alias?: string) => {
+  const column = (name: string) => (alias ? `${alias}.${name}` : name)
+  return [
+    "id", "project_id", "partition", "contact_id", "to_email", "to_name", "from_email", "from_name", "reply_to", "type",
+    "template_id", "campaign_id", "workflow_id", "message_id", "status", "attempts", "error", "created_at", "sent_at",
+    "delivered_at", "opened_at", "clicked_at", "bounced_at", "complained_at"
+  ].map(column).concat(`left(${column("subject")}, 998) AS subject`).join(", ")
+}
+
 export const toEmailRecord = (row: EmailRow): EmailRecord => ({
   id: row.id,
   projectId: row.project_id,
@@ -99,9 +114,6 @@ export const toEmailRecord = (row: EmailRow): EmailRecord => ({
   fromName: row.from_name,
   replyTo: row.reply_to,
   subject: row.subject,
-  html: row.html,
-  headers: row.headers,
-  attachments: row.attachments,
   type: row.type,
   templateId: row.template_id,
   campaignId: row.campaign_id,
@@ -220,20 +232,21 @@ export class Emails extends Context.Service<Emails, {
       const enqueue = (projectId: string, emails: ReadonlyArray<NewEmail>) => queueEmails(sql, names, config.partitions, projectId, emails)
 
       const get = Effect.fn("Emails.get")(function*(projectId: string, id: string) {
-        const rows = yield* sql<EmailRow>`SELECT * FROM emails WHERE project_id = ${projectId} AND id = ${id}`
+        const rows = yield* sql<EmailRow>`SELECT ${sql.literal(summaryColumns())} FROM emails WHERE project_id = ${projectId} AND id = ${id}`
         return rows[0] ? toEmailRecord(rows[0]) : undefined
       }, Effect.orDie)
 
       const byId = Effect.fn("Emails.byId")(function*(id: string) {
         if (!isUuid(id)) return undefined
-        const rows = yield* sql<EmailRow>`SELECT * FROM emails WHERE id = ${id}`
+        const rows = yield* sql<EmailRow>`SELECT ${sql.literal(summaryColumns())} FROM emails WHERE id = ${id}`
         return rows[0] ? toEmailRecord(rows[0]) : undefined
       }, Effect.orDie)
 
       const byMessageId = Effect.fn("Emails.byMessageId")(function*(messageId: string, projectId?: string) {
         const id = messageId.trim().replace(/^<|>$/g, "")
         const rows = yield* sql<EmailRow>`
-          SELECT * FROM emails WHERE message_id = ${id} ${projectId ? sql`AND project_id = ${projectId}` : sql``}`
+          SELECT ${sql.literal(summaryColumns())} FROM emails
+          WHERE message_id = ${id} ${projectId ? sql`AND project_id = ${projectId}` : sql``}`
         return rows[0] ? toEmailRecord(rows[0]) : undefined
       }, Effect.orDie)
 
@@ -254,7 +267,7 @@ export class Emails extends Context.Service<Emails, {
             FROM (SELECT id, ${sql.literal(step.column)} IS NULL AS first, ${openDue} AS open_due
                   FROM emails WHERE id = ${email.id} FOR UPDATE) old
             WHERE e.id = old.id
-            RETURNING e.*, old.first, old.open_due`
+            RETURNING ${sql.literal(summaryColumns("e"))}, old.first, old.open_due`
           const row = rows[0]
           if (!row) return undefined
           const first = row.first

@@ -3,11 +3,13 @@
  * worker that leases their partition: due rows are deleted and published into their project's
  * partition in one transaction, as `timers` messages of up to TIMERS_PER_MESSAGE each, so a whole
  * cohort of expiring delays costs a few messages, not one per execution. A republish after a failed
- * commit is harmless: the actor ignores a timer that is not its execution's current one.
+ * commit is harmless: the actor ignores a timer that is not its execution's current one. A row that
+ * cannot become a message (an impossible due time) fails its execution alone, with the reason.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { clockNow } from "../lib/clock.ts"
+import { mapRows } from "../lib/isolation.ts"
 import type { Nats } from "../stream/Nats.ts"
 import type { DueTimer, WorkflowMessage } from "./messages.ts"
 import { WorkflowMetrics } from "./metrics.ts"
@@ -29,11 +31,25 @@ export const fireWorkflowTimers = (nats: Nats["Service"], partitions: ReadonlyAr
           FOR UPDATE SKIP LOCKED)
         RETURNING execution_id, id, project_id, step_id, due_at`
       if (due.length === 0) return 0
+      const { mapped, failed } = yield* mapRows(
+        "workflow timers",
+        due,
+        (row) => ({ projectId: row.project_id, executionId: row.execution_id, timerId: row.id }),
+        (row): [string, DueTimer] => [row.project_id, {
+          executionId: row.execution_id,
+          stepId: row.step_id,
+          timerId: row.id,
+          dueAt: new Date(row.due_at).toISOString()
+        }]
+      )
+      if (failed.length > 0) {
+        yield* failExecutions(sql, failed.map(({ row, reason }) => ({ executionId: row.execution_id, timerId: row.id, reason })))
+      }
       const byProject = new Map<string, Array<DueTimer>>()
-      for (const row of due) {
-        const list = byProject.get(row.project_id) ?? []
-        list.push({ executionId: row.execution_id, stepId: row.step_id, timerId: row.id, dueAt: new Date(row.due_at).toISOString() })
-        byProject.set(row.project_id, list)
+      for (const [projectId, timer] of mapped) {
+        const list = byProject.get(projectId) ?? []
+        list.push(timer)
+        byProject.set(projectId, list)
       }
       const messages: Array<{ subject: string; payload: string; id: string }> = []
       for (const [projectId, timers] of byProject) {
@@ -51,3 +67,20 @@ export const fireWorkflowTimers = (nats: Nats["Service"], partitions: ReadonlyAr
       return due.length
     }))
   })
+
+/**
+ * Fails the executions whose timer could not be fired, if that timer is still the one they wait on
+ * (as a cancel through the api, an immediate change the actor respects): the step waiting ends FAILED.
+ */
+const failExecutions = (sql: SqlClient.SqlClient, timers: ReadonlyArray<{ executionId: string; timerId: string; reason: string }>) =>
+  sql`
+    WITH failed AS (
+      UPDATE workflow_executions e SET status = 'FAILED', error = 'its timer could not be fired: ' || x.reason,
+             wait_event = NULL, timer_id = NULL, updated_at = now(), finished_at = now()
+      FROM jsonb_to_recordset(${JSON.stringify(timers)}::jsonb) AS x("executionId" uuid, "timerId" uuid, reason text)
+      WHERE e.id = x."executionId" AND e.status = 'WAITING' AND e.timer_id = x."timerId"
+      RETURNING e.id, e.current_step_id, x.reason
+    )
+    UPDATE workflow_step_executions s SET status = 'FAILED', error = 'its timer could not be fired: ' || failed.reason,
+           finished_at = now()
+    FROM failed WHERE s.execution_id = failed.id AND s.step_id = failed.current_step_id AND s.status = 'WAITING'`

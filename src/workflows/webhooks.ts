@@ -12,10 +12,11 @@
  * across retries so receivers can deduplicate; webhook-timestamp; webhook-signature v1 HMAC-SHA256
  * with the project's secret).
  */
-import { Cause, Effect } from "effect"
+import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHmac } from "node:crypto"
 import { uuidv7 } from "../domain/ids.ts"
+import { isolateRow, storableReason, storableText } from "../lib/isolation.ts"
 import { safeFetch, type SafeResponse } from "../lib/safeHttp.ts"
 import { contactLinks } from "../mail/links.ts"
 import { makeRenderer, templateVariables } from "../mail/render.ts"
@@ -70,7 +71,9 @@ export const judge = (response: SafeResponse, attempts: number): Verdict => {
       return retryOrFail(response.reason)
     case "Response": {
       if (response.status >= 200 && response.status < 300) {
-        return { _tag: "done", output: { status: response.status, body: response.body.slice(0, OUTPUT_BODY_CHARS), truncated: response.truncated } }
+        // Kept as the step's output (jsonb): whatever the receiver answered must be storable.
+        const body = storableText(response.body.slice(0, OUTPUT_BODY_CHARS))
+        return { _tag: "done", output: { status: response.status, body, truncated: response.truncated } }
       }
       if (response.status === 408 || response.status === 429 || response.status >= 500) return retryOrFail(`HTTP ${response.status}`)
       return { _tag: "failed", error: `HTTP ${response.status}` }
@@ -95,7 +98,7 @@ export const makeWebhookRunner = (options: { readonly names: StreamNames; readon
       sql.withTransaction(Effect.gen(function*() {
         WorkflowMetrics.webhookAttempts.inc(1, { outcome: verdict._tag })
         if (verdict._tag === "retry") {
-          yield* sql`UPDATE workflow_step_executions SET in_flight = false, error = ${verdict.error},
+          yield* sql`UPDATE workflow_step_executions SET in_flight = false, error = ${storableReason(verdict.error)},
                        next_attempt_at = now() + make_interval(secs => ${webhookRetrySeconds(row.attempts)})
                      WHERE id = ${row.id} AND in_flight`
           return
@@ -103,11 +106,11 @@ export const makeWebhookRunner = (options: { readonly names: StreamNames; readon
         const done = verdict._tag === "done"
         const updated = yield* sql`
           UPDATE workflow_step_executions SET in_flight = false, status = ${done ? "COMPLETED" : "FAILED"},
-                 output = ${done ? JSON.stringify(verdict.output) : null}::jsonb, error = ${done ? null : verdict.error},
+                 output = ${done ? JSON.stringify(verdict.output) : null}::jsonb, error = ${done ? null : storableReason(verdict.error)},
                  finished_at = now()
           WHERE id = ${row.id} AND in_flight AND status = 'RUNNING'
           RETURNING id`
-        if (updated.length > 0) yield* report(row, done, done ? undefined : verdict.error)
+        if (updated.length > 0) yield* report(row, done, done ? undefined : storableReason(verdict.error))
       }))
 
     const perform = Effect.fnUntraced(function*(row: Claimed) {
@@ -210,10 +213,14 @@ export const makeWebhookRunner = (options: { readonly names: StreamNames; readon
           RETURNING s.id, s.execution_id, s.step_id, s.project_id, s.attempts`
         for (const row of claimed) {
           inFlight.add(row.id)
-          yield* perform(row).pipe(
-            Effect.tapCause((cause) => Effect.logWarning("webhook step failed unexpectedly", { stepExecutionId: row.id }, cause)),
-            // Whether the request went out is unknown: the step fails (never repeated).
-            Effect.catchCause((cause) => settle(row, { _tag: "failed", error: `internal error: ${String(Cause.squash(cause))}`.slice(0, 1000) })),
+          // A step that fails unexpectedly fails alone, with the reason: whether its request went out is
+          // unknown, so it is never repeated. (The database being away leaves it in flight for recovery.)
+          yield* isolateRow(
+            "webhook runner",
+            { stepExecutionId: row.id, projectId: row.project_id },
+            perform(row),
+            (reason) => settle(row, { _tag: "failed", error: `internal error: ${reason}` })
+          ).pipe(
             Effect.ignore,
             Effect.andThen(options.wakeRelay),
             Effect.ensuring(Effect.sync(() => inFlight.delete(row.id))),

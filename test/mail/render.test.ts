@@ -2,7 +2,7 @@ import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { domainStatus, recordsFor, recordStatus } from "../../src/mail/domainRecords.ts"
 import { addTracking, clickSignature, contactLinks, contactSignatureValid, parseContactToken } from "../../src/mail/links.ts"
-import { makeRenderer, RenderError, templateVariables, toLiquid } from "../../src/mail/render.ts"
+import { makeRenderer, OutputLimitError, RenderError, templateVariables, toLiquid } from "../../src/mail/render.ts"
 import { TokenBucket } from "../../src/mail/throttle.ts"
 
 const renderer = makeRenderer()
@@ -52,6 +52,16 @@ describe("rendering", () => {
       .rejects.toThrow(/limit/)
     expect(Date.now() - started).toBeLessThan(2_000)
     expect(() => renderer.compile("x".repeat(1_000_001), "html")).toThrow(RenderError)
+  })
+
+  it("stops producing output at the output cap, and counts captured text against the memory limit", async () => {
+    const loop = renderer.compile("{% for i in (1..5000) %}{{ html }}{% endfor %}", "html")
+    await expect(loop.render(variables, 1_000)).rejects.toBeInstanceOf(OutputLimitError)
+    await expect(loop.render(variables, 1_000)).rejects.toMatchObject({ limit: 1_000 })
+    expect(await loop.render(variables, 10_000_000)).toHaveLength(5_000 * "&lt;b&gt;bold&lt;/b&gt;".length)
+    // Doubling a capture 30 times would build a billion characters without ever writing output.
+    const doubling = `{% capture s %}xxxxxxxxxx{% endcapture %}${"{% capture s %}{{ s }}{{ s }}{% endcapture %}".repeat(30)}{{ s | size }}`
+    await expect(text(doubling)).rejects.toThrow(/memory alloc limit exceeded/)
   })
 
   it("reports syntax errors as RenderError, whatever the input", () => {

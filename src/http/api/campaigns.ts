@@ -53,7 +53,10 @@ const Stats = Schema.Struct({
   rates: Schema.Struct({ delivery: Schema.Number, open: Schema.Number, click: Schema.Number, bounce: Schema.Number }),
   sendingStartedAt: Schema.NullOr(Schema.String),
   resolvedAt: Schema.NullOr(Schema.String),
-  sentAt: Schema.NullOr(Schema.String)
+  sentAt: Schema.NullOr(Schema.String),
+  error: Schema.NullOr(Schema.String).annotate({
+    description: "Why the service stopped the campaign (CANCELLED) when a fan-out step could not run, e.g. its content no longer compiles"
+  })
 }).annotate({ identifier: "CampaignStats" })
 
 const IdParam = { id: Text }

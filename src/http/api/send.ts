@@ -70,13 +70,15 @@ export class SendApi extends HttpApiGroup.make("send", { topLevel: true })
       payload: SendBody,
       headers: IdempotencyHeaders,
       success: SendSuccess,
-      error: [...commonErrors, ErrorDocs.forbidden, ErrorDocs.notFound, ErrorDocs.conflict, ErrorDocs.validation]
+      error: [...commonErrors, ErrorDocs.forbidden, ErrorDocs.notFound, ErrorDocs.conflict, ErrorDocs.validation, ErrorDocs.payloadTooLarge]
     }).annotate(
       OpenApi.Description,
       "One transactional email per recipient, processed in order, each with its own contact upsert (new contacts " +
         "default to unsubscribed). Either `template` or both `subject` and `body`; `from` unless the template has one. " +
-        "Attachments: at most 10, 10 MB in total (413), whole message at most 40 MB (413), attachments times " +
-        "recipients at most 50 MB per request (413)."
+        "Attachments: at most 10, 10 MB in total (413). Caps on what each recipient's mail renders to: the subject one " +
+        "line of at most 998 characters (422 on `subject`), the HTML body at most 5 MB, the whole message at most 40 MB, " +
+        "and everything one request stores (every recipient's message with its copy of the attachments) at most 50 MB " +
+        "(413 naming the limit, `details: { limit, part }`)."
     ),
     HttpApiEndpoint.get("getEmail", "/emails/:id", {
       params: { id: Text },

@@ -20,6 +20,7 @@ import type { CampaignBody } from "../api/campaigns.ts"
 import { CurrentProject } from "../api/security.ts"
 import { ApiError, BareBadRequest, type FieldError, rendered } from "../errors.ts"
 import { parsePositive } from "../query.ts"
+import { mailProblem } from "./send.ts"
 import { requireVerifiedDomain, subjectProblem, syntaxProblem } from "./templates.ts"
 
 const notFound = ApiError.notFound("Campaign")
@@ -186,7 +187,7 @@ export const CampaignsHandlers = HttpApiBuilder.group(Api, "campaigns", Effect.f
               { contactId: known?.id ?? uuidv7(), email: address, name: null, data: known?.data ?? {} },
               undefined
             ),
-          catch: (error) => ApiError.invalidField("body", String(error instanceof Error ? error.message : error), "render_failed")
+          catch: (error) => mailProblem(error)
         })
         // Not the contact's mail and not the campaign's: no events, no counters.
         yield* sql.withTransaction(emails.enqueue(project.id, [{ ...email, contactId: null }])).pipe(Effect.orDie)

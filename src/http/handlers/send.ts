@@ -10,8 +10,8 @@ import { AppConfig } from "../../config.ts"
 import { toDataPatch } from "../../domain/customData.ts"
 import { isValidEmail, normalizeEmail } from "../../domain/email.ts"
 import { isUuid } from "../../domain/ids.ts"
-import { prepareEmail } from "../../mail/prepare.ts"
-import { makeRenderer, RenderError } from "../../mail/render.ts"
+import { MAX_MESSAGE_BYTES, MailTooLarge, messageBytes, prepareEmail } from "../../mail/prepare.ts"
+import { makeRenderer } from "../../mail/render.ts"
 import { Contacts } from "../../store/Contacts.ts"
 import { type Attachment, type EmailRecord, Emails, type NewEmail } from "../../store/Emails.ts"
 import { Domains } from "../../store/Domains.ts"
@@ -29,9 +29,11 @@ import { requireVerifiedDomain, subjectProblem, syntaxProblem } from "./template
 export const MAX_RECIPIENTS = 100
 export const MAX_ATTACHMENTS = 10
 export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024
-export const MAX_MESSAGE_BYTES = 40 * 1024 * 1024
-/** Attachment bytes times recipients, per request. */
-export const MAX_ATTACHMENT_BYTES_PER_REQUEST = 50 * 1024 * 1024
+/**
+ * What one request may store: every recipient's rendered message (body, headers, its own copy of the
+ * attachments), added up. Attachments times recipients are checked against it before rendering.
+ */
+export const MAX_BYTES_PER_REQUEST = 50 * 1024 * 1024
 export const MAX_HEADER_VALUE = 998
 
 /** Headers we set ourselves (addressing, identity, signature, MIME structure, unsubscribe). */
@@ -92,11 +94,23 @@ export const attachmentProblems = (attachments: ReadonlyArray<Attachment>): Arra
   })
 }
 
-/** The record without its content (html, headers, attachments). */
-const toEmailView = ({ html: _h, headers: _hd, attachments: _a, projectId: _p, toName: _t, fromName: _f, replyTo: _r, ...view }: EmailRecord) =>
-  view
+/** What GET /emails/:id shows of a record (its content is never read back). */
+const toEmailView = ({ projectId: _p, toName: _t, fromName: _f, replyTo: _r, ...view }: EmailRecord) => view
 
-const tooLarge = (message: string) => new ApiError({ status: 413, code: "PAYLOAD_TOO_LARGE", message })
+const tooLarge = (message: string, details?: Record<string, unknown>) => new ApiError({ status: 413, code: "PAYLOAD_TOO_LARGE", message, details })
+
+/**
+ * A recipient's mail that cannot be made: over a size cap (a subject too long is 422 on `subject`;
+ * a body or message too large is 413, naming the limit), or a template that fails to render (422).
+ */
+export const mailProblem = (error: unknown, field = "body"): ApiError => {
+  if (error instanceof MailTooLarge) {
+    return error.part === "subject"
+      ? ApiError.validation([{ field: "subject", message: error.message, code: "too_big" }])
+      : tooLarge(error.message, { limit: error.limit, part: error.part })
+  }
+  return ApiError.invalidField(field, error instanceof Error ? error.message : String(error), "render_failed")
+}
 
 export const SendHandlers = HttpApiBuilder.group(Api, "send", Effect.fnUntraced(function*(handlers) {
   const sql = yield* SqlClient.SqlClient
@@ -171,16 +185,21 @@ export const SendHandlers = HttpApiBuilder.group(Api, "send", Effect.fnUntraced(
     if (attachmentBytes > MAX_ATTACHMENT_BYTES) {
       return yield* tooLarge(`Attachments total ${attachmentBytes} bytes; at most ${MAX_ATTACHMENT_BYTES} (10 MB) are allowed`)
     }
-    // Each recipient's email is stored with its own copy of the attachments until it is sent.
-    if (attachmentBytes * recipients.length > MAX_ATTACHMENT_BYTES_PER_REQUEST) {
+    // Each recipient's email is stored with its own copy of the attachments (base64) until it is sent.
+    const storedAttachmentBytes = attachments.reduce((sum, attachment) => sum + attachment.content.length, 0) * recipients.length
+    if (storedAttachmentBytes > MAX_BYTES_PER_REQUEST) {
       return yield* tooLarge(
-        `Attachments to ${recipients.length} recipients total ${attachmentBytes * recipients.length} bytes; at most ` +
-          `${MAX_ATTACHMENT_BYTES_PER_REQUEST} (50 MB) per request: send fewer recipients per request when attaching files`
+        `Attachments to ${recipients.length} recipients total ${storedAttachmentBytes} bytes as stored (base64); at most ` +
+          `${MAX_BYTES_PER_REQUEST} (50 MB) per request: send fewer recipients per request when attaching files`,
+        { limit: MAX_BYTES_PER_REQUEST, part: "request" }
       )
     }
-    const messageBytes = body!.length + attachments.reduce((sum, attachment) => sum + attachment.content.length, 0)
-    if (messageBytes > MAX_MESSAGE_BYTES) {
-      return yield* tooLarge(`The message would be about ${messageBytes} bytes; at most ${MAX_MESSAGE_BYTES} (40 MB) are allowed`)
+    const sourceBytes = body!.length + attachments.reduce((sum, attachment) => sum + attachment.content.length, 0)
+    if (sourceBytes > MAX_MESSAGE_BYTES) {
+      return yield* tooLarge(`The message would be about ${sourceBytes} bytes; at most ${MAX_MESSAGE_BYTES} (40 MB) are allowed`, {
+        limit: MAX_MESSAGE_BYTES,
+        part: "message"
+      })
     }
     const sender = normalizeEmail(from!)
     yield* requireVerifiedDomain(project.id, sender).pipe(Effect.provideService(Domains, domains))
@@ -208,6 +227,7 @@ export const SendHandlers = HttpApiBuilder.group(Api, "send", Effect.fnUntraced(
       (claim) => Effect.gen(function*() {
         const response = yield* sql.withTransaction(Effect.gen(function*() {
           const prepared: Array<{ readonly contact: { id: string; email: string }; readonly email: NewEmail }> = []
+          let storedBytes = 0
           for (const recipient of recipients) {
             const { contact } = yield* contacts.upsert({
               projectId: project.id,
@@ -226,9 +246,17 @@ export const SendHandlers = HttpApiBuilder.group(Api, "send", Effect.fnUntraced(
                   { contactId: contact.id, email: contact.email, name: recipient.name, data: contact.data },
                   sendData
                 ),
-              catch: (error) =>
-                ApiError.invalidField("body", error instanceof RenderError ? error.message : String(error), "render_failed")
+              catch: (error) => mailProblem(error)
             })
+            // Checked as each recipient is rendered, so a request never holds more than the cap.
+            storedBytes += messageBytes(email)
+            if (storedBytes > MAX_BYTES_PER_REQUEST) {
+              return yield* tooLarge(
+                `The emails of this request (rendered bodies, headers and each recipient's copy of the attachments) pass ` +
+                  `${MAX_BYTES_PER_REQUEST} bytes (50 MB) at recipient ${prepared.length + 1} of ${recipients.length}: send fewer recipients per request`,
+                { limit: MAX_BYTES_PER_REQUEST, part: "request" }
+              )
+            }
             prepared.push({ contact: { id: contact.id, email: contact.email }, email })
           }
           yield* emails.enqueue(project.id, prepared.map((item) => item.email))

@@ -1,0 +1,48 @@
+/**
+ * The durable timers of time-dependent segments (one per contact, at its earliest boundary), fired
+ * by the worker that leases their partition: due rows are deleted and published into their project's
+ * partition in one transaction; a republish after a failed commit carries the same Nats-Msg-Id and is
+ * dropped. A row that cannot become a message (an impossible due time) is dropped alone, logged and
+ * counted: the contact's segments are evaluated again at its next change.
+ */
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { clockNow } from "../lib/clock.ts"
+import { mapRows } from "../lib/isolation.ts"
+import type { Nats } from "../stream/Nats.ts"
+import type { TimerMessage } from "./messages.ts"
+
+const TIMERS_PER_ROUND = 1_000
+
+export const fireSegmentTimers = (nats: Nats["Service"], partitions: ReadonlyArray<number>) =>
+  Effect.gen(function*() {
+    if (partitions.length === 0) return
+    const sql = yield* SqlClient.SqlClient
+    yield* sql.withTransaction(Effect.gen(function*() {
+      const due = yield* sql<{ contact_id: string; id: string; project_id: string; due_at: Date }>`
+        DELETE FROM timers WHERE contact_id IN (
+          SELECT contact_id FROM timers
+          WHERE partition IN ${sql.in(partitions)} AND due_at <= ${new Date(clockNow()).toISOString()}::timestamptz
+          ORDER BY due_at LIMIT ${TIMERS_PER_ROUND}
+          FOR UPDATE SKIP LOCKED)
+        RETURNING contact_id, id, project_id, due_at`
+      if (due.length === 0) return
+      const { mapped } = yield* mapRows(
+        "segment timers",
+        due,
+        (timer) => ({ projectId: timer.project_id, contactId: timer.contact_id, timerId: timer.id }),
+        (timer) => {
+          const message: TimerMessage = {
+            kind: "timer",
+            projectId: timer.project_id,
+            contactId: timer.contact_id,
+            dueAt: new Date(timer.due_at).toISOString()
+          }
+          return { subject: nats.names.inSubject(timer.project_id, "timer"), payload: JSON.stringify(message), id: timer.id }
+        }
+      )
+      yield* Effect.tryPromise(() =>
+        Promise.all(mapped.map((message) => nats.js.publish(message.subject, message.payload, { msgID: message.id })))
+      )
+    }))
+  })
