@@ -1,5 +1,5 @@
 /** The process roles as layers: `api`, `worker`, and `all` (both), over the shared infrastructure. */
-import { Layer, Logger, References } from "effect"
+import { Layer } from "effect"
 import { WorkerLive } from "./actors/Worker.ts"
 import { MetricsServerLive } from "./observability/MetricsServer.ts"
 import { AppConfig } from "./config.ts"
@@ -46,17 +46,5 @@ export const AllRolesLive = Layer.mergeAll(ApiRoleLive, WorkerRoleLive)
 
 /** A worker on its own serves /metrics on METRICS_PORT (the api serves it on PORT). */
 export const StandaloneWorkerLive = Layer.mergeAll(WorkerRoleLive, MetricsServerLive)
-
-const LEVELS = ["All", "Trace", "Debug", "Info", "Warn", "Error", "Fatal", "None"] as const
-
-/** JSON log lines on stderr (stdout stays free for command output), at LOG_LEVEL. */
-export const LoggingLive = (logLevel: string) =>
-  Layer.mergeAll(
-    Logger.layer([Logger.withConsoleError(Logger.formatJson)]),
-    Layer.succeed(
-      References.MinimumLogLevel,
-      LEVELS.find((level) => level.toLowerCase() === logLevel.toLowerCase()) ?? "Info"
-    )
-  )
 
 export const withConfig = <A, E, R>(layer: Layer.Layer<A, E, R>) => layer.pipe(Layer.provideMerge(AppConfig.layer))

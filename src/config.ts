@@ -1,23 +1,255 @@
-import { Config, Context, Effect, Layer, Redacted } from "effect"
+/**
+ * Every environment variable the service reads, in one table: its default, its meaning and what is
+ * allowed. The table is read once at start (a bad value stops the process with one line naming the
+ * variable, the value and what is allowed) and rendered by `--help`, so the two cannot drift.
+ */
+import { Config, Context, Data, Effect, Layer, LogLevel, Option, Redacted, Struct } from "effect"
+import { isIP } from "node:net"
+import { availableParallelism } from "node:os"
+import { cidrMatcher } from "./lib/safeHttp.ts"
+import { PREFIX_PATTERN } from "./stream/subjects.ts"
+
+/** What a variable accepts: described for people, parsed for the program. */
+interface Rule<A> {
+  /** Completes "expected …": `a whole number from 1 to 1024`. */
+  readonly allowed: string
+  readonly parse: (text: string) => Option.Option<A>
+}
+
+/** One environment variable. An empty value counts as unset. */
+export interface Variable<A> extends Rule<A> {
+  readonly name: string
+  readonly meaning: string
+  readonly defaultValue: A
+  /** The default as people read it (`unset`, `http://localhost:$PORT`). */
+  readonly shownDefault: string
+  /** The value may hold a password: error messages mask it. */
+  readonly secret?: boolean
+}
+
+const variable = <A>(spec: Variable<A>): Variable<A> => spec
+
+const optional = <A>(rule: Rule<A>): Rule<A | undefined> => rule
+
+const wholeNumber = (min: number, max?: number): Rule<number> => ({
+  allowed: max === undefined ? `a whole number of at least ${min}` : `a whole number from ${min} to ${max}`,
+  parse: (text) => {
+    const value = Number(text)
+    return /^-?\d+$/.test(text) && value >= min && (max === undefined || value <= max) ? Option.some(value) : Option.none()
+  }
+})
+
+const anyWholeNumber: Rule<number> = {
+  allowed: "a whole number (negative allowed)",
+  parse: (text) => /^-?\d+$/.test(text) && Number.isSafeInteger(Number(text)) ? Option.some(Number(text)) : Option.none()
+}
+
+const number = (min: number, options: { readonly exclusive: boolean }): Rule<number> => ({
+  allowed: options.exclusive ? `a number greater than ${min}` : `a number of at least ${min}`,
+  parse: (text) => {
+    const value = Number(text)
+    return /^\d+(\.\d+)?$/.test(text) && (options.exclusive ? value > min : value >= min) ? Option.some(value) : Option.none()
+  }
+})
+
+const powerOfTwo = (min: number, max: number): Rule<number> => ({
+  allowed: `a power of two from ${min} to ${max}`,
+  parse: (text) => {
+    const value = Number(text)
+    return /^\d+$/.test(text) && value >= min && value <= max && (value & (value - 1)) === 0 ? Option.some(value) : Option.none()
+  }
+})
+
+const logLevel: Rule<LogLevel.LogLevel> = {
+  allowed: `one of ${LogLevel.values.join(", ")} (any case)`,
+  parse: (text) => Option.fromNullishOr(LogLevel.values.find((level) => level.toLowerCase() === text.toLowerCase()))
+}
+
+/** An absolute URL with one of `schemes`, without a trailing slash. */
+const url = (schemes: ReadonlyArray<string>): Rule<string> => ({
+  allowed: `a ${schemes.map((scheme) => `${scheme}://`).join(" or ")} URL`,
+  parse: (text) => {
+    if (!URL.canParse(text)) return Option.none()
+    const parsed = new URL(text)
+    return schemes.includes(parsed.protocol.slice(0, -1)) && parsed.hostname !== "" ? Option.some(text.replace(/\/+$/, "")) : Option.none()
+  }
+})
+
+const text = (allowed: string, pattern: RegExp = /\S/): Rule<string> => ({
+  allowed,
+  parse: (value) => pattern.test(value) ? Option.some(value) : Option.none()
+})
+
+/** Comma-separated items, each checked by `item` (blanks between commas ignored). */
+const listOf = (allowed: string, item: (text: string) => boolean): Rule<ReadonlyArray<string>> => ({
+  allowed,
+  parse: (value) => {
+    const items = value.split(",").map((entry) => entry.trim()).filter((entry) => entry !== "")
+    return items.every(item) ? Option.some(items) : Option.none()
+  }
+})
+
+const port = (text: string | undefined) => text === undefined || (/^\d+$/.test(text) && Number(text) <= 65535)
+
+/** `host[:port]` or `scheme://host[:port]` with a NATS scheme, as the NATS client takes them. */
+const isNatsServer = (entry: string) => {
+  const withScheme = entry.includes("://") ? entry : `nats://${entry}`
+  return URL.canParse(withScheme) && ["nats:", "tls:", "ws:", "wss:"].includes(new URL(withScheme).protocol) &&
+    new URL(withScheme).hostname !== ""
+}
+
+/** `ip`, `ip:port`, `[ipv6]` or `[ipv6]:port`: what node:dns `setServers` accepts. */
+const isResolver = (entry: string) => {
+  const bracketed = entry.match(/^\[([^\]]+)\](?::(\d+))?$/)
+  if (bracketed) return isIP(bracketed[1]!) === 6 && port(bracketed[2])
+  if (isIP(entry) !== 0) return true
+  const [host, portText] = entry.split(":")
+  return isIP(host ?? "") === 4 && port(portText)
+}
+
+/** A range in CIDR notation, or one address: whatever workflow webhooks' matcher accepts. */
+const isRange = (entry: string) => {
+  try {
+    cidrMatcher([entry])
+    return true
+  } catch {
+    return false
+  }
+}
+
+const isSnsTopic = (entry: string) => /^arn:[^:\s]+:sns:[^:\s]*:[^:\s]*:[^:\s]+$/.test(entry)
+
+const DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/postgres"
+
+/** The table: every variable, in the order `--help` and the README list them. */
+export const Variables = {
+  port: variable({
+    name: "PORT", ...wholeNumber(0, 65535), defaultValue: 3000, shownDefault: "3000",
+    meaning: "HTTP port (0 picks a free one)"
+  }),
+  apiProcesses: variable({
+    name: "API_PROCESSES", ...wholeNumber(1, 256),
+    defaultValue: Math.max(1, availableParallelism() - 1), shownDefault: "CPU cores - 1 (at least 1)",
+    meaning: "api processes `all` runs beside its worker process; they share PORT"
+  }),
+  databaseUrl: variable({
+    name: "DATABASE_URL", ...url(["postgres", "postgresql"]), secret: true,
+    defaultValue: DEFAULT_DATABASE_URL, shownDefault: DEFAULT_DATABASE_URL,
+    meaning: "Postgres"
+  }),
+  natsUrl: variable({
+    name: "NATS_URL",
+    ...listOf("comma-separated NATS servers (nats://host:port, tls://host:port or host:port)", isNatsServer),
+    defaultValue: ["nats://127.0.0.1:4222"], shownDefault: "nats://127.0.0.1:4222",
+    meaning: "NATS with JetStream (comma-separated for a cluster)"
+  }),
+  natsPrefix: variable({
+    name: "NATS_PREFIX", ...text("1 to 32 letters, digits, _ or -", PREFIX_PATTERN),
+    defaultValue: "mailstream", shownDefault: "mailstream",
+    meaning: "prefix of every stream, subject, consumer and KV bucket name, so several deployments or test runs share one NATS server"
+  }),
+  partitions: variable({
+    name: "PARTITIONS", ...wholeNumber(1, 1024), defaultValue: 32, shownDefault: "32",
+    meaning: "stream partitions; fixed per deployment"
+  }),
+  lanesPerProject: variable({
+    name: "LANES_PER_PROJECT", ...powerOfTwo(1, 256), defaultValue: 16, shownDefault: "16",
+    meaning: "lanes a project's stream traffic is split into by contact, so one project spreads over partitions and workers; fixed per deployment"
+  }),
+  rateLimitPerMinute: variable({
+    name: "RATE_LIMIT_PER_MINUTE", ...wholeNumber(0), defaultValue: 1000, shownDefault: "1000",
+    meaning: "requests per minute per project, across all api processes; 0 disables"
+  }),
+  idempotencyTtlHours: variable({
+    name: "IDEMPOTENCY_TTL_HOURS", ...number(0, { exclusive: true }), defaultValue: 24, shownDefault: "24",
+    meaning: "how long an Idempotency-Key is remembered"
+  }),
+  idempotencyLeaseSeconds: variable({
+    name: "IDEMPOTENCY_LEASE_SECONDS", ...number(0, { exclusive: true }), defaultValue: 30, shownDefault: "30",
+    meaning: "how long a claimed Idempotency-Key stays held without renewal; a crashed request's key is free after it"
+  }),
+  logLevel: variable<LogLevel.LogLevel>({
+    name: "LOG_LEVEL", ...logLevel, defaultValue: "Info", shownDefault: "Info",
+    meaning: "JSON log lines on stderr from this level up"
+  }),
+  publicUrl: variable({
+    name: "PUBLIC_URL", ...optional(url(["http", "https"])), defaultValue: undefined, shownDefault: "http://localhost:$PORT",
+    meaning: "base of links the service puts in emails"
+  }),
+  metricsPort: variable({
+    name: "METRICS_PORT", ...optional(wholeNumber(0, 65535)), defaultValue: undefined, shownDefault: "unset",
+    meaning: "a standalone worker serves /metrics here (the api serves it on PORT)"
+  }),
+  clockOffsetMs: variable({
+    name: "CLOCK_OFFSET_MS", ...anyWholeNumber, defaultValue: 0, shownDefault: "0",
+    meaning: "shifts the worker's clock for segment time windows and timers (tests use it; never needed in production)"
+  }),
+  dnsServers: variable({
+    name: "DNS_SERVERS", ...listOf("comma-separated resolver addresses (1.2.3.4, 1.2.3.4:53, [::1]:53)", isResolver),
+    defaultValue: [], shownDefault: "unset (the system's resolvers)",
+    meaning: "resolvers for /v1/verify and domain checks"
+  }),
+  smtpUrl: variable({
+    name: "SMTP_URL", ...optional(url(["smtp", "smtps"])), secret: true, defaultValue: undefined, shownDefault: "unset",
+    meaning: "the SMTP relay, e.g. smtp://user:pass@relay:587 (smtps:// for TLS on connect); unset, mail is not sent but written to OUTBOX_DIR"
+  }),
+  outboxDir: variable({
+    name: "OUTBOX_DIR", ...text("a directory path"), defaultValue: ".data/outbox", shownDefault: ".data/outbox",
+    meaning: "the file outbox used without SMTP_URL"
+  }),
+  smtpPoolSize: variable({
+    name: "SMTP_POOL_SIZE", ...wholeNumber(1, 1000), defaultValue: 10, shownDefault: "10",
+    meaning: "pooled SMTP connections per worker"
+  }),
+  sendRatePerSecond: variable({
+    name: "SEND_RATE_PER_SECOND", ...number(0, { exclusive: false }), defaultValue: 100, shownDefault: "100",
+    meaning: "default send throttle per project (emails/s; 0 = unthrottled)"
+  }),
+  domainRecheckSeconds: variable({
+    name: "DOMAIN_RECHECK_SECONDS", ...wholeNumber(1), defaultValue: 300, shownDefault: "300",
+    meaning: "how often workers check every sending domain's DNS records again"
+  }),
+  snsSigningCertFile: variable({
+    name: "SNS_SIGNING_CERT_FILE", ...optional(text("a file path")), defaultValue: undefined, shownDefault: "unset",
+    meaning: "pins the certificate SES/SNS notifications are verified with, instead of fetching SigningCertURL"
+  }),
+  sesTopicArns: variable({
+    name: "SES_TOPIC_ARNS", ...listOf("comma-separated SNS topic ARNs (arn:aws:sns:region:account:name)", isSnsTopic),
+    defaultValue: [], shownDefault: "unset",
+    meaning: "SNS topics accepted on /webhooks/ses (unset: any topic, signature still required)"
+  }),
+  webhookAllowCidrs: variable({
+    name: "WEBHOOK_ALLOW_CIDRS", ...listOf("comma-separated IP ranges (10.0.0.0/8, fd00::/8) or addresses", isRange),
+    defaultValue: [], shownDefault: "unset",
+    meaning: "private ranges workflow WEBHOOK steps may call anyway; unset, only public unicast addresses"
+  })
+}
 
 /** Every setting the service reads, each with a default that works on one machine (see README). */
 export interface AppConfigShape {
   readonly port: number
+  /** How many api processes `all` starts. */
+  readonly apiProcesses: number
   readonly databaseUrl: Redacted.Redacted<string>
+  /** Comma-separated NATS servers. */
   readonly natsUrl: string
   /** Prefix of every stream, consumer, subject and KV bucket name. */
   readonly natsPrefix: string
   /** Stream partitions; fixed per deployment. */
   readonly partitions: number
-  /** Lanes per project (a power of two up to 256): how far one project spreads over partitions. */
+  /** Lanes a project's stream traffic is split into by contact; fixed per deployment. */
   readonly lanesPerProject: number
   /** Requests per minute per project; 0 disables the limit. */
   readonly rateLimitPerMinute: number
   readonly idempotencyTtlHours: number
   /** How long a claimed Idempotency-Key stays held without renewal (a crashed request's key is free after it). */
   readonly idempotencyLeaseSeconds: number
+  /** Base of links in emails, without a trailing slash. */
   readonly publicUrl: string
-  readonly logLevel: string
+  readonly logLevel: LogLevel.LogLevel
+  /** Where a standalone worker serves /metrics. */
+  readonly metricsPort: number | undefined
+  readonly clockOffsetMs: number
   /** Resolvers for address verification and domain checks (host:port); empty means the system's. */
   readonly dnsServers: ReadonlyArray<string>
   /** The SMTP relay (`smtp://user:pass@host:port`); unset → mail goes to the file outbox. */
@@ -37,40 +269,73 @@ export interface AppConfigShape {
   readonly webhookAllowCidrs: ReadonlyArray<string>
 }
 
-/** A comma-separated variable as a list (empty when unset). */
-const list = (name: string) =>
-  Config.String(name).pipe(
-    Config.withDefault(""),
-    Config.map((value) => value.split(",").map((item) => item.trim()).filter((item) => item !== ""))
-  )
+/** A value shown back to its owner, its password (if any) masked. */
+const shown = (variable: Variable<unknown>, value: string) =>
+  variable.secret ? value.replace(/\/\/([^:/@]*):[^@/]*@/, "//$1:***@") : value
+
+/** One variable set to a value it does not accept. */
+export interface ConfigProblem {
+  readonly name: string
+  readonly value: string
+  readonly allowed: string
+}
+
+/** The process cannot start: one line per bad variable, `PARTITIONS=abc: expected a whole number from 1 to 1024`. */
+export class InvalidConfig extends Data.TaggedError("InvalidConfig")<{ readonly problems: ReadonlyArray<ConfigProblem> }> {
+  override get message() {
+    return this.problems.map((problem) => `${problem.name}=${problem.value}: expected ${problem.allowed}`).join("\n")
+  }
+}
+
+/** Reads one variable, recording a bad value in `problems` (and carrying on with the default). */
+interface ReadVariable extends Struct.Lambda {
+  <A>(variable: Variable<A>): Effect.Effect<A>
+  readonly "~lambda.out": this["~lambda.in"] extends Variable<infer A> ? Effect.Effect<A> : never
+}
+
+const reader = (problems: Array<ConfigProblem>) =>
+  Struct.lambda<ReadVariable>(<A>(variable: Variable<A>) =>
+    Config.option(Config.String(variable.name)).pipe(
+      Effect.orDie,
+      Effect.map((raw) => {
+        const value = Option.getOrUndefined(raw)?.trim() ?? ""
+        if (value === "") return variable.defaultValue
+        const parsed = variable.parse(value)
+        if (Option.isSome(parsed)) return parsed.value
+        problems.push({ name: variable.name, value: shown(variable, value), allowed: variable.allowed })
+        return variable.defaultValue
+      })
+    ))
+
+const wrap = (text: string, indent: string, width = 100): string => {
+  const lines: Array<string> = []
+  let line = ""
+  for (const word of text.split(" ")) {
+    if (line !== "" && indent.length + line.length + 1 + word.length > width) {
+      lines.push(line)
+      line = word
+    } else line = line === "" ? word : `${line} ${word}`
+  }
+  return [...lines, line].map((each) => indent + each).join("\n")
+}
+
+/** The variables for `--help`: name, default and meaning, with what each accepts. */
+export const environmentHelp = (): string =>
+  Object.values(Variables).map((variable: Variable<unknown>) =>
+    `  ${variable.name} (default: ${variable.shownDefault})\n${wrap(`${variable.meaning}. Allowed: ${variable.allowed}.`, "      ")}`
+  ).join("\n")
 
 export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app/AppConfig") {
-  static readonly load = Effect.gen(function*() {
-    // 0 asks the OS for a free port (tests, benchmarks).
-    const port = yield* Config.Int("PORT").pipe(Config.withDefault(3000))
+  /** Every variable read and checked at once: a process with a bad value does not start. */
+  static readonly load: Effect.Effect<AppConfigShape, InvalidConfig> = Effect.gen(function*() {
+    const problems: Array<ConfigProblem> = []
+    const values = yield* Effect.all(Struct.map(Variables, reader(problems)))
+    if (problems.length > 0) return yield* new InvalidConfig({ problems })
     return AppConfig.of({
-      port,
-      databaseUrl: yield* Config.Redacted("DATABASE_URL").pipe(
-        Config.withDefault(Redacted.make("postgres://postgres@127.0.0.1:5432/postgres"))
-      ),
-      natsUrl: yield* Config.String("NATS_URL").pipe(Config.withDefault("nats://127.0.0.1:4222")),
-      natsPrefix: yield* Config.String("NATS_PREFIX").pipe(Config.withDefault("mailstream")),
-      partitions: yield* Config.Int("PARTITIONS").pipe(Config.withDefault(32)),
-      lanesPerProject: yield* Config.Int("LANES_PER_PROJECT").pipe(Config.withDefault(16)),
-      rateLimitPerMinute: yield* Config.Int("RATE_LIMIT_PER_MINUTE").pipe(Config.withDefault(1000)),
-      idempotencyTtlHours: yield* Config.Number("IDEMPOTENCY_TTL_HOURS").pipe(Config.withDefault(24)),
-      idempotencyLeaseSeconds: yield* Config.Number("IDEMPOTENCY_LEASE_SECONDS").pipe(Config.withDefault(30)),
-      publicUrl: yield* Config.String("PUBLIC_URL").pipe(Config.withDefault(`http://localhost:${port}`)),
-      logLevel: yield* Config.String("LOG_LEVEL").pipe(Config.withDefault("Info")),
-      smtpUrl: yield* Config.String("SMTP_URL").pipe(Config.withDefault(""), Config.map((url) => url || undefined)),
-      smtpPoolSize: yield* Config.Int("SMTP_POOL_SIZE").pipe(Config.withDefault(10)),
-      outboxDir: yield* Config.String("OUTBOX_DIR").pipe(Config.withDefault(".data/outbox")),
-      sendRatePerSecond: yield* Config.Number("SEND_RATE_PER_SECOND").pipe(Config.withDefault(100)),
-      domainRecheckSeconds: yield* Config.Int("DOMAIN_RECHECK_SECONDS").pipe(Config.withDefault(300)),
-      snsSigningCertFile: yield* Config.String("SNS_SIGNING_CERT_FILE").pipe(Config.withDefault(""), Config.map((file) => file || undefined)),
-      sesTopicArns: yield* list("SES_TOPIC_ARNS"),
-      webhookAllowCidrs: yield* list("WEBHOOK_ALLOW_CIDRS"),
-      dnsServers: yield* list("DNS_SERVERS")
+      ...values,
+      databaseUrl: Redacted.make(values.databaseUrl),
+      natsUrl: values.natsUrl.join(","),
+      publicUrl: values.publicUrl ?? `http://localhost:${values.port}`
     })
   })
 

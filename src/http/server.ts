@@ -3,7 +3,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
-import { createServer } from "node:http"
+import { createServer, type ServerResponse } from "node:http"
 import { AppConfig } from "../config.ts"
 import { Api } from "./api/Api.ts"
 import { PublicKeyAuthLive, SecretKeyAuthLive } from "./auth.ts"
@@ -51,9 +51,44 @@ const Routes = Layer.mergeAll(
   GatewayLive
 )
 
-/** The HTTP server on PORT (0 picks a free port; tests read it from HttpServer.address). */
-export const HttpLive = Layer.unwrap(Effect.map(Effect.service(AppConfig), (config) =>
-  HttpRouter.serve(Routes, { disableLogger: true }).pipe(
+/**
+ * The Node server, able to drain: from `drain` on, every answer not yet started closes its connection
+ * (`Connection: close`), so keep-alive clients reconnect, to another api process, instead of keeping
+ * this one busy until the shutdown cap cuts them off mid-request.
+ */
+const drainableServer = Effect.sync(() => {
+  const server = createServer()
+  const inFlight = new Set<ServerResponse>()
+  let draining = false
+  server.on("request", (_request, response) => {
+    if (draining) return response.setHeader("connection", "close")
+    inFlight.add(response)
+    response.once("close", () => inFlight.delete(response))
+  })
+  const drain = Effect.sync(() => {
+    draining = true
+    for (const response of inFlight) if (!response.headersSent) response.setHeader("connection", "close")
+  })
+  return { server, drain }
+})
+
+/**
+ * The HTTP server on PORT (0 picks a free port), exposed as `HttpServer` so the CLI announces its address
+ * once the whole role is up. Shutting down, it stops accepting at once, drains keep-alive connections and
+ * lets requests in flight finish (10 s at most).
+ */
+export const HttpLive = Layer.unwrap(Effect.gen(function*() {
+  const config = yield* AppConfig
+  const { server, drain } = yield* drainableServer
+  const serving = HttpRouter.serve(Routes, { disableLogger: true, disableListenLog: true }).pipe(
     // reusePort: several api processes can share PORT, the kernel spreading connections over them.
-    Layer.provide(NodeHttpServer.layer(createServer, { port: config.port, host: "0.0.0.0", reusePort: config.port !== 0 }))
-  )))
+    Layer.provideMerge(NodeHttpServer.layer(() => server, {
+      port: config.port,
+      host: "0.0.0.0",
+      reusePort: config.port !== 0,
+      gracefulShutdownTimeout: "10 seconds"
+    }))
+  )
+  // Built after the server, so released before it: draining begins as the server stops accepting.
+  return Layer.effectDiscard(Effect.addFinalizer(() => drain)).pipe(Layer.provideMerge(serving))
+}))

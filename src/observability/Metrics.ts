@@ -49,9 +49,41 @@ export const summary = (name: string, help: string) => {
   }
 }
 
+/** One process's values, handed to the processes it runs beside (`all`) so any of them can render all. */
+export type MetricsSnapshot = ReadonlyArray<{
+  readonly name: string
+  readonly help: string
+  readonly type: Family["type"]
+  readonly values: ReadonlyArray<readonly [string, number]>
+}>
+
+export const snapshot = (): MetricsSnapshot =>
+  [...families.values()].filter((f) => f.values.size > 0).map((f) => ({ ...f, values: [...f.values] }))
+
+/** The latest snapshot of each sibling process; their values are summed into this process's /metrics. */
+const peers = new Map<string, MetricsSnapshot>()
+
+export const setPeerSnapshot = (peer: string, values: MetricsSnapshot | undefined) => {
+  if (values === undefined) peers.delete(peer)
+  else peers.set(peer, values)
+}
+
+const merged = (): ReadonlyArray<Family> => {
+  if (peers.size === 0) return [...families.values()]
+  const all = new Map([...families.values()].map((f) => [f.name, { ...f, values: new Map(f.values) }]))
+  for (const peer of peers.values()) {
+    for (const f of peer) {
+      const into = all.get(f.name) ?? { name: f.name, help: f.help, type: f.type, values: new Map<string, number>() }
+      all.set(f.name, into)
+      for (const [k, value] of f.values) into.values.set(k, (into.values.get(k) ?? 0) + value)
+    }
+  }
+  return [...all.values()]
+}
+
 export const renderPrometheus = (): string => {
   const lines: Array<string> = []
-  for (const f of families.values()) {
+  for (const f of merged()) {
     lines.push(`# HELP ${f.name} ${f.help}`, `# TYPE ${f.name} ${f.type}`)
     for (const [k, value] of f.values) {
       if (f.type === "summary") {

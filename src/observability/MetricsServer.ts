@@ -1,11 +1,12 @@
 /** /metrics for a process without the HTTP api (a standalone worker), on METRICS_PORT when set. */
-import { Config, Effect, Layer, Option } from "effect"
+import { Effect, Layer } from "effect"
 import { createServer } from "node:http"
+import { AppConfig } from "../config.ts"
 import { renderPrometheus } from "./Metrics.ts"
 
 export const MetricsServerLive = Layer.effectDiscard(Effect.gen(function*() {
-  const port = yield* Config.option(Config.Int("METRICS_PORT"))
-  if (Option.isNone(port)) return
+  const port = (yield* AppConfig).metricsPort
+  if (port === undefined) return
   const server = createServer((request, response) => {
     if (request.url !== "/metrics") {
       response.writeHead(404).end()
@@ -15,11 +16,11 @@ export const MetricsServerLive = Layer.effectDiscard(Effect.gen(function*() {
   })
   yield* Effect.acquireRelease(
     Effect.callback<void>((resume) => {
-      server.listen(port.value, "0.0.0.0", () => resume(Effect.void))
+      server.listen(port, "0.0.0.0", () => resume(Effect.void))
     }),
     () => Effect.callback<void>((resume) => {
       server.close(() => resume(Effect.void))
     })
   )
-  yield* Effect.logInfo("metrics on /metrics", { port: port.value })
+  yield* Effect.logInfo("metrics on /metrics", { port })
 }))

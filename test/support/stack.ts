@@ -53,6 +53,8 @@ export const createStack = async (env: Record<string, string> = {}): Promise<Sta
     NATS_URL,
     NATS_PREFIX: natsPrefix,
     PORT: "0",
+    // `all` runs this many api processes beside its worker process: one keeps the suite's CPU cost down.
+    API_PROCESSES: "1",
     LOG_LEVEL: "Info",
     ...env
   }

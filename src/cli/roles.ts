@@ -1,0 +1,37 @@
+/**
+ * The long-running roles. `api` and `worker` run on their own, or as processes of `all` (then they
+ * report to it instead of announcing themselves). SIGTERM or SIGINT stops a role gracefully: the api
+ * stops accepting connections and finishes the requests in flight (10 s at most), the worker hands its
+ * partitions over; the process then exits 0.
+ */
+import { Effect, Layer } from "effect"
+import { HttpServer } from "effect/http"
+import type { AppConfig } from "../config.ts"
+import { exitWithSupervisor, isSupervised, reportReady } from "../process/child.ts"
+
+/** Builds the role, says it is up, and runs until interrupted. */
+const serve = <A, E>(role: string, layer: Layer.Layer<A, E, AppConfig>, announce: Effect.Effect<void, never, A>) =>
+  Effect.gen(function*() {
+    const supervised = isSupervised()
+    if (supervised) yield* exitWithSupervisor
+    yield* Effect.scoped(Effect.gen(function*() {
+      const context = yield* Layer.build(layer)
+      if (supervised) {
+        yield* reportReady
+        yield* Effect.logInfo(`${role} process ready`)
+      } else {
+        yield* Effect.provideContext(announce, context)
+      }
+      return yield* Effect.never.pipe(Effect.onInterrupt(() => Effect.logInfo(`${role} stopping`)))
+    }))
+  }).pipe(Effect.onInterrupt(() => Effect.logInfo(`${role} stopped`)))
+
+// The role layers are imported when a role runs: the other commands, and `all` itself, do without them.
+const app = Effect.promise(() => import("../app.ts"))
+
+export const runApi = Effect.flatMap(app, ({ ApiRoleLive }) =>
+  serve("api", ApiRoleLive, HttpServer.addressFormattedWith((address) => Effect.logInfo(`Listening on ${address}`))))
+
+/** Alone, the worker serves /metrics on METRICS_PORT; under `all` its metrics reach the api's /metrics. */
+export const runWorker = Effect.flatMap(app, ({ StandaloneWorkerLive, WorkerRoleLive }) =>
+  isSupervised() ? serve("worker", WorkerRoleLive, Effect.void) : serve("worker", StandaloneWorkerLive, Effect.void))

@@ -1,0 +1,40 @@
+/**
+ * The side of a process that `all` started (it has an IPC channel to `all`): it says when it is ready,
+ * shares its metrics with its siblings (an api process renders them all at /metrics), and exits at once
+ * when `all` is gone, so killing `all`, even with SIGKILL, leaves no process behind.
+ */
+import { Effect, Option, Schedule, type Scope } from "effect"
+import { setPeerSnapshot, snapshot } from "../observability/Metrics.ts"
+import { type ChildMessage, decodePeerMetrics } from "./messages.ts"
+
+const METRICS_EVERY = "2 seconds"
+
+export const isSupervised = (): boolean => process.channel !== undefined
+
+const send = (message: ChildMessage) =>
+  Effect.sync(() => {
+    // The callback keeps a send racing the channel's close from throwing.
+    if (process.connected) process.send?.(message, undefined, {}, () => {})
+  })
+
+/** From the start: if `all` goes away (its channel closes) this process goes too, like a crash would. */
+export const exitWithSupervisor = Effect.sync(() => {
+  if (!process.connected) process.exit(1)
+  process.once("disconnect", () => process.exit(1))
+  process.on("message", (message) => {
+    Option.map(decodePeerMetrics(message), (peer) => setPeerSnapshot(peer.peer, peer.snapshot))
+  })
+})
+
+/** Once the role is up: ready, then this process's metrics whenever they changed. */
+export const reportReady: Effect.Effect<void, never, Scope.Scope> = Effect.gen(function*() {
+  yield* send({ _tag: "Ready" })
+  let last = ""
+  yield* Effect.suspend(() => {
+    const current = snapshot()
+    const text = JSON.stringify(current)
+    if (text === last) return Effect.void
+    last = text
+    return send({ _tag: "Metrics", snapshot: current })
+  }).pipe(Effect.repeat(Schedule.spaced(METRICS_EVERY)), Effect.forkScoped)
+})
