@@ -214,9 +214,10 @@ export const Variables = {
     meaning: "pins the certificate SES/SNS notifications are verified with, instead of fetching SigningCertURL"
   }),
   sesTopicArns: variable({
-    name: "SES_TOPIC_ARNS", ...listOf("comma-separated SNS topic ARNs (arn:aws:sns:region:account:name)", isSnsTopic),
+    name: "SES_TOPIC_ARNS",
+    ...listOf("comma-separated SNS topic ARNs (arn:aws:sns:region:account:name), or * for any", (topic) => topic === "*" || isSnsTopic(topic)),
     defaultValue: [], shownDefault: "unset",
-    meaning: "SNS topics accepted on /webhooks/ses (unset: any topic, signature still required)"
+    meaning: "SNS topics accepted on /webhooks/ses (unset: none; * any topic, the signature still checked)"
   }),
   webhookAllowCidrs: variable({
     name: "WEBHOOK_ALLOW_CIDRS", ...listOf("comma-separated IP ranges (10.0.0.0/8, fd00::/8) or addresses", isRange),
