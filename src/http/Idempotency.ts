@@ -132,11 +132,8 @@ export class Idempotency extends Context.Service<Idempotency, {
       const once = <A, E, R>(projectId: string, key: string | undefined, request: string, work: (claim: Claim) => Effect.Effect<A, E, R>) => {
         if (key === undefined) return work({ operationId: uuidv7(), complete: () => Effect.void })
         if (!PRINTABLE_ASCII.test(key)) {
-          return Effect.fail(ApiError.invalidField(
-            "Idempotency-Key",
-            "Idempotency-Key must be 1 to 255 printable ASCII characters",
-            "invalid_string"
-          ))
+          // 400, as the reference documents an invalid Idempotency-Key (a header, not a body field).
+          return Effect.fail(ApiError.badRequest("Idempotency-Key must be 1 to 255 printable ASCII characters", "INVALID_IDEMPOTENCY_KEY"))
         }
         return Effect.gen(function*() {
           const token = uuidv7()

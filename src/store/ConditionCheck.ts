@@ -2,10 +2,12 @@
  * The one check of a condition tree against a project, for every place that accepts conditions
  * (segments, campaign audiences, workflow CONDITION steps): the tree is well formed, every
  * `segment.<id>` it reads is a segment of this project, and segments do not reference themselves,
- * directly or through others.
+ * directly or through others. Event filters written with the bare event name come back as
+ * `event.<name>` (domain/conditions/canonical.ts): what callers store is always the canonical tree.
  */
 import { Context, Effect, Layer } from "effect"
 import type { SqlError } from "effect/sql"
+import { canonicalCondition } from "../domain/conditions/canonical.ts"
 import type { Condition } from "../domain/conditions/types.ts"
 import { conditionReads, type ConditionProblem, validateCondition } from "../domain/conditions/validate.ts"
 import { Segments } from "./Segments.ts"
@@ -15,7 +17,10 @@ export type CheckedCondition =
   | { readonly _tag: "invalid"; readonly problems: ReadonlyArray<ConditionProblem & { readonly received?: string }> }
 
 export class ConditionCheck extends Context.Service<ConditionCheck, {
-  /** Shape and references; `path` prefixes the problems' paths (`condition`, `audienceCondition`). */
+  /**
+   * Shape and references; `path` prefixes the problems' paths (`condition`, `audienceCondition`). A
+   * valid tree comes back in its canonical form.
+   */
   readonly check: (
     projectId: string,
     input: unknown,
@@ -78,9 +83,10 @@ export class ConditionCheck extends Context.Service<ConditionCheck, {
         path: string,
         options?: { readonly segmentId?: string }
       ) {
-        const problems = validateCondition(input, path)
+        const canonical = canonicalCondition(input)
+        const problems = validateCondition(canonical, path)
         if (problems.length > 0) return { _tag: "invalid", problems } as CheckedCondition
-        return yield* references(projectId, input as Condition, path, options)
+        return yield* references(projectId, canonical as Condition, path, options)
       })
 
       return ConditionCheck.of({ check, references })

@@ -3,6 +3,7 @@
  * rules (one way out of a step, one per branch for CONDITION and per outcome for WAIT_FOR_EVENT, no
  * cycles, no way out of EXIT, nothing into TRIGGER), and how the engine finds a step's successor.
  */
+import { canonicalCondition, canonicalField } from "../domain/conditions/canonical.ts"
 import { type Condition, ENGAGEMENT_EVENTS, type Filter } from "../domain/conditions/types.ts"
 import { validateCondition } from "../domain/conditions/validate.ts"
 import { dataPayloadProblems, isPlainObject } from "../domain/customData.ts"
@@ -141,6 +142,9 @@ export const checkStepConfig = (type: StepType, input: unknown): { config: Recor
         problem("condition", "A CONDITION step needs a condition tree (condition) or a filter (field, operator, value)", "required")
         break
       }
+      // Bare event names are stored as event.<name>, as segments and audiences store them.
+      if (isPlainObject(config.condition)) config.condition = canonicalCondition(config.condition)
+      else config.field = canonicalField(config.field, config.operator)
       const found = validateCondition(rewrittenForValidation(config), isPlainObject(config.condition) ? "config.condition" : "config")
       for (const found1 of found) {
         // A one-filter config is validated as a tree; report the config's own paths.

@@ -20,7 +20,7 @@ const campaignBody = (overrides: Record<string, unknown> = {}) => ({
 
 const create = async (overrides: Record<string, unknown> = {}) => {
   const res = await secret("POST", "/campaigns", campaignBody(overrides))
-  expect(res.status, JSON.stringify(res.json)).toBe(200)
+  expect(res.status, JSON.stringify(res.json)).toBe(201)
   return res.json.data
 }
 
@@ -49,7 +49,7 @@ const byTag = (tag: string) => ({
 })
 
 describe("campaign API", () => {
-  it("creates DRAFTs and refuses bad input (422), unverified senders (403) and public keys (401)", async () => {
+  it("creates DRAFTs (201) and refuses bad input (422; 400 for a missing audience field alone), unverified senders (403) and public keys (401)", async () => {
     const created = await create({ description: "first", fromName: "Acme" })
     expect(created).toMatchObject({
       name: "Launch",
@@ -68,10 +68,17 @@ describe("campaign API", () => {
     expect(missing.status).toBe(422)
     expect(missing.json.error.errors.map((e: { field: string }) => e.field).sort()).toEqual(["audienceType", "body", "from", "name", "subject"])
     const noSegment = await secret("POST", "/campaigns", campaignBody({ audienceType: "SEGMENT" }))
+    expect(noSegment.status).toBe(400)
+    expect(noSegment.json.error).toMatchObject({ code: "BAD_REQUEST", statusCode: 400 })
     expect(noSegment.json.error.errors[0]).toMatchObject({ field: "segmentId", code: "required" })
+    // With other problems, the missing audience field is listed with them in the 422.
+    const noSegmentNorName = await secret("POST", "/campaigns", campaignBody({ audienceType: "SEGMENT", name: "" }))
+    expect(noSegmentNorName.status).toBe(422)
+    expect(noSegmentNorName.json.error.errors.map((e: { field: string }) => e.field).sort()).toEqual(["name", "segmentId"])
     const unknownSegment = await secret("POST", "/campaigns", campaignBody({ audienceType: "SEGMENT", segmentId: "0190c3a4-0000-7000-8000-000000000000" }))
     expect(unknownSegment.json.error.errors[0]).toMatchObject({ field: "segmentId", code: "unknown_segment" })
     const noCondition = await secret("POST", "/campaigns", campaignBody({ audienceType: "FILTERED" }))
+    expect(noCondition.status).toBe(400)
     expect(noCondition.json.error.errors[0]).toMatchObject({ field: "audienceCondition", code: "required" })
     const badCondition = await secret("POST", "/campaigns", campaignBody({ audienceType: "FILTERED", audienceCondition: { logic: "XOR", groups: [] } }))
     expect(badCondition.status).toBe(422)
@@ -85,7 +92,7 @@ describe("campaign API", () => {
     expect((await secret("POST", "/campaigns", campaignBody(), context.project.publicKey)).status).toBe(401)
   })
 
-  it("lists with status filter (400 when unknown), search over name, subject and sender, sort and fallbacks", async () => {
+  it("lists with status filter (400 envelope when unknown), search over name, subject and sender, sort and fallbacks", async () => {
     await create({ name: "Zeta digest", subject: "weekly" })
     await create({ name: "alpha promo", subject: "Big SALE" })
     const sale = await secret("GET", "/campaigns?search=sale")
@@ -97,7 +104,7 @@ describe("campaign API", () => {
     expect(sorted.json.data[0].name).toBe("alpha promo")
     const unknown = await secret("GET", "/campaigns?status=RUNNING")
     expect(unknown.status).toBe(400)
-    expect(unknown.json).toEqual({ error: expect.stringContaining("RUNNING") })
+    expect(unknown.json.error).toMatchObject({ code: "INVALID_STATUS", statusCode: 400, message: expect.stringContaining("RUNNING") })
     const fallback = await secret("GET", "/campaigns?sort=nope&dir=nope&page=-1")
     const created = fallback.json.data.map((c: { createdAt: string }) => c.createdAt)
     expect(created).toEqual([...created].sort().reverse())
@@ -108,6 +115,7 @@ describe("campaign API", () => {
     const replaced = await secret("PUT", `/campaigns/${campaign.id}`, campaignBody({ name: "Replaced", type: "TRANSACTIONAL" }))
     expect(replaced.json).toMatchObject({ name: "Replaced", type: "TRANSACTIONAL", status: "DRAFT" })
     const copy = await secret("POST", `/campaigns/${campaign.id}/duplicate`)
+    expect(copy.status).toBe(201)
     expect(copy.json.data).toMatchObject({ name: "Replaced (copy)", status: "DRAFT" })
     expect(copy.json.data.id).not.toBe(campaign.id)
     const other = await context.stack.createProject("other")
@@ -190,8 +198,10 @@ describe("sending", () => {
     const events = (await secret("GET", "/events?name=email.sent&limit=100")).json.data
     expect(events.filter((event: { data: { campaignId?: string } }) => event.data.campaignId === campaign.id)).toHaveLength(5)
 
-    // A SENT campaign cannot be sent, edited or cancelled again; it can be deleted.
-    expect((await secret("POST", `/campaigns/${campaign.id}/send`, {})).status).toBe(409)
+    // A SENT campaign cannot be sent (400, as the reference answers), edited or cancelled (409) again; it can be deleted.
+    const resend = await secret("POST", `/campaigns/${campaign.id}/send`, {})
+    expect(resend.status).toBe(400)
+    expect(resend.json.error).toMatchObject({ code: "INVALID_CAMPAIGN_STATE", statusCode: 400 })
     expect((await secret("PUT", `/campaigns/${campaign.id}`, campaignBody())).status).toBe(409)
     expect((await secret("POST", `/campaigns/${campaign.id}/cancel`)).status).toBe(409)
   })
@@ -245,11 +255,12 @@ describe("sending", () => {
     }
   }, 40_000)
 
-  it("schedules: an unparseable date is a bare 400, a past one sends now, a future one waits", async () => {
+  it("schedules: an unparseable date is a 400, a past one sends now, a future one waits", async () => {
     const campaign = await create({ audienceType: "FILTERED", audienceCondition: byTag("sched-") })
     const bad = await secret("POST", `/campaigns/${campaign.id}/send`, { scheduledFor: "next tuesday-ish" })
     expect(bad.status).toBe(400)
-    expect(bad.json).toEqual({ error: expect.stringContaining("next tuesday-ish") })
+    expect(bad.json.error).toMatchObject({ code: "INVALID_DATE", statusCode: 400, message: expect.stringContaining("next tuesday-ish") })
+    expect((await secret("POST", "/campaigns/not-a-uuid/send", {})).status).toBe(422)
     const future = new Date(Date.now() + 3_600_000)
     const scheduled = await secret("POST", `/campaigns/${campaign.id}/send`, { scheduledFor: future.toUTCString() })
     expect(scheduled.json.data).toMatchObject({ status: "SCHEDULED", scheduledFor: new Date(future.toUTCString()).toISOString() })

@@ -41,7 +41,7 @@ const createCampaign = async (tag: string, count: number) => {
     audienceType: "FILTERED",
     audienceCondition: await audience(tag, count)
   })
-  expect(res.status).toBe(200)
+  expect(res.status).toBe(201)
   return res.json.data.id as string
 }
 

@@ -9,8 +9,9 @@
  * makes sure the check does not depend on the luck of the draw. The project has a verified sending
  * domain, so templates, campaigns and sends get past their domain check to storage. The service must:
  * - never answer 5xx;
+ * - answer only statuses its operation lists in /openapi.json;
  * - refuse in the spec's error envelope (`success:false`, `error.code`, `error.statusCode` = status,
- *   `error.requestId`), or the bare `{ error }` 400 where the endpoint documents it (the pages behind
+ *   `error.requestId`), or the flat LegacyError `{ error }` 400 where the endpoint documents it (the pages behind
  *   links in mail answer HTML for people instead);
  * - never answer 2xx and then lose what it accepted: after a 2xx from /v1/track the event and the data
  *   it set are visible through the API; after POST/PATCH /contacts the stored data has every key sent.
@@ -42,7 +43,7 @@ interface Endpoint {
   readonly query: SchemaAST.Objects | undefined
   readonly body: SchemaAST.AST | undefined
   readonly publicKey: boolean
-  /** The endpoint documents the spec's bare `{ error }` 400. */
+  /** The endpoint documents the reference's flat LegacyError `{ error }` 400. */
   readonly bare: boolean
   /** Pages and redirects for people following links in mail: they answer HTML (or a GIF), not JSON. */
   readonly page: boolean
@@ -65,7 +66,7 @@ HttpApi.reflect(Api, {
       query: objectsOf(endpoint.query),
       body: json?.schemas[0].ast,
       publicKey: middleware.has(PublicKeyAuth as never),
-      bare: [...endpoint.error].some((schema) => schema.ast.annotations?.identifier === "BareError"),
+      bare: [...endpoint.error].some((schema) => schema.ast.annotations?.identifier === "LegacyError"),
       page: group.identifier === "links"
     })
   }
@@ -79,6 +80,9 @@ const fuzzed = endpoints
 
 let context: MailContext
 const ids: Record<string, string> = {}
+/** The statuses each operation documents, from the service's own /openapi.json ("POST /contacts/{id}" → statuses). */
+const documented = new Map<string, Set<string>>()
+const operationKey = (endpoint: Endpoint) => `${endpoint.method} ${endpoint.path.replace(/:(\w+)/g, "{$1}")}`
 
 withMailStack((mail) => {
   context = mail
@@ -94,6 +98,12 @@ const created = async (method: string, path: string, body: unknown, key?: string
 }
 
 beforeAll(async () => {
+  const openapi: any = await fetch(`${context.api.url}/openapi.json`).then((response) => response.json())
+  for (const [path, operations] of Object.entries<any>(openapi.paths)) {
+    for (const [method, operation] of Object.entries<any>(operations)) {
+      documented.set(`${method.toUpperCase()} ${path}`, new Set(Object.keys(operation.responses)))
+    }
+  }
   ids.contact = (await created("POST", "/contacts", { email: "fixture@example.com", data: { plan: "pro" } })).id
   await created("POST", "/v1/track", { email: "fixture@example.com", event: "fixture_event" }, context.project.publicKey)
   ids.template = (await created("POST", "/templates", { name: "T", subject: "Hi", body: "<p>Hi</p>", from: "news@acme.test" })).id
@@ -586,6 +596,8 @@ const missingData = (stored: unknown, expected: Map<string, unknown>): Array<str
 
 const refusalProblem = (endpoint: Endpoint, status: number, json: any): string | undefined => {
   if (status >= 500) return `answered ${status}`
+  const statuses = documented.get(operationKey(endpoint))
+  if (!statuses?.has(String(status))) return `answered ${status}, which ${operationKey(endpoint)} does not document (${[...statuses ?? []].join(", ")})`
   if (status < 400 || endpoint.page) return undefined
   if (endpoint.bare && status === 400 && isObject(json) && typeof json.error === "string" && Object.keys(json).length === 1) return undefined
   const error = json?.error

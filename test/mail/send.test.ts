@@ -133,7 +133,7 @@ describe("POST /v1/send: recipients and contacts", () => {
       replyTo: "reply@acme.test",
       type: "TRANSACTIONAL"
     })
-    expect(template.status).toBe(200)
+    expect(template.status).toBe(201)
     const res = await send({
       to: "tpl@example.org",
       template: template.json.id,

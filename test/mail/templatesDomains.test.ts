@@ -18,9 +18,9 @@ const template = (overrides: Record<string, unknown> = {}) => ({
 })
 
 describe("templates", () => {
-  it("creates with defaults; bare 400 without from; 403 naming an unverified domain; 422 for bad fields", async () => {
+  it("creates with defaults (201); LegacyError 400 without a required field; 403 naming an unverified domain; 422 for bad fields", async () => {
     const created = await secret("POST", "/templates", template({ description: "first mail" }))
-    expect(created.status).toBe(200)
+    expect(created.status).toBe(201)
     expect(created.json).toMatchObject({
       id: expect.any(String),
       name: "Welcome",
@@ -34,6 +34,12 @@ describe("templates", () => {
     const missingFrom = await secret("POST", "/templates", { name: "x", subject: "s", body: "b" })
     expect(missingFrom.status).toBe(400)
     expect(missingFrom.json).toEqual({ error: expect.stringContaining("from") })
+    for (const field of ["name", "subject", "body"]) {
+      const missing = await secret("POST", "/templates", template({ [field]: undefined }))
+      expect(missing.status, field).toBe(400)
+      expect(missing.json, field).toEqual({ error: `${field} is required` })
+    }
+    expect((await secret("POST", "/templates", { body: "b" })).json).toEqual({ error: "name, subject, from are required" })
     const unverified = await secret("POST", "/templates", template({ from: "me@elsewhere.test" }))
     expect(unverified.status).toBe(403)
     expect(unverified.json.error).toMatchObject({ statusCode: 403, code: "INTERNAL_SERVER_ERROR" })
@@ -71,6 +77,7 @@ describe("templates", () => {
     expect(Date.parse(patched.json.updatedAt)).toBeGreaterThanOrEqual(Date.parse(created.updatedAt))
     expect((await secret("PATCH", `/templates/${created.id}`, { from: "x@unverified.test" })).status).toBe(403)
     const copy = await secret("POST", `/templates/${created.id}/duplicate`)
+    expect(copy.status).toBe(201)
     expect(copy.json).toEqual({ id: expect.any(String) })
     expect((await secret("GET", `/templates/${copy.json.id}`)).json).toMatchObject({ name: "Editable (copy)", subject: "New subject" })
     expect((await secret("GET", `/templates/${created.id}/usage`)).json).toEqual({ campaigns: [], workflows: [] })

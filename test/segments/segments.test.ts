@@ -40,10 +40,15 @@ describe("segments API", () => {
     expect((await secret("GET", `/segments/${b.json.id}`)).status).toBe(404)
   })
 
-  it("validates: bare 400 without a condition, 422 with the path of the offending filter, lengths", async () => {
+  it("validates: LegacyError 400 without a name or a condition, 422 with the path of the offending filter, lengths", async () => {
     const missing = await secret("POST", "/segments", { name: "No condition" })
     expect(missing.status).toBe(400)
-    expect(missing.json).toEqual({ error: expect.any(String) })
+    expect(missing.json).toEqual({ error: "Condition is required and must be an object for DYNAMIC segments" })
+    for (const body of [{ condition: pro }, { name: " ", condition: pro }, { type: "STATIC" }]) {
+      const noName = await secret("POST", "/segments", body)
+      expect(noName.status, JSON.stringify(body)).toBe(400)
+      expect(noName.json).toEqual({ error: "Name is required" })
+    }
     const bad = await secret("POST", "/segments", {
       name: "Bad",
       condition: { logic: "AND", groups: [{ filters: [{ field: "data.a", operator: "equals", value: 1 }] }, { filters: [{ field: "data.a", operator: "around" }] }] }

@@ -59,7 +59,7 @@ const track = async (email: string, event: string, data?: Record<string, unknown
 }
 const template = async (body: string) => {
   const created = await call(client, "POST", "/templates", { name: `t ${Math.random()}`, subject: "Hello", body, from: "hello@acme.test" })
-  expect(created.status).toBe(200)
+  expect(created.status).toBe(201)
   return created.json.id as string
 }
 

@@ -22,7 +22,7 @@ const track = async (email: string, event: string, data?: Record<string, unknown
 }
 const template = async (body: string, type = "MARKETING", subject = "Hi {{ email }}") => {
   const created = await call(client, "POST", "/templates", { name: `t ${Math.random()}`, subject, body, from: "hello@acme.test", type })
-  expect(created.status, JSON.stringify(created.json)).toBe(200)
+  expect(created.status, JSON.stringify(created.json)).toBe(201)
   return created.json.id as string
 }
 const mailsTo = (address: string) => context.smtp.messages.filter((mail) => mail.envelopeTo.includes(address))

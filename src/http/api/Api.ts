@@ -14,6 +14,7 @@ import { SendApi } from "./send.ts"
 import { TemplatesApi } from "./templates.ts"
 import { WebhooksApi } from "./webhooks.ts"
 import { DeadLettersApi } from "./deadLetters.ts"
+import { explicitOpenObjects } from "./openApiDocument.ts"
 
 export class Api extends HttpApi.make("mailstream")
   .add(SystemApi)
@@ -32,12 +33,22 @@ export class Api extends HttpApi.make("mailstream")
   .add(DeadLettersApi)
   // Report every invalid field of a request at once, not just the first.
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
+  .annotate(OpenApi.Transform, explicitOpenObjects)
   .annotateMerge(OpenApi.annotations({
     title: "mailstream",
     version: "0.1.0",
     description:
       "Self-hostable email engagement platform. Authenticate with `Authorization: Bearer <key>`: " +
-      "the public key (pk_) on /v1/track only, the secret key (sk_) everywhere else. Errors use the " +
-      "envelope `{ success:false, error:{ code, message, statusCode, requestId, errors?, details?, suggestion? }, timestamp }`."
+      "the public key (pk_) on /v1/track only, the secret key (sk_) everywhere else.\n\n" +
+      "**Error shapes.** Every error is the envelope `{ success:false, error:{ code, message, statusCode, requestId, " +
+      "errors?, details?, suggestion? }, timestamp }` (schemas `Error<status>`), with one exception kept from the " +
+      "reference platform: a missing required field of `POST /contacts` (email), `POST /templates` (name, subject, " +
+      "body, from) and `POST /segments` (name; condition for a DYNAMIC segment) answers 400 with the flat " +
+      "`LegacyError` `{ error }`. Everything else those three endpoints refuse (malformed JSON, invalid values, an " +
+      "unverified domain, ...) is the envelope too, as is a missing audience companion on `POST /campaigns` (400).\n\n" +
+      "**Statuses.** Creating a resource answers 201 (contacts: 201 when created, 200 when an existing one was " +
+      "updated); accepted work that runs later answers 202.\n\n" +
+      "**Query parameters** are typed here as clients should send them; the service reads them leniently where the " +
+      "spec says unrecognised values fall back to defaults (their descriptions say which)."
   }))
 {}

@@ -1,11 +1,16 @@
 import { Schema } from "effect"
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { commonErrors, ErrorDocs } from "../errors.ts"
-import { Json, pageFields, sortedPageQuery, Text } from "./schemas.ts"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { isUuid } from "../../domain/ids.ts"
+import { bodyErrors, commonErrors, ErrorDocs, inputErrors } from "../errors.ts"
+import { pageParams, QueryParam, queryParameters, sortParams } from "./query.ts"
+import { Count, Json, pageFields, Text, Timestamp } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 import { mailContentFields, mailContentInput } from "./templates.ts"
 
-const Status = Schema.Literals(["DRAFT", "SCHEDULED", "SENDING", "SENT", "CANCELLED"])
+const STATUSES = ["DRAFT", "SCHEDULED", "SENDING", "SENT", "CANCELLED"] as const
+const Status = Schema.Literals(STATUSES)
+/** A share of the mail sent (0 to 1 in practice; the schema checks responses, so it bounds only what cannot happen). */
+const Rate = Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0))
 
 export const Campaign = Schema.Struct({
   id: Schema.String,
@@ -13,18 +18,18 @@ export const Campaign = Schema.Struct({
   status: Status,
   audienceType: Schema.Literals(["ALL", "SEGMENT", "FILTERED"]),
   segmentId: Schema.NullOr(Schema.String),
-  audienceCondition: Schema.NullOr(Schema.Unknown),
-  scheduledFor: Schema.NullOr(Schema.String),
-  totalRecipients: Schema.Number,
-  sentCount: Schema.Number,
-  deliveredCount: Schema.Number,
-  openedCount: Schema.Number,
-  clickedCount: Schema.Number,
-  bouncedCount: Schema.Number,
+  audienceCondition: Schema.NullOr(Schema.Unknown).annotate({ description: "The FILTERED audience's condition tree (event filters as event.<name>)" }),
+  scheduledFor: Schema.NullOr(Timestamp),
+  totalRecipients: Count,
+  sentCount: Count,
+  deliveredCount: Count,
+  openedCount: Count,
+  clickedCount: Count,
+  bouncedCount: Count,
   projectId: Schema.String,
-  sentAt: Schema.NullOr(Schema.String),
-  createdAt: Schema.String,
-  updatedAt: Schema.String
+  sentAt: Schema.NullOr(Timestamp),
+  createdAt: Timestamp,
+  updatedAt: Timestamp
 }).annotate({ identifier: "Campaign" })
 
 /** Checked by the handler, so every missing or invalid field is reported at once as a 422. */
@@ -40,90 +45,106 @@ const Stats = Schema.Struct({
   status: Status,
   resolved: Schema.Boolean,
   queued: Schema.Boolean,
-  totalRecipients: Schema.Number,
-  sent: Schema.Number,
-  delivered: Schema.Number,
-  opened: Schema.Number,
-  clicked: Schema.Number,
-  bounced: Schema.Number,
-  complained: Schema.Number,
-  failed: Schema.Number,
-  pending: Schema.Number,
-  skipped: Schema.Struct({ unsubscribed: Schema.Number, suppressed: Schema.Number, deleted: Schema.Number }),
-  rates: Schema.Struct({ delivery: Schema.Number, open: Schema.Number, click: Schema.Number, bounce: Schema.Number }),
-  sendingStartedAt: Schema.NullOr(Schema.String),
-  resolvedAt: Schema.NullOr(Schema.String),
-  sentAt: Schema.NullOr(Schema.String),
+  totalRecipients: Count,
+  sent: Count,
+  delivered: Count,
+  opened: Count,
+  clicked: Count,
+  bounced: Count,
+  complained: Count,
+  failed: Count,
+  pending: Count,
+  skipped: Schema.Struct({ unsubscribed: Count, suppressed: Count, deleted: Count }),
+  rates: Schema.Struct({ delivery: Rate, open: Rate, click: Rate, bounce: Rate }),
+  sendingStartedAt: Schema.NullOr(Timestamp),
+  resolvedAt: Schema.NullOr(Timestamp),
+  sentAt: Schema.NullOr(Timestamp),
   error: Schema.NullOr(Schema.String).annotate({
     description: "Why the service stopped the campaign (CANCELLED) when a fan-out step could not run, e.g. its content no longer compiles"
   })
 }).annotate({ identifier: "CampaignStats" })
 
 const IdParam = { id: Text }
+/** POST /campaigns/:id/send checks the id's form first, as the reference does (422 for one that is not a UUID). */
+const UuidParam = {
+  id: Text.check(Schema.makeFilter((value: string) => isUuid(value), { expected: "a campaign id (a UUID)", code: "invalid_string" } as Schema.Annotations.Filter))
+    .annotate({ format: "uuid" } as Schema.Annotations.Documentation<string>)
+}
 const Wrapped = Schema.Struct({ success: Schema.Literal(true), data: Campaign })
+const Created = Wrapped.pipe(HttpApiSchema.status(201))
+
+const ListQuery = queryParameters({
+  ...pageParams,
+  status: QueryParam.literals(STATUSES, "Only campaigns in this status; another value is a 400"),
+  search: QueryParam.text("Case-insensitive, over name, subject and sender address"),
+  ...sortParams(["name", "createdAt", "updatedAt"])
+})
 
 export class CampaignsApi extends HttpApiGroup.make("campaigns")
   .add(
     HttpApiEndpoint.post("create", "/campaigns", {
       payload: CampaignBody,
-      success: Wrapped,
-      error: [...commonErrors, ErrorDocs.forbidden, ErrorDocs.validation]
+      success: Created,
+      error: [...commonErrors, ...bodyErrors]
     }).annotate(
       OpenApi.Description,
-      "A DRAFT campaign. Required: name, subject, body, from (domain verified: 403 otherwise), audienceType; SEGMENT " +
-        "needs segmentId, FILTERED needs audienceCondition."
+      "201 with a DRAFT campaign. Required: name, subject, body, from (domain verified: 403 otherwise), audienceType " +
+        "(a missing or invalid one: 422); SEGMENT needs segmentId, FILTERED needs audienceCondition (when that is all " +
+        "that is wrong: 400 in the envelope, as the reference answers)."
     ),
     HttpApiEndpoint.get("list", "/campaigns", {
-      query: {
-        ...sortedPageQuery("case-insensitive, over name, subject and sender address"),
-        status: Schema.optional(Text).annotate({ description: "DRAFT | SCHEDULED | SENDING | SENT | CANCELLED (other values: 400)" })
-      },
+      query: ListQuery.fields,
       success: Schema.Struct(pageFields(Campaign)),
-      error: [...commonErrors, ErrorDocs.bare]
-    }),
-    HttpApiEndpoint.get("get", "/campaigns/:id", { params: IdParam, success: Campaign, error: [...commonErrors, ErrorDocs.notFound] }),
+      error: [...commonErrors, ...inputErrors, ErrorDocs.badRequest]
+    }).annotate(OpenApi.Transform, ListQuery.document),
+    HttpApiEndpoint.get("get", "/campaigns/:id", { params: IdParam, success: Campaign, error: [...commonErrors, ...inputErrors, ErrorDocs.notFound] }),
     HttpApiEndpoint.put("replace", "/campaigns/:id", {
       params: IdParam,
       payload: CampaignBody,
       success: Campaign,
-      error: [...commonErrors, ErrorDocs.notFound, ErrorDocs.forbidden, ErrorDocs.conflict, ErrorDocs.validation]
+      error: [...commonErrors, ...bodyErrors, ErrorDocs.notFound, ErrorDocs.conflict]
     }).annotate(OpenApi.Description, "Replaces the campaign (same rules as create); only while DRAFT or SCHEDULED (409 otherwise)."),
     HttpApiEndpoint.delete("delete", "/campaigns/:id", {
       params: IdParam,
       success: Schema.Struct({ success: Schema.Literal(true) }),
-      error: [...commonErrors, ErrorDocs.notFound, ErrorDocs.conflict]
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound, ErrorDocs.conflict]
     }).annotate(OpenApi.Description, "409 while the campaign is SENDING (cancel it first)."),
     HttpApiEndpoint.post("duplicate", "/campaigns/:id/duplicate", {
       params: IdParam,
-      success: Wrapped,
-      error: [...commonErrors, ErrorDocs.notFound]
-    }).annotate(OpenApi.Description, "A new DRAFT with the same content and audience; the original is unchanged."),
+      success: Created,
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
+    }).annotate(OpenApi.Description, "201 with a new DRAFT with the same content and audience; the original is unchanged."),
     HttpApiEndpoint.post("test", "/campaigns/:id/test", {
       params: IdParam,
       payload: Schema.Struct({ email: Text }),
       success: Schema.Struct({ success: Schema.Literal(true), data: Schema.Struct({ email: Schema.String, emailId: Schema.String }) }),
-      error: [...commonErrors, ErrorDocs.notFound, ErrorDocs.forbidden, ErrorDocs.validation]
+      error: [...commonErrors, ...bodyErrors, ErrorDocs.notFound]
     }).annotate(OpenApi.Description, "Sends one rendered test mail to the address (subject prefixed [Test]); no counters, no events."),
-    HttpApiEndpoint.get("stats", "/campaigns/:id/stats", { params: IdParam, success: Stats, error: [...commonErrors, ErrorDocs.notFound] })
+    HttpApiEndpoint.get("stats", "/campaigns/:id/stats", { params: IdParam, success: Stats, error: [...commonErrors, ...inputErrors, ErrorDocs.notFound] })
       .annotate(OpenApi.Description, "Progress and outcome: recipients, sent, delivered, opened, clicked, bounced, failed, pending, skipped and why."),
     HttpApiEndpoint.post("send", "/campaigns/:id/send", {
-      params: IdParam,
-      payload: Schema.Struct({ scheduledFor: Schema.optional(Schema.NullOr(Text)) }),
+      params: UuidParam,
+      payload: Schema.Struct({
+        scheduledFor: Schema.optional(Schema.NullOr(Text)).annotate({
+          description: "When to send: any date JavaScript's Date parses (ISO 8601 recommended); omitted, null or past: now"
+        })
+      }),
       success: Schema.Struct({
         success: Schema.Literal(true),
-        data: Schema.Struct({ id: Schema.String, name: Schema.String, status: Status, scheduledFor: Schema.NullOr(Schema.String) }),
+        data: Schema.Struct({ id: Schema.String, name: Schema.String, status: Status, scheduledFor: Schema.NullOr(Timestamp) }),
         message: Schema.String
       }),
-      error: [...commonErrors, ErrorDocs.bare, ErrorDocs.notFound, ErrorDocs.forbidden, ErrorDocs.conflict]
+      error: [...commonErrors, ...bodyErrors, ErrorDocs.notFound]
     }).annotate(
       OpenApi.Description,
       "From DRAFT (or SCHEDULED, to reschedule): with a future `scheduledFor` → SCHEDULED; without it, null, or a past " +
-        "date → SENDING now. An unparseable date is a bare 400; other states 409."
+        "date → SENDING now. 400 (envelope) for an unparseable date or a campaign in another state " +
+        "(INVALID_CAMPAIGN_STATE), as the reference answers; 422 for an id that is not a UUID."
     ),
     HttpApiEndpoint.post("cancel", "/campaigns/:id/cancel", {
       params: IdParam,
       success: Wrapped,
-      error: [...commonErrors, ErrorDocs.notFound, ErrorDocs.conflict]
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound, ErrorDocs.conflict]
     }).annotate(OpenApi.Description, "SCHEDULED or SENDING → CANCELLED; mail not yet handed to SMTP is not sent.")
   )
   .middleware(SecretKeyAuth)

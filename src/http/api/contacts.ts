@@ -1,7 +1,8 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { commonErrors, ErrorDocs } from "../errors.ts"
-import { Contact, CustomData, Email, PageQuery, pageFields, Text } from "./schemas.ts"
+import { bodyErrors, commonErrors, ErrorDocs, inputErrors } from "../errors.ts"
+import { cursorParams, pageParams, QueryParam, queryParameters } from "./query.ts"
+import { Contact, Count, CustomData, Email, pageFields, Text } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 
 const Meta = <const New extends boolean>(isNew: New) =>
@@ -20,7 +21,14 @@ const FieldUsage = Schema.Struct({
   workflows: Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String }))
 })
 
-const optionalString = (description: string) => Schema.optional(Text).annotate({ description })
+const ListQuery = queryParameters({
+  ...cursorParams,
+  search: QueryParam.text("Case-insensitive substring of the email"),
+  subscribed: QueryParam.boolean("Only subscribed (true) or unsubscribed (false) contacts; omit for both (other values: both)"),
+  sort: QueryParam.literals(["createdAt", "email"], "Column to sort by; unrecognised values fall back to `createdAt`", "createdAt"),
+  dir: QueryParam.literals(["asc", "desc"], "Sort direction; unrecognised values fall back to `desc`", "desc")
+})
+const PageQuery = queryParameters(pageParams)
 
 export class ContactsApi extends HttpApiGroup.make("contacts", { topLevel: false })
   .add(
@@ -34,25 +42,21 @@ export class ContactsApi extends HttpApiGroup.make("contacts", { topLevel: false
         ContactWithMeta(true).pipe(HttpApiSchema.status(201)),
         ContactWithMeta(false)
       ],
-      error: [...commonErrors, ErrorDocs.bare, ErrorDocs.validation]
-    }).annotate(OpenApi.Description, "Upsert by email (case-insensitive): 201 when created, 200 when updated."),
+      error: [...commonErrors, ...bodyErrors, ErrorDocs.legacy]
+    }).annotate(
+      OpenApi.Description,
+      "Upsert by email (case-insensitive): 201 when created, 200 when updated. Without `email`: 400 LegacyError `{ error }`."
+    ),
     HttpApiEndpoint.get("list", "/contacts", {
-      query: {
-        limit: optionalString("1..100, default 20 (larger values are clamped)"),
-        cursor: optionalString("`cursor` of the previous page"),
-        search: optionalString("case-insensitive substring of the email"),
-        subscribed: optionalString("`true` or `false`; omit for both"),
-        sort: optionalString("`createdAt` (default) or `email`"),
-        dir: optionalString("`asc` or `desc` (default)")
-      },
+      query: ListQuery.fields,
       success: Schema.Struct({
         data: Schema.Array(Contact),
         cursor: Schema.NullOr(Schema.String),
         hasMore: Schema.Boolean,
-        total: Schema.Number
+        total: Count.annotate({ description: "Filled on the first page (no cursor); 0 on later pages" })
       }),
-      error: [...commonErrors, ErrorDocs.badRequest]
-    }),
+      error: [...commonErrors, ...inputErrors, ErrorDocs.badRequest]
+    }).annotate(OpenApi.Transform, ListQuery.document),
     HttpApiEndpoint.post("lookup", "/contacts/lookup", {
       payload: Schema.Struct({ emails: Schema.Array(Text) }),
       success: Schema.Struct({
@@ -62,7 +66,7 @@ export class ContactsApi extends HttpApiGroup.make("contacts", { topLevel: false
           contact: Schema.NullOr(Schema.Struct({ id: Schema.String, subscribed: Schema.Boolean }))
         }))
       }),
-      error: [...commonErrors, ErrorDocs.validation]
+      error: [...commonErrors, ...bodyErrors]
     }).annotate(OpenApi.Description, "Which of up to 500 emails exist as contacts, in request order."),
     HttpApiEndpoint.get("fields", "/contacts/fields", {
       success: Schema.Struct({
@@ -70,31 +74,31 @@ export class ContactsApi extends HttpApiGroup.make("contacts", { topLevel: false
           field: Schema.String,
           type: Schema.String,
           isCustom: Schema.Boolean,
-          coverage: Schema.Number
+          coverage: Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 1 })).annotate({ description: "Share of contacts that have the field" })
         }))
       }),
       error: commonErrors
     }),
     HttpApiEndpoint.get("fieldValues", "/contacts/fields/:field/values", {
       params: FieldParam,
-      query: PageQuery,
+      query: PageQuery.fields,
       success: Schema.Struct({ field: Schema.String, ...pageFields(Schema.Unknown) }),
-      error: [...commonErrors, ErrorDocs.notFound]
-    }).annotate(OpenApi.Description, "Distinct values of a field, sorted, page-paginated."),
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
+    }).annotate(OpenApi.Description, "Distinct values of a field, sorted, page-paginated.").annotate(OpenApi.Transform, PageQuery.document),
     HttpApiEndpoint.get("fieldUsage", "/contacts/fields/:field/usage", {
       params: FieldParam,
       success: FieldUsage,
-      error: [...commonErrors, ErrorDocs.notFound]
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
     }),
     HttpApiEndpoint.delete("deleteField", "/contacts/fields/:field", {
       params: FieldParam,
-      success: Schema.Struct({ field: Schema.String, deleted: Schema.Boolean, contactsUpdated: Schema.Number }),
-      error: [...commonErrors, ErrorDocs.notFound, ErrorDocs.validation]
+      success: Schema.Struct({ field: Schema.String, deleted: Schema.Boolean, contactsUpdated: Count }),
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
     }).annotate(OpenApi.Description, "Removes a custom field from every contact of the project."),
     HttpApiEndpoint.get("get", "/contacts/:id", {
       params: IdParam,
       success: Contact,
-      error: [...commonErrors, ErrorDocs.notFound]
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
     }),
     HttpApiEndpoint.patch("update", "/contacts/:id", {
       params: IdParam,
@@ -104,12 +108,12 @@ export class ContactsApi extends HttpApiGroup.make("contacts", { topLevel: false
         data: Schema.optional(CustomData)
       }),
       success: Contact,
-      error: [...commonErrors, ErrorDocs.notFound, ErrorDocs.conflict, ErrorDocs.validation]
+      error: [...commonErrors, ...bodyErrors, ErrorDocs.notFound, ErrorDocs.conflict]
     }),
     HttpApiEndpoint.delete("delete", "/contacts/:id", {
       params: IdParam,
       success: HttpApiSchema.NoContent,
-      error: [...commonErrors, ErrorDocs.notFound]
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
     })
   )
   .middleware(SecretKeyAuth)

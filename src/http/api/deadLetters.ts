@@ -1,7 +1,8 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { commonErrors, ErrorDocs } from "../errors.ts"
-import { Text } from "./schemas.ts"
+import { commonErrors, ErrorDocs, inputErrors } from "../errors.ts"
+import { cursorParams, QueryParam, queryParameters } from "./query.ts"
+import { Count, Text, Timestamp } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 
 const DeadLetterFields = {
@@ -12,44 +13,45 @@ const DeadLetterFields = {
   }),
   reason: Schema.String,
   subject: Schema.NullOr(Schema.String),
-  partition: Schema.NullOr(Schema.Number),
-  seq: Schema.NullOr(Schema.Number),
+  partition: Schema.NullOr(Count),
+  seq: Schema.NullOr(Count),
   summary: Schema.Struct({
     kind: Schema.NullOr(Schema.String),
     type: Schema.NullOr(Schema.String),
     name: Schema.NullOr(Schema.String),
     contactId: Schema.NullOr(Schema.String),
     email: Schema.NullOr(Schema.String),
-    events: Schema.NullOr(Schema.Number),
-    bytes: Schema.Number
+    events: Schema.NullOr(Count),
+    bytes: Count
   }),
-  replays: Schema.Number,
-  replayedAt: Schema.NullOr(Schema.String),
-  createdAt: Schema.String
+  replays: Count,
+  replayedAt: Schema.NullOr(Timestamp),
+  createdAt: Timestamp
 }
 
 const DeadLetter = Schema.Struct(DeadLetterFields).annotate({ identifier: "DeadLetter" })
 const DeadLetterDetail = Schema.Struct({ ...DeadLetterFields, payload: Schema.Unknown }).annotate({ identifier: "DeadLetterDetail" })
 
 const IdParam = { id: Text }
+const ListQuery = queryParameters({
+  ...cursorParams,
+  replayed: QueryParam.boolean("true: only letters replayed at least once; false: only those never replayed; omit for both")
+})
 
 export class DeadLettersApi extends HttpApiGroup.make("deadLetters")
   .add(
     HttpApiEndpoint.get("list", "/dead-letters", {
-      query: {
-        limit: Schema.optional(Text).annotate({ description: "1..100, default 20" }),
-        cursor: Schema.optional(Text).annotate({ description: "`cursor` of the previous page" }),
-        replayed: Schema.optional(Text).annotate({ description: "true: only replayed ones; false: only those never replayed" })
-      },
-      success: Schema.Struct({ data: Schema.Array(DeadLetter), cursor: Schema.NullOr(Schema.String), hasMore: Schema.Boolean, total: Schema.Number }),
-      error: [...commonErrors, ErrorDocs.badRequest]
-    }).annotate(OpenApi.Description, "Messages of this project set aside because they could not be applied or published, newest first."),
-    HttpApiEndpoint.get("get", "/dead-letters/:id", { params: IdParam, success: DeadLetterDetail, error: [...commonErrors, ErrorDocs.notFound] })
+      query: ListQuery.fields,
+      success: Schema.Struct({ data: Schema.Array(DeadLetter), cursor: Schema.NullOr(Schema.String), hasMore: Schema.Boolean, total: Count }),
+      error: [...commonErrors, ...inputErrors, ErrorDocs.badRequest]
+    }).annotate(OpenApi.Description, "Messages of this project set aside because they could not be applied or published, newest first.")
+      .annotate(OpenApi.Transform, ListQuery.document),
+    HttpApiEndpoint.get("get", "/dead-letters/:id", { params: IdParam, success: DeadLetterDetail, error: [...commonErrors, ...inputErrors, ErrorDocs.notFound] })
       .annotate(OpenApi.Description, "One dead letter with its whole payload."),
     HttpApiEndpoint.post("replay", "/dead-letters/:id/replay", {
       params: IdParam,
       success: DeadLetter,
-      error: [...commonErrors, ErrorDocs.notFound, ErrorDocs.validation]
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
     }).annotate(OpenApi.Description,
       "Publishes the message again, on its own subject (its project's partition): it is applied after every message " +
         "already there and before any later one, so a contact's messages stay in order. Events keep their ids, so a " +
@@ -58,7 +60,7 @@ export class DeadLettersApi extends HttpApiGroup.make("deadLetters")
     HttpApiEndpoint.delete("delete", "/dead-letters/:id", {
       params: IdParam,
       success: Schema.Struct({ success: Schema.Literal(true) }),
-      error: [...commonErrors, ErrorDocs.notFound]
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
     })
   )
   .middleware(SecretKeyAuth)

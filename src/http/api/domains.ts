@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { commonErrors, ErrorDocs } from "../errors.ts"
-import { Text } from "./schemas.ts"
+import { bodyErrors, commonErrors, ErrorDocs, inputErrors } from "../errors.ts"
+import { Text, Timestamp } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 
 export const Domain = Schema.Struct({
@@ -17,8 +17,8 @@ export const Domain = Schema.Struct({
     status: Schema.Literals(["VERIFIED", "MISSING", "MISMATCH", "UNKNOWN"]),
     required: Schema.Boolean
   })),
-  createdAt: Schema.String,
-  lastCheckedAt: Schema.NullOr(Schema.String)
+  createdAt: Timestamp,
+  lastCheckedAt: Schema.NullOr(Timestamp)
 }).annotate({
   identifier: "Domain",
   description: "VERIFIED once the DKIM record matches; FAILED when a different DKIM key is published; " +
@@ -32,23 +32,23 @@ export class DomainsApi extends HttpApiGroup.make("domains")
     HttpApiEndpoint.post("create", "/domains", {
       payload: Schema.Struct({ domain: Text, projectId: Schema.optional(Text) }),
       success: Domain.pipe(HttpApiSchema.status(201)),
-      error: [...commonErrors, ErrorDocs.forbidden, ErrorDocs.conflict, ErrorDocs.validation]
+      error: [...commonErrors, ...bodyErrors, ErrorDocs.conflict]
     }).annotate(OpenApi.Description, "Generates the domain's DKIM key pair and returns the DNS records to publish."),
     HttpApiEndpoint.get("list", "/domains/project/:projectId", {
       params: { projectId: Text },
       success: Schema.Array(Domain),
-      error: [...commonErrors, ErrorDocs.notFound]
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
     }).annotate(OpenApi.Description, "The project's domains, verified and pending (only the key's own project)."),
-    HttpApiEndpoint.get("get", "/domains/:id", { params: IdParam, success: Domain, error: [...commonErrors, ErrorDocs.notFound] }),
+    HttpApiEndpoint.get("get", "/domains/:id", { params: IdParam, success: Domain, error: [...commonErrors, ...inputErrors, ErrorDocs.notFound] }),
     HttpApiEndpoint.get("verify", "/domains/:id/verify", {
       params: IdParam,
       success: Domain,
-      error: [...commonErrors, ErrorDocs.notFound]
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
     }).annotate(OpenApi.Description, "Checks the domain's DNS records now (also done every 5 minutes in the background)."),
     HttpApiEndpoint.delete("delete", "/domains/:id", {
       params: IdParam,
       success: Schema.Struct({ success: Schema.Literal(true) }),
-      error: [...commonErrors, ErrorDocs.notFound]
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
     })
   )
   .middleware(SecretKeyAuth)

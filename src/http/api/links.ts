@@ -1,8 +1,17 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { ErrorDocs, inputErrors, serverErrors } from "../errors.ts"
+import { QueryParam, queryParameters } from "./query.ts"
 import { Text } from "./schemas.ts"
 
 const Html = Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/html; charset=utf-8" }))
+/** A link whose signature does not check out gets a page saying so, for the person who followed it. */
+const InvalidLink = Schema.String.annotate({ identifier: "InvalidLinkPage", description: "The link is not valid (an HTML page)" })
+  .pipe(HttpApiSchema.asText({ contentType: "text/html; charset=utf-8" }), HttpApiSchema.status(404))
+/** A path segment that is not valid percent-encoded UTF-8 matches no route: the JSON 404 envelope. */
+const errors = [...inputErrors, ErrorDocs.notFound, ...serverErrors]
+const ClickQuery = queryParameters({ u: QueryParam.text("The link the mail carried (signed with the email)", "uri") })
+const pageErrors = [InvalidLink, ...errors]
 const TokenParam = { token: Text }
 const EmailParams = { emailId: Text, signature: Text }
 
@@ -11,19 +20,21 @@ export class LinksApi extends HttpApiGroup.make("links", { topLevel: true })
   .add(
     HttpApiEndpoint.get("open", "/t/o/:emailId/:signature", {
       params: EmailParams,
-      success: Schema.String
+      success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "image/gif" })),
+      error: errors
     }).annotate(OpenApi.Description, "Open pixel (1×1 GIF, answered to every fetch); records email.open when the signature is valid, at most once per email per 60 minutes (repeated fetches by mail proxies and re-reads collapse)."),
     HttpApiEndpoint.get("click", "/t/c/:emailId/:signature", {
       params: EmailParams,
-      query: { u: Schema.optional(Text) },
-      success: Schema.String
-    }).annotate(OpenApi.Description, "Click redirect: 302 to `u` only when it is the link the mail carried (signed); records email.click."),
-    HttpApiEndpoint.get("unsubscribePage", "/unsubscribe/:token", { params: TokenParam, success: Html }),
-    HttpApiEndpoint.post("unsubscribe", "/unsubscribe/:token", { params: TokenParam, success: Html })
+      query: ClickQuery.fields,
+      success: HttpApiSchema.Empty(302).annotate({ description: "Redirect to `u`" }),
+      error: pageErrors
+    }).annotate(OpenApi.Transform, ClickQuery.document).annotate(OpenApi.Description, "Click redirect: 302 to `u` only when it is the link the mail carried (signed); records email.click."),
+    HttpApiEndpoint.get("unsubscribePage", "/unsubscribe/:token", { params: TokenParam, success: Html, error: pageErrors }),
+    HttpApiEndpoint.post("unsubscribe", "/unsubscribe/:token", { params: TokenParam, success: Html, error: pageErrors })
       .annotate(OpenApi.Description, "Unsubscribes the contact: the page's button, and RFC 8058 one-click (List-Unsubscribe=One-Click)."),
-    HttpApiEndpoint.get("subscribePage", "/subscribe/:token", { params: TokenParam, success: Html }),
-    HttpApiEndpoint.post("subscribe", "/subscribe/:token", { params: TokenParam, success: Html }),
-    HttpApiEndpoint.get("manage", "/manage/:token", { params: TokenParam, success: Html })
+    HttpApiEndpoint.get("subscribePage", "/subscribe/:token", { params: TokenParam, success: Html, error: pageErrors }),
+    HttpApiEndpoint.post("subscribe", "/subscribe/:token", { params: TokenParam, success: Html, error: pageErrors }),
+    HttpApiEndpoint.get("manage", "/manage/:token", { params: TokenParam, success: Html, error: pageErrors })
   )
   .annotateMerge(OpenApi.annotations({ title: "Links", description: "Open and click tracking, subscription pages (signed links, no key)" }))
 {}

@@ -48,14 +48,17 @@ export const CustomData = JsonObject.annotate({
     `${MAX_JSON_DEPTH} levels deep; strings and keys without NUL or unpaired surrogates; the key __proto__ is refused.`
 })
 
+/** An ISO 8601 instant in a response. */
+export const Timestamp = Schema.String.annotate({ format: "date-time" } as Schema.Annotations.Documentation<string>)
+
 export const Contact = Schema.Struct({
   id: Schema.String,
-  email: Schema.String,
+  email: Schema.String.annotate({ format: "email" } as Schema.Annotations.Documentation<string>),
   subscribed: Schema.Boolean,
-  snoozedUntil: Schema.NullOr(Schema.String),
+  snoozedUntil: Schema.NullOr(Timestamp),
   data: Schema.Record(Schema.String, Schema.Unknown),
-  createdAt: Schema.String,
-  updatedAt: Schema.String
+  createdAt: Timestamp,
+  updatedAt: Timestamp
 }).annotate({ identifier: "Contact" })
 
 export const IdempotencyHeaders = Schema.Struct({
@@ -65,24 +68,13 @@ export const IdempotencyHeaders = Schema.Struct({
   })
 })
 
-/** Page-paginated lists (conventions item 5): `page` 1-based, default 1; `pageSize` default 20, at most 100. */
-export const PageQuery = {
-  page: Schema.optional(Text).annotate({ description: "1-based, default 1" }),
-  pageSize: Schema.optional(Text).annotate({ description: "default 20, at most 100" })
-}
-
-/** Page-paginated lists that can also be searched and sorted (templates, campaigns). */
-export const sortedPageQuery = (searchDescription: string) => ({
-  ...PageQuery,
-  search: Schema.optional(Text).annotate({ description: searchDescription }),
-  sort: Schema.optional(Text).annotate({ description: "name | createdAt (default) | updatedAt" }),
-  dir: Schema.optional(Text).annotate({ description: "asc | desc (default)" })
-})
+/** A count: a whole number, never negative. */
+export const Count = Schema.Int.check(Schema.isGreaterThanOrEqualTo(0))
 
 export const pageFields = <S extends Schema.Top>(item: S) => ({
   data: Schema.Array(item),
-  page: Schema.Number,
-  pageSize: Schema.Number,
-  total: Schema.Number,
-  totalPages: Schema.Number
+  page: Count,
+  pageSize: Count,
+  total: Count,
+  totalPages: Count
 })

@@ -1,7 +1,8 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { commonErrors, ErrorDocs } from "../errors.ts"
-import { Contact, Json, PageQuery, pageFields, Text } from "./schemas.ts"
+import { bodyErrors, commonErrors, ErrorDocs, inputErrors } from "../errors.ts"
+import { pageParams, queryParameters } from "./query.ts"
+import { Contact, Count, Json, pageFields, Text, Timestamp } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 
 const maxLength = (max: number, field: string) =>
@@ -11,7 +12,8 @@ const maxLength = (max: number, field: string) =>
   } as Schema.Annotations.Filter))
 
 const ConditionTree = Json.annotate({
-  description: "Condition tree { logic: AND|OR, groups: [ { filters: [ { field, operator, value?, unit?, within? } ], conditions? } ] }"
+  description: "Condition tree { logic: AND|OR, groups: [ { filters: [ { field, operator, value?, unit?, within? } ], conditions? } ] }. " +
+    "Event operators take `event.<name>` or the bare event name (stored and shown as `event.<name>`)."
 })
 
 export const Segment = Schema.Struct({
@@ -19,33 +21,38 @@ export const Segment = Schema.Struct({
   name: Schema.String,
   description: Schema.NullOr(Schema.String),
   type: Schema.Literals(["DYNAMIC", "STATIC"]),
-  condition: Schema.NullOr(Schema.Unknown),
+  condition: Schema.NullOr(Schema.Unknown).annotate({ description: "The DYNAMIC segment's condition tree (event filters as event.<name>); null for STATIC" }),
   trackMembership: Schema.Boolean,
-  memberCount: Schema.Number,
+  memberCount: Count,
   projectId: Schema.String,
-  createdAt: Schema.String,
-  updatedAt: Schema.String
+  createdAt: Timestamp,
+  updatedAt: Timestamp
 }).annotate({ identifier: "Segment" })
 
 const IdParam = { id: Text }
 const Emails = Schema.Array(Text)
+const PageQuery = queryParameters(pageParams)
 
 export class SegmentsApi extends HttpApiGroup.make("segments")
   .add(
     HttpApiEndpoint.post("create", "/segments", {
       payload: Schema.Struct({
-        name: maxLength(100, "a name"),
+        name: Schema.optional(maxLength(100, "a name")),
         description: Schema.optional(Schema.NullOr(maxLength(500, "a description"))),
         type: Schema.optional(Schema.Literals(["DYNAMIC", "STATIC"])),
         condition: Schema.optional(ConditionTree),
         trackMembership: Schema.optional(Schema.Boolean)
       }),
       success: Segment.pipe(HttpApiSchema.status(201)),
-      error: [...commonErrors, ErrorDocs.bare, ErrorDocs.validation]
-    }).annotate(OpenApi.Description, "DYNAMIC (default) needs a condition (bare 400 without); STATIC ignores it."),
+      error: [...commonErrors, ...bodyErrors, ErrorDocs.legacy]
+    }).annotate(
+      OpenApi.Description,
+      "201 with the segment. `name` is required, and DYNAMIC (the default) needs a condition object (a missing one: " +
+        "400 LegacyError `{ error }`); STATIC ignores it."
+    ),
     HttpApiEndpoint.get("list", "/segments", { success: Schema.Array(Segment), error: commonErrors })
       .annotate(OpenApi.Description, "All segments, newest first (not paginated)."),
-    HttpApiEndpoint.get("get", "/segments/:id", { params: IdParam, success: Segment, error: [...commonErrors, ErrorDocs.notFound] }),
+    HttpApiEndpoint.get("get", "/segments/:id", { params: IdParam, success: Segment, error: [...commonErrors, ...inputErrors, ErrorDocs.notFound] }),
     HttpApiEndpoint.patch("update", "/segments/:id", {
       params: IdParam,
       payload: Schema.Struct({
@@ -55,40 +62,41 @@ export class SegmentsApi extends HttpApiGroup.make("segments")
         trackMembership: Schema.optional(Schema.Boolean)
       }),
       success: Segment,
-      error: [...commonErrors, ErrorDocs.notFound, ErrorDocs.validation]
+      error: [...commonErrors, ...bodyErrors, ErrorDocs.notFound]
     }),
     HttpApiEndpoint.delete("delete", "/segments/:id", {
       params: IdParam,
       success: HttpApiSchema.NoContent,
-      error: [...commonErrors, ErrorDocs.notFound, ErrorDocs.conflict]
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound, ErrorDocs.conflict]
     }),
     HttpApiEndpoint.get("contacts", "/segments/:id/contacts", {
       params: IdParam,
-      query: PageQuery,
+      query: PageQuery.fields,
       success: Schema.Struct(pageFields(Contact)),
-      error: [...commonErrors, ErrorDocs.notFound]
-    }).annotate(OpenApi.Description, "Members; live (the condition evaluated now) for dynamic segments."),
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
+    }).annotate(OpenApi.Description, "Members; live (the condition evaluated now) for dynamic segments.")
+      .annotate(OpenApi.Transform, PageQuery.document),
     HttpApiEndpoint.post("addMembers", "/segments/:id/members", {
       params: IdParam,
       payload: Schema.Struct({ emails: Emails, createMissing: Schema.optional(Schema.Boolean), subscribed: Schema.optional(Schema.Boolean) }),
-      success: Schema.Struct({ added: Schema.Number, created: Schema.Number, notFound: Schema.Array(Schema.String) }),
-      error: [...commonErrors, ErrorDocs.notFound, ErrorDocs.validation]
+      success: Schema.Struct({ added: Count, created: Count, notFound: Schema.Array(Schema.String) }),
+      error: [...commonErrors, ...bodyErrors, ErrorDocs.notFound]
     }).annotate(OpenApi.Description, "Static segments only (422 for dynamic). Emits segment.<slug>.entry when tracked."),
     HttpApiEndpoint.delete("removeMembers", "/segments/:id/members", {
       params: IdParam,
       payload: Schema.Struct({ emails: Emails }),
-      success: Schema.Struct({ removed: Schema.Number, notFound: Schema.Array(Schema.String) }),
-      error: [...commonErrors, ErrorDocs.notFound, ErrorDocs.validation]
+      success: Schema.Struct({ removed: Count, notFound: Schema.Array(Schema.String) }),
+      error: [...commonErrors, ...bodyErrors, ErrorDocs.notFound]
     }),
     HttpApiEndpoint.post("compute", "/segments/:id/compute", {
       params: IdParam,
       success: Schema.Struct({ accepted: Schema.Literal(true), segmentId: Schema.String }).pipe(HttpApiSchema.status(202)),
-      error: [...commonErrors, ErrorDocs.notFound, ErrorDocs.validation]
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
     }).annotate(OpenApi.Description, "Recomputes a dynamic segment's membership (by its project's actor) and emits entry/exit."),
     HttpApiEndpoint.post("refresh", "/segments/:id/refresh", {
       params: IdParam,
       success: Segment,
-      error: [...commonErrors, ErrorDocs.notFound]
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
     }).annotate(OpenApi.Description, "Refreshes memberCount only: no events, no membership writes.")
   )
   .middleware(SecretKeyAuth)

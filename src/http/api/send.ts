@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { commonErrors, ErrorDocs } from "../errors.ts"
-import { CustomData, IdempotencyHeaders, Text, TextRecord } from "./schemas.ts"
+import { bodyErrors, commonErrors, ErrorDocs, inputErrors } from "../errors.ts"
+import { Count, CustomData, IdempotencyHeaders, Text, TextRecord, Timestamp } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 
 /** `"a@b.c"` or `{ name, email }`; addresses are checked by the handler so errors name their position. */
@@ -37,7 +37,7 @@ const SendSuccess = Schema.Struct({
       contact: Schema.Struct({ id: Schema.String, email: Schema.String }),
       email: Schema.String
     })),
-    timestamp: Schema.String
+    timestamp: Timestamp
   })
 })
 
@@ -53,15 +53,15 @@ export const EmailRecord = Schema.Struct({
   campaignId: Schema.NullOr(Schema.String),
   workflowId: Schema.NullOr(Schema.String),
   messageId: Schema.String,
-  attempts: Schema.Number,
+  attempts: Count,
   error: Schema.NullOr(Schema.String),
-  createdAt: Schema.String,
-  sentAt: Schema.NullOr(Schema.String),
-  deliveredAt: Schema.NullOr(Schema.String),
-  openedAt: Schema.NullOr(Schema.String),
-  clickedAt: Schema.NullOr(Schema.String),
-  bouncedAt: Schema.NullOr(Schema.String),
-  complainedAt: Schema.NullOr(Schema.String)
+  createdAt: Timestamp,
+  sentAt: Schema.NullOr(Timestamp),
+  deliveredAt: Schema.NullOr(Timestamp),
+  openedAt: Schema.NullOr(Timestamp),
+  clickedAt: Schema.NullOr(Timestamp),
+  bouncedAt: Schema.NullOr(Timestamp),
+  complainedAt: Schema.NullOr(Timestamp)
 }).annotate({ identifier: "Email" })
 
 export class SendApi extends HttpApiGroup.make("send", { topLevel: true })
@@ -70,7 +70,7 @@ export class SendApi extends HttpApiGroup.make("send", { topLevel: true })
       payload: SendBody,
       headers: IdempotencyHeaders,
       success: SendSuccess,
-      error: [...commonErrors, ErrorDocs.forbidden, ErrorDocs.notFound, ErrorDocs.conflict, ErrorDocs.validation, ErrorDocs.payloadTooLarge]
+      error: [...commonErrors, ...bodyErrors, ErrorDocs.notFound, ErrorDocs.conflict]
     }).annotate(
       OpenApi.Description,
       "One transactional email per recipient, processed in order, each with its own contact upsert (new contacts " +
@@ -83,7 +83,7 @@ export class SendApi extends HttpApiGroup.make("send", { topLevel: true })
     HttpApiEndpoint.get("getEmail", "/emails/:id", {
       params: { id: Text },
       success: EmailRecord,
-      error: [...commonErrors, ErrorDocs.notFound]
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
     }).annotate(OpenApi.Description, "One email record: its status (PENDING → SENDING → SENT → DELIVERED …) and timestamps.")
   )
   .middleware(SecretKeyAuth)

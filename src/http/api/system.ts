@@ -1,5 +1,8 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { serverErrors } from "../errors.ts"
+
+const Readiness = Schema.Struct({ status: Schema.String, postgres: Schema.Boolean, nats: Schema.Boolean })
 
 export class SystemApi extends HttpApiGroup.make("system", { topLevel: true })
   .add(
@@ -7,14 +10,21 @@ export class SystemApi extends HttpApiGroup.make("system", { topLevel: true })
       success: Schema.Struct({
         features: Schema.Record(Schema.String, Schema.Boolean),
         version: Schema.String
-      })
+      }),
+      error: serverErrors
     }),
-    HttpApiEndpoint.get("healthz", "/healthz", { success: Schema.Struct({ status: Schema.Literal("ok") }) }),
+    HttpApiEndpoint.get("healthz", "/healthz", { success: Schema.Struct({ status: Schema.Literal("ok") }), error: serverErrors }),
     HttpApiEndpoint.get("readyz", "/readyz", {
-      success: Schema.Struct({ status: Schema.String, postgres: Schema.Boolean, nats: Schema.Boolean })
+      success: Readiness,
+      error: [
+        Readiness.annotate({ identifier: "NotReady", description: "Postgres or NATS is unreachable (the same body, status unavailable)" })
+          .pipe(HttpApiSchema.status(503)),
+        ...serverErrors
+      ]
     }),
     HttpApiEndpoint.get("metrics", "/metrics", {
-      success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/plain; version=0.0.4" }))
+      success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/plain; version=0.0.4" })),
+      error: serverErrors
     }).annotate(OpenApi.Description, "Prometheus metrics of this process (partition lag, actors, batches, events applied)")
   )
   .annotateMerge(OpenApi.annotations({ title: "System", description: "Configuration, liveness and readiness (no key)" }))

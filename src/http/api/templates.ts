@@ -1,10 +1,13 @@
 import { Schema } from "effect"
-import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { commonErrors, ErrorDocs } from "../errors.ts"
-import { pageFields, sortedPageQuery, Text } from "./schemas.ts"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { bodyErrors, commonErrors, ErrorDocs, inputErrors } from "../errors.ts"
+import { pageParams, QueryParam, queryParameters, sortParams } from "./query.ts"
+import { pageFields, Text, Timestamp } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 
-const TemplateType = Schema.Literals(["TRANSACTIONAL", "MARKETING", "HEADLESS"])
+const TYPES = ["TRANSACTIONAL", "MARKETING", "HEADLESS"] as const
+const TemplateType = Schema.Literals(TYPES)
+const EmailAddress = Schema.String.annotate({ format: "email" } as Schema.Annotations.Documentation<string>)
 
 /** What templates and campaigns share: the mail's content and sender. */
 export const mailContentFields = {
@@ -12,9 +15,9 @@ export const mailContentFields = {
   description: Schema.NullOr(Schema.String),
   subject: Schema.String,
   body: Schema.String,
-  from: Schema.String,
+  from: EmailAddress,
   fromName: Schema.NullOr(Schema.String),
-  replyTo: Schema.NullOr(Schema.String),
+  replyTo: Schema.NullOr(EmailAddress),
   type: TemplateType
 }
 
@@ -34,15 +37,20 @@ export const Template = Schema.Struct({
   id: Schema.String,
   ...mailContentFields,
   projectId: Schema.String,
-  createdAt: Schema.String,
-  updatedAt: Schema.String
+  createdAt: Timestamp,
+  updatedAt: Timestamp
 }).annotate({ identifier: "Template" })
 
-/** Fields are checked by the handler (one place for create and update, with the spec's bare 400 for `from`). */
+/** Fields are checked by the handler (one place for create and update; create answers the LegacyError for a missing one). */
 const TemplateFields = mailContentInput
 
 const IdParam = { id: Text }
-const unverifiedDomain = ErrorDocs.forbidden
+const ListQuery = queryParameters({
+  ...pageParams,
+  type: QueryParam.literals(TYPES, "Only templates of this type; unrecognised values list every type"),
+  search: QueryParam.text("Case-insensitive, over name, description and subject"),
+  ...sortParams(["name", "createdAt", "updatedAt"])
+})
 
 const Usage = Schema.Struct({
   campaigns: Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String, status: Schema.String })),
@@ -53,41 +61,40 @@ export class TemplatesApi extends HttpApiGroup.make("templates")
   .add(
     HttpApiEndpoint.post("create", "/templates", {
       payload: Schema.Struct(TemplateFields),
-      success: Template,
-      error: [...commonErrors, ErrorDocs.bare, unverifiedDomain, ErrorDocs.validation]
+      success: Template.pipe(HttpApiSchema.status(201)),
+      error: [...commonErrors, ...bodyErrors, ErrorDocs.legacy]
     }).annotate(
       OpenApi.Description,
-      "name, subject and body are required; `from` too (bare 400 without), and its domain must be verified for the project (403)."
+      "201 with the template. name, subject, body and from are required (a missing one: 400 LegacyError `{ error }`); " +
+        "`from`'s domain must be verified for the project (403)."
     ),
     HttpApiEndpoint.get("list", "/templates", {
-      query: {
-        ...sortedPageQuery("case-insensitive, over name, description and subject"),
-        type: Schema.optional(Text).annotate({ description: "TRANSACTIONAL | MARKETING | HEADLESS" })
-      },
+      query: ListQuery.fields,
       success: Schema.Struct(pageFields(Template)),
-      error: commonErrors
-    }).annotate(OpenApi.Description, "Unrecognised type, sort or dir values fall back to their defaults."),
-    HttpApiEndpoint.get("get", "/templates/:id", { params: IdParam, success: Template, error: [...commonErrors, ErrorDocs.notFound] }),
+      error: [...commonErrors, ...inputErrors]
+    }).annotate(OpenApi.Description, "Unrecognised type, sort or dir values fall back to their defaults.")
+      .annotate(OpenApi.Transform, ListQuery.document),
+    HttpApiEndpoint.get("get", "/templates/:id", { params: IdParam, success: Template, error: [...commonErrors, ...inputErrors, ErrorDocs.notFound] }),
     HttpApiEndpoint.patch("update", "/templates/:id", {
       params: IdParam,
       payload: Schema.Struct(TemplateFields),
       success: Template,
-      error: [...commonErrors, ErrorDocs.notFound, unverifiedDomain, ErrorDocs.validation]
+      error: [...commonErrors, ...bodyErrors, ErrorDocs.notFound]
     }),
     HttpApiEndpoint.delete("delete", "/templates/:id", {
       params: IdParam,
       success: Schema.Struct({ success: Schema.Literal(true) }),
-      error: [...commonErrors, ErrorDocs.notFound]
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
     }),
     HttpApiEndpoint.post("duplicate", "/templates/:id/duplicate", {
       params: IdParam,
-      success: Schema.Struct({ id: Schema.String }),
-      error: [...commonErrors, ErrorDocs.notFound]
-    }).annotate(OpenApi.Description, "Copies the template (name suffixed \" (copy)\"); returns the new id."),
+      success: Schema.Struct({ id: Schema.String }).pipe(HttpApiSchema.status(201)),
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
+    }).annotate(OpenApi.Description, "Copies the template (name suffixed \" (copy)\"); 201 with the new id."),
     HttpApiEndpoint.get("usage", "/templates/:id/usage", {
       params: IdParam,
       success: Usage,
-      error: [...commonErrors, ErrorDocs.notFound]
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
     }).annotate(OpenApi.Description, "Workflow SEND_EMAIL steps that use the template. `campaigns` stays empty: campaigns carry their own content.")
   )
   .middleware(SecretKeyAuth)

@@ -1,8 +1,8 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { isReservedEventName } from "../../domain/events.ts"
-import { commonErrors, ErrorDocs } from "../errors.ts"
-import { CustomData, Email, IdempotencyHeaders, Text } from "./schemas.ts"
+import { bodyErrors, commonErrors, ErrorDocs } from "../errors.ts"
+import { CustomData, Email, IdempotencyHeaders, Text, Timestamp } from "./schemas.ts"
 import { PublicKeyAuth } from "./security.ts"
 
 export const EventName = Text.check(
@@ -20,12 +20,16 @@ const TrackBody = Schema.Struct({
   email: Email,
   event: EventName,
   subscribed: Schema.optional(Schema.Boolean),
+  preserveExistingSubscription: Schema.optional(Schema.Boolean).annotate({
+    description: "true: `subscribed` applies only when this request creates the contact; an existing contact keeps its state " +
+      "(for one-call double opt-in with subscribed: false)"
+  }),
   data: Schema.optional(CustomData)
 })
 
 const TrackSuccess = Schema.Struct({
   success: Schema.Literal(true),
-  data: Schema.Struct({ contact: Schema.String, event: Schema.String, timestamp: Schema.String })
+  data: Schema.Struct({ contact: Schema.String, event: Schema.String, timestamp: Timestamp })
 })
 
 const trackEndpoint = <const Name extends string, const Path extends `/${string}`>(name: Name, path: Path) =>
@@ -33,7 +37,7 @@ const trackEndpoint = <const Name extends string, const Path extends `/${string}
     payload: TrackBody,
     headers: IdempotencyHeaders,
     success: TrackSuccess,
-    error: [...commonErrors, ErrorDocs.badRequest, ErrorDocs.conflict, ErrorDocs.validation]
+    error: [...commonErrors, ...bodyErrors, ErrorDocs.conflict, ErrorDocs.unavailable]
   })
 
 export class TrackApi extends HttpApiGroup.make("track", { topLevel: true })

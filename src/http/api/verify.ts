@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { commonErrors, ErrorDocs } from "../errors.ts"
+import { bodyErrors, commonErrors } from "../errors.ts"
+import { Text } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 
 const flag = (description: string) => Schema.Boolean.annotate({ description })
@@ -28,7 +29,7 @@ export class VerifyApi extends HttpApiGroup.make("verify", { topLevel: true })
         email: Schema.String.annotate({ description: "The address to check; a malformed one answers valid:false with a reason" })
       }),
       success: Schema.Struct({ success: Schema.Literal(true), data: VerificationResult }),
-      error: [...commonErrors, ErrorDocs.badRequest, ErrorDocs.validation]
+      error: [...commonErrors, ...bodyErrors]
     })
   )
   .middleware(SecretKeyAuth)

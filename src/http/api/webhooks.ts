@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { commonErrors, ErrorDocs } from "../errors.ts"
-import { Text } from "./schemas.ts"
+import { bodyErrors, commonErrors } from "../errors.ts"
+import { Count, Text } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 
 /** The generic inbound format, for relays that can call a webhook (see README, "Delivery notifications"). */
@@ -18,9 +18,9 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       payload: Schema.Union([GenericNotification, Schema.Array(GenericNotification)]),
       success: Schema.Struct({
         success: Schema.Literal(true),
-        data: Schema.Struct({ applied: Schema.Number, duplicates: Schema.Number, unknown: Schema.Number })
+        data: Schema.Struct({ applied: Count, duplicates: Count, unknown: Count })
       }),
-      error: [...commonErrors, ErrorDocs.validation]
+      error: [...commonErrors, ...bodyErrors]
     }).annotate(
       OpenApi.Description,
       "Delivery notifications in the generic JSON format, authenticated with the project's secret key. Hard bounces " +

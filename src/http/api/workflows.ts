@@ -1,7 +1,8 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { commonErrors, ErrorDocs } from "../errors.ts"
-import { Json, JsonObject, PageQuery, pageFields, Text } from "./schemas.ts"
+import { bodyErrors, commonErrors, ErrorDocs, inputErrors } from "../errors.ts"
+import { pageParams, QueryParam, queryParameters } from "./query.ts"
+import { Count, Json, JsonObject, pageFields, Text, Timestamp } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 
 const StepType = Schema.Literals(["TRIGGER", "SEND_EMAIL", "DELAY", "WAIT_FOR_EVENT", "CONDITION", "WEBHOOK", "UPDATE_CONTACT", "EXIT"])
@@ -13,7 +14,7 @@ export const WorkflowStep = Schema.Struct({
   name: Schema.String,
   config: Schema.Record(Schema.String, Schema.Unknown),
   position: Position,
-  createdAt: Schema.String
+  createdAt: Timestamp
 }).annotate({ identifier: "WorkflowStep" })
 
 export const WorkflowTransition = Schema.Struct({
@@ -22,7 +23,7 @@ export const WorkflowTransition = Schema.Struct({
   toStepId: Schema.String,
   branch: Schema.NullOr(Schema.Literals(["yes", "no"])),
   waitOutcome: Schema.NullOr(Schema.Literals(["EVENT", "TIMEOUT"])),
-  createdAt: Schema.String
+  createdAt: Timestamp
 }).annotate({ identifier: "WorkflowTransition" })
 
 export const Workflow = Schema.Struct({
@@ -34,13 +35,14 @@ export const Workflow = Schema.Struct({
   triggerConfig: Schema.Struct({ eventName: Schema.optional(Schema.String) }),
   enabled: Schema.Boolean,
   allowReentry: Schema.Boolean,
-  createdAt: Schema.String,
-  updatedAt: Schema.String,
+  createdAt: Timestamp,
+  updatedAt: Timestamp,
   steps: Schema.Array(WorkflowStep),
   transitions: Schema.Array(WorkflowTransition)
 }).annotate({ identifier: "Workflow" })
 
-const ExecutionStatus = Schema.Literals(["RUNNING", "WAITING", "COMPLETED", "EXITED", "FAILED", "CANCELLED"])
+const EXECUTION_STATUSES = ["RUNNING", "WAITING", "COMPLETED", "EXITED", "FAILED", "CANCELLED"] as const
+const ExecutionStatus = Schema.Literals(EXECUTION_STATUSES)
 
 export const Execution = Schema.Struct({
   id: Schema.String,
@@ -51,9 +53,9 @@ export const Execution = Schema.Struct({
   context: Schema.Record(Schema.String, Schema.Unknown),
   exitReason: Schema.NullOr(Schema.String),
   error: Schema.NullOr(Schema.String),
-  startedAt: Schema.String,
-  updatedAt: Schema.String,
-  completedAt: Schema.NullOr(Schema.String)
+  startedAt: Timestamp,
+  updatedAt: Timestamp,
+  completedAt: Schema.NullOr(Timestamp)
 }).annotate({ identifier: "WorkflowExecution" })
 
 const StepExecution = Schema.Struct({
@@ -63,21 +65,27 @@ const StepExecution = Schema.Struct({
   status: Schema.Literals(["PENDING", "SCHEDULED", "WAITING", "RUNNING", "COMPLETED", "SKIPPED", "FAILED"]),
   output: Schema.Unknown,
   error: Schema.NullOr(Schema.String),
-  attempts: Schema.Number,
-  startedAt: Schema.String,
-  completedAt: Schema.NullOr(Schema.String)
+  attempts: Count,
+  startedAt: Timestamp,
+  completedAt: Schema.NullOr(Timestamp)
 }).annotate({ identifier: "WorkflowStepExecution" })
 
 const IdParam = { id: Text }
 const StepParams = { id: Text, stepId: Text }
 const notFound = ErrorDocs.notFound
 const conflict = ErrorDocs.conflict
-const validation = ErrorDocs.validation
+const ExecutionsQuery = queryParameters({
+  ...pageParams,
+  status: QueryParam.literals(EXECUTION_STATUSES, "Only executions in this status (case-insensitive; another value is a 422)")
+})
+const SpliceQuery = queryParameters({
+  splice: QueryParam.boolean("true: the transitions into the step are reconnected to its successor")
+})
 
 const StepConfigDoc =
   "Step configs: SEND_EMAIL { templateId, recipient?: { type: CONTACT|CUSTOM, customEmail? } }; DELAY { amount, unit: minutes|hours|days } " +
   "(at most 365 days); WAIT_FOR_EVENT { eventName, timeout? (seconds) }; CONDITION { field, operator, value? } or { condition: <tree> } " +
-  "(fields as in segments, plus context.<path> for the execution context); WEBHOOK { url, method?, headers?, body? } (Liquid); " +
+  "(fields as in segments, plus context.<path> for the execution context; event operators take event.<name> or the bare name, stored as event.<name>); WEBHOOK { url, method?, headers?, body? } (Liquid); " +
   "UPDATE_CONTACT { updates?, subscriptionAction?: none|subscribe|unsubscribe } (also { data, subscribed }); EXIT { reason? }."
 
 export class WorkflowsApi extends HttpApiGroup.make("workflows")
@@ -104,9 +112,9 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
         allowReentry: Schema.optional(Schema.Boolean)
       }),
       success: Workflow.pipe(HttpApiSchema.status(201)),
-      error: [...commonErrors, validation]
+      error: [...commonErrors, ...bodyErrors]
     }).annotate(OpenApi.Description, "Always starts with triggerType EVENT, enabled false, and a TRIGGER step to connect onwards."),
-    HttpApiEndpoint.get("get", "/workflows/:id", { params: IdParam, success: Workflow, error: [...commonErrors, notFound] }),
+    HttpApiEndpoint.get("get", "/workflows/:id", { params: IdParam, success: Workflow, error: [...commonErrors, ...inputErrors, notFound] }),
     HttpApiEndpoint.patch("update", "/workflows/:id", {
       params: IdParam,
       payload: Schema.Struct({
@@ -118,12 +126,12 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
         allowReentry: Schema.optional(Schema.Boolean)
       }),
       success: Workflow,
-      error: [...commonErrors, notFound, validation]
+      error: [...commonErrors, ...bodyErrors, notFound]
     }),
     HttpApiEndpoint.delete("delete", "/workflows/:id", {
       params: IdParam,
       success: Schema.Struct({ success: Schema.Literal(true) }),
-      error: [...commonErrors, notFound, conflict]
+      error: [...commonErrors, ...inputErrors, notFound, conflict]
     }).annotate(OpenApi.Description, "409 while executions are RUNNING or WAITING: cancel them first."),
     HttpApiEndpoint.post("addStep", "/workflows/:id/steps", {
       params: IdParam,
@@ -134,20 +142,21 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
         position: Schema.optional(Position)
       }),
       success: WorkflowStep.pipe(HttpApiSchema.status(201)),
-      error: [...commonErrors, notFound, conflict, validation]
+      error: [...commonErrors, ...bodyErrors, notFound, conflict]
     }).annotate(OpenApi.Description, StepConfigDoc),
     HttpApiEndpoint.patch("updateStep", "/workflows/:id/steps/:stepId", {
       params: StepParams,
       payload: Schema.Struct({ name: Schema.optional(Text), config: Schema.optional(Json), position: Schema.optional(Position) }),
       success: WorkflowStep,
-      error: [...commonErrors, notFound, validation]
+      error: [...commonErrors, ...bodyErrors, notFound]
     }).annotate(OpenApi.Description, "Updates a step's name, config (validated as on creation) or position."),
     HttpApiEndpoint.delete("deleteStep", "/workflows/:id/steps/:stepId", {
       params: StepParams,
-      query: { splice: Schema.optional(Text) },
+      query: SpliceQuery.fields,
       success: Schema.Struct({ success: Schema.Literal(true) }),
-      error: [...commonErrors, notFound, conflict, validation]
-    }).annotate(OpenApi.Description, "With splice=true, transitions into the step are reconnected to its successor."),
+      error: [...commonErrors, ...inputErrors, notFound, conflict]
+    }).annotate(OpenApi.Description, "With splice=true, transitions into the step are reconnected to its successor.")
+      .annotate(OpenApi.Transform, SpliceQuery.document),
     HttpApiEndpoint.post("addTransition", "/workflows/:id/transitions", {
       params: IdParam,
       payload: Schema.Struct({
@@ -157,39 +166,39 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
         waitOutcome: Schema.optional(Schema.Literals(["EVENT", "TIMEOUT"]))
       }),
       success: WorkflowTransition.pipe(HttpApiSchema.status(201)),
-      error: [...commonErrors, notFound, conflict, validation]
+      error: [...commonErrors, ...bodyErrors, notFound, conflict]
     }).annotate(OpenApi.Description, "CONDITION steps need branch yes|no, WAIT_FOR_EVENT steps waitOutcome EVENT|TIMEOUT; no cycles."),
     HttpApiEndpoint.delete("deleteTransition", "/workflows/:id/transitions/:transitionId", {
       params: { id: Text, transitionId: Text },
       success: Schema.Struct({ success: Schema.Literal(true) }),
-      error: [...commonErrors, notFound, conflict]
+      error: [...commonErrors, ...inputErrors, notFound, conflict]
     }),
     HttpApiEndpoint.post("startExecution", "/workflows/:id/executions", {
       params: IdParam,
       payload: Schema.Struct({ contactId: Text, context: Schema.optional(JsonObject) }),
       success: Execution.pipe(HttpApiSchema.status(201)),
-      error: [...commonErrors, notFound, conflict, validation]
+      error: [...commonErrors, ...bodyErrors, notFound, conflict]
     }).annotate(OpenApi.Description, "Records an execution (RUNNING); the project's worker advances it. 409 when one is active, or one ran and allowReentry is false."),
     HttpApiEndpoint.get("listExecutions", "/workflows/:id/executions", {
       params: IdParam,
-      query: { ...PageQuery, status: Schema.optional(Text) },
+      query: ExecutionsQuery.fields,
       success: Schema.Struct(pageFields(Execution)),
-      error: [...commonErrors, notFound]
-    }),
+      error: [...commonErrors, ...inputErrors, notFound]
+    }).annotate(OpenApi.Transform, ExecutionsQuery.document),
     HttpApiEndpoint.post("cancelAll", "/workflows/:id/executions/cancel-all", {
       params: IdParam,
-      success: Schema.Struct({ cancelled: Schema.Number }),
-      error: [...commonErrors, notFound]
+      success: Schema.Struct({ cancelled: Count }),
+      error: [...commonErrors, ...inputErrors, notFound]
     }),
     HttpApiEndpoint.get("getExecution", "/workflows/:id/executions/:executionId", {
       params: { id: Text, executionId: Text },
       success: Schema.Struct({ ...Execution.fields, steps: Schema.Array(StepExecution) }),
-      error: [...commonErrors, notFound]
+      error: [...commonErrors, ...inputErrors, notFound]
     }).annotate(OpenApi.Description, "One execution with its step history."),
     HttpApiEndpoint.delete("cancelExecution", "/workflows/:id/executions/:executionId", {
       params: { id: Text, executionId: Text },
       success: Execution,
-      error: [...commonErrors, notFound, conflict]
+      error: [...commonErrors, ...inputErrors, notFound, conflict]
     }).annotate(OpenApi.Description, "Cancels a RUNNING or WAITING execution (409 otherwise).")
   )
   .middleware(SecretKeyAuth)

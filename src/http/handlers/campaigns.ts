@@ -18,7 +18,7 @@ import { OutboxRelay } from "../../stream/OutboxRelay.ts"
 import { Api } from "../api/Api.ts"
 import type { CampaignBody } from "../api/campaigns.ts"
 import { CurrentProject } from "../api/security.ts"
-import { ApiError, BareBadRequest, type FieldError, rendered } from "../errors.ts"
+import { ApiError, type FieldError, rendered } from "../errors.ts"
 import { parsePositive } from "../query.ts"
 import { mailProblem } from "./send.ts"
 import { requireVerifiedDomain, subjectProblem, syntaxProblem } from "./templates.ts"
@@ -77,9 +77,10 @@ export const CampaignsHandlers = HttpApiBuilder.group(Api, "campaigns", Effect.f
     }
     let segmentId: string | null = null
     let audienceCondition: Condition | null = null
+    const missingAudience: Array<FieldError> = []
     if (payload.audienceType === "SEGMENT") {
       if (!payload.segmentId) {
-        problems.push({ field: "segmentId", message: "segmentId is required for a SEGMENT audience", code: "required" })
+        missingAudience.push({ field: "segmentId", message: "segmentId is required for a SEGMENT audience", code: "required" })
       } else if (!isUuid(payload.segmentId) || !(yield* Effect.orDie(segments.get(projectId, payload.segmentId)))) {
         problems.push({ field: "segmentId", message: "No such segment in this project", code: "unknown_segment" })
       } else {
@@ -88,7 +89,7 @@ export const CampaignsHandlers = HttpApiBuilder.group(Api, "campaigns", Effect.f
     }
     if (payload.audienceType === "FILTERED") {
       if (payload.audienceCondition === undefined || payload.audienceCondition === null) {
-        problems.push({ field: "audienceCondition", message: "audienceCondition is required for a FILTERED audience", code: "required" })
+        missingAudience.push({ field: "audienceCondition", message: "audienceCondition is required for a FILTERED audience", code: "required" })
       } else {
         const checked = yield* Effect.orDie(conditions.check(projectId, payload.audienceCondition, "audienceCondition"))
         if (checked._tag === "valid") audienceCondition = checked.condition
@@ -96,7 +97,11 @@ export const CampaignsHandlers = HttpApiBuilder.group(Api, "campaigns", Effect.f
       }
     }
     const found = problems.filter((problem) => problem !== undefined)
-    if (found.length > 0) return yield* ApiError.validation(found)
+    if (found.length > 0) return yield* ApiError.validation([...found, ...missingAudience])
+    // The audience's companion field alone missing: the reference's 400 (in the envelope).
+    if (missingAudience.length > 0) {
+      return yield* new ApiError({ status: 400, code: "BAD_REQUEST", message: missingAudience[0]!.message, errors: missingAudience })
+    }
     const from = normalizeEmail(payload.from!)
     yield* requireVerifiedDomain(projectId, from).pipe(Effect.provideService(Domains, domains))
     const input: CampaignInput = {
@@ -128,7 +133,7 @@ export const CampaignsHandlers = HttpApiBuilder.group(Api, "campaigns", Effect.f
         let status = undefined
         if (query.status !== undefined && query.status !== "") {
           status = CAMPAIGN_STATUSES.find((known) => known === query.status!.toUpperCase())
-          if (!status) return yield* new BareBadRequest({ message: `Unknown status ${query.status}: use ${CAMPAIGN_STATUSES.join(", ")}` })
+          if (!status) return yield* ApiError.badRequest(`Unknown status ${query.status}: use ${CAMPAIGN_STATUSES.join(", ")}`, "INVALID_STATUS")
         }
         const page = parsePositive(query.page, 1)
         const pageSize = parsePositive(query.pageSize, 20, 100)
@@ -207,10 +212,15 @@ export const CampaignsHandlers = HttpApiBuilder.group(Api, "campaigns", Effect.f
         let at: Date | undefined
         if (payload.scheduledFor !== undefined && payload.scheduledFor !== null) {
           at = new Date(payload.scheduledFor)
-          if (Number.isNaN(at.getTime())) return yield* new BareBadRequest({ message: `scheduledFor is not a date: ${payload.scheduledFor}` })
+          if (Number.isNaN(at.getTime())) return yield* ApiError.badRequest(`scheduledFor is not a date: ${payload.scheduledFor}`, "INVALID_DATE")
         }
         yield* requireVerifiedDomain(project.id, campaign.from).pipe(Effect.provideService(Domains, domains))
-        const sent = yield* conflictOf(yield* campaigns.send(project.id, campaign.id, at), "sent")
+        // A campaign that cannot be sent in its state is a 400 here, as the reference documents it (409 elsewhere).
+        const sent = yield* conflictOf(yield* campaigns.send(project.id, campaign.id, at), "sent").pipe(
+          Effect.mapError((error) =>
+            error.status === 409 ? new ApiError({ status: 400, code: error.code, message: error.message, details: error.details }) : error
+          )
+        )
         yield* relay.wake
         return {
           success: true as const,

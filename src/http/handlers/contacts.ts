@@ -59,7 +59,7 @@ export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnU
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
         if (payload.email === undefined || payload.email.trim() === "") {
-          return yield* new BareBadRequest({ message: "email is required" })
+          return yield* new BareBadRequest({ message: "Email is required" })
         }
         yield* validateData(payload.data)
         const result = yield* refuseOversizedData(contacts.upsert({

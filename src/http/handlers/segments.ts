@@ -56,16 +56,19 @@ export const SegmentsHandlers = HttpApiBuilder.group(Api, "segments", Effect.fnU
     .handle("create", ({ payload }) =>
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
+        // The reference's hand-validated fields: a missing one is its flat LegacyError 400.
+        const name = payload.name
+        if (name === undefined || name.trim() === "") return yield* new BareBadRequest({ message: "Name is required" })
         const type = payload.type ?? "DYNAMIC"
         let condition: Condition | null = null
         if (type === "DYNAMIC") {
           if (payload.condition === undefined || payload.condition === null || typeof payload.condition !== "object") {
-            return yield* new BareBadRequest({ message: "condition is required for a DYNAMIC segment" })
+            return yield* new BareBadRequest({ message: "Condition is required and must be an object for DYNAMIC segments" })
           }
           condition = yield* checkCondition(project.id, payload.condition)
         }
         const segment = yield* store(segments.create(project.id, {
-          name: payload.name,
+          name,
           description: payload.description ?? null,
           type,
           condition,

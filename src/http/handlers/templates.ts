@@ -129,8 +129,10 @@ export const TemplatesHandlers = HttpApiBuilder.group(Api, "templates", Effect.f
     .handle("create", ({ payload }) =>
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
-        if (payload.from === undefined || payload.from.trim() === "") {
-          return yield* new BareBadRequest({ message: "from is required" })
+        // The reference's hand-validated fields: a missing one is its flat LegacyError 400.
+        const missing = (["name", "subject", "body", "from"] as const).filter((field) => !payload[field]?.trim())
+        if (missing.length > 0) {
+          return yield* new BareBadRequest({ message: `${missing.join(", ")} ${missing.length === 1 ? "is" : "are"} required` })
         }
         const input = yield* validated(project.id, merge(EMPTY, payload))
         return yield* templates.create(project.id, input)

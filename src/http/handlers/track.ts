@@ -33,6 +33,7 @@ export const TrackHandlers = HttpApiBuilder.group(Api, "track", Effect.fnUntrace
       readonly email: string
       readonly event: string
       readonly subscribed?: boolean | undefined
+      readonly preserveExistingSubscription?: boolean | undefined
       readonly data?: Readonly<Record<string, unknown>> | undefined
     }
     readonly headers: { readonly "idempotency-key"?: string | undefined }
@@ -56,7 +57,8 @@ export const TrackHandlers = HttpApiBuilder.group(Api, "track", Effect.fnUntrace
           contactCreated: contact.created,
           email,
           name: payload.event.trim(),
-          subscribed: payload.subscribed ?? null,
+          // A new contact was created with `subscribed` already; preserving leaves an existing one as it is.
+          subscribed: payload.preserveExistingSubscription === true ? null : payload.subscribed ?? null,
           set: patch.set,
           remove: patch.remove,
           data: eventVariables(patch),
