@@ -22,6 +22,7 @@ import { writeEmittedEvents } from "../stream/emitted.ts"
 import { partitionOf, type StreamNames } from "../stream/subjects.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import { completeCampaigns } from "../campaigns/fanout.ts"
+import { MailMetrics } from "./metrics.ts"
 import { TokenBucket } from "./throttle.ts"
 import { DKIM_SIGNED_HEADERS, MailTransport, SendFailure } from "./Transport.ts"
 
@@ -174,12 +175,16 @@ export const makeSender = (options: {
         }
       })).pipe(Effect.provideService(SqlClient.SqlClient, sql))
 
+    const countFailure = (outcome: "retry" | "failed") => Effect.sync(() => MailMetrics.sendFailures.inc(1, { outcome }))
+
+    const failed = (row: EmailRow, error: string) => countFailure("failed").pipe(Effect.andThen(finish(row, "FAILED", error)))
+
     const retryLater = (row: EmailRow, error: string) =>
       row.attempts >= MAX_ATTEMPTS
-        ? finish(row, "FAILED", `gave up after ${row.attempts} attempts: ${error}`)
-        : sql`UPDATE emails SET status = 'PENDING', error = ${error},
+        ? failed(row, `gave up after ${row.attempts} attempts: ${error}`)
+        : countFailure("retry").pipe(Effect.andThen(sql`UPDATE emails SET status = 'PENDING', error = ${error},
                  next_attempt_at = now() + make_interval(secs => ${retryDelaySeconds(row.attempts)})
-              WHERE id = ${row.id} AND status = 'SENDING'`
+              WHERE id = ${row.id} AND status = 'SENDING'`))
 
     const sendOne = (row: ClaimedRow, accepted: Array<EmailRow>) =>
       Effect.gen(function*() {
@@ -188,7 +193,7 @@ export const makeSender = (options: {
           return yield* finish(row, "SUPPRESSED", "the contact is unsubscribed", "unsubscribed")
         }
         const key = yield* signingKeyOf(row.project_id, row.from_email)
-        if (!key) return yield* finish(row, "FAILED", `the sender domain of ${row.from_email} is not verified`)
+        if (!key) return yield* failed(row, `the sender domain of ${row.from_email} is not verified`)
         const outcome = yield* Effect.promise(() =>
           transport.send(composeMessage(row, key)).then(
             () => undefined,
@@ -198,7 +203,7 @@ export const makeSender = (options: {
         if (outcome === undefined) {
           accepted.push(row)
         } else if (outcome.permanent) {
-          yield* finish(row, "FAILED", outcome.message)
+          yield* failed(row, outcome.message)
         } else {
           yield* retryLater(row, outcome.message)
         }
@@ -238,6 +243,7 @@ export const makeSender = (options: {
           }
           const accepted: Array<EmailRow> = []
           yield* Effect.forEach(claimed, (row) => sendOne(row, accepted), { concurrency: "unbounded", discard: true })
+          MailMetrics.sent.inc(accepted.length)
           // Until this commits, accepted mail is SENDING: a crash here resends this round only.
           yield* markSent(accepted)
           yield* completeCampaigns(sql, [...new Set(claimed.flatMap((row) => (row.campaign_id ? [row.campaign_id] : [])))])

@@ -1,7 +1,7 @@
 /** /metrics for a process without the HTTP api (a standalone worker), on METRICS_PORT when set. */
 import { Config, Effect, Layer, Option } from "effect"
 import { createServer } from "node:http"
-import { renderPrometheus } from "./Metrics.ts"
+import { metricsContentType, renderPrometheus } from "./Metrics.ts"
 
 export const MetricsServerLive = Layer.effectDiscard(Effect.gen(function*() {
   const port = yield* Config.option(Config.Int("METRICS_PORT"))
@@ -11,7 +11,10 @@ export const MetricsServerLive = Layer.effectDiscard(Effect.gen(function*() {
       response.writeHead(404).end()
       return
     }
-    response.writeHead(200, { "content-type": "text/plain; version=0.0.4" }).end(renderPrometheus())
+    renderPrometheus().then(
+      (text) => response.writeHead(200, { "content-type": metricsContentType }).end(text),
+      () => response.writeHead(500).end()
+    )
   })
   yield* Effect.acquireRelease(
     Effect.callback<void>((resume) => {

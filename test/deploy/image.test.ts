@@ -9,10 +9,10 @@ import { validate } from "dockerfile-utils"
 import { execFile } from "node:child_process"
 import { readdirSync, readFileSync } from "node:fs"
 import { builtinModules } from "node:module"
-import { createServer } from "node:net"
 import { join } from "node:path"
 import { promisify } from "node:util"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { freePort } from "./freePort.ts"
 import { createStack, type Service, type Stack } from "../support/stack.ts"
 
 const ROOT = new URL("../../", import.meta.url).pathname
@@ -36,13 +36,6 @@ const argumentsOf = (instruction: Instruction) => instruction.getArgumentsConten
 /** The JSON (exec) form of ENTRYPOINT, CMD or HEALTHCHECK CMD. */
 const execForm = (instruction: Instruction) => JSON.parse(argumentsOf(instruction).replace(/^CMD\s+/, "")) as Array<string>
 
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
 
 describe("the Dockerfile", () => {
   it("lints clean", () => {
