@@ -12,7 +12,7 @@ import { builtinModules } from "node:module"
 import { join } from "node:path"
 import { promisify } from "node:util"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { freePort } from "./freePort.ts"
+import { freePort } from "../support/mail.ts"
 import { createStack, type Service, type Stack } from "../support/stack.ts"
 
 const ROOT = new URL("../../", import.meta.url).pathname

@@ -11,8 +11,8 @@ import { promisify } from "node:util"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { parse } from "yaml"
 import { eventually } from "../support/nats.ts"
-import { freePort } from "./freePort.ts"
-import { createStack, request, type Service, type Stack, type TestProject } from "../support/stack.ts"
+import { createMailStack, emailStatus, freePort, type MailStack, verifyDomain } from "../support/mail.ts"
+import { request, type Service, type Stack, type TestProject } from "../support/stack.ts"
 
 const ROOT = new URL("../../", import.meta.url).pathname
 const run = promisify(execFile)
@@ -53,6 +53,7 @@ const find = (samples: ReadonlyArray<Sample>, name: string, labels: Record<strin
   samples.filter((sample) => sample.name === name && Object.entries(labels).every(([key, value]) => sample.labels[key] === value))
 
 
+let mail: MailStack
 let stack: Stack
 let all: Service
 let project: TestProject
@@ -65,12 +66,14 @@ const scrape = async (url = `${all.url}/metrics`) => {
 }
 
 beforeAll(async () => {
-  stack = await createStack({ RATE_LIMIT_PER_MINUTE: "0" })
+  mail = await createMailStack()
+  stack = mail.stack
   all = await stack.start("all")
   project = await stack.createProject()
+  await verifyDomain({ api: all, dns: mail.dns }, project.secretKey, "acme.test")
 })
 afterAll(async () => {
-  await stack?.stop()
+  await mail?.stop()
 })
 
 describe("/metrics", () => {
@@ -107,6 +110,25 @@ describe("/metrics", () => {
     expect(buckets.map((bucket) => bucket.labels.le)).toContain("0.01")
     expect(buckets.at(-1)!.value).toBe(find(samples, "mailstream_actor_batch_seconds_count")[0]!.value)
   })
+
+  it("counts mail the relay accepted, transient failures (retried) and failed mail", async () => {
+    mail.smtp.failures.set("flaky@example.org", { code: 451, times: 1 })
+    mail.smtp.failures.set("rejected@example.org", { code: 550, times: 99 })
+    const sent = await request(all.url, "POST", "/v1/send", {
+      key: project.secretKey,
+      body: { to: ["flaky@example.org", "rejected@example.org", "fine@example.org"], from: "hello@acme.test", subject: "M", body: "<p>m</p>" }
+    })
+    expect(sent.status).toBe(200)
+    const [flaky, rejected, fine] = sent.json.data.emails.map((email: { email: string }) => email.email)
+    await emailStatus({ api: all, project }, rejected, "FAILED")
+    await emailStatus({ api: all, project }, fine, "SENT")
+    await eventually(() => emailStatus({ api: all, project }, flaky, "SENT"), 15_000)
+    const { types, samples } = await scrape()
+    expect(types.get("mailstream_email_send_failures_total")).toBe("counter")
+    expect(find(samples, "mailstream_emails_sent_total")[0]?.value).toBe(2)
+    expect(find(samples, "mailstream_email_send_failures_total", { outcome: "retry" })[0]?.value).toBe(1)
+    expect(find(samples, "mailstream_email_send_failures_total", { outcome: "failed" })[0]?.value).toBe(1)
+  }, 25_000)
 
   it("exposes the process's CPU, memory and event-loop lag", async () => {
     const { samples } = await scrape()
