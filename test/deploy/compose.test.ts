@@ -87,6 +87,8 @@ describe("docker-compose.yml", () => {
     const { services } = await resolved()
     expect(services.postgres!.volumes).toContain("pgdata:/var/lib/postgresql/data:rw")
     expect(services.postgres!.healthcheck!.test.join(" ")).toContain("pg_isready")
+    // Room for the connection pools of many replicas (20 each), not Postgres' default 100.
+    expect(services.postgres!.command).toEqual(["postgres", "-c", "max_connections=300"])
     const nats = services.nats!
     expect(nats.command).toEqual(["-js", "-sd", "/data", "-m", "8222"])
     expect(nats.volumes).toContain("natsdata:/data:rw")
