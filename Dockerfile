@@ -1,13 +1,36 @@
-FROM node:24-bookworm-slim
+# syntax=docker/dockerfile:1
+# The production image: `docker build -t mailstream .`, then `docker run mailstream <role>` with role
+# `all` (the default), `api`, `worker` or `migrate` (see docker-compose.yml). Node 24 runs the
+# TypeScript sources directly (type stripping), so nothing is compiled.
 
+# Build stage: every dependency, for whatever has to be built before it ships (the web app, once it
+# exists, is built here and its output copied into the runtime stage).
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
-
 COPY package.json package-lock.json ./
-RUN npm ci
-
+RUN npm ci --loglevel=warn
 COPY . .
 
+# Runtime stage: production dependencies only, the sources and migrations, Node from the base image.
+FROM node:24-bookworm-slim AS runtime
+# tini as PID 1: forwards SIGTERM/SIGINT to node (graceful shutdown) and reaps zombies.
+RUN apt-get update \
+  && apt-get install -y --no-install-recommends tini \
+  && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
 ENV NODE_ENV=production
+COPY package.json package-lock.json ./
+# No production dependency has an install script; --ignore-scripts keeps it that way.
+RUN npm ci --omit=dev --ignore-scripts --loglevel=warn && npm cache clean --force
+COPY --from=build /app/src ./src
+COPY --from=build /app/migrations ./migrations
+# The file outbox (used when SMTP_URL is unset) is the only place the app writes; the node user owns it.
+RUN mkdir -p .data/outbox && chown -R node:node .data
+USER node
 EXPOSE 3000
-
-CMD ["npm", "run", "cli", "--", "all"]
+# Ready = this process reaches Postgres and NATS (/readyz answers 503 otherwise). A worker serves no
+# HTTP on PORT: docker-compose.yml gives workers their own check on METRICS_PORT.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/readyz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+ENTRYPOINT ["tini", "--", "node", "src/main.ts"]
+CMD ["all"]

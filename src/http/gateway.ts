@@ -1,12 +1,14 @@
 /**
  * The outermost middleware of every route: gives each request an id and a body-size limit, and turns
  * every failure that escaped a handler (unknown route, malformed or oversized body, schema failure,
- * defect) into the error envelope. Per-request logging stays off the hot path: only 5xx are logged.
+ * defect) into the error envelope, and times it into the request-duration histogram (route template and
+ * status class). Per-request logging stays off the hot path: only 5xx are logged.
  */
-import { Cause, Effect, Layer } from "effect"
+import { Cause, Context, Effect, Layer } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServerError, HttpServerRequest, HttpServerRespondable, HttpServerResponse } from "effect/http"
 import { HttpApiError } from "effect/http-api"
 import { randomBytesFromPool } from "../domain/ids.ts"
+import { HttpMetrics } from "../observability/Metrics.ts"
 import { envelopeResponse, RequestState, type RequestStateShape } from "./errors.ts"
 import { issueToFieldErrors } from "./validation.ts"
 
@@ -21,6 +23,11 @@ export const bodyLimitFor = (url: string): number =>
   url.startsWith("/v1/send") ? 60 * MiB : url.startsWith("/contacts/import") ? 6 * MiB : url.startsWith("/webhooks/ses") ? 256 * KiB : 1 * MiB
 
 const sizeOf = (bytes: number) => (bytes >= MiB ? `${bytes / MiB} MiB` : `${bytes / KiB} KiB`)
+
+const STATUS_CLASSES = ["1xx", "2xx", "3xx", "4xx", "5xx"]
+
+/** The matched route's template (`/contacts/:id`), read while the router's context is still in place. */
+const matchedRoute = Effect.withFiberSucceed((fiber) => Context.getOrUndefined(fiber.context, HttpRouter.RouteContext)?.route.path)
 
 const newRequestId = () => `req_${randomBytesFromPool(12).toString("base64url")}`
 
@@ -81,7 +88,10 @@ export const Gateway = HttpRouter.middleware((httpEffect) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const state: RequestStateShape = { requestId: newRequestId(), headers: {} }
+    const started = performance.now()
+    let route: string | undefined
     let response = yield* httpEffect.pipe(
+      Effect.onExit(() => Effect.map(matchedRoute, (path) => void (route = path))),
       Effect.provideService(RequestState, state),
       Effect.provideService(HttpIncomingMessage.MaxBodySize, bodyLimitFor(request.url) as any),
       Effect.catchCause((cause) => Effect.provideService(toErrorResponse(cause, request, state), RequestState, state))
@@ -93,6 +103,11 @@ export const Gateway = HttpRouter.middleware((httpEffect) =>
         message: "Send the body as application/json"
       }, state.requestId)
     }
+    HttpMetrics.requestSeconds.observe((performance.now() - started) / 1000, {
+      method: request.method,
+      route: route ?? "unmatched",
+      status: STATUS_CLASSES[Math.floor(response.status / 100) - 1] ?? "other"
+    })
     return HttpServerResponse.setHeaders(response, { ...state.headers, "x-request-id": state.requestId })
   }), { global: true })
 

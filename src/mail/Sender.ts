@@ -28,6 +28,7 @@ import { partitionOf, type StreamNames } from "../stream/subjects.ts"
 import { isolateRow, reasonOf, storableReason } from "../lib/isolation.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import { completeCampaigns } from "../campaigns/fanout.ts"
+import { MailMetrics } from "./metrics.ts"
 import { capExceeded, htmlTooLarge } from "./prepare.ts"
 import { TokenBucket } from "./throttle.ts"
 import { DKIM_SIGNED_HEADERS, MailTransport, SendFailure } from "./Transport.ts"
@@ -216,12 +217,17 @@ export const makeSender = (options: {
         }
       })).pipe(Effect.provideService(SqlClient.SqlClient, sql))
 
+    const countFailure = (outcome: "retry" | "failed") => Effect.sync(() => MailMetrics.sendFailures.inc(1, { outcome }))
+
+    /** FAILED, counted as a send failure. */
+    const failed = (row: EmailRow, error: string) => countFailure("failed").pipe(Effect.andThen(finish(row, "FAILED", error)))
+
     const retryLater = (row: EmailRow, error: string) =>
       row.attempts >= MAX_ATTEMPTS
-        ? finish(row, "FAILED", `gave up after ${row.attempts} attempts: ${error}`)
-        : sql`UPDATE emails SET status = 'PENDING', error = ${storableReason(error)},
+        ? failed(row, `gave up after ${row.attempts} attempts: ${error}`)
+        : countFailure("retry").pipe(Effect.andThen(sql`UPDATE emails SET status = 'PENDING', error = ${storableReason(error)},
                  next_attempt_at = now() + make_interval(secs => ${retryDelaySeconds(row.attempts)})
-              WHERE id = ${row.id} AND status = 'SENDING'`
+              WHERE id = ${row.id} AND status = 'SENDING'`))
 
     const sendOne = (row: ClaimedRow, loaded: EmailContent | undefined, accepted: Array<EmailRow>) =>
       Effect.gen(function*() {
@@ -231,12 +237,12 @@ export const makeSender = (options: {
         }
         // Mail queued before the caps (or written around them) is not sent either, nor read when its size says so.
         const bodyTooLarge = htmlTooLarge(row.to_email, row.html_bytes)
-        if (bodyTooLarge) return yield* finish(row, "FAILED", bodyTooLarge.message)
+        if (bodyTooLarge) return yield* failed(row, bodyTooLarge.message)
         const content = loaded ?? (yield* loadContent(row.id))
         const tooLarge = capExceeded({ to: row.to_email, ...content })
-        if (tooLarge) return yield* finish(row, "FAILED", tooLarge.message)
+        if (tooLarge) return yield* failed(row, tooLarge.message)
         const key = yield* signingKeyOf(row.project_id, row.from_email)
-        if (!key) return yield* finish(row, "FAILED", `the sender domain of ${row.from_email} is not verified`)
+        if (!key) return yield* failed(row, `the sender domain of ${row.from_email} is not verified`)
         const message = composeMessage(row, content, key)
         const outcome = yield* Effect.promise(() =>
           transport.send(message).then(
@@ -247,7 +253,7 @@ export const makeSender = (options: {
         if (outcome === undefined) {
           accepted.push(row)
         } else if (outcome.permanent) {
-          yield* finish(row, "FAILED", outcome.message)
+          yield* failed(row, outcome.message)
         } else {
           yield* retryLater(row, outcome.message)
         }
@@ -303,6 +309,7 @@ export const makeSender = (options: {
             Effect.forEach(large, (row) => sendOne(row, undefined, accepted), { concurrency: LARGE_CONCURRENCY, discard: true })
           ], { concurrency: 2, discard: true })
           // Until this commits, accepted mail is SENDING: a crash here resends this round only.
+          MailMetrics.sent.inc(accepted.length)
           yield* markSent(accepted)
           yield* completeCampaigns(sql, [...new Set(claimed.flatMap((row) => (row.campaign_id ? [row.campaign_id] : [])))])
           if (accepted.length > 0) yield* options.wakeRelay

@@ -2,7 +2,7 @@
 import { Effect, Layer } from "effect"
 import { createServer } from "node:http"
 import { AppConfig } from "../config.ts"
-import { renderPrometheus } from "./Metrics.ts"
+import { metricsContentType, renderPrometheus } from "./Metrics.ts"
 
 export const MetricsServerLive = Layer.effectDiscard(Effect.gen(function*() {
   const port = (yield* AppConfig).metricsPort
@@ -12,7 +12,10 @@ export const MetricsServerLive = Layer.effectDiscard(Effect.gen(function*() {
       response.writeHead(404).end()
       return
     }
-    response.writeHead(200, { "content-type": "text/plain; version=0.0.4" }).end(renderPrometheus())
+    renderPrometheus().then(
+      (text) => response.writeHead(200, { "content-type": metricsContentType }).end(text),
+      () => response.writeHead(500).end()
+    )
   })
   yield* Effect.acquireRelease(
     Effect.callback<void>((resume) => {

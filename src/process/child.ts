@@ -4,8 +4,8 @@
  * when `all` is gone, so killing `all`, even with SIGKILL, leaves no process behind.
  */
 import { Effect, Option, Schedule, type Scope } from "effect"
-import { setPeerSnapshot, snapshot } from "../observability/Metrics.ts"
-import { type ChildMessage, decodePeerMetrics } from "./messages.ts"
+import { type MetricsSnapshot, setPeerSnapshot, snapshot } from "../observability/Metrics.ts"
+import { type ChildMessage, decodePeerMetrics, type WireMetrics } from "./messages.ts"
 
 const METRICS_EVERY = "2 seconds"
 
@@ -22,7 +22,7 @@ export const exitWithSupervisor = Effect.sync(() => {
   if (!process.connected) process.exit(1)
   process.once("disconnect", () => process.exit(1))
   process.on("message", (message) => {
-    Option.map(decodePeerMetrics(message), (peer) => setPeerSnapshot(peer.peer, peer.snapshot))
+    Option.map(decodePeerMetrics(message), (peer) => setPeerSnapshot(peer.peer, peer.snapshot as unknown as MetricsSnapshot | undefined))
   })
 })
 
@@ -30,11 +30,11 @@ export const exitWithSupervisor = Effect.sync(() => {
 export const reportReady: Effect.Effect<void, never, Scope.Scope> = Effect.gen(function*() {
   yield* send({ _tag: "Ready" })
   let last = ""
-  yield* Effect.suspend(() => {
-    const current = snapshot()
-    const text = JSON.stringify(current)
-    if (text === last) return Effect.void
-    last = text
-    return send({ _tag: "Metrics", snapshot: current })
-  }).pipe(Effect.repeat(Schedule.spaced(METRICS_EVERY)), Effect.forkScoped)
+  yield* Effect.promise(() => snapshot()).pipe(
+    Effect.flatMap((current) => {
+      const text = JSON.stringify(current)
+      if (text === last) return Effect.void
+      last = text
+      return send({ _tag: "Metrics", snapshot: current as unknown as WireMetrics })
+    }),Effect.repeat(Schedule.spaced(METRICS_EVERY)), Effect.forkScoped)
 })

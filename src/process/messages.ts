@@ -4,12 +4,9 @@
  */
 import { Schema } from "effect"
 
-const MetricsSnapshot = Schema.Array(Schema.Struct({
-  name: Schema.String,
-  help: Schema.String,
-  type: Schema.Literals(["counter", "gauge", "summary"]),
-  values: Schema.Array(Schema.Tuple([Schema.String, Schema.Number]))
-}))
+/** prom-client's JSON form of a registry (see observability/Metrics.ts `snapshot`), passed through as is. */
+const MetricsSnapshot = Schema.Array(Schema.Record(Schema.String, Schema.Unknown))
+export type WireMetrics = typeof MetricsSnapshot.Type
 
 /** From a process to `all`: it is up (listening, or its worker started), or its metrics changed. */
 export const ChildMessage = Schema.Union([

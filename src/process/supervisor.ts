@@ -9,11 +9,10 @@
 import { Data, Deferred, Duration, Effect, Layer, Option } from "effect"
 import { type ChildProcess, fork } from "node:child_process"
 import { fileURLToPath } from "node:url"
-import type { MetricsSnapshot } from "../observability/Metrics.ts"
 import { AppConfig } from "../config.ts"
 import { DatabaseLive } from "../store/db.ts"
 import { relayLines } from "./lines.ts"
-import { decodeChildMessage, type PeerMetrics } from "./messages.ts"
+import { decodeChildMessage, type PeerMetrics, type WireMetrics as MetricsSnapshot } from "./messages.ts"
 import { reservePort } from "./port.ts"
 
 const MAIN = fileURLToPath(new URL("../main.ts", import.meta.url))

@@ -18,8 +18,8 @@ export const splitStatements = (script: string): Array<string> =>
     .map((statement) => statement.replace(/^\s*(--[^\n]*\n\s*)*/g, "").trim())
     .filter((statement) => statement.length > 0)
 
-/** Reads the numbered SQL files; each runs statement by statement inside the migrator's transaction. */
-const sqlFileLoader: Migrator.Loader = Effect.sync(() =>
+/** The numbered SQL files, in order; each runs statement by statement inside the migrator's transaction. */
+export const migrationFiles = (): Array<Migrator.ResolvedMigration> =>
   readdirSync(MIGRATIONS_DIR)
     .map((file) => file.match(/^(\d+)_([^.]+)\.sql$/))
     .filter((match): match is RegExpMatchArray => match !== null)
@@ -36,9 +36,10 @@ const sqlFileLoader: Migrator.Loader = Effect.sync(() =>
       )
     ])
     .sort(([a], [b]) => a - b)
-)
 
-export const runMigrations = Migrator.make({})({ loader: sqlFileLoader, table: "schema_migrations" })
+export const MIGRATIONS_TABLE = "schema_migrations"
+
+export const runMigrations = Migrator.make({})({ loader: Effect.sync(migrationFiles), table: MIGRATIONS_TABLE })
 
 export const PgLive = Layer.unwrap(
   Effect.map(Effect.service(AppConfig), (config) =>

@@ -14,7 +14,7 @@ export const SystemHandlers = HttpApiBuilder.group(Api, "system", Effect.fnUntra
   return handlers
     .handle("config", () => Effect.succeed({ features: { tracking: true, contacts: true }, version: "0.1.0" }))
     .handle("healthz", () => Effect.succeed({ status: "ok" as const }))
-    .handle("metrics", () => Effect.sync(renderPrometheus))
+    .handle("metrics", () => Effect.promise(renderPrometheus))
     .handle("readyz", () =>
       Effect.gen(function*() {
         const [postgres, natsUp] = yield* Effect.all([

@@ -1,0 +1,141 @@
+/**
+ * docker-compose.yml and deploy/Caddyfile, checked by their own tools without a Docker engine:
+ * Debian's docker-compose resolves and validates the file (schema, depends_on, volumes) with `config`,
+ * Debian's caddy adapts the Caddyfile. Both are installed when missing (root only), like Postgres and NATS.
+ */
+import { execFile } from "node:child_process"
+import { existsSync } from "node:fs"
+import { promisify } from "node:util"
+import { beforeAll, describe, expect, it } from "vitest"
+import { parse } from "yaml"
+import { ensureDebianTool } from "./debian.ts"
+
+const ROOT = new URL("../../", import.meta.url).pathname
+const run = promisify(execFile)
+
+interface Service {
+  readonly image?: string
+  readonly build?: { readonly context: string }
+  readonly command?: ReadonlyArray<string>
+  readonly environment?: Record<string, string | null>
+  readonly ports?: ReadonlyArray<{ readonly published: number; readonly target: number }>
+  readonly expose?: ReadonlyArray<string>
+  readonly volumes?: ReadonlyArray<string>
+  readonly depends_on?: Record<string, { readonly condition: string }>
+  readonly healthcheck?: { readonly test: ReadonlyArray<string> }
+  readonly restart?: string
+  readonly container_name?: string
+}
+
+let dockerCompose: string
+let caddy: string
+
+/** The file as docker-compose resolves it, for the given shell environment (none: resolved once). */
+let plain: Promise<Resolved> | undefined
+const resolved = (env?: Record<string, string>): Promise<Resolved> => (env ? resolve(env) : (plain ??= resolve({})))
+type Resolved = { services: Record<string, Service>; volumes: Record<string, unknown> }
+const resolve = async (env: Record<string, string>) => {
+  const { stdout } = await run(dockerCompose, ["-f", "docker-compose.yml", "config"], {
+    cwd: ROOT,
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", ...env }
+  })
+  return parse(stdout) as Resolved
+}
+
+beforeAll(async () => {
+  dockerCompose = await ensureDebianTool("docker-compose", "docker-compose")
+  caddy = await ensureDebianTool("caddy", "caddy")
+}, 300_000)
+
+describe("docker-compose.yml", () => {
+  it("is valid for docker-compose: schema, every depends_on and named volume resolves", async () => {
+    const { services, volumes } = await resolved()
+    expect(Object.keys(services).sort()).toEqual(["api", "migrate", "nats", "postgres", "proxy", "worker"])
+    expect(Object.keys(volumes).sort()).toEqual(["caddy_data", "natsdata", "outbox", "pgdata"])
+  })
+
+  it("runs the image's roles: a one-shot migrate, then api and worker once it succeeded and both stores are healthy", async () => {
+    const { services } = await resolved()
+    for (const role of ["migrate", "api", "worker"]) {
+      expect(services[role]!.build?.context.replace(/\/$/, "")).toBe(ROOT.replace(/\/$/, ""))
+      expect(services[role]!.command).toEqual([role])
+    }
+    expect(services.migrate!.restart).toBe("no")
+    expect(services.migrate!.depends_on).toEqual({ postgres: { condition: "service_healthy" } })
+    for (const role of ["api", "worker"]) {
+      expect(services[role]!.depends_on).toEqual({
+        migrate: { condition: "service_completed_successfully" },
+        postgres: { condition: "service_healthy" },
+        nats: { condition: "service_healthy" }
+      })
+    }
+  })
+
+  it("lets api and worker scale: no container names, and no host port but the proxy's", async () => {
+    const { services } = await resolved()
+    for (const [name, service] of Object.entries(services)) {
+      expect(service.container_name, name).toBeUndefined()
+      if (name !== "proxy") expect(service.ports, name).toBeUndefined()
+    }
+    expect(services.proxy!.ports).toEqual([{ published: 3000, target: 3000 }])
+    expect((await resolved({ HTTP_PORT: "8080" })).services.proxy!.ports).toEqual([{ published: 8080, target: 3000 }])
+    expect(services.api!.expose).toEqual(["3000"])
+    expect(services.api!.environment!.PORT).toBe("3000")
+  })
+
+  it("keeps Postgres and the JetStream file store on volumes, with health checks", async () => {
+    const { services } = await resolved()
+    expect(services.postgres!.volumes).toContain("pgdata:/var/lib/postgresql/data:rw")
+    expect(services.postgres!.healthcheck!.test.join(" ")).toContain("pg_isready")
+    // Room for the connection pools of many replicas (20 each), not Postgres' default 100.
+    expect(services.postgres!.command).toEqual(["postgres", "-c", "max_connections=300"])
+    const nats = services.nats!
+    expect(nats.command).toEqual(["-js", "-sd", "/data", "-m", "8222"])
+    expect(nats.volumes).toContain("natsdata:/data:rw")
+    expect(nats.healthcheck!.test).toContain("http://127.0.0.1:8222/healthz")
+  })
+
+  it("gives every mailstream process the same stores and the same fixed settings", async () => {
+    const { services } = await resolved({ PARTITIONS: "16", LANES_PER_PROJECT: "4", SMTP_URL: "smtp://relay:587" })
+    const roles = ["migrate", "api", "worker"].map((role) => services[role]!.environment!)
+    for (const environment of roles) {
+      expect(environment).toMatchObject({
+        DATABASE_URL: "postgres://postgres:postgres@postgres:5432/postgres",
+        NATS_URL: "nats://nats:4222",
+        PUBLIC_URL: "http://localhost:3000",
+        PARTITIONS: "16",
+        LANES_PER_PROJECT: "4",
+        SMTP_URL: "smtp://relay:587"
+      })
+    }
+    // Unset in the shell, optional settings stay unset (the app's defaults apply), never empty strings.
+    expect((await resolved()).services.api!.environment!.SMTP_URL).toBeNull()
+    expect(services.worker!.environment!.METRICS_PORT).toBe("9464")
+  })
+
+  it("puts Caddy in front of the api with the repository's Caddyfile", async () => {
+    const { services } = await resolved()
+    expect(services.proxy!.image).toBe("caddy:2")
+    expect(services.proxy!.depends_on).toEqual({ api: { condition: "service_started" } })
+    const mount = services.proxy!.volumes!.find((volume) => volume.includes(":/etc/caddy/Caddyfile"))!
+    expect(existsSync(mount.split(":")[0]!)).toBe(true)
+    expect(mount.split(":")[0]).toBe(`${ROOT}deploy/Caddyfile`)
+  })
+})
+
+describe("deploy/Caddyfile", () => {
+  it("adapts to a round-robin reverse proxy on :3000 over every api replica Docker's DNS names", async () => {
+    const { stdout } = await run(caddy, ["adapt", "--config", "deploy/Caddyfile", "--adapter", "caddyfile", "--validate"], { cwd: ROOT })
+    const config = JSON.parse(stdout)
+    const server = config.apps.http.servers.srv0
+    expect(server.listen).toEqual([":3000"])
+    const [proxy] = server.routes[0].handle
+    expect(proxy).toMatchObject({
+      handler: "reverse_proxy",
+      dynamic_upstreams: { source: "a", name: "api", port: "3000" },
+      load_balancing: { selection_policy: { policy: "round_robin" } }
+    })
+    // A stopping replica's refused connections are retried on the others.
+    expect(proxy.load_balancing.try_duration).toBeGreaterThan(0)
+  })
+})
