@@ -1,6 +1,8 @@
 /**
- * The set-up of mail tests: a test DNS server, an SMTP sink, and a stack (api + worker in one process)
- * sending to the sink, resolving through the DNS server, on a fixed port so its links are followable.
+ * The mail environment of tests and benchmarks: a test DNS server, an SMTP sink, and a stack sending to
+ * the sink, resolving through the DNS server, on a fixed port so its links are followable; and sending
+ * domains verified through that DNS server. Tests use the in-process sink (parsed messages); the
+ * benchmarks pass their sink process (bench/harness/mail.ts).
  */
 import { afterAll, beforeAll, expect } from "vitest"
 import { createServer } from "node:net"
@@ -28,20 +30,26 @@ export interface MailContext {
 }
 
 /** Adds the domain to the project, publishes its DKIM record in the test DNS and verifies it. */
-export const verifyDomain = async (context: Pick<MailContext, "api" | "dns">, key: string, domain: string) => {
+export const verifyDomain = async (context: { readonly api: Pick<Service, "url">; readonly dns: TestDnsServer }, key: string, domain: string) => {
   const created = await request(context.api.url, "POST", "/domains", { key, body: { domain } })
-  expect(created.status).toBe(201)
+  if (created.status !== 201) throw new Error(`POST /domains answered ${created.status}: ${created.text}`)
   const dkim = created.json.records.find((record: { purpose: string }) => record.purpose === "DKIM")
   context.dns.addTxt(dkim.name, dkim.value)
   const verified = await request(context.api.url, "GET", `/domains/${created.json.id}/verify`, { key })
-  expect(verified.json.status).toBe("VERIFIED")
+  if (verified.json?.status !== "VERIFIED") throw new Error(`${domain} not verified: ${verified.text}`)
   return verified.json
 }
 
-export interface MailStack {
+/** Where the stack sends mail: the in-process sink of the tests, or the benchmarks' sink process. */
+export interface SmtpEndpoint {
+  readonly url: string
+  close(): Promise<void>
+}
+
+export interface MailStack<Sink extends SmtpEndpoint = SmtpSink> {
   readonly stack: Stack
   readonly dns: TestDnsServer
-  readonly smtp: SmtpSink
+  readonly smtp: Sink
   stop(): Promise<void>
 }
 
@@ -49,9 +57,17 @@ export interface MailStack {
  * A test DNS server, an SMTP sink and a stack wired to them (no processes started yet), throttle off
  * unless `env` says otherwise, on a fixed port so the links it puts in mail are followable.
  */
-export const createMailStack = async (env: Record<string, string> = {}): Promise<MailStack> => {
+export function createMailStack(env?: Record<string, string>): Promise<MailStack>
+export function createMailStack<Sink extends SmtpEndpoint>(
+  env: Record<string, string>,
+  startSink: () => Promise<Sink>
+): Promise<MailStack<Sink>>
+export async function createMailStack(
+  env: Record<string, string> = {},
+  startSink: () => Promise<SmtpEndpoint> = startSmtpSink
+): Promise<MailStack<SmtpEndpoint>> {
   const dns = await startDnsServer()
-  const smtp = await startSmtpSink()
+  const smtp = await startSink()
   const port = await freePort()
   const stack = await createStack({
     RATE_LIMIT_PER_MINUTE: "0",

@@ -1,7 +1,9 @@
 /**
- * An SMTP server for tests (smtp-server) on 127.0.0.1, a random port, no TLS, no auth. Every message
- * it accepts is kept raw and parsed (mailparser). Tests can make recipients fail: `failures.set(rcpt,
- * { code, times })` answers that recipient with `code` for the next `times` attempts.
+ * An SMTP server for tests and benchmarks (smtp-server) on 127.0.0.1, a random port, no TLS, no auth.
+ * Tests keep every message raw and parsed (mailparser); the benchmarks' sink process (bench/smtpSink.ts)
+ * passes `parse: false` and only counts: arrival times and DKIM signatures, so the sink costs little
+ * beside the service it measures. Tests can make recipients fail: `failures.set(rcpt, { code, times })`
+ * answers that recipient with `code` for the next `times` attempts.
  */
 import { simpleParser, type ParsedMail } from "mailparser"
 import type { AddressInfo } from "node:net"
@@ -16,17 +18,34 @@ export interface ReceivedMail {
 
 export interface SmtpSink {
   readonly url: string
+  readonly port: number
+  /** Every message accepted, raw and parsed (empty with `parse: false`). */
   readonly messages: Array<ReceivedMail>
+  /** When each message was accepted (ms since the epoch), in order. */
+  readonly arrivals: Array<number>
+  /** How many accepted messages carried a DKIM-Signature header. */
+  readonly dkimSigned: () => number
   readonly failures: Map<string, { code: number; times: number }>
   /** Resolves once `count` messages arrived (or rejects after `timeoutMs`). */
   waitFor(count: number, timeoutMs?: number): Promise<Array<ReceivedMail>>
   close(): Promise<void>
 }
 
-export const startSmtpSink = async (): Promise<SmtpSink> => {
+/** The head of a message is enough to see its DKIM signature (signatures are prepended). */
+const HEAD_BYTES = 4096
+
+export const startSmtpSink = async (options: { readonly parse?: boolean } = {}): Promise<SmtpSink> => {
+  const parse = options.parse ?? true
   const messages: Array<ReceivedMail> = []
+  const arrivals: Array<number> = []
+  let dkimSigned = 0
   const failures = new Map<string, { code: number; times: number }>()
   const waiters: Array<() => void> = []
+  const accepted = (head: string, at: number) => {
+    arrivals.push(at)
+    if (/^DKIM-Signature:/im.test(head)) dkimSigned++
+    for (const waiter of waiters.splice(0)) waiter()
+  }
   const server = new SMTPServer({
     authOptional: true,
     disabledCommands: ["STARTTLS", "AUTH"],
@@ -44,12 +63,21 @@ export const startSmtpSink = async (): Promise<SmtpSink> => {
     },
     onData(stream, session, callback) {
       const chunks: Array<Buffer> = []
-      stream.on("data", (chunk: Buffer) => chunks.push(chunk))
+      let head = ""
+      stream.on("data", (chunk: Buffer) => {
+        if (parse) chunks.push(chunk)
+        else if (head.length < HEAD_BYTES) head += chunk.toString("latin1")
+      })
       stream.on("end", () => {
+        if (!parse) {
+          accepted(head, Date.now())
+          return callback()
+        }
         const raw = Buffer.concat(chunks).toString("utf8")
         simpleParser(raw).then((parsed) => {
-          messages.push({ raw, parsed, envelopeTo: session.envelope.rcptTo.map((r) => r.address), receivedAt: Date.now() })
-          for (const waiter of waiters.splice(0)) waiter()
+          const receivedAt = Date.now()
+          messages.push({ raw, parsed, envelopeTo: session.envelope.rcptTo.map((r) => r.address), receivedAt })
+          accepted(raw.slice(0, HEAD_BYTES), receivedAt)
           callback()
         }, callback)
       })
@@ -61,13 +89,16 @@ export const startSmtpSink = async (): Promise<SmtpSink> => {
   const port = (server.server.address() as AddressInfo).port
   return {
     url: `smtp://127.0.0.1:${port}`,
+    port,
     messages,
+    arrivals,
+    dkimSigned: () => dkimSigned,
     failures,
     waitFor(count, timeoutMs = 15_000) {
       return new Promise((resolve, reject) => {
-        const deadline = setTimeout(() => reject(new Error(`expected ${count} messages, got ${messages.length}`)), timeoutMs)
+        const deadline = setTimeout(() => reject(new Error(`expected ${count} messages, got ${arrivals.length}`)), timeoutMs)
         const check = () => {
-          if (messages.length >= count) {
+          if (arrivals.length >= count) {
             clearTimeout(deadline)
             resolve(messages.slice())
           } else {

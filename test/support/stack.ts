@@ -25,7 +25,8 @@ export interface Stack {
   readonly databaseUrl: string
   readonly natsPrefix: string
   readonly env: Record<string, string>
-  start(role?: "api" | "worker" | "all", env?: Record<string, string>): Promise<Service>
+  /** Starts `node [nodeArgs] src/main.ts <role>` and resolves once it is ready. */
+  start(role?: "api" | "worker" | "all", env?: Record<string, string>, nodeArgs?: ReadonlyArray<string>): Promise<Service>
   cli(...args: Array<string>): Promise<{ stdout: string; stderr: string }>
   createProject(name?: string): Promise<TestProject>
   query<T = Record<string, unknown>>(text: string, params?: Array<unknown>): Promise<Array<T>>
@@ -71,9 +72,9 @@ export const createStack = async (env: Record<string, string> = {}): Promise<Sta
     throw error
   })
 
-  const start = (role: "api" | "worker" | "all" = "all", extra: Record<string, string> = {}) =>
+  const start = (role: "api" | "worker" | "all" = "all", extra: Record<string, string> = {}, nodeArgs: ReadonlyArray<string> = []) =>
     new Promise<Service>((resolve, reject) => {
-      const child = spawn(process.execPath, ["src/main.ts", role], { cwd: ROOT, env: { ...baseEnv, ...extra }, stdio: ["ignore", "pipe", "pipe"] })
+      const child = spawn(process.execPath, [...nodeArgs, "src/main.ts", role], { cwd: ROOT, env: { ...baseEnv, ...extra }, stdio: ["ignore", "pipe", "pipe"] })
       const logs: Array<string> = []
       let settled = false
       const exited = new Promise<void>((done) => child.once("exit", () => done()))

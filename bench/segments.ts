@@ -1,0 +1,161 @@
+/**
+ * `npm run bench -- segments`: M5 — a tracked event → `segment.<slug>.entry` on stream OUT, with 50
+ * segments per project, under background /v1/track load at 70 % of M2 (BENCH_M5_RATE, or 70 % of a
+ * quick M2 measured first) and below capacity (BENCH_M5_LIGHT_RATE); then one contact's incremental
+ * evaluation vs a full recompute of one segment over 100,000 contacts.
+ */
+import { connect } from "@nats-io/transport-node"
+import { freePort } from "../test/support/mail.ts"
+import { type BenchEnvironment, withEnvironment } from "./harness/environment.ts"
+import { load } from "./harness/load.ts"
+import { NATS_URL, setting, sleep } from "./harness/settings.ts"
+import { percentile, round } from "./harness/stats.ts"
+import { CONTACTS, createFiftySegments, drained, segmentedBody, storedEvents } from "./workload.ts"
+
+const QUICK_M2_SECONDS = 8
+
+/**
+ * A quick M2 on the processes M5 runs on: /v1/track at full speed for 8 s; the rate that is both
+ * accepted and applied (events stored per second after a 2 s ramp). For the real M2, run
+ * `npm run bench -- track m2` and pass 70 % of it as BENCH_M5_RATE.
+ */
+const quickM2 = async (env: BenchEnvironment, apiUrl: string) => {
+  const auth = { authorization: `Bearer ${env.project.publicKey}` }
+  const running = load("quick M2", `${apiUrl}/v1/track`, { body: segmentedBody, headers: auth, duration: QUICK_M2_SECONDS })
+  await sleep(2_000)
+  const from = await storedEvents(env)
+  const fromAt = performance.now()
+  await sleep((QUICK_M2_SECONDS - 3) * 1000)
+  const applied = ((await storedEvents(env)) - from) / ((performance.now() - fromAt) / 1000)
+  const accepted = (await running).requestsPerSecond
+  await drained(env)
+  return { acceptedPerSecond: accepted, appliedPerSecond: Math.round(applied), rate: Math.round(Math.min(accepted, applied)) }
+}
+
+export const run = () =>
+  withEnvironment(async (env) => {
+    const auth = { authorization: `Bearer ${env.project.publicKey}` }
+    const metricsPort = await freePort()
+    const api = await env.start("api")
+    const worker = await env.start("worker", { METRICS_PORT: String(metricsPort) })
+    await createFiftySegments(api.url, env.project.secretKey)
+    const m2 = process.env.BENCH_M5_RATE ? undefined : await quickM2(env, api.url)
+    // Latency probe: entry events are read off OUT with a plain subscription as they are published.
+    const nc = await connect({ servers: NATS_URL })
+    const arrivals = new Map<string, number>()
+    const subscription = nc.subscribe(`${env.natsPrefix}.out.${env.project.id}.segment.probe.entry`, {
+      callback: (_error, message) => {
+        const payload = message.json<{ email: string }>()
+        arrivals.set(payload.email, performance.now())
+      }
+    })
+    let probeRound = 0
+    const metrics = () => fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((r) => r.text()).catch(() => "")
+    /** Background load at `rate`, 200 probes during it; latency = entry on OUT minus the probe's response. */
+    const probeAt = async (rate: number) => {
+      probeRound++
+      const before = await metrics()
+      const background = load("background", `${api.url}/v1/track`, { body: segmentedBody, headers: auth, rate, duration: 20 })
+      await sleep(5_000)
+      const answered = new Map<string, number>()
+      for (let i = 0; i < 200; i++) {
+        const email = `probe${probeRound}-${i}@bench.test`
+        const res = await fetch(`${api.url}/v1/track`, {
+          method: "POST",
+          headers: { ...auth, "content-type": "application/json" },
+          body: JSON.stringify({ email, event: "probe" })
+        })
+        if (res.status === 200) answered.set(email, performance.now())
+        await res.arrayBuffer()
+        await sleep(40)
+      }
+      const backgroundResult = await background
+      const deadline = performance.now() + 30_000
+      while ([...answered.keys()].some((email) => !arrivals.has(email)) && performance.now() < deadline) await sleep(100)
+      const after = await metrics()
+      const metric = (text: string, name: string) => Number(text.match(new RegExp(`^${name} (\\S+)$`, "m"))?.[1] ?? 0)
+      const delta = (name: string) => metric(after, name) - metric(before, name)
+      const latencies = [...answered].flatMap(([email, at]) => {
+        const arrived = arrivals.get(email)
+        return arrived === undefined ? [] : [Math.max(0, arrived - at)]
+      }).sort((a, b) => a - b)
+      // Let the worker catch up before the next round.
+      await sleep(10_000)
+      return {
+        backgroundRate: rate,
+        background: backgroundResult,
+        probes: answered.size,
+        entriesSeen: latencies.length,
+        latencyP50Ms: round(percentile(latencies, 50), 1),
+        latencyP99Ms: round(percentile(latencies, 99), 1),
+        latencyMaxMs: round(percentile(latencies, 100), 1),
+        worker: {
+          batches: delta("mailstream_actor_batch_size_count"),
+          meanMessagesPerBatch: Math.round(delta("mailstream_actor_batch_size_sum") / delta("mailstream_actor_batch_size_count")),
+          meanBatchMs: Math.round(1000 * delta("mailstream_actor_batch_seconds_sum") / delta("mailstream_actor_batch_size_count")),
+          eventsApplied: delta("mailstream_events_applied_total")
+        }
+      }
+    }
+    const m5 = await probeAt(m2 ? Math.round(m2.rate * 0.7) : setting("BENCH_M5_RATE", 0))
+    const m5Light = await probeAt(setting("BENCH_M5_LIGHT_RATE", 1500))
+    subscription.unsubscribe()
+    await nc.close()
+    await worker.stop()
+
+    // Incremental evaluation vs full recompute of one segment over 100k contacts.
+    await env.query(`INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
+      SELECT gen_random_uuid(), $1, 'bulk' || i || '@bench.test', true, jsonb_build_object('n', i % 60000), now(), now()
+      FROM generate_series(1, 100000) i`, [env.project.id])
+    const cost = await measureEvaluationCost(env.databaseUrl, env.project.id, env.natsPrefix)
+    return {
+      description: "M5: /v1/track response → segment.<slug>.entry on OUT, at a background load, 50 segments per project; incremental evaluation vs full recompute",
+      backgroundContacts: CONTACTS,
+      m5RateFrom: m2 ? { quickM2: m2 } : "BENCH_M5_RATE",
+      m5,
+      m5BelowCapacity: m5Light,
+      evaluationCost: cost
+    }
+  })
+
+/** One contact's incremental evaluation (load facts, evaluate the project's 50 segments, write) vs a full recompute. */
+const measureEvaluationCost = async (databaseUrl: string, projectId: string, prefix: string) => {
+  const { Effect, Redacted, ManagedRuntime } = await import("effect")
+  const { PgClient } = await import("@effect/sql-pg")
+  const { SqlClient } = await import("effect/sql")
+  const { loadSegments, evaluateChanges, emptyChange } = await import("../src/actors/segments.ts")
+  const { compileConditionSql } = await import("../src/store/conditionSql.ts")
+  const { streamNames } = await import("../src/stream/subjects.ts")
+  const runtime = ManagedRuntime.make(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 2 }))
+  try {
+    return await runtime.runPromise(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const segments = yield* loadSegments(projectId)
+      const ids = (yield* sql<{ id: string }>`SELECT id FROM contacts WHERE project_id = ${projectId} ORDER BY random() LIMIT 200`).map((r) => r.id)
+      const context = { projectId, partition: 0, names: streamNames(prefix, 32) }
+      const started = performance.now()
+      for (const id of ids) {
+        yield* sql.withTransaction(
+          evaluateChanges(context, segments, new Map([[id, { ...emptyChange(), fields: "all" as const }]]), Date.now())
+        )
+      }
+      const incrementalMs = (performance.now() - started) / ids.length
+      const target = segments.ordered[segments.ordered.length - 2]!
+      const fullStarted = performance.now()
+      const runs = 5
+      for (let i = 0; i < runs; i++) {
+        yield* sql`SELECT count(*) FROM contacts c WHERE c.project_id = ${projectId} AND ${compileConditionSql(sql, target.condition, Date.now())}`
+      }
+      const fullMs = (performance.now() - fullStarted) / runs
+      return {
+        contacts: 100_000,
+        segmentsEvaluatedIncrementally: segments.ordered.length,
+        incrementalMsPerChange: Math.round(incrementalMs * 100) / 100,
+        fullRecomputeMsOneSegment: Math.round(fullMs * 10) / 10,
+        ratio: Math.round(fullMs / incrementalMs)
+      }
+    }))
+  } finally {
+    await runtime.dispose()
+  }
+}

@@ -1,0 +1,270 @@
+/**
+ * `npm run bench -- track [parts]`: /v1/track, each part against the bare INSERT server's req/s
+ * measured in the same run. Parts (comma-separated; default all, in this order):
+ *   m1     the `api` role alone at full speed, then at 70 % of that rate (latency)
+ *   m6     100,000 events published to stream IN while no worker runs, then one worker drains them
+ *   m2     `all` (npm start's process layout) with 50 segments at the baseline's rate for 15 s, lag sampled
+ *   scale  an `api` and 1, then 2, `worker` processes on one project at the baseline's rate: events/s
+ *          and CPU µs per event of the api, each worker, Postgres and NATS (from /proc)
+ *   batch  POST /v1/track/batch, 100 events per request, the `api` alone (reported as missing until the
+ *          endpoint exists)
+ */
+import { jetstream } from "@nats-io/jetstream"
+import { connect } from "@nats-io/transport-node"
+import { uuidv7 } from "../src/domain/ids.ts"
+import { partitionOf } from "../src/stream/subjects.ts"
+import type { Service } from "../test/support/stack.ts"
+import { type BenchEnvironment, withEnvironment } from "./harness/environment.ts"
+import { load, type LoadResult } from "./harness/load.ts"
+import { postgresOf, type ProcessGroup, processesNamed, processTree } from "./harness/proc.ts"
+import { DURATION, NATS_URL, setting, sleep, waitFor } from "./harness/settings.ts"
+import { ratio, round } from "./harness/stats.ts"
+import { createFiftySegments, drained, segmentedBody, storedEvents, sustain, type Sustained, trackBody } from "./workload.ts"
+
+const PARTS = ["m1", "m6", "m2", "scale", "batch"] as const
+type Part = (typeof PARTS)[number]
+
+const partsOf = (args: ReadonlyArray<string>): ReadonlySet<Part> => {
+  const asked = args.flatMap((arg) => arg.split(",")).filter((part) => part !== "")
+  const unknown = asked.filter((part) => !PARTS.includes(part as Part))
+  if (unknown.length > 0) throw new Error(`unknown part(s) ${unknown.join(", ")}; parts: ${PARTS.join(", ")}`)
+  return new Set(asked.length > 0 ? (asked as Array<Part>) : PARTS)
+}
+
+/** Postgres (our database's processes) and nats-server (the whole server: it may serve others too). */
+const infrastructure = (env: BenchEnvironment): Array<ProcessGroup> => [
+  postgresOf("postgres", env.query),
+  processesNamed("nats", "nats-server")
+]
+
+/** Every worker holds partitions (logged as it takes them); false after 20 s. */
+const holdingPartitions = (workers: ReadonlyArray<Service>) =>
+  waitFor(() => workers.every((worker) => worker.logs.some((line) => line.includes("partition acquired"))), 20_000, 250)
+
+/** Lets one worker apply what is left in the stream, then stops it. */
+const drainWithWorker = async (env: BenchEnvironment, worker?: Service) => {
+  const draining = worker ?? await env.start("worker")
+  await holdingPartitions([draining])
+  await drained(env)
+  await draining.stop()
+}
+
+/** M1: the api alone, at full speed and at 70 % of it; the baseline measured between the warm-ups and M1. */
+const m1Part = async (env: BenchEnvironment, baselineUrl: string) => {
+  const auth = { authorization: `Bearer ${env.project.publicKey}` }
+  const api = await env.start("api")
+  const trackUrl = `${api.url}/v1/track`
+  await load("warmup", baselineUrl, { body: trackBody, duration: 3 })
+  await load("warmup", trackUrl, { body: trackBody, headers: auth, duration: 5 })
+  const baseline = await load("baseline", baselineUrl, { body: trackBody })
+  const m1 = await load("track", trackUrl, { body: trackBody, headers: auth })
+  const at70 = await load("track@70%", trackUrl, { body: trackBody, headers: auth, rate: Math.round(m1.requestsPerSecond * 0.7) })
+  await api.stop()
+  return { baseline, m1: { ...m1, ratio: ratio(m1.requestsPerSecond, baseline.requestsPerSecond) }, m1At70PercentLoad: at70 }
+}
+
+/**
+ * M6: a backlog published straight to stream IN (envelopes of 100 events, as the api groups them)
+ * while no worker runs; then one worker starts and we time until BENCH_BACKLOG events are stored.
+ * The subject is today's (one partition per project): lanes change it (src/stream/Outbox.ts).
+ */
+const m6Part = async (env: BenchEnvironment) => {
+  const backlog = setting("BENCH_BACKLOG", 100_000)
+  const contactId = (await env.query<{ id: string }>(
+    "INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) VALUES ($1, $2, 'drain@bench.test', true, '{}', now(), now()) RETURNING id",
+    [uuidv7(), env.project.id]))[0]!.id
+  const nc = await connect({ servers: NATS_URL })
+  const js = jetstream(nc)
+  const subject = `${env.natsPrefix}.in.${partitionOf(env.project.id, 32)}.${env.project.id}.track`
+  const perEnvelope = 100
+  const at = new Date().toISOString()
+  for (let sent = 0; sent < backlog;) {
+    const publishes = []
+    for (let i = 0; i < 50 && sent < backlog; i++, sent += perEnvelope) {
+      const events = Array.from({ length: perEnvelope }, (_, k) => ({
+        eventId: uuidv7(), contactId, email: "drain@bench.test", name: "drained", subscribed: null,
+        set: {}, remove: [], data: { k: sent + k }, at
+      }))
+      publishes.push(js.publish(subject, JSON.stringify({ kind: "track", projectId: env.project.id, events }), { msgID: uuidv7() }))
+    }
+    await Promise.all(publishes)
+  }
+  await nc.close()
+  const before = await storedEvents(env)
+  const drainStart = performance.now()
+  const worker = await env.start("worker")
+  while ((await storedEvents(env)) - before < backlog) await sleep(100)
+  const drainSeconds = (performance.now() - drainStart) / 1000
+  return { worker, m6: { events: backlog, seconds: round(drainSeconds, 1), eventsPerSecond: Math.round(backlog / drainSeconds) } }
+}
+
+/** Segment definitions are backfilled by the workers: wait until every one has caught up (at most 60 s). */
+const segmentsBackfilled = (env: BenchEnvironment) =>
+  waitFor(async () => {
+    const [row] = await env.query<{ behind: number }>("SELECT count(*)::int AS behind FROM segments WHERE backfilled_version < version")
+    return row!.behind === 0
+  }, 60_000, 500).catch(() => false)
+
+const sustainedSummary = (sustained: Sustained, baselineRps: number) => ({
+  offeredRate: sustained.offeredRate,
+  achievedRequestsPerSecond: sustained.load.requestsPerSecond,
+  appliedEventsPerSecond: sustained.window.appliedPerSecond,
+  ratio: ratio(Math.min(sustained.window.acceptedPerSecond, sustained.window.appliedPerSecond), baselineRps),
+  latencyP99Ms: sustained.load.latencyP99Ms,
+  non2xx: sustained.load.non2xx,
+  lagSamples: sustained.lagSamples,
+  lagGrowthPerSecond: sustained.window.lagGrowthPerSecond,
+  lagGrowing: sustained.window.lagGrowing,
+  secondsToCatchUpAfterLoad: sustained.secondsToCatchUpAfterLoad
+})
+
+/** M2: `all` with 50 segments at the baseline's rate (BENCH_M2_RATE) for 15 s. */
+const m2Part = async (env: BenchEnvironment, rate: number, baselineRps: number) => {
+  const all = await env.start("all")
+  await createFiftySegments(all.url, env.project.secretKey)
+  const backfilled = await segmentsBackfilled(env)
+  await drained(env)
+  const sustained = await sustain(env, `${all.url}/v1/track`, {
+    rate,
+    seconds: 15,
+    body: segmentedBody,
+    groups: [processTree("all", all.process.pid!), ...infrastructure(env)]
+  })
+  await all.stop()
+  return { segments: 50, segmentsBackfilledBeforeLoad: backfilled, ...sustainedSummary(sustained, baselineRps), cpu: sustained.window.cpu }
+}
+
+/** One scale run: an api and `workers` workers; events/s and CPU µs per event per process group. */
+const scaleRun = async (env: BenchEnvironment, workers: number, rate: number, baselineRps: number) => {
+  const api = await env.start("api")
+  const started: Array<Service> = []
+  for (let i = 0; i < workers; i++) started.push(await env.start("worker"))
+  // Every worker holds partitions before the load starts (the second joins, the first hands some over).
+  const balanced = await holdingPartitions(started)
+  await drained(env)
+  const groups = [
+    processTree("api", api.process.pid!),
+    ...started.map((worker, i) => processTree(`worker${i + 1}`, worker.process.pid!)),
+    ...infrastructure(env)
+  ]
+  const sustained = await sustain(env, `${api.url}/v1/track`, { rate, seconds: DURATION + 3, body: segmentedBody, groups })
+  await Promise.all([api, ...started].map((service) => service.stop()))
+  const cpu = sustained.window.cpu
+  const micros = (names: ReadonlyArray<string>) => names.reduce((sum, name) => sum + (cpu?.groups[name]?.cpuMicros ?? 0), 0)
+  const perEvent = (names: ReadonlyArray<string>) => (cpu && cpu.events > 0 ? Math.round(micros(names) / cpu.events) : NaN)
+  const workerNames = started.map((_, i) => `worker${i + 1}`)
+  const all = ["api", ...workerNames, "postgres", "nats"]
+  return {
+    workers,
+    everyWorkerHeldPartitions: balanced,
+    ...sustainedSummary(sustained, baselineRps),
+    cpuMicrosPerEvent: {
+      api: perEvent(["api"]),
+      workers: perEvent(workerNames),
+      postgres: perEvent(["postgres"]),
+      nats: perEvent(["nats"]),
+      total: perEvent(all)
+    },
+    cpu
+  }
+}
+
+/** Scale: 1 worker vs 2 on one project; the 16-core capacity predicted from the 2-worker run's CPU per event. */
+const scalePart = async (env: BenchEnvironment, rate: number, baselineRps: number) => {
+  const oneWorker = await scaleRun(env, 1, rate, baselineRps)
+  const twoWorkers = await scaleRun(env, 2, rate, baselineRps)
+  const total = twoWorkers.cpuMicrosPerEvent.total
+  return {
+    offeredRate: rate,
+    oneWorker,
+    twoWorkers,
+    eventsPerSecondRatio2to1: ratio(twoWorkers.appliedEventsPerSecond, oneWorker.appliedEventsPerSecond),
+    predicted: {
+      basis: "2-worker run: api + workers + Postgres + NATS CPU µs per event; linear in cores, load generator elsewhere",
+      eventsPerSecondPerCore: Math.round(1e6 / total),
+      eventsPerSecondOn16Cores: Math.round(16e6 / total)
+    }
+  }
+}
+
+const BATCH_SIZE = 100
+
+/** Batch: POST /v1/track/batch with 100 events per request, the api alone. */
+const batchPart = async (env: BenchEnvironment, baselineRps: number) => {
+  const api = await env.start("api")
+  try {
+    const url = `${api.url}/v1/track/batch`
+    const headers = { authorization: `Bearer ${env.project.publicKey}` }
+    const body = (n: number) => ({ events: Array.from({ length: BATCH_SIZE }, (_, i) => trackBody(n * BATCH_SIZE + i)) })
+    const probe = await fetch(url, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: JSON.stringify(body(0)) })
+    const probeText = await probe.text()
+    if (probe.status === 404) return { status: "endpoint missing (404)" }
+    if (probe.status !== 200) return { status: `probe answered ${probe.status}`, body: probeText.slice(0, 500) }
+    await load("warmup", url, { body, headers, duration: 3 })
+    let ok = 0
+    let accepted = 0
+    let rejected = 0
+    const result: LoadResult = await load("batch", url, {
+      body,
+      headers,
+      onResponse: (status, text) => {
+        if (status !== 200) return
+        ok++
+        accepted += Number(text.match(/"accepted":(\d+)/)?.[1] ?? 0)
+        rejected += text.match(/"index":/g)?.length ?? 0
+      }
+    })
+    const eventsPerSecond = ok > 0 ? Math.round(result.requestsPerSecond * (accepted / ok)) : 0
+    return {
+      status: "measured",
+      eventsPerRequest: BATCH_SIZE,
+      ...result,
+      eventsAccepted: accepted,
+      eventsRejected: rejected,
+      eventsPerSecond,
+      ratio: ratio(eventsPerSecond, baselineRps)
+    }
+  } finally {
+    await api.stop()
+  }
+}
+
+export const run = (args: ReadonlyArray<string>) =>
+  withEnvironment(async (env) => {
+    const parts = partsOf(args)
+    const baselineUrl = await env.baseline()
+    const m1 = parts.has("m1") ? await m1Part(env, baselineUrl) : undefined
+    let baseline: LoadResult
+    if (m1) baseline = m1.baseline
+    else {
+      await load("warmup", baselineUrl, { body: trackBody, duration: 3 })
+      baseline = await load("baseline", baselineUrl, { body: trackBody })
+    }
+    const m6 = parts.has("m6") ? await m6Part(env) : undefined
+    // What M1 and M6 left in the stream is applied before the next part.
+    if (m1 || m6) await drainWithWorker(env, m6?.worker)
+    const rate = setting("BENCH_M2_RATE", baseline.requestsPerSecond)
+    const m2 = parts.has("m2") ? await m2Part(env, rate, baseline.requestsPerSecond) : undefined
+    if (parts.has("scale") && !m2) {
+      const api = await env.start("api")
+      await createFiftySegments(api.url, env.project.secretKey)
+      await api.stop()
+    }
+    const scale = parts.has("scale")
+      ? await scalePart(env, setting("BENCH_SCALE_RATE", baseline.requestsPerSecond), baseline.requestsPerSecond)
+      : undefined
+    // Last: its backlog (events × 100) is left in the stream and dropped with the environment.
+    const batch = parts.has("batch") ? await batchPart(env, baseline.requestsPerSecond) : undefined
+    return {
+      description: "/v1/track ingest (M1), backlog drain (M6), sustained end to end with 50 segments under `all` (M2), " +
+        "1 vs 2 workers with CPU per event (scale), /v1/track/batch (batch); baseline = node:http + pg, one INSERT per request",
+      parts: [...parts],
+      baseline,
+      ...(m1 ? { m1: m1.m1, m1At70PercentLoad: m1.m1At70PercentLoad } : {}),
+      ...(m6 ? { m6: m6.m6 } : {}),
+      ...(m2 ? { m2 } : {}),
+      ...(scale ? { scale } : {}),
+      ...(batch ? { batch } : {}),
+      targets: { m1Ratio: 2.0, m2Ratio: 1.0, m6EventsPerSecond: 10_000, batchRatio: 10 }
+    }
+  })

@@ -1,0 +1,154 @@
+/**
+ * The /v1/track workload of `track` and `segments`: one project, 10,000 distinct contacts, custom data
+ * on every event; the 50 segments of a busy project; sustained load with lag and CPU sampled.
+ */
+import type { BenchEnvironment } from "./harness/environment.ts"
+import { load, type LoadResult } from "./harness/load.ts"
+import { cpuWindow, type ProcessGroup } from "./harness/proc.ts"
+import { sleep, waitFor } from "./harness/settings.ts"
+import { round } from "./harness/stats.ts"
+
+export const CONTACTS = 10_000
+
+/** M1's event: data that changes on every event. */
+export const trackBody = (n: number) => ({ email: `user${n % CONTACTS}@bench.test`, event: n % 3 ? "page_view" : "click", data: { n, plan: "pro" } })
+
+/** The event under segments: a contact keeps its data.n (stable membership of the data segments); its events refresh the window ones. */
+export const segmentedBody = (n: number) => ({ email: `user${n % CONTACTS}@bench.test`, event: n % 3 ? "page_view" : "click", data: { n: (n % CONTACTS) * 6 } })
+
+/**
+ * 50 segments: 49 over `data.n` and the page_view/click windows (1–24 h) that the load touches, and one
+ * tracked probe segment (`event.probe triggered`, emitting `segment.probe.entry`).
+ */
+export const createFiftySegments = async (apiUrl: string, secretKey: string) => {
+  const createSegment = async (body: unknown) => {
+    const res = await fetch(`${apiUrl}/segments`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${secretKey}`, "content-type": "application/json" },
+      body: JSON.stringify(body)
+    })
+    if (res.status !== 201) throw new Error(`segment create: ${res.status} ${await res.text()}`)
+    return (await res.json()) as { id: string }
+  }
+  for (let i = 0; i < 49; i++) {
+    await createSegment({
+      name: `bench ${i}`,
+      condition: {
+        logic: i % 2 ? "OR" : "AND",
+        groups: [{ filters: [
+          { field: "data.n", operator: "greaterThan", value: i * 1000 },
+          { field: `event.${i % 3 ? "page_view" : "click"}`, operator: "triggeredWithin", value: 1 + (i % 24), unit: "hours" }
+        ] }]
+      }
+    })
+  }
+  await createSegment({
+    name: "probe",
+    trackMembership: true,
+    condition: { logic: "AND", groups: [{ filters: [{ field: "event.probe", operator: "triggered" }] }] }
+  })
+}
+
+export const storedEvents = async (env: BenchEnvironment) =>
+  Number((await env.query<{ n: string }>("SELECT count(*) AS n FROM events"))[0]!.n)
+
+/** Waits until no event has been stored for a second (the stream is applied); false after `timeoutMs`. */
+export const drained = (env: BenchEnvironment, timeoutMs = 120_000) => {
+  let last = -1
+  return waitFor(async () => {
+    const now = await storedEvents(env)
+    const still = now === last
+    last = now
+    return still
+  }, timeoutMs, 1000)
+}
+
+export interface LagSample {
+  readonly second: number
+  readonly accepted: number
+  readonly stored: number
+  readonly lag: number
+}
+
+export interface Sustained {
+  readonly load: LoadResult
+  readonly offeredRate: number
+  readonly accepted: number
+  readonly lagSamples: ReadonlyArray<LagSample>
+  /** Between the first and the last sample (the first 3 s are the ramp). */
+  readonly window: {
+    readonly seconds: number
+    readonly acceptedPerSecond: number
+    readonly appliedPerSecond: number
+    /** Lag growth over the window, events/s: above 2 % of the accepted rate, the workers fall behind. */
+    readonly lagGrowthPerSecond: number
+    readonly lagGrowing: boolean
+    /** CPU of the given process groups over the window, and per event applied in it. */
+    readonly cpu?: Awaited<ReturnType<Awaited<ReturnType<typeof cpuWindow>>["end"]>>
+  }
+  readonly secondsToCatchUpAfterLoad: number
+}
+
+/**
+ * `/v1/track` at a fixed offered rate for `seconds`, accepted − stored sampled every 3 s, the CPU of
+ * `groups` measured from the first sample to the last; then the time until the workers caught up
+ * (≥ 99 % of the accepted events stored, at most 60 s).
+ */
+export const sustain = async (env: BenchEnvironment, url: string, options: {
+  readonly rate: number
+  readonly seconds: number
+  readonly body: (n: number) => unknown
+  readonly groups?: ReadonlyArray<ProcessGroup>
+}): Promise<Sustained> => {
+  const startCount = await storedEvents(env)
+  let accepted = 0
+  const started = performance.now()
+  const running = load("sustained", url, {
+    body: options.body,
+    headers: { authorization: `Bearer ${env.project.publicKey}` },
+    rate: options.rate,
+    duration: options.seconds,
+    onResponse: (status) => {
+      if (status === 200) accepted++
+    }
+  })
+  const samples: Array<LagSample> = []
+  let window: Awaited<ReturnType<typeof cpuWindow>> | undefined
+  let cpu: Sustained["window"]["cpu"]
+  const sampler = (async () => {
+    const last = Math.floor(options.seconds / 3) * 3
+    for (let second = 3; second <= last; second += 3) {
+      await sleep(Math.max(0, started + second * 1000 - performance.now()))
+      const stored = (await storedEvents(env)) - startCount
+      samples.push({ second, accepted, stored, lag: accepted - stored })
+      if (options.groups && second === 3) window = await cpuWindow(options.groups)
+      if (window && second === last && samples.length > 1) cpu = await window.end(stored - samples[0]!.stored)
+    }
+  })()
+  const result = await running
+  await sampler
+  const total = accepted
+  const catchUpStart = performance.now()
+  await waitFor(async () => (await storedEvents(env)) - startCount >= total * 0.99, 60_000)
+  const first = samples[0]
+  const last = samples.at(-1)
+  const seconds = first && last ? last.second - first.second : 0
+  const perSecond = (a: number, b: number) => (seconds > 0 ? round((a - b) / seconds) : NaN)
+  const acceptedPerSecond = first && last ? perSecond(last.accepted, first.accepted) : NaN
+  const lagGrowthPerSecond = first && last ? perSecond(last.lag, first.lag) : NaN
+  return {
+    load: result,
+    offeredRate: options.rate,
+    accepted: total,
+    lagSamples: samples,
+    window: {
+      seconds,
+      acceptedPerSecond,
+      appliedPerSecond: first && last ? perSecond(last.stored, first.stored) : NaN,
+      lagGrowthPerSecond,
+      lagGrowing: lagGrowthPerSecond > 0.02 * acceptedPerSecond,
+      ...(cpu ? { cpu } : {})
+    },
+    secondsToCatchUpAfterLoad: round((performance.now() - catchUpStart) / 1000, 1)
+  }
+}
