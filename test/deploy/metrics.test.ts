@@ -123,11 +123,14 @@ describe("/metrics", () => {
     await emailStatus({ api: all, project }, rejected, "FAILED")
     await emailStatus({ api: all, project }, fine, "SENT")
     await eventually(() => emailStatus({ api: all, project }, flaky, "SENT"), 15_000)
-    const { types, samples } = await scrape()
-    expect(types.get("mailstream_email_send_failures_total")).toBe("counter")
-    expect(find(samples, "mailstream_emails_sent_total")[0]?.value).toBe(2)
-    expect(find(samples, "mailstream_email_send_failures_total", { outcome: "retry" })[0]?.value).toBe(1)
-    expect(find(samples, "mailstream_email_send_failures_total", { outcome: "failed" })[0]?.value).toBe(1)
+    // The worker's figures reach the api's /metrics within a couple of seconds (`all` relays them).
+    await eventually(async () => {
+      const { types, samples } = await scrape()
+      expect(types.get("mailstream_email_send_failures_total")).toBe("counter")
+      expect(find(samples, "mailstream_emails_sent_total")[0]?.value).toBe(2)
+      expect(find(samples, "mailstream_email_send_failures_total", { outcome: "retry" })[0]?.value).toBe(1)
+      expect(find(samples, "mailstream_email_send_failures_total", { outcome: "failed" })[0]?.value).toBe(1)
+    })
   }, 25_000)
 
   it("exposes the process's CPU, memory and event-loop lag", async () => {

@@ -108,7 +108,7 @@ describe("campaigns cap each recipient's mail", () => {
       audienceType: "FILTERED",
       audienceCondition: { logic: "AND", groups: [{ filters: [{ field: "data.group", operator: "equals", value: "caps" }] }] }
     })
-    expect(created.status, JSON.stringify(created.json)).toBe(200)
+    expect(created.status, JSON.stringify(created.json)).toBe(201)
     const id = created.json.data.id
     expect((await secret("POST", `/campaigns/${id}/send`, {})).status).toBe(200)
     const stats = await eventually(async () => {
@@ -139,7 +139,7 @@ describe("workflow SEND_EMAIL caps the mail", () => {
       from: "hello@acme.test",
       type: "TRANSACTIONAL"
     })
-    expect(template.status, JSON.stringify(template.json)).toBe(200)
+    expect(template.status, JSON.stringify(template.json)).toBe(201)
     const { workflowId } = await buildWorkflow(client, {
       name: "Caps",
       eventName: "caps_event",

@@ -159,8 +159,9 @@ describe("a worker killed mid-send", () => {
       const delivered = smtp.messages.map((mail) => mail.parsed.messageId)
       const distinct = new Set(delivered)
       expect(distinct.size).toBe(200)
-      // Only mail in flight at the kill may arrive twice: at 40/s at most a tenth of a second's worth.
-      expect(delivered.length - distinct.size).toBeLessThanOrEqual(4)
+      // Only mail in flight at the kill may arrive twice: the project's two rounds in flight, each at
+      // most a tenth of a second's worth at 40/s.
+      expect(delivered.length - distinct.size).toBeLessThanOrEqual(8)
       await worker.stop()
       await api.stop()
     } finally {

@@ -100,7 +100,7 @@ describe("campaign fan-out", () => {
     await secret(b, "POST", "/contacts", { email: "fan@poison.test", subscribed: true })
     const campaign = async (project: TestProject, name: string, from: string) => {
       const res = await secret(project, "POST", "/campaigns", { name, subject: name, body: "<p>{{ email }}</p>", from, audienceType: "ALL" })
-      expect(res.status, JSON.stringify(res.json)).toBe(200)
+      expect(res.status, JSON.stringify(res.json)).toBe(201)
       return res.json.data.id as string
     }
     const poison = await campaign(a, "Poison", "news@a.test")
