@@ -62,7 +62,7 @@ export const reasonOf = (failure: unknown): string => {
 }
 
 export const IsolationMetrics = {
-  isolated: counter("mailstream_rows_isolated_total", "Rows a background loop could not process, set aside with their reason (label: loop)")
+  isolated: counter("mailstream_rows_isolated_total", "Rows a background loop could not process, set aside with their reason (label: loop)", ["loop"])
 }
 
 /** Logs and counts a row set aside (the caller records the reason on the row). */

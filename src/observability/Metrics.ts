@@ -6,7 +6,8 @@
  */
 import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, type MetricObjectWithValues, type MetricValue, Registry } from "prom-client"
 
-type Labels<L extends string> = Readonly<Record<L, string | number>>
+/** A metric's labels; a metric declared without label names takes none (passing some fails to compile). */
+type Labels<L extends string> = [L] extends [never] ? never : Readonly<Record<L, string | number>>
 
 export const registry = new Registry()
 
