@@ -203,7 +203,9 @@ export const checks: Array<true> = [
 `)
       const tsc = join(ROOT, "node_modules/.bin/tsc")
       await promisify(execFile)(tsc, ["--noEmit", "--strict", "--target", "ES2024", "--module", "NodeNext", "--moduleResolution", "NodeNext",
-        "--allowImportingTsExtensions", "--skipLibCheck", join(dir, "check.ts")]).catch((error) => {
+        "--allowImportingTsExtensions", "--skipLibCheck", join(dir, "check.ts")],
+        // From the temporary directory: TypeScript refuses file arguments beside a tsconfig.json (TS5112).
+        { cwd: dir }).catch((error) => {
         throw new Error(`the generated types do not say what the document means:\n${error.stdout}${error.stderr}`)
       })
     } finally {
