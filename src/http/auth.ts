@@ -8,7 +8,29 @@ import type { HttpServerResponse } from "effect/http"
 import { type KeyKind, Projects } from "../store/Projects.ts"
 import { CurrentProject, PublicKeyAuth, SecretKeyAuth } from "./api/security.ts"
 import { ApiError, RequestState } from "./errors.ts"
-import { RateLimiter } from "./RateLimiter.ts"
+import { type RateDecision, RateLimiter } from "./RateLimiter.ts"
+
+/**
+ * Puts the rate-limit headers on the response and refuses with 429 when the decision says so.
+ * `counted` says what a request counts as, when it is not one request.
+ */
+export const enforceRateLimit = Effect.fnUntraced(function*(decision: RateDecision, counted = "") {
+  if (decision.limit <= 0) return
+  const state = yield* Effect.service(RequestState)
+  state.headers["ratelimit-limit"] = String(decision.limit)
+  state.headers["ratelimit-remaining"] = String(decision.remaining)
+  state.headers["ratelimit-reset"] = String(decision.resetSeconds)
+  if (!decision.allowed) {
+    return yield* new ApiError({
+      status: 429,
+      code: "RATE_LIMITED",
+      message: `Rate limit of ${decision.limit} requests per minute exceeded for this project${counted}`,
+      details: { limit: decision.limit, retryAfterSeconds: decision.resetSeconds },
+      suggestion: "Wait for the number of seconds in Retry-After, then retry.",
+      headers: { "retry-after": String(decision.resetSeconds) }
+    })
+  }
+})
 
 const makeKeyCheck = Effect.fnUntraced(function*(required: KeyKind) {
   const projects = yield* Projects
@@ -26,29 +48,13 @@ const makeKeyCheck = Effect.fnUntraced(function*(required: KeyKind) {
         return yield* ApiError.invalidApiKey(
           required === "public"
             ? "This endpoint takes the project's public key (pk_); the secret key is rejected here"
-            : "This endpoint takes the project's secret key (sk_); the public key only works on /v1/track"
+            : "This endpoint takes the project's secret key (sk_); the public key only works on /v1/track and /v1/track/batch"
         )
       }
       if (auth.project.disabled) {
         return yield* new ApiError({ status: 403, code: "PROJECT_DISABLED", message: "This project is disabled" })
       }
-      const decision = yield* rateLimiter.check(auth.project.id)
-      if (decision.limit > 0) {
-        const state = yield* Effect.service(RequestState)
-        state.headers["ratelimit-limit"] = String(decision.limit)
-        state.headers["ratelimit-remaining"] = String(decision.remaining)
-        state.headers["ratelimit-reset"] = String(decision.resetSeconds)
-        if (!decision.allowed) {
-          return yield* new ApiError({
-            status: 429,
-            code: "RATE_LIMITED",
-            message: `Rate limit of ${decision.limit} requests per minute exceeded for this project`,
-            details: { limit: decision.limit, retryAfterSeconds: decision.resetSeconds },
-            suggestion: "Wait for the number of seconds in Retry-After, then retry.",
-            headers: { "retry-after": String(decision.resetSeconds) }
-          })
-        }
-      }
+      yield* enforceRateLimit(yield* rateLimiter.check(auth.project.id))
       return yield* Effect.provideService(httpEffect, CurrentProject, auth.project)
     })
 })

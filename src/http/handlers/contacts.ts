@@ -16,17 +16,18 @@ import { fieldUsage } from "../../workflows/usage.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
 import { parseBoolean, parseLimit, parsePositive } from "../query.ts"
-import { ApiError, BareBadRequest, rendered } from "../errors.ts"
+import { ApiError, BareBadRequest, type FieldError, rendered } from "../errors.ts"
 
 export const MAX_LOOKUP_EMAILS = 500
 
-/** Data limits (key count, key length, size) that the schema cannot express. */
+/** Data limits (key count, key length, size) that the schema cannot express, as field errors. */
+export const dataErrors = (data: Readonly<Record<string, unknown>> | undefined): Array<FieldError> =>
+  data === undefined ? [] : dataPayloadProblems(data).map(([field, message]) => ({ field, message, code: "too_big" }))
+
+/** The same limits as a 422. */
 export const validateData = (data: Readonly<Record<string, unknown>> | undefined) => {
-  if (data === undefined) return Effect.void
-  const problems = dataPayloadProblems(data)
-  return problems.length === 0
-    ? Effect.void
-    : Effect.fail(ApiError.validation(problems.map(([field, message]) => ({ field, message, code: "too_big" }))))
+  const errors = dataErrors(data)
+  return errors.length === 0 ? Effect.void : Effect.fail(ApiError.validation(errors))
 }
 
 
