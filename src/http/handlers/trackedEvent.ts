@@ -15,8 +15,9 @@ import { dataErrors } from "./contacts.ts"
 /** A decoded /v1/track body. */
 export type TrackPayload = Schema.Schema.Type<typeof TrackBody>
 
-// The options HttpApi decodes /v1/track's body with (Api.ts: every invalid field at once).
-const decodeTrackBody = Schema.decodeUnknownResult(TrackBody, { errors: "all" })
+// The decoder HttpApi builds for /v1/track's body: a union of its payload schemas, with the options of
+// Api.ts (every invalid field at once), so a batch event gets the very errors /v1/track would answer.
+const decodeTrackBody = Schema.decodeUnknownResult(Schema.Union([TrackBody]), { errors: "all" })
 
 /** A batch item checked exactly as /v1/track checks its body: the payload, or its field errors. */
 export const checkTrackEvent = (input: unknown): { readonly payload: TrackPayload } | { readonly errors: Array<FieldError> } => {
