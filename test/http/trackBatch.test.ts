@@ -106,6 +106,10 @@ describe("POST /v1/track/batch records", () => {
         { index: 1, errors: [expect.objectContaining({ field: "event" })] }
       ]
     })
+    // An event nested 5,000 levels deep is one rejected event, not a stack overflow.
+    const deep = await raw(`{"events":[${"[".repeat(5_000)}${"]".repeat(5_000)}]}`)
+    expect(deep.status, deep.text).toBe(200)
+    expect(deep.json.data).toEqual({ accepted: 0, rejected: [{ index: 0, errors: [expect.objectContaining({ field: "body" })] }] })
   })
 
   it("creates one contact for an email repeated in the batch and applies its events in batch order", async () => {
