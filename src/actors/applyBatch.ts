@@ -11,7 +11,7 @@ import { SqlClient } from "effect/sql"
 import { exceedsContactDataLimit, inferFieldTypes, jsonBytes, MAX_CONTACT_DATA_BYTES } from "../domain/customData.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import type { TrackedEvent } from "../ingest/EventPublisher.ts"
-import type { Outbox } from "../stream/Outbox.ts"
+import type { EmittedEvent, Outbox } from "../stream/Outbox.ts"
 import { clockNow } from "../lib/clock.ts"
 import { segmentSlug } from "../store/Segments.ts"
 import { campaignStep } from "../campaigns/fanout.ts"
@@ -108,6 +108,9 @@ export const reloadSegments = Effect.fnUntraced(function*(context: Pick<BatchCon
   }
   return state.segments
 })
+
+/** Rounds of events recorded in the batch that emitted them (an event emitted while recording one is the next round). */
+const MAX_OWN_EVENT_ROUNDS = 3
 
 export interface BatchOutcome {
   readonly applied: number
@@ -314,26 +317,57 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
     }
     yield* flushEvents
 
-    if (emitted.length > 0) {
-      yield* context.outbox.emit(context.projectId, emitted.map((event) => ({
-        name: event.name,
-        contactId: event.contactId,
-        email: event.email,
-        data: { contactId: event.contactId, email: event.email, source: event.source },
-        at: event.at
-      })))
-      outcome.emitted = emitted.length
-    }
+    // Events this actor emits about its own contacts (subscription changes, segment entry/exit) go out
+    // on OUT and are recorded here, in this batch, with the workflows they trigger: they do not travel
+    // back through IN to come to this same actor a batch later.
+    const own: Array<EventRow> = []
+    const emitOwn = (events: ReadonlyArray<EmittedEvent>) =>
+      events.length === 0 ? Effect.void : Effect.map(context.outbox.emitOut(context.projectId, events), (out) => {
+        for (const event of out) own.push({ id: event.id, contactId: event.contactId, name: event.name, data: event.data, at: event.at })
+        outcome.emitted += out.length
+      })
+    yield* emitOwn(emitted.map((event) => ({
+      name: event.name,
+      contactId: event.contactId,
+      email: event.email,
+      data: { contactId: event.contactId, email: event.email, source: event.source },
+      at: event.at
+    })))
 
     const segments = segmentsChanged
       ? yield* reloadSegments(context, context.segmentState)
       : context.segmentState.segments!
-    outcome.emitted += yield* evaluateChanges(
-      { projectId: context.projectId, lane: context.lane, outbox: context.outbox },
-      segments,
-      changes,
-      clockNow()
-    )
+    const segmentContext = { projectId: context.projectId, lane: context.lane, outbox: context.outbox, emit: emitOwn }
+    yield* evaluateChanges(segmentContext, segments, changes, clockNow())
+    // What the recorded events change (segments reading `contact.subscribed`, `segment.x.entry`, …) is
+    // evaluated in turn, a few rounds deep; a longer chain continues through IN, as any event would.
+    for (let round = 0; own.length > 0; round++) {
+      const recorded = own.splice(0)
+      if (round === MAX_OWN_EVENT_ROUNDS) {
+        yield* context.outbox.append(recorded.map((event) => ({
+          kind: "event" as const,
+          projectId: context.projectId,
+          eventId: event.id,
+          contactId: event.contactId,
+          email: "",
+          name: event.name,
+          data: event.data,
+          at: event.at
+        })))
+        break
+      }
+      const inserted = yield* insertEvents(context.projectId, recorded)
+      outcome.eventsInserted += inserted.size
+      const followUp = new Map<string, ContactChange>()
+      for (const event of recorded) {
+        if (!inserted.has(event.id)) continue
+        workflowInputs.push({ kind: "event", ...event })
+        let change = followUp.get(event.contactId)
+        if (!change) followUp.set(event.contactId, change = emptyChange())
+        change.events.add(event.name)
+      }
+      yield* evaluateChanges(segmentContext, segments, followUp, clockNow())
+    }
 
     const advanced = yield* runWorkflows(
       {

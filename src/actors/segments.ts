@@ -8,7 +8,7 @@
  * window lapsing) a durable timer is set for exactly that instant.
  */
 import { type Cause, Effect } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type SqlError } from "effect/sql"
 import { compileCondition, type ContactFacts, type EventAggregate, type Evaluation } from "../domain/conditions/evaluate.ts"
 import { type Condition, parseField } from "../domain/conditions/types.ts"
 import { conditionReads, type ConditionReads } from "../domain/conditions/validate.ts"
@@ -151,6 +151,8 @@ export interface SegmentContext {
   /** The lane whose contacts this actor owns (undefined: every lane, for messages published before lanes). */
   readonly lane: number | undefined
   readonly outbox: Outbox["Service"]
+  /** Where entry/exit events go (default: Outbox.emit, to OUT and back into the contact's lane). */
+  readonly emit?: ((events: ReadonlyArray<EmittedEvent>) => Effect.Effect<void, SqlError.SqlError>) | undefined
 }
 
 /** SQL: the contact `column` is in the context's lane (always true without a lane). */
@@ -307,7 +309,7 @@ export const evaluateChanges = Effect.fnUntraced(function*(
   }
   yield* writeMembershipChanges(context.outbox.lanes, context.projectId, entries, exits)
   yield* setTimers(context, timers)
-  yield* context.outbox.emit(context.projectId, emitted)
+  yield* (context.emit ? context.emit(emitted) : context.outbox.emit(context.projectId, emitted))
   return emitted.length
 })
 
