@@ -31,6 +31,4 @@ export const uuidv7 = (now: number = Date.now()): string => {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
 }
 
-const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
-
-export const isUuid = (value: string): boolean => UUID_PATTERN.test(value)
+export { isUuid } from "./uuid.ts"

@@ -1,0 +1,22 @@
+/** Custom-data rules as the API answers them, shared by the handlers that write contact data (contacts, track, send). */
+import { Effect } from "effect"
+import { dataPayloadProblems } from "../../domain/customData.ts"
+import type { ContactDataTooLarge } from "../../store/Contacts.ts"
+import { ApiError } from "../errors.ts"
+
+/** Data limits (key count, key length, size) that the schema cannot express. */
+export const validateData = (data: Readonly<Record<string, unknown>> | undefined) => {
+  if (data === undefined) return Effect.void
+  const problems = dataPayloadProblems(data)
+  return problems.length === 0
+    ? Effect.void
+    : Effect.fail(ApiError.validation(problems.map(([field, message]) => ({ field, message, code: "too_big" }))))
+}
+
+/** The contact data limit as the API answers it. */
+export const refuseOversizedData = <A, E, R>(effect: Effect.Effect<A, E | ContactDataTooLarge, R>): Effect.Effect<A, E | ApiError, R> =>
+  Effect.catchIf(
+    effect,
+    (error): error is ContactDataTooLarge => (error as { _tag?: unknown })?._tag === "ContactDataTooLarge",
+    (error) => Effect.fail(ApiError.contactDataTooLarge(error.limitBytes))
+  ) as Effect.Effect<A, E | ApiError, R>
