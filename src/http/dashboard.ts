@@ -16,14 +16,12 @@ export const DashboardRoutes = Layer.effectDiscard(Effect.gen(function*() {
   const router = yield* HttpRouter.HttpRouter
   const page = HttpServerResponse.file(`${WEB_DIST}/index.html`, { contentType: "text/html; charset=utf-8" }).pipe(
     Effect.map(HttpServerResponse.setHeaders(PAGE_HEADERS)),
-    // No build yet (or a broken one): say so, in the API's envelope via the gateway, rather than hang.
+    // No build (web/dist missing): a defect, which the gateway logs and answers with the 500 envelope.
     Effect.orDie
   )
   yield* router.add("GET", "/", page)
-  for (const root of DASHBOARD_ROOTS) {
-    yield* router.add("GET", root, page)
-    yield* router.add("GET", `${root}/*`, page)
-  }
+  // The router's `/p/*` matches `/p` itself too.
+  for (const root of DASHBOARD_ROOTS) yield* router.add("GET", `${root}/*`, page)
   // The static server resolves the request path under web/dist and refuses anything outside it.
   const assets = yield* HttpStaticServer.make({
     root: WEB_DIST,
