@@ -45,12 +45,10 @@ function Nav({ projectId, onNavigate }: { readonly projectId: string; readonly o
 function useFocusOnNavigation() {
   const main = useRef<HTMLElement>(null)
   const { pathname } = useLocation()
-  const first = useRef(true)
+  const shown = useRef(pathname)
   useEffect(() => {
-    if (first.current) {
-      first.current = false
-      return
-    }
+    if (shown.current === pathname) return
+    shown.current = pathname
     main.current?.focus()
   }, [pathname])
   return main
