@@ -54,16 +54,31 @@ export function Badge({ tone = "slate", children }: { readonly tone?: "slate" | 
 export const formatDate = (iso: string | null | undefined): string =>
   iso ? new Date(iso).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" }) : "—"
 
-/** A wide table that scrolls inside its own box on narrow screens instead of widening the page. */
-export function Table({ label, head, children }: { readonly label: string; readonly head: ReadonlyArray<string>; readonly children: ReactNode }) {
+/** Classes of a column shown from 640 px only (for its header and its cells). */
+export const wideOnly = "hidden sm:table-cell"
+
+/**
+ * A table that scrolls inside its own box on narrow screens instead of widening the page. A heading
+ * given as [label, className] carries classes such as wideOnly.
+ */
+export function Table({
+  label,
+  head,
+  children
+}: {
+  readonly label: string
+  readonly head: ReadonlyArray<string | readonly [string, string]>
+  readonly children: ReactNode
+}) {
   return (
     <div className="overflow-x-auto rounded-lg border border-slate-200 bg-white">
       <table className="min-w-full divide-y divide-slate-200 text-sm" aria-label={label}>
         <thead className="bg-slate-50">
           <tr>
-            {head.map((cell) => (
-              <th key={cell} scope="col" className="whitespace-nowrap px-4 py-2.5 text-left font-medium text-slate-600">{cell}</th>
-            ))}
+            {head.map((heading) => {
+              const [text, className] = typeof heading === "string" ? [heading, ""] : heading
+              return <th key={text} scope="col" className={`whitespace-nowrap px-4 py-2.5 text-left font-medium text-slate-600 ${className}`}>{text}</th>
+            })}
           </tr>
         </thead>
         <tbody className="divide-y divide-slate-100">{children}</tbody>

@@ -2,7 +2,7 @@
 import { useEffect, useState } from "react"
 import { Link, useSearchParams } from "react-router"
 import { useApiQuery, useProjectId } from "../api/hooks.ts"
-import { Badge, cell, formatDate, Page, Table } from "../components/Page.tsx"
+import { Badge, cell, formatDate, Page, Table, wideOnly } from "../components/Page.tsx"
 import { Pager } from "../components/Pager.tsx"
 import { Empty, QueryView } from "../components/States.tsx"
 
@@ -106,15 +106,15 @@ export function ContactsPage() {
         {(page) => (
           <>
             {total !== null && <p className="mb-2 text-sm text-slate-600" data-testid="contact-total">{total.toLocaleString()} contacts</p>}
-            <Table label="Contacts" head={["Email", "Subscription", "Data", "Created"]}>
+            <Table label="Contacts" head={["Email", "Subscription", ["Data", wideOnly], ["Created", wideOnly]]}>
               {page.data.map((contact) => (
                 <tr key={contact.id} className="hover:bg-slate-50">
                   <td className={cell}>
-                    <Link to={`/p/${projectId}/contacts/${contact.id}`} className="link break-all">{contact.email}</Link>
+                    <Link to={`/p/${projectId}/contacts/${contact.id}`} className="link break-words">{contact.email}</Link>
                   </td>
                   <td className={cell}>{contact.subscribed ? <Badge tone="green">Subscribed</Badge> : <Badge>Unsubscribed</Badge>}</td>
-                  <td className={`${cell} text-slate-600`}>{Object.keys(contact.data).length} fields</td>
-                  <td className={`${cell} whitespace-nowrap text-slate-600`}>{formatDate(contact.createdAt)}</td>
+                  <td className={`${cell} ${wideOnly} text-slate-600`}>{Object.keys(contact.data).length} fields</td>
+                  <td className={`${cell} ${wideOnly} whitespace-nowrap text-slate-600`}>{formatDate(contact.createdAt)}</td>
                 </tr>
               ))}
             </Table>
