@@ -208,6 +208,70 @@ describe("the dashboard", () => {
     await page.getByRole("article", { name: "mail.acme.test" }).locator("header").getByText("verified").waitFor({ timeout: 15_000 })
   })
 
+  it("shows templates, segments, campaigns and workflows: each list and one of each", async () => {
+    // Templates need a verified sender domain.
+    const domain = await env.call("POST", "/domains", { domain: "news.acme.test" })
+    const dkim = domain.records.find((record: { purpose: string }) => record.purpose === "DKIM")
+    env.dns.addTxt(dkim.name, dkim.value)
+    expect((await env.call("GET", `/domains/${domain.id}/verify`)).status).toBe("VERIFIED")
+    const template = await env.call("POST", "/templates", {
+      name: "Welcome",
+      subject: "Welcome, {{ contact.email }}",
+      body: "<h1>Hello</h1><p>Thanks for joining.</p>",
+      from: "hello@news.acme.test",
+      type: "TRANSACTIONAL"
+    })
+    const segment = await env.call("POST", "/segments", {
+      name: "Pro plan",
+      condition: { logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "pro" }] }] }
+    })
+    const campaign = (await env.call("POST", "/campaigns", {
+      name: "Spring news",
+      subject: "What is new",
+      body: "<p>News</p>",
+      from: "news@news.acme.test",
+      audienceType: "SEGMENT",
+      segmentId: segment.id
+    })).data
+    const workflow = await env.call("POST", "/workflows", { name: "Onboarding", eventName: "signed-up" })
+
+    const page = await env.page()
+    const nav = page.getByRole("navigation", { name: "Project" })
+    await page.goto(projectPath("/templates"))
+    await heading(page, "Templates")
+    await page.getByRole("link", { name: "Welcome" }).click()
+    await heading(page, "Welcome")
+    await page.getByText("<h1>Hello</h1><p>Thanks for joining.</p>").waitFor()
+    await page.getByText("Welcome, {{ contact.email }}").waitFor()
+    expect(new URL(page.url()).pathname).toBe(projectPath(`/templates/${template.id}`))
+    await screenshot(page, "template-1280")
+
+    await nav.getByRole("link", { name: "Segments" }).click()
+    await heading(page, "Segments")
+    expect(await rowsOf(page, "Segments").allInnerTexts()).toEqual([expect.stringMatching(/^Pro plan\s+dynamic\s+15\s/)])
+    await page.getByRole("link", { name: "Pro plan" }).click()
+    await heading(page, "Pro plan")
+    await page.waitForFunction(() => document.querySelectorAll("table[aria-label=Members] tbody tr").length === 15)
+    expect(new URL(page.url()).pathname).toBe(projectPath(`/segments/${segment.id}`))
+
+    await nav.getByRole("link", { name: "Campaigns" }).click()
+    await heading(page, "Campaigns")
+    await page.getByRole("link", { name: "Spring news" }).click()
+    await heading(page, "Spring news")
+    await page.getByText(`Segment ${segment.id}`).waitFor()
+    await page.getByRole("region", { name: "Progress" }).getByText("Recipients").waitFor()
+    expect(new URL(page.url()).pathname).toBe(projectPath(`/campaigns/${campaign.id}`))
+    await screenshot(page, "campaign-1280")
+
+    await nav.getByRole("link", { name: "Workflows" }).click()
+    await heading(page, "Workflows")
+    expect(await rowsOf(page, "Workflows").allInnerTexts()).toEqual([expect.stringContaining("Event signed-up")])
+    await page.getByRole("link", { name: "Onboarding" }).click()
+    await heading(page, "Onboarding")
+    await page.getByRole("region", { name: "Steps" }).getByText("trigger", { exact: true }).waitFor()
+    expect(new URL(page.url()).pathname).toBe(projectPath(`/workflows/${workflow.id}`))
+  })
+
   it("shows its own not-found page for an address it does not have", async () => {
     const page = await env.page()
     await page.goto(projectPath("/no-such-page"))
