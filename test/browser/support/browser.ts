@@ -9,7 +9,7 @@
  * sk_ key to every request it sends (`extraHTTPHeaders`); the app itself never sends a key.
  */
 import { execFile } from "node:child_process"
-import { mkdirSync, mkdtempSync } from "node:fs"
+import { mkdirSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
@@ -40,7 +40,7 @@ export interface BrowserEnv {
 /** Where screenshots go: docs/screenshots with UPDATE_SCREENSHOTS=1, else a temporary directory. */
 export const screenshotDir = process.env.UPDATE_SCREENSHOTS === "1"
   ? join(ROOT, "docs/screenshots")
-  : mkdtempSync(join(tmpdir(), "mailstream-screenshots-"))
+  : join(tmpdir(), "mailstream-screenshots")
 mkdirSync(screenshotDir, { recursive: true })
 
 export const screenshot = (page: Page, name: string) => page.screenshot({ path: join(screenshotDir, `${name}.png`) })

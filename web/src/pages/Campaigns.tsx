@@ -64,7 +64,7 @@ export function CampaignPage() {
                 ["Status", <Badge tone={statusTone(campaign.status)}>{campaign.status.toLowerCase()}</Badge>],
                 ["Subject", campaign.subject],
                 ["From", campaign.fromName ? `${campaign.fromName} <${campaign.from}>` : campaign.from],
-                ["Audience", campaign.audienceType === "SEGMENT" ? `Segment ${campaign.segmentId}` : campaign.audienceType.toLowerCase()],
+                ["Audience", campaign.segmentId !== null ? <SegmentLink id={campaign.segmentId} /> : campaign.audienceType === "ALL" ? "All subscribed contacts" : "Contacts matching a filter"],
                 ["Scheduled for", formatDate(campaign.scheduledFor)],
                 ["Sent", formatDate(campaign.sentAt)]
               ]}
@@ -96,5 +96,16 @@ export function CampaignPage() {
         </Page>
       )}
     </QueryView>
+  )
+}
+
+/** The campaign's segment by name (the segment page's own query, so its cache is shared). */
+function SegmentLink({ id }: { readonly id: string }) {
+  const projectId = useProjectId()
+  const segment = useApiQuery(["segments", "get", id], (client) => client.segments.get({ params: { id } }))
+  return (
+    <Link to={`/p/${projectId}/segments/${id}`} className="link">
+      Segment {segment.data?.name ?? id}
+    </Link>
   )
 }
