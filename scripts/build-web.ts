@@ -43,6 +43,9 @@ const main = async () => {
   const hash = inputHash()
   const built = existsSync(join(DIST, "index.html")) && existsSync(HASH_FILE) ? readFileSync(HASH_FILE, "utf8").trim() : undefined
   if (!force && built === hash) return log("up to date, build skipped")
+  // Whoever runs this (vitest sets NODE_ENV=test), the build is production's: React's development build is
+  // a third larger and slower.
+  process.env.NODE_ENV = "production"
   const vite = await import("vite").catch(() => undefined)
   if (vite === undefined) {
     // A production install (npm ci --omit=dev) has no Vite: use the build it came with, if any.

@@ -97,6 +97,13 @@ describe("assets", () => {
     }
   })
 
+  it("are a production build within its size budget (React's development build would be a third larger)", () => {
+    const scripts = assetsOfPage().filter((asset) => asset.endsWith(".js"))
+    const bytes = scripts.reduce((sum, asset) => sum + statSync(join(ROOT, "web/dist", asset)).size, 0)
+    expect(bytes).toBeGreaterThan(100_000)
+    expect(bytes).toBeLessThan(700_000)
+  })
+
   it("answer the 404 envelope for a missing file", async () => {
     const response = await request(api.url, "GET", "/assets/missing-0000.js")
     expect(response.status).toBe(404)
