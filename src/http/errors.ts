@@ -12,6 +12,7 @@
  */
 import { Context, Data, Effect } from "effect"
 import { HttpServerRespondable, HttpServerResponse } from "effect/http"
+import type { FieldErrorSchema } from "./api/errors.ts"
 
 /**
  * Per-request state set up by the gateway: the request id (echoed in error bodies and `x-request-id`)
@@ -26,12 +27,8 @@ export const RequestState = Context.Reference<RequestStateShape>("app/http/Reque
   defaultValue: () => ({ requestId: "unknown", headers: {} })
 })
 
-export interface FieldError {
-  readonly field: string
-  readonly message: string
-  readonly code: string
-  readonly received?: unknown
-}
+/** One invalid field of a request, as the envelope's `errors[]` lists it (its schema is the contract's). */
+export type FieldError = typeof FieldErrorSchema.Type
 
 export interface EnvelopeFields {
   readonly status: number
