@@ -3,6 +3,7 @@
  * the app's page there and nowhere else); a path under a root that matches nothing shows NotFoundPage.
  */
 import { createBrowserRouter, Navigate } from "react-router"
+import { RouteError } from "./components/ErrorBoundary.tsx"
 import { PlainLayout, ProjectLayout } from "./components/Layout.tsx"
 import { CampaignPage, CampaignsPage } from "./pages/Campaigns.tsx"
 import { ContactPage } from "./pages/Contact.tsx"
@@ -32,6 +33,7 @@ export const router = createBrowserRouter([
   { path: "/", element: <Navigate to="/p" replace /> },
   {
     element: <PlainLayout />,
+    errorElement: <RouteError />,
     children: [
       { path: "/p", element: <ProjectsPage /> },
       ...account.map(([path, page]) => ({ path, element: <Placeholder {...accountPages[page]} /> })),
@@ -41,6 +43,7 @@ export const router = createBrowserRouter([
   {
     path: "/p/:projectId",
     element: <ProjectLayout />,
+    errorElement: <RouteError />,
     children: [
       { index: true, element: <HomePage /> },
       { path: "contacts", element: <ContactsPage /> },
