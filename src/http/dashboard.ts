@@ -4,13 +4,26 @@
  * year-long immutable cache. Everything else stays the API's: an unknown path answers the 404 envelope.
  */
 import { Effect, Layer } from "effect"
-import { HttpRouter, HttpServerResponse, HttpStaticServer } from "effect/http"
+import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse, HttpStaticServer } from "effect/http"
 import { fileURLToPath } from "node:url"
 import { DASHBOARD_ASSETS, DASHBOARD_ROOTS } from "./api/dashboard.ts"
 
 export const WEB_DIST = fileURLToPath(new URL("../../web/dist", import.meta.url))
 
 const PAGE_HEADERS = { "cache-control": "no-cache", "x-content-type-options": "nosniff" }
+
+/**
+ * Whether a request path climbs with `..` (raw or percent-encoded). The static server keeps every path
+ * inside web/dist; this keeps /assets/ requests inside web/dist/assets (index.html must not be served
+ * with the assets' year-long cache).
+ */
+const climbs = (url: string): boolean => {
+  try {
+    return decodeURIComponent(url.split("?")[0]!).split(/[\\/]/).includes("..")
+  } catch {
+    return true
+  }
+}
 
 export const DashboardRoutes = Layer.effectDiscard(Effect.gen(function*() {
   const router = yield* HttpRouter.HttpRouter
@@ -28,5 +41,12 @@ export const DashboardRoutes = Layer.effectDiscard(Effect.gen(function*() {
     index: undefined,
     cacheControl: "public, max-age=31536000, immutable"
   })
-  yield* router.add("GET", `${DASHBOARD_ASSETS}/*`, Effect.map(assets, HttpServerResponse.setHeader("x-content-type-options", "nosniff")))
+  yield* router.add(
+    "GET",
+    `${DASHBOARD_ASSETS}/*`,
+    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+      climbs(request.url)
+        ? Effect.fail(new HttpServerError.HttpServerError({ reason: new HttpServerError.RouteNotFound({ request }) }))
+        : Effect.map(assets, HttpServerResponse.setHeader("x-content-type-options", "nosniff")))
+  )
 }))

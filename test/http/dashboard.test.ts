@@ -110,11 +110,17 @@ describe("assets", () => {
     expectEnvelope404(response.json)
   })
 
-  it("never reach outside web/dist", async () => {
+  it("never reach outside web/dist/assets", async () => {
     for (const path of ["/assets/../../package.json", "/assets/..%2F..%2Fpackage.json", "/assets/%2e%2e/%2e%2e/package.json", "/assets/..%5C..%5Cpackage.json"]) {
       const response = await rawGet(path)
       expect(response.status, path).toBe(404)
       expect(response.body).not.toContain('"name": "mailstream"')
+    }
+    // Nor outside web/dist/assets: the page is never served with the assets' year-long cache.
+    for (const path of ["/assets/../index.html", "/assets/%2e%2e/index.html", "/assets/..%2Findex.html", "/assets/%2e%2e/.build-hash"]) {
+      const response = await rawGet(path)
+      expect(response.status, path).toBe(404)
+      expect(response.body).not.toContain('<div id="root">')
     }
   })
 })
