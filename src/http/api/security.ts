@@ -1,7 +1,7 @@
 /** Authentication middleware tags (contract side). Implementations live in ../auth.ts. */
 import { Context } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
-import type { Project } from "../../store/Projects.ts"
+import type { Project } from "../../domain/project.ts"
 
 /** The project the request's API key belongs to. */
 export class CurrentProject extends Context.Service<CurrentProject, Project>()("app/http/CurrentProject") {}
