@@ -15,6 +15,9 @@ import type { EmittedEvent, Outbox } from "../stream/Outbox.ts"
 import { clockNow } from "../lib/clock.ts"
 import { segmentSlug } from "../store/Segments.ts"
 import { campaignStep } from "../campaigns/fanout.ts"
+import type { ImportReader } from "../imports/reader.ts"
+import { applyBulk } from "./applyBulk.ts"
+import { importStep } from "./importStep.ts"
 import { runWorkflows, type WorkflowInput, type WorkflowState } from "../workflows/engine.ts"
 import type { WorkflowRuntime } from "../workflows/Runtime.ts"
 import { causeIsTransient } from "../lib/isolation.ts"
@@ -52,6 +55,8 @@ export interface BatchContext {
   readonly outbox: Outbox["Service"]
   /** The actor's segment definitions and pending backfills (kept across batches). */
   readonly segmentState: SegmentState
+  /** The owner lane's open import files, by job id (see importStep). */
+  readonly importReaders: Map<string, ImportReader>
   /** What the workflow engine needs, and the actor's cached workflow definitions. */
   readonly workflows: { readonly runtime: WorkflowRuntime["Service"]; readonly state: WorkflowState }
 }
@@ -209,6 +214,28 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
       }
     })
 
+    /** A deleted contact ends its workflow executions (cancelled) and leaves its segments like any other member would. */
+    const contactDeleted = (contactId: string, email: string, at: string) =>
+      Effect.gen(function*() {
+        workflowInputs.push({ kind: "contactDeleted", contactId })
+        const left = yield* sql<{ segment_id: string; name: string; track_membership: boolean }>`
+          WITH gone AS (
+            DELETE FROM segment_memberships WHERE contact_id = ${contactId} AND exited_at IS NULL RETURNING segment_id
+          )
+          SELECT s.id AS segment_id, s.name, s.track_membership FROM segments s JOIN gone ON s.id = gone.segment_id`
+        yield* addMemberCounts(context.outbox.lanes, left.map((row) => ({ segmentId: row.segment_id, contactId, n: -1 })))
+        const exits = left.filter((row) => row.track_membership)
+        yield* context.outbox.emit(context.projectId, exits.map((row) => ({
+          name: `segment.${segmentSlug(row.name)}.exit`,
+          contactId,
+          email,
+          data: { segmentId: row.segment_id, segmentName: row.name },
+          at
+        })))
+        outcome.emitted += exits.length
+        changes.delete(contactId)
+      })
+
     for (const message of fresh) {
       const body = message.body
       switch (body.kind) {
@@ -241,26 +268,7 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
           if (body.contactId && (body.type === "contact.created" || body.type === "contact.updated")) {
             changeOf(body.contactId, body.at).fields = "all"
           }
-          if (body.contactId && body.type === "contact.deleted") {
-            // Its active workflow executions end (cancelled) rather than wait forever.
-            workflowInputs.push({ kind: "contactDeleted", contactId: body.contactId })
-            const left = yield* sql<{ segment_id: string; name: string; track_membership: boolean }>`
-              WITH gone AS (
-                DELETE FROM segment_memberships WHERE contact_id = ${body.contactId} AND exited_at IS NULL RETURNING segment_id
-              )
-              SELECT s.id AS segment_id, s.name, s.track_membership FROM segments s JOIN gone ON s.id = gone.segment_id`
-            yield* addMemberCounts(context.outbox.lanes, left.map((row) => ({ segmentId: row.segment_id, contactId: body.contactId!, n: -1 })))
-            // A deleted contact leaves its tracked segments like any other member would.
-            yield* context.outbox.emit(context.projectId, left.filter((row) => row.track_membership).map((row) => ({
-              name: `segment.${segmentSlug(row.name)}.exit`,
-              contactId: body.contactId!,
-              email: body.contact?.email ?? "",
-              data: { segmentId: row.segment_id, segmentName: row.name },
-              at: body.at
-            })))
-            outcome.emitted += left.filter((row) => row.track_membership).length
-            changes.delete(body.contactId)
-          }
+          if (body.contactId && body.type === "contact.deleted") yield* contactDeleted(body.contactId, body.contact?.email ?? "", body.at)
           // Subscription changes made through the api (POST/PATCH /contacts, /v1/send) are emitted here.
           if (
             (body.type === "contact.updated" || body.type === "contact.created") && body.contact &&
@@ -279,6 +287,15 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
         case "workflow":
           yield* flushEvents
           workflowInputs.push(body)
+          break
+        case "bulk":
+          yield* flushEvents
+          yield* applyBulk(context.projectId, body, {
+            changeOf,
+            contactDeleted,
+            subscriptionChanged: (contactId, email, subscribed, at, source) =>
+              emitted.push({ name: subscribed ? "contact.subscribed" : "contact.unsubscribed", contactId, email, at, source })
+          })
           break
         case "command":
           yield* flushEvents
@@ -303,6 +320,9 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
             const state = context.segmentState
             state.backfills = state.backfills.filter((job) => job.segmentId !== body.segmentId)
             segmentsChanged = true
+          } else if (body.type === "importStep") {
+            const step = yield* importStep({ projectId: context.projectId, outbox: context.outbox, readers: context.importReaders }, body.jobId)
+            if (step.handedOver > 0 || step.continued) outcome.emitted++
           } else if (body.type === "campaignStep") {
             const { runtime } = context.workflows
             const step = yield* campaignStep(

@@ -1,6 +1,6 @@
 /** Segment definitions and reads of their members. Membership changes are the actor's (actors/segments.ts). */
 import { Context, Effect, Layer } from "effect"
-import { SqlClient, type SqlError } from "effect/sql"
+import { SqlClient, type SqlError, type Statement } from "effect/sql"
 import type { Condition } from "../domain/conditions/types.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { AppConfig } from "../config.ts"
@@ -79,6 +79,8 @@ export class Segments extends Context.Service<Segments, {
     readonly trackMembership?: boolean | undefined
   }) => Effect.Effect<Segment | undefined, SqlError.SqlError>
   readonly remove: (projectId: string, id: string) => Effect.Effect<boolean, SqlError.SqlError>
+  /** SQL over `contacts c`: the contact is a current member (as `contacts` lists them). */
+  readonly membersSql: (segment: Segment) => Statement.Fragment
   /** Current members: live (the condition, now) for dynamic segments, the stored list for static ones. */
   readonly contacts: (segment: Segment, page: number, pageSize: number) => Effect.Effect<
     { readonly data: ReadonlyArray<Contact>; readonly total: number },
@@ -320,7 +322,7 @@ export class Segments extends Context.Service<Segments, {
           return yield* notifyActor(segment.projectId, { type: "segmentsChanged" })
         })).pipe(Effect.flatMap(publishNow))
 
-      return Segments.of({ create, list, get, update, remove, contacts, refreshCount, requestCompute, addMembers, removeMembers })
+      return Segments.of({ create, list, get, update, remove, contacts, membersSql: members, refreshCount, requestCompute, addMembers, removeMembers })
     })
   )
 }

@@ -77,8 +77,40 @@ export const CommandMessage = Schema.Union([
   /** Kept for messages published before lanes: a recompute is now requested on the segment itself. */
   command("computeSegment", { segmentId: Schema.String }),
   /** Take a campaign's next fan-out step (owner lane). */
-  command("campaignStep", { campaignId: Schema.String })
+  command("campaignStep", { campaignId: Schema.String }),
+  /** Read an import's next chunk of rows and hand them to their contacts' lanes (owner lane). */
+  command("importStep", { jobId: Schema.String })
 ])
+
+/** One row of a contact job, as its contact's lane applies it. */
+export const BulkRow = Schema.Struct({
+  /** The file's row number (header = 1) or, for bulk jobs, the id's position in contactIds (1-based). */
+  row: Schema.Number,
+  contactId: Schema.String,
+  email: Schema.optional(Schema.String),
+  /** import: the reader created the contact with this row's data (the lane evaluates it, writes nothing). */
+  created: Schema.optional(Schema.Boolean),
+  /** import: explicit subscription (null: keep). */
+  subscribed: Schema.optional(Schema.NullOr(Schema.Boolean)),
+  /** import: custom data to store (empty cells are absent: unchanged). */
+  set: Schema.optional(Json)
+})
+export type BulkRow = typeof BulkRow.Type
+
+/**
+ * Rows of a contact job (an import chunk, a bulk subscribe/unsubscribe/delete) for one lane of a project,
+ * in order: the lane applies them with its live traffic, and counts them in the job's progress.
+ */
+export const BulkMessage = Schema.Struct({
+  kind: Schema.Literal("bulk"),
+  projectId: Schema.String,
+  jobId: Schema.String,
+  op: Schema.Literals(["import", "subscribe", "unsubscribe", "delete"]),
+  lane: Schema.Number,
+  /** When the job was accepted. */
+  at: Schema.String,
+  rows: Schema.Array(BulkRow)
+})
 
 /** A durable segment timer came due: re-evaluate the time-dependent segments for one contact at `dueAt`. */
 export const TimerMessage = Schema.Struct({
@@ -130,7 +162,8 @@ export const InMessage = Schema.Union([
   CommandMessage,
   TimerMessage,
   EmailQueuedMessage,
-  WorkflowMessage
+  WorkflowMessage,
+  BulkMessage
 ])
 export type InMessage = typeof InMessage.Type
 export type TrackMessage = typeof TrackMessage.Type
@@ -140,6 +173,7 @@ export type CommandMessage = typeof CommandMessage.Type
 export type TimerMessage = typeof TimerMessage.Type
 export type EmailQueuedMessage = typeof EmailQueuedMessage.Type
 export type WorkflowMessage = typeof WorkflowMessage.Type
+export type BulkMessage = typeof BulkMessage.Type
 
 /** Where a message goes: one contact's lane, one given lane, the owner lane, or every lane. */
 export type Route =
@@ -164,7 +198,9 @@ export const routeOf = (message: InMessage): Route => {
     case "email":
       return OWNER
     case "command":
-      return message.type === "campaignStep" ? OWNER : ALL
+      return message.type === "campaignStep" || message.type === "importStep" ? OWNER : ALL
+    case "bulk":
+      return { _tag: "lane", lane: message.lane }
     case "workflow":
       switch (message.type) {
         case "changed":

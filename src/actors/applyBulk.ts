@@ -1,0 +1,119 @@
+/**
+ * A lane applies its rows of a contact job (`bulk` messages) inside its batch transaction, in stream
+ * order with its live traffic, and adds what it did to the job's progress row for this lane:
+ * - import: a contact the reader created is evaluated like any new contact (segments, workflows); an
+ *   existing one gets the row's data and subscription as a tracked change would (fields pinned by a
+ *   later direct write keep their value; unchanged values rewrite nothing);
+ * - subscribe / unsubscribe: the subscription is set (contact.subscribed / unsubscribed when it changes);
+ * - delete: the contact is deleted, leaving its segments (with exit events) and ending its workflow
+ *   executions, as `DELETE /contacts/:id` does.
+ */
+import { Effect } from "effect"
+import { SqlClient, type SqlError } from "effect/sql"
+import { exceedsContactDataLimit, inferFieldTypes, jsonBytes, MAX_CONTACT_DATA_BYTES } from "../domain/customData.ts"
+import { pgArray } from "../lib/pgArray.ts"
+import { addJobProgress, insertJobErrors, type JobError } from "../store/ContactJobs.ts"
+import type { BulkMessage } from "../stream/messages.ts"
+import type { ContactChange } from "./segments.ts"
+
+export interface BulkHooks {
+  /** A subscription change to emit (contact.subscribed / contact.unsubscribed) with the batch's others. */
+  readonly subscriptionChanged: (contactId: string, email: string, subscribed: boolean, at: string, source: string) => void
+  readonly changeOf: (contactId: string, at?: string) => ContactChange
+  /** What a deleted contact leaves behind (segments, workflow executions), as for contact.deleted. */
+  readonly contactDeleted: (contactId: string, email: string, at: string) => Effect.Effect<void, SqlError.SqlError, SqlClient.SqlClient>
+}
+
+const sameJson = (a: unknown, b: unknown) => a === b || (a !== undefined && JSON.stringify(a) === JSON.stringify(b))
+
+export const applyBulk = Effect.fnUntraced(function*(projectId: string, body: BulkMessage, hooks: BulkHooks) {
+  const sql = yield* SqlClient.SqlClient
+  const errors: Array<JobError> = []
+  let created = 0
+  let updated = 0
+  const notFound = (row: number, contactId: string, reason: string) => errors.push({ row, contactId, reason })
+  const source = `api.contacts.${body.op === "import" ? "import" : "bulk"}`
+
+  if (body.op === "delete") {
+    const gone = new Map((yield* sql<{ id: string; email: string }>`
+      DELETE FROM contacts WHERE project_id = ${projectId} AND id = ANY(${pgArray(body.rows.map((row) => row.contactId))}::uuid[])
+      RETURNING id, email`).map((row) => [row.id, row.email]))
+    for (const row of body.rows) {
+      const email = gone.get(row.contactId)
+      if (email === undefined) notFound(row.row, row.contactId, "contact not found (deleted meanwhile)")
+      else {
+        updated++
+        yield* hooks.contactDeleted(row.contactId, email, body.at)
+      }
+    }
+  } else {
+    const rows = yield* sql<{ id: string; email: string; subscribed: boolean; pinned_at: Record<string, number> | string; data: Record<string, unknown> | string }>`
+      SELECT id, email, subscribed, pinned_at, data FROM contacts
+      WHERE project_id = ${projectId} AND id = ANY(${pgArray(body.rows.map((row) => row.contactId))}::uuid[])
+      ORDER BY id FOR UPDATE`
+    const contacts = new Map(rows.map((row) => [row.id, {
+      email: row.email,
+      subscribed: row.subscribed,
+      pins: typeof row.pinned_at === "string" ? JSON.parse(row.pinned_at) as Record<string, number> : row.pinned_at,
+      data: typeof row.data === "string" ? JSON.parse(row.data) as Record<string, unknown> : { ...row.data },
+      set: {} as Record<string, unknown>,
+      touched: false
+    }]))
+    const acceptedAt = Date.parse(body.at)
+    for (const row of body.rows) {
+      const contact = contacts.get(row.contactId)
+      if (!contact) {
+        notFound(row.row, row.contactId, "contact not found (deleted meanwhile)")
+        continue
+      }
+      const change = hooks.changeOf(row.contactId, body.at)
+      if (row.created) {
+        // Written by the reader with the row's data: new to the project, so evaluated against every segment.
+        created++
+        change.fields = "all"
+        continue
+      }
+      updated++
+      const wanted = body.op === "subscribe" ? true : body.op === "unsubscribe" ? false : row.subscribed ?? null
+      const pinnedAfter = (field: string) => body.op === "import" && (contact.pins[field] ?? -Infinity) >= acceptedAt
+      if (wanted !== null && wanted !== contact.subscribed && !pinnedAfter("subscribed")) {
+        contact.subscribed = wanted
+        contact.touched = true
+        if (change.fields !== "all") change.fields.add("subscribed")
+        hooks.subscriptionChanged(row.contactId, contact.email, wanted, body.at, source)
+      }
+      const set = Object.entries(row.set ?? {}).filter(([key, value]) => !pinnedAfter(`data.${key}`) && !sameJson(contact.data[key], value))
+      if (set.length === 0) continue
+      const next = { ...contact.data, ...Object.fromEntries(set) }
+      if (exceedsContactDataLimit(jsonBytes(contact.data), jsonBytes(next))) {
+        updated--
+        errors.push({ row: row.row, email: contact.email, reason: `the contact's data would exceed ${MAX_CONTACT_DATA_BYTES / 1024} KiB` })
+        continue
+      }
+      contact.data = next
+      for (const [key, value] of set) {
+        contact.set[key] = value
+        if (change.fields !== "all") change.fields.add(`data.${key}`)
+      }
+      contact.touched = true
+    }
+    const changes = [...contacts].filter(([, contact]) => contact.touched).map(([id, contact]) => ({ id, subscribed: contact.subscribed, set: contact.set }))
+    if (changes.length > 0) {
+      const now = new Date().toISOString()
+      yield* sql`
+        UPDATE contacts c SET subscribed = x.subscribed, data = c.data || x.set, updated_at = ${now}::timestamptz
+        FROM jsonb_to_recordset(${JSON.stringify(changes)}::jsonb) AS x(id uuid, subscribed boolean, set jsonb)
+        WHERE c.id = x.id`
+      const types: Record<string, unknown> = {}
+      for (const change of changes) for (const [key, value] of Object.entries(change.set)) if (!(key in types)) types[key] = value
+      if (Object.keys(types).length > 0) {
+        yield* sql`
+          INSERT INTO contact_fields (project_id, key, type)
+          SELECT ${projectId}, f->>0, f->>1 FROM jsonb_array_elements(${JSON.stringify(inferFieldTypes(types))}::jsonb) f
+          ON CONFLICT DO NOTHING`
+      }
+    }
+  }
+  yield* insertJobErrors(sql, body.jobId, errors)
+  yield* addJobProgress(sql, body.jobId, body.lane, { processed: body.rows.length, created, updated, failed: errors.length })
+})

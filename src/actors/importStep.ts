@@ -1,0 +1,150 @@
+/**
+ * One read step of a CSV import, run by the project's owner lane inside its batch transaction (one
+ * `importStep` command each): the next chunk of rows is read from the stored file, bad rows are
+ * reported, contacts new to the project are created with their row's data, and every row goes to its
+ * contact's lane as a `bulk` message, to be applied there in order with that lane's live traffic. The
+ * job's cursor and the next step's command commit with them, so a worker killed mid-import resumes at
+ * the cursor and no row is handed over twice.
+ */
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { inferFieldTypes } from "../domain/customData.ts"
+import { uuidv7 } from "../domain/ids.ts"
+import { type ImportPlan, readRow } from "../imports/plan.ts"
+import { ImportReader } from "../imports/reader.ts"
+import { addJobProgress, insertJobErrors, type JobError, partSource } from "../store/ContactJobs.ts"
+import type { Outbox } from "../stream/Outbox.ts"
+import type { BulkMessage, BulkRow } from "../stream/messages.ts"
+
+/** Rows per step, and cell text per step: bounds a step's transaction and its lane messages. */
+export const IMPORT_CHUNK_ROWS = 5_000
+const IMPORT_CHUNK_CHARS = 1024 * 1024
+
+export interface ImportStepContext {
+  readonly projectId: string
+  readonly outbox: Outbox["Service"]
+  /** The owner lane's open readers, by job id (kept between steps: reopening rereads the file). */
+  readonly readers: Map<string, ImportReader>
+}
+
+interface Pending {
+  readonly row: number
+  readonly email: string
+  readonly subscribed: boolean | null
+  readonly set: Record<string, unknown>
+}
+
+export const importStep = Effect.fnUntraced(function*(context: ImportStepContext, jobId: string) {
+  const sql = yield* SqlClient.SqlClient
+  const [job] = yield* sql<{ total: number; cursor: number; plan: ImportPlan; created_at: Date; failure: string | null }>`
+    SELECT total, cursor, plan, created_at, failure FROM contact_jobs
+    WHERE id = ${jobId} AND project_id = ${context.projectId} AND kind = 'import' FOR UPDATE`
+  if (!job || job.failure !== null || job.cursor >= job.total) return { handedOver: 0, continued: false }
+
+  let reader = context.readers.get(jobId)
+  if (!reader || reader.position !== job.cursor) {
+    // First step on this worker, or a step rolled back after reading: reopen at the committed cursor.
+    yield* Effect.promise(() => reader?.close() ?? Promise.resolve())
+    reader = yield* Effect.promise(() => ImportReader.open(partSource(sql, jobId), job.plan, job.cursor))
+    context.readers.set(jobId, reader)
+  }
+  const open = reader
+  const records = yield* Effect.promise(() => open.take(IMPORT_CHUNK_ROWS, IMPORT_CHUNK_CHARS))
+  const errors: Array<JobError> = []
+  const valid: Array<Pending> = []
+  for (const { row, record } of records) {
+    const outcome = readRow(job.plan, record)
+    if (outcome._tag === "bad") {
+      errors.push({ row, ...(outcome.email ? { email: outcome.email } : {}), reason: outcome.reason })
+      continue
+    }
+    const last = open.lastRowOf.get(outcome.email)!
+    if (last !== row) {
+      errors.push({ row, email: outcome.email, reason: `duplicate email in the file: row ${last} has it too, and the last row wins` })
+      continue
+    }
+    valid.push({ row, email: outcome.email, subscribed: outcome.subscribed, set: outcome.set })
+  }
+
+  const resolved = yield* createOrFind(context.projectId, job.plan, valid)
+  const at = new Date(job.created_at).toISOString()
+  const byLane = new Map<number, Array<BulkRow>>()
+  for (const pending of valid) {
+    const contact = resolved.get(pending.email)!
+    const lane = context.outbox.lanes.laneOf(contact.id)
+    let rows = byLane.get(lane)
+    if (!rows) byLane.set(lane, rows = [])
+    rows.push(contact.created
+      ? { row: pending.row, contactId: contact.id, created: true }
+      : { row: pending.row, contactId: contact.id, subscribed: pending.subscribed, set: pending.set })
+  }
+  const messages: Array<BulkMessage> = [...byLane].map(([lane, rows]) => ({
+    kind: "bulk",
+    projectId: context.projectId,
+    jobId,
+    op: "import",
+    lane,
+    at,
+    rows
+  }))
+  const cursor = job.cursor + records.length
+  // A file that ends before the count taken at upload (it cannot, but never loop forever) ends the job there.
+  const total = records.length === 0 ? cursor : job.total
+  const continued = cursor < total
+  yield* context.outbox.append(continued
+    ? [...messages, { kind: "command", projectId: context.projectId, commandId: uuidv7(), type: "importStep", jobId }]
+    : messages)
+  yield* sql`UPDATE contact_jobs SET cursor = ${cursor}, total = ${total}, started_at = COALESCE(started_at, now()) WHERE id = ${jobId}`
+  if (errors.length > 0) {
+    yield* insertJobErrors(sql, jobId, errors)
+    yield* addJobProgress(sql, jobId, -1, { processed: errors.length, skipped: errors.length })
+  }
+  if (!continued) {
+    // Fully read: the file is no longer needed.
+    yield* sql`DELETE FROM contact_job_parts WHERE job_id = ${jobId}`
+    context.readers.delete(jobId)
+    yield* Effect.promise(() => open.close())
+  }
+  return { handedOver: valid.length, continued }
+})
+
+/**
+ * Contacts of the chunk's emails: existing ones found, new ones created with their row's data and
+ * subscription (the form's default, else subscribed, as `POST /contacts`). A contact another writer
+ * creates meanwhile is found on the next round.
+ */
+const createOrFind = Effect.fnUntraced(function*(projectId: string, plan: ImportPlan, rows: ReadonlyArray<Pending>) {
+  const sql = yield* SqlClient.SqlClient
+  const found = new Map<string, { id: string; created: boolean }>()
+  let pending = rows.map((row) => ({ id: uuidv7(), email: row.email, subscribed: row.subscribed ?? plan.defaultSubscribed ?? true, data: row.set }))
+  for (let attempt = 0; pending.length > 0 && attempt < 5; attempt++) {
+    const now = new Date().toISOString()
+    const result = yield* sql<{ id: string; email: string; created: boolean }>`
+      WITH input AS (
+        SELECT * FROM jsonb_to_recordset(${JSON.stringify(pending)}::jsonb) AS x(id uuid, email text, subscribed boolean, data jsonb)
+      ), ins AS (
+        INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
+        SELECT id, ${projectId}, email, subscribed, data, ${now}::timestamptz, ${now}::timestamptz FROM input
+        ON CONFLICT (project_id, email) DO NOTHING
+        RETURNING id, email
+      )
+      SELECT id, email, true AS created FROM ins
+      UNION ALL
+      SELECT c.id, c.email, false FROM contacts c JOIN input i ON c.project_id = ${projectId} AND c.email = i.email`
+    for (const row of result) found.set(row.email, { id: row.id, created: row.created })
+    pending = pending.filter((row) => !found.has(row.email))
+  }
+  if (pending.length > 0) return yield* Effect.die(new Error(`could not resolve ${pending.length} imported contacts`))
+  const types: Record<string, unknown> = {}
+  for (const row of rows) {
+    if (!found.get(row.email)!.created) continue
+    for (const [key, value] of Object.entries(row.set)) if (!(key in types)) types[key] = value
+  }
+  if (Object.keys(types).length > 0) {
+    yield* sql`
+      INSERT INTO contact_fields (project_id, key, type)
+      SELECT ${projectId}, f->>0, f->>1 FROM jsonb_array_elements(${JSON.stringify(inferFieldTypes(types))}::jsonb) f
+      ON CONFLICT DO NOTHING`
+  }
+  return found
+})

@@ -1,0 +1,106 @@
+/**
+ * What an import's columns mean (its plan, decided once from the header and the optional mapping),
+ * and what one data row asks for under it. Pure: the api checks a file with it, the owner lane reads
+ * rows with it.
+ */
+import { DATA_LIMITS, jsonBytes, MAX_CONTACT_DATA_BYTES, RESERVED_DATA_KEYS } from "../domain/customData.ts"
+import { isValidEmail, normalizeEmail } from "../domain/email.ts"
+import { cellValue, type Delimiter, subscriptionValue } from "./csv.ts"
+
+export interface ImportPlan {
+  readonly delimiter: Delimiter
+  /** Column index of the email. */
+  readonly email: number
+  readonly subscribed: number | null
+  /** Custom data columns: [column index, data key]. */
+  readonly data: ReadonlyArray<readonly [number, string]>
+  /** The form's `subscribed`: the value of rows without one (null: new contacts subscribed, others kept). */
+  readonly defaultSubscribed: boolean | null
+}
+
+export interface PlanProblem {
+  readonly message: string
+}
+
+/** Columns read as standard fields, not data: an export's read-only columns are ignored on import. */
+const EMAIL_HEADERS = new Set(["email", "email address", "e-mail", "e-mail address"])
+const READ_ONLY_HEADERS = new Set(["createdat", "updatedat"])
+
+/**
+ * The plan for a header row: `mapping` (column → key or `ignore`) overrides what a column's name
+ * implies. Columns naming a reserved key are dropped, as `POST /contacts` drops such keys, and listed.
+ */
+export const planColumns = (
+  header: ReadonlyArray<string>,
+  delimiter: Delimiter,
+  mapping: Readonly<Record<string, string>>,
+  defaultSubscribed: boolean | null
+): { readonly plan: ImportPlan; readonly reserved: ReadonlyArray<string> } | PlanProblem => {
+  const names = header.map((cell) => cell.trim())
+  for (const column of Object.keys(mapping)) {
+    if (!names.includes(column)) return { message: `mapping names the column "${column}", which the file's header does not have` }
+  }
+  let email: number | null = null
+  let subscribed: number | null = null
+  const data: Array<readonly [number, string]> = []
+  const reserved: Array<string> = []
+  const keys = new Set<string>()
+  for (const [index, name] of names.entries()) {
+    const mapped = Object.hasOwn(mapping, name) ? mapping[name]!.trim() : undefined
+    if (mapped === "ignore" || (mapped === undefined && (name === "" || READ_ONLY_HEADERS.has(name.toLowerCase())))) continue
+    const target = mapped ?? name
+    const lower = target.toLowerCase()
+    if (EMAIL_HEADERS.has(lower)) {
+      if (email !== null) return { message: `more than one column is the email ("${names[email]}" and "${name}")` }
+      email = index
+    } else if (lower === "subscribed") {
+      if (subscribed !== null) return { message: `more than one column is subscribed ("${names[subscribed]}" and "${name}")` }
+      subscribed = index
+    } else if (RESERVED_DATA_KEYS.has(target)) {
+      reserved.push(target)
+    } else {
+      if (target.length === 0 || target.length > DATA_LIMITS.maxKeyLength) {
+        return { message: `column "${name}": data keys must be 1 to ${DATA_LIMITS.maxKeyLength} characters` }
+      }
+      if (keys.has(target)) return { message: `more than one column is the data key "${target}"` }
+      keys.add(target)
+      data.push([index, target])
+    }
+  }
+  if (email === null) return { message: "the header has no email column (`email` or `Email Address`, or map one with `mapping`)" }
+  if (data.length > DATA_LIMITS.maxKeys) return { message: `at most ${DATA_LIMITS.maxKeys} data columns` }
+  return { plan: { delimiter, email, subscribed, data, defaultSubscribed }, reserved }
+}
+
+export type RowOutcome =
+  | { readonly _tag: "row"; readonly email: string; readonly subscribed: boolean | null; readonly set: Record<string, unknown> }
+  | { readonly _tag: "bad"; readonly email: string | undefined; readonly reason: string }
+
+/** The email a record names, normalized (undefined when the cell is missing). */
+export const emailOf = (plan: ImportPlan, record: ReadonlyArray<string>): string | undefined => {
+  const cell = record[plan.email]
+  return cell === undefined ? undefined : normalizeEmail(cell)
+}
+
+/** One data row under the plan: the contact it writes, or why it is skipped. Empty cells change nothing. */
+export const readRow = (plan: ImportPlan, record: ReadonlyArray<string>): RowOutcome => {
+  const email = emailOf(plan, record)
+  if (email === undefined || email === "") return { _tag: "bad", email: undefined, reason: "missing email" }
+  if (!isValidEmail(email)) return { _tag: "bad", email, reason: "invalid email" }
+  let subscribed = plan.defaultSubscribed
+  const cell = plan.subscribed === null ? undefined : record[plan.subscribed]
+  if (cell !== undefined && cell.trim() !== "") {
+    const value = subscriptionValue(cell)
+    if (value === undefined) return { _tag: "bad", email, reason: `subscribed must be true/false, yes/no or 1/0 (got "${cell.slice(0, 40)}")` }
+    subscribed = value
+  }
+  const set: Record<string, unknown> = {}
+  for (const [index, key] of plan.data) {
+    const text = record[index]
+    if (text !== undefined && text !== "") set[key] = cellValue(text)
+  }
+  if (jsonBytes(set) > MAX_CONTACT_DATA_BYTES) {
+    return { _tag: "bad", email, reason: `the row's data is over the contact data limit (${MAX_CONTACT_DATA_BYTES / 1024} KiB)` }
+  }
+  return { _tag: "row", email, subscribed, set }
+}

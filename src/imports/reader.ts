@@ -1,0 +1,71 @@
+/**
+ * An import's file read as data rows from a position (the job's cursor), kept open by the owner lane
+ * between chunks. Opening it reads the file once first, to find each email's last row: a file naming
+ * an email twice keeps its last row (the earlier ones are reported as duplicates), whatever chunk
+ * each falls in, and a reader reopened after a crash decides exactly as the first did.
+ */
+import { csvRecords } from "./csv.ts"
+import { emailOf, type ImportPlan } from "./plan.ts"
+
+/** The file's parts in order, each fetched when the parser needs more bytes. */
+export type PartSource = () => AsyncIterable<Uint8Array>
+
+export interface DataRow {
+  /** Row number in the file, the header being row 1. */
+  readonly row: number
+  readonly record: ReadonlyArray<string>
+}
+
+export class ImportReader {
+  /** Data rows consumed so far: equal to the job's cursor while the reader is in step with it. */
+  position: number
+  private readonly records: ReturnType<typeof csvRecords>
+  readonly lastRowOf: ReadonlyMap<string, number>
+  private done = false
+
+  private constructor(records: ReturnType<typeof csvRecords>, lastRowOf: ReadonlyMap<string, number>) {
+    this.records = records
+    this.lastRowOf = lastRowOf
+    this.position = 0
+  }
+
+  static async open(parts: PartSource, plan: ImportPlan, cursor: number): Promise<ImportReader> {
+    const lastRowOf = new Map<string, number>()
+    const scan = csvRecords(parts(), plan.delimiter)
+    await scan.next() // the header
+    for (let row = 2; ; row++) {
+      const next = await scan.next()
+      if (next.done) break
+      const email = emailOf(plan, next.value)
+      if (email) lastRowOf.set(email, row)
+    }
+    const reader = new ImportReader(csvRecords(parts(), plan.delimiter), lastRowOf)
+    await reader.records.next()
+    while (reader.position < cursor && (await reader.take(cursor - reader.position, Infinity)).length > 0) {
+      // skipping what earlier chunks applied
+    }
+    return reader
+  }
+
+  /** Up to `limit` data rows, stopping early after about `maxChars` of cell text. */
+  async take(limit: number, maxChars: number): Promise<Array<DataRow>> {
+    const rows: Array<DataRow> = []
+    let chars = 0
+    while (!this.done && rows.length < limit && chars < maxChars) {
+      const next = await this.records.next()
+      if (next.done) {
+        this.done = true
+        break
+      }
+      this.position++
+      rows.push({ row: this.position + 1, record: next.value })
+      for (const cell of next.value) chars += cell.length
+    }
+    return rows
+  }
+
+  close(): Promise<void> {
+    this.done = true
+    return this.records.cancel()
+  }
+}

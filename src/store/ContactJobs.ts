@@ -1,0 +1,257 @@
+/**
+ * Contact jobs in Postgres: CSV imports (the uploaded file in parts, its plan and read cursor) and bulk
+ * subscribe/unsubscribe/delete. Queuing a job commits, in one transaction, the job and its first stream
+ * message(s); the lanes write progress per lane (contact_job_progress), summed here on read.
+ */
+import { Context, Effect, Layer } from "effect"
+import { SqlClient, type SqlError } from "effect/sql"
+import { isUuid, uuidv7 } from "../domain/ids.ts"
+import type { ImportPlan } from "../imports/plan.ts"
+import type { PartSource } from "../imports/reader.ts"
+import { Outbox } from "../stream/Outbox.ts"
+import type { BulkMessage, BulkRow } from "../stream/messages.ts"
+
+export type JobKind = "import" | "subscribe" | "unsubscribe" | "delete"
+export type JobStatus = "PENDING" | "RUNNING" | "COMPLETED" | "FAILED"
+
+export interface JobError {
+  readonly row: number
+  readonly email?: string
+  readonly contactId?: string
+  readonly reason: string
+}
+
+export interface JobView {
+  readonly id: string
+  readonly type: JobKind
+  readonly status: JobStatus
+  readonly progress: {
+    readonly processed: number
+    readonly total: number
+    readonly created: number
+    readonly updated: number
+    readonly skipped: number
+    readonly failed: number
+  }
+  readonly errors: ReadonlyArray<JobError>
+  readonly createdAt: string
+  readonly startedAt: string | null
+  readonly finishedAt: string | null
+}
+
+/** At most this many error rows are kept and shown per job. */
+export const MAX_JOB_ERRORS = 100
+/** Size of one stored part of an uploaded file. */
+export const PART_BYTES = 256 * 1024
+
+const iso = (value: Date | string | null): string | null => (value === null ? null : new Date(value).toISOString())
+
+/** SQL inserting error rows for a job, keeping about the first MAX_JOB_ERRORS. */
+export const insertJobErrors = (sql: SqlClient.SqlClient, jobId: string, errors: ReadonlyArray<JobError>) =>
+  errors.length === 0 ? Effect.void : sql`
+    INSERT INTO contact_job_errors (job_id, row, email, contact_id, reason)
+    SELECT ${jobId}, x.row, x.email, x."contactId", x.reason
+    FROM jsonb_to_recordset(${JSON.stringify(errors.slice(0, MAX_JOB_ERRORS))}::jsonb) AS x(row int, email text, "contactId" text, reason text)
+    WHERE (SELECT count(*) FROM contact_job_errors WHERE job_id = ${jobId}) < ${MAX_JOB_ERRORS}
+    ON CONFLICT DO NOTHING`.pipe(Effect.asVoid)
+
+export interface LaneCounts {
+  readonly processed: number
+  readonly created?: number
+  readonly updated?: number
+  readonly skipped?: number
+  readonly failed?: number
+}
+
+/** SQL adding one lane's counts to a job's progress (run by that lane only, in its transaction). */
+export const addJobProgress = (sql: SqlClient.SqlClient, jobId: string, lane: number, counts: LaneCounts) => {
+  const now = new Date().toISOString()
+  return sql`
+    INSERT INTO contact_job_progress (job_id, lane, processed, created, updated, skipped, failed, started_at, updated_at)
+    VALUES (${jobId}, ${lane}, ${counts.processed}, ${counts.created ?? 0}, ${counts.updated ?? 0}, ${counts.skipped ?? 0},
+            ${counts.failed ?? 0}, ${now}::timestamptz, ${now}::timestamptz)
+    ON CONFLICT (job_id, lane) DO UPDATE SET
+      processed = contact_job_progress.processed + EXCLUDED.processed,
+      created = contact_job_progress.created + EXCLUDED.created,
+      updated = contact_job_progress.updated + EXCLUDED.updated,
+      skipped = contact_job_progress.skipped + EXCLUDED.skipped,
+      failed = contact_job_progress.failed + EXCLUDED.failed,
+      updated_at = EXCLUDED.updated_at`.pipe(Effect.asVoid)
+}
+
+/** An uploaded file's parts, read one query at a time (outside any transaction: the parts are committed). */
+export const partSource = (sql: SqlClient.SqlClient, jobId: string): PartSource => () => ({
+  async *[Symbol.asyncIterator]() {
+    for (let part = 0; ; part++) {
+      const rows = await Effect.runPromise(sql<{ bytes: Uint8Array }>`
+        SELECT bytes FROM contact_job_parts WHERE job_id = ${jobId} AND part = ${part}`)
+      if (!rows[0]) return
+      yield rows[0].bytes
+    }
+  }
+})
+
+export class ContactJobs extends Context.Service<ContactJobs, {
+  /** Starts an upload: a job row that stays FAILED ("upload incomplete") until `queueImport`. */
+  readonly beginUpload: (projectId: string) => Effect.Effect<string, SqlError.SqlError>
+  readonly appendPart: (jobId: string, part: number, bytes: Uint8Array) => Effect.Effect<void, SqlError.SqlError>
+  readonly parts: (jobId: string) => PartSource
+  /** Drops an upload that was refused (its parts go with it). */
+  readonly discard: (jobId: string) => Effect.Effect<void, SqlError.SqlError>
+  /** The file checked out: the job is queued, and its first read step committed to the owner lane. */
+  readonly queueImport: (
+    projectId: string,
+    jobId: string,
+    total: number,
+    plan: ImportPlan,
+    errors: ReadonlyArray<JobError>
+  ) => Effect.Effect<void, SqlError.SqlError>
+  /**
+   * A bulk job over contact ids: ids that are not this project's contacts are reported as not found
+   * now; the others go to their lanes, in one message per lane.
+   */
+  readonly queueBulk: (
+    projectId: string,
+    kind: Exclude<JobKind, "import">,
+    contactIds: ReadonlyArray<string>
+  ) => Effect.Effect<string, SqlError.SqlError>
+  readonly view: (projectId: string, jobId: string, kinds: ReadonlyArray<JobKind>) => Effect.Effect<JobView | undefined, SqlError.SqlError>
+}>()("app/store/ContactJobs") {
+  static readonly layer = Layer.effect(
+    ContactJobs,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const outbox = yield* Outbox
+
+      const beginUpload = Effect.fn("ContactJobs.beginUpload")(function*(projectId: string) {
+        const id = uuidv7()
+        yield* sql`INSERT INTO contact_jobs (id, project_id, kind, total, failure) VALUES (${id}, ${projectId}, 'import', 0, 'upload incomplete')`
+        return id
+      })
+
+      const appendPart = (jobId: string, part: number, bytes: Uint8Array) =>
+        sql`INSERT INTO contact_job_parts (job_id, part, bytes) VALUES (${jobId}, ${part}, ${bytes})`.pipe(Effect.asVoid)
+
+      const discard = (jobId: string) => sql`DELETE FROM contact_jobs WHERE id = ${jobId}`.pipe(Effect.asVoid)
+
+      const queueImport = Effect.fn("ContactJobs.queueImport")(function*(
+        projectId: string,
+        jobId: string,
+        total: number,
+        plan: ImportPlan,
+        errors: ReadonlyArray<JobError>
+      ) {
+        yield* sql.withTransaction(Effect.gen(function*() {
+          yield* sql`UPDATE contact_jobs SET total = ${total}, plan = ${JSON.stringify(plan)}::jsonb, failure = NULL, created_at = now()
+                     WHERE id = ${jobId}`
+          yield* insertJobErrors(sql, jobId, errors)
+          if (total === 0) return
+          yield* outbox.append([{ kind: "command", projectId, commandId: uuidv7(), type: "importStep", jobId }])
+        }))
+      })
+
+      const queueBulk = Effect.fn("ContactJobs.queueBulk")(function*(
+        projectId: string,
+        kind: Exclude<JobKind, "import">,
+        contactIds: ReadonlyArray<string>
+      ) {
+        const id = uuidv7()
+        const at = new Date().toISOString()
+        const wellFormed = [...new Set(contactIds.filter(isUuid).map((value) => value.toLowerCase()))]
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          const own = new Set(
+            wellFormed.length === 0 ? [] : (yield* sql<{ id: string }>`
+              SELECT id FROM contacts WHERE project_id = ${projectId} AND id = ANY(${`{${wellFormed.join(",")}}`}::uuid[])`)
+              .map((row) => row.id)
+          )
+          const byLane = new Map<number, Array<BulkRow>>()
+          const errors: Array<JobError> = []
+          const seen = new Set<string>()
+          for (const [index, raw] of contactIds.entries()) {
+            const contactId = raw.toLowerCase()
+            if (!own.has(contactId)) errors.push({ row: index + 1, contactId: raw, reason: "contact not found" })
+            else if (seen.has(contactId)) errors.push({ row: index + 1, contactId: raw, reason: "duplicate contact id in the request" })
+            else {
+              seen.add(contactId)
+              const lane = outbox.lanes.laneOf(contactId)
+              let rows = byLane.get(lane)
+              if (!rows) byLane.set(lane, rows = [])
+              rows.push({ row: index + 1, contactId })
+            }
+          }
+          yield* sql`INSERT INTO contact_jobs (id, project_id, kind, total, created_at, started_at)
+                     VALUES (${id}, ${projectId}, ${kind}, ${contactIds.length}, ${at}::timestamptz, ${at}::timestamptz)`
+          if (errors.length > 0) {
+            yield* insertJobErrors(sql, id, errors)
+            yield* addJobProgress(sql, id, -1, { processed: errors.length, skipped: errors.length })
+          }
+          const messages: Array<BulkMessage> = [...byLane].map(([lane, rows]) => ({ kind: "bulk", projectId, jobId: id, op: kind, lane, at, rows }))
+          yield* outbox.append(messages)
+          return id
+        }))
+      })
+
+      const view = Effect.fn("ContactJobs.view")(function*(projectId: string, jobId: string, kinds: ReadonlyArray<JobKind>) {
+        if (!isUuid(jobId)) return undefined
+        const [job] = yield* sql<{
+          id: string
+          kind: JobKind
+          total: number
+          cursor: number
+          failure: string | null
+          created_at: Date
+          started_at: Date | null
+          processed: number
+          created: number
+          updated: number
+          skipped: number
+          failed: number
+          first_at: Date | null
+          last_at: Date | null
+        }>`
+          SELECT j.id, j.kind, j.total, j.cursor, j.failure, j.created_at, j.started_at,
+                 COALESCE(sum(p.processed), 0)::int AS processed, COALESCE(sum(p.created), 0)::int AS created,
+                 COALESCE(sum(p.updated), 0)::int AS updated, COALESCE(sum(p.skipped), 0)::int AS skipped,
+                 COALESCE(sum(p.failed), 0)::int AS failed, min(p.started_at) AS first_at, max(p.updated_at) AS last_at
+          FROM contact_jobs j LEFT JOIN contact_job_progress p ON p.job_id = j.id
+          WHERE j.id = ${jobId} AND j.project_id = ${projectId} AND j.kind = ANY(${`{${kinds.join(",")}}`}::text[])
+          GROUP BY j.id`
+        if (!job || job.failure === "upload incomplete") return undefined
+        const errors = yield* sql<{ row: number; email: string | null; contact_id: string | null; reason: string }>`
+          SELECT row, email, contact_id, reason FROM contact_job_errors WHERE job_id = ${jobId} ORDER BY row LIMIT ${MAX_JOB_ERRORS}`
+        const completed = job.processed >= job.total
+        const status: JobStatus = job.failure !== null
+          ? "FAILED"
+          : completed
+          ? "COMPLETED"
+          : job.started_at !== null || job.first_at !== null
+          ? "RUNNING"
+          : "PENDING"
+        return {
+          id: job.id,
+          type: job.kind,
+          status,
+          progress: {
+            processed: job.processed,
+            total: job.total,
+            created: job.created,
+            updated: job.updated,
+            skipped: job.skipped,
+            failed: job.failed
+          },
+          errors: errors.map((row) => ({
+            row: row.row,
+            ...(row.email === null ? {} : { email: row.email }),
+            ...(row.contact_id === null ? {} : { contactId: row.contact_id }),
+            reason: row.reason
+          })),
+          createdAt: iso(job.created_at)!,
+          startedAt: iso(job.started_at ?? job.first_at),
+          finishedAt: completed ? iso(job.last_at ?? job.created_at) : null
+        }
+      })
+
+      return ContactJobs.of({ beginUpload, appendPart, parts: (jobId) => partSource(sql, jobId), discard, queueImport, queueBulk, view })
+    })
+  )
+}
