@@ -10,6 +10,8 @@ import { PublicKeyAuthLive, SecretKeyAuthLive } from "./auth.ts"
 import { DashboardRoutes } from "./dashboard.ts"
 import { GatewayLive } from "./gateway.ts"
 import { ContactsHandlers } from "./handlers/contacts.ts"
+import { ContactJobsHandlers } from "./handlers/contactJobs.ts"
+import { ContactJobs } from "../store/ContactJobs.ts"
 import { EventsHandlers } from "./handlers/events.ts"
 import { SegmentsHandlers } from "./handlers/segments.ts"
 import { Segments } from "../store/Segments.ts"
@@ -38,9 +40,9 @@ import { RateLimiter } from "./RateLimiter.ts"
 const ApiRoutes = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([SystemHandlers, TrackHandlers, ContactsHandlers, EventsHandlers, SegmentsHandlers, VerifyHandlers]),
   Layer.provide([SendHandlers, TemplatesHandlers, DomainsHandlers, LinksHandlers, WebhooksHandlers, CampaignsHandlers]),
-  Layer.provide([WorkflowsHandlers, DeadLettersHandlers]),
+  Layer.provide([WorkflowsHandlers, DeadLettersHandlers, ContactJobsHandlers]),
   Layer.provide([SecretKeyAuthLive, PublicKeyAuthLive]),
-  Layer.provide([RateLimiter.layer, Idempotency.layer, ContactDirectory.layer, EventPublisher.layer, Events.layer, Verifier.layer, ConditionCheck.layer.pipe(Layer.provideMerge(Segments.layer)), DeadLetters.layer]),
+  Layer.provide([RateLimiter.layer, Idempotency.layer, ContactDirectory.layer, EventPublisher.layer, Events.layer, Verifier.layer, ConditionCheck.layer.pipe(Layer.provideMerge(Segments.layer)), DeadLetters.layer, ContactJobs.layer]),
   Layer.provide(Notifications.layer),
   Layer.provide(Workflows.layer)
 )

@@ -115,6 +115,8 @@ export class ContactJobs extends Context.Service<ContactJobs, {
     kind: Exclude<JobKind, "import">,
     contactIds: ReadonlyArray<string>
   ) => Effect.Effect<string, SqlError.SqlError>
+  /** Emails of the project's contacts among these ids. */
+  readonly emailsOf: (projectId: string, contactIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string>, SqlError.SqlError>
   readonly view: (projectId: string, jobId: string, kinds: ReadonlyArray<JobKind>) => Effect.Effect<JobView | undefined, SqlError.SqlError>
 }>()("app/store/ContactJobs") {
   static readonly layer = Layer.effect(
@@ -251,7 +253,17 @@ export class ContactJobs extends Context.Service<ContactJobs, {
         }
       })
 
-      return ContactJobs.of({ beginUpload, appendPart, parts: (jobId) => partSource(sql, jobId), discard, queueImport, queueBulk, view })
+      const emailsOf = (projectId: string, contactIds: ReadonlyArray<string>) => {
+        const ids = contactIds.filter(isUuid)
+        return ids.length === 0
+          ? Effect.succeed([])
+          : Effect.map(
+            sql<{ email: string }>`SELECT email FROM contacts WHERE project_id = ${projectId} AND id = ANY(${`{${ids.join(",")}}`}::uuid[])`,
+            (rows) => rows.map((row) => row.email)
+          )
+      }
+
+      return ContactJobs.of({ beginUpload, appendPart, parts: (jobId) => partSource(sql, jobId), discard, queueImport, queueBulk, emailsOf, view })
     })
   )
 }

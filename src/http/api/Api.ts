@@ -1,6 +1,7 @@
 /** The HTTP contract: every group, endpoint, schema and documented error. Imports nothing server-side. */
 import { HttpApi, OpenApi } from "effect/http-api"
 import { ContactsApi } from "./contacts.ts"
+import { ContactJobsApi } from "./contactJobs.ts"
 import { EventsApi } from "./events.ts"
 import { SegmentsApi } from "./segments.ts"
 import { SystemApi } from "./system.ts"
@@ -20,6 +21,7 @@ export class Api extends HttpApi.make("mailstream")
   .add(SystemApi)
   .add(TrackApi)
   .add(ContactsApi)
+  .add(ContactJobsApi)
   .add(EventsApi)
   .add(SegmentsApi)
   .add(VerifyApi)

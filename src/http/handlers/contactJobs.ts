@@ -1,0 +1,92 @@
+/** Handlers of the contactJobs group: CSV import and export, bulk jobs and their status. */
+import { Effect } from "effect"
+import { HttpServerResponse } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
+import { SqlClient } from "effect/sql"
+import { isUuid } from "../../domain/ids.ts"
+import { exportContacts } from "../../imports/export.ts"
+import { receiveImport, type UploadProblem } from "../../imports/upload.ts"
+import { ContactDirectory } from "../../ingest/ContactDirectory.ts"
+import { ContactJobs, type JobKind } from "../../store/ContactJobs.ts"
+import { Segments } from "../../store/Segments.ts"
+import { OutboxRelay } from "../../stream/OutboxRelay.ts"
+import { Api } from "../api/Api.ts"
+import { MAX_BULK_IDS, MAX_IMPORT_BYTES } from "../api/contactJobs.ts"
+import { CurrentProject } from "../api/security.ts"
+import { ApiError, rendered } from "../errors.ts"
+
+const uploadError = (problem: UploadProblem): ApiError => {
+  switch (problem._tag) {
+    case "TooLarge":
+      return new ApiError({ status: 413, code: "PAYLOAD_TOO_LARGE", message: `The file exceeds ${MAX_IMPORT_BYTES / 1024 / 1024} MB` })
+    case "Unreadable":
+      return ApiError.badRequest(problem.message)
+    case "Invalid":
+      return ApiError.invalidField(problem.field, problem.message, "invalid_value")
+  }
+}
+
+export const ContactJobsHandlers = HttpApiBuilder.group(Api, "contactJobs", Effect.fnUntraced(function*(handlers) {
+  const jobs = yield* ContactJobs
+  const sql = yield* SqlClient.SqlClient
+  const relay = yield* OutboxRelay
+  const segments = yield* Segments
+  const directory = yield* ContactDirectory
+  const store = <A, E>(effect: Effect.Effect<A, E>) => Effect.orDie(effect)
+
+  const status = (jobId: string, kinds: ReadonlyArray<JobKind>, what: string) =>
+    rendered(Effect.gen(function*() {
+      const project = yield* CurrentProject
+      const job = yield* store(jobs.view(project.id, jobId, kinds))
+      return job ?? (yield* ApiError.notFound(what))
+    }))
+
+  const bulk = (kind: Exclude<JobKind, "import">, contactIds: ReadonlyArray<string>) =>
+    rendered(Effect.gen(function*() {
+      const project = yield* CurrentProject
+      if (contactIds.length === 0 || contactIds.length > MAX_BULK_IDS) {
+        return yield* ApiError.invalidField("contactIds", `1 to ${MAX_BULK_IDS} contact ids`, "too_big", contactIds.length)
+      }
+      const jobId = yield* store(jobs.queueBulk(project.id, kind, contactIds))
+      if (kind === "delete") {
+        // The api caches email → id for /v1/track: ids about to be deleted must not be served from it.
+        const gone = yield* store(jobs.emailsOf(project.id, contactIds))
+        yield* Effect.forEach(gone, (email) => directory.forget(project.id, email), { discard: true })
+      }
+      yield* relay.wake
+      return { jobId }
+    }))
+
+  return handlers
+    .handleRaw("import", ({ request }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const jobId = yield* receiveImport(project.id, request.multipartStream).pipe(
+          Effect.provideService(ContactJobs, jobs),
+          Effect.catchTag("SqlError", Effect.die),
+          Effect.mapError(uploadError)
+        )
+        yield* relay.wake
+        return { jobId }
+      })))
+    .handle("importStatus", ({ params }) => status(params.jobId, ["import"], "Import job"))
+    .handle("export", ({ query }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        let members = undefined
+        if (query.segmentId !== undefined && query.segmentId !== "") {
+          const segment = isUuid(query.segmentId) ? yield* store(segments.get(project.id, query.segmentId)) : undefined
+          if (!segment) return yield* ApiError.notFound("Segment")
+          members = segments.membersSql(segment)
+        }
+        const body = yield* store(exportContacts(project.id, members).pipe(Effect.provideService(SqlClient.SqlClient, sql)))
+        return HttpServerResponse.stream(body, {
+          contentType: "text/csv; charset=utf-8",
+          headers: { "content-disposition": "attachment; filename=\"contacts.csv\"" }
+        })
+      })))
+    .handle("bulkSubscribe", ({ payload }) => bulk("subscribe", payload.contactIds))
+    .handle("bulkUnsubscribe", ({ payload }) => bulk("unsubscribe", payload.contactIds))
+    .handle("bulkDelete", ({ payload }) => bulk("delete", payload.contactIds))
+    .handle("bulkStatus", ({ params }) => status(params.jobId, ["subscribe", "unsubscribe", "delete"], "Bulk job"))
+}))

@@ -1,0 +1,54 @@
+/**
+ * Contacts as CSV (csv-stringify), streamed page by page: each page is one keyset query over
+ * (created_at, id), so memory stays flat however many contacts a project has. Columns: email,
+ * subscribed, createdAt and one per top-level custom field; formulas escaped (`'=`), which the
+ * importer undoes, so an export imports back to the same contacts and data.
+ */
+import { Effect, Option, Stream } from "effect"
+import { SqlClient, type SqlError, type Statement } from "effect/sql"
+import { stringify } from "csv-stringify/sync"
+import { valueCell } from "./csv.ts"
+
+const PAGE = 1_000
+
+interface Row {
+  readonly id: string
+  readonly email: string
+  readonly subscribed: boolean
+  readonly created_at: Date
+  /** Full precision (microseconds), for the next page's key. */
+  readonly created_key: string
+  readonly data: Record<string, unknown> | string
+}
+
+export const exportContacts = Effect.fnUntraced(function*(projectId: string, members: Statement.Fragment | undefined) {
+  const sql = yield* SqlClient.SqlClient
+  const keys = (yield* sql<{ key: string }>`
+    SELECT key FROM contact_fields WHERE project_id = ${projectId} AND position('.' in key) = 0 ORDER BY key`).map((row) => row.key)
+  const filter = members ?? sql`true`
+  const header = stringify([["email", "subscribed", "createdAt", ...keys]], { escape_formulas: true })
+
+  const page = (after: readonly [string, string] | undefined) =>
+    Effect.gen(function*() {
+      const rows = yield* sql<Row>`
+        SELECT c.id, c.email, c.subscribed, c.created_at, c.created_at::text AS created_key, c.data FROM contacts c
+        WHERE c.project_id = ${projectId} AND ${filter}
+          ${after ? sql`AND (c.created_at, c.id) > (${after[0]}::timestamptz, ${after[1]}::uuid)` : sql``}
+        ORDER BY c.created_at, c.id LIMIT ${PAGE}`
+      const text = stringify(
+        rows.map((row) => {
+          const data = typeof row.data === "string" ? JSON.parse(row.data) as Record<string, unknown> : row.data
+          return [row.email, String(row.subscribed), new Date(row.created_at).toISOString(), ...keys.map((key) => valueCell(data[key]))]
+        }),
+        { escape_formulas: true }
+      )
+      const last = rows[rows.length - 1]
+      const next = rows.length === PAGE && last ? Option.some([last.created_key, last.id] as const) : Option.none()
+      return [text === "" ? [] : [text], next] as const
+    })
+
+  return Stream.concat(
+    Stream.make(header),
+    Stream.paginate<readonly [string, string] | undefined, string, SqlError.SqlError>(undefined, page)
+  ).pipe(Stream.encodeText)
+})
