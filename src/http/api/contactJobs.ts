@@ -26,7 +26,7 @@ export const Job = Schema.Struct({
     failed: Count.annotate({ description: "Rows that could not be applied (the contact was deleted meanwhile, its data limit)" })
   }),
   errors: Schema.Array(Schema.Struct({
-    row: Schema.Number.annotate({ description: "The file's row (header = 1), or the id's 1-based position in contactIds" }),
+    row: Count.annotate({ description: "The file's row (header = 1), or the id's 1-based position in contactIds" }),
     email: Schema.optional(Schema.String),
     contactId: Schema.optional(Schema.String),
     reason: Schema.String
@@ -54,7 +54,7 @@ const bulk = <const Name extends string, const Path extends `/${string}`>(name: 
   )
 
 const ExportQuery = queryParameters({
-  segmentId: QueryParam.text("Only the segment's current members")
+  segmentId: QueryParam.text("Only the segment's current members", "uuid")
 })
 
 export class ContactJobsApi extends HttpApiGroup.make("contactJobs", { topLevel: false })
