@@ -41,15 +41,31 @@ export const importStep = Effect.fnUntraced(function*(context: ImportStepContext
     WHERE id = ${jobId} AND project_id = ${context.projectId} AND kind = 'import' FOR UPDATE`
   if (!job || job.failure !== null || job.cursor >= job.total) return { handedOver: 0, continued: false }
 
+  // The file was checked at upload; one that no longer reads (a parser upgrade, a damaged part) fails
+  // the job with the reason rather than failing the lane's batch over and over.
+  const unreadable = (error: unknown) =>
+    Effect.as(
+      sql`UPDATE contact_jobs SET failure = ${`the file could not be read: ${error instanceof Error ? error.message : String(error)}`}
+          WHERE id = ${jobId}`,
+      { handedOver: 0, continued: false }
+    )
   let reader = context.readers.get(jobId)
   if (!reader || reader.position !== job.cursor) {
     // First step on this worker, or a step rolled back after reading: reopen at the committed cursor.
     yield* Effect.promise(() => reader?.close() ?? Promise.resolve())
-    reader = yield* Effect.promise(() => ImportReader.open(partSource(sql, jobId), job.plan, job.cursor))
+    context.readers.delete(jobId)
+    const opened = yield* Effect.tryPromise(() => ImportReader.open(partSource(sql, jobId), job.plan, job.cursor)).pipe(Effect.result)
+    if (opened._tag === "Failure") return yield* unreadable(opened.failure.cause)
+    reader = opened.success
     context.readers.set(jobId, reader)
   }
   const open = reader
-  const records = yield* Effect.promise(() => open.take(IMPORT_CHUNK_ROWS, IMPORT_CHUNK_CHARS))
+  const taken = yield* Effect.tryPromise(() => open.take(IMPORT_CHUNK_ROWS, IMPORT_CHUNK_CHARS)).pipe(Effect.result)
+  if (taken._tag === "Failure") {
+    context.readers.delete(jobId)
+    return yield* unreadable(taken.failure.cause)
+  }
+  const records = taken.success
   const errors: Array<JobError> = []
   const valid: Array<Pending> = []
   for (const { row, record } of records) {

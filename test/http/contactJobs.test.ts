@@ -23,7 +23,7 @@ afterAll(async () => {
 const upload = async (file: string | Uint8Array, fields: Record<string, string> = {}, key = project.secretKey) => {
   const form = new FormData()
   for (const [name, value] of Object.entries(fields)) form.append(name, value)
-  form.append("file", new Blob([file], { type: "text/csv" }), "contacts.csv")
+  form.append("file", new Blob([file as BlobPart], { type: "text/csv" }), "contacts.csv")
   const response = await fetch(`${api.url}/contacts/import`, { method: "POST", headers: { authorization: `Bearer ${key}` }, body: form })
   const text = await response.text()
   return { status: response.status, json: text === "" ? undefined : JSON.parse(text) }
@@ -139,10 +139,10 @@ describe("POST /contacts/import: bad rows and bad files", () => {
     const empty = await upload("")
     expect(empty.status).toBe(422)
 
-    const [{ n }] = await stack.query<{ n: number }>(
+    const [{ n }] = (await stack.query<{ n: number }>(
       "SELECT count(*)::int AS n FROM contact_jobs WHERE project_id = $1 AND failure IS NOT NULL",
       [project.id]
-    )
+    )) as [{ n: number }]
     expect(n).toBe(0)
   })
 
@@ -161,10 +161,10 @@ describe("POST /contacts/import: through the stream", () => {
     const file = ["email,n", ...rows].join("\n")
     expect((await importFile(file)).progress).toMatchObject({ processed: 300, created: 300, updated: 0 })
     expect((await importFile(file)).progress).toMatchObject({ processed: 300, created: 0, updated: 300 })
-    const [{ n }] = await stack.query<{ n: number }>(
+    const [{ n }] = (await stack.query<{ n: number }>(
       "SELECT count(*)::int AS n FROM contacts WHERE project_id = $1 AND email LIKE 'again%'",
       [project.id]
-    )
+    )) as [{ n: number }]
     expect(n).toBe(300)
   })
 
@@ -215,15 +215,15 @@ describe("bulk jobs", () => {
     expect(job).toMatchObject({ type: "unsubscribe", progress: { processed: 1000, total: 1000, updated: 600, skipped: 400, failed: 0 } })
     expect(job.errors).toHaveLength(100)
     expect(job.errors[0]).toEqual({ row: 601, contactId: foreign[0], reason: "contact not found" })
-    const [{ n }] = await stack.query<{ n: number }>(
+    const [{ n }] = (await stack.query<{ n: number }>(
       "SELECT count(*)::int AS n FROM contacts WHERE project_id = $1 AND email LIKE 'bulk%' AND NOT subscribed",
       [project.id]
-    )
+    )) as [{ n: number }]
     expect(n).toBe(600)
-    const [{ untouched }] = await stack.query<{ untouched: number }>(
+    const [{ untouched }] = (await stack.query<{ untouched: number }>(
       "SELECT count(*)::int AS untouched FROM contacts WHERE project_id = $1 AND subscribed",
       [other.id]
-    )
+    )) as [{ untouched: number }]
     expect(untouched).toBe(200)
 
     const resubscribed = await finished((await secret("POST", "/contacts/bulk-subscribe", { contactIds: own.slice(0, 10) })).json.jobId, "bulk")
