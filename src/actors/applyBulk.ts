@@ -47,9 +47,11 @@ export const applyBulk = Effect.fnUntraced(function*(projectId: string, body: Bu
       }
     }
   } else {
-    const rows = yield* sql<{ id: string; email: string; subscribed: boolean; pinned_at: Record<string, number> | string; data: Record<string, unknown> | string }>`
+    // Rows whose contact the reader created need nothing read: they are evaluated, not written.
+    const existing = body.rows.filter((row) => !row.created).map((row) => row.contactId)
+    const rows = existing.length === 0 ? [] : yield* sql<{ id: string; email: string; subscribed: boolean; pinned_at: Record<string, number> | string; data: Record<string, unknown> | string }>`
       SELECT id, email, subscribed, pinned_at, data FROM contacts
-      WHERE project_id = ${projectId} AND id = ANY(${pgArray(body.rows.map((row) => row.contactId))}::uuid[])
+      WHERE project_id = ${projectId} AND id = ANY(${pgArray(existing)}::uuid[])
       ORDER BY id FOR UPDATE`
     const contacts = new Map(rows.map((row) => [row.id, {
       email: row.email,
@@ -61,18 +63,18 @@ export const applyBulk = Effect.fnUntraced(function*(projectId: string, body: Bu
     }]))
     const acceptedAt = Date.parse(body.at)
     for (const row of body.rows) {
+      if (row.created) {
+        // Written by the reader with the row's data: new to the project, so evaluated against every segment.
+        created++
+        hooks.changeOf(row.contactId, body.at).fields = "all"
+        continue
+      }
       const contact = contacts.get(row.contactId)
       if (!contact) {
         notFound(row.row, row.contactId, "contact not found (deleted meanwhile)")
         continue
       }
       const change = hooks.changeOf(row.contactId, body.at)
-      if (row.created) {
-        // Written by the reader with the row's data: new to the project, so evaluated against every segment.
-        created++
-        change.fields = "all"
-        continue
-      }
       updated++
       const wanted = body.op === "subscribe" ? true : body.op === "unsubscribe" ? false : row.subscribed ?? null
       const pinnedAfter = (field: string) => body.op === "import" && (contact.pins[field] ?? -Infinity) >= acceptedAt

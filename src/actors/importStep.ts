@@ -12,13 +12,14 @@ import { inferFieldTypes } from "../domain/customData.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { type ImportPlan, readRow } from "../imports/plan.ts"
 import { ImportReader } from "../imports/reader.ts"
+import { pgArray } from "../lib/pgArray.ts"
 import { addJobProgress, insertJobErrors, type JobError, partSource } from "../store/ContactJobs.ts"
 import type { Outbox } from "../stream/Outbox.ts"
 import type { BulkMessage, BulkRow } from "../stream/messages.ts"
 
 /** Rows per step, and cell text per step: bounds a step's transaction and its lane messages. */
-export const IMPORT_CHUNK_ROWS = 5_000
-const IMPORT_CHUNK_CHARS = 1024 * 1024
+export const IMPORT_CHUNK_ROWS = 10_000
+const IMPORT_CHUNK_CHARS = 2 * 1024 * 1024
 
 export interface ImportStepContext {
   readonly projectId: string
@@ -74,8 +75,8 @@ export const importStep = Effect.fnUntraced(function*(context: ImportStepContext
       errors.push({ row, ...(outcome.email ? { email: outcome.email } : {}), reason: outcome.reason })
       continue
     }
-    const last = open.lastRowOf.get(outcome.email)!
-    if (last !== row) {
+    const last = job.plan.duplicates?.[row]
+    if (last !== undefined) {
       errors.push({ row, email: outcome.email, reason: `duplicate email in the file: row ${last} has it too, and the last row wins` })
       continue
     }
@@ -132,22 +133,26 @@ export const importStep = Effect.fnUntraced(function*(context: ImportStepContext
 const createOrFind = Effect.fnUntraced(function*(projectId: string, plan: ImportPlan, rows: ReadonlyArray<Pending>) {
   const sql = yield* SqlClient.SqlClient
   const found = new Map<string, { id: string; created: boolean }>()
-  let pending = rows.map((row) => ({ id: uuidv7(), email: row.email, subscribed: row.subscribed ?? plan.defaultSubscribed ?? true, data: row.set }))
+  let pending = rows
   for (let attempt = 0; pending.length > 0 && attempt < 5; attempt++) {
-    const now = new Date().toISOString()
-    const result = yield* sql<{ id: string; email: string; created: boolean }>`
-      WITH input AS (
-        SELECT * FROM jsonb_to_recordset(${JSON.stringify(pending)}::jsonb) AS x(id uuid, email text, subscribed boolean, data jsonb)
-      ), ins AS (
+    // Existing contacts by the unique (project, email) index; then the others inserted, a contact
+    // created by another writer meanwhile being skipped here and found on the next round.
+    const existing = yield* sql<{ id: string; email: string }>`
+      SELECT id, email FROM contacts WHERE project_id = ${projectId} AND email = ANY(${pgArray(pending.map((row) => row.email))}::text[])`
+    for (const row of existing) found.set(row.email, { id: row.id, created: false })
+    const missing = pending.filter((row) => !found.has(row.email))
+    if (missing.length > 0) {
+      const now = new Date().toISOString()
+      const inserted = yield* sql<{ id: string; email: string }>`
         INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
-        SELECT id, ${projectId}, email, subscribed, data, ${now}::timestamptz, ${now}::timestamptz FROM input
+        SELECT id, ${projectId}, email, subscribed, data, ${now}::timestamptz, ${now}::timestamptz
+        FROM unnest(${pgArray(missing.map(() => uuidv7()))}::uuid[], ${pgArray(missing.map((row) => row.email))}::text[],
+                    ${`{${missing.map((row) => row.subscribed ?? plan.defaultSubscribed ?? true).join(",")}}`}::boolean[],
+                    ${pgArray(missing.map((row) => JSON.stringify(row.set)))}::jsonb[]) AS x(id, email, subscribed, data)
         ON CONFLICT (project_id, email) DO NOTHING
-        RETURNING id, email
-      )
-      SELECT id, email, true AS created FROM ins
-      UNION ALL
-      SELECT c.id, c.email, false FROM contacts c JOIN input i ON c.project_id = ${projectId} AND c.email = i.email`
-    for (const row of result) found.set(row.email, { id: row.id, created: row.created })
+        RETURNING id, email`
+      for (const row of inserted) found.set(row.email, { id: row.id, created: true })
+    }
     pending = pending.filter((row) => !found.has(row.email))
   }
   if (pending.length > 0) return yield* Effect.die(new Error(`could not resolve ${pending.length} imported contacts`))

@@ -16,6 +16,11 @@ export interface ImportPlan {
   readonly data: ReadonlyArray<readonly [number, string]>
   /** The form's `subscribed`: the value of rows without one (null: new contacts subscribed, others kept). */
   readonly defaultSubscribed: boolean | null
+  /**
+   * Rows whose email a later row of the file names again, each with that last row (which wins):
+   * found when the file is checked at upload, so every chunk decides alike, after a crash too.
+   */
+  readonly duplicates?: Readonly<Record<string, number>>
 }
 
 export interface PlanProblem {

@@ -1,11 +1,9 @@
 /**
  * An import's file read as data rows from a position (the job's cursor), kept open by the owner lane
- * between chunks. Opening it reads the file once first, to find each email's last row: a file naming
- * an email twice keeps its last row (the earlier ones are reported as duplicates), whatever chunk
- * each falls in, and a reader reopened after a crash decides exactly as the first did.
+ * between chunks (reopening one skips, by parsing, the rows before the cursor).
  */
 import { csvRecords } from "./csv.ts"
-import { emailOf, type ImportPlan } from "./plan.ts"
+import type { ImportPlan } from "./plan.ts"
 
 /** The file's parts in order, each fetched when the parser needs more bytes. */
 export type PartSource = () => AsyncIterable<Uint8Array>
@@ -20,27 +18,16 @@ export class ImportReader {
   /** Data rows consumed so far: equal to the job's cursor while the reader is in step with it. */
   position: number
   private readonly records: ReturnType<typeof csvRecords>
-  readonly lastRowOf: ReadonlyMap<string, number>
   private done = false
 
-  private constructor(records: ReturnType<typeof csvRecords>, lastRowOf: ReadonlyMap<string, number>) {
+  private constructor(records: ReturnType<typeof csvRecords>) {
     this.records = records
-    this.lastRowOf = lastRowOf
     this.position = 0
   }
 
   static async open(parts: PartSource, plan: ImportPlan, cursor: number): Promise<ImportReader> {
-    const lastRowOf = new Map<string, number>()
-    const scan = csvRecords(parts(), plan.delimiter)
-    await scan.next() // the header
-    for (let row = 2; ; row++) {
-      const next = await scan.next()
-      if (next.done) break
-      const email = emailOf(plan, next.value)
-      if (email) lastRowOf.set(email, row)
-    }
-    const reader = new ImportReader(csvRecords(parts(), plan.delimiter), lastRowOf)
-    await reader.records.next()
+    const reader = new ImportReader(csvRecords(parts(), plan.delimiter))
+    await reader.records.next() // the header
     while (reader.position < cursor && (await reader.take(cursor - reader.position, Infinity)).length > 0) {
       // skipping what earlier chunks applied
     }

@@ -9,7 +9,7 @@ import type { Multipart } from "effect/http"
 import { MAX_IMPORT_BYTES } from "../http/api/contactJobs.ts"
 import { ContactJobs, type JobError, PART_BYTES } from "../store/ContactJobs.ts"
 import { csvRecords, detectDelimiter, subscriptionValue } from "./csv.ts"
-import { type ImportPlan, planColumns } from "./plan.ts"
+import { emailOf, type ImportPlan, planColumns } from "./plan.ts"
 
 export type UploadProblem =
   | { readonly _tag: "TooLarge" }
@@ -102,9 +102,25 @@ export const receiveImport = Effect.fnUntraced(function*(projectId: string, part
           await records.cancel()
           return planned.message
         }
+        // Counted, and each email's last row found: an earlier row naming it again is a duplicate.
+        const lastRowOf = new Map<string, number>()
+        const duplicates: Record<string, number> = {}
         let rows = 0
-        while (!(await records.next()).done) rows++
-        return { plan: planned.plan, reserved: planned.reserved, rows }
+        for (let next = await records.next(); !next.done; next = await records.next()) {
+          rows++
+          const email = emailOf(planned.plan, next.value)
+          if (!email) continue
+          const earlier = lastRowOf.get(email)
+          if (earlier !== undefined) duplicates[earlier] = rows + 1
+          lastRowOf.set(email, rows + 1)
+        }
+        // Point every superseded row at the last one.
+        for (const [row, next] of Object.entries(duplicates)) {
+          let last = next
+          while (duplicates[last] !== undefined) last = duplicates[last]!
+          duplicates[row] = last
+        }
+        return { plan: { ...planned.plan, duplicates }, reserved: planned.reserved, rows }
       },
       catch: (error) => invalid("file", `the file is not valid CSV: ${error instanceof Error ? error.message : String(error)}`)
     })
