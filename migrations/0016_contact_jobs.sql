@@ -1,16 +1,14 @@
 -- Contact jobs (#16): CSV imports and bulk subscribe/unsubscribe/delete. Queued by the api, applied
--- through the project's stream: an import's file is read in chunks by the owner lane (its cursor here),
--- every row then applied by its contact's lane with that lane's live traffic.
+-- through the project's stream: an import's file is cut into ranges, each read by one lane (which
+-- records it done here), every row then applied by its contact's lane with that lane's live traffic.
 CREATE TABLE contact_jobs (
   id          uuid PRIMARY KEY,
   project_id  uuid NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
   kind        text NOT NULL CHECK (kind IN ('import', 'subscribe', 'unsubscribe', 'delete')),
   -- Rows (import: data rows of the file; bulk: contact ids asked for).
   total       integer NOT NULL,
-  -- import: the file's dialect and column plan (delimiter, header, which column is what).
+  -- import: the file's dialect and column plan (delimiter, which column is what, duplicates, ranges).
   plan        jsonb NOT NULL DEFAULT '{}'::jsonb,
-  -- import: data rows read and handed to the lanes (the owner lane advances it with what it appends).
-  cursor      integer NOT NULL DEFAULT 0,
   -- Set when the job cannot go on (e.g. its file no longer parses): FAILED with this reason.
   failure     text,
   created_at  timestamptz NOT NULL DEFAULT now(),
@@ -18,12 +16,22 @@ CREATE TABLE contact_jobs (
 );
 CREATE INDEX contact_jobs_project ON contact_jobs (project_id, created_at);
 
--- The uploaded file, in parts (each at most 256 KiB): read as a stream, deleted once fully read.
+-- The uploaded file, in parts of 256 KiB (the last shorter): read as a stream, deleted once fully read.
 CREATE TABLE contact_job_parts (
   job_id  uuid NOT NULL REFERENCES contact_jobs (id) ON DELETE CASCADE,
   part    integer NOT NULL,
   bytes   bytea NOT NULL,
   PRIMARY KEY (job_id, part)
+);
+
+-- The import's cursor: which ranges of the file have been read and handed to the lanes. A range is
+-- marked in the transaction that hands its rows over, so a worker killed mid-import leaves it unmarked
+-- (and its rows unsent), and the stream redelivers its step to the next owner of its lane.
+CREATE TABLE contact_job_ranges (
+  job_id   uuid NOT NULL REFERENCES contact_jobs (id) ON DELETE CASCADE,
+  range    integer NOT NULL,
+  read_at  timestamptz,
+  PRIMARY KEY (job_id, range)
 );
 
 -- Progress per lane (lane -1: rows the reader skipped), written only by that lane's actor in its

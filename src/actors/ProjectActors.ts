@@ -12,7 +12,6 @@ import { WorkerMetrics } from "../observability/Metrics.ts"
 import type { Outbox } from "../stream/Outbox.ts"
 import { applyBackfillChunk, applyBatch, deadLetter, type SegmentState } from "./applyBatch.ts"
 import type { Delivered } from "./messages.ts"
-import type { ImportReader } from "../imports/reader.ts"
 import { newWorkflowState, type WorkflowState } from "../workflows/engine.ts"
 import { WorkflowRuntime } from "../workflows/Runtime.ts"
 
@@ -84,7 +83,6 @@ interface Actor {
   readonly mailbox: Queue.Queue<ActorItem>
   readonly segmentState: SegmentState
   readonly workflowState: WorkflowState
-  readonly importReaders: Map<string, ImportReader>
   fiber?: Fiber.Fiber<void>
 }
 
@@ -112,7 +110,6 @@ export const makeProjectActors = (options: {
       workerId: options.workerId,
       outbox: options.outbox,
       segmentState: actor.segmentState,
-      importReaders: actor.importReaders,
       workflows: { runtime: workflowRuntime, state: actor.workflowState }
     })
 
@@ -235,7 +232,7 @@ export const makeProjectActors = (options: {
         if (!actor || actor.run !== item.run) {
           if (actor?.fiber) yield* Fiber.interrupt(actor.fiber)
           const mailbox = yield* Queue.bounded<ActorItem>(MAILBOX_CAPACITY)
-          const fresh: Actor = { key, lane: item.delivered.lane, run: item.run, mailbox, segmentState: { segments: undefined, backfills: [] }, workflowState: newWorkflowState(), importReaders: new Map() }
+          const fresh: Actor = { key, lane: item.delivered.lane, run: item.run, mailbox, segmentState: { segments: undefined, backfills: [] }, workflowState: newWorkflowState() }
           actors.set(key, fresh)
           fresh.fiber = yield* Effect.forkDetach(loop(projectId, fresh))
           WorkerMetrics.actorsAlive.set(actors.size)

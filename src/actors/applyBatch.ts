@@ -15,7 +15,6 @@ import type { EmittedEvent, Outbox } from "../stream/Outbox.ts"
 import { clockNow } from "../lib/clock.ts"
 import { segmentSlug } from "../store/Segments.ts"
 import { campaignStep } from "../campaigns/fanout.ts"
-import type { ImportReader } from "../imports/reader.ts"
 import { applyBulk } from "./applyBulk.ts"
 import { importStep } from "./importStep.ts"
 import { runWorkflows, type WorkflowInput, type WorkflowState } from "../workflows/engine.ts"
@@ -55,8 +54,6 @@ export interface BatchContext {
   readonly outbox: Outbox["Service"]
   /** The actor's segment definitions and pending backfills (kept across batches). */
   readonly segmentState: SegmentState
-  /** The owner lane's open import files, by job id (see importStep). */
-  readonly importReaders: Map<string, ImportReader>
   /** What the workflow engine needs, and the actor's cached workflow definitions. */
   readonly workflows: { readonly runtime: WorkflowRuntime["Service"]; readonly state: WorkflowState }
 }
@@ -321,8 +318,8 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
             state.backfills = state.backfills.filter((job) => job.segmentId !== body.segmentId)
             segmentsChanged = true
           } else if (body.type === "importStep") {
-            const step = yield* importStep({ projectId: context.projectId, outbox: context.outbox, readers: context.importReaders }, body.jobId)
-            if (step.handedOver > 0 || step.continued) outcome.emitted++
+            const step = yield* importStep({ projectId: context.projectId, lane: body.lane, outbox: context.outbox }, body.jobId, body.range)
+            if (step.handedOver > 0) outcome.emitted++
           } else if (body.type === "campaignStep") {
             const { runtime } = context.workflows
             const step = yield* campaignStep(

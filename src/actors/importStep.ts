@@ -1,31 +1,27 @@
 /**
- * One read step of a CSV import, run by the project's owner lane inside its batch transaction (one
- * `importStep` command each): the next chunk of rows is read from the stored file, bad rows are
- * reported, contacts new to the project are created with their row's data, and every row goes to its
- * contact's lane as a `bulk` message, to be applied there in order with that lane's live traffic. The
- * job's cursor and the next step's command commit with them, so a worker killed mid-import resumes at
- * the cursor and no row is handed over twice.
+ * One range of a CSV import, read by a lane inside its batch transaction (one `importStep` command per
+ * range, spread over the lanes at upload so ranges are read in parallel): its rows are read from the
+ * stored file, bad rows reported, contacts new to the project created with their row's data, and every
+ * row sent to its contact's lane as a `bulk` message, to be applied there in order with that lane's live
+ * traffic. The range is marked read in the same transaction, so a worker killed mid-import leaves it
+ * to the lane's next owner (the stream redelivers the step) and no row is handed over twice.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { inferFieldTypes } from "../domain/customData.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { type ImportPlan, readRow } from "../imports/plan.ts"
-import { ImportReader } from "../imports/reader.ts"
+import { readRange } from "../imports/reader.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import { addJobProgress, insertJobErrors, type JobError, partSource } from "../store/ContactJobs.ts"
 import type { Outbox } from "../stream/Outbox.ts"
 import type { BulkMessage, BulkRow } from "../stream/messages.ts"
 
-/** Rows per step, and cell text per step: bounds a step's transaction and its lane messages. */
-export const IMPORT_CHUNK_ROWS = 10_000
-const IMPORT_CHUNK_CHARS = 2 * 1024 * 1024
-
 export interface ImportStepContext {
   readonly projectId: string
+  /** The lane running the step (its progress row counts the rows the reader skipped). */
+  readonly lane: number
   readonly outbox: Outbox["Service"]
-  /** The owner lane's open readers, by job id (kept between steps: reopening rereads the file). */
-  readonly readers: Map<string, ImportReader>
 }
 
 interface Pending {
@@ -35,47 +31,34 @@ interface Pending {
   readonly set: Record<string, unknown>
 }
 
-export const importStep = Effect.fnUntraced(function*(context: ImportStepContext, jobId: string) {
+export const importStep = Effect.fnUntraced(function*(context: ImportStepContext, jobId: string, range: number) {
   const sql = yield* SqlClient.SqlClient
-  const [job] = yield* sql<{ total: number; cursor: number; plan: ImportPlan; created_at: Date; failure: string | null }>`
-    SELECT total, cursor, plan, created_at, failure FROM contact_jobs
-    WHERE id = ${jobId} AND project_id = ${context.projectId} AND kind = 'import' FOR UPDATE`
-  if (!job || job.failure !== null || job.cursor >= job.total) return { handedOver: 0, continued: false }
+  const [job] = yield* sql<{ plan: ImportPlan; created_at: Date; failure: string | null }>`
+    SELECT j.plan, j.created_at, j.failure FROM contact_jobs j
+    WHERE j.id = ${jobId} AND j.project_id = ${context.projectId} AND j.kind = 'import'`
+  if (!job || job.failure !== null) return { handedOver: 0 }
+  // Claims the range (locked until this batch commits; a rolled-back batch leaves it unread).
+  const claimed = yield* sql`UPDATE contact_job_ranges SET read_at = now() WHERE job_id = ${jobId} AND range = ${range} AND read_at IS NULL RETURNING 1`
+  if (claimed.length === 0) return { handedOver: 0 }
 
   // The file was checked at upload; one that no longer reads (a parser upgrade, a damaged part) fails
   // the job with the reason rather than failing the lane's batch over and over.
-  const unreadable = (error: unknown) =>
-    Effect.as(
-      sql`UPDATE contact_jobs SET failure = ${`the file could not be read: ${error instanceof Error ? error.message : String(error)}`}
-          WHERE id = ${jobId}`,
-      { handedOver: 0, continued: false }
-    )
-  let reader = context.readers.get(jobId)
-  if (!reader || reader.position !== job.cursor) {
-    // First step on this worker, or a step rolled back after reading: reopen at the committed cursor.
-    yield* Effect.promise(() => reader?.close() ?? Promise.resolve())
-    context.readers.delete(jobId)
-    const opened = yield* Effect.tryPromise(() => ImportReader.open(partSource(sql, jobId), job.plan, job.cursor)).pipe(Effect.result)
-    if (opened._tag === "Failure") return yield* unreadable(opened.failure.cause)
-    reader = opened.success
-    context.readers.set(jobId, reader)
+  const read = yield* Effect.tryPromise(() => readRange(partSource(sql, jobId), job.plan, range)).pipe(Effect.result)
+  if (read._tag === "Failure") {
+    const cause = read.failure.cause
+    yield* sql`UPDATE contact_jobs SET failure = ${`the file could not be read: ${cause instanceof Error ? cause.message : String(cause)}`}
+               WHERE id = ${jobId}`
+    return { handedOver: 0 }
   }
-  const open = reader
-  const taken = yield* Effect.tryPromise(() => open.take(IMPORT_CHUNK_ROWS, IMPORT_CHUNK_CHARS)).pipe(Effect.result)
-  if (taken._tag === "Failure") {
-    context.readers.delete(jobId)
-    return yield* unreadable(taken.failure.cause)
-  }
-  const records = taken.success
   const errors: Array<JobError> = []
   const valid: Array<Pending> = []
-  for (const { row, record } of records) {
+  for (const { row, record } of read.success) {
     const outcome = readRow(job.plan, record)
     if (outcome._tag === "bad") {
       errors.push({ row, ...(outcome.email ? { email: outcome.email } : {}), reason: outcome.reason })
       continue
     }
-    const last = job.plan.duplicates?.[row]
+    const last = job.plan.duplicates[row]
     if (last !== undefined) {
       errors.push({ row, email: outcome.email, reason: `duplicate email in the file: row ${last} has it too, and the last row wins` })
       continue
@@ -104,29 +87,19 @@ export const importStep = Effect.fnUntraced(function*(context: ImportStepContext
     at,
     rows
   }))
-  const cursor = job.cursor + records.length
-  // A file that ends before the count taken at upload (it cannot, but never loop forever) ends the job there.
-  const total = records.length === 0 ? cursor : job.total
-  const continued = cursor < total
-  yield* context.outbox.append(continued
-    ? [...messages, { kind: "command", projectId: context.projectId, commandId: uuidv7(), type: "importStep", jobId }]
-    : messages)
-  yield* sql`UPDATE contact_jobs SET cursor = ${cursor}, total = ${total}, started_at = COALESCE(started_at, now()) WHERE id = ${jobId}`
+  yield* context.outbox.append(messages)
   if (errors.length > 0) {
     yield* insertJobErrors(sql, jobId, errors)
-    yield* addJobProgress(sql, jobId, -1, { processed: errors.length, skipped: errors.length })
+    yield* addJobProgress(sql, jobId, context.lane, { processed: errors.length, skipped: errors.length })
   }
-  if (!continued) {
-    // Fully read: the file is no longer needed.
-    yield* sql`DELETE FROM contact_job_parts WHERE job_id = ${jobId}`
-    context.readers.delete(jobId)
-    yield* Effect.promise(() => open.close())
-  }
-  return { handedOver: valid.length, continued }
+  // The last range read drops the file (two finishing at once may both leave it: the status read does then).
+  const unread = yield* sql`SELECT 1 FROM contact_job_ranges WHERE job_id = ${jobId} AND read_at IS NULL AND range <> ${range} LIMIT 1`
+  if (unread.length === 0) yield* sql`DELETE FROM contact_job_parts WHERE job_id = ${jobId}`
+  return { handedOver: valid.length }
 })
 
 /**
- * Contacts of the chunk's emails: existing ones found, new ones created with their row's data and
+ * Contacts of the range's emails: existing ones found, new ones created with their row's data and
  * subscription (the form's default, else subscribed, as `POST /contacts`). A contact another writer
  * creates meanwhile is found on the next round.
  */

@@ -25,11 +25,17 @@ export const detectDelimiter = (head: string): Delimiter => {
   return best
 }
 
-/** Records of a CSV byte stream, one array of cells each (the header is the first). */
+export interface CsvRecord {
+  readonly cells: Array<string>
+  /** Bytes of the stream read up to the end of this record (its line break included): where the next one starts. */
+  readonly end: number
+}
+
+/** Records of a CSV byte stream (the header is the first when reading from the start). */
 export const csvRecords = (
   source: AsyncIterable<Uint8Array>,
   delimiter: Delimiter
-): AsyncIterator<Array<string>> & { readonly cancel: () => Promise<void> } => {
+): AsyncIterator<CsvRecord> & { readonly cancel: () => Promise<void> } => {
   const chunks = source[Symbol.asyncIterator]()
   const bytes = new ReadableStream<Uint8Array>({
     pull: async (controller) => {
@@ -40,12 +46,12 @@ export const csvRecords = (
     cancel: async () => void (await chunks.return?.())
   }, { highWaterMark: 0 })
   const reader = bytes
-    .pipeThrough(parse({ bom: true, delimiter, relax_column_count: true, skip_empty_lines: true }))
-    .getReader() as ReadableStreamDefaultReader<Array<string>>
+    .pipeThrough(parse({ bom: true, delimiter, relax_column_count: true, skip_empty_lines: true, info: true }))
+    .getReader() as ReadableStreamDefaultReader<{ record: Array<string>; info: { bytes: number } }>
   return {
     next: async () => {
       const { done, value } = await reader.read()
-      return done ? { done: true, value: undefined } : { done: false, value }
+      return done ? { done: true, value: undefined } : { done: false, value: { cells: value.record, end: value.info.bytes } }
     },
     cancel: () => reader.cancel().catch(() => undefined)
   }

@@ -6,6 +6,7 @@
 import { DATA_LIMITS, jsonBytes, MAX_CONTACT_DATA_BYTES, RESERVED_DATA_KEYS } from "../domain/customData.ts"
 import { isValidEmail, normalizeEmail } from "../domain/email.ts"
 import { cellValue, type Delimiter, subscriptionValue } from "./csv.ts"
+import type { ImportRange } from "./reader.ts"
 
 export interface ImportPlan {
   readonly delimiter: Delimiter
@@ -20,7 +21,9 @@ export interface ImportPlan {
    * Rows whose email a later row of the file names again, each with that last row (which wins):
    * found when the file is checked at upload, so every chunk decides alike, after a crash too.
    */
-  readonly duplicates?: Readonly<Record<string, number>>
+  readonly duplicates: Readonly<Record<string, number>>
+  /** The file cut at record boundaries into ranges of RANGE_ROWS rows (each read on its own). */
+  readonly ranges: ReadonlyArray<ImportRange>
 }
 
 export interface PlanProblem {
@@ -74,7 +77,7 @@ export const planColumns = (
   }
   if (email === null) return { message: "the header has no email column (`email` or `Email Address`, or map one with `mapping`)" }
   if (data.length > DATA_LIMITS.maxKeys) return { message: `at most ${DATA_LIMITS.maxKeys} data columns` }
-  return { plan: { delimiter, email, subscribed, data, defaultSubscribed }, reserved }
+  return { plan: { delimiter, email, subscribed, data, defaultSubscribed, duplicates: {}, ranges: [] }, reserved }
 }
 
 export type RowOutcome =

@@ -10,6 +10,7 @@ import { MAX_IMPORT_BYTES } from "../http/api/contactJobs.ts"
 import { ContactJobs, type JobError, PART_BYTES } from "../store/ContactJobs.ts"
 import { csvRecords, detectDelimiter, subscriptionValue } from "./csv.ts"
 import { emailOf, type ImportPlan, planColumns } from "./plan.ts"
+import { type ImportRange, RANGE_ROWS } from "./reader.ts"
 
 export type UploadProblem =
   | { readonly _tag: "TooLarge" }
@@ -37,13 +38,20 @@ export const receiveImport = Effect.fnUntraced(function*(projectId: string, part
       let buffered: Array<Uint8Array> = []
       let bufferedBytes = 0
       let part = 0
-      const flush = Effect.suspend(() => {
-        if (bufferedBytes === 0) return Effect.void
-        const bytes = Buffer.concat(buffered, bufferedBytes)
-        buffered = []
-        bufferedBytes = 0
-        return jobs.appendPart(id, part++, bytes)
-      })
+      // Parts of exactly PART_BYTES (the last one shorter), so a byte offset names its part.
+      const flush = (all: boolean) =>
+        Effect.suspend(() => {
+          if (bufferedBytes === 0 || (!all && bufferedBytes < PART_BYTES)) return Effect.void
+          const bytes = Buffer.concat(buffered, bufferedBytes)
+          const cut = all ? bytes.length : bytes.length - (bytes.length % PART_BYTES)
+          buffered = cut < bytes.length ? [bytes.subarray(cut)] : []
+          bufferedBytes = bytes.length - cut
+          return Effect.forEach(
+            Array.from({ length: Math.ceil(cut / PART_BYTES) }, (_, i) => bytes.subarray(i * PART_BYTES, Math.min(cut, (i + 1) * PART_BYTES))),
+            (piece) => jobs.appendPart(id, part++, piece),
+            { discard: true }
+          )
+        })
       yield* Stream.runForEach(file.content, (chunk) =>
         Effect.gen(function*() {
           size += chunk.length
@@ -58,14 +66,14 @@ export const receiveImport = Effect.fnUntraced(function*(projectId: string, part
           if (head.length < HEAD_BYTES) head += text.slice(0, HEAD_BYTES - head.length)
           buffered.push(chunk)
           bufferedBytes += chunk.length
-          if (bufferedBytes >= PART_BYTES) yield* flush
+          yield* flush(false)
         }))
       try {
         decoder.decode()
       } catch {
         return yield* Effect.fail(invalid("file", "the file is not UTF-8 text (it ends inside a character)"))
       }
-      yield* flush
+      yield* flush(true)
     })
 
   const received = Stream.runForEach(parts, (part) => {
@@ -94,21 +102,26 @@ export const receiveImport = Effect.fnUntraced(function*(projectId: string, part
     const delimiter = detectDelimiter(head)
     const scanned = yield* Effect.tryPromise({
       try: async () => {
-        const records = csvRecords(jobs.parts(id)(), delimiter)
+        const records = csvRecords(jobs.parts(id)(0), delimiter)
         const header = await records.next()
         if (header.done) return "the file is empty: the first row must name the columns" as const
-        const planned = planColumns(header.value, delimiter, mapping, defaultSubscribed)
+        const planned = planColumns(header.value.cells, delimiter, mapping, defaultSubscribed)
         if ("message" in planned) {
           await records.cancel()
           return planned.message
         }
-        // Counted, and each email's last row found: an earlier row naming it again is a duplicate.
+        // Counted and cut into ranges, and each email's last row found: an earlier row naming it again is a duplicate.
         const lastRowOf = new Map<string, number>()
         const duplicates: Record<string, number> = {}
+        const ranges: Array<ImportRange> = []
         let rows = 0
+        let end = header.value.end
         for (let next = await records.next(); !next.done; next = await records.next()) {
+          if (rows % RANGE_ROWS === 0) ranges.push({ offset: end, rows: 0 })
+          ;(ranges[ranges.length - 1] as { rows: number }).rows++
+          end = next.value.end
           rows++
-          const email = emailOf(planned.plan, next.value)
+          const email = emailOf(planned.plan, next.value.cells)
           if (!email) continue
           const earlier = lastRowOf.get(email)
           if (earlier !== undefined) duplicates[earlier] = rows + 1
@@ -120,7 +133,7 @@ export const receiveImport = Effect.fnUntraced(function*(projectId: string, part
           while (duplicates[last] !== undefined) last = duplicates[last]!
           duplicates[row] = last
         }
-        return { plan: { ...planned.plan, duplicates }, reserved: planned.reserved, rows }
+        return { plan: { ...planned.plan, duplicates, ranges }, reserved: planned.reserved, rows }
       },
       catch: (error) => invalid("file", `the file is not valid CSV: ${error instanceof Error ? error.message : String(error)}`)
     })

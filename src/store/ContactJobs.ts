@@ -79,14 +79,15 @@ export const addJobProgress = (sql: SqlClient.SqlClient, jobId: string, lane: nu
       updated_at = EXCLUDED.updated_at`.pipe(Effect.asVoid)
 }
 
-/** An uploaded file's parts, read one query at a time (outside any transaction: the parts are committed). */
-export const partSource = (sql: SqlClient.SqlClient, jobId: string): PartSource => () => ({
+/** An uploaded file's parts from a byte offset, read one query at a time (outside any transaction: they are committed). */
+export const partSource = (sql: SqlClient.SqlClient, jobId: string): PartSource => (fromByte) => ({
   async *[Symbol.asyncIterator]() {
-    for (let part = 0; ; part++) {
+    for (let part = Math.floor(fromByte / PART_BYTES); ; part++) {
       const rows = await Effect.runPromise(sql<{ bytes: Uint8Array }>`
         SELECT bytes FROM contact_job_parts WHERE job_id = ${jobId} AND part = ${part}`)
       if (!rows[0]) return
-      yield rows[0].bytes
+      const skip = part === Math.floor(fromByte / PART_BYTES) ? fromByte % PART_BYTES : 0
+      yield skip === 0 ? rows[0].bytes : rows[0].bytes.subarray(skip)
     }
   }
 })
@@ -147,8 +148,19 @@ export class ContactJobs extends Context.Service<ContactJobs, {
           yield* sql`UPDATE contact_jobs SET total = ${total}, plan = ${JSON.stringify(plan)}::jsonb, failure = NULL, created_at = now()
                      WHERE id = ${jobId}`
           yield* insertJobErrors(sql, jobId, errors)
-          if (total === 0) return
-          yield* outbox.append([{ kind: "command", projectId, commandId: uuidv7(), type: "importStep", jobId }])
+          if (plan.ranges.length === 0) return
+          yield* sql`INSERT INTO contact_job_ranges (job_id, range) SELECT ${jobId}, generate_series(0, ${plan.ranges.length - 1})`
+          // One step per range, spread over the lanes: the ranges are read in parallel (as many lanes and
+          // workers as there are), each lane taking its steps in order with its live traffic.
+          yield* outbox.append(plan.ranges.map((_, range) => ({
+            kind: "command" as const,
+            projectId,
+            commandId: uuidv7(),
+            type: "importStep" as const,
+            jobId,
+            range,
+            lane: range % outbox.lanes.count
+          })))
         }))
       })
 
@@ -199,7 +211,6 @@ export class ContactJobs extends Context.Service<ContactJobs, {
           id: string
           kind: JobKind
           total: number
-          cursor: number
           failure: string | null
           created_at: Date
           started_at: Date | null
@@ -211,10 +222,11 @@ export class ContactJobs extends Context.Service<ContactJobs, {
           first_at: Date | null
           last_at: Date | null
         }>`
-          SELECT j.id, j.kind, j.total, j.cursor, j.failure, j.created_at, j.started_at,
+          SELECT j.id, j.kind, j.total, j.failure, j.created_at, j.started_at,
                  COALESCE(sum(p.processed), 0)::int AS processed, COALESCE(sum(p.created), 0)::int AS created,
                  COALESCE(sum(p.updated), 0)::int AS updated, COALESCE(sum(p.skipped), 0)::int AS skipped,
-                 COALESCE(sum(p.failed), 0)::int AS failed, min(p.started_at) AS first_at, max(p.updated_at) AS last_at
+                 COALESCE(sum(p.failed), 0)::int AS failed, max(p.updated_at) AS last_at,
+                 LEAST(min(p.started_at), (SELECT min(r.read_at) FROM contact_job_ranges r WHERE r.job_id = j.id)) AS first_at
           FROM contact_jobs j LEFT JOIN contact_job_progress p ON p.job_id = j.id
           WHERE j.id = ${jobId} AND j.project_id = ${projectId} AND j.kind = ANY(${`{${kinds.join(",")}}`}::text[])
           GROUP BY j.id`
@@ -222,6 +234,8 @@ export class ContactJobs extends Context.Service<ContactJobs, {
         const errors = yield* sql<{ row: number; email: string | null; contact_id: string | null; reason: string }>`
           SELECT row, email, contact_id, reason FROM contact_job_errors WHERE job_id = ${jobId} ORDER BY row LIMIT ${MAX_JOB_ERRORS}`
         const completed = job.processed >= job.total
+        // Two last ranges read at once may both have left the file: drop it now.
+        if (completed && job.kind === "import") yield* sql`DELETE FROM contact_job_parts WHERE job_id = ${jobId}`
         const status: JobStatus = job.failure !== null
           ? "FAILED"
           : completed

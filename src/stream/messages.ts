@@ -78,8 +78,8 @@ export const CommandMessage = Schema.Union([
   command("computeSegment", { segmentId: Schema.String }),
   /** Take a campaign's next fan-out step (owner lane). */
   command("campaignStep", { campaignId: Schema.String }),
-  /** Read an import's next chunk of rows and hand them to their contacts' lanes (owner lane). */
-  command("importStep", { jobId: Schema.String })
+  /** Read one range of an import's file and hand its rows to their contacts' lanes (run by lane `lane`). */
+  command("importStep", { jobId: Schema.String, range: Schema.Number, lane: Schema.Number })
 ])
 
 /** One row of a contact job, as its contact's lane applies it. */
@@ -198,7 +198,8 @@ export const routeOf = (message: InMessage): Route => {
     case "email":
       return OWNER
     case "command":
-      return message.type === "campaignStep" || message.type === "importStep" ? OWNER : ALL
+      if (message.type === "importStep") return { _tag: "lane", lane: message.lane }
+      return message.type === "campaignStep" ? OWNER : ALL
     case "bulk":
       return { _tag: "lane", lane: message.lane }
     case "workflow":

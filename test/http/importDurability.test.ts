@@ -28,14 +28,17 @@ describe("a worker killed mid-import", () => {
     const { jobId } = await accepted.json() as { jobId: string }
 
     let worker = await stack.start("worker", { METRICS_PORT: "0" })
-    // Kill it as soon as the first chunks are committed, well before the last.
-    const cursorAtKill = await eventually(async () => {
-      const [job] = await stack.query<{ cursor: number }>("SELECT cursor FROM contact_jobs WHERE id = $1", [jobId])
-      expect(job!.cursor).toBeGreaterThan(0)
-      return job!.cursor
+    // Kill it as soon as the first ranges of the file are read and handed over, before the last.
+    const readAtKill = await eventually(async () => {
+      const [ranges] = await stack.query<{ read: number; all: number }>(
+        "SELECT count(read_at)::int AS read, count(*)::int AS all FROM contact_job_ranges WHERE job_id = $1",
+        [jobId]
+      )
+      expect(ranges!.read).toBeGreaterThan(0)
+      return ranges!
     }, 30_000)
     await worker.stop("SIGKILL")
-    expect(cursorAtKill).toBeLessThan(rows)
+    expect(readAtKill.read).toBeLessThan(readAtKill.all)
     const progress = await request(api.url, "GET", `/contacts/import/${jobId}`, { key: project.secretKey })
     expect(progress.json.status).toBe("RUNNING")
 
