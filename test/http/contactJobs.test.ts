@@ -72,6 +72,16 @@ describe("POST /contacts/import: dialects", () => {
     ]))
   })
 
+  it("reads a file cut into ranges at record boundaries: quoted line breaks, CRLF and a BOM across them", async () => {
+    const lines = ["\uFEFFemail;notes;n"]
+    for (let i = 0; i < 12_345; i++) lines.push(`range${i}@example.com;"line ${i}\r\nnext; ""quoted""";${i}`)
+    const job = await importFile(lines.join("\r\n") + "\r\n")
+    expect(job.progress).toMatchObject({ processed: 12_345, created: 12_345, skipped: 0, failed: 0 })
+    for (const i of [0, 4_999, 5_000, 10_000, 12_344]) {
+      expect((await contact(`range${i}@example.com`)).data).toEqual({ notes: `line ${i}\r\nnext; "quoted"`, n: i })
+    }
+  }, 60_000)
+
   it("detects semicolons and tabs, and takes `Email Address` as the email", async () => {
     await importFile("Email Address;city;score\nsemi@example.com;Lyon, FR;1.5\n")
     expect((await contact("semi@example.com")).data).toEqual({ city: "Lyon, FR", score: 1.5 })
