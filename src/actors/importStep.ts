@@ -17,6 +17,9 @@ import { addJobProgress, insertJobErrors, type JobError, partSource } from "../s
 import type { Outbox } from "../stream/Outbox.ts"
 import type { BulkMessage, BulkRow } from "../stream/messages.ts"
 
+/** About a quarter of NATS's default 1 MiB payload limit. */
+const MAX_MESSAGE_BYTES = 256 * 1024
+
 export interface ImportStepContext {
   readonly projectId: string
   /** The lane running the step (its progress row counts the rows the reader skipped). */
@@ -78,15 +81,23 @@ export const importStep = Effect.fnUntraced(function*(context: ImportStepContext
       ? { row: pending.row, contactId: contact.id, created: true }
       : { row: pending.row, contactId: contact.id, subscribed: pending.subscribed, set: pending.set })
   }
-  const messages: Array<BulkMessage> = [...byLane].map(([lane, rows]) => ({
-    kind: "bulk",
-    projectId: context.projectId,
-    jobId,
-    op: "import",
-    lane,
-    at,
-    rows
-  }))
+  // One message per lane, split so none nears NATS's payload limit (a range's rows may carry a lot of data).
+  const messages: Array<BulkMessage> = []
+  for (const [lane, rows] of byLane) {
+    let part: Array<BulkRow> = []
+    let bytes = 0
+    for (const row of rows) {
+      const size = 80 + (row.set === undefined ? 0 : JSON.stringify(row.set).length)
+      if (part.length > 0 && bytes + size > MAX_MESSAGE_BYTES) {
+        messages.push({ kind: "bulk", projectId: context.projectId, jobId, op: "import", lane, at, rows: part })
+        part = []
+        bytes = 0
+      }
+      part.push(row)
+      bytes += size
+    }
+    messages.push({ kind: "bulk", projectId: context.projectId, jobId, op: "import", lane, at, rows: part })
+  }
   yield* context.outbox.append(messages)
   if (errors.length > 0) {
     yield* insertJobErrors(sql, jobId, errors)
