@@ -1,6 +1,6 @@
 /**
  * One range of a CSV import, read by a lane inside its batch transaction (one `importStep` command per
- * range, spread over the lanes at upload so ranges are read in parallel): its rows are read from the
+ * range, on lane `range mod L`, IMPORT_READ_AHEAD ranges at a time, so ranges are read in parallel): its rows are read from the
  * stored file, bad rows reported, contacts new to the project created with their row's data, and every
  * row sent to its contact's lane as a `bulk` message, to be applied there in order with that lane's live
  * traffic. The range is marked read in the same transaction, so a worker killed mid-import leaves it
@@ -12,8 +12,9 @@ import { inferFieldTypes } from "../domain/customData.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { type ImportPlan, readRow } from "../imports/plan.ts"
 import { readRange } from "../imports/reader.ts"
+import { IMPORT_READ_AHEAD, importStepCommand } from "../imports/steps.ts"
 import { pgArray } from "../lib/pgArray.ts"
-import { addJobProgress, insertJobErrors, type JobError, partSource } from "../store/ContactJobs.ts"
+import { addJobProgress, insertJobErrors, type JobError, PART_BYTES } from "../store/ContactJobs.ts"
 import type { Outbox } from "../stream/Outbox.ts"
 import type { BulkMessage, BulkRow } from "../stream/messages.ts"
 
@@ -46,7 +47,20 @@ export const importStep = Effect.fnUntraced(function*(context: ImportStepContext
 
   // The file was checked at upload; one that no longer reads (a parser upgrade, a damaged part) fails
   // the job with the reason rather than failing the lane's batch over and over.
-  const read = yield* Effect.tryPromise(() => readRange(partSource(sql, jobId), job.plan, range)).pipe(Effect.result)
+  // The range's parts in one query, in this transaction; parsed from memory (about RANGE_BYTES of the file).
+  const span = job.plan.ranges[range]
+  const parts = span === undefined ? [] : yield* sql<{ part: number; bytes: Uint8Array }>`
+    SELECT part, bytes FROM contact_job_parts
+    WHERE job_id = ${jobId} AND part BETWEEN ${Math.floor(span.offset / PART_BYTES)} AND ${Math.floor(Math.max(span.offset, span.end - 1) / PART_BYTES)}
+    ORDER BY part`
+  // Exactly the range's bytes: a record cut at a part boundary after it must not reach the parser.
+  const bytes = parts.map((row) => {
+    const start = row.part * PART_BYTES
+    return row.bytes.subarray(Math.max(0, span!.offset - start), Math.max(0, span!.end - start))
+  })
+  const read = yield* Effect.tryPromise(() =>
+    span === undefined ? Promise.reject(new Error(`the job has no range ${range}`)) : readRange(bytes, job.plan, span)
+  ).pipe(Effect.result)
   if (read._tag === "Failure") {
     const cause = read.failure.cause
     yield* sql`UPDATE contact_jobs SET failure = ${`the file could not be read: ${cause instanceof Error ? cause.message : String(cause)}`}
@@ -98,7 +112,10 @@ export const importStep = Effect.fnUntraced(function*(context: ImportStepContext
     }
     messages.push({ kind: "bulk", projectId: context.projectId, jobId, op: "import", lane, at, rows: part })
   }
-  yield* context.outbox.append(messages)
+  // The range READ_AHEAD further on starts when this one is handed over: at most READ_AHEAD ranges
+  // of a file are in flight at once, whatever its size (memory stays flat, live traffic keeps moving).
+  const nextRange = range + IMPORT_READ_AHEAD
+  yield* context.outbox.append(nextRange < job.plan.ranges.length ? [...messages, importStepCommand(context, jobId, nextRange)] : messages)
   if (errors.length > 0) {
     yield* insertJobErrors(sql, jobId, errors)
     yield* addJobProgress(sql, jobId, context.lane, { processed: errors.length, skipped: errors.length })
@@ -127,12 +144,11 @@ const createOrFind = Effect.fnUntraced(function*(projectId: string, plan: Import
     const missing = pending.filter((row) => !found.has(row.email))
     if (missing.length > 0) {
       const now = new Date().toISOString()
+      const input = missing.map((row) => ({ id: uuidv7(), email: row.email, subscribed: row.subscribed ?? plan.defaultSubscribed ?? true, data: row.set }))
       const inserted = yield* sql<{ id: string; email: string }>`
         INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
         SELECT id, ${projectId}, email, subscribed, data, ${now}::timestamptz, ${now}::timestamptz
-        FROM unnest(${pgArray(missing.map(() => uuidv7()))}::uuid[], ${pgArray(missing.map((row) => row.email))}::text[],
-                    ${`{${missing.map((row) => row.subscribed ?? plan.defaultSubscribed ?? true).join(",")}}`}::boolean[],
-                    ${pgArray(missing.map((row) => JSON.stringify(row.set)))}::jsonb[]) AS x(id, email, subscribed, data)
+        FROM jsonb_to_recordset(${JSON.stringify(input)}::jsonb) AS x(id uuid, email text, subscribed boolean, data jsonb)
         ON CONFLICT (project_id, email) DO NOTHING
         RETURNING id, email`
       for (const row of inserted) found.set(row.email, { id: row.id, created: true })

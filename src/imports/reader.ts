@@ -1,21 +1,24 @@
 /**
- * One range of an import's file read as data rows. At upload the file is cut into ranges of at most
- * RANGE_ROWS rows at record boundaries (byte offsets found while checking it), so each range can be
- * read on its own, by any lane, in parallel with the others, from the stored parts.
+ * One range of an import's file read as data rows. At upload the file is cut at record boundaries
+ * (byte offsets found while checking it) into ranges of at most RANGE_ROWS rows and RANGE_BYTES, so
+ * each range can be read on its own, by any lane, in parallel with the others, from its stored parts.
  */
 import { csvRecords } from "./csv.ts"
 import type { ImportPlan } from "./plan.ts"
 
-/** Rows per range: one owner-lane step of the import, one transaction. */
+/** Rows per range: one step of the import, one transaction. */
 export const RANGE_ROWS = 5_000
-
-/** The file's parts from a byte offset on, each fetched when the parser needs more bytes. */
-export type PartSource = (fromByte: number) => AsyncIterable<Uint8Array>
+/** A range ends after the record that reaches this many bytes (so a step holds about this much of the file). */
+export const RANGE_BYTES = 1024 * 1024
 
 export interface ImportRange {
   /** Where the range's first record starts in the file. */
   readonly offset: number
+  /** Where it ends (its last record's line break included). */
+  readonly end: number
   readonly rows: number
+  /** Row number of its first record (the header is row 1). */
+  readonly firstRow: number
 }
 
 export interface DataRow {
@@ -24,11 +27,10 @@ export interface DataRow {
   readonly record: ReadonlyArray<string>
 }
 
-/** The rows of range `index` of the plan. */
-export const readRange = async (parts: PartSource, plan: ImportPlan, index: number): Promise<Array<DataRow>> => {
-  const range = plan.ranges[index]!
-  const records = csvRecords(parts(range.offset), plan.delimiter)
-  const first = 2 + index * RANGE_ROWS
+/** The rows of a range, from its bytes. */
+export const readRange = async (bytes: ReadonlyArray<Uint8Array>, plan: ImportPlan, range: ImportRange): Promise<Array<DataRow>> => {
+  const records = csvRecords((async function*() { yield* bytes })(), plan.delimiter)
+  const first = range.firstRow
   const rows: Array<DataRow> = []
   try {
     while (rows.length < range.rows) {

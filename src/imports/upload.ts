@@ -10,7 +10,7 @@ import { MAX_IMPORT_BYTES } from "../http/api/contactJobs.ts"
 import { ContactJobs, type JobError, PART_BYTES } from "../store/ContactJobs.ts"
 import { csvRecords, detectDelimiter, subscriptionValue } from "./csv.ts"
 import { emailOf, type ImportPlan, planColumns } from "./plan.ts"
-import { type ImportRange, RANGE_ROWS } from "./reader.ts"
+import { type ImportRange, RANGE_BYTES, RANGE_ROWS } from "./reader.ts"
 
 export type UploadProblem =
   | { readonly _tag: "TooLarge" }
@@ -102,7 +102,7 @@ export const receiveImport = Effect.fnUntraced(function*(projectId: string, part
     const delimiter = detectDelimiter(head)
     const scanned = yield* Effect.tryPromise({
       try: async () => {
-        const records = csvRecords(jobs.parts(id)(0), delimiter)
+        const records = csvRecords(jobs.parts(id), delimiter)
         const header = await records.next()
         if (header.done) return "the file is empty: the first row must name the columns" as const
         const planned = planColumns(header.value.cells, delimiter, mapping, defaultSubscribed)
@@ -116,10 +116,14 @@ export const receiveImport = Effect.fnUntraced(function*(projectId: string, part
         const ranges: Array<ImportRange> = []
         let rows = 0
         let end = header.value.end
+        let open: { offset: number; end: number; rows: number; firstRow: number } | undefined
         for (let next = await records.next(); !next.done; next = await records.next()) {
-          if (rows % RANGE_ROWS === 0) ranges.push({ offset: end, rows: 0 })
-          ;(ranges[ranges.length - 1] as { rows: number }).rows++
-          end = next.value.end
+          if (!open || open.rows >= RANGE_ROWS || open.end - open.offset >= RANGE_BYTES) {
+            open = { offset: end, end, rows: 0, firstRow: rows + 2 }
+            ranges.push(open)
+          }
+          open.rows++
+          open.end = end = next.value.end
           rows++
           const email = emailOf(planned.plan, next.value.cells)
           if (!email) continue

@@ -7,7 +7,7 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
 import type { ImportPlan } from "../imports/plan.ts"
-import type { PartSource } from "../imports/reader.ts"
+import { IMPORT_READ_AHEAD, importStepCommand } from "../imports/steps.ts"
 import { Outbox } from "../stream/Outbox.ts"
 import type { BulkMessage, BulkRow } from "../stream/messages.ts"
 
@@ -79,15 +79,14 @@ export const addJobProgress = (sql: SqlClient.SqlClient, jobId: string, lane: nu
       updated_at = EXCLUDED.updated_at`.pipe(Effect.asVoid)
 }
 
-/** An uploaded file's parts from a byte offset, read one query at a time (outside any transaction: they are committed). */
-export const partSource = (sql: SqlClient.SqlClient, jobId: string): PartSource => (fromByte) => ({
+/** An uploaded file's parts, read one query at a time as the reader needs them (outside any transaction). */
+const partSource = (sql: SqlClient.SqlClient, jobId: string): AsyncIterable<Uint8Array> => ({
   async *[Symbol.asyncIterator]() {
-    for (let part = Math.floor(fromByte / PART_BYTES); ; part++) {
+    for (let part = 0; ; part++) {
       const rows = await Effect.runPromise(sql<{ bytes: Uint8Array }>`
         SELECT bytes FROM contact_job_parts WHERE job_id = ${jobId} AND part = ${part}`)
       if (!rows[0]) return
-      const skip = part === Math.floor(fromByte / PART_BYTES) ? fromByte % PART_BYTES : 0
-      yield skip === 0 ? rows[0].bytes : rows[0].bytes.subarray(skip)
+      yield rows[0].bytes
     }
   }
 })
@@ -96,7 +95,8 @@ export class ContactJobs extends Context.Service<ContactJobs, {
   /** Starts an upload: a job row that stays FAILED ("upload incomplete") until `queueImport`. */
   readonly beginUpload: (projectId: string) => Effect.Effect<string, SqlError.SqlError>
   readonly appendPart: (jobId: string, part: number, bytes: Uint8Array) => Effect.Effect<void, SqlError.SqlError>
-  readonly parts: (jobId: string) => PartSource
+  /** The stored file from its start, part by part. */
+  readonly parts: (jobId: string) => AsyncIterable<Uint8Array>
   /** Drops an upload that was refused (its parts go with it). */
   readonly discard: (jobId: string) => Effect.Effect<void, SqlError.SqlError>
   /** The file checked out: the job is queued, and its first read step committed to the owner lane. */
@@ -150,17 +150,9 @@ export class ContactJobs extends Context.Service<ContactJobs, {
           yield* insertJobErrors(sql, jobId, errors)
           if (plan.ranges.length === 0) return
           yield* sql`INSERT INTO contact_job_ranges (job_id, range) SELECT ${jobId}, generate_series(0, ${plan.ranges.length - 1})`
-          // One step per range, spread over the lanes: the ranges are read in parallel (as many lanes and
-          // workers as there are), each lane taking its steps in order with its live traffic.
-          yield* outbox.append(plan.ranges.map((_, range) => ({
-            kind: "command" as const,
-            projectId,
-            commandId: uuidv7(),
-            type: "importStep" as const,
-            jobId,
-            range,
-            lane: range % outbox.lanes.count
-          })))
+          // The first ranges' steps, on different lanes (so possibly workers); each step starts a later one.
+          const first = Array.from({ length: Math.min(IMPORT_READ_AHEAD, plan.ranges.length) }, (_, range) => range)
+          yield* outbox.append(first.map((range) => importStepCommand({ projectId, outbox }, jobId, range)))
         }))
       })
 
