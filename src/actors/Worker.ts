@@ -230,6 +230,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
     Effect.gen(function*() {
       const entry: Owned = { epoch, lanes: undefined, legacy: undefined, legacyDrained }
       owned.set(partition, entry)
+      WorkerMetrics.partitionsAcquired.inc()
       if (upgrade.readLegacy) entry.legacy = yield* startFeed(partition, epoch, legacySeq, "legacy")
       if (upgrade.drained) entry.lanes = yield* startFeed(partition, epoch, laneSeq, "lanes")
       yield* sender.recoverPartition(partition)
