@@ -64,7 +64,7 @@ const MAIL_SAFETY_POLL = Duration.seconds(5)
 const WEBHOOK_GAP = Duration.millis(500)
 const SAFETY_POLL = Duration.seconds(30)
 /** How often each leased partition's lag is read from NATS for /metrics (a request per partition). */
-const LAG_REPORT = Duration.seconds(10)
+const LAG_REPORT = Duration.seconds(15)
 /** On a graceful hand-over, how long batches in flight get to commit before they are rolled back. */
 const FINISH_WITHIN = Duration.seconds(5)
 /** How often domains due for their DNS re-check (DOMAIN_RECHECK_SECONDS) are looked for, at most. */
@@ -262,6 +262,8 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
     })
 
   type Watermarks = { partition: number; epoch: number; lanes: number; legacy: number }
+  /** The watermarks last saved by a heartbeat, per partition: unchanged ones are not written again. */
+  const savedWatermarks = new Map<number, string>()
 
   /** The watermarks to persist for a partition leased here (fenced by the epoch when written). */
   const watermarksOf = (partition: number, entry: Owned): Watermarks => ({
@@ -301,6 +303,8 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
 
   /** Reads the upgrade state; records partitions whose legacy messages are all applied; completes the drain. */
   const followUpgrade = Effect.gen(function*() {
+    // Drained and past the grace period is final: nothing left to follow.
+    if (upgrade.drained && !upgrade.readLegacy) return
     const [state] = yield* sql<{ drained_at: Date | null; grace: boolean }>`
       SELECT drained_at, (drained_at IS NULL OR drained_at > now() - make_interval(secs => ${LEGACY_GRACE_SECONDS})) AS grace
       FROM stream_upgrade WHERE id = 1`
@@ -332,15 +336,24 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
   })
 
   const rebalance = Effect.gen(function*() {
-    yield* sql`INSERT INTO workers (id, heartbeat_at) VALUES (${workerId}, now())
-               ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()`
-    yield* sql`DELETE FROM workers WHERE heartbeat_at < now() - make_interval(secs => ${WORKER_DEAD_SECONDS * 3})`
+    // One statement: this worker's heartbeat, long-dead workers forgotten, and the live ones counted
+    // (the count does not see the CTEs' writes: the others, plus this one).
     const [live] = yield* sql<{ n: number }>`
-      SELECT count(*)::int AS n FROM workers WHERE heartbeat_at > now() - make_interval(secs => ${WORKER_DEAD_SECONDS})`
+      WITH beat AS (
+        INSERT INTO workers (id, heartbeat_at) VALUES (${workerId}, now())
+        ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()
+      ), forgotten AS (
+        DELETE FROM workers WHERE heartbeat_at < now() - make_interval(secs => ${WORKER_DEAD_SECONDS * 3}) AND id <> ${workerId}
+      )
+      SELECT count(*)::int + 1 AS n FROM workers
+      WHERE heartbeat_at > now() - make_interval(secs => ${WORKER_DEAD_SECONDS}) AND id <> ${workerId}`
     const share = Math.ceil(nats.partitions / Math.max(1, live?.n ?? 1))
 
-    // Persist each partition's watermarks (where a new owner starts reading), fenced by the epoch.
-    yield* saveWatermarks([...owned].map(([partition, entry]) => watermarksOf(partition, entry)))
+    // Persist each partition's watermarks that moved (where a new owner starts reading), fenced by the epoch.
+    const moved = [...owned].map(([partition, entry]) => watermarksOf(partition, entry))
+      .filter((marks) => savedWatermarks.get(marks.partition) !== JSON.stringify(marks))
+    yield* saveWatermarks(moved)
+    for (const marks of moved) savedWatermarks.set(marks.partition, JSON.stringify(marks))
     // Only leases still alive are renewed: a released or expired one is up for grabs.
     const renewed = yield* sql<{ partition: number; epoch: string }>`
       UPDATE partition_state s SET expires_at = now() + make_interval(secs => ${LEASE_TTL_SECONDS})
