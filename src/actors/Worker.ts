@@ -407,7 +407,8 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
   const ownedArray = () => `{${[...owned.keys()].join(",")}}`
   /** Milliseconds from `now` until `due` (a timestamp a query answered; null: nothing scheduled). */
   const millisUntil = (due: Date | string | null | undefined, now: number) => (due == null ? undefined : new Date(due).getTime() - now)
-  const inProcess = <A>(work: Effect.Effect<A, unknown>) => Effect.suspend(() => (owned.size === 0 ? Effect.succeed(undefined) : work))
+  /** A next-due query over the partitions leased now (built afresh each time: its parameters are read at build). */
+  const nextDue = <A>(query: () => Effect.Effect<A, unknown>) => Effect.suspend(() => (owned.size === 0 ? Effect.succeed(undefined) : query()))
 
   const loops = [
     {
@@ -417,7 +418,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
       gap: TIMER_GAP,
       atMost: SAFETY_POLL,
       round: Effect.as(Effect.suspend(() => fireSegmentTimers(nats, outbox, [...owned.keys()])), false),
-      nextDueIn: inProcess(Effect.map(
+      nextDueIn: nextDue(() => Effect.map(
         sql<{ due: Date | null }>`
           SELECT min(t.due) AS due FROM unnest(${ownedArray()}::int[]) AS p(partition),
             LATERAL (SELECT min(due_at) AS due FROM timers WHERE timers.partition = p.partition) t`,
@@ -431,7 +432,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
       gap: TIMER_GAP,
       atMost: SAFETY_POLL,
       round: Effect.map(Effect.suspend(() => fireWorkflowTimers(nats, outbox, [...owned.keys()])), (fired) => fired >= TIMERS_PER_ROUND),
-      nextDueIn: inProcess(Effect.map(
+      nextDueIn: nextDue(() => Effect.map(
         sql<{ due: Date | null }>`
           SELECT min(t.due) AS due FROM unnest(${ownedArray()}::int[]) AS p(partition),
             LATERAL (SELECT min(due_at) AS due FROM workflow_timers w WHERE w.partition = p.partition) t`,
@@ -448,7 +449,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
         Effect.tap((started) => (started > 0 ? relay.wake : Effect.void)),
         Effect.as(false)
       ),
-      nextDueIn: inProcess(Effect.map(
+      nextDueIn: nextDue(() => Effect.map(
         sql<{ due: Date | null }>`
           SELECT min(t.due) AS due FROM unnest(${ownedArray()}::int[]) AS p(partition),
             LATERAL (SELECT min(scheduled_for) AS due FROM campaigns c WHERE c.partition = p.partition AND c.status = 'SCHEDULED') t`,
@@ -462,7 +463,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
       gap: MAIL_GAP,
       atMost: MAIL_SAFETY_POLL,
       round: Effect.as(Effect.suspend(() => sender.sweep([...owned.keys()])), false),
-      nextDueIn: inProcess(Effect.map(
+      nextDueIn: nextDue(() => Effect.map(
         sql<{ due: Date | null; now: Date }>`
           SELECT min(next_attempt_at) AS due, now() AS now FROM emails
           WHERE partition = ANY(${ownedArray()}::int[]) AND status = 'PENDING'`,
@@ -476,7 +477,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
       gap: WEBHOOK_GAP,
       atMost: SAFETY_POLL,
       round: Effect.as(Effect.suspend(() => webhooks.sweep([...owned.keys()])), false),
-      nextDueIn: inProcess(Effect.map(
+      nextDueIn: nextDue(() => Effect.map(
         sql<{ due: Date | null; now: Date }>`
           SELECT min(t.due) AS due, now() AS now FROM unnest(${ownedArray()}::int[]) AS p(partition),
             LATERAL (SELECT min(next_attempt_at) AS due FROM workflow_step_executions s
