@@ -46,6 +46,13 @@ export class Billing extends Context.Service<Billing, {
    * For campaign and workflow queueing, which stop at the cap instead of failing.
    */
   readonly grant: (projectId: string, category: Category, count: number) => Effect.Effect<number>
+  /** The project's Stripe customer, once a checkout created one. */
+  readonly customerOf: (projectId: string) => Effect.Effect<string | null>
+  readonly setCustomer: (projectId: string, customerId: string) => Effect.Effect<void>
+  /** Records a subscription's state (from Stripe's webhook) on the project it was bought for. */
+  readonly recordSubscription: (
+    change: { readonly projectId?: string | undefined; readonly customerId: string; readonly subscriptionId: string | null; readonly status: string }
+  ) => Effect.Effect<void>
 }>()("app/store/Billing") {
   static readonly layer = Layer.effect(
     Billing,
@@ -106,7 +113,28 @@ export class Billing extends Context.Service<Billing, {
         if (taken + count > cap) return yield* Effect.fail(new BillingLimitExceeded({ category, limit: cap, used: taken }))
       })
 
-      return Billing.of({ limits, setLimits, consumption, remaining, reserve, grant })
+      const customerOf = (projectId: string) =>
+        sql<{ stripe_customer_id: string | null }>`SELECT stripe_customer_id FROM projects WHERE id = ${projectId}`.pipe(
+          Effect.map((rows) => rows[0]?.stripe_customer_id ?? null),
+          Effect.orDie
+        )
+      const setCustomer = (projectId: string, customerId: string) =>
+        sql`UPDATE projects SET stripe_customer_id = ${customerId}, updated_at = now() WHERE id = ${projectId}`.pipe(Effect.asVoid, Effect.orDie)
+      const recordSubscription = (change: {
+        readonly projectId?: string | undefined
+        readonly customerId: string
+        readonly subscriptionId: string | null
+        readonly status: string
+      }) =>
+        sql`UPDATE projects SET stripe_customer_id = ${change.customerId},
+              stripe_subscription_id = COALESCE(${change.subscriptionId}, stripe_subscription_id),
+              subscription_status = ${change.status}, updated_at = now()
+            WHERE ${change.projectId ? sql`id = ${change.projectId}` : sql`stripe_customer_id = ${change.customerId}`}`.pipe(
+          Effect.asVoid,
+          Effect.orDie
+        )
+
+      return Billing.of({ limits, setLimits, consumption, remaining, reserve, grant, customerOf, setCustomer, recordSubscription })
     })
   )
 }

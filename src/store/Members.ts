@@ -33,6 +33,8 @@ export class Members extends Context.Service<Members, {
   /** false when the user is not a member. */
   readonly changeRole: (projectId: string, userId: string, role: Role) => Effect.Effect<boolean, LastOwner>
   readonly remove: (projectId: string, userId: string) => Effect.Effect<boolean, LastOwner>
+  /** Makes the user OWNER of every project nobody belongs to (created with the CLI before any user existed). */
+  readonly adoptOrphans: (userId: string) => Effect.Effect<number>
 }>()("app/store/Members") {
   static readonly layer = Layer.effect(
     Members,
@@ -51,7 +53,15 @@ export class Members extends Context.Service<Members, {
           return yield* change
         })).pipe(Effect.catchIf((error): error is Exclude<typeof error, LastOwner> => !(error instanceof LastOwner), Effect.die))
 
+      const adoptOrphans = (userId: string) =>
+        sql`INSERT INTO project_members (project_id, user_id, role)
+            SELECT p.id, ${userId}, 'OWNER' FROM projects p
+            WHERE NOT EXISTS (SELECT 1 FROM project_members m WHERE m.project_id = p.id)
+            ON CONFLICT DO NOTHING
+            RETURNING project_id`.pipe(Effect.map((rows) => rows.length), Effect.orDie)
+
       return Members.of({
+        adoptOrphans,
         roleOf: (projectId, userId) =>
           sql<{ role: Role }>`SELECT role FROM project_members WHERE project_id = ${projectId} AND user_id = ${userId}`.pipe(
             Effect.map((rows) => rows[0]?.role),
