@@ -82,7 +82,7 @@ const makeSessionCheck = Effect.fnUntraced(function*(keyCheck: ReturnType<typeof
   const config = yield* AppConfig
   return <E, R>(
     httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
-    options: { readonly credential: Redacted.Redacted<string>; readonly endpoint: { readonly name: string }; readonly group: { readonly identifier: string } }
+    options: { readonly credential: Redacted.Redacted<string>; readonly endpoint: { readonly identifier: string }; readonly group: { readonly identifier: string } }
   ) =>
     Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
@@ -97,8 +97,8 @@ const makeSessionCheck = Effect.fnUntraced(function*(keyCheck: ReturnType<typeof
         return yield* ApiError.badRequest("Send the project's id in the X-Project-Id header with the session cookie", "PROJECT_ID_REQUIRED")
       }
       const group = options.group.identifier
-      const { project } = yield* sessions.access(user.id, projectId, permissionForEndpoint(group, options.endpoint.name))
-      if (config.requireEmailVerification && !user.emailVerified && sendsMail(group, options.endpoint.name)) {
+      const { project } = yield* sessions.access(user.id, projectId, permissionForEndpoint(group, options.endpoint.identifier))
+      if (config.requireEmailVerification && !user.emailVerified && sendsMail(group, options.endpoint.identifier)) {
         return yield* new ApiError({
           status: 403,
           code: "EMAIL_VERIFICATION_REQUIRED",
