@@ -386,7 +386,7 @@ export interface AppConfigShape {
 
 /** A value shown back to its owner, its password (if any) masked. */
 const shown = (variable: Variable<unknown>, value: string) =>
-  !variable.secret ? value : value.includes("://") ? value.replace(/\/\/([^:/@]*):[^@/]*@/, "//$1:***@") : "***"
+  !variable.secret ? value : variable.name.endsWith("_URL") ? value.replace(/\/\/([^:/@]*):[^@/]*@/, "//$1:***@") : "***"
 
 /** One variable set to a value it does not accept. */
 export interface ConfigProblem {

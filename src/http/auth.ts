@@ -10,7 +10,8 @@ import { AppConfig } from "../config.ts"
 import { permissionForEndpoint, sendsMail } from "../domain/permissions.ts"
 import { type KeyKind, type Project, Projects } from "../store/Projects.ts"
 import { CurrentProject, PublicKeyAuth, SecretKeyAuth } from "./api/security.ts"
-import { ApiError, RequestState } from "./errors.ts"
+import { ApiError } from "./errors.ts"
+import { enforceRateLimit } from "./rateLimited.ts"
 import { RateLimiter } from "./RateLimiter.ts"
 import { DashboardSessions } from "./session.ts"
 
@@ -52,23 +53,7 @@ const admit = <E, R>(
 ) =>
   Effect.gen(function*() {
       if (project.disabled) return yield* projectDisabled
-      const decision = yield* rateLimiter.check(project.id)
-      if (decision.limit > 0) {
-        const state = yield* Effect.service(RequestState)
-        state.headers["ratelimit-limit"] = String(decision.limit)
-        state.headers["ratelimit-remaining"] = String(decision.remaining)
-        state.headers["ratelimit-reset"] = String(decision.resetSeconds)
-        if (!decision.allowed) {
-          return yield* new ApiError({
-            status: 429,
-            code: "RATE_LIMITED",
-            message: `Rate limit of ${decision.limit} requests per minute exceeded for this project`,
-            details: { limit: decision.limit, retryAfterSeconds: decision.resetSeconds },
-            suggestion: "Wait for the number of seconds in Retry-After, then retry.",
-            headers: { "retry-after": String(decision.resetSeconds) }
-          })
-        }
-      }
+      yield* enforceRateLimit(rateLimiter, project.id, "project")
       return yield* Effect.provideService(httpEffect, CurrentProject, project)
     })
 

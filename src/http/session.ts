@@ -16,6 +16,8 @@ import { type ProjectDetails, Projects } from "../store/Projects.ts"
 import { Users } from "../store/Users.ts"
 import { CurrentUser, SessionAuth } from "./api/security.ts"
 import { ApiError } from "./errors.ts"
+import { enforceRateLimit } from "./rateLimited.ts"
+import { RateLimiter } from "./RateLimiter.ts"
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"])
 
@@ -105,9 +107,15 @@ export const SessionAuthLive = Layer.effect(
   SessionAuth,
   Effect.gen(function*() {
     const sessions = yield* DashboardSessions
+    const rateLimiter = yield* RateLimiter
     return SessionAuth.of({
       session: ((httpEffect: Effect.Effect<any, any, any>, { credential }: { readonly credential: Redacted.Redacted<string> }) =>
-        Effect.flatMap(sessions.resolve(Redacted.value(credential)), (user) => Effect.provideService(httpEffect, CurrentUser, user))) as any
+        Effect.gen(function*() {
+          const signedIn = yield* sessions.resolve(Redacted.value(credential))
+          // RATE_LIMIT_PER_MINUTE applies per dashboard user too (their id is the key).
+          yield* enforceRateLimit(rateLimiter, signedIn.user.id, "user")
+          return yield* Effect.provideService(httpEffect, CurrentUser, signedIn)
+        })) as any
     })
   })
 )

@@ -48,8 +48,8 @@ describe("billing limits", () => {
       details: { category: "transactional", limit: 3, used: 2 }
     })
     // Nothing of the refused request was queued (not even its contacts' mail).
-    const [{ n }] = await context.stack.query<{ n: number }>("SELECT count(*)::int AS n FROM emails WHERE project_id = $1", [context.project.id])
-    expect(n).toBe(2)
+    const queued = await context.stack.query<{ n: number }>("SELECT count(*)::int AS n FROM emails WHERE project_id = $1", [context.project.id])
+    expect(queued[0]!.n).toBe(2)
     const third = await send(["c@example.org"])
     expect(third.status).toBe(200)
     expect((await send(["d@example.org"])).status).toBe(403)

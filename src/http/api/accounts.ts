@@ -7,9 +7,13 @@ import { SessionAuth } from "./security.ts"
 
 const Role = Schema.Literals(["OWNER", "ADMIN", "MEMBER"])
 const ProjectId = { id: Text }
+/** A percentage (0..100). */
+const Percent = Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0))
+/** Minor units of the currency (cents). */
+const Amount = Schema.Int
 const Ok = Schema.Struct({ success: Schema.Literal(true) })
 
-const sessionErrors = [ErrorDocs.unauthorized, ErrorDocs.forbidden, ErrorDocs.notFound, ...inputErrors, ...serverErrors] as const
+const sessionErrors = [ErrorDocs.unauthorized, ErrorDocs.forbidden, ErrorDocs.rateLimited, ErrorDocs.notFound, ...inputErrors, ...serverErrors] as const
 
 const ProjectView = Schema.Struct({
   id: Schema.String,
@@ -27,16 +31,16 @@ const Security = Schema.Struct({
   sends: Count,
   bounces: Count,
   complaints: Count,
-  bounceRate: Schema.Number.annotate({ description: "Percent of sends" }),
-  complaintRate: Schema.Number.annotate({ description: "Percent of sends" }),
-  thresholds: Schema.Struct({ maxBounceRate: Schema.Number, maxComplaintRate: Schema.Number, minSends: Count }),
+  bounceRate: Percent.annotate({ description: "Percent of sends" }),
+  complaintRate: Percent.annotate({ description: "Percent of sends" }),
+  thresholds: Schema.Struct({ maxBounceRate: Percent, maxComplaintRate: Percent, minSends: Count }),
   disabled: Schema.Boolean,
   disabledReason: Schema.NullOr(Schema.String),
   suspensions: Schema.Array(Schema.Struct({
     id: Schema.String,
     reason: Schema.String,
-    bounceRate: Schema.Number,
-    complaintRate: Schema.Number,
+    bounceRate: Percent,
+    complaintRate: Percent,
     sends: Count,
     createdAt: Timestamp,
     liftedAt: Schema.NullOr(Timestamp)
@@ -172,8 +176,8 @@ export class AccountsApi extends HttpApiGroup.make("accounts")
           id: Schema.String,
           number: Schema.NullOr(Schema.String),
           status: Schema.NullOr(Schema.String),
-          amountDue: Schema.Number,
-          amountPaid: Schema.Number,
+          amountDue: Amount,
+          amountPaid: Amount,
           currency: Schema.String,
           createdAt: Timestamp,
           hostedInvoiceUrl: Schema.NullOr(Schema.String),

@@ -21,6 +21,8 @@ const UserBody = Schema.Struct({ user: UserView })
 const OAuthProvider = Schema.Literals(["github", "google"])
 
 const tooManyAttempts = ErrorDocs.rateLimited
+/** Behind the session cookie: no session, a refused origin, the per-user rate limit. */
+const sessionErrors = [ErrorDocs.unauthorized, ErrorDocs.forbidden, ErrorDocs.rateLimited, ...serverErrors] as const
 const unauthorized = ErrorDocs.unauthorized
 const forbidden = ErrorDocs.forbidden
 
@@ -77,7 +79,7 @@ export class AuthApi extends HttpApiGroup.make("auth")
     ),
     HttpApiEndpoint.post("requestVerification", "/auth/request-verification", {
       success: Ok,
-      error: [unauthorized, ErrorDocs.rateLimited, ...serverErrors]
+      error: sessionErrors
     }).middleware(SessionAuth).annotate(
       OpenApi.Description,
       "Mails the signed-in user a single-use verification link (valid 48 hours) from PLATFORM_FROM."
@@ -106,12 +108,12 @@ export class AuthApi extends HttpApiGroup.make("auth")
     HttpApiEndpoint.post("acceptInvitation", "/auth/accept-invitation", {
       payload: Schema.Struct({ token: Token }),
       success: Schema.Struct({ projectId: Schema.String, role: Schema.String }),
-      error: [...bodyErrors, unauthorized, forbidden, ...serverErrors]
+      error: [...bodyErrors, ...sessionErrors]
     }).middleware(SessionAuth).annotate(
       OpenApi.Description,
       "Joins the project of an invitation addressed to the signed-in user's email (403 INVITATION_FOR_ANOTHER_EMAIL otherwise)."
     ),
-    HttpApiEndpoint.get("me", "/users/@me", { success: UserView, error: [unauthorized, ...serverErrors] }).middleware(SessionAuth)
+    HttpApiEndpoint.get("me", "/users/@me", { success: UserView, error: sessionErrors }).middleware(SessionAuth)
   )
   .annotateMerge(OpenApi.annotations({
     title: "Authentication",
