@@ -105,3 +105,7 @@ CREATE TABLE uploads (
 
 -- Monthly consumption, billing caps and the 7-day security rates read a project's emails by creation time.
 CREATE INDEX emails_project_created ON emails (project_id, created_at);
+
+-- Why a campaign or workflow stopped queueing mail (a monthly billing cap reached); null while it may go on.
+ALTER TABLE campaigns ADD COLUMN billing_hold text;
+ALTER TABLE workflows ADD COLUMN billing_hold text;

@@ -24,6 +24,10 @@ const monthStart = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.ge
 
 const noLimits: Limits = { transactional: null, campaigns: null, workflows: null, inbound: null }
 
+/** The text recorded on a campaign or workflow held at a cap. */
+export const holdReason = (category: Category, limit: number) =>
+  `Monthly ${category} email limit (${limit}) reached; queueing resumes when the limit is raised or the month turns`
+
 export class BillingLimitExceeded extends Data.TaggedError("BillingLimitExceeded")<{
   readonly category: Category
   readonly limit: number
@@ -46,6 +50,11 @@ export class Billing extends Context.Service<Billing, {
    * For campaign and workflow queueing, which stop at the cap instead of failing.
    */
   readonly grant: (projectId: string, category: Category, count: number) => Effect.Effect<number>
+  /**
+   * Records on a campaign or workflow why it stopped queueing (reason), or that it may go on (null).
+   * For the engine: set it when `grant` answers less than asked, clear it when a later `grant` succeeds.
+   */
+  readonly recordHold: (kind: "campaign" | "workflow", id: string, reason: string | null) => Effect.Effect<void>
   /** The project's Stripe customer, once a checkout created one. */
   readonly customerOf: (projectId: string) => Effect.Effect<string | null>
   readonly setCustomer: (projectId: string, customerId: string) => Effect.Effect<void>
@@ -113,6 +122,11 @@ export class Billing extends Context.Service<Billing, {
         if (taken + count > cap) return yield* Effect.fail(new BillingLimitExceeded({ category, limit: cap, used: taken }))
       })
 
+      const recordHold = (kind: "campaign" | "workflow", id: string, reason: string | null) =>
+        (kind === "campaign"
+          ? sql`UPDATE campaigns SET billing_hold = ${reason} WHERE id = ${id}`
+          : sql`UPDATE workflows SET billing_hold = ${reason} WHERE id = ${id}`).pipe(Effect.asVoid, Effect.orDie)
+
       const customerOf = (projectId: string) =>
         sql<{ stripe_customer_id: string | null }>`SELECT stripe_customer_id FROM projects WHERE id = ${projectId}`.pipe(
           Effect.map((rows) => rows[0]?.stripe_customer_id ?? null),
@@ -134,7 +148,7 @@ export class Billing extends Context.Service<Billing, {
           Effect.orDie
         )
 
-      return Billing.of({ limits, setLimits, consumption, remaining, reserve, grant, customerOf, setCustomer, recordSubscription })
+      return Billing.of({ limits, setLimits, consumption, remaining, reserve, grant, recordHold, customerOf, setCustomer, recordSubscription })
     })
   )
 }

@@ -9,6 +9,14 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { uuidv7 } from "../domain/ids.ts"
 
+/**
+ * For the sender's claim (a hook the engine adds): campaign and workflow mail (priority 1) of a disabled
+ * project stays PENDING, held rather than dropped, and goes out once the project is enabled again.
+ * A condition over the `emails` row being claimed.
+ */
+export const HELD_MARKETING_SQL =
+  "(emails.priority = 0 OR NOT EXISTS (SELECT 1 FROM projects p WHERE p.id = emails.project_id AND p.disabled))"
+
 /** Below this many sends in the window, rates are too noisy to act on. */
 export const MIN_SENDS = 100
 
