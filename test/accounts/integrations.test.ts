@@ -16,6 +16,9 @@ const WEBHOOK_SECRET = "whsec_test_secret"
 let stack: Stack
 let api: Service
 let oidc: OAuth2Server
+/** GitHub: its OAuth paths on an OAuth 2.0 server, its user API beside them. */
+let github: OAuth2Server
+let githubAccount: { id: number; emails: Array<{ email: string; primary: boolean; verified: boolean }> } = { id: 0, emails: [] }
 let stripeServer: Server
 const stripeCalls: Array<{ method: string; path: string; body: string; authorization: string | undefined }> = []
 /** What the OIDC server puts in its next tokens. */
@@ -68,12 +71,28 @@ beforeAll(async () => {
   await oidc.issuer.keys.generate("RS256")
   await oidc.start(0, "127.0.0.1")
   oidc.service.on("beforeTokenSigning", (token: { payload: Record<string, unknown> }) => Object.assign(token.payload, identity))
+  github = new OAuth2Server(undefined, undefined, { endpoints: { authorize: "/login/oauth/authorize", token: "/login/oauth/access_token" } })
+  await github.issuer.keys.generate("RS256")
+  const answer = (res: { writeHead: Function; end: Function }, body: unknown) => {
+    res.writeHead(200, { "content-type": "application/json" })
+    res.end(JSON.stringify(body))
+  }
+  github.service.addRoute("GET", "/user", (req, res) => {
+    if (req.headers.authorization?.startsWith("Bearer ")) answer(res, { id: githubAccount.id, login: "octo" })
+    else res.writeHead(401).end()
+  })
+  github.service.addRoute("GET", "/user/emails", (_req, res) => answer(res, githubAccount.emails))
+  await github.start(0, "127.0.0.1")
   const stripeUrl = await startStripe()
   stack = await createStack({
     RATE_LIMIT_PER_MINUTE: "0",
     GOOGLE_CLIENT_ID: "mailstream-test",
     GOOGLE_CLIENT_SECRET: "google-secret",
     GOOGLE_ISSUER: oidc.issuer.url!,
+    GITHUB_CLIENT_ID: "gh-client",
+    GITHUB_CLIENT_SECRET: "gh-secret",
+    GITHUB_URL: github.issuer.url!.replace(/\/$/, ""),
+    GITHUB_API_URL: github.issuer.url!.replace(/\/$/, ""),
     STRIPE_SECRET_KEY: "sk_test_local",
     STRIPE_WEBHOOK_SECRET: WEBHOOK_SECRET,
     STRIPE_PRICE_ID: "price_test_1",
@@ -86,28 +105,33 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.stop()
   await oidc?.stop()
+  await github?.stop()
   await new Promise((resolve) => stripeServer?.close(resolve))
 })
 
 /** Follows the whole sign-in: our redirect, the provider's consent (automatic here), our callback. */
-const signInWithGoogle = async (browser: Browser) => {
-  const start = await browser.get("/auth/oauth/google")
+const signInWith = async (provider: "google" | "github", browser: Browser) => {
+  const start = await browser.get(`/auth/oauth/${provider}`)
   expect(start.status).toBe(302)
   const consent = new URL(start.headers.get("location")!)
-  expect(consent.origin).toBe(new URL(oidc.issuer.url!).origin)
+  expect(consent.origin).toBe(new URL((provider === "google" ? oidc : github).issuer.url!).origin)
   expect(consent.searchParams.get("code_challenge_method")).toBe("S256")
-  const provider = await fetch(consent, { redirect: "manual" })
-  const callback = new URL(provider.headers.get("location")!)
-  expect(callback.pathname).toBe("/auth/oauth/google/callback")
+  const answered = await fetch(consent, { redirect: "manual" })
+  const callback = new URL(answered.headers.get("location")!)
+  expect(callback.pathname).toBe(`/auth/oauth/${provider}/callback`)
   return browser.get(`${callback.pathname}${callback.search}`)
 }
+const signInWithGoogle = (browser: Browser) => signInWith("google", browser)
 
 describe("OAuth sign-in (OpenID Connect)", () => {
   it("lists the configured providers", async () => {
     const config = await new Browser(api.url).get("/auth/oauth-config")
-    expect(config.json.providers).toEqual([{ id: "google", name: "Google", url: expect.stringMatching(/\/auth\/oauth\/google$/) }])
-    expect((await new Browser(api.url).get("/auth/oauth/github")).status).toBe(404)
-    expect((await new Browser(api.url).get("/config")).json.oauthProviders).toEqual(["google"])
+    expect(config.json.providers).toEqual([
+      { id: "github", name: "GitHub", url: expect.stringMatching(/\/auth\/oauth\/github$/) },
+      { id: "google", name: "Google", url: expect.stringMatching(/\/auth\/oauth\/google$/) }
+    ])
+    expect((await new Browser(api.url).get("/auth/oauth/gitlab")).status).toBe(422)
+    expect((await new Browser(api.url).get("/config")).json.oauthProviders).toEqual(["github", "google"])
   })
 
   it("creates a user from a verified Google account and signs them in", async () => {
@@ -136,6 +160,21 @@ describe("OAuth sign-in (OpenID Connect)", () => {
     expect(refused.status).toBe(400)
     expect(refused.json.error.code).toBe("OAUTH_FAILED")
     expect((await stack.query("SELECT 1 FROM users WHERE email = 'unverified@example.com'")).length).toBe(0)
+  })
+
+  it("signs in through GitHub with the account's primary verified email", async () => {
+    githubAccount = { id: 4242, emails: [{ email: "old@example.com", primary: false, verified: true }, { email: "Octo@Example.com", primary: true, verified: true }] }
+    const browser = new Browser(api.url)
+    expect((await signInWith("github", browser)).status).toBe(302)
+    const me = await browser.get("/users/@me")
+    expect(me.json).toMatchObject({ email: "octo@example.com", emailVerified: true })
+    const [link] = await stack.query<{ subject: string }>("SELECT subject FROM user_identities WHERE provider = 'github'")
+    expect(link!.subject).toBe("4242")
+
+    githubAccount = { id: 5151, emails: [{ email: "unverified-gh@example.com", primary: true, verified: false }] }
+    const refused = await signInWith("github", new Browser(api.url))
+    expect(refused.status).toBe(400)
+    expect(refused.json.error.code).toBe("OAUTH_FAILED")
   })
 
   it("refuses a callback whose state does not match the browser's", async () => {
