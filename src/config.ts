@@ -309,6 +309,26 @@ export const Variables = {
     name: "STRIPE_API_URL", ...optional(url(["http", "https"])), defaultValue: undefined, shownDefault: "unset (Stripe's own)",
     meaning: "another address for the Stripe API (tests point it at a local server)"
   }),
+  s3Bucket: variable({
+    name: "S3_BUCKET", ...optional(text("a bucket name", /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/)), defaultValue: undefined, shownDefault: "unset",
+    meaning: "store uploaded images in this S3-compatible bucket instead of Postgres"
+  }),
+  s3Endpoint: variable({
+    name: "S3_ENDPOINT", ...optional(url(["http", "https"])), defaultValue: undefined, shownDefault: "unset (AWS: https://s3.<S3_REGION>.amazonaws.com)",
+    meaning: "the S3-compatible service (MinIO, R2, ...); objects are addressed path-style, <endpoint>/<bucket>/<key>"
+  }),
+  s3Region: variable({
+    name: "S3_REGION", ...text("a region name", /^[a-z0-9-]+$/), defaultValue: "us-east-1", shownDefault: "us-east-1",
+    meaning: "the bucket's region (request signing)"
+  }),
+  s3AccessKeyId: variable({
+    name: "S3_ACCESS_KEY_ID", ...optional(text("an access key id")), defaultValue: undefined, shownDefault: "unset",
+    meaning: "S3 access key id"
+  }),
+  s3SecretAccessKey: variable({
+    name: "S3_SECRET_ACCESS_KEY", ...optional(text("a secret access key")), secret: true, defaultValue: undefined, shownDefault: "unset",
+    meaning: "S3 secret access key"
+  }),
   uploadMaxBytes: variable({
     name: "UPLOAD_MAX_BYTES", ...wholeNumber(1, 50 * 1024 * 1024), defaultValue: 5 * 1024 * 1024, shownDefault: "5242880",
     meaning: "largest image POST /uploads/image accepts"
@@ -382,6 +402,12 @@ export interface AppConfigShape {
   readonly stripePriceId: string | undefined
   readonly stripeApiUrl: string | undefined
   readonly uploadMaxBytes: number
+  /** Uploaded images go to this bucket when set (else Postgres). */
+  readonly s3Bucket: string | undefined
+  readonly s3Endpoint: string | undefined
+  readonly s3Region: string
+  readonly s3AccessKeyId: string | undefined
+  readonly s3SecretAccessKey: string | undefined
 }
 
 /** A value shown back to its owner, its password (if any) masked. */
