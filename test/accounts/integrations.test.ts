@@ -312,3 +312,23 @@ describe("image uploads", () => {
     expect((await fetch(`${api.url}/uploads/whatever.svg`)).status).toBe(404)
   })
 })
+
+describe("the OpenAPI document", () => {
+  it("describes the session cookie scheme, the dashboard endpoints and the multipart upload", async () => {
+    const document = (await new Browser(api.url).get("/openapi.json")).json
+    expect(document.components.securitySchemes.session).toMatchObject({ type: "apiKey", in: "cookie", name: "mailstream_session" })
+    expect(document.paths["/contacts"].get.security).toEqual(expect.arrayContaining([{ secretKey: [] }, { session: [] }]))
+    expect(document.paths["/users/@me/projects"].get.security).toEqual([{ session: [] }])
+    expect(document.paths["/auth/login"].post.security ?? []).toEqual([])
+    for (const path of [
+      "/auth/signup", "/auth/login", "/auth/logout", "/auth/oauth-config", "/auth/verify-email", "/auth/request-verification",
+      "/auth/request-password-reset", "/auth/reset-password", "/users/@me", "/users/@me/projects", "/users/@me/projects/{id}",
+      "/users/@me/projects/{id}/regenerate-keys", "/users/@me/projects/{id}/reset", "/users/@me/projects/{id}/security",
+      "/projects/{id}/security", "/projects/{id}/setup-state", "/projects/{id}/members", "/projects/{id}/members/{userId}",
+      "/users/@me/projects/{id}/billing-limits", "/users/@me/projects/{id}/billing-consumption", "/users/@me/projects/{id}/checkout",
+      "/users/@me/projects/{id}/billing-portal", "/users/@me/projects/{id}/billing-invoices", "/webhooks/incoming/stripe",
+      "/uploads/image", "/config"
+    ]) expect(document.paths, path).toHaveProperty([path])
+    expect(document.paths["/uploads/image"].post.requestBody.content).toHaveProperty(["multipart/form-data"])
+  })
+})

@@ -5,6 +5,23 @@ import { commonErrors, ErrorDocs, inputErrors, serverErrors } from "../errors.ts
 import { Text } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 
+/** The multipart body the handler reads itself (it bounds the bytes as they stream in), as documentation. */
+const multipartBody = (operation: Record<string, any>) => ({
+  ...operation,
+  requestBody: {
+    required: true,
+    content: {
+      "multipart/form-data": {
+        schema: {
+          type: "object",
+          required: ["file"],
+          properties: { file: { type: "string", format: "binary", description: "PNG, JPEG, GIF or WebP" } }
+        }
+      }
+    }
+  }
+})
+
 export class UploadsApi extends HttpApiGroup.make("uploads")
   .add(
     HttpApiEndpoint.post("image", "/uploads/image", {
@@ -15,7 +32,7 @@ export class UploadsApi extends HttpApiGroup.make("uploads")
       "multipart/form-data with one file (field `file`), at most UPLOAD_MAX_BYTES (default 5 MB; 413 over it). The type is " +
         "decided from the bytes, not the name or the declared type: PNG, JPEG, GIF or WebP (SVG and anything else: 422 " +
         "UNSUPPORTED_IMAGE). Stored content-addressed; answers its public `url`."
-    )
+    ).annotate(OpenApi.Transform, multipartBody)
   )
   .middleware(SecretKeyAuth)
   .annotateMerge(OpenApi.annotations({ title: "Uploads", description: "Images for templates" }))
