@@ -2,6 +2,7 @@
 import { Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
+import { SqlClient } from "effect/sql"
 import { settleFirstUser } from "../../accounts/firstUser.ts"
 import { OAuth, type ProviderId } from "../../accounts/OAuth.ts"
 import { hashPassword, verifyPassword } from "../../accounts/Passwords.ts"
@@ -53,6 +54,7 @@ export const AuthHandlers = HttpApiBuilder.group(Api, "auth", Effect.fnUntraced(
   const cookies = yield* SessionCookie
   const mail = yield* PlatformMail
   const oauth = yield* OAuth
+  const sql = yield* SqlClient.SqlClient
 
   /** A session for the user, as the cookie on `response`. */
   const signIn = Effect.fnUntraced(function*(user: User, response: HttpServerResponse.HttpServerResponse) {
@@ -73,15 +75,18 @@ export const AuthHandlers = HttpApiBuilder.group(Api, "auth", Effect.fnUntraced(
    * A new user. The very first user of an installation owns every project created before anyone signed
    * up (CLI), or a first project; signups are otherwise subject to DISABLE_SIGNUPS unless `invited`.
    */
-  const createUser = Effect.fnUntraced(function*(input: { email: string; passwordHash: string | null; emailVerified: boolean; invited: boolean }) {
-    const first = (yield* users.count) === 0
-    if (config.disableSignups && !first && !input.invited) return yield* signupsDisabled
-    const user = yield* users.create(input).pipe(
-      Effect.catchTag("EmailTaken", () => Effect.fail(ApiError.conflict("EMAIL_TAKEN", "This email already has an account")))
-    )
-    if (first) yield* settleFirstUser(members, projects, user.id)
-    return user
-  })
+  const createUser = (input: { email: string; passwordHash: string | null; emailVerified: boolean; invited: boolean }) =>
+    // One signup at a time decides who is first: two at once on an empty installation cannot both be.
+    sql.withTransaction(Effect.gen(function*() {
+      yield* sql`SELECT pg_advisory_xact_lock(hashtext('mailstream:signup'))`
+      const first = (yield* users.count) === 0
+      if (config.disableSignups && !first && !input.invited) return yield* signupsDisabled
+      const user = yield* users.create(input).pipe(
+        Effect.catchTag("EmailTaken", () => Effect.fail(ApiError.conflict("EMAIL_TAKEN", "This email already has an account")))
+      )
+      if (first) yield* settleFirstUser(members, projects, user.id)
+      return user
+    })).pipe(Effect.catchTag("SqlError", Effect.die))
 
   const clientAddress = Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
     request.remoteAddress._tag === "Some" ? request.remoteAddress.value : "unknown")
