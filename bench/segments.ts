@@ -125,14 +125,23 @@ const measureEvaluationCost = async (databaseUrl: string, projectId: string, pre
   const { SqlClient } = await import("effect/sql")
   const { loadSegments, evaluateChanges, emptyChange } = await import("../src/actors/segments.ts")
   const { compileConditionSql } = await import("../src/store/conditionSql.ts")
-  const { streamNames } = await import("../src/stream/subjects.ts")
-  const runtime = ManagedRuntime.make(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 2 }))
+  const { Layer } = await import("effect")
+  const { Outbox } = await import("../src/stream/Outbox.ts")
+  const { Nats } = await import("../src/stream/Nats.ts")
+  const { AppConfig } = await import("../src/config.ts")
+  process.env.NATS_PREFIX = prefix
+  process.env.DATABASE_URL = databaseUrl
+  const database = PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 2 })
+  const runtime = ManagedRuntime.make(
+    Outbox.layer.pipe(Layer.provideMerge(Nats.layer), Layer.provideMerge(database), Layer.provideMerge(AppConfig.layer))
+  )
   try {
     return await runtime.runPromise(Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const segments = yield* loadSegments(projectId)
       const ids = (yield* sql<{ id: string }>`SELECT id FROM contacts WHERE project_id = ${projectId} ORDER BY random() LIMIT 200`).map((r) => r.id)
-      const context = { projectId, partition: 0, names: streamNames(prefix, 32) }
+      // Measured as one lane's actor would run it, with the whole project in its lane.
+      const context = { projectId, lane: undefined, outbox: yield* Outbox }
       const started = performance.now()
       for (const id of ids) {
         yield* sql.withTransaction(

@@ -12,7 +12,7 @@
 import { jetstream } from "@nats-io/jetstream"
 import { connect } from "@nats-io/transport-node"
 import { uuidv7 } from "../src/domain/ids.ts"
-import { partitionOf } from "../src/stream/subjects.ts"
+import { laneSubject, makeLanes } from "../src/stream/lanes.ts"
 import type { Service } from "../test/support/stack.ts"
 import { type BenchEnvironment, withEnvironment } from "./harness/environment.ts"
 import { load, type LoadResult } from "./harness/load.ts"
@@ -75,7 +75,8 @@ const m6Part = async (env: BenchEnvironment) => {
     [uuidv7(), env.project.id]))[0]!.id
   const nc = await connect({ servers: NATS_URL })
   const js = jetstream(nc)
-  const subject = `${env.natsPrefix}.in.${partitionOf(env.project.id, 32)}.${env.project.id}.track`
+  const lanes = makeLanes(setting("LANES_PER_PROJECT", 16), setting("PARTITIONS", 32))
+  const subject = laneSubject(env.natsPrefix, lanes, env.project.id, lanes.laneOf(contactId), "track")
   const perEnvelope = 100
   const at = new Date().toISOString()
   for (let sent = 0; sent < backlog;) {

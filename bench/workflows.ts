@@ -6,7 +6,7 @@
  * executions advanced per second from that instant until the last one has finished (DELAY completed,
  * then EXIT).
  */
-import { partitionOf } from "../src/stream/subjects.ts"
+import { makeLanes, OWNER_LANE } from "../src/stream/lanes.ts"
 import { withMailEnvironment } from "./harness/mail.ts"
 import { setting, sleep } from "./harness/settings.ts"
 import { percentile } from "./harness/stats.ts"
@@ -70,7 +70,8 @@ export const run = () =>
 
     // (2) 100k executions waiting in a DELAY, all due at once.
     const delayed = await chain("Delayed", "never_tracked", [{ type: "DELAY", config: { amount: 1, unit: "days" } }, { type: "EXIT", config: { reason: "done" } }])
-    const partition = partitionOf(env.project.id, setting("PARTITIONS", 32))
+    // One worker leases every partition here: any partition fires; the timers go to each contact's lane.
+    const partition = makeLanes(setting("LANES_PER_PROJECT", 16), setting("PARTITIONS", 32)).partitionOf(env.project.id, OWNER_LANE)
     await env.query(`
       INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
       SELECT gen_random_uuid(), $1, 'wait' || n || '@example.org', true, '{}'::jsonb, now(), now() FROM generate_series(1, $2::int) n`,

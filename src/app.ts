@@ -8,6 +8,7 @@ import { Contacts } from "./store/Contacts.ts"
 import { DatabaseLive } from "./store/db.ts"
 import { Projects } from "./store/Projects.ts"
 import { Nats } from "./stream/Nats.ts"
+import { Outbox } from "./stream/Outbox.ts"
 import { OutboxRelay } from "./stream/OutboxRelay.ts"
 import { Invalidations } from "./stream/Invalidations.ts"
 import { Dns } from "./lib/dns.ts"
@@ -32,7 +33,7 @@ export const CoreLive = Layer.mergeAll(
   Templates.layer,
   Campaigns.layer,
   Domains.layer.pipe(Layer.provideMerge(Dns.layer))
-).pipe(Layer.provideMerge(InfraLive))
+).pipe(Layer.provideMerge(Outbox.layer), Layer.provideMerge(InfraLive))
 
 export const ApiRoleLive = HttpLive.pipe(Layer.provideMerge(CoreLive))
 

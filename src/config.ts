@@ -166,7 +166,7 @@ export const Variables = {
   }),
   rateLimitPerMinute: variable({
     name: "RATE_LIMIT_PER_MINUTE", ...wholeNumber(0), defaultValue: 1000, shownDefault: "1000",
-    meaning: "requests per minute per project, across all api processes; 0 disables"
+    meaning: "requests per minute per project, across all api processes (a /v1/track/batch counts one per accepted event); 0 disables"
   }),
   idempotencyTtlHours: variable({
     name: "IDEMPOTENCY_TTL_HOURS", ...number(0, { exclusive: true }), defaultValue: 24, shownDefault: "24",

@@ -1,6 +1,6 @@
 /**
- * One actor fiber per project: a bounded mailbox, created on the project's first message and
- * passivated after IDLE of silence. The actor applies its messages in order, in batches (one
+ * One actor fiber per lane of a project (and one per project for messages published before lanes): a
+ * bounded mailbox, created on the lane's first message and passivated after IDLE of silence. The actor applies its messages in order, in batches (one
  * transaction each, see applyBatch), acks them after the commit, and advances its partition's
  * watermark. A lost lease stops the actor; other failures are retried with backoff, same batch.
  */
@@ -9,13 +9,22 @@ import { Cause, Duration, Effect, Fiber, Option, Queue, Schedule } from "effect"
 import type { SqlClient } from "effect/sql"
 import { isTransient } from "../lib/isolation.ts"
 import { WorkerMetrics } from "../observability/Metrics.ts"
-import type { StreamNames } from "../stream/subjects.ts"
+import type { Outbox } from "../stream/Outbox.ts"
 import { applyBackfillChunk, applyBatch, deadLetter, type SegmentState } from "./applyBatch.ts"
 import type { Delivered } from "./messages.ts"
 import { newWorkflowState, type WorkflowState } from "../workflows/engine.ts"
 import { WorkflowRuntime } from "../workflows/Runtime.ts"
 
 const MAILBOX_CAPACITY = 5_000
+
+/** The failure and its causes (a SqlError's own message says only "Query failed"). */
+const describeFailure = (error: unknown): string => {
+  const parts: Array<string> = []
+  for (let current: unknown = error; current !== undefined && parts.length < 4; current = (current as { cause?: unknown })?.cause) {
+    parts.push(current instanceof Error ? current.message : String(current))
+  }
+  return parts.join(": ")
+}
 
 type Outcome = { readonly _tag: "ok" } | { readonly _tag: "lease-lost" } | { readonly _tag: "poison"; readonly error: string }
 
@@ -44,6 +53,11 @@ export class PartitionRun {
     this.inflight.push(seq)
   }
 
+  /** Everything delivered so far is applied. */
+  caughtUp(): boolean {
+    return this.inflight.length === 0
+  }
+
   /** Marks a sequence applied and moves the watermark over every contiguous applied sequence. */
   applied(seq: number) {
     this.done.add(seq)
@@ -63,17 +77,21 @@ export interface ActorItem {
 }
 
 interface Actor {
+  readonly key: string
   readonly run: PartitionRun
+  readonly lane: number | undefined
   readonly mailbox: Queue.Queue<ActorItem>
   readonly segmentState: SegmentState
   readonly workflowState: WorkflowState
   fiber?: Fiber.Fiber<void>
 }
 
+/** The actor a message goes to: its lane's, or the project's for messages published before lanes. */
+const actorKey = (projectId: string, lane: number | undefined) => (lane === undefined ? `${projectId}/legacy` : `${projectId}/${lane}`)
+
 export const makeProjectActors = (options: {
   readonly workerId: string
-  readonly names: StreamNames
-  readonly partitions: number
+  readonly outbox: Outbox["Service"]
   /** Wakes the outbox relay, so emitted events leave as soon as their batch commits. */
   readonly wakeRelay: Effect.Effect<void>
   /** Wakes the project's sender when mail was queued. */
@@ -86,11 +104,11 @@ export const makeProjectActors = (options: {
 
     const contextOf = (projectId: string, actor: Actor) => ({
       projectId,
+      lane: actor.lane,
       partition: actor.run.partition,
       epoch: actor.run.epoch,
       workerId: options.workerId,
-      names: options.names,
-      partitions: options.partitions,
+      outbox: options.outbox,
       segmentState: actor.segmentState,
       workflows: { runtime: workflowRuntime, state: actor.workflowState }
     })
@@ -125,7 +143,7 @@ export const makeProjectActors = (options: {
           error._tag === "LeaseLost"
             ? Effect.void
             : Effect.sync(() => WorkerMetrics.batchFailures.inc()).pipe(
-              Effect.andThen(Effect.logWarning("actor transaction failed", { projectId, error: String(error) }))
+              Effect.andThen(Effect.logWarning("actor transaction failed", { projectId, lane: actor.lane, error: describeFailure(error) }))
             )),
         Effect.retry({
           while: (error) => {
@@ -187,8 +205,8 @@ export const makeProjectActors = (options: {
           const next = yield* Queue.takeBetween(actor.mailbox, 1, MAX_BATCH).pipe(Effect.timeoutOption(IDLE))
           if (Option.isNone(next)) {
             // Passivate, unless a message slipped in meanwhile.
-            if (Queue.sizeUnsafe(actor.mailbox) === 0 && actors.get(projectId) === actor) {
-              actors.delete(projectId)
+            if (Queue.sizeUnsafe(actor.mailbox) === 0 && actors.get(actor.key) === actor) {
+              actors.delete(actor.key)
               WorkerMetrics.actorsAlive.set(actors.size)
               return
             }
@@ -201,7 +219,7 @@ export const makeProjectActors = (options: {
             actor.run.stopped = true
           }
         }
-        if (actors.get(projectId) === actor) actors.delete(projectId)
+        if (actors.get(actor.key) === actor) actors.delete(actor.key)
         WorkerMetrics.actorsAlive.set(actors.size)
       }).pipe(Effect.provideContext(services))
 
@@ -209,12 +227,13 @@ export const makeProjectActors = (options: {
     const deliver = (item: ActorItem) =>
       Effect.gen(function*() {
         const projectId = item.delivered.body.projectId
-        let actor = actors.get(projectId)
+        const key = actorKey(projectId, item.delivered.lane)
+        let actor = actors.get(key)
         if (!actor || actor.run !== item.run) {
           if (actor?.fiber) yield* Fiber.interrupt(actor.fiber)
           const mailbox = yield* Queue.bounded<ActorItem>(MAILBOX_CAPACITY)
-          const fresh: Actor = { run: item.run, mailbox, segmentState: { segments: undefined, backfills: [] }, workflowState: newWorkflowState() }
-          actors.set(projectId, fresh)
+          const fresh: Actor = { key, lane: item.delivered.lane, run: item.run, mailbox, segmentState: { segments: undefined, backfills: [] }, workflowState: newWorkflowState() }
+          actors.set(key, fresh)
           fresh.fiber = yield* Effect.forkDetach(loop(projectId, fresh))
           WorkerMetrics.actorsAlive.set(actors.size)
           actor = fresh
@@ -227,9 +246,9 @@ export const makeProjectActors = (options: {
       Effect.gen(function*() {
         run.stopped = true
         const fibers: Array<Fiber.Fiber<void>> = []
-        for (const [projectId, actor] of actors) {
+        for (const [key, actor] of actors) {
           if (actor.run === run) {
-            actors.delete(projectId)
+            actors.delete(key)
             if (actor.fiber) fibers.push(actor.fiber)
           }
         }

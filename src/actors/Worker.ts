@@ -1,6 +1,6 @@
 /**
  * The worker role: leases partitions of stream IN, consumes each leased partition with its own durable
- * pull consumer, and hands messages to project actors.
+ * pull consumer, and hands messages to lane actors (one per lane of a project, see stream/lanes.ts).
  *
  * Leases live in Postgres (`partition_leases`): a lease has an owner, an expiry renewed every
  * HEARTBEAT, and a fencing epoch bumped on every takeover; the actor's transaction share-locks the
@@ -10,18 +10,26 @@
  *
  * On every acquisition the partition's consumer is recreated to start right after the partition's
  * stored watermark, so no message is skipped whatever the previous owner had delivered; messages a
- * project already applied are skipped by its stored offset.
+ * lane already applied are skipped by its stored offset.
+ *
+ * Upgrading from per-project subjects (before lanes): each partition also has a legacy consumer for
+ * `<prefix>.in.<p>.>`, whose messages are applied per project, as before. Lane consumers start only
+ * once every partition's legacy messages are applied (stream_upgrade.drained_at), so no contact's lane
+ * message overtakes one of its older messages; legacy consumers keep running for LEGACY_GRACE after
+ * that, for api processes of the previous release still being replaced.
  */
 import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream"
-import { Duration, Effect, Fiber, Layer, Queue, Schedule, Stream } from "effect"
+import { Duration, Effect, Fiber, Layer, Queue, Schedule, Schema, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import { hostname } from "node:os"
 import { randomBytes } from "node:crypto"
+import { uuidv7 } from "../domain/ids.ts"
 import { clockNow } from "../lib/clock.ts"
 import { WorkerMetrics } from "../observability/Metrics.ts"
+import { InMessage } from "../stream/messages.ts"
 import { Nats } from "../stream/Nats.ts"
+import { Outbox } from "../stream/Outbox.ts"
 import { OutboxRelay } from "../stream/OutboxRelay.ts"
-import type { InMessage } from "./messages.ts"
 import { makeProjectActors, PartitionRun } from "./ProjectActors.ts"
 import { fireSegmentTimers } from "./segmentTimers.ts"
 import { makeSender } from "../mail/Sender.ts"
@@ -31,10 +39,13 @@ import { AppConfig } from "../config.ts"
 import { fireWorkflowTimers, TIMERS_PER_ROUND } from "../workflows/timers.ts"
 import { makeWebhookRunner } from "../workflows/webhooks.ts"
 import { WorkflowRuntime } from "../workflows/Runtime.ts"
+import { repartitionForLanes } from "./upgrade.ts"
 
 const HEARTBEAT = Duration.seconds(2)
 const LEASE_TTL_SECONDS = 6
 const WORKER_DEAD_SECONDS = 6
+/** How long after the drain legacy subjects are still consumed (old api processes being replaced). */
+const LEGACY_GRACE_SECONDS = 3600
 /** How often due timers are looked for (an indexed query): the worst-case lateness of a time boundary. */
 const TIMER_POLL = Duration.millis(50)
 /** How often scheduled campaigns due are looked for: the worst-case lateness of a scheduled send. */
@@ -46,44 +57,86 @@ const WEBHOOK_SWEEP = Duration.millis(500)
 /** How often domains due for their DNS re-check (DOMAIN_RECHECK_SECONDS) are looked for, at most. */
 const DOMAIN_CHECK_POLL_SECONDS = 30
 
+type Feed = "lanes" | "legacy"
+
+/** One consumer of a leased partition: its delivery bookkeeping and its fiber. */
+interface Consumption {
+  readonly run: PartitionRun
+  readonly fiber: Fiber.Fiber<void, unknown>
+}
+
+/** A partition leased here, with its lane consumer (once drained) and its legacy consumer (while needed). */
+interface Owned {
+  readonly epoch: number
+  lanes: Consumption | undefined
+  legacy: Consumption | undefined
+  legacyDrained: boolean
+}
+
+const decodeMessage = Schema.decodeUnknownExit(InMessage)
+
 export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const nats = yield* Nats
+  const outbox = yield* Outbox
   const workerId = `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`
   const relay = yield* OutboxRelay
-  const runs = new Map<number, { run: PartitionRun; fiber: Fiber.Fiber<void, unknown> }>()
+  const owned = new Map<number, Owned>()
   const sender = yield* makeSender({
-    names: nats.names,
-    partitions: nats.partitions,
-    isOwned: (partition) => runs.has(partition),
+    outbox,
+    isOwned: (partition) => owned.has(partition),
     wakeRelay: relay.wake
   })
   const config = yield* AppConfig
   const actors = yield* makeProjectActors({
     workerId,
-    names: nats.names,
-    partitions: nats.partitions,
+    outbox,
     wakeRelay: relay.wake,
     wakeSender: sender.wake
   })
-  const webhooks = yield* makeWebhookRunner({ names: nats.names, wakeRelay: relay.wake })
-  const consumerName = (partition: number) => `${nats.prefix}_part_${partition}`
+  const webhooks = yield* makeWebhookRunner({ outbox, wakeRelay: relay.wake })
+  const consumerName = (partition: number, feed: Feed) =>
+    feed === "lanes" ? `${nats.prefix}_part_${partition}` : `${nats.prefix}_legacy_${partition}`
+  /** Whether lane messages may be applied (every pre-lane message is), and whether legacy subjects are still read. */
+  const upgrade = { drained: false, readLegacy: true }
 
   yield* sql`INSERT INTO partition_leases (partition)
              SELECT generate_series(0, ${nats.partitions - 1}) ON CONFLICT DO NOTHING`
   yield* sql`INSERT INTO partition_state (partition)
              SELECT generate_series(0, ${nats.partitions - 1}) ON CONFLICT DO NOTHING`
 
-  /** Recreates the partition's durable consumer at the watermark and feeds its messages to actors. */
-  const consume = (run: PartitionRun) =>
+  /** A stream message that does not decode would block its lane forever: set aside as a dead letter, acked. */
+  const setAsideUndecodable = (message: JsMsg, run: PartitionRun, error: string) =>
+    Effect.gen(function*() {
+      let projectId: unknown
+      try {
+        projectId = (message.json() as { projectId?: unknown })?.projectId
+      } catch {
+        projectId = undefined
+      }
+      if (typeof projectId === "string" && /^[0-9a-f-]{36}$/i.test(projectId)) {
+        yield* sql`INSERT INTO dead_letters (id, project_id, partition, seq, source, subject, payload, error)
+                   VALUES (${uuidv7()}, ${projectId}, ${run.partition}, ${message.seq}, 'stream', ${message.subject},
+                           ${message.string().slice(0, 1_000_000)}, ${`undecodable stream message: ${error}`.slice(0, 4000)})`.pipe(
+          Effect.tap(() => Effect.sync(() => WorkerMetrics.deadLettered.inc())),
+          Effect.ignore
+        )
+      }
+      yield* Effect.logError("stream message does not decode; set aside", { seq: message.seq, subject: message.subject, error })
+      message.ack()
+      run.applied(message.seq)
+    })
+
+  /** Recreates one of the partition's durable consumers at its watermark and feeds its messages to actors. */
+  const consume = (run: PartitionRun, feed: Feed) =>
     Effect.gen(function*() {
       const stream = nats.names.inStream
-      const name = consumerName(run.partition)
+      const name = consumerName(run.partition, feed)
       yield* Effect.tryPromise(async () => {
         await nats.jsm.consumers.delete(stream, name).catch(() => undefined)
         await nats.jsm.consumers.add(stream, {
           durable_name: name,
-          filter_subject: `${nats.prefix}.in.${run.partition}.>`,
+          filter_subject: feed === "lanes" ? nats.names.laneFilter(run.partition) : nats.names.legacyFilter(run.partition),
           ack_policy: AckPolicy.Explicit,
           ack_wait: 60 * 1_000_000_000,
           max_ack_pending: 20_000,
@@ -106,64 +159,128 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
             return Effect.void
           }
           run.delivered(seq)
-          let body: InMessage
+          // `<prefix>.lane.<partition>.<projectId>.<lane>.<kind>`; legacy subjects have no lane.
+          const lane = feed === "lanes" ? Number(message.subject.split(".")[4]) : undefined
+          let decoded: ReturnType<typeof decodeMessage>
           try {
-            body = message.json<InMessage>()
-            if (typeof body?.projectId !== "string") throw new Error("message without projectId")
+            decoded = decodeMessage(message.json())
           } catch (error) {
-            // Unreadable messages would block the partition forever: record, ack and move on.
-            message.ack()
-            run.applied(seq)
-            return Effect.logError("dropping unreadable stream message", { seq, subject: message.subject, error: String(error) })
+            return setAsideUndecodable(message, run, String(error))
           }
-          return actors.deliver({ delivered: { seq, partition: run.partition, body }, message, run })
+          if (decoded._tag === "Failure") return setAsideUndecodable(message, run, String(decoded.cause))
+          if (lane !== undefined && !(Number.isInteger(lane) && lane >= 0 && lane < outbox.lanes.count)) {
+            return setAsideUndecodable(message, run, `lane ${lane} is not one of this deployment's ${outbox.lanes.count} lanes`)
+          }
+          return actors.deliver({ delivered: { seq, partition: run.partition, lane, body: decoded.value }, message, run })
         })
       )
     }).pipe(Effect.scoped)
 
-  const start = (partition: number, epoch: number, watermark: number) =>
+  const startFeed = (partition: number, epoch: number, watermark: number, feed: Feed) =>
     Effect.gen(function*() {
       const run = new PartitionRun(partition, epoch, watermark)
       // A consumer that fails (NATS restarting, consumer deleted by a new owner) is retried while leased.
-      const fiber = yield* consume(run).pipe(
-        Effect.tapCause((cause) => Effect.logWarning("partition consumer stopped; restarting", { partition }, cause)),
+      const fiber = yield* consume(run, feed).pipe(
+        Effect.tapCause((cause) => Effect.logWarning("partition consumer stopped; restarting", { partition, feed }, cause)),
         Effect.retry(Schedule.spaced(Duration.seconds(1))),
         Effect.ignore,
         Effect.forkDetach
       )
-      runs.set(partition, { run, fiber })
+      return { run, fiber } satisfies Consumption
+    })
+
+  const start = (partition: number, epoch: number, laneSeq: number, legacySeq: number, legacyDrained: boolean) =>
+    Effect.gen(function*() {
+      const entry: Owned = { epoch, lanes: undefined, legacy: undefined, legacyDrained }
+      owned.set(partition, entry)
+      if (upgrade.readLegacy) entry.legacy = yield* startFeed(partition, epoch, legacySeq, "legacy")
+      if (upgrade.drained) entry.lanes = yield* startFeed(partition, epoch, laneSeq, "lanes")
       yield* sender.recoverPartition(partition)
       yield* sender.sweep([partition])
       yield* webhooks.recoverPartition(partition)
-      yield* Effect.logInfo("partition acquired", { partition, epoch, watermark })
+      yield* Effect.logInfo("partition acquired", { partition, epoch, laneSeq, legacySeq })
+    })
+
+  const stopFeed = (consumption: Consumption | undefined) =>
+    Effect.gen(function*() {
+      if (!consumption) return
+      consumption.run.stopped = true
+      yield* Fiber.interrupt(consumption.fiber)
+      yield* actors.stopPartition(consumption.run)
     })
 
   const stop = (partition: number) =>
     Effect.gen(function*() {
-      const entry = runs.get(partition)
+      const entry = owned.get(partition)
       if (!entry) return
-      runs.delete(partition)
-      entry.run.stopped = true
-      yield* Fiber.interrupt(entry.fiber)
-      yield* actors.stopPartition(entry.run)
+      owned.delete(partition)
+      yield* stopFeed(entry.lanes)
+      yield* stopFeed(entry.legacy)
       WorkerMetrics.partitionLag.remove({ partition })
     })
+
+  /** The watermarks to persist for the partitions leased here (fenced by the epoch when written). */
+  const watermarks = (partitions: ReadonlyArray<number>) =>
+    partitions.flatMap((partition) => {
+      const entry = owned.get(partition)
+      return entry
+        ? [{ partition, epoch: entry.epoch, lanes: entry.lanes?.run.watermark ?? 0, legacy: entry.legacy?.run.watermark ?? 0 }]
+        : []
+    })
+
+  const saveWatermarks = (marks: ReturnType<typeof watermarks>) =>
+    marks.length === 0 ? Effect.void : sql`
+      UPDATE partition_state s SET lane_seq = GREATEST(s.lane_seq, x.lanes), applied_seq = GREATEST(s.applied_seq, x.legacy)
+      FROM jsonb_to_recordset(${JSON.stringify(marks)}::jsonb) AS x(partition int, epoch bigint, lanes bigint, legacy bigint),
+           partition_leases l
+      WHERE s.partition = x.partition AND l.partition = x.partition AND l.owner = ${workerId} AND l.epoch = x.epoch`.pipe(Effect.asVoid)
 
   const release = (partitions: ReadonlyArray<number>) =>
     Effect.gen(function*() {
       if (partitions.length === 0) return
-      const watermarks = new Map(partitions.map((partition) => [partition, runs.get(partition)?.run.watermark ?? 0]))
+      const marks = watermarks(partitions)
       for (const partition of partitions) yield* stop(partition)
+      yield* saveWatermarks(marks)
       // Expire the lease (the next owner bumps the epoch) without touching the lease row itself: an
       // update of that row would queue behind batch transactions still share-locking it.
-      for (const [partition, seq] of watermarks) {
-        yield* sql`
-          UPDATE partition_state s SET expires_at = '-infinity', applied_seq = GREATEST(s.applied_seq, ${seq})
-          FROM partition_leases l
-          WHERE s.partition = ${partition} AND l.partition = s.partition AND l.owner = ${workerId}`
-      }
+      yield* sql`
+        UPDATE partition_state s SET expires_at = '-infinity'
+        FROM partition_leases l
+        WHERE s.partition IN ${sql.in(partitions)} AND l.partition = s.partition AND l.owner = ${workerId}`
       yield* Effect.logInfo("partitions released", { partitions })
     })
+
+  /** Reads the upgrade state; records partitions whose legacy messages are all applied; completes the drain. */
+  const followUpgrade = Effect.gen(function*() {
+    const [state] = yield* sql<{ drained_at: Date | null; grace: boolean }>`
+      SELECT drained_at, (drained_at IS NULL OR drained_at > now() - make_interval(secs => ${LEGACY_GRACE_SECONDS})) AS grace
+      FROM stream_upgrade WHERE id = 1`
+    upgrade.drained = state?.drained_at != null
+    upgrade.readLegacy = state?.grace ?? false
+    if (upgrade.drained) return
+    for (const [partition, entry] of owned) {
+      if (entry.legacyDrained || !entry.legacy) continue
+      const info = yield* Effect.tryPromise(() => nats.jsm.consumers.info(nats.names.inStream, consumerName(partition, "legacy"))).pipe(
+        Effect.option
+      )
+      if (info._tag === "Some" && info.value.num_pending === 0 && info.value.num_ack_pending === 0 && entry.legacy.run.caughtUp()) {
+        yield* sql`UPDATE partition_state SET legacy_drained = true WHERE partition = ${partition}`
+        entry.legacyDrained = true
+      }
+    }
+    // The worker that sees every partition drained completes the upgrade (once, under the row lock).
+    yield* sql.withTransaction(Effect.gen(function*() {
+      const [row] = yield* sql<{ drained_at: Date | null }>`SELECT drained_at FROM stream_upgrade WHERE id = 1 FOR UPDATE`
+      if (!row || row.drained_at !== null) return
+      const [pending] = yield* sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM partition_state WHERE partition < ${nats.partitions} AND NOT legacy_drained`
+      if ((pending?.n ?? 1) > 0) return
+      yield* repartitionForLanes(outbox.lanes)
+      yield* sql`UPDATE stream_upgrade SET drained_at = now() WHERE id = 1`
+      upgrade.drained = true
+      yield* Effect.logInfo("stream upgraded to lanes: every message published before lanes is applied")
+    }))
+  })
 
   const rebalance = Effect.gen(function*() {
     yield* sql`INSERT INTO workers (id, heartbeat_at) VALUES (${workerId}, now())
@@ -173,15 +290,8 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
       SELECT count(*)::int AS n FROM workers WHERE heartbeat_at > now() - make_interval(secs => ${WORKER_DEAD_SECONDS})`
     const share = Math.ceil(nats.partitions / Math.max(1, live?.n ?? 1))
 
-    // Persist each partition's watermark (where a new owner starts reading), fenced by the epoch.
-    const watermarks = [...runs.values()].map(({ run }) => ({ partition: run.partition, epoch: run.epoch, seq: run.watermark }))
-    if (watermarks.length > 0) {
-      yield* sql`
-        UPDATE partition_state s SET applied_seq = GREATEST(s.applied_seq, x.seq)
-        FROM jsonb_to_recordset(${JSON.stringify(watermarks)}::jsonb) AS x(partition int, epoch bigint, seq bigint),
-             partition_leases l
-        WHERE s.partition = x.partition AND l.partition = x.partition AND l.owner = ${workerId} AND l.epoch = x.epoch`
-    }
+    // Persist each partition's watermarks (where a new owner starts reading), fenced by the epoch.
+    yield* saveWatermarks(watermarks([...owned.keys()]))
     // Only leases still alive are renewed: a released or expired one is up for grabs.
     const renewed = yield* sql<{ partition: number; epoch: string }>`
       UPDATE partition_state s SET expires_at = now() + make_interval(secs => ${LEASE_TTL_SECONDS})
@@ -190,17 +300,25 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
       RETURNING s.partition, l.epoch`
     const held = new Map(renewed.map((row) => [row.partition, Number(row.epoch)]))
     // Lost: leased here but taken by someone else (we were too slow to renew).
-    for (const [partition, { run }] of runs) {
-      if (held.get(partition) !== run.epoch) yield* stop(partition)
+    for (const [partition, entry] of owned) {
+      if (held.get(partition) !== entry.epoch) yield* stop(partition)
+    }
+    yield* followUpgrade
+    // Drained since these partitions were taken: their lane consumers start now.
+    for (const [partition, entry] of owned) {
+      if (upgrade.drained && !entry.lanes) {
+        const [state] = yield* sql<{ lane_seq: string }>`SELECT lane_seq FROM partition_state WHERE partition = ${partition}`
+        entry.lanes = yield* startFeed(partition, entry.epoch, Number(state?.lane_seq ?? 0), "lanes")
+      }
     }
     if (held.size > share) {
       yield* release([...held.keys()].sort((a, b) => b - a).slice(0, held.size - share))
     } else if (held.size < share) {
       // A partition still share-locked by its old owner's in-flight batch is skipped until that commits.
-      const acquired = yield* sql<{ partition: number; epoch: string; applied_seq: string }>`
+      const acquired = yield* sql<{ partition: number; epoch: string; lane_seq: string; applied_seq: string; legacy_drained: boolean }>`
         WITH free AS (
           SELECT l.partition FROM partition_leases l JOIN partition_state s ON s.partition = l.partition
-          WHERE l.owner IS NULL OR s.expires_at < now()
+          WHERE (l.owner IS NULL OR s.expires_at < now()) AND l.partition < ${nats.partitions}
           ORDER BY l.partition
           LIMIT ${share - held.size}
           FOR UPDATE OF l SKIP LOCKED
@@ -211,16 +329,19 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
         ), renewed AS (
           UPDATE partition_state s SET expires_at = now() + make_interval(secs => ${LEASE_TTL_SECONDS})
           FROM taken WHERE s.partition = taken.partition
-          RETURNING s.partition, s.applied_seq
+          RETURNING s.partition, s.lane_seq, s.applied_seq, s.legacy_drained
         )
-        SELECT taken.partition, taken.epoch, renewed.applied_seq FROM taken JOIN renewed ON renewed.partition = taken.partition`
-      for (const row of acquired) yield* start(row.partition, Number(row.epoch), Number(row.applied_seq))
+        SELECT taken.partition, taken.epoch, renewed.lane_seq, renewed.applied_seq, renewed.legacy_drained
+        FROM taken JOIN renewed ON renewed.partition = taken.partition`
+      for (const row of acquired) {
+        yield* start(row.partition, Number(row.epoch), Number(row.lane_seq), Number(row.applied_seq), row.legacy_drained)
+      }
     }
-    WorkerMetrics.partitionsOwned.set(runs.size)
+    WorkerMetrics.partitionsOwned.set(owned.size)
   })
 
   // Durable segment timers of the partitions leased here, due by this worker's clock (segmentTimers.ts).
-  const fireTimers = Effect.suspend(() => fireSegmentTimers(nats, [...runs.keys()]))
+  const fireTimers = Effect.suspend(() => fireSegmentTimers(nats, outbox, [...owned.keys()]))
 
   yield* fireTimers.pipe(
     Effect.tapCause((cause) => Effect.logWarning("timer scheduler failed; retrying", cause)),
@@ -231,7 +352,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
 
   // Scheduled campaigns are durable timers: due ones (by this worker's clock) start sending.
   const campaigns = yield* Campaigns
-  yield* Effect.suspend(() => campaigns.startDue([...runs.keys()], new Date(clockNow()))).pipe(
+  yield* Effect.suspend(() => campaigns.startDue([...owned.keys()], new Date(clockNow()))).pipe(
     Effect.tap((started) => (started > 0 ? relay.wake : Effect.void)),
     Effect.tapCause((cause) => Effect.logWarning("scheduled campaign check failed; retrying", cause)),
     Effect.ignore,
@@ -239,7 +360,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
     Effect.forkScoped
   )
 
-  yield* Effect.suspend(() => sender.sweep([...runs.keys()])).pipe(
+  yield* Effect.suspend(() => sender.sweep([...owned.keys()])).pipe(
     Effect.tapCause((cause) => Effect.logWarning("mail sweep failed; retrying", cause)),
     Effect.ignore,
     Effect.repeat(Schedule.spaced(MAIL_SWEEP)),
@@ -256,7 +377,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
 
   // Workflows: due DELAY / WAIT_FOR_EVENT timers go back into their partitions (at once again while a
   // round was full), and recorded WEBHOOK steps are performed (woken by actors, swept for retries).
-  yield* Effect.suspend(() => fireWorkflowTimers(nats, [...runs.keys()])).pipe(
+  yield* Effect.suspend(() => fireWorkflowTimers(nats, outbox, [...owned.keys()])).pipe(
     Effect.tapCause((cause) => Effect.logWarning("workflow timer scheduler failed; retrying", cause)),
     Effect.orElseSucceed(() => 0),
     Effect.flatMap((fired) => (fired >= TIMERS_PER_ROUND ? Effect.void : Effect.sleep(TIMER_POLL))),
@@ -264,7 +385,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
     Effect.forkScoped
   )
   const workflowRuntime = yield* WorkflowRuntime
-  yield* Effect.suspend(() => webhooks.sweep([...runs.keys()])).pipe(
+  yield* Effect.suspend(() => webhooks.sweep([...owned.keys()])).pipe(
     Effect.tapCause((cause) => Effect.logWarning("webhook sweep failed; retrying", cause)),
     Effect.ignore,
     Effect.andThen(Effect.raceFirst(Queue.take(workflowRuntime.webhookWakeups), Effect.sleep(WEBHOOK_SWEEP))),
@@ -272,8 +393,8 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
     Effect.forkScoped
   )
 
-  const reportLag = () => Effect.forEach([...runs.keys()], (partition) =>
-    Effect.tryPromise(() => nats.jsm.consumers.info(nats.names.inStream, consumerName(partition))).pipe(
+  const reportLag = () => Effect.forEach([...owned.keys()], (partition) =>
+    Effect.tryPromise(() => nats.jsm.consumers.info(nats.names.inStream, consumerName(partition, "lanes"))).pipe(
       Effect.tap((info) =>
         Effect.sync(() => WorkerMetrics.partitionLag.set(info.num_pending + info.num_ack_pending, { partition }))),
       Effect.ignore
@@ -290,7 +411,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
   // On shutdown hand the partitions over at once rather than after the lease expires.
   yield* Effect.addFinalizer(() =>
     Effect.gen(function*() {
-      yield* release([...runs.keys()])
+      yield* release([...owned.keys()])
       yield* actors.stopAll
       yield* sql`DELETE FROM workers WHERE id = ${workerId}`
     }).pipe(Effect.ignore)

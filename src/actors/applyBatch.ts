@@ -11,11 +11,10 @@ import { SqlClient } from "effect/sql"
 import { exceedsContactDataLimit, inferFieldTypes, jsonBytes, MAX_CONTACT_DATA_BYTES } from "../domain/customData.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import type { TrackedEvent } from "../ingest/EventPublisher.ts"
-import type { StreamNames } from "../stream/subjects.ts"
+import type { EmittedEvent, Outbox } from "../stream/Outbox.ts"
 import { clockNow } from "../lib/clock.ts"
 import { segmentSlug } from "../store/Segments.ts"
 import { campaignStep } from "../campaigns/fanout.ts"
-import { writeEmittedEvents } from "../stream/emitted.ts"
 import { runWorkflows, type WorkflowInput, type WorkflowState } from "../workflows/engine.ts"
 import type { WorkflowRuntime } from "../workflows/Runtime.ts"
 import { causeIsTransient } from "../lib/isolation.ts"
@@ -23,6 +22,7 @@ import { pgArray } from "../lib/pgArray.ts"
 import type { Delivered, EmittedEventMessage } from "./messages.ts"
 import type { ConditionReads } from "../domain/conditions/validate.ts"
 import {
+  addMemberCounts,
   backfillChunk,
   backfillChunkPassed,
   type BackfillCursor,
@@ -41,11 +41,15 @@ const isTransientOrLeaseLost = (cause: Cause.Cause<unknown>) =>
 
 export interface BatchContext {
   readonly projectId: string
+  /**
+   * The lane whose messages this actor applies; undefined for the project's messages published before
+   * lanes (drained after an upgrade, see Worker), which may touch any of its contacts.
+   */
+  readonly lane: number | undefined
   readonly partition: number
   readonly epoch: number
   readonly workerId: string
-  readonly names: StreamNames
-  readonly partitions: number
+  readonly outbox: Outbox["Service"]
   /** The actor's segment definitions and pending backfills (kept across batches). */
   readonly segmentState: SegmentState
   /** What the workflow engine needs, and the actor's cached workflow definitions. */
@@ -67,15 +71,34 @@ export interface SegmentState {
 
 const FIRST_ID = "00000000-0000-0000-0000-000000000000"
 
-/** (Re)loads a project's segment definitions and queues a backfill for each one that is behind. */
-export const reloadSegments = Effect.fnUntraced(function*(projectId: string, state: SegmentState) {
-  state.segments = yield* loadSegments(projectId)
+/**
+ * (Re)loads a project's segment definitions and queues a backfill for each one this lane is behind on:
+ * a segment is done for the lane when it is done everywhere (backfilled_version) or the lane has done
+ * its own contacts for this version and generation (segment_backfills). The actor of messages published
+ * before lanes backfills nothing: the lanes do.
+ */
+export const reloadSegments = Effect.fnUntraced(function*(context: Pick<BatchContext, "projectId" | "lane">, state: SegmentState) {
+  const sql = yield* SqlClient.SqlClient
+  state.segments = yield* loadSegments(context.projectId)
+  if (context.lane === undefined) {
+    state.backfills = []
+    return state.segments
+  }
+  const laneDone = new Map((yield* sql<{ segment_id: string; version: number; generation: number }>`
+    SELECT b.segment_id, b.version, b.generation FROM segment_backfills b JOIN segments s ON s.id = b.segment_id
+    WHERE s.project_id = ${context.projectId} AND b.lane = ${context.lane}`).map((row) => [row.segment_id, row]))
   state.backfills = state.backfills.filter((job) => state.segments!.byId.has(job.segmentId))
   for (const def of state.segments.ordered) {
-    if (def.backfilledVersion >= def.version) continue
+    const lane = laneDone.get(def.id)
+    if (def.backfilledVersion >= def.version && (lane === undefined || lane.version > 0)) continue
+    if (lane && lane.version >= def.version && lane.generation >= def.backfillGeneration) {
+      state.segments.populated.add(def.id)
+      continue
+    }
     const job = state.backfills.find((candidate) => candidate.segmentId === def.id)
     if (!job) {
-      state.backfills.push({ segmentId: def.id, cursor: FIRST_ID, emit: def.backfillEmits, generation: def.backfillGeneration })
+      // A lane asked to recompute its own contacts (lane version 0: events deleted, a field removed) emits entry/exit.
+      state.backfills.push({ segmentId: def.id, cursor: FIRST_ID, emit: def.backfillEmits || lane?.version === 0, generation: def.backfillGeneration })
     } else if (job.generation < def.backfillGeneration) {
       // Requested again while running: start over so contacts already passed are seen again.
       job.cursor = FIRST_ID
@@ -85,6 +108,9 @@ export const reloadSegments = Effect.fnUntraced(function*(projectId: string, sta
   }
   return state.segments
 })
+
+/** Rounds of events recorded in the batch that emitted them (an event emitted while recording one is the next round). */
+const MAX_OWN_EVENT_ROUNDS = 3
 
 export interface BatchOutcome {
   readonly applied: number
@@ -136,8 +162,10 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
       FOR SHARE`
     if (leases.length === 0) return yield* new LeaseLost({ partition: context.partition })
 
-    const [offset] = yield* sql<{ applied_seq: string }>`
-      SELECT applied_seq FROM project_offsets WHERE project_id = ${context.projectId} FOR UPDATE`
+    const [offset] = yield* (context.lane === undefined
+      ? sql<{ applied_seq: string }>`SELECT applied_seq FROM project_offsets WHERE project_id = ${context.projectId} FOR UPDATE`
+      : sql<{ applied_seq: string }>`
+          SELECT applied_seq FROM lane_offsets WHERE project_id = ${context.projectId} AND lane = ${context.lane} FOR UPDATE`)
     // Only messages beyond everything applied so far, in this batch too: a redelivered copy of a
     // message earlier in the same batch (consumer recreated, ack_wait redelivery) is skipped as well.
     let highest = offset ? Number(offset.applied_seq) : 0
@@ -220,11 +248,10 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
               WITH gone AS (
                 DELETE FROM segment_memberships WHERE contact_id = ${body.contactId} AND exited_at IS NULL RETURNING segment_id
               )
-              UPDATE segments s SET member_count = GREATEST(0, s.member_count - 1)
-              FROM gone WHERE s.id = gone.segment_id
-              RETURNING s.id AS segment_id, s.name, s.track_membership`
+              SELECT s.id AS segment_id, s.name, s.track_membership FROM segments s JOIN gone ON s.id = gone.segment_id`
+            yield* addMemberCounts(context.outbox.lanes, left.map((row) => ({ segmentId: row.segment_id, contactId: body.contactId!, n: -1 })))
             // A deleted contact leaves its tracked segments like any other member would.
-            yield* writeEmittedEvents(context.names, context.projectId, left.filter((row) => row.track_membership).map((row) => ({
+            yield* context.outbox.emit(context.projectId, left.filter((row) => row.track_membership).map((row) => ({
               name: `segment.${segmentSlug(row.name)}.exit`,
               contactId: body.contactId!,
               email: body.contact?.email ?? "",
@@ -256,11 +283,17 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
         case "command":
           yield* flushEvents
           if (body.type === "deleteEvents") {
-            yield* sql`DELETE FROM events WHERE project_id = ${context.projectId} AND name = ${body.name}`
-            yield* sql`DELETE FROM event_aggregates WHERE project_id = ${context.projectId} AND name = ${body.name}`
+            // Each lane deletes its own contacts' events (the command goes to every lane).
+            yield* sql`DELETE FROM events WHERE project_id = ${context.projectId} AND name = ${body.name} AND ${laneOfContact(sql, context, "contact_id")}`
+            yield* sql`DELETE FROM event_aggregates WHERE project_id = ${context.projectId} AND name = ${body.name}
+                       AND ${laneOfContact(sql, context, "contact_id")}`
             // Segments reading that event may lose members: recompute them (with entry/exit events).
             if (yield* recomputeReaders(context, (reads) => reads.events.has(body.name))) segmentsChanged = true
           } else if (body.type === "segmentsChanged") {
+            segmentsChanged = true
+          } else if (body.type === "computeSegment" && context.lane !== undefined) {
+            // Published before lanes reached this lane's subjects only by replay: the api now records the
+            // request on the segment itself and tells every lane with segmentsChanged.
             segmentsChanged = true
           } else if (body.type === "computeSegment") {
             // Recorded on the segment, so a crash or a rebalance before it finishes does not lose it.
@@ -284,40 +317,91 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
     }
     yield* flushEvents
 
-    if (emitted.length > 0) {
-      yield* writeEmittedEvents(context.names, context.projectId, emitted.map((event) => ({
-        name: event.name,
-        contactId: event.contactId,
-        email: event.email,
-        data: { contactId: event.contactId, email: event.email, source: event.source },
-        at: event.at
-      })))
-      outcome.emitted = emitted.length
-    }
+    // Events this actor emits about its own contacts (subscription changes, segment entry/exit) go out
+    // on OUT and are recorded here, in this batch, with the workflows they trigger: they do not travel
+    // back through IN to come to this same actor a batch later.
+    const own: Array<EventRow> = []
+    const emitOwn = (events: ReadonlyArray<EmittedEvent>) =>
+      events.length === 0 ? Effect.void : Effect.map(context.outbox.emitOut(context.projectId, events), (out) => {
+        for (const event of out) own.push({ id: event.id, contactId: event.contactId, name: event.name, data: event.data, at: event.at })
+        outcome.emitted += out.length
+      })
+    yield* emitOwn(emitted.map((event) => ({
+      name: event.name,
+      contactId: event.contactId,
+      email: event.email,
+      data: { contactId: event.contactId, email: event.email, source: event.source },
+      at: event.at
+    })))
 
     const segments = segmentsChanged
-      ? yield* reloadSegments(context.projectId, context.segmentState)
+      ? yield* reloadSegments(context, context.segmentState)
       : context.segmentState.segments!
-    outcome.emitted += yield* evaluateChanges(
-      { projectId: context.projectId, partition: context.partition, names: context.names },
-      segments,
-      changes,
-      clockNow()
-    )
+    const segmentContext = { projectId: context.projectId, lane: context.lane, outbox: context.outbox, emit: emitOwn }
+    yield* evaluateChanges(segmentContext, segments, changes, clockNow())
+    // What the recorded events change (segments reading `contact.subscribed`, `segment.x.entry`, …) is
+    // evaluated in turn, a few rounds deep; a longer chain continues through IN, as any event would.
+    for (let round = 0; own.length > 0; round++) {
+      const recorded = own.splice(0)
+      if (round === MAX_OWN_EVENT_ROUNDS) {
+        yield* context.outbox.append(recorded.map((event) => ({
+          kind: "event" as const,
+          projectId: context.projectId,
+          eventId: event.id,
+          contactId: event.contactId,
+          email: "",
+          name: event.name,
+          data: event.data,
+          at: event.at
+        })))
+        break
+      }
+      const inserted = yield* insertEvents(context.projectId, recorded)
+      outcome.eventsInserted += inserted.size
+      const followUp = new Map<string, ContactChange>()
+      for (const event of recorded) {
+        if (!inserted.has(event.id)) continue
+        workflowInputs.push({ kind: "event", ...event })
+        let change = followUp.get(event.contactId)
+        if (!change) followUp.set(event.contactId, change = emptyChange())
+        change.events.add(event.name)
+      }
+      yield* evaluateChanges(segmentContext, segments, followUp, clockNow())
+    }
 
     const advanced = yield* runWorkflows(
-      { projectId: context.projectId, partition: context.partition, runtime: context.workflows.runtime, state: context.workflows.state },
+      {
+        projectId: context.projectId,
+        partitionOf: (contactId) => context.outbox.lanes.partitionOf(context.projectId, context.outbox.lanes.laneOf(contactId)),
+        runtime: context.workflows.runtime,
+        state: context.workflows.state
+      },
       workflowInputs
     )
     if (advanced.mailQueued) outcome.mailQueued = true
     if (advanced.webhooksQueued) outcome.webhooksQueued = true
 
-    yield* sql`
-      INSERT INTO project_offsets (project_id, applied_seq) VALUES (${context.projectId}, ${highest})
-      ON CONFLICT (project_id) DO UPDATE SET applied_seq = GREATEST(project_offsets.applied_seq, EXCLUDED.applied_seq)`
+    yield* recordOffset(context, highest)
     return outcome
   }))
 })
+
+/** The highest stream sequence applied, for the lane (or, before lanes, the project). */
+const recordOffset = (context: BatchContext, seq: number) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    context.lane === undefined
+      ? sql`
+          INSERT INTO project_offsets (project_id, applied_seq) VALUES (${context.projectId}, ${seq})
+          ON CONFLICT (project_id) DO UPDATE SET applied_seq = GREATEST(project_offsets.applied_seq, EXCLUDED.applied_seq)`
+      : sql`
+          INSERT INTO lane_offsets (project_id, lane, applied_seq) VALUES (${context.projectId}, ${context.lane}, ${seq})
+          ON CONFLICT (project_id, lane) DO UPDATE SET applied_seq = GREATEST(lane_offsets.applied_seq, EXCLUDED.applied_seq)`)
+
+/** SQL: the contact `column` belongs to the context's lane (any, for messages published before lanes). */
+const laneOfContact = (sql: SqlClient.SqlClient, context: BatchContext, column: string) =>
+  context.lane === undefined
+    ? sql`true`
+    : sql`(get_byte(uuid_send(${sql.literal(column)}), 15) % ${sql.literal(String(context.outbox.lanes.count))}) = ${context.lane}`
 
 const emittedToRow = (message: EmittedEventMessage): EventRow => ({
   id: message.eventId,
@@ -384,8 +468,11 @@ const applyContactChanges = Effect.fnUntraced(function*(
     yield* sql`
       INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
       -- The api's id, unless that id now belongs to another contact (its email changed meanwhile).
+      -- A fresh id keeps the api's last byte, so the contact stays in this lane.
       SELECT CASE WHEN EXISTS (SELECT 1 FROM contacts WHERE id = (x->>'contactId')::uuid)
-                  THEN gen_random_uuid() ELSE (x->>'contactId')::uuid END,
+                  THEN encode(overlay(uuid_send(gen_random_uuid()) PLACING substring(uuid_send((x->>'contactId')::uuid) FROM 16 FOR 1)
+                                      FROM 16 FOR 1), 'hex')::uuid
+                  ELSE (x->>'contactId')::uuid END,
              ${context.projectId}, x->>'email', COALESCE((x->>'subscribed')::boolean, true),
              '{}'::jsonb, ${now}::timestamptz, ${now}::timestamptz
       FROM jsonb_array_elements(${JSON.stringify([...missing.values()])}::jsonb) x
@@ -530,6 +617,15 @@ const recomputeReaders = Effect.fnUntraced(function*(context: BatchContext, matc
   const segments = context.segmentState.segments ?? (yield* loadSegments(context.projectId))
   const ids = segments.ordered.filter((def) => matches(def.reads)).map((def) => def.id)
   if (ids.length === 0) return false
+  if (context.lane !== undefined) {
+    // Only this lane's contacts changed (each lane handles the command for its own): the lane alone
+    // recomputes (version 0 marks the lane behind; see reloadSegments), durably, with entry/exit.
+    yield* sql`
+      INSERT INTO segment_backfills (segment_id, lane, version, generation)
+      SELECT id, ${context.lane}, 0, 0 FROM unnest(${pgArray(ids)}::uuid[]) AS id
+      ON CONFLICT (segment_id, lane) DO UPDATE SET version = 0`
+    return true
+  }
   yield* sql`UPDATE segments SET backfilled_version = LEAST(backfilled_version, version - 1), backfill_emits = true,
                                backfill_generation = backfill_generation + 1
              WHERE project_id = ${context.projectId} AND id = ANY(${pgArray(ids)}::uuid[])`
@@ -551,14 +647,14 @@ export const applyBackfillChunk = Effect.fnUntraced(function*(context: BatchCont
       WHERE partition = ${context.partition} AND owner = ${context.workerId} AND epoch = ${context.epoch}
       FOR SHARE`
     if (leases.length === 0) return yield* new LeaseLost({ partition: context.partition })
-    const segments = state.segments ?? (yield* reloadSegments(context.projectId, state))
+    const segments = state.segments ?? (yield* reloadSegments(context, state))
     const job = state.backfills[0]
     if (!job) return { job: undefined, next: undefined }
     const def = segments.byId.get(job.segmentId)
     if (!def) return { job, next: undefined }
     attempted = job
     const next = yield* backfillChunk(
-      { projectId: context.projectId, partition: context.partition, names: context.names },
+      { projectId: context.projectId, lane: context.lane, outbox: context.outbox },
       segments,
       def,
       job.cursor,
@@ -571,7 +667,7 @@ export const applyBackfillChunk = Effect.fnUntraced(function*(context: BatchCont
   })).pipe(
     Effect.catchCause((cause) =>
       attempted && !Cause.hasInterrupts(cause) && !isTransientOrLeaseLost(cause)
-        ? Effect.as(narrowBackfill({ projectId: context.projectId, partition: context.partition, names: context.names }, attempted, cause), {
+        ? Effect.as(narrowBackfill({ projectId: context.projectId, lane: context.lane, outbox: context.outbox }, attempted, cause), {
           job: undefined,
           next: undefined
         })
@@ -598,8 +694,6 @@ export const deadLetter = Effect.fnUntraced(function*(context: BatchContext, mes
     yield* sql`INSERT INTO dead_letters (id, project_id, partition, seq, payload, error)
                VALUES (${uuidv7()}, ${context.projectId}, ${context.partition}, ${message.seq},
                        ${JSON.stringify(message.body)}, ${error.slice(0, 4000)})`
-    yield* sql`
-      INSERT INTO project_offsets (project_id, applied_seq) VALUES (${context.projectId}, ${message.seq})
-      ON CONFLICT (project_id) DO UPDATE SET applied_seq = GREATEST(project_offsets.applied_seq, EXCLUDED.applied_seq)`
+    yield* recordOffset(context, message.seq)
   }))
 })

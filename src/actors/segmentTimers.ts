@@ -1,7 +1,7 @@
 /**
  * The durable timers of time-dependent segments (one per contact, at its earliest boundary), fired
- * by the worker that leases their partition: due rows are deleted and published into their project's
- * partition in one transaction; a republish after a failed commit carries the same Nats-Msg-Id and is
+ * by the worker that leases their partition: due rows are deleted and published into their contact's
+ * lane in one transaction; a republish after a failed commit carries the same Nats-Msg-Id and is
  * dropped. A row that cannot become a message (an impossible due time) is dropped alone, logged and
  * counted: the contact's segments are evaluated again at its next change.
  */
@@ -10,11 +10,12 @@ import { SqlClient } from "effect/sql"
 import { clockNow } from "../lib/clock.ts"
 import { mapRows } from "../lib/isolation.ts"
 import type { Nats } from "../stream/Nats.ts"
+import type { Outbox } from "../stream/Outbox.ts"
 import type { TimerMessage } from "./messages.ts"
 
 const TIMERS_PER_ROUND = 1_000
 
-export const fireSegmentTimers = (nats: Nats["Service"], partitions: ReadonlyArray<number>) =>
+export const fireSegmentTimers = (nats: Nats["Service"], outbox: Outbox["Service"], partitions: ReadonlyArray<number>) =>
   Effect.gen(function*() {
     if (partitions.length === 0) return
     const sql = yield* SqlClient.SqlClient
@@ -38,7 +39,8 @@ export const fireSegmentTimers = (nats: Nats["Service"], partitions: ReadonlyArr
             contactId: timer.contact_id,
             dueAt: new Date(timer.due_at).toISOString()
           }
-          return { subject: nats.names.inSubject(timer.project_id, "timer"), payload: JSON.stringify(message), id: timer.id }
+          const subject = outbox.subject(timer.project_id, outbox.lanes.laneOf(timer.contact_id), "timer")
+          return { subject, payload: JSON.stringify(message), id: timer.id }
         }
       )
       yield* Effect.tryPromise(() =>

@@ -8,7 +8,7 @@
  * window lapsing) a durable timer is set for exactly that instant.
  */
 import { type Cause, Effect } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type SqlError } from "effect/sql"
 import { compileCondition, type ContactFacts, type EventAggregate, type Evaluation } from "../domain/conditions/evaluate.ts"
 import { type Condition, parseField } from "../domain/conditions/types.ts"
 import { conditionReads, type ConditionReads } from "../domain/conditions/validate.ts"
@@ -17,8 +17,8 @@ import { reasonOf, setAsideLogged } from "../lib/isolation.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import { compileConditionSql } from "../store/conditionSql.ts"
 import { segmentSlug, toSegment } from "../store/Segments.ts"
-import { type EmittedEvent, writeEmittedEvents } from "../stream/emitted.ts"
-import type { StreamNames } from "../stream/subjects.ts"
+import type { Lanes } from "../stream/lanes.ts"
+import type { EmittedEvent, Outbox } from "../stream/Outbox.ts"
 
 export interface SegmentDef {
   readonly id: string
@@ -148,9 +148,18 @@ export const loadSegments = Effect.fnUntraced(function*(projectId: string) {
 
 export interface SegmentContext {
   readonly projectId: string
-  readonly partition: number
-  readonly names: StreamNames
+  /** The lane whose contacts this actor owns (undefined: every lane, for messages published before lanes). */
+  readonly lane: number | undefined
+  readonly outbox: Outbox["Service"]
+  /** Where entry/exit events go (default: Outbox.emit, to OUT and back into the contact's lane). */
+  readonly emit?: ((events: ReadonlyArray<EmittedEvent>) => Effect.Effect<void, SqlError.SqlError>) | undefined
 }
+
+/** SQL: the contact `column` is in the context's lane (always true without a lane). */
+const inLane = (sql: SqlClient.SqlClient, context: SegmentContext, column: string) =>
+  context.lane === undefined
+    ? sql`true`
+    : sql`(get_byte(uuid_send(${sql.literal(column)}), 15) % ${sql.literal(String(context.outbox.lanes.count))}) = ${context.lane}`
 
 /** Loads what the given segments read about the given contacts. */
 export const loadFacts = Effect.fnUntraced(function*(
@@ -298,9 +307,9 @@ export const evaluateChanges = Effect.fnUntraced(function*(
     }
     if (nextTimer !== undefined) timers.push({ contactId, dueAt: new Date(nextTimer).toISOString(), id: uuidv7() })
   }
-  yield* writeMembershipChanges(context.projectId, entries, exits)
+  yield* writeMembershipChanges(context.outbox.lanes, context.projectId, entries, exits)
   yield* setTimers(context, timers)
-  yield* writeEmittedEvents(context.names, context.projectId, emitted)
+  yield* (context.emit ? context.emit(emitted) : context.outbox.emit(context.projectId, emitted))
   return emitted.length
 })
 
@@ -311,15 +320,19 @@ const setTimers = Effect.fnUntraced(function*(
 ) {
   if (timers.length === 0) return
   const sql = yield* SqlClient.SqlClient
+  const { lanes } = context.outbox
+  // Fired by whoever leases the contact's lane.
+  const rows = timers.map((timer) => ({ ...timer, partition: lanes.partitionOf(context.projectId, lanes.laneOf(timer.contactId)) }))
   yield* sql`
     INSERT INTO timers (contact_id, id, project_id, partition, due_at)
-    SELECT (x->>'contactId')::uuid, (x->>'id')::uuid, ${context.projectId}, ${context.partition}, (x->>'dueAt')::timestamptz
-    FROM jsonb_array_elements(${JSON.stringify(timers)}::jsonb) x
+    SELECT (x->>'contactId')::uuid, (x->>'id')::uuid, ${context.projectId}, (x->>'partition')::int, (x->>'dueAt')::timestamptz
+    FROM jsonb_array_elements(${JSON.stringify(rows)}::jsonb) x
     ON CONFLICT (contact_id) DO UPDATE SET due_at = EXCLUDED.due_at, id = EXCLUDED.id
       WHERE EXCLUDED.due_at < timers.due_at`
 })
 
 export const writeMembershipChanges = Effect.fnUntraced(function*(
+  lanes: Lanes,
   projectId: string,
   entries: ReadonlyArray<{ segmentId: string; contactId: string; at: string }>,
   exits: ReadonlyArray<{ segmentId: string; contactId: string; at: string }>
@@ -339,15 +352,36 @@ export const writeMembershipChanges = Effect.fnUntraced(function*(
       FROM jsonb_to_recordset(${JSON.stringify(exits)}::jsonb) AS x("segmentId" uuid, "contactId" uuid, at timestamptz)
       WHERE m.segment_id = x."segmentId" AND m.contact_id = x."contactId" AND m.exited_at IS NULL`
   }
-  const delta = new Map<string, number>()
-  for (const entry of entries) delta.set(entry.segmentId, (delta.get(entry.segmentId) ?? 0) + 1)
-  for (const exit of exits) delta.set(exit.segmentId, (delta.get(exit.segmentId) ?? 0) - 1)
-  const changed = [...delta].filter(([, n]) => n !== 0).map(([id, n]) => ({ id, n }))
-  if (changed.length > 0) {
-    yield* sql`
-      UPDATE segments s SET member_count = GREATEST(0, s.member_count + (x->>'n')::int)
-      FROM jsonb_array_elements(${JSON.stringify(changed)}::jsonb) x WHERE s.id = (x->>'id')::uuid`
+  yield* addMemberCounts(lanes, [
+    ...entries.map((entry) => ({ segmentId: entry.segmentId, contactId: entry.contactId, n: 1 })),
+    ...exits.map((exit) => ({ segmentId: exit.segmentId, contactId: exit.contactId, n: -1 }))
+  ])
+})
+
+/**
+ * Adds membership changes to each lane's share of the segments' counts (segment_counts): a lane only
+ * writes its own rows, so lanes on different workers never wait for each other on a counter.
+ */
+export const addMemberCounts = Effect.fnUntraced(function*(
+  lanes: Lanes,
+  changes: ReadonlyArray<{ readonly segmentId: string; readonly contactId: string; readonly n: number }>
+) {
+  const delta = new Map<string, { segmentId: string; lane: number; n: number }>()
+  for (const change of changes) {
+    const lane = lanes.laneOf(change.contactId)
+    const key = `${change.segmentId}/${lane}`
+    const entry = delta.get(key)
+    if (entry) entry.n += change.n
+    else delta.set(key, { segmentId: change.segmentId, lane, n: change.n })
   }
+  const changed = [...delta.values()].filter((entry) => entry.n !== 0).sort((a, b) =>
+    a.segmentId < b.segmentId ? -1 : a.segmentId > b.segmentId ? 1 : a.lane - b.lane)
+  if (changed.length === 0) return
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`
+    INSERT INTO segment_counts (segment_id, lane, members)
+    SELECT x."segmentId", x.lane, x.n FROM jsonb_to_recordset(${JSON.stringify(changed)}::jsonb) AS x("segmentId" uuid, lane int, n int)
+    ON CONFLICT (segment_id, lane) DO UPDATE SET members = segment_counts.members + EXCLUDED.members`
 })
 
 export const BACKFILL_CHUNK = 5_000
@@ -372,16 +406,16 @@ export const backfillChunk = Effect.fnUntraced(function*(
     SELECT c.id, c.email, ${compileConditionSql(sql, def.condition, clock)} AS matches,
            EXISTS (SELECT 1 FROM segment_memberships m WHERE m.segment_id = ${def.id} AND m.contact_id = c.id AND m.exited_at IS NULL) AS member
     FROM contacts c
-    WHERE c.project_id = ${context.projectId} AND c.id > ${cursor}::uuid
+    WHERE c.project_id = ${context.projectId} AND c.id > ${cursor}::uuid AND ${inLane(sql, context, "c.id")}
     ORDER BY c.id
     LIMIT ${limit}`
   const at = new Date(clock).toISOString()
   const entries = chunk.filter((row) => row.matches && !row.member).map((row) => ({ segmentId: def.id, contactId: row.id, at }))
   const exits = chunk.filter((row) => !row.matches && row.member).map((row) => ({ segmentId: def.id, contactId: row.id, at }))
-  yield* writeMembershipChanges(context.projectId, entries, exits)
+  yield* writeMembershipChanges(context.outbox.lanes, context.projectId, entries, exits)
   if (emit && def.trackMembership) {
     const emails = new Map(chunk.map((row) => [row.id, row.email]))
-    yield* writeEmittedEvents(context.names, context.projectId, [
+    yield* context.outbox.emit(context.projectId, [
       ...entries.map((e) => ({ ...e, kind: "entry" })),
       ...exits.map((e) => ({ ...e, kind: "exit" }))
     ].map((change) => ({
@@ -417,13 +451,38 @@ export const backfillChunk = Effect.fnUntraced(function*(
     yield* evaluateChanges(context, segments, changes, clock)
   }
   if (chunk.length < limit) {
-    // Done — unless another recompute was requested meanwhile (then the next reload starts over).
-    const done = yield* sql`UPDATE segments SET backfilled_version = GREATEST(backfilled_version, ${def.version})
-                            WHERE id = ${def.id} AND backfill_generation = ${generation} RETURNING id`
-    if (done.length > 0) segments.populated.add(def.id)
+    yield* backfillDone(context, segments, def, generation)
     return undefined
   }
   return chunk[chunk.length - 1]!.id
+})
+
+/**
+ * A lane went through all its contacts: recorded for the lane, and when every lane has done this
+ * version and generation, on the segment (backfilled_version) — unless another recompute was requested
+ * meanwhile (then the next reload starts over).
+ */
+const backfillDone = Effect.fnUntraced(function*(context: SegmentContext, segments: ProjectSegments, def: SegmentDef, generation: number) {
+  const sql = yield* SqlClient.SqlClient
+  if (context.lane === undefined) {
+    const done = yield* sql`UPDATE segments SET backfilled_version = GREATEST(backfilled_version, ${def.version})
+                            WHERE id = ${def.id} AND backfill_generation = ${generation} RETURNING id`
+    if (done.length > 0) segments.populated.add(def.id)
+    return
+  }
+  // Lanes finishing together take turns here, so the last one sees every other lane's record (NO KEY:
+  // lanes hold KEY SHARE on the segment through their segment_counts rows).
+  yield* sql`SELECT 1 FROM segments WHERE id = ${def.id} FOR NO KEY UPDATE`
+  yield* sql`
+    INSERT INTO segment_backfills (segment_id, lane, version, generation) VALUES (${def.id}, ${context.lane}, ${def.version}, ${generation})
+    ON CONFLICT (segment_id, lane) DO UPDATE SET version = EXCLUDED.version, generation = EXCLUDED.generation`
+  segments.populated.add(def.id)
+  // Each lane checks after recording its own part, so the last lane to finish (whichever it is) sees all.
+  yield* sql`
+    UPDATE segments s SET backfilled_version = GREATEST(s.backfilled_version, ${def.version})
+    WHERE s.id = ${def.id} AND s.backfill_generation = ${generation} AND s.version = ${def.version}
+      AND (SELECT count(*) FROM segment_backfills b
+           WHERE b.segment_id = s.id AND b.version >= ${def.version} AND b.generation >= ${generation}) >= ${context.outbox.lanes.count}`
 })
 
 /** Where a backfill is, and how it is narrowing down a contact it cannot evaluate. */
@@ -455,7 +514,8 @@ export const narrowBackfill = <E>(context: SegmentContext, job: BackfillCursor, 
     if ((job.strikes ?? 0) + 1 >= MAX_STRIKES) return yield* Effect.failCause(cause)
     const sql = yield* SqlClient.SqlClient
     const [contact] = yield* sql<{ id: string }>`
-      SELECT id FROM contacts WHERE project_id = ${context.projectId} AND id > ${job.cursor}::uuid ORDER BY id LIMIT 1`
+      SELECT id FROM contacts WHERE project_id = ${context.projectId} AND id > ${job.cursor}::uuid AND ${inLane(sql, context, "id")}
+      ORDER BY id LIMIT 1`
     if (!contact) return yield* Effect.failCause(cause)
     // The contact keeps its membership as it was; the segment's other contacts go on.
     yield* setAsideLogged("segment backfill", { projectId: context.projectId, segmentId: job.segmentId, contactId: contact.id }, reasonOf(cause), cause)

@@ -28,7 +28,7 @@ import { type CampaignRow, dropQueuedMail } from "../store/Campaigns.ts"
 import { compileConditionSql } from "../store/conditionSql.ts"
 import { queueEmails } from "../store/Emails.ts"
 import type { Projects } from "../store/Projects.ts"
-import type { StreamNames } from "../stream/subjects.ts"
+import type { Outbox } from "../stream/Outbox.ts"
 
 /** Contacts frozen into the audience per step (ids only: cheap). */
 export const RESOLVE_PAGE = 5_000
@@ -39,8 +39,7 @@ const renderer = makeRenderer()
 
 export interface FanoutContext {
   readonly projectId: string
-  readonly names: StreamNames
-  readonly partitions: number
+  readonly outbox: Outbox["Service"]
   readonly publicUrl: string
   readonly projects: Projects["Service"]
 }
@@ -86,10 +85,7 @@ export const campaignStep = Effect.fnUntraced(function*(context: FanoutContext, 
 
   const [after] = yield* sql<{ resolved: boolean; queued: boolean }>`SELECT resolved, queued FROM campaigns WHERE id = ${campaignId}`
   if (after && !after.queued) {
-    yield* sql`
-      INSERT INTO outbox (id, subject, payload)
-      VALUES (${uuidv7()}, ${context.names.inSubject(context.projectId, "command")},
-              ${JSON.stringify({ kind: "command", projectId: context.projectId, commandId: uuidv7(), type: "campaignStep", campaignId })}::jsonb)`
+    yield* context.outbox.append([{ kind: "command", projectId: context.projectId, commandId: uuidv7(), type: "campaignStep", campaignId }])
     return { queued, continued: true }
   }
   yield* completeCampaigns(sql, [campaignId])
@@ -200,7 +196,7 @@ const queuePage = Effect.fnUntraced(function*(
       WHERE r.campaign_id = ${campaign.id} AND r.contact_id = x.contact_id`
     yield* sql`UPDATE campaigns SET failed_count = failed_count + ${failed.length} WHERE id = ${campaign.id}`
   }
-  yield* queueEmails(sql, context.names, context.partitions, campaign.project_id, emails)
+  yield* queueEmails(sql, context.outbox, campaign.project_id, emails)
   if (emails.length > 0) {
     yield* sql`
       UPDATE campaign_recipients r SET email_id = x.email_id

@@ -18,6 +18,8 @@ export interface RateDecision {
 
 interface Pending {
   readonly projectId: string
+  /** Requests this check counts for (a batch of events counts one per event). */
+  readonly count: number
   readonly windowStart: number
   readonly decision: Deferred.Deferred<RateDecision>
 }
@@ -25,7 +27,8 @@ interface Pending {
 const WINDOW_MS = 60_000
 
 export class RateLimiter extends Context.Service<RateLimiter, {
-  readonly check: (projectId: string) => Effect.Effect<RateDecision>
+  /** Counts `count` requests (default 1) against the project's window and says whether they fit. */
+  readonly check: (projectId: string, count?: number) => Effect.Effect<RateDecision>
 }>()("app/http/RateLimiter") {
   static readonly layer = Layer.effect(
     RateLimiter,
@@ -46,7 +49,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
           const rows = [...groups.values()].map((group) => ({
             project_id: group[0]!.projectId,
             window_start: new Date(group[0]!.windowStart).toISOString(),
-            count: group.length
+            count: group.reduce((sum, item) => sum + item.count, 0)
           }))
           const counted = yield* sql<{ project_id: string; window_start: Date; count: number }>`
             INSERT INTO rate_limit_windows (project_id, window_start, count)
@@ -59,10 +62,11 @@ export class RateLimiter extends Context.Service<RateLimiter, {
             const group = groups.get(`${row.project_id}|${new Date(row.window_start).getTime()}`)
             if (!group) continue
             const resetSeconds = Math.max(1, Math.ceil((group[0]!.windowStart + WINDOW_MS - now) / 1000))
-            // The batch took positions count-n+1 .. count in this window, in arrival order.
-            let position = row.count - group.length
+            // The batch took positions count-n+1 .. count in this window, in arrival order; an item
+            // counting for k requests takes k positions and is allowed if its last one is.
+            let position = row.count - group.reduce((sum, item) => sum + item.count, 0)
             for (const item of group) {
-              position++
+              position += item.count
               yield* Deferred.succeed(item.decision, {
                 allowed: position <= limit,
                 limit,
@@ -92,13 +96,13 @@ export class RateLimiter extends Context.Service<RateLimiter, {
         )
       }
 
-      const check = (projectId: string): Effect.Effect<RateDecision> =>
+      const check = (projectId: string, count = 1): Effect.Effect<RateDecision> =>
         limit <= 0
           ? Effect.succeed({ allowed: true, limit: 0, remaining: 0, resetSeconds: 0 })
           : Effect.gen(function*() {
             const decision = yield* Deferred.make<RateDecision>()
             const windowStart = Math.floor(Date.now() / WINDOW_MS) * WINDOW_MS
-            yield* Queue.offer(queue, { projectId, windowStart, decision })
+            yield* Queue.offer(queue, { projectId, count, windowStart, decision })
             return yield* Deferred.await(decision)
           })
 

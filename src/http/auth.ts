@@ -15,6 +15,8 @@ import { enforceRateLimit } from "./rateLimited.ts"
 import { RateLimiter } from "./RateLimiter.ts"
 import { DashboardSessions } from "./session.ts"
 
+export { enforceRateLimit } from "./rateLimited.ts"
+
 const makeKeyCheck = Effect.fnUntraced(function*(required: KeyKind) {
   const projects = yield* Projects
   const rateLimiter = yield* RateLimiter
@@ -31,7 +33,7 @@ const makeKeyCheck = Effect.fnUntraced(function*(required: KeyKind) {
         return yield* ApiError.invalidApiKey(
           required === "public"
             ? "This endpoint takes the project's public key (pk_); the secret key is rejected here"
-            : "This endpoint takes the project's secret key (sk_); the public key only works on /v1/track"
+            : "This endpoint takes the project's secret key (sk_); the public key only works on /v1/track and /v1/track/batch"
         )
       }
       return yield* admit(rateLimiter, auth.project, httpEffect)
@@ -53,7 +55,7 @@ const admit = <E, R>(
 ) =>
   Effect.gen(function*() {
       if (project.disabled) return yield* projectDisabled
-      yield* enforceRateLimit(rateLimiter, project.id, "project")
+      yield* enforceRateLimit(yield* rateLimiter.check(project.id))
       return yield* Effect.provideService(httpEffect, CurrentProject, project)
     })
 

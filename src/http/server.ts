@@ -7,6 +7,7 @@ import { createServer, type ServerResponse } from "node:http"
 import { AppConfig } from "../config.ts"
 import { Api } from "./api/Api.ts"
 import { PublicKeyAuthLive, SecretKeyAuthLive } from "./auth.ts"
+import { DashboardRoutes } from "./dashboard.ts"
 import { GatewayLive } from "./gateway.ts"
 import { ContactsHandlers } from "./handlers/contacts.ts"
 import { EventsHandlers } from "./handlers/events.ts"
@@ -57,6 +58,7 @@ const Routes = Layer.mergeAll(
   ApiRoutes,
   SesWebhookRoute.pipe(Layer.provide(Notifications.layer)),
   HttpApiScalar.layer(Api, { path: "/docs" }),
+  DashboardRoutes,
   GatewayLive
 )
 

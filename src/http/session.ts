@@ -113,7 +113,7 @@ export const SessionAuthLive = Layer.effect(
         Effect.gen(function*() {
           const signedIn = yield* sessions.resolve(Redacted.value(credential))
           // RATE_LIMIT_PER_MINUTE applies per dashboard user too (their id is the key).
-          yield* enforceRateLimit(rateLimiter, signedIn.user.id, "user")
+          yield* enforceRateLimit(yield* rateLimiter.check(signedIn.user.id), "", "user")
           return yield* Effect.provideService(httpEffect, CurrentUser, signedIn)
         })) as any
     })

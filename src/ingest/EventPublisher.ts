@@ -7,25 +7,12 @@
 import { Context, Data, Duration, Effect, Layer } from "effect"
 import { uuidv7 } from "../domain/ids.ts"
 import { makeGroupCommit } from "../lib/GroupCommit.ts"
+import { AppConfig } from "../config.ts"
+import { laneSubject, makeLanes } from "../stream/lanes.ts"
+import type { TrackedEvent } from "../stream/messages.ts"
 import { Nats } from "../stream/Nats.ts"
 
-/** One tracked event as the actor receives it. */
-export interface TrackedEvent {
-  readonly eventId: string
-  readonly contactId: string
-  /** The api created the contact for this event (so the actor evaluates it against every segment). */
-  readonly contactCreated?: boolean
-  readonly email: string
-  readonly name: string
-  /** Explicit subscription from the request (null: keep). */
-  readonly subscribed: boolean | null
-  /** Custom data to store on the contact, and keys to delete from it. */
-  readonly set: Readonly<Record<string, unknown>>
-  readonly remove: ReadonlyArray<string>
-  /** Everything the event carries (stored and non-persistent values). */
-  readonly data: Readonly<Record<string, unknown>>
-  readonly at: string
-}
+export type { TrackedEvent } from "../stream/messages.ts"
 
 export interface TrackEnvelope {
   readonly kind: "track"
@@ -43,13 +30,13 @@ const ENVELOPE_BYTES = 256 * 1024
  * The project's events in envelopes of at most `maxBytes` (one event alone may exceed it: requests
  * are capped at 1 MiB, so it still fits the server's limit), in order.
  */
-export const envelopesOf = (projectId: string, events: ReadonlyArray<TrackedEvent>, maxBytes: number) => {
-  const out: Array<{ readonly projectId: string; readonly json: string }> = []
+export const envelopesOf = (projectId: string, lane: number, events: ReadonlyArray<TrackedEvent>, maxBytes: number) => {
+  const out: Array<{ readonly projectId: string; readonly lane: number; readonly json: string }> = []
   let current: Array<string> = []
   let bytes = 0
   const close = () => {
     if (current.length === 0) return
-    out.push({ projectId, json: `{"kind":"track","projectId":${JSON.stringify(projectId)},"events":[${current.join(",")}]}` })
+    out.push({ projectId, lane, json: `{"kind":"track","projectId":${JSON.stringify(projectId)},"events":[${current.join(",")}]}` })
     current = []
     bytes = 0
   }
@@ -71,23 +58,28 @@ export class EventPublisher extends Context.Service<EventPublisher, {
     EventPublisher,
     Effect.gen(function*() {
       const nats = yield* Nats
+      const config = yield* AppConfig
+      const lanes = makeLanes(config.lanesPerProject, config.partitions)
       // Well under the server's max payload (1 MiB by default), whatever it is configured to.
       const maxEnvelopeBytes = () => Math.min(ENVELOPE_BYTES, (nats.connection.info?.max_payload ?? 1024 * 1024) / 2)
 
       const publishBatch = (items: ReadonlyArray<{ projectId: string; event: TrackedEvent }>) =>
         Effect.gen(function*() {
-          const byProject = new Map<string, Array<TrackedEvent>>()
+          // One envelope per lane of a project: each lane's actor gets its contacts' events, in order.
+          const byLane = new Map<string, { projectId: string; lane: number; events: Array<TrackedEvent> }>()
           for (const { projectId, event } of items) {
-            const events = byProject.get(projectId)
-            if (events) events.push(event)
-            else byProject.set(projectId, [event])
+            const lane = lanes.laneOf(event.contactId)
+            const key = `${projectId}/${lane}`
+            const group = byLane.get(key)
+            if (group) group.events.push(event)
+            else byLane.set(key, { projectId, lane, events: [event] })
           }
-          const envelopes = [...byProject].flatMap(([projectId, events]) =>
-            envelopesOf(projectId, events, maxEnvelopeBytes()))
+          const envelopes = [...byLane.values()].flatMap(({ projectId, lane, events }) =>
+            envelopesOf(projectId, lane, events, maxEnvelopeBytes()))
           yield* Effect.forEach(envelopes, (envelope) =>
             Effect.tryPromise({
               try: () =>
-                nats.js.publish(nats.names.inSubject(envelope.projectId, "track"), envelope.json, {
+                nats.js.publish(laneSubject(nats.prefix, lanes, envelope.projectId, envelope.lane, "track"), envelope.json, {
                   msgID: uuidv7(),
                   timeout: Duration.toMillis(PUBLISH_TIMEOUT)
                 }),

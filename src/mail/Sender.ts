@@ -23,8 +23,8 @@ import { AppConfig } from "../config.ts"
 import { type Attachment, type EmailContent, type EmailRow, emailEventData, summaryColumns, toEmailRecord } from "../store/Emails.ts"
 import { Domains, type SigningKey } from "../store/Domains.ts"
 import { Projects } from "../store/Projects.ts"
-import { writeEmittedEvents } from "../stream/emitted.ts"
-import { partitionOf, type StreamNames } from "../stream/subjects.ts"
+import { OWNER_LANE } from "../stream/lanes.ts"
+import type { Outbox } from "../stream/Outbox.ts"
 import { isolateRow, reasonOf, storableReason } from "../lib/isolation.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import { completeCampaigns } from "../campaigns/fanout.ts"
@@ -89,8 +89,7 @@ export const composeMessage = (row: EmailRow, content: EmailContent, key: Parsed
 })
 
 export const makeSender = (options: {
-  readonly names: StreamNames
-  readonly partitions: number
+  readonly outbox: Outbox["Service"]
   readonly isOwned: (partition: number) => boolean
   readonly wakeRelay: Effect.Effect<void>
 }) =>
@@ -207,7 +206,7 @@ export const makeSender = (options: {
           byProject.set(row.project_id, list)
         }
         for (const [projectId, sent] of byProject) {
-          yield* writeEmittedEvents(options.names, projectId, sent.map((row) => ({
+          yield* options.outbox.emit(projectId, sent.map((row) => ({
             name: "email.sent",
             contactId: row.contact_id!,
             email: row.to_email,
@@ -277,7 +276,8 @@ export const makeSender = (options: {
      */
     const lane = (projectId: string, loop: ProjectLoop) =>
       Effect.gen(function*() {
-        const partition = partitionOf(projectId, options.partitions)
+        // The project's sender runs where its owner lane is leased: one throttle per project.
+        const partition = options.outbox.lanes.partitionOf(projectId, OWNER_LANE)
         while (options.isOwned(partition)) {
           loop.dirty = false
           const rate = yield* rateOf(projectId)

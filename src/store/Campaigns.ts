@@ -5,12 +5,12 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { AppConfig } from "../config.ts"
 import type { Condition } from "../domain/conditions/types.ts"
 import { conditionReads } from "../domain/conditions/validate.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { isolateRow } from "../lib/isolation.ts"
-import { partitionOf, streamNames } from "../stream/subjects.ts"
+import { OWNER_LANE } from "../stream/lanes.ts"
+import { Outbox } from "../stream/Outbox.ts"
 import { pagedList, type SortedPage } from "./pagedList.ts"
 import type { TemplateType } from "./Templates.ts"
 
@@ -185,22 +185,18 @@ export class Campaigns extends Context.Service<Campaigns, {
     Campaigns,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const config = yield* AppConfig
-      const names = streamNames(config.natsPrefix, config.partitions)
+      const outbox = yield* Outbox
 
-      /** The command that makes the project's actor take the campaign's next fan-out step. */
-      const stepCommand = (projectId: string, campaignId: string) => ({
-        id: uuidv7(),
-        subject: names.inSubject(projectId, "command"),
-        payload: JSON.stringify({ kind: "command", projectId, commandId: uuidv7(), type: "campaignStep", campaignId })
-      })
+      /** The command that makes the project's owner lane take the campaign's next fan-out step. */
+      const stepCommand = (projectId: string, campaignId: string) =>
+        outbox.rowsOf([{ kind: "command", projectId, commandId: uuidv7(), type: "campaignStep", campaignId }])[0]!
 
       const create = Effect.fn("Campaigns.create")(function*(projectId: string, input: CampaignInput) {
         const now = new Date().toISOString()
         const [row] = yield* sql<CampaignRow>`
           INSERT INTO campaigns (id, project_id, partition, name, description, subject, body, from_email, from_name, reply_to,
                                  type, audience_type, segment_id, audience_condition, created_at, updated_at)
-          VALUES (${uuidv7()}, ${projectId}, ${partitionOf(projectId, config.partitions)}, ${input.name}, ${input.description},
+          VALUES (${uuidv7()}, ${projectId}, ${outbox.lanes.partitionOf(projectId, OWNER_LANE)}, ${input.name}, ${input.description},
                   ${input.subject}, ${input.body}, ${input.from}, ${input.fromName}, ${input.replyTo}, ${input.type},
                   ${input.audienceType}, ${input.segmentId}, ${input.audienceCondition === null ? null : JSON.stringify(input.audienceCondition)}::jsonb,
                   ${now}, ${now})

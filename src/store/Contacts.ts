@@ -9,7 +9,7 @@ import { AppConfig } from "../config.ts"
 import { type DataPatch, type FieldType, inferFieldTypes, MAX_CONTACT_DATA_BYTES } from "../domain/customData.ts"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
 import { decodeCursor, encodeCursor } from "./cursor.ts"
-import { streamNames } from "../stream/subjects.ts"
+import { Outbox } from "../stream/Outbox.ts"
 
 export interface Contact {
   readonly id: string
@@ -38,13 +38,6 @@ export interface UpsertInput {
    */
   readonly newContactBaseline?: boolean | undefined
   /** Further messages committed with the write (e.g. the tracked event); `contactId` and `email` are added. */
-  readonly alsoPublish?: ReadonlyArray<OutboxMessage> | undefined
-}
-
-export interface OutboxMessage {
-  readonly id: string
-  readonly subject: string
-  readonly payload: Record<string, unknown>
 }
 
 export interface UpsertResult {
@@ -185,8 +178,7 @@ export class Contacts extends Context.Service<Contacts, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const config = yield* AppConfig
-      const names = streamNames(config.natsPrefix, config.partitions)
-      const subjectOf = (projectId: string) => names.inSubject(projectId, "contact")
+      const outbox = yield* Outbox
 
       const fieldTypesJson = (patch: DataPatch) => JSON.stringify(inferFieldTypes(patch.set))
       /** The `patched` row keeps within the contact data limit (or does not grow). */
@@ -241,10 +233,8 @@ export class Contacts extends Context.Service<Contacts, {
             WHERE EXISTS (SELECT 1 FROM up)
             ON CONFLICT DO NOTHING
           ), change AS (
-            -- One INSERT for the change and any messages riding along, ordered so seq follows ord.
             INSERT INTO outbox (id, subject, payload)
-            SELECT id, subject, payload FROM (
-              SELECT 0 AS ord, ${uuidv7()}::uuid AS id, ${subjectOf(input.projectId)}::text AS subject, jsonb_build_object(
+            SELECT ${uuidv7()}::uuid, ${outbox.contactSubjectSql(input.projectId, "up.id", "contact")}, jsonb_build_object(
                 'kind', 'contact',
                 'type', CASE WHEN up.inserted THEN 'contact.created' ELSE 'contact.updated' END,
                 'projectId', ${input.projectId}::text,
@@ -256,14 +246,8 @@ export class Contacts extends Context.Service<Contacts, {
                 'removedKeys', ${remove}::jsonb,
                 'contact', jsonb_build_object('id', up.id, 'email', up.email, 'subscribed', up.subscribed,
                                               'createdAt', up.created_at, 'updatedAt', up.updated_at)
-              ) AS payload
-              FROM up
-              UNION ALL
-              SELECT 1 + e.ordinality, (e.value->>'id')::uuid, e.value->>'subject',
-                     (e.value->'payload') || jsonb_build_object('contactId', up.id, 'email', up.email)
-              FROM up, jsonb_array_elements(${JSON.stringify(input.alsoPublish ?? [])}::jsonb) WITH ORDINALITY e
-            ) messages
-            ORDER BY ord
+              )
+            FROM up
           )
           SELECT *, false AS too_large FROM up
           UNION ALL
@@ -331,7 +315,7 @@ export class Contacts extends Context.Service<Contacts, {
             ON CONFLICT DO NOTHING
           ), change AS (
             INSERT INTO outbox (id, subject, payload)
-            SELECT ${uuidv7()}, ${subjectOf(projectId)}, jsonb_build_object(
+            SELECT ${uuidv7()}, ${outbox.contactSubjectSql(projectId, "up.id", "contact")}, jsonb_build_object(
               'kind', 'contact',
               'type', 'contact.updated',
               'projectId', ${projectId}::text,
@@ -367,7 +351,7 @@ export class Contacts extends Context.Service<Contacts, {
             RETURNING id, email, subscribed
           ), change AS (
             INSERT INTO outbox (id, subject, payload)
-            SELECT ${uuidv7()}, ${subjectOf(projectId)}, jsonb_build_object(
+            SELECT ${uuidv7()}, ${outbox.contactSubjectSql(projectId, "gone.id", "contact")}, jsonb_build_object(
               'kind', 'contact', 'type', 'contact.deleted', 'projectId', ${projectId}::text,
               'contactId', gone.id, 'source', 'api.contacts', 'at', ${now}::text,
               'contact', jsonb_build_object('id', gone.id, 'email', gone.email, 'subscribed', gone.subscribed))
@@ -507,8 +491,7 @@ export class Contacts extends Context.Service<Contacts, {
           yield* sql`DELETE FROM contact_fields
                      WHERE project_id = ${projectId} AND (key = ${key} OR key LIKE ${`${escapeLike(key)}.%`})`
           // One message for the whole project rather than one per contact: consumers re-read as needed.
-          yield* sql`INSERT INTO outbox (id, subject, payload) VALUES (${uuidv7()}, ${subjectOf(projectId)},
-            ${JSON.stringify({ kind: "contact", type: "contact.field_deleted", projectId, field, at: now })}::jsonb)`
+          yield* outbox.append([{ kind: "contact", type: "contact.field_deleted", projectId, field, at: now }])
           return updated[0]?.n ?? 0
         }))
       })

@@ -8,12 +8,13 @@
  * about the contact would take: the contact's messages stay in stream order. Replaying is safe to
  * repeat: events keep their ids (stored once), so only what did not apply the first time takes effect.
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import { storableProblem } from "../domain/storable.ts"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
-import { type InKind, streamNames } from "../stream/subjects.ts"
+import { InMessage } from "../stream/messages.ts"
+import { Outbox } from "../stream/Outbox.ts"
 
 export interface DeadLetterSummary {
   readonly kind: string | null
@@ -94,7 +95,6 @@ const toDeadLetter = (row: Row): DeadLetter => ({
   createdAt: new Date(row.created_at).toISOString()
 })
 
-const IN_KINDS: ReadonlySet<string> = new Set<InKind>(["track", "contact", "command", "timer", "event", "email", "workflow"])
 
 export class DeadLetters extends Context.Service<DeadLetters, {
   readonly list: (projectId: string, query: {
@@ -112,7 +112,8 @@ export class DeadLetters extends Context.Service<DeadLetters, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const config = yield* AppConfig
-      const names = streamNames(config.natsPrefix, config.partitions)
+      const outbox = yield* Outbox
+      const decodeInMessage = Schema.decodeUnknownOption(InMessage)
 
       const list = Effect.fn("DeadLetters.list")(function*(projectId: string, query: {
         readonly limit: number
@@ -148,12 +149,17 @@ export class DeadLetters extends Context.Service<DeadLetters, {
         return row ? { ...toDeadLetter(row), payload: parse(row.payload) ?? row.payload } : undefined
       })
 
-      /** The subject a letter goes back to: its own, or its project's partition of IN for its kind. */
-      const subjectOf = (row: Row, body: Record<string, unknown>): string | undefined => {
-        if (row.subject) return row.subject
-        return typeof body.kind === "string" && IN_KINDS.has(body.kind)
-          ? names.inSubject(String(body.projectId), body.kind as InKind)
-          : undefined
+      /**
+       * Puts a letter back on its way: a stream IN message through the outbox (so it is routed to its
+       * lane as today's rules say, whatever subject it had), an OUT event to its own subject.
+       */
+      const requeue = (row: Row, body: unknown) => {
+        const message = decodeInMessage(body)
+        if (message._tag === "Some") return Effect.as(outbox.append([message.value]), true)
+        if (row.subject?.startsWith(`${config.natsPrefix}.out.`)) {
+          return Effect.as(sql`INSERT INTO outbox (id, subject, payload) VALUES (${uuidv7()}, ${row.subject}, ${row.payload}::jsonb)`, true)
+        }
+        return Effect.succeed(false)
       }
 
       const replay = Effect.fn("DeadLetters.replay")(function*(projectId: string, id: string) {
@@ -167,9 +173,7 @@ export class DeadLetters extends Context.Service<DeadLetters, {
           if (typeof body !== "object" || body === null || (body as { projectId?: unknown }).projectId !== projectId) return "unreadable" as const
           // What Postgres (and so the outbox) cannot hold can never be applied either.
           if (storableProblem(body, Number.MAX_SAFE_INTEGER) !== undefined) return "unreadable" as const
-          const subject = subjectOf(row, body as Record<string, unknown>)
-          if (!subject) return "unreadable" as const
-          yield* sql`INSERT INTO outbox (id, subject, payload) VALUES (${uuidv7()}, ${subject}, ${row.payload}::jsonb)`
+          if (!(yield* requeue(row, body))) return "unreadable" as const
           const [updated] = yield* sql<Row>`
             UPDATE dead_letters SET replays = replays + 1, replayed_at = now() WHERE id = ${id}
             RETURNING id, source, error, subject, partition, seq, payload, replays, replayed_at, created_at`

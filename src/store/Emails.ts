@@ -7,8 +7,8 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
-import { writeEmittedEvents } from "../stream/emitted.ts"
-import { partitionOf, type StreamNames, streamNames } from "../stream/subjects.ts"
+import { OWNER_LANE } from "../stream/lanes.ts"
+import { Outbox } from "../stream/Outbox.ts"
 
 export type EmailType = "TRANSACTIONAL" | "MARKETING"
 
@@ -174,14 +174,14 @@ export const emailEventData = (email: EmailRecord, extra: Record<string, unknown
  */
 export const queueEmails = (
   sql: SqlClient.SqlClient,
-  names: StreamNames,
-  partitions: number,
+  outbox: Outbox["Service"],
   projectId: string,
   emails: ReadonlyArray<NewEmail>
 ) =>
   Effect.gen(function*() {
     if (emails.length === 0) return
-    const partition = partitionOf(projectId, partitions)
+    // The project's sender runs where its owner lane is (one throttle per project).
+    const partition = outbox.lanes.partitionOf(projectId, OWNER_LANE)
     const rows = emails.map((email) => ({
       ...email,
       priority: email.type === "TRANSACTIONAL" && !email.campaignId && !email.workflowId ? 0 : 1,
@@ -198,10 +198,7 @@ export const queueEmails = (
         id uuid, partition int, "contactId" uuid, "to" text, "toName" text, "from" text, "fromName" text,
         "replyTo" text, subject text, html text, headers jsonb, attachments jsonb, type text, priority smallint,
         "templateId" uuid, "campaignId" uuid, "workflowId" uuid, "messageId" text)`
-    yield* sql`
-      INSERT INTO outbox (id, subject, payload)
-      VALUES (${uuidv7()}, ${names.inSubject(projectId, "email")},
-              ${JSON.stringify({ kind: "email", projectId, emailIds: emails.map((email) => email.id) })}::jsonb)`
+    yield* outbox.append([{ kind: "email", projectId, emailIds: emails.map((email) => email.id) }])
   })
 
 export class Emails extends Context.Service<Emails, {
@@ -226,10 +223,9 @@ export class Emails extends Context.Service<Emails, {
     Emails,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const config = yield* AppConfig
-      const names = streamNames(config.natsPrefix, config.partitions)
+      const outbox = yield* Outbox
 
-      const enqueue = (projectId: string, emails: ReadonlyArray<NewEmail>) => queueEmails(sql, names, config.partitions, projectId, emails)
+      const enqueue = (projectId: string, emails: ReadonlyArray<NewEmail>) => queueEmails(sql, outbox, projectId, emails)
 
       const get = Effect.fn("Emails.get")(function*(projectId: string, id: string) {
         const rows = yield* sql<EmailRow>`SELECT ${sql.literal(summaryColumns())} FROM emails WHERE project_id = ${projectId} AND id = ${id}`
@@ -277,7 +273,7 @@ export class Emails extends Context.Service<Emails, {
           }
           const recorded = kind === "click" || (kind === "open" ? row.open_due : first)
           if (row.contact_id && recorded) {
-            yield* writeEmittedEvents(names, row.project_id, [{
+            yield* outbox.emit(row.project_id, [{
               name: step.event,
               contactId: row.contact_id,
               email: row.to_email,

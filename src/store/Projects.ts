@@ -3,14 +3,12 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
 import { uuidv7 } from "../domain/ids.ts"
+import type { Project } from "../domain/project.ts"
 
 export type KeyKind = "public" | "secret"
 
-export interface Project {
-  readonly id: string
-  readonly name: string
-  readonly disabled: boolean
-}
+/** The request-facing shape, defined in the domain so the HTTP contract can name it. */
+export type { Project }
 
 export interface AuthenticatedKey {
   readonly project: Project

@@ -5,9 +5,7 @@ import type { Condition } from "../domain/conditions/types.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { AppConfig } from "../config.ts"
 import { pgArray } from "../lib/pgArray.ts"
-import { writeEmittedEvents } from "../stream/emitted.ts"
-import { Nats } from "../stream/Nats.ts"
-import { streamNames } from "../stream/subjects.ts"
+import { Outbox, type OutboxRow } from "../stream/Outbox.ts"
 import { compileConditionSql } from "./conditionSql.ts"
 import { type Contact, toContact } from "./Contacts.ts"
 
@@ -59,7 +57,10 @@ export const toSegment = (row: SegmentRow): Segment => ({
 export const segmentSlug = (name: string): string =>
   name.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "") || "segment"
 
-const COLUMNS = "id, project_id, name, description, type, condition, track_membership, member_count, version, created_at, updated_at"
+/** memberCount: the api's own changes (member_count) plus each lane's share (segment_counts, written by the lanes' actors). */
+const COLUMNS = "id, project_id, name, description, type, condition, track_membership, " +
+  "GREATEST(0, member_count + COALESCE((SELECT sum(sc.members) FROM segment_counts sc WHERE sc.segment_id = segments.id), 0))::int AS member_count, " +
+  "version, created_at, updated_at"
 
 export class Segments extends Context.Service<Segments, {
   readonly create: (projectId: string, input: {
@@ -101,29 +102,15 @@ export class Segments extends Context.Service<Segments, {
     Segments,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const nats = yield* Nats
-      const config = yield* AppConfig
-      const names = streamNames(config.natsPrefix, config.partitions)
+      const outbox = yield* Outbox
 
       /**
-       * Tells the project's actor: the command is committed to the outbox with the change, then published
-       * at once (same Nats-Msg-Id, so the relay's copy is dropped) — a track accepted after the api
-       * answered is then behind the command in the stream.
+       * Tells every lane of the project (definitions are cached per lane): committed to the outbox with
+       * the change, then published at once after the commit (see Outbox.publishNow).
        */
-      const notifyActor = (projectId: string, command: Record<string, unknown>) => {
-        const commandId = uuidv7()
-        const subject = names.inSubject(projectId, "command")
-        const payload = JSON.stringify({ kind: "command", projectId, commandId, ...command })
-        return Effect.as(
-          sql`INSERT INTO outbox (id, subject, payload) VALUES (${commandId}, ${subject}, ${payload}::jsonb)`,
-          { id: commandId, subject, payload }
-        )
-      }
-      /** After the commit: publish now; on failure the outbox relay publishes it later. */
-      const publishNow = (command: { id: string; subject: string; payload: string } | undefined) =>
-        command === undefined
-          ? Effect.void
-          : Effect.ignore(Effect.tryPromise(() => nats.js.publish(command.subject, command.payload, { msgID: command.id, timeout: 3000 })))
+      const notifyActor = (projectId: string, command: { readonly type: "segmentsChanged" }) =>
+        outbox.append([{ kind: "command", projectId, commandId: uuidv7(), ...command }])
+      const publishNow = (rows: ReadonlyArray<OutboxRow> | undefined) => (rows === undefined ? Effect.void : outbox.publishNow(rows))
 
       const create = Effect.fn("Segments.create")(function*(projectId: string, input: {
         readonly name: string
@@ -216,24 +203,29 @@ export class Segments extends Context.Service<Segments, {
       })
 
       const refreshCount = Effect.fn("Segments.refreshCount")(function*(segment: Segment) {
-        const [count] = yield* sql<{ n: number }>`
-          SELECT count(*)::int AS n FROM contacts c WHERE c.project_id = ${segment.projectId} AND ${members(segment)}`
-        const rows = yield* sql<SegmentRow>`
-          UPDATE segments SET member_count = ${count?.n ?? 0} WHERE id = ${segment.id}
-          RETURNING ${sql.literal(COLUMNS)}`
-        return toSegment(rows[0]!)
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          // The lanes' shares are locked first, so no lane's change lands between the count and the reset.
+          yield* sql`SELECT 1 FROM segment_counts WHERE segment_id = ${segment.id} FOR UPDATE`
+          const [count] = yield* sql<{ n: number }>`
+            SELECT count(*)::int AS n FROM contacts c WHERE c.project_id = ${segment.projectId} AND ${members(segment)}`
+          yield* sql`DELETE FROM segment_counts WHERE segment_id = ${segment.id}`
+          const rows = yield* sql<SegmentRow>`
+            UPDATE segments SET member_count = ${count?.n ?? 0} WHERE id = ${segment.id}
+            RETURNING ${sql.literal(COLUMNS)}`
+          return toSegment(rows[0]!)
+        }))
       })
 
       /** segment.<slug>.entry|exit for a manual change of a tracked segment. */
       const emitMembership = (segment: Segment, kind: "entry" | "exit", contacts: ReadonlyArray<{ id: string; email: string }>) =>
         segment.trackMembership
-          ? writeEmittedEvents(names, segment.projectId, contacts.map((contact) => ({
+          ? outbox.emit(segment.projectId, contacts.map((contact) => ({
             name: `segment.${segmentSlug(segment.name)}.${kind}`,
             contactId: contact.id,
             email: contact.email,
             data: { segmentId: segment.id, segmentName: segment.name },
             at: new Date().toISOString()
-          }))).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+          })))
           : Effect.void
 
       /** Dynamic segments reading this one's membership are recomputed by the actor (with events). */
@@ -268,7 +260,7 @@ export class Segments extends Context.Service<Segments, {
                 RETURNING id, email, subscribed
               ), announce AS (
                 INSERT INTO outbox (id, subject, payload)
-                SELECT gen_random_uuid(), ${names.inSubject(segment.projectId, "contact")}, jsonb_build_object(
+                SELECT gen_random_uuid(), ${outbox.contactSubjectSql(segment.projectId, "ins.id", "contact")}, jsonb_build_object(
                   'kind', 'contact', 'type', 'contact.created', 'projectId', ${segment.projectId}::text, 'contactId', ins.id,
                   'source', 'api.segments', 'at', ${now}::text,
                   'contact', jsonb_build_object('id', ins.id, 'email', ins.email, 'subscribed', ins.subscribed, 'data', '{}'::jsonb))
@@ -305,7 +297,7 @@ export class Segments extends Context.Service<Segments, {
               AND c.project_id = ${segment.projectId}
               AND c.email = ANY(${pgArray([...new Set(emails)])}::text[])
             RETURNING c.id, c.email`
-          yield* sql`UPDATE segments SET member_count = GREATEST(0, member_count - ${exited.length}) WHERE id = ${segment.id}`
+          yield* sql`UPDATE segments SET member_count = member_count - ${exited.length} WHERE id = ${segment.id}`
           yield* emitMembership(segment, "exit", exited)
           if (exited.length > 0) yield* recomputeDependents(segment)
           const known = yield* sql<{ email: string }>`
@@ -316,8 +308,17 @@ export class Segments extends Context.Service<Segments, {
         }))
       })
 
+      /**
+       * Recorded on the segment (so a crash or a rebalance before it finishes does not lose it), then
+       * every lane recomputes its own contacts, emitting entry/exit.
+       */
       const requestCompute = (segment: Segment) =>
-        notifyActor(segment.projectId, { type: "computeSegment", segmentId: segment.id }).pipe(Effect.flatMap(publishNow))
+        sql.withTransaction(Effect.gen(function*() {
+          yield* sql`UPDATE segments SET backfilled_version = LEAST(backfilled_version, version - 1), backfill_emits = true,
+                                         backfill_generation = backfill_generation + 1
+                     WHERE id = ${segment.id} AND project_id = ${segment.projectId}`
+          return yield* notifyActor(segment.projectId, { type: "segmentsChanged" })
+        })).pipe(Effect.flatMap(publishNow))
 
       return Segments.of({ create, list, get, update, remove, contacts, refreshCount, requestCompute, addMembers, removeMembers })
     })

@@ -42,7 +42,7 @@ const s3Backend = (options: { endpoint: string; bucket: string; region: string; 
   return {
     put: (id, bytes, contentType) =>
       Effect.promise(async () => {
-        const response = await client.fetch(objectUrl(id), { method: "PUT", body: bytes, headers: { "content-type": contentType } })
+        const response = await client.fetch(objectUrl(id), { method: "PUT", body: new Uint8Array(bytes), headers: { "content-type": contentType } })
         if (!response.ok) throw new Error(`S3 PUT ${id} answered ${response.status}: ${(await response.text()).slice(0, 200)}`)
       }),
     get: (id) =>

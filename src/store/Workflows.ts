@@ -6,10 +6,9 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
-import { AppConfig } from "../config.ts"
 import { uuidv7 } from "../domain/ids.ts"
-import { Nats } from "../stream/Nats.ts"
-import { partitionOf, streamNames } from "../stream/subjects.ts"
+import { Outbox, type OutboxRow } from "../stream/Outbox.ts"
+import type { WorkflowMessage } from "../stream/messages.ts"
 import type { ExecutionStatus, Step, StepType, Transition } from "../workflows/graph.ts"
 
 export interface Workflow {
@@ -208,29 +207,18 @@ export class Workflows extends Context.Service<Workflows, {
     Workflows,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const config = yield* AppConfig
-      const nats = yield* Nats
-      const names = streamNames(config.natsPrefix, config.partitions)
+      const outbox = yield* Outbox
 
       /**
        * Tells the project's actor: committed to the outbox in the caller's transaction, and published
        * again right after the commit (same Nats-Msg-Id, so one copy is kept): a track accepted after
        * the api answered is then behind it in the stream (a workflow disabled stops triggering at once).
        */
-      const notify = (projectId: string, message: Record<string, unknown>) => {
-        const command = { id: uuidv7(), subject: names.inSubject(projectId, "workflow"), payload: JSON.stringify({ kind: "workflow", projectId, ...message }) }
-        return Effect.as(
-          sql`INSERT INTO outbox (id, subject, payload) VALUES (${command.id}, ${command.subject}, ${command.payload}::jsonb)`,
-          command
-        )
-      }
-      type Command = { id: string; subject: string; payload: string }
-      const changed = (projectId: string, into: Array<Command>) => Effect.map(notify(projectId, { type: "changed" }), (command) => void into.push(command))
-      /** After a commit: publish what it notified now; on failure the outbox relay publishes it later. */
-      const publishNow = (commands: ReadonlyArray<Command>) =>
-        Effect.forEach(commands, (command) =>
-          Effect.ignore(Effect.tryPromise(() => nats.js.publish(command.subject, command.payload, { msgID: command.id, timeout: 3000 }))),
-          { discard: true })
+      const notify = (message: WorkflowMessage) => outbox.append([message])
+      type Command = OutboxRow
+      const changed = (projectId: string, into: Array<Command>) =>
+        Effect.map(notify({ kind: "workflow", projectId, type: "changed" }), (rows) => void into.push(...rows))
+      const publishNow = (commands: ReadonlyArray<Command>) => outbox.publishNow(commands)
 
       const details = Effect.fnUntraced(function*(rows: ReadonlyArray<WorkflowRow>) {
         if (rows.length === 0) return []
@@ -384,12 +372,12 @@ export class Workflows extends Context.Service<Workflows, {
           if (previous[0] && !workflow.allowReentry) return "already-ran" as const
           const rows = yield* sql<ExecutionRow>`
             INSERT INTO workflow_executions (id, workflow_id, project_id, partition, contact_id, status, current_step_id, context, started_at, updated_at)
-            VALUES (${id}, ${workflow.id}, ${workflow.projectId}, ${partitionOf(workflow.projectId, config.partitions)}, ${contactId},
+            VALUES (${id}, ${workflow.id}, ${workflow.projectId}, ${outbox.lanes.partitionOf(workflow.projectId, outbox.lanes.laneOf(contactId))}, ${contactId},
                     'RUNNING', ${trigger?.id ?? null}, ${JSON.stringify(context)}::jsonb, now(), now())
             ON CONFLICT DO NOTHING
             RETURNING ${sql.literal(EXECUTION_COLUMNS)}`
           if (rows.length === 0) return "already-active" as const
-          commands.push(yield* notify(workflow.projectId, { type: "advance", executionId: id }))
+          commands.push(...(yield* notify({ kind: "workflow", projectId: workflow.projectId, type: "advance", executionId: id, contactId })))
           return toExecution(rows[0]!)
         })).pipe(Effect.tap(() => publishNow(commands)))
       })

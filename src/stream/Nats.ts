@@ -41,7 +41,7 @@ export class Nats extends Context.Service<Nats, {
         try: () => jetstreamManager(connection),
         catch: (cause) => new NatsError({ message: "JetStream is not enabled on the NATS server", cause })
       })
-      const names = streamNames(config.natsPrefix, config.partitions)
+      const names = streamNames(config.natsPrefix)
       yield* ensureStream(jsm, names.inStream, names.inSubjects)
       yield* ensureStream(jsm, names.outStream, names.outSubjects)
       return Nats.of({
@@ -56,14 +56,21 @@ export class Nats extends Context.Service<Nats, {
   )
 }
 
-const ensureStream = (jsm: JetStreamManager, name: string, subjects: string) =>
+/** Creates the stream, or adds the subjects an existing one lacks (a deployment upgraded to lanes). */
+const ensureStream = (jsm: JetStreamManager, name: string, subjects: ReadonlyArray<string>) =>
   Effect.tryPromise({
     try: async () => {
       const existing = await jsm.streams.info(name).catch(() => undefined)
-      if (existing) return
+      if (existing) {
+        const missing = subjects.filter((subject) => !existing.config.subjects?.includes(subject))
+        if (missing.length > 0) {
+          await jsm.streams.update(name, { subjects: [...(existing.config.subjects ?? []), ...missing] })
+        }
+        return
+      }
       await jsm.streams.add({
         name,
-        subjects: [subjects],
+        subjects: [...subjects],
         storage: StorageType.File,
         retention: RetentionPolicy.Limits,
         discard: DiscardPolicy.Old,

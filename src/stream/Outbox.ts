@@ -14,10 +14,19 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError, type Statement } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import { uuidv7 } from "../domain/ids.ts"
-import { type Lanes, makeLanes, OWNER_LANE } from "./lanes.ts"
+import { laneSubject, type Lanes, makeLanes, OWNER_LANE } from "./lanes.ts"
+import { Nats } from "./Nats.ts"
 import { type InKind, type InMessage, type OutEvent, routeOf } from "./messages.ts"
 
 export const OUTBOX_CHANNEL = "mailstream_outbox"
+
+export interface EmittedEvent {
+  readonly name: string
+  readonly contactId: string
+  readonly email: string
+  readonly data: Readonly<Record<string, unknown>>
+  readonly at: string
+}
 
 export interface OutboxRow {
   readonly id: string
@@ -27,10 +36,27 @@ export interface OutboxRow {
 
 export class Outbox extends Context.Service<Outbox, {
   readonly lanes: Lanes
-  /** Appends IN messages (in the caller's transaction, if any), each routed to its lane(s). */
-  readonly append: (messages: ReadonlyArray<InMessage>) => Effect.Effect<void, SqlError.SqlError>
+  /** Appends IN messages (in the caller's transaction, if any), each routed to its lane(s); answers the rows. */
+  readonly append: (messages: ReadonlyArray<InMessage>) => Effect.Effect<ReadonlyArray<OutboxRow>, SqlError.SqlError>
+  /**
+   * Publishes appended rows at once, after their commit (same Nats-Msg-Id, so the relay's copy is
+   * dropped): a request accepted after the caller answered is then behind them in the stream. A
+   * failure is ignored: the relay publishes them.
+   */
+  readonly publishNow: (rows: ReadonlyArray<OutboxRow>) => Effect.Effect<void>
   /** Appends events for stream OUT (`<prefix>.out.<projectId>.<name>`, Nats-Msg-Id = the event id). */
   readonly appendOut: (events: ReadonlyArray<OutEvent>) => Effect.Effect<void, SqlError.SqlError>
+  /**
+   * Emits events about contacts (contact.subscribed, segment.<slug>.entry, email.sent, …): each goes to
+   * stream OUT and, as an `event` message, to its contact's lane, where it is recorded as the contact's
+   * event and can trigger workflows. One statement, in the caller's transaction.
+   */
+  readonly emit: (projectId: string, events: ReadonlyArray<EmittedEvent>) => Effect.Effect<void, SqlError.SqlError>
+  /**
+   * Emits events to stream OUT only, answering them with their ids: for an actor that records them
+   * itself, in the same batch, rather than have them travel back through IN.
+   */
+  readonly emitOut: (projectId: string, events: ReadonlyArray<EmittedEvent>) => Effect.Effect<ReadonlyArray<OutEvent>, SqlError.SqlError>
   /** The rows `append` would write, for statements that insert them themselves. */
   readonly rowsOf: (messages: ReadonlyArray<InMessage>) => ReadonlyArray<OutboxRow>
   /** A SQL expression for the subject of a `kind` message about the contact whose id is `idColumn`. */
@@ -44,12 +70,12 @@ export class Outbox extends Context.Service<Outbox, {
     Outbox,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const nats = yield* Nats
       const config = yield* AppConfig
       const lanes = makeLanes(config.lanesPerProject, config.partitions)
       const prefix = config.natsPrefix
 
-      const subject = (projectId: string, lane: number, kind: InKind) =>
-        `${prefix}.lane.${lanes.partitionOf(projectId, lane)}.${projectId}.${lane}.${kind}`
+      const subject = (projectId: string, lane: number, kind: InKind) => laneSubject(prefix, lanes, projectId, lane, kind)
 
       const rowsOf = (messages: ReadonlyArray<InMessage>): Array<OutboxRow> => {
         const rows: Array<OutboxRow> = []
@@ -77,27 +103,50 @@ export class Outbox extends Context.Service<Outbox, {
 
       const notifySql = sql`pg_notify(${OUTBOX_CHANNEL}, '')`
 
-      const insert = (rows: ReadonlyArray<OutboxRow>) =>
+      const insert = (rows: ReadonlyArray<OutboxRow>): Effect.Effect<void, SqlError.SqlError> =>
         rows.length === 0
           ? Effect.void
           : sql`
               WITH ins AS (
                 INSERT INTO outbox (id, subject, payload)
-                SELECT x.id, x.subject, x.payload::jsonb
-                FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) WITH ORDINALITY AS x(id uuid, subject text, payload text, n bigint)
-                ORDER BY x.n
+                SELECT (t.x->>'id')::uuid, t.x->>'subject', (t.x->>'payload')::jsonb
+                FROM jsonb_array_elements(${JSON.stringify(rows)}::jsonb) WITH ORDINALITY AS t(x, n)
+                ORDER BY t.n
                 RETURNING 1
               )
               SELECT ${notifySql} FROM (SELECT 1) one WHERE EXISTS (SELECT 1 FROM ins)`.pipe(Effect.asVoid)
 
-      const append = (messages: ReadonlyArray<InMessage>) => insert(rowsOf(messages))
+      const append = (messages: ReadonlyArray<InMessage>) => {
+        const rows = rowsOf(messages)
+        return Effect.as(insert(rows), rows)
+      }
 
-      const appendOut = (events: ReadonlyArray<OutEvent>) =>
-        insert(events.map((event) => ({
-          id: event.id,
-          subject: `${prefix}.out.${event.projectId}.${event.name}`,
-          payload: JSON.stringify(event)
-        })))
+      const publishNow = (rows: ReadonlyArray<OutboxRow>) =>
+        rows.length === 0 ? Effect.void : Effect.ignore(Effect.tryPromise(() =>
+          Promise.all(rows.map((row) => nats.js.publish(row.subject, row.payload, { msgID: row.id, timeout: 3000 })))
+        ))
+
+      const outRows = (events: ReadonlyArray<OutEvent>): Array<OutboxRow> =>
+        events.map((event) => ({ id: event.id, subject: `${prefix}.out.${event.projectId}.${event.name}`, payload: JSON.stringify(event) }))
+
+      const appendOut = (events: ReadonlyArray<OutEvent>) => insert(outRows(events))
+
+      const emitOut = (projectId: string, events: ReadonlyArray<EmittedEvent>) => {
+        const out: Array<OutEvent> = events.map((event) => ({ id: uuidv7(), projectId, ...event }))
+        return Effect.as(insert(outRows(out)), out)
+      }
+
+      const emit = (projectId: string, events: ReadonlyArray<EmittedEvent>) => {
+        if (events.length === 0) return Effect.void
+        const out: Array<OutEvent> = []
+        const feedback: Array<InMessage> = []
+        for (const event of events) {
+          const id = uuidv7()
+          out.push({ id, projectId, ...event })
+          feedback.push({ kind: "event", projectId, eventId: id, contactId: event.contactId, email: event.email, name: event.name, data: event.data, at: event.at })
+        }
+        return insert([...outRows(out), ...rowsOf(feedback)])
+      }
 
       const contactSubjectSql = (projectId: string, idColumn: string, kind: InKind) => {
         const partitions = `{${lanes.partitionsOf(projectId).join(",")}}`
@@ -105,7 +154,7 @@ export class Outbox extends Context.Service<Outbox, {
         return sql`(${`${prefix}.lane.`} || (${partitions}::int[])[${sql.literal(lane)} + 1] || '.' || ${projectId}::text || '.' || ${sql.literal(lane)} || ${`.${kind}`})`
       }
 
-      return Outbox.of({ lanes, append, appendOut, rowsOf, contactSubjectSql, subject, notifySql })
+      return Outbox.of({ lanes, append, publishNow, appendOut, emit, emitOut, rowsOf, contactSubjectSql, subject, notifySql })
     })
   )
 }

@@ -65,3 +65,7 @@ export const makeLanes = (count: number, partitions: number): Lanes => {
     keysOf: (lane) => Array.from({ length: 256 / count }, (_, i) => lane + i * count)
   }
 }
+
+/** The stream IN subject of one lane of a project: `<prefix>.lane.<partition>.<projectId>.<lane>.<kind>`. */
+export const laneSubject = (prefix: string, lanes: Lanes, projectId: string, lane: number, kind: string): string =>
+  `${prefix}.lane.${lanes.partitionOf(projectId, lane)}.${projectId}.${lane}.${kind}`

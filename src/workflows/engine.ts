@@ -77,7 +77,8 @@ export type WorkflowInput = BatchEvent | WorkflowMessage | ContactDeleted
 
 export interface WorkflowContext {
   readonly projectId: string
-  readonly partition: number
+  /** The partition of a contact's lane, where its executions, steps and timers are worked on. */
+  readonly partitionOf: (contactId: string) => number
   readonly runtime: WorkflowRuntime["Service"]
   readonly state: WorkflowState
 }
@@ -284,7 +285,8 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
     const rows = yield* sql`
       INSERT INTO workflow_step_executions (id, execution_id, step_id, step_type, project_id, partition, status, output,
                                             next_attempt_at, started_at, finished_at)
-      VALUES (${uuidv7()}, ${exec.id}, ${step.id}, ${step.type}, ${projectId}, ${context.partition}, ${status},
+      VALUES (${uuidv7()}, ${exec.id}, ${step.id}, ${step.type}, ${projectId},
+              (SELECT partition FROM workflow_executions WHERE id = ${exec.id}), ${status},
               ${JSON.stringify(output)}::jsonb, ${status === "RUNNING" ? sql`now()` : null}, ${at}::timestamptz,
               ${status === "COMPLETED" ? at : null}::timestamptz)
       ON CONFLICT (execution_id, step_id) DO NOTHING
@@ -497,7 +499,7 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
         const started = yield* sql<ExecutionRow>`
           INSERT INTO workflow_executions (id, workflow_id, project_id, partition, contact_id, status, current_step_id, context,
                                            source_event_id, started_at, updated_at)
-          SELECT ${id}, ${def.workflow.id}, ${projectId}, ${context.partition}, ${input.contactId}, 'RUNNING', ${trigger.id},
+          SELECT ${id}, ${def.workflow.id}, ${projectId}, ${context.partitionOf(input.contactId)}, ${input.contactId}, 'RUNNING', ${trigger.id},
                  ${JSON.stringify(input.data)}::jsonb, ${input.id}, ${nowIso()}::timestamptz, ${nowIso()}::timestamptz
           WHERE NOT EXISTS (
             SELECT 1 FROM workflow_executions
@@ -577,7 +579,8 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
     yield* sql`
       INSERT INTO workflow_step_executions (id, execution_id, step_id, step_type, project_id, partition, status, output, error,
                                             started_at, finished_at)
-      SELECT x.id, x."executionId", x."stepId", x."stepType", ${projectId}, ${context.partition}, x.status, x.output, x.error,
+      SELECT x.id, x."executionId", x."stepId", x."stepType", ${projectId},
+             (SELECT e.partition FROM workflow_executions e WHERE e.id = x."executionId"), x.status, x.output, x.error,
              x."startedAt", x."finishedAt"
       FROM jsonb_to_recordset(${JSON.stringify([...steps.values()])}::jsonb) AS x(
         id uuid, "executionId" uuid, "stepId" uuid, "stepType" text, status text, output jsonb, error text,
@@ -592,7 +595,8 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
   if (newTimers.length > 0) {
     yield* sql`
       INSERT INTO workflow_timers (execution_id, id, project_id, partition, step_id, due_at)
-      SELECT x."executionId", x.id, ${projectId}, ${context.partition}, x."stepId", x."dueAt"
+      SELECT x."executionId", x.id, ${projectId}, (SELECT e.partition FROM workflow_executions e WHERE e.id = x."executionId"),
+             x."stepId", x."dueAt"
       FROM jsonb_to_recordset(${JSON.stringify(newTimers)}::jsonb) AS x("executionId" uuid, id uuid, "stepId" uuid, "dueAt" timestamptz)
       ON CONFLICT (execution_id) DO UPDATE SET id = EXCLUDED.id, step_id = EXCLUDED.step_id, due_at = EXCLUDED.due_at`
   }

@@ -11,6 +11,7 @@ import { SqlClient } from "effect/sql"
 import { clockNow } from "../lib/clock.ts"
 import { mapRows } from "../lib/isolation.ts"
 import type { Nats } from "../stream/Nats.ts"
+import type { Outbox } from "../stream/Outbox.ts"
 import type { DueTimer, WorkflowMessage } from "./messages.ts"
 import { WorkflowMetrics } from "./metrics.ts"
 
@@ -18,24 +19,25 @@ export const TIMERS_PER_ROUND = 20_000
 const TIMERS_PER_MESSAGE = 500
 
 /** Fires the due timers of `partitions`; answers how many fired (more may be due when it is the round's maximum). */
-export const fireWorkflowTimers = (nats: Nats["Service"], partitions: ReadonlyArray<number>) =>
+export const fireWorkflowTimers = (nats: Nats["Service"], outbox: Outbox["Service"], partitions: ReadonlyArray<number>) =>
   Effect.gen(function*() {
     if (partitions.length === 0) return 0
     const sql = yield* SqlClient.SqlClient
     return yield* sql.withTransaction(Effect.gen(function*() {
-      const due = yield* sql<{ execution_id: string; id: string; project_id: string; step_id: string; due_at: Date }>`
-        DELETE FROM workflow_timers WHERE execution_id IN (
+      const due = yield* sql<{ execution_id: string; id: string; project_id: string; step_id: string; due_at: Date; contact_id: string }>`
+        DELETE FROM workflow_timers t USING workflow_executions e
+        WHERE e.id = t.execution_id AND t.execution_id IN (
           SELECT execution_id FROM workflow_timers
           WHERE partition IN ${sql.in(partitions)} AND due_at <= ${new Date(clockNow()).toISOString()}::timestamptz
           ORDER BY due_at LIMIT ${TIMERS_PER_ROUND}
           FOR UPDATE SKIP LOCKED)
-        RETURNING execution_id, id, project_id, step_id, due_at`
+        RETURNING t.execution_id, t.id, t.project_id, t.step_id, t.due_at, e.contact_id`
       if (due.length === 0) return 0
       const { mapped, failed } = yield* mapRows(
         "workflow timers",
         due,
         (row) => ({ projectId: row.project_id, executionId: row.execution_id, timerId: row.id }),
-        (row): [string, DueTimer] => [row.project_id, {
+        (row): [string, number, DueTimer] => [row.project_id, outbox.lanes.laneOf(row.contact_id), {
           executionId: row.execution_id,
           stepId: row.step_id,
           timerId: row.id,
@@ -45,19 +47,21 @@ export const fireWorkflowTimers = (nats: Nats["Service"], partitions: ReadonlyAr
       if (failed.length > 0) {
         yield* failExecutions(sql, failed.map(({ row, reason }) => ({ executionId: row.execution_id, timerId: row.id, reason })))
       }
-      const byProject = new Map<string, Array<DueTimer>>()
-      for (const [projectId, timer] of mapped) {
-        const list = byProject.get(projectId) ?? []
-        list.push(timer)
-        byProject.set(projectId, list)
+      // One message per lane of a project (up to TIMERS_PER_MESSAGE timers), to the lane of the executions' contacts.
+      const byLane = new Map<string, { projectId: string; lane: number; timers: Array<DueTimer> }>()
+      for (const [projectId, lane, timer] of mapped) {
+        const key = `${projectId}/${lane}`
+        const group = byLane.get(key)
+        if (group) group.timers.push(timer)
+        else byLane.set(key, { projectId, lane, timers: [timer] })
       }
       const messages: Array<{ subject: string; payload: string; id: string }> = []
-      for (const [projectId, timers] of byProject) {
+      for (const { projectId, lane, timers } of byLane.values()) {
         timers.sort((a, b) => a.dueAt.localeCompare(b.dueAt))
         for (let i = 0; i < timers.length; i += TIMERS_PER_MESSAGE) {
           const chunk = timers.slice(i, i + TIMERS_PER_MESSAGE)
-          const message: WorkflowMessage = { kind: "workflow", projectId, type: "timers", timers: chunk }
-          messages.push({ subject: nats.names.inSubject(projectId, "workflow"), payload: JSON.stringify(message), id: chunk[0]!.timerId })
+          const message: WorkflowMessage = { kind: "workflow", projectId, type: "timers", timers: chunk, lane }
+          messages.push({ subject: outbox.subject(projectId, lane, "workflow"), payload: JSON.stringify(message), id: chunk[0]!.timerId })
         }
       }
       yield* Effect.tryPromise(() =>

@@ -20,8 +20,8 @@ import { isolateRow, storableReason, storableText } from "../lib/isolation.ts"
 import { safeFetch, type SafeResponse } from "../lib/safeHttp.ts"
 import { contactLinks } from "../mail/links.ts"
 import { makeRenderer, templateVariables } from "../mail/render.ts"
-import type { StreamNames } from "../stream/subjects.ts"
-import type { WorkflowMessage } from "./messages.ts"
+import type { Outbox } from "../stream/Outbox.ts"
+import type { WorkflowMessage } from "../stream/messages.ts"
 import { WorkflowMetrics } from "./metrics.ts"
 import { WorkflowRuntime } from "./Runtime.ts"
 
@@ -52,6 +52,7 @@ interface Claimed {
   step_id: string
   project_id: string
   attempts: number
+  contact_id: string
 }
 
 type Verdict =
@@ -81,16 +82,25 @@ export const judge = (response: SafeResponse, attempts: number): Verdict => {
   }
 }
 
-export const makeWebhookRunner = (options: { readonly names: StreamNames; readonly wakeRelay: Effect.Effect<void> }) =>
+export const makeWebhookRunner = (options: { readonly outbox: Outbox["Service"]; readonly wakeRelay: Effect.Effect<void> }) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const runtime = yield* WorkflowRuntime
     const inFlight = new Set<string>()
 
-    const report = (row: { execution_id: string; step_id: string; project_id: string }, ok: boolean, error?: string) => {
-      const message: WorkflowMessage = { kind: "workflow", projectId: row.project_id, type: "webhookDone", executionId: row.execution_id, stepId: row.step_id, ok, error }
-      return sql`INSERT INTO outbox (id, subject, payload)
-                 VALUES (${uuidv7()}, ${options.names.inSubject(row.project_id, "workflow")}, ${JSON.stringify(message)}::jsonb)`
+    /** The outcome goes to the execution's contact's lane, where the execution lives. */
+    const report = (row: { execution_id: string; step_id: string; project_id: string; contact_id: string }, ok: boolean, error?: string) => {
+      const message: WorkflowMessage = {
+        kind: "workflow",
+        projectId: row.project_id,
+        type: "webhookDone",
+        executionId: row.execution_id,
+        stepId: row.step_id,
+        contactId: row.contact_id,
+        ok,
+        ...(error === undefined ? {} : { error })
+      }
+      return options.outbox.append([message])
     }
 
     /** Records an attempt's verdict, only if the attempt is still ours (in flight). */
@@ -204,13 +214,14 @@ export const makeWebhookRunner = (options: { readonly names: StreamNames; readon
         if (partitions.length === 0 || room <= 0) return
         const claimed = yield* sql<Claimed>`
           UPDATE workflow_step_executions s SET in_flight = true, attempts = s.attempts + 1
-          WHERE s.id IN (
+          FROM workflow_executions e
+          WHERE e.id = s.execution_id AND s.id IN (
             SELECT id FROM workflow_step_executions
             WHERE step_type = 'WEBHOOK' AND status = 'RUNNING' AND NOT in_flight AND next_attempt_at <= now()
               AND partition IN ${sql.in(partitions)}
             ORDER BY next_attempt_at LIMIT ${room}
             FOR UPDATE SKIP LOCKED)
-          RETURNING s.id, s.execution_id, s.step_id, s.project_id, s.attempts`
+          RETURNING s.id, s.execution_id, s.step_id, s.project_id, s.attempts, e.contact_id`
         for (const row of claimed) {
           inFlight.add(row.id)
           // A step that fails unexpectedly fails alone, with the reason: whether its request went out is
@@ -235,12 +246,13 @@ export const makeWebhookRunner = (options: { readonly names: StreamNames; readon
      */
     const recoverPartition = (partition: number) =>
       sql.withTransaction(Effect.gen(function*() {
-        const lost = yield* sql<{ id: string; execution_id: string; step_id: string; project_id: string }>`
-          UPDATE workflow_step_executions SET in_flight = false, status = 'FAILED', finished_at = now(),
+        const lost = yield* sql<{ id: string; execution_id: string; step_id: string; project_id: string; contact_id: string }>`
+          UPDATE workflow_step_executions s SET in_flight = false, status = 'FAILED', finished_at = now(),
                  error = 'the worker performing the request stopped before its outcome was known; not repeated'
-          WHERE partition = ${partition} AND step_type = 'WEBHOOK' AND status = 'RUNNING' AND in_flight
-            ${inFlight.size > 0 ? sql`AND NOT (id IN ${sql.in([...inFlight])})` : sql``}
-          RETURNING id, execution_id, step_id, project_id`
+          FROM workflow_executions e
+          WHERE e.id = s.execution_id AND s.partition = ${partition} AND s.step_type = 'WEBHOOK' AND s.status = 'RUNNING' AND s.in_flight
+            ${inFlight.size > 0 ? sql`AND NOT (s.id IN ${sql.in([...inFlight])})` : sql``}
+          RETURNING s.id, s.execution_id, s.step_id, s.project_id, e.contact_id`
         for (const row of lost) yield* report(row, false, "the worker performing the request stopped before its outcome was known")
         return lost.length
       })).pipe(Effect.tap((lost) => (lost > 0 ? options.wakeRelay : Effect.void)))

@@ -275,7 +275,7 @@ describe("image uploads", () => {
   })
   const upload = (bytes: Uint8Array, name: string, type: string, key = project.secretKey) => {
     const form = new FormData()
-    form.append("file", new Blob([bytes], { type }), name)
+    form.append("file", new Blob([new Uint8Array(bytes)], { type }), name)
     return fetch(`${api.url}/uploads/image`, { method: "POST", headers: { authorization: `Bearer ${key}` }, body: form })
   }
 

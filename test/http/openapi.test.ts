@@ -71,6 +71,14 @@ describe("/openapi.json", () => {
     }
     expect(document.components.schemas.Segment.properties.memberCount).toMatchObject({ type: "integer" })
     expect(document.components.schemas.CampaignStats.properties.rates.properties.open).toEqual({ type: "number", minimum: 0 })
+    const batch = document.paths["/v1/track/batch"].post
+    const outcome = batch.responses["200"].content["application/json"].schema.properties.data.properties
+    expect(outcome.accepted).toMatchObject({ type: "integer", minimum: 0 })
+    expect(outcome.rejected.items.properties.index).toMatchObject({ type: "integer", minimum: 0 })
+    // The batch decodes its events one by one, yet documents each as the /v1/track body.
+    expect(batch.requestBody.content["application/json"].schema.properties.events)
+      .toMatchObject({ type: "array", minItems: 1, maxItems: 500, items: { $ref: "#/components/schemas/TrackEvent" } })
+    expect(document.paths["/v1/track"].post.requestBody.content["application/json"].schema).toEqual({ $ref: "#/components/schemas/TrackEvent" })
   })
 
   it("types query parameters: integers with their bounds, booleans, enums and date-times", () => {
@@ -193,6 +201,9 @@ export const checks: Array<true> = [
   true as Same<Json<"templates.list", 200>["total"], number>,
   true as Same<Json<"contacts.list", 200>["total"], number>,
   true as Same<Json<"segments.list", 200>[number]["memberCount"], number>,
+  true as Same<Json<"trackBatch", 200>["data"]["accepted"], number>,
+  true as Same<Json<"trackBatch", 200>["data"]["rejected"][number]["index"], number>,
+  true as Same<NonNullable<operations["trackBatch"]["requestBody"]>["content"]["application/json"]["events"][number]["event"], string>,
   // Open objects (custom data, details) are typed as open, not as objects without keys.
   true as Same<Json<"contacts.get", 200>["data"], { [key: string]: unknown }>,
   true as Same<NonNullable<NonNullable<operations["contacts.upsert"]["requestBody"]>["content"]["application/json"]["data"]>, { [key: string]: unknown }>,

@@ -54,4 +54,23 @@ describe("rate limit", () => {
     for (let i = 0; i < LIMIT + 5; i++) await request(first.url, "GET", "/contacts", { key: "sk_wrong" })
     expect((await request(first.url, "GET", "/contacts", { key: fresh.secretKey })).status).toBe(200)
   })
+  it("counts each accepted event of a /v1/track/batch as a request, a batch as one at least", async () => {
+    const msIntoMinute = Date.now() % 60_000
+    if (msIntoMinute > 50_000) await new Promise((resolve) => setTimeout(resolve, 60_000 - msIntoMinute + 100))
+    const fresh = await stack.createProject()
+    const events = (n: number) => Array.from({ length: n }, (_, i) => ({ email: `rl${i}@example.com`, event: "counted" }))
+    const send = (body: unknown) => request(first.url, "POST", "/v1/track/batch", { key: fresh.publicKey, body })
+
+    // 12 accepted events (the 13th is rejected and not counted): 12 of 20.
+    const twelve = await send({ events: [...events(12), { email: "x", event: "counted" }] })
+    expect(twelve.json.data).toMatchObject({ accepted: 12 })
+    expect(twelve.headers.get("ratelimit-remaining")).toBe(String(LIMIT - 12))
+    // All rejected: the request still counts as one.
+    expect((await send({ events: [{ email: "x", event: "counted" }] })).headers.get("ratelimit-remaining")).toBe(String(LIMIT - 13))
+    // 8 more do not fit in the 7 left: the whole batch is refused.
+    const over = await send({ events: events(8) })
+    expect(over.status, over.text).toBe(429)
+    expect(over.json.error).toMatchObject({ code: "RATE_LIMITED", message: expect.stringContaining("per accepted event") })
+    expect(Number(over.headers.get("retry-after"))).toBeGreaterThanOrEqual(1)
+  })
 })

@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest"
-import { partitionOf } from "../../src/stream/subjects.ts"
 import { eventually, readStream } from "../support/nats.ts"
 import { request, withStack, type Service, type Stack, type TestProject } from "../support/stack.ts"
 
@@ -22,7 +21,7 @@ describe("POST /v1/track", () => {
       data: { contact: expect.any(String), event: expect.stringMatching(/^[0-9a-f-]{36}$/), timestamp: expect.any(String) }
     })
     // The event went to the project's partition of stream IN before we were answered.
-    const subject = `${stack.natsPrefix}.in.${partitionOf(project.id, 32)}.${project.id}.track`
+    const subject = `${stack.natsPrefix}.lane.*.${project.id}.*.track`
     const envelopes = await readStream(`${stack.natsPrefix}_IN`, subject)
     const published = envelopes.flatMap((m) => m.data.events).filter((e: { eventId: string }) => e.eventId === res.json.data.event)
     expect(published).toHaveLength(1)

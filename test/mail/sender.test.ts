@@ -5,6 +5,8 @@ import { AppConfig } from "../../src/config.ts"
 import { prepareEmail } from "../../src/mail/prepare.ts"
 import { makeRenderer } from "../../src/mail/render.ts"
 import { PgLive } from "../../src/store/db.ts"
+import { Outbox } from "../../src/stream/Outbox.ts"
+import { Nats } from "../../src/stream/Nats.ts"
 import { Emails } from "../../src/store/Emails.ts"
 import { Projects } from "../../src/store/Projects.ts"
 import { createMailStack, emailStatus, type MailContext, verifyDomain, withMailStack } from "../support/mail.ts"
@@ -52,6 +54,8 @@ const enqueueMarketing = (contacts: ReadonlyArray<{ id: string; email: string }>
     return queued.map((email) => email.id)
   })
   const layer = Layer.mergeAll(Emails.layer, Projects.layer).pipe(
+    Layer.provideMerge(Outbox.layer),
+    Layer.provideMerge(Nats.layer),
     Layer.provideMerge(PgLive),
     Layer.provideMerge(AppConfig.layer),
     Layer.provide(ConfigProvider.layer(ConfigProvider.fromEnv({ env: context.stack.env })))

@@ -2,7 +2,7 @@ import { jetstream } from "@nats-io/jetstream"
 import { connect } from "@nats-io/transport-node"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { uuidv7 } from "../../src/domain/ids.ts"
-import { eventually, readStream } from "../support/nats.ts"
+import { eventually, laneSubject, readStream } from "../support/nats.ts"
 import { createStack, request, type Service, type Stack, type TestProject } from "../support/stack.ts"
 
 let stack: Stack
@@ -162,7 +162,7 @@ describe("stream backbone", () => {
       set: {}, remove: [], data: {}, at: new Date().toISOString()
     }
     const envelope = JSON.stringify({ kind: "track", projectId: project.id, events: [event] })
-    const subject = `${stack.natsPrefix}.in.0.${project.id}.track`
+    const subject = laneSubject(stack.natsPrefix, project.id, contact.json.id, "track")
     const nc = await connect({ servers: process.env.NATS_URL ?? "nats://127.0.0.1:4222" })
     const js = jetstream(nc)
     const msgId = uuidv7()
@@ -207,7 +207,7 @@ describe("stream backbone", () => {
   it("sets aside a message that fails on its own, and applies the project's later messages", async () => {
     const worker = await stack.start("worker")
     const project = await stack.createProject("poison")
-    const subject = `${stack.natsPrefix}.in.0.${project.id}.track`
+    const subject = laneSubject(stack.natsPrefix, project.id, undefined, "track")
     const event = (name: string, data: Record<string, unknown>) => ({
       eventId: uuidv7(), contactId: uuidv7(), email: "poison@x.test", name, subscribed: null,
       set: {}, remove: [], data, at: new Date().toISOString()

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { uuidv7 } from "../../src/domain/ids.ts"
-import { eventually, readStream } from "../support/nats.ts"
+import { eventually, laneSubject, readStream } from "../support/nats.ts"
 import { createStack, request, type Service, type Stack, type TestProject } from "../support/stack.ts"
 
 let stack: Stack
@@ -29,7 +29,7 @@ describe("outbox relay", () => {
   it("sets aside a row over NATS' max payload and publishes everything behind it once", async () => {
     // A row as a bug (or an old release) could leave it: 2 MB, more than the server accepts.
     const poisonId = uuidv7()
-    const subject = `${stack.natsPrefix}.in.0.${noisy.id}.contact`
+    const subject = laneSubject(stack.natsPrefix, noisy.id, undefined, "contact")
     await stack.query("INSERT INTO outbox (id, subject, payload) VALUES ($1, $2, $3::jsonb)", [
       poisonId,
       subject,
@@ -54,7 +54,7 @@ describe("outbox relay", () => {
     await new Promise((resolve) => setTimeout(resolve, 1500))
     const out = await readStream(`${stack.natsPrefix}_OUT`, `${stack.natsPrefix}.out.${quiet.id}.contact.unsubscribed`)
     expect(out).toHaveLength(1)
-    const inMessages = await readStream(`${stack.natsPrefix}_IN`, `${stack.natsPrefix}.in.*.${quiet.id}.contact`)
+    const inMessages = await readStream(`${stack.natsPrefix}_IN`, `${stack.natsPrefix}.lane.*.${quiet.id}.*.contact`)
     expect(inMessages.filter((m) => m.data.contactId === created.json.id).map((m) => m.data.type))
       .toEqual(["contact.created", "contact.updated"])
   })

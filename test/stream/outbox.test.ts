@@ -2,7 +2,7 @@ import { jetstream } from "@nats-io/jetstream"
 import { connect } from "@nats-io/transport-node"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { uuidv7 } from "../../src/domain/ids.ts"
-import { eventually, readStream } from "../support/nats.ts"
+import { eventually, laneSubject, readStream } from "../support/nats.ts"
 import { createStack, request, type Stack, type TestProject } from "../support/stack.ts"
 
 let stack: Stack
@@ -17,7 +17,7 @@ afterAll(async () => {
 })
 
 const contactMessages = async () =>
-  (await readStream(`${stack.natsPrefix}_IN`, `${stack.natsPrefix}.in.*.${project.id}.contact`)).map((m) => m.data)
+  (await readStream(`${stack.natsPrefix}_IN`, `${stack.natsPrefix}.lane.*.${project.id}.*.contact`)).map((m) => m.data)
 
 describe("contact changes on JetStream", () => {
   it("publishes create, update and delete in order after the commit", async () => {
@@ -80,7 +80,7 @@ describe("contact changes on JetStream", () => {
   it("does not duplicate a message that was published but not yet deleted when the relay died", async () => {
     // Simulate the crash window: the message is on the stream and still in the outbox.
     const id = uuidv7()
-    const subject = `${stack.natsPrefix}.in.0.${project.id}.contact`
+    const subject = laneSubject(stack.natsPrefix, project.id, id, "contact")
     const payload = { kind: "contact", type: "contact.updated", projectId: project.id, contactId: id, probe: "dedupe" }
     const nc = await connect({ servers: process.env.NATS_URL ?? "nats://127.0.0.1:4222" })
     await jetstream(nc).publish(subject, JSON.stringify(payload), { msgID: id })

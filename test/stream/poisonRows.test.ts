@@ -8,9 +8,8 @@
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { partitionOf } from "../../src/stream/subjects.ts"
 import { createMailStack, emailStatus, type MailStack, verifyDomain } from "../support/mail.ts"
-import { eventually } from "../support/nats.ts"
+import { eventually, ownerPartition } from "../support/nats.ts"
 import { request, type Service, type TestProject } from "../support/stack.ts"
 import { buildWorkflow, call, type Client, executionsOf } from "../workflows/support.ts"
 
@@ -50,7 +49,7 @@ const secret = (project: TestProject, method: string, path: string, body?: unkno
   request(api.url, method, path, { key: project.secretKey, body })
 const clientOf = (project: TestProject): Client => ({ url: api.url, key: project.secretKey })
 const query = <T = Record<string, unknown>>(text: string, params: Array<unknown> = []) => mail.stack.query<T>(text, params)
-const partition = (project: TestProject) => partitionOf(project.id, 32)
+const partition = (project: TestProject) => ownerPartition(project.id)
 const track = async (project: TestProject, email: string, event: string, data?: Record<string, unknown>) => {
   const res = await request(api.url, "POST", "/v1/track", { key: project.publicKey, body: { email, event, data } })
   expect(res.status, JSON.stringify(res.json)).toBe(200)

@@ -1,6 +1,7 @@
 /** Reads what the service published to JetStream. */
 import { jetstreamManager } from "@nats-io/jetstream"
 import { connect } from "@nats-io/transport-node"
+import { laneSubject as subjectOfLane, makeLanes } from "../../src/stream/lanes.ts"
 
 const NATS_URL = process.env.NATS_URL ?? "nats://127.0.0.1:4222"
 
@@ -54,3 +55,13 @@ export const eventually = async <A>(check: () => Promise<A>, timeoutMs = 10_000)
   }
   throw lastError
 }
+
+// The deployment's lanes as the test stacks run them (LANES_PER_PROJECT 16, PARTITIONS 32 by default).
+const testLanes = makeLanes(16, 32)
+
+/** The stream IN subject of a contact's lane (or of the owner lane, lane 0, without a contact). */
+export const laneSubject = (prefix: string, projectId: string, contactId: string | undefined, kind: string) =>
+  subjectOfLane(prefix, testLanes, projectId, contactId === undefined ? 0 : testLanes.laneOf(contactId), kind)
+
+/** The partition of a project's owner lane: where its sender and campaigns run. */
+export const ownerPartition = (projectId: string) => testLanes.partitionOf(projectId, 0)

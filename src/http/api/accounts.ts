@@ -1,7 +1,7 @@
 /** A user's projects, their members, keys, reset, health and billing (dashboard, session cookie). */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { bodyErrors, ErrorDocs, inputErrors, serverErrors } from "../errors.ts"
+import { bodyErrors, ErrorDocs, inputErrors, serverErrors } from "./errors.ts"
 import { Count, Email, Text, Timestamp } from "./schemas.ts"
 import { SessionAuth } from "./security.ts"
 

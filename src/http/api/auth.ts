@@ -1,7 +1,7 @@
 /** Sign-up, sign-in, sessions, email verification, password reset, OAuth and invitations (dashboard). */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { bodyErrors, ErrorDocs, inputErrors, serverErrors } from "../errors.ts"
+import { bodyErrors, ErrorDocs, inputErrors, serverErrors } from "./errors.ts"
 import { Email, Text, Timestamp } from "./schemas.ts"
 import { SessionAuth } from "./security.ts"
 

@@ -1,8 +1,8 @@
 /** Authentication middleware tags (contract side). Implementations live in ../auth.ts and ../session.ts. */
 import { Context } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "effect/http-api"
+import type { Project } from "../../domain/project.ts"
 import type { SessionUser } from "../../domain/user.ts"
-import type { Project } from "../../store/Projects.ts"
 
 /** The project the request's API key (or session cookie plus X-Project-Id) belongs to. */
 export class CurrentProject extends Context.Service<CurrentProject, Project>()("app/http/CurrentProject") {}

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { serverErrors } from "../errors.ts"
+import { serverErrors } from "./errors.ts"
 
 const Readiness = Schema.Struct({ status: Schema.String, postgres: Schema.Boolean, nats: Schema.Boolean })
 

@@ -1,7 +1,7 @@
 /** Images for template bodies: uploaded with a project's credentials, served publicly under PUBLIC_URL. */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { commonErrors, ErrorDocs, inputErrors, serverErrors } from "../errors.ts"
+import { commonErrors, ErrorDocs, inputErrors, serverErrors } from "./errors.ts"
 import { Text } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 

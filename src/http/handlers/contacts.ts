@@ -1,10 +1,10 @@
 /** Handlers of the contacts group: request parsing and rules here, SQL in store/Contacts.ts. */
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { dataPayloadProblems, toDataPatch } from "../../domain/customData.ts"
+import { toDataPatch } from "../../domain/customData.ts"
 import { normalizeEmail } from "../../domain/email.ts"
 import { isUuid } from "../../domain/ids.ts"
-import { type ContactDataTooLarge, Contacts, customFieldPath, DuplicateEmail, isStandardField, type ListSort } from "../../store/Contacts.ts"
+import { Contacts, customFieldPath, DuplicateEmail, isStandardField, type ListSort } from "../../store/Contacts.ts"
 import { ContactDirectory } from "../../ingest/ContactDirectory.ts"
 import type { Condition } from "../../domain/conditions/types.ts"
 import { conditionFilters } from "../../domain/conditions/validate.ts"
@@ -17,28 +17,11 @@ import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
 import { parseBoolean, parseLimit, parsePositive } from "../query.ts"
 import { ApiError, BareBadRequest, rendered } from "../errors.ts"
+import { refuseOversizedData, validateData } from "./contactData.ts"
 
 export const MAX_LOOKUP_EMAILS = 500
 
-/** Data limits (key count, key length, size) that the schema cannot express. */
-export const validateData = (data: Readonly<Record<string, unknown>> | undefined) => {
-  if (data === undefined) return Effect.void
-  const problems = dataPayloadProblems(data)
-  return problems.length === 0
-    ? Effect.void
-    : Effect.fail(ApiError.validation(problems.map(([field, message]) => ({ field, message, code: "too_big" }))))
-}
-
-
 const notFound = ApiError.notFound("Contact")
-
-/** The contact data limit as the API answers it. */
-export const refuseOversizedData = <A, E, R>(effect: Effect.Effect<A, E | ContactDataTooLarge, R>): Effect.Effect<A, E | ApiError, R> =>
-  Effect.catchIf(
-    effect,
-    (error): error is ContactDataTooLarge => (error as { _tag?: unknown })?._tag === "ContactDataTooLarge",
-    (error) => Effect.fail(ApiError.contactDataTooLarge(error.limitBytes))
-  ) as Effect.Effect<A, E | ApiError, R>
 
 export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnUntraced(function*(handlers) {
   const contacts = yield* Contacts

@@ -9,6 +9,7 @@ import { Segments } from "../../store/Segments.ts"
 import { Workflows } from "../../store/Workflows.ts"
 import { eventUsage } from "../../workflows/usage.ts"
 import { Nats } from "../../stream/Nats.ts"
+import { Outbox } from "../../stream/Outbox.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
 import { nonEmpty, parseLimit } from "../query.ts"
@@ -21,6 +22,7 @@ export const EventsHandlers = HttpApiBuilder.group(Api, "events", Effect.fnUntra
   const events = yield* Events
   const contacts = yield* Contacts
   const nats = yield* Nats
+  const outbox = yield* Outbox
   const segments = yield* Segments
   const workflows = yield* Workflows
   const store = <A, E>(effect: Effect.Effect<A, E>) => Effect.orDie(effect)
@@ -83,13 +85,11 @@ export const EventsHandlers = HttpApiBuilder.group(Api, "events", Effect.fnUntra
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
         const commandId = uuidv7()
-        // Through the project's actor, so the delete is ordered with tracks already accepted.
+        // Through every lane of the project (each deletes its own contacts' events), so the delete is
+        // ordered with the tracks each lane already accepted.
+        const rows = outbox.rowsOf([{ kind: "command", projectId: project.id, commandId, type: "deleteEvents", name: params.eventName }])
         yield* Effect.tryPromise(() =>
-          nats.js.publish(
-            nats.names.inSubject(project.id, "command"),
-            JSON.stringify({ kind: "command", projectId: project.id, commandId, type: "deleteEvents", name: params.eventName }),
-            { msgID: commandId, timeout: 3000 }
-          )
+          Promise.all(rows.map((row) => nats.js.publish(row.subject, row.payload, { msgID: row.id, timeout: 3000 })))
         ).pipe(Effect.catch(() =>
           Effect.fail(new ApiError({ status: 503, code: "SERVICE_UNAVAILABLE", message: "The event stream is unavailable; nothing was deleted" }))
         ))

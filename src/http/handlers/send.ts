@@ -24,8 +24,8 @@ import type { SendBody } from "../api/send.ts"
 import { CurrentProject } from "../api/security.ts"
 import { ApiError, type FieldError, rendered } from "../errors.ts"
 import { Idempotency } from "../Idempotency.ts"
-import { refuseOversizedData, validateData } from "./contacts.ts"
-import { requireVerifiedDomain, subjectProblem, syntaxProblem } from "./templates.ts"
+import { refuseOversizedData, validateData } from "./contactData.ts"
+import { requireVerifiedDomain, subjectProblem, syntaxProblem } from "./mailContent.ts"
 
 export const MAX_RECIPIENTS = 100
 export const MAX_ATTACHMENTS = 10

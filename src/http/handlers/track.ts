@@ -3,10 +3,10 @@
  * contact id from the ContactDirectory (cache, or one grouped statement for all misses), then the
  * event is published to stream IN in a per-project envelope; we answer after the PubAck. The
  * project's actor stores the event and applies the contact changes in stream order.
+ * POST /v1/track/batch does the same for many events at once (trackBatch.ts).
  */
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { eventVariables, toDataPatch } from "../../domain/customData.ts"
 import { normalizeEmail } from "../../domain/email.ts"
 import { ContactDirectory } from "../../ingest/ContactDirectory.ts"
 import { EventPublisher } from "../../ingest/EventPublisher.ts"
@@ -14,7 +14,9 @@ import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
 import { ApiError, rendered } from "../errors.ts"
 import { Idempotency } from "../Idempotency.ts"
-import { validateData } from "./contacts.ts"
+import { validateData } from "./contactData.ts"
+import { makeTrackBatch } from "./trackBatch.ts"
+import { toTrackedEvent, type TrackPayload } from "./trackedEvent.ts"
 
 const streamUnavailable = new ApiError({
   status: 503,
@@ -27,20 +29,14 @@ export const TrackHandlers = HttpApiBuilder.group(Api, "track", Effect.fnUntrace
   const directory = yield* ContactDirectory
   const publisher = yield* EventPublisher
   const idempotency = yield* Idempotency
+  const trackBatch = yield* makeTrackBatch
 
   const track = Effect.fnUntraced(function*({ payload, headers }: {
-    readonly payload: {
-      readonly email: string
-      readonly event: string
-      readonly subscribed?: boolean | undefined
-      readonly preserveExistingSubscription?: boolean | undefined
-      readonly data?: Readonly<Record<string, unknown>> | undefined
-    }
+    readonly payload: TrackPayload
     readonly headers: { readonly "idempotency-key"?: string | undefined }
   }, path: string) {
     const project = yield* CurrentProject
     yield* validateData(payload.data)
-    const patch = toDataPatch(payload.data)
     const email = normalizeEmail(payload.email)
     const timestamp = new Date().toISOString()
     return yield* idempotency.once(
@@ -51,19 +47,9 @@ export const TrackHandlers = HttpApiBuilder.group(Api, "track", Effect.fnUntrace
       // crash that followed the PubAck carries the event the actor already stored, and is dropped.
       ({ operationId: eventId }) => Effect.gen(function*() {
         const contact = yield* directory.resolve(project.id, email, payload.subscribed ?? true).pipe(Effect.orDie)
-        yield* publisher.publish(project.id, {
-          eventId,
-          contactId: contact.id,
-          contactCreated: contact.created,
-          email,
-          name: payload.event.trim(),
-          // A new contact was created with `subscribed` already; preserving leaves an existing one as it is.
-          subscribed: payload.preserveExistingSubscription === true ? null : payload.subscribed ?? null,
-          set: patch.set,
-          remove: patch.remove,
-          data: eventVariables(patch),
-          at: timestamp
-        }).pipe(Effect.catchTag("StreamUnavailable", () => Effect.fail(streamUnavailable)))
+        yield* publisher.publish(project.id, toTrackedEvent(payload, { eventId, contact, at: timestamp })).pipe(
+          Effect.catchTag("StreamUnavailable", () => Effect.fail(streamUnavailable))
+        )
         return { success: true as const, data: { contact: contact.id, event: eventId, timestamp } }
       })
     )
@@ -72,4 +58,5 @@ export const TrackHandlers = HttpApiBuilder.group(Api, "track", Effect.fnUntrace
   return handlers
     .handle("track", (request) => rendered(track(request, "/v1/track")))
     .handle("trackAlias", (request) => rendered(track(request, "/events/track")))
+    .handle("trackBatch", (request) => rendered(trackBatch(request)))
 }))

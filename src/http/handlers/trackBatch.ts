@@ -1,0 +1,114 @@
+/**
+ * POST /v1/track/batch: up to 500 /v1/track bodies in one request. Each event is checked on its own
+ * (trackedEvent.ts, the rules of /v1/track); the valid ones count against the rate limit, their
+ * emails are resolved together (one grouped ContactDirectory statement), and they are published to
+ * stream IN; we answer after the PubAck of every one, listing the rejected events by index.
+ */
+import { Effect } from "effect"
+import { normalizeEmail } from "../../domain/email.ts"
+import { derivedUuidv7 } from "../../domain/ids.ts"
+import { ContactDirectory, type ResolvedContact } from "../../ingest/ContactDirectory.ts"
+import { EventPublisher, type TrackedEvent } from "../../ingest/EventPublisher.ts"
+import { CurrentProject } from "../api/security.ts"
+import { enforceRateLimit } from "../auth.ts"
+import { ApiError, type FieldError } from "../errors.ts"
+import { Idempotency } from "../Idempotency.ts"
+import { RateLimiter } from "../RateLimiter.ts"
+import { checkTrackEvent, toTrackedEvent, type TrackPayload } from "./trackedEvent.ts"
+
+const streamUnavailable = new ApiError({
+  status: 503,
+  code: "SERVICE_UNAVAILABLE",
+  message: "The event stream is unavailable; some events of the batch may not be recorded",
+  suggestion: "Retry the whole batch with backoff and the same Idempotency-Key: events already recorded are not recorded twice."
+})
+
+interface Valid {
+  readonly index: number
+  readonly payload: TrackPayload
+  readonly email: string
+}
+
+/**
+ * One contact per distinct email of the batch, resolved concurrently so the ContactDirectory puts
+ * the misses in one statement. A new contact takes `subscribed` from its first event, as /v1/track would.
+ */
+const resolveContacts = (directory: ContactDirectory["Service"], projectId: string, events: ReadonlyArray<Valid>) => {
+  const firsts = new Map<string, Valid>()
+  for (const event of events) if (!firsts.has(event.email)) firsts.set(event.email, event)
+  return Effect.forEach(
+    [...firsts.values()],
+    (first) => Effect.map(directory.resolve(projectId, first.email, first.payload.subscribed ?? true), (contact) => [first.email, contact] as const),
+    { concurrency: "unbounded" }
+  ).pipe(Effect.map((entries) => new Map<string, ResolvedContact>(entries)), Effect.orDie)
+}
+
+/**
+ * Publishes the events, each contact's in batch order: a contact's next event is published after
+ * the PubAck of its previous one (concurrent publishes may reach the stream in any order, and the
+ * actor applies data changes in stream order); different contacts go concurrently.
+ */
+const publishInContactOrder = (publisher: EventPublisher["Service"], projectId: string, events: ReadonlyArray<TrackedEvent>) => {
+  const byContact = new Map<string, Array<TrackedEvent>>()
+  for (const event of events) {
+    const chain = byContact.get(event.contactId)
+    if (chain) chain.push(event)
+    else byContact.set(event.contactId, [event])
+  }
+  return Effect.forEach(
+    byContact.values(),
+    (chain) => Effect.forEach(chain, (event) => publisher.publish(projectId, event), { discard: true }),
+    { concurrency: "unbounded", discard: true }
+  )
+}
+
+export const makeTrackBatch = Effect.gen(function*() {
+  const directory = yield* ContactDirectory
+  const publisher = yield* EventPublisher
+  const idempotency = yield* Idempotency
+  const rateLimiter = yield* RateLimiter
+
+  return Effect.fnUntraced(function*({ payload, headers }: {
+    readonly payload: { readonly events: ReadonlyArray<unknown> }
+    readonly headers: { readonly "idempotency-key"?: string | undefined }
+  }) {
+    const project = yield* CurrentProject
+    const valid: Array<Valid> = []
+    const rejected: Array<{ index: number; errors: Array<FieldError> }> = []
+    payload.events.forEach((input, index) => {
+      const checked = checkTrackEvent(input)
+      if ("errors" in checked) rejected.push({ index, errors: checked.errors })
+      else valid.push({ index, payload: checked.payload, email: normalizeEmail(checked.payload.email) })
+    })
+    const at = new Date().toISOString()
+    return yield* idempotency.once(
+      project.id,
+      headers["idempotency-key"],
+      "POST /v1/track/batch",
+      // Event ids derive from the claim's operation id (the same for every attempt at one key) and
+      // the index, so a retried batch repeats its ids and the actor drops what it already stored.
+      ({ operationId }) => Effect.gen(function*() {
+        // The auth middleware counted the request as one; each further accepted event counts too.
+        if (valid.length > 1) {
+          yield* enforceRateLimit(
+            yield* rateLimiter.check(project.id, valid.length - 1),
+            " (a batch counts one request per accepted event)"
+          )
+        }
+        const contacts = yield* resolveContacts(directory, project.id, valid)
+        const announced = new Set<string>()
+        const events = valid.map(({ index, payload, email }) => {
+          const contact = contacts.get(email)!
+          // Only the contact's first event says the api created it (the actor then evaluates its segments).
+          const created = contact.created && !announced.has(email)
+          announced.add(email)
+          return toTrackedEvent(payload, { eventId: derivedUuidv7(operationId, index), contact: { id: contact.id, created }, at })
+        })
+        yield* publishInContactOrder(publisher, project.id, events).pipe(
+          Effect.catchTag("StreamUnavailable", () => Effect.fail(streamUnavailable))
+        )
+        return { success: true as const, data: { accepted: valid.length, rejected } }
+      })
+    )
+  })
+})

@@ -1,0 +1,31 @@
+import { describe, expect, it } from "vitest"
+import { derivedUuidv7, isUuid, MAX_DERIVED_IDS, uuidv7 } from "../../src/domain/ids.ts"
+
+describe("derivedUuidv7", () => {
+  const operation = uuidv7(Date.UTC(2024, 5, 1))
+
+  it("gives the same id for the same operation and index, a different one for another index or operation", () => {
+    expect(derivedUuidv7(operation, 7)).toBe(derivedUuidv7(operation, 7))
+    const ids = Array.from({ length: 500 }, (_, index) => derivedUuidv7(operation, index))
+    expect(new Set(ids).size).toBe(500)
+    const other = uuidv7(Date.UTC(2024, 5, 1))
+    expect(ids.filter((id, index) => id === derivedUuidv7(other, index))).toEqual([])
+  })
+
+  it("is a UUIDv7 with the operation's timestamp, sorting in index order", () => {
+    const ids = Array.from({ length: MAX_DERIVED_IDS }, (_, index) => derivedUuidv7(operation, index))
+    for (const id of ids) {
+      expect(isUuid(id)).toBe(true)
+      expect(id[14]).toBe("7")
+      expect("89ab").toContain(id[19])
+      expect(id.slice(0, 13)).toBe(operation.slice(0, 13))
+    }
+    expect([...ids].sort()).toEqual(ids)
+  })
+
+  it("refuses an index it cannot encode and an operation id that is not a UUID", () => {
+    expect(() => derivedUuidv7(operation, MAX_DERIVED_IDS)).toThrow(RangeError)
+    expect(() => derivedUuidv7(operation, -1)).toThrow(RangeError)
+    expect(() => derivedUuidv7("not-a-uuid", 0)).toThrow(TypeError)
+  })
+})
