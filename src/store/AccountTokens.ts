@@ -25,6 +25,9 @@ export interface PendingInvitation {
 
 const hashToken = (token: string) => createHash("sha256").update(token).digest()
 
+/** At most one verification or reset mail a minute per address: the endpoints cannot be used to flood an inbox. */
+export const MAIL_COOLDOWN_SECONDS = 60
+
 /** How long each kind of token stays usable. */
 export const TOKEN_TTL_HOURS: Record<TokenPurpose, number> = { verify_email: 48, reset_password: 1, invitation: 168 }
 
@@ -35,6 +38,8 @@ export class AccountTokens extends Context.Service<AccountTokens, {
   readonly consume: (purpose: TokenPurpose, token: string) => Effect.Effect<TokenGrant | undefined>
   /** What the token grants without using it (an invitation shown before sign-up). */
   readonly peek: (purpose: TokenPurpose, token: string) => Effect.Effect<TokenGrant | undefined>
+  /** Seconds until another token of `purpose` may be mailed to `email` (one a minute), or undefined. */
+  readonly cooldown: (purpose: TokenPurpose, email: string) => Effect.Effect<number | undefined>
   readonly pendingInvitations: (projectId: string) => Effect.Effect<ReadonlyArray<PendingInvitation>>
   /** Withdraws a project's pending invitations of one email. */
   readonly withdrawInvitations: (projectId: string, email: string) => Effect.Effect<number>
@@ -63,6 +68,14 @@ export class AccountTokens extends Context.Service<AccountTokens, {
           sql<Row>`SELECT user_id, email, project_id, role FROM account_tokens
                    WHERE hash = ${hashToken(token)} AND purpose = ${purpose} AND used_at IS NULL AND expires_at > now()`.pipe(
             Effect.map((rows) => toGrant(rows[0])),
+            Effect.orDie
+          ),
+        cooldown: (purpose, email) =>
+          sql<{ wait: number }>`
+            SELECT extract(epoch FROM max(created_at) + make_interval(secs => ${MAIL_COOLDOWN_SECONDS}) - now())::float8 AS wait
+            FROM account_tokens WHERE purpose = ${purpose} AND email = ${email}
+            HAVING max(created_at) > now() - make_interval(secs => ${MAIL_COOLDOWN_SECONDS})`.pipe(
+            Effect.map((rows) => rows[0] && Math.max(1, Math.ceil(rows[0].wait))),
             Effect.orDie
           ),
         pendingInvitations: (projectId) =>

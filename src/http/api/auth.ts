@@ -82,7 +82,7 @@ export class AuthApi extends HttpApiGroup.make("auth")
       error: sessionErrors
     }).middleware(SessionAuth).annotate(
       OpenApi.Description,
-      "Mails the signed-in user a single-use verification link (valid 48 hours) from PLATFORM_FROM."
+      "Mails the signed-in user a single-use verification link (valid 48 hours) from PLATFORM_FROM; at most one a minute (429 TOO_MANY_REQUESTS with Retry-After)."
     ),
     HttpApiEndpoint.post("verifyEmail", "/auth/verify-email", {
       payload: Schema.Struct({ token: Token }),
@@ -95,7 +95,7 @@ export class AuthApi extends HttpApiGroup.make("auth")
       error: [...bodyErrors, ...serverErrors]
     }).annotate(
       OpenApi.Description,
-      "Mails a single-use reset link (valid 1 hour) if the email has an account; the answer is the same either way."
+      "Mails a single-use reset link (valid 1 hour) if the email has an account, at most one a minute; the answer is the same either way."
     ),
     HttpApiEndpoint.post("resetPassword", "/auth/reset-password", {
       payload: Schema.Struct({ token: Token, password: Password }),

@@ -187,11 +187,21 @@ export const AuthHandlers = HttpApiBuilder.group(Api, "auth", Effect.fnUntraced(
       })))
     .handle("oauthCallback", ({ params, query }) => rendered(finishOAuth(params.provider, query)))
     .handle("requestVerification", () =>
-      Effect.gen(function*() {
+      rendered(Effect.gen(function*() {
         const { user } = yield* CurrentUser
-        if (!user.emailVerified) yield* sendVerification(user)
+        if (user.emailVerified) return { success: true as const }
+        const wait = yield* tokens.cooldown("verify_email", user.email)
+        if (wait !== undefined) {
+          return yield* new ApiError({
+            status: 429,
+            code: "TOO_MANY_REQUESTS",
+            message: "A verification link was mailed less than a minute ago",
+            headers: { "retry-after": String(wait) }
+          })
+        }
+        yield* sendVerification(user)
         return { success: true as const }
-      }))
+      })))
     .handle("verifyEmail", ({ payload }) =>
       rendered(Effect.gen(function*() {
         const grant = yield* tokens.consume("verify_email", payload.token)
@@ -202,7 +212,8 @@ export const AuthHandlers = HttpApiBuilder.group(Api, "auth", Effect.fnUntraced(
     .handle("requestPasswordReset", ({ payload }) =>
       Effect.gen(function*() {
         const user = yield* users.byEmail(normalizeEmail(payload.email))
-        if (user) {
+        // The same answer whatever happens: an unknown email, or one mailed a link in the last minute, gets no mail.
+        if (user && (yield* tokens.cooldown("reset_password", user.email)) === undefined) {
           const token = yield* tokens.issue("reset_password", { userId: user.id, email: user.email, projectId: null, role: null })
           yield* mail.send({
             to: user.email,
