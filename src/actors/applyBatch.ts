@@ -172,18 +172,21 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
           INSERT INTO lane_offsets (project_id, lane, applied_seq) VALUES (${context.projectId}, ${context.lane}, ${batchEnd})
           ON CONFLICT (project_id, lane) DO UPDATE SET applied_seq = GREATEST(lane_offsets.applied_seq, EXCLUDED.applied_seq)`
       }
-    const [head] = yield* sql<{ leased: boolean; applied_seq: string | null }>`
+    // The project's reset watermark too (share-locked: a batch and a reset of its project wait for each other).
+    const [head] = yield* sql<{ leased: boolean; applied_seq: string | null; reset_seq: string | null }>`
       WITH lease AS (
         SELECT 1 FROM partition_leases
         WHERE partition = ${context.partition} AND owner = ${context.workerId} AND epoch = ${context.epoch}
         FOR SHARE
-      ), offset_row AS (${offsets.read}), moved AS (${offsets.write} RETURNING 1)
+      ), offset_row AS (${offsets.read}), moved AS (${offsets.write} RETURNING 1),
+      reset AS (SELECT data_reset_seq FROM projects WHERE id = ${context.projectId} FOR SHARE)
       SELECT EXISTS (SELECT 1 FROM lease) AS leased, (SELECT applied_seq FROM offset_row) AS applied_seq,
-             (SELECT count(*) FROM moved) AS moved`
+             (SELECT data_reset_seq FROM reset)::text AS reset_seq, (SELECT count(*) FROM moved) AS moved`
     if (!head?.leased) return yield* new LeaseLost({ partition: context.partition })
     // Only messages beyond everything applied so far, in this batch too: a redelivered copy of a
     // message earlier in the same batch (consumer recreated, ack_wait redelivery) is skipped as well.
-    let highest = head.applied_seq === null ? 0 : Number(head.applied_seq)
+    // Messages queued before the project's last reset are skipped: nothing of the wiped data comes back.
+    let highest = Math.max(head.applied_seq === null ? 0 : Number(head.applied_seq), head.reset_seq === null ? 0 : Number(head.reset_seq))
     const fresh = batch.filter((message) => {
       if (message.seq <= highest) return false
       highest = message.seq

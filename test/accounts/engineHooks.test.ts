@@ -80,10 +80,8 @@ describe("automatic protection", () => {
     expect(after.json.suspensions[0].liftedAt).not.toBeNull()
   })
 
-  // Needs the sender hook: Sender's `claim` must skip priority-1 (campaign and workflow) mail of a disabled
-  // project. Checked to pass with `AND ${sql.literal(HELD_MARKETING_SQL)}` (src/store/ProjectHealth.ts) added to
-  // the WHERE of its inner `SELECT id FROM emails`.
-  it.skip("holds a disabled project's queued marketing mail, and sends it once the project is re-enabled", async () => {
+  // The sender's claim skips priority-1 (campaign and workflow) mail of a disabled project (HELD_MARKETING_SQL).
+  it("holds a disabled project's queued marketing mail, and sends it once the project is re-enabled", async () => {
     const browser = await ownerOf()
     await secret("POST", "/contacts", { email: "held@example.org" })
     const campaign = (await secret("POST", "/campaigns", {
@@ -121,11 +119,9 @@ describe("project reset and the stream", () => {
     expect(watermarks.get(context.project.id)).toBeGreaterThan(0)
   })
 
-  // Needs the actor hook: applyBatch must read `resetWatermarks(sql, [projectId])` inside its transaction
-  // (right after the project_offsets lock) and treat messages with seq <= the watermark as already applied.
-  // Checked to pass with, after `let highest = ...applied_seq...`:
-  //   highest = Math.max(highest, (yield* resetWatermarks(sql, [context.projectId])).get(context.projectId) ?? 0)
-  it.skip("skips the stream messages queued before a reset: nothing of the old data reappears", async () => {
+  // The lane batch reads the project's reset watermark (share-locked) with its offset and treats messages
+  // at or below it as applied.
+  it("skips the stream messages queued before a reset: nothing of the old data reappears", async () => {
     // Its own stack, the worker started only after the reset, so the old messages are surely still queued.
     const stack = await createStack({ RATE_LIMIT_PER_MINUTE: "0" })
     try {
