@@ -3,13 +3,14 @@
 # `all` (the default), `api`, `worker` or `migrate` (see docker-compose.yml). Node 24 runs the
 # TypeScript sources directly (type stripping), so nothing is compiled.
 
-# Build stage: every dependency, for whatever has to be built before it ships (the web app, once it
-# exists, is built here and its output copied into the runtime stage).
+# Build stage: every dependency, for what has to be built before it ships: the web dashboard (web/),
+# built into web/dist and copied into the runtime stage.
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --loglevel=warn
 COPY . .
+RUN node scripts/build-web.ts --force
 
 # Runtime stage: production dependencies only, the sources and migrations, Node from the base image.
 FROM node:24-bookworm-slim AS runtime
@@ -24,6 +25,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --loglevel=warn && npm cache clean --force
 COPY --from=build /app/src ./src
 COPY --from=build /app/migrations ./migrations
+COPY --from=build /app/web/dist ./web/dist
 # The file outbox (used when SMTP_URL is unset) is the only place the app writes; the node user owns it.
 RUN mkdir -p .data/outbox && chown -R node:node .data
 USER node

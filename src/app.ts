@@ -18,6 +18,7 @@ import { Emails } from "./store/Emails.ts"
 import { Templates } from "./store/Templates.ts"
 import { Campaigns } from "./store/Campaigns.ts"
 import { WorkflowRuntime } from "./workflows/Runtime.ts"
+import { ProtectionMonitorLive } from "./accounts/ProtectionMonitor.ts"
 
 /** Postgres (migrated) and NATS (streams ensured). */
 export const InfraLive = Layer.mergeAll(DatabaseLive, Nats.layer)
@@ -37,7 +38,7 @@ export const CoreLive = Layer.mergeAll(
 export const ApiRoleLive = HttpLive.pipe(Layer.provideMerge(CoreLive))
 
 /** The worker role: partition leases, stream consumers and project actors. */
-export const WorkerRoleLive = WorkerLive.pipe(
+export const WorkerRoleLive = Layer.mergeAll(WorkerLive, ProtectionMonitorLive).pipe(
   Layer.provide(MailTransport.layer),
   Layer.provide(WorkflowRuntime.layer),
   Layer.provideMerge(CoreLive)

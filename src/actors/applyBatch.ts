@@ -11,7 +11,7 @@ import { SqlClient } from "effect/sql"
 import { exceedsContactDataLimit, inferFieldTypes, jsonBytes, MAX_CONTACT_DATA_BYTES } from "../domain/customData.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import type { TrackedEvent } from "../ingest/EventPublisher.ts"
-import type { Outbox } from "../stream/Outbox.ts"
+import type { EmittedEvent, Outbox } from "../stream/Outbox.ts"
 import { clockNow } from "../lib/clock.ts"
 import { segmentSlug } from "../store/Segments.ts"
 import { campaignStep } from "../campaigns/fanout.ts"
@@ -109,6 +109,9 @@ export const reloadSegments = Effect.fnUntraced(function*(context: Pick<BatchCon
   return state.segments
 })
 
+/** Rounds of events recorded in the batch that emitted them (an event emitted while recording one is the next round). */
+const MAX_OWN_EVENT_ROUNDS = 3
+
 export interface BatchOutcome {
   readonly applied: number
   readonly skipped: number
@@ -153,19 +156,37 @@ interface Emitted {
 export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, batch: ReadonlyArray<Delivered>) {
   const sql = yield* SqlClient.SqlClient
   return yield* sql.withTransaction(Effect.gen(function*() {
-    const leases = yield* sql`
-      SELECT 1 FROM partition_leases
-      WHERE partition = ${context.partition} AND owner = ${context.workerId} AND epoch = ${context.epoch}
-      FOR SHARE`
-    if (leases.length === 0) return yield* new LeaseLost({ partition: context.partition })
-
-    const [offset] = yield* (context.lane === undefined
-      ? sql<{ applied_seq: string }>`SELECT applied_seq FROM project_offsets WHERE project_id = ${context.projectId} FOR UPDATE`
-      : sql<{ applied_seq: string }>`
-          SELECT applied_seq FROM lane_offsets WHERE project_id = ${context.projectId} AND lane = ${context.lane} FOR UPDATE`)
+    // One round trip: the lease (share-locked: a takeover waits for this batch), the lane's offset as it
+    // was, and the offset moved past the batch (its highest sequence; what it skips is below the offset).
+    const batchEnd = Math.max(...batch.map((message) => message.seq))
+    const offsets = context.lane === undefined
+      ? {
+        read: sql`SELECT applied_seq FROM project_offsets WHERE project_id = ${context.projectId} FOR UPDATE`,
+        write: sql`
+          INSERT INTO project_offsets (project_id, applied_seq) VALUES (${context.projectId}, ${batchEnd})
+          ON CONFLICT (project_id) DO UPDATE SET applied_seq = GREATEST(project_offsets.applied_seq, EXCLUDED.applied_seq)`
+      }
+      : {
+        read: sql`SELECT applied_seq FROM lane_offsets WHERE project_id = ${context.projectId} AND lane = ${context.lane} FOR UPDATE`,
+        write: sql`
+          INSERT INTO lane_offsets (project_id, lane, applied_seq) VALUES (${context.projectId}, ${context.lane}, ${batchEnd})
+          ON CONFLICT (project_id, lane) DO UPDATE SET applied_seq = GREATEST(lane_offsets.applied_seq, EXCLUDED.applied_seq)`
+      }
+    // The project's reset watermark too (share-locked: a batch and a reset of its project wait for each other).
+    const [head] = yield* sql<{ leased: boolean; applied_seq: string | null; reset_seq: string | null }>`
+      WITH lease AS (
+        SELECT 1 FROM partition_leases
+        WHERE partition = ${context.partition} AND owner = ${context.workerId} AND epoch = ${context.epoch}
+        FOR SHARE
+      ), offset_row AS (${offsets.read}), moved AS (${offsets.write} RETURNING 1),
+      reset AS (SELECT data_reset_seq FROM projects WHERE id = ${context.projectId} FOR SHARE)
+      SELECT EXISTS (SELECT 1 FROM lease) AS leased, (SELECT applied_seq FROM offset_row) AS applied_seq,
+             (SELECT data_reset_seq FROM reset)::text AS reset_seq, (SELECT count(*) FROM moved) AS moved`
+    if (!head?.leased) return yield* new LeaseLost({ partition: context.partition })
     // Only messages beyond everything applied so far, in this batch too: a redelivered copy of a
     // message earlier in the same batch (consumer recreated, ack_wait redelivery) is skipped as well.
-    let highest = offset ? Number(offset.applied_seq) : 0
+    // Messages queued before the project's last reset are skipped: nothing of the wiped data comes back.
+    let highest = Math.max(head.applied_seq === null ? 0 : Number(head.applied_seq), head.reset_seq === null ? 0 : Number(head.reset_seq))
     const fresh = batch.filter((message) => {
       if (message.seq <= highest) return false
       highest = message.seq
@@ -314,26 +335,57 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
     }
     yield* flushEvents
 
-    if (emitted.length > 0) {
-      yield* context.outbox.emit(context.projectId, emitted.map((event) => ({
-        name: event.name,
-        contactId: event.contactId,
-        email: event.email,
-        data: { contactId: event.contactId, email: event.email, source: event.source },
-        at: event.at
-      })))
-      outcome.emitted = emitted.length
-    }
+    // Events this actor emits about its own contacts (subscription changes, segment entry/exit) go out
+    // on OUT and are recorded here, in this batch, with the workflows they trigger: they do not travel
+    // back through IN to come to this same actor a batch later.
+    const own: Array<EventRow> = []
+    const emitOwn = (events: ReadonlyArray<EmittedEvent>) =>
+      events.length === 0 ? Effect.void : Effect.map(context.outbox.emitOut(context.projectId, events), (out) => {
+        for (const event of out) own.push({ id: event.id, contactId: event.contactId, name: event.name, data: event.data, at: event.at })
+        outcome.emitted += out.length
+      })
+    yield* emitOwn(emitted.map((event) => ({
+      name: event.name,
+      contactId: event.contactId,
+      email: event.email,
+      data: { contactId: event.contactId, email: event.email, source: event.source },
+      at: event.at
+    })))
 
     const segments = segmentsChanged
       ? yield* reloadSegments(context, context.segmentState)
       : context.segmentState.segments!
-    outcome.emitted += yield* evaluateChanges(
-      { projectId: context.projectId, lane: context.lane, outbox: context.outbox },
-      segments,
-      changes,
-      clockNow()
-    )
+    const segmentContext = { projectId: context.projectId, lane: context.lane, outbox: context.outbox, emit: emitOwn }
+    yield* evaluateChanges(segmentContext, segments, changes, clockNow())
+    // What the recorded events change (segments reading `contact.subscribed`, `segment.x.entry`, …) is
+    // evaluated in turn, a few rounds deep; a longer chain continues through IN, as any event would.
+    for (let round = 0; own.length > 0; round++) {
+      const recorded = own.splice(0)
+      if (round === MAX_OWN_EVENT_ROUNDS) {
+        yield* context.outbox.append(recorded.map((event) => ({
+          kind: "event" as const,
+          projectId: context.projectId,
+          eventId: event.id,
+          contactId: event.contactId,
+          email: "",
+          name: event.name,
+          data: event.data,
+          at: event.at
+        })))
+        break
+      }
+      const inserted = yield* insertEvents(context.projectId, recorded)
+      outcome.eventsInserted += inserted.size
+      const followUp = new Map<string, ContactChange>()
+      for (const event of recorded) {
+        if (!inserted.has(event.id)) continue
+        workflowInputs.push({ kind: "event", ...event })
+        let change = followUp.get(event.contactId)
+        if (!change) followUp.set(event.contactId, change = emptyChange())
+        change.events.add(event.name)
+      }
+      yield* evaluateChanges(segmentContext, segments, followUp, clockNow())
+    }
 
     const advanced = yield* runWorkflows(
       {
@@ -347,7 +399,6 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
     if (advanced.mailQueued) outcome.mailQueued = true
     if (advanced.webhooksQueued) outcome.webhooksQueued = true
 
-    yield* recordOffset(context, highest)
     return outcome
   }))
 })
@@ -529,22 +580,25 @@ const applyContactChanges = Effect.fnUntraced(function*(
   }))
   if (changes.length > 0) {
     const now = new Date().toISOString()
+    const merged: Record<string, unknown> = {}
+    for (const change of changes) for (const [key, value] of Object.entries(change.set)) if (!(key in merged)) merged[key] = value
+    // One round trip: the contacts and the types of the custom fields they now have.
     yield* sql`
-      UPDATE contacts c SET
-        subscribed = x.subscribed,
-        data = (c.data - ARRAY(SELECT jsonb_array_elements_text(x.remove))) || x.set,
-        updated_at = ${now}::timestamptz
-      FROM jsonb_to_recordset(${JSON.stringify(changes)}::jsonb) AS x(id uuid, subscribed boolean, set jsonb, remove jsonb)
-      WHERE c.id = x.id`
-    const fieldTypes = changes.flatMap((change) => Object.entries(change.set))
-    if (fieldTypes.length > 0) {
-      const merged: Record<string, unknown> = {}
-      for (const [key, value] of fieldTypes) if (!(key in merged)) merged[key] = value
-      yield* sql`
+      WITH updated AS (
+        UPDATE contacts c SET
+          subscribed = x.subscribed,
+          data = (c.data - ARRAY(SELECT jsonb_array_elements_text(x.remove))) || x.set,
+          updated_at = ${now}::timestamptz
+        FROM jsonb_to_recordset(${JSON.stringify(changes)}::jsonb) AS x(id uuid, subscribed boolean, set jsonb, remove jsonb)
+        WHERE c.id = x.id
+        RETURNING 1
+      ), fields AS (
         INSERT INTO contact_fields (project_id, key, type)
         SELECT ${context.projectId}, f->>0, f->>1 FROM jsonb_array_elements(${JSON.stringify(inferFieldTypes(merged))}::jsonb) f
-        ON CONFLICT DO NOTHING`
-    }
+        ON CONFLICT DO NOTHING
+        RETURNING 1
+      )
+      SELECT (SELECT count(*) FROM updated) + (SELECT count(*) FROM fields) AS n`
   }
   return events
 })

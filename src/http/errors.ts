@@ -7,11 +7,12 @@
  * Handlers and middleware fail with `ApiError` / `BareBadRequest`; both render themselves (they are
  * `Respondable`), so HttpApi turns them into responses wherever they are raised. The gateway
  * middleware uses the same functions for failures outside handlers (unknown routes, bad bodies,
- * defects).
+ * defects). What these bodies look like to clients (their schemas, declared on the endpoints) is in
+ * api/errors.ts, the contract's side.
  */
-import { Context, Data, Effect, Schema } from "effect"
+import { Context, Data, Effect } from "effect"
 import { HttpServerRespondable, HttpServerResponse } from "effect/http"
-import { HttpApiSchema } from "effect/http-api"
+import type { FieldErrorSchema } from "./api/errors.ts"
 
 /**
  * Per-request state set up by the gateway: the request id (echoed in error bodies and `x-request-id`)
@@ -26,12 +27,8 @@ export const RequestState = Context.Reference<RequestStateShape>("app/http/Reque
   defaultValue: () => ({ requestId: "unknown", headers: {} })
 })
 
-export interface FieldError {
-  readonly field: string
-  readonly message: string
-  readonly code: string
-  readonly received?: unknown
-}
+/** One invalid field of a request, as the envelope's `errors[]` lists it (its schema is the contract's). */
+export type FieldError = typeof FieldErrorSchema.Type
 
 export interface EnvelopeFields {
   readonly status: number
@@ -136,73 +133,6 @@ export class BareBadRequest extends Data.TaggedError("BareBadRequest")<{ readonl
     return Effect.succeed(HttpServerResponse.jsonUnsafe({ error: this.message }, { status: 400 }))
   }
 }
-
-// ---- OpenAPI descriptions of the same bodies (documentation; rendering happens above) ----
-
-const FieldErrorSchema = Schema.Struct({
-  field: Schema.String,
-  message: Schema.String,
-  code: Schema.String,
-  received: Schema.optionalKey(Schema.Unknown)
-}).annotate({ identifier: "FieldError" })
-
-const envelopeSchema = (status: number, description: string) =>
-  Schema.Struct({
-    success: Schema.Literal(false),
-    error: Schema.Struct({
-      code: Schema.String,
-      message: Schema.String,
-      statusCode: Schema.Literal(status),
-      requestId: Schema.String,
-      errors: Schema.optionalKey(Schema.Array(FieldErrorSchema)),
-      details: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown)),
-      suggestion: Schema.optionalKey(Schema.String)
-    }),
-    timestamp: Schema.String.annotate({ format: "date-time" } as Schema.Annotations.Documentation<string>)
-  }).annotate({ identifier: `Error${status}`, description }).pipe(HttpApiSchema.status(status))
-
-/** The bodies error responses can have, per status; the descriptions name the codes. */
-export const ErrorDocs = {
-  badRequest: envelopeSchema(
-    400,
-    "Envelope: INVALID_JSON (the body is not JSON), BAD_REQUEST (the body could not be read, or a value the endpoint " +
-      "documents as a 400), INVALID_CURSOR (a cursor this list did not return), INVALID_IDEMPOTENCY_KEY"
-  ),
-  unauthorized: envelopeSchema(401, "INVALID_API_KEY: missing or unknown key, or the wrong key type (pk_ only on /v1/track, sk_ everywhere else)"),
-  forbidden: envelopeSchema(
-    403,
-    "PROJECT_DISABLED; on templates, campaigns and sends also a sender domain not verified for the project " +
-      "(code INTERNAL_SERVER_ERROR, as the reference platform returns it)"
-  ),
-  notFound: envelopeSchema(
-    404,
-    "NOT_FOUND: the resource does not exist in the key's project (or a path segment is not valid percent-encoded UTF-8, which matches no route)"
-  ),
-  conflict: envelopeSchema(409, "Conflict with the resource's state (duplicate email, reused Idempotency-Key, active executions, ...)"),
-  payloadTooLarge: envelopeSchema(413, "PAYLOAD_TOO_LARGE: the body is over the endpoint's limit"),
-  unsupportedMediaType: envelopeSchema(415, "UNSUPPORTED_MEDIA_TYPE: send the body as application/json"),
-  validation: envelopeSchema(422, "VALIDATION_ERROR: errors[] names every invalid field (body, path parameter, query string or header)"),
-  rateLimited: envelopeSchema(429, "RATE_LIMITED: too many requests for this project; see Retry-After"),
-  internal: envelopeSchema(500, "INTERNAL_SERVER_ERROR: an unexpected failure (logged with the requestId)"),
-  unavailable: envelopeSchema(503, "SERVICE_UNAVAILABLE: the event stream did not accept the message; retry with backoff"),
-  /** The reference platform's flat 400 for a missing required field of POST /contacts, /templates and /segments. */
-  legacy: Schema.Struct({ error: Schema.String }).annotate({
-    identifier: "LegacyError",
-    description: "LegacyError `{ error }`: a required field is missing (POST /contacts, POST /templates, POST /segments only)"
-  }).pipe(HttpApiSchema.status(400))
-} as const
-
-/** Every endpoint can fail unexpectedly. */
-export const serverErrors = [ErrorDocs.internal] as const
-
-/** What every endpoint behind an API key can answer: the key check, a disabled project, the rate limit. */
-export const commonErrors = [ErrorDocs.unauthorized, ErrorDocs.forbidden, ErrorDocs.rateLimited, ...serverErrors] as const
-
-/** What a JSON body adds: malformed JSON, over the size limit, not JSON at all, invalid fields. */
-export const bodyErrors = [ErrorDocs.badRequest, ErrorDocs.payloadTooLarge, ErrorDocs.unsupportedMediaType, ErrorDocs.validation] as const
-
-/** Path parameters and query strings are checked too (no NUL, no lone surrogates): 422 naming them. */
-export const inputErrors = [ErrorDocs.validation] as const
 
 /**
  * HttpApi types a handler's failures as the endpoint's declared error schemas. Ours are documentation

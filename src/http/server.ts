@@ -7,6 +7,7 @@ import { createServer, type ServerResponse } from "node:http"
 import { AppConfig } from "../config.ts"
 import { Api } from "./api/Api.ts"
 import { PublicKeyAuthLive, SecretKeyAuthLive } from "./auth.ts"
+import { DashboardRoutes } from "./dashboard.ts"
 import { GatewayLive } from "./gateway.ts"
 import { ContactsHandlers } from "./handlers/contacts.ts"
 import { EventsHandlers } from "./handlers/events.ts"
@@ -33,12 +34,21 @@ import { ContactDirectory } from "../ingest/ContactDirectory.ts"
 import { EventPublisher } from "../ingest/EventPublisher.ts"
 import { Idempotency } from "./Idempotency.ts"
 import { RateLimiter } from "./RateLimiter.ts"
+import { AuthHandlers } from "./handlers/auth.ts"
+import { AccountsHandlers } from "./handlers/accounts.ts"
+import { BillingWebhookHandlers } from "./handlers/billingWebhook.ts"
+import { UploadedFilesHandlers, UploadsHandlers } from "./handlers/uploads.ts"
+import { DashboardSessions, SessionAuthLive } from "./session.ts"
+import { AccountsLive } from "../accounts/layers.ts"
 
 const ApiRoutes = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([SystemHandlers, TrackHandlers, ContactsHandlers, EventsHandlers, SegmentsHandlers, VerifyHandlers]),
   Layer.provide([SendHandlers, TemplatesHandlers, DomainsHandlers, LinksHandlers, WebhooksHandlers, CampaignsHandlers]),
   Layer.provide([WorkflowsHandlers, DeadLettersHandlers]),
-  Layer.provide([SecretKeyAuthLive, PublicKeyAuthLive]),
+  Layer.provide([AuthHandlers, AccountsHandlers, BillingWebhookHandlers, UploadsHandlers, UploadedFilesHandlers]),
+  Layer.provide([SecretKeyAuthLive, PublicKeyAuthLive, SessionAuthLive]),
+  Layer.provide(DashboardSessions.layer),
+  Layer.provide(AccountsLive),
   Layer.provide([RateLimiter.layer, Idempotency.layer, ContactDirectory.layer, EventPublisher.layer, Events.layer, Verifier.layer, ConditionCheck.layer.pipe(Layer.provideMerge(Segments.layer)), DeadLetters.layer]),
   Layer.provide(Notifications.layer),
   Layer.provide(Workflows.layer)
@@ -48,6 +58,7 @@ const Routes = Layer.mergeAll(
   ApiRoutes,
   SesWebhookRoute.pipe(Layer.provide(Notifications.layer)),
   HttpApiScalar.layer(Api, { path: "/docs" }),
+  DashboardRoutes,
   GatewayLive
 )
 

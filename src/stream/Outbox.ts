@@ -52,6 +52,11 @@ export class Outbox extends Context.Service<Outbox, {
    * event and can trigger workflows. One statement, in the caller's transaction.
    */
   readonly emit: (projectId: string, events: ReadonlyArray<EmittedEvent>) => Effect.Effect<void, SqlError.SqlError>
+  /**
+   * Emits events to stream OUT only, answering them with their ids: for an actor that records them
+   * itself, in the same batch, rather than have them travel back through IN.
+   */
+  readonly emitOut: (projectId: string, events: ReadonlyArray<EmittedEvent>) => Effect.Effect<ReadonlyArray<OutEvent>, SqlError.SqlError>
   /** The rows `append` would write, for statements that insert them themselves. */
   readonly rowsOf: (messages: ReadonlyArray<InMessage>) => ReadonlyArray<OutboxRow>
   /** A SQL expression for the subject of a `kind` message about the contact whose id is `idColumn`. */
@@ -126,6 +131,11 @@ export class Outbox extends Context.Service<Outbox, {
 
       const appendOut = (events: ReadonlyArray<OutEvent>) => insert(outRows(events))
 
+      const emitOut = (projectId: string, events: ReadonlyArray<EmittedEvent>) => {
+        const out: Array<OutEvent> = events.map((event) => ({ id: uuidv7(), projectId, ...event }))
+        return Effect.as(insert(outRows(out)), out)
+      }
+
       const emit = (projectId: string, events: ReadonlyArray<EmittedEvent>) => {
         if (events.length === 0) return Effect.void
         const out: Array<OutEvent> = []
@@ -144,7 +154,7 @@ export class Outbox extends Context.Service<Outbox, {
         return sql`(${`${prefix}.lane.`} || (${partitions}::int[])[${sql.literal(lane)} + 1] || '.' || ${projectId}::text || '.' || ${sql.literal(lane)} || ${`.${kind}`})`
       }
 
-      return Outbox.of({ lanes, append, publishNow, appendOut, emit, rowsOf, contactSubjectSql, subject, notifySql })
+      return Outbox.of({ lanes, append, publishNow, appendOut, emit, emitOut, rowsOf, contactSubjectSql, subject, notifySql })
     })
   )
 }

@@ -53,7 +53,7 @@ describe("the Dockerfile", () => {
     const installs = keyword(finalStage, "RUN").map(argumentsOf).filter((command) => /\bnpm\s+(ci|install|i)\b/.test(command))
     expect(installs.length).toBeGreaterThan(0)
     for (const command of installs) expect(command).toMatch(/\bnpm ci --omit=dev\b/)
-    // Nothing installed elsewhere comes along: only the sources and migrations are copied from the build.
+    // Nothing installed elsewhere comes along: only the sources, migrations and the built dashboard are copied from the build.
     const copies = keyword(finalStage, "COPY").map((copy) => ({
       from: (copy as Copy).getFromFlag()?.getValue() ?? undefined,
       args: copy.getArguments().map((arg) => arg.getValue())
@@ -62,7 +62,17 @@ describe("the Dockerfile", () => {
       expect(copy.args.join(" ")).not.toMatch(/node_modules/)
       if (copy.from === undefined) expect(copy.args.slice(0, -1)).toEqual(["package.json", "package-lock.json"])
     }
-    expect(copies.filter((copy) => copy.from === "build").map((copy) => copy.args[0])).toEqual(["/app/src", "/app/migrations"])
+    expect(copies.filter((copy) => copy.from === "build").map((copy) => copy.args[0])).toEqual(["/app/src", "/app/migrations", "/app/web/dist"])
+  })
+
+  it("builds the web dashboard in the build stage, after the sources are in place", () => {
+    const build = stages.get("build")!
+    const runs = keyword(build, "RUN").map(argumentsOf)
+    expect(runs).toContain("node scripts/build-web.ts --force")
+    const copyAll = build.findIndex((instruction) => instruction.getKeyword() === "COPY" && argumentsOf(instruction) === ". .")
+    const buildWeb = build.findIndex((instruction) => argumentsOf(instruction) === "node scripts/build-web.ts --force")
+    expect(copyAll).toBeGreaterThan(-1)
+    expect(buildWeb).toBeGreaterThan(copyAll)
   })
 
   it("runs node from the base image on the TypeScript sources, as a non-root user under tini", () => {
@@ -110,6 +120,10 @@ describe(".dockerignore", () => {
 
   it("keeps local state, installed trees, results and secrets out of the build context", () => {
     for (const pattern of ["**/node_modules", ".data", ".git", "bench/results", ".env"]) expect(patterns).toContain(pattern)
+  })
+
+  it("keeps a local dashboard build out (the build stage makes its own)", () => {
+    expect(patterns).toContain("web/dist")
   })
 })
 

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { bodyErrors, commonErrors, ErrorDocs, inputErrors } from "../errors.ts"
+import { bodyErrors, commonErrors, ErrorDocs, inputErrors } from "./errors.ts"
 import { cursorParams, pageParams, QueryParam, queryParameters } from "./query.ts"
 import { Contact, Count, CustomData, Email, pageFields, Text } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { commonErrors, ErrorDocs, inputErrors } from "../errors.ts"
+import { commonErrors, ErrorDocs, inputErrors } from "./errors.ts"
 import { cursorParams, QueryParam, queryParameters } from "./query.ts"
 import { Count, Text, Timestamp } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { ErrorDocs, inputErrors, serverErrors } from "../errors.ts"
+import { ErrorDocs, inputErrors, serverErrors } from "./errors.ts"
 import { QueryParam, queryParameters } from "./query.ts"
 import { Text } from "./schemas.ts"
 

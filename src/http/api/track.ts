@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { isReservedEventName } from "../../domain/events.ts"
-import { bodyErrors, commonErrors, ErrorDocs } from "../errors.ts"
+import { bodyErrors, commonErrors, ErrorDocs } from "./errors.ts"
 import { Count, CustomData, Email, IdempotencyHeaders, Text, Timestamp } from "./schemas.ts"
 import { PublicKeyAuth } from "./security.ts"
 

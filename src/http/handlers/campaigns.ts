@@ -21,7 +21,7 @@ import { CurrentProject } from "../api/security.ts"
 import { ApiError, type FieldError, rendered } from "../errors.ts"
 import { parsePositive } from "../query.ts"
 import { mailProblem } from "./send.ts"
-import { requireVerifiedDomain, subjectProblem, syntaxProblem } from "./templates.ts"
+import { requireVerifiedDomain, subjectProblem, syntaxProblem } from "./mailContent.ts"
 
 const notFound = ApiError.notFound("Campaign")
 const renderer = makeRenderer()

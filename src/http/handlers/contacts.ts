@@ -1,10 +1,10 @@
 /** Handlers of the contacts group: request parsing and rules here, SQL in store/Contacts.ts. */
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { dataPayloadProblems, toDataPatch } from "../../domain/customData.ts"
+import { toDataPatch } from "../../domain/customData.ts"
 import { normalizeEmail } from "../../domain/email.ts"
 import { isUuid } from "../../domain/ids.ts"
-import { type ContactDataTooLarge, Contacts, customFieldPath, DuplicateEmail, isStandardField, type ListSort } from "../../store/Contacts.ts"
+import { Contacts, customFieldPath, DuplicateEmail, isStandardField, type ListSort } from "../../store/Contacts.ts"
 import { ContactDirectory } from "../../ingest/ContactDirectory.ts"
 import type { Condition } from "../../domain/conditions/types.ts"
 import { conditionFilters } from "../../domain/conditions/validate.ts"
@@ -16,30 +16,12 @@ import { fieldUsage } from "../../workflows/usage.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
 import { parseBoolean, parseLimit, parsePositive } from "../query.ts"
-import { ApiError, BareBadRequest, type FieldError, rendered } from "../errors.ts"
+import { ApiError, BareBadRequest, rendered } from "../errors.ts"
+import { refuseOversizedData, validateData } from "./contactData.ts"
 
 export const MAX_LOOKUP_EMAILS = 500
 
-/** Data limits (key count, key length, size) that the schema cannot express, as field errors. */
-export const dataErrors = (data: Readonly<Record<string, unknown>> | undefined): Array<FieldError> =>
-  data === undefined ? [] : dataPayloadProblems(data).map(([field, message]) => ({ field, message, code: "too_big" }))
-
-/** The same limits as a 422. */
-export const validateData = (data: Readonly<Record<string, unknown>> | undefined) => {
-  const errors = dataErrors(data)
-  return errors.length === 0 ? Effect.void : Effect.fail(ApiError.validation(errors))
-}
-
-
 const notFound = ApiError.notFound("Contact")
-
-/** The contact data limit as the API answers it. */
-export const refuseOversizedData = <A, E, R>(effect: Effect.Effect<A, E | ContactDataTooLarge, R>): Effect.Effect<A, E | ApiError, R> =>
-  Effect.catchIf(
-    effect,
-    (error): error is ContactDataTooLarge => (error as { _tag?: unknown })?._tag === "ContactDataTooLarge",
-    (error) => Effect.fail(ApiError.contactDataTooLarge(error.limitBytes))
-  ) as Effect.Effect<A, E | ApiError, R>
 
 export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnUntraced(function*(handlers) {
   const contacts = yield* Contacts

@@ -14,7 +14,7 @@ import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
 import { ApiError, rendered } from "../errors.ts"
 import { Idempotency } from "../Idempotency.ts"
-import { validateData } from "./contacts.ts"
+import { validateData } from "./contactData.ts"
 import { makeTrackBatch } from "./trackBatch.ts"
 import { toTrackedEvent, type TrackPayload } from "./trackedEvent.ts"
 

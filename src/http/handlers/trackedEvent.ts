@@ -10,7 +10,7 @@ import type { TrackedEvent } from "../../ingest/EventPublisher.ts"
 import { TrackBody } from "../api/track.ts"
 import type { FieldError } from "../errors.ts"
 import { issueToFieldErrors } from "../validation.ts"
-import { dataErrors } from "./contacts.ts"
+import { dataErrors } from "./contactData.ts"
 
 /** A decoded /v1/track body. */
 export type TrackPayload = Schema.Schema.Type<typeof TrackBody>

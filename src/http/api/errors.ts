@@ -1,0 +1,85 @@
+/**
+ * The error bodies the API answers, as schemas: declared on the endpoints (so /openapi.json lists them)
+ * and decoded by clients (the web app). Rendering lives on the server side, in ../errors.ts.
+ */
+import { Schema } from "effect"
+import { HttpApiSchema } from "effect/http-api"
+
+export const FieldErrorSchema = Schema.Struct({
+  field: Schema.String,
+  message: Schema.String,
+  code: Schema.String,
+  received: Schema.optionalKey(Schema.Unknown)
+}).annotate({ identifier: "FieldError" })
+
+const envelopeFields = <S extends Schema.Top>(statusCode: S) => ({
+  success: Schema.Literal(false),
+  error: Schema.Struct({
+    code: Schema.String,
+    message: Schema.String,
+    statusCode,
+    requestId: Schema.String,
+    errors: Schema.optionalKey(Schema.Array(FieldErrorSchema)),
+    details: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown)),
+    suggestion: Schema.optionalKey(Schema.String)
+  }),
+  timestamp: Schema.String.annotate({ format: "date-time" } as Schema.Annotations.Documentation<string>)
+})
+
+const envelopeSchema = (status: number, description: string) =>
+  Schema.Struct(envelopeFields(Schema.Literal(status)))
+    .annotate({ identifier: `Error${status}`, description })
+    .pipe(HttpApiSchema.status(status))
+
+/** The envelope whatever its status: what a client reads from a status an endpoint does not declare. */
+export const ErrorEnvelope = Schema.Struct(envelopeFields(Schema.Number))
+export type ErrorEnvelope = typeof ErrorEnvelope.Type
+
+/** The bodies error responses can have, per status; the descriptions name the codes. */
+export const ErrorDocs = {
+  badRequest: envelopeSchema(
+    400,
+    "Envelope: INVALID_JSON (the body is not JSON), BAD_REQUEST (the body could not be read, or a value the endpoint " +
+      "documents as a 400), INVALID_CURSOR (a cursor this list did not return), INVALID_IDEMPOTENCY_KEY"
+  ),
+  unauthorized: envelopeSchema(
+    401,
+    "INVALID_API_KEY: missing or unknown key, or the wrong key type (pk_ only on /v1/track, sk_ everywhere else); " +
+      "UNAUTHENTICATED: no valid session cookie; INVALID_CREDENTIALS: wrong email or password"
+  ),
+  forbidden: envelopeSchema(
+    403,
+    "PROJECT_DISABLED; BILLING_LIMIT_EXCEEDED (a monthly cap, on sends); with the session cookie: FORBIDDEN (the role " +
+      "does not allow it), CSRF_REJECTED (a state change from another origin), EMAIL_VERIFICATION_REQUIRED; " +
+      "SIGNUPS_DISABLED; on templates, campaigns and sends also a sender domain not verified for the project " +
+      "(code INTERNAL_SERVER_ERROR, as the reference platform returns it)"
+  ),
+  notFound: envelopeSchema(
+    404,
+    "NOT_FOUND: the resource does not exist in the key's project (or a path segment is not valid percent-encoded UTF-8, which matches no route)"
+  ),
+  conflict: envelopeSchema(409, "Conflict with the resource's state (duplicate email, reused Idempotency-Key, active executions, ...)"),
+  payloadTooLarge: envelopeSchema(413, "PAYLOAD_TOO_LARGE: the body is over the endpoint's limit"),
+  unsupportedMediaType: envelopeSchema(415, "UNSUPPORTED_MEDIA_TYPE: send the body as application/json"),
+  validation: envelopeSchema(422, "VALIDATION_ERROR: errors[] names every invalid field (body, path parameter, query string or header)"),
+  rateLimited: envelopeSchema(429, "RATE_LIMITED: too many requests for this project; see Retry-After"),
+  internal: envelopeSchema(500, "INTERNAL_SERVER_ERROR: an unexpected failure (logged with the requestId)"),
+  unavailable: envelopeSchema(503, "SERVICE_UNAVAILABLE: the event stream did not accept the message; retry with backoff"),
+  /** The reference platform's flat 400 for a missing required field of POST /contacts, /templates and /segments. */
+  legacy: Schema.Struct({ error: Schema.String }).annotate({
+    identifier: "LegacyError",
+    description: "LegacyError `{ error }`: a required field is missing (POST /contacts, POST /templates, POST /segments only)"
+  }).pipe(HttpApiSchema.status(400))
+} as const
+
+/** Every endpoint can fail unexpectedly. */
+export const serverErrors = [ErrorDocs.internal] as const
+
+/** What every endpoint behind an API key can answer: the key check, a disabled project, the rate limit. */
+export const commonErrors = [ErrorDocs.unauthorized, ErrorDocs.forbidden, ErrorDocs.rateLimited, ...serverErrors] as const
+
+/** What a JSON body adds: malformed JSON, over the size limit, not JSON at all, invalid fields. */
+export const bodyErrors = [ErrorDocs.badRequest, ErrorDocs.payloadTooLarge, ErrorDocs.unsupportedMediaType, ErrorDocs.validation] as const
+
+/** Path parameters and query strings are checked too (no NUL, no lone surrogates): 422 naming them. */
+export const inputErrors = [ErrorDocs.validation] as const

@@ -1,0 +1,38 @@
+/** Rules for a message's subject, body and sender, shared by templates, campaigns and /v1/send. */
+import { Effect } from "effect"
+import { makeRenderer, RenderError } from "../../mail/render.ts"
+import { Domains } from "../../store/Domains.ts"
+import { ApiError, type FieldError } from "../errors.ts"
+
+const renderer = makeRenderer()
+
+export const MAX_SUBJECT_LENGTH = 998
+
+/** Subject rule shared with /v1/send: 1..998 characters, no line breaks. */
+export const subjectProblem = (field: string, subject: string): FieldError | undefined =>
+  subject.trim().length === 0
+    ? { field, message: "The subject must not be empty", code: "too_small" }
+    : subject.length > MAX_SUBJECT_LENGTH
+    ? { field, message: `The subject must be at most ${MAX_SUBJECT_LENGTH} characters`, code: "too_big" }
+    : /[\r\n]/.test(subject)
+    ? { field, message: "The subject must not contain line breaks", code: "invalid_string" }
+    : undefined
+
+/** A template that does not parse is refused when saved, not when mail is sent. */
+export const syntaxProblem = (field: string, source: string, kind: "html" | "text"): FieldError | undefined => {
+  try {
+    renderer.compile(source, kind)
+    return undefined
+  } catch (error) {
+    return { field, message: error instanceof RenderError ? error.message : String(error), code: "invalid_template" }
+  }
+}
+
+/** Sending needs the domain verified; answers the spec's 403 otherwise. */
+export const requireVerifiedDomain = Effect.fnUntraced(function*(projectId: string, from: string) {
+  const domains = yield* Domains
+  const domain = from.slice(from.lastIndexOf("@") + 1)
+  const key = yield* domains.signingKey(projectId, domain)
+  if (!key) return yield* ApiError.unverifiedDomain(domain)
+  return key
+})

@@ -1,0 +1,114 @@
+/**
+ * Every way an API call can fail, as one value the pages show: a declared error envelope, the flat
+ * `{ error }` 400 (the reference's LegacyError), a status the endpoint does not declare, the network,
+ * or an answer that does not match the contract (a server newer or older than this app).
+ */
+import { Cause, Effect, Schema } from "effect"
+import { HttpClientError } from "effect/http"
+import { ErrorEnvelope } from "../../../src/http/api/errors.ts"
+
+export class ApiFailure extends Error {
+  override readonly name = "ApiFailure"
+  readonly code: string
+  /** The HTTP status; 0 when no answer arrived. */
+  readonly status: number
+  /** The server's id for the request (quote it when reporting a problem); null when no answer arrived. */
+  readonly requestId: string | null
+
+  constructor(fields: { readonly message: string; readonly code: string; readonly status: number; readonly requestId: string | null }) {
+    super(fields.message)
+    this.code = fields.code
+    this.status = fields.status
+    this.requestId = fields.requestId
+  }
+
+  /** A 4xx: the request itself is wrong, so repeating it will not help. */
+  get isClientError(): boolean {
+    return this.status >= 400 && this.status < 500
+  }
+}
+
+/** What the call saw of the last response, for failures whose value does not carry it. */
+export interface ResponseSeen {
+  status: number | null
+  requestId: string | null
+}
+
+const isEnvelope = Schema.is(ErrorEnvelope)
+const LegacyError = Schema.Struct({ error: Schema.String })
+const isLegacy = Schema.is(LegacyError)
+
+const fromEnvelope = (envelope: ErrorEnvelope, seen: ResponseSeen) =>
+  new ApiFailure({
+    message: envelope.error.message,
+    code: envelope.error.code,
+    status: envelope.error.statusCode,
+    requestId: envelope.error.requestId || seen.requestId
+  })
+
+/** A response the client did not decode (a status the endpoint does not declare, or a body that does not fit). */
+const fromResponse = (error: HttpClientError.HttpClientError, seen: ResponseSeen): Effect.Effect<ApiFailure> => {
+  const response = error.response!
+  const requestId = response.headers["x-request-id"] ?? seen.requestId
+  return response.json.pipe(
+    Effect.map((body) =>
+      isEnvelope(body)
+        ? fromEnvelope(body, { status: response.status, requestId })
+        : isLegacy(body)
+        ? new ApiFailure({ message: body.error, code: "BAD_REQUEST", status: response.status, requestId })
+        : undefined
+    ),
+    Effect.orElseSucceed(() => undefined),
+    Effect.map((failure) =>
+      failure ?? new ApiFailure({
+        message: `The server answered ${response.status}${response.status >= 500 ? ": try again in a moment" : ""}`,
+        code: response.status >= 500 ? "SERVER_ERROR" : "UNEXPECTED_RESPONSE",
+        status: response.status,
+        requestId
+      })
+    )
+  )
+}
+
+const contractMismatch = (seen: ResponseSeen) =>
+  new ApiFailure({
+    message: "The server's answer does not match what this page expects. Reload the page to get the current version.",
+    code: "CONTRACT_MISMATCH",
+    status: seen.status ?? 0,
+    requestId: seen.requestId
+  })
+
+const networkFailure = () =>
+  new ApiFailure({
+    message: "Could not reach the server. Check your connection and try again.",
+    code: "NETWORK_ERROR",
+    status: 0,
+    requestId: null
+  })
+
+/** Maps whatever an HttpApiClient call failed with into one ApiFailure. */
+export const toApiFailure = (error: unknown, seen: ResponseSeen): Effect.Effect<ApiFailure> => {
+  if (error instanceof ApiFailure) return Effect.succeed(error)
+  if (isEnvelope(error)) return Effect.succeed(fromEnvelope(error, seen))
+  if (isLegacy(error)) {
+    return Effect.succeed(new ApiFailure({ message: error.error, code: "BAD_REQUEST", status: seen.status ?? 400, requestId: seen.requestId }))
+  }
+  if (HttpClientError.isHttpClientError(error)) {
+    if (error.response !== undefined) return fromResponse(error, seen)
+    return Effect.succeed(error.reason._tag === "TransportError" ? networkFailure() : contractMismatch(seen))
+  }
+  if (Schema.isSchemaError(error)) return Effect.succeed(contractMismatch(seen))
+  return Effect.succeed(new ApiFailure({
+    message: error instanceof Error ? error.message : "Something went wrong in this page",
+    code: "CLIENT_ERROR",
+    status: seen.status ?? 0,
+    requestId: seen.requestId
+  }))
+}
+
+/** The failure of a cause: its first failure, else its first defect (interruptions stay interruptions). */
+export const failureOfCause = (cause: Cause.Cause<unknown>, seen: ResponseSeen): Effect.Effect<ApiFailure> | undefined => {
+  const reason = cause.reasons.find((reason) => Cause.isFailReason(reason)) ?? cause.reasons.find((reason) => Cause.isDieReason(reason))
+  if (reason === undefined) return undefined
+  return toApiFailure(Cause.isFailReason(reason) ? reason.error : reason.defect, seen)
+}

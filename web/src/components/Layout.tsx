@@ -1,0 +1,162 @@
+/**
+ * The project shell: a sidebar from 1024 px, a Menu button below it (the menu closes on Escape, on a
+ * click outside and on navigation), a skip link, and focus moved to the page after each navigation so
+ * keyboard and screen-reader users start at the new content.
+ */
+import { useEffect, useRef, useState } from "react"
+import { Link, NavLink, Outlet, useLocation, useParams } from "react-router"
+import { ErrorBoundary } from "./ErrorBoundary.tsx"
+
+const NAV = [
+  ["", "Home"],
+  ["contacts", "Contacts"],
+  ["templates", "Templates"],
+  ["segments", "Segments"],
+  ["campaigns", "Campaigns"],
+  ["workflows", "Workflows"],
+  ["events", "Events"],
+  ["domains", "Domains"],
+  ["settings", "Settings"]
+] as const
+
+function Nav({ projectId, onNavigate }: { readonly projectId: string; readonly onNavigate?: () => void }) {
+  return (
+    <nav aria-label="Project">
+      <ul className="space-y-1">
+        {NAV.map(([path, label]) => (
+          <li key={label}>
+            <NavLink
+              to={`/p/${projectId}${path ? `/${path}` : ""}`}
+              end={path === ""}
+              onClick={onNavigate}
+              className={({ isActive }) =>
+                `block rounded-md px-3 py-2 text-sm font-medium ${isActive ? "bg-indigo-50 text-indigo-800" : "text-slate-700 hover:bg-slate-100"}`}
+            >
+              {label}
+            </NavLink>
+          </li>
+        ))}
+      </ul>
+    </nav>
+  )
+}
+
+/** Moves focus to the main region when the path changes (not on the first load, where the browser decides). */
+function useFocusOnNavigation() {
+  const main = useRef<HTMLElement>(null)
+  const { pathname } = useLocation()
+  const shown = useRef(pathname)
+  useEffect(() => {
+    if (shown.current === pathname) return
+    shown.current = pathname
+    main.current?.focus()
+  }, [pathname])
+  return main
+}
+
+function SkipLink() {
+  return (
+    <a href="#main" className="sr-only rounded-md bg-white px-3 py-2 text-sm font-medium text-indigo-800 shadow focus:not-sr-only focus:fixed focus:left-3 focus:top-3 focus:z-50">
+      Skip to content
+    </a>
+  )
+}
+
+function Brand({ projectId }: { readonly projectId?: string }) {
+  return (
+    <Link to={projectId ? `/p/${projectId}` : "/p"} className="text-lg font-semibold tracking-tight text-slate-900">
+      mail<span className="text-indigo-600">stream</span>
+    </Link>
+  )
+}
+
+export function ProjectLayout() {
+  const { projectId = "" } = useParams()
+  const main = useFocusOnNavigation()
+  const [menuOpen, setMenuOpen] = useState(false)
+  const menuButton = useRef<HTMLButtonElement>(null)
+  const { pathname } = useLocation()
+
+  useEffect(() => setMenuOpen(false), [pathname])
+  useEffect(() => {
+    if (!menuOpen) return
+    const onKey = (event: KeyboardEvent) => {
+      if (event.key === "Escape") {
+        setMenuOpen(false)
+        menuButton.current?.focus()
+      }
+    }
+    document.addEventListener("keydown", onKey)
+    return () => document.removeEventListener("keydown", onKey)
+  }, [menuOpen])
+
+  return (
+    <div className="min-h-screen lg:flex">
+      <SkipLink />
+      <aside className="hidden w-60 shrink-0 border-r border-slate-200 bg-white px-3 py-5 lg:block">
+        <div className="mb-6 px-3"><Brand projectId={projectId} /></div>
+        <Nav projectId={projectId} />
+        <ProjectFooter projectId={projectId} />
+      </aside>
+      <header className="flex items-center justify-between border-b border-slate-200 bg-white px-4 py-3 lg:hidden">
+        <Brand projectId={projectId} />
+        <button
+          ref={menuButton}
+          type="button"
+          className="btn-secondary"
+          aria-expanded={menuOpen}
+          aria-controls="mobile-menu"
+          onClick={() => setMenuOpen((open) => !open)}
+        >
+          Menu
+        </button>
+      </header>
+      {menuOpen && (
+        <div className="fixed inset-0 z-40 lg:hidden">
+          <div className="absolute inset-0 bg-slate-900/30" onClick={() => setMenuOpen(false)} aria-hidden="true" />
+          <div id="mobile-menu" className="absolute inset-y-0 left-0 w-64 max-w-[80vw] overflow-y-auto bg-white px-3 py-5 shadow-xl">
+            <div className="mb-6 px-3"><Brand projectId={projectId} /></div>
+            <Nav projectId={projectId} onNavigate={() => setMenuOpen(false)} />
+            <ProjectFooter projectId={projectId} />
+          </div>
+        </div>
+      )}
+      <main id="main" ref={main} tabIndex={-1} className="min-w-0 flex-1 px-4 py-6 outline-none sm:px-8 lg:py-8">
+        <div className="mx-auto max-w-6xl">
+          <ErrorBoundary key={pathname}>
+            <Outlet />
+          </ErrorBoundary>
+        </div>
+      </main>
+    </div>
+  )
+}
+
+function ProjectFooter({ projectId }: { readonly projectId: string }) {
+  return (
+    <div className="mt-8 border-t border-slate-200 px-3 pt-4 text-xs text-slate-500">
+      <p>Project</p>
+      <p className="truncate font-mono" title={projectId}>{projectId}</p>
+      <Link to="/p" className="link mt-2 inline-block text-xs">All projects</Link>
+    </div>
+  )
+}
+
+/** The frame of the pages outside a project: sign-in and the other account pages, the project list. */
+export function PlainLayout() {
+  const main = useFocusOnNavigation()
+  const { pathname } = useLocation()
+  return (
+    <div className="min-h-screen">
+      <SkipLink />
+      <header className="border-b border-slate-200 bg-white px-4 py-3 sm:px-8"><Brand /></header>
+      <main id="main" ref={main} tabIndex={-1} className="px-4 py-8 outline-none sm:px-8">
+        <div className="mx-auto max-w-2xl">
+          <ErrorBoundary key={pathname}>
+            <Outlet />
+          </ErrorBoundary>
+        </div>
+      </main>
+    </div>
+  )
+}

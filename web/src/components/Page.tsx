@@ -1,0 +1,90 @@
+/** A page's heading (the focus target after navigation), its title in the tab, and its actions. */
+import { type ReactNode, useEffect } from "react"
+
+export function Page({ title, actions, children }: { readonly title: string; readonly actions?: ReactNode; readonly children: ReactNode }) {
+  useEffect(() => {
+    document.title = `${title} · mailstream`
+  }, [title])
+  return (
+    <>
+      <div className="mb-6 flex flex-wrap items-center justify-between gap-3">
+        <h1 className="text-2xl font-semibold tracking-tight text-slate-900">{title}</h1>
+        {actions && <div className="flex flex-wrap gap-2">{actions}</div>}
+      </div>
+      {children}
+    </>
+  )
+}
+
+/** A labelled block of a detail page. */
+export function Section({ title, children }: { readonly title: string; readonly children: ReactNode }) {
+  return (
+    <section className="mb-8" aria-label={title}>
+      <h2 className="mb-3 text-lg font-semibold text-slate-800">{title}</h2>
+      {children}
+    </section>
+  )
+}
+
+/** Label / value pairs. */
+export function Fields({ items }: { readonly items: ReadonlyArray<readonly [string, ReactNode]> }) {
+  return (
+    <dl className="grid grid-cols-1 gap-x-6 gap-y-3 rounded-lg border border-slate-200 bg-white p-5 sm:grid-cols-[max-content_1fr]">
+      {items.map(([label, value]) => (
+        <div key={label} className="contents">
+          <dt className="text-sm font-medium text-slate-500">{label}</dt>
+          <dd className="min-w-0 break-words text-slate-900">{value}</dd>
+        </div>
+      ))}
+    </dl>
+  )
+}
+
+export function Badge({ tone = "slate", children }: { readonly tone?: "slate" | "green" | "amber" | "red" | "indigo"; readonly children: ReactNode }) {
+  const tones = {
+    slate: "bg-slate-100 text-slate-700",
+    green: "bg-green-100 text-green-800",
+    amber: "bg-amber-100 text-amber-900",
+    red: "bg-red-100 text-red-800",
+    indigo: "bg-indigo-100 text-indigo-800"
+  }
+  return <span className={`inline-flex items-center rounded-full px-2 py-0.5 text-xs font-medium ${tones[tone]}`}>{children}</span>
+}
+
+export const formatDate = (iso: string | null | undefined): string =>
+  iso ? new Date(iso).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" }) : "—"
+
+/** Classes of a column shown from 640 px only (for its header and its cells). */
+export const wideOnly = "hidden sm:table-cell"
+
+/**
+ * A table that scrolls inside its own box on narrow screens instead of widening the page. A heading
+ * given as [label, className] carries classes such as wideOnly.
+ */
+export function Table({
+  label,
+  head,
+  children
+}: {
+  readonly label: string
+  readonly head: ReadonlyArray<string | readonly [string, string]>
+  readonly children: ReactNode
+}) {
+  return (
+    <div className="overflow-x-auto rounded-lg border border-slate-200 bg-white">
+      <table className="min-w-full divide-y divide-slate-200 text-sm" aria-label={label}>
+        <thead className="bg-slate-50">
+          <tr>
+            {head.map((heading) => {
+              const [text, className] = typeof heading === "string" ? [heading, ""] : heading
+              return <th key={text} scope="col" className={`whitespace-nowrap px-4 py-2.5 text-left font-medium text-slate-600 ${className}`}>{text}</th>
+            })}
+          </tr>
+        </thead>
+        <tbody className="divide-y divide-slate-100">{children}</tbody>
+      </table>
+    </div>
+  )
+}
+
+export const cell = "px-4 py-2.5 align-top"

@@ -1,0 +1,109 @@
+/** Sending domains: add one, publish the DNS records it lists (one click copies each), check them now. */
+import { type FormEvent, useState } from "react"
+import type { Domain } from "../../../src/http/api/domains.ts"
+import { useApiMutation, useApiQuery, useProjectId } from "../api/hooks.ts"
+import { CopyButton } from "../components/CopyButton.tsx"
+import { Badge, cell, formatDate, Page, Table } from "../components/Page.tsx"
+import { Empty, ErrorState, QueryView } from "../components/States.tsx"
+
+type Status = DomainView["status"] | DomainView["records"][number]["status"]
+const tone = (status: Status) =>
+  status === "VERIFIED" ? "green" : status === "FAILED" || status === "MISMATCH" ? "red" : status === "PENDING" || status === "MISSING" ? "amber" : "slate"
+
+export function DomainsPage() {
+  const projectId = useProjectId() ?? ""
+  const domains = useApiQuery(["domains", "list"], (client) => client.domains.list({ params: { projectId } }), { refetchInterval: 30_000 })
+  return (
+    <Page title="Domains">
+      <AddDomain />
+      <QueryView
+        query={domains}
+        isEmpty={(list) => list.length === 0}
+        empty={<Empty title="No sending domains yet">Add the domain you send from; then publish the records it lists.</Empty>}
+      >
+        {(list) => <div className="space-y-6">{list.map((domain) => <DomainCard key={domain.id} domain={domain} />)}</div>}
+      </QueryView>
+    </Page>
+  )
+}
+
+function AddDomain() {
+  const [domain, setDomain] = useState("")
+  const add = useApiMutation((client, name: string) => client.domains.create({ payload: { domain: name } }), {
+    invalidates: [["domains"]],
+    onSuccess: () => setDomain("")
+  })
+  const submit = (event: FormEvent) => {
+    event.preventDefault()
+    if (domain.trim()) add.mutate(domain.trim())
+  }
+  return (
+    <form onSubmit={submit} className="mb-8 rounded-lg border border-slate-200 bg-white p-5">
+      <label htmlFor="new-domain" className="block text-sm font-medium text-slate-700">Add a domain</label>
+      <div className="mt-2 flex flex-col gap-2 sm:flex-row">
+        <input
+          id="new-domain"
+          className="input"
+          value={domain}
+          onChange={(event) => setDomain(event.target.value)}
+          placeholder="mail.example.com"
+          autoComplete="off"
+          spellCheck={false}
+        />
+        <button type="submit" className="btn-primary" disabled={add.isPending || domain.trim() === ""}>
+          {add.isPending ? "Adding…" : "Add domain"}
+        </button>
+      </div>
+      {add.isError && <div className="mt-3"><ErrorState failure={add.error} /></div>}
+    </form>
+  )
+}
+
+type DomainView = typeof Domain.Type
+
+function DomainCard({ domain }: { readonly domain: DomainView }) {
+  const check = useApiMutation((client, id: string) => client.domains.verify({ params: { id } }), { invalidates: [["domains"]] })
+  return (
+    <article aria-label={domain.domain} className="rounded-lg border border-slate-200 bg-white">
+      <header className="flex flex-wrap items-center justify-between gap-3 border-b border-slate-200 px-5 py-4">
+        <div>
+          <h2 className="break-all text-lg font-semibold">{domain.domain}</h2>
+          <p className="text-sm text-slate-500">Last checked {formatDate(domain.lastCheckedAt)}</p>
+        </div>
+        <div className="flex items-center gap-3">
+          <Badge tone={tone(domain.status)}>{domain.status.toLowerCase()}</Badge>
+          <button type="button" className="btn-secondary" disabled={check.isPending} onClick={() => check.mutate(domain.id)}>
+            {check.isPending ? "Checking…" : "Check now"}
+          </button>
+        </div>
+      </header>
+      <div className="p-5">
+        {check.isError && <div className="mb-4"><ErrorState failure={check.error} /></div>}
+        <Table label={`DNS records of ${domain.domain}`} head={["Record", "Type", "Name", "Value", "Status"]}>
+          {domain.records.map((record) => (
+            <tr key={record.purpose}>
+              <td className={`${cell} whitespace-nowrap`}>
+                {record.purpose}
+                {!record.required && <span className="block text-xs text-slate-500">recommended</span>}
+              </td>
+              <td className={`${cell} font-mono`}>{record.type}</td>
+              <td className={cell}>
+                <div className="flex items-start gap-2">
+                  <code className="min-w-0 break-all font-mono text-xs">{record.name}</code>
+                  <CopyButton value={record.name} label={`${record.purpose} name`} />
+                </div>
+              </td>
+              <td className={cell}>
+                <div className="flex items-start gap-2">
+                  <code className="line-clamp-3 min-w-0 max-w-md break-all font-mono text-xs" title={record.value}>{record.value}</code>
+                  <CopyButton value={record.value} label={`${record.purpose} value`} />
+                </div>
+              </td>
+              <td className={cell}><Badge tone={tone(record.status)}>{record.status.toLowerCase()}</Badge></td>
+            </tr>
+          ))}
+        </Table>
+      </div>
+    </article>
+  )
+}

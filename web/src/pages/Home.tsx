@@ -1,0 +1,56 @@
+/** The project at a glance: live counts of what it holds, each linking to its page. */
+import type { UseQueryResult } from "@tanstack/react-query"
+import { Link } from "react-router"
+import type { ApiFailure } from "../api/failure.ts"
+import { useApiQuery, useProjectId } from "../api/hooks.ts"
+import { Page } from "../components/Page.tsx"
+import { ErrorState } from "../components/States.tsx"
+
+const LIVE = { refetchInterval: 15_000 }
+
+function Count({ label, to, query }: { readonly label: string; readonly to: string; readonly query: UseQueryResult<string, ApiFailure> }) {
+  return (
+    <Link to={to} className="block rounded-lg border border-slate-200 bg-white p-5 shadow-sm hover:border-indigo-300">
+      <p className="text-sm font-medium text-slate-500">{label}</p>
+      <p className="mt-2 text-3xl font-semibold tabular-nums text-slate-900" data-testid={`count-${label.toLowerCase()}`}>
+        {query.isPending ? <span className="text-slate-300" aria-label="loading">…</span> : query.isError ? "—" : query.data}
+      </p>
+    </Link>
+  )
+}
+
+export function HomePage() {
+  const projectId = useProjectId() ?? ""
+  const base = `/p/${projectId}`
+  const contacts = useApiQuery(["contacts", "count"], (client) => client.contacts.list({ query: { limit: "1" } }), LIVE)
+  const templates = useApiQuery(["templates", "count"], (client) => client.templates.list({ query: { pageSize: "1" } }), LIVE)
+  const segments = useApiQuery(["segments", "list"], (client) => client.segments.list({}), LIVE)
+  const campaigns = useApiQuery(["campaigns", "count"], (client) => client.campaigns.list({ query: { pageSize: "1" } }), LIVE)
+  const workflows = useApiQuery(["workflows", "list"], (client) => client.workflows.list({}), LIVE)
+  const events = useApiQuery(["events", "names"], (client) => client.events.names({}), LIVE)
+  const domains = useApiQuery(["domains", "list"], (client) => client.domains.list({ params: { projectId } }), LIVE)
+
+  const show = <A,>(query: UseQueryResult<A, ApiFailure>, count: (data: A) => string) =>
+    ({ ...query, data: query.data === undefined ? undefined : count(query.data) }) as UseQueryResult<string, ApiFailure>
+  const firstError = [contacts, templates, segments, campaigns, workflows, events, domains].find((query) => query.isError)?.error
+
+  return (
+    <Page title="Home">
+      {firstError && <div className="mb-6"><ErrorState failure={firstError} /></div>}
+      <div className="grid grid-cols-1 gap-4 sm:grid-cols-2 xl:grid-cols-4">
+        <Count label="Contacts" to={`${base}/contacts`} query={show(contacts, (page) => page.total.toLocaleString())} />
+        <Count label="Events" to={`${base}/events`} query={show(events, (result) => result.names.reduce((sum, name) => sum + name.count, 0).toLocaleString())} />
+        <Count label="Templates" to={`${base}/templates`} query={show(templates, (page) => page.total.toLocaleString())} />
+        <Count label="Segments" to={`${base}/segments`} query={show(segments, (list) => list.length.toLocaleString())} />
+        <Count label="Campaigns" to={`${base}/campaigns`} query={show(campaigns, (page) => page.total.toLocaleString())} />
+        <Count label="Workflows" to={`${base}/workflows`} query={show(workflows, (list) => list.length.toLocaleString())} />
+        <Count
+          label="Domains"
+          to={`${base}/domains`}
+          query={show(domains, (list) => `${list.filter((domain) => domain.verified).length} / ${list.length}`)}
+        />
+      </div>
+      <p className="mt-4 text-sm text-slate-500">Domains count verified / all. Counts refresh every 15 seconds.</p>
+    </Page>
+  )
+}
