@@ -10,7 +10,8 @@
  * - Held workflow executions wait on a timer (at the month's turn) on their SEND_EMAIL step; the timers
  *   of as many of them as there is room for, plus one, are brought forward. The extra one meets the cap
  *   again when more are waiting than fit, so the workflow's hold is recorded again rather than cleared
- *   by the sends that fit; the others stay parked without a batch each.
+ *   by the sends that fit; the others stay parked without a batch each. Without a cap, every one is
+ *   brought forward and the workflows' holds are cleared here.
  */
 import { Duration, Effect, Layer, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
@@ -60,6 +61,8 @@ export const resumeHeldMail = (
           LIMIT ${workflowRoom === null ? null : workflowRoom + 1})
         RETURNING execution_id`
       executions = pulled.length
+      // Without a cap nothing can be held again; with one, the sends (or the extra one held) settle it.
+      if (workflowRoom === null) yield* sql`UPDATE workflows SET billing_hold = NULL WHERE project_id = ${projectId} AND billing_hold IS NOT NULL`
     }
     return { campaigns, executions }
   })).pipe(Effect.orDie)
