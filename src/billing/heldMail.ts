@@ -2,7 +2,7 @@
  * Resumes mail held at a monthly billing cap (campaign fan-out, src/campaigns/fanout.ts; workflow
  * SEND_EMAIL steps, src/workflows/engine.ts) once the project has room again: the cap raised or removed
  * (PUT billing-limits resumes at once), the month turned, or queued mail that failed freed room (every
- * worker looks every HELD_MAIL_CHECK).
+ * worker looks every HELD_MAIL_CHECK_SECONDS).
  *
  * - A held campaign (SENDING with `billing_hold`) gets its next fan-out step through the outbox. The
  *   hold is cleared by the statement that picks it, so two resumers (two workers, or a worker and a
@@ -13,14 +13,12 @@
  *   by the sends that fit; the others stay parked without a batch each. Without a cap, every one is
  *   brought forward and the workflows' holds are cleared here.
  */
-import { Duration, Effect, Layer, Schedule } from "effect"
+import { Effect, Layer, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
+import { AppConfig } from "../config.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { Billing } from "../store/Billing.ts"
 import { Outbox } from "../stream/Outbox.ts"
-
-/** How often held mail is looked at: the worst-case lateness of a resume after the month's turn. */
-export const HELD_MAIL_CHECK = Duration.seconds(60)
 
 /** Resumes what the project's caps now allow; answers how many campaigns and executions were resumed. */
 export const resumeHeldMail = (
@@ -84,10 +82,11 @@ export const resumeHeldRound = Effect.gen(function*() {
   }
 })
 
-/** Run by the worker role: a look every HELD_MAIL_CHECK. */
-export const HeldMailResumerLive = Layer.effectDiscard(
-  Effect.forkScoped(Effect.repeat(
+/** Run by the worker role: a look every HELD_MAIL_CHECK_SECONDS (the worst-case lateness of a resume after the month's turn). */
+export const HeldMailResumerLive = Layer.effectDiscard(Effect.gen(function*() {
+  const config = yield* AppConfig
+  yield* Effect.forkScoped(Effect.repeat(
     resumeHeldRound.pipe(Effect.catchCause((cause) => Effect.logWarning("held mail check failed", cause))),
-    Schedule.spaced(HELD_MAIL_CHECK)
+    Schedule.spaced(`${config.heldMailCheckSeconds} seconds`)
   ))
-)
+}))

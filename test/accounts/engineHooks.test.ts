@@ -17,7 +17,7 @@ import { SqlClient } from "effect/sql"
 import { Browser } from "./support.ts"
 
 let context: MailContext
-withMailStack((ready) => (context = ready), { PROTECTION_CHECK_SECONDS: "1" })
+withMailStack((ready) => (context = ready), { PROTECTION_CHECK_SECONDS: "1", HELD_MAIL_CHECK_SECONDS: "1" })
 
 const secret = (method: string, path: string, body?: unknown, key = context.project.secretKey) =>
   request(context.api.url, method, path, { key, body })
@@ -259,8 +259,12 @@ describe("billing caps in the engine", () => {
     const [waiting] = await executionsOf(client, workflowId, "WAITING")
     expect(waiting!.currentStepId).toBe(ids.send)
     const detail = (await secret("GET", `/workflows/${workflowId}/executions/${waiting!.id}`)).json
+    const monthTurn = new Date(Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth() + 1, 1))
     expect(detail.steps.find((step: { stepId: string }) => step.stepId === ids.send))
-      .toMatchObject({ status: "WAITING", output: { billingHold: holdReason("workflows", 2) } })
+      .toMatchObject({ status: "WAITING", output: { billingHold: holdReason("workflows", 2), retryAt: monthTurn.toISOString() } })
+    // It retries the send at the month's turn on its own.
+    const [timer] = await context.stack.query<{ due_at: Date }>("SELECT due_at FROM workflow_timers WHERE execution_id = $1", [waiting!.id])
+    expect(timer!.due_at.toISOString()).toBe(monthTurn.toISOString())
 
     // Room for one more: one sends, the other stays held (the hold recorded again).
     await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`,
@@ -283,5 +287,34 @@ describe("billing caps in the engine", () => {
     await eventually(async () => {
       for (const email of people) expect(context.smtp.messages.filter((mail) => mail.envelopeTo.includes(email))).toHaveLength(1)
     }, 20_000)
+  })
+
+  // The worker's periodic check (src/billing/heldMail.ts, HELD_MAIL_CHECK_SECONDS) resumes what the cap allows again.
+  it("resumes a held campaign when the month turns (its mail no longer counts), without the cap being touched", async () => {
+    const browser = await ownerOf()
+    // Everything mailed so far belongs to an earlier month: the cap starts from zero.
+    const turnTheMonth = () =>
+      context.stack.query("UPDATE emails SET created_at = created_at - interval '40 days' WHERE project_id = $1", [context.project.id])
+    await turnTheMonth()
+    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`,
+      { transactional: null, campaigns: 1, workflows: null, inbound: null })
+    const campaign = (await secret("POST", "/campaigns", {
+      name: "Month turn", subject: "s", body: "<p>b</p>", from: "news@acme.test", audienceType: "ALL"
+    })).json.data
+    expect((await secret("POST", `/campaigns/${campaign.id}/send`, {})).status).toBe(200)
+    const state = async () => {
+      const [row] = await context.stack.query<{ billing_hold: string | null; n: number }>(
+        "SELECT billing_hold, (SELECT count(*)::int FROM emails WHERE campaign_id = c.id) AS n FROM campaigns c WHERE id = $1", [campaign.id])
+      return row!
+    }
+    await eventually(async () => expect(await state()).toEqual({ billing_hold: holdReason("campaigns", 1), n: 1 }))
+    // Still a month later for the worker's next looks: nothing more while the cap is reached.
+    await new Promise((resolve) => setTimeout(resolve, 2_500))
+    expect((await state()).n).toBe(1)
+    await turnTheMonth()
+    await eventually(async () => expect(await state()).toEqual({ billing_hold: holdReason("campaigns", 1), n: 2 }), 15_000)
+    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`,
+      { transactional: null, campaigns: null, workflows: null, inbound: null })
+    await eventually(async () => expect((await secret("GET", `/campaigns/${campaign.id}`)).json.status).toBe("SENT"), 20_000)
   })
 })
