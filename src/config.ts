@@ -293,6 +293,10 @@ export const Variables = {
     name: "PROTECTION_CHECK_SECONDS", ...wholeNumber(1), defaultValue: 60, shownDefault: "60",
     meaning: "how often workers check every project's bounce and complaint rates"
   }),
+  heldMailCheckSeconds: variable({
+    name: "HELD_MAIL_CHECK_SECONDS", ...wholeNumber(1), defaultValue: 60, shownDefault: "60",
+    meaning: "how often workers resume campaigns and workflow sends held at a monthly billing limit once there is room (the month turned, queued mail failed)"
+  }),
   stripeSecretKey: variable({
     name: "STRIPE_SECRET_KEY", ...optional(text("a Stripe secret key")), secret: true, defaultValue: undefined, shownDefault: "unset",
     meaning: "Stripe API key; with STRIPE_WEBHOOK_SECRET enables checkout, the billing portal and invoices (unset: billing is off)"
@@ -397,6 +401,7 @@ export interface AppConfigShape {
   readonly maxBounceRate: number
   readonly maxComplaintRate: number
   readonly protectionCheckSeconds: number
+  readonly heldMailCheckSeconds: number
   readonly stripeSecretKey: string | undefined
   readonly stripeWebhookSecret: string | undefined
   readonly stripePriceId: string | undefined

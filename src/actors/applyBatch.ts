@@ -324,7 +324,7 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
           } else if (body.type === "campaignStep") {
             const { runtime } = context.workflows
             const step = yield* campaignStep(
-              { ...context, publicUrl: runtime.publicUrl, projects: runtime.projects },
+              { ...context, publicUrl: runtime.publicUrl, projects: runtime.projects, billing: runtime.billing },
               body.campaignId
             )
             if (step.queued > 0) outcome.mailQueued = true

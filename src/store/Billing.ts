@@ -21,6 +21,8 @@ const categoryOf = (sql: SqlClient.SqlClient) =>
   sql.literal(`CASE WHEN campaign_id IS NOT NULL THEN 'campaigns' WHEN workflow_id IS NOT NULL THEN 'workflows' ELSE 'transactional' END`)
 
 const monthStart = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1))
+/** The start of the next calendar month (UTC), when every cap's count starts again from zero. */
+export const monthTurn = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1))
 
 const noLimits: Limits = { transactional: null, campaigns: null, workflows: null, inbound: null }
 
@@ -45,6 +47,12 @@ export class Billing extends Context.Service<Billing, {
    * is held until it commits). Fails with BillingLimitExceeded when they do not all fit.
    */
   readonly reserve: (projectId: string, category: Category, count: number) => Effect.Effect<void, BillingLimitExceeded>
+  /**
+   * Locks the category's cap for the caller's transaction and answers the cap and what is left of it
+   * this month; null when there is no cap. For callers that hand out the room one email at a time
+   * (the workflow engine, whose mail of a batch is inserted only at its end).
+   */
+  readonly allowance: (projectId: string, category: Category) => Effect.Effect<{ readonly limit: number; readonly remaining: number } | null>
   /**
    * Like `reserve`, but grants what fits: the number of emails (0..count) the caller may queue now.
    * For campaign and workflow queueing, which stop at the cap instead of failing.
@@ -81,7 +89,7 @@ export class Billing extends Context.Service<Billing, {
 
       const consumption = Effect.fn("Billing.consumption")(function*(projectId: string, now: Date = new Date()) {
         const periodStart = monthStart(now)
-        const periodEnd = new Date(Date.UTC(periodStart.getUTCFullYear(), periodStart.getUTCMonth() + 1, 1))
+        const periodEnd = monthTurn(now)
         const rows = yield* sql<{ category: Category; n: number }>`
           SELECT ${categoryOf(sql)} AS category, count(*)::int AS n FROM emails
           WHERE project_id = ${projectId} AND created_at >= ${periodStart} AND sent_at >= ${periodStart} AND sent_at < ${periodEnd}
@@ -107,12 +115,15 @@ export class Billing extends Context.Service<Billing, {
         return Math.max(0, cap - (yield* used(projectId, category)))
       }, Effect.orDie)
 
-      const grant = Effect.fn("Billing.grant")(function*(projectId: string, category: Category, count: number) {
+      const allowance = Effect.fn("Billing.allowance")(function*(projectId: string, category: Category) {
         const cap = (yield* limits(projectId))[category]
-        if (cap === null) return count
+        if (cap === null) return null
         yield* lock(projectId, category)
-        return Math.min(count, Math.max(0, cap - (yield* used(projectId, category))))
+        return { limit: cap, remaining: Math.max(0, cap - (yield* used(projectId, category))) }
       }, Effect.orDie)
+
+      const grant = (projectId: string, category: Category, count: number) =>
+        Effect.map(allowance(projectId, category), (room) => (room === null ? count : Math.min(count, room.remaining)))
 
       const reserve = Effect.fn("Billing.reserve")(function*(projectId: string, category: Category, count: number) {
         const cap = (yield* limits(projectId))[category]
@@ -148,7 +159,7 @@ export class Billing extends Context.Service<Billing, {
           Effect.orDie
         )
 
-      return Billing.of({ limits, setLimits, consumption, remaining, reserve, grant, recordHold, customerOf, setCustomer, recordSubscription })
+      return Billing.of({ limits, setLimits, consumption, remaining, reserve, allowance, grant, recordHold, customerOf, setCustomer, recordSubscription })
     })
   )
 }

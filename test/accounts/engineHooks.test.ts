@@ -2,8 +2,7 @@
  * The parts of #15 that meet the stream engine, on a real sending stack (api + worker + SMTP sink):
  * automatic protection (the worker disables a project over the bounce threshold, every api process
  * refuses its key at once, an owner re-enables it), the reset watermark and the billing grant the
- * engine calls. Tests marked `it.skip` need a hook in the actors or the sender (named in each); their
- * bodies are the acceptance tests for that hook.
+ * engine calls, and campaigns and workflows held at (and resumed from) their monthly caps.
  */
 import { Effect } from "effect"
 import { describe, expect, it } from "vitest"
@@ -13,11 +12,12 @@ import { type MailContext, withMailStack } from "../support/mail.ts"
 import { eventually } from "../support/nats.ts"
 import { withSql } from "../support/pg.ts"
 import { createStack, request } from "../support/stack.ts"
+import { buildWorkflow, executionsOf } from "../workflows/support.ts"
 import { SqlClient } from "effect/sql"
 import { Browser } from "./support.ts"
 
 let context: MailContext
-withMailStack((ready) => (context = ready), { PROTECTION_CHECK_SECONDS: "1" })
+withMailStack((ready) => (context = ready), { PROTECTION_CHECK_SECONDS: "1", HELD_MAIL_CHECK_SECONDS: "1" })
 
 const secret = (method: string, path: string, body?: unknown, key = context.project.secretKey) =>
   request(context.api.url, method, path, { key, body })
@@ -183,10 +183,8 @@ describe("billing caps in the engine", () => {
     await context.stack.query("DELETE FROM emails WHERE campaign_id = $1", [campaign.id])
   })
 
-  // Needs the fan-out hook: campaignStep's queuePage must call `billing.grant(projectId, "campaigns", n)` in its
-  // transaction, queue only the granted recipients, `recordHold("campaign", id, holdReason(...))` when short and
-  // retry on its next step (clearing the hold when a grant succeeds); workflow SEND_EMAIL steps likewise with "workflows".
-  it.skip("stops a campaign at the campaigns cap, records why, and resumes when the cap is raised", async () => {
+  // The fan-out's queue step takes what the cap allows (src/campaigns/fanout.ts); a raised cap resumes it (src/billing/heldMail.ts).
+  it("stops a campaign at the campaigns cap, records why, and resumes when the cap is raised", async () => {
     const browser = await ownerOf()
     for (let i = 0; i < 5; i++) await secret("POST", "/contacts", { email: `cap${i}@example.org` })
     await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`,
@@ -195,17 +193,128 @@ describe("billing caps in the engine", () => {
       name: "Over cap", subject: "s", body: "<p>b</p>", from: "news@acme.test", audienceType: "ALL"
     })).json.data
     expect((await secret("POST", `/campaigns/${campaign.id}/send`, {})).status).toBe(200)
+    const queuedCount = async () =>
+      (await context.stack.query<{ n: number }>("SELECT count(*)::int AS n FROM emails WHERE campaign_id = $1", [campaign.id]))[0]!.n
     await eventually(async () => {
       const [row] = await context.stack.query<{ billing_hold: string | null; n: number }>(
         "SELECT billing_hold, (SELECT count(*)::int FROM emails WHERE campaign_id = c.id) AS n FROM campaigns c WHERE id = $1", [campaign.id])
       expect(row!.n).toBe(2)
       expect(row!.billing_hold).toMatch(/limit/)
     })
+    const held = (await secret("GET", `/campaigns/${campaign.id}`)).json
+    expect(held).toMatchObject({ status: "SENDING", billingHold: holdReason("campaigns", 2) })
+    // Held, not spinning: no step runs (each one writes the campaign) and nothing more is queued while the cap stands.
+    const stepStamp = async () =>
+      (await context.stack.query<{ at: string }>("SELECT updated_at::text AS at FROM campaigns WHERE id = $1", [campaign.id]))[0]!.at
+    const heldSince = await stepStamp()
+    await new Promise((resolve) => setTimeout(resolve, 1_500))
+    expect(await queuedCount()).toBe(2)
+    expect(await stepStamp()).toBe(heldSince)
+
+    // Raised to 4: two more, and held again.
+    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`,
+      { transactional: null, campaigns: 4, workflows: null, inbound: null })
+    await eventually(async () => {
+      expect(await queuedCount()).toBe(4)
+      expect((await secret("GET", `/campaigns/${campaign.id}`)).json.billingHold).toBe(holdReason("campaigns", 4))
+    }, 20_000)
+
     await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`,
       { transactional: null, campaigns: null, workflows: null, inbound: null })
     await eventually(async () => {
-      const [row] = await context.stack.query<{ n: number }>("SELECT count(*)::int AS n FROM emails WHERE campaign_id = $1", [campaign.id])
-      expect(row!.n).toBeGreaterThanOrEqual(5)
+      expect(await queuedCount()).toBe(5)
+      expect((await secret("GET", `/campaigns/${campaign.id}`)).json).toMatchObject({ status: "SENT", billingHold: null })
     }, 20_000)
+    const recipients = await context.stack.query<{ to_email: string }>("SELECT to_email FROM emails WHERE campaign_id = $1", [campaign.id])
+    expect(new Set(recipients.map((row) => row.to_email)).size).toBe(5)
+  })
+
+  // SEND_EMAIL takes one of the workflows cap (src/workflows/engine.ts); held executions wait on the step.
+  it("holds workflow sends at the workflows cap (the executions wait on the step) and sends them when the cap is raised", async () => {
+    const browser = await ownerOf()
+    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`,
+      { transactional: null, campaigns: null, workflows: 2, inbound: null })
+    const template = (await secret("POST", "/templates", {
+      name: "Capped welcome", subject: "Welcome", body: "<p>hi</p>", from: "hello@acme.test", type: "MARKETING"
+    })).json
+    const { workflowId, ids } = await buildWorkflow({ url: context.api.url, key: context.project.secretKey }, {
+      name: "Capped", eventName: "capped_signup", first: "send", steps: { send: { type: "SEND_EMAIL", config: { templateId: template.id } } }
+    })
+    const people = Array.from({ length: 4 }, (_, i) => `wcap${i}@example.org`)
+    for (const email of people) {
+      const tracked = await request(context.api.url, "POST", "/v1/track", {
+        key: context.project.publicKey, body: { email, event: "capped_signup", subscribed: true }
+      })
+      expect(tracked.status).toBe(200)
+    }
+    const client = { url: context.api.url, key: context.project.secretKey }
+    const statuses = async () => (await executionsOf(client, workflowId)).map((execution) => execution.status).sort()
+    const workflowMail = async () =>
+      (await context.stack.query<{ n: number }>("SELECT count(*)::int AS n FROM emails WHERE workflow_id = $1", [workflowId]))[0]!.n
+    await eventually(async () => {
+      expect(await statuses()).toEqual(["COMPLETED", "COMPLETED", "WAITING", "WAITING"])
+      expect((await secret("GET", `/workflows/${workflowId}`)).json.billingHold).toBe(holdReason("workflows", 2))
+    }, 20_000)
+    expect(await workflowMail()).toBe(2)
+    const [waiting] = await executionsOf(client, workflowId, "WAITING")
+    expect(waiting!.currentStepId).toBe(ids.send)
+    const detail = (await secret("GET", `/workflows/${workflowId}/executions/${waiting!.id}`)).json
+    const monthTurn = new Date(Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth() + 1, 1))
+    expect(detail.steps.find((step: { stepId: string }) => step.stepId === ids.send))
+      .toMatchObject({ status: "WAITING", output: { billingHold: holdReason("workflows", 2), retryAt: monthTurn.toISOString() } })
+    // It retries the send at the month's turn on its own.
+    const [timer] = await context.stack.query<{ due_at: Date }>("SELECT due_at FROM workflow_timers WHERE execution_id = $1", [waiting!.id])
+    expect(timer!.due_at.toISOString()).toBe(monthTurn.toISOString())
+
+    // Room for one more: one sends, the other stays held (the hold recorded again).
+    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`,
+      { transactional: null, campaigns: null, workflows: 3, inbound: null })
+    await eventually(async () => {
+      expect(await statuses()).toEqual(["COMPLETED", "COMPLETED", "COMPLETED", "WAITING"])
+      expect(await workflowMail()).toBe(3)
+    }, 20_000)
+    expect((await secret("GET", `/workflows/${workflowId}`)).json.billingHold).toBe(holdReason("workflows", 3))
+
+    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`,
+      { transactional: null, campaigns: null, workflows: null, inbound: null })
+    await eventually(async () => {
+      expect(await statuses()).toEqual(["COMPLETED", "COMPLETED", "COMPLETED", "COMPLETED"])
+      expect((await secret("GET", `/workflows/${workflowId}`)).json.billingHold).toBeNull()
+    }, 20_000)
+    // Each contact mailed once: the held step was retried, not skipped nor sent twice.
+    const sent = await context.stack.query<{ to_email: string }>("SELECT to_email FROM emails WHERE workflow_id = $1", [workflowId])
+    expect(sent.map((row) => row.to_email).sort()).toEqual(people)
+    await eventually(async () => {
+      for (const email of people) expect(context.smtp.messages.filter((mail) => mail.envelopeTo.includes(email))).toHaveLength(1)
+    }, 20_000)
+  })
+
+  // The worker's periodic check (src/billing/heldMail.ts, HELD_MAIL_CHECK_SECONDS) resumes what the cap allows again.
+  it("resumes a held campaign when the month turns (its mail no longer counts), without the cap being touched", async () => {
+    const browser = await ownerOf()
+    // Everything mailed so far belongs to an earlier month: the cap starts from zero.
+    const turnTheMonth = () =>
+      context.stack.query("UPDATE emails SET created_at = created_at - interval '40 days' WHERE project_id = $1", [context.project.id])
+    await turnTheMonth()
+    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`,
+      { transactional: null, campaigns: 1, workflows: null, inbound: null })
+    const campaign = (await secret("POST", "/campaigns", {
+      name: "Month turn", subject: "s", body: "<p>b</p>", from: "news@acme.test", audienceType: "ALL"
+    })).json.data
+    expect((await secret("POST", `/campaigns/${campaign.id}/send`, {})).status).toBe(200)
+    const state = async () => {
+      const [row] = await context.stack.query<{ billing_hold: string | null; n: number }>(
+        "SELECT billing_hold, (SELECT count(*)::int FROM emails WHERE campaign_id = c.id) AS n FROM campaigns c WHERE id = $1", [campaign.id])
+      return row!
+    }
+    await eventually(async () => expect(await state()).toEqual({ billing_hold: holdReason("campaigns", 1), n: 1 }))
+    // Still a month later for the worker's next looks: nothing more while the cap is reached.
+    await new Promise((resolve) => setTimeout(resolve, 2_500))
+    expect((await state()).n).toBe(1)
+    await turnTheMonth()
+    await eventually(async () => expect(await state()).toEqual({ billing_hold: holdReason("campaigns", 1), n: 2 }), 15_000)
+    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`,
+      { transactional: null, campaigns: null, workflows: null, inbound: null })
+    await eventually(async () => expect((await secret("GET", `/campaigns/${campaign.id}`)).json.status).toBe("SENT"), 20_000)
   })
 })

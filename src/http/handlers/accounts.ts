@@ -1,8 +1,10 @@
 /** A signed-in user's projects: settings, keys, reset, health, members and billing. */
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import { HttpApiBuilder } from "effect/http-api"
 import { PlatformMail } from "../../accounts/PlatformMail.ts"
 import { StripeBilling } from "../../accounts/StripeBilling.ts"
+import { resumeHeldMail } from "../../billing/heldMail.ts"
 import { AppConfig } from "../../config.ts"
 import { normalizeEmail } from "../../domain/email.ts"
 import { isUuid } from "../../domain/ids.ts"
@@ -15,6 +17,7 @@ import { ProjectData } from "../../store/ProjectData.ts"
 import { MIN_SENDS, ProjectHealth } from "../../store/ProjectHealth.ts"
 import { type ProjectDetails, Projects } from "../../store/Projects.ts"
 import { Users } from "../../store/Users.ts"
+import { Outbox } from "../../stream/Outbox.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentUser } from "../api/security.ts"
 import { ApiError, rendered } from "../errors.ts"
@@ -72,6 +75,8 @@ export const AccountsHandlers = HttpApiBuilder.group(Api, "accounts", Effect.fnU
   const invalidation = yield* ProjectCacheInvalidation
   const stripe = yield* StripeBilling
   const mail = yield* PlatformMail
+  const sql = yield* SqlClient.SqlClient
+  const outbox = yield* Outbox
 
   /** The signed-in user's access to the project, if their role allows `permission` (404 / 403 otherwise). */
   const access = (projectId: string, permission: Permission) =>
@@ -219,7 +224,13 @@ export const AccountsHandlers = HttpApiBuilder.group(Api, "accounts", Effect.fnU
       })))
     .handle("getBillingLimits", ({ params }) => rendered(Effect.andThen(access(params.id, "manage"), billing.limits(params.id))))
     .handle("putBillingLimits", ({ params, payload }) =>
-      rendered(Effect.andThen(access(params.id, "manage"), billing.setLimits(params.id, payload as Limits))))
+      rendered(Effect.gen(function*() {
+        yield* access(params.id, "manage")
+        const limits = yield* billing.setLimits(params.id, payload as Limits)
+        // A raised (or removed) cap resumes the campaigns and workflow sends held at the old one.
+        yield* resumeHeldMail(sql, outbox, billing, params.id)
+        return limits
+      })))
     .handle("billingConsumption", ({ params }) =>
       rendered(Effect.gen(function*() {
         yield* access(params.id, "manage")
