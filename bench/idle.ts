@@ -4,16 +4,27 @@
  * BENCH_IDLE_SECONDS (default 20) with no traffic: CPU (% of one core) and memory of its whole process
  * tree, and the CPU Postgres (our database's processes) and nats-server spent meanwhile. Baseline, in the
  * same window: a bare `node -e "setInterval(() => {}, 1000)"`, the floor of an idle Node process.
+ * The service's figures are also given per process (`all` runs a supervisor, api processes and a worker).
  */
 import { spawn } from "node:child_process"
+import { readFileSync } from "node:fs"
 import { withEnvironment } from "./harness/environment.ts"
 import { stopProcess } from "./harness/processes.ts"
-import { cpuBetween, type GroupMemory, memoryOf, postgresOf, processesNamed, processTree, sampleCpu } from "./harness/proc.ts"
+import { cpuBetween, type GroupMemory, memoryOf, postgresOf, processesNamed, processTree, readStat, rssBytes, sampleCpu, treeOf } from "./harness/proc.ts"
 import { setting, sleep, waitFor } from "./harness/settings.ts"
 import { round } from "./harness/stats.ts"
 
 const SETTLE_SECONDS = 5
 const TARGETS = { cpuPercentOfCore: 1, rssMiB: 150 }
+
+/** The role a process of the tree runs: the last word of its command line (`… src/main.ts worker`). */
+const roleOf = (pid: number) => {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean).at(-1) ?? String(pid)
+  } catch {
+    return String(pid)
+  }
+}
 
 export const run = () =>
   withEnvironment(async (env) => {
@@ -31,6 +42,8 @@ export const run = () =>
         processesNamed("nats", "nats-server")
       ]
       const trees = groups.slice(0, 2)
+      const servicePids = treeOf(service.process.pid!)
+      const processCpuBefore = new Map(servicePids.map((pid) => [pid, readStat(pid)?.cpuMicros ?? 0]))
       const before = await sampleCpu(groups)
       // Memory sampled every second: the peak matters as much as the end.
       const memory: Array<Record<string, GroupMemory>> = []
@@ -40,6 +53,11 @@ export const run = () =>
         memory.push(await memoryOf(trees))
       }
       const after = await sampleCpu(groups)
+      const perProcess = servicePids.map((pid) => ({
+        role: roleOf(pid),
+        cpuSeconds: round(((readStat(pid)?.cpuMicros ?? 0) - processCpuBefore.get(pid)!) / 1e6, 3),
+        rssMiB: round(rssBytes(pid) / 2 ** 20, 1)
+      }))
       const cpu = cpuBetween(before, after)
       const windowSeconds = round((after.at - before.at) / 1000, 2)
       const memoryOfGroup = (name: string) => {
@@ -52,7 +70,7 @@ export const run = () =>
         cpuSeconds: round(cpu[name]!.cpuMicros / 1e6, 3),
         processes: cpu[name]!.processes
       })
-      const serviceFigures = { role: "all", workerStarted, ...usage("service"), ...memoryOfGroup("service") }
+      const serviceFigures = { role: "all", workerStarted, ...usage("service"), ...memoryOfGroup("service"), perProcess }
       return {
         description: "`all` idle (no traffic) after start-up + 5 s, over the window: CPU % of one core and memory of its process " +
           "tree; Postgres (our database's backends, background processes, postmaster) and nats-server CPU; baseline: a bare idle node process",

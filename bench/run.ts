@@ -22,6 +22,7 @@ const BENCHMARKS: Record<string, () => Promise<Benchmark>> = {
   campaigns: () => import("./campaigns.ts"),
   workflows: () => import("./workflows.ts"),
   idle: () => import("./idle.ts"),
+  roundtrips: () => import("./roundtrips.ts"),
   import: () => import("./import.ts")
 }
 

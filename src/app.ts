@@ -18,6 +18,9 @@ import { Emails } from "./store/Emails.ts"
 import { Templates } from "./store/Templates.ts"
 import { Campaigns } from "./store/Campaigns.ts"
 import { WorkflowRuntime } from "./workflows/Runtime.ts"
+import { ProtectionMonitorLive } from "./accounts/ProtectionMonitor.ts"
+import { HeldMailResumerLive } from "./billing/heldMail.ts"
+import { Billing } from "./store/Billing.ts"
 
 /** Postgres (migrated) and NATS (streams ensured). */
 export const InfraLive = Layer.mergeAll(DatabaseLive, Nats.layer)
@@ -37,9 +40,10 @@ export const CoreLive = Layer.mergeAll(
 export const ApiRoleLive = HttpLive.pipe(Layer.provideMerge(CoreLive))
 
 /** The worker role: partition leases, stream consumers and project actors. */
-export const WorkerRoleLive = WorkerLive.pipe(
+export const WorkerRoleLive = Layer.mergeAll(WorkerLive, ProtectionMonitorLive, HeldMailResumerLive).pipe(
   Layer.provide(MailTransport.layer),
   Layer.provide(WorkflowRuntime.layer),
+  Layer.provide(Billing.layer),
   Layer.provideMerge(CoreLive)
 )
 

@@ -117,6 +117,14 @@ const isRange = (entry: string) => {
   }
 }
 
+const boolean: Rule<boolean> = {
+  allowed: "true or false",
+  parse: (text) => /^(true|false)$/i.test(text) ? Option.some(text.toLowerCase() === "true") : Option.none()
+}
+
+/** `address@domain` or `Name <address@domain>`, as a From header takes it. */
+const mailbox = text("an email address, optionally as `Name <address@domain>`", /^(?:[^<>]*<[^\s@<>]+@[^\s@<>]+>|[^\s@<>]+@[^\s@<>]+)$/)
+
 const isSnsTopic = (entry: string) => /^arn:[^:\s]+:sns:[^:\s]*:[^:\s]*:[^:\s]+$/.test(entry)
 
 const DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/postgres"
@@ -223,6 +231,111 @@ export const Variables = {
     name: "WEBHOOK_ALLOW_CIDRS", ...listOf("comma-separated IP ranges (10.0.0.0/8, fd00::/8) or addresses", isRange),
     defaultValue: [], shownDefault: "unset",
     meaning: "private ranges workflow WEBHOOK steps may call anyway; unset, only public unicast addresses"
+  }),
+  disableSignups: variable({
+    name: "DISABLE_SIGNUPS", ...boolean, defaultValue: false, shownDefault: "false",
+    meaning: "refuse POST /auth/signup (403), except the very first user of an empty installation"
+  }),
+  requireEmailVerification: variable({
+    name: "REQUIRE_EMAIL_VERIFICATION", ...boolean, defaultValue: false, shownDefault: "false",
+    meaning: "users who have not verified their email can sign in but not send campaigns or emails from the dashboard"
+  }),
+  platformFrom: variable({
+    name: "PLATFORM_FROM", ...mailbox, defaultValue: "mailstream <noreply@localhost>", shownDefault: "mailstream <noreply@localhost>",
+    meaning: "sender of the platform's own mail (email verification, password reset, invitations)"
+  }),
+  sessionSecret: variable({
+    name: "SESSION_SECRET", ...text("at least 32 characters", /^.{32,}$/), secret: true, defaultValue: undefined as string | undefined,
+    shownDefault: "unset (generated once and kept in Postgres)",
+    meaning: "key signing session cookies (HS256); every api process must share it"
+  }),
+  sessionTtlHours: variable({
+    name: "SESSION_TTL_HOURS", ...wholeNumber(1, 8760), defaultValue: 168, shownDefault: "168",
+    meaning: "how long a dashboard session lasts"
+  }),
+  githubClientId: variable({
+    name: "GITHUB_CLIENT_ID", ...optional(text("a client id")), defaultValue: undefined, shownDefault: "unset",
+    meaning: "GitHub OAuth app client id (with GITHUB_CLIENT_SECRET: enables GitHub sign-in)"
+  }),
+  githubClientSecret: variable({
+    name: "GITHUB_CLIENT_SECRET", ...optional(text("a client secret")), secret: true, defaultValue: undefined, shownDefault: "unset",
+    meaning: "GitHub OAuth app client secret"
+  }),
+  githubUrl: variable({
+    name: "GITHUB_URL", ...url(["http", "https"]), defaultValue: "https://github.com", shownDefault: "https://github.com",
+    meaning: "GitHub's web address for OAuth (GitHub Enterprise: your server)"
+  }),
+  githubApiUrl: variable({
+    name: "GITHUB_API_URL", ...url(["http", "https"]), defaultValue: "https://api.github.com", shownDefault: "https://api.github.com",
+    meaning: "GitHub's API address (GitHub Enterprise: https://host/api/v3)"
+  }),
+  googleClientId: variable({
+    name: "GOOGLE_CLIENT_ID", ...optional(text("a client id")), defaultValue: undefined, shownDefault: "unset",
+    meaning: "Google OAuth client id (with GOOGLE_CLIENT_SECRET: enables Google sign-in)"
+  }),
+  googleClientSecret: variable({
+    name: "GOOGLE_CLIENT_SECRET", ...optional(text("a client secret")), secret: true, defaultValue: undefined, shownDefault: "unset",
+    meaning: "Google OAuth client secret"
+  }),
+  googleIssuer: variable({
+    name: "GOOGLE_ISSUER", ...url(["http", "https"]), defaultValue: "https://accounts.google.com", shownDefault: "https://accounts.google.com",
+    meaning: "the OpenID Connect issuer Google sign-in uses (its discovery document is read from it)"
+  }),
+  maxBounceRate: variable({
+    name: "MAX_BOUNCE_RATE", ...number(0, { exclusive: true }), defaultValue: 5, shownDefault: "5",
+    meaning: "percent of a project's emails over 7 days that may bounce (checked from 100 sends on) before the project is disabled"
+  }),
+  maxComplaintRate: variable({
+    name: "MAX_COMPLAINT_RATE", ...number(0, { exclusive: true }), defaultValue: 0.1, shownDefault: "0.1",
+    meaning: "percent of a project's emails over 7 days that may draw a complaint before the project is disabled"
+  }),
+  protectionCheckSeconds: variable({
+    name: "PROTECTION_CHECK_SECONDS", ...wholeNumber(1), defaultValue: 60, shownDefault: "60",
+    meaning: "how often workers check every project's bounce and complaint rates"
+  }),
+  heldMailCheckSeconds: variable({
+    name: "HELD_MAIL_CHECK_SECONDS", ...wholeNumber(1), defaultValue: 60, shownDefault: "60",
+    meaning: "how often workers resume campaigns and workflow sends held at a monthly billing limit once there is room (the month turned, queued mail failed)"
+  }),
+  stripeSecretKey: variable({
+    name: "STRIPE_SECRET_KEY", ...optional(text("a Stripe secret key")), secret: true, defaultValue: undefined, shownDefault: "unset",
+    meaning: "Stripe API key; with STRIPE_WEBHOOK_SECRET enables checkout, the billing portal and invoices (unset: billing is off)"
+  }),
+  stripeWebhookSecret: variable({
+    name: "STRIPE_WEBHOOK_SECRET", ...optional(text("a webhook signing secret")), secret: true, defaultValue: undefined, shownDefault: "unset",
+    meaning: "signing secret of the endpoint POST /webhooks/incoming/stripe"
+  }),
+  stripePriceId: variable({
+    name: "STRIPE_PRICE_ID", ...optional(text("a Stripe price id")), defaultValue: undefined, shownDefault: "unset",
+    meaning: "the subscription price checkout sells"
+  }),
+  stripeApiUrl: variable({
+    name: "STRIPE_API_URL", ...optional(url(["http", "https"])), defaultValue: undefined, shownDefault: "unset (Stripe's own)",
+    meaning: "another address for the Stripe API (tests point it at a local server)"
+  }),
+  s3Bucket: variable({
+    name: "S3_BUCKET", ...optional(text("a bucket name", /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/)), defaultValue: undefined, shownDefault: "unset",
+    meaning: "store uploaded images in this S3-compatible bucket instead of Postgres"
+  }),
+  s3Endpoint: variable({
+    name: "S3_ENDPOINT", ...optional(url(["http", "https"])), defaultValue: undefined, shownDefault: "unset (AWS: https://s3.<S3_REGION>.amazonaws.com)",
+    meaning: "the S3-compatible service (MinIO, R2, ...); objects are addressed path-style, <endpoint>/<bucket>/<key>"
+  }),
+  s3Region: variable({
+    name: "S3_REGION", ...text("a region name", /^[a-z0-9-]+$/), defaultValue: "us-east-1", shownDefault: "us-east-1",
+    meaning: "the bucket's region (request signing)"
+  }),
+  s3AccessKeyId: variable({
+    name: "S3_ACCESS_KEY_ID", ...optional(text("an access key id")), defaultValue: undefined, shownDefault: "unset",
+    meaning: "S3 access key id"
+  }),
+  s3SecretAccessKey: variable({
+    name: "S3_SECRET_ACCESS_KEY", ...optional(text("a secret access key")), secret: true, defaultValue: undefined, shownDefault: "unset",
+    meaning: "S3 secret access key"
+  }),
+  uploadMaxBytes: variable({
+    name: "UPLOAD_MAX_BYTES", ...wholeNumber(1, 50 * 1024 * 1024), defaultValue: 5 * 1024 * 1024, shownDefault: "5242880",
+    meaning: "largest image POST /uploads/image accepts"
   })
 }
 
@@ -268,11 +381,43 @@ export interface AppConfigShape {
   readonly sesTopicArns: ReadonlyArray<string>
   /** Private ranges workflow webhooks may reach anyway (none by default). */
   readonly webhookAllowCidrs: ReadonlyArray<string>
+  /** Signups refused (403) except the very first user of an empty installation. */
+  readonly disableSignups: boolean
+  /** Unverified users cannot send campaigns or emails from the dashboard. */
+  readonly requireEmailVerification: boolean
+  /** From header of the platform's own mail. */
+  readonly platformFrom: string
+  /** Session signing key; unset → generated once and kept in Postgres. */
+  readonly sessionSecret: string | undefined
+  readonly sessionTtlHours: number
+  readonly githubClientId: string | undefined
+  readonly githubClientSecret: string | undefined
+  readonly githubUrl: string
+  readonly githubApiUrl: string
+  readonly googleClientId: string | undefined
+  readonly googleClientSecret: string | undefined
+  readonly googleIssuer: string
+  /** Percentages. */
+  readonly maxBounceRate: number
+  readonly maxComplaintRate: number
+  readonly protectionCheckSeconds: number
+  readonly heldMailCheckSeconds: number
+  readonly stripeSecretKey: string | undefined
+  readonly stripeWebhookSecret: string | undefined
+  readonly stripePriceId: string | undefined
+  readonly stripeApiUrl: string | undefined
+  readonly uploadMaxBytes: number
+  /** Uploaded images go to this bucket when set (else Postgres). */
+  readonly s3Bucket: string | undefined
+  readonly s3Endpoint: string | undefined
+  readonly s3Region: string
+  readonly s3AccessKeyId: string | undefined
+  readonly s3SecretAccessKey: string | undefined
 }
 
 /** A value shown back to its owner, its password (if any) masked. */
 const shown = (variable: Variable<unknown>, value: string) =>
-  variable.secret ? value.replace(/\/\/([^:/@]*):[^@/]*@/, "//$1:***@") : value
+  !variable.secret ? value : variable.name.endsWith("_URL") ? value.replace(/\/\/([^:/@]*):[^@/]*@/, "//$1:***@") : "***"
 
 /** One variable set to a value it does not accept. */
 export interface ConfigProblem {

@@ -18,7 +18,7 @@ export interface BenchEnvironment {
   readonly databaseUrl: string
   readonly natsPrefix: string
   /** Starts a role; BENCH_PROFILE=<role> writes a CPU profile of it to bench/results/profiles/. */
-  start(role: Role, env?: Record<string, string>): Promise<Service>
+  start(role: Role, env?: Record<string, string>, nodeArgs?: ReadonlyArray<string>): Promise<Service>
   /** Starts the bare node:http + pg server (one INSERT per request); its URL. */
   baseline(): Promise<string>
   /** Starts a helper process (`node <args>`), stopped at clean-up. */
@@ -40,8 +40,11 @@ export const environmentOn = async (stack: Stack) => {
     project,
     databaseUrl: stack.databaseUrl,
     natsPrefix: stack.natsPrefix,
-    start: (role, env = {}) =>
-      stack.start(role, env, process.env.BENCH_PROFILE === role ? ["--cpu-prof", `--cpu-prof-dir=${ROOT}/bench/results/profiles`] : []),
+    start: (role, env = {}, nodeArgs = []) =>
+      stack.start(role, env, [
+        ...nodeArgs,
+        ...(process.env.BENCH_PROFILE === role ? ["--cpu-prof", `--cpu-prof-dir=${ROOT}/bench/results/profiles`] : [])
+      ]),
     baseline: async () => {
       const started = await helper(["bench/baselines/insertServer.ts", stack.databaseUrl], /port=(\d+)/)
       return `http://127.0.0.1:${started.match[1]}`

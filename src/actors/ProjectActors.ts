@@ -84,6 +84,8 @@ interface Actor {
   readonly segmentState: SegmentState
   readonly workflowState: WorkflowState
   fiber?: Fiber.Fiber<void>
+  /** Inside a transaction (a batch, a backfill chunk): a graceful stop lets it finish. */
+  busy: boolean
 }
 
 /** The actor a message goes to: its lane's, or the project's for messages published before lanes. */
@@ -189,11 +191,13 @@ export const makeProjectActors = (options: {
         while (!actor.run.stopped) {
           // A pending backfill advances one chunk at a time, between message batches.
           if (actor.segmentState.backfills.length > 0) {
+            actor.busy = true
             const result = yield* withRetry(
               projectId,
               actor,
               Effect.andThen(applyBackfillChunk(contextOf(projectId, actor)), options.wakeRelay)
             )
+            actor.busy = false
             if (result._tag === "lease-lost") break
             if (result._tag === "poison") {
               // A backfill that cannot run is dropped (logged); compute or an edit starts it again.
@@ -212,8 +216,11 @@ export const makeProjectActors = (options: {
             }
             continue
           }
+          actor.busy = true
           let outcome = yield* withRetry(projectId, actor, apply(projectId, actor, next.value))
-          if (outcome._tag === "poison") outcome = yield* isolate(projectId, actor, next.value)
+          // Stopping, retries end early: the batch is left to the partition's next owner, not isolated.
+          if (outcome._tag === "poison" && !actor.run.stopped) outcome = yield* isolate(projectId, actor, next.value)
+          actor.busy = false
           if (outcome._tag === "lease-lost") {
             // The new owner re-reads from the partition's watermark; nothing was acked here.
             actor.run.stopped = true
@@ -232,7 +239,15 @@ export const makeProjectActors = (options: {
         if (!actor || actor.run !== item.run) {
           if (actor?.fiber) yield* Fiber.interrupt(actor.fiber)
           const mailbox = yield* Queue.bounded<ActorItem>(MAILBOX_CAPACITY)
-          const fresh: Actor = { key, lane: item.delivered.lane, run: item.run, mailbox, segmentState: { segments: undefined, backfills: [] }, workflowState: newWorkflowState() }
+          const fresh: Actor = {
+            key,
+            lane: item.delivered.lane,
+            run: item.run,
+            mailbox,
+            segmentState: { segments: undefined, backfills: [] },
+            workflowState: newWorkflowState(),
+            busy: false
+          }
           actors.set(key, fresh)
           fresh.fiber = yield* Effect.forkDetach(loop(projectId, fresh))
           WorkerMetrics.actorsAlive.set(actors.size)
@@ -241,18 +256,28 @@ export const makeProjectActors = (options: {
         yield* Queue.offer(actor.mailbox, item)
       })
 
-    /** Stops the actors of a partition this worker no longer owns. */
-    const stopPartition = (run: PartitionRun) =>
+    /**
+     * Stops the actors of a partition this worker no longer owns. With `finishWithin` (a graceful hand-over)
+     * an actor inside a transaction commits it first, for that long at most; otherwise, or after that, it
+     * is interrupted, which rolls the transaction back (the next owner applies those messages again).
+     */
+    const stopPartition = (run: PartitionRun, finishWithin?: Duration.Input) =>
       Effect.gen(function*() {
         run.stopped = true
-        const fibers: Array<Fiber.Fiber<void>> = []
+        const waiting: Array<Fiber.Fiber<void>> = []
+        const idle: Array<Fiber.Fiber<void>> = []
         for (const [key, actor] of actors) {
           if (actor.run === run) {
             actors.delete(key)
-            if (actor.fiber) fibers.push(actor.fiber)
+            if (actor.fiber) (finishWithin !== undefined && actor.busy ? waiting : idle).push(actor.fiber)
           }
         }
-        yield* Fiber.interruptAll(fibers)
+        yield* Fiber.interruptAll(idle)
+        if (waiting.length > 0 && finishWithin !== undefined) {
+          // The loop checks `run.stopped` after its batch, so a finishing actor ends by itself.
+          yield* Fiber.awaitAll(waiting).pipe(Effect.timeoutOption(finishWithin))
+          yield* Fiber.interruptAll(waiting)
+        }
         WorkerMetrics.actorsAlive.set(actors.size)
       })
 

@@ -7,6 +7,8 @@
  * lease row and checks owner and epoch, so a worker that lost its lease cannot commit. Workers
  * register in `workers`; each takes ceil(P / live workers) partitions, releasing extras when others
  * join. A dead worker's leases expire after LEASE_TTL and are taken at the next heartbeat (< 10 s).
+ * A worker stopping (SIGTERM) hands over at once: no more deliveries, batches in flight commit (up to
+ * FINISH_WITHIN), watermarks are saved, leases expired, and the others, notified, take them.
  *
  * On every acquisition the partition's consumer is recreated to start right after the partition's
  * stored watermark, so no message is skipped whatever the previous owner had delivered; messages a
@@ -19,7 +21,7 @@
  * that, for api processes of the previous release still being replaced.
  */
 import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream"
-import { Duration, Effect, Fiber, Layer, Queue, Schedule, Schema, Stream } from "effect"
+import { Duration, Effect, Fiber, Layer, Queue, Schedule, Schema, Semaphore, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import { hostname } from "node:os"
 import { randomBytes } from "node:crypto"
@@ -40,20 +42,31 @@ import { fireWorkflowTimers, TIMERS_PER_ROUND } from "../workflows/timers.ts"
 import { makeWebhookRunner } from "../workflows/webhooks.ts"
 import { WorkflowRuntime } from "../workflows/Runtime.ts"
 import { repartitionForLanes } from "./upgrade.ts"
+import { makeWakeup, runWhenDue, type Wakeup } from "../lib/dueLoop.ts"
+import { LEASES_CHANNEL, listenTo, SCHEDULE_CHANNEL } from "../store/notifications.ts"
 
 const HEARTBEAT = Duration.seconds(2)
 const LEASE_TTL_SECONDS = 6
 const WORKER_DEAD_SECONDS = 6
 /** How long after the drain legacy subjects are still consumed (old api processes being replaced). */
 const LEGACY_GRACE_SECONDS = 3600
-/** How often due timers are looked for (an indexed query): the worst-case lateness of a time boundary. */
-const TIMER_POLL = Duration.millis(50)
-/** How often scheduled campaigns due are looked for: the worst-case lateness of a scheduled send. */
-const CAMPAIGN_POLL = Duration.millis(500)
-/** How often owned partitions are searched for mail due (retries after backoff, missed wake-ups). */
-const MAIL_SWEEP = Duration.seconds(1)
-/** How often WEBHOOK steps due (retries after backoff, missed wake-ups) are looked for. */
-const WEBHOOK_SWEEP = Duration.millis(500)
+/**
+ * Scheduled work (see lib/dueLoop.ts): each loop sleeps until the next due time of the partitions leased
+ * here, woken early by a notification (migration 0015) or a partition taken; while work is due at once,
+ * its rounds are GAP apart (the worst-case lateness under load). Without anything scheduled a loop
+ * looks once per SAFETY_POLL, in case a notification was lost.
+ */
+const TIMER_GAP = Duration.millis(50)
+const CAMPAIGN_GAP = Duration.millis(500)
+/** Mail due (retries after backoff, missed wake-ups): queued mail is not notified, so looked for more often. */
+const MAIL_GAP = Duration.seconds(1)
+const MAIL_SAFETY_POLL = Duration.seconds(5)
+const WEBHOOK_GAP = Duration.millis(500)
+const SAFETY_POLL = Duration.seconds(30)
+/** How often each leased partition's lag is read from NATS for /metrics (a request per partition). */
+const LAG_REPORT = Duration.seconds(15)
+/** On a graceful hand-over, how long batches in flight get to commit before they are rolled back. */
+const FINISH_WITHIN = Duration.seconds(5)
 /** How often domains due for their DNS re-check (DOMAIN_RECHECK_SECONDS) are looked for, at most. */
 const DOMAIN_CHECK_POLL_SECONDS = 30
 
@@ -97,6 +110,30 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
   const webhooks = yield* makeWebhookRunner({ outbox, wakeRelay: relay.wake })
   const consumerName = (partition: number, feed: Feed) =>
     feed === "lanes" ? `${nats.prefix}_part_${partition}` : `${nats.prefix}_legacy_${partition}`
+  const campaigns = yield* Campaigns
+  /** What wakes each loop of scheduled work, and the heartbeat (another worker released partitions or joined). */
+  const wakeups = {
+    timers: yield* makeWakeup,
+    workflowTimers: yield* makeWakeup,
+    campaigns: yield* makeWakeup,
+    mail: yield* makeWakeup,
+    webhooks: yield* makeWakeup,
+    leases: yield* makeWakeup
+  }
+  /** The table a schedule notification names (migration 0015) → the loop it wakes. */
+  const wakeupOfTable: Record<string, Wakeup> = {
+    timers: wakeups.timers,
+    workflow_timers: wakeups.workflowTimers,
+    campaigns: wakeups.campaigns
+  }
+  /** Partitions taken (or notifications possibly missed): every loop looks again. */
+  const wakeAll = Effect.forEach(
+    [wakeups.timers, wakeups.workflowTimers, wakeups.campaigns, wakeups.mail, wakeups.webhooks],
+    (wakeup) => wakeup.signal,
+    { discard: true }
+  )
+  /** Held by a heartbeat's rebalance and by the shutdown hand-over, so they never overlap. */
+  const leaseLock = yield* Semaphore.make(1)
   /** Whether lane messages may be applied (every pre-lane message is), and whether legacy subjects are still read. */
   const upgrade = { drained: false, readLegacy: true }
 
@@ -193,6 +230,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
     Effect.gen(function*() {
       const entry: Owned = { epoch, lanes: undefined, legacy: undefined, legacyDrained }
       owned.set(partition, entry)
+      WorkerMetrics.partitionsAcquired.inc()
       if (upgrade.readLegacy) entry.legacy = yield* startFeed(partition, epoch, legacySeq, "legacy")
       if (upgrade.drained) entry.lanes = yield* startFeed(partition, epoch, laneSeq, "lanes")
       yield* sender.recoverPartition(partition)
@@ -201,57 +239,72 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
       yield* Effect.logInfo("partition acquired", { partition, epoch, laneSeq, legacySeq })
     })
 
-  const stopFeed = (consumption: Consumption | undefined) =>
+  /**
+   * Stops the consumers of partitions no longer leased here (all at once: closing one may take a
+   * second), then their actors: with `finishWithin` a batch in flight commits first, else it rolls back.
+   */
+  const stopFeeds = (entries: ReadonlyArray<Owned>, finishWithin?: Duration.Input) =>
     Effect.gen(function*() {
-      if (!consumption) return
-      consumption.run.stopped = true
-      yield* Fiber.interrupt(consumption.fiber)
-      yield* actors.stopPartition(consumption.run)
+      const feeds = entries.flatMap((entry) => [entry.lanes, entry.legacy].filter((feed) => feed !== undefined))
+      for (const feed of feeds) feed.run.stopped = true
+      yield* Effect.forEach(feeds, (feed) => Fiber.interrupt(feed.fiber), { concurrency: "unbounded", discard: true })
+      yield* Effect.forEach(feeds, (feed) => actors.stopPartition(feed.run, finishWithin), { concurrency: "unbounded", discard: true })
     })
 
+  /** A lease lost (taken by another worker): its batches can no longer commit, so they stop at once. */
   const stop = (partition: number) =>
     Effect.gen(function*() {
       const entry = owned.get(partition)
       if (!entry) return
       owned.delete(partition)
-      yield* stopFeed(entry.lanes)
-      yield* stopFeed(entry.legacy)
+      yield* stopFeeds([entry])
       WorkerMetrics.partitionLag.remove({ partition })
     })
 
-  /** The watermarks to persist for the partitions leased here (fenced by the epoch when written). */
-  const watermarks = (partitions: ReadonlyArray<number>) =>
-    partitions.flatMap((partition) => {
-      const entry = owned.get(partition)
-      return entry
-        ? [{ partition, epoch: entry.epoch, lanes: entry.lanes?.run.watermark ?? 0, legacy: entry.legacy?.run.watermark ?? 0 }]
-        : []
-    })
+  type Watermarks = { partition: number; epoch: number; lanes: number; legacy: number }
+  /** The watermarks last saved by a heartbeat, per partition: unchanged ones are not written again. */
+  const savedWatermarks = new Map<number, string>()
 
-  const saveWatermarks = (marks: ReturnType<typeof watermarks>) =>
+  /** The watermarks to persist for a partition leased here (fenced by the epoch when written). */
+  const watermarksOf = (partition: number, entry: Owned): Watermarks => ({
+    partition,
+    epoch: entry.epoch,
+    lanes: entry.lanes?.run.watermark ?? 0,
+    legacy: entry.legacy?.run.watermark ?? 0
+  })
+
+  const saveWatermarks = (marks: ReadonlyArray<Watermarks>) =>
     marks.length === 0 ? Effect.void : sql`
       UPDATE partition_state s SET lane_seq = GREATEST(s.lane_seq, x.lanes), applied_seq = GREATEST(s.applied_seq, x.legacy)
       FROM jsonb_to_recordset(${JSON.stringify(marks)}::jsonb) AS x(partition int, epoch bigint, lanes bigint, legacy bigint),
            partition_leases l
       WHERE s.partition = x.partition AND l.partition = x.partition AND l.owner = ${workerId} AND l.epoch = x.epoch`.pipe(Effect.asVoid)
 
+  /** Hands partitions over: batches in flight commit, then the watermarks are saved and the leases expired. */
   const release = (partitions: ReadonlyArray<number>) =>
     Effect.gen(function*() {
-      if (partitions.length === 0) return
-      const marks = watermarks(partitions)
-      for (const partition of partitions) yield* stop(partition)
-      yield* saveWatermarks(marks)
+      const releasing = partitions.flatMap((partition) => {
+        const entry = owned.get(partition)
+        return entry ? [{ partition, entry }] : []
+      })
+      if (releasing.length === 0) return
+      for (const { partition } of releasing) owned.delete(partition)
+      yield* stopFeeds(releasing.map(({ entry }) => entry), FINISH_WITHIN)
+      yield* saveWatermarks(releasing.map(({ partition, entry }) => watermarksOf(partition, entry)))
       // Expire the lease (the next owner bumps the epoch) without touching the lease row itself: an
       // update of that row would queue behind batch transactions still share-locking it.
       yield* sql`
         UPDATE partition_state s SET expires_at = '-infinity'
         FROM partition_leases l
         WHERE s.partition IN ${sql.in(partitions)} AND l.partition = s.partition AND l.owner = ${workerId}`
-      yield* Effect.logInfo("partitions released", { partitions })
+      for (const { partition } of releasing) WorkerMetrics.partitionLag.remove({ partition })
+      yield* Effect.logInfo("partitions released", { partitions: releasing.map(({ partition }) => partition) })
     })
 
   /** Reads the upgrade state; records partitions whose legacy messages are all applied; completes the drain. */
   const followUpgrade = Effect.gen(function*() {
+    // Drained and past the grace period is final: nothing left to follow.
+    if (upgrade.drained && !upgrade.readLegacy) return
     const [state] = yield* sql<{ drained_at: Date | null; grace: boolean }>`
       SELECT drained_at, (drained_at IS NULL OR drained_at > now() - make_interval(secs => ${LEGACY_GRACE_SECONDS})) AS grace
       FROM stream_upgrade WHERE id = 1`
@@ -283,15 +336,24 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
   })
 
   const rebalance = Effect.gen(function*() {
-    yield* sql`INSERT INTO workers (id, heartbeat_at) VALUES (${workerId}, now())
-               ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()`
-    yield* sql`DELETE FROM workers WHERE heartbeat_at < now() - make_interval(secs => ${WORKER_DEAD_SECONDS * 3})`
+    // One statement: this worker's heartbeat, long-dead workers forgotten, and the live ones counted
+    // (the count does not see the CTEs' writes: the others, plus this one).
     const [live] = yield* sql<{ n: number }>`
-      SELECT count(*)::int AS n FROM workers WHERE heartbeat_at > now() - make_interval(secs => ${WORKER_DEAD_SECONDS})`
+      WITH beat AS (
+        INSERT INTO workers (id, heartbeat_at) VALUES (${workerId}, now())
+        ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()
+      ), forgotten AS (
+        DELETE FROM workers WHERE heartbeat_at < now() - make_interval(secs => ${WORKER_DEAD_SECONDS * 3}) AND id <> ${workerId}
+      )
+      SELECT count(*)::int + 1 AS n FROM workers
+      WHERE heartbeat_at > now() - make_interval(secs => ${WORKER_DEAD_SECONDS}) AND id <> ${workerId}`
     const share = Math.ceil(nats.partitions / Math.max(1, live?.n ?? 1))
 
-    // Persist each partition's watermarks (where a new owner starts reading), fenced by the epoch.
-    yield* saveWatermarks(watermarks([...owned.keys()]))
+    // Persist each partition's watermarks that moved (where a new owner starts reading), fenced by the epoch.
+    const moved = [...owned].map(([partition, entry]) => watermarksOf(partition, entry))
+      .filter((marks) => savedWatermarks.get(marks.partition) !== JSON.stringify(marks))
+    yield* saveWatermarks(moved)
+    for (const marks of moved) savedWatermarks.set(marks.partition, JSON.stringify(marks))
     // Only leases still alive are renewed: a released or expired one is up for grabs.
     const renewed = yield* sql<{ partition: number; epoch: string }>`
       UPDATE partition_state s SET expires_at = now() + make_interval(secs => ${LEASE_TTL_SECONDS})
@@ -313,6 +375,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
     }
     if (held.size > share) {
       yield* release([...held.keys()].sort((a, b) => b - a).slice(0, held.size - share))
+      yield* sql`SELECT pg_notify(${LEASES_CHANNEL}, ${workerId})`
     } else if (held.size < share) {
       // A partition still share-locked by its old owner's in-flight batch is skipped until that commits.
       const acquired = yield* sql<{ partition: number; epoch: string; lane_seq: string; applied_seq: string; legacy_drained: boolean }>`
@@ -336,85 +399,145 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
       for (const row of acquired) {
         yield* start(row.partition, Number(row.epoch), Number(row.lane_seq), Number(row.applied_seq), row.legacy_drained)
       }
+      if (acquired.length > 0) yield* wakeAll
     }
     WorkerMetrics.partitionsOwned.set(owned.size)
   })
 
-  // Durable segment timers of the partitions leased here, due by this worker's clock (segmentTimers.ts).
-  const fireTimers = Effect.suspend(() => fireSegmentTimers(nats, outbox, [...owned.keys()]))
+  const ownedArray = () => `{${[...owned.keys()].join(",")}}`
+  /** Milliseconds from `now` until `due` (a timestamp a query answered; null: nothing scheduled). */
+  const millisUntil = (due: Date | string | null | undefined, now: number) => (due == null ? undefined : new Date(due).getTime() - now)
+  /** A next-due query over the partitions leased now (built afresh each time: its parameters are read at build). */
+  const nextDue = <A>(query: () => Effect.Effect<A, unknown>) => Effect.suspend(() => (owned.size === 0 ? Effect.succeed(undefined) : query()))
 
-  yield* fireTimers.pipe(
-    Effect.tapCause((cause) => Effect.logWarning("timer scheduler failed; retrying", cause)),
-    Effect.ignore,
-    Effect.repeat(Schedule.spaced(TIMER_POLL)),
-    Effect.forkScoped
-  )
+  const loops = [
+    {
+      // Durable segment timers of the partitions leased here, due by this worker's clock (segmentTimers.ts).
+      name: "segment timers",
+      wakeup: wakeups.timers,
+      gap: TIMER_GAP,
+      atMost: SAFETY_POLL,
+      round: Effect.as(Effect.suspend(() => fireSegmentTimers(nats, outbox, [...owned.keys()])), false),
+      nextDueIn: nextDue(() => Effect.map(
+        sql<{ due: Date | null }>`
+          SELECT min(t.due) AS due FROM unnest(${ownedArray()}::int[]) AS p(partition),
+            LATERAL (SELECT min(due_at) AS due FROM timers WHERE timers.partition = p.partition) t`,
+        ([row]) => millisUntil(row?.due, clockNow())
+      ))
+    },
+    {
+      // Workflows: due DELAY / WAIT_FOR_EVENT timers go back into their partitions (at once again while a round was full).
+      name: "workflow timers",
+      wakeup: wakeups.workflowTimers,
+      gap: TIMER_GAP,
+      atMost: SAFETY_POLL,
+      round: Effect.map(Effect.suspend(() => fireWorkflowTimers(nats, outbox, [...owned.keys()])), (fired) => fired >= TIMERS_PER_ROUND),
+      nextDueIn: nextDue(() => Effect.map(
+        sql<{ due: Date | null }>`
+          SELECT min(t.due) AS due FROM unnest(${ownedArray()}::int[]) AS p(partition),
+            LATERAL (SELECT min(due_at) AS due FROM workflow_timers w WHERE w.partition = p.partition) t`,
+        ([row]) => millisUntil(row?.due, clockNow())
+      ))
+    },
+    {
+      // Scheduled campaigns are durable timers: due ones (by this worker's clock) start sending.
+      name: "scheduled campaigns",
+      wakeup: wakeups.campaigns,
+      gap: CAMPAIGN_GAP,
+      atMost: SAFETY_POLL,
+      round: Effect.suspend(() => campaigns.startDue([...owned.keys()], new Date(clockNow()))).pipe(
+        Effect.tap((started) => (started > 0 ? relay.wake : Effect.void)),
+        Effect.as(false)
+      ),
+      nextDueIn: nextDue(() => Effect.map(
+        sql<{ due: Date | null }>`
+          SELECT min(t.due) AS due FROM unnest(${ownedArray()}::int[]) AS p(partition),
+            LATERAL (SELECT min(scheduled_for) AS due FROM campaigns c WHERE c.partition = p.partition AND c.status = 'SCHEDULED') t`,
+        ([row]) => millisUntil(row?.due, clockNow())
+      ))
+    },
+    {
+      // Mail due: retries after their backoff (by Postgres' clock, as the sweep), and missed wake-ups.
+      name: "mail sweep",
+      wakeup: wakeups.mail,
+      gap: MAIL_GAP,
+      atMost: MAIL_SAFETY_POLL,
+      round: Effect.as(Effect.suspend(() => sender.sweep([...owned.keys()])), false),
+      nextDueIn: nextDue(() => Effect.map(
+        sql<{ due: Date | null; now: Date }>`
+          SELECT min(next_attempt_at) AS due, now() AS now FROM emails
+          WHERE partition = ANY(${ownedArray()}::int[]) AND status = 'PENDING'`,
+        ([row]) => millisUntil(row?.due, new Date(row!.now).getTime())
+      ))
+    },
+    {
+      // WEBHOOK steps recorded by actors (they wake this loop) and their retries after backoff.
+      name: "webhook sweep",
+      wakeup: wakeups.webhooks,
+      gap: WEBHOOK_GAP,
+      atMost: SAFETY_POLL,
+      round: Effect.as(Effect.suspend(() => webhooks.sweep([...owned.keys()])), false),
+      nextDueIn: nextDue(() => Effect.map(
+        sql<{ due: Date | null; now: Date }>`
+          SELECT min(t.due) AS due, now() AS now FROM unnest(${ownedArray()}::int[]) AS p(partition),
+            LATERAL (SELECT min(next_attempt_at) AS due FROM workflow_step_executions s
+                     WHERE s.partition = p.partition AND s.step_type = 'WEBHOOK' AND s.status = 'RUNNING' AND NOT s.in_flight) t`,
+        ([row]) => millisUntil(row?.due, new Date(row!.now).getTime())
+      ))
+    }
+  ]
+  const background: Array<Fiber.Fiber<unknown, unknown>> = []
+  for (const loop of loops) {
+    background.push(yield* Effect.forkScoped(runWhenDue({ ...loop, round: Effect.provideService(loop.round, SqlClient.SqlClient, sql) })))
+  }
 
-  // Scheduled campaigns are durable timers: due ones (by this worker's clock) start sending.
-  const campaigns = yield* Campaigns
-  yield* Effect.suspend(() => campaigns.startDue([...owned.keys()], new Date(clockNow()))).pipe(
-    Effect.tap((started) => (started > 0 ? relay.wake : Effect.void)),
-    Effect.tapCause((cause) => Effect.logWarning("scheduled campaign check failed; retrying", cause)),
-    Effect.ignore,
-    Effect.repeat(Schedule.spaced(CAMPAIGN_POLL)),
-    Effect.forkScoped
-  )
-
-  yield* Effect.suspend(() => sender.sweep([...owned.keys()])).pipe(
-    Effect.tapCause((cause) => Effect.logWarning("mail sweep failed; retrying", cause)),
-    Effect.ignore,
-    Effect.repeat(Schedule.spaced(MAIL_SWEEP)),
-    Effect.forkScoped
-  )
+  const workflowRuntime = yield* WorkflowRuntime
+  background.push(yield* Queue.take(workflowRuntime.webhookWakeups).pipe(Effect.andThen(wakeups.webhooks.signal), Effect.forever, Effect.forkScoped))
 
   const domains = yield* Domains
-  yield* domains.checkDue(50).pipe(
+  background.push(yield* domains.checkDue(50).pipe(
     Effect.tapCause((cause) => Effect.logWarning("domain re-check failed", cause)),
     Effect.ignore,
     Effect.repeat(Schedule.spaced(Duration.seconds(Math.max(1, Math.min(DOMAIN_CHECK_POLL_SECONDS, config.domainRecheckSeconds / 2))))),
     Effect.forkScoped
-  )
+  ))
 
-  // Workflows: due DELAY / WAIT_FOR_EVENT timers go back into their partitions (at once again while a
-  // round was full), and recorded WEBHOOK steps are performed (woken by actors, swept for retries).
-  yield* Effect.suspend(() => fireWorkflowTimers(nats, outbox, [...owned.keys()])).pipe(
-    Effect.tapCause((cause) => Effect.logWarning("workflow timer scheduler failed; retrying", cause)),
-    Effect.orElseSucceed(() => 0),
-    Effect.flatMap((fired) => (fired >= TIMERS_PER_ROUND ? Effect.void : Effect.sleep(TIMER_POLL))),
-    Effect.forever,
-    Effect.forkScoped
-  )
-  const workflowRuntime = yield* WorkflowRuntime
-  yield* Effect.suspend(() => webhooks.sweep([...owned.keys()])).pipe(
-    Effect.tapCause((cause) => Effect.logWarning("webhook sweep failed; retrying", cause)),
-    Effect.ignore,
-    Effect.andThen(Effect.raceFirst(Queue.take(workflowRuntime.webhookWakeups), Effect.sleep(WEBHOOK_SWEEP))),
-    Effect.forever,
-    Effect.forkScoped
-  )
-
-  const reportLag = () => Effect.forEach([...owned.keys()], (partition) =>
+  const reportLag = Effect.suspend(() => Effect.forEach([...owned.keys()], (partition) =>
     Effect.tryPromise(() => nats.jsm.consumers.info(nats.names.inStream, consumerName(partition, "lanes"))).pipe(
       Effect.tap((info) =>
         Effect.sync(() => WorkerMetrics.partitionLag.set(info.num_pending + info.num_ack_pending, { partition }))),
       Effect.ignore
-    ), { discard: true })
+    ), { discard: true, concurrency: 8 }))
+  background.push(yield* reportLag.pipe(Effect.repeat(Schedule.spaced(LAG_REPORT)), Effect.forkScoped))
 
-  yield* rebalance.pipe(
-    Effect.tapCause((cause) => Effect.logWarning("lease heartbeat failed", cause)),
-    Effect.ignore,
-    Effect.andThen(Effect.suspend(reportLag)),
-    Effect.repeat(Schedule.spaced(HEARTBEAT)),
-    Effect.forkScoped
-  )
+  // Lease heartbeats, and a rebalance at once when another worker released partitions or joined.
+  const heartbeat = Effect.gen(function*() {
+    while (true) {
+      yield* leaseLock.withPermits(1)(rebalance).pipe(
+        Effect.tapCause((cause) => Effect.logWarning("lease heartbeat failed", cause)),
+        Effect.ignore
+      )
+      yield* wakeups.leases.wait(Duration.toMillis(HEARTBEAT))
+    }
+  })
+  background.push(yield* Effect.forkScoped(heartbeat))
+  yield* listenTo(LEASES_CHANNEL, (from) => (from === workerId ? Effect.void : wakeups.leases.signal))
+  yield* listenTo(SCHEDULE_CHANNEL, (table) => wakeupOfTable[table]?.signal ?? Effect.void, wakeAll)
 
-  // On shutdown hand the partitions over at once rather than after the lease expires.
+  // On shutdown hand the partitions over at once rather than after the lease expires. No heartbeat
+  // may run meanwhile (it would take the released partitions back): the lease lock waits out one in
+  // progress, then the background fibers stop before anything is released.
   yield* Effect.addFinalizer(() =>
-    Effect.gen(function*() {
+    leaseLock.withPermits(1)(Effect.gen(function*() {
+      yield* Fiber.interruptAll(background)
       yield* release([...owned.keys()])
       yield* actors.stopAll
       yield* sql`DELETE FROM workers WHERE id = ${workerId}`
-    }).pipe(Effect.ignore)
+      yield* sql`SELECT pg_notify(${LEASES_CHANNEL}, ${workerId})`
+      yield* Effect.logInfo("worker handed its partitions over")
+    })).pipe(Effect.ignore)
   )
+  // Others rebalance now rather than at their next heartbeat.
+  yield* sql`SELECT pg_notify(${LEASES_CHANNEL}, ${workerId})`
   yield* Effect.logInfo("worker started", { workerId })
 }))

@@ -158,19 +158,37 @@ interface Emitted {
 export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, batch: ReadonlyArray<Delivered>) {
   const sql = yield* SqlClient.SqlClient
   return yield* sql.withTransaction(Effect.gen(function*() {
-    const leases = yield* sql`
-      SELECT 1 FROM partition_leases
-      WHERE partition = ${context.partition} AND owner = ${context.workerId} AND epoch = ${context.epoch}
-      FOR SHARE`
-    if (leases.length === 0) return yield* new LeaseLost({ partition: context.partition })
-
-    const [offset] = yield* (context.lane === undefined
-      ? sql<{ applied_seq: string }>`SELECT applied_seq FROM project_offsets WHERE project_id = ${context.projectId} FOR UPDATE`
-      : sql<{ applied_seq: string }>`
-          SELECT applied_seq FROM lane_offsets WHERE project_id = ${context.projectId} AND lane = ${context.lane} FOR UPDATE`)
+    // One round trip: the lease (share-locked: a takeover waits for this batch), the lane's offset as it
+    // was, and the offset moved past the batch (its highest sequence; what it skips is below the offset).
+    const batchEnd = Math.max(...batch.map((message) => message.seq))
+    const offsets = context.lane === undefined
+      ? {
+        read: sql`SELECT applied_seq FROM project_offsets WHERE project_id = ${context.projectId} FOR UPDATE`,
+        write: sql`
+          INSERT INTO project_offsets (project_id, applied_seq) VALUES (${context.projectId}, ${batchEnd})
+          ON CONFLICT (project_id) DO UPDATE SET applied_seq = GREATEST(project_offsets.applied_seq, EXCLUDED.applied_seq)`
+      }
+      : {
+        read: sql`SELECT applied_seq FROM lane_offsets WHERE project_id = ${context.projectId} AND lane = ${context.lane} FOR UPDATE`,
+        write: sql`
+          INSERT INTO lane_offsets (project_id, lane, applied_seq) VALUES (${context.projectId}, ${context.lane}, ${batchEnd})
+          ON CONFLICT (project_id, lane) DO UPDATE SET applied_seq = GREATEST(lane_offsets.applied_seq, EXCLUDED.applied_seq)`
+      }
+    // The project's reset watermark too (share-locked: a batch and a reset of its project wait for each other).
+    const [head] = yield* sql<{ leased: boolean; applied_seq: string | null; reset_seq: string | null }>`
+      WITH lease AS (
+        SELECT 1 FROM partition_leases
+        WHERE partition = ${context.partition} AND owner = ${context.workerId} AND epoch = ${context.epoch}
+        FOR SHARE
+      ), offset_row AS (${offsets.read}), moved AS (${offsets.write} RETURNING 1),
+      reset AS (SELECT data_reset_seq FROM projects WHERE id = ${context.projectId} FOR SHARE)
+      SELECT EXISTS (SELECT 1 FROM lease) AS leased, (SELECT applied_seq FROM offset_row) AS applied_seq,
+             (SELECT data_reset_seq FROM reset)::text AS reset_seq, (SELECT count(*) FROM moved) AS moved`
+    if (!head?.leased) return yield* new LeaseLost({ partition: context.partition })
     // Only messages beyond everything applied so far, in this batch too: a redelivered copy of a
     // message earlier in the same batch (consumer recreated, ack_wait redelivery) is skipped as well.
-    let highest = offset ? Number(offset.applied_seq) : 0
+    // Messages queued before the project's last reset are skipped: nothing of the wiped data comes back.
+    let highest = Math.max(head.applied_seq === null ? 0 : Number(head.applied_seq), head.reset_seq === null ? 0 : Number(head.reset_seq))
     const fresh = batch.filter((message) => {
       if (message.seq <= highest) return false
       highest = message.seq
@@ -323,7 +341,7 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
           } else if (body.type === "campaignStep") {
             const { runtime } = context.workflows
             const step = yield* campaignStep(
-              { ...context, publicUrl: runtime.publicUrl, projects: runtime.projects },
+              { ...context, publicUrl: runtime.publicUrl, projects: runtime.projects, billing: runtime.billing },
               body.campaignId
             )
             if (step.queued > 0) outcome.mailQueued = true
@@ -398,7 +416,6 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
     if (advanced.mailQueued) outcome.mailQueued = true
     if (advanced.webhooksQueued) outcome.webhooksQueued = true
 
-    yield* recordOffset(context, highest)
     return outcome
   }))
 })
@@ -580,22 +597,25 @@ const applyContactChanges = Effect.fnUntraced(function*(
   }))
   if (changes.length > 0) {
     const now = new Date().toISOString()
+    const merged: Record<string, unknown> = {}
+    for (const change of changes) for (const [key, value] of Object.entries(change.set)) if (!(key in merged)) merged[key] = value
+    // One round trip: the contacts and the types of the custom fields they now have.
     yield* sql`
-      UPDATE contacts c SET
-        subscribed = x.subscribed,
-        data = (c.data - ARRAY(SELECT jsonb_array_elements_text(x.remove))) || x.set,
-        updated_at = ${now}::timestamptz
-      FROM jsonb_to_recordset(${JSON.stringify(changes)}::jsonb) AS x(id uuid, subscribed boolean, set jsonb, remove jsonb)
-      WHERE c.id = x.id`
-    const fieldTypes = changes.flatMap((change) => Object.entries(change.set))
-    if (fieldTypes.length > 0) {
-      const merged: Record<string, unknown> = {}
-      for (const [key, value] of fieldTypes) if (!(key in merged)) merged[key] = value
-      yield* sql`
+      WITH updated AS (
+        UPDATE contacts c SET
+          subscribed = x.subscribed,
+          data = (c.data - ARRAY(SELECT jsonb_array_elements_text(x.remove))) || x.set,
+          updated_at = ${now}::timestamptz
+        FROM jsonb_to_recordset(${JSON.stringify(changes)}::jsonb) AS x(id uuid, subscribed boolean, set jsonb, remove jsonb)
+        WHERE c.id = x.id
+        RETURNING 1
+      ), fields AS (
         INSERT INTO contact_fields (project_id, key, type)
         SELECT ${context.projectId}, f->>0, f->>1 FROM jsonb_array_elements(${JSON.stringify(inferFieldTypes(merged))}::jsonb) f
-        ON CONFLICT DO NOTHING`
-    }
+        ON CONFLICT DO NOTHING
+        RETURNING 1
+      )
+      SELECT (SELECT count(*) FROM updated) + (SELECT count(*) FROM fields) AS n`
   }
   return events
 })

@@ -162,6 +162,12 @@ const inLane = (sql: SqlClient.SqlClient, context: SegmentContext, column: strin
     : sql`(get_byte(uuid_send(${sql.literal(column)}), 15) % ${sql.literal(String(context.outbox.lanes.count))}) = ${context.lane}`
 
 /** Loads what the given segments read about the given contacts. */
+/** A contact's custom data is an object; anything else is a corrupt row its segments cannot evaluate. */
+const objectData = (contactId: string, data: unknown): Record<string, unknown> => {
+  if (typeof data !== "object" || data === null || Array.isArray(data)) throw new Error(`contact ${contactId}: its data is not an object`)
+  return data as Record<string, unknown>
+}
+
 export const loadFacts = Effect.fnUntraced(function*(
   projectId: string,
   contactIds: ReadonlyArray<string>,
@@ -170,35 +176,33 @@ export const loadFacts = Effect.fnUntraced(function*(
 ) {
   const sql = yield* SqlClient.SqlClient
   const ids = pgArray(contactIds)
-  const contacts = yield* sql<{
-    id: string
-    email: string
-    subscribed: boolean
-    data: Record<string, unknown> | string
-    created_at: Date
-    updated_at: Date
-  }>`SELECT id, email, subscribed, data, created_at, updated_at FROM contacts
-     WHERE project_id = ${projectId} AND id = ANY(${ids}::uuid[])`
-  const aggregates = eventNames.size === 0 ? [] : yield* sql<{
-    contact_id: string
-    name: string
-    count: string
-    first_at: Date
-    last_at: Date
-  }>`SELECT contact_id, name, count, first_at, last_at FROM event_aggregates
-     WHERE project_id = ${projectId}
-       AND contact_id = ANY(${ids}::uuid[])
-       AND name = ANY(${pgArray([...eventNames])}::text[])`
-  const times = windowedNames.size === 0 ? [] : yield* sql<{ contact_id: string; name: string; created_at: Date }>`
-    SELECT contact_id, name, created_at FROM events
-    WHERE project_id = ${projectId}
-      AND contact_id = ANY(${ids}::uuid[])
-      AND name = ANY(${pgArray([...windowedNames])}::text[])
-    ORDER BY created_at DESC`
-  const memberships = yield* sql<{ contact_id: string; segment_id: string }>`
-    SELECT contact_id, segment_id FROM segment_memberships
-    WHERE project_id = ${projectId} AND exited_at IS NULL
-      AND contact_id = ANY(${ids}::uuid[])`
+  // One round trip: the contacts, their aggregates of the events read, the occurrence times of the
+  // windowed counts and their memberships, as tagged rows.
+  const rows = yield* sql<{ kind: "c" | "a" | "t" | "m"; row: Record<string, unknown> | string }>`
+    SELECT 'c' AS kind, jsonb_build_object('id', id, 'email', email, 'subscribed', subscribed, 'data', data,
+                                           'created_at', created_at, 'updated_at', updated_at) AS row
+    FROM contacts WHERE project_id = ${projectId} AND id = ANY(${ids}::uuid[])
+    UNION ALL
+    SELECT 'a', jsonb_build_object('contact_id', contact_id, 'name', name, 'count', count, 'first_at', first_at, 'last_at', last_at)
+    FROM event_aggregates
+    WHERE ${eventNames.size > 0} AND project_id = ${projectId} AND contact_id = ANY(${ids}::uuid[])
+      AND name = ANY(${pgArray([...eventNames])}::text[])
+    UNION ALL
+    (SELECT 't', jsonb_build_object('contact_id', contact_id, 'name', name, 'created_at', created_at)
+     FROM events
+     WHERE ${windowedNames.size > 0} AND project_id = ${projectId} AND contact_id = ANY(${ids}::uuid[])
+       AND name = ANY(${pgArray([...windowedNames])}::text[])
+     ORDER BY created_at DESC)
+    UNION ALL
+    SELECT 'm', jsonb_build_object('contact_id', contact_id, 'segment_id', segment_id)
+    FROM segment_memberships
+    WHERE project_id = ${projectId} AND exited_at IS NULL AND contact_id = ANY(${ids}::uuid[])`
+  const of = <A>(kind: string) =>
+    rows.filter((row) => row.kind === kind).map((row) => (typeof row.row === "string" ? JSON.parse(row.row) : row.row) as A)
+  const contacts = of<{ id: string; email: string; subscribed: boolean; data: Record<string, unknown>; created_at: string; updated_at: string }>("c")
+  const aggregates = of<{ contact_id: string; name: string; count: number; first_at: string; last_at: string }>("a")
+  const times = of<{ contact_id: string; name: string; created_at: string }>("t")
+  const memberships = of<{ contact_id: string; segment_id: string }>("m")
   const facts = new Map<string, ContactFacts & { memberships: Set<string> }>()
   for (const row of contacts) {
     facts.set(row.id, {
@@ -207,7 +211,7 @@ export const loadFacts = Effect.fnUntraced(function*(
       subscribed: row.subscribed,
       createdAt: new Date(row.created_at).getTime(),
       updatedAt: new Date(row.updated_at).getTime(),
-      data: typeof row.data === "string" ? JSON.parse(row.data) : row.data,
+      data: objectData(row.id, row.data),
       events: new Map<string, EventAggregate>(),
       eventTimes: new Map<string, Array<number>>(),
       memberships: new Set()
@@ -227,6 +231,8 @@ export const loadFacts = Effect.fnUntraced(function*(
     list.push(new Date(row.created_at).getTime())
     map.set(row.name, list)
   }
+  // Newest first, as the windowed counts read them.
+  for (const contact of facts.values()) for (const list of contact.eventTimes?.values() ?? []) (list as Array<number>).sort((x, y) => y - x)
   for (const row of memberships) facts.get(row.contact_id)?.memberships.add(row.segment_id)
   return facts
 })
@@ -307,56 +313,92 @@ export const evaluateChanges = Effect.fnUntraced(function*(
     }
     if (nextTimer !== undefined) timers.push({ contactId, dueAt: new Date(nextTimer).toISOString(), id: uuidv7() })
   }
-  yield* writeMembershipChanges(context.outbox.lanes, context.projectId, entries, exits)
-  yield* setTimers(context, timers)
+  yield* writeMembershipChanges(context.outbox.lanes, context.projectId, entries, exits, timerRows(context, timers))
   yield* (context.emit ? context.emit(emitted) : context.outbox.emit(context.projectId, emitted))
   return emitted.length
 })
 
+interface TimerRow {
+  readonly contactId: string
+  readonly dueAt: string
+  readonly id: string
+  readonly partition: number
+}
+
+/** Timers with the partition that fires them: whoever leases the contact's lane. */
+const timerRows = (context: SegmentContext, timers: ReadonlyArray<{ contactId: string; dueAt: string; id: string }>): Array<TimerRow> => {
+  const { lanes } = context.outbox
+  return timers.map((timer) => ({ ...timer, partition: lanes.partitionOf(context.projectId, lanes.laneOf(timer.contactId)) }))
+}
+
 /** Sets each contact's timer, only ever moving it earlier (see migrations/0004_segments.sql). */
-const setTimers = Effect.fnUntraced(function*(
-  context: SegmentContext,
-  timers: ReadonlyArray<{ contactId: string; dueAt: string; id: string }>
-) {
+const timersSql = (sql: SqlClient.SqlClient, projectId: string, timers: ReadonlyArray<TimerRow>) => sql`
+  INSERT INTO timers (contact_id, id, project_id, partition, due_at)
+  SELECT (x->>'contactId')::uuid, (x->>'id')::uuid, ${projectId}, (x->>'partition')::int, (x->>'dueAt')::timestamptz
+  FROM jsonb_array_elements(${JSON.stringify(timers)}::jsonb) x
+  ON CONFLICT (contact_id) DO UPDATE SET due_at = EXCLUDED.due_at, id = EXCLUDED.id
+    WHERE EXCLUDED.due_at < timers.due_at`
+
+const setTimers = Effect.fnUntraced(function*(context: SegmentContext, timers: ReadonlyArray<{ contactId: string; dueAt: string; id: string }>) {
   if (timers.length === 0) return
   const sql = yield* SqlClient.SqlClient
-  const { lanes } = context.outbox
-  // Fired by whoever leases the contact's lane.
-  const rows = timers.map((timer) => ({ ...timer, partition: lanes.partitionOf(context.projectId, lanes.laneOf(timer.contactId)) }))
-  yield* sql`
-    INSERT INTO timers (contact_id, id, project_id, partition, due_at)
-    SELECT (x->>'contactId')::uuid, (x->>'id')::uuid, ${context.projectId}, (x->>'partition')::int, (x->>'dueAt')::timestamptz
-    FROM jsonb_array_elements(${JSON.stringify(rows)}::jsonb) x
-    ON CONFLICT (contact_id) DO UPDATE SET due_at = EXCLUDED.due_at, id = EXCLUDED.id
-      WHERE EXCLUDED.due_at < timers.due_at`
+  yield* timersSql(sql, context.projectId, timerRows(context, timers))
 })
 
 export const writeMembershipChanges = Effect.fnUntraced(function*(
   lanes: Lanes,
   projectId: string,
   entries: ReadonlyArray<{ segmentId: string; contactId: string; at: string }>,
-  exits: ReadonlyArray<{ segmentId: string; contactId: string; at: string }>
+  exits: ReadonlyArray<{ segmentId: string; contactId: string; at: string }>,
+  timers: ReadonlyArray<TimerRow> = []
 ) {
+  if (entries.length === 0 && exits.length === 0 && timers.length === 0) return
   const sql = yield* SqlClient.SqlClient
-  if (entries.length > 0) {
-    yield* sql`
-      INSERT INTO segment_memberships (segment_id, contact_id, project_id, entered_at)
-      SELECT (x->>'segmentId')::uuid, (x->>'contactId')::uuid, ${projectId}, (x->>'at')::timestamptz
-      FROM jsonb_array_elements(${JSON.stringify(entries)}::jsonb) x
-      ON CONFLICT (segment_id, contact_id) DO UPDATE SET entered_at = EXCLUDED.entered_at, exited_at = NULL`
-  }
-  if (exits.length > 0) {
-    // Typed record columns let the planner walk the primary key instead of hashing the whole table.
-    yield* sql`
-      UPDATE segment_memberships m SET exited_at = x.at
-      FROM jsonb_to_recordset(${JSON.stringify(exits)}::jsonb) AS x("segmentId" uuid, "contactId" uuid, at timestamptz)
-      WHERE m.segment_id = x."segmentId" AND m.contact_id = x."contactId" AND m.exited_at IS NULL`
-  }
-  yield* addMemberCounts(lanes, [
+  const counts = countDeltas(lanes, [
     ...entries.map((entry) => ({ segmentId: entry.segmentId, contactId: entry.contactId, n: 1 })),
     ...exits.map((exit) => ({ segmentId: exit.segmentId, contactId: exit.contactId, n: -1 }))
   ])
+  // One round trip: entries, exits, the lanes' shares of the counts and the contacts' next timers.
+  yield* sql`
+    WITH entered AS (
+      INSERT INTO segment_memberships (segment_id, contact_id, project_id, entered_at)
+      SELECT (x->>'segmentId')::uuid, (x->>'contactId')::uuid, ${projectId}, (x->>'at')::timestamptz
+      FROM jsonb_array_elements(${JSON.stringify(entries)}::jsonb) x
+      ON CONFLICT (segment_id, contact_id) DO UPDATE SET entered_at = EXCLUDED.entered_at, exited_at = NULL
+      RETURNING 1
+    ), exited AS (
+      -- Typed record columns let the planner walk the primary key instead of hashing the whole table.
+      UPDATE segment_memberships m SET exited_at = x.at
+      FROM jsonb_to_recordset(${JSON.stringify(exits)}::jsonb) AS x("segmentId" uuid, "contactId" uuid, at timestamptz)
+      WHERE m.segment_id = x."segmentId" AND m.contact_id = x."contactId" AND m.exited_at IS NULL
+      RETURNING 1
+    ), counted AS (${countsSql(sql, counts)} RETURNING 1),
+    timed AS (${timersSql(sql, projectId, timers)} RETURNING 1)
+    SELECT (SELECT count(*) FROM entered) + (SELECT count(*) FROM exited) + (SELECT count(*) FROM counted)
+         + (SELECT count(*) FROM timed) AS n`
 })
+
+/** Membership changes summed per segment and lane (in key order, so concurrent writers lock alike). */
+const countDeltas = (
+  lanes: Lanes,
+  changes: ReadonlyArray<{ readonly segmentId: string; readonly contactId: string; readonly n: number }>
+) => {
+  const delta = new Map<string, { segmentId: string; lane: number; n: number }>()
+  for (const change of changes) {
+    const lane = lanes.laneOf(change.contactId)
+    const key = `${change.segmentId}/${lane}`
+    const entry = delta.get(key)
+    if (entry) entry.n += change.n
+    else delta.set(key, { segmentId: change.segmentId, lane, n: change.n })
+  }
+  return [...delta.values()].filter((entry) => entry.n !== 0).sort((a, b) =>
+    a.segmentId < b.segmentId ? -1 : a.segmentId > b.segmentId ? 1 : a.lane - b.lane)
+}
+
+const countsSql = (sql: SqlClient.SqlClient, counts: ReturnType<typeof countDeltas>) => sql`
+  INSERT INTO segment_counts (segment_id, lane, members)
+  SELECT x."segmentId", x.lane, x.n FROM jsonb_to_recordset(${JSON.stringify(counts)}::jsonb) AS x("segmentId" uuid, lane int, n int)
+  ON CONFLICT (segment_id, lane) DO UPDATE SET members = segment_counts.members + EXCLUDED.members`
 
 /**
  * Adds membership changes to each lane's share of the segments' counts (segment_counts): a lane only
@@ -366,22 +408,10 @@ export const addMemberCounts = Effect.fnUntraced(function*(
   lanes: Lanes,
   changes: ReadonlyArray<{ readonly segmentId: string; readonly contactId: string; readonly n: number }>
 ) {
-  const delta = new Map<string, { segmentId: string; lane: number; n: number }>()
-  for (const change of changes) {
-    const lane = lanes.laneOf(change.contactId)
-    const key = `${change.segmentId}/${lane}`
-    const entry = delta.get(key)
-    if (entry) entry.n += change.n
-    else delta.set(key, { segmentId: change.segmentId, lane, n: change.n })
-  }
-  const changed = [...delta.values()].filter((entry) => entry.n !== 0).sort((a, b) =>
-    a.segmentId < b.segmentId ? -1 : a.segmentId > b.segmentId ? 1 : a.lane - b.lane)
-  if (changed.length === 0) return
+  const counts = countDeltas(lanes, changes)
+  if (counts.length === 0) return
   const sql = yield* SqlClient.SqlClient
-  yield* sql`
-    INSERT INTO segment_counts (segment_id, lane, members)
-    SELECT x."segmentId", x.lane, x.n FROM jsonb_to_recordset(${JSON.stringify(changed)}::jsonb) AS x("segmentId" uuid, lane int, n int)
-    ON CONFLICT (segment_id, lane) DO UPDATE SET members = segment_counts.members + EXCLUDED.members`
+  yield* countsSql(sql, counts)
 })
 
 export const BACKFILL_CHUNK = 5_000

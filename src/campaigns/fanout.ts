@@ -10,6 +10,12 @@
  *    in pages, each step committing the next command until all are queued.
  * The sender sends them under the project's throttle; the campaign is SENT once none is left open.
  *
+ * Billing caps: each queue step takes only what the month's `campaigns` cap still allows (Billing's
+ * allowance, locked until the batch commits). When it falls short the step queues what fits, leaves the
+ * cursor before the first recipient left out, records why on the campaign (`billing_hold`) and commits
+ * no next step: the campaign waits, costing nothing, until src/billing/heldMail.ts resumes it (the cap
+ * raised, room freed, or the month turned). A step that gets all it asked for clears the hold.
+ *
  * A recipient whose mail cannot be made (the template fails on their data, or the mail breaks a size
  * cap) is recorded failed with the reason and counted; the campaign moves on. A step that cannot run
  * at all (the content no longer compiles, the audience no longer evaluates) stops the campaign —
@@ -24,6 +30,7 @@ import { isolateRow, reasonOf } from "../lib/isolation.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import { prepareEmail } from "../mail/prepare.ts"
 import { makeRenderer } from "../mail/render.ts"
+import { type Billing, holdReason } from "../store/Billing.ts"
 import { type CampaignRow, dropQueuedMail } from "../store/Campaigns.ts"
 import { compileConditionSql } from "../store/conditionSql.ts"
 import { queueEmails } from "../store/Emails.ts"
@@ -42,6 +49,7 @@ export interface FanoutContext {
   readonly outbox: Outbox["Service"]
   readonly publicUrl: string
   readonly projects: Projects["Service"]
+  readonly billing: Billing["Service"]
 }
 
 export interface StepOutcome {
@@ -73,15 +81,18 @@ export const campaignStep = Effect.fnUntraced(function*(context: FanoutContext, 
   const step = Effect.gen(function*() {
     if (!campaign.resolved) yield* resolvePage(sql, campaign)
     else if (!campaign.queued) return yield* queuePage(sql, context, campaign)
-    return 0
+    return { queued: 0, held: false }
   })
-  const queued = yield* isolateRow(
+  const page = yield* isolateRow(
     "campaign fan-out",
     { projectId: context.projectId, campaignId },
     sql.withTransaction(step),
     (reason) => dropQueuedMail(sql, campaignId, `the campaign stopped: ${reason}`)
   )
-  if (queued === undefined) return { queued: 0, continued: false }
+  if (page === undefined) return { queued: 0, continued: false }
+  const { queued } = page
+  // Held at its billing cap: no next step until it is resumed.
+  if (page.held) return { queued, continued: false }
 
   const [after] = yield* sql<{ resolved: boolean; queued: boolean }>`SELECT resolved, queued FROM campaigns WHERE id = ${campaignId}`
   if (after && !after.queued) {
@@ -172,9 +183,10 @@ const queuePage = Effect.fnUntraced(function*(
     templateId: null,
     campaignId: campaign.id
   }
-  const present = recipients.filter((recipient) => recipient.email !== null)
+  const { page, hold } = yield* withinCap(context, campaign.project_id, recipients)
+  const present = page.filter((recipient) => recipient.email !== null)
   // A contact deleted since the audience was frozen gets no mail and leaves the count.
-  const gone = recipients.filter((recipient) => recipient.email === null).map((recipient) => recipient.contact_id)
+  const gone = page.filter((recipient) => recipient.email === null).map((recipient) => recipient.contact_id)
   // A recipient whose mail cannot be made (the template fails on their data, a size cap) gets none; the rest go on.
   const failed: Array<{ contact_id: string; reason: string }> = []
   const rendered = yield* Effect.forEach(present, (recipient) =>
@@ -208,13 +220,31 @@ const queuePage = Effect.fnUntraced(function*(
     yield* sql`UPDATE campaign_recipients SET skipped = 'deleted'
                WHERE campaign_id = ${campaign.id} AND contact_id = ANY(${pgArray(gone)}::uuid[])`
   }
-  const done = recipients.length < QUEUE_PAGE
+  const done = hold === null && recipients.length < QUEUE_PAGE
   yield* sql`
     UPDATE campaigns SET
-      queue_cursor = COALESCE(${recipients.at(-1)?.contact_id ?? null}::uuid, queue_cursor),
+      queue_cursor = COALESCE(${page.at(-1)?.contact_id ?? null}::uuid, queue_cursor),
       total_recipients = total_recipients - ${gone.length},
       queued = ${done},
+      billing_hold = ${hold},
       updated_at = now()
     WHERE id = ${campaign.id}`
-  return emails.length
+  return { queued: emails.length, held: hold !== null }
+})
+
+/**
+ * The part of a page the month's `campaigns` cap lets through: every recipient before the first one
+ * with an address that does not fit (deleted contacts cost nothing), and the hold's reason when some
+ * do not fit (null otherwise).
+ */
+const withinCap = Effect.fnUntraced(function*<R extends { readonly email: string | null }>(
+  context: FanoutContext,
+  projectId: string,
+  recipients: ReadonlyArray<R>
+) {
+  const mailable = recipients.filter((recipient) => recipient.email !== null)
+  const room = mailable.length === 0 ? null : yield* context.billing.allowance(projectId, "campaigns")
+  if (room === null || room.remaining >= mailable.length) return { page: recipients, hold: null }
+  const firstLeftOut = recipients.indexOf(mailable[room.remaining]!)
+  return { page: recipients.slice(0, firstLeftOut), hold: holdReason("campaigns", room.limit) }
 })

@@ -10,6 +10,11 @@ import { isUuid } from "../domain/ids.ts"
 import { runAll } from "../process/supervisor.ts"
 import { DatabaseLive } from "../store/db.ts"
 import { Projects } from "../store/Projects.ts"
+import { settleFirstUser } from "../accounts/firstUser.ts"
+import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, hashPassword } from "../accounts/Passwords.ts"
+import { isValidEmail, normalizeEmail } from "../domain/email.ts"
+import { Members } from "../store/Members.ts"
+import { Users } from "../store/Users.ts"
 import { LoggingLive } from "./logging.ts"
 import { runApi, runWorker } from "./roles.ts"
 
@@ -116,6 +121,51 @@ const settings = Command.make("settings", {
     Command.withExamples([{ command: "npm run cli -- project settings --id <id> --send-rate 20 --tracking off" }])
   )
 
+/** All of standard input, without its final newline (a password piped in by a script). */
+const readStdin = Effect.promise(async () => {
+  const chunks: Array<Buffer> = []
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
+  return Buffer.concat(chunks).toString("utf8").replace(/\r?\n$/, "")
+})
+
+const AccountsCliLive = Layer.mergeAll(Users.layer, Members.layer, Projects.layer).pipe(Layer.provideMerge(DatabaseLive))
+
+const createUser = Command.make("create", {
+  email: Flag.String("email").pipe(
+    Flag.withDescription("the user's email (their sign-in)"),
+    Flag.filterMap((email) => Option.liftPredicate(normalizeEmail(email), isValidEmail), () => "Expected a valid email address")
+  ),
+  passwordStdin: Flag.Boolean("password-stdin").pipe(Flag.withDescription("read the password from standard input (required)"))
+}, ({ email, passwordStdin }) =>
+  withConfig(Effect.gen(function*() {
+    const fail = (userMessage: string) => new CliError.UserError({ cause: undefined, userMessage })
+    if (!passwordStdin) return yield* fail("Give --password-stdin and pipe the password in (it never goes on the command line)")
+    const password = yield* readStdin
+    if (password.length < MIN_PASSWORD_LENGTH || password.length > MAX_PASSWORD_LENGTH) {
+      return yield* fail(`The password must be ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters`)
+    }
+    const users = yield* Users
+    const first = (yield* users.count) === 0
+    // The operator vouches for the address: the user starts verified.
+    const user = yield* users.create({ email, passwordHash: yield* hashPassword(password), emailVerified: true }).pipe(
+      Effect.catchTag("EmailTaken", () => Effect.fail(fail(`${email} already has an account`)))
+    )
+    if (first) yield* settleFirstUser(yield* Members, yield* Projects, user.id)
+    yield* Console.log(JSON.stringify({ id: user.id, email: user.email }))
+  }).pipe(Effect.provide(AccountsCliLive)))).pipe(
+    Command.withShortDescription("create a dashboard user; prints { id, email }"),
+    Command.withDescription(
+      "Create a dashboard user (email verified) for scripted installs; the password is read from standard input. " +
+        "The first user of an installation owns the projects created so far (or a first project)."
+    ),
+    Command.withExamples([{ command: "printf %s \"$PASSWORD\" | npm run cli -- user create --email ops@example.com --password-stdin" }])
+  )
+
+const user = Command.make("user").pipe(
+  Command.withDescription("Create dashboard users."),
+  Command.withSubcommands([createUser])
+)
+
 const project = Command.make("project").pipe(
   Command.withDescription("Create projects and change their settings."),
   Command.withSubcommands([create, settings])
@@ -128,6 +178,6 @@ ${environmentHelp()}`
 
 export const cli = Command.make("mailstream", {}, () => withConfig(runAll, "all")).pipe(
   Command.withDescription(DESCRIPTION),
-  Command.withSubcommands([all, api, worker, migrate, project]),
+  Command.withSubcommands([all, api, worker, migrate, project, user]),
   Command.run({ version: "0.1.0" })
 )

@@ -1,36 +1,21 @@
 /**
  * The key-checking middleware behind SecretKeyAuth and PublicKeyAuth: resolves the project from the
  * bearer key, enforces the key type of the endpoint (both mismatches are 401 INVALID_API_KEY), then
- * applies the per-project rate limit.
+ * applies the per-project rate limit. SecretKeyAuth also takes the dashboard's session cookie with an
+ * `X-Project-Id` header: the user's membership and role decide (src/http/session.ts).
  */
 import { Effect, Layer, Redacted } from "effect"
-import type { HttpServerResponse } from "effect/http"
-import { type KeyKind, Projects } from "../store/Projects.ts"
+import { HttpServerRequest, type HttpServerResponse } from "effect/http"
+import { AppConfig } from "../config.ts"
+import { permissionForEndpoint, sendsMail } from "../domain/permissions.ts"
+import { type KeyKind, type Project, Projects } from "../store/Projects.ts"
 import { CurrentProject, PublicKeyAuth, SecretKeyAuth } from "./api/security.ts"
-import { ApiError, RequestState } from "./errors.ts"
-import { type RateDecision, RateLimiter } from "./RateLimiter.ts"
+import { ApiError } from "./errors.ts"
+import { enforceRateLimit } from "./rateLimited.ts"
+import { RateLimiter } from "./RateLimiter.ts"
+import { DashboardSessions } from "./session.ts"
 
-/**
- * Puts the rate-limit headers on the response and refuses with 429 when the decision says so.
- * `counted` says what a request counts as, when it is not one request.
- */
-export const enforceRateLimit = Effect.fnUntraced(function*(decision: RateDecision, counted = "") {
-  if (decision.limit <= 0) return
-  const state = yield* Effect.service(RequestState)
-  state.headers["ratelimit-limit"] = String(decision.limit)
-  state.headers["ratelimit-remaining"] = String(decision.remaining)
-  state.headers["ratelimit-reset"] = String(decision.resetSeconds)
-  if (!decision.allowed) {
-    return yield* new ApiError({
-      status: 429,
-      code: "RATE_LIMITED",
-      message: `Rate limit of ${decision.limit} requests per minute exceeded for this project${counted}`,
-      details: { limit: decision.limit, retryAfterSeconds: decision.resetSeconds },
-      suggestion: "Wait for the number of seconds in Retry-After, then retry.",
-      headers: { "retry-after": String(decision.resetSeconds) }
-    })
-  }
-})
+export { enforceRateLimit } from "./rateLimited.ts"
 
 const makeKeyCheck = Effect.fnUntraced(function*(required: KeyKind) {
   const projects = yield* Projects
@@ -51,18 +36,75 @@ const makeKeyCheck = Effect.fnUntraced(function*(required: KeyKind) {
             : "This endpoint takes the project's secret key (sk_); the public key only works on /v1/track and /v1/track/batch"
         )
       }
-      if (auth.project.disabled) {
-        return yield* new ApiError({ status: 403, code: "PROJECT_DISABLED", message: "This project is disabled" })
+      return yield* admit(rateLimiter, auth.project, httpEffect)
+    })
+})
+
+const projectDisabled = new ApiError({
+  status: 403,
+  code: "PROJECT_DISABLED",
+  message: "This project is disabled",
+  suggestion: "An owner can see why under /users/@me/projects/:id/security and re-enable it."
+})
+
+/** The checks after authentication, whatever the credential: a disabled project, the rate limit. */
+const admit = <E, R>(
+  rateLimiter: RateLimiter["Service"],
+  project: Project,
+  httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+) =>
+  Effect.gen(function*() {
+      if (project.disabled) return yield* projectDisabled
+      yield* enforceRateLimit(yield* rateLimiter.check(project.id))
+      return yield* Effect.provideService(httpEffect, CurrentProject, project)
+    })
+
+/**
+ * The session variant of SecretKeyAuth: cookie + X-Project-Id. Without a cookie the key check answers,
+ * so a bad bearer key still gets its own 401.
+ */
+const makeSessionCheck = Effect.fnUntraced(function*(keyCheck: ReturnType<typeof makeKeyCheck> extends Effect.Effect<infer C, any, any> ? C : never) {
+  const sessions = yield* DashboardSessions
+  const rateLimiter = yield* RateLimiter
+  const config = yield* AppConfig
+  return <E, R>(
+    httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
+    options: { readonly credential: Redacted.Redacted<string>; readonly endpoint: { readonly identifier: string }; readonly group: { readonly identifier: string } }
+  ) =>
+    Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const cookie = Redacted.value(options.credential)
+      if (cookie === "") {
+        const bearer = request.headers.authorization?.replace(/^Bearer\s+/i, "") ?? ""
+        return yield* keyCheck(httpEffect, { credential: Redacted.make(bearer) })
       }
-      yield* enforceRateLimit(yield* rateLimiter.check(auth.project.id))
-      return yield* Effect.provideService(httpEffect, CurrentProject, auth.project)
+      const { user } = yield* sessions.resolve(cookie)
+      const projectId = request.headers["x-project-id"]?.trim() ?? ""
+      if (projectId === "") {
+        return yield* ApiError.badRequest("Send the project's id in the X-Project-Id header with the session cookie", "PROJECT_ID_REQUIRED")
+      }
+      const group = options.group.identifier
+      const { project } = yield* sessions.access(user.id, projectId, permissionForEndpoint(group, options.endpoint.identifier))
+      if (config.requireEmailVerification && !user.emailVerified && sendsMail(group, options.endpoint.identifier)) {
+        return yield* new ApiError({
+          status: 403,
+          code: "EMAIL_VERIFICATION_REQUIRED",
+          message: "Verify your email before sending",
+          suggestion: "Open the link mailed to you, or ask for a new one with POST /auth/request-verification."
+        })
+      }
+      return yield* admit(rateLimiter, { id: project.id, name: project.name, disabled: project.disabled }, httpEffect)
     })
 })
 
 // ApiError renders itself (see `rendered` in errors.ts), so the middleware's failures need no schema.
 export const SecretKeyAuthLive = Layer.effect(
   SecretKeyAuth,
-  Effect.map(makeKeyCheck("secret"), (check) => SecretKeyAuth.of({ secretKey: check as any }))
+  Effect.gen(function*() {
+    const check = yield* makeKeyCheck("secret")
+    const session = yield* makeSessionCheck(check)
+    return SecretKeyAuth.of({ secretKey: check as any, session: session as any })
+  })
 )
 
 export const PublicKeyAuthLive = Layer.effect(

@@ -17,10 +17,10 @@ const MiB = 1024 * KiB
 
 /**
  * Bodies larger than this answer 413. /v1/send carries attachments (40 MB message, base64-encoded);
- * an SNS notification is at most 256 KiB.
+ * an SNS notification is at most 256 KiB; an image upload is bounded by UPLOAD_MAX_BYTES in its handler.
  */
 export const bodyLimitFor = (url: string): number =>
-  url.startsWith("/v1/send") ? 60 * MiB : url.startsWith("/contacts/import") ? 6 * MiB : url.startsWith("/webhooks/ses") ? 256 * KiB : 1 * MiB
+  url.startsWith("/v1/send") ? 60 * MiB : url.startsWith("/uploads/image") ? 51 * MiB : url.startsWith("/contacts/import") ? 6 * MiB : url.startsWith("/webhooks/ses") ? 256 * KiB : 1 * MiB
 
 const sizeOf = (bytes: number) => (bytes >= MiB ? `${bytes / MiB} MiB` : `${bytes / KiB} KiB`)
 

@@ -36,12 +36,21 @@ import { ContactDirectory } from "../ingest/ContactDirectory.ts"
 import { EventPublisher } from "../ingest/EventPublisher.ts"
 import { Idempotency } from "./Idempotency.ts"
 import { RateLimiter } from "./RateLimiter.ts"
+import { AuthHandlers } from "./handlers/auth.ts"
+import { AccountsHandlers } from "./handlers/accounts.ts"
+import { BillingWebhookHandlers } from "./handlers/billingWebhook.ts"
+import { UploadedFilesHandlers, UploadsHandlers } from "./handlers/uploads.ts"
+import { DashboardSessions, SessionAuthLive } from "./session.ts"
+import { AccountsLive } from "../accounts/layers.ts"
 
 const ApiRoutes = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([SystemHandlers, TrackHandlers, ContactsHandlers, EventsHandlers, SegmentsHandlers, VerifyHandlers]),
   Layer.provide([SendHandlers, TemplatesHandlers, DomainsHandlers, LinksHandlers, WebhooksHandlers, CampaignsHandlers]),
   Layer.provide([WorkflowsHandlers, DeadLettersHandlers, ContactJobsHandlers]),
-  Layer.provide([SecretKeyAuthLive, PublicKeyAuthLive]),
+  Layer.provide([AuthHandlers, AccountsHandlers, BillingWebhookHandlers, UploadsHandlers, UploadedFilesHandlers]),
+  Layer.provide([SecretKeyAuthLive, PublicKeyAuthLive, SessionAuthLive]),
+  Layer.provide(DashboardSessions.layer),
+  Layer.provide(AccountsLive),
   Layer.provide([RateLimiter.layer, Idempotency.layer, ContactDirectory.layer, EventPublisher.layer, Events.layer, Verifier.layer, ConditionCheck.layer.pipe(Layer.provideMerge(Segments.layer)), DeadLetters.layer, ContactJobs.layer]),
   Layer.provide(Notifications.layer),
   Layer.provide(Workflows.layer)

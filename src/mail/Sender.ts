@@ -23,6 +23,7 @@ import { AppConfig } from "../config.ts"
 import { type Attachment, type EmailContent, type EmailRow, emailEventData, summaryColumns, toEmailRecord } from "../store/Emails.ts"
 import { Domains, type SigningKey } from "../store/Domains.ts"
 import { Projects } from "../store/Projects.ts"
+import { HELD_MARKETING_SQL } from "../store/ProjectHealth.ts"
 import { OWNER_LANE } from "../stream/lanes.ts"
 import type { Outbox } from "../stream/Outbox.ts"
 import { isolateRow, reasonOf, storableReason } from "../lib/isolation.ts"
@@ -126,6 +127,8 @@ export const makeSender = (options: {
           WHERE e.id IN (
             SELECT id FROM emails
             WHERE project_id = ${projectId} AND status = 'PENDING' AND next_attempt_at <= now()
+              -- A disabled project's marketing mail is held (not dropped) until it is enabled again.
+              AND ${sql.literal(HELD_MARKETING_SQL)}
             ORDER BY priority, next_attempt_at, id
             LIMIT ${limit}
             FOR UPDATE SKIP LOCKED)

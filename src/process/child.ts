@@ -7,7 +7,13 @@ import { Effect, Option, Schedule, type Scope } from "effect"
 import { type MetricsSnapshot, setPeerSnapshot, snapshot } from "../observability/Metrics.ts"
 import { type ChildMessage, decodePeerMetrics, type WireMetrics } from "./messages.ts"
 
+/** How often this process's metrics are looked at; sent when its own (`mailstream_*`) changed. */
 const METRICS_EVERY = "2 seconds"
+/**
+ * Node's process metrics (CPU, memory, event-loop lag) change at every look: sent along with the next
+ * change, or this often at least, so an idle process does not keep its siblings busy for them.
+ */
+const PROCESS_METRICS_EVERY_MS = 15_000
 
 export const isSupervised = (): boolean => process.channel !== undefined
 
@@ -30,11 +36,16 @@ export const exitWithSupervisor = Effect.sync(() => {
 export const reportReady: Effect.Effect<void, never, Scope.Scope> = Effect.gen(function*() {
   yield* send({ _tag: "Ready" })
   let last = ""
+  let sentAt = 0
   yield* Effect.promise(() => snapshot()).pipe(
     Effect.flatMap((current) => {
-      const text = JSON.stringify(current)
-      if (text === last) return Effect.void
-      last = text
+      const own = JSON.stringify(current.filter((metric) => metric.name.startsWith("mailstream_")))
+      if (own === last && Date.now() - sentAt < PROCESS_METRICS_EVERY_MS) return Effect.void
+      last = own
+      sentAt = Date.now()
       return send({ _tag: "Metrics", snapshot: current as unknown as WireMetrics })
-    }),Effect.repeat(Schedule.spaced(METRICS_EVERY)), Effect.forkScoped)
+    }),
+    Effect.repeat(Schedule.spaced(METRICS_EVERY)),
+    Effect.forkScoped
+  )
 })

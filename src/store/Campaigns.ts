@@ -43,6 +43,8 @@ export interface Campaign extends CampaignInput {
   readonly openedCount: number
   readonly clickedCount: number
   readonly bouncedCount: number
+  /** Why a SENDING campaign stopped queueing mail (its monthly billing cap reached); null while it may go on. */
+  readonly billingHold: string | null
   readonly sentAt: string | null
   readonly createdAt: string
   readonly updatedAt: string
@@ -108,6 +110,7 @@ export interface CampaignRow {
   readonly created_at: Date
   readonly updated_at: Date
   readonly error: string | null
+  readonly billing_hold: string | null
 }
 
 const iso = (date: Date | null) => date?.toISOString() ?? null
@@ -133,6 +136,7 @@ export const toCampaign = (row: CampaignRow): Campaign => ({
   openedCount: row.opened_count,
   clickedCount: row.clicked_count,
   bouncedCount: row.bounced_count,
+  billingHold: row.status === "SENDING" ? row.billing_hold : null,
   projectId: row.project_id,
   sentAt: iso(row.sent_at),
   createdAt: row.created_at.toISOString(),

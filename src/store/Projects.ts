@@ -20,6 +20,18 @@ export interface CreatedProject extends Project {
   readonly secretKey: string
 }
 
+export interface ProjectDetails extends Project {
+  readonly disabledReason: string | null
+  readonly disabledAt: Date | null
+  readonly trackingEnabled: boolean
+  readonly createdAt: Date
+}
+
+export interface RotatedKeys {
+  readonly publicKey: string
+  readonly secretKey: string
+}
+
 export interface MailSettings {
   readonly linkSecret: string
   readonly trackingEnabled: boolean
@@ -35,6 +47,17 @@ const KEY_CACHE_TTL_MS = 5_000
 
 export class Projects extends Context.Service<Projects, {
   readonly create: (name: string) => Effect.Effect<CreatedProject>
+  readonly details: (projectId: string) => Effect.Effect<ProjectDetails | undefined>
+  readonly rename: (projectId: string, name: string) => Effect.Effect<boolean>
+  readonly remove: (projectId: string) => Effect.Effect<boolean>
+  /** Replaces both keys at once; the old ones stop at once here (other processes: see ProjectCacheInvalidation). */
+  readonly rotateKeys: (projectId: string) => Effect.Effect<RotatedKeys | undefined>
+  /** Disables the project with a reason (null reason: enables it again). */
+  readonly setDisabled: (projectId: string, reason: string | null) => Effect.Effect<boolean>
+  /** Drops this process's cached keys and settings of a project (its keys or state changed). */
+  readonly forget: (projectId: string) => Effect.Effect<void>
+  /** Drops every cached key and setting (invalidation messages may have been missed). */
+  readonly forgetAll: Effect.Effect<void>
   /** The project and key kind for an API key, or undefined when no project has it. */
   readonly authenticate: (key: string) => Effect.Effect<AuthenticatedKey | undefined>
   /** The secret signing the project's links, and whether opens and clicks are tracked. */
@@ -127,7 +150,71 @@ export class Projects extends Context.Service<Projects, {
         return rows.length > 0
       }, Effect.orDie)
 
-      return Projects.of({ create, authenticate, mailSettings, updateMailSettings })
+      const details = Effect.fn("Projects.details")(function*(projectId: string) {
+        const [row] = yield* sql<{
+          id: string
+          name: string
+          disabled: boolean
+          disabled_reason: string | null
+          disabled_at: Date | null
+          tracking_enabled: boolean
+          created_at: Date
+        }>`SELECT id, name, disabled, disabled_reason, disabled_at, tracking_enabled, created_at FROM projects WHERE id = ${projectId}`
+        return row && {
+          id: row.id,
+          name: row.name,
+          disabled: row.disabled,
+          disabledReason: row.disabled_reason,
+          disabledAt: row.disabled_at,
+          trackingEnabled: row.tracking_enabled,
+          createdAt: row.created_at
+        }
+      }, Effect.orDie)
+
+      const forget = (projectId: string) =>
+        Effect.sync(() => {
+          for (const [key, entry] of cache) if (entry.value?.project.id === projectId) cache.delete(key)
+          settingsCache.delete(projectId)
+        })
+
+      const forgetAll = Effect.sync(() => {
+        cache.clear()
+        settingsCache.clear()
+      })
+
+      const rename = Effect.fn("Projects.rename")(function*(projectId: string, name: string) {
+        const rows = yield* sql`UPDATE projects SET name = ${name}, updated_at = now() WHERE id = ${projectId} RETURNING id`
+        yield* forget(projectId)
+        return rows.length > 0
+      }, Effect.orDie)
+
+      const remove = Effect.fn("Projects.remove")(function*(projectId: string) {
+        const rows = yield* sql`DELETE FROM projects WHERE id = ${projectId} RETURNING id`
+        yield* forget(projectId)
+        return rows.length > 0
+      }, Effect.orDie)
+
+      const rotateKeys = Effect.fn("Projects.rotateKeys")(function*(projectId: string) {
+        const publicKey = newKey("pk_")
+        const secretKey = newKey("sk_")
+        const rows = yield* sql`UPDATE projects SET public_key_hash = ${hashKey(publicKey)}, secret_key_hash = ${hashKey(secretKey)},
+                                  updated_at = now()
+                                WHERE id = ${projectId} RETURNING id`
+        yield* forget(projectId)
+        return rows.length > 0 ? { publicKey, secretKey } : undefined
+      }, Effect.orDie)
+
+      const setDisabled = Effect.fn("Projects.setDisabled")(function*(projectId: string, reason: string | null) {
+        const rows = yield* sql`UPDATE projects SET disabled = ${reason !== null}, disabled_reason = ${reason},
+                                  disabled_at = CASE WHEN ${reason !== null} THEN now() END, updated_at = now()
+                                WHERE id = ${projectId} RETURNING id`
+        yield* forget(projectId)
+        return rows.length > 0
+      }, Effect.orDie)
+
+      return Projects.of({
+        create, details, rename, remove, rotateKeys, setDisabled, forget, forgetAll, authenticate, mailSettings, updateMailSettings
+      })
     })
   )
 }

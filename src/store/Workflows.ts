@@ -20,6 +20,8 @@ export interface Workflow {
   readonly triggerConfig: { readonly eventName?: string }
   readonly enabled: boolean
   readonly allowReentry: boolean
+  /** Why the workflow's SEND_EMAIL steps wait (its monthly billing cap reached); null while they may send. */
+  readonly billingHold: string | null
   readonly createdAt: string
   readonly updatedAt: string
 }
@@ -78,6 +80,7 @@ export interface WorkflowRow {
   trigger_config: Record<string, unknown> | string
   enabled: boolean
   allow_reentry: boolean
+  billing_hold: string | null
   created_at: Date
   updated_at: Date
 }
@@ -91,6 +94,7 @@ export const toWorkflow = (row: WorkflowRow): Workflow => ({
   triggerConfig: json(row.trigger_config),
   enabled: row.enabled,
   allowReentry: row.allow_reentry,
+  billingHold: row.billing_hold ?? null,
   createdAt: iso(row.created_at)!,
   updatedAt: iso(row.updated_at)!
 })

@@ -5,24 +5,33 @@
  *   messages reach the stream in commit order (`seq`).
  * - `Nats-Msg-Id` = outbox id: a relay that crashes after publishing but before deleting republishes
  *   on restart and JetStream drops the duplicate.
- * - Writers call `wake` after committing so messages go out immediately; a slow poll picks up rows
- *   that a crashed process left behind.
+ * - Woken at once by every committed outbox insert (a trigger NOTIFYs `mailstream_outbox`, which the
+ *   relay LISTENs to; writers in this process may also call `wake`), so an idle relay does nothing;
+ *   it looks anyway every SAFETY_POLL (a notification lost while the listening connection was down),
+ *   and every RETRY while NATS is unreachable or another relay is publishing.
  * - One row never holds up the others: the rows of a batch are judged one by one, in order. A row
  *   NATS refuses for itself (over the server's max payload, a stream limit) is moved to `dead_letters`
  *   with the reason at once; a row that keeps failing while the rows around it go through is moved
  *   after MAX_ATTEMPTS. Only when NATS itself is unreachable does the relay wait, and then it stops
  *   at the first failed row, deleting everything published before it, so order is kept.
  */
-import { Context, Duration, Effect, Layer, Queue } from "effect"
+import { Context, Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { WorkerMetrics } from "../observability/Metrics.ts"
 import { uuidv7 } from "../domain/ids.ts"
+import { makeWakeup } from "../lib/dueLoop.ts"
+import { listenTo } from "../store/notifications.ts"
 import { Nats } from "./Nats.ts"
+import { OUTBOX_CHANNEL } from "./Outbox.ts"
 
 const RELAY_LOCK = 0x6d61696c // "mail": arbitrary, fixed
 const BATCH = 1000
 /** Failures of one row, while other rows of its batches were published, before it is set aside. */
 const MAX_ATTEMPTS = 5
+/** Without a notification, how often the relay looks for rows anyway. */
+const SAFETY_POLL = Duration.seconds(30)
+/** How soon the relay tries again when it could not publish (NATS unreachable, another relay publishing). */
+const RETRY = Duration.seconds(1)
 
 interface OutboxRow {
   readonly seq: string
@@ -60,7 +69,7 @@ export class OutboxRelay extends Context.Service<OutboxRelay, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const nats = yield* Nats
-      const wakeups = yield* Queue.sliding<void>(1)
+      const wakeup = yield* makeWakeup
 
       const publishOne = (row: OutboxRow): Promise<Verdict> =>
         nats.js.publish(row.subject, row.payload, { msgID: row.id }).then(
@@ -100,15 +109,15 @@ export class OutboxRelay extends Context.Service<OutboxRelay, {
         })
 
       /**
-       * Publishes one batch; returns how many rows it moved, or -1 when another relay holds the lock
-       * or NATS is unreachable (so the caller waits).
+       * Publishes one batch: how many rows it moved, and whether it got through them all (not when
+       * another relay holds the lock or a row could not be published: the caller tries again later).
        */
       const publishBatch = sql.withTransaction(Effect.gen(function*() {
         const [lock] = yield* sql<{ locked: boolean }>`SELECT pg_try_advisory_xact_lock(${RELAY_LOCK}) AS locked`
-        if (!lock?.locked) return -1
+        if (!lock?.locked) return { moved: 0, complete: false }
         const rows = yield* sql<OutboxRow>`
           SELECT seq, id, subject, payload::text AS payload, attempts FROM outbox ORDER BY seq LIMIT ${BATCH} FOR UPDATE`
-        if (rows.length === 0) return 0
+        if (rows.length === 0) return { moved: 0, complete: true }
         // Pipelined on one connection: JetStream stores them in this order.
         const verdicts = yield* Effect.promise(() => Promise.all(rows.map(publishOne)))
         const anyPublished = verdicts.some((verdict) => verdict._tag === "published")
@@ -134,25 +143,27 @@ export class OutboxRelay extends Context.Service<OutboxRelay, {
         if (retry) {
           if (anyPublished) yield* sql`UPDATE outbox SET attempts = attempts + 1 WHERE id = ${retry.row.id}`
           yield* Effect.logWarning("outbox relay could not publish; will retry", { id: retry.row.id, reason: retry.reason })
-          return done.length + refused.length > 0 ? done.length + refused.length : -1
+          return { moved: done.length + refused.length, complete: false }
         }
-        return rows.length
+        return { moved: rows.length, complete: true }
       }))
 
-      const drain: Effect.Effect<void> = Effect.gen(function*() {
+      /** Publishes until the outbox is empty; answers false when it could not (try again after RETRY). */
+      const drain: Effect.Effect<boolean> = Effect.gen(function*() {
         while (true) {
-          const moved = yield* publishBatch
-          if (moved < BATCH) return moved
+          const { moved, complete } = yield* publishBatch
+          if (!complete) return false
+          if (moved < BATCH) return true
         }
       }).pipe(
-        Effect.asVoid,
-        Effect.catchCause((cause) => Effect.logWarning("outbox relay batch failed; will retry", cause))
+        Effect.catchCause((cause) => Effect.as(Effect.logWarning("outbox relay batch failed; will retry", cause), false))
       )
 
+      yield* listenTo(OUTBOX_CHANNEL, () => wakeup.signal, wakeup.signal)
       yield* Effect.gen(function*() {
         while (true) {
-          yield* drain
-          yield* Effect.race(Queue.take(wakeups), Effect.sleep(Duration.seconds(1)))
+          const drained = yield* drain
+          yield* wakeup.wait(Duration.toMillis(drained ? SAFETY_POLL : RETRY))
         }
       }).pipe(Effect.forkScoped)
 
@@ -165,7 +176,7 @@ export class OutboxRelay extends Context.Service<OutboxRelay, {
         }
       }).pipe(Effect.orDie)
 
-      return OutboxRelay.of({ wake: Queue.offer(wakeups, undefined).pipe(Effect.asVoid), flush })
+      return OutboxRelay.of({ wake: wakeup.signal, flush })
     })
   )
 }

@@ -8,6 +8,7 @@ import { Context, Effect, Layer, Queue } from "effect"
 import { AppConfig } from "../config.ts"
 import { Dns } from "../lib/dns.ts"
 import { cidrMatcher, type Resolve } from "../lib/safeHttp.ts"
+import { Billing } from "../store/Billing.ts"
 import { Contacts } from "../store/Contacts.ts"
 import { Emails } from "../store/Emails.ts"
 import { Projects } from "../store/Projects.ts"
@@ -18,6 +19,8 @@ export class WorkflowRuntime extends Context.Service<WorkflowRuntime, {
   readonly contacts: Contacts["Service"]
   readonly templates: Templates["Service"]
   readonly projects: Projects["Service"]
+  /** The monthly caps campaign fan-out and SEND_EMAIL steps queue under. */
+  readonly billing: Billing["Service"]
   readonly publicUrl: string
   readonly resolve: Resolve
   /** WEBHOOK_ALLOW_CIDRS: private ranges webhooks may reach anyway (none by default). */
@@ -43,6 +46,7 @@ export class WorkflowRuntime extends Context.Service<WorkflowRuntime, {
         contacts: yield* Contacts,
         templates: yield* Templates,
         projects: yield* Projects,
+        billing: yield* Billing,
         publicUrl: config.publicUrl,
         resolve: lookup,
         allowAddress: cidrMatcher(config.webhookAllowCidrs),

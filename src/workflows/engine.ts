@@ -15,6 +15,12 @@
  * - DELAY and WAIT_FOR_EVENT timeouts are rows of `workflow_timers`; due ones come back as `timers`
  *   messages (src/workflows/timers.ts). A timer whose id is not the execution's current one (the
  *   execution was cancelled, or resumed by its event) is ignored.
+ * - Billing caps: SEND_EMAIL takes one email of the month's `workflows` cap (the room is read and locked
+ *   once per batch, on the first send, and counted down in memory since the batch's mail is inserted at
+ *   its end). At the cap the execution waits on the step (WAITING, the step's history says why) with a
+ *   timer at the month's turn, and the workflow records the hold (`billing_hold`); the timer retries
+ *   the step, not the next one. src/billing/heldMail.ts brings those timers forward when the cap is
+ *   raised or room frees up.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
@@ -28,6 +34,7 @@ import { clockNow } from "../lib/clock.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import { prepareEmail } from "../mail/prepare.ts"
 import { makeRenderer, type CompiledTemplate } from "../mail/render.ts"
+import { holdReason, monthTurn } from "../store/Billing.ts"
 import { ContactDataTooLarge } from "../store/Contacts.ts"
 import type { NewEmail } from "../store/Emails.ts"
 import type { Template } from "../store/Templates.ts"
@@ -241,6 +248,11 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
   const templates = new Map<string, { template: Template; subject: CompiledTemplate; body: CompiledTemplate } | undefined>()
   const facts = new Map<string, ContactFacts | undefined>()
   let settings: { linkSecret: string; trackingEnabled: boolean } | undefined
+  /** What the month's `workflows` cap still allows in this batch: read (and locked) on the first send; null = no cap. */
+  let capRoom: { limit: number; remaining: number } | null | undefined
+  /** Workflows whose mail this batch held at the cap (with why), and those that queued mail under a cap. */
+  const heldWorkflows = new Map<string, string>()
+  const sentUnderCap = new Set<string>()
 
   const factsOf = Effect.fnUntraced(function*(contactId: string, events: ReadonlySet<string> = new Set()) {
     const cached = facts.get(contactId)
@@ -279,7 +291,10 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
     })
   }
 
-  /** Claims a step's execution key now (side-effect steps): false when it was claimed before. */
+  /**
+   * Claims a step's execution key now (side-effect steps): false when it was claimed before. A step
+   * waiting at a billing cap (WAITING) is claimed by its retry.
+   */
   const claim = Effect.fnUntraced(function*(exec: ExecState, step: Step, status: "COMPLETED" | "RUNNING", output: unknown) {
     const at = stamp()
     const rows = yield* sql`
@@ -289,7 +304,10 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
               (SELECT partition FROM workflow_executions WHERE id = ${exec.id}), ${status},
               ${JSON.stringify(output)}::jsonb, ${status === "RUNNING" ? sql`now()` : null}, ${at}::timestamptz,
               ${status === "COMPLETED" ? at : null}::timestamptz)
-      ON CONFLICT (execution_id, step_id) DO NOTHING
+      ON CONFLICT (execution_id, step_id) DO UPDATE SET
+        status = EXCLUDED.status, output = EXCLUDED.output, next_attempt_at = EXCLUDED.next_attempt_at,
+        error = NULL, finished_at = EXCLUDED.finished_at
+      WHERE workflow_step_executions.status = 'WAITING'
       RETURNING id`
     return rows.length > 0
   })
@@ -309,12 +327,28 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
     finish(exec, "FAILED", { error: `${step.type} step failed: ${error}` })
   }
 
-  /** Queues a SEND_EMAIL step's mail; false when the step failed (recorded). */
+  /** Parks an execution on its SEND_EMAIL step at the month's cap: it retries the step at the month's turn (or when resumed). */
+  const holdAtCap = (exec: ExecState, def: Def, step: Step, limit: number) => {
+    const reason = holdReason("workflows", limit)
+    const retryAt = monthTurn(new Date(clockNow())).toISOString()
+    exec.status = "WAITING"
+    exec.timerId = uuidv7()
+    newTimers.push({ executionId: exec.id, id: exec.timerId, stepId: step.id, dueAt: retryAt })
+    record(exec, step, "WAITING", { billingHold: reason, retryAt })
+    heldWorkflows.set(def.workflow.id, reason)
+  }
+
+  /** Queues a SEND_EMAIL step's mail; false when the step failed (recorded) or waits at the billing cap. */
   const sendEmail = Effect.fnUntraced(function*(exec: ExecState, def: Def, step: Step) {
     const compiled = yield* templateOf(String(step.config.templateId))
     if (!compiled) return fail(exec, step, "the template no longer exists (or no longer parses)"), false
     const contact = yield* factsOf(exec.contactId)
     if (!contact) return fail(exec, step, "the contact no longer exists"), false
+    if (capRoom === undefined) {
+      const room = yield* runtime.billing.allowance(projectId, "workflows")
+      capRoom = room && { ...room }
+    }
+    if (capRoom !== null && capRoom.remaining === 0) return holdAtCap(exec, def, step, capRoom.limit), false
     settings ??= yield* runtime.projects.mailSettings(projectId)
     const recipient = step.config.recipient as { type?: string; customEmail?: string } | undefined
     const custom = recipient?.type === "CUSTOM" && typeof recipient.customEmail === "string"
@@ -346,6 +380,10 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
       ? { ...prepared.email, to: normalizeEmail(recipient!.customEmail!), contactId: null }
       : prepared.email
     if (!(yield* claim(exec, step, "COMPLETED", { emailId: email.id, to: email.to }))) return false
+    if (capRoom !== null) {
+      capRoom.remaining--
+      sentUnderCap.add(def.workflow.id)
+    }
     emails.push(email)
     outcome.mailQueued = true
     return true
@@ -353,15 +391,20 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
 
   /**
    * Advances an execution from `from` (already done) along `choice`, step by step, until it waits,
-   * ends or fails.
+   * ends or fails; with `again`, `from` is not done (a send held at the billing cap) and runs first.
    */
-  const advance = Effect.fnUntraced(function*(exec: ExecState, from: Step, choice: { branch?: "yes" | "no"; waitOutcome?: "EVENT" | "TIMEOUT" } = {}) {
+  const advance = Effect.fnUntraced(function*(
+    exec: ExecState,
+    from: Step,
+    choice: { branch?: "yes" | "no"; waitOutcome?: "EVENT" | "TIMEOUT" } = {},
+    again = false
+  ) {
     const def = defs.byId.get(exec.workflowId)
     exec.dirty = true
     exec.status = "RUNNING"
     outcome.advanced++
     if (!def) return finish(exec, "FAILED", { error: "the workflow no longer exists" })
-    let step = nextStep(def.graph, from.id, choice)
+    let step = again ? from : nextStep(def.graph, from.id, choice)
     while (exec.status === "RUNNING") {
       if (!step) return finish(exec, "COMPLETED")
       exec.currentStepId = step.id
@@ -543,6 +586,9 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
             exec.waitEvent = null
             record(exec, step, "COMPLETED", { outcome: "TIMEOUT" })
             yield* advance(exec, step, { waitOutcome: "TIMEOUT" })
+          } else if (step.type === "SEND_EMAIL") {
+            // Held at the billing cap: the send is tried again.
+            yield* advance(exec, step, {}, true)
           } else {
             record(exec, step, "COMPLETED", { dueAt: timer.dueAt })
             yield* advance(exec, step)
@@ -601,6 +647,17 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
       ON CONFLICT (execution_id) DO UPDATE SET id = EXCLUDED.id, step_id = EXCLUDED.step_id, due_at = EXCLUDED.due_at`
   }
   if (emails.length > 0) yield* runtime.emails.enqueue(projectId, emails)
+  // The workflows held at the cap record why; those that sent under it again clear it.
+  const holds = [
+    ...[...heldWorkflows].map(([id, reason]) => ({ id, reason })),
+    ...[...sentUnderCap].filter((id) => !heldWorkflows.has(id)).map((id) => ({ id, reason: null }))
+  ]
+  if (holds.length > 0) {
+    yield* sql`
+      UPDATE workflows w SET billing_hold = x.reason
+      FROM jsonb_to_recordset(${JSON.stringify(holds)}::jsonb) AS x(id uuid, reason text)
+      WHERE w.id = x.id AND w.billing_hold IS DISTINCT FROM x.reason`
+  }
   WorkflowMetrics.advanced.inc(outcome.advanced)
   return outcome
 })

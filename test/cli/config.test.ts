@@ -100,7 +100,7 @@ describe("configuration", () => {
   it("the README's Configuration table lists exactly these variables", () => {
     const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8")
     const section = readme.slice(readme.indexOf("## Configuration"), readme.indexOf("\n## ", readme.indexOf("## Configuration") + 1))
-    const documented = [...section.matchAll(/^\| `([A-Z_]+)` \|/gm)].map((match) => match[1])
+    const documented = [...section.matchAll(/^\| `([A-Z0-9_]+)` \|/gm)].map((match) => match[1])
     expect(documented.sort()).toEqual([...names].sort())
   })
 })

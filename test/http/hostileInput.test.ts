@@ -816,7 +816,10 @@ describe("__proto__ as a data key", () => {
 describe(`hostile input, every endpoint of the contract (seed ${SEED})`, () => {
   it("covers the JSON endpoints of every group", () => {
     const groups = new Set(fuzzed.filter((endpoint) => endpoint.body).map((endpoint) => endpoint.group))
-    expect([...groups].sort()).toEqual(["campaigns", "contacts", "domains", "segments", "send", "templates", "track", "verify", "webhooks", "workflows"])
+    // accounts (behind the session cookie) answer these key-authenticated cases 401; auth's public endpoints are fuzzed whole.
+    expect([...groups].sort()).toEqual([
+      "accounts", "auth", "campaigns", "contacts", "domains", "segments", "send", "templates", "track", "verify", "webhooks", "workflows"
+    ])
   })
 
   for (const endpoint of fuzzed) {

@@ -107,7 +107,8 @@ describe("/openapi.json", () => {
         .filter((p: any) => p.in === "query" && p.schema.type === "string" && p.schema.enum === undefined && p.schema.format === undefined)
         .map((p: any) => p.name as string)
     )
-    expect([...new Set(plain)].sort()).toEqual(["cursor", "name", "search"])
+    // code, state and error: the opaque values an OAuth provider sends back to /auth/oauth/:provider/callback.
+    expect([...new Set(plain)].sort()).toEqual(["code", "cursor", "error", "name", "search", "state"])
   })
 
   it("keeps the lenient reading the spec asks for: unusable sort, dir, limit and page values fall back to defaults", async () => {

@@ -16,6 +16,9 @@ import { TemplatesApi } from "./templates.ts"
 import { WebhooksApi } from "./webhooks.ts"
 import { DeadLettersApi } from "./deadLetters.ts"
 import { explicitOpenObjects } from "./openApiDocument.ts"
+import { AuthApi } from "./auth.ts"
+import { AccountsApi, BillingWebhookApi } from "./accounts.ts"
+import { UploadedFilesApi, UploadsApi } from "./uploads.ts"
 
 export class Api extends HttpApi.make("mailstream")
   .add(SystemApi)
@@ -33,6 +36,11 @@ export class Api extends HttpApi.make("mailstream")
   .add(LinksApi)
   .add(WebhooksApi)
   .add(DeadLettersApi)
+  .add(AuthApi)
+  .add(AccountsApi)
+  .add(BillingWebhookApi)
+  .add(UploadsApi)
+  .add(UploadedFilesApi)
   // Report every invalid field of a request at once, not just the first.
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
   .annotate(OpenApi.Transform, explicitOpenObjects)
@@ -41,7 +49,11 @@ export class Api extends HttpApi.make("mailstream")
     version: "0.1.0",
     description:
       "Self-hostable email engagement platform. Authenticate with `Authorization: Bearer <key>`: " +
-      "the public key (pk_) on /v1/track only, the secret key (sk_) everywhere else.\n\n" +
+      "the public key (pk_) on /v1/track only, the secret key (sk_) everywhere else. The dashboard uses the session " +
+      "cookie (`mailstream_session`, from POST /auth/login) instead: on project resources together with an `X-Project-Id` " +
+      "header, checked against the user's membership and role (OWNER, ADMIN, MEMBER); a project the user is not a member " +
+      "of answers 404. Cookie-authenticated requests that change state must carry the dashboard's own `Origin` (403 " +
+      "CSRF_REJECTED otherwise).\n\n" +
       "**Error shapes.** Every error is the envelope `{ success:false, error:{ code, message, statusCode, requestId, " +
       "errors?, details?, suggestion? }, timestamp }` (schemas `Error<status>`), with one exception kept from the " +
       "reference platform: a missing required field of `POST /contacts` (email), `POST /templates` (name, subject, " +

@@ -26,6 +26,9 @@ export const Campaign = Schema.Struct({
   openedCount: Count,
   clickedCount: Count,
   bouncedCount: Count,
+  billingHold: Schema.NullOr(Schema.String).annotate({
+    description: "Why a SENDING campaign stopped queueing mail: the project's monthly campaigns limit is reached. It resumes by itself when the limit is raised or the month turns; null otherwise"
+  }),
   projectId: Schema.String,
   sentAt: Schema.NullOr(Timestamp),
   createdAt: Timestamp,

@@ -42,10 +42,16 @@ export const ErrorDocs = {
     "Envelope: INVALID_JSON (the body is not JSON), BAD_REQUEST (the body could not be read, or a value the endpoint " +
       "documents as a 400), INVALID_CURSOR (a cursor this list did not return), INVALID_IDEMPOTENCY_KEY"
   ),
-  unauthorized: envelopeSchema(401, "INVALID_API_KEY: missing or unknown key, or the wrong key type (pk_ only on /v1/track, sk_ everywhere else)"),
+  unauthorized: envelopeSchema(
+    401,
+    "INVALID_API_KEY: missing or unknown key, or the wrong key type (pk_ only on /v1/track, sk_ everywhere else); " +
+      "UNAUTHENTICATED: no valid session cookie; INVALID_CREDENTIALS: wrong email or password"
+  ),
   forbidden: envelopeSchema(
     403,
-    "PROJECT_DISABLED; on templates, campaigns and sends also a sender domain not verified for the project " +
+    "PROJECT_DISABLED; BILLING_LIMIT_EXCEEDED (a monthly cap, on sends); with the session cookie: FORBIDDEN (the role " +
+      "does not allow it), CSRF_REJECTED (a state change from another origin), EMAIL_VERIFICATION_REQUIRED; " +
+      "SIGNUPS_DISABLED; on templates, campaigns and sends also a sender domain not verified for the project " +
       "(code INTERNAL_SERVER_ERROR, as the reference platform returns it)"
   ),
   notFound: envelopeSchema(

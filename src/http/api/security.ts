@@ -1,19 +1,41 @@
-/** Authentication middleware tags (contract side). Implementations live in ../auth.ts. */
+/** Authentication middleware tags (contract side). Implementations live in ../auth.ts and ../session.ts. */
 import { Context } from "effect"
-import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
+import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "effect/http-api"
 import type { Project } from "../../domain/project.ts"
+import type { SessionUser } from "../../domain/user.ts"
 
-/** The project the request's API key belongs to. */
+/** The project the request's API key (or session cookie plus X-Project-Id) belongs to. */
 export class CurrentProject extends Context.Service<CurrentProject, Project>()("app/http/CurrentProject") {}
 
-/** `sk_` keys: every endpoint except /v1/track. */
+/** The signed-in dashboard user (session cookie). */
+export class CurrentUser extends Context.Service<CurrentUser, SessionUser>()("app/http/CurrentUser") {}
+
+/** The dashboard's session cookie, set by POST /auth/login (and signup, OAuth) and cleared by GET /auth/logout. */
+export const sessionCookie = HttpApiSecurity.apiKey({ in: "cookie", key: "mailstream_session" }).pipe(
+  HttpApiSecurity.annotate(
+    OpenApi.Description,
+    "Dashboard session (a signed JWT in an HttpOnly, SameSite=Lax cookie). On project resources send `X-Project-Id` " +
+      "with it; requests that change state must come from the dashboard's own origin (`Origin` header)."
+  )
+)
+
+/**
+ * `sk_` keys: every endpoint except /v1/track. The dashboard reaches the same endpoints with its
+ * session cookie plus `X-Project-Id`, checked against the user's membership and role.
+ */
 export class SecretKeyAuth extends HttpApiMiddleware.Service<SecretKeyAuth, { provides: CurrentProject }>()(
   "app/http/SecretKeyAuth",
-  { security: { secretKey: HttpApiSecurity.bearer } }
+  { security: { secretKey: HttpApiSecurity.bearer, session: sessionCookie } }
 ) {}
 
 /** `pk_` keys: /v1/track (and its /events/track alias) only. */
 export class PublicKeyAuth extends HttpApiMiddleware.Service<PublicKeyAuth, { provides: CurrentProject }>()(
   "app/http/PublicKeyAuth",
   { security: { publicKey: HttpApiSecurity.bearer } }
+) {}
+
+/** Dashboard endpoints (/users/@me..., /projects/:id/...): the session cookie only. */
+export class SessionAuth extends HttpApiMiddleware.Service<SessionAuth, { provides: CurrentUser }>()(
+  "app/http/SessionAuth",
+  { security: { session: sessionCookie } }
 ) {}

@@ -9,6 +9,11 @@ export class SystemApi extends HttpApiGroup.make("system", { topLevel: true })
     HttpApiEndpoint.get("config", "/config", {
       success: Schema.Struct({
         features: Schema.Record(Schema.String, Schema.Boolean),
+        signupsEnabled: Schema.Boolean.annotate({ description: "false when DISABLE_SIGNUPS is set (the first user can still sign up)" }),
+        emailVerificationRequired: Schema.Boolean,
+        oauthProviders: Schema.Array(Schema.Literals(["github", "google"])),
+        billing: Schema.Boolean.annotate({ description: "Stripe checkout, portal and invoices are available" }),
+        trackingDefault: Schema.Boolean.annotate({ description: "Whether new projects track opens and clicks" }),
         version: Schema.String
       }),
       error: serverErrors

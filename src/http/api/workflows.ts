@@ -35,6 +35,9 @@ export const Workflow = Schema.Struct({
   triggerConfig: Schema.Struct({ eventName: Schema.optional(Schema.String) }),
   enabled: Schema.Boolean,
   allowReentry: Schema.Boolean,
+  billingHold: Schema.NullOr(Schema.String).annotate({
+    description: "Why the workflow's SEND_EMAIL steps wait: the project's monthly workflows limit is reached. Its executions wait on the step (WAITING) and send when the limit is raised or the month turns; null otherwise"
+  }),
   createdAt: Timestamp,
   updatedAt: Timestamp,
   steps: Schema.Array(WorkflowStep),

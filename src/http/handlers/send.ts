@@ -13,6 +13,7 @@ import { isUuid } from "../../domain/ids.ts"
 import { MAX_MESSAGE_BYTES, MailTooLarge, messageBytes, prepareEmail } from "../../mail/prepare.ts"
 import { makeRenderer } from "../../mail/render.ts"
 import { Contacts } from "../../store/Contacts.ts"
+import { Billing, type BillingLimitExceeded } from "../../store/Billing.ts"
 import { type Attachment, type EmailRecord, Emails, type NewEmail } from "../../store/Emails.ts"
 import { Domains } from "../../store/Domains.ts"
 import { Projects } from "../../store/Projects.ts"
@@ -112,6 +113,15 @@ export const mailProblem = (error: unknown, field = "body"): ApiError => {
   return ApiError.invalidField(field, error instanceof Error ? error.message : String(error), "render_failed")
 }
 
+const billingLimitExceeded = (error: BillingLimitExceeded) =>
+  new ApiError({
+    status: 403,
+    code: "BILLING_LIMIT_EXCEEDED",
+    message: `This project's monthly ${error.category} email limit (${error.limit}) is reached`,
+    details: { category: error.category, limit: error.limit, used: error.used },
+    suggestion: "Raise the limit under billing limits, or wait for the next month."
+  })
+
 export const SendHandlers = HttpApiBuilder.group(Api, "send", Effect.fnUntraced(function*(handlers) {
   const sql = yield* SqlClient.SqlClient
   const config = yield* AppConfig
@@ -122,6 +132,7 @@ export const SendHandlers = HttpApiBuilder.group(Api, "send", Effect.fnUntraced(
   const domains = yield* Domains
   const relay = yield* OutboxRelay
   const idempotency = yield* Idempotency
+  const billing = yield* Billing
   const renderer = makeRenderer()
 
   const send = Effect.fnUntraced(function*(payload: typeof SendBody.Type, idempotencyKey: string | undefined) {
@@ -259,6 +270,8 @@ export const SendHandlers = HttpApiBuilder.group(Api, "send", Effect.fnUntraced(
             }
             prepared.push({ contact: { id: contact.id, email: contact.email }, email })
           }
+          // The month's transactional cap, checked and claimed under a lock until this transaction commits.
+          yield* billing.reserve(project.id, "transactional", prepared.length).pipe(Effect.mapError(billingLimitExceeded))
           yield* emails.enqueue(project.id, prepared.map((item) => item.email))
           const response = {
             success: true as const,

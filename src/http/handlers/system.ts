@@ -4,15 +4,30 @@ import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient } from "effect/sql"
 import { renderPrometheus } from "../../observability/Metrics.ts"
 import { Nats } from "../../stream/Nats.ts"
+import { OAuth } from "../../accounts/OAuth.ts"
+import { StripeBilling } from "../../accounts/StripeBilling.ts"
+import { AppConfig } from "../../config.ts"
 import { Api } from "../api/Api.ts"
 
 export const SystemHandlers = HttpApiBuilder.group(Api, "system", Effect.fnUntraced(function*(handlers) {
   const sql = yield* SqlClient.SqlClient
   const nats = yield* Nats
+  const config = yield* AppConfig
+  const oauth = yield* OAuth
+  const billing = (yield* StripeBilling).enabled !== undefined
   const probe = <A, E>(effect: Effect.Effect<A, E>) =>
     effect.pipe(Effect.timeout("2 seconds"), Effect.as(true), Effect.orElseSucceed(() => false))
   return handlers
-    .handle("config", () => Effect.succeed({ features: { tracking: true, contacts: true }, version: "0.1.0" }))
+    .handle("config", () =>
+      Effect.succeed({
+        features: { tracking: true, contacts: true, signups: !config.disableSignups, billing, oauth: oauth.providers.length > 0 },
+        signupsEnabled: !config.disableSignups,
+        emailVerificationRequired: config.requireEmailVerification,
+        oauthProviders: oauth.providers.map((provider) => provider.id),
+        billing,
+        trackingDefault: true,
+        version: "0.1.0"
+      }))
     .handle("healthz", () => Effect.succeed({ status: "ok" as const }))
     .handle("metrics", () => Effect.promise(renderPrometheus))
     .handle("readyz", () =>

@@ -1,0 +1,26 @@
+/** Applies a rate-limit decision (a project's, or a dashboard user's): the headers, then 429 when refused. */
+import { Effect } from "effect"
+import { ApiError, RequestState } from "./errors.ts"
+import type { RateDecision } from "./RateLimiter.ts"
+
+/**
+ * Puts the rate-limit headers on the response and refuses with 429 when the decision says so.
+ * `counted` says what a request counts as, when it is not one request; `subject` whose limit it is.
+ */
+export const enforceRateLimit = Effect.fnUntraced(function*(decision: RateDecision, counted = "", subject = "project") {
+  if (decision.limit <= 0) return
+  const state = yield* Effect.service(RequestState)
+  state.headers["ratelimit-limit"] = String(decision.limit)
+  state.headers["ratelimit-remaining"] = String(decision.remaining)
+  state.headers["ratelimit-reset"] = String(decision.resetSeconds)
+  if (!decision.allowed) {
+    return yield* new ApiError({
+      status: 429,
+      code: "RATE_LIMITED",
+      message: `Rate limit of ${decision.limit} requests per minute exceeded for this ${subject}${counted}`,
+      details: { limit: decision.limit, retryAfterSeconds: decision.resetSeconds },
+      suggestion: "Wait for the number of seconds in Retry-After, then retry.",
+      headers: { "retry-after": String(decision.resetSeconds) }
+    })
+  }
+})

@@ -1,0 +1,106 @@
+/**
+ * Who belongs to which project, with which role. The last OWNER of a project can neither leave nor
+ * be demoted: changes that would leave a project without an owner are refused (LastOwner), checked
+ * under a lock on the project's member rows so two concurrent demotions cannot both pass.
+ */
+import { Context, Data, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import type { Role } from "../domain/permissions.ts"
+
+export interface Member {
+  readonly userId: string
+  readonly email: string
+  readonly role: Role
+  readonly joinedAt: Date
+}
+
+export interface Membership {
+  readonly projectId: string
+  readonly name: string
+  readonly role: Role
+  readonly disabled: boolean
+  readonly createdAt: Date
+}
+
+export class LastOwner extends Data.TaggedError("LastOwner")<{}> {}
+
+export class Members extends Context.Service<Members, {
+  readonly roleOf: (projectId: string, userId: string) => Effect.Effect<Role | undefined>
+  readonly list: (projectId: string) => Effect.Effect<ReadonlyArray<Member>>
+  readonly projectsOf: (userId: string) => Effect.Effect<ReadonlyArray<Membership>>
+  /** Adds the user (or changes nothing when they already belong to the project). */
+  readonly add: (projectId: string, userId: string, role: Role) => Effect.Effect<void>
+  /** false when the user is not a member. */
+  readonly changeRole: (projectId: string, userId: string, role: Role) => Effect.Effect<boolean, LastOwner>
+  readonly remove: (projectId: string, userId: string) => Effect.Effect<boolean, LastOwner>
+  /** Makes the user OWNER of every project nobody belongs to (created with the CLI before any user existed). */
+  readonly adoptOrphans: (userId: string) => Effect.Effect<number>
+}>()("app/store/Members") {
+  static readonly layer = Layer.effect(
+    Members,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+
+      /** Runs `change` unless it would leave the project without an owner. */
+      const guardOwners = <A>(projectId: string, userId: string, change: Effect.Effect<A, unknown>, demotes: boolean) =>
+        sql.withTransaction(Effect.gen(function*() {
+          const rows = yield* sql<{ user_id: string; role: Role }>`
+            SELECT user_id, role FROM project_members WHERE project_id = ${projectId} ORDER BY user_id FOR UPDATE`
+          const target = rows.find((row) => row.user_id === userId)
+          if (!target) return undefined
+          const owners = rows.filter((row) => row.role === "OWNER").length
+          if (demotes && target.role === "OWNER" && owners === 1) return yield* Effect.fail(new LastOwner())
+          return yield* change
+        })).pipe(Effect.catchIf((error): error is Exclude<typeof error, LastOwner> => !(error instanceof LastOwner), Effect.die))
+
+      const adoptOrphans = (userId: string) =>
+        sql`INSERT INTO project_members (project_id, user_id, role)
+            SELECT p.id, ${userId}, 'OWNER' FROM projects p
+            WHERE NOT EXISTS (SELECT 1 FROM project_members m WHERE m.project_id = p.id)
+            ON CONFLICT DO NOTHING
+            RETURNING project_id`.pipe(Effect.map((rows) => rows.length), Effect.orDie)
+
+      return Members.of({
+        adoptOrphans,
+        roleOf: (projectId, userId) =>
+          sql<{ role: Role }>`SELECT role FROM project_members WHERE project_id = ${projectId} AND user_id = ${userId}`.pipe(
+            Effect.map((rows) => rows[0]?.role),
+            Effect.orDie
+          ),
+        list: (projectId) =>
+          sql<{ user_id: string; email: string; role: Role; created_at: Date }>`
+            SELECT m.user_id, u.email, m.role, m.created_at FROM project_members m JOIN users u ON u.id = m.user_id
+            WHERE m.project_id = ${projectId} ORDER BY m.created_at, m.user_id`.pipe(
+            Effect.map((rows) => rows.map((row) => ({ userId: row.user_id, email: row.email, role: row.role, joinedAt: row.created_at }))),
+            Effect.orDie
+          ),
+        projectsOf: (userId) =>
+          sql<{ id: string; name: string; role: Role; disabled: boolean; created_at: Date }>`
+            SELECT p.id, p.name, m.role, p.disabled, p.created_at FROM project_members m JOIN projects p ON p.id = m.project_id
+            WHERE m.user_id = ${userId} ORDER BY p.created_at, p.id`.pipe(
+            Effect.map((rows) =>
+              rows.map((row) => ({ projectId: row.id, name: row.name, role: row.role, disabled: row.disabled, createdAt: row.created_at }))
+            ),
+            Effect.orDie
+          ),
+        add: (projectId, userId, role) =>
+          sql`INSERT INTO project_members (project_id, user_id, role) VALUES (${projectId}, ${userId}, ${role})
+              ON CONFLICT (project_id, user_id) DO NOTHING`.pipe(Effect.asVoid, Effect.orDie),
+        changeRole: (projectId, userId, role) =>
+          guardOwners(
+            projectId,
+            userId,
+            sql`UPDATE project_members SET role = ${role} WHERE project_id = ${projectId} AND user_id = ${userId}`.pipe(Effect.as(true)),
+            role !== "OWNER"
+          ).pipe(Effect.map((changed) => changed === true)),
+        remove: (projectId, userId) =>
+          guardOwners(
+            projectId,
+            userId,
+            sql`DELETE FROM project_members WHERE project_id = ${projectId} AND user_id = ${userId}`.pipe(Effect.as(true)),
+            true
+          ).pipe(Effect.map((removed) => removed === true))
+      })
+    })
+  )
+}

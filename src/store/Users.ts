@@ -1,0 +1,110 @@
+/** Dashboard users, their linked OAuth identities and their sessions (the server-side half of the cookie). */
+import { Context, Data, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { uuidv7 } from "../domain/ids.ts"
+import type { User } from "../domain/user.ts"
+
+interface UserRow {
+  id: string
+  email: string
+  password_hash: string | null
+  email_verified_at: Date | null
+  created_at: Date
+}
+
+export interface StoredUser extends User {
+  readonly passwordHash: string | null
+}
+
+const toUser = (row: UserRow): StoredUser => ({
+  id: row.id,
+  email: row.email,
+  emailVerified: row.email_verified_at !== null,
+  hasPassword: row.password_hash !== null,
+  createdAt: row.created_at,
+  passwordHash: row.password_hash
+})
+
+/** The address already has an account. */
+export class EmailTaken extends Data.TaggedError("EmailTaken")<{}> {}
+
+export class Users extends Context.Service<Users, {
+  /** Creates a user (email lower-cased by the caller); EmailTaken when the address has an account. */
+  readonly create: (input: {
+    readonly email: string
+    readonly passwordHash: string | null
+    readonly emailVerified: boolean
+  }) => Effect.Effect<StoredUser, EmailTaken>
+  readonly byEmail: (email: string) => Effect.Effect<StoredUser | undefined>
+  readonly byId: (id: string) => Effect.Effect<StoredUser | undefined>
+  readonly count: Effect.Effect<number>
+  readonly setPassword: (userId: string, passwordHash: string) => Effect.Effect<void>
+  readonly markVerified: (userId: string) => Effect.Effect<void>
+  readonly byIdentity: (provider: string, subject: string) => Effect.Effect<StoredUser | undefined>
+  readonly linkIdentity: (userId: string, provider: string, subject: string) => Effect.Effect<void>
+  readonly createSession: (userId: string, ttlHours: number) => Effect.Effect<{ readonly id: string; readonly expiresAt: Date }>
+  /** The user of a live session (not revoked, not expired). */
+  readonly sessionUser: (sessionId: string) => Effect.Effect<StoredUser | undefined>
+  readonly revokeSession: (sessionId: string) => Effect.Effect<void>
+  readonly revokeAllSessions: (userId: string) => Effect.Effect<void>
+}>()("app/store/Users") {
+  static readonly layer = Layer.effect(
+    Users,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const columns = sql.literal("u.id, u.email, u.password_hash, u.email_verified_at, u.created_at")
+
+      const create = Effect.fn("Users.create")(function*(input: {
+        readonly email: string
+        readonly passwordHash: string | null
+        readonly emailVerified: boolean
+      }) {
+        const rows = yield* sql<UserRow>`
+          INSERT INTO users AS u (id, email, password_hash, email_verified_at)
+          VALUES (${uuidv7()}, ${input.email}, ${input.passwordHash}, ${input.emailVerified ? new Date() : null})
+          ON CONFLICT (email) DO NOTHING
+          RETURNING ${columns}`.pipe(Effect.orDie)
+        const row = rows[0]
+        if (!row) return yield* Effect.fail(new EmailTaken())
+        return toUser(row)
+      })
+
+      const one = (rows: ReadonlyArray<UserRow>) => rows[0] && toUser(rows[0])
+
+      return Users.of({
+        create,
+        byEmail: (email) => sql<UserRow>`SELECT ${columns} FROM users u WHERE u.email = ${email}`.pipe(Effect.map(one), Effect.orDie),
+        byId: (id) => sql<UserRow>`SELECT ${columns} FROM users u WHERE u.id = ${id}`.pipe(Effect.map(one), Effect.orDie),
+        count: sql<{ n: number }>`SELECT count(*)::int AS n FROM users`.pipe(Effect.map((rows) => rows[0]!.n), Effect.orDie),
+        setPassword: (userId, passwordHash) =>
+          sql`UPDATE users SET password_hash = ${passwordHash}, updated_at = now() WHERE id = ${userId}`.pipe(Effect.asVoid, Effect.orDie),
+        markVerified: (userId) =>
+          sql`UPDATE users SET email_verified_at = COALESCE(email_verified_at, now()), updated_at = now() WHERE id = ${userId}`.pipe(
+            Effect.asVoid,
+            Effect.orDie
+          ),
+        byIdentity: (provider, subject) =>
+          sql<UserRow>`SELECT ${columns} FROM user_identities i JOIN users u ON u.id = i.user_id
+                       WHERE i.provider = ${provider} AND i.subject = ${subject}`.pipe(Effect.map(one), Effect.orDie),
+        linkIdentity: (userId, provider, subject) =>
+          sql`INSERT INTO user_identities (provider, subject, user_id) VALUES (${provider}, ${subject}, ${userId})
+              ON CONFLICT (provider, subject) DO NOTHING`.pipe(Effect.asVoid, Effect.orDie),
+        createSession: (userId, ttlHours) => {
+          const id = uuidv7()
+          const expiresAt = new Date(Date.now() + ttlHours * 3_600_000)
+          return sql`INSERT INTO sessions (id, user_id, expires_at) VALUES (${id}, ${userId}, ${expiresAt})`.pipe(
+            Effect.as({ id, expiresAt }),
+            Effect.orDie
+          )
+        },
+        sessionUser: (sessionId) =>
+          sql<UserRow>`SELECT ${columns} FROM sessions s JOIN users u ON u.id = s.user_id
+                       WHERE s.id = ${sessionId} AND s.revoked_at IS NULL AND s.expires_at > now()`.pipe(Effect.map(one), Effect.orDie),
+        revokeSession: (sessionId) =>
+          sql`UPDATE sessions SET revoked_at = now() WHERE id = ${sessionId} AND revoked_at IS NULL`.pipe(Effect.asVoid, Effect.orDie),
+        revokeAllSessions: (userId) =>
+          sql`UPDATE sessions SET revoked_at = now() WHERE user_id = ${userId} AND revoked_at IS NULL`.pipe(Effect.asVoid, Effect.orDie)
+      })
+    })
+  )
+}
