@@ -45,8 +45,6 @@ export const importStep = Effect.fnUntraced(function*(context: ImportStepContext
   const claimed = yield* sql`UPDATE contact_job_ranges SET read_at = now() WHERE job_id = ${jobId} AND range = ${range} AND read_at IS NULL RETURNING 1`
   if (claimed.length === 0) return { handedOver: 0 }
 
-  // The file was checked at upload; one that no longer reads (a parser upgrade, a damaged part) fails
-  // the job with the reason rather than failing the lane's batch over and over.
   // The range's parts in one query, in this transaction; parsed from memory (about RANGE_BYTES of the file).
   const span = job.plan.ranges[range]
   const parts = span === undefined ? [] : yield* sql<{ part: number; bytes: Uint8Array }>`
@@ -58,6 +56,8 @@ export const importStep = Effect.fnUntraced(function*(context: ImportStepContext
     const start = row.part * PART_BYTES
     return row.bytes.subarray(Math.max(0, span!.offset - start), Math.max(0, span!.end - start))
   })
+  // The file was checked at upload; one that no longer reads (a parser upgrade, a damaged part) fails
+  // the job with the reason rather than failing the lane's batch over and over.
   const read = yield* Effect.tryPromise(() =>
     span === undefined ? Promise.reject(new Error(`the job has no range ${range}`)) : readRange(bytes, job.plan, span)
   ).pipe(Effect.result)
