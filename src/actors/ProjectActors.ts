@@ -7,6 +7,7 @@
 import type { JsMsg } from "@nats-io/jetstream"
 import { Cause, Duration, Effect, Fiber, Option, Queue, Schedule } from "effect"
 import type { SqlClient } from "effect/sql"
+import { clockNow } from "../lib/clock.ts"
 import { isTransient } from "../lib/isolation.ts"
 import { WorkerMetrics } from "../observability/Metrics.ts"
 import type { Outbox } from "../stream/Outbox.ts"
@@ -16,6 +17,8 @@ import { newWorkflowState, type WorkflowState } from "../workflows/engine.ts"
 import { WorkflowRuntime } from "../workflows/Runtime.ts"
 
 const MAILBOX_CAPACITY = 5_000
+/** A timer due within this wakes the worker's timer loop after the batch (it looks by itself at least this often). */
+const SOON_MS = 30_000
 
 /** The failure and its causes (a SqlError's own message says only "Query failed"). */
 const describeFailure = (error: unknown): string => {
@@ -98,6 +101,8 @@ export const makeProjectActors = (options: {
   readonly wakeRelay: Effect.Effect<void>
   /** Wakes the project's sender when mail was queued. */
   readonly wakeSender: (projectId: string) => Effect.Effect<void>
+  readonly wakeSegmentTimers: Effect.Effect<void>
+  readonly wakeWorkflowTimers: Effect.Effect<void>
 }) =>
   Effect.gen(function*() {
     const actors = new Map<string, Actor>()
@@ -120,9 +125,13 @@ export const makeProjectActors = (options: {
         const run = actor.run
         const started = performance.now()
         const outcome = yield* applyBatch(contextOf(projectId, actor), batch.map((item) => item.delivered))
-        if (outcome.emitted > 0) yield* options.wakeRelay
+        // The batch's outbox rows were written without a NOTIFY (see applyBatch): this process's relay publishes them.
+        yield* options.wakeRelay
         if (outcome.mailQueued) yield* options.wakeSender(projectId)
         if (outcome.webhooksQueued) yield* workflowRuntime.wakeWebhooks
+        // The scheduled-work loops sleep up to 30 s: a timer due sooner wakes them to look again.
+        if (outcome.soonestTimerAt !== undefined && outcome.soonestTimerAt - clockNow() < SOON_MS) yield* options.wakeSegmentTimers
+        if (outcome.workflowTimersSet) yield* options.wakeWorkflowTimers
         for (const item of batch) item.message.ack()
         for (const item of batch) run.applied(item.delivered.seq)
         WorkerMetrics.batchSize.observe(batch.length)

@@ -101,16 +101,6 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
     wakeRelay: relay.wake
   })
   const config = yield* AppConfig
-  const actors = yield* makeProjectActors({
-    workerId,
-    outbox,
-    wakeRelay: relay.wake,
-    wakeSender: sender.wake
-  })
-  const webhooks = yield* makeWebhookRunner({ outbox, wakeRelay: relay.wake })
-  const consumerName = (partition: number, feed: Feed) =>
-    feed === "lanes" ? `${nats.prefix}_part_${partition}` : `${nats.prefix}_legacy_${partition}`
-  const campaigns = yield* Campaigns
   /** What wakes each loop of scheduled work, and the heartbeat (another worker released partitions or joined). */
   const wakeups = {
     timers: yield* makeWakeup,
@@ -120,6 +110,19 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
     webhooks: yield* makeWakeup,
     leases: yield* makeWakeup
   }
+  const actors = yield* makeProjectActors({
+    workerId,
+    outbox,
+    wakeRelay: relay.wake,
+    wakeSender: sender.wake,
+    // Batches set timers without notifying (see migration 0015): a soon one wakes this worker's loop.
+    wakeSegmentTimers: wakeups.timers.signal,
+    wakeWorkflowTimers: wakeups.workflowTimers.signal
+  })
+  const webhooks = yield* makeWebhookRunner({ outbox, wakeRelay: relay.wake })
+  const consumerName = (partition: number, feed: Feed) =>
+    feed === "lanes" ? `${nats.prefix}_part_${partition}` : `${nats.prefix}_legacy_${partition}`
+  const campaigns = yield* Campaigns
   /** The table a schedule notification names (migration 0015) → the loop it wakes. */
   const wakeupOfTable: Record<string, Wakeup> = {
     timers: wakeups.timers,

@@ -123,6 +123,10 @@ export interface BatchOutcome {
   readonly mailQueued: boolean
   /** Workflow WEBHOOK steps were recorded: wake the webhook runner. */
   readonly webhooksQueued: boolean
+  /** The soonest segment timer the batch set (ms), if any. */
+  readonly soonestTimerAt?: number | undefined
+  /** The batch set workflow timers (DELAY, WAIT_FOR_EVENT timeouts). */
+  readonly workflowTimersSet?: boolean | undefined
 }
 
 interface EventRow {
@@ -183,7 +187,9 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
       ), offset_row AS (${offsets.read}), moved AS (${offsets.write} RETURNING 1),
       reset AS (SELECT data_reset_seq FROM projects WHERE id = ${context.projectId} FOR SHARE)
       SELECT EXISTS (SELECT 1 FROM lease) AS leased, (SELECT applied_seq FROM offset_row) AS applied_seq,
-             (SELECT data_reset_seq FROM reset)::text AS reset_seq, (SELECT count(*) FROM moved) AS moved`
+             (SELECT data_reset_seq FROM reset)::text AS reset_seq, (SELECT count(*) FROM moved) AS moved,
+             -- No NOTIFY for this batch's outbox rows (migration 0015): the actor wakes its relay itself.
+             set_config('mailstream.quiet_outbox', 'on', true) AS quiet`
     if (!head?.leased) return yield* new LeaseLost({ partition: context.partition })
     // Only messages beyond everything applied so far, in this batch too: a redelivered copy of a
     // message earlier in the same batch (consumer recreated, ack_wait redelivery) is skipped as well.
@@ -194,7 +200,16 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
       highest = message.seq
       return true
     })
-    const outcome = { applied: fresh.length, skipped: batch.length - fresh.length, eventsInserted: 0, emitted: 0, mailQueued: false, webhooksQueued: false }
+    const outcome: {
+      applied: number
+      skipped: number
+      eventsInserted: number
+      emitted: number
+      mailQueued: boolean
+      webhooksQueued: boolean
+      soonestTimerAt?: number | undefined
+      workflowTimersSet?: boolean | undefined
+    } = { applied: fresh.length, skipped: batch.length - fresh.length, eventsInserted: 0, emitted: 0, mailQueued: false, webhooksQueued: false }
     if (fresh.length === 0) return outcome
 
     // Runs of events are applied set-wise; a command is a barrier applied in its place.
@@ -372,7 +387,13 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
     const segments = segmentsChanged
       ? yield* reloadSegments(context, context.segmentState)
       : context.segmentState.segments!
-    const segmentContext = { projectId: context.projectId, lane: context.lane, outbox: context.outbox, emit: emitOwn }
+    const segmentContext = {
+      projectId: context.projectId,
+      lane: context.lane,
+      outbox: context.outbox,
+      emit: emitOwn,
+      onTimers: (soonest: number) => void (outcome.soonestTimerAt = Math.min(outcome.soonestTimerAt ?? Infinity, soonest))
+    }
     yield* evaluateChanges(segmentContext, segments, changes, clockNow())
     // What the recorded events change (segments reading `contact.subscribed`, `segment.x.entry`, …) is
     // evaluated in turn, a few rounds deep; a longer chain continues through IN, as any event would.
@@ -415,6 +436,7 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
     )
     if (advanced.mailQueued) outcome.mailQueued = true
     if (advanced.webhooksQueued) outcome.webhooksQueued = true
+    if (advanced.timersSet) outcome.workflowTimersSet = true
 
     return outcome
   }))

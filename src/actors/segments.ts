@@ -151,6 +151,8 @@ export interface SegmentContext {
   /** The lane whose contacts this actor owns (undefined: every lane, for messages published before lanes). */
   readonly lane: number | undefined
   readonly outbox: Outbox["Service"]
+  /** Told the soonest due time (ms) of the timers set, so the caller can wake the timer loop. */
+  readonly onTimers?: ((soonest: number) => void) | undefined
   /** Where entry/exit events go (default: Outbox.emit, to OUT and back into the contact's lane). */
   readonly emit?: ((events: ReadonlyArray<EmittedEvent>) => Effect.Effect<void, SqlError.SqlError>) | undefined
 }
@@ -314,6 +316,7 @@ export const evaluateChanges = Effect.fnUntraced(function*(
     if (nextTimer !== undefined) timers.push({ contactId, dueAt: new Date(nextTimer).toISOString(), id: uuidv7() })
   }
   yield* writeMembershipChanges(context.outbox.lanes, context.projectId, entries, exits, timerRows(context, timers))
+  if (timers.length > 0) context.onTimers?.(Math.min(...timers.map((timer) => Date.parse(timer.dueAt))))
   yield* (context.emit ? context.emit(emitted) : context.outbox.emit(context.projectId, emitted))
   return emitted.length
 })

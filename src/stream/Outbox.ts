@@ -5,8 +5,9 @@
  * - `append` routes each IN message to its lane (see `routeOf`): a contact's messages to the contact's
  *   lane, project-wide ones to the owner lane or to every lane, and derives the subject
  *   `<prefix>.lane.<partition>.<projectId>.<lane>.<kind>`.
- * - Every append also NOTIFYs `mailstream_outbox`; Postgres delivers it at commit (and not at all on
- *   rollback), and the relay LISTENs, so no writer needs to wake the relay itself.
+ * - Every insert into `outbox` NOTIFYs `mailstream_outbox` (a trigger, migration 0015), which every
+ *   process's relay LISTENs to; Postgres delivers it at commit, not at all on rollback. A worker's batch
+ *   opts out (`mailstream.quiet_outbox`: a NOTIFY makes commits take turns) and wakes its own relay.
  * - `contactSubjectSql` gives statements that create contacts in SQL (whose ids the caller does not
  *   know) the same routing, computed from the id column.
  */
@@ -114,7 +115,7 @@ export class Outbox extends Context.Service<Outbox, {
                 ORDER BY t.n
                 RETURNING 1
               )
-              SELECT ${notifySql} FROM (SELECT 1) one WHERE EXISTS (SELECT 1 FROM ins)`.pipe(Effect.asVoid)
+              SELECT count(*) FROM ins`.pipe(Effect.asVoid)
 
       const append = (messages: ReadonlyArray<InMessage>) => {
         const rows = rowsOf(messages)

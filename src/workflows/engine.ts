@@ -95,9 +95,11 @@ export interface WorkflowOutcome {
   readonly webhooksQueued: boolean
   /** Executions advanced (started, resumed) in this batch. */
   readonly advanced: number
+  /** DELAY / WAIT_FOR_EVENT timers were set. */
+  readonly timersSet?: boolean
 }
 
-const NOTHING: WorkflowOutcome = { mailQueued: false, webhooksQueued: false, advanced: 0 }
+const NOTHING: WorkflowOutcome = { mailQueued: false, webhooksQueued: false, advanced: 0, timersSet: false }
 
 export const loadWorkflows = Effect.fnUntraced(function*(projectId: string) {
   const sql = yield* SqlClient.SqlClient
@@ -200,7 +202,7 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
   // Step history is ordered by start time: within the batch, microseconds keep the steps' order.
   let sequence = 0
   const stamp = () => `${nowIso().slice(0, 23)}${String(sequence++ % 1000).padStart(3, "0")}Z`
-  const outcome = { mailQueued: false, webhooksQueued: false, advanced: 0 }
+  const outcome = { mailQueued: false, webhooksQueued: false, advanced: 0, timersSet: false }
 
   // ---- load and lock what the inputs touch ----
   const executions = new Map<string, ExecState>()
@@ -659,5 +661,6 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
       WHERE w.id = x.id AND w.billing_hold IS DISTINCT FROM x.reason`
   }
   WorkflowMetrics.advanced.inc(outcome.advanced)
+  outcome.timersSet = newTimers.length > 0
   return outcome
 })
