@@ -1,10 +1,11 @@
-/** The project at a glance: live counts of what it holds, each linking to its page. */
+/** The project at a glance: what setup still lacks, live counts of what it holds, each linking to its page. */
 import type { UseQueryResult } from "@tanstack/react-query"
 import { Link } from "react-router"
 import type { ApiFailure } from "../api/failure.ts"
 import { useApiQuery, useProjectId } from "../api/hooks.ts"
 import { Page } from "../components/Page.tsx"
 import { ErrorState } from "../components/States.tsx"
+import { SetupChecklist } from "./SetupChecklist.tsx"
 
 const LIVE = { refetchInterval: 15_000 }
 
@@ -36,6 +37,7 @@ export function HomePage() {
 
   return (
     <Page title="Home">
+      <SetupChecklist />
       {firstError && <div className="mb-6"><ErrorState failure={firstError} /></div>}
       <div className="grid grid-cols-1 gap-4 sm:grid-cols-2 xl:grid-cols-4">
         <Count label="Contacts" to={`${base}/contacts`} query={show(contacts, (page) => page.total.toLocaleString())} />
