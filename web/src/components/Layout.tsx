@@ -203,6 +203,7 @@ export function PlainLayout() {
       </header>
       <main id="main" ref={main} tabIndex={-1} className="px-4 py-8 outline-none sm:px-8">
         <div className="mx-auto max-w-2xl">
+          {!isAccountPage(pathname) && <VerifyEmailBanner />}
           <ErrorBoundary key={pathname}>
             <Outlet />
           </ErrorBoundary>
