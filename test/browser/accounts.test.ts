@@ -166,7 +166,7 @@ describe("account pages", () => {
 
     await owner.reload()
     const members = owner.getByRole("table", { name: "Members" })
-    await members.getByText("later@example.com").waitFor()
+    await members.getByRole("cell", { name: "later@example.com", exact: true }).waitFor()
     expect(await members.innerText()).toContain("newcomer@example.com")
     expect(await owner.getByRole("table", { name: "Pending invitations" }).count()).toBe(0)
   })
