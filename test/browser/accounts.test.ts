@@ -8,16 +8,10 @@
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
 import { mailedToken } from "../accounts/support.ts"
-import { PASSWORD, PHONE, screenshot, scrollsSideways, useBrowser } from "./support/browser.ts"
+import { heading, PASSWORD, PHONE, screenshot, scrollsSideways, useBrowser } from "./support/browser.ts"
 
 // GitHub sign-in is offered once its client id and secret are set (the button only starts the flow).
 const env = useBrowser({ env: { GITHUB_CLIENT_ID: "browser-test-client", GITHUB_CLIENT_SECRET: "browser-test-secret" } })
-
-const heading = async (page: Page, name: string | RegExp) => {
-  const locator = page.getByRole("heading", { level: 1, name })
-  await locator.waitFor()
-  return locator
-}
 
 const signIn = async (page: Page, email: string, password = PASSWORD) => {
   await page.getByLabel("Email").fill(email)

@@ -8,7 +8,7 @@
 import { randomUUID } from "node:crypto"
 import type { Page } from "playwright-core"
 import { beforeAll, describe, expect, it } from "vitest"
-import { PHONE, screenshot, scrollsSideways, useBrowser } from "./support/browser.ts"
+import { heading, PHONE, screenshot, scrollsSideways, useBrowser } from "./support/browser.ts"
 
 const env = useBrowser()
 const projectPath = (path = "") => `/p/${env.project.id}${path}`
@@ -30,12 +30,6 @@ beforeAll(async () => {
     await new Promise((resolve) => setTimeout(resolve, 200))
   }
 }, 60_000)
-
-const heading = async (page: Page, name: string | RegExp) => {
-  const locator = page.getByRole("heading", { level: 1, name })
-  await locator.waitFor()
-  return locator
-}
 
 const rowsOf = (page: Page, table: string) => page.getByRole("table", { name: table }).locator("tbody tr")
 

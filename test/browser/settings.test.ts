@@ -5,18 +5,11 @@
  * (a MEMBER cannot open the keys page), tracking, billing caps and consumption, security, and the danger
  * zone's typed confirmations.
  */
-import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
 import { Browser as ApiBrowser } from "../accounts/support.ts"
-import { screenshot, type Session, useBrowser } from "./support/browser.ts"
+import { heading, screenshot, type Session, useBrowser } from "./support/browser.ts"
 
 const env = useBrowser()
-
-const heading = async (page: Page, name: string | RegExp) => {
-  const locator = page.getByRole("heading", { level: 1, name })
-  await locator.waitFor()
-  return locator
-}
 
 /** The dashboard API as `user` (cookie and Origin), for checks and set-up the test is not about. */
 const as = (user: Session) => {
@@ -127,6 +120,7 @@ describe("settings", () => {
     await member.getByRole("table", { name: "Members" }).waitFor()
     expect(await member.getByRole("navigation", { name: "Settings" }).getByRole("link").allInnerTexts()).toEqual(["Members", "Sending", "Billing", "Security"])
     expect(await member.getByRole("button", { name: "Invite" }).count()).toBe(0)
+    expect(await member.getByRole("navigation", { name: "Project" }).getByRole("link", { name: "Domains" }).count()).toBe(0)
     await member.goto(settings(env.project.id, "keys"))
     expect(await member.getByRole("alert").innerText()).toContain("Only admins and owners of this project can open this page.")
     expect(await member.getByRole("button", { name: "Rotate keys" }).count()).toBe(0)

@@ -19,7 +19,7 @@ import { promisify } from "node:util"
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core"
 import { afterAll, afterEach, beforeAll, expect } from "vitest"
 import { mkdtemp, rm } from "node:fs/promises"
-import { signUp } from "../../accounts/support.ts"
+import { mailedToken, signUp } from "../../accounts/support.ts"
 import { startDnsServer, type TestDnsServer } from "../../support/dns.ts"
 import { createStack, type Service, type Stack, type TestProject } from "../../support/stack.ts"
 
@@ -91,6 +91,13 @@ export const useBrowser = (options: { readonly env?: Record<string, string> } = 
     stack = await createStack({ RATE_LIMIT_PER_MINUTE: "0", DNS_SERVERS: dns.address, OUTBOX_DIR: outbox, ...options.env })
     ;[api, project] = await Promise.all([stack.start("all"), stack.createProject("Browser test project")])
     owner = await signUpSession("owner@example.com")
+    // The owner has verified their email, as a real one would have (no reminder in their screenshots).
+    const verified = await fetch(`${api.url}/auth/verify-email`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ token: await mailedToken(outbox, owner.email, "/verify-email") })
+    })
+    if (!verified.ok) throw new Error(`verifying the owner's email answered ${verified.status}`)
     // --no-sandbox: the tests may run as root (CI containers), where Chromium's sandbox refuses to start.
     browser = await chromium.launch({ executablePath, args: ["--no-sandbox"] })
   }, 180_000)
@@ -175,3 +182,10 @@ export const useBrowser = (options: { readonly env?: Record<string, string> } = 
 /** True when the page is wider than its viewport (a horizontal scroll bar). */
 export const scrollsSideways = (page: Page) =>
   page.evaluate(() => document.documentElement.scrollWidth > document.documentElement.clientWidth)
+
+/** The page's h1 once it shows (pages render their heading before their data). */
+export const heading = async (page: Page, name: string | RegExp) => {
+  const locator = page.getByRole("heading", { level: 1, name })
+  await locator.waitFor()
+  return locator
+}

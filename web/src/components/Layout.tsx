@@ -7,26 +7,31 @@ import { useQueryClient } from "@tanstack/react-query"
 import { useEffect, useId, useRef, useState } from "react"
 import { Link, NavLink, Outlet, useLocation, useNavigate, useParams } from "react-router"
 import { useApiMutation } from "../api/hooks.ts"
-import { forgetEverything, isAccountPage, useMe, useProjects } from "../api/session.ts"
+import { forgetEverything, isAccountPage, useCurrentProject, useMe, useProjects } from "../api/session.ts"
+import type { Permission } from "../../../src/domain/permissions.ts"
 import { ErrorBoundary } from "./ErrorBoundary.tsx"
 
-const NAV = [
-  ["", "Home"],
-  ["contacts", "Contacts"],
-  ["templates", "Templates"],
-  ["segments", "Segments"],
-  ["campaigns", "Campaigns"],
-  ["workflows", "Workflows"],
-  ["events", "Events"],
-  ["domains", "Domains"],
-  ["settings", "Settings"]
-] as const
+/** The project's pages, with the permission each needs (a MEMBER is not offered the domains page). */
+const NAV: ReadonlyArray<readonly [path: string, label: string, needs: Permission]> = [
+  ["", "Home", "view"],
+  ["contacts", "Contacts", "view"],
+  ["templates", "Templates", "view"],
+  ["segments", "Segments", "view"],
+  ["campaigns", "Campaigns", "view"],
+  ["workflows", "Workflows", "view"],
+  ["events", "Events", "view"],
+  ["domains", "Domains", "manage"],
+  ["settings", "Settings", "view"]
+]
 
 function Nav({ projectId, onNavigate }: { readonly projectId: string; readonly onNavigate?: () => void }) {
+  const { project, can } = useCurrentProject()
+  // Until the project list says the role, offer every page (the API still decides).
+  const offered = NAV.filter(([, , needs]) => project === undefined || can(needs))
   return (
     <nav aria-label="Project">
       <ul className="space-y-1">
-        {NAV.map(([path, label]) => (
+        {offered.map(([path, label]) => (
           <li key={label}>
             <NavLink
               to={`/p/${projectId}${path ? `/${path}` : ""}`}

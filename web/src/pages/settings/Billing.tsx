@@ -3,7 +3,7 @@ import { useEffect, useState } from "react"
 import { useApiMutation, useApiQuery, useProjectId } from "../../api/hooks.ts"
 import { useCurrentProject } from "../../api/session.ts"
 import { Card, MutationError, Notice } from "../../components/Form.tsx"
-import { cell, formatDate, Table } from "../../components/Page.tsx"
+import { cell, Table } from "../../components/Page.tsx"
 import { QueryView } from "../../components/States.tsx"
 
 const CATEGORIES = [
@@ -14,6 +14,9 @@ const CATEGORIES = [
 ] as const
 type Category = typeof CATEGORIES[number][0]
 type Limits = Record<Category, number | null>
+
+/** "November 2026": the billing period is a UTC calendar month, whatever the browser's time zone. */
+const monthOf = (iso: string) => new Date(iso).toLocaleDateString(undefined, { month: "long", year: "numeric", timeZone: "UTC" })
 
 const LIMITS = ["billing", "limits"]
 const CONSUMPTION = ["billing", "consumption"]
@@ -48,7 +51,7 @@ export function BillingPage() {
         )}
       </QueryView>
       {consumption.data && (
-        <p className="text-sm text-slate-500">From {formatDate(consumption.data.periodStart)} to {formatDate(consumption.data.periodEnd)} (UTC calendar month); each email counts once.</p>
+        <p className="text-sm text-slate-500">{monthOf(consumption.data.periodStart)} (the calendar month in UTC); each email counts once, whatever its retries.</p>
       )}
       <LimitsForm />
     </div>
