@@ -14,7 +14,8 @@ import { HomePage } from "./pages/Home.tsx"
 import { NotFoundPage } from "./pages/NotFound.tsx"
 import { ProjectsPage } from "./pages/Projects.tsx"
 import { SegmentPage, SegmentsPage } from "./pages/Segments.tsx"
-import { TemplatePage, TemplatesPage } from "./pages/Templates.tsx"
+import { NewTemplatePage, TemplatePage } from "./pages/TemplateEditor.tsx"
+import { TemplatesPage } from "./pages/Templates.tsx"
 import { WorkflowPage, WorkflowsPage } from "./pages/Workflows.tsx"
 import { AcceptInvitationPage } from "./pages/account/Invitation.tsx"
 import { SignInPage, SignUpPage } from "./pages/account/SignIn.tsx"
@@ -58,6 +59,7 @@ export const router = createBrowserRouter([
       { path: "contacts", element: <ContactsPage /> },
       { path: "contacts/:contactId", element: <ContactPage /> },
       { path: "templates", element: <TemplatesPage /> },
+      { path: "templates/new", element: <NewTemplatePage /> },
       { path: "templates/:templateId", element: <TemplatePage /> },
       { path: "segments", element: <SegmentsPage /> },
       { path: "segments/:segmentId", element: <SegmentPage /> },
