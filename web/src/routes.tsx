@@ -14,7 +14,6 @@ import { HomePage } from "./pages/Home.tsx"
 import { NotFoundPage } from "./pages/NotFound.tsx"
 import { ProjectsPage } from "./pages/Projects.tsx"
 import { SegmentPage, SegmentsPage } from "./pages/Segments.tsx"
-import { NewTemplatePage, TemplatePage } from "./pages/TemplateEditor.tsx"
 import { TemplatesPage } from "./pages/Templates.tsx"
 import { WorkflowPage, WorkflowsPage } from "./pages/Workflows.tsx"
 import { AcceptInvitationPage } from "./pages/account/Invitation.tsx"
@@ -59,8 +58,9 @@ export const router = createBrowserRouter([
       { path: "contacts", element: <ContactsPage /> },
       { path: "contacts/:contactId", element: <ContactPage /> },
       { path: "templates", element: <TemplatesPage /> },
-      { path: "templates/new", element: <NewTemplatePage /> },
-      { path: "templates/:templateId", element: <TemplatePage /> },
+      // The editor brings CodeMirror (most of the app's weight): loaded when a template is opened.
+      { path: "templates/new", lazy: () => import("./pages/TemplateEditor.tsx").then((module) => ({ Component: module.NewTemplatePage })) },
+      { path: "templates/:templateId", lazy: () => import("./pages/TemplateEditor.tsx").then((module) => ({ Component: module.TemplatePage })) },
       { path: "segments", element: <SegmentsPage /> },
       { path: "segments/:segmentId", element: <SegmentPage /> },
       { path: "campaigns", element: <CampaignsPage /> },
