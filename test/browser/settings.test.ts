@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from "vitest"
 import { Browser as ApiBrowser } from "../accounts/support.ts"
-import { heading, screenshot, type Session, useBrowser } from "./support/browser.ts"
+import { heading, PHONE, screenshot, scrollsSideways, type Session, useBrowser } from "./support/browser.ts"
 
 const env = useBrowser()
 
@@ -198,5 +198,21 @@ describe("settings", () => {
     await heading(page, "Projects")
     expect(await page.getByRole("table", { name: "Projects" }).innerText()).not.toContain("Doomed")
     expect(await contactsStatus(created.secretKey)).toBe(401)
+  })
+
+  it("fits every settings tab and the project list in 390 px without sideways scrolling", async () => {
+    const page = await env.page({ viewport: PHONE })
+    await page.goto("/p")
+    await page.getByRole("table", { name: "Projects" }).waitFor()
+    expect(await scrollsSideways(page)).toBe(false)
+    for (const [tab, ready] of [
+      ["members", "Invite someone"], ["keys", "Rotate keys"], ["sending", "Send rate"],
+      ["billing", "Monthly caps"], ["security", "Sending health"], ["danger", "Reset data"]
+    ] as const) {
+      await page.goto(settings(env.project.id, tab))
+      await page.getByRole("heading", { level: 2, name: ready }).or(page.getByRole("button", { name: ready })).first().waitFor()
+      expect(await scrollsSideways(page), tab).toBe(false)
+    }
+    await screenshot(page, "danger-390")
   })
 })

@@ -1,5 +1,6 @@
 /** Settings: one tab per concern; a tab the user's role cannot use is not offered. */
-import { NavLink, Outlet } from "react-router"
+import { useEffect, useRef } from "react"
+import { NavLink, Outlet, useLocation } from "react-router"
 import type { Permission } from "../../../../src/domain/permissions.ts"
 import { useProjectId } from "../../api/hooks.ts"
 import { useCurrentProject } from "../../api/session.ts"
@@ -18,11 +19,18 @@ const TABS: ReadonlyArray<readonly [path: string, label: string, needs: Permissi
 export function SettingsLayout() {
   const projectId = useProjectId()
   const { can } = useCurrentProject()
+  const offered = TABS.filter(([, , needs]) => can(needs))
+  const tabs = useRef<HTMLElement>(null)
+  const { pathname } = useLocation()
+  // On a narrow screen the tabs scroll sideways: keep the current one in sight.
+  useEffect(() => {
+    tabs.current?.querySelector("[aria-current=page]")?.scrollIntoView({ block: "nearest", inline: "nearest" })
+  }, [pathname, offered.length])
   return (
     <Page title="Settings">
-      <nav aria-label="Settings" className="mb-6 overflow-x-auto border-b border-slate-200">
+      <nav ref={tabs} aria-label="Settings" className="mb-6 overflow-x-auto border-b border-slate-200">
         <ul className="flex gap-1">
-          {TABS.filter(([, , needs]) => can(needs)).map(([path, label]) => (
+          {offered.map(([path, label]) => (
             <li key={path}>
               <NavLink
                 to={`/p/${projectId}/settings/${path}`}
