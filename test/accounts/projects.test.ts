@@ -145,7 +145,7 @@ describe("members", () => {
     ])
     expect(listed.json.invitations).toEqual([expect.objectContaining({ email: "newcomer@example.com" })])
 
-    const token = await mailedToken(outbox, "newcomer@example.com", "/invite")
+    const token = await mailedToken(outbox, "newcomer@example.com", "/accept-invitation")
     const joined = new Browser(api.url)
     const signup = await joined.post("/auth/signup", { email: "newcomer@example.com", password: "newcomer's password", inviteToken: token })
     expect(signup.status).toBe(201)

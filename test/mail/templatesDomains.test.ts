@@ -91,6 +91,29 @@ describe("templates", () => {
     expect((await secret("GET", `/templates/${created.id}`)).status).toBe(404)
     expect((await secret("GET", "/templates/not-a-uuid")).status).toBe(404)
   })
+
+  it("previews a subject and body for a contact of the project or a sample one; 422 names a broken field", async () => {
+    const { json: contact } = await secret("POST", "/contacts", { email: "ada@example.com", data: { firstName: "Ada", plan: "<pro>" } })
+    const body = "<p>Hi {{ firstName }}, plan {{ plan ?? \"free\" }}</p><a href=\"{{ unsubscribeUrl }}\">stop</a>"
+    const preview = await secret("POST", "/templates/preview", { subject: "Hello\n{{ firstName }}", body, contactId: contact.id })
+    expect(preview.status).toBe(200)
+    expect(preview.json.subject).toBe("Hello Ada")
+    // HTML output is escaped, as in sent mail; links are the contact's own.
+    expect(preview.json.html).toMatch(/^<p>Hi Ada, plan &lt;pro&gt;<\/p><a href="http[^"]+\/unsubscribe\/[^"]+">stop<\/a>$/)
+    expect(preview.json.contact).toEqual({ id: contact.id, email: "ada@example.com" })
+
+    const sample = await secret("POST", "/templates/preview", { subject: "For {{ email }}", body: "<p>{{ plan ?? \"free\" }}</p>" })
+    expect(sample.json).toMatchObject({ subject: "For jane@example.com", html: "<p>free</p>", contact: { id: null } })
+
+    const broken = await secret("POST", "/templates/preview", { subject: "{{ x", body: "{% if %}" })
+    expect(broken.status).toBe(422)
+    expect(broken.json.error.errors.map((error: { field: string }) => error.field).sort()).toEqual(["body", "subject"])
+
+    const other = await context.stack.createProject("other preview")
+    const foreign = await secret("POST", "/templates/preview", { subject: "s", body: "b", contactId: contact.id }, other.secretKey)
+    expect(foreign.status).toBe(404)
+    expect((await secret("POST", "/templates/preview", { subject: "s", body: "b", contactId: "nope" })).status).toBe(404)
+  })
 })
 
 describe("domains", () => {

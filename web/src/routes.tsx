@@ -12,21 +12,30 @@ import { DomainsPage } from "./pages/Domains.tsx"
 import { EventsPage } from "./pages/Events.tsx"
 import { HomePage } from "./pages/Home.tsx"
 import { NotFoundPage } from "./pages/NotFound.tsx"
-import { accountPages, Placeholder } from "./pages/Placeholder.tsx"
 import { ProjectsPage } from "./pages/Projects.tsx"
 import { SegmentPage, SegmentsPage } from "./pages/Segments.tsx"
-import { TemplatePage, TemplatesPage } from "./pages/Templates.tsx"
+import { TemplatesPage } from "./pages/Templates.tsx"
 import { WorkflowPage, WorkflowsPage } from "./pages/Workflows.tsx"
+import { AcceptInvitationPage } from "./pages/account/Invitation.tsx"
+import { SignInPage, SignUpPage } from "./pages/account/SignIn.tsx"
+import { ForgotPasswordPage, ResetPasswordPage, VerifyEmailPage } from "./pages/account/Tokens.tsx"
+import { BillingPage } from "./pages/settings/Billing.tsx"
+import { DangerPage } from "./pages/settings/Danger.tsx"
+import { KeysPage } from "./pages/settings/Keys.tsx"
+import { MembersPage } from "./pages/settings/Members.tsx"
+import { SecurityPage } from "./pages/settings/Security.tsx"
+import { SendingPage } from "./pages/settings/Sending.tsx"
+import { SettingsLayout } from "./pages/settings/Settings.tsx"
 import type { DashboardRoot } from "../../src/http/api/dashboard.ts"
 
 /** Each account page's root, typed against the shared list so a renamed root breaks this file. */
-const account: ReadonlyArray<readonly [DashboardRoot, keyof typeof accountPages]> = [
-  ["/signin", "signin"],
-  ["/signup", "signup"],
-  ["/verify-email", "verifyEmail"],
-  ["/forgot-password", "forgotPassword"],
-  ["/reset-password", "resetPassword"],
-  ["/accept-invitation", "acceptInvitation"]
+const account: ReadonlyArray<readonly [DashboardRoot, () => React.ReactNode]> = [
+  ["/signin", SignInPage],
+  ["/signup", SignUpPage],
+  ["/verify-email", VerifyEmailPage],
+  ["/forgot-password", ForgotPasswordPage],
+  ["/reset-password", ResetPasswordPage],
+  ["/accept-invitation", AcceptInvitationPage]
 ]
 
 export const router = createBrowserRouter([
@@ -36,7 +45,7 @@ export const router = createBrowserRouter([
     errorElement: <RouteError />,
     children: [
       { path: "/p", element: <ProjectsPage /> },
-      ...account.map(([path, page]) => ({ path, element: <Placeholder {...accountPages[page]} /> })),
+      ...account.map(([path, AccountPage]) => ({ path, element: <AccountPage /> })),
       { path: "*", element: <NotFoundPage /> }
     ]
   },
@@ -49,7 +58,9 @@ export const router = createBrowserRouter([
       { path: "contacts", element: <ContactsPage /> },
       { path: "contacts/:contactId", element: <ContactPage /> },
       { path: "templates", element: <TemplatesPage /> },
-      { path: "templates/:templateId", element: <TemplatePage /> },
+      // The editor brings CodeMirror (most of the app's weight): loaded when a template is opened.
+      { path: "templates/new", lazy: () => import("./pages/TemplateEditor.tsx").then((module) => ({ Component: module.NewTemplatePage })) },
+      { path: "templates/:templateId", lazy: () => import("./pages/TemplateEditor.tsx").then((module) => ({ Component: module.TemplatePage })) },
       { path: "segments", element: <SegmentsPage /> },
       { path: "segments/:segmentId", element: <SegmentPage /> },
       { path: "campaigns", element: <CampaignsPage /> },
@@ -58,7 +69,19 @@ export const router = createBrowserRouter([
       { path: "workflows/:workflowId", element: <WorkflowPage /> },
       { path: "events", element: <EventsPage /> },
       { path: "domains", element: <DomainsPage /> },
-      { path: "settings", element: <Placeholder {...accountPages.settings} /> },
+      {
+        path: "settings",
+        element: <SettingsLayout />,
+        children: [
+          { index: true, element: <Navigate to="members" replace /> },
+          { path: "members", element: <MembersPage /> },
+          { path: "keys", element: <KeysPage /> },
+          { path: "sending", element: <SendingPage /> },
+          { path: "billing", element: <BillingPage /> },
+          { path: "security", element: <SecurityPage /> },
+          { path: "danger", element: <DangerPage /> }
+        ]
+      },
       { path: "*", element: <NotFoundPage /> }
     ]
   }

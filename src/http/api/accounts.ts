@@ -21,6 +21,7 @@ const ProjectView = Schema.Struct({
   role: Role,
   disabled: Schema.Boolean,
   disabledReason: Schema.NullOr(Schema.String),
+  trackingEnabled: Schema.Boolean.annotate({ description: "Open and click tracking in the project's emails" }),
   createdAt: Timestamp
 }).annotate({ identifier: "UserProject" })
 

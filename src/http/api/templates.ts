@@ -57,8 +57,28 @@ const Usage = Schema.Struct({
   workflows: Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String, stepId: Schema.String }))
 })
 
+const Preview = Schema.Struct({
+  subject: Schema.String.annotate({ description: "The rendered subject (one line)" }),
+  html: Schema.String.annotate({ description: "The rendered body, before open and click tracking" }),
+  contact: Schema.Struct({ id: Schema.NullOr(Schema.String), email: Schema.String })
+}).annotate({ identifier: "TemplatePreview" })
+
 export class TemplatesApi extends HttpApiGroup.make("templates")
   .add(
+    HttpApiEndpoint.post("preview", "/templates/preview", {
+      payload: Schema.Struct({
+        subject: Text.check(Schema.isMaxLength(10_000)),
+        body: Text.check(Schema.isMaxLength(1_000_000)),
+        contactId: Schema.optional(Text).annotate({ description: "Render for this contact; without it, for a sample contact" })
+      }),
+      success: Preview,
+      error: [...commonErrors, ...bodyErrors, ErrorDocs.notFound]
+    }).annotate(
+      OpenApi.Description,
+      "Renders a subject and body with the renderer mail is sent with, for a contact of the project (its data and " +
+        "subscription links) or a sample contact, without saving or sending anything. A template that does not " +
+        "parse or render answers 422 with the field's error."
+    ),
     HttpApiEndpoint.post("create", "/templates", {
       payload: Schema.Struct(TemplateFields),
       success: Template.pipe(HttpApiSchema.status(201)),

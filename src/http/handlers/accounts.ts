@@ -29,6 +29,7 @@ const projectView = (project: ProjectDetails, role: Role) => ({
   role,
   disabled: project.disabled,
   disabledReason: project.disabledReason,
+  trackingEnabled: project.trackingEnabled,
   createdAt: project.createdAt.toISOString()
 })
 
@@ -196,7 +197,7 @@ export const AccountsHandlers = HttpApiBuilder.group(Api, "accounts", Effect.fnU
           to: email,
           subject: `You are invited to ${project.name}`,
           text: `${inviter.email} invited you to the project "${project.name}" as ${role}. Open this link to join ` +
-            `(valid for 7 days, once):\n${mail.link("/invite", token)}`
+            `(valid for 7 days, once):\n${mail.link("/accept-invitation", token)}`
         })
         const invitation = (yield* tokens.pendingInvitations(params.id)).findLast((entry) => entry.email === email)!
         return { status: "invited" as const, invitation: invitationView(invitation) }

@@ -11,6 +11,7 @@ import { CurrentProject } from "../api/security.ts"
 import { ApiError, BareBadRequest, type FieldError, rendered } from "../errors.ts"
 import { parsePositive } from "../query.ts"
 import { requireVerifiedDomain, subjectProblem, syntaxProblem } from "./mailContent.ts"
+import { makeTemplatePreview } from "./templatePreview.ts"
 
 const notFound = ApiError.notFound("Template")
 
@@ -78,6 +79,7 @@ export const TemplatesHandlers = HttpApiBuilder.group(Api, "templates", Effect.f
   const templates = yield* Templates
   const workflows = yield* Workflows
   const domainsService = yield* Domains
+  const preview = yield* makeTemplatePreview
 
   const find = Effect.fnUntraced(function*(id: string) {
     const project = yield* CurrentProject
@@ -138,6 +140,11 @@ export const TemplatesHandlers = HttpApiBuilder.group(Api, "templates", Effect.f
         const template = yield* find(params.id)
         const copy = yield* templates.create(project.id, { ...inputOf(template), name: `${template.name} (copy)`.slice(0, 255) })
         return { id: copy.id }
+      })))
+    .handle("preview", ({ payload }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        return yield* preview(project.id, payload)
       })))
     .handle("usage", ({ params }) =>
       rendered(Effect.gen(function*() {

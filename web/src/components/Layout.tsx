@@ -3,27 +3,35 @@
  * click outside and on navigation), a skip link, and focus moved to the page after each navigation so
  * keyboard and screen-reader users start at the new content.
  */
-import { useEffect, useRef, useState } from "react"
-import { Link, NavLink, Outlet, useLocation, useParams } from "react-router"
+import { useQueryClient } from "@tanstack/react-query"
+import { useEffect, useId, useRef, useState } from "react"
+import { Link, NavLink, Outlet, useLocation, useNavigate, useParams } from "react-router"
+import { useApiMutation } from "../api/hooks.ts"
+import { forgetEverything, isAccountPage, useCurrentProject, useMe, useProjects } from "../api/session.ts"
+import type { Permission } from "../../../src/domain/permissions.ts"
 import { ErrorBoundary } from "./ErrorBoundary.tsx"
 
-const NAV = [
-  ["", "Home"],
-  ["contacts", "Contacts"],
-  ["templates", "Templates"],
-  ["segments", "Segments"],
-  ["campaigns", "Campaigns"],
-  ["workflows", "Workflows"],
-  ["events", "Events"],
-  ["domains", "Domains"],
-  ["settings", "Settings"]
-] as const
+/** The project's pages, with the permission each needs (a MEMBER is not offered the domains page). */
+const NAV: ReadonlyArray<readonly [path: string, label: string, needs: Permission]> = [
+  ["", "Home", "view"],
+  ["contacts", "Contacts", "view"],
+  ["templates", "Templates", "view"],
+  ["segments", "Segments", "view"],
+  ["campaigns", "Campaigns", "view"],
+  ["workflows", "Workflows", "view"],
+  ["events", "Events", "view"],
+  ["domains", "Domains", "manage"],
+  ["settings", "Settings", "view"]
+]
 
 function Nav({ projectId, onNavigate }: { readonly projectId: string; readonly onNavigate?: () => void }) {
+  const { project, can } = useCurrentProject()
+  // Until the project list says the role, offer every page (the API still decides).
+  const offered = NAV.filter(([, , needs]) => project === undefined || can(needs))
   return (
     <nav aria-label="Project">
       <ul className="space-y-1">
-        {NAV.map(([path, label]) => (
+        {offered.map(([path, label]) => (
           <li key={label}>
             <NavLink
               to={`/p/${projectId}${path ? `/${path}` : ""}`}
@@ -94,9 +102,7 @@ export function ProjectLayout() {
     <div className="min-h-screen lg:flex">
       <SkipLink />
       <aside className="hidden w-60 shrink-0 border-r border-slate-200 bg-white px-3 py-5 lg:block">
-        <div className="mb-6 px-3"><Brand projectId={projectId} /></div>
-        <Nav projectId={projectId} />
-        <ProjectFooter projectId={projectId} />
+        <Sidebar projectId={projectId} />
       </aside>
       <header className="flex items-center justify-between border-b border-slate-200 bg-white px-4 py-3 lg:hidden">
         <Brand projectId={projectId} />
@@ -115,14 +121,13 @@ export function ProjectLayout() {
         <div className="fixed inset-0 z-40 lg:hidden">
           <div className="absolute inset-0 bg-slate-900/30" onClick={() => setMenuOpen(false)} aria-hidden="true" />
           <div id="mobile-menu" className="absolute inset-y-0 left-0 w-64 max-w-[80vw] overflow-y-auto bg-white px-3 py-5 shadow-xl">
-            <div className="mb-6 px-3"><Brand projectId={projectId} /></div>
-            <Nav projectId={projectId} onNavigate={() => setMenuOpen(false)} />
-            <ProjectFooter projectId={projectId} />
+            <Sidebar projectId={projectId} onNavigate={() => setMenuOpen(false)} />
           </div>
         </div>
       )}
       <main id="main" ref={main} tabIndex={-1} className="min-w-0 flex-1 px-4 py-6 outline-none sm:px-8 lg:py-8">
         <div className="mx-auto max-w-6xl">
+          <VerifyEmailBanner />
           <ErrorBoundary key={pathname}>
             <Outlet />
           </ErrorBoundary>
@@ -132,13 +137,61 @@ export function ProjectLayout() {
   )
 }
 
-function ProjectFooter({ projectId }: { readonly projectId: string }) {
+function Sidebar({ projectId, onNavigate }: { readonly projectId: string; readonly onNavigate?: () => void }) {
   return (
-    <div className="mt-8 border-t border-slate-200 px-3 pt-4 text-xs text-slate-500">
-      <p>Project</p>
-      <p className="truncate font-mono" title={projectId}>{projectId}</p>
-      <Link to="/p" className="link mt-2 inline-block text-xs">All projects</Link>
+    <>
+      <div className="mb-4 px-3"><Brand projectId={projectId} /></div>
+      <ProjectSwitcher projectId={projectId} />
+      <Nav projectId={projectId} {...(onNavigate ? { onNavigate } : {})} />
+      <div className="mt-8 border-t border-slate-200 px-3 pt-4"><AccountMenu /></div>
+    </>
+  )
+}
+
+/** The user's projects; choosing one opens its home page. */
+function ProjectSwitcher({ projectId }: { readonly projectId: string }) {
+  const id = useId()
+  const projects = useProjects()
+  const navigate = useNavigate()
+  const list = projects.data ?? []
+  return (
+    <div className="mb-5 px-3">
+      <label htmlFor={id} className="block text-xs font-medium uppercase tracking-wide text-slate-500">Project</label>
+      <select id={id} className="input mt-1 py-1.5" value={projectId} onChange={(event) => void navigate(`/p/${event.target.value}`)}>
+        {list.some((project) => project.id === projectId) ? null : <option value={projectId}>{projects.isPending ? "Loading…" : projectId}</option>}
+        {list.map((project) => <option key={project.id} value={project.id}>{project.name}</option>)}
+      </select>
+      <Link to="/p" className="link mt-1 inline-block text-xs">All projects</Link>
     </div>
+  )
+}
+
+/** Who is signed in, and signing out (which forgets everything cached under the session). */
+function AccountMenu() {
+  const me = useMe()
+  const navigate = useNavigate()
+  const queryClient = useQueryClient()
+  const logout = useApiMutation((client, _: void) => client.auth.logout({}), {
+    onSuccess: () => {
+      forgetEverything(queryClient)
+      void navigate("/signin")
+    }
+  })
+  return (
+    <div className="text-xs text-slate-500">
+      {me.data && <p className="truncate" title={me.data.email} data-testid="signed-in-as">{me.data.email}</p>}
+      <button type="button" className="link mt-1 text-xs" disabled={logout.isPending} onClick={() => logout.mutate()}>Sign out</button>
+    </div>
+  )
+}
+
+function VerifyEmailBanner() {
+  const me = useMe()
+  if (!me.data || me.data.emailVerified) return null
+  return (
+    <p className="mb-6 rounded-md border border-amber-200 bg-amber-50 px-4 py-2 text-sm text-amber-900">
+      Your email address is not verified yet. <Link className="link" to="/verify-email">Verify it</Link>
+    </p>
   )
 }
 
@@ -149,9 +202,13 @@ export function PlainLayout() {
   return (
     <div className="min-h-screen">
       <SkipLink />
-      <header className="border-b border-slate-200 bg-white px-4 py-3 sm:px-8"><Brand /></header>
+      <header className="flex items-center justify-between gap-4 border-b border-slate-200 bg-white px-4 py-3 sm:px-8">
+        <Brand />
+        {!isAccountPage(pathname) && <div className="min-w-0 text-right"><AccountMenu /></div>}
+      </header>
       <main id="main" ref={main} tabIndex={-1} className="px-4 py-8 outline-none sm:px-8">
         <div className="mx-auto max-w-2xl">
+          {!isAccountPage(pathname) && <VerifyEmailBanner />}
           <ErrorBoundary key={pathname}>
             <Outlet />
           </ErrorBoundary>

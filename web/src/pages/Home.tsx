@@ -1,10 +1,12 @@
-/** The project at a glance: live counts of what it holds, each linking to its page. */
+/** The project at a glance: what setup still lacks, live counts of what it holds, each linking to its page. */
 import type { UseQueryResult } from "@tanstack/react-query"
 import { Link } from "react-router"
 import type { ApiFailure } from "../api/failure.ts"
 import { useApiQuery, useProjectId } from "../api/hooks.ts"
+import { useCurrentProject } from "../api/session.ts"
 import { Page } from "../components/Page.tsx"
 import { ErrorState } from "../components/States.tsx"
+import { SetupChecklist } from "./SetupChecklist.tsx"
 
 const LIVE = { refetchInterval: 15_000 }
 
@@ -28,7 +30,9 @@ export function HomePage() {
   const campaigns = useApiQuery(["campaigns", "count"], (client) => client.campaigns.list({ query: { pageSize: "1" } }), LIVE)
   const workflows = useApiQuery(["workflows", "list"], (client) => client.workflows.list({}), LIVE)
   const events = useApiQuery(["events", "names"], (client) => client.events.names({}), LIVE)
-  const domains = useApiQuery(["domains", "list"], (client) => client.domains.list({ params: { projectId } }), LIVE)
+  // Domains are an ADMIN's: a MEMBER's home page leaves them out rather than showing a 403.
+  const managesDomains = useCurrentProject().can("manage")
+  const domains = useApiQuery(["domains", "list"], (client) => client.domains.list({ params: { projectId } }), { ...LIVE, enabled: managesDomains })
 
   const show = <A,>(query: UseQueryResult<A, ApiFailure>, count: (data: A) => string) =>
     ({ ...query, data: query.data === undefined ? undefined : count(query.data) }) as UseQueryResult<string, ApiFailure>
@@ -36,6 +40,7 @@ export function HomePage() {
 
   return (
     <Page title="Home">
+      <SetupChecklist />
       {firstError && <div className="mb-6"><ErrorState failure={firstError} /></div>}
       <div className="grid grid-cols-1 gap-4 sm:grid-cols-2 xl:grid-cols-4">
         <Count label="Contacts" to={`${base}/contacts`} query={show(contacts, (page) => page.total.toLocaleString())} />
@@ -44,11 +49,13 @@ export function HomePage() {
         <Count label="Segments" to={`${base}/segments`} query={show(segments, (list) => list.length.toLocaleString())} />
         <Count label="Campaigns" to={`${base}/campaigns`} query={show(campaigns, (page) => page.total.toLocaleString())} />
         <Count label="Workflows" to={`${base}/workflows`} query={show(workflows, (list) => list.length.toLocaleString())} />
-        <Count
-          label="Domains"
-          to={`${base}/domains`}
-          query={show(domains, (list) => `${list.filter((domain) => domain.verified).length} / ${list.length}`)}
-        />
+        {managesDomains && (
+          <Count
+            label="Domains"
+            to={`${base}/domains`}
+            query={show(domains, (list) => `${list.filter((domain) => domain.verified).length} / ${list.length}`)}
+          />
+        )}
       </div>
       <p className="mt-4 text-sm text-slate-500">Domains count verified / all. Counts refresh every 15 seconds.</p>
     </Page>

@@ -1,48 +1,64 @@
-/** The project list (from the accounts API once it exists) and, until then, opening a project by its id. */
-import { type FormEvent, useState } from "react"
-import { useNavigate } from "react-router"
-import { isUuid } from "../../../src/domain/uuid.ts"
-import { Page } from "../components/Page.tsx"
+/** The signed-in user's projects, and a new one (whose keys are shown once, here). */
+import { useState } from "react"
+import { Link } from "react-router"
+import { useApiMutation } from "../api/hooks.ts"
+import { accountKey, useProjects } from "../api/session.ts"
+import { useQueryClient } from "@tanstack/react-query"
+import { Card, Field, MutationError } from "../components/Form.tsx"
+import { Badge, cell, formatDate, Page, Table, wideOnly } from "../components/Page.tsx"
+import { Empty, QueryView } from "../components/States.tsx"
+import { KeysShownOnce } from "./settings/Keys.tsx"
 
 export function ProjectsPage() {
-  const navigate = useNavigate()
-  const [id, setId] = useState("")
-  const [problem, setProblem] = useState<string | null>(null)
-  const open = (event: FormEvent) => {
-    event.preventDefault()
-    const trimmed = id.trim()
-    if (!isUuid(trimmed)) return setProblem("A project id looks like 0190a5c4-7d2e-7b1a-9f3e-2c4d5e6f7a8b")
-    navigate(`/p/${trimmed}`)
-  }
+  const projects = useProjects()
+  const queryClient = useQueryClient()
+  const [name, setName] = useState("")
+  const create = useApiMutation((client, name: string) => client.accounts.createProject({ payload: { name } }), {
+    onSuccess: async () => {
+      setName("")
+      await queryClient.invalidateQueries({ queryKey: accountKey("projects") })
+    }
+  })
   return (
     <Page title="Projects">
       <div className="space-y-6">
-        <div className="rounded-lg border border-slate-200 bg-white p-6">
-          <p className="text-slate-700">Your projects will be listed here once accounts exist.</p>
-          <p className="mt-2 text-sm text-slate-600">
-            Waits for issue #15, which adds <code className="rounded bg-slate-100 px-1.5 py-0.5 font-mono">GET /users/@me/projects</code>.
-          </p>
-        </div>
-        <form onSubmit={open} className="rounded-lg border border-slate-200 bg-white p-6" noValidate>
-          <label htmlFor="project-id" className="block text-sm font-medium text-slate-700">Open a project by its id</label>
-          <div className="mt-2 flex flex-col gap-2 sm:flex-row">
-            <input
-              id="project-id"
-              className="input font-mono"
-              value={id}
-              onChange={(event) => {
-                setId(event.target.value)
-                setProblem(null)
-              }}
-              aria-invalid={problem !== null}
-              aria-describedby={problem ? "project-id-problem" : undefined}
-              autoComplete="off"
-              spellCheck={false}
-            />
-            <button type="submit" className="btn-primary">Open</button>
-          </div>
-          {problem && <p id="project-id-problem" className="mt-2 text-sm text-red-700">{problem}</p>}
-        </form>
+        <QueryView query={projects} isEmpty={(list) => list.length === 0} empty={<Empty title="No projects yet">Create one below.</Empty>}>
+          {(list) => (
+            <Table label="Projects" head={["Name", "Your role", ["Created", wideOnly]]}>
+              {list.map((project) => (
+                <tr key={project.id}>
+                  <td className={cell}>
+                    <Link className="link" to={`/p/${project.id}`}>{project.name}</Link>
+                    {project.disabled && <span className="ml-2"><Badge tone="red">disabled</Badge></span>}
+                  </td>
+                  <td className={cell}><Badge tone={project.role === "MEMBER" ? "slate" : "indigo"}>{project.role}</Badge></td>
+                  <td className={`${cell} ${wideOnly} text-slate-600`}>{formatDate(project.createdAt)}</td>
+                </tr>
+              ))}
+            </Table>
+          )}
+        </QueryView>
+        <Card title="New project">
+          <form
+            className="flex flex-col gap-3 sm:flex-row sm:items-end"
+            onSubmit={(event) => {
+              event.preventDefault()
+              create.mutate(name.trim())
+            }}
+          >
+            <div className="flex-1">
+              <Field label="Project name" value={name} onChange={(event) => setName(event.target.value)} required maxLength={100} />
+            </div>
+            <button type="submit" className="btn-primary" disabled={create.isPending || name.trim() === ""}>Create project</button>
+          </form>
+          <MutationError error={create.error} />
+          {create.data && (
+            <div className="mt-5">
+              <KeysShownOnce keys={create.data} />
+              <Link className="btn-primary mt-4" to={`/p/${create.data.id}`}>Open {create.data.name}</Link>
+            </div>
+          )}
+        </Card>
       </div>
     </Page>
   )

@@ -1,8 +1,8 @@
-/** Templates: a page-numbered list with a type filter, and one template read-only (editing comes with the editor). */
+/** Templates: a page-numbered list with a type filter (the editor is TemplateEditor.tsx). */
 import { useState } from "react"
-import { Link, useParams } from "react-router"
+import { Link } from "react-router"
 import { useApiQuery, useProjectId } from "../api/hooks.ts"
-import { Badge, cell, Fields, formatDate, Page, Section, Table } from "../components/Page.tsx"
+import { Badge, cell, formatDate, Page, Table } from "../components/Page.tsx"
 import { Pager, pageLabel } from "../components/Pager.tsx"
 import { Empty, QueryView } from "../components/States.tsx"
 
@@ -17,7 +17,7 @@ export function TemplatesPage() {
     (client) => client.templates.list({ query: { page: String(page), pageSize: "20", sort: "updatedAt", ...(type ? { type } : {}) } })
   )
   return (
-    <Page title="Templates">
+    <Page title="Templates" actions={<Link to={`/p/${projectId}/templates/new`} className="btn-primary">New template</Link>}>
       <div className="mb-4 max-w-xs">
         <label htmlFor="template-type" className="mb-1 block text-sm font-medium text-slate-700">Type</label>
         <select
@@ -35,7 +35,7 @@ export function TemplatesPage() {
       <QueryView
         query={query}
         isEmpty={(result) => result.total === 0}
-        empty={<Empty title="No templates yet">Create one with <code>POST /templates</code>.</Empty>}
+        empty={<Empty title="No templates yet">Create one with New template.</Empty>}
       >
         {(result) => (
           <>
@@ -60,37 +60,5 @@ export function TemplatesPage() {
         )}
       </QueryView>
     </Page>
-  )
-}
-
-export function TemplatePage() {
-  const { templateId = "" } = useParams()
-  const projectId = useProjectId()
-  const query = useApiQuery(["templates", "get", templateId], (client) => client.templates.get({ params: { id: templateId } }))
-  return (
-    <QueryView query={query}>
-      {(template) => (
-        <Page title={template.name}>
-          <p className="-mt-4 mb-6 text-sm"><Link to={`/p/${projectId}/templates`} className="link">All templates</Link></p>
-          <Section title="Template">
-            <Fields
-              items={[
-                ["Type", <Badge tone="indigo">{template.type.toLowerCase()}</Badge>],
-                ["Subject", template.subject],
-                ["From", template.fromName ? `${template.fromName} <${template.from}>` : template.from],
-                ["Reply to", template.replyTo ?? "—"],
-                ["Description", template.description ?? "—"],
-                ["Updated", formatDate(template.updatedAt)]
-              ]}
-            />
-          </Section>
-          <Section title="Body">
-            <pre className="max-h-[32rem] overflow-auto whitespace-pre-wrap break-words rounded-lg border border-slate-200 bg-white p-4 font-mono text-xs text-slate-800">
-              {template.body}
-            </pre>
-          </Section>
-        </Page>
-      )}
-    </QueryView>
   )
 }
