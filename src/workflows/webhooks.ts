@@ -234,6 +234,8 @@ export const makeWebhookRunner = (options: { readonly outbox: Outbox["Service"];
           ).pipe(
             Effect.ignore,
             Effect.andThen(options.wakeRelay),
+            // A retry was scheduled (next_attempt_at): the sleeping webhook loop looks again for its due time.
+            Effect.andThen(runtime.wakeWebhooks),
             Effect.ensuring(Effect.sync(() => inFlight.delete(row.id))),
             Effect.forkDetach
           )
