@@ -402,7 +402,11 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
       for (const row of acquired) {
         yield* start(row.partition, Number(row.epoch), Number(row.lane_seq), Number(row.applied_seq), row.legacy_drained)
       }
-      if (acquired.length > 0) yield* wakeAll
+      if (acquired.length > 0) {
+        yield* wakeAll
+        // The lag of partitions just taken shows at once, not at the next LAG_REPORT.
+        yield* Effect.forkScoped(Effect.suspend(() => reportLag))
+      }
     }
     WorkerMetrics.partitionsOwned.set(owned.size)
   })
