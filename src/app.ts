@@ -17,6 +17,7 @@ import { Emails } from "./store/Emails.ts"
 import { Templates } from "./store/Templates.ts"
 import { Campaigns } from "./store/Campaigns.ts"
 import { WorkflowRuntime } from "./workflows/Runtime.ts"
+import { CompactionLive } from "./analytics/Compaction.ts"
 
 /** Postgres (migrated) and NATS (streams ensured). */
 export const InfraLive = Layer.mergeAll(DatabaseLive, Nats.layer)
@@ -36,7 +37,7 @@ export const CoreLive = Layer.mergeAll(
 export const ApiRoleLive = HttpLive.pipe(Layer.provideMerge(CoreLive))
 
 /** The worker role: partition leases, stream consumers and project actors. */
-export const WorkerRoleLive = WorkerLive.pipe(
+export const WorkerRoleLive = Layer.mergeAll(WorkerLive, CompactionLive).pipe(
   Layer.provide(MailTransport.layer),
   Layer.provide(WorkflowRuntime.layer),
   Layer.provideMerge(CoreLive)

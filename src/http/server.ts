@@ -33,15 +33,20 @@ import { ContactDirectory } from "../ingest/ContactDirectory.ts"
 import { EventPublisher } from "../ingest/EventPublisher.ts"
 import { Idempotency } from "./Idempotency.ts"
 import { RateLimiter } from "./RateLimiter.ts"
+import { ActivityHandlers } from "./handlers/activity.ts"
+import { AnalyticsHandlers } from "./handlers/analytics.ts"
+import { Activity } from "../store/Activity.ts"
+import { Analytics } from "../store/Analytics.ts"
 
 const ApiRoutes = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([SystemHandlers, TrackHandlers, ContactsHandlers, EventsHandlers, SegmentsHandlers, VerifyHandlers]),
   Layer.provide([SendHandlers, TemplatesHandlers, DomainsHandlers, LinksHandlers, WebhooksHandlers, CampaignsHandlers]),
-  Layer.provide([WorkflowsHandlers, DeadLettersHandlers]),
+  Layer.provide([WorkflowsHandlers, DeadLettersHandlers, ActivityHandlers, AnalyticsHandlers]),
   Layer.provide([SecretKeyAuthLive, PublicKeyAuthLive]),
   Layer.provide([RateLimiter.layer, Idempotency.layer, ContactDirectory.layer, EventPublisher.layer, Events.layer, Verifier.layer, ConditionCheck.layer.pipe(Layer.provideMerge(Segments.layer)), DeadLetters.layer]),
   Layer.provide(Notifications.layer),
-  Layer.provide(Workflows.layer)
+  Layer.provide(Workflows.layer),
+  Layer.provide(Activity.layer.pipe(Layer.provideMerge(Analytics.layer)))
 )
 
 const Routes = Layer.mergeAll(

@@ -14,6 +14,8 @@ import { SendApi } from "./send.ts"
 import { TemplatesApi } from "./templates.ts"
 import { WebhooksApi } from "./webhooks.ts"
 import { DeadLettersApi } from "./deadLetters.ts"
+import { ActivityApi } from "./activity.ts"
+import { AnalyticsApi } from "./analytics.ts"
 import { explicitOpenObjects } from "./openApiDocument.ts"
 
 export class Api extends HttpApi.make("mailstream")
@@ -31,6 +33,8 @@ export class Api extends HttpApi.make("mailstream")
   .add(LinksApi)
   .add(WebhooksApi)
   .add(DeadLettersApi)
+  .add(ActivityApi)
+  .add(AnalyticsApi)
   // Report every invalid field of a request at once, not just the first.
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
   .annotate(OpenApi.Transform, explicitOpenObjects)
