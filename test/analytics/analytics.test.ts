@@ -7,6 +7,7 @@
 import fc from "fast-check"
 import { randomUUID } from "node:crypto"
 import { readFileSync } from "node:fs"
+import pg from "pg"
 import { describe, expect, it } from "vitest"
 import { request, type StackContext, withStack } from "../support/stack.ts"
 
@@ -19,6 +20,8 @@ const T0 = Date.UTC(2024, 2, 5)
 const WINDOW = 10 * 24 * 3_600_000
 const iso = (time: number) => new Date(time).toISOString()
 const q = <T = Record<string, any>>(text: string, params: Array<unknown> = []) => context.stack.query<T>(text, params)
+/** The first row of a query that always answers one. */
+const one = async (text: string, params: Array<unknown> = []) => (await q(text, params))[0]!
 const get = async (path: string, key = context.project.secretKey) => {
   const response = await request(context.api.url, "GET", path, { key })
   if (response.status !== 200) throw new Error(`${path}: ${response.status} ${response.text}`)
@@ -59,7 +62,7 @@ const historyOf = (least: { emails: number; events: number }) =>
 const historyArb = historyOf({ emails: 0, events: 0 })
 /** One history busy enough to show every kind of item. */
 const busyHistory = (seed: number) => fc.sample(historyOf({ emails: 8, events: 25 }), { numRuns: 1, seed })[0]!
-type History = fc.Infer<typeof historyArb>
+type History = typeof historyArb extends fc.Arbitrary<infer T> ? T : never
 
 /** Empties the project and writes the history the way the service would (triggers do the counting). */
 const writeHistory = async (projectId: string, history: History) => {
@@ -234,7 +237,7 @@ const checkEverything = async (projectId: string, campaigns: ReadonlyArray<strin
     const to = Date.parse(series.to)
     const overview = await get(`/analytics/overview?${range}&tz=${tz}&stream=${stream}`)
     expect(pick(overview.current)).toEqual(pick((await rawMail(projectId, stream, from, to)).get("") ?? zeros))
-    const [{ n: newContacts }] = await q(`SELECT count(*)::int AS n FROM contacts WHERE project_id = $1 AND created_at >= $2 AND created_at < $3`, [projectId, iso(from), iso(to)])
+    const { n: newContacts } = await one(`SELECT count(*)::int AS n FROM contacts WHERE project_id = $1 AND created_at >= $2 AND created_at < $3`, [projectId, iso(from), iso(to)])
     expect(overview.current.newContacts).toBe(newContacts)
 
     const perDomain = await rawMail(projectId, stream, from, to, "domain")
@@ -268,9 +271,9 @@ const checkEverything = async (projectId: string, campaigns: ReadonlyArray<strin
     const audience = await get(`/analytics/audience?${range}&tz=${tz}`)
     for (const [index, bucket] of audience.buckets.entries()) {
       const end = audience.buckets[index + 1]?.start ?? audience.to
-      const [raw] = await q(`SELECT count(*) FILTER (WHERE created_at < $3)::int AS total, count(*) FILTER (WHERE created_at >= $2 AND created_at < $3)::int AS new
+      const raw = await one(`SELECT count(*) FILTER (WHERE created_at < $3)::int AS total, count(*) FILTER (WHERE created_at >= $2 AND created_at < $3)::int AS new
         FROM contacts WHERE project_id = $1`, [projectId, bucket.start, end])
-      const [unsub] = await q(`SELECT count(*)::int AS n FROM events WHERE project_id = $1 AND name = 'contact.unsubscribed' AND created_at >= $2 AND created_at < $3`, [projectId, bucket.start, end])
+      const unsub = await one(`SELECT count(*)::int AS n FROM events WHERE project_id = $1 AND name = 'contact.unsubscribed' AND created_at >= $2 AND created_at < $3`, [projectId, bucket.start, end])
       expect(bucket).toMatchObject({ total: raw.total, new: raw.new, unsubscribed: unsub.n })
     }
   }
@@ -322,7 +325,7 @@ describe("analytics answer what the raw tables say", () => {
       await checkEverything(context.project.id, campaigns)
       // Folding the shards changes no answer.
       await q(`SELECT ms_compact_rollups(now() + interval '10 years')`)
-      const [{ n }] = await q(`SELECT count(*)::int AS n FROM analytics_counters WHERE project_id = $1 AND shard <> 0`, [context.project.id])
+      const { n } = await one(`SELECT count(*)::int AS n FROM analytics_counters WHERE project_id = $1 AND shard <> 0`, [context.project.id])
       expect(n).toBe(0)
       await checkEverything(context.project.id, campaigns)
     }), { numRuns: 6 })
@@ -354,7 +357,7 @@ describe("the activity feed", () => {
       cursor = page.cursor
       expect(page.hasMore).toBe(cursor !== null)
     } while (cursor)
-    const [{ n }] = await q(`SELECT ((SELECT count(*) FROM events WHERE project_id = $1) + (SELECT count(*) FROM contacts WHERE project_id = $1)
+    const { n } = await one(`SELECT ((SELECT count(*) FROM events WHERE project_id = $1) + (SELECT count(*) FROM contacts WHERE project_id = $1)
       + (SELECT count(*) FROM activity_log WHERE project_id = $1))::int AS n`, [context.project.id])
     expect(all.length).toBe(n)
     expect(new Set(all.map((item) => `${item.type}:${item.id}`)).size).toBe(n)
@@ -464,4 +467,52 @@ describe("isolation and input", () => {
     }
     expect(doc.paths["/analytics/timeseries"].get.parameters.map((p: any) => p.name).sort()).toEqual(["from", "stream", "to", "tz"])
   })
+})
+
+describe("concurrent writers", () => {
+  it("do not wait for each other's rollup rows, and their counts add up exactly", async () => {
+    const projectId = context.project.id
+    await writeHistory(projectId, { contacts: [0, 0, 0, 0, 0, 0], emails: [], events: [], deleteViews: false })
+    const { id: contactId } = await one(`SELECT id FROM contacts WHERE project_id = $1 LIMIT 1`, [projectId])
+    const clients: Array<pg.Client> = []
+    try {
+      for (let i = 0; i < 6; i++) {
+        const client = new pg.Client({ connectionString: context.stack.databaseUrl })
+        await client.connect()
+        clients.push(client)
+      }
+      const shardOf = async (client: pg.Client) => (await client.query(`SELECT ms_rollup_shard() AS shard`)).rows[0].shard as number
+      const shards = await Promise.all(clients.map(shardOf))
+      const a = clients[0]!
+      const b = clients[shards.findIndex((shard) => shard !== shards[0])]!
+      const insert = (client: pg.Client, name: string) =>
+        client.query(`INSERT INTO events (id, project_id, contact_id, name, data, created_at) VALUES (gen_random_uuid(), $1, $2, $3, '{}', $4)`,
+          [projectId, contactId, name, iso(T0 + 3_600_000)])
+      // A batch holds its rows until it commits; another worker's batch in the same bucket goes on meanwhile.
+      await a.query("BEGIN")
+      await insert(a, "race")
+      await b.query("BEGIN")
+      const started = Date.now()
+      await b.query("SET LOCAL lock_timeout = '3s'")
+      await insert(b, "race")
+      expect(Date.now() - started).toBeLessThan(3000)
+      await b.query("COMMIT")
+      await a.query("COMMIT")
+      // Six writers, 20 transactions each, same buckets: exact totals.
+      await Promise.all(clients.map(async (client) => {
+        for (let i = 0; i < 20; i++) {
+          await client.query("BEGIN")
+          await insert(client, "burst")
+          await insert(client, "burst")
+          await client.query("COMMIT")
+        }
+      }))
+    } finally {
+      await Promise.all(clients.map((client) => client.end()))
+    }
+    const events = await get(`/analytics/top-events?from=${iso(T0)}&to=${iso(T0 + WINDOW)}`)
+    expect(events.events.map((e: any) => [e.name, e.count])).toEqual([["burst", 240], ["race", 2]])
+    const { rows } = await one(`SELECT count(DISTINCT shard)::int AS rows FROM analytics_counters WHERE project_id = $1 AND key = 'burst' AND grain = 60`, [projectId])
+    expect(rows).toBeGreaterThan(1)
+  }, 60_000)
 })
