@@ -21,7 +21,8 @@ const BENCHMARKS: Record<string, () => Promise<Benchmark>> = {
   send: () => import("./send.ts"),
   campaigns: () => import("./campaigns.ts"),
   workflows: () => import("./workflows.ts"),
-  idle: () => import("./idle.ts")
+  idle: () => import("./idle.ts"),
+  analytics: () => import("./analytics.ts")
 }
 
 const [name, ...args] = process.argv.slice(2)

@@ -7,9 +7,13 @@
 -- is not counted again). Triggers are per statement with transition tables: a batch of 500 events is
 -- one grouped upsert of a few rows, not 500.
 --
--- Grains: each delta is added to its 15-minute, hour and (UTC) day bucket. A range is read as whole
--- days in its middle, whole hours and quarter hours at its ends; local days and hours of every zone
--- start on a quarter hour (Asia/Kolkata +05:30, Asia/Kathmandu +05:45), so every bucket edge is exact.
+-- Grains: each delta is added to its hour and (UTC) day bucket, and the project-wide series (mail per
+-- stream, activity types) to its 15-minute bucket too. A range is read as whole days in its middle,
+-- whole hours and quarter hours at its ends; local days and hours of every zone start on a quarter hour
+-- (Asia/Kolkata +05:30, Asia/Kathmandu +05:45), so every bucket edge of those series is exact. Per-key
+-- rows (campaigns, domains, links, event names) have no quarter hours: there are many keys, and a
+-- project busy all day would keep ~35,000 quarter rows a year per key; their ranges are whole UTC hours
+-- (the endpoints say which range they counted).
 --
 -- Shards: concurrent writers (several workers' lanes of one busy project, the sender, api processes
 -- recording opens) would otherwise all add to the same row per project and bucket, and each would hold
@@ -103,13 +107,13 @@ CREATE FUNCTION ms_activity_type(name text) RETURNS text LANGUAGE sql IMMUTABLE 
 CREATE TYPE ms_email_delta AS (project_id uuid, stream text, campaign_id uuid, domain text, metric text, at timestamptz, n bigint);
 CREATE TYPE ms_counter_delta AS (project_id uuid, kind text, stream text, key text, at timestamptz, n bigint);
 
--- Rows are upserted in key order, so two writers sharing a shard wait for each other instead of deadlocking within a statement.
+-- Deltas are summed per quarter hour first (a batch's rows mostly share one), spread over the keys they
+-- count under, then summed again into hours and days. Rows are upserted in key order, so two writers
+-- sharing a shard wait for each other instead of deadlocking within a statement.
 CREATE FUNCTION ms_apply_email_deltas(deltas ms_email_delta[]) RETURNS void LANGUAGE sql AS $$
-  INSERT INTO analytics_email_rollups AS r (project_id, kind, stream, grain, bucket, key, shard, queued, sent, delivered, opened,
-                                           clicked, bounced, hard_bounced, soft_bounced, complained, unsubscribed)
-  SELECT * FROM (
-    SELECT d.project_id, s.kind, s.stream, g.grain, date_bin(make_interval(mins => g.grain), d.at, TIMESTAMPTZ '2000-01-01 00:00:00+00') AS bucket,
-           s.key, ms_rollup_shard(),
+  WITH base AS (
+    SELECT d.project_id, d.stream, d.campaign_id, d.domain,
+           date_bin(interval '15 minutes', d.at, TIMESTAMPTZ '2000-01-01 00:00:00+00') AS bucket,
            COALESCE(sum(d.n) FILTER (WHERE d.metric = 'queued'), 0) AS queued,
            COALESCE(sum(d.n) FILTER (WHERE d.metric = 'sent'), 0) AS sent,
            COALESCE(sum(d.n) FILTER (WHERE d.metric = 'delivered'), 0) AS delivered,
@@ -121,31 +125,47 @@ CREATE FUNCTION ms_apply_email_deltas(deltas ms_email_delta[]) RETURNS void LANG
            COALESCE(sum(d.n) FILTER (WHERE d.metric = 'complained'), 0) AS complained,
            COALESCE(sum(d.n) FILTER (WHERE d.metric = 'unsubscribed'), 0) AS unsubscribed
     FROM unnest(deltas) d
-    CROSS JOIN LATERAL (VALUES ('p', 'ALL', ''), ('p', d.stream, ''), ('d', 'ALL', d.domain), ('d', d.stream, d.domain),
-                               ('c', 'ALL', d.campaign_id::text)) s(kind, stream, key)
-    CROSS JOIN (VALUES (15::smallint), (60::smallint), (1440::smallint)) g(grain)
+    GROUP BY 1, 2, 3, 4, 5
+  ), quarters AS (
+    SELECT b.project_id, s.kind, s.stream, s.key, b.bucket, sum(b.queued) AS queued, sum(b.sent) AS sent, sum(b.delivered) AS delivered, sum(b.opened) AS opened, sum(b.clicked) AS clicked, sum(b.bounced) AS bounced, sum(b.hard_bounced) AS hard_bounced, sum(b.soft_bounced) AS soft_bounced, sum(b.complained) AS complained, sum(b.unsubscribed) AS unsubscribed
+    FROM base b
+    CROSS JOIN LATERAL (VALUES ('p', 'ALL', ''), ('p', b.stream, ''), ('d', 'ALL', b.domain), ('d', b.stream, b.domain),
+                               ('c', 'ALL', b.campaign_id::text)) s(kind, stream, key)
     WHERE s.stream IS NOT NULL AND s.key IS NOT NULL
-    GROUP BY d.project_id, s.kind, s.stream, g.grain, 5, s.key
-  ) x
+    GROUP BY 1, 2, 3, 4, 5
+  ), grains AS (
+    SELECT project_id, kind, stream, 15::smallint AS grain, bucket, key, queued, sent, delivered, opened, clicked, bounced, hard_bounced, soft_bounced, complained, unsubscribed FROM quarters WHERE kind = 'p'
+    UNION ALL
+    SELECT q.project_id, q.kind, q.stream, g.grain, date_bin(make_interval(mins => g.grain), q.bucket, TIMESTAMPTZ '2000-01-01 00:00:00+00'),
+           q.key, sum(q.queued), sum(q.sent), sum(q.delivered), sum(q.opened), sum(q.clicked), sum(q.bounced), sum(q.hard_bounced), sum(q.soft_bounced), sum(q.complained), sum(q.unsubscribed)
+    FROM quarters q CROSS JOIN (VALUES (60::smallint), (1440::smallint)) g(grain)
+    GROUP BY 1, 2, 3, 4, 5, 6
+  )
+  INSERT INTO analytics_email_rollups AS r (project_id, kind, stream, grain, bucket, key, shard, queued, sent, delivered, opened, clicked, bounced, hard_bounced, soft_bounced, complained, unsubscribed)
+  SELECT project_id, kind, stream, grain, bucket, key, ms_rollup_shard(), queued, sent, delivered, opened, clicked, bounced, hard_bounced, soft_bounced, complained, unsubscribed FROM grains
   WHERE (queued, sent, delivered, opened, clicked, bounced, hard_bounced, soft_bounced, complained, unsubscribed) <> (0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
   ORDER BY 1, 2, 3, 4, 5, 6
   ON CONFLICT (project_id, kind, stream, grain, bucket, key, shard) DO UPDATE SET
-    queued = r.queued + EXCLUDED.queued, sent = r.sent + EXCLUDED.sent, delivered = r.delivered + EXCLUDED.delivered,
-    opened = r.opened + EXCLUDED.opened, clicked = r.clicked + EXCLUDED.clicked, bounced = r.bounced + EXCLUDED.bounced,
-    hard_bounced = r.hard_bounced + EXCLUDED.hard_bounced, soft_bounced = r.soft_bounced + EXCLUDED.soft_bounced,
-    complained = r.complained + EXCLUDED.complained, unsubscribed = r.unsubscribed + EXCLUDED.unsubscribed
+    queued = r.queued + EXCLUDED.queued, sent = r.sent + EXCLUDED.sent, delivered = r.delivered + EXCLUDED.delivered, opened = r.opened + EXCLUDED.opened, clicked = r.clicked + EXCLUDED.clicked, bounced = r.bounced + EXCLUDED.bounced, hard_bounced = r.hard_bounced + EXCLUDED.hard_bounced, soft_bounced = r.soft_bounced + EXCLUDED.soft_bounced, complained = r.complained + EXCLUDED.complained, unsubscribed = r.unsubscribed + EXCLUDED.unsubscribed
 $$;
 
 CREATE FUNCTION ms_apply_counter_deltas(deltas ms_counter_delta[]) RETURNS void LANGUAGE sql AS $$
-  INSERT INTO analytics_counters AS r (project_id, kind, stream, grain, bucket, key, shard, n)
-  SELECT * FROM (
-    SELECT d.project_id, d.kind, d.stream, g.grain, date_bin(make_interval(mins => g.grain), d.at, TIMESTAMPTZ '2000-01-01 00:00:00+00') AS bucket,
-           left(d.key, 500) AS key, ms_rollup_shard(), sum(d.n) AS n
+  WITH quarters AS (
+    SELECT d.project_id, d.kind, d.stream, left(d.key, 500) AS key,
+           date_bin(interval '15 minutes', d.at, TIMESTAMPTZ '2000-01-01 00:00:00+00') AS bucket, sum(d.n) AS n
     FROM unnest(deltas) d
-    CROSS JOIN (VALUES (15::smallint), (60::smallint), (1440::smallint)) g(grain)
     WHERE d.key IS NOT NULL AND d.stream IS NOT NULL
-    GROUP BY d.project_id, d.kind, d.stream, g.grain, 5, 6
-  ) x
+    GROUP BY 1, 2, 3, 4, 5
+  ), grains AS (
+    SELECT project_id, kind, stream, 15::smallint AS grain, bucket, key, n FROM quarters WHERE kind = 'type'
+    UNION ALL
+    SELECT q.project_id, q.kind, q.stream, g.grain, date_bin(make_interval(mins => g.grain), q.bucket, TIMESTAMPTZ '2000-01-01 00:00:00+00'),
+           q.key, sum(q.n)
+    FROM quarters q CROSS JOIN (VALUES (60::smallint), (1440::smallint)) g(grain)
+    GROUP BY 1, 2, 3, 4, 5, 6
+  )
+  INSERT INTO analytics_counters AS r (project_id, kind, stream, grain, bucket, key, shard, n)
+  SELECT project_id, kind, stream, grain, bucket, key, ms_rollup_shard(), n FROM grains
   WHERE n <> 0
   ORDER BY 1, 2, 3, 4, 5, 6
   ON CONFLICT (project_id, kind, stream, grain, bucket, key, shard) DO UPDATE SET n = r.n + EXCLUDED.n

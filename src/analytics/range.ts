@@ -235,3 +235,22 @@ export const analyticsRange = (query: RangeQuery, now: number): AnalyticsRange |
   }
   return { from: first.start, to: buckets.at(-1)!.end, tz, stream: stream as Stream, granularity, buckets, previous }
 }
+
+/**
+ * The range widened to whole UTC hours: per-key rollups (campaigns, domains, links, event names) keep
+ * no quarter hours, so in a zone whose offset is not whole hours their totals count from the hour
+ * before `from` to the hour after `to`, and say so.
+ */
+export const wholeHours = (range: AnalyticsRange): AnalyticsRange => {
+  const floor = (time: number) => Math.floor(time / HOUR) * HOUR
+  const ceil = (time: number) => Math.ceil(time / HOUR) * HOUR
+  const widen = (buckets: ReadonlyArray<Bucket>) =>
+    buckets.map((bucket, index) => ({
+      ...bucket,
+      start: index === 0 ? floor(bucket.start) : bucket.start,
+      end: index === buckets.length - 1 ? ceil(bucket.end) : bucket.end
+    }))
+  const buckets = widen(range.buckets)
+  const previous = widen(range.previous)
+  return { ...range, from: buckets[0]!.start, to: buckets.at(-1)!.end, buckets, previous }
+}

@@ -164,6 +164,8 @@ export class AnalyticsApi extends HttpApiGroup.make("analytics")
       " days), `tz` and `stream`; bad values answer 422 naming the field. Figures are read from rollups kept in the " +
       "transactions that record mail and events, so they are exact and cost the same whatever the project's size. " +
       "Every local day and hour of every zone starts on a quarter hour; the rare zone whose offset in a range is not a " +
-      "whole number of quarter hours (historic local mean time) answers 422 on `tz`."
+      "whole number of quarter hours (historic local mean time) answers 422 on `tz`. Per-key figures (top-campaigns, " +
+      "campaign-stats, top-events, deliverability, links) count whole UTC hours: in a zone such as Asia/Kolkata their " +
+      "range starts up to 45 minutes earlier and ends up to 45 minutes later; `from` and `to` in the answer are the range counted."
   }))
 {}

@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { type AnalyticsRange, analyticsRange, type RangeQuery } from "../../analytics/range.ts"
+import { type AnalyticsRange, analyticsRange, type RangeQuery, wholeHours } from "../../analytics/range.ts"
 import { isUuid } from "../../domain/ids.ts"
 import { Analytics, type EmailTotals, rate, rates } from "../../store/Analytics.ts"
 import { Api } from "../api/Api.ts"
@@ -35,10 +35,15 @@ const zoneRefused = (range: AnalyticsRange) => (error: unknown) =>
 
 export const AnalyticsHandlers = HttpApiBuilder.group(Api, "analytics", Effect.fnUntraced(function*(handlers) {
   const analytics = yield* Analytics
-  const withRange = <A>(query: RangeQuery, use: (projectId: string, range: AnalyticsRange) => Effect.Effect<A, ApiError | unknown>) =>
+  const withRange = <A>(
+    query: RangeQuery,
+    use: (projectId: string, range: AnalyticsRange) => Effect.Effect<A, ApiError | unknown>,
+    perKey = false
+  ) =>
     rendered(Effect.gen(function*() {
       const project = yield* CurrentProject
-      const range = yield* rangeOf(query)
+      const checked = yield* rangeOf(query)
+      const range = perKey ? wholeHours(checked) : checked
       return yield* use(project.id, range).pipe(Effect.catch((error) => error instanceof ApiError ? Effect.fail(error) : zoneRefused(range)(error)))
     }))
 
@@ -71,7 +76,7 @@ export const AnalyticsHandlers = HttpApiBuilder.group(Api, "analytics", Effect.f
             sort === "openRate" ? campaign.rates.openRate : sort === "clickRate" ? campaign.rates.clickRate : campaign[sort as "sent"]
           const ranked = [...campaigns].sort((a, b) => score(b) - score(a) || b.sent - a.sent || (a.id < b.id ? -1 : 1))
           return { ...echo(range), campaigns: ranked.slice(0, clamp(query.limit, 5, 50)) }
-        })))
+        }), true))
     .handle("campaignStats", ({ query }) =>
       withRange(query, (projectId, range) =>
         Effect.gen(function*() {
@@ -81,10 +86,10 @@ export const AnalyticsHandlers = HttpApiBuilder.group(Api, "analytics", Effect.f
           if (campaignId !== undefined && campaigns.length === 0) return yield* ApiError.notFound("Campaign")
           const ranked = [...campaigns].sort((a, b) => b.sent - a.sent || b.recipients - a.recipients || (a.id < b.id ? -1 : 1))
           return { ...echo(range), campaigns: ranked.slice(0, clamp(query.limit, 100, 500)) }
-        })))
+        }), true))
     .handle("topEvents", ({ query }) =>
       withRange(query, (projectId, range) =>
-        Effect.map(analytics.topEvents(projectId, range, clamp(query.limit, 10, 100)), (events) => ({ ...echo(range), events }))))
+        Effect.map(analytics.topEvents(projectId, range, clamp(query.limit, 10, 100)), (events) => ({ ...echo(range), events })), true))
     .handle("deliverability", ({ query }) =>
       withRange(query, (projectId, range) =>
         Effect.map(analytics.deliverability(projectId, range, clamp(query.limit, 20, 100)), (domains) => ({
@@ -101,10 +106,10 @@ export const AnalyticsHandlers = HttpApiBuilder.group(Api, "analytics", Effect.f
             bounceRate: rate(d.bounced, d.sent),
             complaintRate: rate(d.complained, d.sent)
           }))
-        }))))
+        })), true))
     .handle("links", ({ query }) =>
       withRange(query, (projectId, range) =>
-        Effect.map(analytics.links(projectId, range, clamp(query.limit, 20, 100)), (links) => ({ ...echo(range), links }))))
+        Effect.map(analytics.links(projectId, range, clamp(query.limit, 20, 100)), (links) => ({ ...echo(range), links })), true))
     .handle("heatmap", ({ query }) =>
       withRange(query, (projectId, range) => Effect.map(analytics.heatmap(projectId, range), (cells) => ({ ...echo(range), cells }))))
     .handle("audience", ({ query }) =>
