@@ -99,7 +99,8 @@ describe("/openapi.json", () => {
         .filter((p: any) => p.in === "query" && p.schema.type === "string" && p.schema.enum === undefined && p.schema.format === undefined)
         .map((p: any) => p.name as string)
     )
-    expect([...new Set(plain)].sort()).toEqual(["cursor", "name", "search"])
+    // tz is a zone name, types a comma-separated list of activity types (described on the parameter).
+    expect([...new Set(plain)].sort()).toEqual(["cursor", "name", "search", "types", "tz"])
   })
 
   it("keeps the lenient reading the spec asks for: unusable sort, dir, limit and page values fall back to defaults", async () => {

@@ -16,7 +16,7 @@ const rangeParams = {
 const limitParam = (fallback: number, max: number) =>
   QueryParam.integer(`How many; default ${fallback}, values outside 1..${max} are clamped`, { minimum: 1, maximum: max, default: fallback })
 
-const Rate = Schema.Number.check(Schema.isGreaterThanOrEqualTo(0)).annotate({ description: "A share from 0 to 1 (0 when the base is 0)" })
+const Rate = Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0)).annotate({ description: "A share from 0 to 1 (0 when the base is 0)" })
 const Rates = Schema.Struct({
   deliveryRate: Rate.annotate({ description: "delivered / sent" }),
   openRate: Rate.annotate({ description: "unique opens / sent" }),
@@ -97,7 +97,7 @@ export class AnalyticsApi extends HttpApiGroup.make("analytics")
       current: Totals,
       previous: Totals,
       rates: Rates,
-      change: Schema.Record(Schema.String, Schema.NullOr(Schema.Number)).annotate({
+      change: Schema.Record(Schema.String, Schema.NullOr(Schema.Finite)).annotate({
         description: "Per metric: (current - previous) / previous, null when the previous period had none"
       })
     }), "Headline numbers for the range and the previous period of equal length."),
