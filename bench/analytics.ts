@@ -17,7 +17,6 @@ const DAYS = 400
 const SECONDS = DAYS * 86_400
 const CONTACTS = 200_000
 
-const STREAM = `CASE WHEN e.campaign_id IS NOT NULL THEN 'CAMPAIGN' WHEN e.workflow_id IS NOT NULL THEN 'WORKFLOW' ELSE 'TRANSACTIONAL' END`
 const METRIC_ROWS = ["sent", "delivered", "opened", "clicked", "bounced", "complained"]
   .map((m) => `SELECT '${m}' AS metric, ${m}_at AS at FROM emails WHERE project_id = $1 AND ${m}_at >= $4 AND ${m}_at < $3`)
   .concat(`SELECT 'unsubscribed', created_at FROM events WHERE project_id = $1 AND name = 'contact.unsubscribed' AND created_at >= $4 AND created_at < $3`)
@@ -32,13 +31,18 @@ const BASELINES: Record<string, string> = {
   timeseries: `SELECT date_trunc('day', at AT TIME ZONE $5) AS day, metric, count(*) FROM (${METRIC_ROWS}) m GROUP BY 1, 2`,
   overview: `SELECT at >= $2 AS current, metric, count(*) FROM (${METRIC_ROWS}
                UNION ALL SELECT 'newContacts', created_at FROM contacts WHERE project_id = $1 AND created_at >= $4 AND created_at < $3) m GROUP BY 1, 2`,
+  // Unsubscribes attributed once (each to the last mail its contact was sent before it), then joined.
   "top-campaigns": `
+    WITH unsubscribes AS (
+      SELECT last.campaign_id, count(*) AS n FROM events ev
+      JOIN LATERAL (SELECT x.campaign_id FROM emails x WHERE x.contact_id = ev.contact_id AND x.project_id = $1 AND x.sent_at <= ev.created_at
+                    ORDER BY x.sent_at DESC, x.id DESC LIMIT 1) last ON true
+      WHERE ev.project_id = $1 AND ev.name = 'contact.unsubscribed' AND ev.created_at >= $2 AND ev.created_at < $3 GROUP BY 1)
     SELECT e.campaign_id, count(*) FILTER (WHERE e.created_at >= $2 AND e.created_at < $3) AS recipients,
            ${["sent", "delivered", "opened", "clicked", "bounced", "complained"].map((m) => `count(*) FILTER (WHERE e.${m}_at >= $2 AND e.${m}_at < $3) AS ${m}`).join(", ")},
-           (SELECT count(*) FROM events ev JOIN LATERAL (SELECT x.campaign_id FROM emails x WHERE x.contact_id = ev.contact_id AND x.project_id = $1
-              AND x.sent_at <= ev.created_at ORDER BY x.sent_at DESC, x.id DESC LIMIT 1) last ON last.campaign_id = e.campaign_id
-            WHERE ev.project_id = $1 AND ev.name = 'contact.unsubscribed' AND ev.created_at >= $2 AND ev.created_at < $3 AND $4::timestamptz IS NOT NULL) AS unsubscribed
-    FROM emails e WHERE e.project_id = $1 AND e.campaign_id IS NOT NULL AND $5::text IS NOT NULL GROUP BY e.campaign_id ORDER BY opened DESC LIMIT 5`,
+           COALESCE(max(u.n), 0) AS unsubscribed
+    FROM emails e LEFT JOIN unsubscribes u USING (campaign_id)
+    WHERE e.project_id = $1 AND e.campaign_id IS NOT NULL GROUP BY e.campaign_id ORDER BY opened DESC LIMIT 5`,
   "top-events": `SELECT name, count(*) FILTER (WHERE created_at >= $2) AS count, count(*) FILTER (WHERE created_at < $2) AS previous
                  FROM events WHERE project_id = $1 AND created_at >= $4 AND created_at < $3 AND ${CUSTOM} AND $5::text IS NOT NULL
                  GROUP BY name ORDER BY 2 DESC LIMIT 10`,
