@@ -113,13 +113,18 @@ export const localBuckets = (zone: string, from: number, to: number, granularity
     day -= DAY
     start = instantOfWallClock(zone, day)
   }
+  // Most days are 24 hours long: the next midnight is 24 hours on while the offset stays the same. Zone
+  // lookups are slow (Intl), so the offset is probed a week ahead: the same there means the same all week
+  // (no zone changes its offset twice within a week); only a week with a change is looked at day by day.
+  let offset = day - start
+  let sameUntil = start
   while (start < to) {
-    // Most days are 24 hours long: the next midnight is 24 hours on when the offset is still the same
-    // there (one zone lookup per day; a year of days is read per request).
     const guess = start + DAY
-    const end = offsetAt(zone, guess) === day - start ? guess : instantOfWallClock(zone, day + DAY)
+    if (guess > sameUntil) sameUntil = offsetAt(zone, start + 7 * DAY) === offset ? start + 7 * DAY : start
+    const end = guess <= sameUntil || offsetAt(zone, guess) === offset ? guess : instantOfWallClock(zone, day + DAY)
     buckets.push({ start, end, local: label(day, "day") })
     day += DAY
+    offset = day - end
     start = end
   }
   return buckets
