@@ -23,7 +23,8 @@ const BENCHMARKS: Record<string, () => Promise<Benchmark>> = {
   workflows: () => import("./workflows.ts"),
   idle: () => import("./idle.ts"),
   roundtrips: () => import("./roundtrips.ts"),
-  import: () => import("./import.ts")
+  import: () => import("./import.ts"),
+  analytics: () => import("./analytics.ts")
 }
 
 const [name, ...args] = process.argv.slice(2)

@@ -21,6 +21,7 @@ import { WorkflowRuntime } from "./workflows/Runtime.ts"
 import { ProtectionMonitorLive } from "./accounts/ProtectionMonitor.ts"
 import { HeldMailResumerLive } from "./billing/heldMail.ts"
 import { Billing } from "./store/Billing.ts"
+import { CompactionLive } from "./analytics/Compaction.ts"
 
 /** Postgres (migrated) and NATS (streams ensured). */
 export const InfraLive = Layer.mergeAll(DatabaseLive, Nats.layer)
@@ -40,7 +41,7 @@ export const CoreLive = Layer.mergeAll(
 export const ApiRoleLive = HttpLive.pipe(Layer.provideMerge(CoreLive))
 
 /** The worker role: partition leases, stream consumers and project actors. */
-export const WorkerRoleLive = Layer.mergeAll(WorkerLive, ProtectionMonitorLive, HeldMailResumerLive).pipe(
+export const WorkerRoleLive = Layer.mergeAll(WorkerLive, ProtectionMonitorLive, HeldMailResumerLive, CompactionLive).pipe(
   Layer.provide(MailTransport.layer),
   Layer.provide(WorkflowRuntime.layer),
   Layer.provide(Billing.layer),

@@ -42,18 +42,23 @@ import { BillingWebhookHandlers } from "./handlers/billingWebhook.ts"
 import { UploadedFilesHandlers, UploadsHandlers } from "./handlers/uploads.ts"
 import { DashboardSessions, SessionAuthLive } from "./session.ts"
 import { AccountsLive } from "../accounts/layers.ts"
+import { ActivityHandlers } from "./handlers/activity.ts"
+import { AnalyticsHandlers } from "./handlers/analytics.ts"
+import { Activity } from "../store/Activity.ts"
+import { Analytics } from "../store/Analytics.ts"
 
 const ApiRoutes = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([SystemHandlers, TrackHandlers, ContactsHandlers, EventsHandlers, SegmentsHandlers, VerifyHandlers]),
   Layer.provide([SendHandlers, TemplatesHandlers, DomainsHandlers, LinksHandlers, WebhooksHandlers, CampaignsHandlers]),
-  Layer.provide([WorkflowsHandlers, DeadLettersHandlers, ContactJobsHandlers]),
+  Layer.provide([WorkflowsHandlers, DeadLettersHandlers, ContactJobsHandlers, ActivityHandlers, AnalyticsHandlers]),
   Layer.provide([AuthHandlers, AccountsHandlers, BillingWebhookHandlers, UploadsHandlers, UploadedFilesHandlers]),
   Layer.provide([SecretKeyAuthLive, PublicKeyAuthLive, SessionAuthLive]),
   Layer.provide(DashboardSessions.layer),
   Layer.provide(AccountsLive),
   Layer.provide([RateLimiter.layer, Idempotency.layer, ContactDirectory.layer, EventPublisher.layer, Events.layer, Verifier.layer, ConditionCheck.layer.pipe(Layer.provideMerge(Segments.layer)), DeadLetters.layer, ContactJobs.layer]),
   Layer.provide(Notifications.layer),
-  Layer.provide(Workflows.layer)
+  Layer.provide(Workflows.layer),
+  Layer.provide(Activity.layer.pipe(Layer.provideMerge(Analytics.layer)))
 )
 
 const Routes = Layer.mergeAll(

@@ -107,8 +107,9 @@ describe("/openapi.json", () => {
         .filter((p: any) => p.in === "query" && p.schema.type === "string" && p.schema.enum === undefined && p.schema.format === undefined)
         .map((p: any) => p.name as string)
     )
-    // code, state and error: the opaque values an OAuth provider sends back to /auth/oauth/:provider/callback.
-    expect([...new Set(plain)].sort()).toEqual(["code", "cursor", "error", "name", "search", "state"])
+    // code, state and error: the opaque values an OAuth provider sends back to /auth/oauth/:provider/callback;
+    // tz is a zone name, types a comma-separated list of activity types (described on the parameter).
+    expect([...new Set(plain)].sort()).toEqual(["code", "cursor", "error", "name", "search", "state", "types", "tz"])
   })
 
   it("keeps the lenient reading the spec asks for: unusable sort, dir, limit and page values fall back to defaults", async () => {

@@ -15,6 +15,8 @@ import { SendApi } from "./send.ts"
 import { TemplatesApi } from "./templates.ts"
 import { WebhooksApi } from "./webhooks.ts"
 import { DeadLettersApi } from "./deadLetters.ts"
+import { ActivityApi } from "./activity.ts"
+import { AnalyticsApi } from "./analytics.ts"
 import { explicitOpenObjects } from "./openApiDocument.ts"
 import { AuthApi } from "./auth.ts"
 import { AccountsApi, BillingWebhookApi } from "./accounts.ts"
@@ -41,6 +43,8 @@ export class Api extends HttpApi.make("mailstream")
   .add(BillingWebhookApi)
   .add(UploadsApi)
   .add(UploadedFilesApi)
+  .add(ActivityApi)
+  .add(AnalyticsApi)
   // Report every invalid field of a request at once, not just the first.
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
   .annotate(OpenApi.Transform, explicitOpenObjects)

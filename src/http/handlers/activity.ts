@@ -1,0 +1,117 @@
+import { Effect } from "effect"
+import { HttpApiBuilder } from "effect/http-api"
+import { ACTIVITY_TYPES, type ActivityType, isActivityType } from "../../analytics/activityTypes.ts"
+import { DAY, type FieldProblem, parseInstant } from "../../analytics/range.ts"
+import { isUuid } from "../../domain/ids.ts"
+import { Activity } from "../../store/Activity.ts"
+import { Api } from "../api/Api.ts"
+import { CurrentProject } from "../api/security.ts"
+import { ApiError, rendered } from "../errors.ts"
+import { nonEmpty, parseLimit } from "../query.ts"
+
+const iso = (time: number) => new Date(time).toISOString()
+
+/** Checks raw query values, collecting every problem, so one 422 names all the bad fields. */
+const fieldReader = () => {
+  const problems: Array<FieldProblem> = []
+  return {
+    problems,
+    instant: (field: string, raw: string | undefined) => {
+      const value = nonEmpty(raw)
+      if (value === undefined) return undefined
+      const time = parseInstant(value)
+      if (time === undefined) problems.push({ field, message: "expected an ISO 8601 date-time (1970 to 9999)", code: "invalid_date", received: value })
+      return time
+    },
+    uuid: (field: string, raw: string | undefined) => {
+      const value = nonEmpty(raw)
+      if (value !== undefined && !isUuid(value)) problems.push({ field, message: "expected a UUID", code: "invalid_string", received: value })
+      return value?.toLowerCase()
+    },
+    types: (raw: string | undefined) => {
+      const value = nonEmpty(raw)
+      if (value === undefined) return undefined
+      const types = value.split(",").map((type) => type.trim()).filter((type) => type !== "")
+      const unknown = types.filter((type) => !isActivityType(type))
+      if (unknown.length > 0) {
+        problems.push({ field: "types", message: `unknown types ${unknown.join(", ")}; expected any of ${ACTIVITY_TYPES.join(", ")}`, code: "invalid_enum_value", received: value })
+      }
+      return types.filter(isActivityType)
+    },
+    done: () => (problems.length > 0 ? Effect.fail(ApiError.validation(problems)) : Effect.void)
+  }
+}
+
+const sorted = (counts: Map<ActivityType, number>) =>
+  [...counts].map(([type, count]) => ({ type, count })).sort((a, b) => b.count - a.count || (a.type < b.type ? -1 : 1))
+
+export const ActivityHandlers = HttpApiBuilder.group(Api, "activity", Effect.fnUntraced(function*(handlers) {
+  const activity = yield* Activity
+  const store = <A, E>(effect: Effect.Effect<A, E>) => Effect.orDie(effect)
+
+  return handlers
+    .handle("feed", ({ query }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const read = fieldReader()
+        const feedQuery = {
+          limit: parseLimit(query.limit),
+          cursor: nonEmpty(query.cursor),
+          types: read.types(query.types),
+          contactId: read.uuid("contactId", query.contactId),
+          campaignId: read.uuid("campaignId", query.campaignId),
+          workflowId: read.uuid("workflowId", query.workflowId),
+          from: read.instant("from", query.from),
+          to: read.instant("to", query.to),
+          search: nonEmpty(query.search?.trim())
+        }
+        yield* read.done()
+        const page = yield* store(activity.feed(project.id, feedQuery))
+        return page === "bad-cursor"
+          ? yield* ApiError.badRequest("cursor is not a cursor returned by this list", "INVALID_CURSOR")
+          : page
+      })))
+    .handle("types", ({ query }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const read = fieldReader()
+        const from = read.instant("from", query.from)
+        const to = read.instant("to", query.to)
+        yield* read.done()
+        return { types: sorted(yield* store(activity.counts(project.id, from ?? null, to ?? null))) }
+      })))
+    .handle("stats", ({ query }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const read = fieldReader()
+        const to = read.instant("to", query.to) ?? Date.now()
+        const from = read.instant("from", query.from) ?? to - 30 * DAY
+        yield* read.done()
+        if (from >= to) return yield* ApiError.invalidField("from", "from must be before to", "invalid_range", query.from)
+        const byType = sorted(yield* store(activity.counts(project.id, from, to)))
+        return { from: iso(from), to: iso(to), total: byType.reduce((sum, entry) => sum + entry.count, 0), byType }
+      })))
+    .handle("recentCount", ({ query }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const read = fieldReader()
+        const since = read.instant("since", query.since)
+        const types = read.types(query.types)
+        if (nonEmpty(query.since) === undefined) read.problems.push({ field: "since", message: "required", code: "required" })
+        yield* read.done()
+        const counts = yield* store(activity.counts(project.id, since!, null, true))
+        const count = [...counts].filter(([type]) => types === undefined || types.includes(type)).reduce((sum, [, n]) => sum + n, 0)
+        return { since: iso(since!), count }
+      })))
+    .handle("upcoming", ({ query }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const raw = nonEmpty(query.hours)
+        const hours = raw === undefined ? 24 : Number(raw)
+        if (!Number.isInteger(hours) || hours < 1 || hours > 8760) {
+          return yield* ApiError.invalidField("hours", "expected a whole number of hours from 1 to 8760", "invalid_number", raw)
+        }
+        const limit = Math.min(500, Math.max(1, Number.parseInt(query.limit ?? "100", 10) || 100))
+        return { hours, items: yield* store(activity.upcoming(project.id, hours, limit)) }
+      })))
+}))

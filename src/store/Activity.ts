@@ -1,0 +1,281 @@
+/**
+ * The activity feed and its counts. The feed merges three keyset-paged sources, each read newest first
+ * by its (project, time, id) index: stored events (emails sent/delivered/opened/..., subscriptions,
+ * segment entries and exits, custom events), contacts (created) and activity_log (failed and suppressed
+ * mail, workflow executions, campaign states; written by triggers, migrations/0013_analytics.sql).
+ * Counts come from the rollups, with only the partial quarter hours at a range's ends counted raw.
+ */
+import { Context, Effect, Layer } from "effect"
+import { SqlClient, type SqlError } from "effect/sql"
+import { ACTIVITY_TYPES, type ActivityType, EVENT_TYPES } from "../analytics/activityTypes.ts"
+import { GRAIN_MS } from "../analytics/range.ts"
+import { isUuid } from "../domain/ids.ts"
+import { pgArray } from "../lib/pgArray.ts"
+import { Analytics } from "./Analytics.ts"
+import { decodeCursor, encodeCursor } from "./cursor.ts"
+
+export interface ActivityItem {
+  readonly id: string
+  readonly type: ActivityType
+  readonly occurredAt: string
+  readonly event?: string
+  readonly contact?: { readonly id: string; readonly email: string | null }
+  readonly subject?: string
+  readonly campaign?: { readonly id: string; readonly name: string | null }
+  readonly workflow?: { readonly id: string; readonly name: string | null }
+  readonly data: Record<string, unknown>
+}
+
+export interface FeedQuery {
+  readonly limit: number
+  readonly cursor: string | undefined
+  readonly types: ReadonlyArray<ActivityType> | undefined
+  readonly contactId: string | undefined
+  readonly campaignId: string | undefined
+  readonly workflowId: string | undefined
+  readonly from: number | undefined
+  readonly to: number | undefined
+  readonly search: string | undefined
+}
+
+export interface UpcomingItem {
+  readonly type: "campaign.scheduled" | "workflow.delay" | "workflow.timeout"
+  readonly dueAt: string
+  readonly campaign?: { readonly id: string; readonly name: string }
+  readonly workflow?: { readonly id: string; readonly name: string }
+  readonly contact?: { readonly id: string; readonly email: string | null }
+  readonly step?: { readonly id: string; readonly name: string; readonly type: string }
+  readonly executionId?: string
+}
+
+interface SourceRow {
+  readonly id: string
+  readonly type: ActivityType
+  readonly at_key: string
+  readonly contact_id: string | null
+  readonly event: string | null
+  readonly subject: string | null
+  readonly campaign_id: string | null
+  readonly workflow_id: string | null
+  readonly data: Record<string, unknown> | string | null
+}
+
+/** Microsecond UTC text: sorts like the timestamps themselves, and cursors keep Postgres' precision. */
+const atKey = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
+const AT_KEY = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/
+
+const iso = (time: number) => new Date(time).toISOString()
+const newestFirst = (a: SourceRow, b: SourceRow) =>
+  a.at_key < b.at_key ? 1 : a.at_key > b.at_key ? -1 : a.id < b.id ? 1 : a.id > b.id ? -1 : 0
+
+export class Activity extends Context.Service<Activity, {
+  readonly feed: (projectId: string, query: FeedQuery) => Effect.Effect<
+    { readonly data: ReadonlyArray<ActivityItem>; readonly cursor: string | null; readonly hasMore: boolean } | "bad-cursor",
+    SqlError.SqlError
+  >
+  /** Items per type in [from, to) (either end may be open); `exclusiveFrom` counts only items after `from`. */
+  readonly counts: (projectId: string, from: number | null, to: number | null, exclusiveFrom?: boolean) => Effect.Effect<
+    Map<ActivityType, number>,
+    SqlError.SqlError
+  >
+  readonly upcoming: (projectId: string, hours: number, limit: number) => Effect.Effect<ReadonlyArray<UpcomingItem>, SqlError.SqlError>
+}>()("app/store/Activity") {
+  static readonly layer = Layer.effect(
+    Activity,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const analytics = yield* Analytics
+
+      const feed = Effect.fn("Activity.feed")(function*(projectId: string, query: FeedQuery) {
+        let after: [string, string] | undefined
+        if (query.cursor !== undefined) {
+          const values = decodeCursor(query.cursor, 2)
+          if (!values || !AT_KEY.test(values[0]!) || !isUuid(values[1]!)) return "bad-cursor" as const
+          after = [values[0]!, values[1]!]
+        }
+        let contactIds: Array<string> | undefined = query.contactId === undefined ? undefined : [query.contactId]
+        if (query.search !== undefined) {
+          const pattern = `%${query.search.toLowerCase().replace(/[\\%_]/g, "\\$&")}%`
+          // Emails are stored lower-cased; the feed follows at most 1,000 matching contacts.
+          const matches = yield* sql<{ id: string }>`
+            SELECT id FROM contacts WHERE project_id = ${projectId} AND email LIKE ${pattern}
+              ${contactIds ? sql`AND id = ANY(${pgArray(contactIds)}::uuid[])` : sql``}
+            LIMIT 1000`
+          contactIds = matches.map((row) => row.id)
+        }
+        if (contactIds && contactIds.length === 0) return { data: [], cursor: null, hasMore: false }
+        const wants = (type: ActivityType) => query.types === undefined || query.types.includes(type)
+        const window = query.limit + 1
+        const common = (time: string, id: string, contact: string) => [
+          query.from === undefined ? sql`true` : sql`${sql.literal(time)} >= ${iso(query.from)}::timestamptz`,
+          query.to === undefined ? sql`true` : sql`${sql.literal(time)} < ${iso(query.to)}::timestamptz`,
+          after ? sql`(${sql.literal(time)}, ${sql.literal(id)}) < (${after[0]}::timestamptz, ${after[1]}::uuid)` : sql`true`,
+          contactIds ? sql`${sql.literal(contact)} = ANY(${pgArray(contactIds)}::uuid[])` : sql`true`
+        ]
+
+        const sources: Array<Effect.Effect<ReadonlyArray<SourceRow>, SqlError.SqlError>> = []
+        const eventTypes = query.types?.filter((type) => EVENT_TYPES.has(type))
+        if (eventTypes === undefined || eventTypes.length > 0) {
+          sources.push(sql<SourceRow>`
+            SELECT e.id, ms_activity_type(e.name) AS type, ${sql.literal(atKey("e.created_at"))} AS at_key, e.contact_id, e.name AS event,
+                   e.data->>'subject' AS subject, ms_try_uuid(e.data->>'campaignId') AS campaign_id,
+                   ms_try_uuid(e.data->>'workflowId') AS workflow_id, e.data
+            FROM events e
+            WHERE ${sql.and([
+              sql`e.project_id = ${projectId}`,
+              ...common("e.created_at", "e.id", "e.contact_id"),
+              eventTypes ? sql`ms_activity_type(e.name) = ANY(${pgArray(eventTypes)}::text[])` : sql`true`,
+              query.campaignId ? sql`e.data->>'campaignId' = ${query.campaignId}` : sql`true`,
+              query.workflowId ? sql`e.data->>'workflowId' = ${query.workflowId}` : sql`true`
+            ])}
+            ORDER BY e.created_at DESC, e.id DESC LIMIT ${window}`)
+        }
+        if (wants("contact.created") && !query.campaignId && !query.workflowId) {
+          sources.push(sql<SourceRow>`
+            SELECT c.id, 'contact.created' AS type, ${sql.literal(atKey("c.created_at"))} AS at_key, c.id AS contact_id, NULL AS event,
+                   NULL AS subject, NULL AS campaign_id, NULL AS workflow_id, NULL AS data
+            FROM contacts c
+            WHERE ${sql.and([sql`c.project_id = ${projectId}`, ...common("c.created_at", "c.id", "c.id")])}
+            ORDER BY c.created_at DESC, c.id DESC LIMIT ${window}`)
+        }
+        const logTypes = query.types?.filter((type) => !EVENT_TYPES.has(type) && type !== "contact.created")
+        if (logTypes === undefined || logTypes.length > 0) {
+          sources.push(sql<SourceRow>`
+            SELECT a.id, a.type, ${sql.literal(atKey("a.occurred_at"))} AS at_key, a.contact_id, NULL AS event, a.subject,
+                   a.campaign_id, a.workflow_id, a.data
+            FROM activity_log a
+            WHERE ${sql.and([
+              sql`a.project_id = ${projectId}`,
+              ...common("a.occurred_at", "a.id", "a.contact_id"),
+              logTypes ? sql`a.type = ANY(${pgArray(logTypes)}::text[])` : sql`true`,
+              query.campaignId ? sql`a.campaign_id = ${query.campaignId}` : sql`true`,
+              query.workflowId ? sql`a.workflow_id = ${query.workflowId}` : sql`true`
+            ])}
+            ORDER BY a.occurred_at DESC, a.id DESC LIMIT ${window}`)
+        }
+        const rows = (yield* Effect.all(sources, { concurrency: "unbounded" })).flat().sort(newestFirst)
+        const page = rows.slice(0, query.limit)
+        const hasMore = rows.length > query.limit
+
+        const distinct = (values: ReadonlyArray<string | null>) => [...new Set(values.filter((value): value is string => value !== null))]
+        const contactsById = new Map<string, string>()
+        const namesById = new Map<string, string>()
+        const contactIdsOnPage = distinct(page.map((row) => row.contact_id))
+        if (contactIdsOnPage.length > 0) {
+          for (const row of yield* sql<{ id: string; email: string }>`
+            SELECT id, email FROM contacts WHERE project_id = ${projectId} AND id = ANY(${pgArray(contactIdsOnPage)}::uuid[])`) {
+            contactsById.set(row.id, row.email)
+          }
+        }
+        const campaignIds = distinct(page.map((row) => row.campaign_id))
+        const workflowIds = distinct(page.map((row) => row.workflow_id))
+        if (campaignIds.length + workflowIds.length > 0) {
+          for (const row of yield* sql<{ id: string; name: string }>`
+            SELECT id, name FROM campaigns WHERE project_id = ${projectId} AND id = ANY(${pgArray(campaignIds)}::uuid[])
+            UNION ALL
+            SELECT id, name FROM workflows WHERE project_id = ${projectId} AND id = ANY(${pgArray(workflowIds)}::uuid[])`) {
+            namesById.set(row.id, row.name)
+          }
+        }
+        const data = page.map((row): ActivityItem => ({
+          id: row.id,
+          type: row.type,
+          occurredAt: row.at_key,
+          ...(row.type === "event" && row.event !== null ? { event: row.event } : {}),
+          ...(row.contact_id ? { contact: { id: row.contact_id, email: contactsById.get(row.contact_id) ?? null } } : {}),
+          ...(row.subject !== null ? { subject: row.subject } : {}),
+          ...(row.campaign_id ? { campaign: { id: row.campaign_id, name: namesById.get(row.campaign_id) ?? null } } : {}),
+          ...(row.workflow_id ? { workflow: { id: row.workflow_id, name: namesById.get(row.workflow_id) ?? null } } : {}),
+          data: row.data === null ? {} : typeof row.data === "string" ? JSON.parse(row.data) : row.data
+        }))
+        const last = page.at(-1)
+        return { data, cursor: hasMore && last ? encodeCursor([last.at_key, last.id]) : null, hasMore }
+      })
+
+      /** Items per type counted from the raw tables over a short stretch (the ends of a range). */
+      const rawCounts = (projectId: string, from: number | null, to: number | null, exclusiveFrom: boolean) =>
+        Effect.gen(function*() {
+          const bounds = (column: string) =>
+            sql.and([
+              from === null ? sql`true` : exclusiveFrom ? sql`${sql.literal(column)} > ${iso(from)}::timestamptz` : sql`${sql.literal(column)} >= ${iso(from)}::timestamptz`,
+              to === null ? sql`true` : sql`${sql.literal(column)} < ${iso(to)}::timestamptz`
+            ])
+          const rows = yield* sql<{ type: string; n: number }>`
+            SELECT type, count(*)::float8 AS n FROM (
+              SELECT ms_activity_type(name) AS type FROM events WHERE project_id = ${projectId} AND ${bounds("created_at")}
+              UNION ALL
+              SELECT 'contact.created' FROM contacts WHERE project_id = ${projectId} AND ${bounds("created_at")}
+              UNION ALL
+              SELECT type FROM activity_log WHERE project_id = ${projectId} AND ${bounds("occurred_at")}
+            ) items GROUP BY type`
+          return new Map(rows.map((row) => [row.type, Number(row.n)]))
+        })
+
+      const counts = Effect.fn("Activity.counts")(function*(projectId: string, from: number | null, to: number | null, exclusiveFrom = false) {
+        const quarter = GRAIN_MS[15]
+        // The rollups cover whole quarter hours; what lies before the first or after the last is counted raw.
+        const inner = {
+          from: from === null ? null : exclusiveFrom ? Math.floor(from / quarter) * quarter + quarter : Math.ceil(from / quarter) * quarter,
+          to: to === null ? null : Math.floor(to / quarter) * quarter
+        }
+        const parts: Array<Map<string, number>> = []
+        if (inner.from !== null && inner.to !== null && inner.from >= inner.to) {
+          parts.push(yield* rawCounts(projectId, from, to, exclusiveFrom))
+        } else {
+          parts.push(yield* analytics.counterTotals(projectId, "type", "ALL", inner.from, inner.to))
+          if (from !== null && inner.from !== from) parts.push(yield* rawCounts(projectId, from, inner.from, exclusiveFrom))
+          if (to !== null && inner.to !== to) parts.push(yield* rawCounts(projectId, inner.to, to, false))
+        }
+        const total = new Map<ActivityType, number>(ACTIVITY_TYPES.map((type) => [type, 0]))
+        for (const part of parts) {
+          for (const [type, n] of part) if (total.has(type as ActivityType)) total.set(type as ActivityType, total.get(type as ActivityType)! + n)
+        }
+        return total
+      })
+
+      const upcoming = Effect.fn("Activity.upcoming")(function*(projectId: string, hours: number, limit: number) {
+        const rows = yield* sql<{
+          type: UpcomingItem["type"]
+          due_at: Date | string
+          campaign_id: string | null
+          campaign_name: string | null
+          workflow_id: string | null
+          workflow_name: string | null
+          contact_id: string | null
+          contact_email: string | null
+          step_id: string | null
+          step_name: string | null
+          step_type: string | null
+          execution_id: string | null
+        }>`
+          SELECT * FROM (
+            SELECT 'campaign.scheduled' AS type, c.scheduled_for AS due_at, c.id AS campaign_id, c.name AS campaign_name,
+                   NULL::uuid AS workflow_id, NULL AS workflow_name, NULL::uuid AS contact_id, NULL AS contact_email,
+                   NULL::uuid AS step_id, NULL AS step_name, NULL AS step_type, NULL::uuid AS execution_id
+            FROM campaigns c
+            WHERE c.project_id = ${projectId} AND c.status = 'SCHEDULED' AND c.scheduled_for < now() + make_interval(hours => ${hours})
+            UNION ALL
+            SELECT CASE WHEN s.type = 'DELAY' THEN 'workflow.delay' ELSE 'workflow.timeout' END, t.due_at, NULL, NULL,
+                   w.id, w.name, x.contact_id, ct.email, s.id, s.name, s.type, x.id
+            FROM workflow_timers t
+            JOIN workflow_executions x ON x.id = t.execution_id AND x.status IN ('RUNNING', 'WAITING')
+            JOIN workflows w ON w.id = x.workflow_id AND w.project_id = ${projectId}
+            LEFT JOIN workflow_steps s ON s.id = t.step_id
+            LEFT JOIN contacts ct ON ct.id = x.contact_id AND ct.project_id = ${projectId}
+            WHERE t.project_id = ${projectId} AND t.due_at < now() + make_interval(hours => ${hours})
+          ) due ORDER BY due_at, type LIMIT ${limit}`
+        return rows.map((row): UpcomingItem => ({
+          type: row.type,
+          dueAt: new Date(row.due_at).toISOString(),
+          ...(row.campaign_id ? { campaign: { id: row.campaign_id, name: row.campaign_name ?? "" } } : {}),
+          ...(row.workflow_id ? { workflow: { id: row.workflow_id, name: row.workflow_name ?? "" } } : {}),
+          ...(row.contact_id ? { contact: { id: row.contact_id, email: row.contact_email } } : {}),
+          ...(row.step_id ? { step: { id: row.step_id, name: row.step_name ?? "", type: row.step_type ?? "" } } : {}),
+          ...(row.execution_id ? { executionId: row.execution_id } : {})
+        }))
+      })
+
+      return Activity.of({ feed, counts, upcoming })
+    })
+  )
+}
