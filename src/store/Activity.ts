@@ -7,8 +7,8 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
-import { ACTIVITY_TYPES, type ActivityType, EVENT_TYPES } from "../analytics/activityTypes.ts"
-import { GRAIN_MS } from "../analytics/range.ts"
+import { ACTIVITY_TYPES, type ActivityType, EVENT_TYPES } from "../domain/analytics/activityTypes.ts"
+import { GRAIN_MS } from "../domain/analytics/range.ts"
 import { isUuid } from "../domain/ids.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import { Analytics } from "./Analytics.ts"

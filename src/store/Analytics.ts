@@ -5,7 +5,7 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
-import { type AnalyticsRange, type Bucket, grainFor, type Piece, piecesOf, type Stream } from "../analytics/range.ts"
+import { type AnalyticsRange, type Bucket, grainFor, type Piece, piecesOf, type Stream } from "../domain/analytics/range.ts"
 import { pgArray } from "../lib/pgArray.ts"
 
 export const EMAIL_METRICS = [

@@ -1,7 +1,7 @@
 /** Ranges, local buckets and rollup pieces (src/analytics/range.ts), without a database. */
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { analyticsRange, DAY, GRAIN_MS, HOUR, localBuckets, piecesOf } from "../../src/analytics/range.ts"
+import { analyticsRange, DAY, GRAIN_MS, HOUR, localBuckets, piecesOf } from "../../src/domain/analytics/range.ts"
 
 const QUARTER = GRAIN_MS[15]
 const iso = (time: number) => new Date(time).toISOString()

@@ -1,7 +1,7 @@
 /** The activity feed (secret key): what happened in the project, newest first, and its counts. */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { ACTIVITY_TYPES } from "../../analytics/activityTypes.ts"
+import { ACTIVITY_TYPES } from "../../domain/analytics/activityTypes.ts"
 import { commonErrors, ErrorDocs, inputErrors } from "./errors.ts"
 import { cursorParams, QueryParam, queryParameters } from "./query.ts"
 import { Count, Timestamp } from "./schemas.ts"

@@ -1,7 +1,7 @@
 /** Analytics (secret key): email and audience figures answered from rollups (src/store/Analytics.ts). */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { MAX_RANGE_DAYS, STREAMS } from "../../analytics/range.ts"
+import { MAX_RANGE_DAYS, STREAMS } from "../../domain/analytics/range.ts"
 import { commonErrors, ErrorDocs, inputErrors } from "./errors.ts"
 import { QueryParam, queryParameters } from "./query.ts"
 import { Count, Timestamp } from "./schemas.ts"

@@ -1,6 +1,6 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { type AnalyticsRange, analyticsRange, type RangeQuery, wholeHours } from "../../analytics/range.ts"
+import { type AnalyticsRange, analyticsRange, type RangeQuery, wholeHours } from "../../domain/analytics/range.ts"
 import { isUuid } from "../../domain/ids.ts"
 import { Analytics, type EmailTotals, rate, rates } from "../../store/Analytics.ts"
 import { Api } from "../api/Api.ts"
