@@ -1,9 +1,7 @@
 import { spawn } from "node:child_process"
-import { existsSync } from "node:fs"
 import { rm } from "node:fs/promises"
-import { createServer } from "node:net"
 import { describe, expect, it } from "vitest"
-import { eventually } from "../support/nats.ts"
+import { eventually, freePort, NATS_SERVER } from "../support/nats.ts"
 import { request, withStack, type Service, type Stack, type TestProject } from "../support/stack.ts"
 
 let stack: Stack
@@ -176,15 +174,6 @@ describe("POST /v1/track/batch with an Idempotency-Key", () => {
   })
 })
 
-const NATS_SERVER = ["/usr/sbin/nats-server", "/usr/bin/nats-server"].find(existsSync)
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const port = (server.address() as { port: number }).port
-      server.close(() => resolve(port))
-    })
-  })
 
 describe("POST /v1/track/batch without JetStream", () => {
   it.skipIf(!NATS_SERVER)("answers 503 SERVICE_UNAVAILABLE within a bounded time, and the retry with the key succeeds once it is back", async () => {

@@ -1,8 +1,6 @@
 import { spawn } from "node:child_process"
-import { existsSync } from "node:fs"
-import { createServer } from "node:net"
 import { describe, expect, it } from "vitest"
-import { eventually, readStream } from "../support/nats.ts"
+import { eventually, freePort, NATS_SERVER, readStream } from "../support/nats.ts"
 import { request, withStack, type Service, type Stack, type TestProject } from "../support/stack.ts"
 
 let stack: Stack
@@ -130,15 +128,6 @@ describe("standalone worker metrics", () => {
   })
 })
 
-const NATS_SERVER = ["/usr/sbin/nats-server", "/usr/bin/nats-server"].find(existsSync)
-
-const freePort = () =>
-  new Promise<number>((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const port = (server.address() as { port: number }).port
-      server.close(() => resolve(port))
-    })
-  })
 
 describe("backpressure", () => {
   it.skipIf(!NATS_SERVER)("answers 503 within a bounded time when JetStream is unavailable, and recovers", async () => {

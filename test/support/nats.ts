@@ -1,6 +1,8 @@
 /** Reads what the service published to JetStream. */
 import { jetstreamManager } from "@nats-io/jetstream"
 import { connect } from "@nats-io/transport-node"
+import { existsSync } from "node:fs"
+import { createServer } from "node:net"
 import { laneSubject as subjectOfLane, makeLanes } from "../../src/stream/lanes.ts"
 
 const NATS_URL = process.env.NATS_URL ?? "nats://127.0.0.1:4222"
@@ -65,3 +67,15 @@ export const laneSubject = (prefix: string, projectId: string, contactId: string
 
 /** The partition of a project's owner lane: where its sender and campaigns run. */
 export const ownerPartition = (projectId: string) => testLanes.partitionOf(projectId, 0)
+
+/** The nats-server binary, for tests that run a private server they can stop (undefined: not installed). */
+export const NATS_SERVER = ["/usr/sbin/nats-server", "/usr/bin/nats-server"].find(existsSync)
+
+/** A TCP port free on loopback right now. */
+export const freePort = () =>
+  new Promise<number>((resolve) => {
+    const server = createServer().listen(0, "127.0.0.1", () => {
+      const port = (server.address() as { port: number }).port
+      server.close(() => resolve(port))
+    })
+  })
