@@ -45,8 +45,6 @@ export class Outbox extends Context.Service<Outbox, {
    * failure is ignored: the relay publishes them.
    */
   readonly publishNow: (rows: ReadonlyArray<OutboxRow>) => Effect.Effect<void>
-  /** Appends events for stream OUT (`<prefix>.out.<projectId>.<name>`, Nats-Msg-Id = the event id). */
-  readonly appendOut: (events: ReadonlyArray<OutEvent>) => Effect.Effect<void, SqlError.SqlError>
   /**
    * Emits events about contacts (contact.subscribed, segment.<slug>.entry, email.sent, …): each goes to
    * stream OUT and, as an `event` message, to its contact's lane, where it is recorded as the contact's
@@ -64,8 +62,6 @@ export class Outbox extends Context.Service<Outbox, {
   readonly contactSubjectSql: (projectId: string, idColumn: string, kind: InKind) => Statement.Fragment
   /** The subject of a message to one lane of a project. */
   readonly subject: (projectId: string, lane: number, kind: InKind) => string
-  /** NOTIFY for a statement that writes outbox rows itself (a CTE: `SELECT pg_notify(...)`). */
-  readonly notifySql: Statement.Fragment
 }>()("app/stream/Outbox") {
   static readonly layer = Layer.effect(
     Outbox,
@@ -102,7 +98,6 @@ export class Outbox extends Context.Service<Outbox, {
         return rows
       }
 
-      const notifySql = sql`pg_notify(${OUTBOX_CHANNEL}, '')`
 
       const insert = (rows: ReadonlyArray<OutboxRow>): Effect.Effect<void, SqlError.SqlError> =>
         rows.length === 0
@@ -130,7 +125,6 @@ export class Outbox extends Context.Service<Outbox, {
       const outRows = (events: ReadonlyArray<OutEvent>): Array<OutboxRow> =>
         events.map((event) => ({ id: event.id, subject: `${prefix}.out.${event.projectId}.${event.name}`, payload: JSON.stringify(event) }))
 
-      const appendOut = (events: ReadonlyArray<OutEvent>) => insert(outRows(events))
 
       const emitOut = (projectId: string, events: ReadonlyArray<EmittedEvent>) => {
         const out: Array<OutEvent> = events.map((event) => ({ id: uuidv7(), projectId, ...event }))
@@ -155,7 +149,7 @@ export class Outbox extends Context.Service<Outbox, {
         return sql`(${`${prefix}.lane.`} || (${partitions}::int[])[${sql.literal(lane)} + 1] || '.' || ${projectId}::text || '.' || ${sql.literal(lane)} || ${`.${kind}`})`
       }
 
-      return Outbox.of({ lanes, append, publishNow, appendOut, emit, emitOut, rowsOf, contactSubjectSql, subject, notifySql })
+      return Outbox.of({ lanes, append, publishNow, emit, emitOut, rowsOf, contactSubjectSql, subject })
     })
   )
 }

@@ -1,6 +1,7 @@
 /** A browser-like client for the dashboard API: keeps cookies, sends the dashboard's Origin on writes. */
 import { readdir, readFile, stat } from "node:fs/promises"
 import { join } from "node:path"
+import { readResponse } from "../support/stack.ts"
 
 export interface Reply {
   readonly status: number
@@ -45,14 +46,7 @@ export class Browser {
       redirect: "manual"
     })
     this.keep(response.headers)
-    const text = await response.text()
-    let json: any
-    try {
-      json = text === "" ? undefined : JSON.parse(text)
-    } catch {
-      json = undefined
-    }
-    return { status: response.status, headers: response.headers, json, text }
+    return readResponse(response)
   }
 
   get(path: string, headers?: Record<string, string>) {

@@ -167,7 +167,11 @@ export const request = async (
   if (options.rawBody !== undefined) body = options.rawBody
   else if (options.body !== undefined) body = JSON.stringify(options.body)
   if (body !== undefined && !headers["content-type"]) headers["content-type"] = "application/json"
-  const response = await fetch(`${base}${path}`, { method, headers, body })
+  return readResponse(await fetch(`${base}${path}`, { method, headers, body }))
+}
+
+/** A response's status, headers, text and JSON (undefined when the body is empty or not JSON). */
+export const readResponse = async (response: Response) => {
   const text = await response.text()
   let json: any
   try {

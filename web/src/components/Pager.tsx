@@ -22,5 +22,22 @@ export function Pager({
   )
 }
 
-/** A page-numbered list's state: its number and the label to show. */
+/** The label of a page-numbered list's position. */
 export const pageLabel = (page: number, totalPages: number) => `Page ${page} of ${Math.max(totalPages, 1)}`
+
+/** Previous / next for a page-numbered list (page from 1 to totalPages). */
+export function NumberedPager({ page, totalPages, onPage }: {
+  readonly page: number
+  readonly totalPages: number
+  readonly onPage: (page: number) => void
+}) {
+  return (
+    <Pager
+      label={pageLabel(page, totalPages)}
+      hasPrevious={page > 1}
+      hasNext={page < totalPages}
+      onPrevious={() => onPage(page - 1)}
+      onNext={() => onPage(page + 1)}
+    />
+  )
+}

@@ -3,7 +3,7 @@ import { useState } from "react"
 import { Link, useParams } from "react-router"
 import { useApiQuery, useProjectId } from "../api/hooks.ts"
 import { Badge, cell, Fields, formatDate, Page, Section, Table } from "../components/Page.tsx"
-import { Pager, pageLabel } from "../components/Pager.tsx"
+import { NumberedPager } from "../components/Pager.tsx"
 import { Empty, QueryView } from "../components/States.tsx"
 
 const statusTone = (status: string) =>
@@ -32,13 +32,7 @@ export function CampaignsPage() {
                 </tr>
               ))}
             </Table>
-            <Pager
-              label={pageLabel(result.page, result.totalPages)}
-              hasPrevious={page > 1}
-              hasNext={page < result.totalPages}
-              onPrevious={() => setPage(page - 1)}
-              onNext={() => setPage(page + 1)}
-            />
+            <NumberedPager page={page} totalPages={result.totalPages} onPage={setPage} />
           </>
         )}
       </QueryView>

@@ -4,7 +4,7 @@ import { Link, useParams } from "react-router"
 import { useApiQuery, useProjectId } from "../api/hooks.ts"
 import { JsonBlock } from "../components/Json.tsx"
 import { Badge, cell, Fields, formatDate, Page, Section, Table } from "../components/Page.tsx"
-import { Pager, pageLabel } from "../components/Pager.tsx"
+import { NumberedPager } from "../components/Pager.tsx"
 import { Empty, QueryView } from "../components/States.tsx"
 
 export function SegmentsPage() {
@@ -72,13 +72,7 @@ export function SegmentPage() {
                       </tr>
                     ))}
                   </Table>
-                  <Pager
-                    label={pageLabel(result.page, result.totalPages)}
-                    hasPrevious={page > 1}
-                    hasNext={page < result.totalPages}
-                    onPrevious={() => setPage(page - 1)}
-                    onNext={() => setPage(page + 1)}
-                  />
+                  <NumberedPager page={page} totalPages={result.totalPages} onPage={setPage} />
                 </>
               )}
             </QueryView>

@@ -3,7 +3,7 @@ import { useState } from "react"
 import { Link } from "react-router"
 import { useApiQuery, useProjectId } from "../api/hooks.ts"
 import { Badge, cell, formatDate, Page, Table } from "../components/Page.tsx"
-import { Pager, pageLabel } from "../components/Pager.tsx"
+import { NumberedPager } from "../components/Pager.tsx"
 import { Empty, QueryView } from "../components/States.tsx"
 
 const TYPES = ["", "TRANSACTIONAL", "MARKETING", "HEADLESS"] as const
@@ -49,13 +49,7 @@ export function TemplatesPage() {
                 </tr>
               ))}
             </Table>
-            <Pager
-              label={pageLabel(result.page, result.totalPages)}
-              hasPrevious={page > 1}
-              hasNext={page < result.totalPages}
-              onPrevious={() => setPage(page - 1)}
-              onNext={() => setPage(page + 1)}
-            />
+            <NumberedPager page={page} totalPages={result.totalPages} onPage={setPage} />
           </>
         )}
       </QueryView>
