@@ -56,6 +56,12 @@ export class PartitionRun {
     this.inflight.push(seq)
   }
 
+  /** Drops what was delivered and not applied (its consumer is recreated at the watermark). */
+  forgetInflight() {
+    this.inflight.length = 0
+    this.done.clear()
+  }
+
   /** Everything delivered so far is applied. */
   caughtUp(): boolean {
     return this.inflight.length === 0

@@ -33,6 +33,7 @@ import { Nats } from "../stream/Nats.ts"
 import { Outbox } from "../stream/Outbox.ts"
 import { OutboxRelay } from "../stream/OutboxRelay.ts"
 import { makeProjectActors, PartitionRun } from "./ProjectActors.ts"
+import { type IngestEnvelope, splitEnvelopes } from "./IngestSplitter.ts"
 import { fireSegmentTimers } from "./segmentTimers.ts"
 import { makeSender } from "../mail/Sender.ts"
 import { Domains } from "../store/Domains.ts"
@@ -65,12 +66,14 @@ const WEBHOOK_GAP = Duration.millis(500)
 const SAFETY_POLL = Duration.seconds(30)
 /** How often each leased partition's lag is read from NATS for /metrics (a request per partition). */
 const LAG_REPORT = Duration.seconds(15)
+/** Ingest envelopes split together at most (each up to 256 KiB). */
+const SPLIT_BATCH = 200
 /** On a graceful hand-over, how long batches in flight get to commit before they are rolled back. */
 const FINISH_WITHIN = Duration.seconds(5)
 /** How often domains due for their DNS re-check (DOMAIN_RECHECK_SECONDS) are looked for, at most. */
 const DOMAIN_CHECK_POLL_SECONDS = 30
 
-type Feed = "lanes" | "legacy"
+type Feed = "lanes" | "legacy" | "ingest"
 
 /** One consumer of a leased partition: its delivery bookkeeping and its fiber. */
 interface Consumption {
@@ -78,10 +81,14 @@ interface Consumption {
   readonly fiber: Fiber.Fiber<void, unknown>
 }
 
-/** A partition leased here, with its lane consumer (once drained) and its legacy consumer (while needed). */
+/**
+ * A partition leased here, with its lane consumer and its ingest splitter (once drained) and its legacy
+ * consumer (while needed).
+ */
 interface Owned {
   readonly epoch: number
   lanes: Consumption | undefined
+  ingest: Consumption | undefined
   legacy: Consumption | undefined
   legacyDrained: boolean
 }
@@ -121,7 +128,17 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
   })
   const webhooks = yield* makeWebhookRunner({ outbox, wakeRelay: relay.wake })
   const consumerName = (partition: number, feed: Feed) =>
-    feed === "lanes" ? `${nats.prefix}_part_${partition}` : `${nats.prefix}_legacy_${partition}`
+    feed === "lanes"
+      ? `${nats.prefix}_part_${partition}`
+      : feed === "ingest"
+      ? `${nats.prefix}_ingest_${partition}`
+      : `${nats.prefix}_legacy_${partition}`
+  const filterOf = (partition: number, feed: Feed) =>
+    feed === "lanes"
+      ? nats.names.laneFilter(partition)
+      : feed === "ingest"
+      ? nats.names.ingestFilter(partition)
+      : nats.names.legacyFilter(partition)
   const campaigns = yield* Campaigns
   /** The table a schedule notification names (migration 0015) → the loop it wakes. */
   const wakeupOfTable: Record<string, Wakeup> = {
@@ -167,6 +184,30 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
       run.applied(message.seq)
     })
 
+  /** Lane messages are cut well under NATS' max payload (1 MiB by default), whatever it is configured to. */
+  const maxLaneMessageBytes = () => Math.min(256 * 1024, (nats.connection.info?.max_payload ?? 1024 * 1024) / 2)
+
+  /**
+   * The splitter of one ingest consumer: every envelope waiting is split at once into lane messages
+   * (IngestSplitter.ts); the envelopes are acked, and the watermark moves, once all are stored. A failed
+   * publish fails the consumer, which is recreated at the watermark and splits the rest again.
+   */
+  const runSplitter = (run: PartitionRun, queue: Queue.Queue<IngestEnvelope & { readonly message: JsMsg }>) =>
+    Effect.forever(Effect.gen(function*() {
+      const batch = yield* Queue.takeBetween(queue, 1, SPLIT_BATCH)
+      // Lanes in parallel; a lane's messages (more than one only past 256 KiB) one after the other, in order.
+      const bySubject = Map.groupBy(splitEnvelopes(nats.prefix, outbox.lanes, batch, maxLaneMessageBytes()), (lane) => lane.subject)
+      yield* Effect.forEach(bySubject.values(), (messages) =>
+        Effect.forEach(messages, (lane) =>
+          Effect.tryPromise(() => nats.js.publish(lane.subject, lane.json, { msgID: lane.msgID, timeout: 5_000 })), {
+          discard: true
+        }), { concurrency: "unbounded", discard: true })
+      for (const envelope of batch) {
+        envelope.message.ack()
+        run.applied(envelope.seq)
+      }
+    }))
+
   /** Recreates one of the partition's durable consumers at its watermark and feeds its messages to actors. */
   const consume = (run: PartitionRun, feed: Feed) =>
     Effect.gen(function*() {
@@ -176,7 +217,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
         await nats.jsm.consumers.delete(stream, name).catch(() => undefined)
         await nats.jsm.consumers.add(stream, {
           durable_name: name,
-          filter_subject: feed === "lanes" ? nats.names.laneFilter(run.partition) : nats.names.legacyFilter(run.partition),
+          filter_subject: filterOf(run.partition, feed),
           ack_policy: AckPolicy.Explicit,
           ack_wait: 60 * 1_000_000_000,
           max_ack_pending: 20_000,
@@ -191,7 +232,13 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
         (iterator) =>
           Effect.promise(() => iterator.close().catch(() => undefined)).pipe(Effect.timeout("1 second"), Effect.ignore)
       )
-      yield* Stream.fromAsyncIterable(messages, (error) => error).pipe(
+      // Envelopes split by an earlier attempt of this consumer are gone with it: delivered again from the watermark.
+      if (feed === "ingest") run.forgetInflight()
+      const splitQueue = feed === "ingest"
+        ? yield* Queue.bounded<IngestEnvelope & { readonly message: JsMsg }>(SPLIT_BATCH * 2)
+        : undefined
+      const split = splitQueue && ((envelope: IngestEnvelope & { readonly message: JsMsg }) => Queue.offer(splitQueue, envelope))
+      const consumeMessages = Stream.fromAsyncIterable(messages, (error) => error).pipe(
         Stream.runForEach((message: JsMsg) => {
           const seq = message.seq
           if (seq <= run.watermark) {
@@ -208,12 +255,18 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
             return setAsideUndecodable(message, run, String(error))
           }
           if (decoded._tag === "Failure") return setAsideUndecodable(message, run, String(decoded.cause))
+          if (split) {
+            return decoded.value.kind === "track"
+              ? Effect.asVoid(split({ seq, message, projectId: decoded.value.projectId, events: decoded.value.events }))
+              : setAsideUndecodable(message, run, `an ingest subject carries only tracked events, not ${decoded.value.kind}`)
+          }
           if (lane !== undefined && !(Number.isInteger(lane) && lane >= 0 && lane < outbox.lanes.count)) {
             return setAsideUndecodable(message, run, `lane ${lane} is not one of this deployment's ${outbox.lanes.count} lanes`)
           }
           return actors.deliver({ delivered: { seq, partition: run.partition, lane, body: decoded.value }, message, run })
         })
       )
+      yield* splitQueue ? Effect.raceFirst(consumeMessages, runSplitter(run, splitQueue)) : consumeMessages
     }).pipe(Effect.scoped)
 
   const startFeed = (partition: number, epoch: number, watermark: number, feed: Feed) =>
@@ -229,17 +282,20 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
       return { run, fiber } satisfies Consumption
     })
 
-  const start = (partition: number, epoch: number, laneSeq: number, legacySeq: number, legacyDrained: boolean) =>
+  const start = (partition: number, epoch: number, marks: { lanes: number; ingest: number; legacy: number }, legacyDrained: boolean) =>
     Effect.gen(function*() {
-      const entry: Owned = { epoch, lanes: undefined, legacy: undefined, legacyDrained }
+      const entry: Owned = { epoch, lanes: undefined, ingest: undefined, legacy: undefined, legacyDrained }
       owned.set(partition, entry)
       WorkerMetrics.partitionsAcquired.inc()
-      if (upgrade.readLegacy) entry.legacy = yield* startFeed(partition, epoch, legacySeq, "legacy")
-      if (upgrade.drained) entry.lanes = yield* startFeed(partition, epoch, laneSeq, "lanes")
+      if (upgrade.readLegacy) entry.legacy = yield* startFeed(partition, epoch, marks.legacy, "legacy")
+      if (upgrade.drained) {
+        entry.lanes = yield* startFeed(partition, epoch, marks.lanes, "lanes")
+        entry.ingest = yield* startFeed(partition, epoch, marks.ingest, "ingest")
+      }
       yield* sender.recoverPartition(partition)
       yield* sender.sweep([partition])
       yield* webhooks.recoverPartition(partition)
-      yield* Effect.logInfo("partition acquired", { partition, epoch, laneSeq, legacySeq })
+      yield* Effect.logInfo("partition acquired", { partition, epoch, ...marks })
     })
 
   /**
@@ -248,7 +304,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
    */
   const stopFeeds = (entries: ReadonlyArray<Owned>, finishWithin?: Duration.Input) =>
     Effect.gen(function*() {
-      const feeds = entries.flatMap((entry) => [entry.lanes, entry.legacy].filter((feed) => feed !== undefined))
+      const feeds = entries.flatMap((entry) => [entry.lanes, entry.ingest, entry.legacy].filter((feed) => feed !== undefined))
       for (const feed of feeds) feed.run.stopped = true
       yield* Effect.forEach(feeds, (feed) => Fiber.interrupt(feed.fiber), { concurrency: "unbounded", discard: true })
       yield* Effect.forEach(feeds, (feed) => actors.stopPartition(feed.run, finishWithin), { concurrency: "unbounded", discard: true })
@@ -264,7 +320,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
       WorkerMetrics.partitionLag.remove({ partition })
     })
 
-  type Watermarks = { partition: number; epoch: number; lanes: number; legacy: number }
+  type Watermarks = { partition: number; epoch: number; lanes: number; ingest: number; legacy: number }
   /** The watermarks last saved by a heartbeat, per partition: unchanged ones are not written again. */
   const savedWatermarks = new Map<number, string>()
 
@@ -273,13 +329,15 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
     partition,
     epoch: entry.epoch,
     lanes: entry.lanes?.run.watermark ?? 0,
+    ingest: entry.ingest?.run.watermark ?? 0,
     legacy: entry.legacy?.run.watermark ?? 0
   })
 
   const saveWatermarks = (marks: ReadonlyArray<Watermarks>) =>
     marks.length === 0 ? Effect.void : sql`
-      UPDATE partition_state s SET lane_seq = GREATEST(s.lane_seq, x.lanes), applied_seq = GREATEST(s.applied_seq, x.legacy)
-      FROM jsonb_to_recordset(${JSON.stringify(marks)}::jsonb) AS x(partition int, epoch bigint, lanes bigint, legacy bigint),
+      UPDATE partition_state s SET lane_seq = GREATEST(s.lane_seq, x.lanes), ingest_seq = GREATEST(s.ingest_seq, x.ingest),
+                                   applied_seq = GREATEST(s.applied_seq, x.legacy)
+      FROM jsonb_to_recordset(${JSON.stringify(marks)}::jsonb) AS x(partition int, epoch bigint, lanes bigint, ingest bigint, legacy bigint),
            partition_leases l
       WHERE s.partition = x.partition AND l.partition = x.partition AND l.owner = ${workerId} AND l.epoch = x.epoch`.pipe(Effect.asVoid)
 
@@ -369,11 +427,13 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
       if (held.get(partition) !== entry.epoch) yield* stop(partition)
     }
     yield* followUpgrade
-    // Drained since these partitions were taken: their lane consumers start now.
+    // Drained since these partitions were taken: their lane consumers and splitters start now.
     for (const [partition, entry] of owned) {
       if (upgrade.drained && !entry.lanes) {
-        const [state] = yield* sql<{ lane_seq: string }>`SELECT lane_seq FROM partition_state WHERE partition = ${partition}`
+        const [state] = yield* sql<{ lane_seq: string; ingest_seq: string }>`
+          SELECT lane_seq, ingest_seq FROM partition_state WHERE partition = ${partition}`
         entry.lanes = yield* startFeed(partition, entry.epoch, Number(state?.lane_seq ?? 0), "lanes")
+        entry.ingest = yield* startFeed(partition, entry.epoch, Number(state?.ingest_seq ?? 0), "ingest")
       }
     }
     if (held.size > share) {
@@ -381,7 +441,9 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
       yield* sql`SELECT pg_notify(${LEASES_CHANNEL}, ${workerId})`
     } else if (held.size < share) {
       // A partition still share-locked by its old owner's in-flight batch is skipped until that commits.
-      const acquired = yield* sql<{ partition: number; epoch: string; lane_seq: string; applied_seq: string; legacy_drained: boolean }>`
+      const acquired = yield* sql<
+        { partition: number; epoch: string; lane_seq: string; ingest_seq: string; applied_seq: string; legacy_drained: boolean }
+      >`
         WITH free AS (
           SELECT l.partition FROM partition_leases l JOIN partition_state s ON s.partition = l.partition
           WHERE (l.owner IS NULL OR s.expires_at < now()) AND l.partition < ${nats.partitions}
@@ -395,12 +457,17 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
         ), renewed AS (
           UPDATE partition_state s SET expires_at = now() + make_interval(secs => ${LEASE_TTL_SECONDS})
           FROM taken WHERE s.partition = taken.partition
-          RETURNING s.partition, s.lane_seq, s.applied_seq, s.legacy_drained
+          RETURNING s.partition, s.lane_seq, s.ingest_seq, s.applied_seq, s.legacy_drained
         )
-        SELECT taken.partition, taken.epoch, renewed.lane_seq, renewed.applied_seq, renewed.legacy_drained
+        SELECT taken.partition, taken.epoch, renewed.lane_seq, renewed.ingest_seq, renewed.applied_seq, renewed.legacy_drained
         FROM taken JOIN renewed ON renewed.partition = taken.partition`
       for (const row of acquired) {
-        yield* start(row.partition, Number(row.epoch), Number(row.lane_seq), Number(row.applied_seq), row.legacy_drained)
+        yield* start(
+          row.partition,
+          Number(row.epoch),
+          { lanes: Number(row.lane_seq), ingest: Number(row.ingest_seq), legacy: Number(row.applied_seq) },
+          row.legacy_drained
+        )
       }
       if (acquired.length > 0) {
         yield* wakeAll
@@ -509,12 +576,15 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
     Effect.forkScoped
   ))
 
+  /** Messages waiting per partition: its lane messages and its envelopes not yet split. */
   const reportLag = Effect.suspend(() => Effect.forEach([...owned.keys()], (partition) =>
-    Effect.tryPromise(() => nats.jsm.consumers.info(nats.names.inStream, consumerName(partition, "lanes"))).pipe(
-      Effect.tap((info) =>
-        Effect.sync(() => WorkerMetrics.partitionLag.set(info.num_pending + info.num_ack_pending, { partition }))),
-      Effect.ignore
-    ), { discard: true, concurrency: 8 }))
+    Effect.forEach(["lanes", "ingest"] as const, (feed) =>
+      Effect.tryPromise(() => nats.jsm.consumers.info(nats.names.inStream, consumerName(partition, feed))).pipe(
+        Effect.map((info) => info.num_pending + info.num_ack_pending),
+        Effect.orElseSucceed(() => 0)
+      )).pipe(
+        Effect.tap((waiting) => Effect.sync(() => WorkerMetrics.partitionLag.set(waiting[0]! + waiting[1]!, { partition })))
+      ), { discard: true, concurrency: 8 }))
   background.push(yield* reportLag.pipe(Effect.repeat(Schedule.spaced(LAG_REPORT)), Effect.forkScoped))
 
   // Lease heartbeats, and a rebalance at once when another worker released partitions or joined.

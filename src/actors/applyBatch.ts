@@ -22,6 +22,7 @@ import type { WorkflowRuntime } from "../workflows/Runtime.ts"
 import { causeIsTransient } from "../lib/isolation.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import type { Delivered, EmittedEventMessage } from "./messages.ts"
+import { INGEST_POSITIONS } from "../stream/messages.ts"
 import type { ConditionReads } from "../domain/conditions/validate.ts"
 import {
   addMemberCounts,
@@ -165,21 +166,27 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
     // One round trip: the lease (share-locked: a takeover waits for this batch), the lane's offset as it
     // was, and the offset moved past the batch (its highest sequence; what it skips is below the offset).
     const batchEnd = Math.max(...batch.map((message) => message.seq))
+    // The highest ingest position the batch carries (events split from ingest envelopes, IngestSplitter.ts).
+    let batchPos = 0
+    for (const message of batch) {
+      if (message.body.kind === "track") for (const event of message.body.events) batchPos = Math.max(batchPos, event.pos ?? 0)
+    }
     const offsets = context.lane === undefined
       ? {
-        read: sql`SELECT applied_seq FROM project_offsets WHERE project_id = ${context.projectId} FOR UPDATE`,
+        read: sql`SELECT applied_seq, 0 AS ingest_pos FROM project_offsets WHERE project_id = ${context.projectId} FOR UPDATE`,
         write: sql`
           INSERT INTO project_offsets (project_id, applied_seq) VALUES (${context.projectId}, ${batchEnd})
           ON CONFLICT (project_id) DO UPDATE SET applied_seq = GREATEST(project_offsets.applied_seq, EXCLUDED.applied_seq)`
       }
       : {
-        read: sql`SELECT applied_seq FROM lane_offsets WHERE project_id = ${context.projectId} AND lane = ${context.lane} FOR UPDATE`,
+        read: sql`SELECT applied_seq, ingest_pos FROM lane_offsets WHERE project_id = ${context.projectId} AND lane = ${context.lane} FOR UPDATE`,
         write: sql`
-          INSERT INTO lane_offsets (project_id, lane, applied_seq) VALUES (${context.projectId}, ${context.lane}, ${batchEnd})
-          ON CONFLICT (project_id, lane) DO UPDATE SET applied_seq = GREATEST(lane_offsets.applied_seq, EXCLUDED.applied_seq)`
+          INSERT INTO lane_offsets (project_id, lane, applied_seq, ingest_pos) VALUES (${context.projectId}, ${context.lane}, ${batchEnd}, ${batchPos})
+          ON CONFLICT (project_id, lane) DO UPDATE SET applied_seq = GREATEST(lane_offsets.applied_seq, EXCLUDED.applied_seq),
+                                                       ingest_pos = GREATEST(lane_offsets.ingest_pos, EXCLUDED.ingest_pos)`
       }
     // The project's reset watermark too (share-locked: a batch and a reset of its project wait for each other).
-    const [head] = yield* sql<{ leased: boolean; applied_seq: string | null; reset_seq: string | null }>`
+    const [head] = yield* sql<{ leased: boolean; applied_seq: string | null; ingest_pos: string | null; reset_seq: string | null }>`
       WITH lease AS (
         SELECT 1 FROM partition_leases
         WHERE partition = ${context.partition} AND owner = ${context.workerId} AND epoch = ${context.epoch}
@@ -187,6 +194,7 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
       ), offset_row AS (${offsets.read}), moved AS (${offsets.write} RETURNING 1),
       reset AS (SELECT data_reset_seq FROM projects WHERE id = ${context.projectId} FOR SHARE)
       SELECT EXISTS (SELECT 1 FROM lease) AS leased, (SELECT applied_seq FROM offset_row) AS applied_seq,
+             (SELECT ingest_pos FROM offset_row)::text AS ingest_pos,
              (SELECT data_reset_seq FROM reset)::text AS reset_seq, (SELECT count(*) FROM moved) AS moved,
              -- No NOTIFY for this batch's outbox rows (migration 0015): the actor wakes its relay itself.
              set_config('mailstream.quiet_outbox', 'on', true) AS quiet`
@@ -200,6 +208,17 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
       highest = message.seq
       return true
     })
+    // Events split again after a splitter crashed or moved come back in new lane messages: each ingest
+    // position is applied once (they only grow within a lane). An event whose envelope (same stream)
+    // was queued before the project's last reset is skipped like any message from before it.
+    let ingestPos = head.ingest_pos === null ? 0 : Number(head.ingest_pos)
+    const resetSeq = head.reset_seq === null ? 0 : Number(head.reset_seq)
+    const unseen = (event: TrackedEvent) => {
+      if (event.pos === undefined) return true
+      if (event.pos <= ingestPos || Math.floor(event.pos / INGEST_POSITIONS) <= resetSeq) return false
+      ingestPos = event.pos
+      return true
+    }
     const outcome: {
       applied: number
       skipped: number
@@ -272,7 +291,7 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
         case "track":
           // Events already in `events` (fed back) must keep their order relative to tracked ones.
           if (events.length > 0 && tracked.length === 0) yield* flushEvents
-          tracked.push(...body.events)
+          for (const event of body.events) if (unseen(event)) tracked.push(event)
           break
         case "event":
           if (tracked.length > 0) yield* flushEvents
@@ -560,7 +579,7 @@ const applyContactChanges = Effect.fnUntraced(function*(
     const dataFits = fitsDataLimit(contact, event)
     // The event is recorded either way; a data change that would grow the contact past the limit is
     // set aside as a dead letter (replayable once the contact has room), never silently dropped.
-    if (!dataFits) oversized.push({ ...event, contactId: contact.id, subscribed: null })
+    if (!dataFits) oversized.push({ ...event, contactId: contact.id, subscribed: null, pos: undefined })
     const change = changeOf(contact.id, event.at)
     change.events.add(event.name)
     // A contact new to the project is evaluated against every segment, not just those its changes touch.

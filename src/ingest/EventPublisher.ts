@@ -1,15 +1,14 @@
 /**
  * Publishes tracked events to stream IN. Concurrent events of one project are grouped into one
- * envelope message (one PubAck for many requests); each envelope has its own Nats-Msg-Id, and every
- * event its own id, so a republished envelope is dropped by JetStream and a replayed event by the
- * actor's insert. A request is answered only after its envelope's PubAck.
+ * envelope message on the project's ingest subject (one PubAck for many requests, whatever lanes
+ * they belong to: a worker splits envelopes into lane messages, see actors/IngestSplitter.ts); each
+ * envelope has its own Nats-Msg-Id, so a republished envelope is dropped by JetStream. A request is
+ * answered only after its envelope's PubAck.
  */
 import { Context, Data, Duration, Effect, Layer } from "effect"
 import { uuidv7 } from "../domain/ids.ts"
 import { makeGroupCommit } from "../lib/GroupCommit.ts"
-import { AppConfig } from "../config.ts"
-import { laneSubject, makeLanes } from "../stream/lanes.ts"
-import type { TrackedEvent } from "../stream/messages.ts"
+import { INGEST_POSITIONS, type TrackedEvent } from "../stream/messages.ts"
 import { Nats } from "../stream/Nats.ts"
 
 export type { TrackedEvent } from "../stream/messages.ts"
@@ -27,23 +26,23 @@ const PUBLISH_TIMEOUT = Duration.seconds(3)
 const ENVELOPE_BYTES = 256 * 1024
 
 /**
- * The project's events in envelopes of at most `maxBytes` (one event alone may exceed it: requests
- * are capped at 1 MiB, so it still fits the server's limit), in order.
+ * The project's events in envelopes of at most `maxBytes` and INGEST_POSITIONS events (one event alone
+ * may exceed the bytes: requests are capped at 1 MiB, so it still fits the server's limit), in order.
  */
-export const envelopesOf = (projectId: string, lane: number, events: ReadonlyArray<TrackedEvent>, maxBytes: number) => {
-  const out: Array<{ readonly projectId: string; readonly lane: number; readonly json: string }> = []
+export const envelopesOf = (projectId: string, events: ReadonlyArray<TrackedEvent>, maxBytes: number) => {
+  const out: Array<{ readonly projectId: string; readonly json: string }> = []
   let current: Array<string> = []
   let bytes = 0
   const close = () => {
     if (current.length === 0) return
-    out.push({ projectId, lane, json: `{"kind":"track","projectId":${JSON.stringify(projectId)},"events":[${current.join(",")}]}` })
+    out.push({ projectId, json: `{"kind":"track","projectId":${JSON.stringify(projectId)},"events":[${current.join(",")}]}` })
     current = []
     bytes = 0
   }
   for (const event of events) {
     const json = JSON.stringify(event)
     const size = Buffer.byteLength(json)
-    if (current.length > 0 && bytes + size > maxBytes) close()
+    if (current.length > 0 && (bytes + size > maxBytes || current.length === INGEST_POSITIONS)) close()
     current.push(json)
     bytes += size + 1
   }
@@ -58,28 +57,23 @@ export class EventPublisher extends Context.Service<EventPublisher, {
     EventPublisher,
     Effect.gen(function*() {
       const nats = yield* Nats
-      const config = yield* AppConfig
-      const lanes = makeLanes(config.lanesPerProject, config.partitions)
       // Well under the server's max payload (1 MiB by default), whatever it is configured to.
       const maxEnvelopeBytes = () => Math.min(ENVELOPE_BYTES, (nats.connection.info?.max_payload ?? 1024 * 1024) / 2)
 
       const publishBatch = (items: ReadonlyArray<{ projectId: string; event: TrackedEvent }>) =>
         Effect.gen(function*() {
-          // One envelope per lane of a project: each lane's actor gets its contacts' events, in order.
-          const byLane = new Map<string, { projectId: string; lane: number; events: Array<TrackedEvent> }>()
+          // One envelope per project (per flush), its events in order.
+          const byProject = new Map<string, Array<TrackedEvent>>()
           for (const { projectId, event } of items) {
-            const lane = lanes.laneOf(event.contactId)
-            const key = `${projectId}/${lane}`
-            const group = byLane.get(key)
-            if (group) group.events.push(event)
-            else byLane.set(key, { projectId, lane, events: [event] })
+            const events = byProject.get(projectId)
+            if (events) events.push(event)
+            else byProject.set(projectId, [event])
           }
-          const envelopes = [...byLane.values()].flatMap(({ projectId, lane, events }) =>
-            envelopesOf(projectId, lane, events, maxEnvelopeBytes()))
+          const envelopes = [...byProject].flatMap(([projectId, events]) => envelopesOf(projectId, events, maxEnvelopeBytes()))
           yield* Effect.forEach(envelopes, (envelope) =>
             Effect.tryPromise({
               try: () =>
-                nats.js.publish(laneSubject(nats.prefix, lanes, envelope.projectId, envelope.lane, "track"), envelope.json, {
+                nats.js.publish(nats.names.ingestSubject(envelope.projectId, nats.partitions), envelope.json, {
                   msgID: uuidv7(),
                   timeout: Duration.toMillis(PUBLISH_TIMEOUT)
                 }),

@@ -16,6 +16,13 @@ import { isUuid, uuidv7 } from "../domain/ids.ts"
 import { InMessage } from "../stream/messages.ts"
 import { Outbox } from "../stream/Outbox.ts"
 
+/**
+ * A replayed track message is new to its lane: the ingest positions its events were split with are
+ * behind the lane's by now (applyBatch would skip them as already applied).
+ */
+const withoutIngestPositions = (message: InMessage): InMessage =>
+  message.kind === "track" ? { ...message, events: message.events.map(({ pos: _pos, ...event }) => event) } : message
+
 export interface DeadLetterSummary {
   readonly kind: string | null
   readonly type: string | null
@@ -155,7 +162,7 @@ export class DeadLetters extends Context.Service<DeadLetters, {
        */
       const requeue = (row: Row, body: unknown) => {
         const message = decodeInMessage(body)
-        if (message._tag === "Some") return Effect.as(outbox.append([message.value]), true)
+        if (message._tag === "Some") return Effect.as(outbox.append([withoutIngestPositions(message.value)]), true)
         if (row.subject?.startsWith(`${config.natsPrefix}.out.`)) {
           return Effect.as(sql`INSERT INTO outbox (id, subject, payload) VALUES (${uuidv7()}, ${row.subject}, ${row.payload}::jsonb)`, true)
         }

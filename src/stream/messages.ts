@@ -22,11 +22,22 @@ export const TrackedEvent = Schema.Struct({
   remove: Schema.Array(Schema.String),
   /** Everything the event carries (stored and non-persistent values). */
   data: Json,
-  at: Schema.String
+  at: Schema.String,
+  /**
+   * Where the event was in the ingest stream (its envelope's sequence × INGEST_POSITIONS + its index),
+   * stamped by the splitter: a lane applies each position once, however often a crashed split is redone.
+   */
+  pos: Schema.optional(Schema.Number)
 })
 export type TrackedEvent = typeof TrackedEvent.Type
 
-/** Tracked events of one lane of a project (grouped by the api: one PubAck for many requests). */
+/** Ingest positions per ingest envelope: an envelope holds at most this many events. */
+export const INGEST_POSITIONS = 4096
+
+/**
+ * Tracked events of a project: on an ingest subject, as the api grouped them (one PubAck for many
+ * requests); on a lane subject, that lane's events of one or more ingest envelopes, split by a worker.
+ */
 export const TrackMessage = Schema.Struct({
   kind: Schema.Literal("track"),
   projectId: Schema.String,

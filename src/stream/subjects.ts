@@ -3,6 +3,9 @@
  * share one NATS server. Partitioning is computed by the publisher (nats-server 2.9 has no subject
  * mapping we could rely on), per lane of a project (see lanes.ts):
  *
+ * - `<prefix>.ingest.<partition>.<projectId>.track`: stream IN, tracked events as the api publishes them,
+ *   one envelope per project per flush (partition = FNV-1a(projectId) mod P); the partition's worker
+ *   splits them into lane messages (actors/IngestSplitter.ts);
  * - `<prefix>.lane.<partition>.<projectId>.<lane>.<kind>`: stream IN, one lane of a project;
  * - `<prefix>.in.<partition>.<projectId>.<kind>`: stream IN before lanes (partition = FNV-1a(projectId)
  *   mod P), still consumed so an upgraded deployment drains what was published before it;
@@ -14,7 +17,7 @@ export type { InKind } from "./messages.ts"
 
 export const PREFIX_PATTERN = /^[A-Za-z0-9_-]{1,32}$/
 
-/** The partition of a project's messages published before lanes. */
+/** The partition of a project's messages published before lanes, and of its ingest envelopes. */
 export const legacyPartitionOf = (projectId: string, partitions: number): number => fnv1a(projectId) % partitions
 
 export interface StreamNames {
@@ -26,15 +29,21 @@ export interface StreamNames {
   readonly laneFilter: (partition: number) => string
   /** A partition's messages published before lanes. */
   readonly legacyFilter: (partition: number) => string
+  /** A partition's ingest envelopes (the filter of its splitter's consumer). */
+  readonly ingestFilter: (partition: number) => string
+  /** Where the api publishes a project's tracked events. */
+  readonly ingestSubject: (projectId: string, partitions: number) => string
   readonly outSubject: (projectId: string, eventName: string) => string
 }
 
 export const streamNames = (prefix: string): StreamNames => ({
   inStream: `${prefix}_IN`,
   outStream: `${prefix}_OUT`,
-  inSubjects: [`${prefix}.lane.>`, `${prefix}.in.>`],
+  inSubjects: [`${prefix}.lane.>`, `${prefix}.in.>`, `${prefix}.ingest.>`],
   outSubjects: [`${prefix}.out.>`],
   laneFilter: (partition) => `${prefix}.lane.${partition}.>`,
   legacyFilter: (partition) => `${prefix}.in.${partition}.>`,
+  ingestFilter: (partition) => `${prefix}.ingest.${partition}.>`,
+  ingestSubject: (projectId, partitions) => `${prefix}.ingest.${legacyPartitionOf(projectId, partitions)}.${projectId}.track`,
   outSubject: (projectId, eventName) => `${prefix}.out.${projectId}.${eventName}`
 })
