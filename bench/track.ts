@@ -12,7 +12,7 @@
 import { jetstream } from "@nats-io/jetstream"
 import { connect } from "@nats-io/transport-node"
 import { uuidv7 } from "../src/domain/ids.ts"
-import { laneSubject, makeLanes } from "../src/stream/lanes.ts"
+import { streamNames } from "../src/stream/subjects.ts"
 import type { Service } from "../test/support/stack.ts"
 import { type BenchEnvironment, withEnvironment } from "./harness/environment.ts"
 import { load, type LoadResult } from "./harness/load.ts"
@@ -64,9 +64,9 @@ const m1Part = async (env: BenchEnvironment, baselineUrl: string) => {
 }
 
 /**
- * M6: a backlog published straight to stream IN (envelopes of 100 events, as the api groups them)
- * while no worker runs; then one worker starts and we time until BENCH_BACKLOG events are stored.
- * The subject is today's (one partition per project): lanes change it (src/stream/Outbox.ts).
+ * M6: a backlog published straight to stream IN (envelopes of 100 events on the project's ingest
+ * subject, as the api publishes them) while no worker runs; then one worker starts and we time until
+ * BENCH_BACKLOG events are stored: the split into lanes included.
  */
 const m6Part = async (env: BenchEnvironment) => {
   const backlog = setting("BENCH_BACKLOG", 100_000)
@@ -75,8 +75,7 @@ const m6Part = async (env: BenchEnvironment) => {
     [uuidv7(), env.project.id]))[0]!.id
   const nc = await connect({ servers: NATS_URL })
   const js = jetstream(nc)
-  const lanes = makeLanes(setting("LANES_PER_PROJECT", 16), setting("PARTITIONS", 32))
-  const subject = laneSubject(env.natsPrefix, lanes, env.project.id, lanes.laneOf(contactId), "track")
+  const subject = streamNames(env.natsPrefix).ingestSubject(env.project.id, setting("PARTITIONS", 32))
   const perEnvelope = 100
   const at = new Date().toISOString()
   for (let sent = 0; sent < backlog;) {
