@@ -152,6 +152,14 @@ interface ContactState {
   touched: boolean
 }
 
+interface LockedContact {
+  readonly id: string
+  readonly email: string
+  readonly subscribed: boolean
+  readonly pinned_at: Record<string, number> | string
+  readonly data: Record<string, unknown> | string
+}
+
 interface Emitted {
   readonly name: "contact.subscribed" | "contact.unsubscribed"
   readonly contactId: string
@@ -186,19 +194,37 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
                                                        ingest_pos = GREATEST(lane_offsets.ingest_pos, EXCLUDED.ingest_pos)`
       }
     // The project's reset watermark too (share-locked: a batch and a reset of its project wait for each other).
-    const [head] = yield* sql<{ leased: boolean; applied_seq: string | null; ingest_pos: string | null; reset_seq: string | null }>`
+    // And the contacts of the batch's tracked events, locked (in id order, as every locker does): the
+    // first fold of tracked events starts from them without a round trip of its own.
+    const trackedEmails = [...new Set(batch.flatMap((message) => message.body.kind === "track" ? message.body.events.map((event) => event.email) : []))]
+    const [head] = yield* sql<{
+      leased: boolean
+      applied_seq: string | null
+      ingest_pos: string | null
+      reset_seq: string | null
+      contacts: ReadonlyArray<LockedContact> | string | null
+    }>`
       WITH lease AS (
         SELECT 1 FROM partition_leases
         WHERE partition = ${context.partition} AND owner = ${context.workerId} AND epoch = ${context.epoch}
         FOR SHARE
       ), offset_row AS (${offsets.read}), moved AS (${offsets.write} RETURNING 1),
-      reset AS (SELECT data_reset_seq FROM projects WHERE id = ${context.projectId} FOR SHARE)
-      SELECT EXISTS (SELECT 1 FROM lease) AS leased, (SELECT applied_seq FROM offset_row) AS applied_seq,
+      reset AS (SELECT data_reset_seq FROM projects WHERE id = ${context.projectId} FOR SHARE),
+      locked AS (
+        SELECT id, email, subscribed, pinned_at, data FROM contacts
+        WHERE project_id = ${context.projectId} AND email = ANY(${pgArray(trackedEmails)}::text[])
+        ORDER BY id
+        FOR UPDATE
+      )
+      SELECT (SELECT json_agg(locked) FROM locked) AS contacts, EXISTS (SELECT 1 FROM lease) AS leased, (SELECT applied_seq FROM offset_row) AS applied_seq,
              (SELECT ingest_pos FROM offset_row)::text AS ingest_pos,
              (SELECT data_reset_seq FROM reset)::text AS reset_seq, (SELECT count(*) FROM moved) AS moved,
              -- No NOTIFY for this batch's outbox rows (migration 0015): the actor wakes its relay itself.
              set_config('mailstream.quiet_outbox', 'on', true) AS quiet`
     if (!head?.leased) return yield* new LeaseLost({ partition: context.partition })
+    let prelocked: ReadonlyArray<LockedContact> | undefined = head.contacts === null
+      ? []
+      : typeof head.contacts === "string" ? JSON.parse(head.contacts) : head.contacts
     // Only messages beyond everything applied so far, in this batch too: a redelivered copy of a
     // message earlier in the same batch (consumer recreated, ack_wait redelivery) is skipped as well.
     // Messages queued before the project's last reset are skipped: nothing of the wiped data comes back.
@@ -250,7 +276,9 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
 
     const flushEvents = Effect.gen(function*() {
       if (tracked.length > 0) {
-        events.push(...(yield* applyContactChanges(context, tracked, emitted, changeOf)))
+        events.push(...(yield* applyContactChanges(context, tracked, emitted, changeOf, prelocked)))
+        // Later folds in this batch read the contacts as the first one left them.
+        prelocked = undefined
         tracked = []
       }
       if (events.length > 0) {
@@ -522,18 +550,21 @@ const applyContactChanges = Effect.fnUntraced(function*(
   context: BatchContext,
   tracked: ReadonlyArray<TrackedEvent>,
   emitted: Array<Emitted>,
-  changeOf: (contactId: string, at?: string) => ContactChange
+  changeOf: (contactId: string, at?: string) => ContactChange,
+  /** The batch's contacts as its head statement locked them (a superset of these events' contacts). */
+  prelocked: ReadonlyArray<LockedContact> | undefined
 ) {
   const sql = yield* SqlClient.SqlClient
   const emails = [...new Set(tracked.map((event) => event.email))]
   const lockContacts = () =>
-    sql<{ id: string; email: string; subscribed: boolean; pinned_at: Record<string, number> | string; data: Record<string, unknown> | string }>`
+    sql<LockedContact>`
       SELECT id, email, subscribed, pinned_at, data FROM contacts
       WHERE project_id = ${context.projectId}
         AND email = ANY(${pgArray(emails)}::text[])
       ORDER BY id
       FOR UPDATE`
-  let rows = yield* lockContacts()
+  const wanted = new Set(emails)
+  let rows = prelocked ? prelocked.filter((row) => wanted.has(row.email)) : yield* lockContacts()
   const createdHere = new Set<string>()
   if (rows.length < emails.length) {
     const known = new Set(rows.map((row) => row.email))
