@@ -112,7 +112,7 @@ function Settings({ workflow }: { readonly workflow: WorkflowData }) {
           update.mutate(eventName.trim() ? { triggerType: "EVENT", triggerConfig: { eventName: eventName.trim() } } : { triggerType: "MANUAL" })
         }}
       >
-        <div className="min-w-0 flex-1">
+        <div className="min-w-0 basis-full sm:basis-64 sm:grow">
           <label htmlFor={ids.event} className="block text-sm font-medium text-slate-700">Trigger event</label>
           <input id={ids.event} list={ids.list} className="input mt-1 font-mono" placeholder="Empty: started by hand only" value={eventName} onChange={(event) => setEventName(event.target.value)} />
           <EventNameSuggestions id={ids.list} />

@@ -126,6 +126,8 @@ export function WorkflowGraph({
   return (
     <div className="h-80 overflow-hidden rounded-lg border border-slate-200 bg-white sm:h-[30rem]" data-testid="workflow-graph">
       <ReactFlow
+        // Fitted again whenever a step comes or goes.
+        key={workflow.steps.length}
         nodes={nodes}
         edges={edges}
         nodeTypes={nodeTypes}
