@@ -88,7 +88,8 @@ export function ActivityPage() {
               ? <p className="text-sm text-red-800">Types could not be loaded: {counts.error.message}{counts.error.requestId ? ` (request id ${counts.error.requestId})` : ""}</p>
               : (
                 <div className="flex flex-wrap gap-2">
-                  {(counts.data?.types ?? []).map(({ type, count }) => (
+                  {/* Types that have happened (and any chosen): the rest would be a wall of zeros. */}
+                  {(counts.data?.types ?? []).filter(({ type, count }) => count > 0 || types.includes(type)).map(({ type, count }) => (
                     <label key={type} className={`inline-flex cursor-pointer items-center gap-1.5 rounded-full border px-3 py-1 text-xs font-medium has-[:focus-visible]:outline-2 has-[:focus-visible]:outline-indigo-600 ${types.includes(type) ? "border-indigo-600 bg-indigo-50 text-indigo-800" : "border-slate-300 bg-white text-slate-700"}`}>
                       <input type="checkbox" className="sr-only" checked={types.includes(type)} onChange={() => toggle(type)} />
                       {typeLabel(type)} <span className="tabular-nums text-slate-500">{count.toLocaleString()}</span>

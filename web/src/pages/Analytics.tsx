@@ -11,7 +11,7 @@ import { useApiQuery, useProjectId } from "../api/hooks.ts"
 import { cell, Page, Section, Table, wideOnly } from "../components/Page.tsx"
 import { Empty, QueryView } from "../components/States.tsx"
 import { LineChart, type Series } from "./analytics/Chart.tsx"
-import { addDays, browserZone, daysOf, localDay, type Preset, PRESETS, rangeOf, zones } from "./analytics/range.ts"
+import { addDays, browserZone, daysOf, isKnownZone, localDay, type Preset, PRESETS, rangeOf, zones } from "./analytics/range.ts"
 
 type Range = { readonly from: string; readonly to: string; readonly tz: string; readonly stream: Stream }
 
@@ -26,10 +26,12 @@ export function AnalyticsPage() {
   const tz = params.get("tz") ?? browserZone()
   const stream = (STREAMS as ReadonlyArray<string>).includes(params.get("stream") ?? "") ? params.get("stream") as Stream : "ALL"
   const [now] = useState(() => new Date())
-  const today = localDay(now, tz)
+  // Days are counted in the zone when the browser knows it; the API answers for the zone asked (and names a bad one).
+  const dayZone = isKnownZone(tz) ? tz : "UTC"
+  const today = localDay(now, dayZone)
   const custom = { from: params.get("from") ?? addDays(today, -6), to: params.get("to") ?? today }
-  const days = daysOf(preset, tz, now, custom)
-  const range: Range = { ...rangeOf(days, tz), tz, stream }
+  const days = daysOf(preset, dayZone, now, custom)
+  const range: Range = { ...rangeOf(days, dayZone), tz, stream }
   const set = (patch: Record<string, string>) =>
     setParams((current) => {
       const next = new URLSearchParams(current)
@@ -40,7 +42,7 @@ export function AnalyticsPage() {
 
   return (
     <Page title="Analytics">
-      <form aria-label="Range" className="mb-6 grid gap-3 sm:grid-cols-2 lg:grid-cols-4" onSubmit={(event) => event.preventDefault()}>
+      <form aria-label="Analytics choices" className="mb-6 grid gap-3 sm:grid-cols-2 lg:grid-cols-4" onSubmit={(event) => event.preventDefault()}>
         <div>
           <label htmlFor="analytics-range" className="block text-sm font-medium text-slate-700">Range</label>
           <select id="analytics-range" className="input mt-1" value={preset} onChange={(event) => set({ range: event.target.value })}>
@@ -54,7 +56,7 @@ export function AnalyticsPage() {
           </select>
         </div>
         <div>
-          <label htmlFor="analytics-stream" className="block text-sm font-medium text-slate-700">Mail</label>
+          <label htmlFor="analytics-stream" className="block text-sm font-medium text-slate-700">Stream</label>
           <select id="analytics-stream" className="input mt-1" value={stream} onChange={(event) => set({ stream: event.target.value })}>
             {STREAMS.map((value) => <option key={value} value={value}>{STREAM_LABELS[value]}</option>)}
           </select>
@@ -279,7 +281,7 @@ function Deliverability({ range }: { readonly range: Range }) {
           <Table label="Deliverability by domain" head={["Domain", "Sent", "Delivered", "Bounces", ["Complaints", wideOnly]]}>
             {result.domains.map((domain) => (
               <tr key={domain.domain}>
-                <td className={`${cell} break-all`}>{domain.domain}</td>
+                <td className={`${cell} whitespace-nowrap`}>{domain.domain}</td>
                 <td className={`${cell} tabular-nums`}>{number(domain.sent)}</td>
                 <td className={`${cell} tabular-nums`}>{percent(domain.deliveryRate)}</td>
                 <td className={`${cell} tabular-nums`} title={`${domain.hardBounces} hard, ${domain.softBounces} soft`}>{number(domain.bounced)}</td>

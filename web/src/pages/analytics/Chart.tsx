@@ -34,7 +34,15 @@ export function LineChart({ label, times, series, tz, hourly }: {
         tzDate: (seconds) => uPlot.tzDate(new Date(seconds * 1000), tz),
         scales: { x: { time: true }, y: { range: (_, min, max) => [0, Math.max(max, min, 4)] } },
         axes: [
-          { values: hourly ? "{HH}:{mm}" : "{MMM} {D}", space: 60 },
+          {
+            values: hourly ? "{HH}:{mm}" : "{MMM} {D}",
+            space: 60,
+            // Ticks on bucket starts (local midnights or hours), not on uPlot's own UTC-based steps.
+            splits: () => {
+              const every = Math.max(1, Math.ceil(times.length / Math.max(2, Math.floor(Math.max(box.current?.clientWidth ?? 600, 200) / 70))))
+              return times.filter((_, index) => index % every === 0).map((time) => time / 1000)
+            }
+          },
           { values: (_, ticks) => ticks.map((tick) => (Number.isInteger(tick) ? tick.toLocaleString() : "")) }
         ],
         series: [

@@ -62,6 +62,16 @@ export const rangeOf = (days: { first: string; last: string }, tz: string) => ({
   to: localMidnight(addDays(days.last, 1), tz).toISOString()
 })
 
+/** Whether the browser knows the zone (the API judges it too, and says what is wrong). */
+export const isKnownZone = (tz: string): boolean => {
+  try {
+    new Intl.DateTimeFormat("en-US", { timeZone: tz })
+    return true
+  } catch {
+    return false
+  }
+}
+
 export const browserZone = (): string => Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC"
 
 /** Every zone the browser knows, the chosen one included. */
