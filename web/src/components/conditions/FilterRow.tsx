@@ -19,7 +19,9 @@ import {
 } from "./model.ts"
 import type { Suggestions } from "./suggestions.ts"
 
-const control = "input w-full sm:w-auto"
+/** Full width on a phone; on wider screens each control its own compact width, so a filter reads as one line. */
+const control = "input w-full py-1.5 sm:w-auto"
+const sized = (width: string) => `${control} ${width}`
 
 const CONTACT_LABELS: Record<string, string> = { email: "Email", subscribed: "Subscribed", createdAt: "Created", updatedAt: "Updated" }
 
@@ -69,7 +71,7 @@ export function FilterRow({
       <div className="flex flex-wrap items-center gap-2">
         <select
           aria-label="Field type"
-          className={control}
+          className={sized("sm:w-36")}
           value={kind}
           onChange={(event) => onChange(withField(filter, firstField(event.target.value as FieldKind, suggestions)))}
         >
@@ -78,14 +80,14 @@ export function FilterRow({
         <FieldName filter={filter} kind={kind} suggestions={suggestions} onChange={(field) => onChange(withField(filter, field))} />
         <select
           aria-label="Operator"
-          className={control}
+          className={sized("sm:w-48")}
           value={filter.operator}
           onChange={(event) => onChange(withOperator(filter, event.target.value as Filter["operator"]))}
         >
           {operatorsFor(kind).map((operator) => <option key={operator} value={operator}>{OPERATOR_LABELS[operator]}</option>)}
         </select>
         <ValueInputs filter={filter} fieldTypes={suggestions.fieldTypes} onChange={onChange} />
-        <button type="button" className="btn-secondary ml-auto" onClick={onRemove} aria-label="Remove filter">Remove</button>
+        <button type="button" className="btn-secondary ml-auto py-1.5" onClick={onRemove} aria-label="Remove filter">Remove</button>
       </div>
       {invalid && (
         <ul id={`${id}-errors`} className="mt-2 space-y-0.5 text-sm text-red-700" data-testid="condition-error">
@@ -106,13 +108,13 @@ function FieldName({ filter, kind, suggestions, onChange }: {
   switch (kind) {
     case "contact":
       return (
-        <select aria-label="Field" className={control} value={filter.field} onChange={(event) => onChange(event.target.value)}>
+        <select aria-label="Field" className={sized("sm:w-36")} value={filter.field} onChange={(event) => onChange(event.target.value)}>
           {CONTACT_FIELDS.map((field) => <option key={field} value={field}>{CONTACT_LABELS[field]}</option>)}
         </select>
       )
     case "engagement":
       return (
-        <select aria-label="Field" className={control} value={filter.field} onChange={(event) => onChange(event.target.value)}>
+        <select aria-label="Field" className={sized("sm:w-36")} value={filter.field} onChange={(event) => onChange(event.target.value)}>
           {ENGAGEMENT_FIELDS.map((field) => <option key={field} value={`email.${field}`}>email {field}</option>)}
         </select>
       )
@@ -120,7 +122,7 @@ function FieldName({ filter, kind, suggestions, onChange }: {
       const current = filter.field.slice("segment.".length)
       const known = suggestions.segments.some((segment) => segment.id === current)
       return (
-        <select aria-label="Segment" className={control} value={current} onChange={(event) => onChange(`segment.${event.target.value}`)}>
+        <select aria-label="Segment" className={sized("sm:w-48")} value={current} onChange={(event) => onChange(`segment.${event.target.value}`)}>
           {!known && <option value={current}>{current === "" ? "Choose a segment" : current}</option>}
           {suggestions.segments.map((segment) => <option key={segment.id} value={segment.id}>{segment.name}</option>)}
         </select>
@@ -134,7 +136,7 @@ function FieldName({ filter, kind, suggestions, onChange }: {
         <>
           <input
             aria-label={kind === "data" ? "Data key" : "Event name"}
-            className={`${control} font-mono`}
+            className={`${sized("sm:w-40")} font-mono`}
             list={listId}
             placeholder={kind === "data" ? "plan" : "purchase"}
             value={filter.field.startsWith(prefix) ? filter.field.slice(prefix.length) : filter.field}
@@ -178,7 +180,7 @@ function ValueInputs({ filter, fieldTypes, onChange }: {
   if (WINDOW_OPERATORS.has(operator)) {
     return (
       <>
-        <input aria-label="Amount" type="number" min={1} className={`${control} sm:w-24`} value={String(filter.value ?? "")} onChange={(event) => set({ value: numberValue(event.target.value) })} />
+        <input aria-label="Amount" type="number" min={1} className={sized("sm:w-20")} value={String(filter.value ?? "")} onChange={(event) => set({ value: numberValue(event.target.value) })} />
         <UnitSelect unit={filter.unit} onChange={(unit) => set({ unit })} />
       </>
     )
@@ -195,7 +197,7 @@ function ValueInputs({ filter, fieldTypes, onChange }: {
       const windowed = filter.within !== undefined
       return (
         <>
-          <input aria-label="Times" type="number" min={1} step={1} className={`${control} sm:w-20`} value={String(filter.value ?? "")} onChange={(event) => set({ value: numberValue(event.target.value) })} />
+          <input aria-label="Times" type="number" min={1} step={1} className={sized("sm:w-20")} value={String(filter.value ?? "")} onChange={(event) => set({ value: numberValue(event.target.value) })} />
           <span className="text-sm text-slate-600">times</span>
           <label className="flex items-center gap-1.5 text-sm text-slate-700">
             <input
@@ -213,7 +215,7 @@ function ValueInputs({ filter, fieldTypes, onChange }: {
           </label>
           {windowed && (
             <>
-              <input aria-label="Within" type="number" min={1} className={`${control} sm:w-20`} value={String(filter.within ?? "")} onChange={(event) => set({ within: numberValue(event.target.value) as number })} />
+              <input aria-label="Within" type="number" min={1} className={sized("sm:w-20")} value={String(filter.within ?? "")} onChange={(event) => set({ within: numberValue(event.target.value) as number })} />
               <UnitSelect unit={filter.unit} onChange={(unit) => set({ unit })} />
             </>
           )}
@@ -222,7 +224,7 @@ function ValueInputs({ filter, fieldTypes, onChange }: {
     }
     case "contains":
     case "notContains":
-      return <input aria-label="Value" className={control} value={String(filter.value ?? "")} onChange={(event) => set({ value: event.target.value })} />
+      return <input aria-label="Value" className={sized("sm:w-40")} value={String(filter.value ?? "")} onChange={(event) => set({ value: event.target.value })} />
     default: {
       const type = valueTypeOf(filter, fieldTypes)
       const comparison = operator !== "equals" && operator !== "notEquals"
@@ -232,7 +234,7 @@ function ValueInputs({ filter, fieldTypes, onChange }: {
       return (
         <>
           {!fixed && (
-            <select aria-label="Value type" className={control} value={shown} onChange={(event) => set({ value: convert(filter.value, event.target.value as ValueType) })}>
+            <select aria-label="Value type" className={sized("sm:w-28")} value={shown} onChange={(event) => set({ value: convert(filter.value, event.target.value as ValueType) })}>
               {types.map((option) => <option key={option} value={option}>{TYPE_LABELS[option]}</option>)}
             </select>
           )}
@@ -247,23 +249,23 @@ function TypedValue({ type, value, onChange }: { readonly type: ValueType; reado
   switch (type) {
     case "boolean":
       return (
-        <select aria-label="Value" className={control} value={String(value === true)} onChange={(event) => onChange(event.target.value === "true")}>
+        <select aria-label="Value" className={sized("sm:w-24")} value={String(value === true)} onChange={(event) => onChange(event.target.value === "true")}>
           <option value="true">true</option>
           <option value="false">false</option>
         </select>
       )
     case "number":
-      return <input aria-label="Value" type="number" className={`${control} sm:w-32`} value={String(value ?? "")} onChange={(event) => onChange(event.target.value === "" ? "" : Number(event.target.value))} />
+      return <input aria-label="Value" type="number" className={sized("sm:w-28")} value={String(value ?? "")} onChange={(event) => onChange(event.target.value === "" ? "" : Number(event.target.value))} />
     case "date":
-      return <input aria-label="Value" type="date" className={control} value={typeof value === "string" ? value.slice(0, 10) : ""} onChange={(event) => onChange(event.target.value)} />
+      return <input aria-label="Value" type="date" className={sized("sm:w-40")} value={typeof value === "string" ? value.slice(0, 10) : ""} onChange={(event) => onChange(event.target.value)} />
     case "text":
-      return <input aria-label="Value" className={control} value={String(value ?? "")} onChange={(event) => onChange(event.target.value)} />
+      return <input aria-label="Value" className={sized("sm:w-40")} value={String(value ?? "")} onChange={(event) => onChange(event.target.value)} />
   }
 }
 
 function UnitSelect({ unit, onChange }: { readonly unit: Unit | undefined; readonly onChange: (unit: Unit) => void }) {
   return (
-    <select aria-label="Unit" className={control} value={unit ?? "days"} onChange={(event) => onChange(event.target.value as Unit)}>
+    <select aria-label="Unit" className={sized("sm:w-28")} value={unit ?? "days"} onChange={(event) => onChange(event.target.value as Unit)}>
       {(Object.keys(UNITS) as Array<Unit>).map((option) => <option key={option} value={option}>{option}</option>)}
     </select>
   )

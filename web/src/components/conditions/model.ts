@@ -130,7 +130,8 @@ export const withField = (filter: Filter, field: string): Filter => {
     : withOperator({ field, operator }, operator)
 }
 
-export const newFilter = (): Filter => ({ field: "email", operator: "contains", value: "" })
+/** A new filter: "email is set", which every contact matches, so a new tree is valid from the start. */
+export const newFilter = (): Filter => ({ field: "email", operator: "exists" })
 export const newGroup = (): Group => ({ filters: [newFilter()] })
 export const newCondition = (): Condition => ({ logic: "AND", groups: [newGroup()] })
 
@@ -151,3 +152,13 @@ export const errorsAt = (errors: ReadonlyArray<FieldError>, path: string, ownKey
 export const FILTER_KEYS = ["field", "operator", "value", "unit", "within"] as const
 export const GROUP_KEYS = ["filters"] as const
 export const TREE_KEYS = ["logic", "groups"] as const
+
+/** JSON with sorted keys: trees compared as values (the API stores them as jsonb, which reorders keys). */
+const stable = (value: unknown): unknown =>
+  Array.isArray(value)
+    ? value.map(stable)
+    : typeof value === "object" && value !== null
+    ? Object.fromEntries(Object.keys(value).sort().map((key) => [key, stable((value as Record<string, unknown>)[key])]))
+    : value
+
+export const sameTree = (a: unknown, b: unknown): boolean => JSON.stringify(stable(a)) === JSON.stringify(stable(b))
