@@ -14,7 +14,7 @@ import { EventsPage } from "./pages/Events.tsx"
 import { HomePage } from "./pages/Home.tsx"
 import { NotFoundPage } from "./pages/NotFound.tsx"
 import { ProjectsPage } from "./pages/Projects.tsx"
-import { SegmentPage, SegmentsPage } from "./pages/Segments.tsx"
+import { NewSegmentPage, SegmentPage, SegmentsPage } from "./pages/Segments.tsx"
 import { TemplatesPage } from "./pages/Templates.tsx"
 import { WorkflowsPage } from "./pages/Workflows.tsx"
 import { AcceptInvitationPage } from "./pages/account/Invitation.tsx"
@@ -63,6 +63,7 @@ export const router = createBrowserRouter([
       { path: "templates/new", lazy: () => import("./pages/TemplateEditor.tsx").then((module) => ({ Component: module.NewTemplatePage })) },
       { path: "templates/:templateId", lazy: () => import("./pages/TemplateEditor.tsx").then((module) => ({ Component: module.TemplatePage })) },
       { path: "segments", element: <SegmentsPage /> },
+      { path: "segments/new", element: <NewSegmentPage /> },
       { path: "segments/:segmentId", element: <SegmentPage /> },
       { path: "campaigns", element: <CampaignsPage /> },
       { path: "campaigns/:campaignId", element: <CampaignPage /> },
