@@ -28,7 +28,7 @@ const addForm = (page: Page) => page.getByRole("form", { name: "Add a step" })
 /** Adds a step through the panel's form; `fill` sets its config fields; `after` names the outlet to hang it on. */
 const addStep = async (page: Page, type: string, name: string, fill: () => Promise<void>, after?: string) => {
   const form = addForm(page)
-  await form.getByLabel("Type").selectOption({ label: type })
+  await form.getByLabel("Step type").selectOption({ label: type })
   await form.getByLabel("Name (optional)").fill(name)
   await fill()
   if (after !== undefined) await form.getByLabel("After").selectOption({ label: after })
@@ -60,9 +60,11 @@ describe("the workflow editor", () => {
       await form.getByLabel("Unit", { exact: true }).selectOption("minutes")
     })
     await addStep(page, "Condition", "Is pro?", async () => {
-      await form.getByLabel("Field").fill("data.plan")
+      // The shared condition builder: custom data "plan" is "pro".
+      await form.getByLabel("Field type").selectOption("data")
+      await form.getByLabel("Data key").fill("plan")
       await form.getByLabel("Operator").selectOption("equals")
-      await form.getByLabel("Value").fill("pro")
+      await form.getByLabel("Value", { exact: true }).fill("pro")
     })
     // After a CONDITION the panel offers its yes outlet first.
     expect(await form.getByLabel("After").locator("option:checked").innerText()).toBe("Is pro? (yes)")

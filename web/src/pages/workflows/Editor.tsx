@@ -182,7 +182,7 @@ function AddStepPanel({ workflow }: { readonly workflow: WorkflowData }) {
     <form onSubmit={submit} aria-label="Add a step" className="space-y-3 rounded-lg border border-slate-200 bg-white p-4">
       <h3 className="font-semibold text-slate-800">Add a step</h3>
       <div>
-        <label htmlFor={ids.type} className="block text-sm font-medium text-slate-700">Type</label>
+        <label htmlFor={ids.type} className="block text-sm font-medium text-slate-700">Step type</label>
         <select id={ids.type} className="input mt-1" value={type} onChange={(event) => {
           const next = event.target.value as StepType
           setType(next)
@@ -195,7 +195,7 @@ function AddStepPanel({ workflow }: { readonly workflow: WorkflowData }) {
         <label htmlFor={ids.name} className="block text-sm font-medium text-slate-700">Name (optional)</label>
         <input id={ids.name} className="input mt-1" value={name} placeholder={TYPE_LABELS[type]} onChange={(event) => setName(event.target.value)} />
       </div>
-      <StepConfigFields type={type} config={config} onChange={setConfig} />
+      <StepConfigFields type={type} config={config} onChange={setConfig} errors={add.error?.fieldErrors} />
       <div>
         <label htmlFor={ids.after} className="block text-sm font-medium text-slate-700">After</label>
         <select id={ids.after} className="input mt-1" value={after} onChange={(event) => setAfter(event.target.value)}>
@@ -245,7 +245,7 @@ function StepPanel({ workflow, step, onConnect, connecting, onDelete }: {
           <label htmlFor={nameId} className="block text-sm font-medium text-slate-700">Name</label>
           <input id={nameId} className="input mt-1" value={name} onChange={(event) => setName(event.target.value)} />
         </div>
-        <StepConfigFields type={step.type} config={config} onChange={setConfig} />
+        <StepConfigFields type={step.type} config={config} onChange={setConfig} errors={save.error?.fieldErrors} />
         <div className="flex flex-wrap gap-2">
           <button type="submit" className="btn-primary" disabled={save.isPending}>{save.isPending ? "Saving…" : "Save step"}</button>
           {step.type !== "TRIGGER" && <button type="button" className="btn-secondary text-red-700" onClick={onDelete}>Delete step</button>}

@@ -1,11 +1,13 @@
 /**
  * The config form of each step type, with inputs of the right kind: a delay's amount and unit, the
- * template to send, a webhook's URL and method, the event to wait for and its timeout, a condition's
- * filter (fields from /workflows/fields), an exit's reason. The draft config is the parent's state.
+ * template to send, a webhook's URL and method, the event to wait for and its timeout, a condition (the
+ * shared condition builder; a stored one-filter config { field, operator, value } opens as a tree), an
+ * exit's reason. The draft config is the parent's state; `errors` are the API's 422 field errors.
  */
 import { useId } from "react"
+import type { FieldError } from "../../api/failure.ts"
 import { useApiQuery } from "../../api/hooks.ts"
-import { ConditionInput } from "./ConditionInput.tsx"
+import { asCondition, ConditionBuilder } from "../../components/conditions/ConditionBuilder.tsx"
 import type { StepType } from "./model.ts"
 
 export type Config = Record<string, unknown>
@@ -15,7 +17,7 @@ export const DEFAULT_CONFIG: Record<StepType, Config> = {
   SEND_EMAIL: { templateId: "", recipient: { type: "CONTACT" } },
   DELAY: { amount: 1, unit: "days" },
   WAIT_FOR_EVENT: { eventName: "" },
-  CONDITION: { condition: { logic: "AND", groups: [{ filters: [{ field: "", operator: "equals", value: "" }] }] } },
+  CONDITION: { condition: { logic: "AND", groups: [{ filters: [{ field: "data.", operator: "equals", value: "" }] }] } },
   WEBHOOK: { url: "", method: "POST" },
   UPDATE_CONTACT: { updates: {}, subscriptionAction: "none" },
   EXIT: {}
@@ -42,7 +44,19 @@ function Labelled({ label, hint, children }: { readonly label: string; readonly 
 
 const numberOrText = (value: string): number | string => (value.trim() !== "" && Number.isFinite(Number(value)) ? Number(value) : value)
 
-export function StepConfigFields({ type, config, onChange }: { readonly type: StepType; readonly config: Config; readonly onChange: (config: Config) => void }) {
+/** A CONDITION config's tree: its `condition`, or its one flat filter as a one-filter tree. */
+const conditionTree = (config: Config) =>
+  asCondition(config.condition ?? (config.field === undefined ? undefined : {
+    logic: "AND",
+    groups: [{ filters: [Object.fromEntries(["field", "operator", "value", "unit"].filter((key) => config[key] !== undefined).map((key) => [key, config[key]]))] }]
+  }))
+
+export function StepConfigFields({ type, config, onChange, errors = [] }: {
+  readonly type: StepType
+  readonly config: Config
+  readonly onChange: (config: Config) => void
+  readonly errors?: ReadonlyArray<FieldError>
+}) {
   const set = (patch: Config) => onChange({ ...config, ...patch })
   switch (type) {
     case "TRIGGER":
@@ -72,7 +86,12 @@ export function StepConfigFields({ type, config, onChange }: { readonly type: St
     case "WAIT_FOR_EVENT":
       return <WaitFields config={config} set={set} onChange={onChange} />
     case "CONDITION":
-      return <ConditionInput config={config} onChange={onChange} />
+      return (
+        <div>
+          <ConditionBuilder value={conditionTree(config)} onChange={(condition) => onChange({ condition })} path="config.condition" errors={errors} />
+          <p className="mt-1 text-xs text-slate-500">The yes branch is taken when the contact matches.</p>
+        </div>
+      )
     case "WEBHOOK":
       return (
         <div className="space-y-3">
