@@ -107,7 +107,10 @@ describe("the workflow editor", () => {
     expect(rows.map((row) => row.split(/\s+/).slice(0, 2).join(" "))).toEqual(["Trigger Trigger", "Short pause", "Is pro?", "Send welcome"])
     for (const row of rows) expect(row).toContain("completed")
     expect(new URL(page.url()).searchParams.get("execution")).toMatch(/^[\w-]{36}$/)
-    // The whole page for the README: the graph with the execution's step marked, and its history.
+    // The whole page for the README: the condition open in the panel (the shared builder), the execution's
+    // step marked in the graph, and its history.
+    await page.getByLabel("Step", { exact: true }).selectOption({ label: "Condition: Is pro?" })
+    await page.getByRole("form", { name: "Edit the step" }).getByLabel("Data key").waitFor()
     await page.setViewportSize({ width: 1280, height: 1560 })
     await page.evaluate(() => window.scrollTo(0, 0))
     await screenshot(page, "workflow-1280")
@@ -183,5 +186,16 @@ describe("the workflow editor", () => {
     await page.getByText("No waiting executions").waitFor()
     await page.getByLabel("Status", { exact: true }).selectOption("CANCELLED")
     await executions.getByText("cancelled").waitFor()
+
+    // Two more waiting, both cancelled at once.
+    await page.getByLabel("Status", { exact: true }).selectOption("WAITING")
+    for (const email of ["later-1@example.com", "later-2@example.com"]) {
+      await env.call("POST", "/v1/track", { event: "trial-ended", email }, env.project.publicKey)
+    }
+    await expect.poll(() => executions.locator("tbody tr").count(), { timeout: 15_000 }).toBe(2)
+    await page.getByRole("button", { name: "Cancel all active" }).click()
+    await page.getByRole("dialog", { name: "Cancel every active execution?" }).getByRole("button", { name: "Cancel all" }).click()
+    await page.getByText("No waiting executions").waitFor()
+    expect((await env.call("GET", `/workflows/${workflow.id}/executions?status=CANCELLED`)).total).toBe(3)
   }, 60_000)
 })
