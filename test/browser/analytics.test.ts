@@ -93,6 +93,7 @@ describe("the analytics page", () => {
     await phone.getByRole("img", { name: /Mail per day/ }).locator("canvas").waitFor()
     await phone.getByRole("table", { name: /First opens by weekday and hour/ }).waitFor()
     expect(await scrollsSideways(phone)).toBe(false)
+    await phone.getByRole("region", { name: "Mail over time" }).evaluate((element) => element.scrollIntoView())
     await screenshot(phone, "analytics-390")
   }, 40_000)
 

@@ -111,7 +111,7 @@ describe("the workflow editor", () => {
     // step marked in the graph, and its history.
     await page.getByLabel("Step", { exact: true }).selectOption({ label: "Condition: Is pro?" })
     await page.getByRole("form", { name: "Edit the step" }).getByLabel("Data key").waitFor()
-    await page.setViewportSize({ width: 1280, height: 1560 })
+    await page.setViewportSize({ width: 1280, height: 1880 })
     await page.evaluate(() => window.scrollTo(0, 0))
     await screenshot(page, "workflow-1280")
 

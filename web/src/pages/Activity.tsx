@@ -80,7 +80,7 @@ export function ActivityPage() {
 
   return (
     <Page title="Activity">
-      <div className="grid gap-8 lg:grid-cols-[minmax(0,1fr)_20rem]">
+      <div className="grid grid-cols-1 gap-8 lg:grid-cols-[minmax(0,1fr)_20rem]">
         <div className="min-w-0">
           <fieldset className="mb-4">
             <legend className="mb-2 text-sm font-medium text-slate-700">Types</legend>

@@ -79,7 +79,7 @@ export function AnalyticsPage() {
       </p>
       <Overview range={range} />
       <Timeseries range={range} />
-      <div className="grid gap-x-8 xl:grid-cols-2">
+      <div className="grid grid-cols-1 gap-x-8 xl:grid-cols-2">
         <TopCampaigns range={range} />
         <TopEvents range={range} />
         <Deliverability range={range} />

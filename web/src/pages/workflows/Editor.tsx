@@ -68,7 +68,7 @@ export function WorkflowEditor({ workflow, currentStepIds }: { readonly workflow
   const failure = connect.error ?? move.error ?? removeTransition.error
 
   return (
-    <div className="grid gap-4 lg:grid-cols-[minmax(0,1fr)_22rem]">
+    <div className="grid grid-cols-1 gap-4 lg:grid-cols-[minmax(0,1fr)_22rem]">
       <div className="min-w-0">
         <WorkflowGraph
           workflow={workflow}
