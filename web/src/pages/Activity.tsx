@@ -7,6 +7,7 @@ import { useQueryClient } from "@tanstack/react-query"
 import { type ReactNode, useEffect, useState } from "react"
 import { Link, useSearchParams } from "react-router"
 import { ACTIVITY_TYPES, type ActivityType } from "../../../src/domain/analytics/activityTypes.ts"
+import type { ActivityItem } from "../../../src/http/api/activity.ts"
 import { projectKey, useApiQuery, useProjectId } from "../api/hooks.ts"
 import { Badge, formatDate, Page, Section } from "../components/Page.tsx"
 import { Pager } from "../components/Pager.tsx"
@@ -148,15 +149,7 @@ export function ActivityPage() {
   )
 }
 
-type Item = {
-  readonly type: string
-  readonly event?: string
-  readonly contact?: { readonly id: string; readonly email: string | null }
-  readonly subject?: string
-  readonly campaign?: { readonly id: string; readonly name: string | null }
-  readonly workflow?: { readonly id: string; readonly name: string | null }
-  readonly data: Record<string, unknown>
-}
+type Item = typeof ActivityItem.Type
 
 function ActivityText({ item, projectId }: { readonly item: Item; readonly projectId: string }) {
   const parts: Array<ReactNode> = []
