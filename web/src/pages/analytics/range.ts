@@ -15,12 +15,16 @@ const offsetAt = (instant: number, tz: string): number => {
   return local - Math.floor(instant / 1000) * 1000
 }
 
-/** The instant a local day (YYYY-MM-DD) starts in `tz`. */
+/**
+ * The instant a local day (YYYY-MM-DD) starts in `tz`: its midnight, or where a clock change skips
+ * midnight (America/Santiago springs from 00:00 to 01:00), the first instant of the day.
+ */
 export const localMidnight = (day: string, tz: string): Date => {
   const [year, month, date] = day.split("-").map(Number) as [number, number, number]
   const wall = Date.UTC(year, month - 1, date)
   const guess = wall - offsetAt(wall, tz)
-  return new Date(wall - offsetAt(guess, tz))
+  const candidates = [wall - offsetAt(guess, tz), guess].filter((instant) => localDay(new Date(instant), tz) === day)
+  return new Date(candidates.length > 0 ? Math.min(...candidates) : wall - offsetAt(guess, tz))
 }
 
 /** The local day (YYYY-MM-DD) of an instant in `tz`. */
