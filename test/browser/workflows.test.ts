@@ -130,6 +130,22 @@ describe("the workflow editor", () => {
     await page.goto(projectPath(`/workflows/${workflow.id}`))
     await heading(page, "Trial follow-up")
     const form = addForm(page)
+    // Bad input: the API's 422 shows with its request id, a condition's at the filter it names.
+    env.allowConsoleErrors(page, /status of 422/)
+    // (A missing template or URL the browser itself refuses: these are `required` inputs.)
+    await form.getByLabel("Step type").selectOption({ label: "Webhook" })
+    await form.getByLabel("URL").fill("ftp://files.example.com/drop")
+    await form.getByRole("button", { name: "Add step" }).click()
+    const failure = form.getByRole("alert")
+    await failure.waitFor()
+    expect(await failure.innerText()).toContain("422")
+    expect(await failure.getByTestId("request-id").innerText()).toMatch(/^req_[\w-]+$/)
+    await form.getByLabel("Step type").selectOption({ label: "Condition" })
+    await form.getByLabel("Operator").selectOption("greaterThan")
+    await form.getByRole("button", { name: "Add step" }).click()
+    await form.getByTestId("condition-error").waitFor()
+    expect((await env.call("GET", `/workflows/${workflow.id}`)).steps).toHaveLength(1)
+
     await addStep(page, "Wait for event", "Wait for payment", async () => {
       await form.getByLabel("Event name").fill("paid")
       await form.getByLabel("Timeout (optional)").fill("2")
