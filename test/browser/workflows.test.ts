@@ -139,6 +139,7 @@ describe("the workflow editor", () => {
     const failure = form.getByRole("alert")
     await failure.waitFor()
     expect(await failure.innerText()).toContain("422")
+    expect(await form.getByTestId("field-errors").innerText()).toBe("config.url: url must be an http(s) URL")
     expect(await failure.getByTestId("request-id").innerText()).toMatch(/^req_[\w-]+$/)
     await form.getByLabel("Step type").selectOption({ label: "Condition" })
     await form.getByLabel("Operator").selectOption("greaterThan")

@@ -7,6 +7,7 @@
 import { Effect } from "effect"
 import { type FormEvent, useCallback, useId, useMemo, useState } from "react"
 import type { ApiClient } from "../../api/client.ts"
+import type { ApiFailure } from "../../api/failure.ts"
 import { useApiMutation, useApiQuery } from "../../api/hooks.ts"
 import { Confirm } from "../../components/Confirm.tsx"
 import { MutationError } from "../../components/Form.tsx"
@@ -27,6 +28,25 @@ const relink = (client: ApiClient, workflowId: string, current: Transition | und
     if (current) yield* client.workflows.deleteTransition({ params: { id: workflowId, transitionId: current.id } })
     if (toStepId) yield* client.workflows.addTransition({ params: { id: workflowId }, payload: transitionPayload(fromStepId, outlet, toStepId) })
   })
+
+/**
+ * A failed save: the API's message and request id, and its field errors (a condition's show at their
+ * filter in the builder instead).
+ */
+function SaveError({ error }: { readonly error: ApiFailure | null }) {
+  if (error === null) return null
+  const problems = error.fieldErrors.filter((problem) => !problem.field.startsWith("config.condition"))
+  return (
+    <>
+      <MutationError error={error} />
+      {problems.length > 0 && (
+        <ul className="mt-2 space-y-0.5 text-sm text-red-700" data-testid="field-errors">
+          {problems.map((problem) => <li key={problem.field + problem.message}><code className="font-mono text-xs">{problem.field}</code>: {problem.message}</li>)}
+        </ul>
+      )}
+    </>
+  )
+}
 
 /** "stepId:outletId" of an outlet, the value of the "after" choices. */
 const slot = (stepId: string, outletId: string) => `${stepId}:${outletId}`
@@ -209,7 +229,7 @@ function AddStepPanel({ workflow }: { readonly workflow: WorkflowData }) {
       </div>
       <button type="submit" className="btn-primary" disabled={add.isPending}>{add.isPending ? "Adding…" : "Add step"}</button>
       {added && !add.isPending && !add.error && <p role="status" className="text-sm text-green-800">Added {added.name}.</p>}
-      <MutationError error={add.error} />
+      <SaveError error={add.error} />
     </form>
   )
 }
@@ -250,7 +270,7 @@ function StepPanel({ workflow, step, onConnect, connecting, onDelete }: {
           <button type="submit" className="btn-primary" disabled={save.isPending}>{save.isPending ? "Saving…" : "Save step"}</button>
           {step.type !== "TRIGGER" && <button type="button" className="btn-secondary text-red-700" onClick={onDelete}>Delete step</button>}
         </div>
-        <MutationError error={save.error} />
+        <SaveError error={save.error} />
       </form>
       {outletsOf(step.type).length > 0 && (
         <fieldset className="space-y-3 rounded-lg border border-slate-200 bg-white p-4" disabled={connecting}>
