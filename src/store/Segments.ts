@@ -97,6 +97,14 @@ export class Segments extends Context.Service<Segments, {
   >
   /** Asks the project's actor to recompute a dynamic segment and emit entry/exit. */
   readonly requestCompute: (segment: Segment) => Effect.Effect<void, SqlError.SqlError>
+  /**
+   * Without writing anything: how many contacts match now (a condition, a segment's members, or all
+   * contacts when given neither), how many of them a marketing campaign would mail, and a sample.
+   */
+  readonly preview: (projectId: string, audience: { readonly condition?: Condition; readonly segment?: Segment }, sampleSize: number) => Effect.Effect<
+    { readonly total: number; readonly reachable: number; readonly sample: ReadonlyArray<Contact> },
+    SqlError.SqlError
+  >
   /** Recounts memberCount (no membership writes, no events). */
   readonly refreshCount: (segment: Segment) => Effect.Effect<Segment, SqlError.SqlError>
 }>()("app/store/Segments") {
@@ -322,7 +330,30 @@ export class Segments extends Context.Service<Segments, {
           return yield* notifyActor(segment.projectId, { type: "segmentsChanged" })
         })).pipe(Effect.flatMap(publishNow))
 
-      return Segments.of({ create, list, get, update, remove, contacts, membersSql: members, refreshCount, requestCompute, addMembers, removeMembers })
+      const preview = Effect.fn("Segments.preview")(function*(
+        projectId: string,
+        audience: { readonly condition?: Condition; readonly segment?: Segment },
+        sampleSize: number
+      ) {
+        const where = audience.segment
+          ? members(audience.segment)
+          : audience.condition
+          ? compileConditionSql(sql, audience.condition, Date.now())
+          : sql.literal("TRUE")
+        const [counts] = yield* sql<{ total: number; reachable: number }>`
+          SELECT count(*)::int AS total,
+                 count(*) FILTER (WHERE c.subscribed AND NOT EXISTS (
+                   SELECT 1 FROM suppressions s WHERE s.project_id = c.project_id AND s.email = c.email))::int AS reachable
+          FROM contacts c WHERE c.project_id = ${projectId} AND ${where}`
+        const sample = sampleSize === 0 ? [] : yield* sql<Parameters<typeof toContact>[0]>`
+          SELECT c.id, c.email, c.subscribed, c.snoozed_until, c.data, c.created_at, c.updated_at
+          FROM contacts c WHERE c.project_id = ${projectId} AND ${where}
+          ORDER BY c.created_at DESC, c.id DESC
+          LIMIT ${sampleSize}`
+        return { total: counts?.total ?? 0, reachable: counts?.reachable ?? 0, sample: sample.map(toContact) }
+      })
+
+      return Segments.of({ create, list, get, update, remove, contacts, membersSql: members, preview, refreshCount, requestCompute, addMembers, removeMembers })
     })
   )
 }

@@ -254,7 +254,7 @@ describe("the dashboard", () => {
     expect(await rowTexts(page, "Workflows")).toEqual([expect.stringContaining("Event signed-up")])
     await page.getByRole("link", { name: "Onboarding" }).click()
     await heading(page, "Onboarding")
-    await page.getByRole("region", { name: "Steps" }).getByText("trigger", { exact: true }).waitFor()
+    await page.getByRole("region", { name: "Steps" }).getByText("When signed-up is tracked").waitFor()
     expect(new URL(page.url()).pathname).toBe(projectPath(`/workflows/${workflow.id}`))
   })
 

@@ -6,6 +6,7 @@ import { createBrowserRouter, Navigate } from "react-router"
 import { RouteError } from "./components/ErrorBoundary.tsx"
 import { PlainLayout, ProjectLayout } from "./components/Layout.tsx"
 import { CampaignPage, CampaignsPage } from "./pages/Campaigns.tsx"
+import { ActivityPage } from "./pages/Activity.tsx"
 import { ContactPage } from "./pages/Contact.tsx"
 import { ContactsPage } from "./pages/Contacts.tsx"
 import { DomainsPage } from "./pages/Domains.tsx"
@@ -13,9 +14,9 @@ import { EventsPage } from "./pages/Events.tsx"
 import { HomePage } from "./pages/Home.tsx"
 import { NotFoundPage } from "./pages/NotFound.tsx"
 import { ProjectsPage } from "./pages/Projects.tsx"
-import { SegmentPage, SegmentsPage } from "./pages/Segments.tsx"
+import { NewSegmentPage, SegmentPage, SegmentsPage } from "./pages/Segments.tsx"
 import { TemplatesPage } from "./pages/Templates.tsx"
-import { WorkflowPage, WorkflowsPage } from "./pages/Workflows.tsx"
+import { WorkflowsPage } from "./pages/Workflows.tsx"
 import { AcceptInvitationPage } from "./pages/account/Invitation.tsx"
 import { SignInPage, SignUpPage } from "./pages/account/SignIn.tsx"
 import { ForgotPasswordPage, ResetPasswordPage, VerifyEmailPage } from "./pages/account/Tokens.tsx"
@@ -62,12 +63,17 @@ export const router = createBrowserRouter([
       { path: "templates/new", lazy: () => import("./pages/TemplateEditor.tsx").then((module) => ({ Component: module.NewTemplatePage })) },
       { path: "templates/:templateId", lazy: () => import("./pages/TemplateEditor.tsx").then((module) => ({ Component: module.TemplatePage })) },
       { path: "segments", element: <SegmentsPage /> },
+      { path: "segments/new", element: <NewSegmentPage /> },
       { path: "segments/:segmentId", element: <SegmentPage /> },
       { path: "campaigns", element: <CampaignsPage /> },
       { path: "campaigns/:campaignId", element: <CampaignPage /> },
       { path: "workflows", element: <WorkflowsPage /> },
-      { path: "workflows/:workflowId", element: <WorkflowPage /> },
+      // The graph editor brings @xyflow/react: loaded when a workflow is opened.
+      { path: "workflows/:workflowId", lazy: () => import("./pages/workflows/Workflow.tsx").then((module) => ({ Component: module.WorkflowPage })) },
       { path: "events", element: <EventsPage /> },
+      { path: "activity", element: <ActivityPage /> },
+      // uPlot comes with the analytics page only.
+      { path: "analytics", lazy: () => import("./pages/Analytics.tsx").then((module) => ({ Component: module.AnalyticsPage })) },
       { path: "domains", element: <DomainsPage /> },
       {
         path: "settings",

@@ -11,7 +11,7 @@ const ActivityType = Schema.Literals(ACTIVITY_TYPES)
 
 const Named = Schema.Struct({ id: Schema.String, name: Schema.NullOr(Schema.String) })
 
-const ActivityItem = Schema.Struct({
+export const ActivityItem = Schema.Struct({
   id: Schema.String.annotate({ description: "The event's id (email and subscription items, segment entries and exits, custom events), the contact's (contact.created) or the activity entry's" }),
   type: ActivityType,
   occurredAt: Timestamp,

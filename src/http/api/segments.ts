@@ -50,6 +50,24 @@ export class SegmentsApi extends HttpApiGroup.make("segments")
       "201 with the segment. `name` is required, and DYNAMIC (the default) needs a condition object (a missing one: " +
         "400 LegacyError `{ error }`); STATIC ignores it."
     ),
+    HttpApiEndpoint.post("preview", "/segments/preview", {
+      payload: Schema.Struct({
+        condition: Schema.optional(ConditionTree),
+        segmentId: Schema.optional(Text),
+        sampleSize: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: 50 })))
+      }),
+      success: Schema.Struct({
+        total: Count.annotate({ description: "Contacts that match now" }),
+        reachable: Count.annotate({ description: "Of those, the ones a marketing campaign would mail: subscribed and not suppressed" }),
+        sample: Schema.Array(Contact).annotate({ description: "Up to sampleSize (default 10) of them, newest first" })
+      }),
+      error: [...commonErrors, ...bodyErrors, ErrorDocs.notFound]
+    }).annotate(
+      OpenApi.Description,
+      "Counts and samples, without saving anything, the contacts a condition matches now (`condition`, checked as a " +
+        "segment's: 422 with the offending node's path), a segment's current members (`segmentId`), or every contact " +
+        "(neither): what a segment being edited or a campaign audience would hold."
+    ),
     HttpApiEndpoint.get("list", "/segments", { success: Schema.Array(Segment), error: commonErrors })
       .annotate(OpenApi.Description, "All segments, newest first (not paginated)."),
     HttpApiEndpoint.get("get", "/segments/:id", { params: IdParam, success: Segment, error: [...commonErrors, ...inputErrors, ErrorDocs.notFound] }),

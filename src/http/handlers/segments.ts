@@ -77,6 +77,26 @@ export const SegmentsHandlers = HttpApiBuilder.group(Api, "segments", Effect.fnU
         yield* relay.wake
         return present(segment)
       })))
+    .handle("preview", ({ payload }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        if (payload.condition !== undefined && payload.segmentId !== undefined) {
+          return yield* ApiError.invalidField("segmentId", "Give a condition or a segmentId, not both", "invalid_value")
+        }
+        const sampleSize = payload.sampleSize ?? 10
+        if (payload.segmentId !== undefined) {
+          const segment = yield* find(payload.segmentId)
+          return yield* store(segments.preview(project.id, { segment }, sampleSize))
+        }
+        if (payload.condition !== undefined) {
+          if (payload.condition === null || typeof payload.condition !== "object") {
+            return yield* ApiError.invalidField("condition", "A condition is an object { logic, groups }", "invalid_type")
+          }
+          const condition = yield* checkCondition(project.id, payload.condition)
+          return yield* store(segments.preview(project.id, { condition }, sampleSize))
+        }
+        return yield* store(segments.preview(project.id, {}, sampleSize))
+      })))
     .handle("list", () =>
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject

@@ -14,18 +14,33 @@ export class ApiFailure extends Error {
   readonly status: number
   /** The server's id for the request (quote it when reporting a problem); null when no answer arrived. */
   readonly requestId: string | null
+  /** A 422's invalid fields, by path (`condition.groups[0].filters[1].value`); empty otherwise. */
+  readonly fieldErrors: ReadonlyArray<FieldError>
 
-  constructor(fields: { readonly message: string; readonly code: string; readonly status: number; readonly requestId: string | null }) {
+  constructor(fields: {
+    readonly message: string
+    readonly code: string
+    readonly status: number
+    readonly requestId: string | null
+    readonly fieldErrors?: ReadonlyArray<FieldError>
+  }) {
     super(fields.message)
     this.code = fields.code
     this.status = fields.status
     this.requestId = fields.requestId
+    this.fieldErrors = fields.fieldErrors ?? []
   }
 
   /** A 4xx: the request itself is wrong, so repeating it will not help. */
   get isClientError(): boolean {
     return this.status >= 400 && this.status < 500
   }
+}
+
+export interface FieldError {
+  readonly field: string
+  readonly message: string
+  readonly code: string
 }
 
 /** What the call saw of the last response, for failures whose value does not carry it. */
@@ -43,7 +58,8 @@ const fromEnvelope = (envelope: ErrorEnvelope, seen: ResponseSeen) =>
     message: envelope.error.message,
     code: envelope.error.code,
     status: envelope.error.statusCode,
-    requestId: envelope.error.requestId || seen.requestId
+    requestId: envelope.error.requestId || seen.requestId,
+    fieldErrors: (envelope.error.errors ?? []).map(({ field, message, code }) => ({ field, message, code }))
   })
 
 /** A response the client did not decode (a status the endpoint does not declare, or a body that does not fit). */

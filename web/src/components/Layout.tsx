@@ -20,6 +20,8 @@ const NAV: ReadonlyArray<readonly [path: string, label: string, needs: Permissio
   ["campaigns", "Campaigns", "view"],
   ["workflows", "Workflows", "view"],
   ["events", "Events", "view"],
+  ["activity", "Activity", "view"],
+  ["analytics", "Analytics", "view"],
   ["domains", "Domains", "manage"],
   ["settings", "Settings", "view"]
 ]

@@ -1,99 +1,72 @@
-/** Workflows: the list with their trigger, and one workflow with its steps, transitions and executions. */
-import { Link, useParams } from "react-router"
-import { useApiQuery, useProjectId } from "../api/hooks.ts"
-import { Badge, cell, Fields, formatDate, Page, Section, Table } from "../components/Page.tsx"
+/**
+ * Workflows: the list with their trigger and a form to create one. One workflow (its editor) is
+ * pages/workflows/Workflow.tsx, loaded when opened.
+ */
+import { type FormEvent, useId, useState } from "react"
+import { Link, useNavigate } from "react-router"
+import { useApiMutation, useApiQuery, useProjectId } from "../api/hooks.ts"
+import { Card, MutationError } from "../components/Form.tsx"
+import { Badge, cell, formatDate, Page, Table, wideOnly } from "../components/Page.tsx"
 import { Empty, QueryView } from "../components/States.tsx"
+import { EventNameSuggestions } from "./workflows/StepConfig.tsx"
 
 const trigger = (workflow: { readonly triggerType: string; readonly triggerConfig: { readonly eventName?: string | undefined } }) =>
   workflow.triggerType === "EVENT" ? `Event ${workflow.triggerConfig.eventName ?? ""}` : "Started by hand"
+
+function NewWorkflow() {
+  const projectId = useProjectId()
+  const navigate = useNavigate()
+  const ids = { name: useId(), event: useId(), list: useId() }
+  const [name, setName] = useState("")
+  const [eventName, setEventName] = useState("")
+  const create = useApiMutation(
+    (client, _: void) => client.workflows.create({ payload: { name: name.trim(), ...(eventName.trim() ? { eventName: eventName.trim() } : {}) } }),
+    { invalidates: [["workflows"]], onSuccess: (workflow) => void navigate(`/p/${projectId}/workflows/${workflow.id}`) }
+  )
+  const submit = (event: FormEvent) => {
+    event.preventDefault()
+    create.mutate()
+  }
+  return (
+    <Card title="New workflow">
+      <form onSubmit={submit} aria-label="New workflow" className="grid gap-3 sm:grid-cols-[1fr_1fr_auto] sm:items-end">
+        <div>
+          <label htmlFor={ids.name} className="block text-sm font-medium text-slate-700">Name</label>
+          <input id={ids.name} required className="input mt-1" value={name} onChange={(event) => setName(event.target.value)} />
+        </div>
+        <div>
+          <label htmlFor={ids.event} className="block text-sm font-medium text-slate-700">Trigger event</label>
+          <input id={ids.event} list={ids.list} className="input mt-1 font-mono" placeholder="signed-up" value={eventName} onChange={(event) => setEventName(event.target.value)} />
+          <EventNameSuggestions id={ids.list} />
+        </div>
+        <button type="submit" className="btn-primary" disabled={create.isPending}>Create workflow</button>
+      </form>
+      <MutationError error={create.error} />
+    </Card>
+  )
+}
 
 export function WorkflowsPage() {
   const projectId = useProjectId()
   const query = useApiQuery(["workflows", "list"], (client) => client.workflows.list({}))
   return (
     <Page title="Workflows">
-      <QueryView query={query} isEmpty={(list) => list.length === 0} empty={<Empty title="No workflows yet">Create one with <code>POST /workflows</code>.</Empty>}>
+      <div className="mb-6"><NewWorkflow /></div>
+      <QueryView query={query} isEmpty={(list) => list.length === 0} empty={<Empty title="No workflows yet">Create one above: it starts with its trigger, disabled.</Empty>}>
         {(list) => (
-          <Table label="Workflows" head={["Name", "Trigger", "State", "Steps", "Updated"]}>
+          <Table label="Workflows" head={["Name", "Trigger", "State", ["Steps", wideOnly], ["Updated", wideOnly]]}>
             {list.map((workflow) => (
               <tr key={workflow.id} className="hover:bg-slate-50">
                 <td className={cell}><Link to={`/p/${projectId}/workflows/${workflow.id}`} className="link">{workflow.name}</Link></td>
-                <td className={`${cell} font-mono text-xs`}>{trigger(workflow)}</td>
+                <td className={`${cell} break-all font-mono text-xs`}>{trigger(workflow)}</td>
                 <td className={cell}>{workflow.enabled ? <Badge tone="green">enabled</Badge> : <Badge>disabled</Badge>}</td>
-                <td className={`${cell} tabular-nums`}>{workflow.steps.length}</td>
-                <td className={`${cell} whitespace-nowrap text-slate-600`}>{formatDate(workflow.updatedAt)}</td>
+                <td className={`${cell} ${wideOnly} tabular-nums`}>{workflow.steps.length}</td>
+                <td className={`${cell} ${wideOnly} whitespace-nowrap text-slate-600`}>{formatDate(workflow.updatedAt)}</td>
               </tr>
             ))}
           </Table>
         )}
       </QueryView>
     </Page>
-  )
-}
-
-export function WorkflowPage() {
-  const { workflowId = "" } = useParams()
-  const projectId = useProjectId()
-  const workflow = useApiQuery(["workflows", "get", workflowId], (client) => client.workflows.get({ params: { id: workflowId } }))
-  const executions = useApiQuery(
-    ["workflows", "executions", workflowId],
-    (client) => client.workflows.listExecutions({ params: { id: workflowId }, query: { page: "1", pageSize: "20" } })
-  )
-  return (
-    <QueryView query={workflow}>
-      {(workflow) => {
-        const stepName = (id: string | null) => workflow.steps.find((step) => step.id === id)?.name ?? "—"
-        return (
-          <Page title={workflow.name}>
-            <p className="-mt-4 mb-6 text-sm"><Link to={`/p/${projectId}/workflows`} className="link">All workflows</Link></p>
-            <Section title="Workflow">
-              <Fields
-                items={[
-                  ["Trigger", trigger(workflow)],
-                  ["State", workflow.enabled ? <Badge tone="green">enabled</Badge> : <Badge>disabled</Badge>],
-                  ["Re-entry", workflow.allowReentry ? "Allowed" : "Once per contact"],
-                  ["Description", workflow.description ?? "—"],
-                  ["Updated", formatDate(workflow.updatedAt)]
-                ]}
-              />
-            </Section>
-            <Section title="Steps">
-              <ol className="space-y-2">
-                {workflow.steps.map((step) => (
-                  <li key={step.id} className="rounded-lg border border-slate-200 bg-white px-4 py-3">
-                    <div className="flex flex-wrap items-center gap-2">
-                      <Badge tone="indigo">{step.type.toLowerCase().replaceAll("_", " ")}</Badge>
-                      <span className="font-medium">{step.name}</span>
-                    </div>
-                    {Object.keys(step.config).length > 0 && <p className="mt-1 break-all font-mono text-xs text-slate-600">{JSON.stringify(step.config)}</p>}
-                    <ul className="mt-1 text-sm text-slate-600">
-                      {workflow.transitions.filter((transition) => transition.fromStepId === step.id).map((transition) => (
-                        <li key={transition.id}>→ {transition.branch ? `${transition.branch}: ` : ""}{stepName(transition.toStepId)}</li>
-                      ))}
-                    </ul>
-                  </li>
-                ))}
-              </ol>
-            </Section>
-            <Section title="Executions">
-              <QueryView query={executions} isEmpty={(result) => result.total === 0} empty={<Empty title="No executions yet" />}>
-                {(result) => (
-                  <Table label="Executions" head={["Contact", "Status", "Current step", "Started"]}>
-                    {result.data.map((execution) => (
-                      <tr key={execution.id}>
-                        <td className={cell}><Link to={`/p/${projectId}/contacts/${execution.contactId}`} className="link font-mono text-xs">{execution.contactId}</Link></td>
-                        <td className={cell}><Badge>{execution.status.toLowerCase()}</Badge></td>
-                        <td className={cell}>{stepName(execution.currentStepId)}</td>
-                        <td className={`${cell} whitespace-nowrap text-slate-600`}>{formatDate(execution.startedAt)}</td>
-                      </tr>
-                    ))}
-                  </Table>
-                )}
-              </QueryView>
-            </Section>
-          </Page>
-        )
-      }}
-    </QueryView>
   )
 }

@@ -1,0 +1,205 @@
+/**
+ * Activity: what happened in the project, newest first, in cursor pages, filtered by type (the counts
+ * from /activity/types); "N new" from /activity/recent-count, polled, shows the newest on a click; and
+ * what is due: scheduled campaigns, workflow delays and timeouts (/activity/upcoming).
+ */
+import { useQueryClient } from "@tanstack/react-query"
+import { type ReactNode, useEffect, useState } from "react"
+import { Link, useSearchParams } from "react-router"
+import { ACTIVITY_TYPES, type ActivityType } from "../../../src/domain/analytics/activityTypes.ts"
+import type { ActivityItem } from "../../../src/http/api/activity.ts"
+import { projectKey, useApiQuery, useProjectId } from "../api/hooks.ts"
+import { Badge, formatDate, Page, Section } from "../components/Page.tsx"
+import { Pager } from "../components/Pager.tsx"
+import { Empty, QueryView } from "../components/States.tsx"
+
+const PAGE_SIZE = 25
+/** How often the "N new" count is asked for. */
+const POLL = 4_000
+
+const TONES: Partial<Record<string, "green" | "amber" | "red" | "indigo">> = {
+  "email.delivered": "green",
+  "email.opened": "indigo",
+  "email.clicked": "indigo",
+  "email.bounced": "red",
+  "email.complained": "red",
+  "email.failed": "red",
+  "email.suppressed": "amber",
+  "contact.unsubscribed": "amber",
+  "workflow.failed": "red",
+  "campaign.cancelled": "amber"
+}
+
+const typeLabel = (type: string) => (type === "event" ? "custom event" : type.replace(".", " "))
+
+const parseTypes = (raw: string | null): ReadonlyArray<ActivityType> =>
+  (raw ?? "").split(",").filter((type): type is ActivityType => (ACTIVITY_TYPES as ReadonlyArray<string>).includes(type))
+
+export function ActivityPage() {
+  const projectId = useProjectId()
+  const queryClient = useQueryClient()
+  const [params, setParams] = useSearchParams()
+  const types = parseTypes(params.get("types"))
+  const typesParam = types.join(",")
+  const [cursors, setCursors] = useState<ReadonlyArray<string>>([])
+  const [cursor, setCursor] = useState<string | undefined>(undefined)
+  useEffect(() => {
+    setCursors([])
+    setCursor(undefined)
+  }, [typesParam])
+
+  const feed = useApiQuery(
+    ["activity", "feed", typesParam, cursor ?? null],
+    (client) => client.activity.feed({ query: { limit: String(PAGE_SIZE), ...(typesParam ? { types: typesParam } : {}), ...(cursor ? { cursor } : {}) } })
+  )
+  const counts = useApiQuery(["activity", "types"], (client) => client.activity.types({ query: {} }))
+  // New since the newest item shown on the first page (or since the page opened, while the feed is empty).
+  const [openedAt] = useState(() => new Date().toISOString())
+  const newest = cursor === undefined ? feed.data?.data[0]?.occurredAt : undefined
+  const since = newest ?? openedAt
+  const recent = useApiQuery(
+    ["activity", "recent", since, typesParam],
+    (client) => client.activity.recentCount({ query: { since, ...(typesParam ? { types: typesParam } : {}) } }),
+    { enabled: feed.isSuccess && cursor === undefined, refetchInterval: POLL }
+  )
+  const fresh = recent.data?.count ?? 0
+
+  const toggle = (type: ActivityType) => {
+    const next = types.includes(type) ? types.filter((candidate) => candidate !== type) : [...types, type]
+    setParams((current) => {
+      const updated = new URLSearchParams(current)
+      if (next.length > 0) updated.set("types", next.join(","))
+      else updated.delete("types")
+      return updated
+    }, { replace: true })
+  }
+  const showNew = () => {
+    setCursors([])
+    setCursor(undefined)
+    void queryClient.invalidateQueries({ queryKey: projectKey(projectId, ["activity"]) })
+  }
+
+  return (
+    <Page title="Activity">
+      <div className="grid grid-cols-1 gap-8 lg:grid-cols-[minmax(0,1fr)_20rem]">
+        <div className="min-w-0">
+          <fieldset className="mb-4">
+            <legend className="mb-2 text-sm font-medium text-slate-700">Types</legend>
+            {counts.isError
+              ? <p className="text-sm text-red-800">Types could not be loaded: {counts.error.message}{counts.error.requestId ? ` (request id ${counts.error.requestId})` : ""}</p>
+              : (
+                <div className="flex flex-wrap gap-2">
+                  {/* Types that have happened (and any chosen): the rest would be a wall of zeros. */}
+                  {(counts.data?.types ?? []).filter(({ type, count }) => count > 0 || types.includes(type)).map(({ type, count }) => (
+                    <label key={type} className={`inline-flex cursor-pointer items-center gap-1.5 rounded-full border px-3 py-1 text-xs font-medium has-[:focus-visible]:outline-2 has-[:focus-visible]:outline-indigo-600 ${types.includes(type) ? "border-indigo-600 bg-indigo-50 text-indigo-800" : "border-slate-300 bg-white text-slate-700"}`}>
+                      <input type="checkbox" className="sr-only" checked={types.includes(type)} onChange={() => toggle(type)} />
+                      {typeLabel(type)} <span className="tabular-nums text-slate-500">{count.toLocaleString()}</span>
+                    </label>
+                  ))}
+                  {types.length > 0 && <button type="button" className="link text-xs" onClick={() => setParams({}, { replace: true })}>Show every type</button>}
+                </div>
+              )}
+          </fieldset>
+          <div aria-live="polite">
+            {fresh > 0 && (
+              <button type="button" data-testid="new-activity" onClick={showNew} className="mb-3 w-full rounded-md border border-indigo-200 bg-indigo-50 px-4 py-2 text-sm font-medium text-indigo-800 hover:bg-indigo-100">
+                {fresh.toLocaleString()} new {fresh === 1 ? "item" : "items"}: show
+              </button>
+            )}
+          </div>
+          <QueryView
+            query={feed}
+            isEmpty={(page) => page.data.length === 0}
+            empty={<Empty title={types.length > 0 ? "Nothing of these types yet" : "No activity yet"}>Mail sent, events tracked and contacts added show here as they happen.</Empty>}
+          >
+            {(page) => (
+              <>
+                <ol aria-label="Activity feed" className="divide-y divide-slate-100 rounded-lg border border-slate-200 bg-white">
+                  {page.data.map((item) => (
+                    <li key={`${item.type}:${item.id}`} className="flex flex-col gap-1 px-4 py-3 sm:flex-row sm:items-start sm:gap-4">
+                      <div className="w-36 shrink-0"><Badge tone={TONES[item.type] ?? "slate"}>{typeLabel(item.type)}</Badge></div>
+                      <div className="min-w-0 flex-1 text-sm text-slate-800">
+                        <ActivityText item={item} projectId={projectId ?? ""} />
+                      </div>
+                      <time dateTime={item.occurredAt} className="shrink-0 whitespace-nowrap text-xs text-slate-500">{formatDate(item.occurredAt)}</time>
+                    </li>
+                  ))}
+                </ol>
+                <Pager
+                  label={`Page ${cursors.length + 1}`}
+                  hasPrevious={cursors.length > 0}
+                  hasNext={page.hasMore && page.cursor !== null}
+                  onPrevious={() => {
+                    setCursor(cursors.length > 1 ? cursors[cursors.length - 2] : undefined)
+                    setCursors(cursors.slice(0, -1))
+                  }}
+                  onNext={() => {
+                    if (page.cursor === null) return
+                    setCursors([...cursors, page.cursor])
+                    setCursor(page.cursor)
+                  }}
+                />
+              </>
+            )}
+          </QueryView>
+        </div>
+        <Upcoming />
+      </div>
+    </Page>
+  )
+}
+
+type Item = typeof ActivityItem.Type
+
+function ActivityText({ item, projectId }: { readonly item: Item; readonly projectId: string }) {
+  const parts: Array<ReactNode> = []
+  if (item.event) parts.push(<span key="event" className="font-mono">{item.event}</span>)
+  if (item.contact) {
+    parts.push(<Link key="contact" to={`/p/${projectId}/contacts/${item.contact.id}`} className="link break-all">{item.contact.email ?? item.contact.id}</Link>)
+  }
+  if (item.subject) parts.push(<span key="subject" className="text-slate-600">“{item.subject}”</span>)
+  if (item.campaign) parts.push(<Link key="campaign" to={`/p/${projectId}/campaigns/${item.campaign.id}`} className="link">{item.campaign.name ?? "campaign"}</Link>)
+  if (item.workflow) parts.push(<Link key="workflow" to={`/p/${projectId}/workflows/${item.workflow.id}`} className="link">{item.workflow.name ?? "workflow"}</Link>)
+  const detail = typeof item.data.link === "string" ? item.data.link : typeof item.data.error === "string" ? item.data.error : typeof item.data.bounceType === "string" ? item.data.bounceType : undefined
+  if (detail) parts.push(<span key="detail" className="break-all text-slate-600">{detail}</span>)
+  return <p className="flex flex-wrap gap-x-2 gap-y-0.5">{parts.length > 0 ? parts : <span className="text-slate-500">—</span>}</p>
+}
+
+const UPCOMING_LABELS = { "campaign.scheduled": "Campaign", "workflow.delay": "Delay ends", "workflow.timeout": "Wait times out" } as const
+
+function Upcoming() {
+  const projectId = useProjectId()
+  const [hours, setHours] = useState(24)
+  const upcoming = useApiQuery(["activity", "upcoming", hours], (client) => client.activity.upcoming({ query: { hours: String(hours), limit: "50" } }), { refetchInterval: 30_000 })
+  return (
+    <Section title="Upcoming">
+      <label htmlFor="upcoming-hours" className="block text-sm font-medium text-slate-700">Within</label>
+      <select id="upcoming-hours" className="input mb-3 mt-1" value={hours} onChange={(event) => setHours(Number(event.target.value))}>
+        <option value={1}>the next hour</option>
+        <option value={24}>the next 24 hours</option>
+        <option value={168}>the next 7 days</option>
+        <option value={720}>the next 30 days</option>
+      </select>
+      <QueryView query={upcoming} isEmpty={(result) => result.items.length === 0} empty={<Empty title="Nothing due" />}>
+        {(result) => (
+          <ol aria-label="Upcoming" className="divide-y divide-slate-100 rounded-lg border border-slate-200 bg-white text-sm">
+            {result.items.map((item, index) => (
+              <li key={`${item.type}:${item.executionId ?? item.campaign?.id ?? index}`} className="px-4 py-3">
+                <p className="flex flex-wrap items-center justify-between gap-2">
+                  <Badge tone="indigo">{UPCOMING_LABELS[item.type]}</Badge>
+                  <time dateTime={item.dueAt} className="text-xs text-slate-500">{formatDate(item.dueAt)}</time>
+                </p>
+                <p className="mt-1 flex flex-wrap gap-x-2 text-slate-800">
+                  {item.campaign && <Link to={`/p/${projectId}/campaigns/${item.campaign.id}`} className="link">{item.campaign.name}</Link>}
+                  {item.workflow && <Link to={`/p/${projectId}/workflows/${item.workflow.id}${item.executionId ? `?execution=${item.executionId}` : ""}`} className="link">{item.workflow.name}</Link>}
+                  {item.step && <span className="text-slate-600">{item.step.name}</span>}
+                  {item.contact && <Link to={`/p/${projectId}/contacts/${item.contact.id}`} className="link break-all">{item.contact.email ?? item.contact.id}</Link>}
+                </p>
+              </li>
+            ))}
+          </ol>
+        )}
+      </QueryView>
+    </Section>
+  )
+}
