@@ -6,6 +6,7 @@ import { createBrowserRouter, Navigate } from "react-router"
 import { RouteError } from "./components/ErrorBoundary.tsx"
 import { PlainLayout, ProjectLayout } from "./components/Layout.tsx"
 import { CampaignPage, CampaignsPage } from "./pages/Campaigns.tsx"
+import { EditCampaignPage, NewCampaignPage } from "./pages/campaign/CampaignEditor.tsx"
 import { ContactPage } from "./pages/Contact.tsx"
 import { ContactsPage } from "./pages/Contacts.tsx"
 import { DomainsPage } from "./pages/Domains.tsx"
@@ -65,7 +66,9 @@ export const router = createBrowserRouter([
       { path: "segments/new", element: <NewSegmentPage /> },
       { path: "segments/:segmentId", element: <SegmentPage /> },
       { path: "campaigns", element: <CampaignsPage /> },
+      { path: "campaigns/new", element: <NewCampaignPage /> },
       { path: "campaigns/:campaignId", element: <CampaignPage /> },
+      { path: "campaigns/:campaignId/edit", element: <EditCampaignPage /> },
       { path: "workflows", element: <WorkflowsPage /> },
       { path: "workflows/:workflowId", element: <WorkflowPage /> },
       { path: "events", element: <EventsPage /> },
