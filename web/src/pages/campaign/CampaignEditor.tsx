@@ -141,7 +141,7 @@ function CampaignEditor({ campaignId, initial }: { readonly campaignId?: string;
             <Field label="Name" value={draft.name} onChange={(event) => set({ name: event.target.value })} required />
             <label className="block text-sm font-medium text-slate-700">
               Start from a template
-              <select className="input mt-1" value="" onChange={(event) => useTemplate(event.target.value)} disabled={!templates.data || templates.data.data.length === 0}>
+              <select aria-label="Start from a template" className="input mt-1" value="" onChange={(event) => useTemplate(event.target.value)} disabled={!templates.data || templates.data.data.length === 0}>
                 <option value="">{templates.data?.data.length === 0 ? "No templates yet" : "Choose a template to copy…"}</option>
                 {(templates.data?.data ?? []).map((template) => <option key={template.id} value={template.id}>{template.name}</option>)}
               </select>
@@ -149,7 +149,7 @@ function CampaignEditor({ campaignId, initial }: { readonly campaignId?: string;
             <Field label="Subject" value={draft.subject} onChange={(event) => set({ subject: event.target.value })} required />
             <label className="block text-sm font-medium text-slate-700">
               Kind
-              <select className="input mt-1" value={draft.type} onChange={(event) => set({ type: event.target.value as MailType })}>
+              <select aria-label="Kind" className="input mt-1" value={draft.type} onChange={(event) => set({ type: event.target.value as MailType })}>
                 <option value="MARKETING">Marketing (skips unsubscribed contacts)</option>
                 <option value="TRANSACTIONAL">Transactional</option>
               </select>
@@ -183,7 +183,7 @@ function CampaignEditor({ campaignId, initial }: { readonly campaignId?: string;
               {draft.audienceType === "SEGMENT" && (
                 <label className="block text-sm font-medium text-slate-700">
                   Segment
-                  <select className="input mt-1" value={draft.segmentId} onChange={(event) => set({ segmentId: event.target.value })}>
+                  <select aria-label="Segment" className="input mt-1" value={draft.segmentId} onChange={(event) => set({ segmentId: event.target.value })}>
                     <option value="">Choose a segment…</option>
                     {(segments.data ?? []).map((segment) => <option key={segment.id} value={segment.id}>{segment.name} ({segment.memberCount.toLocaleString()})</option>)}
                   </select>
