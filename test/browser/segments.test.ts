@@ -21,8 +21,11 @@ beforeAll(async () => {
   for (const index of [1, 2, 3]) {
     await env.call("POST", "/v1/track", { event: "purchase", email: email(index), data: { total: 10 * index } }, env.project.publicKey)
   }
+  for (const index of [4, 5]) {
+    await env.call("POST", "/v1/track", { event: "trial.started", email: email(index), data: { source: "ads", day: index } }, env.project.publicKey)
+  }
   const deadline = Date.now() + 20_000
-  while ((await env.call("GET", "/events?name=purchase")).total < 3) {
+  while ((await env.call("GET", "/events")).total < 5) {
     if (Date.now() > deadline) throw new Error("the tracked events were never applied")
     await new Promise((resolve) => setTimeout(resolve, 200))
   }
@@ -143,5 +146,54 @@ describe("segments", () => {
     await page.waitForFunction(() => document.querySelectorAll("table[aria-label=Members] tbody tr").length === 1)
     expect((await env.call("GET", `/segments/${id}/contacts`)).data.map((contact: { email: string }) => contact.email)).toEqual([email(3)])
     await page.getByTestId("segment-members").getByText("1").waitFor()
+  }, 45_000)
+})
+
+describe("events", () => {
+  it("lists names with counts, shows a name's usage and recent events, and deletes a name after it is typed", async () => {
+    const reader = await env.call("POST", "/segments", {
+      name: "Trialists",
+      condition: { logic: "AND", groups: [{ filters: [{ field: "event.trial.started", operator: "triggered" }] }] }
+    })
+    const page = await env.page()
+    await page.goto(projectPath("/events"))
+    await heading(page, "Events")
+    const names = page.getByRole("table", { name: "Event names" })
+    await names.getByRole("button", { name: "trial.started" }).waitFor()
+    expect((await names.locator("tbody tr").allInnerTexts()).map((row) => row.split(/\s+/).slice(0, 2).join(" ")).sort())
+      .toEqual(expect.arrayContaining(["purchase 3", "trial.started 2"]))
+    await page.getByRole("list", { name: "Recent events" }).getByText("trial.started").first().waitFor()
+
+    await names.getByRole("button", { name: "trial.started" }).click()
+    expect(new URL(page.url()).searchParams.get("name")).toBe("trial.started")
+    const detail = page.getByRole("region", { name: "Event trial.started" })
+    await detail.getByRole("list", { name: "Used by" }).getByRole("link", { name: "Trialists" }).waitFor()
+    const recent = detail.getByRole("list", { name: "Recent events" })
+    await recent.getByText(email(5)).waitFor()
+    expect(await recent.getByRole("listitem").count()).toBe(2)
+    expect(await recent.getByRole("listitem").first().innerText()).toContain('"source": "ads"')
+    await screenshot(page, "events-1280")
+
+    await detail.getByRole("button", { name: "Delete…" }).click()
+    const dialog = page.getByRole("dialog", { name: "Delete every trial.started event?" })
+    await dialog.getByText("Used by 1 segment and 0 workflows.").waitFor()
+    const confirm = dialog.getByRole("button", { name: "Delete events" })
+    expect(await confirm.isDisabled()).toBe(true)
+    await dialog.getByRole("textbox").fill("trial.starte")
+    expect(await confirm.isDisabled()).toBe(true)
+    await dialog.getByRole("textbox").fill("trial.started")
+    await confirm.click()
+    await page.getByText("the name leaves the list once they are gone").waitFor()
+    await expect.poll(async () => (await env.call("GET", "/events/names")).names.map((name: { name: string }) => name.name), { timeout: 15_000 })
+      .not.toContain("trial.started")
+    await names.getByRole("button", { name: "trial.started" }).waitFor({ state: "detached", timeout: 15_000 })
+    expect(await names.getByRole("button", { name: "purchase" }).count()).toBe(1)
+    expect((await env.call("GET", `/segments/${reader.id}/contacts`)).total).toBe(0)
+
+    const phone = await env.page({ viewport: PHONE })
+    await phone.goto(projectPath("/events?name=purchase"))
+    await phone.getByRole("region", { name: "Event purchase" }).getByRole("list", { name: "Recent events" }).getByText(email(3)).waitFor()
+    expect(await scrollsSideways(phone)).toBe(false)
+    await screenshot(phone, "events-390")
   }, 45_000)
 })
