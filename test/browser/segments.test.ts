@@ -5,7 +5,7 @@
  * 422 shown at the offending filter; a static segment's members added by email and removed. Screenshots:
  * see support/browser.ts.
  */
-import type { Page } from "playwright-core"
+import type { Locator, Page } from "playwright-core"
 import { beforeAll, describe, expect, it } from "vitest"
 import { heading, PHONE, screenshot, scrollsSideways, useBrowser } from "./support/browser.ts"
 
@@ -33,6 +33,18 @@ beforeAll(async () => {
 
 const node = (page: Page, path: string) => page.locator(`[data-path="${path}"]`)
 
+/** Fills one filter of the builder: its field's family and name, its operator, then each [label, value] input or select. */
+const fillFilter = async (filter: Locator, family: string, field: readonly [string, string], operator: string, inputs: ReadonlyArray<readonly [string, string]>) => {
+  await filter.getByLabel("Field type").selectOption(family)
+  await filter.getByLabel(field[0]).fill(field[1])
+  await filter.getByLabel("Operator").selectOption(operator)
+  for (const [label, value] of inputs) {
+    const input = filter.getByLabel(label, { exact: true })
+    if (await input.evaluate((element) => element.tagName === "SELECT")) await input.selectOption(value)
+    else await input.fill(value)
+  }
+}
+
 describe("segments", () => {
   it("builds a segment with a nested OR group and an event window, the live count matching the API", async () => {
     const page = await env.page()
@@ -51,28 +63,19 @@ describe("segments", () => {
     await first.getByTestId("condition-error").getByText("contains needs a non-empty string").waitFor()
     expect(await first.getAttribute("aria-invalid")).toBe("true")
 
-    await first.getByLabel("Field type").selectOption("data")
-    await first.getByLabel("Data key").fill("plan")
-    await first.getByLabel("Operator").selectOption("equals")
-    await first.getByLabel("Value", { exact: true }).fill("pro")
+    await fillFilter(first, "data", ["Data key", "plan"], "equals", [["Value", "pro"]])
     await expect.poll(() => page.getByTestId("live-count").innerText(), { timeout: 10_000 }).toBe("5")
     expect(await first.getByTestId("condition-error").count()).toBe(0)
 
     // AND (purchase within the last 7 days OR seats >= 8)
     await node(page, "condition.groups[0]").getByRole("button", { name: "Add nested group" }).click()
     const event = node(page, "condition.groups[0].conditions.groups[0].filters[0]")
-    await event.getByLabel("Field type").selectOption("event")
-    await event.getByLabel("Event name").fill("purchase")
-    await event.getByLabel("Operator").selectOption("triggeredWithin")
-    await event.getByLabel("Amount").fill("7")
-    await event.getByLabel("Unit").selectOption("days")
+    await fillFilter(event, "event", ["Event name", "purchase"], "triggeredWithin", [["Amount", "7"], ["Unit", "days"]])
     await node(page, "condition.groups[0].conditions").getByRole("button", { name: "Add group" }).click()
-    const seats = node(page, "condition.groups[0].conditions.groups[1].filters[0]")
-    await seats.getByLabel("Field type").selectOption("data")
-    await seats.getByLabel("Data key").fill("seats")
-    await seats.getByLabel("Operator").selectOption("greaterThanOrEqual")
-    await seats.getByLabel("Value type").selectOption("number")
-    await seats.getByLabel("Value", { exact: true }).fill("8")
+    await fillFilter(node(page, "condition.groups[0].conditions.groups[1].filters[0]"), "data", ["Data key", "seats"], "greaterThanOrEqual", [
+      ["Value type", "number"],
+      ["Value", "8"]
+    ])
     expect(await node(page, "condition.groups[0].conditions").getByLabel("Nested match").inputValue()).toBe("OR")
 
     const condition = {
@@ -109,6 +112,7 @@ describe("segments", () => {
     expect(await node(page, "condition.groups[0].conditions.groups[1].filters[0]").getByLabel("Data key").inputValue()).toBe("seats")
     await page.getByRole("checkbox", { name: /No$/ }).check()
     await expect.poll(async () => (await env.call("GET", `/segments/${created.id}`)).trackMembership, { timeout: 5_000 }).toBe(true)
+    await page.getByText("Yes: segment entry and exit events are emitted").waitFor()
     await screenshot(page, "segment-1280")
 
     const phone = await env.page({ viewport: PHONE })
