@@ -79,7 +79,7 @@ describe("campaigns", () => {
     await page.getByRole("radio", { name: "A segment" }).check()
     await page.getByLabel("Segment", { exact: true }).selectOption(segmentId)
     await expect.poll(() => page.getByTestId("live-count").innerText(), { timeout: 10_000 }).toBe("3")
-    await page.evaluate(() => window.scrollTo(0, 0))
+    await page.evaluate(() => document.querySelector("section[aria-label=Audience]")?.scrollIntoView())
     await screenshot(page, "campaign-compose-1280")
     await page.getByRole("button", { name: "Save draft" }).click()
     await heading(page, "November news")
@@ -111,7 +111,7 @@ describe("campaigns", () => {
     expect((await fetch(pixel)).headers.get("content-type")).toBe("image/gif")
     await expect.poll(async () => (await env.call("GET", `/campaigns/${campaignId}/stats`)).opened, { timeout: 15_000 }).toBe(1)
     await expect.poll(() => page.getByTestId("figure-opened").innerText(), { timeout: 15_000 }).toBe("1")
-    await page.getByRole("img", { name: /Opened 1/ }).locator("canvas").waitFor()
+    await page.getByRole("img", { name: /Opens 1/ }).locator("canvas").waitFor()
     await page.evaluate(() => document.querySelector("section[aria-label=Progress]")?.scrollIntoView())
     await screenshot(page, "campaign-sent-1280")
 

@@ -22,7 +22,7 @@ export function EventsPage() {
   return (
     <Page title="Events">
       {deleted && <div className="mb-4"><Notice>Deleting every <code>{deleted}</code> event: the name leaves the list once they are gone.</Notice></div>}
-      <div className="grid min-w-0 gap-6 lg:grid-cols-[minmax(0,2fr)_minmax(0,3fr)]">
+      <div className="grid min-w-0 gap-6 lg:grid-cols-2">
         <Section title="Names">
           <QueryView
             query={query}

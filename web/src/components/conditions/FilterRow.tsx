@@ -80,7 +80,7 @@ export function FilterRow({
         <FieldName filter={filter} kind={kind} suggestions={suggestions} onChange={(field) => onChange(withField(filter, field))} />
         <select
           aria-label="Operator"
-          className={sized("sm:w-48")}
+          className={sized("sm:w-56")}
           value={filter.operator}
           onChange={(event) => onChange(withOperator(filter, event.target.value as Filter["operator"]))}
         >

@@ -4,13 +4,15 @@
  * campaign mail was clicked through since it went out.
  */
 import type { UseQueryResult } from "@tanstack/react-query"
-import { useMemo } from "react"
+import { lazy, Suspense, useMemo } from "react"
 import type { Campaign } from "../../../../src/http/api/campaigns.ts"
 import type { ApiFailure } from "../../api/failure.ts"
 import { useApiQuery } from "../../api/hooks.ts"
 import { cell, Section, Table } from "../../components/Page.tsx"
-import { Empty, QueryView } from "../../components/States.tsx"
-import { barOptions, UPlotChart } from "./UPlotChart.tsx"
+import { Empty, Loading, QueryView } from "../../components/States.tsx"
+
+// uPlot is loaded with the first chart, not with the app.
+const BarChart = lazy(() => import("./UPlotChart.tsx"))
 
 export interface CampaignStats {
   readonly status: string
@@ -130,21 +132,16 @@ export function Outcome({ campaign, stats }: {
 }
 
 function Figures({ stats, unsubscribed }: { readonly stats: CampaignStats; readonly unsubscribed: number | undefined }) {
-  const figures: ReadonlyArray<readonly [string, number, string?]> = [
-    ["Sent", stats.sent],
-    ["Delivered", stats.delivered, percent(stats.rates.delivery)],
-    ["Opened", stats.opened, percent(stats.rates.open)],
-    ["Clicked", stats.clicked, percent(stats.rates.click)],
-    ["Bounced", stats.bounced, percent(stats.rates.bounce)],
-    ["Complaints", stats.complained],
-    ["Unsubscribes", unsubscribed ?? 0]
+  // [label, count, rate, the chart's short label]
+  const figures: ReadonlyArray<readonly [string, number, string | undefined, string]> = [
+    ["Sent", stats.sent, undefined, "Sent"],
+    ["Delivered", stats.delivered, percent(stats.rates.delivery), "Deliv."],
+    ["Opened", stats.opened, percent(stats.rates.open), "Opens"],
+    ["Clicked", stats.clicked, percent(stats.rates.click), "Clicks"],
+    ["Bounced", stats.bounced, percent(stats.rates.bounce), "Bounces"],
+    ["Complaints", stats.complained, undefined, "Compl."],
+    ["Unsubscribes", unsubscribed ?? 0, undefined, "Unsub."]
   ]
-  const labels = useMemo(() => figures.map(([label]) => label), [figures.length])
-  const options = useMemo(() => barOptions(labels, "#6366f1"), [labels])
-  const data = useMemo(
-    () => [labels.map((_, index) => index), figures.map(([, value]) => value)] as [Array<number>, Array<number>],
-    [figures.map(([, value]) => value).join(",")]
-  )
   return (
     <div className="grid min-w-0 gap-4 lg:grid-cols-[minmax(0,1fr)_minmax(0,1fr)]">
       <dl className="grid grid-cols-2 gap-3 sm:grid-cols-4 lg:grid-cols-3">
@@ -157,7 +154,9 @@ function Figures({ stats, unsubscribed }: { readonly stats: CampaignStats; reado
         ))}
       </dl>
       <div className="min-w-0 rounded-lg border border-slate-200 bg-white p-4">
-        <UPlotChart options={options} data={data} label={figures.map(([label, value]) => `${label} ${value}`).join(", ")} />
+        <Suspense fallback={<Loading label="Loading the chart…" />}>
+          <BarChart labels={figures.map(([, , , short]) => short)} values={figures.map(([, value]) => value)} />
+        </Suspense>
       </div>
     </div>
   )

@@ -3,7 +3,7 @@
  * destroyed on unmount. The chart is an image to assistive technology (`label`); pages show its
  * numbers as text beside it.
  */
-import { useEffect, useRef } from "react"
+import { useEffect, useMemo, useRef } from "react"
 import uPlot from "uplot"
 import "uplot/dist/uPlot.min.css"
 
@@ -41,8 +41,20 @@ export const barOptions = (labels: ReadonlyArray<string>, color: string): Omit<u
   cursor: { show: false },
   scales: { x: { time: false, range: [-0.5, labels.length - 0.5] }, y: { range: (_u, _min, max) => [0, Math.max(1, max * 1.1)] } },
   axes: [
-    { splits: () => labels.map((_, index) => index), values: (_u, splits) => splits.map((index) => labels[index] ?? ""), grid: { show: false }, size: 40 },
-    { grid: { stroke: "#e2e8f0" }, values: (_u, splits) => splits.map((value) => (Number.isInteger(value) ? value.toLocaleString() : "")) }
+    { splits: () => labels.map((_, index) => index), values: (_u, splits) => splits.map((index) => labels[index] ?? ""), grid: { show: false }, size: 36, font: "11px system-ui, sans-serif" },
+    { grid: { stroke: "#e2e8f0" }, font: "11px system-ui, sans-serif", size: 40, values: (_u, splits) => splits.map((value) => (Number.isInteger(value) ? value.toLocaleString() : "")) }
   ],
   series: [{}, { label: "Count", fill: color, stroke: color, paths: uPlot.paths.bars!({ size: [0.6, 64] }), points: { show: false } }]
 })
+
+/** A bar chart of named counts: this module (uPlot with it) is loaded on demand, see Outcome.tsx. */
+export default function BarChart({ labels, values, color = "#6366f1" }: {
+  readonly labels: ReadonlyArray<string>
+  readonly values: ReadonlyArray<number>
+  readonly color?: string
+}) {
+  const key = labels.join("\u0000")
+  const options = useMemo(() => barOptions(labels, color), [key, color])
+  const data = useMemo(() => [labels.map((_, index) => index), [...values]] as uPlot.AlignedData, [key, values.join(",")])
+  return <UPlotChart options={options} data={data} label={labels.map((label, index) => `${label} ${values[index]}`).join(", ")} />
+}
