@@ -49,14 +49,19 @@ const EMPTY: Draft = {
   audienceCondition: { logic: "AND", groups: [{ filters: [{ field: "subscribed", operator: "equals", value: true }] }] }
 }
 
+/** The mail content of a campaign or a template, as the form holds it. */
+const contentOf = (source: Pick<typeof Campaign.Type, "subject" | "body" | "from" | "fromName" | "replyTo" | "type">) => ({
+  subject: source.subject,
+  body: source.body,
+  from: source.from,
+  fromName: source.fromName ?? "",
+  replyTo: source.replyTo ?? "",
+  type: source.type === "TRANSACTIONAL" ? "TRANSACTIONAL" as const : "MARKETING" as const
+})
+
 const draftOf = (campaign: typeof Campaign.Type): Draft => ({
   name: campaign.name,
-  subject: campaign.subject,
-  body: campaign.body,
-  from: campaign.from,
-  fromName: campaign.fromName ?? "",
-  replyTo: campaign.replyTo ?? "",
-  type: campaign.type === "TRANSACTIONAL" ? "TRANSACTIONAL" : "MARKETING",
+  ...contentOf(campaign),
   audienceType: campaign.audienceType,
   segmentId: campaign.segmentId ?? "",
   audienceCondition: campaign.audienceCondition === null ? EMPTY.audienceCondition : asCondition(campaign.audienceCondition)
@@ -117,15 +122,7 @@ function CampaignEditor({ campaignId, initial }: { readonly campaignId?: string;
   const useTemplate = (id: string) => {
     const template = templates.data?.data.find((entry) => entry.id === id)
     if (!template) return
-    set({
-      subject: template.subject,
-      body: template.body,
-      from: template.from,
-      fromName: template.fromName ?? "",
-      replyTo: template.replyTo ?? "",
-      type: template.type === "TRANSACTIONAL" ? "TRANSACTIONAL" : "MARKETING",
-      ...(draft.name === "" ? { name: template.name } : {})
-    })
+    set({ ...contentOf(template), ...(draft.name === "" ? { name: template.name } : {}) })
   }
   const saveErrors = save.error?.fieldErrors ?? NO_ERRORS
   return (

@@ -5,7 +5,7 @@
  */
 import type { UseQueryResult } from "@tanstack/react-query"
 import { lazy, Suspense, useMemo } from "react"
-import type { Campaign } from "../../../../src/http/api/campaigns.ts"
+import type { Campaign, CampaignStats as CampaignStatsSchema } from "../../../../src/http/api/campaigns.ts"
 import type { ApiFailure } from "../../api/failure.ts"
 import { useApiQuery } from "../../api/hooks.ts"
 import { cell, Section, Table } from "../../components/Page.tsx"
@@ -14,23 +14,7 @@ import { Empty, Loading, QueryView } from "../../components/States.tsx"
 // uPlot is loaded with the first chart, not with the app.
 const BarChart = lazy(() => import("./UPlotChart.tsx"))
 
-export interface CampaignStats {
-  readonly status: string
-  readonly resolved: boolean
-  readonly totalRecipients: number
-  readonly sent: number
-  readonly delivered: number
-  readonly opened: number
-  readonly clicked: number
-  readonly bounced: number
-  readonly complained: number
-  readonly failed: number
-  readonly pending: number
-  readonly skipped: { readonly unsubscribed: number; readonly suppressed: number; readonly deleted: number }
-  readonly rates: { readonly delivery: number; readonly open: number; readonly click: number; readonly bounce: number }
-  readonly sendingStartedAt: string | null
-  readonly error: string | null
-}
+export type CampaignStats = typeof CampaignStatsSchema.Type
 
 const percent = (rate: number) => `${(rate * 100).toFixed(1)} %`
 const share = (part: number, whole: number) => (whole === 0 ? 0 : Math.min(100, (part / whole) * 100))
