@@ -245,7 +245,8 @@ describe("the dashboard", () => {
     await page.getByRole("link", { name: "Spring news" }).click()
     await heading(page, "Spring news")
     await page.getByRole("link", { name: "Segment Pro plan" }).waitFor()
-    await page.getByRole("region", { name: "Progress" }).getByText("Recipients").waitFor()
+    // A draft: its send panel, with the audience's live recipient count (test/browser/campaigns.test.ts sends one).
+    await page.getByRole("region", { name: "Send" }).getByTestId("recipient-count").getByText(/^\d+$/).waitFor()
     expect(new URL(page.url()).pathname).toBe(projectPath(`/campaigns/${campaign.id}`))
     await screenshot(page, "campaign-1280")
 

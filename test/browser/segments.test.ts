@@ -5,7 +5,7 @@
  * 422 shown at the offending filter; a static segment's members added by email and removed. Screenshots:
  * see support/browser.ts.
  */
-import type { Page } from "playwright-core"
+import type { Locator, Page } from "playwright-core"
 import { beforeAll, describe, expect, it } from "vitest"
 import { heading, PHONE, screenshot, scrollsSideways, useBrowser } from "./support/browser.ts"
 
@@ -21,14 +21,29 @@ beforeAll(async () => {
   for (const index of [1, 2, 3]) {
     await env.call("POST", "/v1/track", { event: "purchase", email: email(index), data: { total: 10 * index } }, env.project.publicKey)
   }
+  for (const index of [4, 5]) {
+    await env.call("POST", "/v1/track", { event: "trial.started", email: email(index), data: { source: "ads", day: index } }, env.project.publicKey)
+  }
   const deadline = Date.now() + 20_000
-  while ((await env.call("GET", "/events?name=purchase")).total < 3) {
+  while ((await env.call("GET", "/events")).total < 5) {
     if (Date.now() > deadline) throw new Error("the tracked events were never applied")
     await new Promise((resolve) => setTimeout(resolve, 200))
   }
 }, 60_000)
 
 const node = (page: Page, path: string) => page.locator(`[data-path="${path}"]`)
+
+/** Fills one filter of the builder: its field's family and name, its operator, then each [label, value] input or select. */
+const fillFilter = async (filter: Locator, family: string, field: readonly [string, string], operator: string, inputs: ReadonlyArray<readonly [string, string]>) => {
+  await filter.getByLabel("Field type").selectOption(family)
+  await filter.getByLabel(field[0]).fill(field[1])
+  await filter.getByLabel("Operator").selectOption(operator)
+  for (const [label, value] of inputs) {
+    const input = filter.getByLabel(label, { exact: true })
+    if (await input.evaluate((element) => element.tagName === "SELECT")) await input.selectOption(value)
+    else await input.fill(value)
+  }
+}
 
 describe("segments", () => {
   it("builds a segment with a nested OR group and an event window, the live count matching the API", async () => {
@@ -48,28 +63,19 @@ describe("segments", () => {
     await first.getByTestId("condition-error").getByText("contains needs a non-empty string").waitFor()
     expect(await first.getAttribute("aria-invalid")).toBe("true")
 
-    await first.getByLabel("Field type").selectOption("data")
-    await first.getByLabel("Data key").fill("plan")
-    await first.getByLabel("Operator").selectOption("equals")
-    await first.getByLabel("Value", { exact: true }).fill("pro")
+    await fillFilter(first, "data", ["Data key", "plan"], "equals", [["Value", "pro"]])
     await expect.poll(() => page.getByTestId("live-count").innerText(), { timeout: 10_000 }).toBe("5")
     expect(await first.getByTestId("condition-error").count()).toBe(0)
 
     // AND (purchase within the last 7 days OR seats >= 8)
     await node(page, "condition.groups[0]").getByRole("button", { name: "Add nested group" }).click()
     const event = node(page, "condition.groups[0].conditions.groups[0].filters[0]")
-    await event.getByLabel("Field type").selectOption("event")
-    await event.getByLabel("Event name").fill("purchase")
-    await event.getByLabel("Operator").selectOption("triggeredWithin")
-    await event.getByLabel("Amount").fill("7")
-    await event.getByLabel("Unit").selectOption("days")
+    await fillFilter(event, "event", ["Event name", "purchase"], "triggeredWithin", [["Amount", "7"], ["Unit", "days"]])
     await node(page, "condition.groups[0].conditions").getByRole("button", { name: "Add group" }).click()
-    const seats = node(page, "condition.groups[0].conditions.groups[1].filters[0]")
-    await seats.getByLabel("Field type").selectOption("data")
-    await seats.getByLabel("Data key").fill("seats")
-    await seats.getByLabel("Operator").selectOption("greaterThanOrEqual")
-    await seats.getByLabel("Value type").selectOption("number")
-    await seats.getByLabel("Value", { exact: true }).fill("8")
+    await fillFilter(node(page, "condition.groups[0].conditions.groups[1].filters[0]"), "data", ["Data key", "seats"], "greaterThanOrEqual", [
+      ["Value type", "number"],
+      ["Value", "8"]
+    ])
     expect(await node(page, "condition.groups[0].conditions").getByLabel("Nested match").inputValue()).toBe("OR")
 
     const condition = {
@@ -106,6 +112,7 @@ describe("segments", () => {
     expect(await node(page, "condition.groups[0].conditions.groups[1].filters[0]").getByLabel("Data key").inputValue()).toBe("seats")
     await page.getByRole("checkbox", { name: /No$/ }).check()
     await expect.poll(async () => (await env.call("GET", `/segments/${created.id}`)).trackMembership, { timeout: 5_000 }).toBe(true)
+    await page.getByText("Yes: segment entry and exit events are emitted").waitFor()
     await screenshot(page, "segment-1280")
 
     const phone = await env.page({ viewport: PHONE })
@@ -143,5 +150,54 @@ describe("segments", () => {
     await page.waitForFunction(() => document.querySelectorAll("table[aria-label=Members] tbody tr").length === 1)
     expect((await env.call("GET", `/segments/${id}/contacts`)).data.map((contact: { email: string }) => contact.email)).toEqual([email(3)])
     await page.getByTestId("segment-members").getByText("1").waitFor()
+  }, 45_000)
+})
+
+describe("events", () => {
+  it("lists names with counts, shows a name's usage and recent events, and deletes a name after it is typed", async () => {
+    const reader = await env.call("POST", "/segments", {
+      name: "Trialists",
+      condition: { logic: "AND", groups: [{ filters: [{ field: "event.trial.started", operator: "triggered" }] }] }
+    })
+    const page = await env.page()
+    await page.goto(projectPath("/events"))
+    await heading(page, "Events")
+    const names = page.getByRole("table", { name: "Event names" })
+    await names.getByRole("button", { name: "trial.started" }).waitFor()
+    expect((await names.locator("tbody tr").allInnerTexts()).map((row) => row.split(/\s+/).slice(0, 2).join(" ")).sort())
+      .toEqual(expect.arrayContaining(["purchase 3", "trial.started 2"]))
+    await page.getByRole("list", { name: "Recent events" }).getByText("trial.started").first().waitFor()
+
+    await names.getByRole("button", { name: "trial.started" }).click()
+    expect(new URL(page.url()).searchParams.get("name")).toBe("trial.started")
+    const detail = page.getByRole("region", { name: "Event trial.started" })
+    await detail.getByRole("list", { name: "Used by" }).getByRole("link", { name: "Trialists" }).waitFor()
+    const recent = detail.getByRole("list", { name: "Recent events" })
+    await recent.getByText(email(5)).waitFor()
+    expect(await recent.getByRole("listitem").count()).toBe(2)
+    expect(await recent.getByRole("listitem").first().innerText()).toContain('"source": "ads"')
+    await screenshot(page, "events-1280")
+
+    await detail.getByRole("button", { name: "Delete…" }).click()
+    const dialog = page.getByRole("dialog", { name: "Delete every trial.started event?" })
+    await dialog.getByText("Used by 1 segment and 0 workflows.").waitFor()
+    const confirm = dialog.getByRole("button", { name: "Delete events" })
+    expect(await confirm.isDisabled()).toBe(true)
+    await dialog.getByRole("textbox").fill("trial.starte")
+    expect(await confirm.isDisabled()).toBe(true)
+    await dialog.getByRole("textbox").fill("trial.started")
+    await confirm.click()
+    await page.getByText("the name leaves the list once they are gone").waitFor()
+    await expect.poll(async () => (await env.call("GET", "/events/names")).names.map((name: { name: string }) => name.name), { timeout: 15_000 })
+      .not.toContain("trial.started")
+    await names.getByRole("button", { name: "trial.started" }).waitFor({ state: "detached", timeout: 15_000 })
+    expect(await names.getByRole("button", { name: "purchase" }).count()).toBe(1)
+    expect((await env.call("GET", `/segments/${reader.id}/contacts`)).total).toBe(0)
+
+    const phone = await env.page({ viewport: PHONE })
+    await phone.goto(projectPath("/events?name=purchase"))
+    await phone.getByRole("region", { name: "Event purchase" }).getByRole("list", { name: "Recent events" }).getByText(email(3)).waitFor()
+    expect(await scrollsSideways(phone)).toBe(false)
+    await screenshot(phone, "events-390")
   }, 45_000)
 })

@@ -7,6 +7,7 @@ import { RouteError } from "./components/ErrorBoundary.tsx"
 import { PlainLayout, ProjectLayout } from "./components/Layout.tsx"
 import { CampaignPage, CampaignsPage } from "./pages/Campaigns.tsx"
 import { ActivityPage } from "./pages/Activity.tsx"
+import { EditCampaignPage, NewCampaignPage } from "./pages/campaign/CampaignEditor.tsx"
 import { ContactPage } from "./pages/Contact.tsx"
 import { ContactsPage } from "./pages/Contacts.tsx"
 import { DomainsPage } from "./pages/Domains.tsx"
@@ -66,7 +67,9 @@ export const router = createBrowserRouter([
       { path: "segments/new", element: <NewSegmentPage /> },
       { path: "segments/:segmentId", element: <SegmentPage /> },
       { path: "campaigns", element: <CampaignsPage /> },
+      { path: "campaigns/new", element: <NewCampaignPage /> },
       { path: "campaigns/:campaignId", element: <CampaignPage /> },
+      { path: "campaigns/:campaignId/edit", element: <EditCampaignPage /> },
       { path: "workflows", element: <WorkflowsPage /> },
       // The graph editor brings @xyflow/react: loaded when a workflow is opened.
       { path: "workflows/:workflowId", lazy: () => import("./pages/workflows/Workflow.tsx").then((module) => ({ Component: module.WorkflowPage })) },

@@ -43,7 +43,7 @@ export const CampaignBody = Schema.Struct({
   audienceCondition: Schema.optional(Schema.NullOr(Json))
 })
 
-const Stats = Schema.Struct({
+export const CampaignStats = Schema.Struct({
   id: Schema.String,
   status: Status,
   resolved: Schema.Boolean,
@@ -123,7 +123,7 @@ export class CampaignsApi extends HttpApiGroup.make("campaigns")
       success: Schema.Struct({ success: Schema.Literal(true), data: Schema.Struct({ email: Schema.String, emailId: Schema.String }) }),
       error: [...commonErrors, ...bodyErrors, ErrorDocs.notFound]
     }).annotate(OpenApi.Description, "Sends one rendered test mail to the address (subject prefixed [Test]); no counters, no events."),
-    HttpApiEndpoint.get("stats", "/campaigns/:id/stats", { params: IdParam, success: Stats, error: [...commonErrors, ...inputErrors, ErrorDocs.notFound] })
+    HttpApiEndpoint.get("stats", "/campaigns/:id/stats", { params: IdParam, success: CampaignStats, error: [...commonErrors, ...inputErrors, ErrorDocs.notFound] })
       .annotate(OpenApi.Description, "Progress and outcome: recipients, sent, delivered, opened, clicked, bounced, failed, pending, skipped and why."),
     HttpApiEndpoint.post("send", "/campaigns/:id/send", {
       params: UuidParam,

@@ -20,7 +20,7 @@ import {
 import type { Suggestions } from "./suggestions.ts"
 
 /** Full width on a phone; on wider screens each control its own compact width, so a filter reads as one line. */
-const control = "input w-full py-1.5 sm:w-auto"
+const control = "input w-full py-1.5"
 const sized = (width: string) => `${control} ${width}`
 
 const CONTACT_LABELS: Record<string, string> = { email: "Email", subscribed: "Subscribed", createdAt: "Created", updatedAt: "Updated" }
@@ -80,7 +80,7 @@ export function FilterRow({
         <FieldName filter={filter} kind={kind} suggestions={suggestions} onChange={(field) => onChange(withField(filter, field))} />
         <select
           aria-label="Operator"
-          className={sized("sm:w-48")}
+          className={sized("sm:w-56")}
           value={filter.operator}
           onChange={(event) => onChange(withOperator(filter, event.target.value as Filter["operator"]))}
         >
