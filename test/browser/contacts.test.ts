@@ -8,6 +8,8 @@
  * through the API, not only on screen. Screenshots: see support/browser.ts.
  */
 import { readFile } from "node:fs/promises"
+import { loadavg } from "node:os"
+import { crc32, deflateSync } from "node:zlib"
 import type { Page } from "playwright-core"
 import { beforeAll, describe, expect, it } from "vitest"
 import { freePort } from "../support/nats.ts"
@@ -19,7 +21,28 @@ const publicUrl = `http://127.0.0.1:${port}`
 const env = useBrowser({ env: { PORT: String(port), PUBLIC_URL: publicUrl } })
 const projectPath = (path = "") => `/p/${env.project.id}${path}`
 
-const PNG = Buffer.from("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==", "base64")
+/** A solid width × height RGB PNG (big enough to see in the screenshots). */
+const solidPng = (width: number, height: number, [r, g, b]: readonly [number, number, number]) => {
+  const chunk = (type: string, data: Buffer) => {
+    const length = Buffer.alloc(4)
+    length.writeUInt32BE(data.length)
+    const crc = Buffer.alloc(4)
+    crc.writeUInt32BE(crc32(Buffer.concat([Buffer.from(type), data])))
+    return Buffer.concat([length, Buffer.from(type), data, crc])
+  }
+  const header = Buffer.alloc(13)
+  header.writeUInt32BE(width, 0)
+  header.writeUInt32BE(height, 4)
+  header.set([8, 2, 0, 0, 0], 8)
+  const row = Buffer.concat([Buffer.from([0]), Buffer.from(Array.from({ length: width }, () => [r, g, b]).flat())])
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk("IHDR", header),
+    chunk("IDAT", deflateSync(Buffer.concat(Array.from({ length: height }, () => row)))),
+    chunk("IEND", Buffer.alloc(0))
+  ])
+}
+const PNG = solidPng(240, 80, [79, 70, 229])
 
 const contactByEmail = async (email: string) =>
   (await env.call("POST", "/contacts/lookup", { emails: [email] })).results[0].contact as { id: string; subscribed: boolean } | null
@@ -146,8 +169,8 @@ describe("contacts in the dashboard", () => {
     await editor.getByLabel("Value of seats").fill("ten")
     await editor.getByRole("button", { name: "Save data" }).click()
     await editor.getByText("Not a number").waitFor()
-    await editor.getByLabel("Value of seats").fill("10")
     await screenshot(page, "contact-edit-1280")
+    await editor.getByLabel("Value of seats").fill("10")
     await editor.getByRole("button", { name: "Save data" }).click()
     await page.getByRole("button", { name: "Edit data" }).waitFor()
     expect((await getContact(created.id)).data).toEqual({
@@ -279,7 +302,7 @@ describe("templates in the dashboard", () => {
     // The preview shows it, loaded from the server.
     const image = page.frameLocator("iframe[title='Rendered body']").locator(`img[src="${url}"]`)
     await image.waitFor()
-    await expect.poll(() => image.evaluate((element: HTMLImageElement) => element.complete && element.naturalWidth)).toBe(1)
+    await expect.poll(() => image.evaluate((element: HTMLImageElement) => element.complete && element.naturalWidth)).toBe(240)
     await screenshot(page, "template-image-1280")
 
     await page.getByRole("button", { name: "Save" }).click()
@@ -343,6 +366,7 @@ describe("the contacts page over 100,000 contacts", () => {
         const navigation = performance.getEntriesByType("navigation")[0] as PerformanceNavigationTiming
         return [
           `document ${Math.round(navigation.responseEnd)}, interactive ${Math.round(navigation.domInteractive)}`,
+          `modules evaluated ${Math.round(performance.getEntriesByName("mailstream:modules-evaluated")[0]?.startTime ?? -1)}`,
           ...(performance.getEntriesByType("resource") as Array<PerformanceResourceTiming>).map((entry) =>
             `${new URL(entry.name).pathname.replace(/^\/assets\/|\?.*$/g, "")} ${Math.round(entry.startTime)}–${Math.round(entry.responseEnd)}`
           )
@@ -358,7 +382,7 @@ describe("the contacts page over 100,000 contacts", () => {
     await page.goto(projectPath("/contacts"))
     await page.getByTestId("contact-total").waitFor()
     await screenshot(page, "contacts-100k-1280")
-    console.log(`[contacts first load] ${n} contacts: ${times.map((ms) => `${Math.round(ms)} ms`).join(", ")} (cold contexts)`)
+    console.log(`[contacts first load] ${n} contacts: ${times.map((ms) => `${Math.round(ms)} ms`).join(", ")} (cold contexts); load average ${loadavg().map((load) => load.toFixed(1)).join(" ")}`)
     expect(Math.max(...times)).toBeLessThan(1_000)
   }, 120_000)
 })

@@ -17,6 +17,10 @@ interface Row {
   readonly text: string
 }
 
+/** The type a stored value is edited and shown as: ISO 8601 strings are dates. */
+export const valueTypeOf = (value: unknown): string =>
+  typeof value === "string" && ISO_DATE.test(value) && !Number.isNaN(Date.parse(value)) ? "date" : value === null ? "null" : Array.isArray(value) ? "list" : typeof value
+
 const ISO_DATE = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/
 
 const rowOf = (id: number, key: string, value: unknown): Row =>
@@ -68,7 +72,11 @@ export function DataEditor({ initial, busy, error, onSave, onCancel }: {
   const [rows, setRows] = useState<ReadonlyArray<Row>>(() => Object.entries(initial).map(([key, value], index) => rowOf(index, key, value)))
   const [nextId, setNextId] = useState(rows.length)
   const [problems, setProblems] = useState<ReadonlyMap<number, string>>(new Map())
-  const change = (id: number, fields: Partial<Row>) => setRows((current) => current.map((row) => (row.id === id ? { ...row, ...fields } : row)))
+  const change = (id: number, fields: Partial<Row>) => {
+    setRows((current) => current.map((row) => (row.id === id ? { ...row, ...fields } : row)))
+    // A problem is about the value it was found in: it goes once the row changes (Save checks again).
+    if (problems.has(id)) setProblems(new Map([...problems].filter(([other]) => other !== id)))
+  }
 
   const submit = () => {
     const found = new Map<number, string>()

@@ -7,9 +7,9 @@ import { useState } from "react"
 import { Link, useNavigate, useParams } from "react-router"
 import { useApiMutation, useApiQuery, useProjectId } from "../api/hooks.ts"
 import { Confirm } from "../components/Confirm.tsx"
-import { DataEditor } from "../components/DataEditor.tsx"
+import { DataEditor, valueTypeOf } from "../components/DataEditor.tsx"
 import { MutationError } from "../components/Form.tsx"
-import { describeValue, typeOf } from "../components/Json.tsx"
+import { describeValue } from "../components/Json.tsx"
 import { Badge, cell, Fields, formatDate, Page, Section, Table, wideOnly } from "../components/Page.tsx"
 import { Empty, QueryView } from "../components/States.tsx"
 
@@ -91,7 +91,7 @@ export function ContactPage() {
                         {Object.entries(contact.data).map(([key, value]) => (
                           <tr key={key}>
                             <td className={`${cell} break-all font-mono`}>{key}</td>
-                            <td className={`${cell} text-slate-600`}>{typeOf(value)}</td>
+                            <td className={`${cell} text-slate-600`}>{valueTypeOf(value)}</td>
                             <td className={`${cell} break-all font-mono`}>{describeValue(value)}</td>
                           </tr>
                         ))}

@@ -13,7 +13,8 @@ import { planColumns } from "../../../src/imports/plan.ts"
 import { useApiMutation, useProjectId } from "../api/hooks.ts"
 import { Card, MutationError } from "../components/Form.tsx"
 import { isFinished, JobErrors, JobProgress, useContactJob } from "../components/Job.tsx"
-import { describeValue, typeOf } from "../components/Json.tsx"
+import { valueTypeOf } from "../components/DataEditor.tsx"
+import { describeValue } from "../components/Json.tsx"
 import { cell, Page, Table } from "../components/Page.tsx"
 import { ErrorState, Loading } from "../components/States.tsx"
 
@@ -131,7 +132,7 @@ export function ContactImportPage() {
                       : plan.email === index ? "email" : plan.subscribed === index ? "subscribed" : plan.data.find(([at]) => at === index)?.[1]
                     return (
                       <tr key={index}>
-                        <td className={`${cell} break-all font-mono`}>{column || <span className="text-slate-400">(no name)</span>}</td>
+                        <td className={`${cell} break-words font-mono`}>{column || <span className="text-slate-400">(no name)</span>}</td>
                         <td className={`${cell} min-w-48`}>
                           <select
                             className="input py-1"
@@ -164,8 +165,8 @@ export function ContactImportPage() {
                           const text = row[index] ?? ""
                           const value = role && role !== "email" && role !== "subscribed" && text !== "" ? cellValue(text) : undefined
                           return (
-                            <td key={rowIndex} className={`${cell} max-w-56 break-all font-mono text-xs ${role === undefined ? "text-slate-400" : ""}`}>
-                              {value === undefined ? text : <>{describeValue(value)} <span className="text-slate-500">({typeOf(value)})</span></>}
+                            <td key={rowIndex} className={`${cell} max-w-56 break-words font-mono text-xs ${role === undefined ? "text-slate-400" : ""}`}>
+                              {value === undefined ? text : <>{describeValue(value)} <span className="whitespace-nowrap text-slate-500">({valueTypeOf(value)})</span></>}
                             </td>
                           )
                         })}
