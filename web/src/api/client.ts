@@ -48,12 +48,26 @@ export const makeCallApi = (baseUrl?: string): CallApi => {
   )
   /**
    * One client for every project (the project travels per call). Building a client compiles the codecs of
-   * every endpoint it covers, which costs most of a first page load on a slow machine; so each group's
-   * client is built when a page first uses that group (`client.contacts` builds the contacts group only).
+   * every endpoint it covers, which cost most of a first page load on a slow machine; so each endpoint is
+   * built when a page first calls it (`client.contacts.list` builds that one endpoint) and kept.
    */
+  const endpoints = new Map<string, unknown>()
   const groups = new Map<string, unknown>()
   let whole: ApiClient | undefined
   const wholeClient = () => (whole ??= Effect.runSync(HttpApiClient.makeWith(Api, { httpClient: http, baseUrl })) as ApiClient)
+  const groupClient = (group: string) =>
+    new Proxy({}, {
+      get: (_, name) => {
+        if (typeof name !== "string") return undefined
+        const key = `${group}.${name}`
+        let method = endpoints.get(key)
+        if (method === undefined) {
+          method = Effect.runSync(HttpApiClient.endpoint(Api, { group: group as never, endpoint: name as never, httpClient: http, baseUrl }))
+          endpoints.set(key, method)
+        }
+        return method
+      }
+    })
   const client = new Proxy({} as ApiClient, {
     get: (_, name) => {
       if (typeof name !== "string" || !Object.hasOwn(Api.groups, name) || topLevelGroups.includes(name)) {
@@ -61,7 +75,7 @@ export const makeCallApi = (baseUrl?: string): CallApi => {
       }
       let group = groups.get(name)
       if (group === undefined) {
-        group = Effect.runSync(HttpApiClient.group(Api, { group: name as never, httpClient: http, baseUrl }))
+        group = groupClient(name)
         groups.set(name, group)
       }
       return group

@@ -200,7 +200,7 @@ export function ContactsPage() {
                       />
                     </td>
                     <td className={cell}>
-                      <Link to={`/p/${projectId}/contacts/${contact.id}`} className="link break-all">{contact.email}</Link>
+                      <Link to={`/p/${projectId}/contacts/${contact.id}`} className="link break-words">{contact.email}</Link>
                     </td>
                     <td className={cell}>{contact.subscribed ? <Badge tone="green">Subscribed</Badge> : <Badge>Unsubscribed</Badge>}</td>
                     {columns.map((column) => (
