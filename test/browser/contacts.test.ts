@@ -10,10 +10,11 @@
 import { readFile } from "node:fs/promises"
 import { createServer } from "node:net"
 import { loadavg } from "node:os"
+import { join } from "node:path"
 import { crc32, deflateSync } from "node:zlib"
 import type { Page } from "playwright-core"
 import { beforeAll, describe, expect, it } from "vitest"
-import { heading, PHONE, screenshot, scrollsSideways, useBrowser } from "./support/browser.ts"
+import { heading, PHONE, screenshot, screenshotDir, scrollsSideways, useBrowser } from "./support/browser.ts"
 
 /**
  * A port free now and below Linux's ephemeral range (32768+), so no other process's port-0 bind takes it
@@ -216,7 +217,7 @@ describe("contacts in the dashboard", () => {
     await page.reload()
     await page.getByRole("list", { name: "Segments of the contact" }).getByRole("link", { name: "Pro editors" }).waitFor()
     await page.getByRole("list", { name: "Timeline" }).getByText("contact.unsubscribed").waitFor()
-    await screenshot(page, "contact-page-1280")
+    await page.screenshot({ path: join(screenshotDir, "contact-page-1280.png"), fullPage: true })
 
     const phone = await env.page({ viewport: PHONE })
     await phone.goto(projectPath(`/contacts/${created.id}`))
