@@ -5,7 +5,7 @@
  */
 import { DATA_LIMITS, jsonBytes, MAX_CONTACT_DATA_BYTES, RESERVED_DATA_KEYS } from "../domain/customData.ts"
 import { isValidEmail, normalizeEmail } from "../domain/email.ts"
-import { cellValue, type Delimiter, subscriptionValue } from "./csv.ts"
+import { cellValue, type Delimiter, subscriptionValue } from "./cells.ts"
 import type { ImportRange } from "./reader.ts"
 
 export interface ImportPlan {

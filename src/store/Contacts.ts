@@ -147,6 +147,17 @@ export const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
 
 export const escapeLike = (text: string) => text.replace(/[\\%_]/g, (char) => `\\${char}`)
 
+export interface ContactMemberships {
+  readonly segments: ReadonlyArray<{ readonly id: string; readonly name: string; readonly enteredAt: string }>
+  readonly executions: ReadonlyArray<{
+    readonly id: string
+    readonly workflow: { readonly id: string; readonly name: string }
+    readonly status: string
+    readonly startedAt: string
+    readonly finishedAt: string | null
+  }>
+}
+
 export class Contacts extends Context.Service<Contacts, {
   readonly upsert: (input: UpsertInput) => Effect.Effect<UpsertResult, SqlError.SqlError | ContactDataTooLarge>
   readonly get: (projectId: string, id: string) => Effect.Effect<Contact | undefined, SqlError.SqlError>
@@ -172,6 +183,8 @@ export class Contacts extends Context.Service<Contacts, {
     pageSize: number
   ) => Effect.Effect<{ readonly values: ReadonlyArray<unknown>; readonly total: number }, SqlError.SqlError>
   readonly deleteField: (projectId: string, field: string) => Effect.Effect<number, SqlError.SqlError>
+  /** The segments a contact is in now and its workflow executions (newest first, at most 100). */
+  readonly memberships: (projectId: string, id: string) => Effect.Effect<ContactMemberships, SqlError.SqlError>
 }>()("app/store/Contacts") {
   static readonly layer = Layer.effect(
     Contacts,
@@ -382,17 +395,18 @@ export class Contacts extends Context.Service<Contacts, {
         const orderBy = query.sort === "email"
           ? sql.literal(`email ${direction}`)
           : sql.literal(`created_at ${direction}, id ${direction}`)
-        const rows = yield* sql<ContactRow>`
-          SELECT id, email, subscribed, snoozed_until, data, created_at, updated_at
-          FROM contacts WHERE ${sql.and(conditions)} ORDER BY ${orderBy} LIMIT ${query.limit + 1}`
+        // The page and (on the first page) the total, on two connections at once: the count is the slow one.
+        const [rows, total] = yield* Effect.all([
+          sql<ContactRow>`
+            SELECT id, email, subscribed, snoozed_until, data, created_at, updated_at
+            FROM contacts WHERE ${sql.and(conditions)} ORDER BY ${orderBy} LIMIT ${query.limit + 1}`,
+          query.cursor === undefined
+            ? Effect.map(sql<{ n: number }>`SELECT count(*)::int AS n FROM contacts WHERE ${sql.and(filters)}`, ([count]) => count?.n ?? 0)
+            : Effect.succeed(0)
+        ], { concurrency: 2 })
         const hasMore = rows.length > query.limit
         const data = rows.slice(0, query.limit).map(toContact)
         const last = data[data.length - 1]
-        let total = 0
-        if (query.cursor === undefined) {
-          const [count] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM contacts WHERE ${sql.and(filters)}`
-          total = count?.n ?? 0
-        }
         return {
           data,
           hasMore,
@@ -496,7 +510,31 @@ export class Contacts extends Context.Service<Contacts, {
         }))
       })
 
-      return Contacts.of({ upsert, get, locate, update, remove, list, lookup, fields, fieldExists, fieldValues, deleteField })
+      const memberships = Effect.fn("Contacts.memberships")(function*(projectId: string, id: string) {
+        // Both through the contact's indexes: segment_memberships_contact, and workflow_executions_contact per workflow.
+        const segments = yield* sql<{ id: string; name: string; entered_at: Date }>`
+          SELECT s.id, s.name, m.entered_at FROM segment_memberships m
+          JOIN segments s ON s.id = m.segment_id AND s.project_id = ${projectId}
+          WHERE m.contact_id = ${id} AND m.exited_at IS NULL
+          ORDER BY s.name, s.id`
+        const executions = yield* sql<{ id: string; workflow_id: string; name: string; status: string; started_at: Date; finished_at: Date | null }>`
+          SELECT x.id, w.id AS workflow_id, w.name, x.status, x.started_at, x.finished_at
+          FROM workflows w JOIN workflow_executions x ON x.workflow_id = w.id AND x.contact_id = ${id}
+          WHERE w.project_id = ${projectId}
+          ORDER BY x.started_at DESC, x.id DESC LIMIT 100`
+        return {
+          segments: segments.map((row) => ({ id: row.id, name: row.name, enteredAt: new Date(row.entered_at).toISOString() })),
+          executions: executions.map((row) => ({
+            id: row.id,
+            workflow: { id: row.workflow_id, name: row.name },
+            status: row.status,
+            startedAt: new Date(row.started_at).toISOString(),
+            finishedAt: row.finished_at === null ? null : new Date(row.finished_at).toISOString()
+          }))
+        }
+      })
+
+      return Contacts.of({ upsert, get, locate, update, remove, list, lookup, fields, fieldExists, fieldValues, deleteField, memberships })
     })
   )
 }

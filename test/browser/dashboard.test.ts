@@ -190,7 +190,8 @@ describe("the dashboard", () => {
     // Publish the DKIM record in the test DNS and check now: the domain turns verified.
     env.dns.addTxt(dkim.name, dkim.value)
     await page.getByRole("button", { name: "Check now" }).click()
-    await page.getByRole("article", { name: "mail.acme.test" }).locator("header").getByText("verified").waitFor({ timeout: 15_000 })
+    await page.getByRole("article", { name: "mail.acme.test" }).locator("header").getByText("verified", { exact: true }).waitFor({ timeout: 15_000 })
+    expect((await env.call("GET", `/domains/${domain.id}`)).status).toBe("VERIFIED")
   })
 
   it("shows templates, segments, campaigns and workflows: each list and one of each", async () => {

@@ -103,6 +103,8 @@ describe("settings", () => {
       const list = (await as(env.owner).get(`/projects/${env.project.id}/members`)).json.members
       return list.find((member: { email: string }) => member.email === colleague.email)?.role
     }).toBe("ADMIN")
+    // The invitation's notice said MEMBER: once the role has changed it is gone, not left saying the old role.
+    await page.getByText(`${colleague.email} joined as MEMBER.`).waitFor({ state: "detached" })
     await screenshot(page, "members-1280")
 
     // An ADMIN may not touch the OWNER: no role menu and no Remove button on the owner's row.

@@ -8,6 +8,9 @@ import { isAccountPage, signInPath } from "./api/session.ts"
 import { router } from "./routes.tsx"
 import "./index.css"
 
+// Every module has been evaluated by now: the browser tests read this mark to tell loading from rendering.
+performance.mark("mailstream:modules-evaluated")
+
 /** A 401 anywhere but on the account pages: the session is gone, so sign in and come back here. */
 const onFailure = (error: unknown) => {
   const { pathname, search } = window.location

@@ -58,6 +58,7 @@ export const router = createBrowserRouter([
     children: [
       { index: true, element: <HomePage /> },
       { path: "contacts", element: <ContactsPage /> },
+      { path: "contacts/import", lazy: () => import("./pages/ContactImport.tsx").then((module) => ({ Component: module.ContactImportPage })) },
       { path: "contacts/:contactId", element: <ContactPage /> },
       { path: "templates", element: <TemplatesPage /> },
       // The editor brings CodeMirror (most of the app's weight): loaded when a template is opened.

@@ -2,7 +2,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { bodyErrors, commonErrors, ErrorDocs, inputErrors } from "./errors.ts"
 import { cursorParams, pageParams, QueryParam, queryParameters } from "./query.ts"
-import { Contact, Count, CustomData, Email, pageFields, Text } from "./schemas.ts"
+import { Contact, Count, CustomData, Email, pageFields, Text, Timestamp } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 
 const Meta = <const New extends boolean>(isNew: New) =>
@@ -100,6 +100,20 @@ export class ContactsApi extends HttpApiGroup.make("contacts", { topLevel: false
       success: Contact,
       error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
     }),
+    HttpApiEndpoint.get("memberships", "/contacts/:id/memberships", {
+      params: IdParam,
+      success: Schema.Struct({
+        segments: Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String, enteredAt: Timestamp })),
+        executions: Schema.Array(Schema.Struct({
+          id: Schema.String,
+          workflow: Schema.Struct({ id: Schema.String, name: Schema.String }),
+          status: Schema.String,
+          startedAt: Timestamp,
+          finishedAt: Schema.NullOr(Timestamp)
+        })).annotate({ description: "Newest first, at most 100" })
+      }),
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
+    }).annotate(OpenApi.Description, "The segments the contact is in now, and its workflow executions."),
     HttpApiEndpoint.patch("update", "/contacts/:id", {
       params: IdParam,
       payload: Schema.Struct({

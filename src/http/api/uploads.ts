@@ -1,30 +1,23 @@
 /** Images for template bodies: uploaded with a project's credentials, served publicly under PUBLIC_URL. */
 import { Schema } from "effect"
+import { Multipart } from "effect/http"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
 import { commonErrors, ErrorDocs, inputErrors, serverErrors } from "./errors.ts"
 import { Text } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 
-/** The multipart body the handler reads itself (it bounds the bytes as they stream in), as documentation. */
-const multipartBody = (operation: Record<string, any>) => ({
-  ...operation,
-  requestBody: {
-    required: true,
-    content: {
-      "multipart/form-data": {
-        schema: {
-          type: "object",
-          required: ["file"],
-          properties: { file: { type: "string", format: "binary", description: "PNG, JPEG, GIF or WebP" } }
-        }
-      }
-    }
-  }
-})
+/**
+ * The multipart body, declared so the typed client sends a FormData; the handler reads the raw body itself
+ * (it bounds the bytes as they stream in), so the server never buffers it through this schema.
+ */
+const ImageUpload = Schema.Struct({
+  file: Multipart.SingleFileSchema.annotate({ description: "PNG, JPEG, GIF or WebP" })
+}).pipe(HttpApiSchema.asMultipart())
 
 export class UploadsApi extends HttpApiGroup.make("uploads")
   .add(
     HttpApiEndpoint.post("image", "/uploads/image", {
+      payload: ImageUpload,
       success: Schema.Struct({ url: Schema.String }).pipe(HttpApiSchema.status(201)),
       error: [...commonErrors, ErrorDocs.badRequest, ErrorDocs.payloadTooLarge, ErrorDocs.unsupportedMediaType, ErrorDocs.validation]
     }).annotate(
@@ -32,7 +25,7 @@ export class UploadsApi extends HttpApiGroup.make("uploads")
       "multipart/form-data with one file (field `file`), at most UPLOAD_MAX_BYTES (default 5 MB; 413 over it). The type is " +
         "decided from the bytes, not the name or the declared type: PNG, JPEG, GIF or WebP (SVG and anything else: 422 " +
         "UNSUPPORTED_IMAGE). Stored content-addressed; answers its public `url`."
-    ).annotate(OpenApi.Transform, multipartBody)
+    )
   )
   .middleware(SecretKeyAuth)
   .annotateMerge(OpenApi.annotations({ title: "Uploads", description: "Images for templates" }))

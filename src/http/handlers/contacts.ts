@@ -144,6 +144,13 @@ export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnU
         const contact = yield* store(contacts.get(project.id, params.id))
         return contact ?? (yield* notFound)
       })))
+    .handle("memberships", ({ params }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        if (!isUuid(params.id)) return yield* notFound
+        if (!(yield* store(contacts.get(project.id, params.id)))) return yield* notFound
+        return yield* store(contacts.memberships(project.id, params.id))
+      })))
     .handle("update", ({ params, payload }) =>
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject

@@ -48,9 +48,9 @@ export const UploadsHandlers = HttpApiBuilder.group(Api, "uploads", Effect.fnUnt
       return Buffer.concat(chunks)
     })
 
-  return handlers.handle("image", () =>
+  // Raw: the declared multipart payload is for the client and the document; the bytes are read here, bounded.
+  return handlers.handleRaw("image", ({ request }) =>
     rendered(Effect.gen(function*() {
-      const request = yield* HttpServerRequest.HttpServerRequest
       const contentType = request.headers["content-type"] ?? ""
       if (!contentType.toLowerCase().startsWith("multipart/form-data")) {
         return yield* new ApiError({ status: 415, code: "UNSUPPORTED_MEDIA_TYPE", message: "Send the image as multipart/form-data (field `file`)" })

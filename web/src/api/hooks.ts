@@ -2,7 +2,7 @@
  * TanStack Query over callApi. Keys are per project (["project", id, ...]) so switching projects never
  * shows another project's data; a 4xx is not retried (asking again gets the same answer).
  */
-import { type QueryKey, useMutation, useQuery, useQueryClient } from "@tanstack/react-query"
+import { type QueryKey, useMutation, useQuery, useQueryClient, type UseQueryOptions } from "@tanstack/react-query"
 import type { Effect } from "effect"
 import { useParams } from "react-router"
 import { type ApiClient, ApiFailure, callApi } from "./client.ts"
@@ -17,7 +17,11 @@ export const retryUnlessClientError = (failureCount: number, error: Error): bool
 export const useApiQuery = <A>(
   key: QueryKey,
   call: (client: ApiClient) => Effect.Effect<A, unknown>,
-  options: { readonly enabled?: boolean; readonly refetchInterval?: number | false } = {}
+  options: {
+    readonly enabled?: boolean
+    /** A number of ms, or a function of the query (its data): polling until a job is done. */
+    readonly refetchInterval?: UseQueryOptions<A, ApiFailure>["refetchInterval"]
+  } = {}
 ) => {
   const projectId = useProjectId()
   return useQuery<A, ApiFailure>({

@@ -25,7 +25,16 @@ const theme = EditorView.theme({
   "&.cm-focused": { outline: "none" }
 })
 
-export function CodeEditor({ value, onChange, label }: { readonly value: string; readonly onChange: (value: string) => void; readonly label: string }) {
+/** Inserts text at the editor's cursor (replacing the selection) and focuses it. */
+export type InsertText = (text: string) => void
+
+export function CodeEditor({ value, onChange, label, insertRef }: {
+  readonly value: string
+  readonly onChange: (value: string) => void
+  readonly label: string
+  /** Filled with the editor's insert function, for toolbar actions such as an uploaded image. */
+  readonly insertRef?: { current: InsertText | null }
+}) {
   const host = useRef<HTMLDivElement>(null)
   const view = useRef<EditorView | null>(null)
   const latest = useRef(onChange)
@@ -53,7 +62,16 @@ export function CodeEditor({ value, onChange, label }: { readonly value: string;
       })
     })
     view.current = editor
-    return () => editor.destroy()
+    if (insertRef) {
+      insertRef.current = (text) => {
+        editor.dispatch(editor.state.replaceSelection(text))
+        editor.focus()
+      }
+    }
+    return () => {
+      if (insertRef) insertRef.current = null
+      editor.destroy()
+    }
     // The editor is made once; later values arrive through the effect below.
   }, [])
 

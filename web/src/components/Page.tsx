@@ -59,7 +59,7 @@ export const wideOnly = "hidden sm:table-cell"
 
 /**
  * A table that scrolls inside its own box on narrow screens instead of widening the page. A heading
- * given as [label, className] carries classes such as wideOnly.
+ * given as [label, className] carries classes such as wideOnly (the label may be a control: a checkbox).
  */
 export function Table({
   label,
@@ -67,7 +67,7 @@ export function Table({
   children
 }: {
   readonly label: string
-  readonly head: ReadonlyArray<string | readonly [string, string]>
+  readonly head: ReadonlyArray<string | readonly [ReactNode, string]>
   readonly children: ReactNode
 }) {
   return (
@@ -75,9 +75,9 @@ export function Table({
       <table className="min-w-full divide-y divide-slate-200 text-sm" aria-label={label}>
         <thead className="bg-slate-50">
           <tr>
-            {head.map((heading) => {
+            {head.map((heading, index) => {
               const [text, className] = typeof heading === "string" ? [heading, ""] : heading
-              return <th key={text} scope="col" className={`whitespace-nowrap px-4 py-2.5 text-left font-medium text-slate-600 ${className}`}>{text}</th>
+              return <th key={index} scope="col" className={`whitespace-nowrap px-4 py-2.5 text-left font-medium text-slate-600 ${className}`}>{text}</th>
             })}
           </tr>
         </thead>

@@ -1,7 +1,16 @@
-/** Contacts: a cursor-paged table with search and a subscription filter (both kept in the URL). */
+/**
+ * Contacts: a cursor-paged table with search and a subscription filter (both kept in the URL), columns
+ * for custom fields, a selection for bulk subscribe / unsubscribe / delete (a job, polled until done),
+ * creating a contact, CSV export, and the way to the CSV import.
+ */
+import { useQueryClient } from "@tanstack/react-query"
 import { useEffect, useState } from "react"
-import { Link, useSearchParams } from "react-router"
-import { useApiQuery, useProjectId } from "../api/hooks.ts"
+import { Link, useNavigate, useSearchParams } from "react-router"
+import { projectKey, useApiMutation, useApiQuery, useProjectId } from "../api/hooks.ts"
+import { Confirm } from "../components/Confirm.tsx"
+import { Card, Field, MutationError } from "../components/Form.tsx"
+import { isFinished, JobErrors, JobProgress, useContactJob } from "../components/Job.tsx"
+import { describeValue } from "../components/Json.tsx"
 import { Badge, cell, formatDate, Page, Table, wideOnly } from "../components/Page.tsx"
 import { Pager } from "../components/Pager.tsx"
 import { Empty, QueryView } from "../components/States.tsx"
@@ -19,6 +28,10 @@ const useDebounced = (value: string, ms: number) => {
   return debounced
 }
 
+const DEFAULT_COLUMNS = 3
+type BulkAction = "subscribe" | "unsubscribe" | "delete"
+const BULK_LABELS: Record<BulkAction, string> = { subscribe: "Subscribe", unsubscribe: "Unsubscribe", delete: "Delete" }
+
 export function ContactsPage() {
   const projectId = useProjectId()
   const [params, setParams] = useSearchParams()
@@ -28,11 +41,15 @@ export function ContactsPage() {
   // Cursors of the pages before the current one: "Previous" pops, "Next" pushes.
   const [cursors, setCursors] = useState<ReadonlyArray<string>>([])
   const [cursor, setCursor] = useState<string | undefined>(undefined)
+  const [selected, setSelected] = useState<ReadonlySet<string>>(new Set())
+  const [adding, setAdding] = useState(false)
 
   useEffect(() => {
     setCursors([])
     setCursor(undefined)
   }, [search, subscribed])
+  // A selection belongs to the rows on screen.
+  useEffect(() => setSelected(new Set()), [search, subscribed, cursor])
   // The search goes into the URL (replacing the entry, not adding one per pause in typing).
   useEffect(() => {
     if ((params.get("search") ?? "") === search) return
@@ -62,8 +79,27 @@ export function ContactsPage() {
     if (query.data && cursor === undefined) setTotal(query.data.total)
   }, [query.data, cursor])
 
+  // Custom-field columns: asked for once the rows are there (the rows come first).
+  const fields = useApiQuery(["contacts", "fields"], (client) => client.contacts.fields(), { enabled: query.isSuccess })
+  const custom = (fields.data?.fields ?? [])
+    .filter((field) => field.isCustom && !field.field.slice(5).includes("."))
+    .toSorted((a, b) => b.coverage - a.coverage || a.field.localeCompare(b.field))
+    .map((field) => field.field.slice(5))
+  const [chosenColumns, setChosenColumns] = useState<ReadonlyArray<string> | null>(null)
+  const columns = chosenColumns ?? custom.slice(0, DEFAULT_COLUMNS)
+
   return (
-    <Page title="Contacts">
+    <Page
+      title="Contacts"
+      actions={
+        <>
+          <button type="button" className="btn-primary" onClick={() => setAdding(!adding)} aria-expanded={adding}>Add contact</button>
+          <Link to={`/p/${projectId}/contacts/import`} className="btn-secondary">Import CSV</Link>
+          <ExportButton />
+        </>
+      }
+    >
+      {adding && <AddContact onClose={() => setAdding(false)} />}
       <div className="mb-4 flex flex-col gap-3 sm:flex-row sm:items-end">
         <div className="flex-1">
           <label htmlFor="contact-search" className="mb-1 block text-sm font-medium text-slate-700">Search by email</label>
@@ -93,47 +129,227 @@ export function ContactsPage() {
             {FILTERS.map(([value, label]) => <option key={value} value={value}>{label}</option>)}
           </select>
         </div>
+        {custom.length > 0 && (
+          <details className="relative">
+            <summary className="btn-secondary cursor-pointer list-none">Columns</summary>
+            <fieldset className="absolute right-0 z-10 mt-1 max-h-72 w-64 max-w-[calc(100vw-2rem)] overflow-auto rounded-lg border border-slate-200 bg-white p-3 shadow-lg">
+              <legend className="sr-only">Custom-field columns</legend>
+              {custom.map((field) => (
+                <label key={field} className="flex items-center gap-2 py-1 text-sm">
+                  <input
+                    type="checkbox"
+                    checked={columns.includes(field)}
+                    onChange={(event) =>
+                      setChosenColumns(event.target.checked ? [...columns, field] : columns.filter((column) => column !== field))}
+                  />
+                  <span className="break-all font-mono">{field}</span>
+                </label>
+              ))}
+            </fieldset>
+          </details>
+        )}
       </div>
+      <BulkBar selected={selected} onDone={() => setSelected(new Set())} />
       <QueryView
         query={query}
         isEmpty={(page) => page.data.length === 0 && cursor === undefined}
         empty={
           <Empty title={search || subscribed ? "No contact matches" : "No contacts yet"}>
-            {search || subscribed ? "Try another search or filter." : <>Contacts appear when you add them with <code>POST /contacts</code> or track their events.</>}
+            {search || subscribed
+              ? "Try another search or filter."
+              : <>Add one above, import a CSV file, or create them with <code>POST /contacts</code> or by tracking their events.</>}
           </Empty>
         }
       >
-        {(page) => (
-          <>
-            {total !== null && <p className="mb-2 text-sm text-slate-600" data-testid="contact-total">{total.toLocaleString()} contacts</p>}
-            <Table label="Contacts" head={["Email", "Subscription", ["Data", wideOnly], ["Created", wideOnly]]}>
-              {page.data.map((contact) => (
-                <tr key={contact.id} className="hover:bg-slate-50">
-                  <td className={cell}>
-                    <Link to={`/p/${projectId}/contacts/${contact.id}`} className="link break-words">{contact.email}</Link>
-                  </td>
-                  <td className={cell}>{contact.subscribed ? <Badge tone="green">Subscribed</Badge> : <Badge>Unsubscribed</Badge>}</td>
-                  <td className={`${cell} ${wideOnly} text-slate-600`}>{Object.keys(contact.data).length} fields</td>
-                  <td className={`${cell} ${wideOnly} whitespace-nowrap text-slate-600`}>{formatDate(contact.createdAt)}</td>
-                </tr>
-              ))}
-            </Table>
-            <Pager
-              label={`Page ${cursors.length + 1}`}
-              hasPrevious={cursor !== undefined}
-              hasNext={page.hasMore && page.cursor !== null}
-              onPrevious={() => {
-                setCursor(cursors.at(-1) === "" ? undefined : cursors.at(-1))
-                setCursors(cursors.slice(0, -1))
-              }}
-              onNext={() => {
-                setCursors([...cursors, cursor ?? ""])
-                setCursor(page.cursor ?? undefined)
-              }}
-            />
-          </>
-        )}
+        {(page) => {
+          const allSelected = page.data.length > 0 && page.data.every((contact) => selected.has(contact.id))
+          return (
+            <>
+              {total !== null && <p className="mb-2 text-sm text-slate-600" data-testid="contact-total">{total.toLocaleString()} contacts</p>}
+              <Table
+                label="Contacts"
+                head={[
+                  [
+                    <input
+                      type="checkbox"
+                      aria-label="Select every contact on this page"
+                      checked={allSelected}
+                      onChange={() => setSelected(allSelected ? new Set() : new Set(page.data.map((contact) => contact.id)))}
+                    />,
+                    "w-8"
+                  ],
+                  "Email",
+                  "Subscription",
+                  ...columns.map((column) => [<span className="font-mono">{column}</span>, wideOnly] as const),
+                  ["Created", wideOnly]
+                ]}
+              >
+                {page.data.map((contact) => (
+                  <tr key={contact.id} className={selected.has(contact.id) ? "bg-indigo-50" : "hover:bg-slate-50"}>
+                    <td className={cell}>
+                      <input
+                        type="checkbox"
+                        aria-label={`Select ${contact.email}`}
+                        checked={selected.has(contact.id)}
+                        onChange={(event) => {
+                          const next = new Set(selected)
+                          if (event.target.checked) next.add(contact.id)
+                          else next.delete(contact.id)
+                          setSelected(next)
+                        }}
+                      />
+                    </td>
+                    <td className={cell}>
+                      <Link to={`/p/${projectId}/contacts/${contact.id}`} className="link break-words">{contact.email}</Link>
+                    </td>
+                    <td className={cell}>{contact.subscribed ? <Badge tone="green">Subscribed</Badge> : <Badge>Unsubscribed</Badge>}</td>
+                    {columns.map((column) => (
+                      <td key={column} className={`${cell} ${wideOnly} max-w-48 truncate font-mono text-xs text-slate-700`}>
+                        {Object.hasOwn(contact.data, column) ? describeValue(contact.data[column]) : <span className="text-slate-400">—</span>}
+                      </td>
+                    ))}
+                    <td className={`${cell} ${wideOnly} whitespace-nowrap text-slate-600`}>{formatDate(contact.createdAt)}</td>
+                  </tr>
+                ))}
+              </Table>
+              <Pager
+                label={`Page ${cursors.length + 1}`}
+                hasPrevious={cursor !== undefined}
+                hasNext={page.hasMore && page.cursor !== null}
+                onPrevious={() => {
+                  setCursor(cursors.at(-1) === "" ? undefined : cursors.at(-1))
+                  setCursors(cursors.slice(0, -1))
+                }}
+                onNext={() => {
+                  setCursors([...cursors, cursor ?? ""])
+                  setCursor(page.cursor ?? undefined)
+                }}
+              />
+            </>
+          )
+        }}
       </QueryView>
     </Page>
+  )
+}
+
+/** Bulk subscribe / unsubscribe / delete of the selected contacts: one job, followed until it is done. */
+function BulkBar({ selected, onDone }: { readonly selected: ReadonlySet<string>; readonly onDone: () => void }) {
+  const projectId = useProjectId()
+  const queryClient = useQueryClient()
+  const [confirmDelete, setConfirmDelete] = useState(false)
+  const [jobId, setJobId] = useState<string | undefined>(undefined)
+  const start = useApiMutation((client, action: BulkAction) => {
+    const payload = { contactIds: [...selected] }
+    return action === "subscribe"
+      ? client.contactJobs.bulkSubscribe({ payload })
+      : action === "unsubscribe"
+      ? client.contactJobs.bulkUnsubscribe({ payload })
+      : client.contactJobs.bulkDelete({ payload })
+  }, {
+    onSuccess: ({ jobId }) => {
+      setConfirmDelete(false)
+      setJobId(jobId)
+    }
+  })
+  const job = useContactJob("bulk", jobId)
+  const finished = isFinished(job.data)
+  useEffect(() => {
+    if (!finished) return
+    onDone()
+    void queryClient.invalidateQueries({ queryKey: projectKey(projectId, ["contacts"]) })
+  }, [finished]) // eslint-disable-line react-hooks/exhaustive-deps
+
+  if (selected.size === 0 && jobId === undefined) return null
+  return (
+    <div className="mb-4 space-y-3">
+      {selected.size > 0 && (
+        <div role="region" aria-label="Bulk actions" className="flex flex-wrap items-center gap-2 rounded-lg border border-indigo-200 bg-indigo-50 px-4 py-3">
+          <span className="mr-auto text-sm font-medium text-indigo-900">{selected.size} selected</span>
+          <button type="button" className="btn-secondary" disabled={start.isPending} onClick={() => start.mutate("subscribe")}>{BULK_LABELS.subscribe}</button>
+          <button type="button" className="btn-secondary" disabled={start.isPending} onClick={() => start.mutate("unsubscribe")}>{BULK_LABELS.unsubscribe}</button>
+          <button type="button" className="btn-danger" disabled={start.isPending} onClick={() => setConfirmDelete(true)}>{BULK_LABELS.delete}</button>
+        </div>
+      )}
+      {!confirmDelete && <MutationError error={start.error} />}
+      {jobId !== undefined && (
+        <Card title={`Bulk ${job.data?.type ?? "action"}`}>
+          {job.data ? <JobProgress job={job.data} label="Bulk action progress" /> : job.isError ? <MutationError error={job.error} /> : <p className="text-sm text-slate-600">Starting…</p>}
+          {job.data && finished && <div className="mt-3"><JobErrors job={job.data} /></div>}
+          {finished && <button type="button" className="btn-secondary mt-3" onClick={() => setJobId(undefined)}>Dismiss</button>}
+        </Card>
+      )}
+      <Confirm
+        open={confirmDelete}
+        title={`Delete ${selected.size} contact${selected.size === 1 ? "" : "s"}?`}
+        action="Delete"
+        danger
+        busy={start.isPending}
+        onConfirm={() => start.mutate("delete")}
+        onCancel={() => setConfirmDelete(false)}
+      >
+        They leave their segments and their running workflow executions are cancelled. This cannot be undone.
+        <MutationError error={start.error} />
+      </Confirm>
+    </div>
+  )
+}
+
+/** Every contact as CSV (GET /contacts/export through the typed client), saved as a file. */
+function ExportButton() {
+  const download = useApiMutation((client, _: void) => client.contactJobs.export({ query: {} }), {
+    onSuccess: (csv) => {
+      const url = URL.createObjectURL(new Blob([csv], { type: "text/csv" }))
+      const link = document.createElement("a")
+      link.href = url
+      link.download = `contacts-${new Date().toISOString().slice(0, 10)}.csv`
+      document.body.append(link)
+      link.click()
+      link.remove()
+      setTimeout(() => URL.revokeObjectURL(url), 10_000)
+    }
+  })
+  return (
+    <>
+      <button type="button" className="btn-secondary" disabled={download.isPending} onClick={() => download.mutate()}>
+        {download.isPending ? "Exporting…" : "Export CSV"}
+      </button>
+      {download.error && <div className="basis-full"><MutationError error={download.error} /></div>}
+    </>
+  )
+}
+
+function AddContact({ onClose }: { readonly onClose: () => void }) {
+  const projectId = useProjectId()
+  const navigate = useNavigate()
+  const [email, setEmail] = useState("")
+  const [subscribed, setSubscribed] = useState(true)
+  const create = useApiMutation(
+    (client, payload: { email: string; subscribed: boolean }) => client.contacts.upsert({ payload }),
+    { invalidates: [["contacts"]], onSuccess: (contact) => void navigate(`/p/${projectId}/contacts/${contact.id}`) }
+  )
+  return (
+    <div className="mb-6">
+      <Card title="Add a contact">
+        <form
+          className="flex flex-col gap-3 sm:flex-row sm:items-end"
+          onSubmit={(event) => {
+            event.preventDefault()
+            create.mutate({ email: email.trim(), subscribed })
+          }}
+        >
+          <div className="flex-1"><Field label="Email" type="email" value={email} onChange={(event) => setEmail(event.target.value)} required autoFocus /></div>
+          <label className="flex items-center gap-2 pb-2 text-sm text-slate-700">
+            <input type="checkbox" checked={subscribed} onChange={(event) => setSubscribed(event.target.checked)} />
+            Subscribed
+          </label>
+          <div className="flex gap-2">
+            <button type="button" className="btn-secondary" onClick={onClose}>Cancel</button>
+            <button type="submit" className="btn-primary" disabled={create.isPending}>Create contact</button>
+          </div>
+        </form>
+        <MutationError error={create.error} />
+      </Card>
+    </div>
   )
 }

@@ -4,12 +4,12 @@
  * no access to this page). The preview follows the typing after a short pause.
  */
 import { keepPreviousData, useQuery } from "@tanstack/react-query"
-import { useEffect, useState } from "react"
+import { useEffect, useRef, useState } from "react"
 import { Link, useNavigate, useParams } from "react-router"
 import { callApi } from "../api/client.ts"
 import type { ApiFailure } from "../api/failure.ts"
 import { projectKey, useApiMutation, useApiQuery, useProjectId } from "../api/hooks.ts"
-import { CodeEditor } from "../components/CodeEditor.tsx"
+import { CodeEditor, type InsertText } from "../components/CodeEditor.tsx"
 import { Card, Field, MutationError, Notice } from "../components/Form.tsx"
 import { Page } from "../components/Page.tsx"
 import { ErrorState, Loading } from "../components/States.tsx"
@@ -90,6 +90,7 @@ function TemplateEditor({ templateId, initial }: { readonly templateId?: string;
   const navigate = useNavigate()
   const [draft, setDraft] = useState(initial)
   const [contactId, setContactId] = useState("")
+  const insert = useRef<InsertText | null>(null)
   const set = (field: keyof Draft) => (value: string) => setDraft((current) => ({ ...current, [field]: value }))
   const base = `/p/${projectId}/templates`
 
@@ -141,8 +142,11 @@ function TemplateEditor({ templateId, initial }: { readonly templateId?: string;
               <Field label="Subject" value={draft.subject} onChange={(event) => set("subject")(event.target.value)} required />
             </div>
             <div className="mt-4">
-              <p className="mb-1 text-sm font-medium text-slate-700">Body</p>
-              <CodeEditor label="Body" value={draft.body} onChange={set("body")} />
+              <div className="mb-1 flex flex-wrap items-center justify-between gap-2">
+                <p className="text-sm font-medium text-slate-700">Body</p>
+                <ImageUpload onUploaded={(url) => insert.current?.(`<img src="${url}" alt="" style="max-width:100%">`)} />
+              </div>
+              <CodeEditor label="Body" value={draft.body} onChange={set("body")} insertRef={insert} />
               <p className="mt-1 text-xs text-slate-500">
                 HTML with Liquid: <code className="font-mono">{"{{ firstName }}"}</code>, <code className="font-mono">{"{{ plan ?? \"free\" }}"}</code>,{" "}
                 <code className="font-mono">{"{% if … %}"}</code>; links <code className="font-mono">{"{{ unsubscribeUrl }}"}</code> and <code className="font-mono">{"{{ manageUrl }}"}</code>.
@@ -222,5 +226,38 @@ function Usage({ templateId }: { readonly templateId: string }) {
           </ul>
         )}
     </Card>
+  )
+}
+
+/**
+ * Uploads an image through POST /uploads/image (the contract's multipart payload, sent by the typed client)
+ * and hands its public URL on, to be put into the body at the cursor.
+ */
+function ImageUpload({ onUploaded }: { readonly onUploaded: (url: string) => void }) {
+  const input = useRef<HTMLInputElement>(null)
+  const upload = useApiMutation((client, file: File) => {
+    const form = new FormData()
+    form.append("file", file, file.name)
+    return client.uploads.image({ payload: form })
+  }, { onSuccess: ({ url }) => onUploaded(url) })
+  return (
+    <div className="min-w-0">
+      <label className={`btn-secondary cursor-pointer px-2 py-1 text-xs focus-within:ring-2 focus-within:ring-indigo-500 ${upload.isPending ? "opacity-60" : ""}`}>
+        {upload.isPending ? "Uploading…" : "Insert image"}
+        <input
+          ref={input}
+          type="file"
+          accept="image/png,image/jpeg,image/gif,image/webp"
+          className="sr-only"
+          disabled={upload.isPending}
+          onChange={(event) => {
+            const file = event.target.files?.[0]
+            if (file) upload.mutate(file)
+            event.target.value = ""
+          }}
+        />
+      </label>
+      <MutationError error={upload.error} />
+    </div>
   )
 }

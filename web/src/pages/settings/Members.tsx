@@ -3,7 +3,7 @@
  * touch OWNERs; anyone may leave. Controls the role does not allow are not shown (the API refuses them too).
  */
 import { useQueryClient } from "@tanstack/react-query"
-import { useState } from "react"
+import { useEffect, useState } from "react"
 import { useNavigate } from "react-router"
 import { Roles, type Role } from "../../../../src/domain/permissions.ts"
 import { useApiMutation, useApiQuery, useProjectId } from "../../api/hooks.ts"
@@ -104,7 +104,7 @@ export function MembersPage() {
         )}
       </QueryView>
       <MutationError error={changeRole.error} />
-      {can("manage") && <Invite grantable={grantable} />}
+      {can("manage") && <Invite grantable={grantable} staleAfter={Math.max(changeRole.submittedAt, remove.submittedAt)} />}
       <Confirm
         open={removing !== null}
         title={removing?.userId === me.data?.id ? "Leave this project?" : `Remove ${removing?.email}?`}
@@ -121,7 +121,8 @@ export function MembersPage() {
   )
 }
 
-function Invite({ grantable }: { readonly grantable: ReadonlyArray<Role> }) {
+/** `staleAfter` changes when a member's role changes or one is removed: the last invitation's notice is then out of date. */
+function Invite({ grantable, staleAfter }: { readonly grantable: ReadonlyArray<Role>; readonly staleAfter: number }) {
   const projectId = useProjectId()!
   const [email, setEmail] = useState("")
   const [role, setRole] = useState<Role>("MEMBER")
@@ -129,6 +130,10 @@ function Invite({ grantable }: { readonly grantable: ReadonlyArray<Role> }) {
     (client, payload: { email: string; role: Role }) => client.accounts.addMember({ params: { id: projectId }, payload }),
     { invalidates: [MEMBERS], onSuccess: () => setEmail("") }
   )
+  const { reset } = invite
+  useEffect(() => {
+    if (staleAfter > 0) reset()
+  }, [staleAfter, reset])
   return (
     <Card title="Invite someone">
       <form
