@@ -31,6 +31,7 @@ import {
   type ContactChange,
   emptyChange,
   evaluateChanges,
+  loadFacts,
   loadSegments,
   narrowBackfill,
   type ProjectSegments
@@ -430,7 +431,8 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
         projectId: context.projectId,
         partitionOf: (contactId) => context.outbox.lanes.partitionOf(context.projectId, context.outbox.lanes.laneOf(contactId)),
         runtime: context.workflows.runtime,
-        state: context.workflows.state
+        state: context.workflows.state,
+        loadFacts
       },
       workflowInputs
     )

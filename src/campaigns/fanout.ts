@@ -31,7 +31,7 @@ import { pgArray } from "../lib/pgArray.ts"
 import { prepareEmail } from "../mail/prepare.ts"
 import { makeRenderer } from "../mail/render.ts"
 import { type Billing, holdReason } from "../store/Billing.ts"
-import { type CampaignRow, dropQueuedMail } from "../store/Campaigns.ts"
+import { type CampaignRow, completeCampaigns, dropQueuedMail } from "../store/Campaigns.ts"
 import { compileConditionSql } from "../store/conditionSql.ts"
 import { queueEmails } from "../store/Emails.ts"
 import type { Projects } from "../store/Projects.ts"
@@ -60,15 +60,6 @@ export interface StepOutcome {
 }
 
 const FIRST_ID = "00000000-0000-0000-0000-000000000000"
-
-/** Marks SENDING campaigns SENT once all their mail is queued and none is still open. */
-export const completeCampaigns = (sql: SqlClient.SqlClient, campaignIds: ReadonlyArray<string>) =>
-  campaignIds.length === 0
-    ? Effect.void
-    : sql`
-        UPDATE campaigns c SET status = 'SENT', sent_at = now(), updated_at = now()
-        WHERE c.id = ANY(${pgArray(campaignIds)}::uuid[]) AND c.status = 'SENDING' AND c.queued
-          AND NOT EXISTS (SELECT 1 FROM emails e WHERE e.campaign_id = c.id AND e.status IN ('PENDING', 'SENDING'))`.pipe(Effect.asVoid)
 
 export const campaignStep = Effect.fnUntraced(function*(context: FanoutContext, campaignId: string) {
   const sql = yield* SqlClient.SqlClient

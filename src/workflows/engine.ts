@@ -23,13 +23,12 @@
  *   raised or room frees up.
  */
 import { Effect } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type SqlError } from "effect/sql"
 import { toDataPatch } from "../domain/customData.ts"
 import { compileCondition, type ContactFacts } from "../domain/conditions/evaluate.ts"
 import { conditionReads } from "../domain/conditions/validate.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { normalizeEmail } from "../domain/email.ts"
-import { loadFacts } from "../actors/segments.ts"
 import { clockNow } from "../lib/clock.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import { prepareEmail } from "../mail/prepare.ts"
@@ -88,7 +87,16 @@ export interface WorkflowContext {
   readonly partitionOf: (contactId: string) => number
   readonly runtime: WorkflowRuntime["Service"]
   readonly state: WorkflowState
+  /** Loads contacts' facts for CONDITION steps: the segment engine's loader, handed in by the actor (actors run workflows, not the other way round). */
+  readonly loadFacts: FactsLoader
 }
+
+export type FactsLoader = (
+  projectId: string,
+  contactIds: ReadonlyArray<string>,
+  eventNames: ReadonlySet<string>,
+  windowedNames: ReadonlySet<string>
+) => Effect.Effect<ReadonlyMap<string, ContactFacts>, SqlError.SqlError, SqlClient.SqlClient>
 
 export interface WorkflowOutcome {
   readonly mailQueued: boolean
@@ -259,7 +267,7 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
   const factsOf = Effect.fnUntraced(function*(contactId: string, events: ReadonlySet<string> = new Set()) {
     const cached = facts.get(contactId)
     if (cached && [...events].every((name) => cached.events.has(name))) return cached
-    const loaded = (yield* loadFacts(projectId, [contactId], events, new Set(events))).get(contactId)
+    const loaded = (yield* context.loadFacts(projectId, [contactId], events, new Set(events))).get(contactId)
     facts.set(contactId, loaded)
     return loaded
   })
