@@ -357,7 +357,7 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
           } else if (body.type === "campaignStep") {
             const { runtime } = context.workflows
             const step = yield* campaignStep(
-              { ...context, publicUrl: runtime.publicUrl, projects: runtime.projects, billing: runtime.billing },
+              { ...context, mail: runtime.mail, billing: runtime.billing },
               body.campaignId
             )
             if (step.queued > 0) outcome.mailQueued = true

@@ -6,17 +6,17 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { HttpApiBuilder } from "effect/http-api"
-import { AppConfig } from "../../config.ts"
 import { toDataPatch } from "../../domain/customData.ts"
 import { isValidEmail, normalizeEmail } from "../../domain/email.ts"
 import { isUuid } from "../../domain/ids.ts"
-import { MAX_MESSAGE_BYTES, MailTooLarge, messageBytes, prepareEmail } from "../../mail/prepare.ts"
+import type { MailTooLarge, RenderError } from "../../mail/errors.ts"
+import { MailQueue } from "../../mail/MailQueue.ts"
+import { MAX_MESSAGE_BYTES, messageBytes } from "../../mail/prepare.ts"
 import { makeRenderer } from "../../mail/render.ts"
 import { Contacts } from "../../store/Contacts.ts"
 import { Billing, type BillingLimitExceeded } from "../../store/Billing.ts"
 import { type Attachment, type EmailRecord, Emails, type NewEmail } from "../../store/Emails.ts"
 import { Domains } from "../../store/Domains.ts"
-import { Projects } from "../../store/Projects.ts"
 import { Templates } from "../../store/Templates.ts"
 import { OutboxRelay } from "../../stream/OutboxRelay.ts"
 import { Api } from "../api/Api.ts"
@@ -104,13 +104,13 @@ const tooLarge = (message: string, details?: Record<string, unknown>) => new Api
  * A recipient's mail that cannot be made: over a size cap (a subject too long is 422 on `subject`;
  * a body or message too large is 413, naming the limit), or a template that fails to render (422).
  */
-export const mailProblem = (error: unknown, field = "body"): ApiError => {
-  if (error instanceof MailTooLarge) {
+export const mailProblem = (error: RenderError | MailTooLarge, field = "body"): ApiError => {
+  if (error._tag === "MailTooLarge") {
     return error.part === "subject"
       ? ApiError.validation([{ field: "subject", message: error.message, code: "too_big" }])
       : tooLarge(error.message, { limit: error.limit, part: error.part })
   }
-  return ApiError.invalidField(field, error instanceof Error ? error.message : String(error), "render_failed")
+  return ApiError.invalidField(field, error.message, "render_failed")
 }
 
 const billingLimitExceeded = (error: BillingLimitExceeded) =>
@@ -124,11 +124,10 @@ const billingLimitExceeded = (error: BillingLimitExceeded) =>
 
 export const SendHandlers = HttpApiBuilder.group(Api, "send", Effect.fnUntraced(function*(handlers) {
   const sql = yield* SqlClient.SqlClient
-  const config = yield* AppConfig
   const contacts = yield* Contacts
   const emails = yield* Emails
+  const mail = yield* MailQueue
   const templates = yield* Templates
-  const projects = yield* Projects
   const domains = yield* Domains
   const relay = yield* OutboxRelay
   const idempotency = yield* Idempotency
@@ -215,7 +214,7 @@ export const SendHandlers = HttpApiBuilder.group(Api, "send", Effect.fnUntraced(
     const sender = normalizeEmail(from!)
     yield* requireVerifiedDomain(project.id, sender).pipe(Effect.provideService(Domains, domains))
 
-    const settings = yield* projects.mailSettings(project.id)
+    const projectMail = yield* mail.forProject(project.id)
     const patch = toDataPatch(payload.data)
     const sendData = { ...patch.set, ...patch.transient }
     const content = {
@@ -249,16 +248,8 @@ export const SendHandlers = HttpApiBuilder.group(Api, "send", Effect.fnUntraced(
               patch,
               source: "api.send"
             }).pipe(refuseOversizedData)
-            const email = yield* Effect.tryPromise({
-              try: () =>
-                prepareEmail(
-                  { projectId: project.id, linkSecret: settings.linkSecret, trackingEnabled: settings.trackingEnabled, publicUrl: config.publicUrl },
-                  content,
-                  { contactId: contact.id, email: contact.email, name: recipient.name, data: contact.data },
-                  sendData
-                ),
-              catch: (error) => mailProblem(error)
-            })
+            const email = yield* projectMail.render(content, { contactId: contact.id, email: contact.email, name: recipient.name, data: contact.data }, sendData)
+              .pipe(Effect.mapError((error) => mailProblem(error)))
             // Checked as each recipient is rendered, so a request never holds more than the cap.
             storedBytes += messageBytes(email)
             if (storedBytes > MAX_BYTES_PER_REQUEST) {
@@ -272,7 +263,7 @@ export const SendHandlers = HttpApiBuilder.group(Api, "send", Effect.fnUntraced(
           }
           // The month's transactional cap, checked and claimed under a lock until this transaction commits.
           yield* billing.reserve(project.id, "transactional", prepared.length).pipe(Effect.mapError(billingLimitExceeded))
-          yield* emails.enqueue(project.id, prepared.map((item) => item.email))
+          yield* mail.queue(project.id, prepared.map((item) => item.email))
           const response = {
             success: true as const,
             data: {
