@@ -72,8 +72,8 @@ describe("WorkflowExecutions", () => {
         yield* sql`DELETE FROM contacts WHERE id = ${f.contact}`
         yield* sql`UPDATE workflow_executions SET status = 'COMPLETED' WHERE workflow_id = ${f.workflow}`
         expect(yield* start(f, uuidv7(), true)).toBeUndefined()
-        const [{ n }] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM workflow_executions WHERE workflow_id = ${f.workflow}`
-        expect(n).toBe(2)
+        const [count] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM workflow_executions WHERE workflow_id = ${f.workflow}`
+        expect(count!.n).toBe(2)
       }))
 
     it.effect("locks only the project's executions, and those waiting for the events named", () =>
