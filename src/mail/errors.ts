@@ -20,3 +20,9 @@ export class MailTooLarge extends Schema.TaggedError<MailTooLarge>()("MailTooLar
   part: MailPart,
   limit: Schema.Number
 }) {}
+
+/** The mail one /v1/send request would store passes the per-request cap (src/mail/SendMail.ts), at this recipient. */
+export class RequestTooLarge extends Schema.TaggedError<RequestTooLarge>()("RequestTooLarge", {
+  message: Schema.String,
+  limit: Schema.Number
+}) {}
