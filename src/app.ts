@@ -12,6 +12,7 @@ import { Outbox } from "./stream/Outbox.ts"
 import { OutboxRelay } from "./stream/OutboxRelay.ts"
 import { Invalidations } from "./stream/Invalidations.ts"
 import { Dns } from "./lib/dns.ts"
+import { MailQueue } from "./mail/MailQueue.ts"
 import { MailTransport } from "./mail/Transport.ts"
 import { Domains } from "./store/Domains.ts"
 import { Emails } from "./store/Emails.ts"
@@ -35,6 +36,7 @@ export const CoreLive = Layer.mergeAll(
   Emails.layer,
   Templates.layer,
   Campaigns.layer,
+  MailQueue.layer.pipe(Layer.provide(Projects.layer)),
   Domains.layer.pipe(Layer.provideMerge(Dns.layer))
 ).pipe(Layer.provideMerge(Outbox.layer), Layer.provideMerge(InfraLive))
 

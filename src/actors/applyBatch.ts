@@ -32,6 +32,7 @@ import {
   type ContactChange,
   emptyChange,
   evaluateChanges,
+  loadFacts,
   loadSegments,
   narrowBackfill,
   type ProjectSegments
@@ -403,7 +404,7 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
           } else if (body.type === "campaignStep") {
             const { runtime } = context.workflows
             const step = yield* campaignStep(
-              { ...context, publicUrl: runtime.publicUrl, projects: runtime.projects, billing: runtime.billing },
+              { ...context, mail: runtime.mail, billing: runtime.billing },
               body.campaignId
             )
             if (step.queued > 0) outcome.mailQueued = true
@@ -477,7 +478,8 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
         projectId: context.projectId,
         partitionOf: (contactId) => context.outbox.lanes.partitionOf(context.projectId, context.outbox.lanes.laneOf(contactId)),
         runtime: context.workflows.runtime,
-        state: context.workflows.state
+        state: context.workflows.state,
+        loadFacts
       },
       workflowInputs
     )

@@ -28,13 +28,11 @@ import { uuidv7 } from "../domain/ids.ts"
 import { clockNow } from "../lib/clock.ts"
 import { isolateRow, reasonOf } from "../lib/isolation.ts"
 import { pgArray } from "../lib/pgArray.ts"
-import { prepareEmail } from "../mail/prepare.ts"
+import type { MailQueue } from "../mail/MailQueue.ts"
 import { makeRenderer } from "../mail/render.ts"
 import { type Billing, holdReason } from "../store/Billing.ts"
-import { type CampaignRow, dropQueuedMail } from "../store/Campaigns.ts"
+import { type CampaignRow, completeCampaigns, dropQueuedMail } from "../store/Campaigns.ts"
 import { compileConditionSql } from "../store/conditionSql.ts"
-import { queueEmails } from "../store/Emails.ts"
-import type { Projects } from "../store/Projects.ts"
 import type { Outbox } from "../stream/Outbox.ts"
 
 /** Contacts frozen into the audience per step (ids only: cheap). */
@@ -47,8 +45,7 @@ const renderer = makeRenderer()
 export interface FanoutContext {
   readonly projectId: string
   readonly outbox: Outbox["Service"]
-  readonly publicUrl: string
-  readonly projects: Projects["Service"]
+  readonly mail: MailQueue["Service"]
   readonly billing: Billing["Service"]
 }
 
@@ -60,15 +57,6 @@ export interface StepOutcome {
 }
 
 const FIRST_ID = "00000000-0000-0000-0000-000000000000"
-
-/** Marks SENDING campaigns SENT once all their mail is queued and none is still open. */
-export const completeCampaigns = (sql: SqlClient.SqlClient, campaignIds: ReadonlyArray<string>) =>
-  campaignIds.length === 0
-    ? Effect.void
-    : sql`
-        UPDATE campaigns c SET status = 'SENT', sent_at = now(), updated_at = now()
-        WHERE c.id = ANY(${pgArray(campaignIds)}::uuid[]) AND c.status = 'SENDING' AND c.queued
-          AND NOT EXISTS (SELECT 1 FROM emails e WHERE e.campaign_id = c.id AND e.status IN ('PENDING', 'SENDING'))`.pipe(Effect.asVoid)
 
 export const campaignStep = Effect.fnUntraced(function*(context: FanoutContext, campaignId: string) {
   const sql = yield* SqlClient.SqlClient
@@ -170,7 +158,7 @@ const queuePage = Effect.fnUntraced(function*(
     WHERE r.campaign_id = ${campaign.id} AND r.skipped IS NULL AND r.contact_id > ${campaign.queue_cursor ?? FIRST_ID}::uuid
     ORDER BY r.contact_id
     LIMIT ${QUEUE_PAGE}`
-  const settings = yield* context.projects.mailSettings(campaign.project_id)
+  const mail = yield* context.mail.forProject(campaign.project_id)
   const content = {
     subject: renderer.compile(campaign.subject, "text"),
     body: renderer.compile(campaign.body, "html"),
@@ -190,16 +178,9 @@ const queuePage = Effect.fnUntraced(function*(
   // A recipient whose mail cannot be made (the template fails on their data, a size cap) gets none; the rest go on.
   const failed: Array<{ contact_id: string; reason: string }> = []
   const rendered = yield* Effect.forEach(present, (recipient) =>
-    Effect.tryPromise({
-      try: () =>
-        prepareEmail(
-          { projectId: campaign.project_id, linkSecret: settings.linkSecret, trackingEnabled: settings.trackingEnabled, publicUrl: context.publicUrl },
-          content,
-          { contactId: recipient.contact_id, email: recipient.email!, name: null, data: recipient.data ?? {} },
-          undefined
-        ),
-      catch: (error) => error
-    }).pipe(Effect.catch((error) => Effect.sync(() => void failed.push({ contact_id: recipient.contact_id, reason: reasonOf(error) })))))
+    mail.render(content, { contactId: recipient.contact_id, email: recipient.email!, name: null, data: recipient.data ?? {} }).pipe(
+      Effect.catch((error) => Effect.sync(() => void failed.push({ contact_id: recipient.contact_id, reason: reasonOf(error) })))
+    ))
   const emails = rendered.filter((email) => email !== undefined)
   if (failed.length > 0) {
     yield* sql`
@@ -208,7 +189,7 @@ const queuePage = Effect.fnUntraced(function*(
       WHERE r.campaign_id = ${campaign.id} AND r.contact_id = x.contact_id`
     yield* sql`UPDATE campaigns SET failed_count = failed_count + ${failed.length} WHERE id = ${campaign.id}`
   }
-  yield* queueEmails(sql, context.outbox, campaign.project_id, emails)
+  yield* context.mail.queue(campaign.project_id, emails)
   if (emails.length > 0) {
     yield* sql`
       UPDATE campaign_recipients r SET email_id = x.email_id

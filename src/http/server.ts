@@ -42,6 +42,7 @@ import { BillingWebhookHandlers } from "./handlers/billingWebhook.ts"
 import { UploadedFilesHandlers, UploadsHandlers } from "./handlers/uploads.ts"
 import { DashboardSessions, SessionAuthLive } from "./session.ts"
 import { AccountsLive } from "../accounts/layers.ts"
+import { SendMail } from "../mail/SendMail.ts"
 import { ActivityHandlers } from "./handlers/activity.ts"
 import { AnalyticsHandlers } from "./handlers/analytics.ts"
 import { Activity } from "../store/Activity.ts"
@@ -53,6 +54,7 @@ const ApiRoutes = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pi
   Layer.provide([WorkflowsHandlers, DeadLettersHandlers, ContactJobsHandlers, ActivityHandlers, AnalyticsHandlers]),
   Layer.provide([AuthHandlers, AccountsHandlers, BillingWebhookHandlers, UploadsHandlers, UploadedFilesHandlers]),
   Layer.provide([SecretKeyAuthLive, PublicKeyAuthLive, SessionAuthLive]),
+  Layer.provide(SendMail.layer),
   Layer.provide(DashboardSessions.layer),
   Layer.provide(AccountsLive),
   Layer.provide([RateLimiter.layer, Idempotency.layer, ContactDirectory.layer, EventPublisher.layer, Events.layer, Verifier.layer, ConditionCheck.layer.pipe(Layer.provideMerge(Segments.layer)), DeadLetters.layer, ContactJobs.layer]),

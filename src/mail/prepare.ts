@@ -2,13 +2,16 @@
  * Turns content and a recipient into a queued email: renders subject and body for the contact, adds
  * open/click tracking when the project has it on, and the RFC 8058 one-click unsubscribe headers for
  * marketing mail and any mail that links to the unsubscribe page. Shared by every way mail is made
- * (/v1/send, campaigns, workflow SEND_EMAIL steps, campaign test mails).
+ * (/v1/send, campaigns, workflow SEND_EMAIL steps, campaign test mails), through the MailQueue.
  *
  * Size caps hold at render time, whatever the template and data: the subject line, the HTML body
- * (rendering stops at the cap) and the whole message. Mail over a cap is a MailTooLarge, never a row.
+ * (rendering stops at the cap) and the whole message. Mail over a cap is a MailTooLarge, never a row;
+ * a template that fails on the recipient's data is a RenderError (both typed, src/mail/errors.ts).
  */
+import { Effect } from "effect"
 import { uuidv7 } from "../domain/ids.ts"
 import type { Attachment, EmailType, NewEmail } from "../store/Emails.ts"
+import { MailTooLarge, RenderError } from "./errors.ts"
 import { addTracking, contactLinks } from "./links.ts"
 import { type CompiledTemplate, OutputLimitError, templateVariables } from "./render.ts"
 
@@ -22,25 +25,11 @@ export const MAX_HTML_BYTES = 5 * 1024 * 1024
 /** The whole message (subject, body, headers, attachments as sent in base64): the spec's 40 MB. */
 export const MAX_MESSAGE_BYTES = 40 * 1024 * 1024
 
-/** What a recipient's mail would exceed: the subject line (422), the body or the whole message (413). */
-export type MailPart = "subject" | "body" | "message"
-
-export class MailTooLarge extends Error {
-  override readonly name = "MailTooLarge"
-  readonly part: MailPart
-  readonly limit: number
-  constructor(part: MailPart, limit: number, message: string) {
-    super(message)
-    this.part = part
-    this.limit = limit
-  }
-}
-
 const subjectTooLong = (to: string, detail: string) =>
-  new MailTooLarge("subject", MAX_SUBJECT_CHARS, `The subject for ${to} renders to ${detail}; a subject is at most ${MAX_SUBJECT_CHARS} characters`)
+  new MailTooLarge({ part: "subject", limit: MAX_SUBJECT_CHARS, message: `The subject for ${to} renders to ${detail}; a subject is at most ${MAX_SUBJECT_CHARS} characters` })
 
 const bodyTooLarge = (to: string, detail: string) =>
-  new MailTooLarge("body", MAX_HTML_BYTES, `The body for ${to} renders to ${detail}; an email's HTML body is at most ${MAX_HTML_BYTES} bytes (5 MB)`)
+  new MailTooLarge({ part: "body", limit: MAX_HTML_BYTES, message: `The body for ${to} renders to ${detail}; an email's HTML body is at most ${MAX_HTML_BYTES} bytes (5 MB)` })
 
 /** The body cap, from the body's size alone (the sender checks stored rows before reading them). */
 export const htmlTooLarge = (to: string, bytes: number): MailTooLarge | undefined =>
@@ -56,41 +45,35 @@ export const messageBytes = (email: Pick<NewEmail, "subject" | "html" | "headers
 export const capExceeded = (email: Pick<NewEmail, "to" | "subject" | "html" | "headers" | "attachments">): MailTooLarge | undefined => {
   if (email.subject.length > MAX_SUBJECT_CHARS) return subjectTooLong(email.to, `${email.subject.length} characters`)
   if (/[\r\n]/.test(email.subject)) {
-    return new MailTooLarge("subject", MAX_SUBJECT_CHARS, `The subject for ${email.to} spans several lines; a subject is one line`)
+    return new MailTooLarge({ part: "subject", limit: MAX_SUBJECT_CHARS, message: `The subject for ${email.to} spans several lines; a subject is one line` })
   }
   const html = htmlTooLarge(email.to, Buffer.byteLength(email.html))
   if (html) return html
   const size = messageBytes(email)
   if (size > MAX_MESSAGE_BYTES) {
-    return new MailTooLarge(
-      "message",
-      MAX_MESSAGE_BYTES,
-      `The message for ${email.to} would be ${size} bytes; a whole message (body, headers and attachments) is at most ${MAX_MESSAGE_BYTES} bytes (40 MB)`
-    )
+    return new MailTooLarge({
+      part: "message",
+      limit: MAX_MESSAGE_BYTES,
+      message: `The message for ${email.to} would be ${size} bytes; a whole message (body, headers and attachments) is at most ${MAX_MESSAGE_BYTES} bytes (40 MB)`
+    })
   }
   return undefined
 }
 
-/** A rendered subject: one line, never longer than the cap (rendering stops a little past it). */
-const renderSubject = async (template: CompiledTemplate, variables: Record<string, unknown>, to: string) => {
-  try {
-    // Line breaks and surrounding spaces are dropped after rendering; leave room for them.
-    return (await template.render(variables, MAX_SUBJECT_CHARS * 4)).replace(/[\r\n]+/g, " ").trim()
-  } catch (error) {
-    if (error instanceof OutputLimitError) throw subjectTooLong(to, `more than ${error.limit} characters`)
-    throw error
-  }
-}
-
-const renderBody = async (template: CompiledTemplate, variables: Record<string, unknown>, to: string) => {
-  try {
-    // Characters never outnumber UTF-8 bytes: stopping at MAX_HTML_BYTES characters bounds the work.
-    return await template.render(variables, MAX_HTML_BYTES)
-  } catch (error) {
-    if (error instanceof OutputLimitError) throw bodyTooLarge(to, `more than ${error.limit} characters`)
-    throw error
-  }
-}
+/** Renders a template; output past `maxChars` is `tooLarge`, any other failure a RenderError. */
+const renderPart = (
+  template: CompiledTemplate,
+  variables: Record<string, unknown>,
+  maxChars: number,
+  tooLarge: (limit: number) => MailTooLarge
+) =>
+  Effect.tryPromise({
+    try: () => template.render(variables, maxChars),
+    catch: (error) =>
+      error instanceof OutputLimitError
+        ? tooLarge(error.limit)
+        : new RenderError({ message: error instanceof Error ? error.message : String(error) })
+  })
 
 export interface ProjectMailSettings {
   readonly projectId: string
@@ -120,12 +103,12 @@ export interface Recipient {
   readonly data: Readonly<Record<string, unknown>>
 }
 
-export const prepareEmail = async (
+export const prepareEmail = Effect.fnUntraced(function*(
   settings: ProjectMailSettings,
   content: PreparedContent,
   recipient: Recipient,
   sendData: Readonly<Record<string, unknown>> | undefined
-): Promise<NewEmail> => {
+) {
   const id = uuidv7()
   const links = contactLinks(settings.publicUrl, settings.linkSecret, recipient.contactId)
   const variables = templateVariables({
@@ -133,9 +116,12 @@ export const prepareEmail = async (
     sendData,
     links
   })
-  // Subjects never span lines, whatever the data held.
-  const subject = await renderSubject(content.subject, variables, recipient.email)
-  let html = await renderBody(content.body, variables, recipient.email)
+  // Subjects never span lines, whatever the data held; line breaks and surrounding spaces are dropped
+  // after rendering, so leave room for them.
+  const subject = (yield* renderPart(content.subject, variables, MAX_SUBJECT_CHARS * 4, (limit) => subjectTooLong(recipient.email, `more than ${limit} characters`)))
+    .replace(/[\r\n]+/g, " ").trim()
+  // Characters never outnumber UTF-8 bytes: stopping at MAX_HTML_BYTES characters bounds the work.
+  let html = yield* renderPart(content.body, variables, MAX_HTML_BYTES, (limit) => bodyTooLarge(recipient.email, `more than ${limit} characters`))
   const linksToUnsubscribe = html.includes(links.unsubscribeUrl)
   if (settings.trackingEnabled) html = addTracking(html, { publicUrl: settings.publicUrl, secret: settings.linkSecret, emailId: id })
   const headers: Record<string, string> = { ...content.headers }
@@ -145,7 +131,7 @@ export const prepareEmail = async (
   }
   const domain = content.from.slice(content.from.lastIndexOf("@") + 1)
   const tooLarge = capExceeded({ to: recipient.email, subject, html, headers, attachments: content.attachments })
-  if (tooLarge) throw tooLarge
+  if (tooLarge) return yield* tooLarge
   return {
     id,
     projectId: settings.projectId,
@@ -164,5 +150,5 @@ export const prepareEmail = async (
     campaignId: content.campaignId ?? null,
     workflowId: content.workflowId ?? null,
     messageId: `${id}@${domain}`
-  }
-}
+  } satisfies NewEmail as NewEmail
+})

@@ -9,6 +9,7 @@ import type { Condition } from "../domain/conditions/types.ts"
 import { conditionReads } from "../domain/conditions/validate.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { isolateRow } from "../lib/isolation.ts"
+import { pgArray } from "../lib/pgArray.ts"
 import { OWNER_LANE } from "../stream/lanes.ts"
 import { Outbox } from "../stream/Outbox.ts"
 import { pagedList, type SortedPage } from "./pagedList.ts"
@@ -157,6 +158,15 @@ export const dropQueuedMail = (sql: SqlClient.SqlClient, campaignId: string, rea
     UPDATE campaigns SET status = 'CANCELLED', cancelled_at = now(), updated_at = now(), error = ${error},
            failed_count = failed_count + (SELECT count(*) FROM dropped)
     WHERE id = ${campaignId} RETURNING *`
+
+/** Marks SENDING campaigns SENT once all their mail is queued and none is still open. */
+export const completeCampaigns = (sql: SqlClient.SqlClient, campaignIds: ReadonlyArray<string>) =>
+  campaignIds.length === 0
+    ? Effect.void
+    : sql`
+        UPDATE campaigns c SET status = 'SENT', sent_at = now(), updated_at = now()
+        WHERE c.id = ANY(${pgArray(campaignIds)}::uuid[]) AND c.status = 'SENDING' AND c.queued
+          AND NOT EXISTS (SELECT 1 FROM emails e WHERE e.campaign_id = c.id AND e.status IN ('PENDING', 'SENDING'))`.pipe(Effect.asVoid)
 
 const share = (part: number, whole: number) => (whole === 0 ? 0 : Math.round((part / whole) * 10_000) / 10_000)
 

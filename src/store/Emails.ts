@@ -7,7 +7,6 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
-import { OWNER_LANE } from "../stream/lanes.ts"
 import { Outbox } from "../stream/Outbox.ts"
 
 export type EmailType = "TRANSACTIONAL" | "MARKETING"
@@ -172,16 +171,18 @@ export const emailEventData = (email: EmailRecord, extra: Record<string, unknown
  * Inserts PENDING emails and the `email` message that wakes the partition's sender; call inside the
  * transaction that causes them. Campaign and workflow mail queues behind transactional mail.
  */
-export const queueEmails = (
+/**
+ * Inserts queued mail (PENDING) on `partition`, where the project's sender runs; call inside the
+ * transaction that causes it. The MailQueue (src/mail/MailQueue.ts) adds the wake-up message.
+ */
+export const insertQueuedEmails = (
   sql: SqlClient.SqlClient,
-  outbox: Outbox["Service"],
   projectId: string,
+  partition: number,
   emails: ReadonlyArray<NewEmail>
 ) =>
   Effect.gen(function*() {
     if (emails.length === 0) return
-    // The project's sender runs where its owner lane is (one throttle per project).
-    const partition = outbox.lanes.partitionOf(projectId, OWNER_LANE)
     const rows = emails.map((email) => ({
       ...email,
       priority: email.type === "TRANSACTIONAL" && !email.campaignId && !email.workflowId ? 0 : 1,
@@ -198,12 +199,9 @@ export const queueEmails = (
         id uuid, partition int, "contactId" uuid, "to" text, "toName" text, "from" text, "fromName" text,
         "replyTo" text, subject text, html text, headers jsonb, attachments jsonb, type text, priority smallint,
         "templateId" uuid, "campaignId" uuid, "workflowId" uuid, "messageId" text)`
-    yield* outbox.append([{ kind: "email", projectId, emailIds: emails.map((email) => email.id) }])
   })
 
 export class Emails extends Context.Service<Emails, {
-  /** Queues emails; call inside the transaction that causes them. */
-  readonly enqueue: (projectId: string, emails: ReadonlyArray<NewEmail>) => Effect.Effect<void, SqlError.SqlError, SqlClient.SqlClient>
   readonly get: (projectId: string, id: string) => Effect.Effect<EmailRecord | undefined>
   /** By id alone, for tracking links that carry only the (signed) id; callers verify the signature. */
   readonly byId: (id: string) => Effect.Effect<EmailRecord | undefined>
@@ -224,8 +222,6 @@ export class Emails extends Context.Service<Emails, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const outbox = yield* Outbox
-
-      const enqueue = (projectId: string, emails: ReadonlyArray<NewEmail>) => queueEmails(sql, outbox, projectId, emails)
 
       const get = Effect.fn("Emails.get")(function*(projectId: string, id: string) {
         const rows = yield* sql<EmailRow>`SELECT ${sql.literal(summaryColumns())} FROM emails WHERE project_id = ${projectId} AND id = ${id}`
@@ -285,7 +281,7 @@ export class Emails extends Context.Service<Emails, {
         })).pipe(Effect.provideService(SqlClient.SqlClient, sql))
       }, Effect.orDie)
 
-      return Emails.of({ enqueue, get, byId, byMessageId, engage })
+      return Emails.of({ get, byId, byMessageId, engage })
     })
   )
 }

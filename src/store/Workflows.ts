@@ -10,6 +10,7 @@ import { uuidv7 } from "../domain/ids.ts"
 import { Outbox, type OutboxRow } from "../stream/Outbox.ts"
 import type { WorkflowMessage } from "../stream/messages.ts"
 import type { ExecutionStatus, Step, StepType, Transition } from "../workflows/graph.ts"
+import { type ExecutionRow, WorkflowExecutions } from "./WorkflowExecutions.ts"
 
 export interface Workflow {
   readonly id: string
@@ -99,7 +100,7 @@ export const toWorkflow = (row: WorkflowRow): Workflow => ({
   updatedAt: iso(row.updated_at)!
 })
 
-interface StepRow {
+export interface StepRow {
   id: string
   workflow_id: string
   type: StepType
@@ -118,7 +119,7 @@ export const toStep = (row: StepRow): StoredStep => ({
   createdAt: iso(row.created_at)!
 })
 
-interface TransitionRow {
+export interface TransitionRow {
   id: string
   workflow_id: string
   from_step_id: string
@@ -136,22 +137,6 @@ export const toTransition = (row: TransitionRow): StoredTransition => ({
   waitOutcome: row.wait_outcome,
   createdAt: iso(row.created_at)!
 })
-
-export interface ExecutionRow {
-  id: string
-  workflow_id: string
-  contact_id: string
-  status: ExecutionStatus
-  current_step_id: string | null
-  context: Record<string, unknown> | string
-  wait_event: string | null
-  timer_id: string | null
-  exit_reason: string | null
-  error: string | null
-  started_at: Date
-  updated_at: Date
-  finished_at: Date | null
-}
 
 const toExecution = (row: ExecutionRow): Execution => ({
   id: row.id,
@@ -212,6 +197,7 @@ export class Workflows extends Context.Service<Workflows, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const outbox = yield* Outbox
+      const executions = yield* WorkflowExecutions
 
       /**
        * Tells the project's actor: committed to the outbox in the caller's transaction, and published
@@ -421,24 +407,9 @@ export class Workflows extends Context.Service<Workflows, {
         }
       })
 
+      // The step it was on (a delay, a wait, a webhook not yet attempted) ends with it.
       const cancelWhere = (where: { workflowId: string; executionId?: string }) =>
-        sql.withTransaction(Effect.gen(function*() {
-          const rows = yield* sql<ExecutionRow>`
-            UPDATE workflow_executions SET status = 'CANCELLED', wait_event = NULL, timer_id = NULL,
-                   updated_at = now(), finished_at = now()
-            WHERE workflow_id = ${where.workflowId} AND status IN ('RUNNING', 'WAITING')
-              ${where.executionId === undefined ? sql`` : sql`AND id = ${where.executionId}`}
-            RETURNING ${sql.literal(EXECUTION_COLUMNS)}`
-          if (rows.length > 0) {
-            const ids = rows.map((row) => row.id)
-            yield* sql`DELETE FROM workflow_timers WHERE execution_id IN ${sql.in(ids)}`
-            // The step it was on (a delay, a wait, a webhook not yet attempted) ends with it.
-            yield* sql`UPDATE workflow_step_executions SET status = 'SKIPPED', error = 'execution cancelled', finished_at = now()
-                       WHERE execution_id IN ${sql.in(ids)} AND status IN ('WAITING', 'SCHEDULED', 'PENDING')
-                          OR (execution_id IN ${sql.in(ids)} AND status = 'RUNNING' AND NOT in_flight)`
-          }
-          return rows
-        }))
+        sql.withTransaction(executions.cancel({ ...where, error: null, stepError: "execution cancelled" }))
 
       const cancel = Effect.fn("Workflows.cancel")(function*(workflowId: string, executionId: string) {
         const rows = yield* cancelWhere({ workflowId, executionId })
@@ -475,5 +446,5 @@ export class Workflows extends Context.Service<Workflows, {
         startExecution, listExecutions, getExecution, cancel, cancelAll, eventFields, webhookSecret
       })
     })
-  )
+  ).pipe(Layer.provide(WorkflowExecutions.layer))
 }

@@ -1,6 +1,6 @@
 /**
  * What the workflow engine needs from the worker process, in one service: the repositories that steps
- * write through (emails, contacts, templates, project settings), the public URL for links, a resolver
+ * write through (contacts, templates, executions), the mail queue, the public URL for links, a resolver
  * for webhook hosts (DNS_SERVERS), and the signal that wakes the webhook runner after a batch queued
  * webhook steps. The worker role provides it; project actors carry it into their batch transactions.
  */
@@ -8,17 +8,19 @@ import { Context, Effect, Layer, Queue } from "effect"
 import { AppConfig } from "../config.ts"
 import { Dns } from "../lib/dns.ts"
 import { cidrMatcher, type Resolve } from "../lib/safeHttp.ts"
+import { MailQueue } from "../mail/MailQueue.ts"
 import { Billing } from "../store/Billing.ts"
 import { Contacts } from "../store/Contacts.ts"
-import { Emails } from "../store/Emails.ts"
-import { Projects } from "../store/Projects.ts"
 import { Templates } from "../store/Templates.ts"
+import { WorkflowExecutions } from "../store/WorkflowExecutions.ts"
 
 export class WorkflowRuntime extends Context.Service<WorkflowRuntime, {
-  readonly emails: Emails["Service"]
+  /** How SEND_EMAIL steps and campaign fan-out queue their mail. */
+  readonly mail: MailQueue["Service"]
   readonly contacts: Contacts["Service"]
   readonly templates: Templates["Service"]
-  readonly projects: Projects["Service"]
+  /** Executions: lock, load, start, claim, cancel, write back. */
+  readonly executions: WorkflowExecutions["Service"]
   /** The monthly caps campaign fan-out and SEND_EMAIL steps queue under. */
   readonly billing: Billing["Service"]
   readonly publicUrl: string
@@ -42,10 +44,10 @@ export class WorkflowRuntime extends Context.Service<WorkflowRuntime, {
         return [...(a._tag === "Found" ? a.records : []), ...(aaaa._tag === "Found" ? aaaa.records : [])]
       }
       return WorkflowRuntime.of({
-        emails: yield* Emails,
+        mail: yield* MailQueue,
         contacts: yield* Contacts,
         templates: yield* Templates,
-        projects: yield* Projects,
+        executions: yield* WorkflowExecutions,
         billing: yield* Billing,
         publicUrl: config.publicUrl,
         resolve: lookup,
@@ -54,5 +56,5 @@ export class WorkflowRuntime extends Context.Service<WorkflowRuntime, {
         webhookWakeups
       })
     })
-  )
+  ).pipe(Layer.provide(WorkflowExecutions.layer))
 }

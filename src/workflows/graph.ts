@@ -9,6 +9,7 @@ import { validateCondition } from "../domain/conditions/validate.ts"
 import { dataPayloadProblems, isPlainObject } from "../domain/customData.ts"
 import { isValidEmail } from "../domain/email.ts"
 import { isUuid } from "../domain/ids.ts"
+import { decodeStepDefinition, WEBHOOK_METHOD_NAMES } from "../domain/workflowSteps.ts"
 import { makeRenderer, RenderError } from "../mail/render.ts"
 
 export const STEP_TYPES = ["TRIGGER", "SEND_EMAIL", "DELAY", "WAIT_FOR_EVENT", "CONDITION", "WEBHOOK", "UPDATE_CONTACT", "EXIT"] as const
@@ -20,7 +21,7 @@ export const EXECUTION_STATUSES = ["RUNNING", "WAITING", "COMPLETED", "EXITED", 
 export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number]
 export const ACTIVE_STATUSES: ReadonlyArray<ExecutionStatus> = ["RUNNING", "WAITING"]
 
-export const WEBHOOK_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const
+export const WEBHOOK_METHODS = WEBHOOK_METHOD_NAMES
 export const DELAY_UNITS = { minutes: 60_000, hours: 3_600_000, days: 86_400_000 } as const
 export const MAX_DELAY_MS = 365 * 86_400_000
 
@@ -37,6 +38,12 @@ export interface Transition {
   readonly toStepId: string
   readonly branch: "yes" | "no" | null
   readonly waitOutcome: "EVENT" | "TIMEOUT" | null
+}
+
+/** Which way out of a step an execution takes (CONDITION branches, WAIT_FOR_EVENT outcomes). */
+export interface Choice {
+  readonly branch?: "yes" | "no"
+  readonly waitOutcome?: "EVENT" | "TIMEOUT"
 }
 
 export interface ConfigProblem {
@@ -99,8 +106,21 @@ const restoreContextPath = (message: string) => message.replaceAll(`data.${CONTE
 
 const positiveNumber = (value: unknown) => typeof value === "number" && Number.isFinite(value) && value > 0
 
-/** Validates (and normalises) a step's config; `field` paths are under `config`. */
+/**
+ * Validates (and normalises) a step's config; `field` paths are under `config`. The field checks name
+ * each problem; a config that passes them is then decoded through the step schema the engine runs on
+ * (src/domain/workflowSteps.ts), so nothing is stored that the engine cannot interpret.
+ */
 export const checkStepConfig = (type: StepType, input: unknown): { config: Record<string, unknown>; problems: Array<ConfigProblem> } => {
+  const checked = checkStepFields(type, input)
+  if (checked.problems.length > 0) return checked
+  const decoded = decodeStepDefinition(type, checked.config)
+  return decoded._tag === "Failure"
+    ? { config: checked.config, problems: [{ field: "config", message: decoded.failure, code: "invalid_value" }] }
+    : checked
+}
+
+const checkStepFields = (type: StepType, input: unknown): { config: Record<string, unknown>; problems: Array<ConfigProblem> } => {
   const problems: Array<ConfigProblem> = []
   const problem = (field: string, message: string, code = "invalid_value") => problems.push({ field: `config.${field}`, message, code })
   if (input !== undefined && !isPlainObject(input)) {
@@ -216,14 +236,19 @@ export const checkStepConfig = (type: StepType, input: unknown): { config: Recor
   return { config, problems }
 }
 
-/** The workflow's steps and transitions, indexed. */
-export interface Graph {
-  readonly steps: ReadonlyMap<string, Step>
+/** The workflow's steps and transitions, indexed (the engine's steps carry their decoded definitions). */
+export interface Graph<S extends GraphStep = Step> {
+  readonly steps: ReadonlyMap<string, S>
   readonly outgoing: ReadonlyMap<string, ReadonlyArray<Transition>>
-  readonly trigger: Step | undefined
+  readonly trigger: S | undefined
 }
 
-export const makeGraph = (steps: ReadonlyArray<Step>, transitions: ReadonlyArray<Transition>): Graph => {
+export interface GraphStep {
+  readonly id: string
+  readonly type: StepType
+}
+
+export const makeGraph = <S extends GraphStep>(steps: ReadonlyArray<S>, transitions: ReadonlyArray<Transition>): Graph<S> => {
   const outgoing = new Map<string, Array<Transition>>()
   for (const transition of transitions) {
     const list = outgoing.get(transition.fromStepId) ?? []
@@ -241,7 +266,7 @@ export const canonicalEventName = (name: string): string =>
   name.startsWith("email.") ? (ENGAGEMENT_EVENTS[name.slice(6)] ?? name) : name
 
 /** The step after `stepId` (along `branch` / `waitOutcome` where the step has several ways out). */
-export const nextStep = (graph: Graph, stepId: string, choice: { branch?: "yes" | "no"; waitOutcome?: "EVENT" | "TIMEOUT" } = {}): Step | undefined => {
+export const nextStep = <S extends GraphStep>(graph: Graph<S>, stepId: string, choice: Choice = {}): S | undefined => {
   const transitions = graph.outgoing.get(stepId) ?? []
   const transition = transitions.find((candidate) =>
     (choice.branch === undefined || candidate.branch === choice.branch) &&
@@ -251,7 +276,7 @@ export const nextStep = (graph: Graph, stepId: string, choice: { branch?: "yes" 
 }
 
 /** Is `target` reachable from `from` along transitions? */
-const reaches = (graph: Graph, from: string, target: string): boolean => {
+const reaches = (graph: Graph<GraphStep>, from: string, target: string): boolean => {
   const seen = new Set<string>()
   const stack = [from]
   while (stack.length > 0) {

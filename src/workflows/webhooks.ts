@@ -12,10 +12,11 @@
  * across retries so receivers can deduplicate; webhook-timestamp; webhook-signature v1 HMAC-SHA256
  * with the project's secret).
  */
-import { Effect } from "effect"
+import { Effect, Result } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHmac } from "node:crypto"
 import { uuidv7 } from "../domain/ids.ts"
+import { decodeStepDefinition } from "../domain/workflowSteps.ts"
 import { isolateRow, storableReason, storableText } from "../lib/isolation.ts"
 import { safeFetch, type SafeResponse } from "../lib/safeHttp.ts"
 import { contactLinks } from "../mail/links.ts"
@@ -154,7 +155,11 @@ export const makeWebhookRunner = (options: { readonly outbox: Outbox["Service"];
         return
       }
       if (found.config === null || found.email === null) return yield* settle(row, { _tag: "failed", error: "the step or the contact no longer exists" })
-      const config = typeof found.config === "string" ? JSON.parse(found.config) : found.config
+      const decoded = decodeStepDefinition("WEBHOOK", typeof found.config === "string" ? JSON.parse(found.config) : found.config)
+      if (Result.isFailure(decoded) || decoded.success.type !== "WEBHOOK") {
+        return yield* settle(row, { _tag: "failed", error: `the step's config is not valid: ${Result.isFailure(decoded) ? decoded.failure : "not a WEBHOOK"}` })
+      }
+      const config = decoded.success.config
       const context = typeof found.context === "string" ? JSON.parse(found.context) : found.context
       const data = typeof found.data === "string" ? JSON.parse(found.data) : (found.data ?? {})
       const variables = templateVariables({
@@ -169,12 +174,12 @@ export const makeWebhookRunner = (options: { readonly outbox: Outbox["Service"];
       })
       const rendered = yield* Effect.tryPromise({
         try: async () => {
-          const url = (await renderer.render(String(config.url), "text", variables)).trim()
+          const url = (await renderer.render(config.url, "text", variables)).trim()
           const headers: Record<string, string> = {}
-          for (const [name, value] of Object.entries((config.headers ?? {}) as Record<string, string>)) {
+          for (const [name, value] of Object.entries(config.headers ?? {})) {
             headers[name.toLowerCase()] = (await renderer.render(value, "text", variables)).replace(/[\r\n]/g, " ")
           }
-          const method = String(config.method ?? "POST").toUpperCase()
+          const method = config.method ?? "POST"
           let body: string | undefined
           if (config.body !== undefined && config.body !== null) {
             body = await renderer.render(typeof config.body === "string" ? config.body : JSON.stringify(config.body), "text", variables)

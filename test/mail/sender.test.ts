@@ -2,12 +2,11 @@ import { ConfigProvider, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { describe, expect, it } from "vitest"
 import { AppConfig } from "../../src/config.ts"
-import { prepareEmail } from "../../src/mail/prepare.ts"
+import { MailQueue } from "../../src/mail/MailQueue.ts"
 import { makeRenderer } from "../../src/mail/render.ts"
 import { PgLive } from "../../src/store/db.ts"
 import { Outbox } from "../../src/stream/Outbox.ts"
 import { Nats } from "../../src/stream/Nats.ts"
-import { Emails } from "../../src/store/Emails.ts"
 import { Projects } from "../../src/store/Projects.ts"
 import { createMailStack, emailStatus, type MailContext, verifyDomain, withMailStack } from "../support/mail.ts"
 import { eventually } from "../support/nats.ts"
@@ -22,19 +21,17 @@ const secret = (method: string, path: string, body?: unknown, key = context.proj
 const mailsTo = (address: string) => context.smtp.messages.filter((mail) => mail.envelopeTo.includes(address))
 
 /**
- * Queues mail the way campaigns and workflow steps do (prepareEmail + Emails.enqueue), in this
+ * Queues mail the way campaigns and workflow steps do (through the MailQueue), in this
  * process, against the stack's database: the worker sends it like any other.
  */
 const enqueueMarketing = (contacts: ReadonlyArray<{ id: string; email: string }>) => {
   const renderer = makeRenderer()
   const program = Effect.gen(function*() {
-    const projects = yield* Projects
-    const emails = yield* Emails
+    const mail = yield* MailQueue
     const sql = yield* SqlClient.SqlClient
-    const settings = yield* projects.mailSettings(context.project.id)
-    const queued = yield* Effect.forEach(contacts, (contact) => Effect.promise(() =>
-      prepareEmail(
-        { projectId: context.project.id, linkSecret: settings.linkSecret, trackingEnabled: false, publicUrl: "http://127.0.0.1" },
+    const projectMail = yield* mail.forProject(context.project.id, { trackingEnabled: false })
+    const queued = yield* Effect.forEach(contacts, (contact) =>
+      projectMail.render(
         {
           subject: renderer.compile("Our news", "text"),
           body: renderer.compile("<p>News for {{ email }}</p>", "html"),
@@ -46,14 +43,13 @@ const enqueueMarketing = (contacts: ReadonlyArray<{ id: string; email: string }>
           type: "MARKETING",
           templateId: null
         },
-        { contactId: contact.id, email: contact.email, name: null, data: {} },
-        undefined
-      )
-    ))
-    yield* sql.withTransaction(emails.enqueue(context.project.id, queued))
+        { contactId: contact.id, email: contact.email, name: null, data: {} }
+      ))
+    yield* sql.withTransaction(mail.queue(context.project.id, queued))
     return queued.map((email) => email.id)
   })
-  const layer = Layer.mergeAll(Emails.layer, Projects.layer).pipe(
+  const layer = MailQueue.layer.pipe(
+    Layer.provide(Projects.layer),
     Layer.provideMerge(Outbox.layer),
     Layer.provideMerge(Nats.layer),
     Layer.provideMerge(PgLive),

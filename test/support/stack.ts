@@ -11,7 +11,7 @@ import { promisify } from "node:util"
 import pg from "./pg.ts"
 
 const ROOT = new URL("../../", import.meta.url).pathname
-const ADMIN_URL = process.env.TEST_DATABASE_ADMIN_URL ?? "postgres://postgres@127.0.0.1:5432/postgres"
+export const ADMIN_URL = process.env.TEST_DATABASE_ADMIN_URL ?? "postgres://postgres@127.0.0.1:5432/postgres"
 const NATS_URL = process.env.NATS_URL ?? "nats://127.0.0.1:4222"
 
 export interface Service {

@@ -1,17 +1,14 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient } from "effect/sql"
-import { AppConfig } from "../../config.ts"
 import type { Condition } from "../../domain/conditions/types.ts"
 import { isValidEmail, normalizeEmail } from "../../domain/email.ts"
 import { isUuid, uuidv7 } from "../../domain/ids.ts"
-import { prepareEmail } from "../../mail/prepare.ts"
+import { MailQueue } from "../../mail/MailQueue.ts"
 import { makeRenderer } from "../../mail/render.ts"
 import { CAMPAIGN_STATUSES, type CampaignInput, Campaigns, type Transition } from "../../store/Campaigns.ts"
 import { Contacts } from "../../store/Contacts.ts"
 import { Domains } from "../../store/Domains.ts"
-import { Emails } from "../../store/Emails.ts"
-import { Projects } from "../../store/Projects.ts"
 import { Segments } from "../../store/Segments.ts"
 import { ConditionCheck } from "../../store/ConditionCheck.ts"
 import { OutboxRelay } from "../../stream/OutboxRelay.ts"
@@ -36,13 +33,11 @@ const conflictOf = <A>(result: Transition<A> | undefined, action: string): Effec
 
 export const CampaignsHandlers = HttpApiBuilder.group(Api, "campaigns", Effect.fnUntraced(function*(handlers) {
   const sql = yield* SqlClient.SqlClient
-  const config = yield* AppConfig
   const campaigns = yield* Campaigns
   const segments = yield* Segments
   const conditions = yield* ConditionCheck
   const contacts = yield* Contacts
-  const emails = yield* Emails
-  const projects = yield* Projects
+  const mail = yield* MailQueue
   const domains = yield* Domains
   const relay = yield* OutboxRelay
 
@@ -173,29 +168,23 @@ export const CampaignsHandlers = HttpApiBuilder.group(Api, "campaigns", Effect.f
         yield* requireVerifiedDomain(project.id, campaign.from).pipe(Effect.provideService(Domains, domains))
         // The contact's own data when the address is a contact, so the test shows what they would get.
         const [known] = yield* Effect.orDie(contacts.lookup(project.id, [address]))
-        const settings = yield* projects.mailSettings(project.id)
-        const email = yield* Effect.tryPromise({
-          try: () =>
-            prepareEmail(
-              { projectId: project.id, linkSecret: settings.linkSecret, trackingEnabled: false, publicUrl: config.publicUrl },
-              {
-                subject: renderer.compile(`[Test] ${campaign.subject}`, "text"),
-                body: renderer.compile(campaign.body, "html"),
-                from: campaign.from,
-                fromName: campaign.fromName,
-                replyTo: campaign.replyTo,
-                headers: {},
-                attachments: [],
-                type: "TRANSACTIONAL",
-                templateId: null
-              },
-              { contactId: known?.id ?? uuidv7(), email: address, name: null, data: known?.data ?? {} },
-              undefined
-            ),
-          catch: (error) => mailProblem(error)
-        })
+        const projectMail = yield* mail.forProject(project.id, { trackingEnabled: false })
+        const email = yield* projectMail.render(
+          {
+            subject: renderer.compile(`[Test] ${campaign.subject}`, "text"),
+            body: renderer.compile(campaign.body, "html"),
+            from: campaign.from,
+            fromName: campaign.fromName,
+            replyTo: campaign.replyTo,
+            headers: {},
+            attachments: [],
+            type: "TRANSACTIONAL",
+            templateId: null
+          },
+          { contactId: known?.id ?? uuidv7(), email: address, name: null, data: known?.data ?? {} }
+        ).pipe(Effect.mapError((error) => mailProblem(error)))
         // Not the contact's mail and not the campaign's: no events, no counters.
-        yield* sql.withTransaction(emails.enqueue(project.id, [{ ...email, contactId: null }])).pipe(Effect.orDie)
+        yield* sql.withTransaction(mail.queue(project.id, [{ ...email, contactId: null }])).pipe(Effect.orDie)
         yield* relay.wake
         return { success: true as const, data: { email: address, emailId: email.id } }
       })))

@@ -1,22 +1,20 @@
 /**
- * POST /v1/send. Everything about the request is checked before anything is written; then, in one
- * transaction, each recipient in order gets its contact upsert and its rendered email queued
- * (PENDING) with a wake-up message for the project's worker, which sends it under the throttle.
+ * POST /v1/send. Everything about the request is checked before anything is written; then the send
+ * use case (src/mail/SendMail.ts) upserts each recipient's contact and queues their rendered email in
+ * one transaction with the idempotency key's completion; the worker sends it under the throttle.
  */
 import { Effect } from "effect"
-import { SqlClient } from "effect/sql"
 import { HttpApiBuilder } from "effect/http-api"
-import { AppConfig } from "../../config.ts"
 import { toDataPatch } from "../../domain/customData.ts"
 import { isValidEmail, normalizeEmail } from "../../domain/email.ts"
 import { isUuid } from "../../domain/ids.ts"
-import { MAX_MESSAGE_BYTES, MailTooLarge, messageBytes, prepareEmail } from "../../mail/prepare.ts"
+import type { MailTooLarge, RenderError } from "../../mail/errors.ts"
+import { MAX_MESSAGE_BYTES } from "../../mail/prepare.ts"
+import { MAX_BYTES_PER_REQUEST, SendMail } from "../../mail/SendMail.ts"
 import { makeRenderer } from "../../mail/render.ts"
-import { Contacts } from "../../store/Contacts.ts"
-import { Billing, type BillingLimitExceeded } from "../../store/Billing.ts"
-import { type Attachment, type EmailRecord, Emails, type NewEmail } from "../../store/Emails.ts"
+import type { BillingLimitExceeded } from "../../store/Billing.ts"
+import { type Attachment, type EmailRecord, Emails } from "../../store/Emails.ts"
 import { Domains } from "../../store/Domains.ts"
-import { Projects } from "../../store/Projects.ts"
 import { Templates } from "../../store/Templates.ts"
 import { OutboxRelay } from "../../stream/OutboxRelay.ts"
 import { Api } from "../api/Api.ts"
@@ -30,11 +28,6 @@ import { requireVerifiedDomain, subjectProblem, syntaxProblem } from "./mailCont
 export const MAX_RECIPIENTS = 100
 export const MAX_ATTACHMENTS = 10
 export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024
-/**
- * What one request may store: every recipient's rendered message (body, headers, its own copy of the
- * attachments), added up. Attachments times recipients are checked against it before rendering.
- */
-export const MAX_BYTES_PER_REQUEST = 50 * 1024 * 1024
 export const MAX_HEADER_VALUE = 998
 
 /** Headers we set ourselves (addressing, identity, signature, MIME structure, unsubscribe). */
@@ -104,13 +97,13 @@ const tooLarge = (message: string, details?: Record<string, unknown>) => new Api
  * A recipient's mail that cannot be made: over a size cap (a subject too long is 422 on `subject`;
  * a body or message too large is 413, naming the limit), or a template that fails to render (422).
  */
-export const mailProblem = (error: unknown, field = "body"): ApiError => {
-  if (error instanceof MailTooLarge) {
+export const mailProblem = (error: RenderError | MailTooLarge, field = "body"): ApiError => {
+  if (error._tag === "MailTooLarge") {
     return error.part === "subject"
       ? ApiError.validation([{ field: "subject", message: error.message, code: "too_big" }])
       : tooLarge(error.message, { limit: error.limit, part: error.part })
   }
-  return ApiError.invalidField(field, error instanceof Error ? error.message : String(error), "render_failed")
+  return ApiError.invalidField(field, error.message, "render_failed")
 }
 
 const billingLimitExceeded = (error: BillingLimitExceeded) =>
@@ -123,16 +116,12 @@ const billingLimitExceeded = (error: BillingLimitExceeded) =>
   })
 
 export const SendHandlers = HttpApiBuilder.group(Api, "send", Effect.fnUntraced(function*(handlers) {
-  const sql = yield* SqlClient.SqlClient
-  const config = yield* AppConfig
-  const contacts = yield* Contacts
   const emails = yield* Emails
+  const sendMail = yield* SendMail
   const templates = yield* Templates
-  const projects = yield* Projects
   const domains = yield* Domains
   const relay = yield* OutboxRelay
   const idempotency = yield* Idempotency
-  const billing = yield* Billing
   const renderer = makeRenderer()
 
   const send = Effect.fnUntraced(function*(payload: typeof SendBody.Type, idempotencyKey: string | undefined) {
@@ -215,9 +204,7 @@ export const SendHandlers = HttpApiBuilder.group(Api, "send", Effect.fnUntraced(
     const sender = normalizeEmail(from!)
     yield* requireVerifiedDomain(project.id, sender).pipe(Effect.provideService(Domains, domains))
 
-    const settings = yield* projects.mailSettings(project.id)
     const patch = toDataPatch(payload.data)
-    const sendData = { ...patch.set, ...patch.transient }
     const content = {
       subject: renderer.compile(subject!, "text"),
       body: renderer.compile(body!, "html"),
@@ -236,54 +223,25 @@ export const SendHandlers = HttpApiBuilder.group(Api, "send", Effect.fnUntraced(
       idempotencyKey,
       "POST /v1/send",
       (claim) => Effect.gen(function*() {
-        const response = yield* sql.withTransaction(Effect.gen(function*() {
-          const prepared: Array<{ readonly contact: { id: string; email: string }; readonly email: NewEmail }> = []
-          let storedBytes = 0
-          for (const recipient of recipients) {
-            const { contact } = yield* contacts.upsert({
-              projectId: project.id,
-              email: normalizeEmail(recipient.email),
-              subscribed: payload.subscribed,
-              subscribedByDefault: false,
-              newContactBaseline: false,
-              patch,
-              source: "api.send"
-            }).pipe(refuseOversizedData)
-            const email = yield* Effect.tryPromise({
-              try: () =>
-                prepareEmail(
-                  { projectId: project.id, linkSecret: settings.linkSecret, trackingEnabled: settings.trackingEnabled, publicUrl: config.publicUrl },
-                  content,
-                  { contactId: contact.id, email: contact.email, name: recipient.name, data: contact.data },
-                  sendData
-                ),
-              catch: (error) => mailProblem(error)
-            })
-            // Checked as each recipient is rendered, so a request never holds more than the cap.
-            storedBytes += messageBytes(email)
-            if (storedBytes > MAX_BYTES_PER_REQUEST) {
-              return yield* tooLarge(
-                `The emails of this request (rendered bodies, headers and each recipient's copy of the attachments) pass ` +
-                  `${MAX_BYTES_PER_REQUEST} bytes (50 MB) at recipient ${prepared.length + 1} of ${recipients.length}: send fewer recipients per request`,
-                { limit: MAX_BYTES_PER_REQUEST, part: "request" }
-              )
+        const response = yield* sendMail.send(
+          { projectId: project.id, recipients, content, patch, subscribed: payload.subscribed },
+          (queued) => {
+            const response = {
+              success: true as const,
+              data: { emails: queued.map((item) => ({ contact: item.contact, email: item.emailId })), timestamp: new Date().toISOString() }
             }
-            prepared.push({ contact: { id: contact.id, email: contact.email }, email })
+            // The key is completed with the mail it queued: a retry after a crash can never send twice.
+            return Effect.as(claim.complete(response), response)
           }
-          // The month's transactional cap, checked and claimed under a lock until this transaction commits.
-          yield* billing.reserve(project.id, "transactional", prepared.length).pipe(Effect.mapError(billingLimitExceeded))
-          yield* emails.enqueue(project.id, prepared.map((item) => item.email))
-          const response = {
-            success: true as const,
-            data: {
-              emails: prepared.map((item) => ({ contact: item.contact, email: item.email.id })),
-              timestamp: new Date().toISOString()
-            }
-          }
-          // The key is completed with the mail it queued: a retry after a crash can never send twice.
-          yield* claim.complete(response)
-          return response
-        })).pipe(Effect.catchTag("SqlError", Effect.die))
+        ).pipe(
+          Effect.catchTags({
+            RenderError: (error) => Effect.fail(mailProblem(error)),
+            MailTooLarge: (error) => Effect.fail(mailProblem(error)),
+            RequestTooLarge: (error) => Effect.fail(tooLarge(error.message, { limit: error.limit, part: "request" })),
+            BillingLimitExceeded: (error) => Effect.fail(billingLimitExceeded(error))
+          }),
+          refuseOversizedData
+        )
         yield* relay.wake
         return response
       })

@@ -1,0 +1,91 @@
+/**
+ * The /v1/send use case, in one transaction: each recipient in order gets its contact upsert and its
+ * mail rendered (through the MailQueue), the month's transactional cap is reserved for all of them,
+ * the mail is queued (rows and the sender's wake-up message), and the caller's `commit` runs last in
+ * the same transaction (the idempotency key's completion: the mail and the key commit together, so a
+ * retry after a crash can never send twice). The handler checks the request and maps the typed failures.
+ */
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import type { DataPatch } from "../domain/customData.ts"
+import { normalizeEmail } from "../domain/email.ts"
+import { Billing, type BillingLimitExceeded } from "../store/Billing.ts"
+import { type ContactDataTooLarge, Contacts } from "../store/Contacts.ts"
+import type { NewEmail } from "../store/Emails.ts"
+import { type MailTooLarge, type RenderError, RequestTooLarge } from "./errors.ts"
+import { MailQueue } from "./MailQueue.ts"
+import { messageBytes, type PreparedContent } from "./prepare.ts"
+
+/**
+ * What one request may store: every recipient's rendered message (body, headers, its own copy of the
+ * attachments), added up. Attachments times recipients are checked against it before rendering.
+ */
+export const MAX_BYTES_PER_REQUEST = 50 * 1024 * 1024
+
+export interface SendInput {
+  readonly projectId: string
+  readonly recipients: ReadonlyArray<{ readonly email: string; readonly name: string | null }>
+  readonly content: PreparedContent
+  /** The request's data: stored on each contact (the patch) and seen by the templates (set and transient keys). */
+  readonly patch: DataPatch
+  readonly subscribed: boolean | undefined
+}
+
+export interface Queued {
+  readonly contact: { readonly id: string; readonly email: string }
+  readonly emailId: string
+}
+
+export type SendFailure = RenderError | MailTooLarge | RequestTooLarge | BillingLimitExceeded | ContactDataTooLarge
+
+export class SendMail extends Context.Service<SendMail, {
+  readonly send: <A, E>(input: SendInput, commit: (queued: ReadonlyArray<Queued>) => Effect.Effect<A, E>) => Effect.Effect<A, E | SendFailure>
+}>()("app/mail/SendMail") {
+  static readonly layer = Layer.effect(
+    SendMail,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const contacts = yield* Contacts
+      const billing = yield* Billing
+      const mail = yield* MailQueue
+
+      const send = <A, E>(input: SendInput, commit: (queued: ReadonlyArray<Queued>) => Effect.Effect<A, E>) =>
+        Effect.gen(function*() {
+          const projectMail = yield* mail.forProject(input.projectId)
+          const sendData = { ...input.patch.set, ...input.patch.transient }
+          return yield* sql.withTransaction(Effect.gen(function*() {
+            const prepared: Array<{ readonly contact: { id: string; email: string }; readonly email: NewEmail }> = []
+            let storedBytes = 0
+            for (const recipient of input.recipients) {
+              const { contact } = yield* contacts.upsert({
+                projectId: input.projectId,
+                email: normalizeEmail(recipient.email),
+                subscribed: input.subscribed,
+                subscribedByDefault: false,
+                newContactBaseline: false,
+                patch: input.patch,
+                source: "api.send"
+              })
+              const email = yield* projectMail.render(input.content, { contactId: contact.id, email: contact.email, name: recipient.name, data: contact.data }, sendData)
+              // Checked as each recipient is rendered, so a request never holds more than the cap.
+              storedBytes += messageBytes(email)
+              if (storedBytes > MAX_BYTES_PER_REQUEST) {
+                return yield* new RequestTooLarge({
+                  limit: MAX_BYTES_PER_REQUEST,
+                  message: `The emails of this request (rendered bodies, headers and each recipient's copy of the attachments) pass ` +
+                    `${MAX_BYTES_PER_REQUEST} bytes (50 MB) at recipient ${prepared.length + 1} of ${input.recipients.length}: send fewer recipients per request`
+                })
+              }
+              prepared.push({ contact: { id: contact.id, email: contact.email }, email })
+            }
+            // The month's transactional cap, checked and claimed under a lock until this transaction commits.
+            yield* billing.reserve(input.projectId, "transactional", prepared.length)
+            yield* mail.queue(input.projectId, prepared.map((item) => item.email))
+            return yield* commit(prepared.map((item) => ({ contact: item.contact, emailId: item.email.id })))
+          }))
+        }).pipe(Effect.catchTag("SqlError", Effect.die), Effect.withSpan("SendMail.send"))
+
+      return SendMail.of({ send })
+    })
+  )
+}
