@@ -1,6 +1,7 @@
 /** Sending domains of a project: DKIM keys, the records to publish, and their verification by DNS. */
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
+import { DomainExists } from "../domain/errors.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { AppConfig } from "../config.ts"
 import { Dns } from "../lib/dns.ts"
@@ -13,6 +14,7 @@ import {
   recordsFor,
   recordStatus
 } from "../mail/domainRecords.ts"
+import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
 export interface Domain {
   readonly id: string
@@ -54,16 +56,16 @@ const toDomain = (row: DomainRow): Domain => ({
 const COLUMNS = "id, project_id, domain, status, records, created_at, last_checked_at"
 
 export class Domains extends Context.Service<Domains, {
-  readonly create: (projectId: string, domain: string) => Effect.Effect<Domain | "exists">
-  readonly list: (projectId: string) => Effect.Effect<ReadonlyArray<Domain>>
-  readonly get: (projectId: string, id: string) => Effect.Effect<Domain | undefined>
-  readonly remove: (projectId: string, id: string) => Effect.Effect<boolean>
+  readonly create: (projectId: string, domain: string) => Effect.Effect<Domain, DomainExists | PersistenceError>
+  readonly list: (projectId: string) => Effect.Effect<ReadonlyArray<Domain>, PersistenceError>
+  readonly get: (projectId: string, id: string) => Effect.Effect<Domain | undefined, PersistenceError>
+  readonly remove: (projectId: string, id: string) => Effect.Effect<boolean, PersistenceError>
   /** Looks the domain's records up now and stores what was found. */
-  readonly check: (projectId: string, id: string) => Effect.Effect<Domain | undefined>
+  readonly check: (projectId: string, id: string) => Effect.Effect<Domain | undefined, PersistenceError>
   /** Checks the domains whose last check is older than DOMAIN_RECHECK_SECONDS. */
-  readonly checkDue: (limit: number) => Effect.Effect<number>
+  readonly checkDue: (limit: number) => Effect.Effect<number, PersistenceError>
   /** The signing key of the project's verified domain of that name. */
-  readonly signingKey: (projectId: string, domain: string) => Effect.Effect<SigningKey | undefined>
+  readonly signingKey: (projectId: string, domain: string) => Effect.Effect<SigningKey | undefined, PersistenceError>
 }>()("app/store/Domains") {
   static readonly layer = Layer.effect(
     Domains,
@@ -80,25 +82,26 @@ export class Domains extends Context.Service<Domains, {
                   ${JSON.stringify(recordsFor(domain, keys))}::jsonb)
           ON CONFLICT (project_id, domain) DO NOTHING
           RETURNING ${sql.literal(COLUMNS)}`
-        return rows[0] ? toDomain(rows[0]) : "exists" as const
-      }, Effect.orDie)
+        if (!rows[0]) return yield* DomainExists.of(domain)
+        return toDomain(rows[0])
+      }, mapSqlError)
 
       const list = Effect.fn("Domains.list")(function*(projectId: string) {
         const rows = yield* sql<DomainRow>`
           SELECT ${sql.literal(COLUMNS)} FROM domains WHERE project_id = ${projectId} ORDER BY domain`
         return rows.map(toDomain)
-      }, Effect.orDie)
+      }, mapSqlError)
 
       const get = Effect.fn("Domains.get")(function*(projectId: string, id: string) {
         const rows = yield* sql<DomainRow>`
           SELECT ${sql.literal(COLUMNS)} FROM domains WHERE project_id = ${projectId} AND id = ${id}`
         return rows[0] ? toDomain(rows[0]) : undefined
-      }, Effect.orDie)
+      }, mapSqlError)
 
       const remove = Effect.fn("Domains.remove")(function*(projectId: string, id: string) {
         const rows = yield* sql`DELETE FROM domains WHERE project_id = ${projectId} AND id = ${id} RETURNING id`
         return rows.length > 0
-      }, Effect.orDie)
+      }, mapSqlError)
 
       const recheck = Effect.fnUntraced(function*(row: DomainRow) {
         const records = yield* Effect.forEach(row.records, (record) =>
@@ -118,7 +121,7 @@ export class Domains extends Context.Service<Domains, {
         const rows = yield* sql<DomainRow>`
           SELECT ${sql.literal(COLUMNS)} FROM domains WHERE project_id = ${projectId} AND id = ${id}`
         return rows[0] ? yield* recheck(rows[0]) : undefined
-      }, Effect.orDie)
+      }, mapSqlError)
 
       const checkDue = Effect.fn("Domains.checkDue")(function*(limit: number) {
         // Claimed by moving last_checked_at forward first, so concurrent workers check each domain once.
@@ -139,7 +142,7 @@ export class Domains extends Context.Service<Domains, {
             (reason) => sql`UPDATE domains SET last_check_error = ${reason} WHERE id = ${row.id}`
           ), { concurrency: 8, discard: true })
         return rows.length
-      }, Effect.orDie)
+      }, mapSqlError)
 
       const signingKey = Effect.fn("Domains.signingKey")(function*(projectId: string, domain: string) {
         const rows = yield* sql<{ domain: string; dkim_selector: string; dkim_private_key: string }>`
@@ -147,7 +150,7 @@ export class Domains extends Context.Service<Domains, {
           WHERE project_id = ${projectId} AND domain = ${domain} AND status = 'VERIFIED'`
         const row = rows[0]
         return row ? { domain: row.domain, selector: row.dkim_selector, privateKey: row.dkim_private_key } : undefined
-      }, Effect.orDie)
+      }, mapSqlError)
 
       return Domains.of({ create, list, get, remove, check, checkDue, signingKey })
     })
