@@ -3,7 +3,7 @@
  * describing the change (published to the project's partition of stream IN by the OutboxRelay), and
  * records the inferred type of any custom-data key seen for the first time.
  */
-import { Context, Data, Effect, Layer } from "effect"
+import { Clock, Context, Data, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import { type DataPatch, type FieldType, inferFieldTypes, MAX_CONTACT_DATA_BYTES } from "../domain/customData.ts"
@@ -174,6 +174,7 @@ export class Contacts extends Context.Service<Contacts, {
     Contacts,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const clock = yield* Clock.Clock
       const config = yield* AppConfig
       const outbox = yield* Outbox
 
@@ -190,7 +191,7 @@ export class Contacts extends Context.Service<Contacts, {
        * simply runs again, now finding the row.
        */
       const upsertOnce = (input: UpsertInput) => {
-        const nowMs = Date.now()
+        const nowMs = clock.currentTimeMillisUnsafe()
         const now = new Date(nowMs).toISOString()
         const pins = pinsOf(input.patch, input.subscribed, nowMs)
         const set = JSON.stringify(input.patch.set)
@@ -284,7 +285,7 @@ export class Contacts extends Context.Service<Contacts, {
       })
 
       const update = Effect.fn("Contacts.update")(function*(projectId: string, id: string, input: UpdateInput) {
-        const nowMs = Date.now()
+        const nowMs = clock.currentTimeMillisUnsafe()
         const now = new Date(nowMs).toISOString()
         const pins = pinsOf(input.patch, input.subscribed, nowMs)
         const rows = yield* sql<ContactRow & { previous_subscribed: boolean; too_large: boolean }>`
@@ -339,7 +340,7 @@ export class Contacts extends Context.Service<Contacts, {
       })
 
       const remove = Effect.fn("Contacts.remove")(function*(projectId: string, id: string) {
-        const now = new Date().toISOString()
+        const now = new Date(yield* Clock.currentTimeMillis).toISOString()
         const rows = yield* sql<{ id: string }>`
           WITH gone AS (
             DELETE FROM contacts WHERE project_id = ${projectId} AND id = ${id}
@@ -476,7 +477,7 @@ export class Contacts extends Context.Service<Contacts, {
         const path = customFieldPath(field)!
         const key = path.join(".")
         const pgPath = `{${path.map((p) => `"${p.replace(/["\\]/g, "\\$&")}"`).join(",")}}`
-        const now = new Date().toISOString()
+        const now = new Date(yield* Clock.currentTimeMillis).toISOString()
         return yield* sql.withTransaction(Effect.gen(function*() {
           const updated = yield* sql<{ n: number }>`
             WITH changed AS (

@@ -22,7 +22,7 @@
  *   the step, not the next one. src/billing/heldMail.ts brings those timers forward when the cap is
  *   raised or room frees up.
  */
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { toDataPatch } from "../domain/customData.ts"
 import { compileCondition, type ContactFacts } from "../domain/conditions/evaluate.ts"
@@ -30,7 +30,6 @@ import { conditionReads } from "../domain/conditions/validate.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { normalizeEmail } from "../domain/email.ts"
 import { loadFacts } from "../actors/segments.ts"
-import { clockNow } from "../lib/clock.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import { prepareEmail } from "../mail/prepare.ts"
 import { makeRenderer, type CompiledTemplate } from "../mail/render.ts"
@@ -184,6 +183,7 @@ const renderer = makeRenderer()
 export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext, inputs: ReadonlyArray<WorkflowInput>) {
   if (inputs.length === 0) return NOTHING
   const sql = yield* SqlClient.SqlClient
+  const clock = yield* Clock.Clock
   const { projectId, runtime, state } = context
   if (state.defs === undefined || inputs.some((input) => input.kind === "workflow" && input.type === "changed")) {
     state.defs = yield* loadWorkflows(projectId)
@@ -198,7 +198,7 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
   )
   if (relevant.length === 0) return NOTHING
 
-  const nowIso = () => new Date(clockNow()).toISOString()
+  const nowIso = () => new Date(clock.currentTimeMillisUnsafe()).toISOString()
   // Step history is ordered by start time: within the batch, microseconds keep the steps' order.
   let sequence = 0
   const stamp = () => `${nowIso().slice(0, 23)}${String(sequence++ % 1000).padStart(3, "0")}Z`
@@ -332,7 +332,7 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
   /** Parks an execution on its SEND_EMAIL step at the month's cap: it retries the step at the month's turn (or when resumed). */
   const holdAtCap = (exec: ExecState, def: Def, step: Step, limit: number) => {
     const reason = holdReason("workflows", limit)
-    const retryAt = monthTurn(new Date(clockNow())).toISOString()
+    const retryAt = monthTurn(new Date(clock.currentTimeMillisUnsafe())).toISOString()
     exec.status = "WAITING"
     exec.timerId = uuidv7()
     newTimers.push({ executionId: exec.id, id: exec.timerId, stepId: step.id, dueAt: retryAt })
@@ -421,7 +421,7 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
         case "DELAY": {
           const amount = Number(current.config.amount)
           const unit = DELAY_UNITS[current.config.unit as keyof typeof DELAY_UNITS] ?? DELAY_UNITS.minutes
-          const dueAt = new Date(clockNow() + amount * unit).toISOString()
+          const dueAt = new Date(clock.currentTimeMillisUnsafe() + amount * unit).toISOString()
           exec.status = "WAITING"
           exec.timerId = uuidv7()
           newTimers.push({ executionId: exec.id, id: exec.timerId, stepId: current.id, dueAt })
@@ -435,7 +435,7 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
           let dueAt: string | null = null
           if (typeof timeout === "number" && timeout > 0) {
             exec.timerId = uuidv7()
-            dueAt = new Date(clockNow() + timeout * 1000).toISOString()
+            dueAt = new Date(clock.currentTimeMillisUnsafe() + timeout * 1000).toISOString()
             newTimers.push({ executionId: exec.id, id: exec.timerId, stepId: current.id, dueAt })
           }
           record(exec, current, "WAITING", { eventName: exec.waitEvent, timeoutAt: dueAt })
@@ -447,7 +447,7 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
           const contact = yield* factsOf(exec.contactId, conditionReads(condition).events)
           if (!contact) return fail(exec, current, "the contact no longer exists")
           const withContext: ContactFacts = { ...contact, data: { ...contact.data, [CONTEXT_DATA_KEY]: exec.context } }
-          const matches = compileCondition(condition)(withContext, clockNow()).matches
+          const matches = compileCondition(condition)(withContext, clock.currentTimeMillisUnsafe()).matches
           const branch = matches ? "yes" : "no"
           record(exec, current, "COMPLETED", { branch })
           step = nextStep(def.graph, current.id, { branch })

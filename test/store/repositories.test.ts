@@ -6,10 +6,12 @@
 import { assert, describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
+import { TestClock } from "effect/testing"
 import { AppConfig } from "../../src/config.ts"
 import { DomainExists, InvalidCursor } from "../../src/domain/errors.ts"
 import { uuidv7 } from "../../src/domain/ids.ts"
 import { Dns } from "../../src/lib/dns.ts"
+import { AccountTokens, TOKEN_TTL_HOURS } from "../../src/store/AccountTokens.ts"
 import { Activity } from "../../src/store/Activity.ts"
 import { Analytics } from "../../src/store/Analytics.ts"
 import { Domains } from "../../src/store/Domains.ts"
@@ -17,6 +19,7 @@ import { Events } from "../../src/store/Events.ts"
 import { TestDatabase } from "../support/database.ts"
 
 const Repositories = Layer.mergeAll(
+  AccountTokens.layer,
   Domains.layer,
   Events.layer,
   Activity.layer.pipe(Layer.provide(Analytics.layer))
@@ -99,5 +102,25 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("repositorie
         assert.instanceOf(error, InvalidCursor)
         expect((yield* activity.feed(project, { ...query, cursor: undefined } as never)).data).toEqual([])
       }))
+  })
+
+  describe("AccountTokens", () => {
+    it.effect("a token expires its purpose's TTL after the Clock's time (TestClock here), and is used once", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const tokens = yield* AccountTokens
+        const project = yield* newProject
+        const issuedAt = Date.UTC(2099, 0, 1) // later than Postgres' now(), so the token is still valid
+        yield* TestClock.setTime(issuedAt)
+        const grant = { userId: null, email: "new@example.com", projectId: project, role: "MEMBER" as const }
+        const token = yield* tokens.issue("invitation", grant)
+        const [row] = yield* sql<{ expires_at: Date }>`SELECT expires_at FROM account_tokens WHERE project_id = ${project}`
+        expect(row!.expires_at.getTime()).toBe(issuedAt + TOKEN_TTL_HOURS.invitation * 3_600_000)
+
+        expect(yield* tokens.peek("invitation", token)).toEqual(grant)
+        expect(yield* tokens.consume("reset_password", token)).toBeUndefined() // another purpose
+        expect(yield* tokens.consume("invitation", token)).toEqual(grant)
+        expect(yield* tokens.consume("invitation", token)).toBeUndefined()
+      }).pipe(Effect.provide(TestClock.layer())))
   })
 })

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { ACTIVITY_TYPES, type ActivityType, isActivityType } from "../../domain/analytics/activityTypes.ts"
 import { DAY, type FieldProblem, parseInstant } from "../../domain/analytics/range.ts"
@@ -80,7 +80,7 @@ export const ActivityHandlers = HttpApiBuilder.group(Api, "activity", Effect.fnU
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
         const read = fieldReader()
-        const to = read.instant("to", query.to) ?? Date.now()
+        const to = read.instant("to", query.to) ?? (yield* Clock.currentTimeMillis)
         const from = read.instant("from", query.from) ?? to - 30 * DAY
         yield* read.done()
         if (from >= to) return yield* ApiError.invalidField("from", "from must be before to", "invalid_range", query.from)

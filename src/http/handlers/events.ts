@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { uuidv7 } from "../../domain/ids.ts"
 import { isUuid } from "../../domain/ids.ts"
@@ -41,7 +41,7 @@ export const EventsHandlers = HttpApiBuilder.group(Api, "events", Effect.fnUntra
     .handle("stats", ({ query }) =>
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
-        const to = query.to ? new Date(query.to) : new Date()
+        const to = query.to ? new Date(query.to) : new Date(yield* Clock.currentTimeMillis)
         const from = query.from ? new Date(query.from) : new Date(to.getTime() - 30 * DAY)
         const inRange = (date: Date) => !Number.isNaN(date.getTime()) && date.getUTCFullYear() >= 1 && date.getUTCFullYear() <= 9999
         if (!inRange(to) || !inRange(from)) {
