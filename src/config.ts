@@ -190,7 +190,7 @@ export const Variables = {
   }),
   clockOffsetMs: variable({
     name: "CLOCK_OFFSET_MS", ...anyWholeNumber, defaultValue: 0, shownDefault: "0",
-    meaning: "shifts the worker's clock for segment time windows and timers (tests use it; never needed in production)"
+    meaning: "shifts the clock the service reads time through (segment time windows, timers, timestamps); tests use it, never needed in production"
   }),
   dnsServers: variable({
     name: "DNS_SERVERS", ...listOf("comma-separated resolver addresses (1.2.3.4, 1.2.3.4:53, [::1]:53)", isResolver),
