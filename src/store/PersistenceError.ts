@@ -1,6 +1,7 @@
 /**
  * The one infrastructure failure repositories answer: Postgres failed (connection lost, a statement
- * refused). Repositories map `SqlError` into it at their edge (`mapSqlError`), so their signatures name
+ * refused), or a row did not decode with its schema (SqlSchema). Repositories map `SqlError` and
+ * `SchemaError` into it at their edge (`mapSqlError`), so their signatures name
  * what callers can handle: the worker retries its batch, an HTTP handler lets `rendered` turn it into
  * the logged 500 once.
  */
@@ -11,16 +12,21 @@ export class PersistenceError extends Schema.TaggedError<PersistenceError>()("Pe
   cause: Schema.Defect()
 }) {
   override get message() {
-    return `Postgres failed: ${this.cause instanceof Error ? this.cause.message : String(this.cause)}`
+    return `Postgres failed, or a row did not decode: ${this.cause instanceof Error ? this.cause.message : String(this.cause)}`
   }
 }
 
-/** A repository method's SqlError, as its PersistenceError (pipe it after the method's body). */
+type Infrastructure = SqlError.SqlError | Schema.SchemaError
+
+/** A repository method's SqlError (or row SchemaError), as its PersistenceError (pipe it after the method's body). */
 export const mapSqlError = <A, E, R>(
   effect: Effect.Effect<A, E, R>
-): Effect.Effect<A, Exclude<E, SqlError.SqlError> | PersistenceError, R> =>
+): Effect.Effect<A, Exclude<E, Infrastructure> | PersistenceError, R> =>
   Effect.catchIf(
     effect,
-    (error): error is Extract<E, SqlError.SqlError> => (error as { readonly _tag?: unknown } | undefined)?._tag === "SqlError",
+    (error): error is Extract<E, Infrastructure> => {
+      const tag = (error as { readonly _tag?: unknown } | undefined)?._tag
+      return tag === "SqlError" || tag === "SchemaError"
+    },
     (cause) => Effect.fail(new PersistenceError({ cause }))
-  ) as Effect.Effect<A, Exclude<E, SqlError.SqlError> | PersistenceError, R>
+  ) as Effect.Effect<A, Exclude<E, Infrastructure> | PersistenceError, R>

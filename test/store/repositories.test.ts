@@ -16,6 +16,7 @@ import { Activity } from "../../src/store/Activity.ts"
 import { Analytics } from "../../src/store/Analytics.ts"
 import { Domains } from "../../src/store/Domains.ts"
 import { Events } from "../../src/store/Events.ts"
+import { PersistenceError } from "../../src/store/PersistenceError.ts"
 import { TestDatabase } from "../support/database.ts"
 
 const Repositories = Layer.mergeAll(
@@ -61,6 +62,22 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("repositorie
         expect(yield* domains.get(other, theirs.id)).toEqual(theirs)
         expect(yield* domains.remove(other, theirs.id)).toBe(true)
         expect(yield* domains.signingKey(project, "mail.example.com")).toBeUndefined() // not verified yet
+      }))
+
+    it.effect("decodes rows with their schema: timestamps as ISO strings; a row that does not fit is a PersistenceError", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const domains = yield* Domains
+        const project = yield* newProject
+        const created = yield* domains.create(project, "rows.example.com")
+        const [row] = yield* sql<{ created_at: Date }>`SELECT created_at FROM domains WHERE id = ${created.id}`
+        expect(created.createdAt).toBe(row!.created_at.toISOString())
+        expect(created.lastCheckedAt).toBeNull()
+
+        yield* sql`UPDATE domains SET records = '[{"purpose":"MX"}]'::jsonb WHERE id = ${created.id}`
+        const error = yield* Effect.flip(domains.list(project))
+        assert.instanceOf(error, PersistenceError)
+        expect(error.message).toContain("purpose")
       }))
   })
 
