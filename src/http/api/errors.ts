@@ -140,10 +140,11 @@ type DeclarableError = DomainErrorClass & Schema.Codec<
  */
 export const declared = <E extends DeclarableError>(error: E) => {
   const { code, status, tag } = error
-  return Schema.Struct(envelopeFields(Schema.Literal(status), Schema.Literal(code))).annotate({
+  const envelope = Schema.Struct(envelopeFields(Schema.Literal(status), Schema.Literal(code))).annotate({
     identifier: tag,
     description: `${code}: ${tag}`
-  }).pipe(
+  })
+  return envelope.pipe(
     Schema.decodeTo(error, {
       decode: SchemaGetter.transform((envelope) => ({
         _tag: tag,
@@ -154,7 +155,8 @@ export const declared = <E extends DeclarableError>(error: E) => {
       })),
       encode: SchemaGetter.transformEffect((fields) =>
         Effect.map(Effect.service(RequestState), (state) =>
-          envelopeBody({ ...fields, status, code }, state.requestId, new Date()) as never)
+          // The body carries this class's status and code, the literals the envelope declares.
+          envelopeBody({ ...fields, status, code }, state.requestId, new Date()) as typeof envelope.Type)
       )
     }),
     HttpApiSchema.status(status)
