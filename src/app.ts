@@ -11,6 +11,7 @@ import { Nats } from "./stream/Nats.ts"
 import { Outbox } from "./stream/Outbox.ts"
 import { OutboxRelay } from "./stream/OutboxRelay.ts"
 import { Invalidations } from "./stream/Invalidations.ts"
+import { ClockLive } from "./lib/clock.ts"
 import { Dns } from "./lib/dns.ts"
 import { MailQueue } from "./mail/MailQueue.ts"
 import { MailTransport } from "./mail/Transport.ts"
@@ -55,4 +56,5 @@ export const AllRolesLive = Layer.mergeAll(ApiRoleLive, WorkerRoleLive)
 /** A worker on its own serves /metrics on METRICS_PORT (the api serves it on PORT). */
 export const StandaloneWorkerLive = Layer.mergeAll(WorkerRoleLive, MetricsServerLive)
 
-export const withConfig = <A, E, R>(layer: Layer.Layer<A, E, R>) => layer.pipe(Layer.provideMerge(AppConfig.layer))
+export const withConfig = <A, E, R>(layer: Layer.Layer<A, E, R>) =>
+  layer.pipe(Layer.provideMerge(ClockLive), Layer.provideMerge(AppConfig.layer))

@@ -190,7 +190,7 @@ export const Variables = {
   }),
   clockOffsetMs: variable({
     name: "CLOCK_OFFSET_MS", ...anyWholeNumber, defaultValue: 0, shownDefault: "0",
-    meaning: "shifts the worker's clock for segment time windows and timers (tests use it; never needed in production)"
+    meaning: "shifts the clock the service reads time through (segment time windows, timers, timestamps); tests use it, never needed in production"
   }),
   dnsServers: variable({
     name: "DNS_SERVERS", ...listOf("comma-separated resolver addresses (1.2.3.4, 1.2.3.4:53, [::1]:53)", isResolver),
@@ -367,7 +367,7 @@ export interface AppConfigShape {
   /** Resolvers for address verification and domain checks (host:port); empty means the system's. */
   readonly dnsServers: ReadonlyArray<string>
   /** The SMTP relay (`smtp://user:pass@host:port`); unset → mail goes to the file outbox. */
-  readonly smtpUrl: string | undefined
+  readonly smtpUrl: Redacted.Redacted<string> | undefined
   readonly smtpPoolSize: number
   /** Where mail is written when no SMTP relay is configured. */
   readonly outboxDir: string
@@ -388,22 +388,22 @@ export interface AppConfigShape {
   /** From header of the platform's own mail. */
   readonly platformFrom: string
   /** Session signing key; unset → generated once and kept in Postgres. */
-  readonly sessionSecret: string | undefined
+  readonly sessionSecret: Redacted.Redacted<string> | undefined
   readonly sessionTtlHours: number
   readonly githubClientId: string | undefined
-  readonly githubClientSecret: string | undefined
+  readonly githubClientSecret: Redacted.Redacted<string> | undefined
   readonly githubUrl: string
   readonly githubApiUrl: string
   readonly googleClientId: string | undefined
-  readonly googleClientSecret: string | undefined
+  readonly googleClientSecret: Redacted.Redacted<string> | undefined
   readonly googleIssuer: string
   /** Percentages. */
   readonly maxBounceRate: number
   readonly maxComplaintRate: number
   readonly protectionCheckSeconds: number
   readonly heldMailCheckSeconds: number
-  readonly stripeSecretKey: string | undefined
-  readonly stripeWebhookSecret: string | undefined
+  readonly stripeSecretKey: Redacted.Redacted<string> | undefined
+  readonly stripeWebhookSecret: Redacted.Redacted<string> | undefined
   readonly stripePriceId: string | undefined
   readonly stripeApiUrl: string | undefined
   readonly uploadMaxBytes: number
@@ -412,7 +412,7 @@ export interface AppConfigShape {
   readonly s3Endpoint: string | undefined
   readonly s3Region: string
   readonly s3AccessKeyId: string | undefined
-  readonly s3SecretAccessKey: string | undefined
+  readonly s3SecretAccessKey: Redacted.Redacted<string> | undefined
 }
 
 /** A value shown back to its owner, its password (if any) masked. */
@@ -471,6 +471,8 @@ export const environmentHelp = (): string =>
     `  ${variable.name} (default: ${variable.shownDefault})\n${wrap(`${variable.meaning}. Allowed: ${variable.allowed}.`, "      ")}`
   ).join("\n")
 
+const secret = (value: string | undefined) => (value === undefined ? undefined : Redacted.make(value))
+
 export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app/AppConfig") {
   /** Every variable read and checked at once: a process with a bad value does not start. */
   static readonly load: Effect.Effect<AppConfigShape, InvalidConfig> = Effect.gen(function*() {
@@ -479,7 +481,15 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app
     if (problems.length > 0) return yield* new InvalidConfig({ problems })
     return AppConfig.of({
       ...values,
+      // Secrets stay Redacted (logs and inspection show <redacted>) until the one place that uses them.
       databaseUrl: Redacted.make(values.databaseUrl),
+      smtpUrl: secret(values.smtpUrl),
+      sessionSecret: secret(values.sessionSecret),
+      githubClientSecret: secret(values.githubClientSecret),
+      googleClientSecret: secret(values.googleClientSecret),
+      stripeSecretKey: secret(values.stripeSecretKey),
+      stripeWebhookSecret: secret(values.stripeWebhookSecret),
+      s3SecretAccessKey: secret(values.s3SecretAccessKey),
       natsUrl: values.natsUrl.join(","),
       publicUrl: values.publicUrl ?? `http://localhost:${values.port}`
     })

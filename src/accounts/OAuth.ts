@@ -5,7 +5,7 @@
  * A provider is offered only when both its client id and secret are set.
  */
 import { CodeChallengeMethod, generateCodeVerifier, generateState, OAuth2Client } from "arctic"
-import { Context, Data, Effect, Layer } from "effect"
+import { Context, Data, Effect, Layer, Redacted } from "effect"
 import { createRemoteJWKSet, jwtVerify } from "jose"
 import { AppConfig } from "../config.ts"
 
@@ -58,7 +58,7 @@ export class OAuth extends Context.Service<OAuth, {
       const providers: Array<Provider> = []
 
       if (config.githubClientId && config.githubClientSecret) {
-        const client = new OAuth2Client(config.githubClientId, config.githubClientSecret, redirectUri("github"))
+        const client = new OAuth2Client(config.githubClientId, Redacted.value(config.githubClientSecret), redirectUri("github"))
         providers.push({
           id: "github",
           name: "GitHub",
@@ -92,7 +92,7 @@ export class OAuth extends Context.Service<OAuth, {
 
       if (config.googleClientId && config.googleClientSecret) {
         const clientId = config.googleClientId
-        const client = new OAuth2Client(clientId, config.googleClientSecret, redirectUri("google"))
+        const client = new OAuth2Client(clientId, Redacted.value(config.googleClientSecret), redirectUri("google"))
         // Discovery once, lazily (the issuer may be unreachable at start-up).
         let discovered: Promise<{ authorization_endpoint: string; token_endpoint: string; jwks: ReturnType<typeof createRemoteJWKSet>; issuer: string }> | undefined
         const discover = () =>

@@ -4,7 +4,7 @@
  * SESSION_SECRET, or one the installation generates once and keeps in Postgres, so every api process
  * signs and verifies with the same key.
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { jwtVerify, SignJWT } from "jose"
 import { randomBytes } from "node:crypto"
@@ -37,7 +37,7 @@ export class SessionCookie extends Context.Service<SessionCookie, {
     Effect.gen(function*() {
       const config = yield* AppConfig
       const sql = yield* SqlClient.SqlClient
-      const secretText = config.sessionSecret ?? (yield* Effect.gen(function*() {
+      const secretText = (config.sessionSecret && Redacted.value(config.sessionSecret)) ?? (yield* Effect.gen(function*() {
         yield* sql`INSERT INTO platform_secrets (name, value) VALUES ('session_secret', ${randomBytes(48).toString("base64url")})
                    ON CONFLICT (name) DO NOTHING`
         const [row] = yield* sql<{ value: string }>`SELECT value FROM platform_secrets WHERE name = 'session_secret'`

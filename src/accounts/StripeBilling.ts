@@ -3,7 +3,7 @@
  * the webhook (signatures verified by the package). Off unless STRIPE_SECRET_KEY and
  * STRIPE_WEBHOOK_SECRET are both set; STRIPE_API_URL points the package at another server (tests).
  */
-import { Context, Data, Effect, Layer } from "effect"
+import { Context, Data, Effect, Layer, Redacted } from "effect"
 import Stripe from "stripe"
 import { AppConfig } from "../config.ts"
 import { Billing } from "../store/Billing.ts"
@@ -44,7 +44,7 @@ export class StripeBilling extends Context.Service<StripeBilling, {
       const { stripeSecretKey: secretKey, stripeWebhookSecret: webhookSecret } = config
       if (!secretKey || !webhookSecret) return StripeBilling.of({ enabled: undefined })
       const api = config.stripeApiUrl ? new URL(config.stripeApiUrl) : undefined
-      const stripe = new Stripe(secretKey, {
+      const stripe = new Stripe(Redacted.value(secretKey), {
         maxNetworkRetries: 1,
         telemetry: false,
         ...(api
@@ -107,7 +107,7 @@ export class StripeBilling extends Context.Service<StripeBilling, {
         webhook: (rawBody, signature) =>
           Effect.gen(function*() {
             const event = yield* Effect.try({
-              try: () => stripe.webhooks.constructEvent(rawBody, signature, webhookSecret),
+              try: () => stripe.webhooks.constructEvent(rawBody, signature, Redacted.value(webhookSecret)),
               catch: (cause) => new InvalidSignature({ message: cause instanceof Error ? cause.message : String(cause) })
             })
             const idOf = (value: unknown) => typeof value === "string" ? value : (value as { id?: string } | null)?.id ?? null

@@ -5,9 +5,8 @@
  * watermark. A lost lease stops the actor; other failures are retried with backoff, same batch.
  */
 import type { JsMsg } from "@nats-io/jetstream"
-import { Cause, Duration, Effect, Fiber, Option, Queue, Schedule } from "effect"
+import { Cause, Clock, Duration, Effect, Fiber, Option, Queue, Schedule } from "effect"
 import type { SqlClient } from "effect/sql"
-import { clockNow } from "../lib/clock.ts"
 import { isTransient } from "../lib/isolation.ts"
 import { WorkerMetrics } from "../observability/Metrics.ts"
 import type { Outbox } from "../stream/Outbox.ts"
@@ -136,7 +135,7 @@ export const makeProjectActors = (options: {
         if (outcome.mailQueued) yield* options.wakeSender(projectId)
         if (outcome.webhooksQueued) yield* workflowRuntime.wakeWebhooks
         // The scheduled-work loops sleep up to 30 s: a timer due sooner wakes them to look again.
-        if (outcome.soonestTimerAt !== undefined && outcome.soonestTimerAt - clockNow() < SOON_MS) yield* options.wakeSegmentTimers
+        if (outcome.soonestTimerAt !== undefined && outcome.soonestTimerAt - (yield* Clock.currentTimeMillis) < SOON_MS) yield* options.wakeSegmentTimers
         if (outcome.workflowTimersSet) yield* options.wakeWorkflowTimers
         for (const item of batch) item.message.ack()
         for (const item of batch) run.applied(item.delivered.seq)

@@ -21,12 +21,11 @@
  * that, for api processes of the previous release still being replaced.
  */
 import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream"
-import { Duration, Effect, Fiber, Layer, Queue, Schedule, Schema, Semaphore, Stream } from "effect"
+import { Clock, Duration, Effect, Fiber, Layer, Queue, Schedule, Schema, Semaphore, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import { hostname } from "node:os"
 import { randomBytes } from "node:crypto"
 import { uuidv7 } from "../domain/ids.ts"
-import { clockNow } from "../lib/clock.ts"
 import { WorkerMetrics } from "../observability/Metrics.ts"
 import { InMessage } from "../stream/messages.ts"
 import { Nats } from "../stream/Nats.ts"
@@ -96,6 +95,7 @@ interface Owned {
 const decodeMessage = Schema.decodeUnknownExit(InMessage)
 
 export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
+  const clock = yield* Clock.Clock
   const sql = yield* SqlClient.SqlClient
   const nats = yield* Nats
   const outbox = yield* Outbox
@@ -496,7 +496,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
         sql<{ due: Date | null }>`
           SELECT min(t.due) AS due FROM unnest(${ownedArray()}::int[]) AS p(partition),
             LATERAL (SELECT min(due_at) AS due FROM timers WHERE timers.partition = p.partition) t`,
-        ([row]) => millisUntil(row?.due, clockNow())
+        ([row]) => millisUntil(row?.due, clock.currentTimeMillisUnsafe())
       ))
     },
     {
@@ -510,7 +510,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
         sql<{ due: Date | null }>`
           SELECT min(t.due) AS due FROM unnest(${ownedArray()}::int[]) AS p(partition),
             LATERAL (SELECT min(due_at) AS due FROM workflow_timers w WHERE w.partition = p.partition) t`,
-        ([row]) => millisUntil(row?.due, clockNow())
+        ([row]) => millisUntil(row?.due, clock.currentTimeMillisUnsafe())
       ))
     },
     {
@@ -519,7 +519,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
       wakeup: wakeups.campaigns,
       gap: CAMPAIGN_GAP,
       atMost: SAFETY_POLL,
-      round: Effect.suspend(() => campaigns.startDue([...owned.keys()], new Date(clockNow()))).pipe(
+      round: Effect.suspend(() => campaigns.startDue([...owned.keys()], new Date(clock.currentTimeMillisUnsafe()))).pipe(
         Effect.tap((started) => (started > 0 ? relay.wake : Effect.void)),
         Effect.as(false)
       ),
@@ -527,7 +527,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
         sql<{ due: Date | null }>`
           SELECT min(t.due) AS due FROM unnest(${ownedArray()}::int[]) AS p(partition),
             LATERAL (SELECT min(scheduled_for) AS due FROM campaigns c WHERE c.partition = p.partition AND c.status = 'SCHEDULED') t`,
-        ([row]) => millisUntil(row?.due, clockNow())
+        ([row]) => millisUntil(row?.due, clock.currentTimeMillisUnsafe())
       ))
     },
     {

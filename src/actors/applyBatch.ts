@@ -6,13 +6,12 @@
  * partition's lease is checked (and share-locked) in the same transaction, so a worker that lost
  * its lease cannot commit.
  */
-import { Cause, Data, Effect } from "effect"
+import { Cause, Clock, Data, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { exceedsContactDataLimit, inferFieldTypes, jsonBytes, MAX_CONTACT_DATA_BYTES } from "../domain/customData.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import type { TrackedEvent } from "../ingest/EventPublisher.ts"
 import type { EmittedEvent, Outbox } from "../stream/Outbox.ts"
-import { clockNow } from "../lib/clock.ts"
 import { segmentSlug } from "../store/Segments.ts"
 import { campaignStep } from "../campaigns/fanout.ts"
 import { applyBulk } from "./applyBulk.ts"
@@ -335,7 +334,7 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
           const change = changeOf(body.contactId)
           change.timer = true
           // Exactly when the window lapsed, not when the message happened to be read.
-          change.at = Math.min(Date.parse(body.dueAt), clockNow())
+          change.at = Math.min(Date.parse(body.dueAt), (yield* Clock.currentTimeMillis))
           break
         }
         case "contact":
@@ -442,7 +441,7 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
       emit: emitOwn,
       onTimers: (soonest: number) => void (outcome.soonestTimerAt = Math.min(outcome.soonestTimerAt ?? Infinity, soonest))
     }
-    yield* evaluateChanges(segmentContext, segments, changes, clockNow())
+    yield* evaluateChanges(segmentContext, segments, changes, (yield* Clock.currentTimeMillis))
     // What the recorded events change (segments reading `contact.subscribed`, `segment.x.entry`, …) is
     // evaluated in turn, a few rounds deep; a longer chain continues through IN, as any event would.
     for (let round = 0; own.length > 0; round++) {
@@ -470,7 +469,7 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
         if (!change) followUp.set(event.contactId, change = emptyChange())
         change.events.add(event.name)
       }
-      yield* evaluateChanges(segmentContext, segments, followUp, clockNow())
+      yield* evaluateChanges(segmentContext, segments, followUp, (yield* Clock.currentTimeMillis))
     }
 
     const advanced = yield* runWorkflows(
@@ -770,7 +769,7 @@ export const applyBackfillChunk = Effect.fnUntraced(function*(context: BatchCont
       def,
       job.cursor,
       job.emit,
-      clockNow(),
+      (yield* Clock.currentTimeMillis),
       job.generation,
       job.limit
     )

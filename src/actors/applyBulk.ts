@@ -8,7 +8,7 @@
  * - delete: the contact is deleted, leaving its segments (with exit events) and ending its workflow
  *   executions, as `DELETE /contacts/:id` does.
  */
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { exceedsContactDataLimit, inferFieldTypes, jsonBytes, MAX_CONTACT_DATA_BYTES } from "../domain/customData.ts"
 import { pgArray } from "../lib/pgArray.ts"
@@ -101,7 +101,7 @@ export const applyBulk = Effect.fnUntraced(function*(projectId: string, body: Bu
     }
     const changes = [...contacts].filter(([, contact]) => contact.touched).map(([id, contact]) => ({ id, subscribed: contact.subscribed, set: contact.set }))
     if (changes.length > 0) {
-      const now = new Date().toISOString()
+      const now = new Date(yield* Clock.currentTimeMillis).toISOString()
       yield* sql`
         UPDATE contacts c SET subscribed = x.subscribed, data = c.data || x.set, updated_at = ${now}::timestamptz
         FROM jsonb_to_recordset(${JSON.stringify(changes)}::jsonb) AS x(id uuid, subscribed boolean, set jsonb)

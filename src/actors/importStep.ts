@@ -6,7 +6,7 @@
  * traffic. The range is marked read in the same transaction, so a worker killed mid-import leaves it
  * to the lane's next owner (the stream redelivers the step) and no row is handed over twice.
  */
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { inferFieldTypes } from "../domain/customData.ts"
 import { uuidv7 } from "../domain/ids.ts"
@@ -143,7 +143,7 @@ const createOrFind = Effect.fnUntraced(function*(projectId: string, plan: Import
     for (const row of existing) found.set(row.email, { id: row.id, created: false })
     const missing = pending.filter((row) => !found.has(row.email))
     if (missing.length > 0) {
-      const now = new Date().toISOString()
+      const now = new Date(yield* Clock.currentTimeMillis).toISOString()
       const input = missing.map((row) => ({ id: uuidv7(), email: row.email, subscribed: row.subscribed ?? plan.defaultSubscribed ?? true, data: row.set }))
       const inserted = yield* sql<{ id: string; email: string }>`
         INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)

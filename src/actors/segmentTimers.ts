@@ -5,9 +5,8 @@
  * dropped. A row that cannot become a message (an impossible due time) is dropped alone, logged and
  * counted: the contact's segments are evaluated again at its next change.
  */
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { clockNow } from "../lib/clock.ts"
 import { mapRows } from "../lib/isolation.ts"
 import type { Nats } from "../stream/Nats.ts"
 import type { Outbox } from "../stream/Outbox.ts"
@@ -23,7 +22,7 @@ export const fireSegmentTimers = (nats: Nats["Service"], outbox: Outbox["Service
       const due = yield* sql<{ contact_id: string; id: string; project_id: string; due_at: Date }>`
         DELETE FROM timers WHERE contact_id IN (
           SELECT contact_id FROM timers
-          WHERE partition IN ${sql.in(partitions)} AND due_at <= ${new Date(clockNow()).toISOString()}::timestamptz
+          WHERE partition IN ${sql.in(partitions)} AND due_at <= ${new Date(yield* Clock.currentTimeMillis).toISOString()}::timestamptz
           ORDER BY due_at LIMIT ${TIMERS_PER_ROUND}
           FOR UPDATE SKIP LOCKED)
         RETURNING contact_id, id, project_id, due_at`

@@ -21,11 +21,10 @@
  * at all (the content no longer compiles, the audience no longer evaluates) stops the campaign —
  * CANCELLED, with the reason — rather than failing the project's batch again and again.
  */
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Condition } from "../domain/conditions/types.ts"
 import { uuidv7 } from "../domain/ids.ts"
-import { clockNow } from "../lib/clock.ts"
 import { isolateRow, reasonOf } from "../lib/isolation.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import type { MailQueue } from "../mail/MailQueue.ts"
@@ -97,13 +96,13 @@ const audienceOf = Effect.fnUntraced(function*(sql: SqlClient.SqlClient, campaig
     case "ALL":
       return sql.literal("TRUE")
     case "FILTERED":
-      return compileConditionSql(sql, campaign.audience_condition as Condition, clockNow())
+      return compileConditionSql(sql, campaign.audience_condition as Condition, (yield* Clock.currentTimeMillis))
     case "SEGMENT": {
       const [segment] = yield* sql<{ type: string; condition: Condition | null }>`
         SELECT type, condition FROM segments WHERE id = ${campaign.segment_id} AND project_id = ${campaign.project_id}`
       if (!segment) return sql.literal("FALSE")
       return segment.type === "DYNAMIC" && segment.condition
-        ? compileConditionSql(sql, segment.condition, clockNow())
+        ? compileConditionSql(sql, segment.condition, (yield* Clock.currentTimeMillis))
         : sql`EXISTS (SELECT 1 FROM segment_memberships m
                       WHERE m.segment_id = ${campaign.segment_id} AND m.contact_id = c.id AND m.exited_at IS NULL)`
     }

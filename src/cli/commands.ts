@@ -7,6 +7,7 @@ import { Console, Effect, Layer, Option } from "effect"
 import { CliError, Command, Flag } from "effect/cli"
 import { AppConfig, environmentHelp } from "../config.ts"
 import { isUuid } from "../domain/ids.ts"
+import { ClockLive } from "../lib/clock.ts"
 import { runAll } from "../process/supervisor.ts"
 import { DatabaseLive } from "../store/db.ts"
 import { Projects } from "../store/Projects.ts"
@@ -24,7 +25,12 @@ const withConfig = <A, E, R>(effect: Effect.Effect<A, E, R>, process?: string) =
     // The CLI prints a failed command's message alone: here one line per bad variable, then exit 1.
     Effect.mapError((invalid) => new CliError.UserError({ cause: invalid, userMessage: invalid.message })),
     Effect.flatMap((config) =>
-      effect.pipe(Effect.provideService(AppConfig, config), Effect.provide(LoggingLive(config.logLevel, process))))
+      effect.pipe(
+        // Every command reads time through Effect's Clock, shifted by CLOCK_OFFSET_MS (src/lib/clock.ts).
+        Effect.provide(ClockLive),
+        Effect.provideService(AppConfig, config),
+        Effect.provide(LoggingLive(config.logLevel, process))
+      ))
   )
 
 const ProjectsLive = Projects.layer.pipe(Layer.provideMerge(DatabaseLive))

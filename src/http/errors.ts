@@ -10,53 +10,23 @@
  * defects). What these bodies look like to clients (their schemas, declared on the endpoints) is in
  * api/errors.ts, the contract's side.
  */
-import { Context, Data, Effect } from "effect"
+import { Data, Effect } from "effect"
 import { HttpServerRespondable, HttpServerResponse } from "effect/http"
-import type { FieldErrorSchema } from "./api/errors.ts"
+import type { SqlError } from "effect/sql"
+import type { PersistenceError } from "../store/PersistenceError.ts"
+import { envelopeBody, type EnvelopeFields as BodyFields, type FieldErrorSchema, RequestState } from "./api/errors.ts"
 
-/**
- * Per-request state set up by the gateway: the request id (echoed in error bodies and `x-request-id`)
- * and headers that middleware wants on the final response whatever its status (rate-limit headers).
- */
-export interface RequestStateShape {
-  readonly requestId: string
-  readonly headers: Record<string, string>
-}
+export { RequestState, type RequestStateShape } from "./api/errors.ts"
 
-export const RequestState = Context.Reference<RequestStateShape>("app/http/RequestState", {
-  defaultValue: () => ({ requestId: "unknown", headers: {} })
-})
-
-/** One invalid field of a request, as the envelope's `errors[]` lists it (its schema is the contract's). */
+/** One invalid field of a request, as the envelope's `errors[]` lists it (its schema is the domain's). */
 export type FieldError = typeof FieldErrorSchema.Type
 
-export interface EnvelopeFields {
-  readonly status: number
-  readonly code: string
-  readonly message: string
-  readonly errors?: ReadonlyArray<FieldError> | undefined
-  readonly details?: Record<string, unknown> | undefined
-  readonly suggestion?: string | undefined
+export interface EnvelopeFields extends BodyFields {
   readonly headers?: Record<string, string> | undefined
 }
 
 export const envelopeResponse = (fields: EnvelopeFields, requestId: string): HttpServerResponse.HttpServerResponse =>
-  HttpServerResponse.jsonUnsafe(
-    {
-      success: false,
-      error: {
-        code: fields.code,
-        message: fields.message,
-        statusCode: fields.status,
-        requestId,
-        ...(fields.errors ? { errors: fields.errors } : {}),
-        ...(fields.details ? { details: fields.details } : {}),
-        ...(fields.suggestion ? { suggestion: fields.suggestion } : {})
-      },
-      timestamp: new Date().toISOString()
-    },
-    { status: fields.status, headers: fields.headers }
-  )
+  HttpServerResponse.jsonUnsafe(envelopeBody(fields, requestId, new Date()), { status: fields.status, headers: fields.headers })
 
 export class ApiError extends Data.TaggedError("ApiError")<EnvelopeFields> implements HttpServerRespondable.Respondable {
   [HttpServerRespondable.symbol]() {
@@ -134,12 +104,28 @@ export class BareBadRequest extends Data.TaggedError("BareBadRequest")<{ readonl
   }
 }
 
-/**
- * HttpApi types a handler's failures as the endpoint's declared error schemas. Ours are documentation
- * of the envelope, while the failures themselves are `ApiError` / `BareBadRequest`, which HttpApi
- * renders through `Respondable` when no declared schema encodes them. This marks that boundary.
- */
-export const rendered = <A, R>(
-  effect: Effect.Effect<A, ApiError | BareBadRequest, R>
-): Effect.Effect<A, never, R> => effect as Effect.Effect<A, never, R>
+/** Failures no endpoint declares: rendered by themselves (`Respondable`), or infrastructure (a 500). */
+type Undeclared = ApiError | BareBadRequest | PersistenceError | SqlError.SqlError
 
+const isInfrastructure = (error: unknown): error is PersistenceError | SqlError.SqlError => {
+  const tag = (error as { readonly _tag?: unknown } | undefined)?._tag
+  return tag === "PersistenceError" || tag === "SqlError"
+}
+
+/**
+ * The one place a handler's failures meet HttpApi. Domain errors (src/domain/errors.ts) stay typed:
+ * the endpoint must declare each one it can answer, and HttpApi encodes it into the envelope.
+ * `ApiError` / `BareBadRequest` render themselves (`Respondable`) when no declared schema encodes
+ * them. A repository's PersistenceError (or a raw SqlError) becomes a defect here, once: the gateway
+ * logs it with the request id and answers 500.
+ */
+export const rendered = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, Exclude<E, Undeclared>, R> =>
+  Effect.catchIf(
+    effect as Effect.Effect<A, unknown, R>,
+    isInfrastructure,
+    (error) => Effect.die(error._tag === "PersistenceError" ? error.cause : error)
+  ) as Effect.Effect<
+    A,
+    Exclude<E, Undeclared>,
+    R
+  >

@@ -3,7 +3,7 @@
  * configured (development), a local file outbox: one `.eml` per message in OUTBOX_DIR.
  * Messages are DKIM-signed by nodemailer with the sending domain's key either way.
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Redacted } from "effect"
 import { mkdir, writeFile } from "node:fs/promises"
 import { join } from "node:path"
 import nodemailer from "nodemailer"
@@ -41,11 +41,12 @@ export class MailTransport extends Context.Service<MailTransport, {
     MailTransport,
     Effect.gen(function*() {
       const config = yield* AppConfig
-      if (config.smtpUrl) {
+      const smtpUrl = config.smtpUrl
+      if (smtpUrl) {
         const transport = yield* Effect.acquireRelease(
           Effect.sync(() =>
             nodemailer.createTransport({
-              url: config.smtpUrl,
+              url: Redacted.value(smtpUrl),
               pool: true,
               maxConnections: config.smtpPoolSize,
               maxMessages: Infinity,

@@ -2,10 +2,11 @@
  * Single-use tokens mailed to people: email verification, password reset and project invitations.
  * Only SHA-256 hashes are stored; a token is consumed atomically (used once, before its expiry).
  */
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHash, randomBytes } from "node:crypto"
 import type { Role } from "../domain/permissions.ts"
+import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
 export type TokenPurpose = "verify_email" | "reset_password" | "invitation"
 
@@ -33,16 +34,16 @@ export const TOKEN_TTL_HOURS: Record<TokenPurpose, number> = { verify_email: 48,
 
 export class AccountTokens extends Context.Service<AccountTokens, {
   /** A new token for `grant`; the raw value goes into the mailed link and is never stored. */
-  readonly issue: (purpose: TokenPurpose, grant: TokenGrant) => Effect.Effect<string>
+  readonly issue: (purpose: TokenPurpose, grant: TokenGrant) => Effect.Effect<string, PersistenceError>
   /** What the token grants, marking it used; undefined when unknown, expired or already used. */
-  readonly consume: (purpose: TokenPurpose, token: string) => Effect.Effect<TokenGrant | undefined>
+  readonly consume: (purpose: TokenPurpose, token: string) => Effect.Effect<TokenGrant | undefined, PersistenceError>
   /** What the token grants without using it (an invitation shown before sign-up). */
-  readonly peek: (purpose: TokenPurpose, token: string) => Effect.Effect<TokenGrant | undefined>
+  readonly peek: (purpose: TokenPurpose, token: string) => Effect.Effect<TokenGrant | undefined, PersistenceError>
   /** Seconds until another token of `purpose` may be mailed to `email` (one a minute), or undefined. */
-  readonly cooldown: (purpose: TokenPurpose, email: string) => Effect.Effect<number | undefined>
-  readonly pendingInvitations: (projectId: string) => Effect.Effect<ReadonlyArray<PendingInvitation>>
+  readonly cooldown: (purpose: TokenPurpose, email: string) => Effect.Effect<number | undefined, PersistenceError>
+  readonly pendingInvitations: (projectId: string) => Effect.Effect<ReadonlyArray<PendingInvitation>, PersistenceError>
   /** Withdraws a project's pending invitations of one email. */
-  readonly withdrawInvitations: (projectId: string, email: string) => Effect.Effect<number>
+  readonly withdrawInvitations: (projectId: string, email: string) => Effect.Effect<number, PersistenceError>
 }>()("app/store/AccountTokens") {
   static readonly layer = Layer.effect(
     AccountTokens,
@@ -53,22 +54,23 @@ export class AccountTokens extends Context.Service<AccountTokens, {
         row && { userId: row.user_id, email: row.email, projectId: row.project_id, role: row.role }
 
       return AccountTokens.of({
-        issue: (purpose, grant) => {
-          const token = randomBytes(32).toString("base64url")
-          const expiresAt = new Date(Date.now() + TOKEN_TTL_HOURS[purpose] * 3_600_000)
-          return sql`INSERT INTO account_tokens (hash, purpose, user_id, email, project_id, role, expires_at)
-                     VALUES (${hashToken(token)}, ${purpose}, ${grant.userId}, ${grant.email}, ${grant.projectId}, ${grant.role},
-                             ${expiresAt})`.pipe(Effect.as(token), Effect.orDie)
-        },
+        issue: (purpose, grant) =>
+          Effect.flatMap(Clock.currentTimeMillis, (now) => {
+            const token = randomBytes(32).toString("base64url")
+            const expiresAt = new Date(now + TOKEN_TTL_HOURS[purpose] * 3_600_000)
+            return sql`INSERT INTO account_tokens (hash, purpose, user_id, email, project_id, role, expires_at)
+                       VALUES (${hashToken(token)}, ${purpose}, ${grant.userId}, ${grant.email}, ${grant.projectId}, ${grant.role},
+                               ${expiresAt})`.pipe(Effect.as(token), mapSqlError)
+          }),
         consume: (purpose, token) =>
           sql<Row>`UPDATE account_tokens SET used_at = now()
                    WHERE hash = ${hashToken(token)} AND purpose = ${purpose} AND used_at IS NULL AND expires_at > now()
-                   RETURNING user_id, email, project_id, role`.pipe(Effect.map((rows) => toGrant(rows[0])), Effect.orDie),
+                   RETURNING user_id, email, project_id, role`.pipe(Effect.map((rows) => toGrant(rows[0])), mapSqlError),
         peek: (purpose, token) =>
           sql<Row>`SELECT user_id, email, project_id, role FROM account_tokens
                    WHERE hash = ${hashToken(token)} AND purpose = ${purpose} AND used_at IS NULL AND expires_at > now()`.pipe(
             Effect.map((rows) => toGrant(rows[0])),
-            Effect.orDie
+            mapSqlError
           ),
         cooldown: (purpose, email) =>
           sql<{ wait: number }>`
@@ -76,7 +78,7 @@ export class AccountTokens extends Context.Service<AccountTokens, {
             FROM account_tokens WHERE purpose = ${purpose} AND email = ${email}
             HAVING max(created_at) > now() - make_interval(secs => ${MAIL_COOLDOWN_SECONDS})`.pipe(
             Effect.map((rows) => rows[0] && Math.max(1, Math.ceil(rows[0].wait))),
-            Effect.orDie
+            mapSqlError
           ),
         pendingInvitations: (projectId) =>
           sql<{ email: string; role: Role; created_at: Date; expires_at: Date }>`
@@ -84,12 +86,12 @@ export class AccountTokens extends Context.Service<AccountTokens, {
             WHERE project_id = ${projectId} AND purpose = 'invitation' AND used_at IS NULL AND expires_at > now()
             ORDER BY created_at`.pipe(
             Effect.map((rows) => rows.map((row) => ({ email: row.email, role: row.role, createdAt: row.created_at, expiresAt: row.expires_at }))),
-            Effect.orDie
+            mapSqlError
           ),
         withdrawInvitations: (projectId, email) =>
           sql`UPDATE account_tokens SET used_at = now()
               WHERE project_id = ${projectId} AND purpose = 'invitation' AND email = ${email} AND used_at IS NULL
-              RETURNING hash`.pipe(Effect.map((rows) => rows.length), Effect.orDie)
+              RETURNING hash`.pipe(Effect.map((rows) => rows.length), mapSqlError)
       })
     })
   )

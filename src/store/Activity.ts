@@ -6,6 +6,8 @@
  * Counts come from the rollups, with only the partial quarter hours at a range's ends counted raw.
  */
 import { Context, Effect, Layer } from "effect"
+import { InvalidCursor } from "../domain/errors.ts"
+import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 import { SqlClient, type SqlError } from "effect/sql"
 import { ACTIVITY_TYPES, type ActivityType, EVENT_TYPES } from "../domain/analytics/activityTypes.ts"
 import { GRAIN_MS } from "../domain/analytics/range.ts"
@@ -70,15 +72,15 @@ const newestFirst = (a: SourceRow, b: SourceRow) =>
 
 export class Activity extends Context.Service<Activity, {
   readonly feed: (projectId: string, query: FeedQuery) => Effect.Effect<
-    { readonly data: ReadonlyArray<ActivityItem>; readonly cursor: string | null; readonly hasMore: boolean } | "bad-cursor",
-    SqlError.SqlError
+    { readonly data: ReadonlyArray<ActivityItem>; readonly cursor: string | null; readonly hasMore: boolean },
+    InvalidCursor | PersistenceError
   >
   /** Items per type in [from, to) (either end may be open); `exclusiveFrom` counts only items after `from`. */
   readonly counts: (projectId: string, from: number | null, to: number | null, exclusiveFrom?: boolean) => Effect.Effect<
     Map<ActivityType, number>,
-    SqlError.SqlError
+    PersistenceError
   >
-  readonly upcoming: (projectId: string, hours: number, limit: number) => Effect.Effect<ReadonlyArray<UpcomingItem>, SqlError.SqlError>
+  readonly upcoming: (projectId: string, hours: number, limit: number) => Effect.Effect<ReadonlyArray<UpcomingItem>, PersistenceError>
 }>()("app/store/Activity") {
   static readonly layer = Layer.effect(
     Activity,
@@ -90,7 +92,7 @@ export class Activity extends Context.Service<Activity, {
         let after: [string, string] | undefined
         if (query.cursor !== undefined) {
           const values = decodeCursor(query.cursor, 2)
-          if (!values || !AT_KEY.test(values[0]!) || !isUuid(values[1]!)) return "bad-cursor" as const
+          if (!values || !AT_KEY.test(values[0]!) || !isUuid(values[1]!)) return yield* InvalidCursor.of()
           after = [values[0]!, values[1]!]
         }
         let contactIds: Array<string> | undefined = query.contactId === undefined ? undefined : [query.contactId]
@@ -190,7 +192,7 @@ export class Activity extends Context.Service<Activity, {
         }))
         const last = page.at(-1)
         return { data, cursor: hasMore && last ? encodeCursor([last.at_key, last.id]) : null, hasMore }
-      })
+      }, mapSqlError)
 
       /** Items per type counted from the raw tables over a short stretch (the ends of a range). */
       const rawCounts = (projectId: string, from: number | null, to: number | null, exclusiveFrom: boolean) =>
@@ -231,7 +233,7 @@ export class Activity extends Context.Service<Activity, {
           for (const [type, n] of part) if (total.has(type as ActivityType)) total.set(type as ActivityType, total.get(type as ActivityType)! + n)
         }
         return total
-      })
+      }, mapSqlError)
 
       const upcoming = Effect.fn("Activity.upcoming")(function*(projectId: string, hours: number, limit: number) {
         const rows = yield* sql<{
@@ -273,7 +275,7 @@ export class Activity extends Context.Service<Activity, {
           ...(row.step_id ? { step: { id: row.step_id, name: row.step_name ?? "", type: row.step_type ?? "" } } : {}),
           ...(row.execution_id ? { executionId: row.execution_id } : {})
         }))
-      })
+      }, mapSqlError)
 
       return Activity.of({ feed, counts, upcoming })
     })

@@ -7,7 +7,7 @@
  * but not yet sent counts against it too; `reserve` checks and queues under a per-(project, category)
  * transaction lock, so two concurrent sends cannot both take the last unit.
  */
-import { Context, Data, Effect, Layer } from "effect"
+import { Clock, Context, Data, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 
 export const Categories = ["transactional", "campaigns", "workflows", "inbound"] as const
@@ -75,6 +75,7 @@ export class Billing extends Context.Service<Billing, {
     Billing,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const clock = yield* Clock.Clock
 
       const limits = Effect.fn("Billing.limits")(function*(projectId: string) {
         const [row] = yield* sql<{ billing_limits: Partial<Record<Category, number | null>> }>`
@@ -87,7 +88,7 @@ export class Billing extends Context.Service<Billing, {
         return next
       }, Effect.orDie)
 
-      const consumption = Effect.fn("Billing.consumption")(function*(projectId: string, now: Date = new Date()) {
+      const consumption = Effect.fn("Billing.consumption")(function*(projectId: string, now: Date = new Date(clock.currentTimeMillisUnsafe())) {
         const periodStart = monthStart(now)
         const periodEnd = monthTurn(now)
         const rows = yield* sql<{ category: Category; n: number }>`
@@ -103,7 +104,7 @@ export class Billing extends Context.Service<Billing, {
       const used = (projectId: string, category: Category) =>
         sql<{ n: number }>`
           SELECT count(*)::int AS n FROM emails
-          WHERE project_id = ${projectId} AND created_at >= ${monthStart(new Date())}
+          WHERE project_id = ${projectId} AND created_at >= ${monthStart(new Date(clock.currentTimeMillisUnsafe()))}
             AND status NOT IN ('FAILED', 'SUPPRESSED') AND ${categoryOf(sql)} = ${category}`.pipe(Effect.map((rows) => rows[0]!.n))
 
       const lock = (projectId: string, category: Category) =>

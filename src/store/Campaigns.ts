@@ -3,7 +3,7 @@
  * SENDING. Starting to send commits a `campaignStep` command to the project's partition of IN in the
  * same statement; the project's actor then freezes the audience and queues the mail (src/campaigns/fanout.ts).
  */
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Condition } from "../domain/conditions/types.ts"
 import { conditionReads } from "../domain/conditions/validate.ts"
@@ -199,6 +199,7 @@ export class Campaigns extends Context.Service<Campaigns, {
     Campaigns,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const clock = yield* Clock.Clock
       const outbox = yield* Outbox
 
       /** The command that makes the project's owner lane take the campaign's next fan-out step. */
@@ -206,7 +207,7 @@ export class Campaigns extends Context.Service<Campaigns, {
         outbox.rowsOf([{ kind: "command", projectId, commandId: uuidv7(), type: "campaignStep", campaignId }])[0]!
 
       const create = Effect.fn("Campaigns.create")(function*(projectId: string, input: CampaignInput) {
-        const now = new Date().toISOString()
+        const now = new Date(yield* Clock.currentTimeMillis).toISOString()
         const [row] = yield* sql<CampaignRow>`
           INSERT INTO campaigns (id, project_id, partition, name, description, subject, body, from_email, from_name, reply_to,
                                  type, audience_type, segment_id, audience_condition, created_at, updated_at)
@@ -285,7 +286,7 @@ export class Campaigns extends Context.Service<Campaigns, {
 
       const send = (projectId: string, id: string, at: Date | undefined) =>
         transition(projectId, id, ["DRAFT", "SCHEDULED"], (row) =>
-          at && at.getTime() > Date.now()
+          at && at.getTime() > clock.currentTimeMillisUnsafe()
             ? Effect.map(sql<CampaignRow>`
                 UPDATE campaigns SET status = 'SCHEDULED', scheduled_for = ${at.toISOString()}, updated_at = now()
                 WHERE id = ${id} RETURNING *`, (rows) => toCampaign(rows[0]!))

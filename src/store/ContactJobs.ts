@@ -3,7 +3,7 @@
  * subscribe/unsubscribe/delete. Queuing a job commits, in one transaction, the job and its first stream
  * message(s); the lanes write progress per lane (contact_job_progress), summed here on read.
  */
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
 import type { ImportPlan } from "../imports/plan.ts"
@@ -162,7 +162,7 @@ export class ContactJobs extends Context.Service<ContactJobs, {
         contactIds: ReadonlyArray<string>
       ) {
         const id = uuidv7()
-        const at = new Date().toISOString()
+        const at = new Date(yield* Clock.currentTimeMillis).toISOString()
         const wellFormed = [...new Set(contactIds.filter(isUuid).map((value) => value.toLowerCase()))]
         return yield* sql.withTransaction(Effect.gen(function*() {
           const own = new Set(

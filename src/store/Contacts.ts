@@ -3,10 +3,11 @@
  * describing the change (published to the project's partition of stream IN by the OutboxRelay), and
  * records the inferred type of any custom-data key seen for the first time.
  */
-import { Context, Data, Effect, Layer } from "effect"
+import { Clock, Context, Data, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import { type DataPatch, type FieldType, inferFieldTypes, MAX_CONTACT_DATA_BYTES } from "../domain/customData.ts"
+import { DuplicateEmail, InvalidCursor } from "../domain/errors.ts"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
 import { decodeCursor, encodeCursor } from "./cursor.ts"
 import { Outbox } from "../stream/Outbox.ts"
@@ -78,10 +79,6 @@ export interface FieldDescriptor {
   readonly type: string
   readonly isCustom: boolean
   readonly coverage: number
-}
-
-export class DuplicateEmail {
-  readonly _tag = "DuplicateEmail"
 }
 
 /** The write would grow the contact's custom data past MAX_CONTACT_DATA_BYTES; nothing was written. */
@@ -167,9 +164,9 @@ export class Contacts extends Context.Service<Contacts, {
     projectId: string,
     id: string,
     input: UpdateInput
-  ) => Effect.Effect<Contact | undefined | DuplicateEmail, SqlError.SqlError | ContactDataTooLarge>
+  ) => Effect.Effect<Contact | undefined, DuplicateEmail | SqlError.SqlError | ContactDataTooLarge>
   readonly remove: (projectId: string, id: string) => Effect.Effect<boolean, SqlError.SqlError>
-  readonly list: (projectId: string, query: ListQuery) => Effect.Effect<ListPage | "bad-cursor", SqlError.SqlError>
+  readonly list: (projectId: string, query: ListQuery) => Effect.Effect<ListPage, InvalidCursor | SqlError.SqlError>
   readonly lookup: (
     projectId: string,
     emails: ReadonlyArray<string>
@@ -190,6 +187,7 @@ export class Contacts extends Context.Service<Contacts, {
     Contacts,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const clock = yield* Clock.Clock
       const config = yield* AppConfig
       const outbox = yield* Outbox
 
@@ -206,7 +204,7 @@ export class Contacts extends Context.Service<Contacts, {
        * simply runs again, now finding the row.
        */
       const upsertOnce = (input: UpsertInput) => {
-        const nowMs = Date.now()
+        const nowMs = clock.currentTimeMillisUnsafe()
         const now = new Date(nowMs).toISOString()
         const pins = pinsOf(input.patch, input.subscribed, nowMs)
         const set = JSON.stringify(input.patch.set)
@@ -300,7 +298,7 @@ export class Contacts extends Context.Service<Contacts, {
       })
 
       const update = Effect.fn("Contacts.update")(function*(projectId: string, id: string, input: UpdateInput) {
-        const nowMs = Date.now()
+        const nowMs = clock.currentTimeMillisUnsafe()
         const now = new Date(nowMs).toISOString()
         const pins = pinsOf(input.patch, input.subscribed, nowMs)
         const rows = yield* sql<ContactRow & { previous_subscribed: boolean; too_large: boolean }>`
@@ -347,17 +345,15 @@ export class Contacts extends Context.Service<Contacts, {
           UNION ALL
           SELECT patched.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM patched
           WHERE NOT EXISTS (SELECT 1 FROM up)`.pipe(
-          Effect.map((rows): ReadonlyArray<ContactRow & { too_large: boolean }> | DuplicateEmail => rows),
-          Effect.catchTag("SqlError", (error) =>
-            error.reason._tag === "UniqueViolation" ? Effect.succeed(new DuplicateEmail()) : Effect.fail(error))
+          Effect.catchTag("SqlError", (error): Effect.Effect<never, DuplicateEmail | SqlError.SqlError> =>
+            error.reason._tag === "UniqueViolation" ? Effect.fail(DuplicateEmail.of()) : Effect.fail(error))
         )
-        if (rows instanceof DuplicateEmail) return rows
         if (rows[0]?.too_large) return yield* new ContactDataTooLarge({ contactId: rows[0].id })
         return rows[0] ? toContact(rows[0]) : undefined
       })
 
       const remove = Effect.fn("Contacts.remove")(function*(projectId: string, id: string) {
-        const now = new Date().toISOString()
+        const now = new Date(yield* Clock.currentTimeMillis).toISOString()
         const rows = yield* sql<{ id: string }>`
           WITH gone AS (
             DELETE FROM contacts WHERE project_id = ${projectId} AND id = ${id}
@@ -374,6 +370,8 @@ export class Contacts extends Context.Service<Contacts, {
         return rows.length > 0
       })
 
+      const badCursor = InvalidCursor.of("cursor is not a cursor returned by this list (with this sort)")
+
       const list = Effect.fn("Contacts.list")(function*(projectId: string, query: ListQuery) {
         const conditions = [sql`project_id = ${projectId}`]
         if (query.search) conditions.push(sql`email LIKE ${`%${escapeLike(query.search.toLowerCase())}%`}`)
@@ -383,11 +381,11 @@ export class Contacts extends Context.Service<Contacts, {
         if (query.cursor !== undefined) {
           if (query.sort === "email") {
             const values = decodeCursor(query.cursor, 1)
-            if (!values) return "bad-cursor" as const
+            if (!values) return yield* badCursor
             conditions.push(sql`email ${sql.literal(after)} ${values[0]!}`)
           } else {
             const values = decodeCursor(query.cursor, 2)
-            if (!values || !ISO_INSTANT.test(values[0]!) || !isUuid(values[1]!)) return "bad-cursor" as const
+            if (!values || !ISO_INSTANT.test(values[0]!) || !isUuid(values[1]!)) return yield* badCursor
             conditions.push(sql`(created_at, id) ${sql.literal(after)} (${values[0]!}::timestamptz, ${values[1]!}::uuid)`)
           }
         }
@@ -493,7 +491,7 @@ export class Contacts extends Context.Service<Contacts, {
         const path = customFieldPath(field)!
         const key = path.join(".")
         const pgPath = `{${path.map((p) => `"${p.replace(/["\\]/g, "\\$&")}"`).join(",")}}`
-        const now = new Date().toISOString()
+        const now = new Date(yield* Clock.currentTimeMillis).toISOString()
         return yield* sql.withTransaction(Effect.gen(function*() {
           const updated = yield* sql<{ n: number }>`
             WITH changed AS (

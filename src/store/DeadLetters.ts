@@ -9,7 +9,9 @@
  * repeat: events keep their ids (stored once), so only what did not apply the first time takes effect.
  */
 import { Context, Effect, Layer, Schema } from "effect"
-import { SqlClient, type SqlError } from "effect/sql"
+import { InvalidCursor } from "../domain/errors.ts"
+import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
+import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import { storableProblem } from "../domain/storable.ts"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
@@ -108,11 +110,11 @@ export class DeadLetters extends Context.Service<DeadLetters, {
     readonly limit: number
     readonly cursor: string | undefined
     readonly replayed: boolean | undefined
-  }) => Effect.Effect<{ readonly data: ReadonlyArray<DeadLetter>; readonly cursor: string | null; readonly hasMore: boolean; readonly total: number } | "bad-cursor", SqlError.SqlError>
-  readonly get: (projectId: string, id: string) => Effect.Effect<DeadLetterDetail | undefined, SqlError.SqlError>
+  }) => Effect.Effect<{ readonly data: ReadonlyArray<DeadLetter>; readonly cursor: string | null; readonly hasMore: boolean; readonly total: number }, InvalidCursor | PersistenceError>
+  readonly get: (projectId: string, id: string) => Effect.Effect<DeadLetterDetail | undefined, PersistenceError>
   /** Publishes the message again (through the outbox); undefined when there is no such letter. */
-  readonly replay: (projectId: string, id: string) => Effect.Effect<DeadLetter | undefined | "unreadable", SqlError.SqlError>
-  readonly remove: (projectId: string, id: string) => Effect.Effect<boolean, SqlError.SqlError>
+  readonly replay: (projectId: string, id: string) => Effect.Effect<DeadLetter | undefined | "unreadable", PersistenceError>
+  readonly remove: (projectId: string, id: string) => Effect.Effect<boolean, PersistenceError>
 }>()("app/store/DeadLetters") {
   static readonly layer = Layer.effect(
     DeadLetters,
@@ -127,7 +129,7 @@ export class DeadLetters extends Context.Service<DeadLetters, {
         readonly cursor: string | undefined
         readonly replayed: boolean | undefined
       }) {
-        if (query.cursor !== undefined && !isUuid(query.cursor)) return "bad-cursor" as const
+        if (query.cursor !== undefined && !isUuid(query.cursor)) return yield* InvalidCursor.of("The cursor is not one this endpoint returned")
         const filters = [sql`project_id = ${projectId}`]
         if (query.replayed !== undefined) filters.push(query.replayed ? sql`replayed_at IS NOT NULL` : sql`replayed_at IS NULL`)
         const page = query.cursor === undefined ? filters : [...filters, sql`id < ${query.cursor}::uuid`]
@@ -142,7 +144,7 @@ export class DeadLetters extends Context.Service<DeadLetters, {
           total = count?.n ?? 0
         }
         return { data, cursor: hasMore ? data[data.length - 1]!.id : null, hasMore, total }
-      })
+      }, mapSqlError)
 
       const find = (projectId: string, id: string) =>
         isUuid(id)
@@ -154,7 +156,7 @@ export class DeadLetters extends Context.Service<DeadLetters, {
       const get = Effect.fn("DeadLetters.get")(function*(projectId: string, id: string) {
         const row = yield* find(projectId, id)
         return row ? { ...toDeadLetter(row), payload: parse(row.payload) ?? row.payload } : undefined
-      })
+      }, mapSqlError)
 
       /**
        * Puts a letter back on its way: a stream IN message through the outbox (so it is routed to its
@@ -186,13 +188,13 @@ export class DeadLetters extends Context.Service<DeadLetters, {
             RETURNING id, source, error, subject, partition, seq, payload, replays, replayed_at, created_at`
           return toDeadLetter(updated!)
         }))
-      })
+      }, mapSqlError)
 
       const remove = Effect.fn("DeadLetters.remove")(function*(projectId: string, id: string) {
         if (!isUuid(id)) return false
         const rows = yield* sql`DELETE FROM dead_letters WHERE project_id = ${projectId} AND id = ${id} RETURNING id`
         return rows.length > 0
-      })
+      }, mapSqlError)
 
       return DeadLetters.of({ list, get, replay, remove })
     })

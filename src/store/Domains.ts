@@ -1,6 +1,8 @@
 /** Sending domains of a project: DKIM keys, the records to publish, and their verification by DNS. */
-import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
+import { Context, Effect, Layer, Schema } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
+import { DomainExists } from "../domain/errors.ts"
+import { DomainId, ProjectId } from "../domain/identifiers.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { AppConfig } from "../config.ts"
 import { Dns } from "../lib/dns.ts"
@@ -13,9 +15,11 @@ import {
   recordsFor,
   recordStatus
 } from "../mail/domainRecords.ts"
+import { NullableTimestamp, Timestamp } from "./columns.ts"
+import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
 export interface Domain {
-  readonly id: string
+  readonly id: DomainId
   readonly domain: string
   readonly verified: boolean
   readonly status: DomainStatus
@@ -31,15 +35,30 @@ export interface SigningKey {
   readonly privateKey: string
 }
 
-interface DomainRow {
-  readonly id: string
-  readonly project_id: string
-  readonly domain: string
-  readonly status: DomainStatus
-  readonly records: Array<DnsRecord>
-  readonly created_at: Date
-  readonly last_checked_at: Date | null
-}
+const DomainStatusSchema = Schema.Literals(["PENDING", "VERIFIED", "FAILED"])
+
+const DnsRecordSchema = Schema.Struct({
+  purpose: Schema.Literals(["DKIM", "SPF", "DMARC"]),
+  type: Schema.Literal("TXT"),
+  name: Schema.String,
+  value: Schema.String,
+  status: Schema.Literals(["VERIFIED", "MISSING", "MISMATCH", "UNKNOWN"]),
+  required: Schema.Boolean
+})
+
+/** A `domains` row as COLUMNS select it (the DKIM key columns are read by signingKey alone). */
+const DomainRow = Schema.Struct({
+  id: DomainId,
+  project_id: ProjectId,
+  domain: Schema.String,
+  status: DomainStatusSchema,
+  records: Schema.Array(DnsRecordSchema),
+  created_at: Timestamp,
+  last_checked_at: NullableTimestamp
+})
+type DomainRow = typeof DomainRow.Type
+
+const COLUMNS = "id, project_id, domain, status, records, created_at, last_checked_at"
 
 const toDomain = (row: DomainRow): Domain => ({
   id: row.id,
@@ -47,23 +66,23 @@ const toDomain = (row: DomainRow): Domain => ({
   verified: row.status === "VERIFIED",
   status: row.status,
   records: row.records,
-  createdAt: row.created_at.toISOString(),
-  lastCheckedAt: row.last_checked_at?.toISOString() ?? null
+  createdAt: row.created_at,
+  lastCheckedAt: row.last_checked_at
 })
 
-const COLUMNS = "id, project_id, domain, status, records, created_at, last_checked_at"
+const SigningKeyRow = Schema.Struct({ domain: Schema.String, dkim_selector: Schema.String, dkim_private_key: Schema.String })
 
 export class Domains extends Context.Service<Domains, {
-  readonly create: (projectId: string, domain: string) => Effect.Effect<Domain | "exists">
-  readonly list: (projectId: string) => Effect.Effect<ReadonlyArray<Domain>>
-  readonly get: (projectId: string, id: string) => Effect.Effect<Domain | undefined>
-  readonly remove: (projectId: string, id: string) => Effect.Effect<boolean>
+  readonly create: (projectId: string, domain: string) => Effect.Effect<Domain, DomainExists | PersistenceError>
+  readonly list: (projectId: string) => Effect.Effect<ReadonlyArray<Domain>, PersistenceError>
+  readonly get: (projectId: string, id: string) => Effect.Effect<Domain | undefined, PersistenceError>
+  readonly remove: (projectId: string, id: string) => Effect.Effect<boolean, PersistenceError>
   /** Looks the domain's records up now and stores what was found. */
-  readonly check: (projectId: string, id: string) => Effect.Effect<Domain | undefined>
+  readonly check: (projectId: string, id: string) => Effect.Effect<Domain | undefined, PersistenceError>
   /** Checks the domains whose last check is older than DOMAIN_RECHECK_SECONDS. */
-  readonly checkDue: (limit: number) => Effect.Effect<number>
+  readonly checkDue: (limit: number) => Effect.Effect<number, PersistenceError>
   /** The signing key of the project's verified domain of that name. */
-  readonly signingKey: (projectId: string, domain: string) => Effect.Effect<SigningKey | undefined>
+  readonly signingKey: (projectId: string, domain: string) => Effect.Effect<SigningKey | undefined, PersistenceError>
 }>()("app/store/Domains") {
   static readonly layer = Layer.effect(
     Domains,
@@ -71,34 +90,52 @@ export class Domains extends Context.Service<Domains, {
       const sql = yield* SqlClient.SqlClient
       const dns = yield* Dns
       const recheckSeconds = (yield* AppConfig).domainRecheckSeconds
+      const decodeRows = Schema.decodeUnknownEffect(Schema.Array(DomainRow))
+
+      const insert = SqlSchema.findAll({
+        Request: Schema.Struct({ projectId: Schema.String, domain: Schema.String }),
+        Result: DomainRow,
+        execute: ({ domain, projectId }) =>
+          Effect.flatMap(Effect.promise(generateDkimKeys), (keys) =>
+            sql`
+              INSERT INTO domains (id, project_id, domain, dkim_selector, dkim_private_key, dkim_public_key, records)
+              VALUES (${uuidv7()}, ${projectId}, ${domain}, ${keys.selector}, ${keys.privateKey}, ${keys.publicKey},
+                      ${JSON.stringify(recordsFor(domain, keys))}::jsonb)
+              ON CONFLICT (project_id, domain) DO NOTHING
+              RETURNING ${sql.literal(COLUMNS)}`)
+      })
+
+      const byProject = SqlSchema.findAll({
+        Request: Schema.String,
+        Result: DomainRow,
+        execute: (projectId) => sql`SELECT ${sql.literal(COLUMNS)} FROM domains WHERE project_id = ${projectId} ORDER BY domain`
+      })
+
+      const byId = SqlSchema.findAll({
+        Request: Schema.Struct({ projectId: Schema.String, id: Schema.String }),
+        Result: DomainRow,
+        execute: ({ id, projectId }) => sql`SELECT ${sql.literal(COLUMNS)} FROM domains WHERE project_id = ${projectId} AND id = ${id}`
+      })
 
       const create = Effect.fn("Domains.create")(function*(projectId: string, domain: string) {
-        const keys = yield* Effect.promise(generateDkimKeys)
-        const rows = yield* sql<DomainRow>`
-          INSERT INTO domains (id, project_id, domain, dkim_selector, dkim_private_key, dkim_public_key, records)
-          VALUES (${uuidv7()}, ${projectId}, ${domain}, ${keys.selector}, ${keys.privateKey}, ${keys.publicKey},
-                  ${JSON.stringify(recordsFor(domain, keys))}::jsonb)
-          ON CONFLICT (project_id, domain) DO NOTHING
-          RETURNING ${sql.literal(COLUMNS)}`
-        return rows[0] ? toDomain(rows[0]) : "exists" as const
-      }, Effect.orDie)
+        const [row] = yield* insert({ projectId, domain })
+        if (!row) return yield* DomainExists.of(domain)
+        return toDomain(row)
+      }, mapSqlError)
 
       const list = Effect.fn("Domains.list")(function*(projectId: string) {
-        const rows = yield* sql<DomainRow>`
-          SELECT ${sql.literal(COLUMNS)} FROM domains WHERE project_id = ${projectId} ORDER BY domain`
-        return rows.map(toDomain)
-      }, Effect.orDie)
+        return (yield* byProject(projectId)).map(toDomain)
+      }, mapSqlError)
 
       const get = Effect.fn("Domains.get")(function*(projectId: string, id: string) {
-        const rows = yield* sql<DomainRow>`
-          SELECT ${sql.literal(COLUMNS)} FROM domains WHERE project_id = ${projectId} AND id = ${id}`
-        return rows[0] ? toDomain(rows[0]) : undefined
-      }, Effect.orDie)
+        const [row] = yield* byId({ projectId, id })
+        return row ? toDomain(row) : undefined
+      }, mapSqlError)
 
       const remove = Effect.fn("Domains.remove")(function*(projectId: string, id: string) {
         const rows = yield* sql`DELETE FROM domains WHERE project_id = ${projectId} AND id = ${id} RETURNING id`
         return rows.length > 0
-      }, Effect.orDie)
+      }, mapSqlError)
 
       const recheck = Effect.fnUntraced(function*(row: DomainRow) {
         const records = yield* Effect.forEach(row.records, (record) =>
@@ -106,30 +143,29 @@ export class Domains extends Context.Service<Domains, {
           concurrency: "unbounded"
         })
         const status = domainStatus(row.status, records)
-        const updated = yield* sql<DomainRow>`
+        const updated = yield* sql`
           UPDATE domains SET records = ${JSON.stringify(records)}::jsonb, status = ${status}, last_checked_at = now(), last_check_error = NULL,
                  verified_at = CASE WHEN ${status} = 'VERIFIED' THEN COALESCE(verified_at, now()) ELSE NULL END
           WHERE id = ${row.id}
-          RETURNING ${sql.literal(COLUMNS)}`
+          RETURNING ${sql.literal(COLUMNS)}`.pipe(Effect.flatMap(decodeRows))
         return updated[0] ? toDomain(updated[0]) : undefined
       })
 
       const check = Effect.fn("Domains.check")(function*(projectId: string, id: string) {
-        const rows = yield* sql<DomainRow>`
-          SELECT ${sql.literal(COLUMNS)} FROM domains WHERE project_id = ${projectId} AND id = ${id}`
-        return rows[0] ? yield* recheck(rows[0]) : undefined
-      }, Effect.orDie)
+        const [row] = yield* byId({ projectId, id })
+        return row ? yield* recheck(row) : undefined
+      }, mapSqlError)
 
       const checkDue = Effect.fn("Domains.checkDue")(function*(limit: number) {
         // Claimed by moving last_checked_at forward first, so concurrent workers check each domain once.
-        const rows = yield* sql<DomainRow>`
+        const rows = yield* sql`
           UPDATE domains SET last_checked_at = now()
           WHERE id IN (
             SELECT id FROM domains
             WHERE last_checked_at IS NULL OR last_checked_at < now() - make_interval(secs => ${recheckSeconds})
             ORDER BY last_checked_at NULLS FIRST LIMIT ${limit}
             FOR UPDATE SKIP LOCKED)
-          RETURNING ${sql.literal(COLUMNS)}`
+          RETURNING ${sql.literal(COLUMNS)}`.pipe(Effect.flatMap(decodeRows))
         // A domain whose check cannot run keeps its status, with the reason; the others are checked.
         yield* Effect.forEach(rows, (row) =>
           isolateRow(
@@ -139,15 +175,20 @@ export class Domains extends Context.Service<Domains, {
             (reason) => sql`UPDATE domains SET last_check_error = ${reason} WHERE id = ${row.id}`
           ), { concurrency: 8, discard: true })
         return rows.length
-      }, Effect.orDie)
+      }, mapSqlError)
+
+      const signingKeyRows = SqlSchema.findAll({
+        Request: Schema.Struct({ projectId: Schema.String, domain: Schema.String }),
+        Result: SigningKeyRow,
+        execute: ({ domain, projectId }) =>
+          sql`SELECT domain, dkim_selector, dkim_private_key FROM domains
+              WHERE project_id = ${projectId} AND domain = ${domain} AND status = 'VERIFIED'`
+      })
 
       const signingKey = Effect.fn("Domains.signingKey")(function*(projectId: string, domain: string) {
-        const rows = yield* sql<{ domain: string; dkim_selector: string; dkim_private_key: string }>`
-          SELECT domain, dkim_selector, dkim_private_key FROM domains
-          WHERE project_id = ${projectId} AND domain = ${domain} AND status = 'VERIFIED'`
-        const row = rows[0]
+        const [row] = yield* signingKeyRows({ projectId, domain })
         return row ? { domain: row.domain, selector: row.dkim_selector, privateKey: row.dkim_private_key } : undefined
-      }, Effect.orDie)
+      }, mapSqlError)
 
       return Domains.of({ create, list, get, remove, check, checkDue, signingKey })
     })

@@ -3,7 +3,7 @@
  * step) that caused it, together with an `email` message into the project's partition of stream IN,
  * which wakes the partition's worker to send it (src/mail/Sender.ts). Status only moves forward.
  */
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
@@ -274,7 +274,7 @@ export class Emails extends Context.Service<Emails, {
               contactId: row.contact_id,
               email: row.to_email,
               data: emailEventData(toEmailRecord(row), kind === "click" ? { ...data, isFirstClick: first } : data),
-              at: new Date().toISOString()
+              at: new Date(yield* Clock.currentTimeMillis).toISOString()
             }])
           }
           return { email: toEmailRecord(row), first, recorded }

@@ -1,6 +1,8 @@
 /** Reads of stored events (written by project actors, see actors/applyBatch.ts). */
 import { Context, Effect, Layer } from "effect"
-import { SqlClient, type SqlError } from "effect/sql"
+import { InvalidCursor } from "../domain/errors.ts"
+import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
+import { SqlClient } from "effect/sql"
 import { isUuid } from "../domain/ids.ts"
 import { ISO_INSTANT } from "./Contacts.ts"
 import { decodeCursor, encodeCursor } from "./cursor.ts"
@@ -51,17 +53,17 @@ export class Events extends Context.Service<Events, {
     readonly cursor: string | undefined
     readonly name: string | undefined
     readonly contactId: string | undefined
-  }) => Effect.Effect<EventPage | "bad-cursor", SqlError.SqlError>
+  }) => Effect.Effect<EventPage, InvalidCursor | PersistenceError>
   readonly names: (projectId: string) => Effect.Effect<
     ReadonlyArray<{ readonly name: string; readonly count: number; readonly lastSeenAt: string }>,
-    SqlError.SqlError
+    PersistenceError
   >
   readonly stats: (projectId: string, from: Date, to: Date) => Effect.Effect<{
     readonly total: number
     readonly byName: ReadonlyArray<{ readonly name: string; readonly count: number }>
     readonly byDay: ReadonlyArray<{ readonly day: string; readonly name: string; readonly count: number }>
-  }, SqlError.SqlError>
-  readonly nameExists: (projectId: string, name: string) => Effect.Effect<boolean, SqlError.SqlError>
+  }, PersistenceError>
+  readonly nameExists: (projectId: string, name: string) => Effect.Effect<boolean, PersistenceError>
 }>()("app/store/Events") {
   static readonly layer = Layer.effect(
     Events,
@@ -80,7 +82,7 @@ export class Events extends Context.Service<Events, {
         const conditions = [...filters]
         if (query.cursor !== undefined) {
           const cursor = decodeEventCursor(query.cursor)
-          if (!cursor) return "bad-cursor" as const
+          if (!cursor) return yield* InvalidCursor.of()
           conditions.push(sql`(e.created_at, e.id) < (${cursor[0]}::timestamptz, ${cursor[1]}::uuid)`)
         }
         const rows = yield* sql<EventRow>`
@@ -97,7 +99,7 @@ export class Events extends Context.Service<Events, {
           total = count?.n ?? 0
         }
         return { data, hasMore, cursor: hasMore ? eventCursor(data[data.length - 1]!) : null, total }
-      })
+      }, mapSqlError)
 
       const names = Effect.fn("Events.names")(function*(projectId: string) {
         const rows = yield* sql<{ name: string; count: number; last_at: Date }>`
@@ -105,7 +107,7 @@ export class Events extends Context.Service<Events, {
           FROM event_aggregates WHERE project_id = ${projectId}
           GROUP BY name ORDER BY name`
         return rows.map((row) => ({ name: row.name, count: row.count, lastSeenAt: new Date(row.last_at).toISOString() }))
-      })
+      }, mapSqlError)
 
       const stats = Effect.fn("Events.stats")(function*(projectId: string, from: Date, to: Date) {
         const byDay = yield* sql<{ day: string; name: string; count: number }>`
@@ -121,12 +123,12 @@ export class Events extends Context.Service<Events, {
           byName: [...totals].map(([name, count]) => ({ name, count })).sort((a, b) => b.count - a.count),
           byDay
         }
-      })
+      }, mapSqlError)
 
       const nameExists = Effect.fn("Events.nameExists")(function*(projectId: string, name: string) {
         const rows = yield* sql`SELECT 1 FROM event_aggregates WHERE project_id = ${projectId} AND name = ${name} LIMIT 1`
         return rows.length > 0
-      })
+      }, mapSqlError)
 
       return Events.of({ list, names, stats, nameExists })
     })

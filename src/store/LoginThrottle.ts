@@ -6,6 +6,7 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { pgArray } from "../lib/pgArray.ts"
+import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
 const WINDOW_SECONDS = 15 * 60
 /** Failures allowed in the window: per email (one account), per address (one client trying many). */
@@ -17,10 +18,10 @@ export const addressKey = (address: string) => `ip:${address}`
 
 export class LoginThrottle extends Context.Service<LoginThrottle, {
   /** Seconds to wait before trying again, or undefined when the attempt may go ahead. */
-  readonly retryAfter: (email: string, address: string) => Effect.Effect<number | undefined>
-  readonly recordFailure: (email: string, address: string) => Effect.Effect<void>
+  readonly retryAfter: (email: string, address: string) => Effect.Effect<number | undefined, PersistenceError>
+  readonly recordFailure: (email: string, address: string) => Effect.Effect<void, PersistenceError>
   /** A successful sign-in forgets the account's failures. */
-  readonly clear: (email: string) => Effect.Effect<void>
+  readonly clear: (email: string) => Effect.Effect<void, PersistenceError>
 }>()("app/store/LoginThrottle") {
   static readonly layer = Layer.effect(
     LoginThrottle,
@@ -39,17 +40,17 @@ export class LoginThrottle extends Context.Service<LoginThrottle, {
         )
         if (blocked.length === 0) return undefined
         return Math.max(1, Math.ceil(Math.max(...blocked.map((row) => row.oldest))))
-      }, Effect.orDie)
+      }, mapSqlError)
 
       return LoginThrottle.of({
         retryAfter,
         recordFailure: (email, address) =>
-          sql`INSERT INTO login_failures (key) VALUES (${emailKey(email)}), (${addressKey(address)})`.pipe(Effect.asVoid, Effect.orDie),
+          sql`INSERT INTO login_failures (key) VALUES (${emailKey(email)}), (${addressKey(address)})`.pipe(Effect.asVoid, mapSqlError),
         clear: (email) =>
           // Old rows of every key go too, so the table stays small.
           sql`DELETE FROM login_failures WHERE key = ${emailKey(email)} OR failed_at < now() - make_interval(secs => ${WINDOW_SECONDS})`.pipe(
             Effect.asVoid,
-            Effect.orDie
+            mapSqlError
           )
       })
     })

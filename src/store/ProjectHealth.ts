@@ -5,7 +5,7 @@
  * disabled with a reason and a suspension record. Rates count only mail sent since the last time an
  * owner lifted a suspension, so re-enabling is not undone by the same old bounces.
  */
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { uuidv7 } from "../domain/ids.ts"
 
@@ -113,7 +113,7 @@ export class ProjectHealth extends Context.Service<ProjectHealth, {
 
       const rates = Effect.fn("ProjectHealth.rates")(function*(projectId: string) {
         const [row] = yield* rateRows(projectId)
-        return toRates(row ?? { project_id: projectId, window_start: new Date(), sends: 0, bounces: 0, complaints: 0 })
+        return toRates(row ?? { project_id: projectId, window_start: new Date(yield* Clock.currentTimeMillis), sends: 0, bounces: 0, complaints: 0 })
       }, Effect.orDie)
 
       const suspensions = Effect.fn("ProjectHealth.suspensions")(function*(projectId: string) {

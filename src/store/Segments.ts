@@ -1,5 +1,5 @@
 /** Segment definitions and reads of their members. Membership changes are the actor's (actors/segments.ts). */
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError, type Statement } from "effect/sql"
 import type { Condition } from "../domain/conditions/types.ts"
 import { uuidv7 } from "../domain/ids.ts"
@@ -112,6 +112,7 @@ export class Segments extends Context.Service<Segments, {
     Segments,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const clock = yield* Clock.Clock
       const outbox = yield* Outbox
 
       /**
@@ -129,7 +130,7 @@ export class Segments extends Context.Service<Segments, {
         readonly condition: Condition | null
         readonly trackMembership: boolean
       }) {
-        const now = new Date().toISOString()
+        const now = new Date(yield* Clock.currentTimeMillis).toISOString()
         return yield* sql.withTransaction(Effect.gen(function*() {
           const rows = yield* sql<SegmentRow>`
             INSERT INTO segments (id, project_id, name, description, type, condition, track_membership, created_at, updated_at)
@@ -172,7 +173,7 @@ export class Segments extends Context.Service<Segments, {
             -- After an edit the actor emits entry/exit for contacts the new condition moves.
             backfill_emits = backfill_emits OR ${input.condition !== undefined},
             track_membership = COALESCE(${input.trackMembership ?? null}::boolean, track_membership),
-            updated_at = ${new Date().toISOString()}::timestamptz
+            updated_at = ${new Date(yield* Clock.currentTimeMillis).toISOString()}::timestamptz
           WHERE project_id = ${projectId} AND id = ${id}
           RETURNING ${sql.literal(COLUMNS)}`
           const command = updated.length > 0 ? yield* notifyActor(projectId, { type: "segmentsChanged" }) : undefined
@@ -191,7 +192,7 @@ export class Segments extends Context.Service<Segments, {
 
       const members = (segment: Segment) =>
         segment.type === "DYNAMIC" && segment.condition
-          ? compileConditionSql(sql, segment.condition, Date.now())
+          ? compileConditionSql(sql, segment.condition, clock.currentTimeMillisUnsafe())
           : sql`EXISTS (SELECT 1 FROM segment_memberships m
                         WHERE m.segment_id = ${segment.id} AND m.contact_id = c.id AND m.exited_at IS NULL)`
 
@@ -234,7 +235,7 @@ export class Segments extends Context.Service<Segments, {
             contactId: contact.id,
             email: contact.email,
             data: { segmentId: segment.id, segmentName: segment.name },
-            at: new Date().toISOString()
+            at: new Date(clock.currentTimeMillisUnsafe()).toISOString()
           })))
           : Effect.void
 
@@ -257,7 +258,7 @@ export class Segments extends Context.Service<Segments, {
         readonly subscribed: boolean | undefined
       }) {
         return yield* sql.withTransaction(Effect.gen(function*() {
-          const now = new Date().toISOString()
+          const now = new Date(yield* Clock.currentTimeMillis).toISOString()
           let created = 0
           if (options.createMissing) {
             // New contacts announce themselves like any other, so the actor evaluates every segment for them.
@@ -301,7 +302,7 @@ export class Segments extends Context.Service<Segments, {
       const removeMembers = Effect.fn("Segments.removeMembers")(function*(segment: Segment, emails: ReadonlyArray<string>) {
         return yield* sql.withTransaction(Effect.gen(function*() {
           const exited = yield* sql<{ id: string; email: string }>`
-            UPDATE segment_memberships m SET exited_at = ${new Date().toISOString()}::timestamptz
+            UPDATE segment_memberships m SET exited_at = ${new Date(yield* Clock.currentTimeMillis).toISOString()}::timestamptz
             FROM contacts c
             WHERE m.segment_id = ${segment.id} AND m.contact_id = c.id AND m.exited_at IS NULL
               AND c.project_id = ${segment.projectId}

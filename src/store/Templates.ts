@@ -1,5 +1,5 @@
 /** Email templates of a project. */
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { uuidv7 } from "../domain/ids.ts"
 import { pagedList, type SortedPage } from "./pagedList.ts"
@@ -76,7 +76,7 @@ export class Templates extends Context.Service<Templates, {
       const sql = yield* SqlClient.SqlClient
 
       const create = Effect.fn("Templates.create")(function*(projectId: string, input: TemplateInput) {
-        const now = new Date().toISOString()
+        const now = new Date(yield* Clock.currentTimeMillis).toISOString()
         const [row] = yield* sql<TemplateRow>`
           INSERT INTO templates (id, project_id, name, description, subject, body, from_email, from_name, reply_to, type,
                                  created_at, updated_at)

@@ -4,7 +4,7 @@
  * with SigV4 by `aws4fetch`, objects addressed path-style). Either way they are served by the api.
  */
 import { AwsClient } from "aws4fetch"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHash } from "node:crypto"
 import { AppConfig } from "../config.ts"
@@ -73,7 +73,7 @@ export class Uploads extends Context.Service<Uploads, {
           bucket,
           region: config.s3Region,
           accessKeyId: config.s3AccessKeyId ?? "",
-          secretAccessKey: config.s3SecretAccessKey ?? ""
+          secretAccessKey: config.s3SecretAccessKey ? Redacted.value(config.s3SecretAccessKey) : ""
         })
         : postgresBackend(sql)
       return Uploads.of({

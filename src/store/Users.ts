@@ -1,5 +1,5 @@
 /** Dashboard users, their linked OAuth identities and their sessions (the server-side half of the cookie). */
-import { Context, Data, Effect, Layer } from "effect"
+import { Clock, Context, Data, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { uuidv7 } from "../domain/ids.ts"
 import type { User } from "../domain/user.ts"
@@ -52,6 +52,7 @@ export class Users extends Context.Service<Users, {
     Users,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const clock = yield* Clock.Clock
       const columns = sql.literal("u.id, u.email, u.password_hash, u.email_verified_at, u.created_at")
 
       const create = Effect.fn("Users.create")(function*(input: {
@@ -61,7 +62,7 @@ export class Users extends Context.Service<Users, {
       }) {
         const rows = yield* sql<UserRow>`
           INSERT INTO users AS u (id, email, password_hash, email_verified_at)
-          VALUES (${uuidv7()}, ${input.email}, ${input.passwordHash}, ${input.emailVerified ? new Date() : null})
+          VALUES (${uuidv7()}, ${input.email}, ${input.passwordHash}, ${input.emailVerified ? new Date(yield* Clock.currentTimeMillis) : null})
           ON CONFLICT (email) DO NOTHING
           RETURNING ${columns}`.pipe(Effect.orDie)
         const row = rows[0]
@@ -91,7 +92,7 @@ export class Users extends Context.Service<Users, {
               ON CONFLICT (provider, subject) DO NOTHING`.pipe(Effect.asVoid, Effect.orDie),
         createSession: (userId, ttlHours) => {
           const id = uuidv7()
-          const expiresAt = new Date(Date.now() + ttlHours * 3_600_000)
+          const expiresAt = new Date(clock.currentTimeMillisUnsafe() + ttlHours * 3_600_000)
           return sql`INSERT INTO sessions (id, user_id, expires_at) VALUES (${id}, ${userId}, ${expiresAt})`.pipe(
             Effect.as({ id, expiresAt }),
             Effect.orDie

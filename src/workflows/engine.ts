@@ -24,12 +24,11 @@
  *   the step, not the next one. src/billing/heldMail.ts brings those timers forward when the cap is
  *   raised or room frees up.
  */
-import { Effect, Result } from "effect"
+import { Clock, Effect, Result } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { toDataPatch } from "../domain/customData.ts"
 import type { ContactFacts } from "../domain/conditions/evaluate.ts"
 import { uuidv7 } from "../domain/ids.ts"
-import { clockNow } from "../lib/clock.ts"
 import type { ProjectMail } from "../mail/MailQueue.ts"
 import { makeRenderer, type CompiledTemplate } from "../mail/render.ts"
 import { holdReason, monthTurn } from "../store/Billing.ts"
@@ -146,6 +145,7 @@ const renderer = makeRenderer()
  */
 export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext, inputs: ReadonlyArray<WorkflowInput>) {
   if (inputs.length === 0) return NOTHING
+  const clock = yield* Clock.Clock
   const { projectId, runtime, state } = context
   const repository = runtime.executions
   if (state.defs === undefined || inputs.some((input) => input.kind === "workflow" && input.type === "changed")) {
@@ -161,7 +161,7 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
   )
   if (relevant.length === 0) return NOTHING
 
-  const nowIso = () => new Date(clockNow()).toISOString()
+  const nowIso = () => new Date(clock.currentTimeMillisUnsafe()).toISOString()
   // Step history is ordered by start time: within the batch, microseconds keep the steps' order.
   let sequence = 0
   const stamp = () => `${nowIso().slice(0, 23)}${String(sequence++ % 1000).padStart(3, "0")}Z`
@@ -282,7 +282,7 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
   /** Parks an execution on its SEND_EMAIL step at the month's cap: it retries the step at the month's turn (or when resumed). */
   const holdAtCap = (exec: ExecutionState, def: Def, step: RunnableStep, limit: number) => {
     const reason = holdReason("workflows", limit)
-    const retryAt = monthTurn(new Date(clockNow())).toISOString()
+    const retryAt = monthTurn(new Date(clock.currentTimeMillisUnsafe())).toISOString()
     wait(exec, step, null, retryAt, { billingHold: reason, retryAt })
     heldWorkflows.set(def.workflow.id, reason)
   }
@@ -348,7 +348,7 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
       const current: RunnableStep = step
       const events = factsRead(current)
       const contact = events === undefined ? undefined : yield* factsOf(exec.contactId, events)
-      const decision = decideStep(current, { now: clockNow(), context: exec.context, contact })
+      const decision = decideStep(current, { now: clock.currentTimeMillisUnsafe(), context: exec.context, contact })
       switch (decision._tag) {
         case "Fail":
           return fail(exec, current, decision.error)

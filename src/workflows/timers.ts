@@ -6,9 +6,8 @@
  * commit is harmless: the actor ignores a timer that is not its execution's current one. A row that
  * cannot become a message (an impossible due time) fails its execution alone, with the reason.
  */
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { clockNow } from "../lib/clock.ts"
 import { mapRows } from "../lib/isolation.ts"
 import type { Nats } from "../stream/Nats.ts"
 import type { Outbox } from "../stream/Outbox.ts"
@@ -28,7 +27,7 @@ export const fireWorkflowTimers = (nats: Nats["Service"], outbox: Outbox["Servic
         DELETE FROM workflow_timers t USING workflow_executions e
         WHERE e.id = t.execution_id AND t.execution_id IN (
           SELECT execution_id FROM workflow_timers
-          WHERE partition IN ${sql.in(partitions)} AND due_at <= ${new Date(clockNow()).toISOString()}::timestamptz
+          WHERE partition IN ${sql.in(partitions)} AND due_at <= ${new Date(yield* Clock.currentTimeMillis).toISOString()}::timestamptz
           ORDER BY due_at LIMIT ${TIMERS_PER_ROUND}
           FOR UPDATE SKIP LOCKED)
         RETURNING t.execution_id, t.id, t.project_id, t.step_id, t.due_at, e.contact_id`

@@ -82,6 +82,25 @@ describe("configuration", () => {
     expect(await problems({ [name]: value })).toEqual([line])
   })
 
+  it("keeps secrets Redacted: their values only through Redacted.value, never in the config's printed form", async () => {
+    const secrets = {
+      SMTP_URL: "smtp://mailer:smtp-pass-1@relay.example.com:587", SESSION_SECRET: "session-secret-0123456789-abcdefghijkl",
+      GITHUB_CLIENT_SECRET: "github-secret-2", GOOGLE_CLIENT_SECRET: "google-secret-3", STRIPE_SECRET_KEY: "sk_test_4",
+      STRIPE_WEBHOOK_SECRET: "whsec_5", S3_SECRET_ACCESS_KEY: "s3-secret-6"
+    }
+    const exit = await load(secrets)
+    expect(Exit.isSuccess(exit)).toBe(true)
+    if (!Exit.isSuccess(exit)) return
+    const config = exit.value
+    const values = [config.smtpUrl, config.sessionSecret, config.githubClientSecret, config.googleClientSecret,
+      config.stripeSecretKey, config.stripeWebhookSecret, config.s3SecretAccessKey]
+    expect(values.map((value) => Redacted.isRedacted(value) ? Redacted.value(value) : value)).toEqual(Object.values(secrets))
+    const printed = `${JSON.stringify(config)} ${String(values)}`
+    for (const secret of ["smtp-pass-1", "session-secret", "github-secret-2", "google-secret-3", "sk_test_4", "whsec_5", "s3-secret-6"]) {
+      expect(printed).not.toContain(secret)
+    }
+  })
+
   it("reports every bad variable at once, one line each", async () => {
     expect(await problems({ PARTITIONS: "many", PORT: "-1", LOG_LEVEL: "Info" })).toEqual([
       "PORT=-1: expected a whole number from 0 to 65535",

@@ -72,6 +72,22 @@ describe("callApi", () => {
     expect(unauthorized.isClientError).toBe(true)
   })
 
+  it("turns a declared typed error (decoded from its envelope) into its message, code, status and request id", async () => {
+    answers.set(
+      "GET /contacts",
+      json(400, envelope(400, "INVALID_CURSOR", "cursor is not a cursor returned by this list", "req_400"), { "x-request-id": "req_400" })
+    )
+    expect(fields(await failureOf(callApi(PROJECT, (client) => client.contacts.list({ query: { cursor: "forged" } }))))).toEqual({
+      message: "cursor is not a cursor returned by this list",
+      code: "INVALID_CURSOR",
+      status: 400,
+      requestId: "req_400"
+    })
+    answers.set("PATCH /contacts/c4", json(409, envelope(409, "CONTACT_EXISTS", "Another contact in this project already has this email", "req_409"), { "x-request-id": "req_409" }))
+    const conflict = await failureOf(callApi(PROJECT, (client) => client.contacts.update({ params: { id: "c4" }, payload: { email: "b@example.com" } })))
+    expect(fields(conflict)).toEqual({ message: "Another contact in this project already has this email", code: "CONTACT_EXISTS", status: 409, requestId: "req_409" })
+  })
+
   it("turns the flat { error } 400 into a failure carrying the x-request-id header", async () => {
     answers.set("POST /contacts", json(400, { error: "email is required" }, { "x-request-id": "req_legacy" }))
     expect(fields(await failureOf(callApi(PROJECT, (client) => client.contacts.upsert({ payload: {} }))))).toEqual({

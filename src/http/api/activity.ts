@@ -2,7 +2,8 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { ACTIVITY_TYPES } from "../../domain/analytics/activityTypes.ts"
-import { commonErrors, ErrorDocs, inputErrors } from "./errors.ts"
+import { InvalidCursor } from "../../domain/errors.ts"
+import { commonErrors, declared, ErrorDocs, inputErrors } from "./errors.ts"
 import { cursorParams, QueryParam, queryParameters } from "./query.ts"
 import { Count, Timestamp } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
@@ -62,7 +63,7 @@ export class ActivityApi extends HttpApiGroup.make("activity")
     HttpApiEndpoint.get("feed", "/activity", {
       query: FeedQuery.fields,
       success: Schema.Struct({ data: Schema.Array(ActivityItem), cursor: Schema.NullOr(Schema.String), hasMore: Schema.Boolean }),
-      error: [...errors, ErrorDocs.badRequest]
+      error: [...errors, declared(InvalidCursor), ErrorDocs.badRequest]
     }).annotate(OpenApi.Description,
       "What happened in the project, newest first, in cursor pages: mail sent, delivered, opened, clicked, bounced, complained, " +
         "received, failed and suppressed; contacts created, subscribed and unsubscribed; segment entries and exits; workflow " +

@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { bodyErrors, commonErrors, ErrorDocs, inputErrors } from "./errors.ts"
+import { DuplicateEmail, InvalidCursor } from "../../domain/errors.ts"
+import { bodyErrors, commonErrors, declared, ErrorDocs, inputErrors } from "./errors.ts"
 import { cursorParams, pageParams, QueryParam, queryParameters } from "./query.ts"
 import { Contact, Count, CustomData, Email, pageFields, Text, Timestamp } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
@@ -55,7 +56,7 @@ export class ContactsApi extends HttpApiGroup.make("contacts", { topLevel: false
         hasMore: Schema.Boolean,
         total: Count.annotate({ description: "Filled on the first page (no cursor); 0 on later pages" })
       }),
-      error: [...commonErrors, ...inputErrors, ErrorDocs.badRequest]
+      error: [...commonErrors, ...inputErrors, declared(InvalidCursor), ErrorDocs.badRequest]
     }).annotate(OpenApi.Transform, ListQuery.document),
     HttpApiEndpoint.post("lookup", "/contacts/lookup", {
       payload: Schema.Struct({ emails: Schema.Array(Text) }),
@@ -122,7 +123,7 @@ export class ContactsApi extends HttpApiGroup.make("contacts", { topLevel: false
         data: Schema.optional(CustomData)
       }),
       success: Contact,
-      error: [...commonErrors, ...bodyErrors, ErrorDocs.notFound, ErrorDocs.conflict]
+      error: [...commonErrors, ...bodyErrors, ErrorDocs.notFound, declared(DuplicateEmail), ErrorDocs.conflict]
     }),
     HttpApiEndpoint.delete("delete", "/contacts/:id", {
       params: IdParam,

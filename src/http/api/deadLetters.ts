@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { commonErrors, ErrorDocs, inputErrors } from "./errors.ts"
+import { InvalidCursor } from "../../domain/errors.ts"
+import { commonErrors, declared, ErrorDocs, inputErrors } from "./errors.ts"
 import { cursorParams, QueryParam, queryParameters } from "./query.ts"
 import { Count, Text, Timestamp } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
@@ -43,7 +44,7 @@ export class DeadLettersApi extends HttpApiGroup.make("deadLetters")
     HttpApiEndpoint.get("list", "/dead-letters", {
       query: ListQuery.fields,
       success: Schema.Struct({ data: Schema.Array(DeadLetter), cursor: Schema.NullOr(Schema.String), hasMore: Schema.Boolean, total: Count }),
-      error: [...commonErrors, ...inputErrors, ErrorDocs.badRequest]
+      error: [...commonErrors, ...inputErrors, declared(InvalidCursor), ErrorDocs.badRequest]
     }).annotate(OpenApi.Description, "Messages of this project set aside because they could not be applied or published, newest first.")
       .annotate(OpenApi.Transform, ListQuery.document),
     HttpApiEndpoint.get("get", "/dead-letters/:id", { params: IdParam, success: DeadLetterDetail, error: [...commonErrors, ...inputErrors, ErrorDocs.notFound] })

@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { bodyErrors, commonErrors, ErrorDocs, inputErrors } from "./errors.ts"
+import { DomainExists } from "../../domain/errors.ts"
+import { bodyErrors, commonErrors, declared, ErrorDocs, inputErrors } from "./errors.ts"
 import { Text, Timestamp } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 
@@ -32,7 +33,7 @@ export class DomainsApi extends HttpApiGroup.make("domains")
     HttpApiEndpoint.post("create", "/domains", {
       payload: Schema.Struct({ domain: Text, projectId: Schema.optional(Text) }),
       success: Domain.pipe(HttpApiSchema.status(201)),
-      error: [...commonErrors, ...bodyErrors, ErrorDocs.conflict]
+      error: [...commonErrors, ...bodyErrors, declared(DomainExists), ErrorDocs.conflict]
     }).annotate(OpenApi.Description, "Generates the domain's DKIM key pair and returns the DNS records to publish."),
     HttpApiEndpoint.get("list", "/domains/project/:projectId", {
       params: { projectId: Text },

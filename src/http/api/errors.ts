@@ -1,21 +1,58 @@
 /**
  * The error bodies the API answers, as schemas: declared on the endpoints (so /openapi.json lists them)
- * and decoded by clients (the web app). Rendering lives on the server side, in ../errors.ts.
+ * and decoded by clients (the web app). One body builder, `envelopeBody`, is shared by the server's
+ * renderer (../errors.ts) and by `declared`, which turns a domain error (src/domain/errors.ts) into the
+ * envelope when HttpApi encodes a handler's failure.
  */
-import { Schema } from "effect"
+import { Context, Effect, Schema, SchemaGetter } from "effect"
 import { HttpApiSchema } from "effect/http-api"
+import { type DomainErrorClass, FieldErrorSchema } from "../../domain/errors.ts"
 
-export const FieldErrorSchema = Schema.Struct({
-  field: Schema.String,
-  message: Schema.String,
-  code: Schema.String,
-  received: Schema.optionalKey(Schema.Unknown)
-}).annotate({ identifier: "FieldError" })
+export { FieldErrorSchema }
 
-const envelopeFields = <S extends Schema.Top>(statusCode: S) => ({
+/**
+ * Per-request state set up by the gateway: the request id (echoed in error bodies and `x-request-id`)
+ * and headers that middleware wants on the final response whatever its status (rate-limit headers).
+ * It lives beside the envelope because encoding a declared error reads the request id from it.
+ */
+export interface RequestStateShape {
+  readonly requestId: string
+  readonly headers: Record<string, string>
+}
+
+export const RequestState = Context.Reference<RequestStateShape>("app/http/RequestState", {
+  defaultValue: () => ({ requestId: "unknown", headers: {} })
+})
+
+/** The envelope's fields other than the request id and the time. */
+export interface EnvelopeFields {
+  readonly status: number
+  readonly code: string
+  readonly message: string
+  readonly errors?: ReadonlyArray<typeof FieldErrorSchema.Type> | undefined
+  readonly details?: Record<string, unknown> | undefined
+  readonly suggestion?: string | undefined
+}
+
+/** The spec's error envelope, the one shape every error body but the flat legacy 400 has. */
+export const envelopeBody = (fields: EnvelopeFields, requestId: string, now: Date) => ({
+  success: false as const,
+  error: {
+    code: fields.code,
+    message: fields.message,
+    statusCode: fields.status,
+    requestId,
+    ...(fields.errors ? { errors: fields.errors } : {}),
+    ...(fields.details ? { details: fields.details } : {}),
+    ...(fields.suggestion ? { suggestion: fields.suggestion } : {})
+  },
+  timestamp: now.toISOString()
+})
+
+const envelopeFields = <S extends Schema.Top, C extends Schema.Top = typeof Schema.String>(statusCode: S, code?: C) => ({
   success: Schema.Literal(false),
   error: Schema.Struct({
-    code: Schema.String,
+    code: (code ?? Schema.String) as C,
     message: Schema.String,
     statusCode,
     requestId: Schema.String,
@@ -83,3 +120,45 @@ export const bodyErrors = [ErrorDocs.badRequest, ErrorDocs.payloadTooLarge, Erro
 
 /** Path parameters and query strings are checked too (no NUL, no lone surrogates): 422 naming them. */
 export const inputErrors = [ErrorDocs.validation] as const
+
+/** A domain error's class as the contract declares it: its schema and the status and code it answers with. */
+type DeclarableError = DomainErrorClass & Schema.Codec<
+  { readonly _tag: string },
+  {
+    readonly _tag: string
+    readonly message: string
+    readonly errors?: ReadonlyArray<typeof FieldErrorSchema.Encoded>
+    readonly details?: { readonly [x: string]: unknown }
+    readonly suggestion?: string
+  }
+>
+
+/**
+ * Declares a domain error on an endpoint: in /openapi.json its envelope (status, `code` literal), and
+ * at run time the codec HttpApi encodes the handler's failure with, into that envelope carrying the
+ * request id; a client decodes the envelope back into the error.
+ */
+export const declared = <E extends DeclarableError>(error: E) => {
+  const { code, status, tag } = error
+  const envelope = Schema.Struct(envelopeFields(Schema.Literal(status), Schema.Literal(code))).annotate({
+    identifier: tag,
+    description: `${code}: ${tag}`
+  })
+  return envelope.pipe(
+    Schema.decodeTo(error, {
+      decode: SchemaGetter.transform((envelope) => ({
+        _tag: tag,
+        message: envelope.error.message,
+        ...(envelope.error.errors ? { errors: envelope.error.errors } : {}),
+        ...(envelope.error.details ? { details: envelope.error.details } : {}),
+        ...(envelope.error.suggestion ? { suggestion: envelope.error.suggestion } : {})
+      })),
+      encode: SchemaGetter.transformEffect((fields) =>
+        Effect.map(Effect.service(RequestState), (state) =>
+          // The body carries this class's status and code, the literals the envelope declares.
+          envelopeBody({ ...fields, status, code }, state.requestId, new Date()) as typeof envelope.Type)
+      )
+    }),
+    HttpApiSchema.status(status)
+  )
+}

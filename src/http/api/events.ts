@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { commonErrors, ErrorDocs, inputErrors } from "./errors.ts"
+import { InvalidCursor } from "../../domain/errors.ts"
+import { commonErrors, declared, ErrorDocs, inputErrors } from "./errors.ts"
 import { cursorParams, QueryParam, queryParameters } from "./query.ts"
 import { Count, Text, Timestamp } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
@@ -37,7 +38,7 @@ export class EventsApi extends HttpApiGroup.make("events")
     HttpApiEndpoint.get("list", "/events", {
       query: ListQuery.fields,
       success: EventPage,
-      error: [...commonErrors, ...inputErrors, ErrorDocs.badRequest]
+      error: [...commonErrors, ...inputErrors, declared(InvalidCursor), ErrorDocs.badRequest]
     }).annotate(OpenApi.Description, "Recent events, newest first (cursor pages).").annotate(OpenApi.Transform, ListQuery.document),
     HttpApiEndpoint.get("stats", "/events/stats", {
       query: StatsQuery.fields,
@@ -60,7 +61,7 @@ export class EventsApi extends HttpApiGroup.make("events")
       params: { contactId: Text },
       query: ContactEventsQuery.fields,
       success: EventPage,
-      error: [...commonErrors, ...inputErrors, ErrorDocs.badRequest, ErrorDocs.notFound]
+      error: [...commonErrors, ...inputErrors, declared(InvalidCursor), ErrorDocs.badRequest, ErrorDocs.notFound]
     }).annotate(OpenApi.Transform, ContactEventsQuery.document),
     HttpApiEndpoint.get("usage", "/events/:eventName/usage", {
       params: { eventName: Text },

@@ -1,5 +1,5 @@
 /** A signed-in user's projects: settings, keys, reset, health, members and billing. */
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { HttpApiBuilder } from "effect/http-api"
 import { PlatformMail } from "../../accounts/PlatformMail.ts"
@@ -166,7 +166,7 @@ export const AccountsHandlers = HttpApiBuilder.group(Api, "accounts", Effect.fnU
         const result = yield* data.reset(params.id)
         if (!result) return yield* ApiError.notFound("Project")
         yield* Effect.logInfo("project data reset", { projectId: params.id, resetSeq: result.resetSeq })
-        return { success: true as const, resetAt: new Date().toISOString() }
+        return { success: true as const, resetAt: new Date(yield* Clock.currentTimeMillis).toISOString() }
       })))
     .handle("userProjectSecurity", ({ params }) => rendered(security(params.id)))
     .handle("projectSecurity", ({ params }) => rendered(security(params.id)))

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { ACTIVITY_TYPES, type ActivityType, isActivityType } from "../../domain/analytics/activityTypes.ts"
 import { DAY, type FieldProblem, parseInstant } from "../../domain/analytics/range.ts"
@@ -47,7 +47,6 @@ const sorted = (counts: Map<ActivityType, number>) =>
 
 export const ActivityHandlers = HttpApiBuilder.group(Api, "activity", Effect.fnUntraced(function*(handlers) {
   const activity = yield* Activity
-  const store = <A, E>(effect: Effect.Effect<A, E>) => Effect.orDie(effect)
 
   return handlers
     .handle("feed", ({ query }) =>
@@ -66,10 +65,7 @@ export const ActivityHandlers = HttpApiBuilder.group(Api, "activity", Effect.fnU
           search: nonEmpty(query.search?.trim())
         }
         yield* read.done()
-        const page = yield* store(activity.feed(project.id, feedQuery))
-        return page === "bad-cursor"
-          ? yield* ApiError.badRequest("cursor is not a cursor returned by this list", "INVALID_CURSOR")
-          : page
+        return yield* activity.feed(project.id, feedQuery)
       })))
     .handle("types", ({ query }) =>
       rendered(Effect.gen(function*() {
@@ -78,17 +74,17 @@ export const ActivityHandlers = HttpApiBuilder.group(Api, "activity", Effect.fnU
         const from = read.instant("from", query.from)
         const to = read.instant("to", query.to)
         yield* read.done()
-        return { types: sorted(yield* store(activity.counts(project.id, from ?? null, to ?? null))) }
+        return { types: sorted(yield* activity.counts(project.id, from ?? null, to ?? null)) }
       })))
     .handle("stats", ({ query }) =>
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
         const read = fieldReader()
-        const to = read.instant("to", query.to) ?? Date.now()
+        const to = read.instant("to", query.to) ?? (yield* Clock.currentTimeMillis)
         const from = read.instant("from", query.from) ?? to - 30 * DAY
         yield* read.done()
         if (from >= to) return yield* ApiError.invalidField("from", "from must be before to", "invalid_range", query.from)
-        const byType = sorted(yield* store(activity.counts(project.id, from, to)))
+        const byType = sorted(yield* activity.counts(project.id, from, to))
         return { from: iso(from), to: iso(to), total: byType.reduce((sum, entry) => sum + entry.count, 0), byType }
       })))
     .handle("recentCount", ({ query }) =>
@@ -99,7 +95,7 @@ export const ActivityHandlers = HttpApiBuilder.group(Api, "activity", Effect.fnU
         const types = read.types(query.types)
         if (nonEmpty(query.since) === undefined) read.problems.push({ field: "since", message: "required", code: "required" })
         yield* read.done()
-        const counts = yield* store(activity.counts(project.id, since!, null, true))
+        const counts = yield* activity.counts(project.id, since!, null, true)
         const count = [...counts].filter(([type]) => types === undefined || types.includes(type)).reduce((sum, [, n]) => sum + n, 0)
         return { since: iso(since!), count }
       })))
@@ -112,6 +108,6 @@ export const ActivityHandlers = HttpApiBuilder.group(Api, "activity", Effect.fnU
           return yield* ApiError.invalidField("hours", "expected a whole number of hours from 1 to 8760", "invalid_number", raw)
         }
         const limit = Math.min(500, Math.max(1, Number.parseInt(query.limit ?? "100", 10) || 100))
-        return { hours, items: yield* store(activity.upcoming(project.id, hours, limit)) }
+        return { hours, items: yield* activity.upcoming(project.id, hours, limit) }
       })))
 }))

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { type AnalyticsRange, analyticsRange, type RangeQuery, wholeHours } from "../../domain/analytics/range.ts"
 import { isUuid } from "../../domain/ids.ts"
@@ -20,8 +20,8 @@ const metricsOf = (totals: EmailTotals) => Object.fromEntries(METRICS.map((metri
 
 /** The checked range, or the 422 naming every bad field. */
 const rangeOf = (query: RangeQuery) =>
-  Effect.suspend(() => {
-    const range = analyticsRange(query, Date.now())
+  Effect.flatMap(Clock.currentTimeMillis, (now) => {
+    const range = analyticsRange(query, now)
     return Array.isArray(range) ? Effect.fail(ApiError.validation(range)) : Effect.succeed(range)
   })
 

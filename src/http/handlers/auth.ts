@@ -210,7 +210,7 @@ export const AuthHandlers = HttpApiBuilder.group(Api, "auth", Effect.fnUntraced(
         return { success: true as const }
       })))
     .handle("requestPasswordReset", ({ payload }) =>
-      Effect.gen(function*() {
+      rendered(Effect.gen(function*() {
         const user = yield* users.byEmail(normalizeEmail(payload.email))
         // The same answer whatever happens: an unknown email, or one mailed a link in the last minute, gets no mail.
         if (user && (yield* tokens.cooldown("reset_password", user.email)) === undefined) {
@@ -223,7 +223,7 @@ export const AuthHandlers = HttpApiBuilder.group(Api, "auth", Effect.fnUntraced(
           })
         }
         return { success: true as const }
-      }))
+      })))
     .handle("resetPassword", ({ payload }) =>
       rendered(Effect.gen(function*() {
         const grant = yield* tokens.consume("reset_password", payload.token)

@@ -4,7 +4,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { toDataPatch } from "../../domain/customData.ts"
 import { normalizeEmail } from "../../domain/email.ts"
 import { isUuid } from "../../domain/ids.ts"
-import { Contacts, customFieldPath, DuplicateEmail, isStandardField, type ListSort } from "../../store/Contacts.ts"
+import { Contacts, customFieldPath, isStandardField, type ListSort } from "../../store/Contacts.ts"
 import { ContactDirectory } from "../../ingest/ContactDirectory.ts"
 import type { Condition } from "../../domain/conditions/types.ts"
 import { conditionFilters } from "../../domain/conditions/validate.ts"
@@ -30,10 +30,9 @@ export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnU
   const segments = yield* Segments
   const campaigns = yield* Campaigns
   const workflows = yield* Workflows
-  const store = <A, E>(effect: Effect.Effect<A, E>) => Effect.orDie(effect)
 
   const checkField = Effect.fnUntraced(function*(projectId: string, field: string) {
-    const exists = yield* store(contacts.fieldExists(projectId, field))
+    const exists = yield* contacts.fieldExists(projectId, field)
     if (!exists) return yield* ApiError.notFound(`Field ${field}`)
   })
 
@@ -52,7 +51,7 @@ export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnU
           subscribedByDefault: true,
           patch: toDataPatch(payload.data),
           source: "api.contacts"
-        })).pipe(Effect.catchTag("SqlError", Effect.die))
+        }))
         yield* relay.wake
         return result.isNew
           ? { ...result.contact, _meta: { isNew: true as const, isUpdate: false } }
@@ -62,18 +61,14 @@ export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnU
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
         const sort: ListSort = query.sort === "email" ? "email" : "createdAt"
-        const page = yield* store(contacts.list(project.id, {
+        return yield* contacts.list(project.id, {
           limit: parseLimit(query.limit),
           cursor: query.cursor === undefined || query.cursor === "" ? undefined : query.cursor,
           search: query.search === undefined || query.search === "" ? undefined : query.search,
           subscribed: parseBoolean(query.subscribed),
           sort,
           dir: query.dir === "asc" ? "asc" : "desc"
-        }))
-        if (page === "bad-cursor") {
-          return yield* ApiError.badRequest("cursor is not a cursor returned by this list (with this sort)", "INVALID_CURSOR")
-        }
-        return page
+        })
       })))
     .handle("lookup", ({ payload }) =>
       rendered(Effect.gen(function*() {
@@ -82,7 +77,7 @@ export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnU
           return yield* ApiError.invalidField("emails", `At most ${MAX_LOOKUP_EMAILS} emails per call`, "too_big", payload.emails.length)
         }
         const normalized = payload.emails.map(normalizeEmail)
-        const found = yield* store(contacts.lookup(project.id, [...new Set(normalized)]))
+        const found = yield* contacts.lookup(project.id, [...new Set(normalized)])
         const byEmail = new Map(found.map((contact) => [contact.email, contact]))
         return {
           results: payload.emails.map((email, index) => {
@@ -94,7 +89,7 @@ export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnU
     .handle("fields", () =>
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
-        return { fields: yield* store(contacts.fields(project.id)) }
+        return { fields: yield* contacts.fields(project.id) }
       })))
     .handle("fieldValues", ({ params, query }) =>
       rendered(Effect.gen(function*() {
@@ -102,7 +97,7 @@ export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnU
         yield* checkField(project.id, params.field)
         const page = parsePositive(query.page, 1)
         const pageSize = parsePositive(query.pageSize, 20, 100)
-        const { values, total } = yield* store(contacts.fieldValues(project.id, params.field, page, pageSize))
+        const { values, total } = yield* contacts.fieldValues(project.id, params.field, page, pageSize)
         return { field: params.field, data: values, page, pageSize, total, totalPages: Math.ceil(total / pageSize) }
       })))
     .handle("fieldUsage", ({ params }) =>
@@ -110,7 +105,7 @@ export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnU
         const project = yield* CurrentProject
         yield* checkField(project.id, params.field)
         const field = params.field
-        const using = (yield* store(segments.list(project.id))).filter((segment) =>
+        const using = (yield* segments.list(project.id)).filter((segment) =>
           segment.condition !== null &&
           conditionFilters(segment.condition).some((filter) => filter.field === field || filter.field.startsWith(`${field}.`))
         )
@@ -122,7 +117,7 @@ export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnU
           field,
           segments: using.map(({ id, name }) => ({ id, name })),
           campaigns: campaignsUsing.map(({ id, name, status }) => ({ id, name, status })),
-          workflows: fieldUsage(yield* store(workflows.list(project.id)), field)
+          workflows: fieldUsage(yield* workflows.list(project.id), field)
         }
       })))
     .handle("deleteField", ({ params }) =>
@@ -133,7 +128,7 @@ export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnU
         }
         if (!customFieldPath(params.field)) return yield* ApiError.notFound(`Field ${params.field}`)
         yield* checkField(project.id, params.field)
-        const contactsUpdated = yield* store(contacts.deleteField(project.id, params.field))
+        const contactsUpdated = yield* contacts.deleteField(project.id, params.field)
         yield* relay.wake
         return { field: params.field, deleted: true, contactsUpdated }
       })))
@@ -141,7 +136,7 @@ export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnU
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
         if (!isUuid(params.id)) return yield* notFound
-        const contact = yield* store(contacts.get(project.id, params.id))
+        const contact = yield* contacts.get(project.id, params.id)
         return contact ?? (yield* notFound)
       })))
     .handle("memberships", ({ params }) =>
@@ -157,15 +152,12 @@ export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnU
         if (!isUuid(params.id)) return yield* notFound
         yield* validateData(payload.data)
         // The track path caches email → id; a renamed contact must not keep its old email there.
-        const before = payload.email === undefined ? undefined : yield* store(contacts.get(project.id, params.id))
+        const before = payload.email === undefined ? undefined : yield* contacts.get(project.id, params.id)
         const result = yield* refuseOversizedData(contacts.update(project.id, params.id, {
           email: payload.email === undefined ? undefined : normalizeEmail(payload.email),
           subscribed: payload.subscribed,
           patch: toDataPatch(payload.data)
-        })).pipe(Effect.catchTag("SqlError", Effect.die))
-        if (result instanceof DuplicateEmail) {
-          return yield* ApiError.conflict("CONTACT_EXISTS", "Another contact in this project already has this email")
-        }
+        }))
         if (!result) return yield* notFound
         if (before && before.email !== result.email) yield* directory.forget(project.id, before.email)
         yield* relay.wake
@@ -175,8 +167,8 @@ export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnU
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
         if (!isUuid(params.id)) return yield* notFound
-        const existing = yield* store(contacts.get(project.id, params.id))
-        const deleted = yield* store(contacts.remove(project.id, params.id))
+        const existing = yield* contacts.get(project.id, params.id)
+        const deleted = yield* contacts.remove(project.id, params.id)
         if (!deleted) return yield* notFound
         if (existing) yield* directory.forget(project.id, existing.email)
         yield* relay.wake

@@ -12,29 +12,26 @@ const notFound = ApiError.notFound("Dead letter")
 export const DeadLettersHandlers = HttpApiBuilder.group(Api, "deadLetters", Effect.fnUntraced(function*(handlers) {
   const letters = yield* DeadLetters
   const relay = yield* OutboxRelay
-  const store = <A, E>(effect: Effect.Effect<A, E>) => Effect.orDie(effect)
 
   return handlers
     .handle("list", ({ query }) =>
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
-        const page = yield* store(letters.list(project.id, {
+        return yield* letters.list(project.id, {
           limit: parseLimit(query.limit),
           cursor: query.cursor === undefined || query.cursor === "" ? undefined : query.cursor,
           replayed: parseBoolean(query.replayed)
-        }))
-        if (page === "bad-cursor") return yield* ApiError.badRequest("The cursor is not one this endpoint returned", "INVALID_CURSOR")
-        return page
+        })
       })))
     .handle("get", ({ params }) =>
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
-        return (yield* store(letters.get(project.id, params.id))) ?? (yield* notFound)
+        return (yield* letters.get(project.id, params.id)) ?? (yield* notFound)
       })))
     .handle("replay", ({ params }) =>
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
-        const replayed = yield* store(letters.replay(project.id, params.id))
+        const replayed = yield* letters.replay(project.id, params.id)
         if (replayed === undefined) return yield* notFound
         if (replayed === "unreadable") {
           return yield* ApiError.invalidField("id", "This dead letter's payload is not a message that can be published again", "not_replayable")
@@ -45,7 +42,7 @@ export const DeadLettersHandlers = HttpApiBuilder.group(Api, "deadLetters", Effe
     .handle("delete", ({ params }) =>
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
-        if (!(yield* store(letters.remove(project.id, params.id)))) return yield* notFound
+        if (!(yield* letters.remove(project.id, params.id))) return yield* notFound
         return { success: true as const }
       })))
 }))

@@ -27,9 +27,7 @@ export const DomainsHandlers = HttpApiBuilder.group(Api, "domains", Effect.fnUnt
         }
         const domain = normalizeDomain(payload.domain)
         if (!domain) return yield* ApiError.invalidField("domain", "Expected a domain name such as example.com", "invalid_string", payload.domain)
-        const created = yield* domains.create(project.id, domain)
-        if (created === "exists") return yield* ApiError.conflict("DOMAIN_EXISTS", `The domain ${domain} is already added to this project`)
-        return created
+        return yield* domains.create(project.id, domain)
       })))
     .handle("list", ({ params }) =>
       rendered(Effect.gen(function*() {

@@ -1,4 +1,4 @@
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { uuidv7 } from "../../domain/ids.ts"
 import { isUuid } from "../../domain/ids.ts"
@@ -15,7 +15,6 @@ import { CurrentProject } from "../api/security.ts"
 import { nonEmpty, parseLimit } from "../query.ts"
 import { ApiError, rendered } from "../errors.ts"
 
-const badCursor = ApiError.badRequest("cursor is not a cursor returned by this list", "INVALID_CURSOR")
 const DAY = 86_400_000
 
 export const EventsHandlers = HttpApiBuilder.group(Api, "events", Effect.fnUntraced(function*(handlers) {
@@ -25,7 +24,6 @@ export const EventsHandlers = HttpApiBuilder.group(Api, "events", Effect.fnUntra
   const outbox = yield* Outbox
   const segments = yield* Segments
   const workflows = yield* Workflows
-  const store = <A, E>(effect: Effect.Effect<A, E>) => Effect.orDie(effect)
 
   return handlers
     .handle("list", ({ query }) =>
@@ -33,52 +31,50 @@ export const EventsHandlers = HttpApiBuilder.group(Api, "events", Effect.fnUntra
         const project = yield* CurrentProject
         const contactId = nonEmpty(query.contactId)
         if (contactId !== undefined && !isUuid(contactId)) return { data: [], cursor: null, hasMore: false, total: 0 }
-        const page = yield* store(events.list(project.id, {
+        return yield* events.list(project.id, {
           limit: parseLimit(query.limit),
           cursor: nonEmpty(query.cursor),
           name: nonEmpty(query.name),
           contactId
-        }))
-        return page === "bad-cursor" ? yield* badCursor : page
+        })
       })))
     .handle("stats", ({ query }) =>
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
-        const to = query.to ? new Date(query.to) : new Date()
+        const to = query.to ? new Date(query.to) : new Date(yield* Clock.currentTimeMillis)
         const from = query.from ? new Date(query.from) : new Date(to.getTime() - 30 * DAY)
         const inRange = (date: Date) => !Number.isNaN(date.getTime()) && date.getUTCFullYear() >= 1 && date.getUTCFullYear() <= 9999
         if (!inRange(to) || !inRange(from)) {
           return yield* ApiError.badRequest("from and to must be ISO 8601 date-times", "INVALID_RANGE")
         }
         if (from > to) return yield* ApiError.badRequest("from must be before to", "INVALID_RANGE")
-        const stats = yield* store(events.stats(project.id, from, to))
+        const stats = yield* events.stats(project.id, from, to)
         return { from: from.toISOString(), to: to.toISOString(), ...stats }
       })))
     .handle("names", () =>
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
-        return { names: yield* store(events.names(project.id)) }
+        return { names: yield* events.names(project.id) }
       })))
     .handle("forContact", ({ params, query }) =>
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
         const notFound = ApiError.notFound("Contact")
         if (!isUuid(params.contactId)) return yield* notFound
-        if (!(yield* store(contacts.get(project.id, params.contactId)))) return yield* notFound
-        const page = yield* store(events.list(project.id, {
+        if (!(yield* contacts.get(project.id, params.contactId))) return yield* notFound
+        return yield* events.list(project.id, {
           limit: parseLimit(query.limit),
           cursor: nonEmpty(query.cursor),
           name: undefined,
           contactId: params.contactId
-        }))
-        return page === "bad-cursor" ? yield* badCursor : page
+        })
       })))
     .handle("usage", ({ params }) =>
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
-        const using = (yield* store(segments.list(project.id)))
+        const using = (yield* segments.list(project.id))
           .filter((segment) => segment.condition !== null && conditionReads(segment.condition).events.has(params.eventName))
-        const workflowsUsing = eventUsage(yield* store(workflows.list(project.id)), params.eventName)
+        const workflowsUsing = eventUsage(yield* workflows.list(project.id), params.eventName)
         return { event: params.eventName, segments: using.map(({ id, name }) => ({ id, name })), workflows: workflowsUsing }
       })))
     .handle("delete", ({ params }) =>

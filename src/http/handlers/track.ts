@@ -5,7 +5,7 @@
  * project's actor stores the event and applies the contact changes in stream order.
  * POST /v1/track/batch does the same for many events at once (trackBatch.ts).
  */
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { normalizeEmail } from "../../domain/email.ts"
 import { ContactDirectory } from "../../ingest/ContactDirectory.ts"
@@ -38,7 +38,7 @@ export const TrackHandlers = HttpApiBuilder.group(Api, "track", Effect.fnUntrace
     const project = yield* CurrentProject
     yield* validateData(payload.data)
     const email = normalizeEmail(payload.email)
-    const timestamp = new Date().toISOString()
+    const timestamp = new Date(yield* Clock.currentTimeMillis).toISOString()
     return yield* idempotency.once(
       project.id,
       headers["idempotency-key"],

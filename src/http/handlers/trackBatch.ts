@@ -4,7 +4,7 @@
  * emails are resolved together (one grouped ContactDirectory statement), and they are published to
  * stream IN; we answer after the PubAck of every one, listing the rejected events by index.
  */
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { normalizeEmail } from "../../domain/email.ts"
 import { derivedUuidv7 } from "../../domain/ids.ts"
 import { ContactDirectory, type ResolvedContact } from "../../ingest/ContactDirectory.ts"
@@ -80,7 +80,7 @@ export const makeTrackBatch = Effect.gen(function*() {
       if ("errors" in checked) rejected.push({ index, errors: checked.errors })
       else valid.push({ index, payload: checked.payload, email: normalizeEmail(checked.payload.email) })
     })
-    const at = new Date().toISOString()
+    const at = new Date(yield* Clock.currentTimeMillis).toISOString()
     return yield* idempotency.once(
       project.id,
       headers["idempotency-key"],

@@ -1,10 +1,12 @@
 /**
- * Every way an API call can fail, as one value the pages show: a declared error envelope, the flat
+ * Every way an API call can fail, as one value the pages show: a declared error envelope (or the typed
+ * domain error the client decoded it into, src/domain/errors.ts), the flat
  * `{ error }` 400 (the reference's LegacyError), a status the endpoint does not declare, the network,
  * or an answer that does not match the contract (a server newer or older than this app).
  */
 import { Cause, Effect, Schema } from "effect"
 import { HttpClientError } from "effect/http"
+import { domainErrorInfo } from "../../../src/domain/errors.ts"
 import { ErrorEnvelope } from "../../../src/http/api/errors.ts"
 
 export class ApiFailure extends Error {
@@ -106,6 +108,12 @@ const networkFailure = () =>
 export const toApiFailure = (error: unknown, seen: ResponseSeen): Effect.Effect<ApiFailure> => {
   if (error instanceof ApiFailure) return Effect.succeed(error)
   if (isEnvelope(error)) return Effect.succeed(fromEnvelope(error, seen))
+  const domain = domainErrorInfo(error)
+  if (domain) {
+    return Effect.succeed(
+      new ApiFailure({ message: domain.error.message, code: domain.code, status: domain.status, requestId: seen.requestId })
+    )
+  }
   if (isLegacy(error)) {
     return Effect.succeed(new ApiFailure({ message: error.error, code: "BAD_REQUEST", status: seen.status ?? 400, requestId: seen.requestId }))
   }

@@ -1,0 +1,70 @@
+/**
+ * Domain failures an API answer can name: each a `Schema.TaggedError` carrying its HTTP status and the
+ * envelope's `code` (as statics, so the contract can declare the class on the endpoints that answer it
+ * and /openapi.json lists it), and the envelope's own fields (message, field errors, details, a
+ * suggestion). Repositories and services fail with these instead of returning sentinel values; the
+ * contract (src/http/api/errors.ts, `declared`) turns one into the spec's error envelope with the
+ * request id, so no handler renders a body.
+ */
+import { Schema } from "effect"
+
+/** One invalid field of a request, as the envelope's `errors[]` lists it. */
+export const FieldErrorSchema = Schema.Struct({
+  field: Schema.String,
+  message: Schema.String,
+  code: Schema.String,
+  received: Schema.optionalKey(Schema.Unknown)
+}).annotate({ identifier: "FieldError" })
+
+export type FieldError = typeof FieldErrorSchema.Type
+
+/** What every domain error holds: the envelope's fields other than its code and status. */
+export const domainErrorFields = {
+  message: Schema.String,
+  errors: Schema.optionalKey(Schema.Array(FieldErrorSchema)),
+  details: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown)),
+  suggestion: Schema.optionalKey(Schema.String)
+}
+
+/** The class side of a domain error: its schema, with the status and code the envelope carries. */
+export interface DomainErrorClass<Tag extends string = string> {
+  readonly status: number
+  readonly code: string
+  readonly tag: Tag
+}
+
+/** The list this cursor-paginated endpoint returned no such cursor (a forged one, or from another sort). */
+export class InvalidCursor extends Schema.TaggedError<InvalidCursor>()("InvalidCursor", domainErrorFields) {
+  static readonly status = 400
+  static readonly code = "INVALID_CURSOR"
+  static readonly tag = "InvalidCursor"
+  static readonly of = (message = "cursor is not a cursor returned by this list") => new InvalidCursor({ message })
+}
+
+/** Another contact of the project already has this email. */
+export class DuplicateEmail extends Schema.TaggedError<DuplicateEmail>()("DuplicateEmail", domainErrorFields) {
+  static readonly status = 409
+  static readonly code = "CONTACT_EXISTS"
+  static readonly tag = "DuplicateEmail"
+  static readonly of = () => new DuplicateEmail({ message: "Another contact in this project already has this email" })
+}
+
+/** The project has added this sending domain already. */
+export class DomainExists extends Schema.TaggedError<DomainExists>()("DomainExists", domainErrorFields) {
+  static readonly status = 409
+  static readonly code = "DOMAIN_EXISTS"
+  static readonly tag = "DomainExists"
+  static readonly of = (domain: string) =>
+    new DomainExists({ message: `The domain ${domain} is already added to this project`, details: { domain } })
+}
+
+/** Every domain error the API can answer, for code that maps any of them (the web app's failure view). */
+export const DomainErrors = [InvalidCursor, DuplicateEmail, DomainExists] as const
+
+export type DomainError = InstanceType<(typeof DomainErrors)[number]>
+
+/** The status and code of a domain error, read from its class. */
+export const domainErrorInfo = (error: unknown): (DomainErrorClass & { readonly error: DomainError }) | undefined => {
+  const found = DomainErrors.find((errorClass) => error instanceof errorClass)
+  return found ? { status: found.status, code: found.code, tag: found.tag, error: error as DomainError } : undefined
+}

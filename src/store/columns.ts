@@ -1,0 +1,17 @@
+/**
+ * Column schemas the repositories decode rows with (SqlSchema), so each encoding is written once:
+ * a `timestamptz` (the driver's Date) is answered as an ISO 8601 string, a `jsonb` column arrives
+ * parsed and is checked by the schema of what it holds.
+ */
+import { Schema, SchemaGetter } from "effect"
+
+/** A `timestamptz` column, as the API shows instants: ISO 8601 with milliseconds, UTC. */
+export const Timestamp = Schema.Date.pipe(
+  Schema.decodeTo(Schema.String, {
+    decode: SchemaGetter.transform((date: Date) => date.toISOString()),
+    encode: SchemaGetter.transform((text: string) => new Date(text))
+  })
+)
+
+/** A nullable `timestamptz` column. */
+export const NullableTimestamp = Schema.NullOr(Timestamp)
