@@ -143,8 +143,8 @@ export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnU
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
         if (!isUuid(params.id)) return yield* notFound
-        if (!(yield* store(contacts.get(project.id, params.id)))) return yield* notFound
-        return yield* store(contacts.memberships(project.id, params.id))
+        if (!(yield* contacts.get(project.id, params.id))) return yield* notFound
+        return yield* contacts.memberships(project.id, params.id)
       })))
     .handle("update", ({ params, payload }) =>
       rendered(Effect.gen(function*() {
