@@ -24,7 +24,8 @@ const BENCHMARKS: Record<string, () => Promise<Benchmark>> = {
   idle: () => import("./idle.ts"),
   roundtrips: () => import("./roundtrips.ts"),
   import: () => import("./import.ts"),
-  analytics: () => import("./analytics.ts")
+  analytics: () => import("./analytics.ts"),
+  rollups: () => import("./rollups.ts")
 }
 
 const [name, ...args] = process.argv.slice(2)
