@@ -5,19 +5,10 @@
 import { createBrowserRouter, Navigate } from "react-router"
 import { RouteError } from "./components/ErrorBoundary.tsx"
 import { PlainLayout, ProjectLayout } from "./components/Layout.tsx"
-import { CampaignPage, CampaignsPage } from "./pages/Campaigns.tsx"
-import { ActivityPage } from "./pages/Activity.tsx"
-import { EditCampaignPage, NewCampaignPage } from "./pages/campaign/CampaignEditor.tsx"
-import { ContactPage } from "./pages/Contact.tsx"
 import { ContactsPage } from "./pages/Contacts.tsx"
-import { DomainsPage } from "./pages/Domains.tsx"
-import { EventsPage } from "./pages/Events.tsx"
 import { HomePage } from "./pages/Home.tsx"
 import { NotFoundPage } from "./pages/NotFound.tsx"
 import { ProjectsPage } from "./pages/Projects.tsx"
-import { NewSegmentPage, SegmentPage, SegmentsPage } from "./pages/Segments.tsx"
-import { TemplatesPage } from "./pages/Templates.tsx"
-import { WorkflowsPage } from "./pages/Workflows.tsx"
 import { AcceptInvitationPage } from "./pages/account/Invitation.tsx"
 import { SignInPage, SignUpPage } from "./pages/account/SignIn.tsx"
 import { ForgotPasswordPage, ResetPasswordPage, VerifyEmailPage } from "./pages/account/Tokens.tsx"
@@ -40,6 +31,14 @@ const account: ReadonlyArray<readonly [DashboardRoot, () => React.ReactNode]> = 
   ["/accept-invitation", AcceptInvitationPage]
 ]
 
+/**
+ * A page loaded on demand, in a chunk of its own: the first load carries the shell, the contacts list
+ * and the account pages only (test/http/dashboard.test.ts holds it to a size budget).
+ */
+const page = <M,>(load: () => Promise<M>, pick: (module: M) => React.ComponentType) => ({
+  lazy: () => load().then((module) => ({ Component: pick(module) }))
+})
+
 export const router = createBrowserRouter([
   { path: "/", element: <Navigate to="/p" replace /> },
   {
@@ -58,27 +57,27 @@ export const router = createBrowserRouter([
     children: [
       { index: true, element: <HomePage /> },
       { path: "contacts", element: <ContactsPage /> },
-      { path: "contacts/import", lazy: () => import("./pages/ContactImport.tsx").then((module) => ({ Component: module.ContactImportPage })) },
-      { path: "contacts/:contactId", element: <ContactPage /> },
-      { path: "templates", element: <TemplatesPage /> },
-      // The editor brings CodeMirror (most of the app's weight): loaded when a template is opened.
-      { path: "templates/new", lazy: () => import("./pages/TemplateEditor.tsx").then((module) => ({ Component: module.NewTemplatePage })) },
-      { path: "templates/:templateId", lazy: () => import("./pages/TemplateEditor.tsx").then((module) => ({ Component: module.TemplatePage })) },
-      { path: "segments", element: <SegmentsPage /> },
-      { path: "segments/new", element: <NewSegmentPage /> },
-      { path: "segments/:segmentId", element: <SegmentPage /> },
-      { path: "campaigns", element: <CampaignsPage /> },
-      { path: "campaigns/new", element: <NewCampaignPage /> },
-      { path: "campaigns/:campaignId", element: <CampaignPage /> },
-      { path: "campaigns/:campaignId/edit", element: <EditCampaignPage /> },
-      { path: "workflows", element: <WorkflowsPage /> },
-      // The graph editor brings @xyflow/react: loaded when a workflow is opened.
-      { path: "workflows/:workflowId", lazy: () => import("./pages/workflows/Workflow.tsx").then((module) => ({ Component: module.WorkflowPage })) },
-      { path: "events", element: <EventsPage /> },
-      { path: "activity", element: <ActivityPage /> },
+      { path: "contacts/import", ...page(() => import("./pages/ContactImport.tsx"), (module) => module.ContactImportPage) },
+      { path: "contacts/:contactId", ...page(() => import("./pages/Contact.tsx"), (module) => module.ContactPage) },
+      { path: "templates", ...page(() => import("./pages/Templates.tsx"), (module) => module.TemplatesPage) },
+      // The editor brings CodeMirror (most of the app's weight).
+      { path: "templates/new", ...page(() => import("./pages/TemplateEditor.tsx"), (module) => module.NewTemplatePage) },
+      { path: "templates/:templateId", ...page(() => import("./pages/TemplateEditor.tsx"), (module) => module.TemplatePage) },
+      { path: "segments", ...page(() => import("./pages/Segments.tsx"), (module) => module.SegmentsPage) },
+      { path: "segments/new", ...page(() => import("./pages/Segments.tsx"), (module) => module.NewSegmentPage) },
+      { path: "segments/:segmentId", ...page(() => import("./pages/Segments.tsx"), (module) => module.SegmentPage) },
+      { path: "campaigns", ...page(() => import("./pages/Campaigns.tsx"), (module) => module.CampaignsPage) },
+      { path: "campaigns/new", ...page(() => import("./pages/campaign/CampaignEditor.tsx"), (module) => module.NewCampaignPage) },
+      { path: "campaigns/:campaignId", ...page(() => import("./pages/Campaigns.tsx"), (module) => module.CampaignPage) },
+      { path: "campaigns/:campaignId/edit", ...page(() => import("./pages/campaign/CampaignEditor.tsx"), (module) => module.EditCampaignPage) },
+      { path: "workflows", ...page(() => import("./pages/Workflows.tsx"), (module) => module.WorkflowsPage) },
+      // The graph editor brings @xyflow/react.
+      { path: "workflows/:workflowId", ...page(() => import("./pages/workflows/Workflow.tsx"), (module) => module.WorkflowPage) },
+      { path: "events", ...page(() => import("./pages/Events.tsx"), (module) => module.EventsPage) },
+      { path: "activity", ...page(() => import("./pages/Activity.tsx"), (module) => module.ActivityPage) },
       // uPlot comes with the analytics page only.
-      { path: "analytics", lazy: () => import("./pages/Analytics.tsx").then((module) => ({ Component: module.AnalyticsPage })) },
-      { path: "domains", element: <DomainsPage /> },
+      { path: "analytics", ...page(() => import("./pages/Analytics.tsx"), (module) => module.AnalyticsPage) },
+      { path: "domains", ...page(() => import("./pages/Domains.tsx"), (module) => module.DomainsPage) },
       {
         path: "settings",
         element: <SettingsLayout />,
