@@ -13,6 +13,7 @@ import { CodeEditor, type InsertText } from "../components/CodeEditor.tsx"
 import { Card, Field, MutationError, Notice } from "../components/Form.tsx"
 import { Page } from "../components/Page.tsx"
 import { ErrorState, Loading } from "../components/States.tsx"
+import { mailContentPayload } from "./mailContent.ts"
 
 const TYPES = ["TRANSACTIONAL", "MARKETING", "HEADLESS"] as const
 type TemplateType = typeof TYPES[number]
@@ -38,15 +39,7 @@ const EMPTY: Draft = {
 }
 
 /** What the API takes: empty optional fields are null. */
-const payloadOf = (draft: Draft) => ({
-  name: draft.name,
-  subject: draft.subject,
-  body: draft.body,
-  from: draft.from,
-  fromName: draft.fromName === "" ? null : draft.fromName,
-  replyTo: draft.replyTo === "" ? null : draft.replyTo,
-  type: draft.type
-})
+const payloadOf = (draft: Draft) => ({ ...mailContentPayload(draft), type: draft.type })
 
 /** The value once it has stopped changing for `ms`. */
 const useSettled = <A,>(value: A, ms: number): A => {

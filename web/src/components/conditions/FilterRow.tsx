@@ -14,6 +14,7 @@ import {
   type Unit,
   valueTypeOf,
   type ValueType,
+  VALUELESS_OPERATORS,
   withField,
   withOperator
 } from "./model.ts"
@@ -185,14 +186,8 @@ function ValueInputs({ filter, fieldTypes, onChange }: {
       </>
     )
   }
+  if (VALUELESS_OPERATORS.has(operator)) return null
   switch (operator) {
-    case "exists":
-    case "notExists":
-    case "triggered":
-    case "notTriggered":
-    case "memberOfSegment":
-    case "notMemberOfSegment":
-      return null
     case "triggeredAtLeast": {
       const windowed = filter.within !== undefined
       return (

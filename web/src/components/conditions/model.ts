@@ -95,19 +95,18 @@ export const valueTypeOf = (filter: Filter, fieldTypes: ReadonlyMap<string, stri
 }
 
 /** The operator's value when it changes: keeps what still fits, else a fresh default. */
+/** Operators that take no value: the field (or event, or segment) alone says it. */
+export const VALUELESS_OPERATORS: ReadonlySet<Operator> = new Set([
+  "exists", "notExists", "triggered", "notTriggered", "memberOfSegment", "notMemberOfSegment"
+])
+
 export const withOperator = (filter: Filter, operator: Operator): Filter => {
   const { field } = filter
   if (WINDOW_OPERATORS.has(operator)) {
     return { field, operator, value: typeof filter.value === "number" && filter.value > 0 ? filter.value : 7, unit: filter.unit ?? "days" }
   }
+  if (VALUELESS_OPERATORS.has(operator)) return { field, operator }
   switch (operator) {
-    case "exists":
-    case "notExists":
-    case "triggered":
-    case "notTriggered":
-    case "memberOfSegment":
-    case "notMemberOfSegment":
-      return { field, operator }
     case "triggeredAtLeast":
       return { field, operator, value: Number.isInteger(filter.value) && (filter.value as number) > 0 ? filter.value : 1 }
     default: {

@@ -19,6 +19,7 @@ import { useSettled } from "../../components/conditions/settled.ts"
 import { Card, Field, MutationError } from "../../components/Form.tsx"
 import { Page } from "../../components/Page.tsx"
 import { ErrorState, QueryView } from "../../components/States.tsx"
+import { mailContentPayload } from "../mailContent.ts"
 
 type AudienceType = "ALL" | "SEGMENT" | "FILTERED"
 type MailType = "MARKETING" | "TRANSACTIONAL"
@@ -69,12 +70,7 @@ const draftOf = (campaign: typeof Campaign.Type): Draft => ({
 
 /** What the API takes: empty optional fields are null; only the chosen audience's part. */
 const payloadOf = (draft: Draft) => ({
-  name: draft.name,
-  subject: draft.subject,
-  body: draft.body,
-  from: draft.from,
-  fromName: draft.fromName === "" ? null : draft.fromName,
-  replyTo: draft.replyTo === "" ? null : draft.replyTo,
+  ...mailContentPayload(draft),
   type: draft.type,
   audienceType: draft.audienceType,
   segmentId: draft.audienceType === "SEGMENT" ? draft.segmentId : null,
