@@ -19,18 +19,12 @@ import { useSettled } from "../../components/conditions/settled.ts"
 import { Card, Field, MutationError } from "../../components/Form.tsx"
 import { Page } from "../../components/Page.tsx"
 import { ErrorState, QueryView } from "../../components/States.tsx"
-import { mailContentPayload } from "../mailContent.ts"
+import { type MailContentDraft, mailContentPayload } from "../mailContent.ts"
 
 type AudienceType = "ALL" | "SEGMENT" | "FILTERED"
 type MailType = "MARKETING" | "TRANSACTIONAL"
 
-interface Draft {
-  readonly name: string
-  readonly subject: string
-  readonly body: string
-  readonly from: string
-  readonly fromName: string
-  readonly replyTo: string
+interface Draft extends MailContentDraft {
   readonly type: MailType
   readonly audienceType: AudienceType
   readonly segmentId: string
