@@ -1,6 +1,6 @@
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { domainStatus, recordsFor, recordStatus } from "../../src/mail/domainRecords.ts"
+import { domainStatus, recordsFor, recordStatus } from "../../src/store/domainRecords.ts"
 import { addTracking, clickSignature, contactLinks, contactSignatureValid, parseContactToken } from "../../src/mail/links.ts"
 import { DEFAULT_LIMITS, makeRenderer, OutputLimitError, RenderError, templateVariables, toLiquid } from "../../src/mail/render.ts"
 import { TokenBucket } from "../../src/mail/throttle.ts"
