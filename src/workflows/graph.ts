@@ -10,7 +10,7 @@ import { dataPayloadProblems, isPlainObject } from "../domain/customData.ts"
 import { isValidEmail } from "../domain/email.ts"
 import { isUuid } from "../domain/ids.ts"
 import { decodeStepDefinition, STEP_TYPES, type Step, type StepType, type Transition, WEBHOOK_METHOD_NAMES } from "../domain/workflowSteps.ts"
-import { makeRenderer, RenderError } from "../mail/render.ts"
+import { templateSyntaxProblem } from "../mail/render.ts"
 
 /** The stored shapes (step types, statuses, steps, transitions) live in src/domain/workflowSteps.ts, for the store too. */
 export {
@@ -41,15 +41,9 @@ export interface ConfigProblem {
   readonly code: string
 }
 
-const renderer = makeRenderer()
-
 const liquidProblem = (field: string, source: string, kind: "html" | "text"): ConfigProblem | undefined => {
-  try {
-    renderer.compile(source, kind)
-    return undefined
-  } catch (error) {
-    return { field, message: error instanceof RenderError ? error.message : String(error), code: "invalid_template" }
-  }
+  const message = templateSyntaxProblem(source, kind)
+  return message === undefined ? undefined : { field, message, code: "invalid_template" }
 }
 
 /**
