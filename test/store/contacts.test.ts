@@ -1,9 +1,10 @@
 /**
- * The Contacts and Segments repositories at the layer level, against a real migrated Postgres of their
- * own (no service processes, no NATS): every write commits its stream message with it (read back from
- * the outbox, routed as the TypeScript side routes it), the typed errors they fail with (DuplicateEmail,
- * InvalidCursor, ContactDataTooLarge), that reads stay inside their project, and that a dynamic
- * segment's members are its condition now while a static one's are its stored list.
+ * The Contacts, Segments and ContactJobs repositories at the layer level, against a real migrated
+ * Postgres of their own (no service processes, no NATS): every write commits its stream message with it
+ * (read back from the outbox, routed as the TypeScript side routes it), the typed errors they fail with
+ * (DuplicateEmail, InvalidCursor, ContactDataTooLarge), that reads stay inside their project, that a
+ * dynamic segment's members are its condition now while a static one's are its stored list, and that a
+ * queued job commits its first steps (an import's first ranges, a bulk job's rows per lane) with it.
  */
 import { assert, describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
@@ -12,12 +13,15 @@ import { AppConfig } from "../../src/config.ts"
 import type { Condition } from "../../src/domain/conditions/types.ts"
 import { type DataPatch, MAX_CONTACT_DATA_BYTES } from "../../src/domain/customData.ts"
 import { DuplicateEmail, InvalidCursor } from "../../src/domain/errors.ts"
+import { uuidv7 } from "../../src/domain/ids.ts"
+import type { ImportPlan } from "../../src/domain/imports/plan.ts"
+import { ContactJobs, IMPORT_READ_AHEAD } from "../../src/store/ContactJobs.ts"
 import { ContactDataTooLarge, Contacts, type ListQuery } from "../../src/store/Contacts.ts"
 import { Segments } from "../../src/store/Segments.ts"
 import { Outbox } from "../../src/stream/Outbox.ts"
 import { insertProject, OutboxWithoutNats, outboxOf, TestDatabase } from "../support/database.ts"
 
-const Repositories = Layer.mergeAll(Contacts.layer, Segments.layer).pipe(
+const Repositories = Layer.mergeAll(Contacts.layer, Segments.layer, ContactJobs.layer).pipe(
   Layer.provideMerge(OutboxWithoutNats),
   Layer.provideMerge(AppConfig.layer),
   Layer.provideMerge(TestDatabase)
@@ -227,6 +231,96 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("contacts an
         expect(preview.sample.map((contact) => contact.email)).toEqual(["c@example.com", "b@example.com"])
         expect(yield* segments.preview(project, {}, 0)).toEqual({ total: 4, reachable: 2, sample: [] })
         expect(yield* outboxOf(project)).toHaveLength(before)
+      }))
+  })
+
+  describe("ContactJobs", () => {
+    /** A plan of `ranges` ranges of 10 rows each (the reader is not run here). */
+    const planOf = (ranges: number): ImportPlan => ({
+      delimiter: ",",
+      email: 0,
+      subscribed: null,
+      data: [],
+      defaultSubscribed: null,
+      duplicates: {},
+      ranges: Array.from({ length: ranges }, (_, range) => ({ offset: range * 100, end: (range + 1) * 100, rows: 10, firstRow: 2 + range * 10 }))
+    })
+
+    it.effect("an upload is kept part by part and invisible until queued; queuing commits the first ranges' steps, each on its lane", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const outbox = yield* Outbox
+        const jobs = yield* ContactJobs
+        const project = yield* insertProject
+        const jobId = yield* jobs.beginUpload(project)
+        yield* jobs.appendPart(jobId, 0, Buffer.from("email\na@example.com\n"))
+        yield* jobs.appendPart(jobId, 1, Buffer.from("b@example.com\n"))
+        expect(yield* jobs.view(project, jobId, ["import"])).toBeUndefined() // upload incomplete
+        const parts: Array<string> = []
+        yield* Effect.promise(async () => {
+          for await (const part of jobs.parts(jobId)) parts.push(Buffer.from(part).toString())
+        })
+        expect(parts.join("")).toBe("email\na@example.com\nb@example.com\n")
+
+        yield* jobs.queueImport(project, jobId, 60, planOf(6), [{ row: 3, email: "bad", reason: "invalid email" }])
+        const view = yield* jobs.view(project, jobId, ["import"])
+        expect(view).toMatchObject({ id: jobId, type: "import", status: "PENDING", progress: { processed: 0, total: 60 }, startedAt: null, finishedAt: null })
+        expect(view!.errors).toEqual([{ row: 3, email: "bad", reason: "invalid email" }])
+        expect(yield* jobs.view(project, jobId, ["delete"])).toBeUndefined()
+        const [ranges] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM contact_job_ranges WHERE job_id = ${jobId}`
+        expect(ranges!.n).toBe(6)
+
+        const steps = yield* outboxOf(project)
+        expect(steps.map((row) => [row.subject, row.payload["type"], row.payload["jobId"], row.payload["range"]])).toEqual(
+          Array.from({ length: IMPORT_READ_AHEAD }, (_, range) => [
+            outbox.subject(project, range % outbox.lanes.count, "command"),
+            "importStep",
+            jobId,
+            range
+          ])
+        )
+
+        const refused = yield* jobs.beginUpload(project)
+        yield* jobs.discard(refused)
+        const [left] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM contact_jobs WHERE id = ${refused}`
+        expect(left!.n).toBe(0)
+      }))
+
+    it.effect("a bulk job reports ids that are not the project's contacts at once and sends the others to their lanes", () =>
+      Effect.gen(function*() {
+        const outbox = yield* Outbox
+        const jobs = yield* ContactJobs
+        const [project, other] = [yield* insertProject, yield* insertProject]
+        const [ada, grace] = [(yield* upsert(project, "ada@example.com")).contact, (yield* upsert(project, "grace@example.com")).contact]
+        const theirs = (yield* upsert(other, "eve@example.com")).contact
+        const before = (yield* outboxOf(project)).length
+
+        const ids = [ada.id, theirs.id, "not-a-uuid", grace.id.toUpperCase(), ada.id, uuidv7()]
+        const jobId = yield* jobs.queueBulk(project, "unsubscribe", ids)
+        const view = yield* jobs.view(project, jobId, ["subscribe", "unsubscribe", "delete"])
+        expect(view).toMatchObject({ type: "unsubscribe", status: "RUNNING", progress: { processed: 4, total: 6, skipped: 4 } })
+        expect(view!.errors.map((error) => [error.row, error.reason])).toEqual([
+          [2, "contact not found"],
+          [3, "contact not found"],
+          [5, "duplicate contact id in the request"],
+          [6, "contact not found"]
+        ])
+        expect(yield* jobs.view(other, jobId, ["unsubscribe"])).toBeUndefined()
+
+        // One message per lane, carrying its contacts with their rows in the request.
+        const messages = (yield* outboxOf(project)).slice(before)
+        const rows = messages.flatMap((row) => {
+          const payload = row.payload as { readonly lane: number; readonly op: string; readonly rows: ReadonlyArray<{ row: number; contactId: string }> }
+          expect(row.subject).toBe(outbox.subject(project, payload.lane, "bulk"))
+          expect(payload.op).toBe("unsubscribe")
+          return payload.rows.map((entry) => [entry.row, entry.contactId, payload.lane])
+        })
+        expect(rows.sort((a, b) => (a[0] as number) - (b[0] as number))).toEqual([
+          [1, ada.id, outbox.lanes.laneOf(ada.id)],
+          [4, grace.id, outbox.lanes.laneOf(grace.id)]
+        ])
+        expect(new Set(messages.map((row) => row.payload["lane"])).size).toBe(messages.length)
+        expect([...(yield* jobs.emailsOf(project, [ada.id, theirs.id, "x"]))]).toEqual(["ada@example.com"])
       }))
   })
 })
