@@ -1,10 +1,10 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { EXECUTION_STATUSES, STEP_TYPES } from "../../domain/workflowSteps.ts"
 import { bodyErrors, commonErrors, ErrorDocs, inputErrors } from "./errors.ts"
 import { pageParams, QueryParam, queryParameters } from "./query.ts"
 import { Count, Json, JsonObject, pageFields, Text, Timestamp } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
+import { EXECUTION_STATUSES, STEP_TYPES } from "../../domain/workflowSteps.ts"
 
 const StepType = Schema.Literals(STEP_TYPES)
 const Position = Schema.NullOr(Schema.Struct({ x: Schema.Finite, y: Schema.Finite }))
