@@ -9,7 +9,7 @@ import { SqlClient, type SqlError } from "effect/sql"
 import { uuidv7 } from "../domain/ids.ts"
 import { Outbox, type OutboxRow } from "../stream/Outbox.ts"
 import type { WorkflowMessage } from "../stream/messages.ts"
-import type { ExecutionStatus, Step, StepType, Transition } from "../workflows/graph.ts"
+import type { ExecutionStatus, Step, StepType, Transition } from "../domain/workflowSteps.ts"
 import { type ExecutionRow, WorkflowExecutions } from "./WorkflowExecutions.ts"
 
 export interface Workflow {
