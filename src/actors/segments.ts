@@ -163,13 +163,34 @@ const inLane = (sql: SqlClient.SqlClient, context: SegmentContext, column: strin
     ? sql`true`
     : sql`(get_byte(uuid_send(${sql.literal(column)}), 15) % ${sql.literal(String(context.outbox.lanes.count))}) = ${context.lane}`
 
-/** Loads what the given segments read about the given contacts. */
 /** A contact's custom data is an object; anything else is a corrupt row its segments cannot evaluate. */
 const objectData = (contactId: string, data: unknown): Record<string, unknown> => {
   if (typeof data !== "object" || data === null || Array.isArray(data)) throw new Error(`contact ${contactId}: its data is not an object`)
   return data as Record<string, unknown>
 }
 
+/** One row of loadFacts: a contact (c), an event aggregate (a), an event's time (t) or a membership (m). */
+interface FactRow {
+  readonly kind: "c" | "a" | "t" | "m"
+  readonly contact_id: string
+  /** The contact's email, the event's name, or the segment's id. */
+  readonly name: string
+  readonly count: string | number | bigint | null
+  /** Epoch milliseconds: created / first / occurred at. */
+  readonly t1: number | string | null
+  /** Epoch milliseconds: updated / last at. */
+  readonly t2: number | string | null
+  readonly subscribed: boolean | null
+  readonly data: unknown
+}
+
+/**
+ * A timestamptz column as epoch milliseconds (float8, truncated to the millisecond as a parsed time is):
+ * cheaper to produce and to read than a formatted time.
+ */
+const epochMs = (sql: SqlClient.SqlClient, column: string) => sql`floor(extract(epoch FROM ${sql.literal(column)}) * 1000)::float8`
+
+/** Loads what the given segments read about the given contacts. */
 export const loadFacts = Effect.fnUntraced(function*(
   projectId: string,
   contactIds: ReadonlyArray<string>,
@@ -179,63 +200,58 @@ export const loadFacts = Effect.fnUntraced(function*(
   const sql = yield* SqlClient.SqlClient
   const ids = pgArray(contactIds)
   // One round trip: the contacts, their aggregates of the events read, the occurrence times of the
-  // windowed counts and their memberships, as tagged rows.
-  const rows = yield* sql<{ kind: "c" | "a" | "t" | "m"; row: Record<string, unknown> | string }>`
-    SELECT 'c' AS kind, jsonb_build_object('id', id, 'email', email, 'subscribed', subscribed, 'data', data,
-                                           'created_at', created_at, 'updated_at', updated_at) AS row
+  // windowed counts and their memberships, as rows of one shape (`kind` says which). Plain columns and
+  // times as epoch milliseconds: building a JSON object per row cost Postgres about twice the read.
+  const rows = yield* sql<FactRow>`
+    SELECT 'c' AS kind, id AS contact_id, email AS name, NULL::bigint AS count, ${epochMs(sql, "created_at")} AS t1,
+           ${epochMs(sql, "updated_at")} AS t2, subscribed, data
     FROM contacts WHERE project_id = ${projectId} AND id = ANY(${ids}::uuid[])
     UNION ALL
-    SELECT 'a', jsonb_build_object('contact_id', contact_id, 'name', name, 'count', count, 'first_at', first_at, 'last_at', last_at)
+    SELECT 'a', contact_id, name, count, ${epochMs(sql, "first_at")}, ${epochMs(sql, "last_at")}, NULL, NULL
     FROM event_aggregates
     WHERE ${eventNames.size > 0} AND project_id = ${projectId} AND contact_id = ANY(${ids}::uuid[])
       AND name = ANY(${pgArray([...eventNames])}::text[])
     UNION ALL
-    (SELECT 't', jsonb_build_object('contact_id', contact_id, 'name', name, 'created_at', created_at)
+    (SELECT 't', contact_id, name, NULL, ${epochMs(sql, "created_at")}, NULL, NULL, NULL
      FROM events
      WHERE ${windowedNames.size > 0} AND project_id = ${projectId} AND contact_id = ANY(${ids}::uuid[])
        AND name = ANY(${pgArray([...windowedNames])}::text[])
      ORDER BY created_at DESC)
     UNION ALL
-    SELECT 'm', jsonb_build_object('contact_id', contact_id, 'segment_id', segment_id)
+    SELECT 'm', contact_id, segment_id::text, NULL, NULL, NULL, NULL, NULL
     FROM segment_memberships
     WHERE project_id = ${projectId} AND exited_at IS NULL AND contact_id = ANY(${ids}::uuid[])`
-  const of = <A>(kind: string) =>
-    rows.filter((row) => row.kind === kind).map((row) => (typeof row.row === "string" ? JSON.parse(row.row) : row.row) as A)
-  const contacts = of<{ id: string; email: string; subscribed: boolean; data: Record<string, unknown>; created_at: string; updated_at: string }>("c")
-  const aggregates = of<{ contact_id: string; name: string; count: number; first_at: string; last_at: string }>("a")
-  const times = of<{ contact_id: string; name: string; created_at: string }>("t")
-  const memberships = of<{ contact_id: string; segment_id: string }>("m")
   const facts = new Map<string, ContactFacts & { memberships: Set<string> }>()
-  for (const row of contacts) {
-    facts.set(row.id, {
-      id: row.id,
-      email: row.email,
-      subscribed: row.subscribed,
-      createdAt: new Date(row.created_at).getTime(),
-      updatedAt: new Date(row.updated_at).getTime(),
-      data: objectData(row.id, row.data),
+  for (const row of rows) {
+    if (row.kind !== "c") continue
+    facts.set(row.contact_id, {
+      id: row.contact_id,
+      email: row.name,
+      subscribed: row.subscribed === true,
+      createdAt: Number(row.t1),
+      updatedAt: Number(row.t2),
+      data: objectData(row.contact_id, row.data),
       events: new Map<string, EventAggregate>(),
       eventTimes: new Map<string, Array<number>>(),
       memberships: new Set()
     })
   }
-  for (const row of aggregates) {
-    ;(facts.get(row.contact_id)?.events as Map<string, EventAggregate> | undefined)?.set(row.name, {
-      count: Number(row.count),
-      firstAt: new Date(row.first_at).getTime(),
-      lastAt: new Date(row.last_at).getTime()
-    })
-  }
-  for (const row of times) {
-    const map = facts.get(row.contact_id)?.eventTimes as Map<string, Array<number>> | undefined
-    if (!map) continue
-    const list = map.get(row.name) ?? []
-    list.push(new Date(row.created_at).getTime())
-    map.set(row.name, list)
+  for (const row of rows) {
+    const contact = facts.get(row.contact_id)
+    if (!contact) continue
+    if (row.kind === "a") {
+      ;(contact.events as Map<string, EventAggregate>).set(row.name, { count: Number(row.count), firstAt: Number(row.t1), lastAt: Number(row.t2) })
+    } else if (row.kind === "t") {
+      const map = contact.eventTimes as Map<string, Array<number>>
+      const list = map.get(row.name)
+      if (list) list.push(Number(row.t1))
+      else map.set(row.name, [Number(row.t1)])
+    } else if (row.kind === "m") {
+      contact.memberships.add(row.name)
+    }
   }
   // Newest first, as the windowed counts read them.
   for (const contact of facts.values()) for (const list of contact.eventTimes?.values() ?? []) (list as Array<number>).sort((x, y) => y - x)
-  for (const row of memberships) facts.get(row.contact_id)?.memberships.add(row.segment_id)
   return facts
 })
 
