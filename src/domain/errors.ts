@@ -130,6 +130,28 @@ export class DeadLetterNotReplayable
     )
 }
 
+/** What a campaign in `status` cannot be (edited, cancelled, ...), in the envelope's message. */
+const campaignStateFields = (status: string, action: string) => ({
+  message: `A ${status} campaign cannot be ${action}`,
+  details: { status }
+})
+
+/** A campaign change its status does not allow (editing a SENT campaign, deleting a SENDING one, ...). */
+export class InvalidCampaignState extends Schema.TaggedError<InvalidCampaignState>()("InvalidCampaignState", domainErrorFields) {
+  static readonly status = 409
+  static readonly code = "INVALID_CAMPAIGN_STATE"
+  static readonly tag = "InvalidCampaignState"
+  static readonly of = (status: string, action: string) => new InvalidCampaignState(campaignStateFields(status, action))
+}
+
+/** POST /campaigns/:id/send for a campaign that is not DRAFT or SCHEDULED: a 400, as the reference answers it. */
+export class CampaignNotSendable extends Schema.TaggedError<CampaignNotSendable>()("CampaignNotSendable", domainErrorFields) {
+  static readonly status = 400
+  static readonly code = "INVALID_CAMPAIGN_STATE"
+  static readonly tag = "CampaignNotSendable"
+  static readonly of = (status: string) => new CampaignNotSendable(campaignStateFields(status, "sent"))
+}
+
 /** Every domain error the API can answer, for code that maps any of them (the web app's failure view). */
 export const DomainErrors = [
   InvalidCursor,
@@ -140,7 +162,9 @@ export const DomainErrors = [
   ReentryNotAllowed,
   ExecutionNotActive,
   TransitionExists,
-  DeadLetterNotReplayable
+  DeadLetterNotReplayable,
+  InvalidCampaignState,
+  CampaignNotSendable
 ] as const
 
 export type DomainError = InstanceType<(typeof DomainErrors)[number]>

@@ -5,6 +5,7 @@
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
+import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 import { AppConfig } from "../config.ts"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
 import { Outbox } from "../stream/Outbox.ts"
@@ -202,11 +203,11 @@ export const insertQueuedEmails = (
   })
 
 export class Emails extends Context.Service<Emails, {
-  readonly get: (projectId: string, id: string) => Effect.Effect<EmailRecord | undefined>
+  readonly get: (projectId: string, id: string) => Effect.Effect<EmailRecord | undefined, PersistenceError>
   /** By id alone, for tracking links that carry only the (signed) id; callers verify the signature. */
-  readonly byId: (id: string) => Effect.Effect<EmailRecord | undefined>
+  readonly byId: (id: string) => Effect.Effect<EmailRecord | undefined, PersistenceError>
   /** By Message-ID, within one project (inbound notifications that name the project) or any. */
-  readonly byMessageId: (messageId: string, projectId?: string) => Effect.Effect<EmailRecord | undefined>
+  readonly byMessageId: (messageId: string, projectId?: string) => Effect.Effect<EmailRecord | undefined, PersistenceError>
   /**
    * Records an engagement: stamps its time once, moves the status forward (never back) and emits the
    * email.* event (every click; opens at most once per OPEN_REPEAT_MINUTES; once for the others).
@@ -215,7 +216,7 @@ export class Emails extends Context.Service<Emails, {
     email: EmailRecord,
     kind: EngagementKind,
     data?: Record<string, unknown>
-  ) => Effect.Effect<EngagementResult | undefined>
+  ) => Effect.Effect<EngagementResult | undefined, PersistenceError>
 }>()("app/store/Emails") {
   static readonly layer = Layer.effect(
     Emails,
@@ -226,13 +227,13 @@ export class Emails extends Context.Service<Emails, {
       const get = Effect.fn("Emails.get")(function*(projectId: string, id: string) {
         const rows = yield* sql<EmailRow>`SELECT ${sql.literal(summaryColumns())} FROM emails WHERE project_id = ${projectId} AND id = ${id}`
         return rows[0] ? toEmailRecord(rows[0]) : undefined
-      }, Effect.orDie)
+      }, mapSqlError)
 
       const byId = Effect.fn("Emails.byId")(function*(id: string) {
         if (!isUuid(id)) return undefined
         const rows = yield* sql<EmailRow>`SELECT ${sql.literal(summaryColumns())} FROM emails WHERE id = ${id}`
         return rows[0] ? toEmailRecord(rows[0]) : undefined
-      }, Effect.orDie)
+      }, mapSqlError)
 
       const byMessageId = Effect.fn("Emails.byMessageId")(function*(messageId: string, projectId?: string) {
         const id = messageId.trim().replace(/^<|>$/g, "")
@@ -240,7 +241,7 @@ export class Emails extends Context.Service<Emails, {
           SELECT ${sql.literal(summaryColumns())} FROM emails
           WHERE message_id = ${id} ${projectId ? sql`AND project_id = ${projectId}` : sql``}`
         return rows[0] ? toEmailRecord(rows[0]) : undefined
-      }, Effect.orDie)
+      }, mapSqlError)
 
       const engage = Effect.fn("Emails.engage")(function*(email: EmailRecord, kind: EngagementKind, data: Record<string, unknown> = {}) {
         const step = ENGAGEMENT[kind]
@@ -279,7 +280,7 @@ export class Emails extends Context.Service<Emails, {
           }
           return { email: toEmailRecord(row), first, recorded }
         })).pipe(Effect.provideService(SqlClient.SqlClient, sql))
-      }, Effect.orDie)
+      }, mapSqlError)
 
       return Emails.of({ get, byId, byMessageId, engage })
     })

@@ -3,6 +3,7 @@ import { Clock, Context, Data, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { uuidv7 } from "../domain/ids.ts"
 import type { User } from "../domain/user.ts"
+import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
 interface UserRow {
   id: string
@@ -34,19 +35,19 @@ export class Users extends Context.Service<Users, {
     readonly email: string
     readonly passwordHash: string | null
     readonly emailVerified: boolean
-  }) => Effect.Effect<StoredUser, EmailTaken>
-  readonly byEmail: (email: string) => Effect.Effect<StoredUser | undefined>
-  readonly byId: (id: string) => Effect.Effect<StoredUser | undefined>
-  readonly count: Effect.Effect<number>
-  readonly setPassword: (userId: string, passwordHash: string) => Effect.Effect<void>
-  readonly markVerified: (userId: string) => Effect.Effect<void>
-  readonly byIdentity: (provider: string, subject: string) => Effect.Effect<StoredUser | undefined>
-  readonly linkIdentity: (userId: string, provider: string, subject: string) => Effect.Effect<void>
-  readonly createSession: (userId: string, ttlHours: number) => Effect.Effect<{ readonly id: string; readonly expiresAt: Date }>
+  }) => Effect.Effect<StoredUser, EmailTaken | PersistenceError>
+  readonly byEmail: (email: string) => Effect.Effect<StoredUser | undefined, PersistenceError>
+  readonly byId: (id: string) => Effect.Effect<StoredUser | undefined, PersistenceError>
+  readonly count: Effect.Effect<number, PersistenceError>
+  readonly setPassword: (userId: string, passwordHash: string) => Effect.Effect<void, PersistenceError>
+  readonly markVerified: (userId: string) => Effect.Effect<void, PersistenceError>
+  readonly byIdentity: (provider: string, subject: string) => Effect.Effect<StoredUser | undefined, PersistenceError>
+  readonly linkIdentity: (userId: string, provider: string, subject: string) => Effect.Effect<void, PersistenceError>
+  readonly createSession: (userId: string, ttlHours: number) => Effect.Effect<{ readonly id: string; readonly expiresAt: Date }, PersistenceError>
   /** The user of a live session (not revoked, not expired). */
-  readonly sessionUser: (sessionId: string) => Effect.Effect<StoredUser | undefined>
-  readonly revokeSession: (sessionId: string) => Effect.Effect<void>
-  readonly revokeAllSessions: (userId: string) => Effect.Effect<void>
+  readonly sessionUser: (sessionId: string) => Effect.Effect<StoredUser | undefined, PersistenceError>
+  readonly revokeSession: (sessionId: string) => Effect.Effect<void, PersistenceError>
+  readonly revokeAllSessions: (userId: string) => Effect.Effect<void, PersistenceError>
 }>()("app/store/Users") {
   static readonly layer = Layer.effect(
     Users,
@@ -64,47 +65,47 @@ export class Users extends Context.Service<Users, {
           INSERT INTO users AS u (id, email, password_hash, email_verified_at)
           VALUES (${uuidv7()}, ${input.email}, ${input.passwordHash}, ${input.emailVerified ? new Date(yield* Clock.currentTimeMillis) : null})
           ON CONFLICT (email) DO NOTHING
-          RETURNING ${columns}`.pipe(Effect.orDie)
+          RETURNING ${columns}`
         const row = rows[0]
         if (!row) return yield* Effect.fail(new EmailTaken())
         return toUser(row)
-      })
+      }, mapSqlError)
 
       const one = (rows: ReadonlyArray<UserRow>) => rows[0] && toUser(rows[0])
 
       return Users.of({
         create,
-        byEmail: (email) => sql<UserRow>`SELECT ${columns} FROM users u WHERE u.email = ${email}`.pipe(Effect.map(one), Effect.orDie),
-        byId: (id) => sql<UserRow>`SELECT ${columns} FROM users u WHERE u.id = ${id}`.pipe(Effect.map(one), Effect.orDie),
-        count: sql<{ n: number }>`SELECT count(*)::int AS n FROM users`.pipe(Effect.map((rows) => rows[0]!.n), Effect.orDie),
+        byEmail: (email) => sql<UserRow>`SELECT ${columns} FROM users u WHERE u.email = ${email}`.pipe(Effect.map(one), mapSqlError),
+        byId: (id) => sql<UserRow>`SELECT ${columns} FROM users u WHERE u.id = ${id}`.pipe(Effect.map(one), mapSqlError),
+        count: sql<{ n: number }>`SELECT count(*)::int AS n FROM users`.pipe(Effect.map((rows) => rows[0]!.n), mapSqlError),
         setPassword: (userId, passwordHash) =>
-          sql`UPDATE users SET password_hash = ${passwordHash}, updated_at = now() WHERE id = ${userId}`.pipe(Effect.asVoid, Effect.orDie),
+          sql`UPDATE users SET password_hash = ${passwordHash}, updated_at = now() WHERE id = ${userId}`.pipe(Effect.asVoid, mapSqlError),
         markVerified: (userId) =>
           sql`UPDATE users SET email_verified_at = COALESCE(email_verified_at, now()), updated_at = now() WHERE id = ${userId}`.pipe(
             Effect.asVoid,
-            Effect.orDie
+            mapSqlError
           ),
         byIdentity: (provider, subject) =>
           sql<UserRow>`SELECT ${columns} FROM user_identities i JOIN users u ON u.id = i.user_id
-                       WHERE i.provider = ${provider} AND i.subject = ${subject}`.pipe(Effect.map(one), Effect.orDie),
+                       WHERE i.provider = ${provider} AND i.subject = ${subject}`.pipe(Effect.map(one), mapSqlError),
         linkIdentity: (userId, provider, subject) =>
           sql`INSERT INTO user_identities (provider, subject, user_id) VALUES (${provider}, ${subject}, ${userId})
-              ON CONFLICT (provider, subject) DO NOTHING`.pipe(Effect.asVoid, Effect.orDie),
+              ON CONFLICT (provider, subject) DO NOTHING`.pipe(Effect.asVoid, mapSqlError),
         createSession: (userId, ttlHours) => {
           const id = uuidv7()
           const expiresAt = new Date(clock.currentTimeMillisUnsafe() + ttlHours * 3_600_000)
           return sql`INSERT INTO sessions (id, user_id, expires_at) VALUES (${id}, ${userId}, ${expiresAt})`.pipe(
             Effect.as({ id, expiresAt }),
-            Effect.orDie
+            mapSqlError
           )
         },
         sessionUser: (sessionId) =>
           sql<UserRow>`SELECT ${columns} FROM sessions s JOIN users u ON u.id = s.user_id
-                       WHERE s.id = ${sessionId} AND s.revoked_at IS NULL AND s.expires_at > now()`.pipe(Effect.map(one), Effect.orDie),
+                       WHERE s.id = ${sessionId} AND s.revoked_at IS NULL AND s.expires_at > now()`.pipe(Effect.map(one), mapSqlError),
         revokeSession: (sessionId) =>
-          sql`UPDATE sessions SET revoked_at = now() WHERE id = ${sessionId} AND revoked_at IS NULL`.pipe(Effect.asVoid, Effect.orDie),
+          sql`UPDATE sessions SET revoked_at = now() WHERE id = ${sessionId} AND revoked_at IS NULL`.pipe(Effect.asVoid, mapSqlError),
         revokeAllSessions: (userId) =>
-          sql`UPDATE sessions SET revoked_at = now() WHERE user_id = ${userId} AND revoked_at IS NULL`.pipe(Effect.asVoid, Effect.orDie)
+          sql`UPDATE sessions SET revoked_at = now() WHERE user_id = ${userId} AND revoked_at IS NULL`.pipe(Effect.asVoid, mapSqlError)
       })
     })
   )

@@ -5,7 +5,7 @@
  * reloads its cached graphs in order with the project's other messages.
  */
 import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type SqlError } from "effect/sql"
 import {
   ExecutionActive,
   ExecutionNotActive,
@@ -180,7 +180,7 @@ export class Workflows extends Context.Service<Workflows, {
   readonly update: (projectId: string, id: string, input: WorkflowChanges) => Sql<WorkflowDetail | undefined>
   readonly remove: (projectId: string, id: string) => Sql<boolean, WorkflowHasActiveExecutions>
   /** Structural edits run under the workflow's row lock and are refused while executions are active. */
-  readonly structural: <A, E>(projectId: string, workflowId: string, edit: Effect.Effect<A, E, SqlClient.SqlClient>) => Sql<A, Exclude<E, PersistenceError> | WorkflowHasActiveExecutions>
+  readonly structural: <A, E>(projectId: string, workflowId: string, edit: Effect.Effect<A, E, SqlClient.SqlClient>) => Sql<A, E | WorkflowHasActiveExecutions>
   readonly insertStep: (workflowId: string, input: { type: StepType; name: string; config: Record<string, unknown>; position: unknown }) => Sql<StoredStep>
   readonly updateStep: (projectId: string, workflowId: string, stepId: string, input: { name?: string | undefined; config?: Record<string, unknown> | undefined; position?: unknown }) => Sql<StoredStep | undefined>
   readonly deleteStep: (workflowId: string, stepId: string, spliceTo: string | undefined) => Sql<void>
@@ -347,7 +347,7 @@ export class Workflows extends Context.Service<Workflows, {
           VALUES (${uuidv7()}, ${workflowId}, ${input.fromStepId}, ${input.toStepId}, ${input.branch}, ${input.waitOutcome}, now())
           RETURNING *`.pipe(
           // A concurrent edit took the same way out first (unique index): the graph rule, not a 500.
-          Effect.catchTag("SqlError", (error) =>
+          Effect.catchTag("SqlError", (error): Effect.Effect<never, SqlError.SqlError | TransitionExists> =>
             error.reason._tag === "UniqueViolation" ? Effect.fail(TransitionExists.of()) : Effect.fail(error))
         )
         return toTransition(row!)
