@@ -106,12 +106,12 @@ export class CampaignsApi extends HttpApiGroup.make("campaigns")
       params: IdParam,
       payload: CampaignBody,
       success: Campaign,
-      error: [...commonErrors, ...bodyErrors, ErrorDocs.notFound, declared(InvalidCampaignState)]
+      error: [...commonErrors, ...bodyErrors, ErrorDocs.notFound, declared(InvalidCampaignState), ErrorDocs.conflict]
     }).annotate(OpenApi.Description, "Replaces the campaign (same rules as create); only while DRAFT or SCHEDULED (409 otherwise)."),
     HttpApiEndpoint.delete("delete", "/campaigns/:id", {
       params: IdParam,
       success: Schema.Struct({ success: Schema.Literal(true) }),
-      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound, declared(InvalidCampaignState)]
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound, declared(InvalidCampaignState), ErrorDocs.conflict]
     }).annotate(OpenApi.Description, "409 while the campaign is SENDING (cancel it first)."),
     HttpApiEndpoint.post("duplicate", "/campaigns/:id/duplicate", {
       params: IdParam,
@@ -148,7 +148,7 @@ export class CampaignsApi extends HttpApiGroup.make("campaigns")
     HttpApiEndpoint.post("cancel", "/campaigns/:id/cancel", {
       params: IdParam,
       success: Wrapped,
-      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound, declared(InvalidCampaignState)]
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound, declared(InvalidCampaignState), ErrorDocs.conflict]
     }).annotate(OpenApi.Description, "SCHEDULED or SENDING → CANCELLED; mail not yet handed to SMTP is not sent.")
   )
   .middleware(SecretKeyAuth)

@@ -83,6 +83,7 @@ const StepExecution = Schema.Struct({
 const IdParam = { id: Text }
 const StepParams = { id: Text, stepId: Text }
 const notFound = ErrorDocs.notFound
+const conflict = ErrorDocs.conflict
 /** A structural edit while executions are RUNNING or WAITING. */
 const activeExecutions = declared(WorkflowHasActiveExecutions)
 const ExecutionsQuery = queryParameters({
@@ -142,7 +143,7 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
     HttpApiEndpoint.delete("delete", "/workflows/:id", {
       params: IdParam,
       success: Schema.Struct({ success: Schema.Literal(true) }),
-      error: [...commonErrors, ...inputErrors, notFound, activeExecutions]
+      error: [...commonErrors, ...inputErrors, notFound, activeExecutions, conflict]
     }).annotate(OpenApi.Description, "409 while executions are RUNNING or WAITING: cancel them first."),
     HttpApiEndpoint.post("addStep", "/workflows/:id/steps", {
       params: IdParam,
@@ -153,7 +154,7 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
         position: Schema.optional(Position)
       }),
       success: WorkflowStep.pipe(HttpApiSchema.status(201)),
-      error: [...commonErrors, ...bodyErrors, notFound, activeExecutions]
+      error: [...commonErrors, ...bodyErrors, notFound, activeExecutions, conflict]
     }).annotate(OpenApi.Description, StepConfigDoc),
     HttpApiEndpoint.patch("updateStep", "/workflows/:id/steps/:stepId", {
       params: StepParams,
@@ -165,7 +166,7 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
       params: StepParams,
       query: SpliceQuery.fields,
       success: Schema.Struct({ success: Schema.Literal(true) }),
-      error: [...commonErrors, ...inputErrors, notFound, activeExecutions]
+      error: [...commonErrors, ...inputErrors, notFound, activeExecutions, conflict]
     }).annotate(OpenApi.Description, "With splice=true, transitions into the step are reconnected to its successor.")
       .annotate(OpenApi.Transform, SpliceQuery.document),
     HttpApiEndpoint.post("addTransition", "/workflows/:id/transitions", {
@@ -177,18 +178,18 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
         waitOutcome: Schema.optional(Schema.Literals(["EVENT", "TIMEOUT"]))
       }),
       success: WorkflowTransition.pipe(HttpApiSchema.status(201)),
-      error: [...commonErrors, ...bodyErrors, notFound, activeExecutions, declared(TransitionExists)]
+      error: [...commonErrors, ...bodyErrors, notFound, activeExecutions, declared(TransitionExists), conflict]
     }).annotate(OpenApi.Description, "CONDITION steps need branch yes|no, WAIT_FOR_EVENT steps waitOutcome EVENT|TIMEOUT; no cycles."),
     HttpApiEndpoint.delete("deleteTransition", "/workflows/:id/transitions/:transitionId", {
       params: { id: Text, transitionId: Text },
       success: Schema.Struct({ success: Schema.Literal(true) }),
-      error: [...commonErrors, ...inputErrors, notFound, activeExecutions]
+      error: [...commonErrors, ...inputErrors, notFound, activeExecutions, conflict]
     }),
     HttpApiEndpoint.post("startExecution", "/workflows/:id/executions", {
       params: IdParam,
       payload: Schema.Struct({ contactId: Text, context: Schema.optional(JsonObject) }),
       success: Execution.pipe(HttpApiSchema.status(201)),
-      error: [...commonErrors, ...bodyErrors, notFound, declared(ExecutionActive), declared(ReentryNotAllowed)]
+      error: [...commonErrors, ...bodyErrors, notFound, declared(ExecutionActive), declared(ReentryNotAllowed), conflict]
     }).annotate(OpenApi.Description, "Records an execution (RUNNING); the project's worker advances it. 409 when one is active, or one ran and allowReentry is false."),
     HttpApiEndpoint.get("listExecutions", "/workflows/:id/executions", {
       params: IdParam,
@@ -209,7 +210,7 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
     HttpApiEndpoint.delete("cancelExecution", "/workflows/:id/executions/:executionId", {
       params: { id: Text, executionId: Text },
       success: Execution,
-      error: [...commonErrors, ...inputErrors, notFound, declared(ExecutionNotActive)]
+      error: [...commonErrors, ...inputErrors, notFound, declared(ExecutionNotActive), conflict]
     }).annotate(OpenApi.Description, "Cancels a RUNNING or WAITING execution (409 otherwise).")
   )
   .middleware(SecretKeyAuth)
