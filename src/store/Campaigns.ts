@@ -13,6 +13,7 @@ import { isolateRow } from "../lib/isolation.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import { OWNER_LANE } from "../stream/lanes.ts"
 import { Outbox } from "../stream/Outbox.ts"
+import { isoOrNull } from "./columns.ts"
 import { pagedList, type SortedPage } from "./pagedList.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 import type { TemplateType } from "./Templates.ts"
@@ -125,8 +126,6 @@ const COLUMNS = [
   "resolved_at", "sent_at", "created_at", "updated_at", "error", "billing_hold"
 ].join(", ")
 
-const iso = (date: Date | null) => date?.toISOString() ?? null
-
 export const toCampaign = (row: CampaignRow): Campaign => ({
   id: row.id,
   name: row.name,
@@ -141,7 +140,7 @@ export const toCampaign = (row: CampaignRow): Campaign => ({
   audienceType: row.audience_type,
   segmentId: row.segment_id,
   audienceCondition: row.audience_condition,
-  scheduledFor: iso(row.scheduled_for),
+  scheduledFor: isoOrNull(row.scheduled_for),
   totalRecipients: row.total_recipients,
   sentCount: row.sent_count,
   deliveredCount: row.delivered_count,
@@ -150,7 +149,7 @@ export const toCampaign = (row: CampaignRow): Campaign => ({
   bouncedCount: row.bounced_count,
   billingHold: row.status === "SENDING" ? row.billing_hold : null,
   projectId: row.project_id,
-  sentAt: iso(row.sent_at),
+  sentAt: isoOrNull(row.sent_at),
   createdAt: row.created_at.toISOString(),
   updatedAt: row.updated_at.toISOString()
 })
@@ -348,9 +347,9 @@ export class Campaigns extends Context.Service<Campaigns, {
             click: share(row.clicked_count, sent),
             bounce: share(row.bounced_count, sent)
           },
-          sendingStartedAt: iso(row.sending_started_at),
-          resolvedAt: iso(row.resolved_at),
-          sentAt: iso(row.sent_at),
+          sendingStartedAt: isoOrNull(row.sending_started_at),
+          resolvedAt: isoOrNull(row.resolved_at),
+          sentAt: isoOrNull(row.sent_at),
           error: row.error
         }
       }, mapSqlError)

@@ -5,10 +5,11 @@
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
-import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 import { AppConfig } from "../config.ts"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
 import { Outbox } from "../stream/Outbox.ts"
+import { isoOrNull } from "./columns.ts"
+import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
 export type EmailType = "TRANSACTIONAL" | "MARKETING"
 
@@ -88,8 +89,6 @@ export interface EmailRow {
   readonly complained_at: Date | null
 }
 
-const iso = (date: Date | null) => date?.toISOString() ?? null
-
 /**
  * Every column but the content, for reads that return whole rows. A row's content can be large (and
  * a row written before the size caps, larger than the client reads in one message), so only the
@@ -123,12 +122,12 @@ export const toEmailRecord = (row: EmailRow): EmailRecord => ({
   attempts: row.attempts,
   error: row.error,
   createdAt: row.created_at.toISOString(),
-  sentAt: iso(row.sent_at),
-  deliveredAt: iso(row.delivered_at),
-  openedAt: iso(row.opened_at),
-  clickedAt: iso(row.clicked_at),
-  bouncedAt: iso(row.bounced_at),
-  complainedAt: iso(row.complained_at)
+  sentAt: isoOrNull(row.sent_at),
+  deliveredAt: isoOrNull(row.delivered_at),
+  openedAt: isoOrNull(row.opened_at),
+  clickedAt: isoOrNull(row.clicked_at),
+  bouncedAt: isoOrNull(row.bounced_at),
+  complainedAt: isoOrNull(row.complained_at)
 })
 
 /** Engagement reported after sending, with the event each emits and the column it stamps. */

@@ -5,8 +5,8 @@
  */
 import { Context, Data, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
-import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 import type { Role } from "../domain/permissions.ts"
+import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
 export interface Member {
   readonly userId: string

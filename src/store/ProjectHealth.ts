@@ -7,8 +7,8 @@
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 import { uuidv7 } from "../domain/ids.ts"
+import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
 /**
  * For the sender's claim (a hook the engine adds): campaign and workflow mail (priority 1) of a disabled

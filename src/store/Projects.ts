@@ -1,10 +1,10 @@
 /** Projects and their API keys. Only SHA-256 hashes of keys are stored. */
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
 import { uuidv7 } from "../domain/ids.ts"
 import type { Project } from "../domain/project.ts"
+import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
 export type KeyKind = "public" | "secret"
 

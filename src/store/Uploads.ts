@@ -6,9 +6,9 @@
 import { AwsClient } from "aws4fetch"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
-import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 import { createHash } from "node:crypto"
 import { AppConfig } from "../config.ts"
+import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
 export interface StoredUpload {
   readonly id: string

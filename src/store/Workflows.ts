@@ -17,8 +17,15 @@ import { uuidv7 } from "../domain/ids.ts"
 import { Outbox, type OutboxRow } from "../stream/Outbox.ts"
 import type { WorkflowMessage } from "../stream/messages.ts"
 import type { ExecutionStatus, Step, StepType, Transition } from "../workflows/graph.ts"
+import { isoOrNull } from "./columns.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
-import { type ExecutionRow, WorkflowExecutions } from "./WorkflowExecutions.ts"
+import {
+  type ExecutionRow,
+  STEP_COLUMNS,
+  TRANSITION_COLUMNS,
+  WORKFLOW_COLUMNS,
+  WorkflowExecutions
+} from "./WorkflowExecutions.ts"
 
 export interface Workflow {
   readonly id: string
@@ -77,16 +84,13 @@ export interface Execution {
   readonly completedAt: string | null
 }
 
-const iso = (value: Date | string | null) => (value === null ? null : new Date(value).toISOString())
-const json = <A>(value: A | string): A => (typeof value === "string" ? JSON.parse(value) : value)
-
 export interface WorkflowRow {
   id: string
   project_id: string
   name: string
   description: string | null
   trigger_type: "EVENT" | "MANUAL"
-  trigger_config: Record<string, unknown> | string
+  trigger_config: Record<string, unknown>
   enabled: boolean
   allow_reentry: boolean
   billing_hold: string | null
@@ -100,12 +104,12 @@ export const toWorkflow = (row: WorkflowRow): Workflow => ({
   name: row.name,
   description: row.description,
   triggerType: row.trigger_type,
-  triggerConfig: json(row.trigger_config),
+  triggerConfig: row.trigger_config,
   enabled: row.enabled,
   allowReentry: row.allow_reentry,
   billingHold: row.billing_hold ?? null,
-  createdAt: iso(row.created_at)!,
-  updatedAt: iso(row.updated_at)!
+  createdAt: row.created_at.toISOString(),
+  updatedAt: row.updated_at.toISOString()
 })
 
 export interface StepRow {
@@ -113,8 +117,8 @@ export interface StepRow {
   workflow_id: string
   type: StepType
   name: string
-  config: Record<string, unknown> | string
-  position: { x: number; y: number } | string | null
+  config: Record<string, unknown>
+  position: { x: number; y: number } | null
   created_at: Date
 }
 
@@ -122,9 +126,9 @@ export const toStep = (row: StepRow): StoredStep => ({
   id: row.id,
   type: row.type,
   name: row.name,
-  config: json(row.config),
-  position: row.position === null ? null : json(row.position),
-  createdAt: iso(row.created_at)!
+  config: row.config,
+  position: row.position,
+  createdAt: row.created_at.toISOString()
 })
 
 export interface TransitionRow {
@@ -143,7 +147,7 @@ export const toTransition = (row: TransitionRow): StoredTransition => ({
   toStepId: row.to_step_id,
   branch: row.branch,
   waitOutcome: row.wait_outcome,
-  createdAt: iso(row.created_at)!
+  createdAt: row.created_at.toISOString()
 })
 
 const toExecution = (row: ExecutionRow): Execution => ({
@@ -152,12 +156,12 @@ const toExecution = (row: ExecutionRow): Execution => ({
   contactId: row.contact_id,
   status: row.status,
   currentStepId: row.current_step_id,
-  context: json(row.context),
+  context: row.context,
   exitReason: row.exit_reason,
   error: row.error,
-  startedAt: iso(row.started_at)!,
-  updatedAt: iso(row.updated_at)!,
-  completedAt: iso(row.finished_at)
+  startedAt: row.started_at.toISOString(),
+  updatedAt: row.updated_at.toISOString(),
+  completedAt: isoOrNull(row.finished_at)
 })
 
 const EXECUTION_COLUMNS = "id, workflow_id, contact_id, status, current_step_id, context, exit_reason, error, started_at, updated_at, finished_at"
@@ -220,8 +224,9 @@ export class Workflows extends Context.Service<Workflows, {
         if (rows.length === 0) return []
         const ids = rows.map((row) => row.id)
         const [steps, transitions] = yield* Effect.all([
-          sql<StepRow>`SELECT * FROM workflow_steps WHERE workflow_id IN ${sql.in(ids)} ORDER BY created_at, id`,
-          sql<TransitionRow>`SELECT * FROM workflow_transitions WHERE workflow_id IN ${sql.in(ids)} ORDER BY created_at, id`
+          sql<StepRow>`SELECT ${sql.literal(STEP_COLUMNS)} FROM workflow_steps WHERE workflow_id IN ${sql.in(ids)} ORDER BY created_at, id`,
+          sql<TransitionRow>`
+            SELECT ${sql.literal(TRANSITION_COLUMNS)} FROM workflow_transitions WHERE workflow_id IN ${sql.in(ids)} ORDER BY created_at, id`
         ], { concurrency: 2 })
         return rows.map((row): WorkflowDetail => ({
           ...toWorkflow(row),
@@ -231,7 +236,7 @@ export class Workflows extends Context.Service<Workflows, {
       })
 
       const get = Effect.fn("Workflows.get")(function*(projectId: string, id: string) {
-        const rows = yield* sql<WorkflowRow>`SELECT * FROM workflows WHERE project_id = ${projectId} AND id = ${id}`
+        const rows = yield* sql<WorkflowRow>`SELECT ${sql.literal(WORKFLOW_COLUMNS)} FROM workflows WHERE project_id = ${projectId} AND id = ${id}`
         return (yield* details(rows))[0]
       }, mapSqlError)
 
@@ -254,7 +259,7 @@ export class Workflows extends Context.Service<Workflows, {
 
       const list = Effect.fn("Workflows.list")(function*(projectId: string) {
         return yield* details(yield* sql<WorkflowRow>`
-          SELECT * FROM workflows WHERE project_id = ${projectId} ORDER BY created_at DESC, id DESC`)
+          SELECT ${sql.literal(WORKFLOW_COLUMNS)} FROM workflows WHERE project_id = ${projectId} ORDER BY created_at DESC, id DESC`)
       }, mapSqlError)
 
       const update = Effect.fn("Workflows.update")(function*(projectId: string, id: string, input: WorkflowChanges) {
@@ -312,7 +317,7 @@ export class Workflows extends Context.Service<Workflows, {
           INSERT INTO workflow_steps (id, workflow_id, type, name, config, position, created_at)
           VALUES (${uuidv7()}, ${workflowId}, ${input.type}, ${input.name}, ${JSON.stringify(input.config)}::jsonb,
                   ${input.position === undefined || input.position === null ? null : JSON.stringify(input.position)}::jsonb, now())
-          RETURNING *`
+          RETURNING ${sql.literal(STEP_COLUMNS)}`
         return toStep(row!)
       }, mapSqlError)
 
@@ -325,7 +330,7 @@ export class Workflows extends Context.Service<Workflows, {
               config = COALESCE(${input.config === undefined ? null : JSON.stringify(input.config)}::jsonb, config),
               position = CASE WHEN ${input.position !== undefined} THEN ${input.position === undefined || input.position === null ? null : JSON.stringify(input.position)}::jsonb ELSE position END
             WHERE workflow_id = ${workflowId} AND id = ${stepId}
-            RETURNING *`
+            RETURNING ${sql.literal(STEP_COLUMNS)}`
           if (row) {
             yield* sql`UPDATE workflows SET updated_at = now() WHERE id = ${workflowId}`
             yield* changed(projectId, commands)
@@ -345,7 +350,7 @@ export class Workflows extends Context.Service<Workflows, {
         const [row] = yield* sql<TransitionRow>`
           INSERT INTO workflow_transitions (id, workflow_id, from_step_id, to_step_id, branch, wait_outcome, created_at)
           VALUES (${uuidv7()}, ${workflowId}, ${input.fromStepId}, ${input.toStepId}, ${input.branch}, ${input.waitOutcome}, now())
-          RETURNING *`.pipe(
+          RETURNING ${sql.literal(TRANSITION_COLUMNS)}`.pipe(
           // A concurrent edit took the same way out first (unique index): the graph rule, not a 500.
           Effect.catchTag("SqlError", (error): Effect.Effect<never, SqlError.SqlError | TransitionExists> =>
             error.reason._tag === "UniqueViolation" ? Effect.fail(TransitionExists.of()) : Effect.fail(error))
@@ -408,11 +413,11 @@ export class Workflows extends Context.Service<Workflows, {
             stepId: step.step_id,
             stepType: step.step_type,
             status: step.status,
-            output: typeof step.output === "string" ? JSON.parse(step.output) : step.output,
+            output: step.output,
             error: step.error,
             attempts: step.attempts,
-            startedAt: iso(step.started_at)!,
-            completedAt: iso(step.finished_at)
+            startedAt: step.started_at.toISOString(),
+            completedAt: isoOrNull(step.finished_at)
           }))
         }
       }, mapSqlError)
