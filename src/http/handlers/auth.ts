@@ -86,7 +86,7 @@ export const AuthHandlers = HttpApiBuilder.group(Api, "auth", Effect.fnUntraced(
       )
       if (first) yield* settleFirstUser(members, projects, user.id)
       return user
-    })).pipe(Effect.catchTag("SqlError", Effect.die))
+    }))
 
   const clientAddress = Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
     request.remoteAddress._tag === "Some" ? request.remoteAddress.value : "unknown")
