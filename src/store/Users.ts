@@ -1,17 +1,19 @@
 /** Dashboard users, their linked OAuth identities and their sessions (the server-side half of the cookie). */
-import { Clock, Context, Data, Effect, Layer } from "effect"
+import { Clock, Context, Data, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { uuidv7 } from "../domain/ids.ts"
 import type { User } from "../domain/user.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
-interface UserRow {
-  id: string
-  email: string
-  password_hash: string | null
-  email_verified_at: Date | null
-  created_at: Date
-}
+/** A `users` row as `columns` select it. */
+const UserRow = Schema.Struct({
+  id: Schema.String,
+  email: Schema.String,
+  password_hash: Schema.NullOr(Schema.String),
+  email_verified_at: Schema.NullOr(Schema.Date),
+  created_at: Schema.Date
+})
+type UserRow = typeof UserRow.Type
 
 export interface StoredUser extends User {
   readonly passwordHash: string | null
@@ -55,28 +57,30 @@ export class Users extends Context.Service<Users, {
       const sql = yield* SqlClient.SqlClient
       const clock = yield* Clock.Clock
       const columns = sql.literal("u.id, u.email, u.password_hash, u.email_verified_at, u.created_at")
+      const decodeRows = Schema.decodeUnknownEffect(Schema.Array(UserRow))
 
       const create = Effect.fn("Users.create")(function*(input: {
         readonly email: string
         readonly passwordHash: string | null
         readonly emailVerified: boolean
       }) {
-        const rows = yield* sql<UserRow>`
+        const rows = yield* sql`
           INSERT INTO users AS u (id, email, password_hash, email_verified_at)
           VALUES (${uuidv7()}, ${input.email}, ${input.passwordHash}, ${input.emailVerified ? new Date(yield* Clock.currentTimeMillis) : null})
           ON CONFLICT (email) DO NOTHING
-          RETURNING ${columns}`
+          RETURNING ${columns}`.pipe(Effect.flatMap(decodeRows))
         const row = rows[0]
         if (!row) return yield* Effect.fail(new EmailTaken())
         return toUser(row)
       }, mapSqlError)
 
-      const one = (rows: ReadonlyArray<UserRow>) => rows[0] && toUser(rows[0])
+      /** The first row, decoded, as a user (undefined for none). */
+      const one = (rows: ReadonlyArray<unknown>) => Effect.map(decodeRows(rows.slice(0, 1)), ([row]) => row && toUser(row))
 
       return Users.of({
         create,
-        byEmail: (email) => sql<UserRow>`SELECT ${columns} FROM users u WHERE u.email = ${email}`.pipe(Effect.map(one), mapSqlError),
-        byId: (id) => sql<UserRow>`SELECT ${columns} FROM users u WHERE u.id = ${id}`.pipe(Effect.map(one), mapSqlError),
+        byEmail: (email) => sql`SELECT ${columns} FROM users u WHERE u.email = ${email}`.pipe(Effect.flatMap(one), mapSqlError),
+        byId: (id) => sql`SELECT ${columns} FROM users u WHERE u.id = ${id}`.pipe(Effect.flatMap(one), mapSqlError),
         count: sql<{ n: number }>`SELECT count(*)::int AS n FROM users`.pipe(Effect.map((rows) => rows[0]!.n), mapSqlError),
         setPassword: (userId, passwordHash) =>
           sql`UPDATE users SET password_hash = ${passwordHash}, updated_at = now() WHERE id = ${userId}`.pipe(Effect.asVoid, mapSqlError),
@@ -86,8 +90,8 @@ export class Users extends Context.Service<Users, {
             mapSqlError
           ),
         byIdentity: (provider, subject) =>
-          sql<UserRow>`SELECT ${columns} FROM user_identities i JOIN users u ON u.id = i.user_id
-                       WHERE i.provider = ${provider} AND i.subject = ${subject}`.pipe(Effect.map(one), mapSqlError),
+          sql`SELECT ${columns} FROM user_identities i JOIN users u ON u.id = i.user_id
+                       WHERE i.provider = ${provider} AND i.subject = ${subject}`.pipe(Effect.flatMap(one), mapSqlError),
         linkIdentity: (userId, provider, subject) =>
           sql`INSERT INTO user_identities (provider, subject, user_id) VALUES (${provider}, ${subject}, ${userId})
               ON CONFLICT (provider, subject) DO NOTHING`.pipe(Effect.asVoid, mapSqlError),
@@ -100,8 +104,8 @@ export class Users extends Context.Service<Users, {
           )
         },
         sessionUser: (sessionId) =>
-          sql<UserRow>`SELECT ${columns} FROM sessions s JOIN users u ON u.id = s.user_id
-                       WHERE s.id = ${sessionId} AND s.revoked_at IS NULL AND s.expires_at > now()`.pipe(Effect.map(one), mapSqlError),
+          sql`SELECT ${columns} FROM sessions s JOIN users u ON u.id = s.user_id
+                       WHERE s.id = ${sessionId} AND s.revoked_at IS NULL AND s.expires_at > now()`.pipe(Effect.flatMap(one), mapSqlError),
         revokeSession: (sessionId) =>
           sql`UPDATE sessions SET revoked_at = now() WHERE id = ${sessionId} AND revoked_at IS NULL`.pipe(Effect.asVoid, mapSqlError),
         revokeAllSessions: (userId) =>
