@@ -19,6 +19,7 @@ import { load, type LoadResult } from "./harness/load.ts"
 import { postgresOf, type ProcessGroup, processesNamed, processTree } from "./harness/proc.ts"
 import { DURATION, NATS_URL, setting, sleep, waitFor } from "./harness/settings.ts"
 import { ratio, round } from "./harness/stats.ts"
+import { resetStatements, topStatements } from "./harness/statements.ts"
 import { createFiftySegments, drained, segmentedBody, storedEvents, sustain, type Sustained, trackBody } from "./workload.ts"
 
 const PARTS = ["m1", "m6", "m2", "scale", "batch"] as const
@@ -105,6 +106,15 @@ const segmentsBackfilled = (env: BenchEnvironment) =>
     return row!.behind === 0
   }, 60_000, 500).catch(() => false)
 
+/**
+ * The set-up above fills the tables in seconds, before autovacuum's first analyze (it looks once a
+ * minute): without statistics the planner takes the 10,000 contacts for a handful and reads the batch's
+ * contacts and aggregates through the wrong indexes. A database that has run for a minute has them.
+ */
+const analyzed = (env: BenchEnvironment) => env.query("ANALYZE")
+
+const databaseOf = (env: BenchEnvironment) => new URL(env.databaseUrl).pathname.slice(1)
+
 const sustainedSummary = (sustained: Sustained, baselineRps: number) => ({
   offeredRate: sustained.offeredRate,
   achievedRequestsPerSecond: sustained.load.requestsPerSecond,
@@ -120,18 +130,28 @@ const sustainedSummary = (sustained: Sustained, baselineRps: number) => ({
 
 /** M2: `all` with 50 segments at the baseline's rate (BENCH_M2_RATE) for 15 s. */
 const m2Part = async (env: BenchEnvironment, rate: number, baselineRps: number) => {
+  await analyzed(env)
   const all = await env.start("all")
   await createFiftySegments(all.url, env.project.secretKey)
   const backfilled = await segmentsBackfilled(env)
   await drained(env)
+  await analyzed(env)
+  const statementsUnavailable = await resetStatements()
   const sustained = await sustain(env, `${all.url}/v1/track`, {
     rate,
     seconds: 15,
     body: segmentedBody,
     groups: [processTree("all", all.process.pid!), ...infrastructure(env)]
   })
+  const statements = statementsUnavailable ?? await topStatements(databaseOf(env))
   await all.stop()
-  return { segments: 50, segmentsBackfilledBeforeLoad: backfilled, ...sustainedSummary(sustained, baselineRps), cpu: sustained.window.cpu }
+  return {
+    segments: 50,
+    segmentsBackfilledBeforeLoad: backfilled,
+    ...sustainedSummary(sustained, baselineRps),
+    cpu: sustained.window.cpu,
+    ...(statements ? { postgresStatements: statements } : {})
+  }
 }
 
 /** One scale run: an api and `workers` workers; events/s and CPU µs per event per process group. */
@@ -147,7 +167,9 @@ const scaleRun = async (env: BenchEnvironment, workers: number, rate: number, ba
     ...started.map((worker, i) => processTree(`worker${i + 1}`, worker.process.pid!)),
     ...infrastructure(env)
   ]
+  const statementsUnavailable = await resetStatements()
   const sustained = await sustain(env, `${api.url}/v1/track`, { rate, seconds: DURATION + 3, body: segmentedBody, groups })
+  const statements = statementsUnavailable ?? await topStatements(databaseOf(env))
   await Promise.all([api, ...started].map((service) => service.stop()))
   const cpu = sustained.window.cpu
   const micros = (names: ReadonlyArray<string>) => names.reduce((sum, name) => sum + (cpu?.groups[name]?.cpuMicros ?? 0), 0)
@@ -165,7 +187,8 @@ const scaleRun = async (env: BenchEnvironment, workers: number, rate: number, ba
       nats: perEvent(["nats"]),
       total: perEvent(all)
     },
-    cpu
+    cpu,
+    ...(statements ? { postgresStatements: statements } : {})
   }
 }
 
@@ -246,6 +269,7 @@ export const run = (args: ReadonlyArray<string>) =>
     const rate = setting("BENCH_M2_RATE", baseline.requestsPerSecond)
     const m2 = parts.has("m2") ? await m2Part(env, rate, baseline.requestsPerSecond) : undefined
     if (parts.has("scale") && !m2) {
+      await analyzed(env)
       const api = await env.start("api")
       await createFiftySegments(api.url, env.project.secretKey)
       await api.stop()

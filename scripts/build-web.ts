@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url"
 const ROOT = fileURLToPath(new URL("..", import.meta.url))
 const DIST = join(ROOT, "web/dist")
 const HASH_FILE = join(DIST, ".build-hash")
-const INPUTS = ["web", "src/http/api", "src/domain", "src/imports/plan.ts", "src/imports/cells.ts", "package-lock.json"]
+const INPUTS = ["web", "src/http/api", "src/domain", "package-lock.json"]
 const SKIPPED_DIRS = new Set(["dist", "node_modules"])
 
 const filesUnder = (path: string): Array<string> => {

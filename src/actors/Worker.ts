@@ -43,7 +43,7 @@ import { makeWebhookRunner } from "../workflows/webhooks.ts"
 import { WorkflowRuntime } from "../workflows/Runtime.ts"
 import { repartitionForLanes } from "./upgrade.ts"
 import { makeWakeup, runWhenDue, type Wakeup } from "../lib/dueLoop.ts"
-import { LEASES_CHANNEL, listenTo, SCHEDULE_CHANNEL } from "../store/notifications.ts"
+import { LEASES_CHANNEL, listenTo, SCHEDULE_CHANNEL } from "../lib/notifications.ts"
 
 const HEARTBEAT = Duration.seconds(2)
 const LEASE_TTL_SECONDS = 6

@@ -7,6 +7,30 @@
  */
 import { Result, Schema } from "effect"
 
+export const STEP_TYPES = ["TRIGGER", "SEND_EMAIL", "DELAY", "WAIT_FOR_EVENT", "CONDITION", "WEBHOOK", "UPDATE_CONTACT", "EXIT"] as const
+export type StepType = (typeof STEP_TYPES)[number]
+
+export const EXECUTION_STATUSES = ["RUNNING", "WAITING", "COMPLETED", "EXITED", "FAILED", "CANCELLED"] as const
+export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number]
+export const ACTIVE_STATUSES: ReadonlyArray<ExecutionStatus> = ["RUNNING", "WAITING"]
+
+/** A step of a workflow's graph as stored (its config checked by the api, decoded by the engine). */
+export interface Step {
+  readonly id: string
+  readonly type: StepType
+  readonly name: string
+  readonly config: Record<string, unknown>
+}
+
+/** An edge of a workflow's graph: CONDITION steps leave by `branch`, WAIT_FOR_EVENT steps by `waitOutcome`. */
+export interface Transition {
+  readonly id: string
+  readonly fromStepId: string
+  readonly toStepId: string
+  readonly branch: "yes" | "no" | null
+  readonly waitOutcome: "EVENT" | "TIMEOUT" | null
+}
+
 export const DELAY_UNIT_NAMES = ["minutes", "hours", "days"] as const
 export const WEBHOOK_METHOD_NAMES = ["GET", "POST", "PUT", "PATCH", "DELETE"] as const
 export const SUBSCRIPTION_ACTIONS = ["none", "subscribe", "unsubscribe"] as const

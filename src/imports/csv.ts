@@ -1,12 +1,12 @@
 /**
  * Reading contact CSV files as a stream (csv-parse over web streams, so a file is pulled part by part
- * and never held whole). The dialect and what a cell means live in cells.ts (no Node imports: the
- * dashboard's import preview uses them too).
+ * and never held whole). The dialect and what a cell means live in src/domain/imports/cells.ts (pure:
+ * the dashboard's import preview uses them too).
  */
 import { parse } from "csv-parse/stream"
-import type { Delimiter } from "./cells.ts"
+import type { Delimiter } from "../domain/imports/cells.ts"
 
-export { cellValue, DELIMITERS, type Delimiter, detectDelimiter, subscriptionValue, valueCell } from "./cells.ts"
+export { cellValue, DELIMITERS, type Delimiter, detectDelimiter, subscriptionValue, valueCell } from "../domain/imports/cells.ts"
 
 export interface CsvRecord {
   readonly cells: Array<string>

@@ -7,7 +7,7 @@
 import { Effect, Option, Stream } from "effect"
 import { SqlClient, type SqlError, type Statement } from "effect/sql"
 import { stringify } from "csv-stringify/sync"
-import { valueCell } from "./cells.ts"
+import { valueCell } from "../domain/imports/cells.ts"
 
 const PAGE = 1_000
 

@@ -3,23 +3,13 @@
  * (byte offsets found while checking it) into ranges of at most RANGE_ROWS rows and RANGE_BYTES, so
  * each range can be read on its own, by any lane, in parallel with the others, from its stored parts.
  */
+import type { ImportPlan, ImportRange } from "../domain/imports/plan.ts"
 import { csvRecords } from "./csv.ts"
-import type { ImportPlan } from "./plan.ts"
 
 /** Rows per range: one step of the import, one transaction. */
 export const RANGE_ROWS = 5_000
 /** A range ends after the record that reaches this many bytes (so a step holds about this much of the file). */
 export const RANGE_BYTES = 1024 * 1024
-
-export interface ImportRange {
-  /** Where the range's first record starts in the file. */
-  readonly offset: number
-  /** Where it ends (its last record's line break included). */
-  readonly end: number
-  readonly rows: number
-  /** Row number of its first record (the header is row 1). */
-  readonly firstRow: number
-}
 
 export interface DataRow {
   /** Row number in the file, the header being row 1. */

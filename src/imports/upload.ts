@@ -6,11 +6,10 @@
  */
 import { Effect, Stream } from "effect"
 import type { Multipart } from "effect/http"
-import { MAX_IMPORT_BYTES } from "../http/api/contactJobs.ts"
 import { ContactJobs, type JobError, PART_BYTES } from "../store/ContactJobs.ts"
 import { csvRecords, detectDelimiter, subscriptionValue } from "./csv.ts"
-import { emailOf, type ImportPlan, planColumns } from "./plan.ts"
-import { type ImportRange, RANGE_BYTES, RANGE_ROWS } from "./reader.ts"
+import { emailOf, type ImportPlan, type ImportRange, MAX_IMPORT_BYTES, planColumns } from "../domain/imports/plan.ts"
+import { RANGE_BYTES, RANGE_ROWS } from "./reader.ts"
 
 export type UploadProblem =
   | { readonly _tag: "TooLarge" }

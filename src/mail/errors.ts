@@ -7,7 +7,7 @@ import { Schema } from "effect"
 
 /**
  * The template failed on this recipient's data (a filter error, a render timeout, memory): what the
- * liquid wrapper throws (src/mail/render.ts's own RenderError class), as a typed failure.
+ * liquid wrapper throws (src/mail/render.ts's TemplateError), as a typed failure.
  */
 export class RenderError extends Schema.TaggedError<RenderError>()("RenderError", {
   message: Schema.String

@@ -3,8 +3,8 @@
  *
  * Sandbox: templates come from an empty in-memory map (no `include`/`render`/`layout` of files),
  * only own properties are readable, and parse size, render time, memory and output are capped, so a
- * hostile template fails fast with a RenderError instead of stalling (or filling) the process that
- * renders it. Output is counted as it is produced: rendering stops at the cap, it is not checked after.
+ * hostile template fails fast with a TemplateError instead of stalling (or filling) the process that
+ * renders it (src/mail/prepare.ts turns it into the typed RenderError of src/mail/errors.ts). Output is counted as it is produced: rendering stops at the cap, it is not checked after.
  *
  * Dialect, rewritten into plain Liquid before parsing:
  * - `{{ name ?? "fallback" }}`: the fallback when the value is missing or null (not when it is "" or false);
@@ -13,12 +13,20 @@
  */
 import { Context, type Emitter, Liquid, type Template, toPromise, toValue } from "liquidjs"
 
-export class RenderError extends Error {
-  override readonly name = "RenderError"
+/**
+ * What this wrapper throws: the template does not parse, or failed while rendering (a filter, the time
+ * or memory limit). Thrown, not typed: liquidjs renders in promises; src/mail/prepare.ts, the one place
+ * mail is rendered, turns it into the typed RenderError (src/mail/errors.ts).
+ */
+export class TemplateError extends Error {
+  override readonly name = "TemplateError"
 }
 
+/** The message of what rendering threw (a TemplateError's own; anything else as text). */
+export const templateErrorMessage = (error: unknown): string => (error instanceof TemplateError ? error.message : String(error))
+
 /** The template rendered past the characters allowed for it (rendering stopped there). */
-export class OutputLimitError extends RenderError {
+export class OutputLimitError extends TemplateError {
   readonly limit: number
   constructor(limit: number) {
     super(`the template renders to more than ${limit} characters`)
@@ -160,7 +168,7 @@ const findTopLevelPipe = (expression: string): number => {
 }
 
 export interface Renderer {
-  /** Parses a template once; throws RenderError on invalid syntax or a template too large. */
+  /** Parses a template once; throws TemplateError on invalid syntax or a template too large. */
   readonly compile: (source: string, kind: "html" | "text") => CompiledTemplate
   readonly render: (source: string, kind: "html" | "text", variables: Record<string, unknown>) => Promise<string>
 }
@@ -184,7 +192,7 @@ export const makeRenderer = (limits: RenderLimits = DEFAULT_LIMITS): Renderer =>
     try {
       templates = engine.parse(toLiquid(source))
     } catch (error) {
-      throw new RenderError(`invalid template: ${describe(error)}`)
+      throw new TemplateError(`invalid template: ${describe(error)}`)
     }
     return {
       render: async (variables, maxChars = limits.outputLimit) => {
@@ -195,7 +203,7 @@ export const makeRenderer = (limits: RenderLimits = DEFAULT_LIMITS): Renderer =>
           return output.buffer
         } catch (error) {
           if (output.exceeded) throw new OutputLimitError(maxChars)
-          throw new RenderError(`template failed to render: ${describe(error)}`)
+          throw new TemplateError(`template failed to render: ${describe(error)}`)
         }
       }
     }
@@ -209,6 +217,22 @@ export const makeRenderer = (limits: RenderLimits = DEFAULT_LIMITS): Renderer =>
         return Promise.reject(error)
       }
     }
+  }
+}
+
+let checker: Renderer | undefined
+const syntaxChecker = (): Renderer => (checker ??= makeRenderer())
+
+/**
+ * Why a template's source does not parse (under the default limits), or undefined when it does: templates
+ * are refused when saved (templates, campaigns, /v1/send, workflow SEND_EMAIL steps), not when mail is sent.
+ */
+export const templateSyntaxProblem = (source: string, kind: "html" | "text"): string | undefined => {
+  try {
+    syntaxChecker().compile(source, kind)
+    return undefined
+  } catch (error) {
+    return templateErrorMessage(error)
   }
 }
 

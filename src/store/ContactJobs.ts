@@ -6,10 +6,10 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
-import type { ImportPlan } from "../imports/plan.ts"
-import { IMPORT_READ_AHEAD, importStepCommand } from "../imports/steps.ts"
+import type { ImportPlan } from "../domain/imports/plan.ts"
+import type { Lanes } from "../stream/lanes.ts"
 import { Outbox } from "../stream/Outbox.ts"
-import type { BulkMessage, BulkRow } from "../stream/messages.ts"
+import type { BulkMessage, BulkRow, CommandMessage } from "../stream/messages.ts"
 
 export type JobKind = "import" | "subscribe" | "unsubscribe" | "delete"
 export type JobStatus = "PENDING" | "RUNNING" | "COMPLETED" | "FAILED"
@@ -43,6 +43,27 @@ export interface JobView {
 export const MAX_JOB_ERRORS = 100
 /** Size of one stored part of an uploaded file. */
 export const PART_BYTES = 256 * 1024
+
+/** Ranges of one file read at once (each by its own lane, so possibly on different workers). */
+export const IMPORT_READ_AHEAD = 4
+
+/**
+ * The stream command that reads range `range` of an import, on lane `range mod L`: queued here for the
+ * first ranges, then by each step for a later one (src/actors/importStep.ts).
+ */
+export const importStepCommand = (
+  context: { readonly projectId: string; readonly outbox: { readonly lanes: Lanes } },
+  jobId: string,
+  range: number
+): CommandMessage => ({
+  kind: "command" as const,
+  projectId: context.projectId,
+  commandId: uuidv7(),
+  type: "importStep" as const,
+  jobId,
+  range,
+  lane: range % context.outbox.lanes.count
+})
 
 const iso = (value: Date | string | null): string | null => (value === null ? null : new Date(value).toISOString())
 

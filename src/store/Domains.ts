@@ -14,7 +14,7 @@ import {
   generateDkimKeys,
   recordsFor,
   recordStatus
-} from "../mail/domainRecords.ts"
+} from "./domainRecords.ts"
 import { NullableTimestamp, Timestamp } from "./columns.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 

@@ -9,7 +9,7 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { uuidv7 } from "../domain/ids.ts"
 import { pgArray } from "../lib/pgArray.ts"
-import type { ExecutionStatus, StepType } from "../workflows/graph.ts"
+import type { ExecutionStatus, StepType } from "../domain/workflowSteps.ts"
 import type { StepRow, TransitionRow, WorkflowRow } from "./Workflows.ts"
 
 /** The columns of a WorkflowRow, StepRow and TransitionRow, selected by name (the engine's loads here, and store/Workflows.ts). */

@@ -16,7 +16,7 @@ import {
 import { uuidv7 } from "../domain/ids.ts"
 import { Outbox, type OutboxRow } from "../stream/Outbox.ts"
 import type { WorkflowMessage } from "../stream/messages.ts"
-import type { ExecutionStatus, Step, StepType, Transition } from "../workflows/graph.ts"
+import type { ExecutionStatus, Step, StepType, Transition } from "../domain/workflowSteps.ts"
 import { isoOrNull } from "./columns.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 import {

@@ -20,7 +20,7 @@ import { SqlClient } from "effect/sql"
 import { WorkerMetrics } from "../observability/Metrics.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { makeWakeup } from "../lib/dueLoop.ts"
-import { listenTo } from "../store/notifications.ts"
+import { listenTo } from "../lib/notifications.ts"
 import { Nats } from "./Nats.ts"
 import { OUTBOX_CHANNEL } from "./Outbox.ts"
 

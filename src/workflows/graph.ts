@@ -9,36 +9,25 @@ import { validateCondition } from "../domain/conditions/validate.ts"
 import { dataPayloadProblems, isPlainObject } from "../domain/customData.ts"
 import { isValidEmail } from "../domain/email.ts"
 import { isUuid } from "../domain/ids.ts"
-import { decodeStepDefinition, WEBHOOK_METHOD_NAMES } from "../domain/workflowSteps.ts"
-import { makeRenderer, RenderError } from "../mail/render.ts"
+import { decodeStepDefinition, STEP_TYPES, type Step, type StepType, type Transition, WEBHOOK_METHOD_NAMES } from "../domain/workflowSteps.ts"
+import { templateSyntaxProblem } from "../mail/render.ts"
 
-export const STEP_TYPES = ["TRIGGER", "SEND_EMAIL", "DELAY", "WAIT_FOR_EVENT", "CONDITION", "WEBHOOK", "UPDATE_CONTACT", "EXIT"] as const
-export type StepType = (typeof STEP_TYPES)[number]
+/** The stored shapes (step types, statuses, steps, transitions) live in src/domain/workflowSteps.ts, for the store too. */
+export {
+  ACTIVE_STATUSES,
+  EXECUTION_STATUSES,
+  type ExecutionStatus,
+  STEP_TYPES,
+  type Step,
+  type StepType,
+  type Transition
+} from "../domain/workflowSteps.ts"
 /** What POST /workflows/:id/steps accepts (the TRIGGER step comes with the workflow). */
 export const ADDABLE_STEP_TYPES = STEP_TYPES.filter((type) => type !== "TRIGGER")
-
-export const EXECUTION_STATUSES = ["RUNNING", "WAITING", "COMPLETED", "EXITED", "FAILED", "CANCELLED"] as const
-export type ExecutionStatus = (typeof EXECUTION_STATUSES)[number]
-export const ACTIVE_STATUSES: ReadonlyArray<ExecutionStatus> = ["RUNNING", "WAITING"]
 
 export const WEBHOOK_METHODS = WEBHOOK_METHOD_NAMES
 export const DELAY_UNITS = { minutes: 60_000, hours: 3_600_000, days: 86_400_000 } as const
 export const MAX_DELAY_MS = 365 * 86_400_000
-
-export interface Step {
-  readonly id: string
-  readonly type: StepType
-  readonly name: string
-  readonly config: Record<string, unknown>
-}
-
-export interface Transition {
-  readonly id: string
-  readonly fromStepId: string
-  readonly toStepId: string
-  readonly branch: "yes" | "no" | null
-  readonly waitOutcome: "EVENT" | "TIMEOUT" | null
-}
 
 /** Which way out of a step an execution takes (CONDITION branches, WAIT_FOR_EVENT outcomes). */
 export interface Choice {
@@ -52,15 +41,9 @@ export interface ConfigProblem {
   readonly code: string
 }
 
-const renderer = makeRenderer()
-
 const liquidProblem = (field: string, source: string, kind: "html" | "text"): ConfigProblem | undefined => {
-  try {
-    renderer.compile(source, kind)
-    return undefined
-  } catch (error) {
-    return { field, message: error instanceof RenderError ? error.message : String(error), code: "invalid_template" }
-  }
+  const message = templateSyntaxProblem(source, kind)
+  return message === undefined ? undefined : { field, message, code: "invalid_template" }
 }
 
 /**

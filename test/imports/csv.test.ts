@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest"
 import { cellValue, detectDelimiter, subscriptionValue, valueCell } from "../../src/imports/csv.ts"
-import { planColumns, readRow } from "../../src/imports/plan.ts"
+import { planColumns, readRow } from "../../src/domain/imports/plan.ts"
 
 describe("CSV cells", () => {
   it("detects the delimiter from the header, outside quotes", () => {

@@ -1,8 +1,8 @@
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { domainStatus, recordsFor, recordStatus } from "../../src/mail/domainRecords.ts"
+import { domainStatus, recordsFor, recordStatus } from "../../src/store/domainRecords.ts"
 import { addTracking, clickSignature, contactLinks, contactSignatureValid, parseContactToken } from "../../src/mail/links.ts"
-import { DEFAULT_LIMITS, makeRenderer, OutputLimitError, RenderError, templateVariables, toLiquid } from "../../src/mail/render.ts"
+import { DEFAULT_LIMITS, makeRenderer, OutputLimitError, TemplateError, templateVariables, toLiquid } from "../../src/mail/render.ts"
 import { TokenBucket } from "../../src/mail/throttle.ts"
 
 const renderer = makeRenderer()
@@ -40,9 +40,9 @@ describe("rendering", () => {
 
   it("reads no prototype properties and no files", async () => {
     expect(await html("[{{ email.constructor }}][{{ profile.__proto__ }}]")).toBe("[][]")
-    await expect(html("{% include 'secrets' %}")).rejects.toBeInstanceOf(RenderError)
+    await expect(html("{% include 'secrets' %}")).rejects.toBeInstanceOf(TemplateError)
     await expect(html("{% render '/etc/passwd' %}")).rejects.toThrow(/Failed to lookup/)
-    await expect(html("{% layout 'x' %}hi")).rejects.toBeInstanceOf(RenderError)
+    await expect(html("{% layout 'x' %}hi")).rejects.toBeInstanceOf(TemplateError)
   })
 
   it("stops runaway templates fast: time and memory limits", async () => {
@@ -51,7 +51,7 @@ describe("rendering", () => {
     await expect(html("{% assign s = 'xxxxxxxxxx' %}{% for i in (1..40) %}{% assign s = s | append: s %}{% endfor %}{{ s }}"))
       .rejects.toThrow(/limit/)
     expect(Date.now() - started).toBeLessThan(2_000)
-    expect(() => renderer.compile("x".repeat(1_000_001), "html")).toThrow(RenderError)
+    expect(() => renderer.compile("x".repeat(1_000_001), "html")).toThrow(TemplateError)
   })
 
   it("stops producing output at the output cap, and counts captured text against the memory limit", async () => {
@@ -66,12 +66,12 @@ describe("rendering", () => {
     await expect(text(doubling)).rejects.toThrow(/memory alloc limit exceeded/)
   })
 
-  it("reports syntax errors as RenderError, whatever the input", () => {
+  it("reports syntax errors as TemplateError, whatever the input", () => {
     fc.assert(fc.property(fc.string(), (source) => {
       try {
         renderer.compile(source, "html")
       } catch (error) {
-        expect(error).toBeInstanceOf(RenderError)
+        expect(error).toBeInstanceOf(TemplateError)
       }
     }))
   })

@@ -1,8 +1,7 @@
 /**
  * Repositories at the layer level, against a real migrated Postgres of their own (no service
  * processes): what they answer, the typed errors they fail with instead of sentinel values
- * (DomainExists, InvalidCursor), rows decoded by their schemas (a row that does not fit is a
- * PersistenceError), and that every read stays inside its project.
+ * (DomainExists, InvalidCursor), and that every read stays inside its project.
  */
 import { assert, describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
@@ -18,14 +17,12 @@ import { Analytics } from "../../src/store/Analytics.ts"
 import { Domains } from "../../src/store/Domains.ts"
 import { Events } from "../../src/store/Events.ts"
 import { PersistenceError } from "../../src/store/PersistenceError.ts"
-import { Templates } from "../../src/store/Templates.ts"
 import { TestDatabase } from "../support/database.ts"
 
 const Repositories = Layer.mergeAll(
   AccountTokens.layer,
   Domains.layer,
   Events.layer,
-  Templates.layer,
   Activity.layer.pipe(Layer.provide(Analytics.layer))
 ).pipe(
   Layer.provide(Layer.effect(Dns, Dns.make())),
@@ -81,39 +78,6 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("repositorie
         const error = yield* Effect.flip(domains.list(project))
         assert.instanceOf(error, PersistenceError)
         expect(error.message).toContain("purpose")
-      }))
-  })
-
-  describe("Templates", () => {
-    it.effect("decodes its named columns (timestamps as ISO strings) in every read; a row that does not fit is a PersistenceError", () =>
-      Effect.gen(function*() {
-        const sql = yield* SqlClient.SqlClient
-        const templates = yield* Templates
-        const [project, other] = [yield* newProject, yield* newProject]
-        const input = {
-          name: "Welcome",
-          description: null,
-          subject: "Hi {{contact.email}}",
-          body: "<p>Hello</p>",
-          from: "hello@example.com",
-          fromName: null,
-          replyTo: null,
-          type: "TRANSACTIONAL" as const
-        }
-        const created = yield* templates.create(project, input)
-        const [row] = yield* sql<{ created_at: Date }>`SELECT created_at FROM templates WHERE id = ${created.id}`
-        expect(created).toMatchObject({ ...input, projectId: project, createdAt: row!.created_at.toISOString() })
-        expect(yield* templates.get(project, created.id)).toEqual(created)
-        expect(yield* templates.get(other, created.id)).toBeUndefined()
-        const page = { page: 1, pageSize: 10, search: undefined, sort: "createdAt" as const, direction: "desc" as const, type: undefined }
-        expect(yield* templates.list(project, page)).toEqual({ data: [created], total: 1 })
-        const updated = yield* templates.update(project, created.id, { ...input, name: "Welcome 2" })
-        expect(updated).toMatchObject({ id: created.id, name: "Welcome 2", createdAt: created.createdAt })
-
-        yield* sql`UPDATE templates SET type = 'FAX' WHERE id = ${created.id}`
-        const error = yield* Effect.flip(templates.get(project, created.id))
-        assert.instanceOf(error, PersistenceError)
-        expect(error.message).toContain(`["type"]`)
       }))
   })
 

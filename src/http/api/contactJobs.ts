@@ -7,7 +7,7 @@ import { Count, Text } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 
 /** At most this many bytes of CSV per import. */
-export const MAX_IMPORT_BYTES = 5 * 1024 * 1024
+export { MAX_IMPORT_BYTES } from "../../domain/imports/plan.ts"
 /** At most this many contact ids per bulk call. */
 export const MAX_BULK_IDS = 1_000
 

@@ -11,8 +11,9 @@ import { bodyErrors, commonErrors, declared, ErrorDocs, inputErrors } from "./er
 import { pageParams, QueryParam, queryParameters } from "./query.ts"
 import { Count, Json, JsonObject, pageFields, Text, Timestamp } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
+import { EXECUTION_STATUSES, STEP_TYPES } from "../../domain/workflowSteps.ts"
 
-const StepType = Schema.Literals(["TRIGGER", "SEND_EMAIL", "DELAY", "WAIT_FOR_EVENT", "CONDITION", "WEBHOOK", "UPDATE_CONTACT", "EXIT"])
+const StepType = Schema.Literals(STEP_TYPES)
 const Position = Schema.NullOr(Schema.Struct({ x: Schema.Finite, y: Schema.Finite }))
 
 export const WorkflowStep = Schema.Struct({
@@ -51,7 +52,6 @@ export const Workflow = Schema.Struct({
   transitions: Schema.Array(WorkflowTransition)
 }).annotate({ identifier: "Workflow" })
 
-const EXECUTION_STATUSES = ["RUNNING", "WAITING", "COMPLETED", "EXITED", "FAILED", "CANCELLED"] as const
 const ExecutionStatus = Schema.Literals(EXECUTION_STATUSES)
 
 export const Execution = Schema.Struct({

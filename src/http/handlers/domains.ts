@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { isUuid } from "../../domain/ids.ts"
-import { normalizeDomain } from "../../mail/domainRecords.ts"
+import { normalizeDomain } from "../../store/domainRecords.ts"
 import { Domains } from "../../store/Domains.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"

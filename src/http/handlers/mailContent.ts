@@ -1,10 +1,8 @@
 /** Rules for a message's subject, body and sender, shared by templates, campaigns and /v1/send. */
 import { Effect } from "effect"
-import { makeRenderer, RenderError } from "../../mail/render.ts"
+import { templateSyntaxProblem } from "../../mail/render.ts"
 import { Domains } from "../../store/Domains.ts"
 import { ApiError, type FieldError } from "../errors.ts"
-
-const renderer = makeRenderer()
 
 export const MAX_SUBJECT_LENGTH = 998
 
@@ -20,12 +18,8 @@ export const subjectProblem = (field: string, subject: string): FieldError | und
 
 /** A template that does not parse is refused when saved, not when mail is sent. */
 export const syntaxProblem = (field: string, source: string, kind: "html" | "text"): FieldError | undefined => {
-  try {
-    renderer.compile(source, kind)
-    return undefined
-  } catch (error) {
-    return { field, message: error instanceof RenderError ? error.message : String(error), code: "invalid_template" }
-  }
+  const message = templateSyntaxProblem(source, kind)
+  return message === undefined ? undefined : { field, message, code: "invalid_template" }
 }
 
 /** Sending needs the domain verified; answers the spec's 403 otherwise. */

@@ -6,7 +6,7 @@ import { Effect, Result } from "effect"
 import { AppConfig } from "../../config.ts"
 import { isUuid } from "../../domain/ids.ts"
 import { contactLinks } from "../../mail/links.ts"
-import { makeRenderer, RenderError, templateVariables } from "../../mail/render.ts"
+import { makeRenderer, templateErrorMessage, templateVariables } from "../../mail/render.ts"
 import { Contacts } from "../../store/Contacts.ts"
 import { Projects } from "../../store/Projects.ts"
 import { ApiError, type FieldError } from "../errors.ts"
@@ -27,11 +27,7 @@ export const makeTemplatePreview = Effect.gen(function*() {
   const renderField = (field: string, source: string, kind: "html" | "text", variables: Record<string, unknown>) =>
     Effect.tryPromise({
       try: () => renderer.compile(source, kind).render(variables, MAX_PREVIEW_CHARS),
-      catch: (error): FieldError => ({
-        field,
-        message: error instanceof RenderError ? error.message : String(error),
-        code: "invalid_template"
-      })
+      catch: (error): FieldError => ({ field, message: templateErrorMessage(error), code: "invalid_template" })
     })
 
   return Effect.fnUntraced(function*(projectId: string, input: { subject: string; body: string; contactId?: string | undefined }) {

@@ -1,6 +1,6 @@
 /**
  * CSV import: choose a file, see what each column becomes (decided by the server's own rules,
- * src/imports/plan.ts and cells.ts, over the file's first rows read here), change the mapping, start
+ * src/domain/imports/plan.ts and cells.ts, over the file's first rows read here), change the mapping, start
  * the import (POST /contacts/import through the typed client), then follow its progress, polled from
  * the job until it is done, and its error rows. The job's id stays in the URL, so a reload keeps following it.
  */
@@ -8,8 +8,8 @@ import { parse } from "csv-parse/browser/esm/sync"
 import { useState } from "react"
 import { Link, useSearchParams } from "react-router"
 import { MAX_IMPORT_BYTES } from "../../../src/http/api/contactJobs.ts"
-import { cellValue, detectDelimiter, type Delimiter } from "../../../src/imports/cells.ts"
-import { planColumns } from "../../../src/imports/plan.ts"
+import { cellValue, detectDelimiter, type Delimiter } from "../../../src/domain/imports/cells.ts"
+import { planColumns } from "../../../src/domain/imports/plan.ts"
 import { useApiMutation, useProjectId } from "../api/hooks.ts"
 import { Card, MutationError } from "../components/Form.tsx"
 import { isFinished, JobErrors, JobProgress, useContactJob } from "../components/Job.tsx"

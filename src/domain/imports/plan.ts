@@ -3,10 +3,26 @@
  * and what one data row asks for under it. Pure: the api checks a file with it, the owner lane reads
  * rows with it.
  */
-import { DATA_LIMITS, jsonBytes, MAX_CONTACT_DATA_BYTES, RESERVED_DATA_KEYS } from "../domain/customData.ts"
-import { isValidEmail, normalizeEmail } from "../domain/email.ts"
+import { DATA_LIMITS, jsonBytes, MAX_CONTACT_DATA_BYTES, RESERVED_DATA_KEYS } from "../customData.ts"
+import { isValidEmail, normalizeEmail } from "../email.ts"
 import { cellValue, type Delimiter, subscriptionValue } from "./cells.ts"
-import type { ImportRange } from "./reader.ts"
+
+/** At most this many bytes of CSV per import (checked as the upload streams in, and by the dashboard first). */
+export const MAX_IMPORT_BYTES = 5 * 1024 * 1024
+
+/**
+ * One range of an import's file (src/imports/reader.ts reads it): cut at record boundaries at upload, so
+ * each range can be read on its own, by any lane.
+ */
+export interface ImportRange {
+  /** Where the range's first record starts in the file. */
+  readonly offset: number
+  /** Where it ends (its last record's line break included). */
+  readonly end: number
+  readonly rows: number
+  /** Row number of its first record (the header is row 1). */
+  readonly firstRow: number
+}
 
 export interface ImportPlan {
   readonly delimiter: Delimiter
