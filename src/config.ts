@@ -442,6 +442,7 @@ interface ReadVariable extends Struct.Lambda {
 const reader = (problems: Array<ConfigProblem>) =>
   Struct.lambda<ReadVariable>(<A>(variable: Variable<A>) =>
     Config.option(Config.String(variable.name)).pipe(
+      // Kept a defect: a missing variable is None here; only the provider itself failing at start-up fails it.
       Effect.orDie,
       Effect.map((raw) => {
         const value = Option.getOrUndefined(raw)?.trim() ?? ""

@@ -42,6 +42,7 @@ export class SessionCookie extends Context.Service<SessionCookie, {
                    ON CONFLICT (name) DO NOTHING`
         const [row] = yield* sql<{ value: string }>`SELECT value FROM platform_secrets WHERE name = 'session_secret'`
         return row!.value
+        // Kept a defect: at start-up, without its signing key the api cannot serve; the layer's failure stops it.
       }).pipe(Effect.orDie))
       const key = new TextEncoder().encode(secretText)
       const secure = config.publicUrl.startsWith("https:")

@@ -7,6 +7,7 @@ import { Context, Data, Effect, Layer, Redacted } from "effect"
 import Stripe from "stripe"
 import { AppConfig } from "../config.ts"
 import { Billing } from "../store/Billing.ts"
+import type { PersistenceError } from "../store/PersistenceError.ts"
 
 export class StripeFailed extends Data.TaggedError("StripeFailed")<{ readonly message: string }> {}
 export class InvalidSignature extends Data.TaggedError("InvalidSignature")<{ readonly message: string }> {}
@@ -24,12 +25,12 @@ export interface Invoice {
 }
 
 interface Enabled {
-  readonly checkout: (projectId: string, email: string) => Effect.Effect<string, StripeFailed>
+  readonly checkout: (projectId: string, email: string) => Effect.Effect<string, StripeFailed | PersistenceError>
   /** undefined when the project has no Stripe customer yet. */
-  readonly portal: (projectId: string) => Effect.Effect<string | undefined, StripeFailed>
-  readonly invoices: (projectId: string) => Effect.Effect<ReadonlyArray<Invoice>, StripeFailed>
+  readonly portal: (projectId: string) => Effect.Effect<string | undefined, StripeFailed | PersistenceError>
+  readonly invoices: (projectId: string) => Effect.Effect<ReadonlyArray<Invoice>, StripeFailed | PersistenceError>
   /** Verifies and applies one webhook delivery; answers the event type. */
-  readonly webhook: (rawBody: string, signature: string) => Effect.Effect<string, InvalidSignature>
+  readonly webhook: (rawBody: string, signature: string) => Effect.Effect<string, InvalidSignature | PersistenceError>
 }
 
 export class StripeBilling extends Context.Service<StripeBilling, {

@@ -18,6 +18,7 @@ import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { Billing } from "../store/Billing.ts"
+import { mapSqlError } from "../store/PersistenceError.ts"
 import { Outbox } from "../stream/Outbox.ts"
 
 /** Resumes what the project's caps now allow; answers how many campaigns and executions were resumed. */
@@ -63,7 +64,7 @@ export const resumeHeldMail = (
       if (workflowRoom === null) yield* sql`UPDATE workflows SET billing_hold = NULL WHERE project_id = ${projectId} AND billing_hold IS NOT NULL`
     }
     return { campaigns, executions }
-  })).pipe(Effect.orDie)
+  })).pipe(mapSqlError)
 
 /** The projects with a held campaign or workflow. */
 const heldProjects = (sql: SqlClient.SqlClient) =>

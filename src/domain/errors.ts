@@ -58,8 +58,114 @@ export class DomainExists extends Schema.TaggedError<DomainExists>()("DomainExis
     new DomainExists({ message: `The domain ${domain} is already added to this project`, details: { domain } })
 }
 
+/** A structural edit (steps, transitions, deletion) of a workflow while executions of it are RUNNING or WAITING. */
+export class WorkflowHasActiveExecutions
+  extends Schema.TaggedError<WorkflowHasActiveExecutions>()("WorkflowHasActiveExecutions", domainErrorFields)
+{
+  static readonly status = 409
+  static readonly code = "WORKFLOW_HAS_ACTIVE_EXECUTIONS"
+  static readonly tag = "WorkflowHasActiveExecutions"
+  static readonly of = () =>
+    new WorkflowHasActiveExecutions({
+      message: "The workflow has running or waiting executions: cancel them (or let them complete) first"
+    })
+}
+
+/** A manual start for a contact that already has a RUNNING or WAITING execution of the workflow. */
+export class ExecutionActive extends Schema.TaggedError<ExecutionActive>()("ExecutionActive", domainErrorFields) {
+  static readonly status = 409
+  static readonly code = "EXECUTION_ACTIVE"
+  static readonly tag = "ExecutionActive"
+  static readonly of = () =>
+    new ExecutionActive({ message: "The contact already has a running or waiting execution of this workflow" })
+}
+
+/** A manual start for a contact who went through the workflow once, when allowReentry is false. */
+export class ReentryNotAllowed extends Schema.TaggedError<ReentryNotAllowed>()("ReentryNotAllowed", domainErrorFields) {
+  static readonly status = 409
+  static readonly code = "REENTRY_NOT_ALLOWED"
+  static readonly tag = "ReentryNotAllowed"
+  static readonly of = () =>
+    new ReentryNotAllowed({ message: "The contact already went through this workflow and allowReentry is false" })
+}
+
+/** A cancellation of an execution that is no longer RUNNING or WAITING. */
+export class ExecutionNotActive extends Schema.TaggedError<ExecutionNotActive>()("ExecutionNotActive", domainErrorFields) {
+  static readonly status = 409
+  static readonly code = "EXECUTION_NOT_ACTIVE"
+  static readonly tag = "ExecutionNotActive"
+  static readonly of = () => new ExecutionNotActive({ message: "Only RUNNING or WAITING executions can be cancelled" })
+}
+
+/** The fields of a 422 naming one invalid field, as the API's validation answers carry them. */
+const invalidField = (field: string, message: string, code: string) => ({
+  message: "Request validation failed",
+  errors: [{ field, message, code }],
+  suggestion: "Check the fields listed in errors and try again."
+})
+
+/** A transition out of a step the way (branch, wait outcome) another transition already takes, added concurrently. */
+export class TransitionExists extends Schema.TaggedError<TransitionExists>()("TransitionExists", domainErrorFields) {
+  static readonly status = 422
+  static readonly code = "VALIDATION_ERROR"
+  static readonly tag = "TransitionExists"
+  static readonly of = () =>
+    new TransitionExists(invalidField("fromStepId", "This way out of the step already has a transition", "duplicate_transition"))
+}
+
+/**
+ * A dead letter whose payload is not a message that can be published again (not this project's, not
+ * storable, or neither an IN message nor an OUT event). Answered as the 422 naming the `id` field, the
+ * body the API has always given it.
+ */
+export class DeadLetterNotReplayable
+  extends Schema.TaggedError<DeadLetterNotReplayable>()("DeadLetterNotReplayable", domainErrorFields)
+{
+  static readonly status = 422
+  static readonly code = "VALIDATION_ERROR"
+  static readonly tag = "DeadLetterNotReplayable"
+  static readonly of = () =>
+    new DeadLetterNotReplayable(
+      invalidField("id", "This dead letter's payload is not a message that can be published again", "not_replayable")
+    )
+}
+
+/** What a campaign in `status` cannot be (edited, cancelled, ...), in the envelope's message. */
+const campaignStateFields = (status: string, action: string) => ({
+  message: `A ${status} campaign cannot be ${action}`,
+  details: { status }
+})
+
+/** A campaign change its status does not allow (editing a SENT campaign, deleting a SENDING one, ...). */
+export class InvalidCampaignState extends Schema.TaggedError<InvalidCampaignState>()("InvalidCampaignState", domainErrorFields) {
+  static readonly status = 409
+  static readonly code = "INVALID_CAMPAIGN_STATE"
+  static readonly tag = "InvalidCampaignState"
+  static readonly of = (status: string, action: string) => new InvalidCampaignState(campaignStateFields(status, action))
+}
+
+/** POST /campaigns/:id/send for a campaign that is not DRAFT or SCHEDULED: a 400, as the reference answers it. */
+export class CampaignNotSendable extends Schema.TaggedError<CampaignNotSendable>()("CampaignNotSendable", domainErrorFields) {
+  static readonly status = 400
+  static readonly code = "INVALID_CAMPAIGN_STATE"
+  static readonly tag = "CampaignNotSendable"
+  static readonly of = (status: string) => new CampaignNotSendable(campaignStateFields(status, "sent"))
+}
+
 /** Every domain error the API can answer, for code that maps any of them (the web app's failure view). */
-export const DomainErrors = [InvalidCursor, DuplicateEmail, DomainExists] as const
+export const DomainErrors = [
+  InvalidCursor,
+  DuplicateEmail,
+  DomainExists,
+  WorkflowHasActiveExecutions,
+  ExecutionActive,
+  ReentryNotAllowed,
+  ExecutionNotActive,
+  TransitionExists,
+  DeadLetterNotReplayable,
+  InvalidCampaignState,
+  CampaignNotSendable
+] as const
 
 export type DomainError = InstanceType<(typeof DomainErrors)[number]>
 

@@ -10,7 +10,7 @@ import { AppConfig } from "../config.ts"
 import { permissionForEndpoint, sendsMail } from "../domain/permissions.ts"
 import { type KeyKind, type Project, Projects } from "../store/Projects.ts"
 import { CurrentProject, PublicKeyAuth, SecretKeyAuth } from "./api/security.ts"
-import { ApiError } from "./errors.ts"
+import { ApiError, rendered } from "./errors.ts"
 import { enforceRateLimit } from "./rateLimited.ts"
 import { RateLimiter } from "./RateLimiter.ts"
 import { DashboardSessions } from "./session.ts"
@@ -27,7 +27,7 @@ const makeKeyCheck = Effect.fnUntraced(function*(required: KeyKind) {
     Effect.gen(function*() {
       const key = Redacted.value(credential).trim()
       if (key === "") return yield* ApiError.invalidApiKey("Missing API key")
-      const auth = yield* projects.authenticate(key)
+      const auth = yield* rendered(projects.authenticate(key))
       if (!auth) return yield* ApiError.invalidApiKey("Invalid API key")
       if (auth.kind !== required) {
         return yield* ApiError.invalidApiKey(
@@ -78,13 +78,13 @@ const makeSessionCheck = Effect.fnUntraced(function*(keyCheck: ReturnType<typeof
         const bearer = request.headers.authorization?.replace(/^Bearer\s+/i, "") ?? ""
         return yield* keyCheck(httpEffect, { credential: Redacted.make(bearer) })
       }
-      const { user } = yield* sessions.resolve(cookie)
+      const { user } = yield* rendered(sessions.resolve(cookie))
       const projectId = request.headers["x-project-id"]?.trim() ?? ""
       if (projectId === "") {
         return yield* ApiError.badRequest("Send the project's id in the X-Project-Id header with the session cookie", "PROJECT_ID_REQUIRED")
       }
       const group = options.group.identifier
-      const { project } = yield* sessions.access(user.id, projectId, permissionForEndpoint(group, options.endpoint.identifier))
+      const { project } = yield* rendered(sessions.access(user.id, projectId, permissionForEndpoint(group, options.endpoint.identifier)))
       if (config.requireEmailVerification && !user.emailVerified && sendsMail(group, options.endpoint.identifier)) {
         return yield* new ApiError({
           status: 403,

@@ -13,9 +13,10 @@ import { allows, type Permission, type Role } from "../domain/permissions.ts"
 import type { SessionUser } from "../domain/user.ts"
 import { Members } from "../store/Members.ts"
 import { type ProjectDetails, Projects } from "../store/Projects.ts"
+import type { PersistenceError } from "../store/PersistenceError.ts"
 import { Users } from "../store/Users.ts"
 import { CurrentUser, SessionAuth } from "./api/security.ts"
-import { ApiError } from "./errors.ts"
+import { ApiError, rendered } from "./errors.ts"
 import { enforceRateLimit } from "./rateLimited.ts"
 import { RateLimiter } from "./RateLimiter.ts"
 
@@ -36,9 +37,9 @@ export class DashboardSessions extends Context.Service<DashboardSessions, {
    * The user of a session cookie value, refusing a cookie-authenticated request that changes state
    * from another origin. Fails 401 UNAUTHENTICATED for a missing, invalid, expired or revoked session.
    */
-  readonly resolve: (cookie: string) => Effect.Effect<SessionUser, ApiError, HttpServerRequest.HttpServerRequest>
+  readonly resolve: (cookie: string) => Effect.Effect<SessionUser, ApiError | PersistenceError, HttpServerRequest.HttpServerRequest>
   /** The user's role in the project if it allows `permission`: 404 for a non-member, 403 for too small a role. */
-  readonly access: (userId: string, projectId: string, permission: Permission) => Effect.Effect<ProjectAccess, ApiError>
+  readonly access: (userId: string, projectId: string, permission: Permission) => Effect.Effect<ProjectAccess, ApiError | PersistenceError>
 }>()("app/http/DashboardSessions") {
   static readonly layer = Layer.effect(
     DashboardSessions,
@@ -111,7 +112,7 @@ export const SessionAuthLive = Layer.effect(
     return SessionAuth.of({
       session: ((httpEffect: Effect.Effect<any, any, any>, { credential }: { readonly credential: Redacted.Redacted<string> }) =>
         Effect.gen(function*() {
-          const signedIn = yield* sessions.resolve(Redacted.value(credential))
+          const signedIn = yield* rendered(sessions.resolve(Redacted.value(credential)))
           // RATE_LIMIT_PER_MINUTE applies per dashboard user too (their id is the key).
           yield* enforceRateLimit(yield* rateLimiter.check(signedIn.user.id), "", "user")
           return yield* Effect.provideService(httpEffect, CurrentUser, signedIn)

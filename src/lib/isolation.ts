@@ -23,10 +23,13 @@ interface SqlReason {
   readonly cause?: { readonly _tag?: string; readonly message?: string }
 }
 
-const sqlReason = (error: unknown): SqlReason | undefined =>
-  typeof error === "object" && error !== null && (error as { _tag?: unknown })._tag === "SqlError"
-    ? (error as { reason?: SqlReason }).reason
-    : undefined
+/** The reason of a SqlError, also when a repository wrapped it in its PersistenceError (src/store/PersistenceError.ts). */
+const sqlReason = (error: unknown): SqlReason | undefined => {
+  if (typeof error !== "object" || error === null) return undefined
+  const tag = (error as { _tag?: unknown })._tag
+  if (tag === "PersistenceError") return sqlReason((error as { cause?: unknown }).cause)
+  return tag === "SqlError" ? (error as { reason?: SqlReason }).reason : undefined
+}
 
 /**
  * Worth retrying until it passes: the database is unreachable or busy, not refusing this data. A
@@ -38,7 +41,7 @@ export const isTransient = (error: unknown): boolean => {
   return reason !== undefined && TRANSIENT_SQL.has(reason._tag ?? "") && reason.cause?._tag !== "PgProtocolParseError"
 }
 
-/** A cause whose failure (or defect: repositories die on SQL errors) is the database being away. */
+/** A cause whose failure (or defect) is the database being away. */
 export const causeIsTransient = (cause: Cause.Cause<unknown>): boolean => isTransient(Cause.squash(cause))
 
 /** Text Postgres will store (in text and in jsonb): no NUL, no lone UTF-16 surrogates. */

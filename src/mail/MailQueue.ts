@@ -9,6 +9,7 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import { insertQueuedEmails, type NewEmail } from "../store/Emails.ts"
+import type { PersistenceError } from "../store/PersistenceError.ts"
 import { Projects } from "../store/Projects.ts"
 import { OWNER_LANE } from "../stream/lanes.ts"
 import { Outbox } from "../stream/Outbox.ts"
@@ -26,7 +27,7 @@ export interface ProjectMail {
 
 export class MailQueue extends Context.Service<MailQueue, {
   /** The project's renderer; `trackingEnabled: false` for mail that must not be tracked (campaign tests). */
-  readonly forProject: (projectId: string, options?: { readonly trackingEnabled?: boolean }) => Effect.Effect<ProjectMail>
+  readonly forProject: (projectId: string, options?: { readonly trackingEnabled?: boolean }) => Effect.Effect<ProjectMail, PersistenceError>
   /** Queues rendered mail: rows and the sender's wake-up message, inside the caller's transaction. */
   readonly queue: (projectId: string, emails: ReadonlyArray<NewEmail>) => Effect.Effect<void, SqlError.SqlError>
 }>()("app/mail/MailQueue") {

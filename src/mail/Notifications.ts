@@ -8,6 +8,7 @@ import { SqlClient } from "effect/sql"
 import { emptyPatch } from "../domain/customData.ts"
 import { Contacts } from "../store/Contacts.ts"
 import { Emails } from "../store/Emails.ts"
+import { mapSqlError, type PersistenceError } from "../store/PersistenceError.ts"
 
 export type BounceType = "Permanent" | "Transient" | "Undetermined"
 
@@ -24,7 +25,7 @@ export type NotificationOutcome = "applied" | "duplicate" | "unknown-email"
 
 export class Notifications extends Context.Service<Notifications, {
   /** `projectId` limits the email lookup to one project (authenticated providers); omitted, any project. */
-  readonly apply: (provider: string, notification: Notification, projectId?: string) => Effect.Effect<NotificationOutcome>
+  readonly apply: (provider: string, notification: Notification, projectId?: string) => Effect.Effect<NotificationOutcome, PersistenceError>
 }>()("app/mail/Notifications") {
   static readonly layer = Layer.effect(
     Notifications,
@@ -51,11 +52,14 @@ export class Notifications extends Context.Service<Notifications, {
               VALUES (${email.projectId}, ${email.to}, ${notification.kind === "complaint" ? "complaint" : "hard_bounce"})
               ON CONFLICT DO NOTHING`
             if (email.contactId) {
-              yield* contacts.update(email.projectId, email.contactId, { subscribed: false, patch: emptyPatch })
+              yield* contacts.update(email.projectId, email.contactId, { subscribed: false, patch: emptyPatch }).pipe(
+                // Only the subscription changes: no email to collide, no data to grow; either would be a defect.
+                Effect.catchTags({ DuplicateEmail: Effect.die, ContactDataTooLarge: Effect.die })
+              )
             }
           }
           return "applied" as const
-        })).pipe(Effect.orDie)
+        })).pipe(mapSqlError)
 
       return Notifications.of({ apply })
     })

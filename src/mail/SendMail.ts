@@ -12,6 +12,7 @@ import { normalizeEmail } from "../domain/email.ts"
 import { Billing, type BillingLimitExceeded } from "../store/Billing.ts"
 import { type ContactDataTooLarge, Contacts } from "../store/Contacts.ts"
 import type { NewEmail } from "../store/Emails.ts"
+import { mapSqlError, type PersistenceError } from "../store/PersistenceError.ts"
 import { type MailTooLarge, type RenderError, RequestTooLarge } from "./errors.ts"
 import { MailQueue } from "./MailQueue.ts"
 import { messageBytes, type PreparedContent } from "./prepare.ts"
@@ -39,7 +40,7 @@ export interface Queued {
 export type SendFailure = RenderError | MailTooLarge | RequestTooLarge | BillingLimitExceeded | ContactDataTooLarge
 
 export class SendMail extends Context.Service<SendMail, {
-  readonly send: <A, E>(input: SendInput, commit: (queued: ReadonlyArray<Queued>) => Effect.Effect<A, E>) => Effect.Effect<A, E | SendFailure>
+  readonly send: <A, E>(input: SendInput, commit: (queued: ReadonlyArray<Queued>) => Effect.Effect<A, E>) => Effect.Effect<A, E | SendFailure | PersistenceError>
 }>()("app/mail/SendMail") {
   static readonly layer = Layer.effect(
     SendMail,
@@ -83,7 +84,7 @@ export class SendMail extends Context.Service<SendMail, {
             yield* mail.queue(input.projectId, prepared.map((item) => item.email))
             return yield* commit(prepared.map((item) => ({ contact: item.contact, emailId: item.email.id })))
           }))
-        }).pipe(Effect.catchTag("SqlError", Effect.die), Effect.withSpan("SendMail.send"))
+        }).pipe(mapSqlError, Effect.withSpan("SendMail.send"))
 
       return SendMail.of({ send })
     })

@@ -9,6 +9,7 @@
  */
 import { Clock, Context, Data, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
+import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
 export const Categories = ["transactional", "campaigns", "workflows", "inbound"] as const
 export type Category = typeof Categories[number]
@@ -37,39 +38,39 @@ export class BillingLimitExceeded extends Data.TaggedError("BillingLimitExceeded
 }> {}
 
 export class Billing extends Context.Service<Billing, {
-  readonly limits: (projectId: string) => Effect.Effect<Limits>
-  readonly setLimits: (projectId: string, limits: Limits) => Effect.Effect<Limits>
-  readonly consumption: (projectId: string, now?: Date) => Effect.Effect<{ readonly periodStart: Date; readonly periodEnd: Date; readonly usage: Consumption }>
+  readonly limits: (projectId: string) => Effect.Effect<Limits, PersistenceError>
+  readonly setLimits: (projectId: string, limits: Limits) => Effect.Effect<Limits, PersistenceError>
+  readonly consumption: (projectId: string, now?: Date) => Effect.Effect<{ readonly periodStart: Date; readonly periodEnd: Date; readonly usage: Consumption }, PersistenceError>
   /** How many more emails of the category may be queued this month; null = no cap. */
-  readonly remaining: (projectId: string, category: Category) => Effect.Effect<number | null>
+  readonly remaining: (projectId: string, category: Category) => Effect.Effect<number | null, PersistenceError>
   /**
    * Claims `count` emails of the month's cap; call it inside the transaction that queues them (the lock
    * is held until it commits). Fails with BillingLimitExceeded when they do not all fit.
    */
-  readonly reserve: (projectId: string, category: Category, count: number) => Effect.Effect<void, BillingLimitExceeded>
+  readonly reserve: (projectId: string, category: Category, count: number) => Effect.Effect<void, BillingLimitExceeded | PersistenceError>
   /**
    * Locks the category's cap for the caller's transaction and answers the cap and what is left of it
    * this month; null when there is no cap. For callers that hand out the room one email at a time
    * (the workflow engine, whose mail of a batch is inserted only at its end).
    */
-  readonly allowance: (projectId: string, category: Category) => Effect.Effect<{ readonly limit: number; readonly remaining: number } | null>
+  readonly allowance: (projectId: string, category: Category) => Effect.Effect<{ readonly limit: number; readonly remaining: number } | null, PersistenceError>
   /**
    * Like `reserve`, but grants what fits: the number of emails (0..count) the caller may queue now.
    * For campaign and workflow queueing, which stop at the cap instead of failing.
    */
-  readonly grant: (projectId: string, category: Category, count: number) => Effect.Effect<number>
+  readonly grant: (projectId: string, category: Category, count: number) => Effect.Effect<number, PersistenceError>
   /**
    * Records on a campaign or workflow why it stopped queueing (reason), or that it may go on (null).
    * For the engine: set it when `grant` answers less than asked, clear it when a later `grant` succeeds.
    */
-  readonly recordHold: (kind: "campaign" | "workflow", id: string, reason: string | null) => Effect.Effect<void>
+  readonly recordHold: (kind: "campaign" | "workflow", id: string, reason: string | null) => Effect.Effect<void, PersistenceError>
   /** The project's Stripe customer, once a checkout created one. */
-  readonly customerOf: (projectId: string) => Effect.Effect<string | null>
-  readonly setCustomer: (projectId: string, customerId: string) => Effect.Effect<void>
+  readonly customerOf: (projectId: string) => Effect.Effect<string | null, PersistenceError>
+  readonly setCustomer: (projectId: string, customerId: string) => Effect.Effect<void, PersistenceError>
   /** Records a subscription's state (from Stripe's webhook) on the project it was bought for. */
   readonly recordSubscription: (
     change: { readonly projectId?: string | undefined; readonly customerId: string; readonly subscriptionId: string | null; readonly status: string }
-  ) => Effect.Effect<void>
+  ) => Effect.Effect<void, PersistenceError>
 }>()("app/store/Billing") {
   static readonly layer = Layer.effect(
     Billing,
@@ -81,12 +82,12 @@ export class Billing extends Context.Service<Billing, {
         const [row] = yield* sql<{ billing_limits: Partial<Record<Category, number | null>> }>`
           SELECT billing_limits FROM projects WHERE id = ${projectId}`
         return { ...noLimits, ...row?.billing_limits }
-      }, Effect.orDie)
+      }, mapSqlError)
 
       const setLimits = Effect.fn("Billing.setLimits")(function*(projectId: string, next: Limits) {
         yield* sql`UPDATE projects SET billing_limits = ${JSON.stringify(next)}::jsonb, updated_at = now() WHERE id = ${projectId}`
         return next
-      }, Effect.orDie)
+      }, mapSqlError)
 
       const consumption = Effect.fn("Billing.consumption")(function*(projectId: string, now: Date = new Date(clock.currentTimeMillisUnsafe())) {
         const periodStart = monthStart(now)
@@ -98,7 +99,7 @@ export class Billing extends Context.Service<Billing, {
         const usage: Record<Category, number> = { transactional: 0, campaigns: 0, workflows: 0, inbound: 0 }
         for (const row of rows) usage[row.category] = row.n
         return { periodStart, periodEnd, usage }
-      }, Effect.orDie)
+      }, mapSqlError)
 
       /** What the month's cap already holds: sent or still queued mail of the category. */
       const used = (projectId: string, category: Category) =>
@@ -114,14 +115,14 @@ export class Billing extends Context.Service<Billing, {
         const cap = (yield* limits(projectId))[category]
         if (cap === null) return null
         return Math.max(0, cap - (yield* used(projectId, category)))
-      }, Effect.orDie)
+      }, mapSqlError)
 
       const allowance = Effect.fn("Billing.allowance")(function*(projectId: string, category: Category) {
         const cap = (yield* limits(projectId))[category]
         if (cap === null) return null
         yield* lock(projectId, category)
         return { limit: cap, remaining: Math.max(0, cap - (yield* used(projectId, category))) }
-      }, Effect.orDie)
+      }, mapSqlError)
 
       const grant = (projectId: string, category: Category, count: number) =>
         Effect.map(allowance(projectId, category), (room) => (room === null ? count : Math.min(count, room.remaining)))
@@ -129,23 +130,23 @@ export class Billing extends Context.Service<Billing, {
       const reserve = Effect.fn("Billing.reserve")(function*(projectId: string, category: Category, count: number) {
         const cap = (yield* limits(projectId))[category]
         if (cap === null) return
-        yield* Effect.orDie(lock(projectId, category))
-        const taken = yield* Effect.orDie(used(projectId, category))
+        yield* lock(projectId, category)
+        const taken = yield* used(projectId, category)
         if (taken + count > cap) return yield* Effect.fail(new BillingLimitExceeded({ category, limit: cap, used: taken }))
-      })
+      }, mapSqlError)
 
       const recordHold = (kind: "campaign" | "workflow", id: string, reason: string | null) =>
         (kind === "campaign"
           ? sql`UPDATE campaigns SET billing_hold = ${reason} WHERE id = ${id}`
-          : sql`UPDATE workflows SET billing_hold = ${reason} WHERE id = ${id}`).pipe(Effect.asVoid, Effect.orDie)
+          : sql`UPDATE workflows SET billing_hold = ${reason} WHERE id = ${id}`).pipe(Effect.asVoid, mapSqlError)
 
       const customerOf = (projectId: string) =>
         sql<{ stripe_customer_id: string | null }>`SELECT stripe_customer_id FROM projects WHERE id = ${projectId}`.pipe(
           Effect.map((rows) => rows[0]?.stripe_customer_id ?? null),
-          Effect.orDie
+          mapSqlError
         )
       const setCustomer = (projectId: string, customerId: string) =>
-        sql`UPDATE projects SET stripe_customer_id = ${customerId}, updated_at = now() WHERE id = ${projectId}`.pipe(Effect.asVoid, Effect.orDie)
+        sql`UPDATE projects SET stripe_customer_id = ${customerId}, updated_at = now() WHERE id = ${projectId}`.pipe(Effect.asVoid, mapSqlError)
       const recordSubscription = (change: {
         readonly projectId?: string | undefined
         readonly customerId: string
@@ -157,7 +158,7 @@ export class Billing extends Context.Service<Billing, {
               subscription_status = ${change.status}, updated_at = now()
             WHERE ${change.projectId ? sql`id = ${change.projectId}` : sql`stripe_customer_id = ${change.customerId}`}`.pipe(
           Effect.asVoid,
-          Effect.orDie
+          mapSqlError
         )
 
       return Billing.of({ limits, setLimits, consumption, remaining, reserve, allowance, grant, recordHold, customerOf, setCustomer, recordSubscription })

@@ -4,15 +4,18 @@
  * same statement; the project's actor then freezes the audience and queues the mail (src/campaigns/fanout.ts).
  */
 import { Clock, Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type SqlError } from "effect/sql"
 import type { Condition } from "../domain/conditions/types.ts"
 import { conditionReads } from "../domain/conditions/validate.ts"
+import { CampaignNotSendable, InvalidCampaignState } from "../domain/errors.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { isolateRow } from "../lib/isolation.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import { OWNER_LANE } from "../stream/lanes.ts"
 import { Outbox } from "../stream/Outbox.ts"
+import { isoOrNull } from "./columns.ts"
 import { pagedList, type SortedPage } from "./pagedList.ts"
+import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 import type { TemplateType } from "./Templates.ts"
 
 export const CAMPAIGN_STATUSES = ["DRAFT", "SCHEDULED", "SENDING", "SENT", "CANCELLED"] as const
@@ -114,7 +117,14 @@ export interface CampaignRow {
   readonly billing_hold: string | null
 }
 
-const iso = (date: Date | null) => date?.toISOString() ?? null
+/** The columns a CampaignRow carries, selected by name (the table has more: cursors, cancelled_at, ...). */
+const COLUMNS = [
+  "id", "project_id", "name", "description", "subject", "body", "from_email", "from_name", "reply_to", "type",
+  "status", "audience_type", "segment_id", "audience_condition", "scheduled_for", "resolved", "queued",
+  "total_recipients", "sent_count", "delivered_count", "opened_count", "clicked_count", "bounced_count",
+  "complained_count", "failed_count", "skipped_unsubscribed", "skipped_suppressed", "sending_started_at",
+  "resolved_at", "sent_at", "created_at", "updated_at", "error", "billing_hold"
+].join(", ")
 
 export const toCampaign = (row: CampaignRow): Campaign => ({
   id: row.id,
@@ -130,7 +140,7 @@ export const toCampaign = (row: CampaignRow): Campaign => ({
   audienceType: row.audience_type,
   segmentId: row.segment_id,
   audienceCondition: row.audience_condition,
-  scheduledFor: iso(row.scheduled_for),
+  scheduledFor: isoOrNull(row.scheduled_for),
   totalRecipients: row.total_recipients,
   sentCount: row.sent_count,
   deliveredCount: row.delivered_count,
@@ -139,7 +149,7 @@ export const toCampaign = (row: CampaignRow): Campaign => ({
   bouncedCount: row.bounced_count,
   billingHold: row.status === "SENDING" ? row.billing_hold : null,
   projectId: row.project_id,
-  sentAt: iso(row.sent_at),
+  sentAt: isoOrNull(row.sent_at),
   createdAt: row.created_at.toISOString(),
   updatedAt: row.updated_at.toISOString()
 })
@@ -157,7 +167,7 @@ export const dropQueuedMail = (sql: SqlClient.SqlClient, campaignId: string, rea
     )
     UPDATE campaigns SET status = 'CANCELLED', cancelled_at = now(), updated_at = now(), error = ${error},
            failed_count = failed_count + (SELECT count(*) FROM dropped)
-    WHERE id = ${campaignId} RETURNING *`
+    WHERE id = ${campaignId} RETURNING ${sql.literal(COLUMNS)}`
 
 /** Marks SENDING campaigns SENT once all their mail is queued and none is still open. */
 export const completeCampaigns = (sql: SqlClient.SqlClient, campaignIds: ReadonlyArray<string>) =>
@@ -174,26 +184,27 @@ export interface ListQuery extends SortedPage {
   readonly status: CampaignStatus | undefined
 }
 
-export type Transition<A> = A | { readonly conflict: CampaignStatus }
-
 export class Campaigns extends Context.Service<Campaigns, {
-  readonly create: (projectId: string, input: CampaignInput) => Effect.Effect<Campaign>
-  readonly get: (projectId: string, id: string) => Effect.Effect<Campaign | undefined>
-  readonly list: (projectId: string, query: ListQuery) => Effect.Effect<{ readonly data: ReadonlyArray<Campaign>; readonly total: number }>
-  /** Replaces the content and audience; only while DRAFT or SCHEDULED. */
-  readonly replace: (projectId: string, id: string, input: CampaignInput) => Effect.Effect<Transition<Campaign> | undefined>
-  /** Deletes unless SENDING. */
-  readonly remove: (projectId: string, id: string) => Effect.Effect<Transition<true> | undefined>
-  /** From DRAFT or SCHEDULED: SCHEDULED at `at`, or SENDING now (with the first fan-out command). */
-  readonly send: (projectId: string, id: string, at: Date | undefined) => Effect.Effect<Transition<Campaign> | undefined>
-  /** From SCHEDULED or SENDING: CANCELLED, and its mail not yet handed to SMTP is not sent. */
-  readonly cancel: (projectId: string, id: string) => Effect.Effect<Transition<Campaign> | undefined>
-  readonly stats: (projectId: string, id: string) => Effect.Effect<CampaignStats | undefined>
-  /** Scheduled campaigns of these partitions due at `now`: moved to SENDING, their fan-out started. */
-  readonly startDue: (partitions: ReadonlyArray<number>, now: Date) => Effect.Effect<number>
+  readonly create: (projectId: string, input: CampaignInput) => Effect.Effect<Campaign, PersistenceError>
+  readonly get: (projectId: string, id: string) => Effect.Effect<Campaign | undefined, PersistenceError>
+  readonly list: (projectId: string, query: ListQuery) => Effect.Effect<{ readonly data: ReadonlyArray<Campaign>; readonly total: number }, PersistenceError>
+  /** Replaces the content and audience; only while DRAFT or SCHEDULED (InvalidCampaignState otherwise). Undefined: no such campaign. */
+  readonly replace: (projectId: string, id: string, input: CampaignInput) => Effect.Effect<Campaign | undefined, InvalidCampaignState | PersistenceError>
+  /** Deletes unless SENDING (InvalidCampaignState). */
+  readonly remove: (projectId: string, id: string) => Effect.Effect<true | undefined, InvalidCampaignState | PersistenceError>
+  /** From DRAFT or SCHEDULED (CampaignNotSendable otherwise): SCHEDULED at `at`, or SENDING now (with the first fan-out command). */
+  readonly send: (projectId: string, id: string, at: Date | undefined) => Effect.Effect<Campaign | undefined, CampaignNotSendable | PersistenceError>
+  /** From SCHEDULED or SENDING (InvalidCampaignState otherwise): CANCELLED, and its mail not yet handed to SMTP is not sent. */
+  readonly cancel: (projectId: string, id: string) => Effect.Effect<Campaign | undefined, InvalidCampaignState | PersistenceError>
+  readonly stats: (projectId: string, id: string) => Effect.Effect<CampaignStats | undefined, PersistenceError>
+  /**
+   * Scheduled campaigns of these partitions due at `now`: moved to SENDING, their fan-out started. A
+   * round of the worker's loop, which retries a failed round: its SqlError is left as the loop's other rounds have it.
+   */
+  readonly startDue: (partitions: ReadonlyArray<number>, now: Date) => Effect.Effect<number, SqlError.SqlError>
   /** Campaigns that use the segment and are SCHEDULED or SENDING. */
-  readonly activeUsingSegment: (projectId: string, segmentId: string) => Effect.Effect<ReadonlyArray<{ id: string; name: string }>>
-  readonly all: (projectId: string) => Effect.Effect<ReadonlyArray<Campaign>>
+  readonly activeUsingSegment: (projectId: string, segmentId: string) => Effect.Effect<ReadonlyArray<{ id: string; name: string }>, PersistenceError>
+  readonly all: (projectId: string) => Effect.Effect<ReadonlyArray<Campaign>, PersistenceError>
 }>()("app/store/Campaigns") {
   static readonly layer = Layer.effect(
     Campaigns,
@@ -215,59 +226,66 @@ export class Campaigns extends Context.Service<Campaigns, {
                   ${input.subject}, ${input.body}, ${input.from}, ${input.fromName}, ${input.replyTo}, ${input.type},
                   ${input.audienceType}, ${input.segmentId}, ${input.audienceCondition === null ? null : JSON.stringify(input.audienceCondition)}::jsonb,
                   ${now}, ${now})
-          RETURNING *`
+          RETURNING ${sql.literal(COLUMNS)}`
         return toCampaign(row!)
-      }, Effect.orDie)
+      }, mapSqlError)
 
       const getRow = (projectId: string, id: string) =>
-        Effect.map(sql<CampaignRow>`SELECT * FROM campaigns WHERE project_id = ${projectId} AND id = ${id}`, (rows) => rows[0])
+        Effect.map(sql<CampaignRow>`SELECT ${sql.literal(COLUMNS)} FROM campaigns WHERE project_id = ${projectId} AND id = ${id}`, (rows) => rows[0])
 
       const get = Effect.fn("Campaigns.get")(function*(projectId: string, id: string) {
         const row = yield* getRow(projectId, id)
         return row ? toCampaign(row) : undefined
-      }, Effect.orDie)
+      }, mapSqlError)
 
       const all = Effect.fn("Campaigns.all")(function*(projectId: string) {
-        return (yield* sql<CampaignRow>`SELECT * FROM campaigns WHERE project_id = ${projectId}`).map(toCampaign)
-      }, Effect.orDie)
+        return (yield* sql<CampaignRow>`SELECT ${sql.literal(COLUMNS)} FROM campaigns WHERE project_id = ${projectId}`).map(toCampaign)
+      }, mapSqlError)
 
       const list = Effect.fn("Campaigns.list")(function*(projectId: string, query: ListQuery) {
         const { rows, total } = yield* pagedList<CampaignRow>(sql, {
           table: "campaigns",
+          columns: COLUMNS,
           projectId,
           filters: query.status ? [sql`status = ${query.status}`] : [],
           searchColumns: ["name", "subject", "from_email"],
           query
         })
         return { data: rows.map(toCampaign), total }
-      }, Effect.orDie)
+      }, mapSqlError)
 
-      /** Locks the campaign and applies `change` when its status allows it. */
-      const transition = <A>(
+      /** Locks the campaign and applies `change` when its status allows it (`refused` otherwise); undefined: no such campaign. */
+      const transition = <A, E>(
         projectId: string,
         id: string,
         allowed: ReadonlyArray<CampaignStatus>,
-        change: (row: CampaignRow) => Effect.Effect<A, unknown>
+        refused: (status: CampaignStatus) => E,
+        change: (row: CampaignRow) => Effect.Effect<A, SqlError.SqlError>
       ) =>
         sql.withTransaction(Effect.gen(function*() {
-          const [row] = yield* sql<CampaignRow>`SELECT * FROM campaigns WHERE project_id = ${projectId} AND id = ${id} FOR UPDATE`
+          const [row] = yield* sql<CampaignRow>`SELECT ${sql.literal(COLUMNS)} FROM campaigns WHERE project_id = ${projectId} AND id = ${id} FOR UPDATE`
           if (!row) return undefined
-          if (!allowed.includes(row.status)) return { conflict: row.status } as Transition<A>
-          return (yield* change(row)) as Transition<A>
-        })).pipe(Effect.orDie)
+          if (!allowed.includes(row.status)) return yield* Effect.fail(refused(row.status))
+          return yield* change(row)
+        })).pipe(mapSqlError)
 
       const replace = (projectId: string, id: string, input: CampaignInput) =>
-        transition(projectId, id, ["DRAFT", "SCHEDULED"], () =>
+        transition(projectId, id, ["DRAFT", "SCHEDULED"], (status) => InvalidCampaignState.of(status, "edited"), () =>
           Effect.map(sql<CampaignRow>`
             UPDATE campaigns SET name = ${input.name}, description = ${input.description}, subject = ${input.subject},
                    body = ${input.body}, from_email = ${input.from}, from_name = ${input.fromName}, reply_to = ${input.replyTo},
                    type = ${input.type}, audience_type = ${input.audienceType}, segment_id = ${input.segmentId},
                    audience_condition = ${input.audienceCondition === null ? null : JSON.stringify(input.audienceCondition)}::jsonb,
                    updated_at = now()
-            WHERE id = ${id} RETURNING *`, (rows) => toCampaign(rows[0]!)))
+            WHERE id = ${id} RETURNING ${sql.literal(COLUMNS)}`, (rows) => toCampaign(rows[0]!)))
 
       const remove = (projectId: string, id: string) =>
-        transition(projectId, id, ["DRAFT", "SCHEDULED", "SENT", "CANCELLED"], () =>
+        transition(
+          projectId,
+          id,
+          ["DRAFT", "SCHEDULED", "SENT", "CANCELLED"],
+          (status) => InvalidCampaignState.of(status, "deleted while sending; cancel it first"),
+          () =>
           Effect.as(sql`DELETE FROM campaigns WHERE id = ${id}`, true as const))
 
       const startSending = (row: Pick<CampaignRow, "id" | "project_id">) =>
@@ -276,24 +294,24 @@ export class Campaigns extends Context.Service<Campaigns, {
           const [updated] = yield* sql<CampaignRow>`
             WITH up AS (
               UPDATE campaigns SET status = 'SENDING', scheduled_for = NULL, sending_started_at = now(), updated_at = now()
-              WHERE id = ${row.id} RETURNING *
+              WHERE id = ${row.id} RETURNING ${sql.literal(COLUMNS)}
             ), command AS (
               INSERT INTO outbox (id, subject, payload) VALUES (${command.id}, ${command.subject}, ${command.payload}::jsonb)
             )
-            SELECT * FROM up`
+            SELECT ${sql.literal(COLUMNS)} FROM up`
           return toCampaign(updated!)
         })
 
       const send = (projectId: string, id: string, at: Date | undefined) =>
-        transition(projectId, id, ["DRAFT", "SCHEDULED"], (row) =>
+        transition(projectId, id, ["DRAFT", "SCHEDULED"], CampaignNotSendable.of, (row) =>
           at && at.getTime() > clock.currentTimeMillisUnsafe()
             ? Effect.map(sql<CampaignRow>`
                 UPDATE campaigns SET status = 'SCHEDULED', scheduled_for = ${at.toISOString()}, updated_at = now()
-                WHERE id = ${id} RETURNING *`, (rows) => toCampaign(rows[0]!))
+                WHERE id = ${id} RETURNING ${sql.literal(COLUMNS)}`, (rows) => toCampaign(rows[0]!))
             : startSending(row))
 
       const cancel = (projectId: string, id: string) =>
-        transition(projectId, id, ["SCHEDULED", "SENDING"], () =>
+        transition(projectId, id, ["SCHEDULED", "SENDING"], (status) => InvalidCampaignState.of(status, "cancelled"), () =>
           Effect.gen(function*() {
             // The fan-out step locks the campaign too, so no mail is queued after this commits.
             const [updated] = yield* dropQueuedMail(sql, id, "the campaign was cancelled", null)
@@ -329,12 +347,12 @@ export class Campaigns extends Context.Service<Campaigns, {
             click: share(row.clicked_count, sent),
             bounce: share(row.bounced_count, sent)
           },
-          sendingStartedAt: iso(row.sending_started_at),
-          resolvedAt: iso(row.resolved_at),
-          sentAt: iso(row.sent_at),
+          sendingStartedAt: isoOrNull(row.sending_started_at),
+          resolvedAt: isoOrNull(row.resolved_at),
+          sentAt: isoOrNull(row.sent_at),
           error: row.error
         }
-      }, Effect.orDie)
+      }, mapSqlError)
 
       const startDue = Effect.fn("Campaigns.startDue")(function*(partitions: ReadonlyArray<number>, now: Date) {
         if (partitions.length === 0) return 0
@@ -355,7 +373,7 @@ export class Campaigns extends Context.Service<Campaigns, {
           }
           return due.length
         }))
-      }, Effect.orDie)
+      })
 
       const activeUsingSegment = Effect.fn("Campaigns.activeUsingSegment")(function*(projectId: string, segmentId: string) {
         const active = yield* sql<{ id: string; name: string; segment_id: string | null; audience_condition: Condition | null }>`
@@ -366,7 +384,7 @@ export class Campaigns extends Context.Service<Campaigns, {
             row.segment_id === segmentId ||
             (row.audience_condition !== null && conditionReads(row.audience_condition).segments.has(segmentId)))
           .map(({ id, name }) => ({ id, name }))
-      }, Effect.orDie)
+      }, mapSqlError)
 
       return Campaigns.of({ create, get, list, replace, remove, send, cancel, stats, startDue, activeUsingSegment, all })
     })

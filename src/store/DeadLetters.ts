@@ -9,7 +9,7 @@
  * repeat: events keep their ids (stored once), so only what did not apply the first time takes effect.
  */
 import { Context, Effect, Layer, Schema } from "effect"
-import { InvalidCursor } from "../domain/errors.ts"
+import { DeadLetterNotReplayable, InvalidCursor } from "../domain/errors.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config.ts"
@@ -112,8 +112,11 @@ export class DeadLetters extends Context.Service<DeadLetters, {
     readonly replayed: boolean | undefined
   }) => Effect.Effect<{ readonly data: ReadonlyArray<DeadLetter>; readonly cursor: string | null; readonly hasMore: boolean; readonly total: number }, InvalidCursor | PersistenceError>
   readonly get: (projectId: string, id: string) => Effect.Effect<DeadLetterDetail | undefined, PersistenceError>
-  /** Publishes the message again (through the outbox); undefined when there is no such letter. */
-  readonly replay: (projectId: string, id: string) => Effect.Effect<DeadLetter | undefined | "unreadable", PersistenceError>
+  /**
+   * Publishes the message again (through the outbox); undefined when there is no such letter,
+   * DeadLetterNotReplayable when its payload is not a message of this project that can be published.
+   */
+  readonly replay: (projectId: string, id: string) => Effect.Effect<DeadLetter | undefined, DeadLetterNotReplayable | PersistenceError>
   readonly remove: (projectId: string, id: string) => Effect.Effect<boolean, PersistenceError>
 }>()("app/store/DeadLetters") {
   static readonly layer = Layer.effect(
@@ -179,10 +182,10 @@ export class DeadLetters extends Context.Service<DeadLetters, {
             FROM dead_letters WHERE project_id = ${projectId} AND id = ${id} FOR UPDATE`
           if (!row) return undefined
           const body = parse(row.payload)
-          if (typeof body !== "object" || body === null || (body as { projectId?: unknown }).projectId !== projectId) return "unreadable" as const
+          if (typeof body !== "object" || body === null || (body as { projectId?: unknown }).projectId !== projectId) return yield* DeadLetterNotReplayable.of()
           // What Postgres (and so the outbox) cannot hold can never be applied either.
-          if (storableProblem(body, Number.MAX_SAFE_INTEGER) !== undefined) return "unreadable" as const
-          if (!(yield* requeue(row, body))) return "unreadable" as const
+          if (storableProblem(body, Number.MAX_SAFE_INTEGER) !== undefined) return yield* DeadLetterNotReplayable.of()
+          if (!(yield* requeue(row, body))) return yield* DeadLetterNotReplayable.of()
           const [updated] = yield* sql<Row>`
             UPDATE dead_letters SET replays = replays + 1, replayed_at = now() WHERE id = ${id}
             RETURNING id, source, error, subject, partition, seq, payload, replays, replayed_at, created_at`

@@ -8,6 +8,8 @@ import { SqlClient, type SqlError } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
 import { Outbox } from "../stream/Outbox.ts"
+import { isoOrNull } from "./columns.ts"
+import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
 export type EmailType = "TRANSACTIONAL" | "MARKETING"
 
@@ -87,8 +89,6 @@ export interface EmailRow {
   readonly complained_at: Date | null
 }
 
-const iso = (date: Date | null) => date?.toISOString() ?? null
-
 /**
  * Every column but the content, for reads that return whole rows. A row's content can be large (and
  * a row written before the size caps, larger than the client reads in one message), so only the
@@ -122,12 +122,12 @@ export const toEmailRecord = (row: EmailRow): EmailRecord => ({
   attempts: row.attempts,
   error: row.error,
   createdAt: row.created_at.toISOString(),
-  sentAt: iso(row.sent_at),
-  deliveredAt: iso(row.delivered_at),
-  openedAt: iso(row.opened_at),
-  clickedAt: iso(row.clicked_at),
-  bouncedAt: iso(row.bounced_at),
-  complainedAt: iso(row.complained_at)
+  sentAt: isoOrNull(row.sent_at),
+  deliveredAt: isoOrNull(row.delivered_at),
+  openedAt: isoOrNull(row.opened_at),
+  clickedAt: isoOrNull(row.clicked_at),
+  bouncedAt: isoOrNull(row.bounced_at),
+  complainedAt: isoOrNull(row.complained_at)
 })
 
 /** Engagement reported after sending, with the event each emits and the column it stamps. */
@@ -202,11 +202,11 @@ export const insertQueuedEmails = (
   })
 
 export class Emails extends Context.Service<Emails, {
-  readonly get: (projectId: string, id: string) => Effect.Effect<EmailRecord | undefined>
+  readonly get: (projectId: string, id: string) => Effect.Effect<EmailRecord | undefined, PersistenceError>
   /** By id alone, for tracking links that carry only the (signed) id; callers verify the signature. */
-  readonly byId: (id: string) => Effect.Effect<EmailRecord | undefined>
+  readonly byId: (id: string) => Effect.Effect<EmailRecord | undefined, PersistenceError>
   /** By Message-ID, within one project (inbound notifications that name the project) or any. */
-  readonly byMessageId: (messageId: string, projectId?: string) => Effect.Effect<EmailRecord | undefined>
+  readonly byMessageId: (messageId: string, projectId?: string) => Effect.Effect<EmailRecord | undefined, PersistenceError>
   /**
    * Records an engagement: stamps its time once, moves the status forward (never back) and emits the
    * email.* event (every click; opens at most once per OPEN_REPEAT_MINUTES; once for the others).
@@ -215,7 +215,7 @@ export class Emails extends Context.Service<Emails, {
     email: EmailRecord,
     kind: EngagementKind,
     data?: Record<string, unknown>
-  ) => Effect.Effect<EngagementResult | undefined>
+  ) => Effect.Effect<EngagementResult | undefined, PersistenceError>
 }>()("app/store/Emails") {
   static readonly layer = Layer.effect(
     Emails,
@@ -226,13 +226,13 @@ export class Emails extends Context.Service<Emails, {
       const get = Effect.fn("Emails.get")(function*(projectId: string, id: string) {
         const rows = yield* sql<EmailRow>`SELECT ${sql.literal(summaryColumns())} FROM emails WHERE project_id = ${projectId} AND id = ${id}`
         return rows[0] ? toEmailRecord(rows[0]) : undefined
-      }, Effect.orDie)
+      }, mapSqlError)
 
       const byId = Effect.fn("Emails.byId")(function*(id: string) {
         if (!isUuid(id)) return undefined
         const rows = yield* sql<EmailRow>`SELECT ${sql.literal(summaryColumns())} FROM emails WHERE id = ${id}`
         return rows[0] ? toEmailRecord(rows[0]) : undefined
-      }, Effect.orDie)
+      }, mapSqlError)
 
       const byMessageId = Effect.fn("Emails.byMessageId")(function*(messageId: string, projectId?: string) {
         const id = messageId.trim().replace(/^<|>$/g, "")
@@ -240,7 +240,7 @@ export class Emails extends Context.Service<Emails, {
           SELECT ${sql.literal(summaryColumns())} FROM emails
           WHERE message_id = ${id} ${projectId ? sql`AND project_id = ${projectId}` : sql``}`
         return rows[0] ? toEmailRecord(rows[0]) : undefined
-      }, Effect.orDie)
+      }, mapSqlError)
 
       const engage = Effect.fn("Emails.engage")(function*(email: EmailRecord, kind: EngagementKind, data: Record<string, unknown> = {}) {
         const step = ENGAGEMENT[kind]
@@ -279,7 +279,7 @@ export class Emails extends Context.Service<Emails, {
           }
           return { email: toEmailRecord(row), first, recorded }
         })).pipe(Effect.provideService(SqlClient.SqlClient, sql))
-      }, Effect.orDie)
+      }, mapSqlError)
 
       return Emails.of({ get, byId, byMessageId, engage })
     })

@@ -4,8 +4,9 @@
  * under a lock on the project's member rows so two concurrent demotions cannot both pass.
  */
 import { Context, Data, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type SqlError } from "effect/sql"
 import type { Role } from "../domain/permissions.ts"
+import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
 export interface Member {
   readonly userId: string
@@ -25,16 +26,16 @@ export interface Membership {
 export class LastOwner extends Data.TaggedError("LastOwner")<{}> {}
 
 export class Members extends Context.Service<Members, {
-  readonly roleOf: (projectId: string, userId: string) => Effect.Effect<Role | undefined>
-  readonly list: (projectId: string) => Effect.Effect<ReadonlyArray<Member>>
-  readonly projectsOf: (userId: string) => Effect.Effect<ReadonlyArray<Membership>>
+  readonly roleOf: (projectId: string, userId: string) => Effect.Effect<Role | undefined, PersistenceError>
+  readonly list: (projectId: string) => Effect.Effect<ReadonlyArray<Member>, PersistenceError>
+  readonly projectsOf: (userId: string) => Effect.Effect<ReadonlyArray<Membership>, PersistenceError>
   /** Adds the user (or changes nothing when they already belong to the project). */
-  readonly add: (projectId: string, userId: string, role: Role) => Effect.Effect<void>
+  readonly add: (projectId: string, userId: string, role: Role) => Effect.Effect<void, PersistenceError>
   /** false when the user is not a member. */
-  readonly changeRole: (projectId: string, userId: string, role: Role) => Effect.Effect<boolean, LastOwner>
-  readonly remove: (projectId: string, userId: string) => Effect.Effect<boolean, LastOwner>
+  readonly changeRole: (projectId: string, userId: string, role: Role) => Effect.Effect<boolean, LastOwner | PersistenceError>
+  readonly remove: (projectId: string, userId: string) => Effect.Effect<boolean, LastOwner | PersistenceError>
   /** Makes the user OWNER of every project nobody belongs to (created with the CLI before any user existed). */
-  readonly adoptOrphans: (userId: string) => Effect.Effect<number>
+  readonly adoptOrphans: (userId: string) => Effect.Effect<number, PersistenceError>
 }>()("app/store/Members") {
   static readonly layer = Layer.effect(
     Members,
@@ -42,7 +43,7 @@ export class Members extends Context.Service<Members, {
       const sql = yield* SqlClient.SqlClient
 
       /** Runs `change` unless it would leave the project without an owner. */
-      const guardOwners = <A>(projectId: string, userId: string, change: Effect.Effect<A, unknown>, demotes: boolean) =>
+      const guardOwners = <A>(projectId: string, userId: string, change: Effect.Effect<A, SqlError.SqlError>, demotes: boolean) =>
         sql.withTransaction(Effect.gen(function*() {
           const rows = yield* sql<{ user_id: string; role: Role }>`
             SELECT user_id, role FROM project_members WHERE project_id = ${projectId} ORDER BY user_id FOR UPDATE`
@@ -51,28 +52,28 @@ export class Members extends Context.Service<Members, {
           const owners = rows.filter((row) => row.role === "OWNER").length
           if (demotes && target.role === "OWNER" && owners === 1) return yield* Effect.fail(new LastOwner())
           return yield* change
-        })).pipe(Effect.catchIf((error): error is Exclude<typeof error, LastOwner> => !(error instanceof LastOwner), Effect.die))
+        })).pipe(mapSqlError)
 
       const adoptOrphans = (userId: string) =>
         sql`INSERT INTO project_members (project_id, user_id, role)
             SELECT p.id, ${userId}, 'OWNER' FROM projects p
             WHERE NOT EXISTS (SELECT 1 FROM project_members m WHERE m.project_id = p.id)
             ON CONFLICT DO NOTHING
-            RETURNING project_id`.pipe(Effect.map((rows) => rows.length), Effect.orDie)
+            RETURNING project_id`.pipe(Effect.map((rows) => rows.length), mapSqlError)
 
       return Members.of({
         adoptOrphans,
         roleOf: (projectId, userId) =>
           sql<{ role: Role }>`SELECT role FROM project_members WHERE project_id = ${projectId} AND user_id = ${userId}`.pipe(
             Effect.map((rows) => rows[0]?.role),
-            Effect.orDie
+            mapSqlError
           ),
         list: (projectId) =>
           sql<{ user_id: string; email: string; role: Role; created_at: Date }>`
             SELECT m.user_id, u.email, m.role, m.created_at FROM project_members m JOIN users u ON u.id = m.user_id
             WHERE m.project_id = ${projectId} ORDER BY m.created_at, m.user_id`.pipe(
             Effect.map((rows) => rows.map((row) => ({ userId: row.user_id, email: row.email, role: row.role, joinedAt: row.created_at }))),
-            Effect.orDie
+            mapSqlError
           ),
         projectsOf: (userId) =>
           sql<{ id: string; name: string; role: Role; disabled: boolean; created_at: Date }>`
@@ -81,11 +82,11 @@ export class Members extends Context.Service<Members, {
             Effect.map((rows) =>
               rows.map((row) => ({ projectId: row.id, name: row.name, role: row.role, disabled: row.disabled, createdAt: row.created_at }))
             ),
-            Effect.orDie
+            mapSqlError
           ),
         add: (projectId, userId, role) =>
           sql`INSERT INTO project_members (project_id, user_id, role) VALUES (${projectId}, ${userId}, ${role})
-              ON CONFLICT (project_id, user_id) DO NOTHING`.pipe(Effect.asVoid, Effect.orDie),
+              ON CONFLICT (project_id, user_id) DO NOTHING`.pipe(Effect.asVoid, mapSqlError),
         changeRole: (projectId, userId, role) =>
           guardOwners(
             projectId,

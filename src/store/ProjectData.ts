@@ -12,6 +12,7 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { pgArray } from "../lib/pgArray.ts"
 import { Nats } from "../stream/Nats.ts"
+import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
 /**
  * Tables holding the project's data, children first. Kept: the project row (keys, settings), members,
@@ -43,7 +44,7 @@ export const resetWatermarks = (sql: SqlClient.SqlClient, projectIds: ReadonlyAr
 
 export class ProjectData extends Context.Service<ProjectData, {
   /** Wipes the project's data; undefined when the project does not exist. */
-  readonly reset: (projectId: string) => Effect.Effect<ResetResult | undefined>
+  readonly reset: (projectId: string) => Effect.Effect<ResetResult | undefined, PersistenceError>
 }>()("app/store/ProjectData") {
   static readonly layer = Layer.effect(
     ProjectData,
@@ -53,6 +54,7 @@ export class ProjectData extends Context.Service<ProjectData, {
 
       const lastInSequence = Effect.tryPromise(() => nats.jsm.streams.info(nats.names.inStream)).pipe(
         Effect.map((info) => info.state.last_seq),
+        // Kept a defect: NATS not answering is no SQL failure a caller could handle; the reset rolls back, a logged 500.
         Effect.orDie
       )
 
@@ -70,7 +72,7 @@ export class ProjectData extends Context.Service<ProjectData, {
           yield* sql`DELETE FROM outbox WHERE subject LIKE ${`%.${projectId}.%`}`
           return { resetSeq }
         }))
-      }, Effect.orDie)
+      }, mapSqlError)
 
       return ProjectData.of({ reset })
     })

@@ -8,6 +8,7 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { uuidv7 } from "../domain/ids.ts"
+import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
 /**
  * For the sender's claim (a hook the engine adds): campaign and workflow mail (priority 1) of a disabled
@@ -70,13 +71,13 @@ export const protectionVerdict = (rates: Rates, thresholds: Thresholds): string 
 const percent = (part: number, whole: number) => (whole === 0 ? 0 : Math.round((part / whole) * 10_000) / 100)
 
 export class ProjectHealth extends Context.Service<ProjectHealth, {
-  readonly rates: (projectId: string) => Effect.Effect<Rates>
-  readonly suspensions: (projectId: string) => Effect.Effect<ReadonlyArray<Suspension>>
-  readonly setupState: (projectId: string) => Effect.Effect<SetupState>
+  readonly rates: (projectId: string) => Effect.Effect<Rates, PersistenceError>
+  readonly suspensions: (projectId: string) => Effect.Effect<ReadonlyArray<Suspension>, PersistenceError>
+  readonly setupState: (projectId: string) => Effect.Effect<SetupState, PersistenceError>
   /** Disables every enabled project over the thresholds; answers the ids it disabled. */
-  readonly enforce: (thresholds: Thresholds) => Effect.Effect<ReadonlyArray<string>>
+  readonly enforce: (thresholds: Thresholds) => Effect.Effect<ReadonlyArray<string>, PersistenceError>
   /** Re-enables a project, lifting its open suspensions (by `userId`). */
-  readonly enable: (projectId: string, userId: string) => Effect.Effect<void>
+  readonly enable: (projectId: string, userId: string) => Effect.Effect<void, PersistenceError>
 }>()("app/store/ProjectHealth") {
   static readonly layer = Layer.effect(
     ProjectHealth,
@@ -114,7 +115,7 @@ export class ProjectHealth extends Context.Service<ProjectHealth, {
       const rates = Effect.fn("ProjectHealth.rates")(function*(projectId: string) {
         const [row] = yield* rateRows(projectId)
         return toRates(row ?? { project_id: projectId, window_start: new Date(yield* Clock.currentTimeMillis), sends: 0, bounces: 0, complaints: 0 })
-      }, Effect.orDie)
+      }, mapSqlError)
 
       const suspensions = Effect.fn("ProjectHealth.suspensions")(function*(projectId: string) {
         const rows = yield* sql<{
@@ -136,7 +137,7 @@ export class ProjectHealth extends Context.Service<ProjectHealth, {
           createdAt: row.created_at,
           liftedAt: row.lifted_at
         }))
-      }, Effect.orDie)
+      }, mapSqlError)
 
       const setupState = Effect.fn("ProjectHealth.setupState")(function*(projectId: string) {
         const [row] = yield* sql<Omit<SetupState, "complete"> & Record<string, boolean>>`
@@ -153,7 +154,7 @@ export class ProjectHealth extends Context.Service<ProjectHealth, {
           hasSentEmail: row!.hasSentEmail
         }
         return { ...state, complete: Object.values(state).every(Boolean) }
-      }, Effect.orDie)
+      }, mapSqlError)
 
       const enforce = Effect.fn("ProjectHealth.enforce")(function*(thresholds: Thresholds) {
         const rows = yield* rateRows(undefined)
@@ -173,14 +174,14 @@ export class ProjectHealth extends Context.Service<ProjectHealth, {
           if (changed) disabled.push(row.project_id)
         }
         return disabled
-      }, Effect.orDie)
+      }, mapSqlError)
 
       const enable = Effect.fn("ProjectHealth.enable")(function*(projectId: string, userId: string) {
         yield* sql.withTransaction(Effect.all([
           sql`UPDATE projects SET disabled = false, disabled_reason = NULL, disabled_at = NULL, updated_at = now() WHERE id = ${projectId}`,
           sql`UPDATE project_suspensions SET lifted_at = now(), lifted_by = ${userId} WHERE project_id = ${projectId} AND lifted_at IS NULL`
         ]))
-      }, Effect.orDie)
+      }, mapSqlError)
 
       return ProjectHealth.of({ rates, suspensions, setupState, enforce, enable })
     })

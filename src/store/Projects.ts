@@ -4,6 +4,7 @@ import { SqlClient } from "effect/sql"
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
 import { uuidv7 } from "../domain/ids.ts"
 import type { Project } from "../domain/project.ts"
+import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
 export type KeyKind = "public" | "secret"
 
@@ -46,27 +47,27 @@ const newKey = (prefix: "pk_" | "sk_") => prefix + randomBytes(24).toString("bas
 const KEY_CACHE_TTL_MS = 5_000
 
 export class Projects extends Context.Service<Projects, {
-  readonly create: (name: string) => Effect.Effect<CreatedProject>
-  readonly details: (projectId: string) => Effect.Effect<ProjectDetails | undefined>
-  readonly rename: (projectId: string, name: string) => Effect.Effect<boolean>
-  readonly remove: (projectId: string) => Effect.Effect<boolean>
+  readonly create: (name: string) => Effect.Effect<CreatedProject, PersistenceError>
+  readonly details: (projectId: string) => Effect.Effect<ProjectDetails | undefined, PersistenceError>
+  readonly rename: (projectId: string, name: string) => Effect.Effect<boolean, PersistenceError>
+  readonly remove: (projectId: string) => Effect.Effect<boolean, PersistenceError>
   /** Replaces both keys at once; the old ones stop at once here (other processes: see ProjectCacheInvalidation). */
-  readonly rotateKeys: (projectId: string) => Effect.Effect<RotatedKeys | undefined>
+  readonly rotateKeys: (projectId: string) => Effect.Effect<RotatedKeys | undefined, PersistenceError>
   /** Disables the project with a reason (null reason: enables it again). */
-  readonly setDisabled: (projectId: string, reason: string | null) => Effect.Effect<boolean>
+  readonly setDisabled: (projectId: string, reason: string | null) => Effect.Effect<boolean, PersistenceError>
   /** Drops this process's cached keys and settings of a project (its keys or state changed). */
   readonly forget: (projectId: string) => Effect.Effect<void>
   /** Drops every cached key and setting (invalidation messages may have been missed). */
   readonly forgetAll: Effect.Effect<void>
   /** The project and key kind for an API key, or undefined when no project has it. */
-  readonly authenticate: (key: string) => Effect.Effect<AuthenticatedKey | undefined>
+  readonly authenticate: (key: string) => Effect.Effect<AuthenticatedKey | undefined, PersistenceError>
   /** The secret signing the project's links, and whether opens and clicks are tracked. */
-  readonly mailSettings: (projectId: string) => Effect.Effect<MailSettings>
+  readonly mailSettings: (projectId: string) => Effect.Effect<MailSettings, PersistenceError>
   /** Changes the send rate (emails/s; null = the deployment default, 0 = unthrottled) or tracking. */
   readonly updateMailSettings: (
     projectId: string,
     changes: { readonly sendRatePerSecond?: number | null | undefined; readonly trackingEnabled?: boolean | undefined }
-  ) => Effect.Effect<boolean>
+  ) => Effect.Effect<boolean, PersistenceError>
 }>()("app/store/Projects") {
   static readonly layer = Layer.effect(
     Projects,
@@ -81,7 +82,7 @@ export class Projects extends Context.Service<Projects, {
         yield* sql`INSERT INTO projects (id, name, public_key_hash, secret_key_hash)
                    VALUES (${id}, ${name}, ${hashKey(publicKey)}, ${hashKey(secretKey)})`
         return { id, name, disabled: false, publicKey, secretKey }
-      }, Effect.orDie)
+      }, mapSqlError)
 
       const lookup = Effect.fn("Projects.lookup")(function*(hash: Buffer) {
         const rows = yield* sql<{
@@ -103,7 +104,7 @@ export class Projects extends Context.Service<Projects, {
           : undefined
         if (!kind) return undefined
         return { project: { id: row.id, name: row.name, disabled: row.disabled }, kind }
-      }, Effect.orDie)
+      }, mapSqlError)
 
       // Keyed by the presented key itself, so a hit costs no hashing.
       const authenticate = (key: string) =>
@@ -132,7 +133,7 @@ export class Projects extends Context.Service<Projects, {
         }
         settingsCache.set(projectId, { value, expires: Date.now() + KEY_CACHE_TTL_MS })
         return value
-      }, Effect.orDie)
+      }, mapSqlError)
 
       const updateMailSettings = Effect.fn("Projects.updateMailSettings")(function*(
         projectId: string,
@@ -148,7 +149,7 @@ export class Projects extends Context.Service<Projects, {
           RETURNING id`
         settingsCache.delete(projectId)
         return rows.length > 0
-      }, Effect.orDie)
+      }, mapSqlError)
 
       const details = Effect.fn("Projects.details")(function*(projectId: string) {
         const [row] = yield* sql<{
@@ -169,7 +170,7 @@ export class Projects extends Context.Service<Projects, {
           trackingEnabled: row.tracking_enabled,
           createdAt: row.created_at
         }
-      }, Effect.orDie)
+      }, mapSqlError)
 
       const forget = (projectId: string) =>
         Effect.sync(() => {
@@ -186,13 +187,13 @@ export class Projects extends Context.Service<Projects, {
         const rows = yield* sql`UPDATE projects SET name = ${name}, updated_at = now() WHERE id = ${projectId} RETURNING id`
         yield* forget(projectId)
         return rows.length > 0
-      }, Effect.orDie)
+      }, mapSqlError)
 
       const remove = Effect.fn("Projects.remove")(function*(projectId: string) {
         const rows = yield* sql`DELETE FROM projects WHERE id = ${projectId} RETURNING id`
         yield* forget(projectId)
         return rows.length > 0
-      }, Effect.orDie)
+      }, mapSqlError)
 
       const rotateKeys = Effect.fn("Projects.rotateKeys")(function*(projectId: string) {
         const publicKey = newKey("pk_")
@@ -202,7 +203,7 @@ export class Projects extends Context.Service<Projects, {
                                 WHERE id = ${projectId} RETURNING id`
         yield* forget(projectId)
         return rows.length > 0 ? { publicKey, secretKey } : undefined
-      }, Effect.orDie)
+      }, mapSqlError)
 
       const setDisabled = Effect.fn("Projects.setDisabled")(function*(projectId: string, reason: string | null) {
         const rows = yield* sql`UPDATE projects SET disabled = ${reason !== null}, disabled_reason = ${reason},
@@ -210,7 +211,7 @@ export class Projects extends Context.Service<Projects, {
                                 WHERE id = ${projectId} RETURNING id`
         yield* forget(projectId)
         return rows.length > 0
-      }, Effect.orDie)
+      }, mapSqlError)
 
       return Projects.of({
         create, details, rename, remove, rotateKeys, setDisabled, forget, forgetAll, authenticate, mailSettings, updateMailSettings

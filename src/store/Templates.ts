@@ -1,11 +1,13 @@
 /** Email templates of a project. */
-import { Clock, Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
 import { uuidv7 } from "../domain/ids.ts"
+import { Timestamp } from "./columns.ts"
 import { pagedList, type SortedPage } from "./pagedList.ts"
+import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
-export type TemplateType = "TRANSACTIONAL" | "MARKETING" | "HEADLESS"
-export const TEMPLATE_TYPES: ReadonlyArray<TemplateType> = ["TRANSACTIONAL", "MARKETING", "HEADLESS"]
+export const TEMPLATE_TYPES = ["TRANSACTIONAL", "MARKETING", "HEADLESS"] as const
+export type TemplateType = (typeof TEMPLATE_TYPES)[number]
 
 /** What a user writes: everything of a template but its identity and timestamps. */
 export interface TemplateInput {
@@ -30,20 +32,24 @@ export interface TemplateListQuery extends SortedPage {
   readonly type: TemplateType | undefined
 }
 
-interface TemplateRow {
-  readonly id: string
-  readonly project_id: string
-  readonly name: string
-  readonly description: string | null
-  readonly subject: string
-  readonly body: string
-  readonly from_email: string
-  readonly from_name: string | null
-  readonly reply_to: string | null
-  readonly type: TemplateType
-  readonly created_at: Date
-  readonly updated_at: Date
-}
+/** A `templates` row as COLUMNS select it. */
+const TemplateRow = Schema.Struct({
+  id: Schema.String,
+  project_id: Schema.String,
+  name: Schema.String,
+  description: Schema.NullOr(Schema.String),
+  subject: Schema.String,
+  body: Schema.String,
+  from_email: Schema.String,
+  from_name: Schema.NullOr(Schema.String),
+  reply_to: Schema.NullOr(Schema.String),
+  type: Schema.Literals(TEMPLATE_TYPES),
+  created_at: Timestamp,
+  updated_at: Timestamp
+})
+type TemplateRow = typeof TemplateRow.Type
+
+const COLUMNS = "id, project_id, name, description, subject, body, from_email, from_name, reply_to, type, created_at, updated_at"
 
 const toTemplate = (row: TemplateRow): Template => ({
   id: row.id,
@@ -56,66 +62,74 @@ const toTemplate = (row: TemplateRow): Template => ({
   replyTo: row.reply_to,
   type: row.type,
   projectId: row.project_id,
-  createdAt: row.created_at.toISOString(),
-  updatedAt: row.updated_at.toISOString()
+  createdAt: row.created_at,
+  updatedAt: row.updated_at
 })
 
 export class Templates extends Context.Service<Templates, {
-  readonly create: (projectId: string, input: TemplateInput) => Effect.Effect<Template>
-  readonly get: (projectId: string, id: string) => Effect.Effect<Template | undefined>
-  readonly update: (projectId: string, id: string, input: TemplateInput) => Effect.Effect<Template | undefined>
-  readonly remove: (projectId: string, id: string) => Effect.Effect<boolean>
+  readonly create: (projectId: string, input: TemplateInput) => Effect.Effect<Template, PersistenceError>
+  readonly get: (projectId: string, id: string) => Effect.Effect<Template | undefined, PersistenceError>
+  readonly update: (projectId: string, id: string, input: TemplateInput) => Effect.Effect<Template | undefined, PersistenceError>
+  readonly remove: (projectId: string, id: string) => Effect.Effect<boolean, PersistenceError>
   readonly list: (
     projectId: string,
     query: TemplateListQuery
-  ) => Effect.Effect<{ readonly data: ReadonlyArray<Template>; readonly total: number }>
+  ) => Effect.Effect<{ readonly data: ReadonlyArray<Template>; readonly total: number }, PersistenceError>
 }>()("app/store/Templates") {
   static readonly layer = Layer.effect(
     Templates,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const decodeRows = Schema.decodeUnknownEffect(Schema.Array(TemplateRow))
+
+      const byId = SqlSchema.findAll({
+        Request: Schema.Struct({ projectId: Schema.String, id: Schema.String }),
+        Result: TemplateRow,
+        execute: ({ id, projectId }) => sql`SELECT ${sql.literal(COLUMNS)} FROM templates WHERE project_id = ${projectId} AND id = ${id}`
+      })
 
       const create = Effect.fn("Templates.create")(function*(projectId: string, input: TemplateInput) {
         const now = new Date(yield* Clock.currentTimeMillis).toISOString()
-        const [row] = yield* sql<TemplateRow>`
+        const [row] = yield* sql`
           INSERT INTO templates (id, project_id, name, description, subject, body, from_email, from_name, reply_to, type,
                                  created_at, updated_at)
           VALUES (${uuidv7()}, ${projectId}, ${input.name}, ${input.description}, ${input.subject}, ${input.body},
                   ${input.from}, ${input.fromName}, ${input.replyTo}, ${input.type}, ${now}, ${now})
-          RETURNING *`
+          RETURNING ${sql.literal(COLUMNS)}`.pipe(Effect.flatMap(decodeRows))
         return toTemplate(row!)
-      }, Effect.orDie)
+      }, mapSqlError)
 
       const get = Effect.fn("Templates.get")(function*(projectId: string, id: string) {
-        const rows = yield* sql<TemplateRow>`SELECT * FROM templates WHERE project_id = ${projectId} AND id = ${id}`
-        return rows[0] ? toTemplate(rows[0]) : undefined
-      }, Effect.orDie)
+        const [row] = yield* byId({ projectId, id })
+        return row ? toTemplate(row) : undefined
+      }, mapSqlError)
 
       const update = Effect.fn("Templates.update")(function*(projectId: string, id: string, input: TemplateInput) {
-        const rows = yield* sql<TemplateRow>`
+        const rows = yield* sql`
           UPDATE templates SET name = ${input.name}, description = ${input.description}, subject = ${input.subject},
                  body = ${input.body}, from_email = ${input.from}, from_name = ${input.fromName},
                  reply_to = ${input.replyTo}, type = ${input.type}, updated_at = now()
           WHERE project_id = ${projectId} AND id = ${id}
-          RETURNING *`
+          RETURNING ${sql.literal(COLUMNS)}`.pipe(Effect.flatMap(decodeRows))
         return rows[0] ? toTemplate(rows[0]) : undefined
-      }, Effect.orDie)
+      }, mapSqlError)
 
       const remove = Effect.fn("Templates.remove")(function*(projectId: string, id: string) {
         const rows = yield* sql`DELETE FROM templates WHERE project_id = ${projectId} AND id = ${id} RETURNING id`
         return rows.length > 0
-      }, Effect.orDie)
+      }, mapSqlError)
 
       const list = Effect.fn("Templates.list")(function*(projectId: string, query: TemplateListQuery) {
-        const { rows, total } = yield* pagedList<TemplateRow>(sql, {
+        const { rows, total } = yield* pagedList(sql, {
           table: "templates",
+          columns: COLUMNS,
           projectId,
           filters: query.type ? [sql`type = ${query.type}`] : [],
           searchColumns: ["name", "description", "subject"],
           query
         })
-        return { data: rows.map(toTemplate), total }
-      }, Effect.orDie)
+        return { data: (yield* decodeRows(rows)).map(toTemplate), total }
+      }, mapSqlError)
 
       return Templates.of({ create, get, update, remove, list })
     })

@@ -8,6 +8,7 @@ import { Context, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHash } from "node:crypto"
 import { AppConfig } from "../config.ts"
+import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
 export interface StoredUpload {
   readonly id: string
@@ -16,18 +17,18 @@ export interface StoredUpload {
 }
 
 interface Backend {
-  readonly put: (id: string, bytes: Uint8Array, contentType: string) => Effect.Effect<void>
-  readonly get: (id: string) => Effect.Effect<StoredUpload | undefined>
+  readonly put: (id: string, bytes: Uint8Array, contentType: string) => Effect.Effect<void, PersistenceError>
+  readonly get: (id: string) => Effect.Effect<StoredUpload | undefined, PersistenceError>
 }
 
 const postgresBackend = (sql: SqlClient.SqlClient): Backend => ({
   put: (id, bytes, contentType) =>
     sql`INSERT INTO uploads (id, content_type, bytes, size) VALUES (${id}, ${contentType}, ${Buffer.from(bytes)}, ${bytes.length})
-        ON CONFLICT (id) DO NOTHING`.pipe(Effect.asVoid, Effect.orDie),
+        ON CONFLICT (id) DO NOTHING`.pipe(Effect.asVoid, mapSqlError),
   get: (id) =>
     sql<{ id: string; content_type: string; bytes: Uint8Array }>`SELECT id, content_type, bytes FROM uploads WHERE id = ${id}`.pipe(
       Effect.map((rows) => rows[0] && { id: rows[0].id, contentType: rows[0].content_type, bytes: rows[0].bytes }),
-      Effect.orDie
+      mapSqlError
     )
 })
 
@@ -57,8 +58,8 @@ const s3Backend = (options: { endpoint: string; bucket: string; region: string; 
 
 export class Uploads extends Context.Service<Uploads, {
   /** Stores the bytes (once per content); answers their id, the SHA-256 hex of the bytes. */
-  readonly put: (bytes: Uint8Array, contentType: string) => Effect.Effect<string>
-  readonly get: (id: string) => Effect.Effect<StoredUpload | undefined>
+  readonly put: (bytes: Uint8Array, contentType: string) => Effect.Effect<string, PersistenceError>
+  readonly get: (id: string) => Effect.Effect<StoredUpload | undefined, PersistenceError>
   readonly storage: "postgres" | "s3"
 }>()("app/store/Uploads") {
   static readonly layer = Layer.effect(

@@ -1,16 +1,19 @@
 /** Dashboard users, their linked OAuth identities and their sessions (the server-side half of the cookie). */
-import { Clock, Context, Data, Effect, Layer } from "effect"
+import { Clock, Context, Data, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { uuidv7 } from "../domain/ids.ts"
 import type { User } from "../domain/user.ts"
+import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
-interface UserRow {
-  id: string
-  email: string
-  password_hash: string | null
-  email_verified_at: Date | null
-  created_at: Date
-}
+/** A `users` row as `columns` select it. */
+const UserRow = Schema.Struct({
+  id: Schema.String,
+  email: Schema.String,
+  password_hash: Schema.NullOr(Schema.String),
+  email_verified_at: Schema.NullOr(Schema.Date),
+  created_at: Schema.Date
+})
+type UserRow = typeof UserRow.Type
 
 export interface StoredUser extends User {
   readonly passwordHash: string | null
@@ -34,19 +37,19 @@ export class Users extends Context.Service<Users, {
     readonly email: string
     readonly passwordHash: string | null
     readonly emailVerified: boolean
-  }) => Effect.Effect<StoredUser, EmailTaken>
-  readonly byEmail: (email: string) => Effect.Effect<StoredUser | undefined>
-  readonly byId: (id: string) => Effect.Effect<StoredUser | undefined>
-  readonly count: Effect.Effect<number>
-  readonly setPassword: (userId: string, passwordHash: string) => Effect.Effect<void>
-  readonly markVerified: (userId: string) => Effect.Effect<void>
-  readonly byIdentity: (provider: string, subject: string) => Effect.Effect<StoredUser | undefined>
-  readonly linkIdentity: (userId: string, provider: string, subject: string) => Effect.Effect<void>
-  readonly createSession: (userId: string, ttlHours: number) => Effect.Effect<{ readonly id: string; readonly expiresAt: Date }>
+  }) => Effect.Effect<StoredUser, EmailTaken | PersistenceError>
+  readonly byEmail: (email: string) => Effect.Effect<StoredUser | undefined, PersistenceError>
+  readonly byId: (id: string) => Effect.Effect<StoredUser | undefined, PersistenceError>
+  readonly count: Effect.Effect<number, PersistenceError>
+  readonly setPassword: (userId: string, passwordHash: string) => Effect.Effect<void, PersistenceError>
+  readonly markVerified: (userId: string) => Effect.Effect<void, PersistenceError>
+  readonly byIdentity: (provider: string, subject: string) => Effect.Effect<StoredUser | undefined, PersistenceError>
+  readonly linkIdentity: (userId: string, provider: string, subject: string) => Effect.Effect<void, PersistenceError>
+  readonly createSession: (userId: string, ttlHours: number) => Effect.Effect<{ readonly id: string; readonly expiresAt: Date }, PersistenceError>
   /** The user of a live session (not revoked, not expired). */
-  readonly sessionUser: (sessionId: string) => Effect.Effect<StoredUser | undefined>
-  readonly revokeSession: (sessionId: string) => Effect.Effect<void>
-  readonly revokeAllSessions: (userId: string) => Effect.Effect<void>
+  readonly sessionUser: (sessionId: string) => Effect.Effect<StoredUser | undefined, PersistenceError>
+  readonly revokeSession: (sessionId: string) => Effect.Effect<void, PersistenceError>
+  readonly revokeAllSessions: (userId: string) => Effect.Effect<void, PersistenceError>
 }>()("app/store/Users") {
   static readonly layer = Layer.effect(
     Users,
@@ -54,57 +57,59 @@ export class Users extends Context.Service<Users, {
       const sql = yield* SqlClient.SqlClient
       const clock = yield* Clock.Clock
       const columns = sql.literal("u.id, u.email, u.password_hash, u.email_verified_at, u.created_at")
+      const decodeRows = Schema.decodeUnknownEffect(Schema.Array(UserRow))
 
       const create = Effect.fn("Users.create")(function*(input: {
         readonly email: string
         readonly passwordHash: string | null
         readonly emailVerified: boolean
       }) {
-        const rows = yield* sql<UserRow>`
+        const rows = yield* sql`
           INSERT INTO users AS u (id, email, password_hash, email_verified_at)
           VALUES (${uuidv7()}, ${input.email}, ${input.passwordHash}, ${input.emailVerified ? new Date(yield* Clock.currentTimeMillis) : null})
           ON CONFLICT (email) DO NOTHING
-          RETURNING ${columns}`.pipe(Effect.orDie)
+          RETURNING ${columns}`.pipe(Effect.flatMap(decodeRows))
         const row = rows[0]
         if (!row) return yield* Effect.fail(new EmailTaken())
         return toUser(row)
-      })
+      }, mapSqlError)
 
-      const one = (rows: ReadonlyArray<UserRow>) => rows[0] && toUser(rows[0])
+      /** The first row, decoded, as a user (undefined for none). */
+      const one = (rows: ReadonlyArray<unknown>) => Effect.map(decodeRows(rows.slice(0, 1)), ([row]) => row && toUser(row))
 
       return Users.of({
         create,
-        byEmail: (email) => sql<UserRow>`SELECT ${columns} FROM users u WHERE u.email = ${email}`.pipe(Effect.map(one), Effect.orDie),
-        byId: (id) => sql<UserRow>`SELECT ${columns} FROM users u WHERE u.id = ${id}`.pipe(Effect.map(one), Effect.orDie),
-        count: sql<{ n: number }>`SELECT count(*)::int AS n FROM users`.pipe(Effect.map((rows) => rows[0]!.n), Effect.orDie),
+        byEmail: (email) => sql`SELECT ${columns} FROM users u WHERE u.email = ${email}`.pipe(Effect.flatMap(one), mapSqlError),
+        byId: (id) => sql`SELECT ${columns} FROM users u WHERE u.id = ${id}`.pipe(Effect.flatMap(one), mapSqlError),
+        count: sql<{ n: number }>`SELECT count(*)::int AS n FROM users`.pipe(Effect.map((rows) => rows[0]!.n), mapSqlError),
         setPassword: (userId, passwordHash) =>
-          sql`UPDATE users SET password_hash = ${passwordHash}, updated_at = now() WHERE id = ${userId}`.pipe(Effect.asVoid, Effect.orDie),
+          sql`UPDATE users SET password_hash = ${passwordHash}, updated_at = now() WHERE id = ${userId}`.pipe(Effect.asVoid, mapSqlError),
         markVerified: (userId) =>
           sql`UPDATE users SET email_verified_at = COALESCE(email_verified_at, now()), updated_at = now() WHERE id = ${userId}`.pipe(
             Effect.asVoid,
-            Effect.orDie
+            mapSqlError
           ),
         byIdentity: (provider, subject) =>
-          sql<UserRow>`SELECT ${columns} FROM user_identities i JOIN users u ON u.id = i.user_id
-                       WHERE i.provider = ${provider} AND i.subject = ${subject}`.pipe(Effect.map(one), Effect.orDie),
+          sql`SELECT ${columns} FROM user_identities i JOIN users u ON u.id = i.user_id
+                       WHERE i.provider = ${provider} AND i.subject = ${subject}`.pipe(Effect.flatMap(one), mapSqlError),
         linkIdentity: (userId, provider, subject) =>
           sql`INSERT INTO user_identities (provider, subject, user_id) VALUES (${provider}, ${subject}, ${userId})
-              ON CONFLICT (provider, subject) DO NOTHING`.pipe(Effect.asVoid, Effect.orDie),
+              ON CONFLICT (provider, subject) DO NOTHING`.pipe(Effect.asVoid, mapSqlError),
         createSession: (userId, ttlHours) => {
           const id = uuidv7()
           const expiresAt = new Date(clock.currentTimeMillisUnsafe() + ttlHours * 3_600_000)
           return sql`INSERT INTO sessions (id, user_id, expires_at) VALUES (${id}, ${userId}, ${expiresAt})`.pipe(
             Effect.as({ id, expiresAt }),
-            Effect.orDie
+            mapSqlError
           )
         },
         sessionUser: (sessionId) =>
-          sql<UserRow>`SELECT ${columns} FROM sessions s JOIN users u ON u.id = s.user_id
-                       WHERE s.id = ${sessionId} AND s.revoked_at IS NULL AND s.expires_at > now()`.pipe(Effect.map(one), Effect.orDie),
+          sql`SELECT ${columns} FROM sessions s JOIN users u ON u.id = s.user_id
+                       WHERE s.id = ${sessionId} AND s.revoked_at IS NULL AND s.expires_at > now()`.pipe(Effect.flatMap(one), mapSqlError),
         revokeSession: (sessionId) =>
-          sql`UPDATE sessions SET revoked_at = now() WHERE id = ${sessionId} AND revoked_at IS NULL`.pipe(Effect.asVoid, Effect.orDie),
+          sql`UPDATE sessions SET revoked_at = now() WHERE id = ${sessionId} AND revoked_at IS NULL`.pipe(Effect.asVoid, mapSqlError),
         revokeAllSessions: (userId) =>
-          sql`UPDATE sessions SET revoked_at = now() WHERE user_id = ${userId} AND revoked_at IS NULL`.pipe(Effect.asVoid, Effect.orDie)
+          sql`UPDATE sessions SET revoked_at = now() WHERE user_id = ${userId} AND revoked_at IS NULL`.pipe(Effect.asVoid, mapSqlError)
       })
     })
   )

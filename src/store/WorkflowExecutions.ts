@@ -12,13 +12,20 @@ import { pgArray } from "../lib/pgArray.ts"
 import type { ExecutionStatus, StepType } from "../domain/workflowSteps.ts"
 import type { StepRow, TransitionRow, WorkflowRow } from "./Workflows.ts"
 
+/** The columns of a WorkflowRow, StepRow and TransitionRow, selected by name (the engine's loads here, and store/Workflows.ts). */
+export const WORKFLOW_COLUMNS =
+  "id, project_id, name, description, trigger_type, trigger_config, enabled, allow_reentry, billing_hold, created_at, updated_at"
+export const STEP_COLUMNS = "id, workflow_id, type, name, config, position, created_at"
+export const TRANSITION_COLUMNS = "id, workflow_id, from_step_id, to_step_id, branch, wait_outcome, created_at"
+
 export interface ExecutionRow {
   id: string
   workflow_id: string
   contact_id: string
   status: ExecutionStatus
   current_step_id: string | null
-  context: Record<string, unknown> | string
+  /** jsonb: the driver answers it parsed. */
+  context: Record<string, unknown>
   wait_event: string | null
   timer_id: string | null
   exit_reason: string | null
@@ -51,7 +58,7 @@ export const toExecutionState = (row: ExecutionRow): ExecutionState => ({
   contactId: row.contact_id,
   status: row.status,
   currentStepId: row.current_step_id,
-  context: typeof row.context === "string" ? JSON.parse(row.context) : row.context,
+  context: row.context,
   waitEvent: row.wait_event,
   timerId: row.timer_id,
   exitReason: row.exit_reason,
@@ -163,11 +170,11 @@ export class WorkflowExecutions extends Context.Service<WorkflowExecutions, {
       const sql = yield* SqlClient.SqlClient
 
       const definitions = Effect.fn("WorkflowExecutions.definitions")(function*(projectId: string) {
-        const workflows = yield* sql<WorkflowRow>`SELECT * FROM workflows WHERE project_id = ${projectId}`
+        const workflows = yield* sql<WorkflowRow>`SELECT ${sql.literal(WORKFLOW_COLUMNS)} FROM workflows WHERE project_id = ${projectId}`
         const ids = workflows.map((row) => row.id)
         const [steps, transitions] = ids.length === 0 ? [[], []] : yield* Effect.all([
-          sql<StepRow>`SELECT * FROM workflow_steps WHERE workflow_id IN ${sql.in(ids)}`,
-          sql<TransitionRow>`SELECT * FROM workflow_transitions WHERE workflow_id IN ${sql.in(ids)}`
+          sql<StepRow>`SELECT ${sql.literal(STEP_COLUMNS)} FROM workflow_steps WHERE workflow_id IN ${sql.in(ids)}`,
+          sql<TransitionRow>`SELECT ${sql.literal(TRANSITION_COLUMNS)} FROM workflow_transitions WHERE workflow_id IN ${sql.in(ids)}`
         ])
         return { workflows, steps, transitions } satisfies WorkflowDefinitionRows
       })

@@ -6,11 +6,26 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
+import {
+  ExecutionActive,
+  ExecutionNotActive,
+  ReentryNotAllowed,
+  TransitionExists,
+  WorkflowHasActiveExecutions
+} from "../domain/errors.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { Outbox, type OutboxRow } from "../stream/Outbox.ts"
 import type { WorkflowMessage } from "../stream/messages.ts"
 import type { ExecutionStatus, Step, StepType, Transition } from "../domain/workflowSteps.ts"
-import { type ExecutionRow, WorkflowExecutions } from "./WorkflowExecutions.ts"
+import { isoOrNull } from "./columns.ts"
+import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
+import {
+  type ExecutionRow,
+  STEP_COLUMNS,
+  TRANSITION_COLUMNS,
+  WORKFLOW_COLUMNS,
+  WorkflowExecutions
+} from "./WorkflowExecutions.ts"
 
 export interface Workflow {
   readonly id: string
@@ -69,16 +84,13 @@ export interface Execution {
   readonly completedAt: string | null
 }
 
-const iso = (value: Date | string | null) => (value === null ? null : new Date(value).toISOString())
-const json = <A>(value: A | string): A => (typeof value === "string" ? JSON.parse(value) : value)
-
 export interface WorkflowRow {
   id: string
   project_id: string
   name: string
   description: string | null
   trigger_type: "EVENT" | "MANUAL"
-  trigger_config: Record<string, unknown> | string
+  trigger_config: Record<string, unknown>
   enabled: boolean
   allow_reentry: boolean
   billing_hold: string | null
@@ -92,12 +104,12 @@ export const toWorkflow = (row: WorkflowRow): Workflow => ({
   name: row.name,
   description: row.description,
   triggerType: row.trigger_type,
-  triggerConfig: json(row.trigger_config),
+  triggerConfig: row.trigger_config,
   enabled: row.enabled,
   allowReentry: row.allow_reentry,
   billingHold: row.billing_hold ?? null,
-  createdAt: iso(row.created_at)!,
-  updatedAt: iso(row.updated_at)!
+  createdAt: row.created_at.toISOString(),
+  updatedAt: row.updated_at.toISOString()
 })
 
 export interface StepRow {
@@ -105,8 +117,8 @@ export interface StepRow {
   workflow_id: string
   type: StepType
   name: string
-  config: Record<string, unknown> | string
-  position: { x: number; y: number } | string | null
+  config: Record<string, unknown>
+  position: { x: number; y: number } | null
   created_at: Date
 }
 
@@ -114,9 +126,9 @@ export const toStep = (row: StepRow): StoredStep => ({
   id: row.id,
   type: row.type,
   name: row.name,
-  config: json(row.config),
-  position: row.position === null ? null : json(row.position),
-  createdAt: iso(row.created_at)!
+  config: row.config,
+  position: row.position,
+  createdAt: row.created_at.toISOString()
 })
 
 export interface TransitionRow {
@@ -135,7 +147,7 @@ export const toTransition = (row: TransitionRow): StoredTransition => ({
   toStepId: row.to_step_id,
   branch: row.branch,
   waitOutcome: row.wait_outcome,
-  createdAt: iso(row.created_at)!
+  createdAt: row.created_at.toISOString()
 })
 
 const toExecution = (row: ExecutionRow): Execution => ({
@@ -144,12 +156,12 @@ const toExecution = (row: ExecutionRow): Execution => ({
   contactId: row.contact_id,
   status: row.status,
   currentStepId: row.current_step_id,
-  context: json(row.context),
+  context: row.context,
   exitReason: row.exit_reason,
   error: row.error,
-  startedAt: iso(row.started_at)!,
-  updatedAt: iso(row.updated_at)!,
-  completedAt: iso(row.finished_at)
+  startedAt: row.started_at.toISOString(),
+  updatedAt: row.updated_at.toISOString(),
+  completedAt: isoOrNull(row.finished_at)
 })
 
 const EXECUTION_COLUMNS = "id, workflow_id, contact_id, status, current_step_id, context, exit_reason, error, started_at, updated_at, finished_at"
@@ -163,30 +175,28 @@ export interface WorkflowChanges {
   readonly allowReentry?: boolean | undefined
 }
 
-/** Why a structural edit or a start was refused. */
-export type Refusal = "active-executions" | "already-active" | "already-ran"
-
-type Sql<A> = Effect.Effect<A, SqlError.SqlError>
+type Sql<A, E = never> = Effect.Effect<A, E | PersistenceError>
 
 export class Workflows extends Context.Service<Workflows, {
   readonly create: (projectId: string, input: { name: string; description: string | null; eventName: string | null; allowReentry: boolean }) => Sql<WorkflowDetail>
   readonly list: (projectId: string) => Sql<ReadonlyArray<WorkflowDetail>>
   readonly get: (projectId: string, id: string) => Sql<WorkflowDetail | undefined>
   readonly update: (projectId: string, id: string, input: WorkflowChanges) => Sql<WorkflowDetail | undefined>
-  readonly remove: (projectId: string, id: string) => Sql<boolean | Refusal>
+  readonly remove: (projectId: string, id: string) => Sql<boolean, WorkflowHasActiveExecutions>
   /** Structural edits run under the workflow's row lock and are refused while executions are active. */
-  readonly structural: <A, E>(projectId: string, workflowId: string, edit: Effect.Effect<A, E, SqlClient.SqlClient>) => Effect.Effect<A | Refusal, E | SqlError.SqlError>
+  readonly structural: <A, E>(projectId: string, workflowId: string, edit: Effect.Effect<A, E, SqlClient.SqlClient>) => Sql<A, E | WorkflowHasActiveExecutions>
   readonly insertStep: (workflowId: string, input: { type: StepType; name: string; config: Record<string, unknown>; position: unknown }) => Sql<StoredStep>
   readonly updateStep: (projectId: string, workflowId: string, stepId: string, input: { name?: string | undefined; config?: Record<string, unknown> | undefined; position?: unknown }) => Sql<StoredStep | undefined>
   readonly deleteStep: (workflowId: string, stepId: string, spliceTo: string | undefined) => Sql<void>
-  readonly insertTransition: (workflowId: string, input: { fromStepId: string; toStepId: string; branch: string | null; waitOutcome: string | null }) => Sql<StoredTransition>
+  /** Fails with TransitionExists when that way out of the step is taken (the unique index, under concurrent edits). */
+  readonly insertTransition: (workflowId: string, input: { fromStepId: string; toStepId: string; branch: string | null; waitOutcome: string | null }) => Sql<StoredTransition, TransitionExists>
   readonly deleteTransition: (workflowId: string, transitionId: string) => Sql<boolean>
   /** Records a manual start (RUNNING at the TRIGGER step) and tells the actor to advance it. */
-  readonly startExecution: (workflow: WorkflowDetail, contactId: string, context: Record<string, unknown>) => Sql<Execution | Refusal>
+  readonly startExecution: (workflow: WorkflowDetail, contactId: string, context: Record<string, unknown>) => Sql<Execution, ExecutionActive | ReentryNotAllowed>
   readonly listExecutions: (workflowId: string, status: ExecutionStatus | undefined, page: number, pageSize: number) => Sql<{ data: ReadonlyArray<Execution>; total: number }>
   readonly getExecution: (workflowId: string, executionId: string) => Sql<(Execution & { steps: ReadonlyArray<StepExecution> }) | undefined>
   /** Cancels one active execution (its timer goes; a due timer or a late webhook outcome is then a no-op). */
-  readonly cancel: (workflowId: string, executionId: string) => Sql<Execution | "not-active" | undefined>
+  readonly cancel: (workflowId: string, executionId: string) => Sql<Execution | undefined, ExecutionNotActive>
   readonly cancelAll: (workflowId: string) => Sql<number>
   /** Event names seen in the project and the data keys their recent events carry. */
   readonly eventFields: (projectId: string) => Sql<ReadonlyArray<{ name: string; dataKeys: ReadonlyArray<string> }>>
@@ -214,8 +224,9 @@ export class Workflows extends Context.Service<Workflows, {
         if (rows.length === 0) return []
         const ids = rows.map((row) => row.id)
         const [steps, transitions] = yield* Effect.all([
-          sql<StepRow>`SELECT * FROM workflow_steps WHERE workflow_id IN ${sql.in(ids)} ORDER BY created_at, id`,
-          sql<TransitionRow>`SELECT * FROM workflow_transitions WHERE workflow_id IN ${sql.in(ids)} ORDER BY created_at, id`
+          sql<StepRow>`SELECT ${sql.literal(STEP_COLUMNS)} FROM workflow_steps WHERE workflow_id IN ${sql.in(ids)} ORDER BY created_at, id`,
+          sql<TransitionRow>`
+            SELECT ${sql.literal(TRANSITION_COLUMNS)} FROM workflow_transitions WHERE workflow_id IN ${sql.in(ids)} ORDER BY created_at, id`
         ], { concurrency: 2 })
         return rows.map((row): WorkflowDetail => ({
           ...toWorkflow(row),
@@ -225,9 +236,9 @@ export class Workflows extends Context.Service<Workflows, {
       })
 
       const get = Effect.fn("Workflows.get")(function*(projectId: string, id: string) {
-        const rows = yield* sql<WorkflowRow>`SELECT * FROM workflows WHERE project_id = ${projectId} AND id = ${id}`
+        const rows = yield* sql<WorkflowRow>`SELECT ${sql.literal(WORKFLOW_COLUMNS)} FROM workflows WHERE project_id = ${projectId} AND id = ${id}`
         return (yield* details(rows))[0]
-      })
+      }, mapSqlError)
 
       const create = Effect.fn("Workflows.create")(function*(projectId: string, input: { name: string; description: string | null; eventName: string | null; allowReentry: boolean }) {
         const id = uuidv7()
@@ -244,12 +255,12 @@ export class Workflows extends Context.Service<Workflows, {
         }))
         yield* publishNow(commands)
         return (yield* get(projectId, id))!
-      })
+      }, mapSqlError)
 
       const list = Effect.fn("Workflows.list")(function*(projectId: string) {
         return yield* details(yield* sql<WorkflowRow>`
-          SELECT * FROM workflows WHERE project_id = ${projectId} ORDER BY created_at DESC, id DESC`)
-      })
+          SELECT ${sql.literal(WORKFLOW_COLUMNS)} FROM workflows WHERE project_id = ${projectId} ORDER BY created_at DESC, id DESC`)
+      }, mapSqlError)
 
       const update = Effect.fn("Workflows.update")(function*(projectId: string, id: string, input: WorkflowChanges) {
         const commands: Array<Command> = []
@@ -274,7 +285,7 @@ export class Workflows extends Context.Service<Workflows, {
         }))
         yield* publishNow(commands)
         return rows.length > 0 ? yield* get(projectId, id) : undefined
-      })
+      }, mapSqlError)
 
       const hasActive = (workflowId: string) =>
         Effect.map(
@@ -286,12 +297,12 @@ export class Workflows extends Context.Service<Workflows, {
         const commands: Array<Command> = []
         return sql.withTransaction(Effect.gen(function*() {
           yield* sql`SELECT 1 FROM workflows WHERE id = ${workflowId} FOR UPDATE`
-          if (yield* hasActive(workflowId)) return "active-executions" as const
+          if (yield* hasActive(workflowId)) return yield* WorkflowHasActiveExecutions.of()
           const result = yield* edit
           yield* sql`UPDATE workflows SET updated_at = now() WHERE id = ${workflowId}`
           yield* changed(projectId, commands)
           return result
-        })).pipe(Effect.tap(() => publishNow(commands)), Effect.provideService(SqlClient.SqlClient, sql))
+        })).pipe(Effect.tap(() => publishNow(commands)), Effect.provideService(SqlClient.SqlClient, sql), mapSqlError)
       }
 
       const remove = Effect.fn("Workflows.remove")(function*(projectId: string, id: string) {
@@ -299,16 +310,16 @@ export class Workflows extends Context.Service<Workflows, {
           sql`DELETE FROM workflows WHERE project_id = ${projectId} AND id = ${id} RETURNING id`,
           (rows) => rows.length > 0
         ))
-      })
+      }, mapSqlError)
 
       const insertStep = Effect.fn("Workflows.insertStep")(function*(workflowId: string, input: { type: StepType; name: string; config: Record<string, unknown>; position: unknown }) {
         const [row] = yield* sql<StepRow>`
           INSERT INTO workflow_steps (id, workflow_id, type, name, config, position, created_at)
           VALUES (${uuidv7()}, ${workflowId}, ${input.type}, ${input.name}, ${JSON.stringify(input.config)}::jsonb,
                   ${input.position === undefined || input.position === null ? null : JSON.stringify(input.position)}::jsonb, now())
-          RETURNING *`
+          RETURNING ${sql.literal(STEP_COLUMNS)}`
         return toStep(row!)
-      })
+      }, mapSqlError)
 
       const updateStep = Effect.fn("Workflows.updateStep")(function*(projectId: string, workflowId: string, stepId: string, input: { name?: string | undefined; config?: Record<string, unknown> | undefined; position?: unknown }) {
         const commands: Array<Command> = []
@@ -319,34 +330,38 @@ export class Workflows extends Context.Service<Workflows, {
               config = COALESCE(${input.config === undefined ? null : JSON.stringify(input.config)}::jsonb, config),
               position = CASE WHEN ${input.position !== undefined} THEN ${input.position === undefined || input.position === null ? null : JSON.stringify(input.position)}::jsonb ELSE position END
             WHERE workflow_id = ${workflowId} AND id = ${stepId}
-            RETURNING *`
+            RETURNING ${sql.literal(STEP_COLUMNS)}`
           if (row) {
             yield* sql`UPDATE workflows SET updated_at = now() WHERE id = ${workflowId}`
             yield* changed(projectId, commands)
           }
           return row ? toStep(row) : undefined
         })).pipe(Effect.tap(() => publishNow(commands)))
-      })
+      }, mapSqlError)
 
       const deleteStep = Effect.fn("Workflows.deleteStep")(function*(workflowId: string, stepId: string, spliceTo: string | undefined) {
         if (spliceTo !== undefined) {
           yield* sql`UPDATE workflow_transitions SET to_step_id = ${spliceTo} WHERE workflow_id = ${workflowId} AND to_step_id = ${stepId}`
         }
         yield* sql`DELETE FROM workflow_steps WHERE workflow_id = ${workflowId} AND id = ${stepId}`
-      })
+      }, mapSqlError)
 
       const insertTransition = Effect.fn("Workflows.insertTransition")(function*(workflowId: string, input: { fromStepId: string; toStepId: string; branch: string | null; waitOutcome: string | null }) {
         const [row] = yield* sql<TransitionRow>`
           INSERT INTO workflow_transitions (id, workflow_id, from_step_id, to_step_id, branch, wait_outcome, created_at)
           VALUES (${uuidv7()}, ${workflowId}, ${input.fromStepId}, ${input.toStepId}, ${input.branch}, ${input.waitOutcome}, now())
-          RETURNING *`
+          RETURNING ${sql.literal(TRANSITION_COLUMNS)}`.pipe(
+          // A concurrent edit took the same way out first (unique index): the graph rule, not a 500.
+          Effect.catchTag("SqlError", (error): Effect.Effect<never, SqlError.SqlError | TransitionExists> =>
+            error.reason._tag === "UniqueViolation" ? Effect.fail(TransitionExists.of()) : Effect.fail(error))
+        )
         return toTransition(row!)
-      })
+      }, mapSqlError)
 
       const deleteTransition = Effect.fn("Workflows.deleteTransition")(function*(workflowId: string, transitionId: string) {
         const rows = yield* sql`DELETE FROM workflow_transitions WHERE workflow_id = ${workflowId} AND id = ${transitionId} RETURNING id`
         return rows.length > 0
-      })
+      }, mapSqlError)
 
       const startExecution = Effect.fn("Workflows.startExecution")(function*(workflow: WorkflowDetail, contactId: string, context: Record<string, unknown>) {
         const trigger = workflow.steps.find((step) => step.type === "TRIGGER")
@@ -358,19 +373,19 @@ export class Workflows extends Context.Service<Workflows, {
           const previous = yield* sql<{ status: string }>`
             SELECT status FROM workflow_executions WHERE workflow_id = ${workflow.id} AND contact_id = ${contactId}
             ORDER BY (status IN ('RUNNING', 'WAITING')) DESC LIMIT 1`
-          if (previous[0] && (previous[0].status === "RUNNING" || previous[0].status === "WAITING")) return "already-active" as const
-          if (previous[0] && !workflow.allowReentry) return "already-ran" as const
+          if (previous[0] && (previous[0].status === "RUNNING" || previous[0].status === "WAITING")) return yield* ExecutionActive.of()
+          if (previous[0] && !workflow.allowReentry) return yield* ReentryNotAllowed.of()
           const rows = yield* sql<ExecutionRow>`
             INSERT INTO workflow_executions (id, workflow_id, project_id, partition, contact_id, status, current_step_id, context, started_at, updated_at)
             VALUES (${id}, ${workflow.id}, ${workflow.projectId}, ${outbox.lanes.partitionOf(workflow.projectId, outbox.lanes.laneOf(contactId))}, ${contactId},
                     'RUNNING', ${trigger?.id ?? null}, ${JSON.stringify(context)}::jsonb, now(), now())
             ON CONFLICT DO NOTHING
             RETURNING ${sql.literal(EXECUTION_COLUMNS)}`
-          if (rows.length === 0) return "already-active" as const
+          if (rows.length === 0) return yield* ExecutionActive.of()
           commands.push(...(yield* notify({ kind: "workflow", projectId: workflow.projectId, type: "advance", executionId: id, contactId })))
           return toExecution(rows[0]!)
         })).pipe(Effect.tap(() => publishNow(commands)))
-      })
+      }, mapSqlError)
 
       const listExecutions = Effect.fn("Workflows.listExecutions")(function*(workflowId: string, status: ExecutionStatus | undefined, page: number, pageSize: number) {
         const where = status === undefined ? sql`workflow_id = ${workflowId}` : sql`workflow_id = ${workflowId} AND status = ${status}`
@@ -380,7 +395,7 @@ export class Workflows extends Context.Service<Workflows, {
           sql<{ n: number }>`SELECT count(*)::int AS n FROM workflow_executions WHERE ${where}`
         ], { concurrency: 2 })
         return { data: rows.map(toExecution), total: count?.n ?? 0 }
-      })
+      }, mapSqlError)
 
       const getExecution = Effect.fn("Workflows.getExecution")(function*(workflowId: string, executionId: string) {
         const [row] = yield* sql<ExecutionRow>`
@@ -398,14 +413,14 @@ export class Workflows extends Context.Service<Workflows, {
             stepId: step.step_id,
             stepType: step.step_type,
             status: step.status,
-            output: typeof step.output === "string" ? JSON.parse(step.output) : step.output,
+            output: step.output,
             error: step.error,
             attempts: step.attempts,
-            startedAt: iso(step.started_at)!,
-            completedAt: iso(step.finished_at)
+            startedAt: step.started_at.toISOString(),
+            completedAt: isoOrNull(step.finished_at)
           }))
         }
-      })
+      }, mapSqlError)
 
       // The step it was on (a delay, a wait, a webhook not yet attempted) ends with it.
       const cancelWhere = (where: { workflowId: string; executionId?: string }) =>
@@ -415,12 +430,12 @@ export class Workflows extends Context.Service<Workflows, {
         const rows = yield* cancelWhere({ workflowId, executionId })
         if (rows[0]) return toExecution(rows[0])
         const existing = yield* sql`SELECT 1 FROM workflow_executions WHERE workflow_id = ${workflowId} AND id = ${executionId}`
-        return existing.length > 0 ? "not-active" as const : undefined
-      })
+        return existing.length > 0 ? yield* ExecutionNotActive.of() : undefined
+      }, mapSqlError)
 
       const cancelAll = Effect.fn("Workflows.cancelAll")(function*(workflowId: string) {
         return (yield* cancelWhere({ workflowId })).length
-      })
+      }, mapSqlError)
 
       const eventFields = Effect.fn("Workflows.eventFields")(function*(projectId: string) {
         // Every name the project has seen; data keys from its 10,000 most recent events.
@@ -434,12 +449,12 @@ export class Workflows extends Context.Service<Workflows, {
         ], { concurrency: 2 })
         const keys = new Map(keyed.map((row) => [row.name, row.keys]))
         return named.map((row) => ({ name: row.name, dataKeys: keys.get(row.name) ?? [] }))
-      })
+      }, mapSqlError)
 
       const webhookSecret = Effect.fn("Workflows.webhookSecret")(function*(projectId: string) {
         const [row] = yield* sql<{ webhook_secret: string }>`SELECT webhook_secret FROM projects WHERE id = ${projectId}`
         return row!.webhook_secret
-      })
+      }, mapSqlError)
 
       return Workflows.of({
         create, list, get, update, remove, structural, insertStep, updateStep, deleteStep, insertTransition, deleteTransition,

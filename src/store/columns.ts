@@ -15,3 +15,6 @@ export const Timestamp = Schema.Date.pipe(
 
 /** A nullable `timestamptz` column. */
 export const NullableTimestamp = Schema.NullOr(Timestamp)
+
+/** The same encoding for rows not (yet) decoded with a schema: the driver's Date, or null, as ISO 8601. */
+export const isoOrNull = (date: Date | null): string | null => (date === null ? null : date.toISOString())

@@ -16,10 +16,12 @@ export interface SortedPage {
 
 const SORT_COLUMNS = { name: "lower(name)", createdAt: "created_at", updatedAt: "updated_at" } as const
 
-export const pagedList = <Row extends object>(
+export const pagedList = <Row extends object = Record<string, unknown>>(
   sql: SqlClient.SqlClient,
   options: {
     readonly table: "templates" | "campaigns"
+    /** The columns the page's rows carry (the repository decodes them). */
+    readonly columns: string
     readonly projectId: string
     readonly filters: ReadonlyArray<Statement.Fragment>
     /** Columns searched, case-insensitively, for the text. */
@@ -38,7 +40,7 @@ export const pagedList = <Row extends object>(
   const order = sql.literal(`${SORT_COLUMNS[query.sort]} ${query.direction}, id ${query.direction}`)
   return Effect.map(
     Effect.all([
-      sql<Row>`SELECT * FROM ${table} WHERE ${where} ORDER BY ${order}
+      sql<Row>`SELECT ${sql.literal(options.columns)} FROM ${table} WHERE ${where} ORDER BY ${order}
                LIMIT ${query.pageSize} OFFSET ${(query.page - 1) * query.pageSize}`,
       sql<{ n: number }>`SELECT count(*)::int AS n FROM ${table} WHERE ${where}`
     ], { concurrency: 2 }),

@@ -201,9 +201,19 @@ describe("sending", () => {
     // A SENT campaign cannot be sent (400, as the reference answers), edited or cancelled (409) again; it can be deleted.
     const resend = await secret("POST", `/campaigns/${campaign.id}/send`, {})
     expect(resend.status).toBe(400)
-    expect(resend.json.error).toMatchObject({ code: "INVALID_CAMPAIGN_STATE", statusCode: 400 })
-    expect((await secret("PUT", `/campaigns/${campaign.id}`, campaignBody())).status).toBe(409)
-    expect((await secret("POST", `/campaigns/${campaign.id}/cancel`)).status).toBe(409)
+    expect(resend.json.error).toEqual({
+      code: "INVALID_CAMPAIGN_STATE",
+      message: "A SENT campaign cannot be sent",
+      statusCode: 400,
+      requestId: resend.headers.get("x-request-id"),
+      details: { status: "SENT" }
+    })
+    const edit = await secret("PUT", `/campaigns/${campaign.id}`, campaignBody())
+    expect(edit.status).toBe(409)
+    expect(edit.json.error).toMatchObject({ code: "INVALID_CAMPAIGN_STATE", message: "A SENT campaign cannot be edited", details: { status: "SENT" } })
+    const cancel = await secret("POST", `/campaigns/${campaign.id}/cancel`)
+    expect(cancel.status).toBe(409)
+    expect(cancel.json.error).toMatchObject({ code: "INVALID_CAMPAIGN_STATE", message: "A SENT campaign cannot be cancelled" })
   })
 
   it("sends to a segment's members as frozen at the start, whatever the segment does mid-send", async () => {

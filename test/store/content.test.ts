@@ -4,12 +4,14 @@
  * and the campaign state machine (DRAFT → SCHEDULED → SENDING, CANCELLED), whose start commits the
  * first fan-out command to the project's owner lane with it (read back from the outbox).
  */
-import { describe, expect, layer } from "@effect/vitest"
+import { assert, describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../../src/config.ts"
+import { CampaignNotSendable, InvalidCampaignState } from "../../src/domain/errors.ts"
 import { uuidv7 } from "../../src/domain/ids.ts"
 import { type CampaignInput, Campaigns } from "../../src/store/Campaigns.ts"
+import { PersistenceError } from "../../src/store/PersistenceError.ts"
 import { type TemplateInput, Templates } from "../../src/store/Templates.ts"
 import { OWNER_LANE } from "../../src/stream/lanes.ts"
 import { Outbox } from "../../src/stream/Outbox.ts"
@@ -65,6 +67,20 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("templates a
         expect(yield* templates.get(project, created.id)).toBeUndefined()
       }))
 
+    it.effect("decodes its rows with their schema: a row that does not fit is a PersistenceError", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const templates = yield* Templates
+        const project = yield* insertProject
+        const created = yield* templates.create(project, template("Odd", "TRANSACTIONAL"))
+        const [row] = yield* sql<{ created_at: Date }>`SELECT created_at FROM templates WHERE id = ${created.id}`
+        expect(created.createdAt).toBe(row!.created_at.toISOString())
+        yield* sql`UPDATE templates SET type = 'FAX' WHERE id = ${created.id}`
+        const error = yield* Effect.flip(templates.get(project, created.id))
+        assert.instanceOf(error, PersistenceError)
+        expect(error.message).toContain(`["type"]`)
+      }))
+
     it.effect("lists a page sorted and filtered (type, a search over name, description and subject) with the total", () =>
       Effect.gen(function*() {
         const templates = yield* Templates
@@ -107,6 +123,14 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("templates a
 
         const sending = yield* campaigns.send(project, draft.id, undefined)
         expect(sending).toMatchObject({ status: "SENDING", scheduledFor: null })
+        // What its status no longer allows fails typed (the 409, or the send's 400), with the status.
+        const edit = yield* Effect.flip(campaigns.replace(project, draft.id, campaign("Again")))
+        assert.instanceOf(edit, InvalidCampaignState)
+        expect([edit.message, edit.details]).toEqual(["A SENDING campaign cannot be edited", { status: "SENDING" }])
+        assert.instanceOf(yield* Effect.flip(campaigns.remove(project, draft.id)), InvalidCampaignState)
+        const resend = yield* Effect.flip(campaigns.send(project, draft.id, undefined))
+        assert.instanceOf(resend, CampaignNotSendable)
+        expect([CampaignNotSendable.status, resend.message]).toEqual([400, "A SENDING campaign cannot be sent"])
         const messages = yield* outboxOf(project)
         expect(messages.map((message) => [message.subject, message.payload["type"], message.payload["campaignId"]])).toEqual([
           [outbox.subject(project, OWNER_LANE, "command"), "campaignStep", draft.id]

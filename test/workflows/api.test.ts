@@ -177,6 +177,18 @@ describe("workflows API", () => {
     const again = await secret("POST", `/workflows/${workflow.id}/executions`, { contactId: ada.json.id })
     expect(again.status).toBe(409)
     expect(again.json.error.code).toBe("EXECUTION_ACTIVE")
+    // A typed domain error (ExecutionActive) answers the envelope byte for byte as the handler's ApiError did.
+    expect(again.headers.get("content-type")).toMatch(/^application\/json/)
+    expect(again.text).toBe(JSON.stringify({
+      success: false,
+      error: {
+        code: "EXECUTION_ACTIVE",
+        message: "The contact already has a running or waiting execution of this workflow",
+        statusCode: 409,
+        requestId: again.headers.get("x-request-id")
+      },
+      timestamp: again.json.timestamp
+    }))
     expect((await secret("POST", `/workflows/${workflow.id}/executions`, { contactId: "00000000-0000-7000-8000-000000000000" })).status).toBe(422)
     expect((await secret("POST", `/workflows/${workflow.id}/executions`, {})).status).toBe(422)
 
@@ -198,7 +210,14 @@ describe("workflows API", () => {
 
     const cancelled = await secret("DELETE", `/workflows/${workflow.id}/executions/${started.json.id}`)
     expect(cancelled.json.status).toBe("CANCELLED")
-    expect((await secret("DELETE", `/workflows/${workflow.id}/executions/${started.json.id}`)).status).toBe(409)
+    const notActive = await secret("DELETE", `/workflows/${workflow.id}/executions/${started.json.id}`)
+    expect(notActive.status).toBe(409)
+    expect(notActive.json.error).toEqual({
+      code: "EXECUTION_NOT_ACTIVE",
+      message: "Only RUNNING or WAITING executions can be cancelled",
+      statusCode: 409,
+      requestId: notActive.headers.get("x-request-id")
+    })
     // Without allowReentry, a contact who went through it once does not again.
     const reentry = await secret("POST", `/workflows/${workflow.id}/executions`, { contactId: ada.json.id })
     expect(reentry.status).toBe(409)

@@ -1,7 +1,8 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { CampaignNotSendable, InvalidCampaignState } from "../../domain/errors.ts"
 import { isUuid } from "../../domain/uuid.ts"
-import { bodyErrors, commonErrors, ErrorDocs, inputErrors } from "./errors.ts"
+import { bodyErrors, commonErrors, declared, ErrorDocs, inputErrors } from "./errors.ts"
 import { pageParams, QueryParam, queryParameters, sortParams } from "./query.ts"
 import { Count, Json, pageFields, Text, Timestamp } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
@@ -105,12 +106,12 @@ export class CampaignsApi extends HttpApiGroup.make("campaigns")
       params: IdParam,
       payload: CampaignBody,
       success: Campaign,
-      error: [...commonErrors, ...bodyErrors, ErrorDocs.notFound, ErrorDocs.conflict]
+      error: [...commonErrors, ...bodyErrors, ErrorDocs.notFound, declared(InvalidCampaignState), ErrorDocs.conflict]
     }).annotate(OpenApi.Description, "Replaces the campaign (same rules as create); only while DRAFT or SCHEDULED (409 otherwise)."),
     HttpApiEndpoint.delete("delete", "/campaigns/:id", {
       params: IdParam,
       success: Schema.Struct({ success: Schema.Literal(true) }),
-      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound, ErrorDocs.conflict]
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound, declared(InvalidCampaignState), ErrorDocs.conflict]
     }).annotate(OpenApi.Description, "409 while the campaign is SENDING (cancel it first)."),
     HttpApiEndpoint.post("duplicate", "/campaigns/:id/duplicate", {
       params: IdParam,
@@ -137,7 +138,7 @@ export class CampaignsApi extends HttpApiGroup.make("campaigns")
         data: Schema.Struct({ id: Schema.String, name: Schema.String, status: Status, scheduledFor: Schema.NullOr(Timestamp) }),
         message: Schema.String
       }),
-      error: [...commonErrors, ...bodyErrors, ErrorDocs.notFound]
+      error: [...commonErrors, ...bodyErrors, ErrorDocs.notFound, declared(CampaignNotSendable)]
     }).annotate(
       OpenApi.Description,
       "From DRAFT (or SCHEDULED, to reschedule): with a future `scheduledFor` → SCHEDULED; without it, null, or a past " +
@@ -147,7 +148,7 @@ export class CampaignsApi extends HttpApiGroup.make("campaigns")
     HttpApiEndpoint.post("cancel", "/campaigns/:id/cancel", {
       params: IdParam,
       success: Wrapped,
-      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound, ErrorDocs.conflict]
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound, declared(InvalidCampaignState), ErrorDocs.conflict]
     }).annotate(OpenApi.Description, "SCHEDULED or SENDING → CANCELLED; mail not yet handed to SMTP is not sent.")
   )
   .middleware(SecretKeyAuth)

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { InvalidCursor } from "../../domain/errors.ts"
+import { DeadLetterNotReplayable, InvalidCursor } from "../../domain/errors.ts"
 import { commonErrors, declared, ErrorDocs, inputErrors } from "./errors.ts"
 import { cursorParams, QueryParam, queryParameters } from "./query.ts"
 import { Count, Text, Timestamp } from "./schemas.ts"
@@ -52,7 +52,7 @@ export class DeadLettersApi extends HttpApiGroup.make("deadLetters")
     HttpApiEndpoint.post("replay", "/dead-letters/:id/replay", {
       params: IdParam,
       success: DeadLetter,
-      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound, declared(DeadLetterNotReplayable)]
     }).annotate(OpenApi.Description,
       "Publishes the message again, on its own subject (its project's partition): it is applied after every message " +
         "already there and before any later one, so a contact's messages stay in order. Events keep their ids, so a " +

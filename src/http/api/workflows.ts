@@ -1,6 +1,13 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { bodyErrors, commonErrors, ErrorDocs, inputErrors } from "./errors.ts"
+import {
+  ExecutionActive,
+  ExecutionNotActive,
+  ReentryNotAllowed,
+  TransitionExists,
+  WorkflowHasActiveExecutions
+} from "../../domain/errors.ts"
+import { bodyErrors, commonErrors, declared, ErrorDocs, inputErrors } from "./errors.ts"
 import { pageParams, QueryParam, queryParameters } from "./query.ts"
 import { Count, Json, JsonObject, pageFields, Text, Timestamp } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
@@ -77,6 +84,8 @@ const IdParam = { id: Text }
 const StepParams = { id: Text, stepId: Text }
 const notFound = ErrorDocs.notFound
 const conflict = ErrorDocs.conflict
+/** A structural edit while executions are RUNNING or WAITING. */
+const activeExecutions = declared(WorkflowHasActiveExecutions)
 const ExecutionsQuery = queryParameters({
   ...pageParams,
   status: QueryParam.literals(EXECUTION_STATUSES, "Only executions in this status (case-insensitive; another value is a 422)")
@@ -134,7 +143,7 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
     HttpApiEndpoint.delete("delete", "/workflows/:id", {
       params: IdParam,
       success: Schema.Struct({ success: Schema.Literal(true) }),
-      error: [...commonErrors, ...inputErrors, notFound, conflict]
+      error: [...commonErrors, ...inputErrors, notFound, activeExecutions, conflict]
     }).annotate(OpenApi.Description, "409 while executions are RUNNING or WAITING: cancel them first."),
     HttpApiEndpoint.post("addStep", "/workflows/:id/steps", {
       params: IdParam,
@@ -145,7 +154,7 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
         position: Schema.optional(Position)
       }),
       success: WorkflowStep.pipe(HttpApiSchema.status(201)),
-      error: [...commonErrors, ...bodyErrors, notFound, conflict]
+      error: [...commonErrors, ...bodyErrors, notFound, activeExecutions, conflict]
     }).annotate(OpenApi.Description, StepConfigDoc),
     HttpApiEndpoint.patch("updateStep", "/workflows/:id/steps/:stepId", {
       params: StepParams,
@@ -157,7 +166,7 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
       params: StepParams,
       query: SpliceQuery.fields,
       success: Schema.Struct({ success: Schema.Literal(true) }),
-      error: [...commonErrors, ...inputErrors, notFound, conflict]
+      error: [...commonErrors, ...inputErrors, notFound, activeExecutions, conflict]
     }).annotate(OpenApi.Description, "With splice=true, transitions into the step are reconnected to its successor.")
       .annotate(OpenApi.Transform, SpliceQuery.document),
     HttpApiEndpoint.post("addTransition", "/workflows/:id/transitions", {
@@ -169,18 +178,18 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
         waitOutcome: Schema.optional(Schema.Literals(["EVENT", "TIMEOUT"]))
       }),
       success: WorkflowTransition.pipe(HttpApiSchema.status(201)),
-      error: [...commonErrors, ...bodyErrors, notFound, conflict]
+      error: [...commonErrors, ...bodyErrors, notFound, activeExecutions, declared(TransitionExists), conflict]
     }).annotate(OpenApi.Description, "CONDITION steps need branch yes|no, WAIT_FOR_EVENT steps waitOutcome EVENT|TIMEOUT; no cycles."),
     HttpApiEndpoint.delete("deleteTransition", "/workflows/:id/transitions/:transitionId", {
       params: { id: Text, transitionId: Text },
       success: Schema.Struct({ success: Schema.Literal(true) }),
-      error: [...commonErrors, ...inputErrors, notFound, conflict]
+      error: [...commonErrors, ...inputErrors, notFound, activeExecutions, conflict]
     }),
     HttpApiEndpoint.post("startExecution", "/workflows/:id/executions", {
       params: IdParam,
       payload: Schema.Struct({ contactId: Text, context: Schema.optional(JsonObject) }),
       success: Execution.pipe(HttpApiSchema.status(201)),
-      error: [...commonErrors, ...bodyErrors, notFound, conflict]
+      error: [...commonErrors, ...bodyErrors, notFound, declared(ExecutionActive), declared(ReentryNotAllowed), conflict]
     }).annotate(OpenApi.Description, "Records an execution (RUNNING); the project's worker advances it. 409 when one is active, or one ran and allowReentry is false."),
     HttpApiEndpoint.get("listExecutions", "/workflows/:id/executions", {
       params: IdParam,
@@ -201,7 +210,7 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
     HttpApiEndpoint.delete("cancelExecution", "/workflows/:id/executions/:executionId", {
       params: { id: Text, executionId: Text },
       success: Execution,
-      error: [...commonErrors, ...inputErrors, notFound, conflict]
+      error: [...commonErrors, ...inputErrors, notFound, declared(ExecutionNotActive), conflict]
     }).annotate(OpenApi.Description, "Cancels a RUNNING or WAITING execution (409 otherwise).")
   )
   .middleware(SecretKeyAuth)

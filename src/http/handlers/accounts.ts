@@ -115,7 +115,7 @@ export const AccountsHandlers = HttpApiBuilder.group(Api, "accounts", Effect.fnU
 
   return handlers
     .handle("listProjects", () =>
-      Effect.gen(function*() {
+      rendered(Effect.gen(function*() {
         const { user } = yield* CurrentUser
         const memberships = yield* members.projectsOf(user.id)
         const details = yield* Effect.forEach(memberships, (membership) => projects.details(membership.projectId))
@@ -123,14 +123,14 @@ export const AccountsHandlers = HttpApiBuilder.group(Api, "accounts", Effect.fnU
           const project = details[index]
           return project ? [projectView(project, membership.role)] : []
         })
-      }))
+      })))
     .handle("createProject", ({ payload }) =>
-      Effect.gen(function*() {
+      rendered(Effect.gen(function*() {
         const { user } = yield* CurrentUser
         const created = yield* projects.create(payload.name)
         yield* members.add(created.id, user.id, "OWNER")
         return { id: created.id, name: created.name, publicKey: created.publicKey, secretKey: created.secretKey, role: "OWNER" as const }
-      }))
+      })))
     .handle("updateProject", ({ params, payload }) =>
       rendered(Effect.gen(function*() {
         const { role, user } = yield* access(params.id, payload.disabled === false ? "own" : "manage")

@@ -86,7 +86,7 @@ export const AuthHandlers = HttpApiBuilder.group(Api, "auth", Effect.fnUntraced(
       )
       if (first) yield* settleFirstUser(members, projects, user.id)
       return user
-    })).pipe(Effect.catchTag("SqlError", Effect.die))
+    }))
 
   const clientAddress = Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
     request.remoteAddress._tag === "Some" ? request.remoteAddress.value : "unknown")
@@ -159,14 +159,14 @@ export const AuthHandlers = HttpApiBuilder.group(Api, "auth", Effect.fnUntraced(
         return yield* signIn(user, HttpServerResponse.jsonUnsafe({ user: userView(user) }))
       })))
     .handle("logout", () =>
-      Effect.gen(function*() {
+      rendered(Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
         const claims = yield* cookies.verify(request.cookies[SESSION_COOKIE] ?? "")
         if (claims) yield* users.revokeSession(claims.sessionId)
         return HttpServerResponse.jsonUnsafe({ success: true }).pipe(
           HttpServerResponse.expireCookieUnsafe(SESSION_COOKIE, { path: "/", httpOnly: true, sameSite: "lax" })
         )
-      }))
+      })))
     .handle("oauthConfig", () =>
       Effect.succeed({
         providers: oauth.providers.map((provider) => ({ ...provider, url: `${config.publicUrl}/auth/oauth/${provider.id}` }))

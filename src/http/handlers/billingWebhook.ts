@@ -17,7 +17,7 @@ export const BillingWebhookHandlers = HttpApiBuilder.group(Api, "billingWebhook"
       // The signature covers the exact bytes Stripe sent: read the body as text, unparsed.
       const body = yield* request.text.pipe(Effect.mapError(() => ApiError.badRequest("Could not read the request body")))
       const type = yield* stripe.enabled.webhook(body, request.headers["stripe-signature"] ?? "").pipe(
-        Effect.mapError((error) => new ApiError({ status: 400, code: "INVALID_SIGNATURE", message: `Stripe signature check failed: ${error.message}` }))
+        Effect.catchTag("InvalidSignature", (error) => new ApiError({ status: 400, code: "INVALID_SIGNATURE", message: `Stripe signature check failed: ${error.message}` }))
       )
       yield* Effect.logInfo("stripe event applied", { type })
       return { received: true as const }

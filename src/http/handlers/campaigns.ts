@@ -6,7 +6,7 @@ import { isValidEmail, normalizeEmail } from "../../domain/email.ts"
 import { isUuid, uuidv7 } from "../../domain/ids.ts"
 import { MailQueue } from "../../mail/MailQueue.ts"
 import { makeRenderer } from "../../mail/render.ts"
-import { CAMPAIGN_STATUSES, type CampaignInput, Campaigns, type Transition } from "../../store/Campaigns.ts"
+import { CAMPAIGN_STATUSES, type CampaignInput, Campaigns } from "../../store/Campaigns.ts"
 import { Contacts } from "../../store/Contacts.ts"
 import { Domains } from "../../store/Domains.ts"
 import { Segments } from "../../store/Segments.ts"
@@ -22,14 +22,6 @@ import { requireVerifiedDomain, subjectProblem, syntaxProblem } from "./mailCont
 
 const notFound = ApiError.notFound("Campaign")
 const renderer = makeRenderer()
-
-const conflictOf = <A>(result: Transition<A> | undefined, action: string): Effect.Effect<A, ApiError> => {
-  if (result === undefined) return Effect.fail(notFound)
-  if (typeof result === "object" && result !== null && "conflict" in result) {
-    return Effect.fail(ApiError.conflict("INVALID_CAMPAIGN_STATE", `A ${result.conflict} campaign cannot be ${action}`, { status: result.conflict }))
-  }
-  return Effect.succeed(result as A)
-}
 
 export const CampaignsHandlers = HttpApiBuilder.group(Api, "campaigns", Effect.fnUntraced(function*(handlers) {
   const sql = yield* SqlClient.SqlClient
@@ -76,7 +68,7 @@ export const CampaignsHandlers = HttpApiBuilder.group(Api, "campaigns", Effect.f
     if (payload.audienceType === "SEGMENT") {
       if (!payload.segmentId) {
         missingAudience.push({ field: "segmentId", message: "segmentId is required for a SEGMENT audience", code: "required" })
-      } else if (!isUuid(payload.segmentId) || !(yield* Effect.orDie(segments.get(projectId, payload.segmentId)))) {
+      } else if (!isUuid(payload.segmentId) || !(yield* segments.get(projectId, payload.segmentId))) {
         problems.push({ field: "segmentId", message: "No such segment in this project", code: "unknown_segment" })
       } else {
         segmentId = payload.segmentId
@@ -86,7 +78,7 @@ export const CampaignsHandlers = HttpApiBuilder.group(Api, "campaigns", Effect.f
       if (payload.audienceCondition === undefined || payload.audienceCondition === null) {
         missingAudience.push({ field: "audienceCondition", message: "audienceCondition is required for a FILTERED audience", code: "required" })
       } else {
-        const checked = yield* Effect.orDie(conditions.check(projectId, payload.audienceCondition, "audienceCondition"))
+        const checked = yield* conditions.check(projectId, payload.audienceCondition, "audienceCondition")
         if (checked._tag === "valid") audienceCondition = checked.condition
         else problems.push(...checked.problems.map((p) => ({ field: p.path, message: p.message, code: p.code, ...(p.received ? { received: p.received } : {}) })))
       }
@@ -143,13 +135,13 @@ export const CampaignsHandlers = HttpApiBuilder.group(Api, "campaigns", Effect.f
         const project = yield* CurrentProject
         const campaign = yield* find(params.id)
         const input = yield* validated(project.id, payload)
-        return yield* conflictOf(yield* campaigns.replace(project.id, campaign.id, input), "edited")
+        return (yield* campaigns.replace(project.id, campaign.id, input)) ?? (yield* notFound)
       })))
     .handle("delete", ({ params }) =>
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
         const campaign = yield* find(params.id)
-        yield* conflictOf(yield* campaigns.remove(project.id, campaign.id), "deleted while sending; cancel it first")
+        if (!(yield* campaigns.remove(project.id, campaign.id))) return yield* notFound
         return { success: true as const }
       })))
     .handle("duplicate", ({ params }) =>
@@ -167,7 +159,7 @@ export const CampaignsHandlers = HttpApiBuilder.group(Api, "campaigns", Effect.f
         if (!isValidEmail(address)) return yield* ApiError.invalidField("email", "Expected a valid email address", "invalid_string", payload.email)
         yield* requireVerifiedDomain(project.id, campaign.from).pipe(Effect.provideService(Domains, domains))
         // The contact's own data when the address is a contact, so the test shows what they would get.
-        const [known] = yield* Effect.orDie(contacts.lookup(project.id, [address]))
+        const [known] = yield* contacts.lookup(project.id, [address])
         const projectMail = yield* mail.forProject(project.id, { trackingEnabled: false })
         const email = yield* projectMail.render(
           {
@@ -184,7 +176,7 @@ export const CampaignsHandlers = HttpApiBuilder.group(Api, "campaigns", Effect.f
           { contactId: known?.id ?? uuidv7(), email: address, name: null, data: known?.data ?? {} }
         ).pipe(Effect.mapError((error) => mailProblem(error)))
         // Not the contact's mail and not the campaign's: no events, no counters.
-        yield* sql.withTransaction(mail.queue(project.id, [{ ...email, contactId: null }])).pipe(Effect.orDie)
+        yield* sql.withTransaction(mail.queue(project.id, [{ ...email, contactId: null }]))
         yield* relay.wake
         return { success: true as const, data: { email: address, emailId: email.id } }
       })))
@@ -204,12 +196,8 @@ export const CampaignsHandlers = HttpApiBuilder.group(Api, "campaigns", Effect.f
           if (Number.isNaN(at.getTime())) return yield* ApiError.badRequest(`scheduledFor is not a date: ${payload.scheduledFor}`, "INVALID_DATE")
         }
         yield* requireVerifiedDomain(project.id, campaign.from).pipe(Effect.provideService(Domains, domains))
-        // A campaign that cannot be sent in its state is a 400 here, as the reference documents it (409 elsewhere).
-        const sent = yield* conflictOf(yield* campaigns.send(project.id, campaign.id, at), "sent").pipe(
-          Effect.mapError((error) =>
-            error.status === 409 ? new ApiError({ status: 400, code: error.code, message: error.message, details: error.details }) : error
-          )
-        )
+        // A campaign that cannot be sent in its state is a 400 (CampaignNotSendable), as the reference documents it.
+        const sent = (yield* campaigns.send(project.id, campaign.id, at)) ?? (yield* notFound)
         yield* relay.wake
         return {
           success: true as const,
@@ -223,7 +211,7 @@ export const CampaignsHandlers = HttpApiBuilder.group(Api, "campaigns", Effect.f
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
         const campaign = yield* find(params.id)
-        const cancelled = yield* conflictOf(yield* campaigns.cancel(project.id, campaign.id), "cancelled")
+        const cancelled = (yield* campaigns.cancel(project.id, campaign.id)) ?? (yield* notFound)
         return { success: true as const, data: cancelled }
       })))
 }))

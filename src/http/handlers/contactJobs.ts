@@ -32,12 +32,11 @@ export const ContactJobsHandlers = HttpApiBuilder.group(Api, "contactJobs", Effe
   const relay = yield* OutboxRelay
   const segments = yield* Segments
   const directory = yield* ContactDirectory
-  const store = <A, E>(effect: Effect.Effect<A, E>) => Effect.orDie(effect)
 
   const status = (jobId: string, kinds: ReadonlyArray<JobKind>, what: string) =>
     rendered(Effect.gen(function*() {
       const project = yield* CurrentProject
-      const job = yield* store(jobs.view(project.id, jobId, kinds))
+      const job = yield* jobs.view(project.id, jobId, kinds)
       return job ?? (yield* ApiError.notFound(what))
     }))
 
@@ -47,10 +46,10 @@ export const ContactJobsHandlers = HttpApiBuilder.group(Api, "contactJobs", Effe
       if (contactIds.length === 0 || contactIds.length > MAX_BULK_IDS) {
         return yield* ApiError.invalidField("contactIds", `1 to ${MAX_BULK_IDS} contact ids`, "too_big", contactIds.length)
       }
-      const jobId = yield* store(jobs.queueBulk(project.id, kind, contactIds))
+      const jobId = yield* jobs.queueBulk(project.id, kind, contactIds)
       if (kind === "delete") {
         // The api caches email → id for /v1/track: ids about to be deleted must not be served from it.
-        const gone = yield* store(jobs.emailsOf(project.id, contactIds))
+        const gone = yield* jobs.emailsOf(project.id, contactIds)
         yield* Effect.forEach(gone, (email) => directory.forget(project.id, email), { discard: true })
       }
       yield* relay.wake
@@ -75,11 +74,11 @@ export const ContactJobsHandlers = HttpApiBuilder.group(Api, "contactJobs", Effe
         const project = yield* CurrentProject
         let members = undefined
         if (query.segmentId !== undefined && query.segmentId !== "") {
-          const segment = isUuid(query.segmentId) ? yield* store(segments.get(project.id, query.segmentId)) : undefined
+          const segment = isUuid(query.segmentId) ? yield* segments.get(project.id, query.segmentId) : undefined
           if (!segment) return yield* ApiError.notFound("Segment")
           members = segments.membersSql(segment)
         }
-        const body = yield* store(exportContacts(project.id, members).pipe(Effect.provideService(SqlClient.SqlClient, sql)))
+        const body = yield* exportContacts(project.id, members).pipe(Effect.provideService(SqlClient.SqlClient, sql))
         return HttpServerResponse.stream(body, {
           contentType: "text/csv; charset=utf-8",
           headers: { "content-disposition": "attachment; filename=\"contacts.csv\"" }

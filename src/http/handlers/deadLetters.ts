@@ -31,11 +31,7 @@ export const DeadLettersHandlers = HttpApiBuilder.group(Api, "deadLetters", Effe
     .handle("replay", ({ params }) =>
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
-        const replayed = yield* letters.replay(project.id, params.id)
-        if (replayed === undefined) return yield* notFound
-        if (replayed === "unreadable") {
-          return yield* ApiError.invalidField("id", "This dead letter's payload is not a message that can be published again", "not_replayable")
-        }
+        const replayed = (yield* letters.replay(project.id, params.id)) ?? (yield* notFound)
         yield* relay.wake
         return replayed
       })))

@@ -14,6 +14,7 @@ import { Emails } from "../../store/Emails.ts"
 import { Projects } from "../../store/Projects.ts"
 import { OutboxRelay } from "../../stream/OutboxRelay.ts"
 import { Api } from "../api/Api.ts"
+import { rendered } from "../errors.ts"
 
 /** The smallest transparent GIF. */
 const PIXEL = Buffer.from("R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7", "base64")
@@ -45,7 +46,7 @@ export const LinksHandlers = HttpApiBuilder.group(Api, "links", Effect.fnUntrace
   const signedContact = Effect.fnUntraced(function*(token: string) {
     const parsed = parseContactToken(token)
     if (!parsed) return undefined
-    const found = yield* Effect.orDie(contacts.locate(parsed.contactId))
+    const found = yield* contacts.locate(parsed.contactId)
     if (!found) return undefined
     const settings = yield* projects.mailSettings(found.projectId)
     if (!contactSignatureValid(settings.linkSecret, parsed.contactId, parsed.signature)) return undefined
@@ -53,38 +54,41 @@ export const LinksHandlers = HttpApiBuilder.group(Api, "links", Effect.fnUntrace
   })
 
   const setSubscribed = (token: string, subscribed: boolean) =>
-    Effect.gen(function*() {
+    rendered(Effect.gen(function*() {
       const found = yield* signedContact(token)
       if (!found) return html(invalidLinkPage(), 404)
       // Through the same path as PATCH /contacts: the change is pinned and contact.(un)subscribed emitted.
-      const updated = yield* Effect.orDie(contacts.update(found.projectId, found.contact.id, { subscribed, patch: emptyPatch }))
+      const updated = yield* contacts.update(found.projectId, found.contact.id, { subscribed, patch: emptyPatch }).pipe(
+        // Only the subscription changes: no email to collide, no data to grow; either would be a defect.
+        Effect.catchTags({ DuplicateEmail: Effect.die, ContactDataTooLarge: Effect.die })
+      )
       yield* relay.wake
       const contact = updated && "email" in updated ? updated : found.contact
       return html(donePage(contact.email, subscribed, found.links))
-    })
+    }))
 
   const showPage = (token: string, render: (found: NonNullable<Effect.Success<ReturnType<typeof signedContact>>>) => string) =>
-    Effect.map(signedContact(token), (found) => (found ? html(render(found)) : html(invalidLinkPage(), 404)))
+    rendered(Effect.map(signedContact(token), (found) => (found ? html(render(found)) : html(invalidLinkPage(), 404))))
 
   return handlers
     .handle("open", ({ params }) =>
-      Effect.gen(function*() {
+      rendered(Effect.gen(function*() {
         const signature = params.signature.replace(/\.gif$/, "")
         const email = yield* signedEmail(params.emailId, signature, (secret) => openSignature(secret, params.emailId))
         if (email) yield* emails.engage(email, "open")
         yield* relay.wake
         // Always the pixel: a broken image tells a forger nothing either.
         return pixel()
-      }))
+      })))
     .handle("click", ({ params, query }) =>
-      Effect.gen(function*() {
+      rendered(Effect.gen(function*() {
         const target = query.u ?? ""
         const email = yield* signedEmail(params.emailId, params.signature, (secret) => clickSignature(secret, params.emailId, target))
         if (!email || !/^https?:\/\//i.test(target)) return html(invalidLinkPage(), 404)
         yield* emails.engage(email, "click", { link: target })
         yield* relay.wake
         return HttpServerResponse.redirect(target, { status: 302, headers: { "cache-control": "no-store" } })
-      }))
+      })))
     .handle("unsubscribePage", ({ params }) =>
       showPage(params.token, (found) => confirmUnsubscribePage(found.contact.email, found.links)))
     .handle("unsubscribe", ({ params }) => setSubscribed(params.token, false))

@@ -24,11 +24,10 @@ export const SegmentsHandlers = HttpApiBuilder.group(Api, "segments", Effect.fnU
   const campaigns = yield* Campaigns
   const relay = yield* OutboxRelay
   const conditions = yield* ConditionCheck
-  const store = <A, E>(effect: Effect.Effect<A, E>) => Effect.orDie(effect)
 
   /** The condition is well formed, its segment references exist here, and they form no cycle. */
   const checkCondition = Effect.fnUntraced(function*(projectId: string, condition: unknown, selfId?: string) {
-    const checked = yield* store(conditions.check(projectId, condition, "condition", selfId ? { segmentId: selfId } : undefined))
+    const checked = yield* conditions.check(projectId, condition, "condition", selfId ? { segmentId: selfId } : undefined)
     if (checked._tag === "valid") return checked.condition
     return yield* ApiError.validation(
       checked.problems.map((p) => ({ field: p.path, message: p.message, code: p.code, ...(p.received ? { received: p.received } : {}) })),
@@ -39,7 +38,7 @@ export const SegmentsHandlers = HttpApiBuilder.group(Api, "segments", Effect.fnU
   const find = Effect.fnUntraced(function*(id: string) {
     const project = yield* CurrentProject
     if (!isUuid(id)) return yield* notFound
-    return (yield* store(segments.get(project.id, id))) ?? (yield* notFound)
+    return (yield* segments.get(project.id, id)) ?? (yield* notFound)
   })
 
   const checkEmails = (emails: ReadonlyArray<string>) => {
@@ -67,13 +66,13 @@ export const SegmentsHandlers = HttpApiBuilder.group(Api, "segments", Effect.fnU
           }
           condition = yield* checkCondition(project.id, payload.condition)
         }
-        const segment = yield* store(segments.create(project.id, {
+        const segment = yield* segments.create(project.id, {
           name,
           description: payload.description ?? null,
           type,
           condition,
           trackMembership: payload.trackMembership ?? false
-        }))
+        })
         yield* relay.wake
         return present(segment)
       })))
@@ -86,21 +85,21 @@ export const SegmentsHandlers = HttpApiBuilder.group(Api, "segments", Effect.fnU
         const sampleSize = payload.sampleSize ?? 10
         if (payload.segmentId !== undefined) {
           const segment = yield* find(payload.segmentId)
-          return yield* store(segments.preview(project.id, { segment }, sampleSize))
+          return yield* segments.preview(project.id, { segment }, sampleSize)
         }
         if (payload.condition !== undefined) {
           if (payload.condition === null || typeof payload.condition !== "object") {
             return yield* ApiError.invalidField("condition", "A condition is an object { logic, groups }", "invalid_type")
           }
           const condition = yield* checkCondition(project.id, payload.condition)
-          return yield* store(segments.preview(project.id, { condition }, sampleSize))
+          return yield* segments.preview(project.id, { condition }, sampleSize)
         }
-        return yield* store(segments.preview(project.id, {}, sampleSize))
+        return yield* segments.preview(project.id, {}, sampleSize)
       })))
     .handle("list", () =>
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
-        return (yield* store(segments.list(project.id))).map(present)
+        return (yield* segments.list(project.id)).map(present)
       })))
     .handle("get", ({ params }) => rendered(Effect.map(find(params.id), present)))
     .handle("update", ({ params, payload }) =>
@@ -114,12 +113,12 @@ export const SegmentsHandlers = HttpApiBuilder.group(Api, "segments", Effect.fnU
           }
           condition = yield* checkCondition(project.id, payload.condition, segment.id)
         }
-        const updated = yield* store(segments.update(project.id, segment.id, {
+        const updated = yield* segments.update(project.id, segment.id, {
           name: payload.name,
           description: payload.description,
           condition,
           trackMembership: payload.trackMembership
-        }))
+        })
         yield* relay.wake
         return present(updated ?? (yield* notFound))
       })))
@@ -127,7 +126,7 @@ export const SegmentsHandlers = HttpApiBuilder.group(Api, "segments", Effect.fnU
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
         const segment = yield* find(params.id)
-        const dependents = (yield* store(segments.list(project.id)))
+        const dependents = (yield* segments.list(project.id))
           .filter((other) => other.condition && conditionReads(other.condition).segments.has(segment.id))
         if (dependents.length > 0) {
           return yield* ApiError.conflict("SEGMENT_IN_USE", `Segment is referenced by ${dependents.map((d) => d.name).join(", ")}`, {
@@ -142,7 +141,7 @@ export const SegmentsHandlers = HttpApiBuilder.group(Api, "segments", Effect.fnU
             { campaigns: campaignsUsing }
           )
         }
-        yield* store(segments.remove(project.id, segment.id))
+        yield* segments.remove(project.id, segment.id)
         yield* relay.wake
       })))
     .handle("contacts", ({ params, query }) =>
@@ -150,7 +149,7 @@ export const SegmentsHandlers = HttpApiBuilder.group(Api, "segments", Effect.fnU
         const segment = yield* find(params.id)
         const page = parsePositive(query.page, 1)
         const pageSize = parsePositive(query.pageSize, 20, 100)
-        const { data, total } = yield* store(segments.contacts(segment, page, pageSize))
+        const { data, total } = yield* segments.contacts(segment, page, pageSize)
         return { data, page, pageSize, total, totalPages: Math.ceil(total / pageSize) }
       })))
     .handle("addMembers", ({ params, payload }) =>
@@ -160,10 +159,10 @@ export const SegmentsHandlers = HttpApiBuilder.group(Api, "segments", Effect.fnU
           return yield* ApiError.invalidField("id", "Members can only be managed on a STATIC segment", "invalid_segment_type")
         }
         const emails = yield* checkEmails(payload.emails)
-        const result = yield* store(segments.addMembers(segment, emails, {
+        const result = yield* segments.addMembers(segment, emails, {
           createMissing: payload.createMissing ?? false,
           subscribed: payload.subscribed
-        }))
+        })
         yield* relay.wake
         return result
       })))
@@ -173,7 +172,7 @@ export const SegmentsHandlers = HttpApiBuilder.group(Api, "segments", Effect.fnU
         if (segment.type !== "STATIC") {
           return yield* ApiError.invalidField("id", "Members can only be managed on a STATIC segment", "invalid_segment_type")
         }
-        const result = yield* store(segments.removeMembers(segment, yield* checkEmails(payload.emails)))
+        const result = yield* segments.removeMembers(segment, yield* checkEmails(payload.emails))
         yield* relay.wake
         return result
       })))
@@ -181,13 +180,13 @@ export const SegmentsHandlers = HttpApiBuilder.group(Api, "segments", Effect.fnU
       rendered(Effect.gen(function*() {
         const segment = yield* find(params.id)
         if (segment.type !== "DYNAMIC") return yield* ApiError.invalidField("id", "Only DYNAMIC segments are computed", "invalid_segment_type")
-        yield* store(segments.requestCompute(segment))
+        yield* segments.requestCompute(segment)
         yield* relay.wake
         return { accepted: true as const, segmentId: segment.id }
       })))
     .handle("refresh", ({ params }) =>
       rendered(Effect.gen(function*() {
         const segment = yield* find(params.id)
-        return present(yield* store(segments.refreshCount(segment)))
+        return present(yield* segments.refreshCount(segment))
       })))
 }))

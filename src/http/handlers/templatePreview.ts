@@ -34,7 +34,7 @@ export const makeTemplatePreview = Effect.gen(function*() {
     const found = input.contactId === undefined
       ? SAMPLE
       : isUuid(input.contactId)
-      ? yield* Effect.orDie(contacts.get(projectId, input.contactId))
+      ? yield* contacts.get(projectId, input.contactId)
       : undefined
     if (found === undefined) return yield* ApiError.notFound("Contact")
     const { linkSecret } = yield* projects.mailSettings(projectId)

@@ -151,6 +151,6 @@ export const TemplatesHandlers = HttpApiBuilder.group(Api, "templates", Effect.f
         const template = yield* find(params.id)
         const project = yield* CurrentProject
         // Campaigns carry their own subject and body (the spec's Campaign has no template), so none uses one.
-        return { campaigns: [], workflows: templateUsage(yield* Effect.orDie(workflows.list(project.id)), template.id) }
+        return { campaigns: [], workflows: templateUsage(yield* workflows.list(project.id), template.id) }
       })))
 }))

@@ -12,13 +12,13 @@ import { isSnsUrl, parseSnsMessage, sesNotification, topicRefusal, verifySnsMess
 import { OutboxRelay } from "../../stream/OutboxRelay.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
-import { envelopeResponse, RequestState } from "../errors.ts"
+import { envelopeResponse, rendered, RequestState } from "../errors.ts"
 
 export const WebhooksHandlers = HttpApiBuilder.group(Api, "webhooks", Effect.fnUntraced(function*(handlers) {
   const notifications = yield* Notifications
   const relay = yield* OutboxRelay
   return handlers.handle("generic", ({ payload }) =>
-    Effect.gen(function*() {
+    rendered(Effect.gen(function*() {
       const project = yield* CurrentProject
       const items = Array.isArray(payload) ? payload : [payload]
       const counts = { applied: 0, duplicates: 0, unknown: 0 }
@@ -35,7 +35,7 @@ export const WebhooksHandlers = HttpApiBuilder.group(Api, "webhooks", Effect.fnU
       }
       yield* relay.wake
       return { success: true as const, data: counts }
-    }))
+    })))
 }))
 
 /** POST /webhooks/ses: SNS notifications carrying SES bounce, complaint and delivery notifications. */
@@ -80,7 +80,7 @@ const handleSes = (
     if (message.Type !== "Notification") return HttpServerResponse.jsonUnsafe({ success: true, data: { ignored: message.Type } })
     const notification = sesNotification(message.MessageId, message.Message)
     if (!notification) return HttpServerResponse.jsonUnsafe({ success: true, data: { ignored: "not a tracked SES notification" } })
-    const outcome = yield* notifications.apply("ses", notification)
+    const outcome = yield* rendered(notifications.apply("ses", notification))
     yield* relay.wake
     return HttpServerResponse.jsonUnsafe({ success: true, data: { outcome } })
   })

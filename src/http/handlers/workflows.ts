@@ -5,7 +5,7 @@ import { isUuid } from "../../domain/ids.ts"
 import { Contacts } from "../../store/Contacts.ts"
 import { Templates } from "../../store/Templates.ts"
 import { ConditionCheck } from "../../store/ConditionCheck.ts"
-import { type Refusal, type WorkflowDetail, Workflows } from "../../store/Workflows.ts"
+import { type WorkflowDetail, Workflows } from "../../store/Workflows.ts"
 import { OutboxRelay } from "../../stream/OutboxRelay.ts"
 import { ADDABLE_STEP_TYPES, checkStepConfig, checkTransition, conditionOf, EXECUTION_STATUSES, type ExecutionStatus, makeGraph, spliceTarget, type StepType } from "../../workflows/graph.ts"
 import { Api } from "../api/Api.ts"
@@ -15,16 +15,6 @@ import { parsePositive } from "../query.ts"
 
 const notFound = ApiError.notFound("Workflow")
 const MAX_NAME = 255
-
-const refused = (refusal: Refusal) =>
-  refusal === "active-executions"
-    ? ApiError.conflict("WORKFLOW_HAS_ACTIVE_EXECUTIONS", "The workflow has running or waiting executions: cancel them (or let them complete) first")
-    : refusal === "already-active"
-    ? ApiError.conflict("EXECUTION_ACTIVE", "The contact already has a running or waiting execution of this workflow")
-    : ApiError.conflict("REENTRY_NOT_ALLOWED", "The contact already went through this workflow and allowReentry is false")
-
-const isRefusal = (value: unknown): value is Refusal =>
-  value === "active-executions" || value === "already-active" || value === "already-ran"
 
 const nameProblem = (name: string | undefined): FieldError | undefined =>
   name === undefined
@@ -53,12 +43,11 @@ export const WorkflowsHandlers = HttpApiBuilder.group(Api, "workflows", Effect.f
   const conditions = yield* ConditionCheck
   const contacts = yield* Contacts
   const relay = yield* OutboxRelay
-  const store = <A, E>(effect: Effect.Effect<A, E>) => Effect.orDie(effect)
 
   const find = Effect.fnUntraced(function*(id: string) {
     const project = yield* CurrentProject
     if (!isUuid(id)) return yield* notFound
-    return (yield* store(workflows.get(project.id, id))) ?? (yield* notFound)
+    return (yield* workflows.get(project.id, id)) ?? (yield* notFound)
   })
 
   /** A step's config checked, and a SEND_EMAIL template looked up in this project. */
@@ -70,7 +59,7 @@ export const WorkflowsHandlers = HttpApiBuilder.group(Api, "workflows", Effect.f
     }
     if (type === "CONDITION") {
       const path = "condition" in checked.config ? "config.condition" : "config"
-      const references = yield* store(conditions.references(projectId, conditionOf(checked.config), path))
+      const references = yield* conditions.references(projectId, conditionOf(checked.config), path)
       if (references._tag === "invalid") {
         return yield* ApiError.validation(references.problems.map((p) => ({ field: p.path, message: p.message, code: p.code, ...(p.received ? { received: p.received } : {}) })))
       }
@@ -78,27 +67,20 @@ export const WorkflowsHandlers = HttpApiBuilder.group(Api, "workflows", Effect.f
     return checked.config
   })
 
-  /** Runs a structural edit (409 while executions are active), then wakes the relay. */
-  const structural = <A>(workflow: WorkflowDetail, edit: Effect.Effect<A, ApiError, never>) =>
-    Effect.gen(function*() {
-      const result = yield* workflows.structural(workflow.projectId, workflow.id, edit).pipe(
-        Effect.catchTag("SqlError", (error) => Effect.die(error))
-      )
-      if (isRefusal(result)) return yield* refused(result)
-      yield* relay.wake
-      return result as A
-    })
+  /** Runs a structural edit (WorkflowHasActiveExecutions, a 409, while executions are active), then wakes the relay. */
+  const structural = <A, E>(workflow: WorkflowDetail, edit: Effect.Effect<A, E>) =>
+    Effect.tap(workflows.structural(workflow.projectId, workflow.id, edit), () => relay.wake)
 
   return handlers
     .handle("list", () =>
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
-        return yield* store(workflows.list(project.id))
+        return yield* workflows.list(project.id)
       })))
     .handle("fields", () =>
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
-        const [fields, events] = yield* Effect.all([store(contacts.fields(project.id)), store(workflows.eventFields(project.id))], { concurrency: 2 })
+        const [fields, events] = yield* Effect.all([contacts.fields(project.id), workflows.eventFields(project.id)], { concurrency: 2 })
         return {
           contactFields: fields.map(({ field, type }) => ({ field, type })),
           events,
@@ -108,7 +90,7 @@ export const WorkflowsHandlers = HttpApiBuilder.group(Api, "workflows", Effect.f
     .handle("webhookSecret", () =>
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
-        return { secret: yield* store(workflows.webhookSecret(project.id)) }
+        return { secret: yield* workflows.webhookSecret(project.id) }
       })))
     .handle("create", ({ payload }) =>
       rendered(Effect.gen(function*() {
@@ -120,12 +102,12 @@ export const WorkflowsHandlers = HttpApiBuilder.group(Api, "workflows", Effect.f
             ? { field: "description", message: "The description must be at most 2000 characters", code: "too_big" }
             : undefined
         ])
-        const created = yield* store(workflows.create(project.id, {
+        const created = yield* workflows.create(project.id, {
           name: payload.name.trim(),
           description: payload.description ?? null,
           eventName: payload.eventName?.trim() ?? null,
           allowReentry: payload.allowReentry ?? false
-        }))
+        })
         yield* relay.wake
         return created
       })))
@@ -141,14 +123,14 @@ export const WorkflowsHandlers = HttpApiBuilder.group(Api, "workflows", Effect.f
         if (enabled && triggerType === "EVENT" && !(eventName ?? workflow.triggerConfig.eventName)) {
           return yield* ApiError.invalidField("triggerConfig.eventName", "An EVENT workflow needs an eventName to be enabled", "required")
         }
-        const updated = yield* store(workflows.update(project.id, workflow.id, {
+        const updated = yield* workflows.update(project.id, workflow.id, {
           name: payload.name?.trim(),
           description: payload.description,
           triggerType: payload.triggerType,
           eventName,
           enabled: payload.enabled,
           allowReentry: payload.allowReentry
-        }))
+        })
         yield* relay.wake
         return updated ?? (yield* notFound)
       })))
@@ -156,9 +138,7 @@ export const WorkflowsHandlers = HttpApiBuilder.group(Api, "workflows", Effect.f
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
         const workflow = yield* find(params.id)
-        const result = yield* store(workflows.remove(project.id, workflow.id))
-        if (isRefusal(result)) return yield* refused(result)
-        if (!result) return yield* notFound
+        if (!(yield* workflows.remove(project.id, workflow.id))) return yield* notFound
         yield* relay.wake
         return { success: true as const }
       })))
@@ -181,7 +161,7 @@ export const WorkflowsHandlers = HttpApiBuilder.group(Api, "workflows", Effect.f
           name: payload.name?.trim() || type,
           config,
           position: payload.position
-        }).pipe(Effect.orDie))
+        }))
       })))
     .handle("updateStep", ({ params, payload }) =>
       rendered(Effect.gen(function*() {
@@ -193,7 +173,7 @@ export const WorkflowsHandlers = HttpApiBuilder.group(Api, "workflows", Effect.f
           return yield* ApiError.invalidField("config", "The TRIGGER step follows the workflow's trigger: PATCH /workflows/:id with triggerConfig", "invalid_value")
         }
         const config = payload.config === undefined ? undefined : yield* validConfig(project.id, step.type, payload.config)
-        const updated = yield* store(workflows.updateStep(project.id, workflow.id, step.id, { name: payload.name?.trim(), config, position: payload.position }))
+        const updated = yield* workflows.updateStep(project.id, workflow.id, step.id, { name: payload.name?.trim(), config, position: payload.position })
         yield* relay.wake
         return updated ?? (yield* ApiError.notFound("Step"))
       })))
@@ -208,7 +188,7 @@ export const WorkflowsHandlers = HttpApiBuilder.group(Api, "workflows", Effect.f
           if ("problem" in target) return yield* ApiError.invalidField("splice", target.problem, "cannot_splice")
           spliceTo = target.target
         }
-        yield* structural(workflow, workflows.deleteStep(workflow.id, step.id, spliceTo).pipe(Effect.orDie))
+        yield* structural(workflow, workflows.deleteStep(workflow.id, step.id, spliceTo))
         return { success: true as const }
       })))
     .handle("addTransition", ({ params, payload }) =>
@@ -221,13 +201,7 @@ export const WorkflowsHandlers = HttpApiBuilder.group(Api, "workflows", Effect.f
           toStepId: payload.toStepId,
           branch: payload.branch ?? null,
           waitOutcome: payload.waitOutcome ?? null
-        }).pipe(
-          // A concurrent edit took the same way out first (unique index): the graph rule, not a 500.
-          Effect.catchTag("SqlError", (error) =>
-            error.reason._tag === "UniqueViolation"
-              ? Effect.fail(ApiError.invalidField("fromStepId", "This way out of the step already has a transition", "duplicate_transition"))
-              : Effect.die(error))
-        ))
+        }))
       })))
     .handle("deleteTransition", ({ params }) =>
       rendered(Effect.gen(function*() {
@@ -235,23 +209,22 @@ export const WorkflowsHandlers = HttpApiBuilder.group(Api, "workflows", Effect.f
         if (!workflow.transitions.some((transition) => transition.id === params.transitionId)) {
           return yield* ApiError.notFound("Transition")
         }
-        yield* structural(workflow, workflows.deleteTransition(workflow.id, params.transitionId).pipe(Effect.orDie))
+        yield* structural(workflow, workflows.deleteTransition(workflow.id, params.transitionId))
         return { success: true as const }
       })))
     .handle("startExecution", ({ params, payload }) =>
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
         const workflow = yield* find(params.id)
-        if (!isUuid(payload.contactId) || !(yield* store(contacts.get(project.id, payload.contactId)))) {
+        if (!isUuid(payload.contactId) || !(yield* contacts.get(project.id, payload.contactId))) {
           return yield* ApiError.invalidField("contactId", "No such contact in this project", "unknown_contact", payload.contactId)
         }
         if (payload.context && Buffer.byteLength(JSON.stringify(payload.context)) > 64 * 1024) {
           return yield* ApiError.invalidField("context", "context is at most 64 KiB of JSON", "too_big")
         }
-        const result = yield* store(workflows.startExecution(workflow, payload.contactId, payload.context ?? {}))
-        if (isRefusal(result)) return yield* refused(result)
+        const started = yield* workflows.startExecution(workflow, payload.contactId, payload.context ?? {})
         yield* relay.wake
-        return result
+        return started
       })))
     .handle("listExecutions", ({ params, query }) =>
       rendered(Effect.gen(function*() {
@@ -263,27 +236,24 @@ export const WorkflowsHandlers = HttpApiBuilder.group(Api, "workflows", Effect.f
         }
         const page = parsePositive(query.page, 1)
         const pageSize = parsePositive(query.pageSize, 20, 100)
-        const { data, total } = yield* store(workflows.listExecutions(workflow.id, status, page, pageSize))
+        const { data, total } = yield* workflows.listExecutions(workflow.id, status, page, pageSize)
         return { data, page, pageSize, total, totalPages: Math.ceil(total / pageSize) }
       })))
     .handle("getExecution", ({ params }) =>
       rendered(Effect.gen(function*() {
         const workflow = yield* find(params.id)
         if (!isUuid(params.executionId)) return yield* ApiError.notFound("Execution")
-        return (yield* store(workflows.getExecution(workflow.id, params.executionId))) ?? (yield* ApiError.notFound("Execution"))
+        return (yield* workflows.getExecution(workflow.id, params.executionId)) ?? (yield* ApiError.notFound("Execution"))
       })))
     .handle("cancelExecution", ({ params }) =>
       rendered(Effect.gen(function*() {
         const workflow = yield* find(params.id)
         if (!isUuid(params.executionId)) return yield* ApiError.notFound("Execution")
-        const result = yield* store(workflows.cancel(workflow.id, params.executionId))
-        if (result === undefined) return yield* ApiError.notFound("Execution")
-        if (result === "not-active") return yield* ApiError.conflict("EXECUTION_NOT_ACTIVE", "Only RUNNING or WAITING executions can be cancelled")
-        return result
+        return (yield* workflows.cancel(workflow.id, params.executionId)) ?? (yield* ApiError.notFound("Execution"))
       })))
     .handle("cancelAll", ({ params }) =>
       rendered(Effect.gen(function*() {
         const workflow = yield* find(params.id)
-        return { cancelled: yield* store(workflows.cancelAll(workflow.id)) }
+        return { cancelled: yield* workflows.cancelAll(workflow.id) }
       })))
 }))

@@ -111,7 +111,14 @@ export const toApiFailure = (error: unknown, seen: ResponseSeen): Effect.Effect<
   const domain = domainErrorInfo(error)
   if (domain) {
     return Effect.succeed(
-      new ApiFailure({ message: domain.error.message, code: domain.code, status: domain.status, requestId: seen.requestId })
+      new ApiFailure({
+        message: domain.error.message,
+        code: domain.code,
+        status: domain.status,
+        requestId: seen.requestId,
+        // A domain error can be a 422 naming its field (TransitionExists, DeadLetterNotReplayable).
+        fieldErrors: (domain.error.errors ?? []).map(({ field, message, code }) => ({ field, message, code }))
+      })
     )
   }
   if (isLegacy(error)) {
