@@ -1,12 +1,52 @@
 import { defineConfig } from "vitest/config"
 
+/**
+ * Files that start no service process, browser or CLI (pure logic, and layer-level suites on their own
+ * database): they run first, two at a time. A new file runs with the integration files unless listed here.
+ */
+const inProcess = [
+  "test/analytics/range.test.ts",
+  "test/cli/config.test.ts",
+  "test/conditions/canonical.test.ts",
+  "test/conditions/evaluate.test.ts",
+  "test/domain/**/*.test.ts",
+  "test/http/contractBrowserSafe.test.ts",
+  "test/http/domainErrors.test.ts",
+  "test/imports/csv.test.ts",
+  "test/lib/**/*.test.ts",
+  "test/mail/render.test.ts",
+  "test/runtime.test.ts",
+  "test/store/**/*.test.ts",
+  "test/structure/**/*.test.ts",
+  "test/verify/address.test.ts",
+  "test/verify/verifier.test.ts",
+  "test/web/**/*.test.ts",
+  "test/workflows/decider.test.ts",
+  "test/workflows/graph.test.ts"
+]
+
+const shared = { testTimeout: 30_000, hookTimeout: 60_000 }
+
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
-    // Integration files start several service processes each (workers with 2 s lease heartbeats);
-    // one file at a time keeps a 2-core machine from starving them into timing failures.
-    maxWorkers: 1
+    projects: [
+      {
+        test: { ...shared, name: "in-process", include: inProcess, maxWorkers: 2, sequence: { groupOrder: 0 } }
+      },
+      {
+        test: {
+          ...shared,
+          name: "integration",
+          include: ["test/**/*.test.ts"],
+          exclude: inProcess,
+          // One migrated template database per run, copied by every stack (test/support/globalSetup.ts).
+          globalSetup: ["test/support/globalSetup.ts"],
+          // Integration files start several service processes each (workers with 2 s lease heartbeats);
+          // one file at a time keeps a 2-core machine from starving them into timing failures.
+          fileParallelism: false,
+          sequence: { groupOrder: 1 }
+        }
+      }
+    ]
   }
 })

@@ -8,10 +8,14 @@ import { jetstreamManager } from "@nats-io/jetstream"
 import { type ChildProcess, execFile, spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import { promisify } from "node:util"
-import pg from "./pg.ts"
+import { Effect } from "effect"
+import { Projects } from "../../src/store/Projects.ts"
+import pg, { withSql } from "./pg.ts"
 
 const ROOT = new URL("../../", import.meta.url).pathname
 export const ADMIN_URL = process.env.TEST_DATABASE_ADMIN_URL ?? "postgres://postgres@127.0.0.1:5432/postgres"
+/** Names the run's migrated template database (test/support/globalSetup.ts); unset outside vitest (benchmarks). */
+export const TEMPLATE_DATABASE_ENV = "MS_TEST_TEMPLATE_DATABASE"
 const NATS_URL = process.env.NATS_URL ?? "nats://127.0.0.1:4222"
 
 export interface Service {
@@ -45,7 +49,8 @@ const run = promisify(execFile)
 export const createStack = async (env: Record<string, string> = {}): Promise<Stack> => {
   const suffix = randomBytes(5).toString("hex")
   const database = `ms_test_${suffix}`
-  await pg.exec(ADMIN_URL, `CREATE DATABASE ${database}`)
+  const template = process.env[TEMPLATE_DATABASE_ENV]
+  await pg.exec(ADMIN_URL, template ? `CREATE DATABASE ${database} TEMPLATE ${template}` : `CREATE DATABASE ${database}`)
   const databaseUrl = ADMIN_URL.replace(/\/[^/]*$/, `/${database}`)
   const natsPrefix = `t${suffix}`
   const baseEnv: Record<string, string> = {
@@ -65,8 +70,9 @@ export const createStack = async (env: Record<string, string> = {}): Promise<Sta
     const { stdout, stderr } = await run(process.execPath, ["src/main.ts", ...args], { cwd: ROOT, env: baseEnv })
     return { stdout, stderr }
   }
-  // Migrate once up front so parallel starts do not race on an empty database.
-  await cli("migrate").catch(async (error) => {
+  // Migrate once up front so parallel starts do not race on an empty database (a copy of the run's
+  // template is migrated already).
+  if (!template) await cli("migrate").catch(async (error) => {
     await pg.close(databaseUrl)
     await pg.exec(ADMIN_URL, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
     throw error
@@ -136,9 +142,14 @@ export const createStack = async (env: Record<string, string> = {}): Promise<Sta
     start,
     cli,
     query,
+    // In this process, as `project create` does it (test/cli covers the command): a CLI process per
+    // project cost the suite seconds each.
     async createProject(name = "Test project") {
-      const { stdout } = await cli("project", "create", "--name", name)
-      return JSON.parse(stdout) as TestProject
+      const { id, publicKey, secretKey } = await withSql(
+        databaseUrl,
+        Effect.flatMap(Effect.service(Projects), (projects) => projects.create(name)).pipe(Effect.provide(Projects.layer))
+      )
+      return { id, name, publicKey, secretKey }
     },
     async stop() {
       await Promise.all(services.map((service) => service.stop()))

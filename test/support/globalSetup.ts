@@ -1,0 +1,32 @@
+/**
+ * Once per `vitest run`: a migrated template database that every stack of the run copies
+ * (`CREATE DATABASE … TEMPLATE`, a file copy) instead of starting a CLI process to migrate an empty one.
+ * Its name reaches the test files' processes through the environment; it is dropped when the run ends.
+ */
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Layer, Redacted } from "effect"
+import { randomBytes } from "node:crypto"
+import { runMigrations } from "../../src/store/db.ts"
+import pg from "./pg.ts"
+import { ADMIN_URL, TEMPLATE_DATABASE_ENV } from "./stack.ts"
+
+export default async function setup() {
+  const template = `ms_template_${randomBytes(5).toString("hex")}`
+  const templateUrl = ADMIN_URL.replace(/\/[^/]*$/, `/${template}`)
+  await pg.exec(ADMIN_URL, `CREATE DATABASE ${template}`)
+  try {
+    // Its own short-lived pool: a template must have no open connections when it is copied.
+    await Effect.runPromise(Effect.scoped(Layer.build(
+      Layer.effectDiscard(runMigrations).pipe(Layer.provide(PgClient.layer({ url: Redacted.make(templateUrl), maxConnections: 1 })))
+    )))
+  } catch (error) {
+    await pg.exec(ADMIN_URL, `DROP DATABASE IF EXISTS ${template} WITH (FORCE)`)
+    throw error
+  }
+  process.env[TEMPLATE_DATABASE_ENV] = template
+  return async () => {
+    delete process.env[TEMPLATE_DATABASE_ENV]
+    await pg.exec(ADMIN_URL, `DROP DATABASE IF EXISTS ${template} WITH (FORCE)`)
+    await pg.close(ADMIN_URL)
+  }
+}
