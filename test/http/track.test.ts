@@ -20,8 +20,9 @@ describe("POST /v1/track", () => {
       success: true,
       data: { contact: expect.any(String), event: expect.stringMatching(/^[0-9a-f-]{36}$/), timestamp: expect.any(String) }
     })
-    // The event went to the project's partition of stream IN before we were answered.
-    const subject = `${stack.natsPrefix}.lane.*.${project.id}.*.track`
+    // The event went to the project's ingest subject of stream IN before we were answered (a worker
+    // splits it into its contact's lane afterwards).
+    const subject = `${stack.natsPrefix}.ingest.*.${project.id}.track`
     const envelopes = await readStream(`${stack.natsPrefix}_IN`, subject)
     const published = envelopes.flatMap((m) => m.data.events).filter((e: { eventId: string }) => e.eventId === res.json.data.event)
     expect(published).toHaveLength(1)

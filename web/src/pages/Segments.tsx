@@ -138,6 +138,7 @@ function SegmentDetail({ segment }: { readonly segment: SegmentData }) {
   const projectId = useProjectId()
   const navigate = useNavigate()
   const [deleting, setDeleting] = useState(false)
+  const [trackChosen, setTrackChosen] = useState<boolean | undefined>(undefined)
   const invalidates = [["segments"]] as const
   const track = useApiMutation(
     (client, trackMembership: boolean) => client.segments.update({ params: { id: segment.id }, payload: { trackMembership } }),
@@ -171,9 +172,15 @@ function SegmentDetail({ segment }: { readonly segment: SegmentData }) {
               <label className="flex items-center gap-2">
                 <input
                   type="checkbox"
-                  checked={track.isPending ? track.variables : segment.trackMembership}
+                  checked={trackChosen ?? segment.trackMembership}
                   disabled={track.isPending}
-                  onChange={(event) => track.mutate(event.target.checked)}
+                  onChange={(event) => {
+                    // Shown at once (a controlled box whose value waited for the mutation's state flickered
+                    // back for a render); the saved value takes over once the segment is read again.
+                    const chosen = event.target.checked
+                    setTrackChosen(chosen)
+                    track.mutate(chosen, { onSettled: () => setTrackChosen(undefined) })
+                  }}
                 />
                 {segment.trackMembership ? "Yes: segment entry and exit events are emitted" : "No"}
               </label>
