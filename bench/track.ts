@@ -161,7 +161,10 @@ const scaleRun = async (env: BenchEnvironment, workers: number, rate: number, ba
   for (let i = 0; i < workers; i++) started.push(await env.start("worker"))
   // Every worker holds partitions before the load starts (the second joins, the first hands some over).
   const balanced = await holdingPartitions(started)
+  // Segments created just before (scale run alone) are backfilled before the window opens, as in M2.
+  await segmentsBackfilled(env)
   await drained(env)
+  await analyzed(env)
   const groups = [
     processTree("api", api.process.pid!),
     ...started.map((worker, i) => processTree(`worker${i + 1}`, worker.process.pid!)),
