@@ -10,6 +10,7 @@ import type { ImportPlan } from "../domain/imports/plan.ts"
 import type { Lanes } from "../stream/lanes.ts"
 import { Outbox } from "../stream/Outbox.ts"
 import type { BulkMessage, BulkRow, CommandMessage } from "../stream/messages.ts"
+import { iso, isoOrNull } from "./columns.ts"
 
 export type JobKind = "import" | "subscribe" | "unsubscribe" | "delete"
 export type JobStatus = "PENDING" | "RUNNING" | "COMPLETED" | "FAILED"
@@ -65,7 +66,6 @@ export const importStepCommand = (
   lane: range % context.outbox.lanes.count
 })
 
-const iso = (value: Date | string | null): string | null => (value === null ? null : new Date(value).toISOString())
 
 /** SQL inserting error rows for a job, keeping about the first MAX_JOB_ERRORS. */
 export const insertJobErrors = (sql: SqlClient.SqlClient, jobId: string, errors: ReadonlyArray<JobError>) =>
@@ -274,9 +274,9 @@ export class ContactJobs extends Context.Service<ContactJobs, {
             ...(row.contact_id === null ? {} : { contactId: row.contact_id }),
             reason: row.reason
           })),
-          createdAt: iso(job.created_at)!,
-          startedAt: iso(job.started_at ?? job.first_at),
-          finishedAt: completed ? iso(job.last_at ?? job.created_at) : null
+          createdAt: iso(job.created_at),
+          startedAt: isoOrNull(job.started_at ?? job.first_at),
+          finishedAt: completed ? isoOrNull(job.last_at ?? job.created_at) : null
         }
       })
 

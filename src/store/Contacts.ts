@@ -11,6 +11,7 @@ import { DuplicateEmail, InvalidCursor } from "../domain/errors.ts"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
 import { decodeCursor, encodeCursor } from "./cursor.ts"
 import { Outbox } from "../stream/Outbox.ts"
+import { iso } from "./columns.ts"
 
 export interface Contact {
   readonly id: string
@@ -96,7 +97,6 @@ interface ContactRow {
   readonly updated_at: Date | string
 }
 
-const iso = (value: Date | string): string => (value instanceof Date ? value : new Date(value)).toISOString()
 
 export const toContact = (row: ContactRow): Contact => ({
   id: row.id,
@@ -237,7 +237,9 @@ export class Contacts extends Context.Service<Contacts, {
             RETURNING id, email, subscribed, snoozed_until, data, created_at, updated_at,
                       true AS inserted, NULL::boolean AS previous_subscribed
           ), up AS (
-            SELECT * FROM upd UNION ALL SELECT * FROM ins
+            SELECT id, email, subscribed, snoozed_until, data, created_at, updated_at, inserted, previous_subscribed FROM upd
+            UNION ALL
+            SELECT id, email, subscribed, snoozed_until, data, created_at, updated_at, inserted, previous_subscribed FROM ins
           ), fields AS (
             INSERT INTO contact_fields (project_id, key, type)
             SELECT ${input.projectId}, f->>0, f->>1 FROM jsonb_array_elements(${fieldTypesJson(input.patch)}::jsonb) f
@@ -260,7 +262,9 @@ export class Contacts extends Context.Service<Contacts, {
               )
             FROM up
           )
-          SELECT *, false AS too_large FROM up
+          SELECT id, email, subscribed, snoozed_until, data, created_at, updated_at, inserted, previous_subscribed,
+                 false AS too_large
+          FROM up
           UNION ALL
           -- The contact exists but the change would grow its data past the limit: nothing was written.
           SELECT patched.id, NULL, NULL, NULL, NULL, NULL, NULL, false, NULL, true FROM patched
@@ -341,7 +345,9 @@ export class Contacts extends Context.Service<Contacts, {
                                             'createdAt', up.created_at, 'updatedAt', up.updated_at))
             FROM up
           )
-          SELECT *, false AS too_large FROM up
+          SELECT id, email, subscribed, snoozed_until, data, created_at, updated_at, previous_subscribed, previous_email,
+                 false AS too_large
+          FROM up
           UNION ALL
           SELECT patched.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM patched
           WHERE NOT EXISTS (SELECT 1 FROM up)`.pipe(
