@@ -12,6 +12,7 @@ import { isUuid, uuidv7 } from "../domain/ids.ts"
 import { decodeCursor, encodeCursor } from "./cursor.ts"
 import { Outbox } from "../stream/Outbox.ts"
 import { iso } from "./columns.ts"
+import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
 export interface Contact {
   readonly id: string
@@ -156,32 +157,32 @@ export interface ContactMemberships {
 }
 
 export class Contacts extends Context.Service<Contacts, {
-  readonly upsert: (input: UpsertInput) => Effect.Effect<UpsertResult, SqlError.SqlError | ContactDataTooLarge>
-  readonly get: (projectId: string, id: string) => Effect.Effect<Contact | undefined, SqlError.SqlError>
+  readonly upsert: (input: UpsertInput) => Effect.Effect<UpsertResult, PersistenceError | ContactDataTooLarge>
+  readonly get: (projectId: string, id: string) => Effect.Effect<Contact | undefined, PersistenceError>
   /** A contact found by id alone, for links that carry only the (signed) id; callers verify the signature. */
-  readonly locate: (id: string) => Effect.Effect<{ readonly projectId: string; readonly contact: Contact } | undefined, SqlError.SqlError>
+  readonly locate: (id: string) => Effect.Effect<{ readonly projectId: string; readonly contact: Contact } | undefined, PersistenceError>
   readonly update: (
     projectId: string,
     id: string,
     input: UpdateInput
-  ) => Effect.Effect<Contact | undefined, DuplicateEmail | SqlError.SqlError | ContactDataTooLarge>
-  readonly remove: (projectId: string, id: string) => Effect.Effect<boolean, SqlError.SqlError>
-  readonly list: (projectId: string, query: ListQuery) => Effect.Effect<ListPage, InvalidCursor | SqlError.SqlError>
+  ) => Effect.Effect<Contact | undefined, DuplicateEmail | PersistenceError | ContactDataTooLarge>
+  readonly remove: (projectId: string, id: string) => Effect.Effect<boolean, PersistenceError>
+  readonly list: (projectId: string, query: ListQuery) => Effect.Effect<ListPage, InvalidCursor | PersistenceError>
   readonly lookup: (
     projectId: string,
     emails: ReadonlyArray<string>
-  ) => Effect.Effect<ReadonlyArray<Contact>, SqlError.SqlError>
-  readonly fields: (projectId: string) => Effect.Effect<ReadonlyArray<FieldDescriptor>, SqlError.SqlError>
-  readonly fieldExists: (projectId: string, field: string) => Effect.Effect<boolean, SqlError.SqlError>
+  ) => Effect.Effect<ReadonlyArray<Contact>, PersistenceError>
+  readonly fields: (projectId: string) => Effect.Effect<ReadonlyArray<FieldDescriptor>, PersistenceError>
+  readonly fieldExists: (projectId: string, field: string) => Effect.Effect<boolean, PersistenceError>
   readonly fieldValues: (
     projectId: string,
     field: string,
     page: number,
     pageSize: number
-  ) => Effect.Effect<{ readonly values: ReadonlyArray<unknown>; readonly total: number }, SqlError.SqlError>
-  readonly deleteField: (projectId: string, field: string) => Effect.Effect<number, SqlError.SqlError>
+  ) => Effect.Effect<{ readonly values: ReadonlyArray<unknown>; readonly total: number }, PersistenceError>
+  readonly deleteField: (projectId: string, field: string) => Effect.Effect<number, PersistenceError>
   /** The segments a contact is in now and its workflow executions (newest first, at most 100). */
-  readonly memberships: (projectId: string, id: string) => Effect.Effect<ContactMemberships, SqlError.SqlError>
+  readonly memberships: (projectId: string, id: string) => Effect.Effect<ContactMemberships, PersistenceError>
 }>()("app/store/Contacts") {
   static readonly layer = Layer.effect(
     Contacts,
@@ -284,14 +285,14 @@ export class Contacts extends Context.Service<Contacts, {
           }
           if (attempt >= 5) return yield* Effect.die(new Error(`upsert of ${input.email} kept losing races`))
         }
-      })
+      }, mapSqlError)
 
       const get = Effect.fn("Contacts.get")(function*(projectId: string, id: string) {
         const rows = yield* sql<ContactRow>`
           SELECT id, email, subscribed, snoozed_until, data, created_at, updated_at
           FROM contacts WHERE project_id = ${projectId} AND id = ${id}`
         return rows[0] ? toContact(rows[0]) : undefined
-      })
+      }, mapSqlError)
 
       const locate = Effect.fn("Contacts.locate")(function*(id: string) {
         if (!isUuid(id)) return undefined
@@ -299,7 +300,7 @@ export class Contacts extends Context.Service<Contacts, {
           SELECT id, project_id, email, subscribed, snoozed_until, data, created_at, updated_at
           FROM contacts WHERE id = ${id}`
         return rows[0] ? { projectId: rows[0].project_id, contact: toContact(rows[0]) } : undefined
-      })
+      }, mapSqlError)
 
       const update = Effect.fn("Contacts.update")(function*(projectId: string, id: string, input: UpdateInput) {
         const nowMs = clock.currentTimeMillisUnsafe()
@@ -356,7 +357,7 @@ export class Contacts extends Context.Service<Contacts, {
         )
         if (rows[0]?.too_large) return yield* new ContactDataTooLarge({ contactId: rows[0].id })
         return rows[0] ? toContact(rows[0]) : undefined
-      })
+      }, mapSqlError)
 
       const remove = Effect.fn("Contacts.remove")(function*(projectId: string, id: string) {
         const now = new Date(yield* Clock.currentTimeMillis).toISOString()
@@ -374,7 +375,7 @@ export class Contacts extends Context.Service<Contacts, {
           )
           SELECT id FROM gone`
         return rows.length > 0
-      })
+      }, mapSqlError)
 
       const badCursor = InvalidCursor.of("cursor is not a cursor returned by this list (with this sort)")
 
@@ -419,7 +420,7 @@ export class Contacts extends Context.Service<Contacts, {
             : null,
           total
         }
-      })
+      }, mapSqlError)
 
       const lookup = Effect.fn("Contacts.lookup")(function*(projectId: string, emails: ReadonlyArray<string>) {
         if (emails.length === 0) return []
@@ -427,7 +428,7 @@ export class Contacts extends Context.Service<Contacts, {
           SELECT id, email, subscribed, snoozed_until, data, created_at, updated_at FROM contacts
           WHERE project_id = ${projectId} AND email IN ${sql.in(emails)}`
         return rows.map(toContact)
-      })
+      }, mapSqlError)
 
       const fields = Effect.fn("Contacts.fields")(function*(projectId: string) {
         const [totals] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM contacts WHERE project_id = ${projectId}`
@@ -457,7 +458,7 @@ export class Contacts extends Context.Service<Contacts, {
             coverage: coverage(row.covered)
           }))
         ]
-      })
+      }, mapSqlError)
 
       const fieldExists = Effect.fn("Contacts.fieldExists")(function*(projectId: string, field: string) {
         if (isStandardField(field)) return true
@@ -465,7 +466,7 @@ export class Contacts extends Context.Service<Contacts, {
         if (!path) return false
         const rows = yield* sql`SELECT 1 FROM contact_fields WHERE project_id = ${projectId} AND key = ${path.join(".")}`
         return rows.length > 0
-      })
+      }, mapSqlError)
 
       const fieldValues = Effect.fn("Contacts.fieldValues")(
         function*(projectId: string, field: string, page: number, pageSize: number) {
@@ -512,7 +513,7 @@ export class Contacts extends Context.Service<Contacts, {
           yield* outbox.append([{ kind: "contact", type: "contact.field_deleted", projectId, field, at: now }])
           return updated[0]?.n ?? 0
         }))
-      })
+      }, mapSqlError)
 
       const memberships = Effect.fn("Contacts.memberships")(function*(projectId: string, id: string) {
         // Both through the contact's indexes: segment_memberships_contact, and workflow_executions_contact per workflow.
@@ -536,7 +537,7 @@ export class Contacts extends Context.Service<Contacts, {
             finishedAt: row.finished_at === null ? null : new Date(row.finished_at).toISOString()
           }))
         }
-      })
+      }, mapSqlError)
 
       return Contacts.of({ upsert, get, locate, update, remove, list, lookup, fields, fieldExists, fieldValues, deleteField, memberships })
     })
