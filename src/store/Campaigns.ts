@@ -16,7 +16,7 @@ import { Outbox } from "../stream/Outbox.ts"
 import { isoOrNull } from "./columns.ts"
 import { pagedList, type SortedPage } from "./pagedList.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
-import { TEMPLATE_TYPES, type TemplateType } from "./Templates.ts"
+import { contentColumns, type TemplateType } from "./Templates.ts"
 
 export const CAMPAIGN_STATUSES = ["DRAFT", "SCHEDULED", "SENDING", "SENT", "CANCELLED"] as const
 export type CampaignStatus = (typeof CAMPAIGN_STATUSES)[number]
@@ -87,16 +87,7 @@ const StoredCondition = Schema.declare((input: unknown): input is Condition => t
 
 /** A `campaigns` row as COLUMNS select it. */
 export const CampaignRow = Schema.Struct({
-  id: Schema.String,
-  project_id: Schema.String,
-  name: Schema.String,
-  description: Schema.NullOr(Schema.String),
-  subject: Schema.String,
-  body: Schema.String,
-  from_email: Schema.String,
-  from_name: Schema.NullOr(Schema.String),
-  reply_to: Schema.NullOr(Schema.String),
-  type: Schema.Literals(TEMPLATE_TYPES),
+  ...contentColumns,
   status: Schema.Literals(CAMPAIGN_STATUSES),
   audience_type: Schema.Literals(AUDIENCE_TYPES),
   segment_id: Schema.NullOr(Schema.String),

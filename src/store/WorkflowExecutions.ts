@@ -12,20 +12,7 @@ import { pgArray } from "../lib/pgArray.ts"
 import type { ExecutionStatus, StepType } from "../domain/workflowSteps.ts"
 import { isoOrNull } from "./columns.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
-import {
-  decodeExecutionRows,
-  decodeStepRows,
-  decodeTransitionRows,
-  decodeWorkflowRows,
-  EXECUTION_COLUMNS,
-  type ExecutionRow,
-  STEP_COLUMNS,
-  type StepRow,
-  TRANSITION_COLUMNS,
-  type TransitionRow,
-  WORKFLOW_COLUMNS,
-  type WorkflowRow
-} from "./workflowRows.ts"
+import * as Rows from "./workflowRows.ts"
 
 /** An execution as the engine changes it in memory during a batch (`dirty`: to be written back). */
 export interface ExecutionState {
@@ -44,7 +31,7 @@ export interface ExecutionState {
   dirty: boolean
 }
 
-export const toExecutionState = (row: ExecutionRow): ExecutionState => ({
+export const toExecutionState = (row: Rows.ExecutionRow): ExecutionState => ({
   id: row.id,
   workflowId: row.workflow_id,
   contactId: row.contact_id,
@@ -107,9 +94,9 @@ export interface BatchWrite {
 }
 
 export interface WorkflowDefinitionRows {
-  readonly workflows: ReadonlyArray<WorkflowRow>
-  readonly steps: ReadonlyArray<StepRow>
-  readonly transitions: ReadonlyArray<TransitionRow>
+  readonly workflows: ReadonlyArray<Rows.WorkflowRow>
+  readonly steps: ReadonlyArray<Rows.StepRow>
+  readonly transitions: ReadonlyArray<Rows.TransitionRow>
 }
 
 type Sql<A> = Effect.Effect<A, PersistenceError>
@@ -150,7 +137,7 @@ export class WorkflowExecutions extends Context.Service<WorkflowExecutions, {
     readonly at: string
   }) => Sql<boolean>
   /** Cancels active executions: their timers go and the step each was on ends SKIPPED. Returns the cancelled rows. */
-  readonly cancel: (where: CancelWhere) => Sql<ReadonlyArray<ExecutionRow>>
+  readonly cancel: (where: CancelWhere) => Sql<ReadonlyArray<Rows.ExecutionRow>>
   /** Ends the open steps of executions (waiting, scheduled, pending, a webhook not yet attempted) as SKIPPED. */
   readonly skipOpenSteps: (executionIds: ReadonlyArray<string>, error: string) => Sql<void>
   /** Writes a batch's changes back, set-wise. */
@@ -162,14 +149,14 @@ export class WorkflowExecutions extends Context.Service<WorkflowExecutions, {
       const sql = yield* SqlClient.SqlClient
 
       const definitions = Effect.fn("WorkflowExecutions.definitions")(function*(projectId: string) {
-        const workflows = yield* sql`SELECT ${sql.literal(WORKFLOW_COLUMNS)} FROM workflows WHERE project_id = ${projectId}`.pipe(
-          Effect.flatMap(decodeWorkflowRows)
+        const workflows = yield* sql`SELECT ${sql.literal(Rows.WORKFLOW_COLUMNS)} FROM workflows WHERE project_id = ${projectId}`.pipe(
+          Effect.flatMap(Rows.decodeWorkflowRows)
         )
         const ids = workflows.map((row) => row.id)
         const [steps, transitions] = ids.length === 0 ? [[], []] : yield* Effect.all([
-          sql`SELECT ${sql.literal(STEP_COLUMNS)} FROM workflow_steps WHERE workflow_id IN ${sql.in(ids)}`.pipe(Effect.flatMap(decodeStepRows)),
-          sql`SELECT ${sql.literal(TRANSITION_COLUMNS)} FROM workflow_transitions WHERE workflow_id IN ${sql.in(ids)}`.pipe(
-            Effect.flatMap(decodeTransitionRows)
+          sql`SELECT ${sql.literal(Rows.STEP_COLUMNS)} FROM workflow_steps WHERE workflow_id IN ${sql.in(ids)}`.pipe(Effect.flatMap(Rows.decodeStepRows)),
+          sql`SELECT ${sql.literal(Rows.TRANSITION_COLUMNS)} FROM workflow_transitions WHERE workflow_id IN ${sql.in(ids)}`.pipe(
+            Effect.flatMap(Rows.decodeTransitionRows)
           )
         ])
         return { workflows, steps, transitions } satisfies WorkflowDefinitionRows
@@ -178,8 +165,8 @@ export class WorkflowExecutions extends Context.Service<WorkflowExecutions, {
       const lock = Effect.fn("WorkflowExecutions.lock")(function*(projectId: string, ids: ReadonlyArray<string>) {
         if (ids.length === 0) return []
         const rows = yield* sql`
-          SELECT ${sql.literal(EXECUTION_COLUMNS)} FROM workflow_executions WHERE id = ANY(${pgArray(ids)}::uuid[]) AND project_id = ${projectId}
-          ORDER BY id FOR UPDATE`.pipe(Effect.flatMap(decodeExecutionRows))
+          SELECT ${sql.literal(Rows.EXECUTION_COLUMNS)} FROM workflow_executions WHERE id = ANY(${pgArray(ids)}::uuid[]) AND project_id = ${projectId}
+          ORDER BY id FOR UPDATE`.pipe(Effect.flatMap(Rows.decodeExecutionRows))
         return rows.map(toExecutionState)
       }, mapSqlError)
 
@@ -190,11 +177,11 @@ export class WorkflowExecutions extends Context.Service<WorkflowExecutions, {
       ) {
         if (eventNames.length === 0 || contactIds.length === 0) return []
         const rows = yield* sql`
-          SELECT ${sql.literal(EXECUTION_COLUMNS)} FROM workflow_executions
+          SELECT ${sql.literal(Rows.EXECUTION_COLUMNS)} FROM workflow_executions
           WHERE project_id = ${projectId} AND status = 'WAITING'
             AND wait_event = ANY(${pgArray(eventNames)}::text[])
             AND contact_id = ANY(${pgArray(contactIds)}::uuid[])
-          ORDER BY id FOR UPDATE`.pipe(Effect.flatMap(decodeExecutionRows))
+          ORDER BY id FOR UPDATE`.pipe(Effect.flatMap(Rows.decodeExecutionRows))
         return rows.map(toExecutionState)
       }, mapSqlError)
 
@@ -213,7 +200,7 @@ export class WorkflowExecutions extends Context.Service<WorkflowExecutions, {
             -- active executions) either sees this execution or commits before it starts.
             AND EXISTS (SELECT 1 FROM workflows WHERE id = ${input.workflowId} FOR SHARE)
           ON CONFLICT DO NOTHING
-          RETURNING ${sql.literal(EXECUTION_COLUMNS)}`.pipe(Effect.flatMap(decodeExecutionRows))
+          RETURNING ${sql.literal(Rows.EXECUTION_COLUMNS)}`.pipe(Effect.flatMap(Rows.decodeExecutionRows))
         return row ? toExecutionState(row) : undefined
       }, mapSqlError)
 
@@ -254,7 +241,7 @@ export class WorkflowExecutions extends Context.Service<WorkflowExecutions, {
           UPDATE workflow_executions SET status = 'CANCELLED', error = COALESCE(${where.error}, error), wait_event = NULL,
                  timer_id = NULL, updated_at = now(), finished_at = now()
           WHERE ${sql.and(conditions)}
-          RETURNING ${sql.literal(EXECUTION_COLUMNS)}`.pipe(Effect.flatMap(decodeExecutionRows))
+          RETURNING ${sql.literal(Rows.EXECUTION_COLUMNS)}`.pipe(Effect.flatMap(Rows.decodeExecutionRows))
         if (rows.length > 0) {
           const ids = rows.map((row) => row.id)
           yield* sql`DELETE FROM workflow_timers WHERE execution_id = ANY(${pgArray(ids)}::uuid[])`
