@@ -202,7 +202,7 @@ export class Campaigns extends Context.Service<Campaigns, {
    * Scheduled campaigns of these partitions due at `now`: moved to SENDING, their fan-out started. A
    * round of the worker's loop, which retries a failed round: its SqlError is left as the loop's other rounds have it.
    */
-  readonly startDue: (partitions: ReadonlyArray<number>, now: Date) => Effect.Effect<number, SqlError.SqlError | Schema.SchemaError>
+  readonly startDue: (partitions: ReadonlyArray<number>, now: Date) => Effect.Effect<number, SqlError.SqlError>
   /** Campaigns that use the segment and are SCHEDULED or SENDING. */
   readonly activeUsingSegment: (projectId: string, segmentId: string) => Effect.Effect<ReadonlyArray<{ id: string; name: string }>, PersistenceError>
   readonly all: (projectId: string) => Effect.Effect<ReadonlyArray<Campaign>, PersistenceError>
@@ -380,7 +380,8 @@ export class Campaigns extends Context.Service<Campaigns, {
             yield* isolateRow(
               "scheduled campaigns",
               { projectId: row.project_id, campaignId: row.id },
-              sql.withTransaction(startSending(row)),
+              // A row that does not decode is this campaign's fault: set aside (CANCELLED) like a defect.
+              sql.withTransaction(startSending(row)).pipe(Effect.catchTag("SchemaError", Effect.die)),
               (reason) => dropQueuedMail(sql, row.id, `the campaign could not be started: ${reason}`)
             )
           }

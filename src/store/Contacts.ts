@@ -491,7 +491,8 @@ export class Contacts extends Context.Service<Contacts, {
             values: rows.map((row) => row.v),
             total
           }
-        }
+        },
+        mapSqlError
       )
 
       const deleteField = Effect.fn("Contacts.deleteField")(function*(projectId: string, field: string) {
