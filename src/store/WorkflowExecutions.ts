@@ -47,8 +47,6 @@ export const toExecutionState = (row: Rows.ExecutionRow): ExecutionState => ({
   dirty: false
 })
 
-export type StepStatus = "PENDING" | "SCHEDULED" | "WAITING" | "RUNNING" | "COMPLETED" | "SKIPPED" | "FAILED"
-
 /** A step's history row as a batch writes it. */
 export interface StepRecord {
   id: string

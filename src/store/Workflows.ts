@@ -22,13 +22,16 @@ import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 import { WorkflowExecutions } from "./WorkflowExecutions.ts"
 import {
   decodeExecutionRows,
+  decodeStepExecutionRows,
   decodeStepRows,
   decodeTransitionRows,
   decodeWorkflowRows,
   EXECUTION_COLUMNS,
   type ExecutionRow,
   STEP_COLUMNS,
+  STEP_EXECUTION_COLUMNS,
   type StepRow,
+  type StepStatus,
   TRANSITION_COLUMNS,
   type TransitionRow,
   WORKFLOW_COLUMNS,
@@ -63,8 +66,6 @@ export interface WorkflowDetail extends Workflow {
   readonly steps: ReadonlyArray<StoredStep>
   readonly transitions: ReadonlyArray<StoredTransition>
 }
-
-export type StepStatus = "PENDING" | "SCHEDULED" | "WAITING" | "RUNNING" | "COMPLETED" | "SKIPPED" | "FAILED"
 
 export interface StepExecution {
   readonly id: string
@@ -384,11 +385,9 @@ export class Workflows extends Context.Service<Workflows, {
           Effect.flatMap(decodeExecutionRows)
         )
         if (!row) return undefined
-        const steps = yield* sql<{
-          id: string; step_id: string; step_type: string; status: StepStatus; output: unknown; error: string | null; attempts: number
-          started_at: Date; finished_at: Date | null
-        }>`SELECT id, step_id, step_type, status, output, error, attempts, started_at, finished_at
-           FROM workflow_step_executions WHERE execution_id = ${executionId} ORDER BY started_at, id`
+        const steps = yield* sql`
+          SELECT ${sql.literal(STEP_EXECUTION_COLUMNS)} FROM workflow_step_executions
+          WHERE execution_id = ${executionId} ORDER BY started_at, id`.pipe(Effect.flatMap(decodeStepExecutionRows))
         return {
           ...toExecution(row),
           steps: steps.map((step): StepExecution => ({

@@ -70,7 +70,26 @@ export const ExecutionRow = Schema.Struct({
 })
 export type ExecutionRow = typeof ExecutionRow.Type
 
+export const STEP_STATUSES = ["PENDING", "SCHEDULED", "WAITING", "RUNNING", "COMPLETED", "SKIPPED", "FAILED"] as const
+export type StepStatus = (typeof STEP_STATUSES)[number]
+
+/** A step's history row (workflow_step_executions), as an execution's detail shows it. */
+export const STEP_EXECUTION_COLUMNS = "id, step_id, step_type, status, output, error, attempts, started_at, finished_at"
+export const StepExecutionRow = Schema.Struct({
+  id: Schema.String,
+  step_id: Schema.String,
+  step_type: Schema.String,
+  status: Schema.Literals(STEP_STATUSES),
+  output: Schema.Unknown,
+  error: Schema.NullOr(Schema.String),
+  attempts: Schema.Number,
+  started_at: Schema.Date,
+  finished_at: Schema.NullOr(Schema.Date)
+})
+export type StepExecutionRow = typeof StepExecutionRow.Type
+
 export const decodeWorkflowRows = Schema.decodeUnknownEffect(Schema.Array(WorkflowRow))
 export const decodeStepRows = Schema.decodeUnknownEffect(Schema.Array(StepRow))
 export const decodeTransitionRows = Schema.decodeUnknownEffect(Schema.Array(TransitionRow))
 export const decodeExecutionRows = Schema.decodeUnknownEffect(Schema.Array(ExecutionRow))
+export const decodeStepExecutionRows = Schema.decodeUnknownEffect(Schema.Array(StepExecutionRow))

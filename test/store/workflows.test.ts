@@ -168,8 +168,14 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("Workflows",
         assert.instanceOf(yield* Effect.flip(workflows.cancel(workflow.id, a.id)), ExecutionNotActive)
         expect(yield* workflows.cancel(workflow.id, uuidv7())).toBeUndefined()
         expect(yield* workflows.cancelAll(workflow.id)).toBe(1)
+        const sql = yield* SqlClient.SqlClient
+        const trigger = workflow.steps[0]!
+        yield* sql`INSERT INTO workflow_step_executions (id, execution_id, step_id, step_type, project_id, partition, status, output, started_at, finished_at)
+                   VALUES (${uuidv7()}, ${b.id}, ${trigger.id}, 'TRIGGER', ${project}, 0, 'COMPLETED', '{"ok":true}', now(), now())`
         const detail = yield* workflows.getExecution(workflow.id, b.id)
-        expect(detail).toMatchObject({ id: b.id, status: "CANCELLED", steps: [] })
+        expect(detail).toMatchObject({ id: b.id, status: "CANCELLED" })
+        expect(detail!.steps).toMatchObject([{ stepId: trigger.id, stepType: "TRIGGER", status: "COMPLETED", output: { ok: true }, error: null }])
+        expect(detail!.steps[0]!.completedAt).toMatch(/Z$/)
       }))
   })
 })
