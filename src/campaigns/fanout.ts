@@ -21,7 +21,7 @@
  * at all (the content no longer compiles, the audience no longer evaluates) stops the campaign —
  * CANCELLED, with the reason — rather than failing the project's batch again and again.
  */
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Condition } from "../domain/conditions/types.ts"
 import { uuidv7 } from "../domain/ids.ts"
@@ -30,8 +30,9 @@ import { pgArray } from "../lib/pgArray.ts"
 import type { MailQueue } from "../mail/MailQueue.ts"
 import { makeRenderer } from "../mail/render.ts"
 import { type Billing, holdReason } from "../store/Billing.ts"
-import { type CampaignRow, completeCampaigns, dropQueuedMail } from "../store/Campaigns.ts"
+import { CAMPAIGN_COLUMNS, CampaignRow, completeCampaigns, dropQueuedMail } from "../store/Campaigns.ts"
 import { compileConditionSql } from "../store/conditionSql.ts"
+import { mapSqlError } from "../store/PersistenceError.ts"
 import type { Outbox } from "../stream/Outbox.ts"
 
 /** Contacts frozen into the audience per step (ids only: cheap). */
@@ -57,11 +58,23 @@ export interface StepOutcome {
 
 const FIRST_ID = "00000000-0000-0000-0000-000000000000"
 
+/** A campaign as a step reads it: its row and where resolving and queueing stopped. */
+const SteppedRow = Schema.Struct({
+  ...CampaignRow.fields,
+  resolve_cursor: Schema.NullOr(Schema.String),
+  queue_cursor: Schema.NullOr(Schema.String)
+})
+const decodeSteppedRows = Schema.decodeUnknownEffect(Schema.Array(SteppedRow))
+
 export const campaignStep = Effect.fnUntraced(function*(context: FanoutContext, campaignId: string) {
   const sql = yield* SqlClient.SqlClient
   // Locked: a concurrent cancel waits for this step, and then drops what it queued.
-  const [campaign] = yield* sql<CampaignRow & { resolve_cursor: string | null; queue_cursor: string | null }>`
-    SELECT * FROM campaigns WHERE id = ${campaignId} AND project_id = ${context.projectId} FOR UPDATE`
+  const [campaign] = yield* sql`
+    SELECT ${sql.literal(CAMPAIGN_COLUMNS)}, resolve_cursor, queue_cursor
+    FROM campaigns WHERE id = ${campaignId} AND project_id = ${context.projectId} FOR UPDATE`.pipe(
+    Effect.flatMap(decodeSteppedRows),
+    mapSqlError
+  )
   if (!campaign || campaign.status !== "SENDING") return { queued: 0, continued: false }
 
   // In a savepoint of the actor's transaction: a step that fails on its own is undone, and the campaign stops.

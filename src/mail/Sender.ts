@@ -136,7 +136,8 @@ export const makeSender = (options: {
                     octet_length(e.subject) + octet_length(e.html) + pg_column_size(e.headers) + pg_column_size(e.attachments)
                       AS content_bytes
         )
-        SELECT c.*, ct.subscribed AS contact_subscribed, (s.email IS NOT NULL) AS suppressed
+        SELECT ${sql.literal(summaryColumns("c"))}, c.priority, c.html_bytes, c.content_bytes,
+               ct.subscribed AS contact_subscribed, (s.email IS NOT NULL) AS suppressed
         FROM claimed c
         LEFT JOIN contacts ct ON ct.id = c.contact_id
         LEFT JOIN suppressions s ON s.project_id = c.project_id AND s.email = c.to_email
@@ -200,7 +201,7 @@ export const makeSender = (options: {
             FROM (SELECT campaign_id, count(*)::int AS n FROM sent WHERE campaign_id IS NOT NULL GROUP BY campaign_id) x
             WHERE c.id = x.campaign_id
           )
-          SELECT * FROM sent`
+          SELECT ${sql.literal(summaryColumns())} FROM sent`
         const byProject = new Map<string, Array<EmailRow>>()
         for (const row of updated) {
           if (!row.contact_id) continue

@@ -15,6 +15,7 @@ import { isUuid } from "../domain/ids.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import { Analytics } from "./Analytics.ts"
 import { decodeCursor, encodeCursor } from "./cursor.ts"
+import { iso } from "./columns.ts"
 
 export interface ActivityItem {
   readonly id: string
@@ -66,7 +67,6 @@ interface SourceRow {
 const atKey = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
 const AT_KEY = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/
 
-const iso = (time: number) => new Date(time).toISOString()
 const newestFirst = (a: SourceRow, b: SourceRow) =>
   a.at_key < b.at_key ? 1 : a.at_key > b.at_key ? -1 : a.id < b.id ? 1 : a.id > b.id ? -1 : 0
 
@@ -250,7 +250,9 @@ export class Activity extends Context.Service<Activity, {
           step_type: string | null
           execution_id: string | null
         }>`
-          SELECT * FROM (
+          SELECT type, due_at, campaign_id, campaign_name, workflow_id, workflow_name, contact_id, contact_email,
+                 step_id, step_name, step_type, execution_id
+          FROM (
             SELECT 'campaign.scheduled' AS type, c.scheduled_for AS due_at, c.id AS campaign_id, c.name AS campaign_name,
                    NULL::uuid AS workflow_id, NULL AS workflow_name, NULL::uuid AS contact_id, NULL AS contact_email,
                    NULL::uuid AS step_id, NULL AS step_name, NULL AS step_type, NULL::uuid AS execution_id

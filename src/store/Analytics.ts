@@ -7,6 +7,7 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { type AnalyticsRange, type Bucket, grainFor, type Piece, piecesOf, type Stream } from "../domain/analytics/range.ts"
 import { pgArray } from "../lib/pgArray.ts"
+import { iso } from "./columns.ts"
 
 export const EMAIL_METRICS = [
   "queued", "sent", "delivered", "opened", "clicked", "bounced", "hard_bounced", "soft_bounced", "complained", "unsubscribed"
@@ -14,7 +15,6 @@ export const EMAIL_METRICS = [
 export type EmailMetric = (typeof EMAIL_METRICS)[number]
 export type EmailTotals = Record<EmailMetric, number>
 
-const iso = (time: number) => new Date(time).toISOString()
 const zero = (): EmailTotals => Object.fromEntries(EMAIL_METRICS.map((metric) => [metric, 0])) as EmailTotals
 const sums = EMAIL_METRICS.map((metric) => `COALESCE(sum(${metric}), 0)::float8 AS ${metric}`).join(", ")
 const toTotals = (row: Record<string, unknown>): EmailTotals =>

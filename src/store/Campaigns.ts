@@ -3,7 +3,7 @@
  * SENDING. Starting to send commits a `campaignStep` command to the project's partition of IN in the
  * same statement; the project's actor then freezes the audience and queues the mail (src/campaigns/fanout.ts).
  */
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import type { Condition } from "../domain/conditions/types.ts"
 import { conditionReads } from "../domain/conditions/validate.ts"
@@ -16,11 +16,12 @@ import { Outbox } from "../stream/Outbox.ts"
 import { isoOrNull } from "./columns.ts"
 import { pagedList, type SortedPage } from "./pagedList.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
-import type { TemplateType } from "./Templates.ts"
+import { contentColumns, type TemplateType } from "./Templates.ts"
 
 export const CAMPAIGN_STATUSES = ["DRAFT", "SCHEDULED", "SENDING", "SENT", "CANCELLED"] as const
 export type CampaignStatus = (typeof CAMPAIGN_STATUSES)[number]
-export type AudienceType = "ALL" | "SEGMENT" | "FILTERED"
+const AUDIENCE_TYPES = ["ALL", "SEGMENT", "FILTERED"] as const
+export type AudienceType = (typeof AUDIENCE_TYPES)[number]
 
 export interface CampaignInput {
   readonly name: string
@@ -80,45 +81,45 @@ export interface CampaignStats {
   readonly error: string | null
 }
 
-export interface CampaignRow {
-  readonly id: string
-  readonly project_id: string
-  readonly name: string
-  readonly description: string | null
-  readonly subject: string
-  readonly body: string
-  readonly from_email: string
-  readonly from_name: string | null
-  readonly reply_to: string | null
-  readonly type: TemplateType
-  readonly status: CampaignStatus
-  readonly audience_type: AudienceType
-  readonly segment_id: string | null
-  readonly audience_condition: Condition | null
-  readonly scheduled_for: Date | null
-  readonly resolved: boolean
-  readonly queued: boolean
-  readonly total_recipients: number
-  readonly sent_count: number
-  readonly delivered_count: number
-  readonly opened_count: number
-  readonly clicked_count: number
-  readonly bounced_count: number
-  readonly complained_count: number
-  readonly failed_count: number
-  readonly skipped_unsubscribed: number
-  readonly skipped_suppressed: number
-  readonly sending_started_at: Date | null
-  readonly resolved_at: Date | null
-  readonly sent_at: Date | null
-  readonly created_at: Date
-  readonly updated_at: Date
-  readonly error: string | null
-  readonly billing_hold: string | null
-}
+
+/** A `jsonb` condition as stored (validated when it was written): an object. */
+const StoredCondition = Schema.declare((input: unknown): input is Condition => typeof input === "object" && input !== null)
+
+/** A `campaigns` row as COLUMNS select it. */
+export const CampaignRow = Schema.Struct({
+  ...contentColumns,
+  status: Schema.Literals(CAMPAIGN_STATUSES),
+  audience_type: Schema.Literals(AUDIENCE_TYPES),
+  segment_id: Schema.NullOr(Schema.String),
+  audience_condition: Schema.NullOr(StoredCondition),
+  scheduled_for: Schema.NullOr(Schema.Date),
+  resolved: Schema.Boolean,
+  queued: Schema.Boolean,
+  total_recipients: Schema.Number,
+  sent_count: Schema.Number,
+  delivered_count: Schema.Number,
+  opened_count: Schema.Number,
+  clicked_count: Schema.Number,
+  bounced_count: Schema.Number,
+  complained_count: Schema.Number,
+  failed_count: Schema.Number,
+  skipped_unsubscribed: Schema.Number,
+  skipped_suppressed: Schema.Number,
+  sending_started_at: Schema.NullOr(Schema.Date),
+  resolved_at: Schema.NullOr(Schema.Date),
+  sent_at: Schema.NullOr(Schema.Date),
+  created_at: Schema.Date,
+  updated_at: Schema.Date,
+  error: Schema.NullOr(Schema.String),
+  billing_hold: Schema.NullOr(Schema.String)
+})
+export type CampaignRow = typeof CampaignRow.Type
+
+/** Campaign rows, decoded (a row that does not fit fails with SchemaError, a PersistenceError at the edge). */
+export const decodeCampaignRows = Schema.decodeUnknownEffect(Schema.Array(CampaignRow))
 
 /** The columns a CampaignRow carries, selected by name (the table has more: cursors, cancelled_at, ...). */
-const COLUMNS = [
+export const CAMPAIGN_COLUMNS = [
   "id", "project_id", "name", "description", "subject", "body", "from_email", "from_name", "reply_to", "type",
   "status", "audience_type", "segment_id", "audience_condition", "scheduled_for", "resolved", "queued",
   "total_recipients", "sent_count", "delivered_count", "opened_count", "clicked_count", "bounced_count",
@@ -159,7 +160,7 @@ export const toCampaign = (row: CampaignRow): Campaign => ({
  * counted as failed. `error` says why when the service stopped it (its step could not run).
  */
 export const dropQueuedMail = (sql: SqlClient.SqlClient, campaignId: string, reason: string, error: string | null = reason) =>
-  sql<CampaignRow>`
+  sql`
     WITH dropped AS (
       UPDATE emails SET status = 'FAILED', error = ${reason}
       WHERE campaign_id = ${campaignId} AND status = 'PENDING'
@@ -167,7 +168,7 @@ export const dropQueuedMail = (sql: SqlClient.SqlClient, campaignId: string, rea
     )
     UPDATE campaigns SET status = 'CANCELLED', cancelled_at = now(), updated_at = now(), error = ${error},
            failed_count = failed_count + (SELECT count(*) FROM dropped)
-    WHERE id = ${campaignId} RETURNING ${sql.literal(COLUMNS)}`
+    WHERE id = ${campaignId} RETURNING ${sql.literal(CAMPAIGN_COLUMNS)}`.pipe(Effect.flatMap(decodeCampaignRows))
 
 /** Marks SENDING campaigns SENT once all their mail is queued and none is still open. */
 export const completeCampaigns = (sql: SqlClient.SqlClient, campaignIds: ReadonlyArray<string>) =>
@@ -219,19 +220,24 @@ export class Campaigns extends Context.Service<Campaigns, {
 
       const create = Effect.fn("Campaigns.create")(function*(projectId: string, input: CampaignInput) {
         const now = new Date(yield* Clock.currentTimeMillis).toISOString()
-        const [row] = yield* sql<CampaignRow>`
+        const [row] = yield* sql`
           INSERT INTO campaigns (id, project_id, partition, name, description, subject, body, from_email, from_name, reply_to,
                                  type, audience_type, segment_id, audience_condition, created_at, updated_at)
           VALUES (${uuidv7()}, ${projectId}, ${outbox.lanes.partitionOf(projectId, OWNER_LANE)}, ${input.name}, ${input.description},
                   ${input.subject}, ${input.body}, ${input.from}, ${input.fromName}, ${input.replyTo}, ${input.type},
                   ${input.audienceType}, ${input.segmentId}, ${input.audienceCondition === null ? null : JSON.stringify(input.audienceCondition)}::jsonb,
                   ${now}, ${now})
-          RETURNING ${sql.literal(COLUMNS)}`
+          RETURNING ${sql.literal(CAMPAIGN_COLUMNS)}`.pipe(Effect.flatMap(decodeCampaignRows))
         return toCampaign(row!)
       }, mapSqlError)
 
       const getRow = (projectId: string, id: string) =>
-        Effect.map(sql<CampaignRow>`SELECT ${sql.literal(COLUMNS)} FROM campaigns WHERE project_id = ${projectId} AND id = ${id}`, (rows) => rows[0])
+        Effect.map(
+          sql`SELECT ${sql.literal(CAMPAIGN_COLUMNS)} FROM campaigns WHERE project_id = ${projectId} AND id = ${id}`.pipe(
+            Effect.flatMap(decodeCampaignRows)
+          ),
+          (rows) => rows[0]
+        )
 
       const get = Effect.fn("Campaigns.get")(function*(projectId: string, id: string) {
         const row = yield* getRow(projectId, id)
@@ -239,19 +245,21 @@ export class Campaigns extends Context.Service<Campaigns, {
       }, mapSqlError)
 
       const all = Effect.fn("Campaigns.all")(function*(projectId: string) {
-        return (yield* sql<CampaignRow>`SELECT ${sql.literal(COLUMNS)} FROM campaigns WHERE project_id = ${projectId}`).map(toCampaign)
+        return (yield* sql`SELECT ${sql.literal(CAMPAIGN_COLUMNS)} FROM campaigns WHERE project_id = ${projectId}`.pipe(
+          Effect.flatMap(decodeCampaignRows)
+        )).map(toCampaign)
       }, mapSqlError)
 
       const list = Effect.fn("Campaigns.list")(function*(projectId: string, query: ListQuery) {
-        const { rows, total } = yield* pagedList<CampaignRow>(sql, {
+        const { rows, total } = yield* pagedList(sql, {
           table: "campaigns",
-          columns: COLUMNS,
+          columns: CAMPAIGN_COLUMNS,
           projectId,
           filters: query.status ? [sql`status = ${query.status}`] : [],
           searchColumns: ["name", "subject", "from_email"],
           query
         })
-        return { data: rows.map(toCampaign), total }
+        return { data: (yield* decodeCampaignRows(rows)).map(toCampaign), total }
       }, mapSqlError)
 
       /** Locks the campaign and applies `change` when its status allows it (`refused` otherwise); undefined: no such campaign. */
@@ -260,10 +268,13 @@ export class Campaigns extends Context.Service<Campaigns, {
         id: string,
         allowed: ReadonlyArray<CampaignStatus>,
         refused: (status: CampaignStatus) => E,
-        change: (row: CampaignRow) => Effect.Effect<A, SqlError.SqlError>
+        change: (row: CampaignRow) => Effect.Effect<A, SqlError.SqlError | Schema.SchemaError>
       ) =>
         sql.withTransaction(Effect.gen(function*() {
-          const [row] = yield* sql<CampaignRow>`SELECT ${sql.literal(COLUMNS)} FROM campaigns WHERE project_id = ${projectId} AND id = ${id} FOR UPDATE`
+          const [row] = yield* sql`
+            SELECT ${sql.literal(CAMPAIGN_COLUMNS)} FROM campaigns WHERE project_id = ${projectId} AND id = ${id} FOR UPDATE`.pipe(
+            Effect.flatMap(decodeCampaignRows)
+          )
           if (!row) return undefined
           if (!allowed.includes(row.status)) return yield* Effect.fail(refused(row.status))
           return yield* change(row)
@@ -271,13 +282,14 @@ export class Campaigns extends Context.Service<Campaigns, {
 
       const replace = (projectId: string, id: string, input: CampaignInput) =>
         transition(projectId, id, ["DRAFT", "SCHEDULED"], (status) => InvalidCampaignState.of(status, "edited"), () =>
-          Effect.map(sql<CampaignRow>`
+          Effect.map(sql`
             UPDATE campaigns SET name = ${input.name}, description = ${input.description}, subject = ${input.subject},
                    body = ${input.body}, from_email = ${input.from}, from_name = ${input.fromName}, reply_to = ${input.replyTo},
                    type = ${input.type}, audience_type = ${input.audienceType}, segment_id = ${input.segmentId},
                    audience_condition = ${input.audienceCondition === null ? null : JSON.stringify(input.audienceCondition)}::jsonb,
                    updated_at = now()
-            WHERE id = ${id} RETURNING ${sql.literal(COLUMNS)}`, (rows) => toCampaign(rows[0]!)))
+            WHERE id = ${id} RETURNING ${sql.literal(CAMPAIGN_COLUMNS)}`.pipe(Effect.flatMap(decodeCampaignRows)), (rows) =>
+            toCampaign(rows[0]!)))
 
       const remove = (projectId: string, id: string) =>
         transition(
@@ -291,23 +303,24 @@ export class Campaigns extends Context.Service<Campaigns, {
       const startSending = (row: Pick<CampaignRow, "id" | "project_id">) =>
         Effect.gen(function*() {
           const command = stepCommand(row.project_id, row.id)
-          const [updated] = yield* sql<CampaignRow>`
+          const [updated] = yield* sql`
             WITH up AS (
               UPDATE campaigns SET status = 'SENDING', scheduled_for = NULL, sending_started_at = now(), updated_at = now()
-              WHERE id = ${row.id} RETURNING ${sql.literal(COLUMNS)}
+              WHERE id = ${row.id} RETURNING ${sql.literal(CAMPAIGN_COLUMNS)}
             ), command AS (
               INSERT INTO outbox (id, subject, payload) VALUES (${command.id}, ${command.subject}, ${command.payload}::jsonb)
             )
-            SELECT ${sql.literal(COLUMNS)} FROM up`
+            SELECT ${sql.literal(CAMPAIGN_COLUMNS)} FROM up`.pipe(Effect.flatMap(decodeCampaignRows))
           return toCampaign(updated!)
         })
 
       const send = (projectId: string, id: string, at: Date | undefined) =>
         transition(projectId, id, ["DRAFT", "SCHEDULED"], CampaignNotSendable.of, (row) =>
           at && at.getTime() > clock.currentTimeMillisUnsafe()
-            ? Effect.map(sql<CampaignRow>`
+            ? Effect.map(sql`
                 UPDATE campaigns SET status = 'SCHEDULED', scheduled_for = ${at.toISOString()}, updated_at = now()
-                WHERE id = ${id} RETURNING ${sql.literal(COLUMNS)}`, (rows) => toCampaign(rows[0]!))
+                WHERE id = ${id} RETURNING ${sql.literal(CAMPAIGN_COLUMNS)}`.pipe(Effect.flatMap(decodeCampaignRows)), (rows) =>
+                toCampaign(rows[0]!))
             : startSending(row))
 
       const cancel = (projectId: string, id: string) =>
@@ -367,7 +380,8 @@ export class Campaigns extends Context.Service<Campaigns, {
             yield* isolateRow(
               "scheduled campaigns",
               { projectId: row.project_id, campaignId: row.id },
-              sql.withTransaction(startSending(row)),
+              // A row that does not decode is this campaign's fault: set aside (CANCELLED) like a defect.
+              sql.withTransaction(startSending(row)).pipe(Effect.catchTag("SchemaError", Effect.die)),
               (reason) => dropQueuedMail(sql, row.id, `the campaign could not be started: ${reason}`)
             )
           }

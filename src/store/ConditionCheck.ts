@@ -11,6 +11,7 @@ import { canonicalCondition } from "../domain/conditions/canonical.ts"
 import type { Condition } from "../domain/conditions/types.ts"
 import { conditionReads, type ConditionProblem, validateCondition } from "../domain/conditions/validate.ts"
 import { Segments } from "./Segments.ts"
+import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
 export type CheckedCondition =
   | { readonly _tag: "valid"; readonly condition: Condition }
@@ -26,14 +27,14 @@ export class ConditionCheck extends Context.Service<ConditionCheck, {
     input: unknown,
     path: string,
     options?: { readonly segmentId?: string }
-  ) => Effect.Effect<CheckedCondition, SqlError.SqlError>
+  ) => Effect.Effect<CheckedCondition, PersistenceError>
   /** References only, for trees validated by a caller with rules of its own (workflow steps). */
   readonly references: (
     projectId: string,
     condition: Condition,
     path: string,
     options?: { readonly segmentId?: string }
-  ) => Effect.Effect<CheckedCondition, SqlError.SqlError>
+  ) => Effect.Effect<CheckedCondition, PersistenceError>
 }>()("app/store/ConditionCheck") {
   static readonly layer = Layer.effect(
     ConditionCheck,
@@ -75,7 +76,7 @@ export class ConditionCheck extends Context.Service<ConditionCheck, {
           }
         }
         return { _tag: "valid", condition } as CheckedCondition
-      })
+      }, mapSqlError)
 
       const check = Effect.fn("ConditionCheck.check")(function*(
         projectId: string,
@@ -87,7 +88,7 @@ export class ConditionCheck extends Context.Service<ConditionCheck, {
         const problems = validateCondition(canonical, path)
         if (problems.length > 0) return { _tag: "invalid", problems } as CheckedCondition
         return yield* references(projectId, canonical as Condition, path, options)
-      })
+      }, mapSqlError)
 
       return ConditionCheck.of({ check, references })
     })

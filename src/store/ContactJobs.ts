@@ -10,6 +10,8 @@ import type { ImportPlan } from "../domain/imports/plan.ts"
 import type { Lanes } from "../stream/lanes.ts"
 import { Outbox } from "../stream/Outbox.ts"
 import type { BulkMessage, BulkRow, CommandMessage } from "../stream/messages.ts"
+import { iso, isoOrNull } from "./columns.ts"
+import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
 export type JobKind = "import" | "subscribe" | "unsubscribe" | "delete"
 export type JobStatus = "PENDING" | "RUNNING" | "COMPLETED" | "FAILED"
@@ -65,7 +67,6 @@ export const importStepCommand = (
   lane: range % context.outbox.lanes.count
 })
 
-const iso = (value: Date | string | null): string | null => (value === null ? null : new Date(value).toISOString())
 
 /** SQL inserting error rows for a job, keeping about the first MAX_JOB_ERRORS. */
 export const insertJobErrors = (sql: SqlClient.SqlClient, jobId: string, errors: ReadonlyArray<JobError>) =>
@@ -114,12 +115,12 @@ const partSource = (sql: SqlClient.SqlClient, jobId: string): AsyncIterable<Uint
 
 export class ContactJobs extends Context.Service<ContactJobs, {
   /** Starts an upload: a job row that stays FAILED ("upload incomplete") until `queueImport`. */
-  readonly beginUpload: (projectId: string) => Effect.Effect<string, SqlError.SqlError>
-  readonly appendPart: (jobId: string, part: number, bytes: Uint8Array) => Effect.Effect<void, SqlError.SqlError>
+  readonly beginUpload: (projectId: string) => Effect.Effect<string, PersistenceError>
+  readonly appendPart: (jobId: string, part: number, bytes: Uint8Array) => Effect.Effect<void, PersistenceError>
   /** The stored file from its start, part by part. */
   readonly parts: (jobId: string) => AsyncIterable<Uint8Array>
   /** Drops an upload that was refused (its parts go with it). */
-  readonly discard: (jobId: string) => Effect.Effect<void, SqlError.SqlError>
+  readonly discard: (jobId: string) => Effect.Effect<void, PersistenceError>
   /** The file checked out: the job is queued, and its first read step committed to the owner lane. */
   readonly queueImport: (
     projectId: string,
@@ -127,7 +128,7 @@ export class ContactJobs extends Context.Service<ContactJobs, {
     total: number,
     plan: ImportPlan,
     errors: ReadonlyArray<JobError>
-  ) => Effect.Effect<void, SqlError.SqlError>
+  ) => Effect.Effect<void, PersistenceError>
   /**
    * A bulk job over contact ids: ids that are not this project's contacts are reported as not found
    * now; the others go to their lanes, in one message per lane.
@@ -136,10 +137,10 @@ export class ContactJobs extends Context.Service<ContactJobs, {
     projectId: string,
     kind: Exclude<JobKind, "import">,
     contactIds: ReadonlyArray<string>
-  ) => Effect.Effect<string, SqlError.SqlError>
+  ) => Effect.Effect<string, PersistenceError>
   /** Emails of the project's contacts among these ids. */
-  readonly emailsOf: (projectId: string, contactIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string>, SqlError.SqlError>
-  readonly view: (projectId: string, jobId: string, kinds: ReadonlyArray<JobKind>) => Effect.Effect<JobView | undefined, SqlError.SqlError>
+  readonly emailsOf: (projectId: string, contactIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyArray<string>, PersistenceError>
+  readonly view: (projectId: string, jobId: string, kinds: ReadonlyArray<JobKind>) => Effect.Effect<JobView | undefined, PersistenceError>
 }>()("app/store/ContactJobs") {
   static readonly layer = Layer.effect(
     ContactJobs,
@@ -151,12 +152,12 @@ export class ContactJobs extends Context.Service<ContactJobs, {
         const id = uuidv7()
         yield* sql`INSERT INTO contact_jobs (id, project_id, kind, total, failure) VALUES (${id}, ${projectId}, 'import', 0, 'upload incomplete')`
         return id
-      })
+      }, mapSqlError)
 
       const appendPart = (jobId: string, part: number, bytes: Uint8Array) =>
-        sql`INSERT INTO contact_job_parts (job_id, part, bytes) VALUES (${jobId}, ${part}, ${bytes})`.pipe(Effect.asVoid)
+        sql`INSERT INTO contact_job_parts (job_id, part, bytes) VALUES (${jobId}, ${part}, ${bytes})`.pipe(Effect.asVoid, mapSqlError)
 
-      const discard = (jobId: string) => sql`DELETE FROM contact_jobs WHERE id = ${jobId}`.pipe(Effect.asVoid)
+      const discard = (jobId: string) => sql`DELETE FROM contact_jobs WHERE id = ${jobId}`.pipe(Effect.asVoid, mapSqlError)
 
       const queueImport = Effect.fn("ContactJobs.queueImport")(function*(
         projectId: string,
@@ -175,7 +176,7 @@ export class ContactJobs extends Context.Service<ContactJobs, {
           const first = Array.from({ length: Math.min(IMPORT_READ_AHEAD, plan.ranges.length) }, (_, range) => range)
           yield* outbox.append(first.map((range) => importStepCommand({ projectId, outbox }, jobId, range)))
         }))
-      })
+      }, mapSqlError)
 
       const queueBulk = Effect.fn("ContactJobs.queueBulk")(function*(
         projectId: string,
@@ -216,7 +217,7 @@ export class ContactJobs extends Context.Service<ContactJobs, {
           yield* outbox.append(messages)
           return id
         }))
-      })
+      }, mapSqlError)
 
       const view = Effect.fn("ContactJobs.view")(function*(projectId: string, jobId: string, kinds: ReadonlyArray<JobKind>) {
         if (!isUuid(jobId)) return undefined
@@ -274,11 +275,11 @@ export class ContactJobs extends Context.Service<ContactJobs, {
             ...(row.contact_id === null ? {} : { contactId: row.contact_id }),
             reason: row.reason
           })),
-          createdAt: iso(job.created_at)!,
-          startedAt: iso(job.started_at ?? job.first_at),
-          finishedAt: completed ? iso(job.last_at ?? job.created_at) : null
+          createdAt: iso(job.created_at),
+          startedAt: isoOrNull(job.started_at ?? job.first_at),
+          finishedAt: completed ? isoOrNull(job.last_at ?? job.created_at) : null
         }
-      })
+      }, mapSqlError)
 
       const emailsOf = (projectId: string, contactIds: ReadonlyArray<string>) => {
         const ids = contactIds.filter(isUuid)
@@ -287,7 +288,7 @@ export class ContactJobs extends Context.Service<ContactJobs, {
           : Effect.map(
             sql<{ email: string }>`SELECT email FROM contacts WHERE project_id = ${projectId} AND id = ANY(${`{${ids.join(",")}}`}::uuid[])`,
             (rows) => rows.map((row) => row.email)
-          )
+          ).pipe(mapSqlError)
       }
 
       return ContactJobs.of({ beginUpload, appendPart, parts: (jobId) => partSource(sql, jobId), discard, queueImport, queueBulk, emailsOf, view })

@@ -11,6 +11,8 @@ import { DuplicateEmail, InvalidCursor } from "../domain/errors.ts"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
 import { decodeCursor, encodeCursor } from "./cursor.ts"
 import { Outbox } from "../stream/Outbox.ts"
+import { iso } from "./columns.ts"
+import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
 export interface Contact {
   readonly id: string
@@ -96,7 +98,6 @@ interface ContactRow {
   readonly updated_at: Date | string
 }
 
-const iso = (value: Date | string): string => (value instanceof Date ? value : new Date(value)).toISOString()
 
 export const toContact = (row: ContactRow): Contact => ({
   id: row.id,
@@ -156,32 +157,32 @@ export interface ContactMemberships {
 }
 
 export class Contacts extends Context.Service<Contacts, {
-  readonly upsert: (input: UpsertInput) => Effect.Effect<UpsertResult, SqlError.SqlError | ContactDataTooLarge>
-  readonly get: (projectId: string, id: string) => Effect.Effect<Contact | undefined, SqlError.SqlError>
+  readonly upsert: (input: UpsertInput) => Effect.Effect<UpsertResult, PersistenceError | ContactDataTooLarge>
+  readonly get: (projectId: string, id: string) => Effect.Effect<Contact | undefined, PersistenceError>
   /** A contact found by id alone, for links that carry only the (signed) id; callers verify the signature. */
-  readonly locate: (id: string) => Effect.Effect<{ readonly projectId: string; readonly contact: Contact } | undefined, SqlError.SqlError>
+  readonly locate: (id: string) => Effect.Effect<{ readonly projectId: string; readonly contact: Contact } | undefined, PersistenceError>
   readonly update: (
     projectId: string,
     id: string,
     input: UpdateInput
-  ) => Effect.Effect<Contact | undefined, DuplicateEmail | SqlError.SqlError | ContactDataTooLarge>
-  readonly remove: (projectId: string, id: string) => Effect.Effect<boolean, SqlError.SqlError>
-  readonly list: (projectId: string, query: ListQuery) => Effect.Effect<ListPage, InvalidCursor | SqlError.SqlError>
+  ) => Effect.Effect<Contact | undefined, DuplicateEmail | PersistenceError | ContactDataTooLarge>
+  readonly remove: (projectId: string, id: string) => Effect.Effect<boolean, PersistenceError>
+  readonly list: (projectId: string, query: ListQuery) => Effect.Effect<ListPage, InvalidCursor | PersistenceError>
   readonly lookup: (
     projectId: string,
     emails: ReadonlyArray<string>
-  ) => Effect.Effect<ReadonlyArray<Contact>, SqlError.SqlError>
-  readonly fields: (projectId: string) => Effect.Effect<ReadonlyArray<FieldDescriptor>, SqlError.SqlError>
-  readonly fieldExists: (projectId: string, field: string) => Effect.Effect<boolean, SqlError.SqlError>
+  ) => Effect.Effect<ReadonlyArray<Contact>, PersistenceError>
+  readonly fields: (projectId: string) => Effect.Effect<ReadonlyArray<FieldDescriptor>, PersistenceError>
+  readonly fieldExists: (projectId: string, field: string) => Effect.Effect<boolean, PersistenceError>
   readonly fieldValues: (
     projectId: string,
     field: string,
     page: number,
     pageSize: number
-  ) => Effect.Effect<{ readonly values: ReadonlyArray<unknown>; readonly total: number }, SqlError.SqlError>
-  readonly deleteField: (projectId: string, field: string) => Effect.Effect<number, SqlError.SqlError>
+  ) => Effect.Effect<{ readonly values: ReadonlyArray<unknown>; readonly total: number }, PersistenceError>
+  readonly deleteField: (projectId: string, field: string) => Effect.Effect<number, PersistenceError>
   /** The segments a contact is in now and its workflow executions (newest first, at most 100). */
-  readonly memberships: (projectId: string, id: string) => Effect.Effect<ContactMemberships, SqlError.SqlError>
+  readonly memberships: (projectId: string, id: string) => Effect.Effect<ContactMemberships, PersistenceError>
 }>()("app/store/Contacts") {
   static readonly layer = Layer.effect(
     Contacts,
@@ -237,7 +238,9 @@ export class Contacts extends Context.Service<Contacts, {
             RETURNING id, email, subscribed, snoozed_until, data, created_at, updated_at,
                       true AS inserted, NULL::boolean AS previous_subscribed
           ), up AS (
-            SELECT * FROM upd UNION ALL SELECT * FROM ins
+            SELECT id, email, subscribed, snoozed_until, data, created_at, updated_at, inserted, previous_subscribed FROM upd
+            UNION ALL
+            SELECT id, email, subscribed, snoozed_until, data, created_at, updated_at, inserted, previous_subscribed FROM ins
           ), fields AS (
             INSERT INTO contact_fields (project_id, key, type)
             SELECT ${input.projectId}, f->>0, f->>1 FROM jsonb_array_elements(${fieldTypesJson(input.patch)}::jsonb) f
@@ -260,7 +263,9 @@ export class Contacts extends Context.Service<Contacts, {
               )
             FROM up
           )
-          SELECT *, false AS too_large FROM up
+          SELECT id, email, subscribed, snoozed_until, data, created_at, updated_at, inserted, previous_subscribed,
+                 false AS too_large
+          FROM up
           UNION ALL
           -- The contact exists but the change would grow its data past the limit: nothing was written.
           SELECT patched.id, NULL, NULL, NULL, NULL, NULL, NULL, false, NULL, true FROM patched
@@ -280,14 +285,14 @@ export class Contacts extends Context.Service<Contacts, {
           }
           if (attempt >= 5) return yield* Effect.die(new Error(`upsert of ${input.email} kept losing races`))
         }
-      })
+      }, mapSqlError)
 
       const get = Effect.fn("Contacts.get")(function*(projectId: string, id: string) {
         const rows = yield* sql<ContactRow>`
           SELECT id, email, subscribed, snoozed_until, data, created_at, updated_at
           FROM contacts WHERE project_id = ${projectId} AND id = ${id}`
         return rows[0] ? toContact(rows[0]) : undefined
-      })
+      }, mapSqlError)
 
       const locate = Effect.fn("Contacts.locate")(function*(id: string) {
         if (!isUuid(id)) return undefined
@@ -295,7 +300,7 @@ export class Contacts extends Context.Service<Contacts, {
           SELECT id, project_id, email, subscribed, snoozed_until, data, created_at, updated_at
           FROM contacts WHERE id = ${id}`
         return rows[0] ? { projectId: rows[0].project_id, contact: toContact(rows[0]) } : undefined
-      })
+      }, mapSqlError)
 
       const update = Effect.fn("Contacts.update")(function*(projectId: string, id: string, input: UpdateInput) {
         const nowMs = clock.currentTimeMillisUnsafe()
@@ -341,7 +346,9 @@ export class Contacts extends Context.Service<Contacts, {
                                             'createdAt', up.created_at, 'updatedAt', up.updated_at))
             FROM up
           )
-          SELECT *, false AS too_large FROM up
+          SELECT id, email, subscribed, snoozed_until, data, created_at, updated_at, previous_subscribed, previous_email,
+                 false AS too_large
+          FROM up
           UNION ALL
           SELECT patched.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM patched
           WHERE NOT EXISTS (SELECT 1 FROM up)`.pipe(
@@ -350,7 +357,7 @@ export class Contacts extends Context.Service<Contacts, {
         )
         if (rows[0]?.too_large) return yield* new ContactDataTooLarge({ contactId: rows[0].id })
         return rows[0] ? toContact(rows[0]) : undefined
-      })
+      }, mapSqlError)
 
       const remove = Effect.fn("Contacts.remove")(function*(projectId: string, id: string) {
         const now = new Date(yield* Clock.currentTimeMillis).toISOString()
@@ -368,7 +375,7 @@ export class Contacts extends Context.Service<Contacts, {
           )
           SELECT id FROM gone`
         return rows.length > 0
-      })
+      }, mapSqlError)
 
       const badCursor = InvalidCursor.of("cursor is not a cursor returned by this list (with this sort)")
 
@@ -413,7 +420,7 @@ export class Contacts extends Context.Service<Contacts, {
             : null,
           total
         }
-      })
+      }, mapSqlError)
 
       const lookup = Effect.fn("Contacts.lookup")(function*(projectId: string, emails: ReadonlyArray<string>) {
         if (emails.length === 0) return []
@@ -421,7 +428,7 @@ export class Contacts extends Context.Service<Contacts, {
           SELECT id, email, subscribed, snoozed_until, data, created_at, updated_at FROM contacts
           WHERE project_id = ${projectId} AND email IN ${sql.in(emails)}`
         return rows.map(toContact)
-      })
+      }, mapSqlError)
 
       const fields = Effect.fn("Contacts.fields")(function*(projectId: string) {
         const [totals] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM contacts WHERE project_id = ${projectId}`
@@ -451,7 +458,7 @@ export class Contacts extends Context.Service<Contacts, {
             coverage: coverage(row.covered)
           }))
         ]
-      })
+      }, mapSqlError)
 
       const fieldExists = Effect.fn("Contacts.fieldExists")(function*(projectId: string, field: string) {
         if (isStandardField(field)) return true
@@ -459,7 +466,7 @@ export class Contacts extends Context.Service<Contacts, {
         if (!path) return false
         const rows = yield* sql`SELECT 1 FROM contact_fields WHERE project_id = ${projectId} AND key = ${path.join(".")}`
         return rows.length > 0
-      })
+      }, mapSqlError)
 
       const fieldValues = Effect.fn("Contacts.fieldValues")(
         function*(projectId: string, field: string, page: number, pageSize: number) {
@@ -484,7 +491,8 @@ export class Contacts extends Context.Service<Contacts, {
             values: rows.map((row) => row.v),
             total
           }
-        }
+        },
+        mapSqlError
       )
 
       const deleteField = Effect.fn("Contacts.deleteField")(function*(projectId: string, field: string) {
@@ -506,7 +514,7 @@ export class Contacts extends Context.Service<Contacts, {
           yield* outbox.append([{ kind: "contact", type: "contact.field_deleted", projectId, field, at: now }])
           return updated[0]?.n ?? 0
         }))
-      })
+      }, mapSqlError)
 
       const memberships = Effect.fn("Contacts.memberships")(function*(projectId: string, id: string) {
         // Both through the contact's indexes: segment_memberships_contact, and workflow_executions_contact per workflow.
@@ -530,7 +538,7 @@ export class Contacts extends Context.Service<Contacts, {
             finishedAt: row.finished_at === null ? null : new Date(row.finished_at).toISOString()
           }))
         }
-      })
+      }, mapSqlError)
 
       return Contacts.of({ upsert, get, locate, update, remove, list, lookup, fields, fieldExists, fieldValues, deleteField, memberships })
     })

@@ -8,6 +8,7 @@ import { pgArray } from "../lib/pgArray.ts"
 import { Outbox, type OutboxRow } from "../stream/Outbox.ts"
 import { compileConditionSql } from "./conditionSql.ts"
 import { type Contact, toContact } from "./Contacts.ts"
+import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
 export type SegmentType = "DYNAMIC" | "STATIC"
 
@@ -69,44 +70,44 @@ export class Segments extends Context.Service<Segments, {
     readonly type: SegmentType
     readonly condition: Condition | null
     readonly trackMembership: boolean
-  }) => Effect.Effect<Segment, SqlError.SqlError>
-  readonly list: (projectId: string) => Effect.Effect<ReadonlyArray<Segment>, SqlError.SqlError>
-  readonly get: (projectId: string, id: string) => Effect.Effect<Segment | undefined, SqlError.SqlError>
+  }) => Effect.Effect<Segment, PersistenceError>
+  readonly list: (projectId: string) => Effect.Effect<ReadonlyArray<Segment>, PersistenceError>
+  readonly get: (projectId: string, id: string) => Effect.Effect<Segment | undefined, PersistenceError>
   readonly update: (projectId: string, id: string, input: {
     readonly name?: string | undefined
     readonly description?: string | null | undefined
     readonly condition?: Condition | undefined
     readonly trackMembership?: boolean | undefined
-  }) => Effect.Effect<Segment | undefined, SqlError.SqlError>
-  readonly remove: (projectId: string, id: string) => Effect.Effect<boolean, SqlError.SqlError>
+  }) => Effect.Effect<Segment | undefined, PersistenceError>
+  readonly remove: (projectId: string, id: string) => Effect.Effect<boolean, PersistenceError>
   /** SQL over `contacts c`: the contact is a current member (as `contacts` lists them). */
   readonly membersSql: (segment: Segment) => Statement.Fragment
   /** Current members: live (the condition, now) for dynamic segments, the stored list for static ones. */
   readonly contacts: (segment: Segment, page: number, pageSize: number) => Effect.Effect<
     { readonly data: ReadonlyArray<Contact>; readonly total: number },
-    SqlError.SqlError
+    PersistenceError
   >
   /** Static segments: adds members by email (creating missing contacts when asked); entry events when tracked. */
   readonly addMembers: (segment: Segment, emails: ReadonlyArray<string>, options: {
     readonly createMissing: boolean
     readonly subscribed: boolean | undefined
-  }) => Effect.Effect<{ readonly added: number; readonly created: number; readonly notFound: ReadonlyArray<string> }, SqlError.SqlError>
+  }) => Effect.Effect<{ readonly added: number; readonly created: number; readonly notFound: ReadonlyArray<string> }, PersistenceError>
   readonly removeMembers: (segment: Segment, emails: ReadonlyArray<string>) => Effect.Effect<
     { readonly removed: number; readonly notFound: ReadonlyArray<string> },
-    SqlError.SqlError
+    PersistenceError
   >
   /** Asks the project's actor to recompute a dynamic segment and emit entry/exit. */
-  readonly requestCompute: (segment: Segment) => Effect.Effect<void, SqlError.SqlError>
+  readonly requestCompute: (segment: Segment) => Effect.Effect<void, PersistenceError>
   /**
    * Without writing anything: how many contacts match now (a condition, a segment's members, or all
    * contacts when given neither), how many of them a marketing campaign would mail, and a sample.
    */
   readonly preview: (projectId: string, audience: { readonly condition?: Condition; readonly segment?: Segment }, sampleSize: number) => Effect.Effect<
     { readonly total: number; readonly reachable: number; readonly sample: ReadonlyArray<Contact> },
-    SqlError.SqlError
+    PersistenceError
   >
   /** Recounts memberCount (no membership writes, no events). */
-  readonly refreshCount: (segment: Segment) => Effect.Effect<Segment, SqlError.SqlError>
+  readonly refreshCount: (segment: Segment) => Effect.Effect<Segment, PersistenceError>
 }>()("app/store/Segments") {
   static readonly layer = Layer.effect(
     Segments,
@@ -142,19 +143,19 @@ export class Segments extends Context.Service<Segments, {
           const command = input.type === "DYNAMIC" ? yield* notifyActor(projectId, { type: "segmentsChanged" }) : undefined
           return { segment: toSegment(rows[0]!), command }
         })).pipe(Effect.tap(({ command }) => publishNow(command)), Effect.map(({ segment }) => segment))
-      })
+      }, mapSqlError)
 
       const list = Effect.fn("Segments.list")(function*(projectId: string) {
         const rows = yield* sql<SegmentRow>`
           SELECT ${sql.literal(COLUMNS)} FROM segments WHERE project_id = ${projectId} ORDER BY created_at DESC, id DESC`
         return rows.map(toSegment)
-      })
+      }, mapSqlError)
 
       const get = Effect.fn("Segments.get")(function*(projectId: string, id: string) {
         const rows = yield* sql<SegmentRow>`
           SELECT ${sql.literal(COLUMNS)} FROM segments WHERE project_id = ${projectId} AND id = ${id}`
         return rows[0] ? toSegment(rows[0]) : undefined
-      })
+      }, mapSqlError)
 
       const update = Effect.fn("Segments.update")(function*(projectId: string, id: string, input: {
         readonly name?: string | undefined
@@ -180,7 +181,7 @@ export class Segments extends Context.Service<Segments, {
           return { updated, command }
         })).pipe(Effect.tap(({ command }) => publishNow(command)), Effect.map(({ updated }) => updated))
         return rows[0] ? toSegment(rows[0]) : undefined
-      })
+      }, mapSqlError)
 
       const remove = Effect.fn("Segments.remove")(function*(projectId: string, id: string) {
         return yield* sql.withTransaction(Effect.gen(function*() {
@@ -188,7 +189,7 @@ export class Segments extends Context.Service<Segments, {
           const command = rows.length > 0 ? yield* notifyActor(projectId, { type: "segmentsChanged" }) : undefined
           return { removed: rows.length > 0, command }
         })).pipe(Effect.tap(({ command }) => publishNow(command)), Effect.map(({ removed }) => removed))
-      })
+      }, mapSqlError)
 
       const members = (segment: Segment) =>
         segment.type === "DYNAMIC" && segment.condition
@@ -211,7 +212,7 @@ export class Segments extends Context.Service<Segments, {
           total = count?.n ?? 0
         }
         return { data: rows.map(toContact), total }
-      })
+      }, mapSqlError)
 
       const refreshCount = Effect.fn("Segments.refreshCount")(function*(segment: Segment) {
         return yield* sql.withTransaction(Effect.gen(function*() {
@@ -225,7 +226,7 @@ export class Segments extends Context.Service<Segments, {
             RETURNING ${sql.literal(COLUMNS)}`
           return toSegment(rows[0]!)
         }))
-      })
+      }, mapSqlError)
 
       /** segment.<slug>.entry|exit for a manual change of a tracked segment. */
       const emitMembership = (segment: Segment, kind: "entry" | "exit", contacts: ReadonlyArray<{ id: string; email: string }>) =>
@@ -297,7 +298,7 @@ export class Segments extends Context.Service<Segments, {
           const foundEmails = new Set(found.map((contact) => contact.email))
           return { added: entered.length, created, notFound: [...new Set(emails)].filter((email) => !foundEmails.has(email)) }
         }))
-      })
+      }, mapSqlError)
 
       const removeMembers = Effect.fn("Segments.removeMembers")(function*(segment: Segment, emails: ReadonlyArray<string>) {
         return yield* sql.withTransaction(Effect.gen(function*() {
@@ -317,7 +318,7 @@ export class Segments extends Context.Service<Segments, {
           const knownEmails = new Set(known.map((row) => row.email))
           return { removed: exited.length, notFound: [...new Set(emails)].filter((email) => !knownEmails.has(email)) }
         }))
-      })
+      }, mapSqlError)
 
       /**
        * Recorded on the segment (so a crash or a rebalance before it finishes does not lose it), then
@@ -329,7 +330,7 @@ export class Segments extends Context.Service<Segments, {
                                          backfill_generation = backfill_generation + 1
                      WHERE id = ${segment.id} AND project_id = ${segment.projectId}`
           return yield* notifyActor(segment.projectId, { type: "segmentsChanged" })
-        })).pipe(Effect.flatMap(publishNow))
+        })).pipe(Effect.flatMap(publishNow), mapSqlError)
 
       const preview = Effect.fn("Segments.preview")(function*(
         projectId: string,
@@ -352,7 +353,7 @@ export class Segments extends Context.Service<Segments, {
           ORDER BY c.created_at DESC, c.id DESC
           LIMIT ${sampleSize}`
         return { total: counts?.total ?? 0, reachable: counts?.reachable ?? 0, sample: sample.map(toContact) }
-      })
+      }, mapSqlError)
 
       return Segments.of({ create, list, get, update, remove, contacts, membersSql: members, preview, refreshCount, requestCompute, addMembers, removeMembers })
     })

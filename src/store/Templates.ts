@@ -32,8 +32,8 @@ export interface TemplateListQuery extends SortedPage {
   readonly type: TemplateType | undefined
 }
 
-/** A `templates` row as COLUMNS select it. */
-const TemplateRow = Schema.Struct({
+/** The columns a template shares with a campaign (its content), as a row schema's fields. */
+export const contentColumns = {
   id: Schema.String,
   project_id: Schema.String,
   name: Schema.String,
@@ -43,7 +43,12 @@ const TemplateRow = Schema.Struct({
   from_email: Schema.String,
   from_name: Schema.NullOr(Schema.String),
   reply_to: Schema.NullOr(Schema.String),
-  type: Schema.Literals(TEMPLATE_TYPES),
+  type: Schema.Literals(TEMPLATE_TYPES)
+}
+
+/** A `templates` row as COLUMNS select it. */
+const TemplateRow = Schema.Struct({
+  ...contentColumns,
   created_at: Timestamp,
   updated_at: Timestamp
 })

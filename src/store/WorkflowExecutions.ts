@@ -6,34 +6,13 @@
  * back set-wise (executions, step history, timers, workflows' billing holds).
  */
 import { Context, Effect, Layer } from "effect"
-import { SqlClient, type SqlError } from "effect/sql"
+import { SqlClient } from "effect/sql"
 import { uuidv7 } from "../domain/ids.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import type { ExecutionStatus, StepType } from "../domain/workflowSteps.ts"
-import type { StepRow, TransitionRow, WorkflowRow } from "./Workflows.ts"
-
-/** The columns of a WorkflowRow, StepRow and TransitionRow, selected by name (the engine's loads here, and store/Workflows.ts). */
-export const WORKFLOW_COLUMNS =
-  "id, project_id, name, description, trigger_type, trigger_config, enabled, allow_reentry, billing_hold, created_at, updated_at"
-export const STEP_COLUMNS = "id, workflow_id, type, name, config, position, created_at"
-export const TRANSITION_COLUMNS = "id, workflow_id, from_step_id, to_step_id, branch, wait_outcome, created_at"
-
-export interface ExecutionRow {
-  id: string
-  workflow_id: string
-  contact_id: string
-  status: ExecutionStatus
-  current_step_id: string | null
-  /** jsonb: the driver answers it parsed. */
-  context: Record<string, unknown>
-  wait_event: string | null
-  timer_id: string | null
-  exit_reason: string | null
-  error: string | null
-  started_at: Date
-  updated_at: Date
-  finished_at: Date | null
-}
+import { isoOrNull } from "./columns.ts"
+import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
+import * as Rows from "./workflowRows.ts"
 
 /** An execution as the engine changes it in memory during a batch (`dirty`: to be written back). */
 export interface ExecutionState {
@@ -52,7 +31,7 @@ export interface ExecutionState {
   dirty: boolean
 }
 
-export const toExecutionState = (row: ExecutionRow): ExecutionState => ({
+export const toExecutionState = (row: Rows.ExecutionRow): ExecutionState => ({
   id: row.id,
   workflowId: row.workflow_id,
   contactId: row.contact_id,
@@ -63,12 +42,10 @@ export const toExecutionState = (row: ExecutionRow): ExecutionState => ({
   timerId: row.timer_id,
   exitReason: row.exit_reason,
   error: row.error,
-  startedAt: new Date(row.started_at).toISOString(),
-  finishedAt: row.finished_at === null ? null : new Date(row.finished_at).toISOString(),
+  startedAt: row.started_at.toISOString(),
+  finishedAt: isoOrNull(row.finished_at),
   dirty: false
 })
-
-export type StepStatus = "PENDING" | "SCHEDULED" | "WAITING" | "RUNNING" | "COMPLETED" | "SKIPPED" | "FAILED"
 
 /** A step's history row as a batch writes it. */
 export interface StepRecord {
@@ -115,12 +92,12 @@ export interface BatchWrite {
 }
 
 export interface WorkflowDefinitionRows {
-  readonly workflows: ReadonlyArray<WorkflowRow>
-  readonly steps: ReadonlyArray<StepRow>
-  readonly transitions: ReadonlyArray<TransitionRow>
+  readonly workflows: ReadonlyArray<Rows.WorkflowRow>
+  readonly steps: ReadonlyArray<Rows.StepRow>
+  readonly transitions: ReadonlyArray<Rows.TransitionRow>
 }
 
-type Sql<A> = Effect.Effect<A, SqlError.SqlError>
+type Sql<A> = Effect.Effect<A, PersistenceError>
 
 export class WorkflowExecutions extends Context.Service<WorkflowExecutions, {
   /** The project's workflows with their steps and transitions (rows). */
@@ -158,7 +135,7 @@ export class WorkflowExecutions extends Context.Service<WorkflowExecutions, {
     readonly at: string
   }) => Sql<boolean>
   /** Cancels active executions: their timers go and the step each was on ends SKIPPED. Returns the cancelled rows. */
-  readonly cancel: (where: CancelWhere) => Sql<ReadonlyArray<ExecutionRow>>
+  readonly cancel: (where: CancelWhere) => Sql<ReadonlyArray<Rows.ExecutionRow>>
   /** Ends the open steps of executions (waiting, scheduled, pending, a webhook not yet attempted) as SKIPPED. */
   readonly skipOpenSteps: (executionIds: ReadonlyArray<string>, error: string) => Sql<void>
   /** Writes a batch's changes back, set-wise. */
@@ -170,22 +147,26 @@ export class WorkflowExecutions extends Context.Service<WorkflowExecutions, {
       const sql = yield* SqlClient.SqlClient
 
       const definitions = Effect.fn("WorkflowExecutions.definitions")(function*(projectId: string) {
-        const workflows = yield* sql<WorkflowRow>`SELECT ${sql.literal(WORKFLOW_COLUMNS)} FROM workflows WHERE project_id = ${projectId}`
+        const workflows = yield* sql`SELECT ${sql.literal(Rows.WORKFLOW_COLUMNS)} FROM workflows WHERE project_id = ${projectId}`.pipe(
+          Effect.flatMap(Rows.decodeWorkflowRows)
+        )
         const ids = workflows.map((row) => row.id)
         const [steps, transitions] = ids.length === 0 ? [[], []] : yield* Effect.all([
-          sql<StepRow>`SELECT ${sql.literal(STEP_COLUMNS)} FROM workflow_steps WHERE workflow_id IN ${sql.in(ids)}`,
-          sql<TransitionRow>`SELECT ${sql.literal(TRANSITION_COLUMNS)} FROM workflow_transitions WHERE workflow_id IN ${sql.in(ids)}`
+          sql`SELECT ${sql.literal(Rows.STEP_COLUMNS)} FROM workflow_steps WHERE workflow_id IN ${sql.in(ids)}`.pipe(Effect.flatMap(Rows.decodeStepRows)),
+          sql`SELECT ${sql.literal(Rows.TRANSITION_COLUMNS)} FROM workflow_transitions WHERE workflow_id IN ${sql.in(ids)}`.pipe(
+            Effect.flatMap(Rows.decodeTransitionRows)
+          )
         ])
         return { workflows, steps, transitions } satisfies WorkflowDefinitionRows
-      })
+      }, mapSqlError)
 
       const lock = Effect.fn("WorkflowExecutions.lock")(function*(projectId: string, ids: ReadonlyArray<string>) {
         if (ids.length === 0) return []
-        const rows = yield* sql<ExecutionRow>`
-          SELECT * FROM workflow_executions WHERE id = ANY(${pgArray(ids)}::uuid[]) AND project_id = ${projectId}
-          ORDER BY id FOR UPDATE`
+        const rows = yield* sql`
+          SELECT ${sql.literal(Rows.EXECUTION_COLUMNS)} FROM workflow_executions WHERE id = ANY(${pgArray(ids)}::uuid[]) AND project_id = ${projectId}
+          ORDER BY id FOR UPDATE`.pipe(Effect.flatMap(Rows.decodeExecutionRows))
         return rows.map(toExecutionState)
-      })
+      }, mapSqlError)
 
       const lockWaiting = Effect.fn("WorkflowExecutions.lockWaiting")(function*(
         projectId: string,
@@ -193,17 +174,17 @@ export class WorkflowExecutions extends Context.Service<WorkflowExecutions, {
         contactIds: ReadonlyArray<string>
       ) {
         if (eventNames.length === 0 || contactIds.length === 0) return []
-        const rows = yield* sql<ExecutionRow>`
-          SELECT * FROM workflow_executions
+        const rows = yield* sql`
+          SELECT ${sql.literal(Rows.EXECUTION_COLUMNS)} FROM workflow_executions
           WHERE project_id = ${projectId} AND status = 'WAITING'
             AND wait_event = ANY(${pgArray(eventNames)}::text[])
             AND contact_id = ANY(${pgArray(contactIds)}::uuid[])
-          ORDER BY id FOR UPDATE`
+          ORDER BY id FOR UPDATE`.pipe(Effect.flatMap(Rows.decodeExecutionRows))
         return rows.map(toExecutionState)
-      })
+      }, mapSqlError)
 
       const start = Effect.fn("WorkflowExecutions.start")(function*(input: Parameters<WorkflowExecutions["Service"]["start"]>[0]) {
-        const [row] = yield* sql<ExecutionRow>`
+        const [row] = yield* sql`
           INSERT INTO workflow_executions (id, workflow_id, project_id, partition, contact_id, status, current_step_id, context,
                                            source_event_id, started_at, updated_at)
           SELECT ${uuidv7()}, ${input.workflowId}, ${input.projectId}, ${input.partition}, ${input.contactId}, 'RUNNING', ${input.triggerStepId},
@@ -217,9 +198,9 @@ export class WorkflowExecutions extends Context.Service<WorkflowExecutions, {
             -- active executions) either sees this execution or commits before it starts.
             AND EXISTS (SELECT 1 FROM workflows WHERE id = ${input.workflowId} FOR SHARE)
           ON CONFLICT DO NOTHING
-          RETURNING *`
+          RETURNING ${sql.literal(Rows.EXECUTION_COLUMNS)}`.pipe(Effect.flatMap(Rows.decodeExecutionRows))
         return row ? toExecutionState(row) : undefined
-      })
+      }, mapSqlError)
 
       const claimStep = Effect.fn("WorkflowExecutions.claimStep")(function*(input: Parameters<WorkflowExecutions["Service"]["claimStep"]>[0]) {
         const rows = yield* sql`
@@ -235,7 +216,7 @@ export class WorkflowExecutions extends Context.Service<WorkflowExecutions, {
           WHERE workflow_step_executions.status = 'WAITING'
           RETURNING id`
         return rows.length > 0
-      })
+      }, mapSqlError)
 
       const skipOpenSteps = Effect.fn("WorkflowExecutions.skipOpenSteps")(function*(executionIds: ReadonlyArray<string>, error: string) {
         if (executionIds.length === 0) return
@@ -243,7 +224,7 @@ export class WorkflowExecutions extends Context.Service<WorkflowExecutions, {
         yield* sql`UPDATE workflow_step_executions SET status = 'SKIPPED', error = ${error}, finished_at = now()
                    WHERE execution_id = ANY(${ids}::uuid[])
                      AND (status IN ('WAITING', 'SCHEDULED', 'PENDING') OR (status = 'RUNNING' AND NOT in_flight))`
-      })
+      }, mapSqlError)
 
       const cancel = Effect.fn("WorkflowExecutions.cancel")(function*(where: CancelWhere) {
         const conditions = [
@@ -254,18 +235,18 @@ export class WorkflowExecutions extends Context.Service<WorkflowExecutions, {
           ...(where.contactId === undefined ? [] : [sql`contact_id = ${where.contactId}`]),
           ...(where.except === undefined || where.except.length === 0 ? [] : [sql`NOT (id = ANY(${pgArray(where.except)}::uuid[]))`])
         ]
-        const rows = yield* sql<ExecutionRow>`
+        const rows = yield* sql`
           UPDATE workflow_executions SET status = 'CANCELLED', error = COALESCE(${where.error}, error), wait_event = NULL,
                  timer_id = NULL, updated_at = now(), finished_at = now()
           WHERE ${sql.and(conditions)}
-          RETURNING *`
+          RETURNING ${sql.literal(Rows.EXECUTION_COLUMNS)}`.pipe(Effect.flatMap(Rows.decodeExecutionRows))
         if (rows.length > 0) {
           const ids = rows.map((row) => row.id)
           yield* sql`DELETE FROM workflow_timers WHERE execution_id = ANY(${pgArray(ids)}::uuid[])`
           yield* skipOpenSteps(ids, where.stepError)
         }
         return rows
-      })
+      }, mapSqlError)
 
       const write = Effect.fn("WorkflowExecutions.write")(function*(projectId: string, batch: BatchWrite) {
         const dirty = batch.executions.filter((exec) => exec.dirty)
@@ -311,7 +292,7 @@ export class WorkflowExecutions extends Context.Service<WorkflowExecutions, {
             FROM jsonb_to_recordset(${JSON.stringify(batch.holds)}::jsonb) AS x(id uuid, reason text)
             WHERE w.id = x.id AND w.billing_hold IS DISTINCT FROM x.reason`
         }
-      })
+      }, mapSqlError)
 
       return WorkflowExecutions.of({ definitions, lock, lockWaiting, start, claimStep, cancel, skipOpenSteps, write })
     })

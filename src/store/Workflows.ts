@@ -19,13 +19,24 @@ import type { WorkflowMessage } from "../stream/messages.ts"
 import type { ExecutionStatus, Step, StepType, Transition } from "../domain/workflowSteps.ts"
 import { isoOrNull } from "./columns.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
+import { WorkflowExecutions } from "./WorkflowExecutions.ts"
 import {
+  decodeExecutionRows,
+  decodeStepExecutionRows,
+  decodeStepRows,
+  decodeTransitionRows,
+  decodeWorkflowRows,
+  EXECUTION_COLUMNS,
   type ExecutionRow,
   STEP_COLUMNS,
+  STEP_EXECUTION_COLUMNS,
+  type StepRow,
+  type StepStatus,
   TRANSITION_COLUMNS,
+  type TransitionRow,
   WORKFLOW_COLUMNS,
-  WorkflowExecutions
-} from "./WorkflowExecutions.ts"
+  type WorkflowRow
+} from "./workflowRows.ts"
 
 export interface Workflow {
   readonly id: string
@@ -56,8 +67,6 @@ export interface WorkflowDetail extends Workflow {
   readonly transitions: ReadonlyArray<StoredTransition>
 }
 
-export type StepStatus = "PENDING" | "SCHEDULED" | "WAITING" | "RUNNING" | "COMPLETED" | "SKIPPED" | "FAILED"
-
 export interface StepExecution {
   readonly id: string
   readonly stepId: string
@@ -84,20 +93,6 @@ export interface Execution {
   readonly completedAt: string | null
 }
 
-export interface WorkflowRow {
-  id: string
-  project_id: string
-  name: string
-  description: string | null
-  trigger_type: "EVENT" | "MANUAL"
-  trigger_config: Record<string, unknown>
-  enabled: boolean
-  allow_reentry: boolean
-  billing_hold: string | null
-  created_at: Date
-  updated_at: Date
-}
-
 export const toWorkflow = (row: WorkflowRow): Workflow => ({
   id: row.id,
   projectId: row.project_id,
@@ -112,16 +107,6 @@ export const toWorkflow = (row: WorkflowRow): Workflow => ({
   updatedAt: row.updated_at.toISOString()
 })
 
-export interface StepRow {
-  id: string
-  workflow_id: string
-  type: StepType
-  name: string
-  config: Record<string, unknown>
-  position: { x: number; y: number } | null
-  created_at: Date
-}
-
 export const toStep = (row: StepRow): StoredStep => ({
   id: row.id,
   type: row.type,
@@ -130,16 +115,6 @@ export const toStep = (row: StepRow): StoredStep => ({
   position: row.position,
   createdAt: row.created_at.toISOString()
 })
-
-export interface TransitionRow {
-  id: string
-  workflow_id: string
-  from_step_id: string
-  to_step_id: string
-  branch: "yes" | "no" | null
-  wait_outcome: "EVENT" | "TIMEOUT" | null
-  created_at: Date
-}
 
 export const toTransition = (row: TransitionRow): StoredTransition => ({
   id: row.id,
@@ -163,8 +138,6 @@ const toExecution = (row: ExecutionRow): Execution => ({
   updatedAt: row.updated_at.toISOString(),
   completedAt: isoOrNull(row.finished_at)
 })
-
-const EXECUTION_COLUMNS = "id, workflow_id, contact_id, status, current_step_id, context, exit_reason, error, started_at, updated_at, finished_at"
 
 export interface WorkflowChanges {
   readonly name?: string | undefined
@@ -224,9 +197,13 @@ export class Workflows extends Context.Service<Workflows, {
         if (rows.length === 0) return []
         const ids = rows.map((row) => row.id)
         const [steps, transitions] = yield* Effect.all([
-          sql<StepRow>`SELECT ${sql.literal(STEP_COLUMNS)} FROM workflow_steps WHERE workflow_id IN ${sql.in(ids)} ORDER BY created_at, id`,
-          sql<TransitionRow>`
-            SELECT ${sql.literal(TRANSITION_COLUMNS)} FROM workflow_transitions WHERE workflow_id IN ${sql.in(ids)} ORDER BY created_at, id`
+          sql`SELECT ${sql.literal(STEP_COLUMNS)} FROM workflow_steps WHERE workflow_id IN ${sql.in(ids)} ORDER BY created_at, id`.pipe(
+            Effect.flatMap(decodeStepRows)
+          ),
+          sql`
+            SELECT ${sql.literal(TRANSITION_COLUMNS)} FROM workflow_transitions WHERE workflow_id IN ${sql.in(ids)} ORDER BY created_at, id`.pipe(
+            Effect.flatMap(decodeTransitionRows)
+          )
         ], { concurrency: 2 })
         return rows.map((row): WorkflowDetail => ({
           ...toWorkflow(row),
@@ -236,7 +213,9 @@ export class Workflows extends Context.Service<Workflows, {
       })
 
       const get = Effect.fn("Workflows.get")(function*(projectId: string, id: string) {
-        const rows = yield* sql<WorkflowRow>`SELECT ${sql.literal(WORKFLOW_COLUMNS)} FROM workflows WHERE project_id = ${projectId} AND id = ${id}`
+        const rows = yield* sql`SELECT ${sql.literal(WORKFLOW_COLUMNS)} FROM workflows WHERE project_id = ${projectId} AND id = ${id}`.pipe(
+          Effect.flatMap(decodeWorkflowRows)
+        )
         return (yield* details(rows))[0]
       }, mapSqlError)
 
@@ -258,8 +237,10 @@ export class Workflows extends Context.Service<Workflows, {
       }, mapSqlError)
 
       const list = Effect.fn("Workflows.list")(function*(projectId: string) {
-        return yield* details(yield* sql<WorkflowRow>`
-          SELECT ${sql.literal(WORKFLOW_COLUMNS)} FROM workflows WHERE project_id = ${projectId} ORDER BY created_at DESC, id DESC`)
+        return yield* details(yield* sql`
+          SELECT ${sql.literal(WORKFLOW_COLUMNS)} FROM workflows WHERE project_id = ${projectId} ORDER BY created_at DESC, id DESC`.pipe(
+          Effect.flatMap(decodeWorkflowRows)
+        ))
       }, mapSqlError)
 
       const update = Effect.fn("Workflows.update")(function*(projectId: string, id: string, input: WorkflowChanges) {
@@ -313,24 +294,24 @@ export class Workflows extends Context.Service<Workflows, {
       }, mapSqlError)
 
       const insertStep = Effect.fn("Workflows.insertStep")(function*(workflowId: string, input: { type: StepType; name: string; config: Record<string, unknown>; position: unknown }) {
-        const [row] = yield* sql<StepRow>`
+        const [row] = yield* sql`
           INSERT INTO workflow_steps (id, workflow_id, type, name, config, position, created_at)
           VALUES (${uuidv7()}, ${workflowId}, ${input.type}, ${input.name}, ${JSON.stringify(input.config)}::jsonb,
                   ${input.position === undefined || input.position === null ? null : JSON.stringify(input.position)}::jsonb, now())
-          RETURNING ${sql.literal(STEP_COLUMNS)}`
+          RETURNING ${sql.literal(STEP_COLUMNS)}`.pipe(Effect.flatMap(decodeStepRows))
         return toStep(row!)
       }, mapSqlError)
 
       const updateStep = Effect.fn("Workflows.updateStep")(function*(projectId: string, workflowId: string, stepId: string, input: { name?: string | undefined; config?: Record<string, unknown> | undefined; position?: unknown }) {
         const commands: Array<Command> = []
         return yield* sql.withTransaction(Effect.gen(function*() {
-          const [row] = yield* sql<StepRow>`
+          const [row] = yield* sql`
             UPDATE workflow_steps SET
               name = COALESCE(${input.name ?? null}, name),
               config = COALESCE(${input.config === undefined ? null : JSON.stringify(input.config)}::jsonb, config),
               position = CASE WHEN ${input.position !== undefined} THEN ${input.position === undefined || input.position === null ? null : JSON.stringify(input.position)}::jsonb ELSE position END
             WHERE workflow_id = ${workflowId} AND id = ${stepId}
-            RETURNING ${sql.literal(STEP_COLUMNS)}`
+            RETURNING ${sql.literal(STEP_COLUMNS)}`.pipe(Effect.flatMap(decodeStepRows))
           if (row) {
             yield* sql`UPDATE workflows SET updated_at = now() WHERE id = ${workflowId}`
             yield* changed(projectId, commands)
@@ -347,13 +328,14 @@ export class Workflows extends Context.Service<Workflows, {
       }, mapSqlError)
 
       const insertTransition = Effect.fn("Workflows.insertTransition")(function*(workflowId: string, input: { fromStepId: string; toStepId: string; branch: string | null; waitOutcome: string | null }) {
-        const [row] = yield* sql<TransitionRow>`
+        const [row] = yield* sql`
           INSERT INTO workflow_transitions (id, workflow_id, from_step_id, to_step_id, branch, wait_outcome, created_at)
           VALUES (${uuidv7()}, ${workflowId}, ${input.fromStepId}, ${input.toStepId}, ${input.branch}, ${input.waitOutcome}, now())
           RETURNING ${sql.literal(TRANSITION_COLUMNS)}`.pipe(
           // A concurrent edit took the same way out first (unique index): the graph rule, not a 500.
           Effect.catchTag("SqlError", (error): Effect.Effect<never, SqlError.SqlError | TransitionExists> =>
-            error.reason._tag === "UniqueViolation" ? Effect.fail(TransitionExists.of()) : Effect.fail(error))
+            error.reason._tag === "UniqueViolation" ? Effect.fail(TransitionExists.of()) : Effect.fail(error)),
+          Effect.flatMap(decodeTransitionRows)
         )
         return toTransition(row!)
       }, mapSqlError)
@@ -375,12 +357,12 @@ export class Workflows extends Context.Service<Workflows, {
             ORDER BY (status IN ('RUNNING', 'WAITING')) DESC LIMIT 1`
           if (previous[0] && (previous[0].status === "RUNNING" || previous[0].status === "WAITING")) return yield* ExecutionActive.of()
           if (previous[0] && !workflow.allowReentry) return yield* ReentryNotAllowed.of()
-          const rows = yield* sql<ExecutionRow>`
+          const rows = yield* sql`
             INSERT INTO workflow_executions (id, workflow_id, project_id, partition, contact_id, status, current_step_id, context, started_at, updated_at)
             VALUES (${id}, ${workflow.id}, ${workflow.projectId}, ${outbox.lanes.partitionOf(workflow.projectId, outbox.lanes.laneOf(contactId))}, ${contactId},
                     'RUNNING', ${trigger?.id ?? null}, ${JSON.stringify(context)}::jsonb, now(), now())
             ON CONFLICT DO NOTHING
-            RETURNING ${sql.literal(EXECUTION_COLUMNS)}`
+            RETURNING ${sql.literal(EXECUTION_COLUMNS)}`.pipe(Effect.flatMap(decodeExecutionRows))
           if (rows.length === 0) return yield* ExecutionActive.of()
           commands.push(...(yield* notify({ kind: "workflow", projectId: workflow.projectId, type: "advance", executionId: id, contactId })))
           return toExecution(rows[0]!)
@@ -390,22 +372,22 @@ export class Workflows extends Context.Service<Workflows, {
       const listExecutions = Effect.fn("Workflows.listExecutions")(function*(workflowId: string, status: ExecutionStatus | undefined, page: number, pageSize: number) {
         const where = status === undefined ? sql`workflow_id = ${workflowId}` : sql`workflow_id = ${workflowId} AND status = ${status}`
         const [rows, [count]] = yield* Effect.all([
-          sql<ExecutionRow>`SELECT ${sql.literal(EXECUTION_COLUMNS)} FROM workflow_executions WHERE ${where}
-                            ORDER BY started_at DESC, id DESC LIMIT ${pageSize} OFFSET ${(page - 1) * pageSize}`,
+          sql`SELECT ${sql.literal(EXECUTION_COLUMNS)} FROM workflow_executions WHERE ${where}
+              ORDER BY started_at DESC, id DESC LIMIT ${pageSize} OFFSET ${(page - 1) * pageSize}`.pipe(Effect.flatMap(decodeExecutionRows)),
           sql<{ n: number }>`SELECT count(*)::int AS n FROM workflow_executions WHERE ${where}`
         ], { concurrency: 2 })
         return { data: rows.map(toExecution), total: count?.n ?? 0 }
       }, mapSqlError)
 
       const getExecution = Effect.fn("Workflows.getExecution")(function*(workflowId: string, executionId: string) {
-        const [row] = yield* sql<ExecutionRow>`
-          SELECT ${sql.literal(EXECUTION_COLUMNS)} FROM workflow_executions WHERE workflow_id = ${workflowId} AND id = ${executionId}`
+        const [row] = yield* sql`
+          SELECT ${sql.literal(EXECUTION_COLUMNS)} FROM workflow_executions WHERE workflow_id = ${workflowId} AND id = ${executionId}`.pipe(
+          Effect.flatMap(decodeExecutionRows)
+        )
         if (!row) return undefined
-        const steps = yield* sql<{
-          id: string; step_id: string; step_type: string; status: StepStatus; output: unknown; error: string | null; attempts: number
-          started_at: Date; finished_at: Date | null
-        }>`SELECT id, step_id, step_type, status, output, error, attempts, started_at, finished_at
-           FROM workflow_step_executions WHERE execution_id = ${executionId} ORDER BY started_at, id`
+        const steps = yield* sql`
+          SELECT ${sql.literal(STEP_EXECUTION_COLUMNS)} FROM workflow_step_executions
+          WHERE execution_id = ${executionId} ORDER BY started_at, id`.pipe(Effect.flatMap(decodeStepExecutionRows))
         return {
           ...toExecution(row),
           steps: steps.map((step): StepExecution => ({

@@ -16,5 +16,11 @@ export const Timestamp = Schema.Date.pipe(
 /** A nullable `timestamptz` column. */
 export const NullableTimestamp = Schema.NullOr(Timestamp)
 
-/** The same encoding for rows not (yet) decoded with a schema: the driver's Date, or null, as ISO 8601. */
-export const isoOrNull = (date: Date | null): string | null => (date === null ? null : date.toISOString())
+/**
+ * The same encoding for values not decoded with a schema: the driver's Date (or a timestamp it answered
+ * as text, inside jsonb), or epoch milliseconds, as ISO 8601.
+ */
+export const iso = (value: Date | string | number): string => new Date(value).toISOString()
+
+/** `iso`, with null kept. */
+export const isoOrNull = (value: Date | string | number | null): string | null => (value === null ? null : iso(value))

@@ -6,10 +6,10 @@
 import type { SqlClient, Statement } from "effect/sql"
 import { DATE_PATTERN, DAY_MS, parseDate } from "../domain/conditions/dates.ts"
 import { type Condition, type FieldRef, type Filter, membershipTarget, parseField, UNITS, windowMs } from "../domain/conditions/types.ts"
+import { iso } from "./columns.ts"
 
 type Fragment = Statement.Fragment
 
-const iso = (ms: number) => new Date(ms).toISOString()
 
 /** A Postgres text[] literal for a JSON path (sent as a parameter). */
 const pgPath = (path: ReadonlyArray<string>) => `{${path.map((p) => `"${p.replace(/["\\]/g, "\\$&")}"`).join(",")}}`

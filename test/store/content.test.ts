@@ -189,5 +189,21 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("templates a
         expect(active.some((found) => found.id === draft.id)).toBe(false)
         expect(yield* campaigns.activeUsingSegment(project, uuidv7())).toEqual([])
       }))
+
+    it.effect("decodes its rows with their schema: a row that does not fit is a PersistenceError", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const campaigns = yield* Campaigns
+        const project = yield* insertProject
+        const created = yield* campaigns.create(project, campaign("Odd"))
+        const [row] = yield* sql<{ created_at: Date }>`SELECT created_at FROM campaigns WHERE id = ${created.id}`
+        expect(created.createdAt).toBe(row!.created_at.toISOString())
+        expect(created.scheduledFor).toBeNull()
+        yield* sql`UPDATE campaigns SET audience_condition = '42'::jsonb WHERE id = ${created.id}`
+        const error = yield* Effect.flip(campaigns.get(project, created.id))
+        assert.instanceOf(error, PersistenceError)
+        expect(error.message).toContain(`["audience_condition"]`)
+        assert.instanceOf(yield* Effect.flip(campaigns.list(project, { ...page, status: undefined })), PersistenceError)
+      }))
   })
 })

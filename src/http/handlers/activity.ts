@@ -8,8 +8,8 @@ import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
 import { ApiError, rendered } from "../errors.ts"
 import { nonEmpty, parseLimit } from "../query.ts"
+import { iso } from "../../store/columns.ts"
 
-const iso = (time: number) => new Date(time).toISOString()
 
 /** Checks raw query values, collecting every problem, so one 422 names all the bad fields. */
 const fieldReader = () => {

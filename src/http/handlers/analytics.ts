@@ -6,8 +6,8 @@ import { Analytics, type EmailTotals, rate, rates } from "../../store/Analytics.
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
 import { ApiError, rendered } from "../errors.ts"
+import { iso } from "../../store/columns.ts"
 
-const iso = (time: number) => new Date(time).toISOString()
 
 /** A whole number clamped to 1..max, or the fallback. */
 const clamp = (raw: string | undefined, fallback: number, max: number) => {

@@ -62,7 +62,8 @@ export const ContactJobsHandlers = HttpApiBuilder.group(Api, "contactJobs", Effe
         const project = yield* CurrentProject
         const jobId = yield* receiveImport(project.id, request.multipartStream).pipe(
           Effect.provideService(ContactJobs, jobs),
-          Effect.catchTag("SqlError", Effect.die),
+          // The repository's PersistenceError: the logged 500 (its cause, as `rendered` has it).
+          Effect.catchTag("PersistenceError", (error) => Effect.die(error.cause)),
           Effect.mapError(uploadError)
         )
         yield* relay.wake

@@ -1,0 +1,95 @@
+/**
+ * The rows of workflows, their steps and transitions, and their executions, as both repositories select
+ * them (store/Workflows.ts for the api, store/WorkflowExecutions.ts for the engine): the columns by name
+ * and the schema each row is decoded with, so a row that does not fit is a PersistenceError.
+ */
+import { Schema } from "effect"
+import { EXECUTION_STATUSES, STEP_TYPES } from "../domain/workflowSteps.ts"
+
+/** A `jsonb` object column (the driver answers it parsed). */
+const JsonObject = Schema.Record(Schema.String, Schema.Unknown)
+
+export const WORKFLOW_COLUMNS =
+  "id, project_id, name, description, trigger_type, trigger_config, enabled, allow_reentry, billing_hold, created_at, updated_at"
+export const STEP_COLUMNS = "id, workflow_id, type, name, config, position, created_at"
+export const TRANSITION_COLUMNS = "id, workflow_id, from_step_id, to_step_id, branch, wait_outcome, created_at"
+export const EXECUTION_COLUMNS =
+  "id, workflow_id, contact_id, status, current_step_id, context, wait_event, timer_id, exit_reason, error, started_at, updated_at, finished_at"
+
+export const WorkflowRow = Schema.Struct({
+  id: Schema.String,
+  project_id: Schema.String,
+  name: Schema.String,
+  description: Schema.NullOr(Schema.String),
+  trigger_type: Schema.Literals(["EVENT", "MANUAL"]),
+  trigger_config: JsonObject,
+  enabled: Schema.Boolean,
+  allow_reentry: Schema.Boolean,
+  billing_hold: Schema.NullOr(Schema.String),
+  created_at: Schema.Date,
+  updated_at: Schema.Date
+})
+export type WorkflowRow = typeof WorkflowRow.Type
+
+export const StepRow = Schema.Struct({
+  id: Schema.String,
+  workflow_id: Schema.String,
+  type: Schema.Literals(STEP_TYPES),
+  name: Schema.String,
+  config: JsonObject,
+  position: Schema.NullOr(Schema.Struct({ x: Schema.Number, y: Schema.Number })),
+  created_at: Schema.Date
+})
+export type StepRow = typeof StepRow.Type
+
+export const TransitionRow = Schema.Struct({
+  id: Schema.String,
+  workflow_id: Schema.String,
+  from_step_id: Schema.String,
+  to_step_id: Schema.String,
+  branch: Schema.NullOr(Schema.Literals(["yes", "no"])),
+  wait_outcome: Schema.NullOr(Schema.Literals(["EVENT", "TIMEOUT"])),
+  created_at: Schema.Date
+})
+export type TransitionRow = typeof TransitionRow.Type
+
+export const ExecutionRow = Schema.Struct({
+  id: Schema.String,
+  workflow_id: Schema.String,
+  contact_id: Schema.String,
+  status: Schema.Literals(EXECUTION_STATUSES),
+  current_step_id: Schema.NullOr(Schema.String),
+  context: JsonObject,
+  wait_event: Schema.NullOr(Schema.String),
+  timer_id: Schema.NullOr(Schema.String),
+  exit_reason: Schema.NullOr(Schema.String),
+  error: Schema.NullOr(Schema.String),
+  started_at: Schema.Date,
+  updated_at: Schema.Date,
+  finished_at: Schema.NullOr(Schema.Date)
+})
+export type ExecutionRow = typeof ExecutionRow.Type
+
+export const STEP_STATUSES = ["PENDING", "SCHEDULED", "WAITING", "RUNNING", "COMPLETED", "SKIPPED", "FAILED"] as const
+export type StepStatus = (typeof STEP_STATUSES)[number]
+
+/** A step's history row (workflow_step_executions), as an execution's detail shows it. */
+export const STEP_EXECUTION_COLUMNS = "id, step_id, step_type, status, output, error, attempts, started_at, finished_at"
+export const StepExecutionRow = Schema.Struct({
+  id: Schema.String,
+  step_id: Schema.String,
+  step_type: Schema.String,
+  status: Schema.Literals(STEP_STATUSES),
+  output: Schema.Unknown,
+  error: Schema.NullOr(Schema.String),
+  attempts: Schema.Number,
+  started_at: Schema.Date,
+  finished_at: Schema.NullOr(Schema.Date)
+})
+export type StepExecutionRow = typeof StepExecutionRow.Type
+
+export const decodeWorkflowRows = Schema.decodeUnknownEffect(Schema.Array(WorkflowRow))
+export const decodeStepRows = Schema.decodeUnknownEffect(Schema.Array(StepRow))
+export const decodeTransitionRows = Schema.decodeUnknownEffect(Schema.Array(TransitionRow))
+export const decodeExecutionRows = Schema.decodeUnknownEffect(Schema.Array(ExecutionRow))
+export const decodeStepExecutionRows = Schema.decodeUnknownEffect(Schema.Array(StepExecutionRow))
