@@ -135,7 +135,7 @@ describe("scheduled campaigns", () => {
     const poison = await schedule(a, "Poison schedule", "news@a.test")
     const good = await schedule(a, "Good schedule", "news@a.test")
     const other = await schedule(b, "Other schedule", "news@b.test")
-    // A timestamp no JavaScript Date can hold; due first of all.
+    // A timestamp no JavaScript Date can hold (its row fails to decode: the reason names the column); due first of all.
     await query("UPDATE campaigns SET created_at = '-infinity', scheduled_for = now() - interval '1 hour' WHERE id = $1", [poison])
     await query("UPDATE campaigns SET scheduled_for = now() WHERE id = ANY($1::uuid[])", [[good, other]])
     await eventually(async () => {
@@ -144,7 +144,7 @@ describe("scheduled campaigns", () => {
       const byId = Object.fromEntries(rows.map((row) => [row.id, row]))
       expect(byId[good]!.status).not.toBe("SCHEDULED")
       expect(byId[other]!.status).not.toBe("SCHEDULED")
-      expect(byId[poison]).toMatchObject({ status: "CANCELLED", error: expect.stringMatching(/^the campaign could not be started: .*Invalid time value/) })
+      expect(byId[poison]).toMatchObject({ status: "CANCELLED", error: expect.stringMatching(/^the campaign could not be started: [\s\S]*created_at/) })
     }, 15_000)
   })
 })
