@@ -13,3 +13,18 @@ export type ContactId = typeof ContactId.Type
 
 export const DomainId = Schema.String.pipe(Schema.brand("DomainId"))
 export type DomainId = typeof DomainId.Type
+
+export const TemplateId = Schema.String.pipe(Schema.brand("TemplateId"))
+export type TemplateId = typeof TemplateId.Type
+
+export const CampaignId = Schema.String.pipe(Schema.brand("CampaignId"))
+export type CampaignId = typeof CampaignId.Type
+
+export const WorkflowId = Schema.String.pipe(Schema.brand("WorkflowId"))
+export type WorkflowId = typeof WorkflowId.Type
+
+export const WorkflowStepId = Schema.String.pipe(Schema.brand("WorkflowStepId"))
+export type WorkflowStepId = typeof WorkflowStepId.Type
+
+export const ExecutionId = Schema.String.pipe(Schema.brand("ExecutionId"))
+export type ExecutionId = typeof ExecutionId.Type

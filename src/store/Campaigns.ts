@@ -3,6 +3,8 @@
  * SENDING. Starting to send commits a `campaignStep` command to the project's partition of IN in the
  * same statement; the project's actor then freezes the audience and queues the mail (src/campaigns/fanout.ts).
  */
+import type { ProjectId } from "../domain/identifiers.ts"
+import { CampaignId } from "../domain/identifiers.ts"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import type { Condition } from "../domain/conditions/types.ts"
@@ -38,8 +40,8 @@ export interface CampaignInput {
 }
 
 export interface Campaign extends CampaignInput {
-  readonly id: string
-  readonly projectId: string
+  readonly id: CampaignId
+  readonly projectId: ProjectId
   readonly status: CampaignStatus
   readonly scheduledFor: string | null
   readonly totalRecipients: number
@@ -87,6 +89,7 @@ const StoredCondition = Schema.declare((input: unknown): input is Condition => t
 
 /** A `campaigns` row as COLUMNS select it. */
 export const CampaignRow = Schema.Struct({
+  id: CampaignId,
   ...contentColumns,
   status: Schema.Literals(CAMPAIGN_STATUSES),
   audience_type: Schema.Literals(AUDIENCE_TYPES),

@@ -1,4 +1,5 @@
 /** Email templates of a project. */
+import { ProjectId, TemplateId } from "../domain/identifiers.ts"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { uuidv7 } from "../domain/ids.ts"
@@ -22,8 +23,8 @@ export interface TemplateInput {
 }
 
 export interface Template extends TemplateInput {
-  readonly id: string
-  readonly projectId: string
+  readonly id: TemplateId
+  readonly projectId: ProjectId
   readonly createdAt: string
   readonly updatedAt: string
 }
@@ -32,10 +33,9 @@ export interface TemplateListQuery extends SortedPage {
   readonly type: TemplateType | undefined
 }
 
-/** The columns a template shares with a campaign (its content), as a row schema's fields. */
+/** The columns a template shares with a campaign (its content), as a row schema's fields (each adds its own branded id). */
 export const contentColumns = {
-  id: Schema.String,
-  project_id: Schema.String,
+  project_id: ProjectId,
   name: Schema.String,
   description: Schema.NullOr(Schema.String),
   subject: Schema.String,
@@ -48,6 +48,7 @@ export const contentColumns = {
 
 /** A `templates` row as COLUMNS select it. */
 const TemplateRow = Schema.Struct({
+  id: TemplateId,
   ...contentColumns,
   created_at: Timestamp,
   updated_at: Timestamp

@@ -4,6 +4,7 @@
  * them (src/workflows/engine.ts). Every definition change tells the actor through the outbox, so it
  * reloads its cached graphs in order with the project's other messages.
  */
+import type { ContactId, ExecutionId, ProjectId, WorkflowId } from "../domain/identifiers.ts"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import {
@@ -39,8 +40,8 @@ import {
 } from "./workflowRows.ts"
 
 export interface Workflow {
-  readonly id: string
-  readonly projectId: string
+  readonly id: WorkflowId
+  readonly projectId: ProjectId
   readonly name: string
   readonly description: string | null
   readonly triggerType: "EVENT" | "MANUAL"
@@ -80,9 +81,9 @@ export interface StepExecution {
 }
 
 export interface Execution {
-  readonly id: string
-  readonly workflowId: string
-  readonly contactId: string
+  readonly id: ExecutionId
+  readonly workflowId: WorkflowId
+  readonly contactId: ContactId
   readonly status: ExecutionStatus
   readonly currentStepId: string | null
   readonly context: Record<string, unknown>

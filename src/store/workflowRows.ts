@@ -3,6 +3,7 @@
  * them (store/Workflows.ts for the api, store/WorkflowExecutions.ts for the engine): the columns by name
  * and the schema each row is decoded with, so a row that does not fit is a PersistenceError.
  */
+import { ContactId, ExecutionId, ProjectId, WorkflowId, WorkflowStepId } from "../domain/identifiers.ts"
 import { Schema } from "effect"
 import { EXECUTION_STATUSES, STEP_TYPES } from "../domain/workflowSteps.ts"
 
@@ -17,8 +18,8 @@ export const EXECUTION_COLUMNS =
   "id, workflow_id, contact_id, status, current_step_id, context, wait_event, timer_id, exit_reason, error, started_at, updated_at, finished_at"
 
 export const WorkflowRow = Schema.Struct({
-  id: Schema.String,
-  project_id: Schema.String,
+  id: WorkflowId,
+  project_id: ProjectId,
   name: Schema.String,
   description: Schema.NullOr(Schema.String),
   trigger_type: Schema.Literals(["EVENT", "MANUAL"]),
@@ -32,8 +33,8 @@ export const WorkflowRow = Schema.Struct({
 export type WorkflowRow = typeof WorkflowRow.Type
 
 export const StepRow = Schema.Struct({
-  id: Schema.String,
-  workflow_id: Schema.String,
+  id: WorkflowStepId,
+  workflow_id: WorkflowId,
   type: Schema.Literals(STEP_TYPES),
   name: Schema.String,
   config: JsonObject,
@@ -44,9 +45,9 @@ export type StepRow = typeof StepRow.Type
 
 export const TransitionRow = Schema.Struct({
   id: Schema.String,
-  workflow_id: Schema.String,
-  from_step_id: Schema.String,
-  to_step_id: Schema.String,
+  workflow_id: WorkflowId,
+  from_step_id: WorkflowStepId,
+  to_step_id: WorkflowStepId,
   branch: Schema.NullOr(Schema.Literals(["yes", "no"])),
   wait_outcome: Schema.NullOr(Schema.Literals(["EVENT", "TIMEOUT"])),
   created_at: Schema.Date
@@ -54,11 +55,11 @@ export const TransitionRow = Schema.Struct({
 export type TransitionRow = typeof TransitionRow.Type
 
 export const ExecutionRow = Schema.Struct({
-  id: Schema.String,
-  workflow_id: Schema.String,
-  contact_id: Schema.String,
+  id: ExecutionId,
+  workflow_id: WorkflowId,
+  contact_id: ContactId,
   status: Schema.Literals(EXECUTION_STATUSES),
-  current_step_id: Schema.NullOr(Schema.String),
+  current_step_id: Schema.NullOr(WorkflowStepId),
   context: JsonObject,
   wait_event: Schema.NullOr(Schema.String),
   timer_id: Schema.NullOr(Schema.String),
