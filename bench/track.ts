@@ -130,6 +130,7 @@ const sustainedSummary = (sustained: Sustained, baselineRps: number) => ({
 
 /** M2: `all` with 50 segments at the baseline's rate (BENCH_M2_RATE) for 15 s. */
 const m2Part = async (env: BenchEnvironment, rate: number, baselineRps: number) => {
+  // Analyzed before the backfill (its plans read the contacts) and after it (the memberships it wrote).
   await analyzed(env)
   const all = await env.start("all")
   await createFiftySegments(all.url, env.project.secretKey)
