@@ -32,7 +32,7 @@ import { Nats } from "../stream/Nats.ts"
 import { Outbox } from "../stream/Outbox.ts"
 import { OutboxRelay } from "../stream/OutboxRelay.ts"
 import { makeProjectActors, PartitionRun } from "./ProjectActors.ts"
-import { type IngestEnvelope, splitEnvelopes } from "./IngestSplitter.ts"
+import { type IngestItem, splitEnvelopes } from "./IngestSplitter.ts"
 import { fireSegmentTimers } from "./segmentTimers.ts"
 import { makeSender } from "../mail/Sender.ts"
 import { Domains } from "../store/Domains.ts"
@@ -192,12 +192,12 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
    * (IngestSplitter.ts); the envelopes are acked, and the watermark moves, once all are stored. A failed
    * publish fails the consumer, which is recreated at the watermark and splits the rest again.
    */
-  const runSplitter = (run: PartitionRun, queue: Queue.Queue<IngestEnvelope & { readonly message: JsMsg }>) =>
+  const runSplitter = (run: PartitionRun, queue: Queue.Queue<IngestItem & { readonly message: JsMsg }>) =>
     Effect.forever(Effect.gen(function*() {
       const batch = yield* Queue.takeBetween(queue, 1, SPLIT_BATCH)
-      // Lanes in parallel; a lane's messages (more than one only past 256 KiB) one after the other, in order.
-      const bySubject = Map.groupBy(splitEnvelopes(nats.prefix, outbox.lanes, batch, maxLaneMessageBytes()), (lane) => lane.subject)
-      yield* Effect.forEach(bySubject.values(), (messages) =>
+      // Lanes in parallel; a lane's messages (track messages past 256 KiB, commands between them) one after the other, in order.
+      const byLane = Map.groupBy(splitEnvelopes(nats.prefix, outbox.lanes, batch, maxLaneMessageBytes()), (message) => message.lane)
+      yield* Effect.forEach(byLane.values(), (messages) =>
         Effect.forEach(messages, (lane) =>
           Effect.tryPromise(() => nats.js.publish(lane.subject, lane.json, { msgID: lane.msgID, timeout: 5_000 })), {
           discard: true
@@ -235,9 +235,9 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
       // Envelopes split by an earlier attempt of this consumer are gone with it: delivered again from the watermark.
       if (feed === "ingest") run.forgetInflight()
       const splitQueue = feed === "ingest"
-        ? yield* Queue.bounded<IngestEnvelope & { readonly message: JsMsg }>(SPLIT_BATCH * 2)
+        ? yield* Queue.bounded<IngestItem & { readonly message: JsMsg }>(SPLIT_BATCH * 2)
         : undefined
-      const split = splitQueue && ((envelope: IngestEnvelope & { readonly message: JsMsg }) => Queue.offer(splitQueue, envelope))
+      const split = splitQueue && ((envelope: IngestItem & { readonly message: JsMsg }) => Queue.offer(splitQueue, envelope))
       const consumeMessages = Stream.fromAsyncIterable(messages, (error) => error).pipe(
         Stream.runForEach((message: JsMsg) => {
           const seq = message.seq
@@ -256,9 +256,12 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
           }
           if (decoded._tag === "Failure") return setAsideUndecodable(message, run, String(decoded.cause))
           if (split) {
-            return decoded.value.kind === "track"
-              ? Effect.asVoid(split({ seq, message, projectId: decoded.value.projectId, events: decoded.value.events }))
-              : setAsideUndecodable(message, run, `an ingest subject carries only tracked events, not ${decoded.value.kind}`)
+            const body = decoded.value
+            if (body.kind === "track") return Effect.asVoid(split({ seq, message, projectId: body.projectId, events: body.events }))
+            if (body.kind === "command" && body.type === "deleteEvents") {
+              return Effect.asVoid(split({ seq, message, projectId: body.projectId, command: body }))
+            }
+            return setAsideUndecodable(message, run, `an ingest subject carries only tracked events and event deletes, not ${body.kind}`)
           }
           if (lane !== undefined && !(Number.isInteger(lane) && lane >= 0 && lane < outbox.lanes.count)) {
             return setAsideUndecodable(message, run, `lane ${lane} is not one of this deployment's ${outbox.lanes.count} lanes`)

@@ -178,6 +178,7 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
     let batchPos = 0
     for (const message of batch) {
       if (message.body.kind === "track") for (const event of message.body.events) batchPos = Math.max(batchPos, event.pos ?? 0)
+      if (message.body.kind === "command" && message.body.type === "deleteEvents") batchPos = Math.max(batchPos, message.body.pos ?? 0)
     }
     const offsets = context.lane === undefined
       ? {
@@ -239,10 +240,11 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
     // was queued before the project's last reset is skipped like any message from before it.
     let ingestPos = head.ingest_pos === null ? 0 : Number(head.ingest_pos)
     const resetSeq = head.reset_seq === null ? 0 : Number(head.reset_seq)
-    const unseen = (event: TrackedEvent) => {
-      if (event.pos === undefined) return true
-      if (event.pos <= ingestPos || Math.floor(event.pos / INGEST_POSITIONS) <= resetSeq) return false
-      ingestPos = event.pos
+    // Event deletes come the same way (every lane gets one at its place among the events), positioned too.
+    const unseen = ({ pos }: { readonly pos?: number | undefined }) => {
+      if (pos === undefined) return true
+      if (pos <= ingestPos || Math.floor(pos / INGEST_POSITIONS) <= resetSeq) return false
+      ingestPos = pos
       return true
     }
     const outcome: {
@@ -376,7 +378,7 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
           break
         case "command":
           yield* flushEvents
-          if (body.type === "deleteEvents") {
+          if (body.type === "deleteEvents" && unseen(body)) {
             // Each lane deletes its own contacts' events (the command goes to every lane).
             yield* sql`DELETE FROM events WHERE project_id = ${context.projectId} AND name = ${body.name} AND ${laneOfContact(sql, context, "contact_id")}`
             yield* sql`DELETE FROM event_aggregates WHERE project_id = ${context.projectId} AND name = ${body.name}

@@ -82,7 +82,11 @@ const command = <Type extends string, Fields extends Schema.Struct.Fields>(type:
 
 export const CommandMessage = Schema.Union([
   /** Delete every event with this name (each lane its own contacts'), recomputing the segments that read it. */
-  command("deleteEvents", { name: Schema.String }),
+  command("deleteEvents", {
+    name: Schema.String,
+    /** Its ingest position, stamped by the splitter (the api publishes it on the ingest subject, see IngestSplitter.ts). */
+    pos: Schema.optional(Schema.Number)
+  }),
   /** Segment definitions changed (or a recompute was asked for): reload them and backfill what is behind. */
   command("segmentsChanged", {}),
   /** Kept for messages published before lanes: a recompute is now requested on the segment itself. */

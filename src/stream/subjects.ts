@@ -31,8 +31,8 @@ export interface StreamNames {
   readonly legacyFilter: (partition: number) => string
   /** A partition's ingest envelopes (the filter of its splitter's consumer). */
   readonly ingestFilter: (partition: number) => string
-  /** Where the api publishes a project's tracked events. */
-  readonly ingestSubject: (projectId: string, partitions: number) => string
+  /** Where the api publishes a project's tracked events (and its event deletes, `kind` "command", ordered with them). */
+  readonly ingestSubject: (projectId: string, partitions: number, kind?: "track" | "command") => string
   readonly outSubject: (projectId: string, eventName: string) => string
 }
 
@@ -44,6 +44,6 @@ export const streamNames = (prefix: string): StreamNames => ({
   laneFilter: (partition) => `${prefix}.lane.${partition}.>`,
   legacyFilter: (partition) => `${prefix}.in.${partition}.>`,
   ingestFilter: (partition) => `${prefix}.ingest.${partition}.>`,
-  ingestSubject: (projectId, partitions) => `${prefix}.ingest.${legacyPartitionOf(projectId, partitions)}.${projectId}.track`,
+  ingestSubject: (projectId, partitions, kind = "track") => `${prefix}.ingest.${legacyPartitionOf(projectId, partitions)}.${projectId}.${kind}`,
   outSubject: (projectId, eventName) => `${prefix}.out.${projectId}.${eventName}`
 })

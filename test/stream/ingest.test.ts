@@ -80,6 +80,34 @@ describe("splitting ingest envelopes", () => {
   })
 })
 
+describe("splitting an event delete among envelopes", () => {
+  const project = "0b9a4c52-7c1e-4f57-9d2e-5d1c3f6a7b80"
+  const contact = "0190a3c2-0000-7000-8000-000000000003"
+  const command = { kind: "command", type: "deleteEvents", projectId: project, commandId: "c1", name: "step" } as const
+
+  it("hands the delete to every lane, in its place between the events before and after it", () => {
+    const messages = splitEnvelopes("p", lanes, [
+      { seq: 4, projectId: project, events: [tracked(contact, 1), tracked(contact, 2)] },
+      { seq: 5, projectId: project, command },
+      { seq: 6, projectId: project, events: [tracked(contact, 3)] }
+    ], 256 * 1024)
+    const lane = lanes.laneOf(contact)
+    const own = messages.filter((message) => message.lane === `${project}/${lane}`)
+    expect(own.map((message) => JSON.parse(message.json).kind)).toEqual(["track", "command", "track"])
+    expect(JSON.parse(own[0]!.json).events.map((event: { set: { counter: number } }) => event.set.counter)).toEqual([1, 2])
+    expect(JSON.parse(own[1]!.json)).toEqual({ ...command, pos: ingestPosition(5, 0) })
+    expect(JSON.parse(own[2]!.json).events.map((event: { pos: number }) => event.pos)).toEqual([ingestPosition(6, 0)])
+    // Every other lane gets the delete alone, on its own lane subject, named by its position.
+    const others = messages.filter((message) => message.lane !== `${project}/${lane}`)
+    expect(others).toHaveLength(lanes.count - 1)
+    for (const message of others) {
+      const otherLane = Number(message.lane.split("/")[1])
+      expect(message.subject).toBe(subjectOfLane("p", lanes, project, otherLane, "command"))
+      expect(message.msgID).toBe(`ingest:${project}:${otherLane}:command:${ingestPosition(5, 0)}`)
+    }
+  })
+})
+
 describe("ingest through a worker", () => {
   let stack: Stack
   beforeAll(async () => {
@@ -143,6 +171,62 @@ describe("ingest through a worker", () => {
     } finally {
       await nc.close()
     }
+    await Promise.all([api.stop(), worker.stop()])
+  }, 120_000)
+
+  it("orders DELETE /events/:name with the tracks accepted before and after it, even when no worker splits them yet", async () => {
+    const api = await stack.start("api")
+    const project = await stack.createProject("delete-order")
+    const secret = (method: string, path: string) => request(api.url, method, path, { key: project.secretKey })
+    const track = (data: Record<string, unknown>) =>
+      request(api.url, "POST", "/v1/track", { key: project.publicKey, body: { email: "del@ingest.test", event: "doomed", data } })
+    // Nothing is split while the events and the delete are accepted: a delete sent to the lanes
+    // directly would reach them before the events accepted earlier, and delete none of them.
+    expect((await track({ n: 1 })).status).toBe(200)
+    expect((await track({ n: 2 })).status).toBe(200)
+    expect((await secret("DELETE", "/events/doomed")).status).toBe(202)
+    expect((await track({ n: 3 })).status).toBe(200)
+    const worker = await stack.start("worker")
+    // Before: 1, 2; after the delete: none; then 3 alone (sent to the lanes directly, the delete found nothing: 1, 2, 3).
+    await eventually(async () => {
+      const events = await stack.query<{ n: number }>(
+        "SELECT (data->>'n')::int AS n FROM events WHERE project_id = $1 AND name = 'doomed'", [project.id])
+      expect(events).toEqual([{ n: 3 }])
+    }, 30_000)
+    // Every lane got the delete, and moved its position past it.
+    const [offsets] = await stack.query<{ lanes: number }>(
+      "SELECT count(*)::int AS lanes FROM lane_offsets WHERE project_id = $1 AND ingest_pos > 0", [project.id])
+    expect(offsets!.lanes).toBe(lanes.count)
+
+    // The delete split again (a splitter crashed before acking) carries the position the lanes applied: skipped.
+    const [contact] = await stack.query<{ id: string }>("SELECT id FROM contacts WHERE project_id = $1", [project.id])
+    const [applied] = await stack.query<{ pos: string }>(
+      "SELECT ingest_pos::text AS pos FROM lane_offsets WHERE project_id = $1 AND lane = $2", [project.id, lanes.laneOf(contact!.id)])
+    // The lanes without events applied nothing but the delete: their position is the delete's.
+    const [other] = await stack.query<{ pos: string }>(
+      "SELECT ingest_pos::text AS pos FROM lane_offsets WHERE project_id = $1 AND lane <> $2 LIMIT 1", [project.id, lanes.laneOf(contact!.id)])
+    const deletePos = Number(other!.pos)
+    expect(deletePos).toBeLessThan(Number(applied!.pos))
+    const nc = await connect({ servers: NATS_URL })
+    try {
+      const js = jetstream(nc)
+      await js.publish(laneSubject(stack.natsPrefix, project.id, contact!.id, "command"), JSON.stringify({
+        kind: "command", type: "deleteEvents", projectId: project.id, commandId: uuidv7(), name: "doomed", pos: deletePos
+      }), { msgID: uuidv7() })
+      const marker = { ...tracked(contact!.id, 4), email: "del@ingest.test", name: "marker", pos: Number(applied!.pos) + 1 }
+      await js.publish(laneSubject(stack.natsPrefix, project.id, contact!.id, "track"),
+        JSON.stringify({ kind: "track", projectId: project.id, events: [marker] }), { msgID: uuidv7() })
+    } finally {
+      await nc.close()
+    }
+    await eventually(async () => {
+      const names = await stack.query<{ name: string }>(
+        "SELECT name FROM events WHERE project_id = $1 ORDER BY name", [project.id])
+      expect(names.map((row) => row.name)).toEqual(["doomed", "marker"])
+    }, 20_000)
+    const [aggregate] = await stack.query<{ count: number }>(
+      "SELECT sum(count)::int AS count FROM event_aggregates WHERE project_id = $1 AND name = 'doomed'", [project.id])
+    expect(aggregate!.count).toBe(1)
     await Promise.all([api.stop(), worker.stop()])
   }, 120_000)
 })

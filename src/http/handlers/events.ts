@@ -9,7 +9,7 @@ import { Segments } from "../../store/Segments.ts"
 import { Workflows } from "../../store/Workflows.ts"
 import { eventUsage } from "../../workflows/usage.ts"
 import { Nats } from "../../stream/Nats.ts"
-import { Outbox } from "../../stream/Outbox.ts"
+import type { CommandMessage } from "../../stream/messages.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
 import { nonEmpty, parseLimit } from "../query.ts"
@@ -21,7 +21,6 @@ export const EventsHandlers = HttpApiBuilder.group(Api, "events", Effect.fnUntra
   const events = yield* Events
   const contacts = yield* Contacts
   const nats = yield* Nats
-  const outbox = yield* Outbox
   const segments = yield* Segments
   const workflows = yield* Workflows
 
@@ -81,11 +80,14 @@ export const EventsHandlers = HttpApiBuilder.group(Api, "events", Effect.fnUntra
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
         const commandId = uuidv7()
-        // Through every lane of the project (each deletes its own contacts' events), so the delete is
-        // ordered with the tracks each lane already accepted.
-        const rows = outbox.rowsOf([{ kind: "command", projectId: project.id, commandId, type: "deleteEvents", name: params.eventName }])
+        // On the project's ingest subject, where /v1/track's events go: the splitter hands it to every
+        // lane (each deletes its own contacts' events) in its place among the events accepted before and after.
+        const command: CommandMessage = { kind: "command", projectId: project.id, commandId, type: "deleteEvents", name: params.eventName }
         yield* Effect.tryPromise(() =>
-          Promise.all(rows.map((row) => nats.js.publish(row.subject, row.payload, { msgID: row.id, timeout: 3000 })))
+          nats.js.publish(nats.names.ingestSubject(project.id, nats.partitions, "command"), JSON.stringify(command), {
+            msgID: commandId,
+            timeout: 3000
+          })
         ).pipe(Effect.catch(() =>
           Effect.fail(new ApiError({ status: 503, code: "SERVICE_UNAVAILABLE", message: "The event stream is unavailable; nothing was deleted" }))
         ))
