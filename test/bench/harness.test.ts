@@ -9,7 +9,7 @@ import { createInterface } from "node:readline"
 import nodemailer from "nodemailer"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { cpuBetween, cpuWindow, memoryOf, postgresOf, processTree, readStat, sampleCpu, treeOf } from "../../bench/harness/proc.ts"
-import pg from "../support/pg.ts"
+import pg, { databaseUrlOf } from "../support/pg.ts"
 import { startSmtpSink } from "../support/smtp.ts"
 
 /**
@@ -98,7 +98,7 @@ describe("process accounting", () => {
 describe("Postgres processes of a database", () => {
   const ADMIN_URL = process.env.TEST_DATABASE_ADMIN_URL ?? "postgres://postgres@127.0.0.1:5432/postgres"
   const database = `ms_test_${randomBytes(5).toString("hex")}`
-  const url = ADMIN_URL.replace(/\/[^/]*$/, `/${database}`)
+  const url = databaseUrlOf(ADMIN_URL, database)
   beforeAll(() => pg.exec(ADMIN_URL, `CREATE DATABASE ${database}`))
   afterAll(async () => {
     await pg.close(url)

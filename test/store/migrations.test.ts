@@ -11,11 +11,11 @@ import { Migrator } from "effect/sql"
 import { randomUUID } from "node:crypto"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { MIGRATIONS_TABLE, migrationFiles } from "../../src/store/db.ts"
-import pg, { withSql } from "../support/pg.ts"
+import pg, { databaseUrlOf, withSql } from "../support/pg.ts"
 
 const ADMIN_URL = process.env.TEST_DATABASE_ADMIN_URL ?? "postgres://postgres@127.0.0.1:5432/postgres"
 const database = `ms_test_upgrade_${randomUUID().slice(0, 8)}`
-const url = ADMIN_URL.replace(/\/[^/]*$/, `/${database}`)
+const url = databaseUrlOf(ADMIN_URL, database)
 const q = <T = Record<string, unknown>>(text: string, params: Array<unknown> = []) => pg.query<T>(url, text, params)
 
 beforeAll(async () => {

@@ -12,7 +12,7 @@ import { uuidv7 } from "../../src/domain/ids.ts"
 import { runMigrations } from "../../src/store/db.ts"
 import { Nats } from "../../src/stream/Nats.ts"
 import { Outbox } from "../../src/stream/Outbox.ts"
-import pg from "./pg.ts"
+import pg, { databaseUrlOf } from "./pg.ts"
 import { ADMIN_URL } from "./stack.ts"
 
 export const TestDatabase = Layer.unwrap(Effect.gen(function*() {
@@ -21,7 +21,7 @@ export const TestDatabase = Layer.unwrap(Effect.gen(function*() {
     Effect.promise(() => pg.exec(ADMIN_URL, `CREATE DATABASE ${database}`)),
     () => Effect.promise(() => pg.exec(ADMIN_URL, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`))
   )
-  const client = PgClient.layer({ url: Redacted.make(ADMIN_URL.replace(/\/[^/]*$/, `/${database}`)), maxConnections: 4 })
+  const client = PgClient.layer({ url: Redacted.make(databaseUrlOf(ADMIN_URL, database)), maxConnections: 4 })
   return Layer.effectDiscard(runMigrations).pipe(Layer.provideMerge(client))
 }))
 

@@ -7,12 +7,12 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Redacted } from "effect"
 import { randomBytes } from "node:crypto"
 import { runMigrations } from "../../src/store/db.ts"
-import pg from "./pg.ts"
+import pg, { databaseUrlOf } from "./pg.ts"
 import { ADMIN_URL, TEMPLATE_DATABASE_ENV } from "./stack.ts"
 
 export default async function setup() {
   const template = `ms_template_${randomBytes(5).toString("hex")}`
-  const templateUrl = ADMIN_URL.replace(/\/[^/]*$/, `/${template}`)
+  const templateUrl = databaseUrlOf(ADMIN_URL, template)
   await pg.exec(ADMIN_URL, `CREATE DATABASE ${template}`)
   try {
     // Its own short-lived pool: a template must have no open connections when it is copied.

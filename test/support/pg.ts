@@ -15,6 +15,13 @@ const runtimeFor = (url: string): Runtime => {
   return runtime
 }
 
+/** `adminUrl` naming another database; its query (e.g. `?host=/var/run/postgresql`, the Unix socket) kept. */
+export const databaseUrlOf = (adminUrl: string, database: string): string => {
+  const url = new URL(adminUrl)
+  url.pathname = `/${database}`
+  return url.toString()
+}
+
 export default {
   exec: (url: string, text: string) =>
     runtimeFor(url).runPromise(Effect.flatMap(Effect.service(SqlClient.SqlClient), (sql) => sql.unsafe(text).unprepared)),

@@ -10,7 +10,7 @@ import { randomBytes } from "node:crypto"
 import { promisify } from "node:util"
 import { Effect } from "effect"
 import { Projects } from "../../src/store/Projects.ts"
-import pg, { withSql } from "./pg.ts"
+import pg, { databaseUrlOf, withSql } from "./pg.ts"
 
 const ROOT = new URL("../../", import.meta.url).pathname
 export const ADMIN_URL = process.env.TEST_DATABASE_ADMIN_URL ?? "postgres://postgres@127.0.0.1:5432/postgres"
@@ -51,7 +51,7 @@ export const createStack = async (env: Record<string, string> = {}): Promise<Sta
   const database = `ms_test_${suffix}`
   const template = process.env[TEMPLATE_DATABASE_ENV]
   await pg.exec(ADMIN_URL, template ? `CREATE DATABASE ${database} TEMPLATE ${template}` : `CREATE DATABASE ${database}`)
-  const databaseUrl = ADMIN_URL.replace(/\/[^/]*$/, `/${database}`)
+  const databaseUrl = databaseUrlOf(ADMIN_URL, database)
   const natsPrefix = `t${suffix}`
   const baseEnv: Record<string, string> = {
     ...process.env as Record<string, string>,
