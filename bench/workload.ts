@@ -63,6 +63,13 @@ export const drained = (env: BenchEnvironment, timeoutMs = 120_000) => {
   }, timeoutMs, 1000)
 }
 
+/** Segment memberships entered (rows) and exited so far: how much segment churn a run caused. */
+export const segmentChanges = async (env: BenchEnvironment) => {
+  const [row] = await env.query<{ entered: string; exited: string }>(
+    "SELECT count(*) AS entered, count(exited_at) AS exited FROM segment_memberships")
+  return Number(row!.entered) + Number(row!.exited)
+}
+
 export interface LagSample {
   readonly second: number
   readonly accepted: number
@@ -87,6 +94,12 @@ export interface Sustained {
     readonly cpu?: Awaited<ReturnType<Awaited<ReturnType<typeof cpuWindow>>["end"]>>
   }
   readonly secondsToCatchUpAfterLoad: number
+  /**
+   * Segment entries and exits per accepted event over the run (until caught up): near 0 once every
+   * contact is in its segments; tens while the contacts' first events after the segments were created
+   * make them enter (each entry a membership row, its count and timers, and its workflow triggers).
+   */
+  readonly segmentChangesPerEvent: number
 }
 
 /**
@@ -101,6 +114,7 @@ export const sustain = async (env: BenchEnvironment, url: string, options: {
   readonly groups?: ReadonlyArray<ProcessGroup>
 }): Promise<Sustained> => {
   const startCount = await storedEvents(env)
+  const startChanges = await segmentChanges(env)
   let accepted = 0
   const started = performance.now()
   const running = load("sustained", url, {
@@ -149,6 +163,7 @@ export const sustain = async (env: BenchEnvironment, url: string, options: {
       lagGrowing: lagGrowthPerSecond > 0.02 * acceptedPerSecond,
       ...(cpu ? { cpu } : {})
     },
-    secondsToCatchUpAfterLoad: round((performance.now() - catchUpStart) / 1000, 1)
+    secondsToCatchUpAfterLoad: round((performance.now() - catchUpStart) / 1000, 1),
+    segmentChangesPerEvent: total > 0 ? round(((await segmentChanges(env)) - startChanges) / total, 2) : 0
   }
 }
