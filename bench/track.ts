@@ -20,7 +20,7 @@ import { postgresOf, type ProcessGroup, processesNamed, processTree } from "./ha
 import { DURATION, NATS_URL, setting, sleep, waitFor } from "./harness/settings.ts"
 import { ratio, round } from "./harness/stats.ts"
 import { resetStatements, topStatements } from "./harness/statements.ts"
-import { CONTACTS, createFiftySegments, drained, segmentedBody, storedEvents, sustain, type Sustained, trackBody } from "./workload.ts"
+import { createFiftySegments, drained, segmentedBody, storedEvents, sustain, type Sustained, touchEveryContact, trackBody } from "./workload.ts"
 
 const PARTS = ["m1", "m6", "m2", "scale", "batch"] as const
 type Part = (typeof PARTS)[number]
@@ -162,24 +162,12 @@ const m2Part = async (env: BenchEnvironment, rate: number, baselineRps: number) 
   return { segments: 50, segmentsBackfilledBeforeLoad: backfilled, ...steady, cold }
 }
 
-/**
- * One event for every contact (through /v1/track/batch), applied: the contacts enter their segments
- * before the scale runs, so both runs measure the steady state (M2 leaves them so when it runs first).
- */
+/** The contacts enter their segments before the scale runs, so both measure the steady state (as after M2). */
 const everyContactTouched = async (env: BenchEnvironment) => {
   const api = await env.start("api")
   const worker = await env.start("worker")
-  for (let first = 0; first < CONTACTS; first += 500) {
-    const events = Array.from({ length: Math.min(500, CONTACTS - first) }, (_, i) => segmentedBody(first + i))
-    const res = await fetch(`${api.url}/v1/track/batch`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${env.project.publicKey}`, "content-type": "application/json" },
-      body: JSON.stringify({ events })
-    })
-    if (res.status !== 200) throw new Error(`warm-up batch: ${res.status} ${await res.text()}`)
-  }
   await segmentsBackfilled(env)
-  await drained(env)
+  await touchEveryContact(env, api.url)
   await Promise.all([api.stop(), worker.stop()])
 }
 

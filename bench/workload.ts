@@ -63,6 +63,24 @@ export const drained = (env: BenchEnvironment, timeoutMs = 120_000) => {
   }, timeoutMs, 1000)
 }
 
+/**
+ * One event for every contact (through /v1/track/batch), applied: each contact's first event since the
+ * segments were created makes it enter tens of them (their event windows), a one-time burst that a
+ * steady-state measurement must not include.
+ */
+export const touchEveryContact = async (env: BenchEnvironment, apiUrl: string) => {
+  for (let first = 0; first < CONTACTS; first += 500) {
+    const events = Array.from({ length: Math.min(500, CONTACTS - first) }, (_, i) => segmentedBody(first + i))
+    const res = await fetch(`${apiUrl}/v1/track/batch`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${env.project.publicKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ events })
+    })
+    if (res.status !== 200) throw new Error(`every contact's first event: ${res.status} ${await res.text()}`)
+  }
+  await drained(env)
+}
+
 /** Segment memberships entered (rows) and exited so far: how much segment churn a run caused. */
 export const segmentChanges = async (env: BenchEnvironment) => {
   const [row] = await env.query<{ entered: string; exited: string }>(

@@ -34,6 +34,11 @@ const INVALIDATION_TOPIC = "contacts"
 
 export class ContactDirectory extends Context.Service<ContactDirectory, {
   readonly resolve: (projectId: string, email: string, subscribedIfNew: boolean) => Effect.Effect<ResolvedContact, SqlError.SqlError>
+  /** Several emails of one project at once (a batch request): cache hits at once, the misses in one flush. */
+  readonly resolveAll: (
+    projectId: string,
+    lookups: ReadonlyArray<{ readonly email: string; readonly subscribedIfNew: boolean }>
+  ) => Effect.Effect<ReadonlyArray<ResolvedContact>, SqlError.SqlError>
   /**
    * Drop a cached id in every api process: call after committing a change that ends the email → id
    * mapping (the contact was deleted or its email changed).
@@ -115,6 +120,25 @@ export class ContactDirectory extends Context.Service<ContactDirectory, {
             const hit = cache.get(`${projectId}|${email}`)
             if (hit && hit.expires > Date.now()) return Effect.succeed({ id: hit.id, created: false })
             return batcher.submit({ projectId, email, subscribed })
+          }),
+        resolveAll: (projectId, lookups) =>
+          Effect.suspend(() => {
+            const now = Date.now()
+            const results = new Array<ResolvedContact>(lookups.length)
+            const misses: Array<number> = []
+            lookups.forEach(({ email }, index) => {
+              const hit = cache.get(`${projectId}|${email}`)
+              if (hit && hit.expires > now) results[index] = { id: hit.id, created: false }
+              else misses.push(index)
+            })
+            if (misses.length === 0) return Effect.succeed(results)
+            return Effect.map(
+              batcher.submitAll(misses.map((index) => ({ projectId, email: lookups[index]!.email, subscribed: lookups[index]!.subscribedIfNew }))),
+              (resolved) => {
+                misses.forEach((index, n) => (results[index] = resolved[n]!))
+                return results
+              }
+            )
           }),
         forget: (projectId, email) =>
           Effect.suspend(() => {

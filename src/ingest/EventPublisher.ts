@@ -3,7 +3,7 @@
  * envelope message on the project's ingest subject (one PubAck for many requests, whatever lanes
  * they belong to: a worker splits envelopes into lane messages, see actors/IngestSplitter.ts); each
  * envelope has its own Nats-Msg-Id, so a republished envelope is dropped by JetStream. A request is
- * answered only after its envelope's PubAck.
+ * answered only after its envelope's PubAck; a batch request's events go in one flush, in order.
  */
 import { Context, Data, Duration, Effect, Layer } from "effect"
 import { uuidv7 } from "../domain/ids.ts"
@@ -52,6 +52,8 @@ export const envelopesOf = (projectId: string, events: ReadonlyArray<TrackedEven
 
 export class EventPublisher extends Context.Service<EventPublisher, {
   readonly publish: (projectId: string, event: TrackedEvent) => Effect.Effect<void, StreamUnavailable>
+  /** Several events of one project (a batch request), stored on the stream in this order. */
+  readonly publishAll: (projectId: string, events: ReadonlyArray<TrackedEvent>) => Effect.Effect<void, StreamUnavailable>
 }>()("app/ingest/EventPublisher") {
   static readonly layer = Layer.effect(
     EventPublisher,
@@ -69,30 +71,34 @@ export class EventPublisher extends Context.Service<EventPublisher, {
             if (events) events.push(event)
             else byProject.set(projectId, [event])
           }
-          const envelopes = [...byProject].flatMap(([projectId, events]) => envelopesOf(projectId, events, maxEnvelopeBytes()))
-          yield* Effect.forEach(envelopes, (envelope) =>
-            Effect.tryPromise({
-              try: () =>
-                nats.js.publish(nats.names.ingestSubject(envelope.projectId, nats.partitions), envelope.json, {
-                  msgID: uuidv7(),
-                  timeout: Duration.toMillis(PUBLISH_TIMEOUT)
-                }),
-              catch: (cause) => new StreamUnavailable({ cause })
-            }), { concurrency: "unbounded", discard: true })
+          // Projects concurrently; a project's envelopes (more than one past 256 KiB) one after the
+          // other, so the events of a batch request reach the stream in its order.
+          yield* Effect.forEach(byProject, ([projectId, events]) =>
+            Effect.forEach(envelopesOf(projectId, events, maxEnvelopeBytes()), (envelope) =>
+              Effect.tryPromise({
+                try: () =>
+                  nats.js.publish(nats.names.ingestSubject(envelope.projectId, nats.partitions), envelope.json, {
+                    msgID: uuidv7(),
+                    timeout: Duration.toMillis(PUBLISH_TIMEOUT)
+                  }),
+                catch: (cause) => new StreamUnavailable({ cause })
+              }), { discard: true }), { concurrency: "unbounded", discard: true })
           return items.map(() => undefined)
         })
 
       const batcher = yield* makeGroupCommit({ flush: publishBatch, maxBatch: 2000, concurrency: 4 })
 
+      // The client never hangs on a stalled stream: bounded wait, then 503.
+      const bounded = <A>(effect: Effect.Effect<A, StreamUnavailable>) =>
+        effect.pipe(Effect.timeoutOrElse({
+          duration: Duration.sum(PUBLISH_TIMEOUT, Duration.seconds(1)),
+          orElse: () => Effect.fail(new StreamUnavailable({ cause: "publish timed out" }))
+        }))
+
       return EventPublisher.of({
-        publish: (projectId, event) =>
-          batcher.submit({ projectId, event }).pipe(
-            // The client never hangs on a stalled stream: bounded wait, then 503.
-            Effect.timeoutOrElse({
-              duration: Duration.sum(PUBLISH_TIMEOUT, Duration.seconds(1)),
-              orElse: () => Effect.fail(new StreamUnavailable({ cause: "publish timed out" }))
-            })
-          )
+        publish: (projectId, event) => bounded(batcher.submit({ projectId, event })),
+        publishAll: (projectId, events) =>
+          Effect.asVoid(bounded(batcher.submitAll(events.map((event) => ({ projectId, event })))))
       })
     })
   )

@@ -1,22 +1,27 @@
 /**
- * Group commit: callers submit items one by one; a single background fiber hands everything queued so
- * far to `flush` as one batch, so while one batch is in flight the next one accumulates. Under load
- * this turns N round trips into one per batch without adding a fixed delay when idle.
+ * Group commit: callers submit items, one by one or several at once; a background fiber hands
+ * everything queued so far to `flush` as one batch, so while one batch is in flight the next one
+ * accumulates. Under load this turns N round trips into one per batch without adding a fixed delay
+ * when idle. A caller's items go to one flush together, in their order, and cost it one wait: a
+ * request carrying 500 events waits once, not 500 times.
  */
-import { Deferred, Effect, Queue, type Scope } from "effect"
+import { Deferred, Effect, Exit, Queue, type Scope } from "effect"
 
 export interface GroupCommit<In, Out, E> {
   readonly submit: (item: In) => Effect.Effect<Out, E>
+  /** The items in one flush, in order; their results in the same order. */
+  readonly submitAll: (items: ReadonlyArray<In>) => Effect.Effect<ReadonlyArray<Out>, E>
 }
 
 interface Pending<In, Out, E> {
-  readonly item: In
-  readonly result: Deferred.Deferred<Out, E>
+  readonly items: ReadonlyArray<In>
+  readonly result: Deferred.Deferred<ReadonlyArray<Out>, E>
 }
 
 export const makeGroupCommit = <In, Out, E>(options: {
   /** Returns one result per item, in order; a failure fails the whole batch. */
   readonly flush: (items: ReadonlyArray<In>) => Effect.Effect<ReadonlyArray<Out>, E>
+  /** Submissions handed to one flush at most (each with all its items). */
   readonly maxBatch?: number | undefined
   /** Flushes running at the same time (e.g. one per pooled connection). */
   readonly concurrency?: number | undefined
@@ -26,10 +31,17 @@ export const makeGroupCommit = <In, Out, E>(options: {
     const maxBatch = options.maxBatch ?? 1000
 
     const runBatch = (batch: ReadonlyArray<Pending<In, Out, E>>) =>
-      options.flush(batch.map((pending) => pending.item)).pipe(
+      options.flush(batch.length === 1 ? batch[0]!.items : batch.flatMap((pending) => pending.items)).pipe(
         Effect.matchCauseEffect({
           onSuccess: (results) =>
-            Effect.forEach(batch, (pending, index) => Deferred.succeed(pending.result, results[index]!), { discard: true }),
+            Effect.sync(() => {
+              let offset = 0
+              for (const pending of batch) {
+                const end = offset + pending.items.length
+                Deferred.doneUnsafe(pending.result, Exit.succeed(results.slice(offset, end)))
+                offset = end
+              }
+            }),
           onFailure: (cause) =>
             Effect.forEach(batch, (pending) => Deferred.failCause(pending.result, cause), { discard: true })
         })
@@ -41,12 +53,17 @@ export const makeGroupCommit = <In, Out, E>(options: {
     )
     for (let i = 0; i < (options.concurrency ?? 1); i++) yield* Effect.forkScoped(worker)
 
-    return {
-      submit: (item: In) =>
-        Effect.gen(function*() {
-          const result = yield* Deferred.make<Out, E>()
-          yield* Queue.offer(queue, { item, result })
+    const submitAll = (items: ReadonlyArray<In>): Effect.Effect<ReadonlyArray<Out>, E> =>
+      items.length === 0
+        ? Effect.succeed([])
+        : Effect.gen(function*() {
+          const result = yield* Deferred.make<ReadonlyArray<Out>, E>()
+          yield* Queue.offer(queue, { items, result })
           return yield* Deferred.await(result)
         })
+
+    return {
+      submit: (item: In) => Effect.map(submitAll([item]), (results) => results[0]!),
+      submitAll
     }
   })

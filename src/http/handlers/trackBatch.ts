@@ -30,35 +30,16 @@ interface Valid {
 }
 
 /**
- * One contact per distinct email of the batch, resolved concurrently so the ContactDirectory puts
- * the misses in one statement. A new contact takes `subscribed` from its first event, as /v1/track would.
+ * One contact per distinct email of the batch, the misses of the ContactDirectory's cache in one
+ * statement. A new contact takes `subscribed` from its first event, as /v1/track would.
  */
 const resolveContacts = (directory: ContactDirectory["Service"], projectId: string, events: ReadonlyArray<Valid>) => {
   const firsts = new Map<string, Valid>()
   for (const event of events) if (!firsts.has(event.email)) firsts.set(event.email, event)
-  return Effect.forEach(
-    [...firsts.values()],
-    (first) => Effect.map(directory.resolve(projectId, first.email, first.payload.subscribed ?? true), (contact) => [first.email, contact] as const),
-    { concurrency: "unbounded" }
-  ).pipe(Effect.map((entries) => new Map<string, ResolvedContact>(entries)), Effect.orDie)
-}
-
-/**
- * Publishes the events, each contact's in batch order: a contact's next event is published after
- * the PubAck of its previous one (concurrent publishes may reach the stream in any order, and the
- * actor applies data changes in stream order); different contacts go concurrently.
- */
-const publishInContactOrder = (publisher: EventPublisher["Service"], projectId: string, events: ReadonlyArray<TrackedEvent>) => {
-  const byContact = new Map<string, Array<TrackedEvent>>()
-  for (const event of events) {
-    const chain = byContact.get(event.contactId)
-    if (chain) chain.push(event)
-    else byContact.set(event.contactId, [event])
-  }
-  return Effect.forEach(
-    byContact.values(),
-    (chain) => Effect.forEach(chain, (event) => publisher.publish(projectId, event), { discard: true }),
-    { concurrency: "unbounded", discard: true }
+  const emails = [...firsts.keys()]
+  return directory.resolveAll(projectId, emails.map((email) => ({ email, subscribedIfNew: firsts.get(email)!.payload.subscribed ?? true }))).pipe(
+    Effect.map((contacts) => new Map<string, ResolvedContact>(emails.map((email, index) => [email, contacts[index]!]))),
+    Effect.orDie
   )
 }
 
@@ -104,7 +85,8 @@ export const makeTrackBatch = Effect.gen(function*() {
           announced.add(email)
           return toTrackedEvent(payload, { eventId: derivedUuidv7(operationId, index), contact: { id: contact.id, created }, at })
         })
-        yield* publishInContactOrder(publisher, project.id, events).pipe(
+        // In one flush, in batch order: each contact's events reach the stream in the order given.
+        yield* publisher.publishAll(project.id, events).pipe(
           Effect.catchTag("StreamUnavailable", () => Effect.fail(streamUnavailable))
         )
         return { success: true as const, data: { accepted: valid.length, rejected } }

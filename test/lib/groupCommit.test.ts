@@ -1,0 +1,44 @@
+/** Group commit: one flush per batch of submissions; a submission's items stay together and in order. */
+import { Deferred, Effect, Exit, Fiber } from "effect"
+import { describe, expect, it } from "vitest"
+import { makeGroupCommit } from "../../src/lib/GroupCommit.ts"
+
+describe("makeGroupCommit", () => {
+  it("hands a submission's items to one flush, in order, and each submitter its own results", async () => {
+    const flushes: Array<ReadonlyArray<number>> = []
+    const results = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      // The first flush waits until every submission is queued, so the rest go to the second together.
+      const gate = yield* Deferred.make<void>()
+      const batcher = yield* makeGroupCommit({
+        flush: (items: ReadonlyArray<number>) =>
+          Effect.gen(function*() {
+            flushes.push(items)
+            if (flushes.length === 1) yield* Deferred.await(gate)
+            return items.map((item) => item * 10)
+          })
+      })
+      const first = yield* Effect.forkChild(batcher.submit(0))
+      yield* Effect.yieldNow
+      const all = yield* Effect.forkChild(Effect.all([
+        batcher.submitAll([1, 2, 3]),
+        batcher.submit(4),
+        batcher.submitAll([5, 6]),
+        batcher.submitAll([])
+      ], { concurrency: "unbounded" }))
+      yield* Effect.yieldNow
+      yield* Deferred.succeed(gate, undefined)
+      return [yield* Fiber.await(first), yield* Fiber.await(all)] as const
+    })))
+    expect(flushes).toEqual([[0], [1, 2, 3, 4, 5, 6]])
+    expect(results[0]).toEqual(Exit.succeed(0))
+    expect(results[1]).toEqual(Exit.succeed([[10, 20, 30], 40, [50, 60], []]))
+  })
+
+  it("fails every submission of a failed flush", async () => {
+    const outcome = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const batcher = yield* makeGroupCommit({ flush: (_: ReadonlyArray<number>) => Effect.fail("down" as const) })
+      return yield* Effect.all([Effect.exit(batcher.submitAll([1, 2])), Effect.exit(batcher.submit(3))], { concurrency: "unbounded" })
+    })))
+    for (const exit of outcome) expect(Exit.isFailure(exit)).toBe(true)
+  })
+})
