@@ -1,4 +1,4 @@
-import { createHash, randomFillSync } from "node:crypto"
+import { hash as oneShotHash, randomFillSync } from "node:crypto"
 import { isUuid } from "./uuid.ts"
 
 // Random bytes are drawn from a pool refilled 4 KiB at a time: one syscall per 256 ids instead of
@@ -49,7 +49,8 @@ export const derivedUuidv7 = (operationId: string, index: number): string => {
   if (!isUuid(operationId)) throw new TypeError(`not a UUID: ${operationId}`)
   if (!Number.isInteger(index) || index < 0 || index >= MAX_DERIVED_IDS) throw new RangeError(`index ${index} out of range`)
   const bytes = Buffer.from(operationId.replaceAll("-", ""), "hex")
-  const hash = createHash("sha256").update(`${operationId}/${index}`).digest()
+  // One-shot hashing: the same digest as createHash(...).update(...).digest(), without a Hash object per id.
+  const hash = oneShotHash("sha256", `${operationId}/${index}`, "buffer")
   bytes[6] = 0x70 | (index >> 8)
   bytes[7] = index & 0xff
   hash.copy(bytes, 8, 0, 8)

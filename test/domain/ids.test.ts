@@ -12,6 +12,12 @@ describe("derivedUuidv7", () => {
     expect(ids.filter((id, index) => id === derivedUuidv7(other, index))).toEqual([])
   })
 
+  it("derives the ids it always derived (a retry across an upgrade repeats its events' ids)", () => {
+    const fixed = "019375a2-4c00-7abc-8def-0123456789ab"
+    expect(derivedUuidv7(fixed, 0)).toBe("019375a2-4c00-7000-af34-0af318b0e176")
+    expect(derivedUuidv7(fixed, 4095)).toBe("019375a2-4c00-7fff-a10d-6a8b97b3b1fa")
+  })
+
   it("is a UUIDv7 with the operation's timestamp, sorting in index order", () => {
     const ids = Array.from({ length: MAX_DERIVED_IDS }, (_, index) => derivedUuidv7(operation, index))
     for (const id of ids) {
