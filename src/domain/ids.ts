@@ -58,4 +58,17 @@ export const derivedUuidv7 = (operationId: string, index: number): string => {
   return formatUuid(bytes)
 }
 
+/**
+ * The id of item `index` of an operation that is never repeated (no Idempotency-Key): the operation's
+ * own UUIDv7 with the index in the 12 bits after the version. Ids of one operation differ by their
+ * index and sort in its order; other operations differ in their timestamp or 62 random bits. No hashing:
+ * nothing has to derive the same id again.
+ */
+export const indexedUuidv7 = (operationId: string, index: number): string => {
+  if (!isUuid(operationId)) throw new TypeError(`not a UUID: ${operationId}`)
+  if (!Number.isInteger(index) || index < 0 || index >= MAX_DERIVED_IDS) throw new RangeError(`index ${index} out of range`)
+  // xxxxxxxx-xxxx-7IIi-...: the version digit stays, the index's 3 hex digits follow it.
+  return `${operationId.slice(0, 15)}${index.toString(16).padStart(3, "0")}${operationId.slice(18)}`
+}
+
 export { isUuid }

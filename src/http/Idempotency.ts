@@ -30,6 +30,8 @@ const PRINTABLE_ASCII = /^[\x20-\x7e]{1,255}$/
 export interface Claim {
   /** The same for every attempt at one key (a fresh id without a key): ids derived from it repeat with the request. */
   readonly operationId: string
+  /** A key holds the operation: it may be attempted again (false: this attempt is the only one). */
+  readonly repeatable: boolean
   /**
    * Stores the response as the key's outcome; call it inside the transaction that does the work, so
    * both commit or neither. Fails (so the transaction rolls back) if another attempt took the key over.
@@ -130,7 +132,7 @@ export class Idempotency extends Context.Service<Idempotency, {
         sql`project_id = ${projectId} AND key = ${key} AND claim_token = ${token} AND status_code IS NULL`
 
       const once = <A, E, R>(projectId: string, key: string | undefined, request: string, work: (claim: Claim) => Effect.Effect<A, E, R>) => {
-        if (key === undefined) return work({ operationId: uuidv7(), complete: () => Effect.void })
+        if (key === undefined) return work({ operationId: uuidv7(), repeatable: false, complete: () => Effect.void })
         if (!PRINTABLE_ASCII.test(key)) {
           // 400, as the reference documents an invalid Idempotency-Key (a header, not a body field).
           return Effect.fail(ApiError.badRequest("Idempotency-Key must be 1 to 255 printable ASCII characters", "INVALID_IDEMPOTENCY_KEY"))
@@ -155,7 +157,7 @@ export class Idempotency extends Context.Service<Idempotency, {
           const renew = sql`UPDATE idempotency_keys SET locked_until = now() + make_interval(secs => ${idempotencyLeaseSeconds})
                             WHERE ${ours(projectId, key, token)}`
           const heartbeat = Effect.forever(Effect.sleep(renewEvery).pipe(Effect.andThen(renew), Effect.ignore))
-          return yield* Effect.raceFirst(work({ operationId, complete }), heartbeat).pipe(
+          return yield* Effect.raceFirst(work({ operationId, repeatable: true, complete }), heartbeat).pipe(
             Effect.onExit((exit) => {
               if (Exit.isSuccess(exit)) return completed ? Effect.void : complete(exit.value).pipe(Effect.ignore)
               // Released by ending the lease now, not by deleting the key: a failure can follow a

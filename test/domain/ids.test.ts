@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { derivedUuidv7, isUuid, MAX_DERIVED_IDS, uuidv7 } from "../../src/domain/ids.ts"
+import { derivedUuidv7, indexedUuidv7, isUuid, MAX_DERIVED_IDS, uuidv7 } from "../../src/domain/ids.ts"
 
 describe("derivedUuidv7", () => {
   const operation = uuidv7(Date.UTC(2024, 5, 1))
@@ -33,5 +33,25 @@ describe("derivedUuidv7", () => {
     expect(() => derivedUuidv7(operation, MAX_DERIVED_IDS)).toThrow(RangeError)
     expect(() => derivedUuidv7(operation, -1)).toThrow(RangeError)
     expect(() => derivedUuidv7("not-a-uuid", 0)).toThrow(TypeError)
+  })
+})
+
+describe("indexedUuidv7", () => {
+  it("gives each index of an operation its own UUIDv7, sorting in index order after the operation's timestamp", () => {
+    const operation = uuidv7(Date.UTC(2024, 5, 1))
+    const ids = Array.from({ length: MAX_DERIVED_IDS }, (_, index) => indexedUuidv7(operation, index))
+    expect(new Set(ids).size).toBe(MAX_DERIVED_IDS)
+    expect([...ids].sort()).toEqual(ids)
+    for (const id of ids) {
+      expect(isUuid(id)).toBe(true)
+      expect(id[14]).toBe("7")
+      expect(id.slice(0, 13)).toBe(operation.slice(0, 13))
+      expect(id.slice(19)).toBe(operation.slice(19))
+    }
+    // Another operation in the same millisecond shares none of them.
+    const other = uuidv7(Date.UTC(2024, 5, 1))
+    expect(ids.filter((id, index) => id === indexedUuidv7(other, index))).toEqual([])
+    expect(() => indexedUuidv7(operation, MAX_DERIVED_IDS)).toThrow(RangeError)
+    expect(() => indexedUuidv7("not-a-uuid", 0)).toThrow(TypeError)
   })
 })

@@ -6,7 +6,7 @@
  */
 import { Clock, Effect } from "effect"
 import { normalizeEmail } from "../../domain/email.ts"
-import { derivedUuidv7 } from "../../domain/ids.ts"
+import { derivedUuidv7, indexedUuidv7 } from "../../domain/ids.ts"
 import { ContactDirectory, type ResolvedContact } from "../../ingest/ContactDirectory.ts"
 import { EventPublisher, type TrackedEvent } from "../../ingest/EventPublisher.ts"
 import { CurrentProject } from "../api/security.ts"
@@ -66,9 +66,9 @@ export const makeTrackBatch = Effect.gen(function*() {
       project.id,
       headers["idempotency-key"],
       "POST /v1/track/batch",
-      // Event ids derive from the claim's operation id (the same for every attempt at one key) and
-      // the index, so a retried batch repeats its ids and the actor drops what it already stored.
-      ({ operationId }) => Effect.gen(function*() {
+      // With a key, event ids derive from the claim's operation id (the same for every attempt at the
+      // key) and the index, so a retried batch repeats its ids and the actor drops what it already stored.
+      ({ operationId, repeatable }) => Effect.gen(function*() {
         // The auth middleware counted the request as one; each further accepted event counts too.
         if (valid.length > 1) {
           yield* enforceRateLimit(
@@ -77,13 +77,15 @@ export const makeTrackBatch = Effect.gen(function*() {
           )
         }
         const contacts = yield* resolveContacts(directory, project.id, valid)
+        // Without a key the batch is never attempted again: its ids need not be derivable, only unique.
+        const eventIdOf = repeatable ? derivedUuidv7 : indexedUuidv7
         const announced = new Set<string>()
         const events = valid.map(({ index, payload, email }) => {
           const contact = contacts.get(email)!
           // Only the contact's first event says the api created it (the actor then evaluates its segments).
           const created = contact.created && !announced.has(email)
           announced.add(email)
-          return toTrackedEvent(payload, { eventId: derivedUuidv7(operationId, index), contact: { id: contact.id, created }, at })
+          return toTrackedEvent(payload, { eventId: eventIdOf(operationId, index), contact: { id: contact.id, created }, at })
         })
         // In one flush, in batch order: each contact's events reach the stream in the order given.
         yield* publisher.publishAll(project.id, events).pipe(
