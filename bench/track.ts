@@ -20,7 +20,17 @@ import { postgresOf, type ProcessGroup, processesNamed, processTree } from "./ha
 import { DURATION, NATS_URL, setting, sleep, waitFor } from "./harness/settings.ts"
 import { ratio, round } from "./harness/stats.ts"
 import { resetStatements, topStatements } from "./harness/statements.ts"
-import { createFiftySegments, drained, segmentedBody, storedEvents, sustain, type Sustained, touchEveryContact, trackBody } from "./workload.ts"
+import {
+  createFiftySegments,
+  drained,
+  segmentedBody,
+  segmentsBackfilled,
+  storedEvents,
+  sustain,
+  type Sustained,
+  touchEveryContact,
+  trackBody
+} from "./workload.ts"
 
 const PARTS = ["m1", "m6", "m2", "scale", "batch"] as const
 type Part = (typeof PARTS)[number]
@@ -99,12 +109,6 @@ const m6Part = async (env: BenchEnvironment) => {
   return { worker, m6: { events: backlog, seconds: round(drainSeconds, 1), eventsPerSecond: Math.round(backlog / drainSeconds) } }
 }
 
-/** Segment definitions are backfilled by the workers: wait until every one has caught up (at most 60 s). */
-const segmentsBackfilled = (env: BenchEnvironment) =>
-  waitFor(async () => {
-    const [row] = await env.query<{ behind: number }>("SELECT count(*)::int AS behind FROM segments WHERE backfilled_version < version")
-    return row!.behind === 0
-  }, 60_000, 500).catch(() => false)
 
 /**
  * The set-up above fills the tables in seconds, before autovacuum's first analyze (it looks once a

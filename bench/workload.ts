@@ -63,6 +63,13 @@ export const drained = (env: BenchEnvironment, timeoutMs = 120_000) => {
   }, timeoutMs, 1000)
 }
 
+/** Segment definitions are backfilled by the workers: waits until every one has caught up (false after 60 s). */
+export const segmentsBackfilled = (env: BenchEnvironment, timeoutMs = 60_000) =>
+  waitFor(async () => {
+    const [row] = await env.query<{ behind: number }>("SELECT count(*)::int AS behind FROM segments WHERE backfilled_version < version")
+    return row!.behind === 0
+  }, timeoutMs, 500).catch(() => false)
+
 /**
  * One event for every contact (through /v1/track/batch), applied: each contact's first event since the
  * segments were created makes it enter tens of them (their event windows), a one-time burst that a
