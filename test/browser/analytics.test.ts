@@ -133,8 +133,11 @@ describe("the activity page", () => {
     // Filter by type: only the custom events.
     await page.locator("fieldset label", { hasText: "custom event" }).click()
     expect(new URL(page.url()).searchParams.get("types")).toBe("event")
-    await expect.poll(async () => (await feed.locator("li").allInnerTexts()).every((text) => text.startsWith("custom event"))).toBe(true)
-    expect(await feed.locator("li").count()).toBe(1)
+    // Polled until the filtered list has arrived (an empty list in between would pass an `every`).
+    await expect.poll(async () => {
+      const texts = await feed.locator("li").allInnerTexts()
+      return texts.length === 1 && texts[0]!.startsWith("custom event")
+    }).toBe(true)
 
     const phone = await env.page({ viewport: PHONE })
     await phone.goto(projectPath("/activity"))
