@@ -105,7 +105,15 @@ export const run = () =>
           batches: delta("mailstream_actor_batch_size_count"),
           meanMessagesPerBatch: Math.round(delta("mailstream_actor_batch_size_sum") / delta("mailstream_actor_batch_size_count")),
           meanBatchMs: Math.round(1000 * delta("mailstream_actor_batch_seconds_sum") / delta("mailstream_actor_batch_size_count")),
-          eventsApplied: delta("mailstream_events_applied_total")
+          eventsApplied: delta("mailstream_events_applied_total"),
+          // The worker's event-loop delay over the round (prom-client resets it at every scrape, and the
+          // round began with one): how long a ready callback, a finished round trip's included, waited.
+          eventLoopDelayMs: {
+            mean: round(1000 * metric(after, "nodejs_eventloop_lag_mean_seconds"), 1),
+            p50: round(1000 * metric(after, "nodejs_eventloop_lag_p50_seconds"), 1),
+            p99: round(1000 * metric(after, "nodejs_eventloop_lag_p99_seconds"), 1),
+            max: round(1000 * metric(after, "nodejs_eventloop_lag_max_seconds"), 1)
+          }
         },
         ...(statements ? { postgresStatements: statements } : {})
       }
