@@ -237,7 +237,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
       const splitQueue = feed === "ingest"
         ? yield* Queue.bounded<IngestItem & { readonly message: JsMsg }>(SPLIT_BATCH * 2)
         : undefined
-      const split = splitQueue && ((envelope: IngestItem & { readonly message: JsMsg }) => Queue.offer(splitQueue, envelope))
+      const split = splitQueue && ((item: IngestItem & { readonly message: JsMsg }) => Queue.offer(splitQueue, item))
       const consumeMessages = Stream.fromAsyncIterable(messages, (error) => error).pipe(
         Stream.runForEach((message: JsMsg) => {
           const seq = message.seq

@@ -114,32 +114,30 @@ export class ContactDirectory extends Context.Service<ContactDirectory, {
 
       const batcher = yield* makeGroupCommit({ flush: resolveBatch, maxBatch: 500, concurrency: 2 })
 
-      return ContactDirectory.of({
-        resolve: (projectId, email, subscribed) =>
-          Effect.suspend(() => {
+      const resolveAll: ContactDirectory["Service"]["resolveAll"] = (projectId, lookups) =>
+        Effect.suspend(() => {
+          const now = Date.now()
+          const results = new Array<ResolvedContact>(lookups.length)
+          const misses: Array<number> = []
+          lookups.forEach(({ email }, index) => {
             const hit = cache.get(`${projectId}|${email}`)
-            if (hit && hit.expires > Date.now()) return Effect.succeed({ id: hit.id, created: false })
-            return batcher.submit({ projectId, email, subscribed })
-          }),
-        resolveAll: (projectId, lookups) =>
-          Effect.suspend(() => {
-            const now = Date.now()
-            const results = new Array<ResolvedContact>(lookups.length)
-            const misses: Array<number> = []
-            lookups.forEach(({ email }, index) => {
-              const hit = cache.get(`${projectId}|${email}`)
-              if (hit && hit.expires > now) results[index] = { id: hit.id, created: false }
-              else misses.push(index)
-            })
-            if (misses.length === 0) return Effect.succeed(results)
-            return Effect.map(
-              batcher.submitAll(misses.map((index) => ({ projectId, email: lookups[index]!.email, subscribed: lookups[index]!.subscribedIfNew }))),
-              (resolved) => {
-                misses.forEach((index, n) => (results[index] = resolved[n]!))
-                return results
-              }
-            )
-          }),
+            if (hit && hit.expires > now) results[index] = { id: hit.id, created: false }
+            else misses.push(index)
+          })
+          if (misses.length === 0) return Effect.succeed(results)
+          return Effect.map(
+            batcher.submitAll(misses.map((index) => ({ projectId, email: lookups[index]!.email, subscribed: lookups[index]!.subscribedIfNew }))),
+            (resolved) => {
+              misses.forEach((index, n) => (results[index] = resolved[n]!))
+              return results
+            }
+          )
+        })
+
+      return ContactDirectory.of({
+        resolve: (projectId, email, subscribedIfNew) =>
+          Effect.map(resolveAll(projectId, [{ email, subscribedIfNew }]), (resolved) => resolved[0]!),
+        resolveAll,
         forget: (projectId, email) =>
           Effect.suspend(() => {
             generation++

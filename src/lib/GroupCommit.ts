@@ -21,7 +21,7 @@ interface Pending<In, Out, E> {
 export const makeGroupCommit = <In, Out, E>(options: {
   /** Returns one result per item, in order; a failure fails the whole batch. */
   readonly flush: (items: ReadonlyArray<In>) => Effect.Effect<ReadonlyArray<Out>, E>
-  /** Submissions handed to one flush at most (each with all its items). */
+  /** Items handed to one flush at most (a submission is never split: one larger than this goes alone). */
   readonly maxBatch?: number | undefined
   /** Flushes running at the same time (e.g. one per pooled connection). */
   readonly concurrency?: number | undefined
@@ -30,7 +30,7 @@ export const makeGroupCommit = <In, Out, E>(options: {
     const queue = yield* Queue.unbounded<Pending<In, Out, E>>()
     const maxBatch = options.maxBatch ?? 1000
 
-    const runBatch = (batch: ReadonlyArray<Pending<In, Out, E>>) =>
+    const runFlush = (batch: ReadonlyArray<Pending<In, Out, E>>) =>
       options.flush(batch.length === 1 ? batch[0]!.items : batch.flatMap((pending) => pending.items)).pipe(
         Effect.matchCauseEffect({
           onSuccess: (results) =>
@@ -46,6 +46,21 @@ export const makeGroupCommit = <In, Out, E>(options: {
             Effect.forEach(batch, (pending) => Deferred.failCause(pending.result, cause), { discard: true })
         })
       )
+
+    /** What was queued, in flushes of at most `maxBatch` items, one after the other. */
+    const runBatch = (batch: ReadonlyArray<Pending<In, Out, E>>) => {
+      const flushes: Array<Array<Pending<In, Out, E>>> = []
+      let items = 0
+      for (const pending of batch) {
+        if (flushes.length === 0 || (items > 0 && items + pending.items.length > maxBatch)) {
+          flushes.push([])
+          items = 0
+        }
+        flushes.at(-1)!.push(pending)
+        items += pending.items.length
+      }
+      return Effect.forEach(flushes, runFlush, { discard: true })
+    }
 
     const worker = Queue.takeBetween(queue, 1, maxBatch).pipe(
       Effect.flatMap(runBatch),

@@ -34,6 +34,36 @@ describe("makeGroupCommit", () => {
     expect(results[1]).toEqual(Exit.succeed([[10, 20, 30], 40, [50, 60], []]))
   })
 
+  it("cuts what was queued into flushes of at most maxBatch items, never splitting a submission", async () => {
+    const flushes: Array<ReadonlyArray<number>> = []
+    const results = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      const batcher = yield* makeGroupCommit({
+        maxBatch: 4,
+        flush: (items: ReadonlyArray<number>) =>
+          Effect.gen(function*() {
+            flushes.push(items)
+            if (flushes.length === 1) yield* Deferred.await(gate)
+            return items
+          })
+      })
+      const first = yield* Effect.forkChild(batcher.submit(0))
+      yield* Effect.yieldNow
+      const all = yield* Effect.forkChild(Effect.all([
+        batcher.submitAll([1, 2, 3]),
+        batcher.submitAll([4, 5]),
+        batcher.submitAll([6, 7, 8, 9, 10, 11]),
+        batcher.submit(12)
+      ], { concurrency: "unbounded" }))
+      yield* Effect.yieldNow
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.await(first)
+      return yield* Fiber.join(all)
+    })))
+    expect(flushes).toEqual([[0], [1, 2, 3], [4, 5], [6, 7, 8, 9, 10, 11], [12]])
+    expect(results).toEqual([[1, 2, 3], [4, 5], [6, 7, 8, 9, 10, 11], 12])
+  })
+
   it("fails every submission of a failed flush", async () => {
     const outcome = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
       const batcher = yield* makeGroupCommit({ flush: (_: ReadonlyArray<number>) => Effect.fail("down" as const) })
