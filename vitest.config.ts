@@ -5,6 +5,7 @@ import { defineConfig } from "vitest/config"
  * database): they run first, two at a time. A new file runs with the integration files unless listed here.
  */
 const inProcess = [
+  "test/actors/**/*.test.ts",
   "test/analytics/range.test.ts",
   "test/cli/config.test.ts",
   "test/conditions/canonical.test.ts",

@@ -8,7 +8,6 @@
  */
 import { Cause, Clock, Data, Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { exceedsContactDataLimit, inferFieldTypes, jsonBytes, MAX_CONTACT_DATA_BYTES } from "../domain/customData.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import type { TrackedEvent } from "../ingest/EventPublisher.ts"
 import type { EmittedEvent, Outbox } from "../stream/Outbox.ts"
@@ -16,6 +15,8 @@ import { segmentSlug } from "../store/Segments.ts"
 import { campaignStep } from "../campaigns/fanout.ts"
 import { applyBulk } from "./applyBulk.ts"
 import { importStep } from "./importStep.ts"
+import { contactStateOf, type ContactState, contactWritesSql, type EventRow, foldTrackedEvents, type LockedContact, oversizedSql, storeEventsCtes, type SubscriptionEmitted } from "./contactFold.ts"
+import { applyTrackedBatch, changeRecorder, continueThroughIn, MAX_OWN_EVENT_ROUNDS } from "./trackBatch.ts"
 import { runWorkflows, type WorkflowInput, type WorkflowState } from "../workflows/engine.ts"
 import type { WorkflowRuntime } from "../workflows/Runtime.ts"
 import { causeIsTransient } from "../lib/isolation.ts"
@@ -31,6 +32,10 @@ import {
   type ContactChange,
   emptyChange,
   evaluateChanges,
+  epochMs,
+  factNames,
+  type FactRow,
+  factRowsSql,
   loadFacts,
   loadSegments,
   narrowBackfill,
@@ -112,8 +117,6 @@ export const reloadSegments = Effect.fnUntraced(function*(context: Pick<BatchCon
   return state.segments
 })
 
-/** Rounds of events recorded in the batch that emitted them (an event emitted while recording one is the next round). */
-const MAX_OWN_EVENT_ROUNDS = 3
 
 export interface BatchOutcome {
   readonly applied: number
@@ -128,44 +131,8 @@ export interface BatchOutcome {
   readonly soonestTimerAt?: number | undefined
   /** The batch set workflow timers (DELAY, WAIT_FOR_EVENT timeouts). */
   readonly workflowTimersSet?: boolean | undefined
-}
-
-interface EventRow {
-  readonly id: string
-  readonly contactId: string
-  readonly name: string
-  readonly data: Readonly<Record<string, unknown>>
-  readonly at: string
-}
-
-interface ContactState {
-  id: string
-  email: string
-  subscribed: boolean
-  pins: Record<string, number>
-  /** The contact's data as this batch has left it so far. */
-  current: Record<string, unknown>
-  /** Size of `current` as JSON (computed when first needed; an upper bound after cheap updates). */
-  bytes: number | undefined
-  set: Record<string, unknown>
-  remove: Set<string>
-  touched: boolean
-}
-
-interface LockedContact {
-  readonly id: string
-  readonly email: string
-  readonly subscribed: boolean
-  readonly pinned_at: Record<string, number> | string
-  readonly data: Record<string, unknown> | string
-}
-
-interface Emitted {
-  readonly name: "contact.subscribed" | "contact.unsubscribed"
-  readonly contactId: string
-  readonly email: string
-  readonly at: string
-  readonly source: string
+  /** The batch was tracked events only, applied by one write statement (trackBatch.ts). */
+  readonly appliedInOneWrite?: boolean | undefined
 }
 
 export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, batch: ReadonlyArray<Delivered>) {
@@ -198,13 +165,13 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
     // And the contacts of the batch's tracked events, locked (in id order, as every locker does): the
     // first fold of tracked events starts from them without a round trip of its own.
     const trackedEmails = [...new Set(batch.flatMap((message) => message.body.kind === "track" ? message.body.events.map((event) => event.email) : []))]
-    const [head] = yield* sql<{
-      leased: boolean
-      applied_seq: string | null
-      ingest_pos: string | null
-      reset_seq: string | null
-      contacts: ReadonlyArray<LockedContact> | string | null
-    }>`
+    // A batch of tracked events only is applied in one write (trackBatch.ts): its head also reads what
+    // the segments read about its contacts, and which of its events are already stored.
+    const segmentsLoaded = context.segmentState.segments
+    const withFacts = segmentsLoaded !== undefined && batch.every((message) => message.body.kind === "track")
+    const names = segmentsLoaded ? factNames(segmentsLoaded) : { eventNames: new Set<string>(), windowed: new Set<string>() }
+    const eventIds = withFacts ? batch.flatMap((message) => message.body.kind === "track" ? message.body.events.map((event) => event.eventId) : []) : []
+    const rows = yield* sql<Omit<FactRow, "kind"> & { readonly kind: FactRow["kind"] | "h" | "e"; readonly pins: Record<string, number> | string | null }>`
       WITH lease AS (
         SELECT 1 FROM partition_leases
         WHERE partition = ${context.partition} AND owner = ${context.workerId} AND epoch = ${context.epoch}
@@ -212,20 +179,42 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
       ), offset_row AS (${offsets.read}), moved AS (${offsets.write} RETURNING 1),
       reset AS (SELECT data_reset_seq FROM projects WHERE id = ${context.projectId} FOR SHARE),
       locked AS (
-        SELECT id, email, subscribed, pinned_at, data FROM contacts
+        SELECT id, email, subscribed, pinned_at, data, created_at, updated_at FROM contacts
         WHERE project_id = ${context.projectId} AND email = ANY(${pgArray(trackedEmails)}::text[])
         ORDER BY id
         FOR UPDATE
       )
-      SELECT (SELECT json_agg(locked) FROM locked) AS contacts, EXISTS (SELECT 1 FROM lease) AS leased, (SELECT applied_seq FROM offset_row) AS applied_seq,
-             (SELECT ingest_pos FROM offset_row)::text AS ingest_pos,
-             (SELECT data_reset_seq FROM reset)::text AS reset_seq, (SELECT count(*) FROM moved) AS moved,
-             -- No NOTIFY for this batch's outbox rows (migration 0015): the actor wakes its relay itself.
-             set_config('mailstream.quiet_outbox', 'on', true) AS quiet`
-    if (!head?.leased) return yield* new LeaseLost({ partition: context.partition })
-    let prelocked: ReadonlyArray<LockedContact> | undefined = head.contacts === null
-      ? []
-      : typeof head.contacts === "string" ? JSON.parse(head.contacts) : head.contacts
+      SELECT 'h' AS kind, NULL::uuid AS contact_id, NULL::text AS name, NULL::bigint AS count, NULL::float8 AS t1,
+             NULL::float8 AS t2, EXISTS (SELECT 1 FROM lease) AS subscribed,
+             jsonb_build_object(
+               'applied_seq', (SELECT applied_seq FROM offset_row)::text, 'ingest_pos', (SELECT ingest_pos FROM offset_row)::text,
+               'reset_seq', (SELECT data_reset_seq FROM reset)::text, 'moved', (SELECT count(*) FROM moved),
+               -- No NOTIFY for this batch's outbox rows (migration 0015): the actor wakes its relay itself.
+               'quiet', set_config('mailstream.quiet_outbox', 'on', true)) AS data,
+             NULL::jsonb AS pins
+      UNION ALL
+      SELECT 'c', id, email, NULL, ${epochMs(sql, "created_at")}, ${epochMs(sql, "updated_at")}, subscribed, data, pinned_at FROM locked
+      UNION ALL
+      SELECT 'e', id, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM events WHERE id = ANY(${pgArray(eventIds)}::uuid[])
+      UNION ALL
+      ${factRowsSql(sql, context.projectId, sql`${withFacts} AND contact_id IN (SELECT id FROM locked)`, names.eventNames, names.windowed)}`
+    const headRow = rows.find((row) => row.kind === "h")
+    const head = (typeof headRow?.data === "string" ? JSON.parse(headRow.data) : headRow?.data) as {
+      applied_seq: string | null
+      ingest_pos: string | null
+      reset_seq: string | null
+    }
+    if (headRow?.subscribed !== true) return yield* new LeaseLost({ partition: context.partition })
+    const lockedRows: Array<LockedContact> = []
+    const stored = new Set<string>()
+    for (const row of rows) {
+      if (row.kind === "c") {
+        lockedRows.push({ id: row.contact_id, email: row.name, subscribed: row.subscribed === true, pinned_at: row.pins ?? {}, data: row.data as LockedContact["data"] })
+      } else if (row.kind === "e") {
+        stored.add(row.contact_id)
+      }
+    }
+    let prelocked: ReadonlyArray<LockedContact> | undefined = lockedRows
     // Only messages beyond everything applied so far, in this batch too: a redelivered copy of a
     // message earlier in the same batch (consumer recreated, ack_wait redelivery) is skipped as well.
     // Messages queued before the project's last reset are skipped: nothing of the wiped data comes back.
@@ -256,22 +245,26 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
       webhooksQueued: boolean
       soonestTimerAt?: number | undefined
       workflowTimersSet?: boolean | undefined
+      appliedInOneWrite?: boolean | undefined
     } = { applied: fresh.length, skipped: batch.length - fresh.length, eventsInserted: 0, emitted: 0, mailQueued: false, webhooksQueued: false }
     if (fresh.length === 0) return outcome
+    const lockedEmails = new Set(lockedRows.map((row) => row.email))
+    if (
+      withFacts && segmentsLoaded &&
+      fresh.every((message) => message.body.kind === "track" && message.body.events.every((event) => lockedEmails.has(event.email)))
+    ) {
+      const tracked: Array<TrackedEvent> = []
+      for (const message of fresh) if (message.body.kind === "track") for (const event of message.body.events) if (unseen(event)) tracked.push(event)
+      return yield* applyTrackedBatch(context, segmentsLoaded, tracked, { contacts: lockedRows, factRows: rows as ReadonlyArray<FactRow>, stored }, outcome)
+    }
 
     // Runs of events are applied set-wise; a command is a barrier applied in its place.
     let events: Array<EventRow> = []
     let tracked: Array<TrackedEvent> = []
-    const emitted: Array<Emitted> = []
+    const emitted: Array<SubscriptionEmitted> = []
     // What changed per contact, for the segment engine at the end of the batch.
     const changes = new Map<string, ContactChange>()
-    const changeOf = (contactId: string, at?: string) => {
-      let change = changes.get(contactId)
-      if (!change) changes.set(contactId, change = emptyChange())
-      const ms = at === undefined ? NaN : Date.parse(at)
-      if (!Number.isNaN(ms)) change.changedAt = Math.max(change.changedAt ?? ms, ms)
-      return change
-    }
+    const changeOf = changeRecorder(changes)
     let segmentsChanged = context.segmentState.segments === undefined
     // The batch's events and workflow messages, in stream order, for the workflow engine.
     const workflowInputs: Array<WorkflowInput> = []
@@ -449,16 +442,7 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
     for (let round = 0; own.length > 0; round++) {
       const recorded = own.splice(0)
       if (round === MAX_OWN_EVENT_ROUNDS) {
-        yield* context.outbox.append(recorded.map((event) => ({
-          kind: "event" as const,
-          projectId: context.projectId,
-          eventId: event.id,
-          contactId: event.contactId,
-          email: "",
-          name: event.name,
-          data: event.data,
-          at: event.at
-        })))
+        yield* continueThroughIn(context, recorded)
         break
       }
       const inserted = yield* insertEvents(context.projectId, recorded)
@@ -518,33 +502,6 @@ const emittedToRow = (message: EmittedEventMessage): EventRow => ({
 })
 
 /**
- * Whether the event's data change keeps the contact within MAX_CONTACT_DATA_BYTES (or does not grow it).
- * Cheap in the usual case: an upper bound of the growth is checked first, the exact size only near the limit.
- */
-const fitsDataLimit = (contact: ContactState, event: TrackedEvent): boolean => {
-  const setEntries = Object.entries(event.set)
-  if (setEntries.length === 0) return true
-  contact.bytes ??= jsonBytes(contact.current)
-  let growth = 0
-  for (const [key, value] of setEntries) growth += jsonBytes(key) + jsonBytes(value) + 2
-  if (contact.bytes + growth <= MAX_CONTACT_DATA_BYTES) {
-    contact.bytes += growth
-    return true
-  }
-  const before = jsonBytes(contact.current)
-  const candidate = { ...contact.current }
-  for (const key of event.remove) delete candidate[key]
-  for (const [key, value] of setEntries) candidate[key] = value
-  const after = jsonBytes(candidate)
-  contact.bytes = before
-  if (exceedsContactDataLimit(before, after)) return false
-  contact.bytes = after
-  return true
-}
-
-const sameJson = (a: unknown, b: unknown) => a === b || (a !== undefined && JSON.stringify(a) === JSON.stringify(b))
-
-/**
  * Locks the contacts of the tracked events (creating any that are missing, e.g. deleted since the
  * api resolved them), folds each contact's changes in order, writes them in one statement, and
  * returns the events attached to the authoritative contact ids.
@@ -552,7 +509,7 @@ const sameJson = (a: unknown, b: unknown) => a === b || (a !== undefined && JSON
 const applyContactChanges = Effect.fnUntraced(function*(
   context: BatchContext,
   tracked: ReadonlyArray<TrackedEvent>,
-  emitted: Array<Emitted>,
+  emitted: Array<SubscriptionEmitted>,
   changeOf: (contactId: string, at?: string) => ContactChange,
   /** The batch's contacts as its head statement locked them (a superset of these events' contacts). */
   prelocked: ReadonlyArray<LockedContact> | undefined
@@ -589,107 +546,14 @@ const applyContactChanges = Effect.fnUntraced(function*(
     rows = yield* lockContacts()
     for (const row of rows) if (!known.has(row.email)) createdHere.add(row.id)
   }
-  const byEmail = new Map<string, ContactState>(
-    rows.map((row) => [row.email, {
-      id: row.id,
-      email: row.email,
-      subscribed: row.subscribed,
-      pins: typeof row.pinned_at === "string" ? JSON.parse(row.pinned_at) : row.pinned_at,
-      current: typeof row.data === "string" ? JSON.parse(row.data) : { ...row.data },
-      bytes: undefined,
-      set: {},
-      remove: new Set(),
-      touched: false
-    }])
-  )
-  // A direct api write accepted after the event wins over the event's change of that field.
-  const pinnedAfter = (contact: ContactState, field: string, at: number) => (contact.pins[field] ?? -Infinity) >= at
-  const events: Array<EventRow> = []
-  const oversized: Array<TrackedEvent> = []
-  for (const event of tracked) {
-    const contact = byEmail.get(event.email)
-    if (!contact) continue // the contact could not be created (should not happen); the event is dropped with it
-    const at = Date.parse(event.at)
-    const dataFits = fitsDataLimit(contact, event)
-    // The event is recorded either way; a data change that would grow the contact past the limit is
-    // set aside as a dead letter (replayable once the contact has room), never silently dropped.
-    if (!dataFits) oversized.push({ ...event, contactId: contact.id, subscribed: null, pos: undefined })
-    const change = changeOf(contact.id, event.at)
-    change.events.add(event.name)
-    // A contact new to the project is evaluated against every segment, not just those its changes touch.
-    if (event.contactCreated || createdHere.has(contact.id)) change.fields = "all"
-    const fields = change.fields
-    if (event.subscribed !== null && event.subscribed !== contact.subscribed && !pinnedAfter(contact, "subscribed", at)) {
-      contact.subscribed = event.subscribed
-      contact.touched = true
-      if (fields !== "all") fields.add("subscribed")
-      emitted.push({
-        name: event.subscribed ? "contact.subscribed" : "contact.unsubscribed",
-        contactId: contact.id,
-        email: contact.email,
-        at: event.at,
-        source: "api.track"
-      })
-    }
-    // Compose patches in order: a later set wins over an earlier delete and vice versa.
-    // Only real changes count: apps often resend the same properties with every event, and an
-    // unchanged value neither rewrites the contact nor re-evaluates the segments that read it.
-    for (const key of dataFits ? event.remove : []) {
-      if (pinnedAfter(contact, `data.${key}`, at) || !(key in contact.current)) continue
-      delete contact.current[key]
-      delete contact.set[key]
-      contact.remove.add(key)
-      contact.touched = true
-      if (fields !== "all") fields.add(`data.${key}`)
-    }
-    for (const [key, value] of dataFits ? Object.entries(event.set) : []) {
-      if (pinnedAfter(contact, `data.${key}`, at) || sameJson(contact.current[key], value)) continue
-      contact.current[key] = value
-      contact.set[key] = value
-      contact.remove.delete(key)
-      contact.touched = true
-      if (fields !== "all") fields.add(`data.${key}`)
-    }
-    if (contact.touched && fields !== "all") fields.add("updatedAt")
-    events.push({ id: event.eventId, contactId: contact.id, name: event.name, data: event.data, at: event.at })
-  }
-  if (oversized.length > 0) {
-    yield* sql`
-      INSERT INTO dead_letters (id, project_id, partition, source, payload, error)
-      SELECT (x->>'id')::uuid, ${context.projectId}, ${context.partition}, 'actor', x->>'payload', x->>'error'
-      FROM jsonb_array_elements(${JSON.stringify(oversized.map((event) => ({
-      id: uuidv7(),
-      payload: JSON.stringify({ kind: "track", projectId: context.projectId, events: [event] }),
-      error: `contact data limit: this change would grow contact ${event.contactId}'s data past ${MAX_CONTACT_DATA_BYTES / 1024} KiB ` +
-        `(the event itself was recorded; replay after making room)`
-    })))}::jsonb) x`
-  }
-  const changes = [...byEmail.values()].filter((contact) => contact.touched).map((contact) => ({
-    id: contact.id,
-    subscribed: contact.subscribed,
-    set: contact.set,
-    remove: [...contact.remove]
-  }))
-  if (changes.length > 0) {
-    const now = new Date().toISOString()
-    const merged: Record<string, unknown> = {}
-    for (const change of changes) for (const [key, value] of Object.entries(change.set)) if (!(key in merged)) merged[key] = value
+  const byEmail = new Map<string, ContactState>(rows.map((row) => [row.email, contactStateOf(row)]))
+  const { events, oversized } = foldTrackedEvents(byEmail, tracked, changeOf, emitted, createdHere)
+  if (oversized.length > 0) yield* oversizedSql(sql, context.projectId, context.partition, oversized)
+  const writes = contactWritesSql(sql, context.projectId, byEmail.values(), new Date().toISOString())
+  if (writes.count > 0) {
     // One round trip: the contacts and the types of the custom fields they now have.
     yield* sql`
-      WITH updated AS (
-        UPDATE contacts c SET
-          subscribed = x.subscribed,
-          data = (c.data - ARRAY(SELECT jsonb_array_elements_text(x.remove))) || x.set,
-          updated_at = ${now}::timestamptz
-        FROM jsonb_to_recordset(${JSON.stringify(changes)}::jsonb) AS x(id uuid, subscribed boolean, set jsonb, remove jsonb)
-        WHERE c.id = x.id
-        RETURNING 1
-      ), fields AS (
-        INSERT INTO contact_fields (project_id, key, type)
-        SELECT ${context.projectId}, f->>0, f->>1 FROM jsonb_array_elements(${JSON.stringify(inferFieldTypes(merged))}::jsonb) f
-        ON CONFLICT DO NOTHING
-        RETURNING 1
-      )
+      WITH updated AS (${writes.updated} RETURNING 1), fields AS (${writes.fields} RETURNING 1)
       SELECT (SELECT count(*) FROM updated) + (SELECT count(*) FROM fields) AS n`
   }
   return events
@@ -699,23 +563,7 @@ const applyContactChanges = Effect.fnUntraced(function*(
 const insertEvents = Effect.fnUntraced(function*(projectId: string, events: ReadonlyArray<EventRow>) {
   const sql = yield* SqlClient.SqlClient
   const inserted = yield* sql<{ id: string }>`
-    WITH input AS (
-      SELECT * FROM jsonb_to_recordset(${JSON.stringify(events)}::jsonb)
-        AS x(id uuid, "contactId" uuid, name text, data jsonb, at timestamptz)
-    ), ins AS (
-      INSERT INTO events (id, project_id, contact_id, name, data, created_at)
-      SELECT id, ${projectId}, "contactId", name, COALESCE(data, '{}'::jsonb), at FROM input
-      ON CONFLICT (id) DO NOTHING
-      RETURNING id, contact_id, name, created_at
-    ), agg AS (
-      INSERT INTO event_aggregates (project_id, contact_id, name, count, first_at, last_at)
-      SELECT ${projectId}, contact_id, name, count(*), min(created_at), max(created_at) FROM ins
-      GROUP BY contact_id, name
-      ON CONFLICT (project_id, contact_id, name) DO UPDATE SET
-        count = event_aggregates.count + EXCLUDED.count,
-        first_at = LEAST(event_aggregates.first_at, EXCLUDED.first_at),
-        last_at = GREATEST(event_aggregates.last_at, EXCLUDED.last_at)
-    )
+    WITH ${storeEventsCtes(sql, projectId, events)}
     SELECT id FROM ins`
   return new Set(inserted.map((row) => row.id))
 })

@@ -8,7 +8,7 @@
  * window lapsing) a durable timer is set for exactly that instant.
  */
 import { type Cause, Effect } from "effect"
-import { SqlClient, type SqlError } from "effect/sql"
+import { SqlClient, type SqlError, type Statement } from "effect/sql"
 import { compileCondition, type ContactFacts, type EventAggregate, type Evaluation } from "../domain/conditions/evaluate.ts"
 import { type Condition, parseField } from "../domain/conditions/types.ts"
 import { conditionReads, type ConditionReads } from "../domain/conditions/validate.ts"
@@ -164,13 +164,13 @@ const inLane = (sql: SqlClient.SqlClient, context: SegmentContext, column: strin
     : sql`(get_byte(uuid_send(${sql.literal(column)}), 15) % ${sql.literal(String(context.outbox.lanes.count))}) = ${context.lane}`
 
 /** A contact's custom data is an object; anything else is a corrupt row its segments cannot evaluate. */
-const objectData = (contactId: string, data: unknown): Record<string, unknown> => {
+export const objectData = (contactId: string, data: unknown): Record<string, unknown> => {
   if (typeof data !== "object" || data === null || Array.isArray(data)) throw new Error(`contact ${contactId}: its data is not an object`)
   return data as Record<string, unknown>
 }
 
-/** One row of loadFacts: a contact (c), an event aggregate (a), an event's time (t) or a membership (m). */
-interface FactRow {
+/** One row of the facts read: a contact (c), an event aggregate (a), an event's time (t) or a membership (m). */
+export interface FactRow {
   readonly kind: "c" | "a" | "t" | "m"
   readonly contact_id: string
   /** The contact's email, the event's name, or the segment's id. */
@@ -184,44 +184,65 @@ interface FactRow {
   readonly data: unknown
 }
 
+/** What the segment engine reads about one contact, as it stands (memberships change as it evaluates). */
+export interface MutableFacts {
+  readonly id: string
+  readonly email: string
+  subscribed: boolean
+  readonly createdAt: number
+  updatedAt: number
+  data: Record<string, unknown>
+  readonly events: Map<string, EventAggregate>
+  readonly eventTimes: Map<string, Array<number>>
+  readonly memberships: Set<string>
+}
+
 /**
  * A timestamptz column as epoch milliseconds (float8, truncated to the millisecond as a parsed time is):
  * cheaper to produce and to read than a formatted time.
  */
-const epochMs = (sql: SqlClient.SqlClient, column: string) => sql`floor(extract(epoch FROM ${sql.literal(column)}) * 1000)::float8`
+export const epochMs = (sql: SqlClient.SqlClient, column: string) => sql`floor(extract(epoch FROM ${sql.literal(column)}) * 1000)::float8`
 
-/** Loads what the given segments read about the given contacts. */
-export const loadFacts = Effect.fnUntraced(function*(
+/** The event names the project's segments read: aggregates of all, occurrence times of the windowed ones. */
+export const factNames = (segments: ProjectSegments) => {
+  const eventNames = new Set<string>()
+  const windowed = new Set<string>()
+  for (const def of segments.ordered) {
+    for (const event of def.reads.events) eventNames.add(event)
+    for (const name of def.windowedCounts) windowed.add(name)
+  }
+  return { eventNames, windowed }
+}
+
+/**
+ * SQL: the aggregate (a), occurrence time (t) and membership (m) rows of the contacts `contactIn` picks
+ * (a condition on `contact_id`), in FactRow's columns (and a null `pins`), to be UNIONed after the contacts' own rows.
+ */
+export const factRowsSql = (
+  sql: SqlClient.SqlClient,
   projectId: string,
-  contactIds: ReadonlyArray<string>,
+  contactIn: Statement.Fragment,
   eventNames: ReadonlySet<string>,
   windowedNames: ReadonlySet<string>
-) {
-  const sql = yield* SqlClient.SqlClient
-  const ids = pgArray(contactIds)
-  // One round trip: the contacts, their aggregates of the events read, the occurrence times of the
-  // windowed counts and their memberships, as rows of one shape (`kind` says which). Plain columns and
-  // times as epoch milliseconds: building a JSON object per row cost Postgres about twice the read.
-  const rows = yield* sql<FactRow>`
-    SELECT 'c' AS kind, id AS contact_id, email AS name, NULL::bigint AS count, ${epochMs(sql, "created_at")} AS t1,
-           ${epochMs(sql, "updated_at")} AS t2, subscribed, data
-    FROM contacts WHERE project_id = ${projectId} AND id = ANY(${ids}::uuid[])
-    UNION ALL
-    SELECT 'a', contact_id, name, count, ${epochMs(sql, "first_at")}, ${epochMs(sql, "last_at")}, NULL, NULL
+) => sql`
+    SELECT 'a', contact_id, name, count, ${epochMs(sql, "first_at")}, ${epochMs(sql, "last_at")}, NULL, NULL, NULL
     FROM event_aggregates
-    WHERE ${eventNames.size > 0} AND project_id = ${projectId} AND contact_id = ANY(${ids}::uuid[])
+    WHERE ${eventNames.size > 0} AND project_id = ${projectId} AND ${contactIn}
       AND name = ANY(${pgArray([...eventNames])}::text[])
     UNION ALL
-    (SELECT 't', contact_id, name, NULL, ${epochMs(sql, "created_at")}, NULL, NULL, NULL
+    (SELECT 't', contact_id, name, NULL, ${epochMs(sql, "created_at")}, NULL, NULL, NULL, NULL
      FROM events
-     WHERE ${windowedNames.size > 0} AND project_id = ${projectId} AND contact_id = ANY(${ids}::uuid[])
+     WHERE ${windowedNames.size > 0} AND project_id = ${projectId} AND ${contactIn}
        AND name = ANY(${pgArray([...windowedNames])}::text[])
      ORDER BY created_at DESC)
     UNION ALL
-    SELECT 'm', contact_id, segment_id::text, NULL, NULL, NULL, NULL, NULL
+    SELECT 'm', contact_id, segment_id::text, NULL, NULL, NULL, NULL, NULL, NULL
     FROM segment_memberships
-    WHERE project_id = ${projectId} AND exited_at IS NULL AND contact_id = ANY(${ids}::uuid[])`
-  const facts = new Map<string, ContactFacts & { memberships: Set<string> }>()
+    WHERE project_id = ${projectId} AND exited_at IS NULL AND ${contactIn}`
+
+/** Folds rows of kinds c, a, t and m into each contact's facts (rows of contacts not among the c rows are ignored). */
+export const factsOf = (rows: ReadonlyArray<FactRow>) => {
+  const facts = new Map<string, MutableFacts>()
   for (const row of rows) {
     if (row.kind !== "c") continue
     facts.set(row.contact_id, {
@@ -240,35 +261,45 @@ export const loadFacts = Effect.fnUntraced(function*(
     const contact = facts.get(row.contact_id)
     if (!contact) continue
     if (row.kind === "a") {
-      ;(contact.events as Map<string, EventAggregate>).set(row.name, { count: Number(row.count), firstAt: Number(row.t1), lastAt: Number(row.t2) })
+      contact.events.set(row.name, { count: Number(row.count), firstAt: Number(row.t1), lastAt: Number(row.t2) })
     } else if (row.kind === "t") {
-      const map = contact.eventTimes as Map<string, Array<number>>
-      const list = map.get(row.name)
+      const list = contact.eventTimes.get(row.name)
       if (list) list.push(Number(row.t1))
-      else map.set(row.name, [Number(row.t1)])
+      else contact.eventTimes.set(row.name, [Number(row.t1)])
     } else if (row.kind === "m") {
       contact.memberships.add(row.name)
     }
   }
   // Newest first, as the windowed counts read them.
-  for (const contact of facts.values()) for (const list of contact.eventTimes?.values() ?? []) (list as Array<number>).sort((x, y) => y - x)
+  for (const contact of facts.values()) for (const list of contact.eventTimes.values()) list.sort((x, y) => y - x)
   return facts
+}
+
+/** Loads what the given segments read about the given contacts. */
+export const loadFacts = Effect.fnUntraced(function*(
+  projectId: string,
+  contactIds: ReadonlyArray<string>,
+  eventNames: ReadonlySet<string>,
+  windowedNames: ReadonlySet<string>
+) {
+  const sql = yield* SqlClient.SqlClient
+  const contactIn = sql`contact_id = ANY(${pgArray(contactIds)}::uuid[])`
+  // One round trip: the contacts, their aggregates of the events read, the occurrence times of the
+  // windowed counts and their memberships, as rows of one shape (`kind` says which). Plain columns and
+  // times as epoch milliseconds: building a JSON object per row cost Postgres about twice the read.
+  const rows = yield* sql<FactRow>`
+    SELECT 'c' AS kind, id AS contact_id, email AS name, NULL::bigint AS count, ${epochMs(sql, "created_at")} AS t1,
+           ${epochMs(sql, "updated_at")} AS t2, subscribed, data, NULL::jsonb AS pins
+    FROM contacts WHERE project_id = ${projectId} AND id = ANY(${pgArray(contactIds)}::uuid[])
+    UNION ALL
+    ${factRowsSql(sql, projectId, contactIn, eventNames, windowedNames)}`
+  return factsOf(rows)
 })
 
-/**
- * Re-evaluates the affected segments for the changed contacts (in the caller's transaction) and
- * applies the membership changes. Returns how many entry/exit events were emitted.
- */
-export const evaluateChanges = Effect.fnUntraced(function*(
-  context: SegmentContext,
-  segments: ProjectSegments,
-  changes: ReadonlyMap<string, ContactChange>,
-  clock: number
-) {
-  if (segments.ordered.length === 0 || changes.size === 0) return 0
-  const sql = yield* SqlClient.SqlClient
-  // Which segments each contact needs, by what changed (dependents are added as memberships change).
+/** Which segments each changed contact needs evaluated, by what changed (dependents are added as memberships change). */
+export const wantedSegments = (segments: ProjectSegments, changes: ReadonlyMap<string, ContactChange>) => {
   const wanted = new Map<string, Set<string>>()
+  if (segments.ordered.length === 0) return wanted
   for (const [contactId, change] of changes) {
     const ids = new Set<string>(change.segments)
     if (change.fields === "all") {
@@ -282,20 +313,35 @@ export const evaluateChanges = Effect.fnUntraced(function*(
     for (const event of change.events) for (const def of segments.byEvent.get(event) ?? []) ids.add(def.id)
     if (ids.size > 0) wanted.set(contactId, ids)
   }
-  if (wanted.size === 0) return 0
-  // Dependents may be evaluated too, so load for the closure of what they read.
-  const eventNames = new Set<string>()
-  const windowed = new Set<string>()
-  for (const def of segments.ordered) {
-    for (const event of def.reads.events) eventNames.add(event)
-    for (const name of def.windowedCounts) windowed.add(name)
-  }
-  const facts = yield* loadFacts(context.projectId, [...wanted.keys()], eventNames, windowed)
+  return wanted
+}
 
-  const entries: Array<{ segmentId: string; contactId: string; at: string }> = []
-  const exits: Array<{ segmentId: string; contactId: string; at: string }> = []
-  const timers: Array<{ contactId: string; dueAt: string; id: string }> = []
-  const emitted: Array<EmittedEvent> = []
+export interface MembershipChange {
+  readonly segmentId: string
+  readonly contactId: string
+  readonly at: string
+}
+
+/** What evaluating contacts decided: membership changes, each contact's next timer, the entry/exit events to emit. */
+export interface Evaluated {
+  readonly entries: Array<MembershipChange>
+  readonly exits: Array<MembershipChange>
+  readonly timers: Array<{ contactId: string; dueAt: number }>
+  readonly emitted: Array<EmittedEvent>
+}
+
+/**
+ * Evaluates the wanted segments for each contact over its facts, in dependency order (pure: the facts'
+ * memberships are updated as it goes, nothing is written).
+ */
+export const evaluateFacts = (
+  segments: ProjectSegments,
+  wanted: ReadonlyMap<string, Set<string>>,
+  facts: ReadonlyMap<string, MutableFacts>,
+  changes: ReadonlyMap<string, ContactChange>,
+  clock: number
+): Evaluated => {
+  const result: Evaluated = { entries: [], exits: [], timers: [], emitted: [] }
   for (const [contactId, ids] of wanted) {
     const contact = facts.get(contactId)
     if (!contact) continue // deleted meanwhile
@@ -313,13 +359,13 @@ export const evaluateChanges = Effect.fnUntraced(function*(
       const at = new Date(now).toISOString()
       if (evaluation.matches) {
         contact.memberships.add(def.id)
-        entries.push({ segmentId: def.id, contactId, at })
+        result.entries.push({ segmentId: def.id, contactId, at })
       } else {
         contact.memberships.delete(def.id)
-        exits.push({ segmentId: def.id, contactId, at })
+        result.exits.push({ segmentId: def.id, contactId, at })
       }
       if (def.trackMembership && (segments.populated.has(def.id) || (change?.changedAt ?? now) >= def.createdAt)) {
-        emitted.push({
+        result.emitted.push({
           name: `segment.${def.slug}.${evaluation.matches ? "entry" : "exit"}`,
           contactId,
           email: contact.email,
@@ -329,15 +375,36 @@ export const evaluateChanges = Effect.fnUntraced(function*(
       }
       for (const dependent of segments.bySegment.get(def.id) ?? []) ids.add(dependent.id)
     }
-    if (nextTimer !== undefined) timers.push({ contactId, dueAt: new Date(nextTimer).toISOString(), id: uuidv7() })
+    if (nextTimer !== undefined) result.timers.push({ contactId, dueAt: nextTimer })
   }
-  yield* writeMembershipChanges(context.outbox.lanes, context.projectId, entries, exits, timerRows(context, timers))
-  if (timers.length > 0) context.onTimers?.(Math.min(...timers.map((timer) => Date.parse(timer.dueAt))))
+  return result
+}
+
+/**
+ * Re-evaluates the affected segments for the changed contacts (in the caller's transaction) and
+ * applies the membership changes. Returns how many entry/exit events were emitted.
+ */
+export const evaluateChanges = Effect.fnUntraced(function*(
+  context: SegmentContext,
+  segments: ProjectSegments,
+  changes: ReadonlyMap<string, ContactChange>,
+  clock: number
+) {
+  if (segments.ordered.length === 0 || changes.size === 0) return 0
+  const wanted = wantedSegments(segments, changes)
+  if (wanted.size === 0) return 0
+  // Dependents may be evaluated too, so load for the closure of what they read.
+  const { eventNames, windowed } = factNames(segments)
+  const facts = yield* loadFacts(context.projectId, [...wanted.keys()], eventNames, windowed)
+  const { entries, exits, timers, emitted } = evaluateFacts(segments, wanted, facts, changes, clock)
+  const timed = timers.map((timer) => ({ contactId: timer.contactId, dueAt: new Date(timer.dueAt).toISOString(), id: uuidv7() }))
+  yield* writeMembershipChanges(context.outbox.lanes, context.projectId, entries, exits, timerRows(context, timed))
+  if (timers.length > 0) context.onTimers?.(Math.min(...timers.map((timer) => timer.dueAt)))
   yield* (context.emit ? context.emit(emitted) : context.outbox.emit(context.projectId, emitted))
   return emitted.length
 })
 
-interface TimerRow {
+export interface TimerRow {
   readonly contactId: string
   readonly dueAt: string
   readonly id: string
@@ -345,13 +412,13 @@ interface TimerRow {
 }
 
 /** Timers with the partition that fires them: whoever leases the contact's lane. */
-const timerRows = (context: SegmentContext, timers: ReadonlyArray<{ contactId: string; dueAt: string; id: string }>): Array<TimerRow> => {
+export const timerRows = (context: Pick<SegmentContext, "projectId" | "outbox">, timers: ReadonlyArray<{ contactId: string; dueAt: string; id: string }>): Array<TimerRow> => {
   const { lanes } = context.outbox
   return timers.map((timer) => ({ ...timer, partition: lanes.partitionOf(context.projectId, lanes.laneOf(timer.contactId)) }))
 }
 
 /** Sets each contact's timer, only ever moving it earlier (see migrations/0004_segments.sql). */
-const timersSql = (sql: SqlClient.SqlClient, projectId: string, timers: ReadonlyArray<TimerRow>) => sql`
+export const timersSql = (sql: SqlClient.SqlClient, projectId: string, timers: ReadonlyArray<TimerRow>) => sql`
   INSERT INTO timers (contact_id, id, project_id, partition, due_at)
   SELECT (x->>'contactId')::uuid, (x->>'id')::uuid, ${projectId}, (x->>'partition')::int, (x->>'dueAt')::timestamptz
   FROM jsonb_array_elements(${JSON.stringify(timers)}::jsonb) x
@@ -398,7 +465,7 @@ export const writeMembershipChanges = Effect.fnUntraced(function*(
 })
 
 /** Membership changes summed per segment and lane (in key order, so concurrent writers lock alike). */
-const countDeltas = (
+export const countDeltas = (
   lanes: Lanes,
   changes: ReadonlyArray<{ readonly segmentId: string; readonly contactId: string; readonly n: number }>
 ) => {
@@ -414,7 +481,7 @@ const countDeltas = (
     a.segmentId < b.segmentId ? -1 : a.segmentId > b.segmentId ? 1 : a.lane - b.lane)
 }
 
-const countsSql = (sql: SqlClient.SqlClient, counts: ReturnType<typeof countDeltas>) => sql`
+export const countsSql = (sql: SqlClient.SqlClient, counts: ReturnType<typeof countDeltas>) => sql`
   INSERT INTO segment_counts (segment_id, lane, members)
   SELECT x."segmentId", x.lane, x.n FROM jsonb_to_recordset(${JSON.stringify(counts)}::jsonb) AS x("segmentId" uuid, lane int, n int)
   ON CONFLICT (segment_id, lane) DO UPDATE SET members = segment_counts.members + EXCLUDED.members`

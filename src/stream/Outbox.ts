@@ -56,6 +56,13 @@ export class Outbox extends Context.Service<Outbox, {
    * itself, in the same batch, rather than have them travel back through IN.
    */
   readonly emitOut: (projectId: string, events: ReadonlyArray<EmittedEvent>) => Effect.Effect<ReadonlyArray<OutEvent>, SqlError.SqlError>
+  /** `emitOut`'s events and rows without writing them: for a statement that inserts them with `rowsSql`. */
+  readonly outEvents: (projectId: string, events: ReadonlyArray<EmittedEvent>) => {
+    readonly events: ReadonlyArray<OutEvent>
+    readonly rows: ReadonlyArray<OutboxRow>
+  }
+  /** SQL: inserts the rows into `outbox`, in order (usable as a data-modifying CTE). */
+  readonly rowsSql: (rows: ReadonlyArray<OutboxRow>) => Statement.Statement<unknown>
   /** The rows `append` would write, for statements that insert them themselves. */
   readonly rowsOf: (messages: ReadonlyArray<InMessage>) => ReadonlyArray<OutboxRow>
   /** A SQL expression for the subject of a `kind` message about the contact whose id is `idColumn`. */
@@ -99,18 +106,14 @@ export class Outbox extends Context.Service<Outbox, {
       }
 
 
+      const rowsSql = (rows: ReadonlyArray<OutboxRow>) => sql`
+        INSERT INTO outbox (id, subject, payload)
+        SELECT (t.x->>'id')::uuid, t.x->>'subject', (t.x->>'payload')::jsonb
+        FROM jsonb_array_elements(${JSON.stringify(rows)}::jsonb) WITH ORDINALITY AS t(x, n)
+        ORDER BY t.n`
+
       const insert = (rows: ReadonlyArray<OutboxRow>): Effect.Effect<void, SqlError.SqlError> =>
-        rows.length === 0
-          ? Effect.void
-          : sql`
-              WITH ins AS (
-                INSERT INTO outbox (id, subject, payload)
-                SELECT (t.x->>'id')::uuid, t.x->>'subject', (t.x->>'payload')::jsonb
-                FROM jsonb_array_elements(${JSON.stringify(rows)}::jsonb) WITH ORDINALITY AS t(x, n)
-                ORDER BY t.n
-                RETURNING 1
-              )
-              SELECT count(*) FROM ins`.pipe(Effect.asVoid)
+        rows.length === 0 ? Effect.void : sql`WITH ins AS (${rowsSql(rows)} RETURNING 1) SELECT count(*) FROM ins`.pipe(Effect.asVoid)
 
       const append = (messages: ReadonlyArray<InMessage>) => {
         const rows = rowsOf(messages)
@@ -126,9 +129,14 @@ export class Outbox extends Context.Service<Outbox, {
         events.map((event) => ({ id: event.id, subject: `${prefix}.out.${event.projectId}.${event.name}`, payload: JSON.stringify(event) }))
 
 
-      const emitOut = (projectId: string, events: ReadonlyArray<EmittedEvent>) => {
+      const outEvents = (projectId: string, events: ReadonlyArray<EmittedEvent>) => {
         const out: Array<OutEvent> = events.map((event) => ({ id: uuidv7(), projectId, ...event }))
-        return Effect.as(insert(outRows(out)), out)
+        return { events: out, rows: outRows(out) }
+      }
+
+      const emitOut = (projectId: string, events: ReadonlyArray<EmittedEvent>) => {
+        const { events: out, rows } = outEvents(projectId, events)
+        return Effect.as(insert(rows), out)
       }
 
       const emit = (projectId: string, events: ReadonlyArray<EmittedEvent>) => {
@@ -149,7 +157,7 @@ export class Outbox extends Context.Service<Outbox, {
         return sql`(${`${prefix}.lane.`} || (${partitions}::int[])[${sql.literal(lane)} + 1] || '.' || ${projectId}::text || '.' || ${sql.literal(lane)} || ${`.${kind}`})`
       }
 
-      return Outbox.of({ lanes, append, publishNow, emit, emitOut, rowsOf, contactSubjectSql, subject })
+      return Outbox.of({ lanes, append, publishNow, emit, emitOut, outEvents, rowsSql, rowsOf, contactSubjectSql, subject })
     })
   )
 }

@@ -1,0 +1,257 @@
+/**
+ * The common batch, applied in one write: tracked events only, for contacts that exist, with the
+ * project's segments loaded. The batch's head statement has already locked the contacts and read what
+ * the segments read about them (FactRow rows); here the events are folded into the contacts and those
+ * facts in memory, the segments evaluated over them (with the entry/exit and subscription events the
+ * batch records about its own contacts, a few rounds deep), and everything written by one statement.
+ * So such a batch costs four round trips: BEGIN, head, write, COMMIT (workflows add theirs when the
+ * events concern one). applyBatch.ts takes every other batch, statement by statement.
+ */
+import { Clock, Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { uuidv7 } from "../domain/ids.ts"
+import type { OutboxRow } from "../stream/Outbox.ts"
+import type { TrackedEvent } from "../stream/messages.ts"
+import { runWorkflows, type WorkflowInput } from "../workflows/engine.ts"
+import type { BatchContext, BatchOutcome } from "./applyBatch.ts"
+import { contactStateOf, contactWritesSql, type EventRow, foldTrackedEvents, type LockedContact, oversizedSql, storeEventsCtes, type SubscriptionEmitted } from "./contactFold.ts"
+import {
+  type ContactChange,
+  countDeltas,
+  countsSql,
+  emptyChange,
+  evaluateFacts,
+  factNames,
+  type FactRow,
+  factsOf,
+  loadFacts,
+  type MembershipChange,
+  type MutableFacts,
+  type ProjectSegments,
+  timerRows,
+  timersSql,
+  wantedSegments
+} from "./segments.ts"
+
+/** Rounds of events recorded in the batch that emitted them (an event emitted while recording one is the next round). */
+export const MAX_OWN_EVENT_ROUNDS = 3
+
+/** Own events beyond MAX_OWN_EVENT_ROUNDS continue through IN, as any event would. */
+export const continueThroughIn = (context: Pick<BatchContext, "projectId" | "outbox">, events: ReadonlyArray<EventRow>) =>
+  context.outbox.append(events.map((event) => ({
+    kind: "event" as const,
+    projectId: context.projectId,
+    eventId: event.id,
+    contactId: event.contactId,
+    email: "",
+    name: event.name,
+    data: event.data,
+    at: event.at
+  })))
+
+/** What the head statement read for a tracked batch: its contacts (locked), their facts, the batch's event ids already stored. */
+export interface TrackedHead {
+  readonly contacts: ReadonlyArray<LockedContact>
+  readonly factRows: ReadonlyArray<FactRow>
+  readonly stored: ReadonlySet<string>
+}
+
+/** Records what changed per contact (for the segment engine), keeping the latest time a change was accepted. */
+export const changeRecorder = (changes: Map<string, ContactChange>) => (contactId: string, at?: string) => {
+  let change = changes.get(contactId)
+  if (!change) changes.set(contactId, change = emptyChange())
+  const ms = at === undefined ? NaN : Date.parse(at)
+  if (!Number.isNaN(ms)) change.changedAt = Math.max(change.changedAt ?? ms, ms)
+  return change
+}
+
+/** Folds an event into its contact's facts: the aggregate of its name and, for windowed counts, its time. */
+const foldIntoFacts = (facts: MutableFacts | undefined, event: EventRow, names: ReturnType<typeof factNames>) => {
+  if (!facts) return
+  const at = Date.parse(event.at)
+  if (names.eventNames.has(event.name)) {
+    const aggregate = facts.events.get(event.name)
+    facts.events.set(
+      event.name,
+      aggregate
+        ? { count: aggregate.count + 1, firstAt: Math.min(aggregate.firstAt, at), lastAt: Math.max(aggregate.lastAt, at) }
+        : { count: 1, firstAt: at, lastAt: at }
+    )
+  }
+  if (names.windowed.has(event.name)) {
+    const times = facts.eventTimes.get(event.name)
+    if (!times) facts.eventTimes.set(event.name, [at])
+    else {
+      // Newest first.
+      let index = 0
+      while (index < times.length && times[index]! > at) index++
+      times.splice(index, 0, at)
+    }
+  }
+}
+
+/** The batch's membership transitions per (segment, contact), reduced to what the rows must end as. */
+const membershipWrites = (transitions: ReadonlyArray<{ readonly entered: boolean; readonly change: MembershipChange }>) => {
+  const last = new Map<string, { entry?: string; exit?: string; member: boolean; segmentId: string; contactId: string }>()
+  for (const { change, entered } of transitions) {
+    const key = `${change.segmentId}/${change.contactId}`
+    const state = last.get(key) ?? { member: false, segmentId: change.segmentId, contactId: change.contactId }
+    if (entered) state.entry = change.at
+    else state.exit = change.at
+    state.member = entered
+    last.set(key, state)
+  }
+  // A row entered in this batch is written whole (entered, and exited if it left again); a row that
+  // only left has its exit set.
+  const upserts: Array<{ segmentId: string; contactId: string; enteredAt: string; exitedAt: string | null }> = []
+  const exits: Array<MembershipChange> = []
+  for (const state of last.values()) {
+    if (state.entry !== undefined) {
+      upserts.push({ segmentId: state.segmentId, contactId: state.contactId, enteredAt: state.entry, exitedAt: state.member ? null : state.exit ?? null })
+    } else if (state.exit !== undefined) {
+      exits.push({ segmentId: state.segmentId, contactId: state.contactId, at: state.exit })
+    }
+  }
+  return { upserts, exits }
+}
+
+export const applyTrackedBatch = Effect.fnUntraced(function*(
+  context: BatchContext,
+  segments: ProjectSegments,
+  tracked: ReadonlyArray<TrackedEvent>,
+  head: TrackedHead,
+  outcome: { -readonly [K in keyof BatchOutcome]: BatchOutcome[K] }
+) {
+  const sql = yield* SqlClient.SqlClient
+  const { projectId } = context
+  // Contacts' updated_at is the wall time (as the general path writes it); segments evaluate at the Clock.
+  const now = new Date().toISOString()
+  const clock = yield* Clock.currentTimeMillis
+  const changes = new Map<string, ContactChange>()
+  const changeOf = changeRecorder(changes)
+
+  // The contacts, as the events leave them.
+  const byEmail = new Map(head.contacts.map((row) => [row.email, contactStateOf(row)]))
+  const subscriptions: Array<SubscriptionEmitted> = []
+  const { events, oversized } = foldTrackedEvents(byEmail, tracked, changeOf, subscriptions, new Set())
+  const facts = factsOf(head.factRows)
+  for (const contact of byEmail.values()) {
+    const known = facts.get(contact.id)
+    if (!known || !contact.touched) continue
+    known.data = contact.current
+    known.subscribed = contact.subscribed
+    known.updatedAt = Date.parse(now)
+  }
+
+  // The events to store (each once: ids already stored, or twice in the batch, are not counted again).
+  const names = factNames(segments)
+  const stored = new Set(head.stored)
+  const toInsert: Array<EventRow> = []
+  const workflowInputs: Array<WorkflowInput> = []
+  const record = (event: EventRow) => {
+    if (stored.has(event.id)) return false
+    stored.add(event.id)
+    toInsert.push(event)
+    workflowInputs.push({ kind: "event", ...event })
+    foldIntoFacts(facts.get(event.contactId), event, names)
+    return true
+  }
+  for (const event of events) record(event)
+
+  // Events about the batch's own contacts go out on OUT and are recorded here (see applyBatch).
+  const outRows: Array<OutboxRow> = []
+  const own: Array<EventRow> = []
+  const emitOwn = (emitted: ReadonlyArray<{ name: string; contactId: string; email: string; data: Readonly<Record<string, unknown>>; at: string }>) => {
+    if (emitted.length === 0) return
+    const out = context.outbox.outEvents(projectId, emitted)
+    outRows.push(...out.rows)
+    for (const event of out.events) own.push({ id: event.id, contactId: event.contactId, name: event.name, data: event.data, at: event.at })
+    outcome.emitted += out.events.length
+  }
+  emitOwn(subscriptions.map((event) => ({
+    name: event.name,
+    contactId: event.contactId,
+    email: event.email,
+    data: { contactId: event.contactId, email: event.email, source: event.source },
+    at: event.at
+  })))
+
+  const transitions: Array<{ entered: boolean; change: MembershipChange }> = []
+  const timers = new Map<string, number>()
+  const evaluate = (changed: ReadonlyMap<string, ContactChange>) => {
+    const wanted = wantedSegments(segments, changed)
+    if (wanted.size === 0) return
+    const evaluated = evaluateFacts(segments, wanted, facts, changed, clock)
+    for (const change of evaluated.entries) transitions.push({ entered: true, change })
+    for (const change of evaluated.exits) transitions.push({ entered: false, change })
+    for (const timer of evaluated.timers) timers.set(timer.contactId, Math.min(timers.get(timer.contactId) ?? Infinity, timer.dueAt))
+    emitOwn(evaluated.emitted)
+  }
+  evaluate(changes)
+  let overflow: Array<EventRow> = []
+  for (let round = 0; own.length > 0; round++) {
+    const recorded = own.splice(0)
+    if (round === MAX_OWN_EVENT_ROUNDS) {
+      // A longer chain continues through IN, as any event would.
+      overflow = recorded
+      break
+    }
+    const followUp = new Map<string, ContactChange>()
+    for (const event of recorded) {
+      if (!record(event)) continue
+      let change = followUp.get(event.contactId)
+      if (!change) followUp.set(event.contactId, change = emptyChange())
+      change.events.add(event.name)
+    }
+    evaluate(followUp)
+  }
+
+  // One statement writes it all.
+  const contactWrites = contactWritesSql(sql, projectId, byEmail.values(), now)
+  const memberships = membershipWrites(transitions)
+  const counts = countDeltas(context.outbox.lanes, transitions.map(({ entered, change }) => ({ ...change, n: entered ? 1 : -1 })))
+  const timerList = timerRows(context, [...timers].map(([contactId, dueAt]) => ({ contactId, dueAt: new Date(dueAt).toISOString(), id: uuidv7() })))
+  const inserted = yield* sql<{ id: string }>`
+    WITH updated AS (${contactWrites.updated} RETURNING 1),
+    fields AS (${contactWrites.fields} RETURNING 1),
+    ${storeEventsCtes(sql, projectId, toInsert)},
+    entered AS (
+      INSERT INTO segment_memberships (segment_id, contact_id, project_id, entered_at, exited_at)
+      SELECT x."segmentId", x."contactId", ${projectId}, x."enteredAt", x."exitedAt"
+      FROM jsonb_to_recordset(${JSON.stringify(memberships.upserts)}::jsonb)
+        AS x("segmentId" uuid, "contactId" uuid, "enteredAt" timestamptz, "exitedAt" timestamptz)
+      ON CONFLICT (segment_id, contact_id) DO UPDATE SET entered_at = EXCLUDED.entered_at, exited_at = EXCLUDED.exited_at
+      RETURNING 1
+    ), exited AS (
+      UPDATE segment_memberships m SET exited_at = x.at
+      FROM jsonb_to_recordset(${JSON.stringify(memberships.exits)}::jsonb) AS x("segmentId" uuid, "contactId" uuid, at timestamptz)
+      WHERE m.segment_id = x."segmentId" AND m.contact_id = x."contactId" AND m.exited_at IS NULL
+      RETURNING 1
+    ), counted AS (${countsSql(sql, counts)} RETURNING 1),
+    timed AS (${timersSql(sql, projectId, timerList)} RETURNING 1),
+    outboxed AS (${context.outbox.rowsSql(outRows)} RETURNING 1)
+    SELECT id FROM ins`
+  outcome.appliedInOneWrite = true
+  const insertedIds = new Set(inserted.map((row) => row.id))
+  outcome.eventsInserted += insertedIds.size
+  if (timerList.length > 0) outcome.soonestTimerAt = Math.min(outcome.soonestTimerAt ?? Infinity, ...timers.values())
+  // Rare: a data change set aside for size, a chain of own events longer than the rounds.
+  if (oversized.length > 0) yield* oversizedSql(sql, projectId, context.partition, oversized)
+  if (overflow.length > 0) yield* continueThroughIn(context, overflow)
+
+  // Only events stored now drive workflows (a republished event must not start anything twice).
+  const advanced = yield* runWorkflows(
+    {
+      projectId,
+      partitionOf: (contactId) => context.outbox.lanes.partitionOf(projectId, context.outbox.lanes.laneOf(contactId)),
+      runtime: context.workflows.runtime,
+      state: context.workflows.state,
+      loadFacts
+    },
+    workflowInputs.filter((input) => input.kind !== "event" || insertedIds.has(input.id))
+  )
+  if (advanced.mailQueued) outcome.mailQueued = true
+  if (advanced.webhooksQueued) outcome.webhooksQueued = true
+  if (advanced.timersSet) outcome.workflowTimersSet = true
+  return outcome
+})
