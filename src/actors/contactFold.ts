@@ -6,6 +6,7 @@
 import type { SqlClient } from "effect/sql"
 import { exceedsContactDataLimit, inferFieldTypes, jsonBytes, MAX_CONTACT_DATA_BYTES } from "../domain/customData.ts"
 import { uuidv7 } from "../domain/ids.ts"
+import { pgArray } from "../lib/pgArray.ts"
 import type { TrackedEvent } from "../stream/messages.ts"
 import type { ContactChange } from "./segments.ts"
 
@@ -187,7 +188,9 @@ export const contactWritesSql = (
         data = (c.data - ARRAY(SELECT jsonb_array_elements_text(x.remove))) || x.set,
         updated_at = ${now}::timestamptz
       FROM jsonb_to_recordset(${JSON.stringify(changes)}::jsonb) AS x(id uuid, subscribed boolean, set jsonb, remove jsonb)
-      WHERE c.id = x.id`,
+      -- The ids as an array too: a cached generic plan takes the record set for 100 rows and would hash
+      -- the whole contacts table (a sequential scan per batch); the array keeps it on the primary key.
+      WHERE c.id = x.id AND c.id = ANY(${pgArray(changes.map((change) => change.id))}::uuid[])`,
     fields: sql`
       INSERT INTO contact_fields (project_id, key, type)
       SELECT ${projectId}, f->>0, f->>1 FROM jsonb_array_elements(${JSON.stringify(inferFieldTypes(merged))}::jsonb) f

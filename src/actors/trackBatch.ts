@@ -8,7 +8,7 @@
  * events concern one). applyBatch.ts takes every other batch, statement by statement.
  */
 import { Clock, Effect } from "effect"
-import { SqlClient } from "effect/sql"
+import { SqlClient, type Statement } from "effect/sql"
 import { uuidv7 } from "../domain/ids.ts"
 import type { OutboxRow } from "../stream/Outbox.ts"
 import type { TrackedEvent } from "../stream/messages.ts"
@@ -211,26 +211,31 @@ export const applyTrackedBatch = Effect.fnUntraced(function*(
   const memberships = membershipWrites(transitions)
   const counts = countDeltas(context.outbox.lanes, transitions.map(({ entered, change }) => ({ ...change, n: entered ? 1 : -1 })))
   const timerList = timerRows(context, [...timers].map(([contactId, dueAt]) => ({ contactId, dueAt: new Date(dueAt).toISOString(), id: uuidv7() })))
-  const inserted = yield* sql<{ id: string }>`
-    WITH updated AS (${contactWrites.updated} RETURNING 1),
-    fields AS (${contactWrites.fields} RETURNING 1),
-    ${storeEventsCtes(sql, projectId, toInsert)},
-    entered AS (
+  // Only the parts with rows: a part over an empty list still costs its plan and its triggers, and a
+  // statement's text per combination keeps each one's cached plan fitting (a few combinations in practice).
+  const parts: Array<Statement.Fragment> = []
+  if (contactWrites.count > 0) parts.push(sql`updated AS (${contactWrites.updated} RETURNING 1)`, sql`fields AS (${contactWrites.fields} RETURNING 1)`)
+  parts.push(storeEventsCtes(sql, projectId, toInsert))
+  if (memberships.upserts.length > 0) {
+    parts.push(sql`entered AS (
       INSERT INTO segment_memberships (segment_id, contact_id, project_id, entered_at, exited_at)
       SELECT x."segmentId", x."contactId", ${projectId}, x."enteredAt", x."exitedAt"
       FROM jsonb_to_recordset(${JSON.stringify(memberships.upserts)}::jsonb)
         AS x("segmentId" uuid, "contactId" uuid, "enteredAt" timestamptz, "exitedAt" timestamptz)
       ON CONFLICT (segment_id, contact_id) DO UPDATE SET entered_at = EXCLUDED.entered_at, exited_at = EXCLUDED.exited_at
-      RETURNING 1
-    ), exited AS (
+      RETURNING 1)`)
+  }
+  if (memberships.exits.length > 0) {
+    parts.push(sql`exited AS (
       UPDATE segment_memberships m SET exited_at = x.at
       FROM jsonb_to_recordset(${JSON.stringify(memberships.exits)}::jsonb) AS x("segmentId" uuid, "contactId" uuid, at timestamptz)
       WHERE m.segment_id = x."segmentId" AND m.contact_id = x."contactId" AND m.exited_at IS NULL
-      RETURNING 1
-    ), counted AS (${countsSql(sql, counts)} RETURNING 1),
-    timed AS (${timersSql(sql, projectId, timerList)} RETURNING 1),
-    outboxed AS (${context.outbox.rowsSql(outRows)} RETURNING 1)
-    SELECT id FROM ins`
+      RETURNING 1)`)
+  }
+  if (counts.length > 0) parts.push(sql`counted AS (${countsSql(sql, counts)} RETURNING 1)`)
+  if (timerList.length > 0) parts.push(sql`timed AS (${timersSql(sql, projectId, timerList)} RETURNING 1)`)
+  if (outRows.length > 0) parts.push(sql`outboxed AS (${context.outbox.rowsSql(outRows)} RETURNING 1)`)
+  const inserted = yield* sql<{ id: string }>`WITH ${sql.join(",\n", false)(parts)} SELECT id FROM ins`
   outcome.appliedInOneWrite = true
   const insertedIds = new Set(inserted.map((row) => row.id))
   outcome.eventsInserted += insertedIds.size
