@@ -46,6 +46,8 @@ export const run = () =>
     const backfillStarted = performance.now()
     const backfilled = await segmentsBackfilled(env, 180_000)
     const backfillSeconds = round((performance.now() - backfillStarted) / 1000, 1)
+    // Say why in the run's output: the worker's warnings and partition changes (a lease renewed too late).
+    if (!backfilled) console.error(`the backfill did not finish:\n${worker.logs.filter((line) => /WARN|ERROR|partition/.test(line)).slice(-12).join("\n")}`)
     const m2 = process.env.BENCH_M5_RATE ? undefined : await quickM2(env, api.url)
     // The quick M2 filled the tables seconds ago, before autovacuum's first analyze; a database that has
     // run for a minute has statistics, without which the batch statements take the wrong indexes.

@@ -10,7 +10,7 @@ import type { SqlClient } from "effect/sql"
 import { isTransient } from "../lib/isolation.ts"
 import { WorkerMetrics } from "../observability/Metrics.ts"
 import type { Outbox } from "../stream/Outbox.ts"
-import { applyBackfillChunk, applyBatch, deadLetter, type SegmentState } from "./applyBatch.ts"
+import { applyBackfillChunk, applyBatch, deadLetter, reloadSegments, type SegmentState } from "./applyBatch.ts"
 import type { Delivered } from "./messages.ts"
 import { newWorkflowState, type WorkflowState } from "../workflows/engine.ts"
 import { WorkflowRuntime } from "../workflows/Runtime.ts"
@@ -94,6 +94,8 @@ interface Actor {
   fiber?: Fiber.Fiber<void>
   /** Inside a transaction (a batch, a backfill chunk): a graceful stop lets it finish. */
   busy: boolean
+  /** Started for its lane's unfinished backfills (see resumeBackfills), not by a message. */
+  readonly resumingBackfills: boolean
 }
 
 /** The actor a message goes to: its lane's, or the project's for messages published before lanes. */
@@ -202,6 +204,11 @@ export const makeProjectActors = (options: {
 
     const loop = (projectId: string, actor: Actor): Effect.Effect<void> =>
       Effect.gen(function*() {
+        if (actor.resumingBackfills) {
+          // Started for its backfills, not for a message: load its segments, which queues what this lane has left.
+          // (A failure is logged by withRetry; the lane's next message loads them again.)
+          yield* withRetry(projectId, actor, Effect.asVoid(reloadSegments(contextOf(projectId, actor), actor.segmentState)))
+        }
         while (!actor.run.stopped) {
           // A pending backfill advances one chunk at a time, between message batches.
           if (actor.segmentState.backfills.length > 0) {
@@ -244,31 +251,43 @@ export const makeProjectActors = (options: {
         WorkerMetrics.actorsAlive.set(actors.size)
       }).pipe(Effect.provideContext(services))
 
+    /** The lane's actor for this partition run, started when there is none. */
+    const actorFor = (projectId: string, lane: number | undefined, run: PartitionRun, resumingBackfills: boolean) =>
+      Effect.gen(function*() {
+        const key = actorKey(projectId, lane)
+        const actor = actors.get(key)
+        if (actor && actor.run === run) return actor
+        if (actor?.fiber) yield* Fiber.interrupt(actor.fiber)
+        const mailbox = yield* Queue.bounded<ActorItem>(MAILBOX_CAPACITY)
+        const fresh: Actor = {
+          key,
+          lane,
+          run,
+          mailbox,
+          segmentState: { segments: undefined, backfills: [] },
+          workflowState: newWorkflowState(),
+          busy: false,
+          resumingBackfills
+        }
+        actors.set(key, fresh)
+        fresh.fiber = yield* Effect.forkDetach(loop(projectId, fresh))
+        WorkerMetrics.actorsAlive.set(actors.size)
+        return fresh
+      })
+
     /** Hands a message to its project's actor, creating it when needed; waits while the mailbox is full. */
     const deliver = (item: ActorItem) =>
-      Effect.gen(function*() {
-        const projectId = item.delivered.body.projectId
-        const key = actorKey(projectId, item.delivered.lane)
-        let actor = actors.get(key)
-        if (!actor || actor.run !== item.run) {
-          if (actor?.fiber) yield* Fiber.interrupt(actor.fiber)
-          const mailbox = yield* Queue.bounded<ActorItem>(MAILBOX_CAPACITY)
-          const fresh: Actor = {
-            key,
-            lane: item.delivered.lane,
-            run: item.run,
-            mailbox,
-            segmentState: { segments: undefined, backfills: [] },
-            workflowState: newWorkflowState(),
-            busy: false
-          }
-          actors.set(key, fresh)
-          fresh.fiber = yield* Effect.forkDetach(loop(projectId, fresh))
-          WorkerMetrics.actorsAlive.set(actors.size)
-          actor = fresh
-        }
-        yield* Queue.offer(actor.mailbox, item)
-      })
+      Effect.flatMap(
+        actorFor(item.delivered.body.projectId, item.delivered.lane, item.run, false),
+        (actor) => Queue.offer(actor.mailbox, item)
+      )
+
+    /**
+     * Starts a lane's actor with no message, for the backfills its lane has left: after a partition
+     * changes hands, a lane that gets no traffic would otherwise never finish them (nor its segments).
+     */
+    const resumeBackfills = (projectId: string, lane: number, run: PartitionRun) =>
+      Effect.asVoid(actorFor(projectId, lane, run, true))
 
     /**
      * Stops the actors of a partition this worker no longer owns. With `finishWithin` (a graceful hand-over)
@@ -299,5 +318,5 @@ export const makeProjectActors = (options: {
       Fiber.interruptAll([...actors.values()].flatMap((actor) => (actor.fiber ? [actor.fiber] : [])))
     )
 
-    return { deliver, stopPartition, stopAll, size: () => actors.size }
+    return { deliver, resumeBackfills, stopPartition, stopAll, size: () => actors.size }
   })

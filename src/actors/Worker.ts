@@ -31,6 +31,7 @@ import { InMessage } from "../stream/messages.ts"
 import { Nats } from "../stream/Nats.ts"
 import { Outbox } from "../stream/Outbox.ts"
 import { OutboxRelay } from "../stream/OutboxRelay.ts"
+import { lanesWithBackfillsLeft } from "./backfillsLeft.ts"
 import { makeProjectActors, PartitionRun } from "./ProjectActors.ts"
 import { type IngestItem, splitEnvelopes } from "./IngestSplitter.ts"
 import { fireSegmentTimers } from "./segmentTimers.ts"
@@ -285,6 +286,16 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
       return { run, fiber } satisfies Consumption
     })
 
+  /** Starts the actors of the partition's lanes that have backfills left (see backfillsLeft.ts). */
+  const resumeBackfills = (partition: number, lanesFeed: Consumption) =>
+    lanesWithBackfillsLeft(outbox.lanes, partition).pipe(
+      Effect.flatMap((left) =>
+        Effect.forEach(left, (row) => actors.resumeBackfills(row.project_id, row.lane, lanesFeed.run), { discard: true })
+      ),
+      // Not fatal to the partition: the lanes' next messages load their backfills anyway.
+      Effect.catchCause((cause) => Effect.logWarning("could not resume the partition's backfills", { partition }, cause))
+    )
+
   const start = (partition: number, epoch: number, marks: { lanes: number; ingest: number; legacy: number }, legacyDrained: boolean) =>
     Effect.gen(function*() {
       const entry: Owned = { epoch, lanes: undefined, ingest: undefined, legacy: undefined, legacyDrained }
@@ -294,6 +305,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
       if (upgrade.drained) {
         entry.lanes = yield* startFeed(partition, epoch, marks.lanes, "lanes")
         entry.ingest = yield* startFeed(partition, epoch, marks.ingest, "ingest")
+        yield* resumeBackfills(partition, entry.lanes)
       }
       yield* sender.recoverPartition(partition)
       yield* sender.sweep([partition])
@@ -437,6 +449,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
           SELECT lane_seq, ingest_seq FROM partition_state WHERE partition = ${partition}`
         entry.lanes = yield* startFeed(partition, entry.epoch, Number(state?.lane_seq ?? 0), "lanes")
         entry.ingest = yield* startFeed(partition, entry.epoch, Number(state?.ingest_seq ?? 0), "ingest")
+        yield* resumeBackfills(partition, entry.lanes)
       }
     }
     if (held.size > share) {

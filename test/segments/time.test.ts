@@ -11,6 +11,15 @@ withStack("api", (context) => ({ stack, api, project } = context))
 const secret = (method: string, path: string, body?: unknown) => request(api.url, method, path, { key: project.secretKey, body })
 const TEN_MINUTES = 10 * 60_000
 
+/** 100,000 contacts straight into Postgres, `data.n` from 1 to 100,000. */
+const insertNumberedContacts = (projectId: string) =>
+  stack.query(
+    `INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
+     SELECT gen_random_uuid(), $1, 'u' || i || '@bulk.test', true, jsonb_build_object('n', i), now(), now()
+     FROM generate_series(1, 100000) i`,
+    [projectId]
+  )
+
 describe("time boundaries", () => {
   it("a contact leaves a `within 10 minutes` segment exactly when the window lapses (controlled clock)", async () => {
     let worker = await stack.start("worker")
@@ -54,12 +63,7 @@ describe("time boundaries", () => {
 
   it("backfills a segment over 100k contacts in chunks while the project's other messages keep flowing", async () => {
     const worker = await stack.start("worker")
-    await stack.query(
-      `INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
-       SELECT gen_random_uuid(), $1, 'u' || i || '@bulk.test', true, jsonb_build_object('n', i), now(), now()
-       FROM generate_series(1, 100000) i`,
-      [project.id]
-    )
+    await insertNumberedContacts(project.id)
     const segment = await secret("POST", "/segments", {
       name: "Upper half",
       condition: { logic: "AND", groups: [{ filters: [{ field: "data.n", operator: "greaterThan", value: 50000 }] }] }
@@ -91,5 +95,37 @@ describe("time boundaries", () => {
     expect(page.json).toMatchObject({ page: 2, pageSize: 100, total: 50000, totalPages: 500 })
     expect(page.json.data).toHaveLength(100)
     await worker.stop()
+  }, 120_000)
+
+  it("finishes a backfill after its worker is SIGKILLed mid-way, with no new traffic to wake the lanes", async () => {
+    const quiet = await stack.createProject()
+    const worker = await stack.start("worker")
+    await insertNumberedContacts(quiet.id)
+    const segments: Array<string> = []
+    for (const [name, value] of [["Above 25k", 25000], ["Above 50k", 50000], ["Above 75k", 75000]] as const) {
+      const created = await request(api.url, "POST", "/segments", {
+        key: quiet.secretKey,
+        body: { name, condition: { logic: "AND", groups: [{ filters: [{ field: "data.n", operator: "greaterThan", value }] }] } }
+      })
+      segments.push(created.json.id)
+    }
+    const behind = async () =>
+      (await stack.query<{ n: number }>("SELECT count(*)::int AS n FROM segments WHERE project_id = $1 AND backfilled_version < version", [quiet.id]))[0]!.n
+    const lanesDone = async () =>
+      (await stack.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM segment_backfills b JOIN segments s ON s.id = b.segment_id WHERE s.project_id = $1", [quiet.id]))[0]!.n
+    // Killed once some lanes have done their part and the rest have not.
+    await eventually(async () => expect(await lanesDone()).toBeGreaterThan(0), 30_000)
+    await worker.stop("SIGKILL")
+    expect(await behind()).toBeGreaterThan(0)
+    // Its successor takes the partitions over when the leases expire, and finishes with nothing else arriving.
+    const successor = await stack.start("worker")
+    await eventually(async () => expect(await behind()).toBe(0), 60_000)
+    for (const [index, id] of segments.entries()) {
+      const [count] = await stack.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM segment_memberships WHERE segment_id = $1 AND exited_at IS NULL", [id])
+      expect(count!.n).toBe(75000 - index * 25000)
+    }
+    await successor.stop()
   }, 120_000)
 })
