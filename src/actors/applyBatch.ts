@@ -251,7 +251,12 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
       workflowTimersSet?: boolean | undefined
       appliedInOneWrite?: boolean | undefined
     } = { applied: fresh.length, skipped: batch.length - fresh.length, eventsInserted: 0, emitted: 0, mailQueued: false, webhooksQueued: false }
-    if (fresh.length === 0) return outcome
+    if (fresh.length === 0) {
+      // An actor's first batch loads its segments, which queues its lane's backfills, even when all of it
+      // was applied before (redelivered to a partition's new owner): a lane may get nothing else.
+      if (context.segmentState.segments === undefined) yield* reloadSegments(context, context.segmentState)
+      return outcome
+    }
     const lockedEmails = new Set(lockedRows.map((row) => row.email))
     if (
       withFacts && segmentsLoaded &&
