@@ -184,6 +184,8 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
         ORDER BY id
         FOR UPDATE
       )
+      -- Rows of FactRow's shape: the head (h: the lease held, as 'subscribed'; offsets in 'data'), the
+      -- locked contacts (c), the batch's events already stored (e), then the facts (a, t, m).
       SELECT 'h' AS kind, NULL::uuid AS contact_id, NULL::text AS name, NULL::bigint AS count, NULL::float8 AS t1,
              NULL::float8 AS t2, EXISTS (SELECT 1 FROM lease) AS subscribed,
              jsonb_build_object(

@@ -10,7 +10,7 @@
 import { Clock, Effect } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import { uuidv7 } from "../domain/ids.ts"
-import type { OutboxRow } from "../stream/Outbox.ts"
+import type { EmittedEvent, OutboxRow } from "../stream/Outbox.ts"
 import type { TrackedEvent } from "../stream/messages.ts"
 import { runWorkflows, type WorkflowInput } from "../workflows/engine.ts"
 import type { BatchContext, BatchOutcome } from "./applyBatch.ts"
@@ -161,7 +161,7 @@ export const applyTrackedBatch = Effect.fnUntraced(function*(
   // Events about the batch's own contacts go out on OUT and are recorded here (see applyBatch).
   const outRows: Array<OutboxRow> = []
   const own: Array<EventRow> = []
-  const emitOwn = (emitted: ReadonlyArray<{ name: string; contactId: string; email: string; data: Readonly<Record<string, unknown>>; at: string }>) => {
+  const emitOwn = (emitted: ReadonlyArray<EmittedEvent>) => {
     if (emitted.length === 0) return
     const out = context.outbox.outEvents(projectId, emitted)
     outRows.push(...out.rows)
