@@ -5,7 +5,7 @@ import { ratio } from "./harness/stats.ts"
 
 export const run = () =>
   withEnvironment(async (env) => {
-    const baselineUrl = await env.baseline()
+    const { url: baselineUrl } = await env.baseline()
     const { url } = await env.start("all")
     const body = (label: string) => (n: number) => ({ email: `${label}-${n}@bench.test`, data: { plan: "pro", n } })
     const auth = { authorization: `Bearer ${env.project.secretKey}` }

@@ -15,8 +15,8 @@ import { uuidv7 } from "../src/domain/ids.ts"
 import { streamNames } from "../src/stream/subjects.ts"
 import type { Service } from "../test/support/stack.ts"
 import { type BenchEnvironment, withEnvironment } from "./harness/environment.ts"
-import { load, type LoadResult } from "./harness/load.ts"
-import { postgresOf, type ProcessGroup, processesNamed, processTree } from "./harness/proc.ts"
+import { load, type LoadOptions, type LoadResult } from "./harness/load.ts"
+import { cpuWindow, postgresOf, processAlone, type ProcessGroup, processesNamed, processTree } from "./harness/proc.ts"
 import { DURATION, NATS_URL, setting, sleep, waitFor } from "./harness/settings.ts"
 import { ratio, round } from "./harness/stats.ts"
 import { resetStatements, topStatements } from "./harness/statements.ts"
@@ -60,18 +60,49 @@ const drainWithWorker = async (env: BenchEnvironment, worker?: Service) => {
   await draining.stop()
 }
 
-/** M1: the api alone, at full speed and at 70 % of it; the baseline measured between the warm-ups and M1. */
-const m1Part = async (env: BenchEnvironment, baselineUrl: string) => {
+/**
+ * One load measurement with the CPU every party spent per request (from /proc): the load generator
+ * (this process), the server, Postgres and NATS. `serverSide` sums all but the load generator: what a
+ * request costs the machine that serves it, the figure that predicts a bigger machine when these two
+ * cores (shared with the load generator) bound the req/s.
+ */
+const loadWithCpu = async (label: string, url: string, options: LoadOptions, server: ProcessGroup, env: BenchEnvironment) => {
+  const window = await cpuWindow([processAlone("loadGenerator", process.pid), server, ...infrastructure(env)])
+  const result = await load(label, url, options)
+  const cpu = await window.end(result.requests)
+  const micros = (name: string) => cpu.groups[name]?.microsPerEvent ?? NaN
+  const microsPerRequest = {
+    loadGenerator: micros("loadGenerator"),
+    server: micros(server.name),
+    postgres: micros("postgres"),
+    nats: micros("nats"),
+    serverSide: micros(server.name) + micros("postgres") + micros("nats")
+  }
+  return { ...result, cpuMicrosPerRequest: microsPerRequest }
+}
+
+/**
+ * M1: the api alone, at full speed and at 70 % of it; the baseline measured between the warm-ups and M1.
+ * Both full-speed runs also report CPU µs per request: `perCoreRatio` is the baseline's server-side
+ * µs per request over the api's (server, Postgres, NATS), the ratio a machine with cores to spare
+ * beside the load generator would measure.
+ */
+const m1Part = async (env: BenchEnvironment, baselineServer: { readonly url: string; readonly pid: number }) => {
   const auth = { authorization: `Bearer ${env.project.publicKey}` }
   const api = await env.start("api")
   const trackUrl = `${api.url}/v1/track`
-  await load("warmup", baselineUrl, { body: trackBody, duration: 3 })
+  await load("warmup", baselineServer.url, { body: trackBody, duration: 3 })
   await load("warmup", trackUrl, { body: trackBody, headers: auth, duration: 5 })
-  const baseline = await load("baseline", baselineUrl, { body: trackBody })
-  const m1 = await load("track", trackUrl, { body: trackBody, headers: auth })
+  const baseline = await loadWithCpu("baseline", baselineServer.url, { body: trackBody }, processTree("baseline", baselineServer.pid), env)
+  const m1 = await loadWithCpu("track", trackUrl, { body: trackBody, headers: auth }, processTree("api", api.process.pid!), env)
   const at70 = await load("track@70%", trackUrl, { body: trackBody, headers: auth, rate: Math.round(m1.requestsPerSecond * 0.7) })
   await api.stop()
-  return { baseline, m1: { ...m1, ratio: ratio(m1.requestsPerSecond, baseline.requestsPerSecond) }, m1At70PercentLoad: at70 }
+  const perCoreRatio = ratio(baseline.cpuMicrosPerRequest.serverSide, m1.cpuMicrosPerRequest.serverSide)
+  return {
+    baseline,
+    m1: { ...m1, ratio: ratio(m1.requestsPerSecond, baseline.requestsPerSecond), perCoreRatio },
+    m1At70PercentLoad: at70
+  }
 }
 
 /**
@@ -279,8 +310,9 @@ const batchPart = async (env: BenchEnvironment, baselineRps: number) => {
 export const run = (args: ReadonlyArray<string>) =>
   withEnvironment(async (env) => {
     const parts = partsOf(args)
-    const baselineUrl = await env.baseline()
-    const m1 = parts.has("m1") ? await m1Part(env, baselineUrl) : undefined
+    const baselineServer = await env.baseline()
+    const baselineUrl = baselineServer.url
+    const m1 = parts.has("m1") ? await m1Part(env, baselineServer) : undefined
     let baseline: LoadResult
     if (m1) baseline = m1.baseline
     else {

@@ -19,8 +19,8 @@ export interface BenchEnvironment {
   readonly natsPrefix: string
   /** Starts a role; BENCH_PROFILE=<role> writes a CPU profile of it to bench/results/profiles/. */
   start(role: Role, env?: Record<string, string>, nodeArgs?: ReadonlyArray<string>): Promise<Service>
-  /** Starts the bare node:http + pg server (one INSERT per request); its URL. */
-  baseline(): Promise<string>
+  /** Starts the bare node:http + pg server (one INSERT per request); its URL and process id. */
+  baseline(): Promise<{ readonly url: string; readonly pid: number }>
   /** Starts a helper process (`node <args>`), stopped at clean-up. */
   helper(args: ReadonlyArray<string>, ready: RegExp, env?: Record<string, string>): Promise<StartedProcess>
   query<T = Record<string, unknown>>(text: string, params?: Array<unknown>): Promise<Array<T>>
@@ -47,7 +47,7 @@ export const environmentOn = async (stack: Stack) => {
       ]),
     baseline: async () => {
       const started = await helper(["bench/baselines/insertServer.ts", stack.databaseUrl], /port=(\d+)/)
-      return `http://127.0.0.1:${started.match[1]}`
+      return { url: `http://127.0.0.1:${started.match[1]}`, pid: started.child.pid! }
     },
     helper,
     query: (text, params) => stack.query(text, params)

@@ -5,6 +5,8 @@ import { CONNECTIONS, DURATION } from "./settings.ts"
 export interface LoadResult {
   readonly label: string
   readonly requestsPerSecond: number
+  /** Responses received in the window. */
+  readonly requests: number
   readonly latencyP50Ms: number
   readonly latencyP99Ms: number
   readonly non2xx: number
@@ -38,6 +40,7 @@ export const load = async (label: string, url: string, options: LoadOptions): Pr
   return {
     label,
     requestsPerSecond: Math.round(result.requests.average),
+    requests: result.requests.total,
     latencyP50Ms: result.latency.p50,
     latencyP99Ms: result.latency.p99,
     non2xx: result.non2xx,

@@ -92,6 +92,9 @@ export interface ProcessGroup {
 /** A process and its descendants. */
 export const processTree = (name: string, root: number): ProcessGroup => ({ name, pids: async () => treeOf(root) })
 
+/** One process alone (the benchmark's own process runs the load generator and spawns the services). */
+export const processAlone = (name: string, pid: number): ProcessGroup => ({ name, pids: async () => [pid] })
+
 /** Every process whose command (/proc/<pid>/comm) is `command`, e.g. `nats-server`. */
 export const processesNamed = (name: string, command: string): ProcessGroup => ({
   name,
