@@ -55,10 +55,12 @@ export const run = () =>
     // Latency probe: entry events are read off OUT with a plain subscription as they are published.
     const nc = await connect({ servers: NATS_URL })
     const arrivals = new Map<string, number>()
+    const arrivalsWall = new Map<string, number>()
     const subscription = nc.subscribe(`${env.natsPrefix}.out.${env.project.id}.segment.probe.entry`, {
       callback: (_error, message) => {
         const payload = message.json<{ email: string }>()
         arrivals.set(payload.email, performance.now())
+        arrivalsWall.set(payload.email, Date.now())
       }
     })
     let probeRound = 0
@@ -71,6 +73,8 @@ export const run = () =>
       const background = load("background", `${api.url}/v1/track`, { body: segmentedBody, headers: auth, rate, duration: 20 })
       await sleep(5_000)
       const answered = new Map<string, number>()
+      const answeredWall = new Map<string, number>()
+      const roundStarted = performance.now()
       for (let i = 0; i < 200; i++) {
         const email = `probe${probeRound}-${i}@bench.test`
         const res = await fetch(`${api.url}/v1/track`, {
@@ -78,7 +82,10 @@ export const run = () =>
           headers: { ...auth, "content-type": "application/json" },
           body: JSON.stringify({ email, event: "probe" })
         })
-        if (res.status === 200) answered.set(email, performance.now())
+        if (res.status === 200) {
+          answered.set(email, performance.now())
+          answeredWall.set(email, Date.now())
+        }
         await res.arrayBuffer()
         await sleep(40)
       }
@@ -93,6 +100,11 @@ export const run = () =>
         const arrived = arrivals.get(email)
         return arrived === undefined ? [] : [Math.max(0, arrived - at)]
       }).sort((a, b) => a - b)
+      const legs = await probeLegs(env, probeRound, answeredWall, arrivalsWall)
+      const slowest = [...answered].flatMap(([email, at]) => {
+        const arrived = arrivals.get(email)
+        return arrived === undefined ? [] : [{ sentAtSecond: round((at - roundStarted) / 1000, 2), ms: round(arrived - at, 1) }]
+      }).sort((a, b) => b.ms - a.ms).slice(0, 5)
       // Let the worker catch up before the next round.
       await sleep(10_000)
       return {
@@ -103,6 +115,8 @@ export const run = () =>
         latencyP50Ms: round(percentile(latencies, 50), 1),
         latencyP99Ms: round(percentile(latencies, 99), 1),
         latencyMaxMs: round(percentile(latencies, 100), 1),
+        legs,
+        slowest,
         worker: {
           batches: delta("mailstream_actor_batch_size_count"),
           meanMessagesPerBatch: Math.round(delta("mailstream_actor_batch_size_sum") / delta("mailstream_actor_batch_size_count")),
@@ -142,6 +156,42 @@ export const run = () =>
       evaluationCost: cost
     }
   })
+
+/**
+ * Where a probe's time went, from the clocks of the three machines' parts (one machine: one clock):
+ * `toApplied` = the membership's `entered_at` (the lane batch's clock) − the api's answer (the stream
+ * IN, the splitter, the lane's queue and its batch up to evaluation), `toOut` = arrival on OUT −
+ * `entered_at` (the rest of the batch, its commit, the outbox relay and NATS).
+ */
+const probeLegs = async (
+  env: BenchEnvironment,
+  probeRound: number,
+  answeredWall: ReadonlyMap<string, number>,
+  arrivalsWall: ReadonlyMap<string, number>
+) => {
+  const rows = await env.query<{ email: string; entered: number }>(
+    `SELECT c.email, (extract(epoch FROM m.entered_at) * 1000)::float8 AS entered
+     FROM segment_memberships m
+     JOIN segments s ON s.id = m.segment_id AND s.name = 'probe'
+     JOIN contacts c ON c.id = m.contact_id
+     WHERE m.project_id = $1 AND c.email LIKE $2`,
+    [env.project.id, `probe${probeRound}-%`]
+  )
+  const toApplied: Array<number> = []
+  const toOut: Array<number> = []
+  for (const row of rows) {
+    const answered = answeredWall.get(row.email)
+    const arrived = arrivalsWall.get(row.email)
+    if (answered === undefined || arrived === undefined) continue
+    toApplied.push(Number(row.entered) - answered)
+    toOut.push(arrived - Number(row.entered))
+  }
+  const summary = (values: Array<number>) => {
+    const sorted = values.sort((a, b) => a - b)
+    return { p50: round(percentile(sorted, 50), 1), p90: round(percentile(sorted, 90), 1), p99: round(percentile(sorted, 99), 1) }
+  }
+  return { probes: toApplied.length, toAppliedMs: summary(toApplied), toOutMs: summary(toOut) }
+}
 
 /** One contact's incremental evaluation (load facts, evaluate the project's 50 segments, write) vs a full recompute. */
 const measureEvaluationCost = async (databaseUrl: string, projectId: string, prefix: string) => {
