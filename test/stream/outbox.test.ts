@@ -96,4 +96,51 @@ describe("contact changes on JetStream", () => {
     expect(copies).toHaveLength(1)
     await worker.stop()
   })
+
+  it("hands the relay over when its leading process is killed: another process publishes what comes after", async () => {
+    // The leader holds a session advisory lock on a connection of its own (OutboxRelay's RELAY_LOCK).
+    const leaderBackend = async () =>
+      (await stack.query<{ pid: number }>(
+        `SELECT l.pid FROM pg_locks l JOIN pg_database d ON d.oid = l.database
+         WHERE l.locktype = 'advisory' AND l.objid = ${0x6d61696c} AND l.granted AND d.datname = current_database()`
+      ))[0]?.pid
+    const api = await stack.start("api")
+    const first = await eventually(async () => {
+      const pid = await leaderBackend()
+      expect(pid).toBeDefined()
+      return pid
+    })
+    const worker = await stack.start("worker")
+    // While the api leads, what the worker writes quietly (its batches do not NOTIFY) is announced to it:
+    // a segment entry goes out well before the relay's 30 s safety poll.
+    const segment = await request(api.url, "POST", "/segments", {
+      key: project.secretKey,
+      body: { name: "handover", trackMembership: true, condition: { logic: "AND", groups: [{ filters: [{ field: "event.handover", operator: "triggered" }] }] } }
+    })
+    expect(segment.status, JSON.stringify(segment.json)).toBe(201)
+    const tracked = await request(api.url, "POST", "/v1/track", { key: project.publicKey, body: { email: "handover@example.com", event: "handover" } })
+    expect(tracked.status).toBe(200)
+    await eventually(async () => {
+      const entries = await readStream(`${stack.natsPrefix}_OUT`, `${stack.natsPrefix}.out.${project.id}.segment.handover.entry`)
+      expect(entries).toHaveLength(1)
+    }, 10_000)
+    expect(await leaderBackend()).toBe(first)
+    await api.stop("SIGKILL")
+    // Written after the leader died (the trigger notifies whoever listens): the worker takes the lead and publishes it.
+    const id = uuidv7()
+    const subject = laneSubject(stack.natsPrefix, project.id, id, "contact")
+    const payload = { kind: "contact", type: "contact.updated", projectId: project.id, contactId: id, probe: "handover" }
+    await stack.query("INSERT INTO outbox (id, subject, payload) VALUES ($1, $2, $3::jsonb)", [id, subject, JSON.stringify(payload)])
+    // Well before the relay's 30 s safety poll: the handover, not the poll, publishes it.
+    await eventually(async () => {
+      const copies = (await readStream(`${stack.natsPrefix}_IN`, subject)).filter((m) => m.data.probe === "handover")
+      expect(copies).toHaveLength(1)
+    }, 10_000)
+    const next = await leaderBackend()
+    expect(next).toBeDefined()
+    expect(next).not.toBe(first)
+    const { left } = (await stack.query<{ left: number }>("SELECT count(*)::int AS left FROM outbox"))[0]!
+    expect(left).toBe(0)
+    await worker.stop()
+  })
 })
