@@ -68,6 +68,7 @@ export const run = () =>
     /** Background load at `rate`, 200 probes during it; latency = entry on OUT minus the probe's response. */
     const probeAt = async (rate: number) => {
       probeRound++
+      const logsBefore = worker.logs.length
       const statementsUnavailable = await resetStatements()
       const before = await metrics()
       const background = load("background", `${api.url}/v1/track`, { body: segmentedBody, headers: auth, rate, duration: 20 })
@@ -117,6 +118,8 @@ export const run = () =>
         latencyMaxMs: round(percentile(latencies, 100), 1),
         legs,
         slowest,
+        // What the worker warned about during the round (a lease renewed too late, a consumer restarted).
+        workerWarnings: worker.logs.slice(logsBefore).filter((line) => /WARN|ERROR|partition/.test(line)).slice(-10),
         worker: {
           batches: delta("mailstream_actor_batch_size_count"),
           meanMessagesPerBatch: Math.round(delta("mailstream_actor_batch_size_sum") / delta("mailstream_actor_batch_size_count")),
