@@ -11,9 +11,12 @@ import { load } from "./harness/load.ts"
 import { NATS_URL, setting, sleep } from "./harness/settings.ts"
 import { percentile, round } from "./harness/stats.ts"
 import { resetStatements, topStatements } from "./harness/statements.ts"
+import { laneKeyOf } from "../src/stream/lanes.ts"
 import { CONTACTS, createFiftySegments, drained, segmentedBody, segmentsBackfilled, storedEvents, touchEveryContact } from "./workload.ts"
 
 const QUICK_M2_SECONDS = 8
+/** The services' lanes per project (LANES_PER_PROJECT, default 16): which lane a slow probe was in. */
+const LANES = Number(process.env.LANES_PER_PROJECT ?? 16)
 
 /**
  * A quick M2 on the processes M5 runs on: /v1/track at full speed for 8 s; the rate that is both
@@ -101,10 +104,10 @@ export const run = () =>
         const arrived = arrivals.get(email)
         return arrived === undefined ? [] : [Math.max(0, arrived - at)]
       }).sort((a, b) => a - b)
-      const legs = await probeLegs(env, probeRound, answeredWall, arrivalsWall)
+      const { summary: legs, laneOf, createdAfter } = await probeLegs(env, probeRound, answeredWall, arrivalsWall)
       const slowest = [...answered].flatMap(([email, at]) => {
         const arrived = arrivals.get(email)
-        return arrived === undefined ? [] : [{ sentAtSecond: round((at - roundStarted) / 1000, 2), ms: round(arrived - at, 1) }]
+        return arrived === undefined ? [] : [{ sentAtSecond: round((at - roundStarted) / 1000, 2), ms: round(arrived - at, 1), lane: laneOf.get(email), contactCreatedAfterMs: createdAfter.get(email) }]
       }).sort((a, b) => b.ms - a.ms).slice(0, 5)
       // Let the worker catch up before the next round.
       await sleep(10_000)
@@ -139,6 +142,21 @@ export const run = () =>
     }
     const m5 = await probeAt(m2 ? Math.round(m2.rate * 0.7) : setting("BENCH_M5_RATE", 0))
     const m5Light = await probeAt(setting("BENCH_M5_LIGHT_RATE", 1500))
+    // BENCH_M5_REPEAT=n: n − 1 more pairs of rounds on the same processes, for rare stalls (summaries only).
+    const moreRounds = []
+    for (let i = 1; i < setting("BENCH_M5_REPEAT", 1); i++) {
+      for (const rate of [m5.backgroundRate, m5Light.backgroundRate]) {
+        const round = await probeAt(rate)
+        moreRounds.push({
+          backgroundRate: rate,
+          latencyP50Ms: round.latencyP50Ms,
+          latencyP99Ms: round.latencyP99Ms,
+          legs: round.legs,
+          slowest: round.slowest,
+          workerWarnings: round.workerWarnings
+        })
+      }
+    }
     subscription.unsubscribe()
     await nc.close()
     await worker.stop()
@@ -156,6 +174,7 @@ export const run = () =>
       m5RateFrom: m2 ? { quickM2: m2 } : "BENCH_M5_RATE",
       m5,
       m5BelowCapacity: m5Light,
+      ...(moreRounds.length > 0 ? { moreRounds } : {}),
       evaluationCost: cost
     }
   })
@@ -172,8 +191,9 @@ const probeLegs = async (
   answeredWall: ReadonlyMap<string, number>,
   arrivalsWall: ReadonlyMap<string, number>
 ) => {
-  const rows = await env.query<{ email: string; entered: number }>(
-    `SELECT c.email, (extract(epoch FROM m.entered_at) * 1000)::float8 AS entered
+  const rows = await env.query<{ email: string; contact_id: string; entered: number; created: number }>(
+    `SELECT c.email, c.id AS contact_id, (extract(epoch FROM m.entered_at) * 1000)::float8 AS entered,
+       (extract(epoch FROM c.created_at) * 1000)::float8 AS created
      FROM segment_memberships m
      JOIN segments s ON s.id = m.segment_id AND s.name = 'probe'
      JOIN contacts c ON c.id = m.contact_id
@@ -193,7 +213,10 @@ const probeLegs = async (
     const sorted = values.sort((a, b) => a - b)
     return { p50: round(percentile(sorted, 50), 1), p90: round(percentile(sorted, 90), 1), p99: round(percentile(sorted, 99), 1) }
   }
-  return { probes: toApplied.length, toAppliedMs: summary(toApplied), toOutMs: summary(toOut) }
+  const laneOf = new Map(rows.map((row) => [row.email, laneKeyOf(row.contact_id) % LANES]))
+  // The contact is created by the batch that applies its first event: when that batch ran.
+  const createdAfter = new Map(rows.map((row) => [row.email, Math.round(Number(row.created) - (answeredWall.get(row.email) ?? NaN))]))
+  return { summary: { probes: toApplied.length, toAppliedMs: summary(toApplied), toOutMs: summary(toOut) }, laneOf, createdAfter }
 }
 
 /** One contact's incremental evaluation (load facts, evaluate the project's 50 segments, write) vs a full recompute. */

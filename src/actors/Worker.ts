@@ -75,6 +75,19 @@ const DOMAIN_CHECK_POLL_SECONDS = 30
 
 type Feed = "lanes" | "legacy" | "ingest"
 
+/**
+ * A partition consumer's pull requests. Under load nats-server (2.9 here) now and then stops filling a
+ * pull, heartbeats included: one lane's messages were held until the client noticed (26–28 s with the
+ * client's defaults, 30 s pulls with 15 s heartbeats; `heartbeats_missed` then, logged below). With
+ * heartbeats every second the client pulls again after two missed ones; an idle consumer re-pulls every
+ * PULL_EXPIRES_MS (one small request).
+ */
+const PULL_EXPIRES_MS = 5_000
+const PULL_HEARTBEAT_MS = 1_000
+
+/** Consumer notifications of normal operation (a 408 is a pull that expired); the rest are logged. */
+const QUIET_NOTIFICATIONS = new Set(["heartbeat", "next", "flow_control", "discard"])
+
 /** One consumer of a leased partition: its delivery bookkeeping and its fiber. */
 interface Consumption {
   readonly run: PartitionRun
@@ -228,10 +241,26 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
         })
       })
       const messages = yield* Effect.acquireRelease(
-        Effect.tryPromise(async () => (await nats.js.consumers.get(stream, name)).consume({ max_messages: 2_000 })),
-        // close() waits for the outstanding pull to expire (up to 30 s); shutdown must not.
+        Effect.tryPromise(async () =>
+          (await nats.js.consumers.get(stream, name)).consume({
+            max_messages: 2_000,
+            expires: PULL_EXPIRES_MS,
+            idle_heartbeat: PULL_HEARTBEAT_MS
+          })
+        ),
+        // close() waits for the outstanding pull to expire (up to PULL_EXPIRES_MS); shutdown must not.
         (iterator) =>
           Effect.promise(() => iterator.close().catch(() => undefined)).pipe(Effect.timeout("1 second"), Effect.ignore)
+      )
+      // A pull that stalls (missed heartbeats, a 409) is otherwise silent: say so.
+      yield* Stream.fromAsyncIterable(messages.status(), (error) => error).pipe(
+        Stream.runForEach((notification) =>
+          QUIET_NOTIFICATIONS.has(notification.type) || (notification.type === "debug" && notification.code === 408)
+            ? Effect.void
+            : Effect.logWarning("partition consumer notification", { partition: run.partition, feed, ...notification })
+        ),
+        Effect.ignore,
+        Effect.forkScoped
       )
       // Envelopes split by an earlier attempt of this consumer are gone with it: delivered again from the watermark.
       if (feed === "ingest") run.forgetInflight()
