@@ -104,10 +104,10 @@ export const run = () =>
         const arrived = arrivals.get(email)
         return arrived === undefined ? [] : [Math.max(0, arrived - at)]
       }).sort((a, b) => a - b)
-      const { summary: legs, laneOf, createdAfter } = await probeLegs(env, probeRound, answeredWall, arrivalsWall)
+      const { summary: legs, laneOf } = await probeLegs(env, probeRound, answeredWall, arrivalsWall)
       const slowest = [...answered].flatMap(([email, at]) => {
         const arrived = arrivals.get(email)
-        return arrived === undefined ? [] : [{ sentAtSecond: round((at - roundStarted) / 1000, 2), ms: round(arrived - at, 1), lane: laneOf.get(email), contactCreatedAfterMs: createdAfter.get(email) }]
+        return arrived === undefined ? [] : [{ sentAtSecond: round((at - roundStarted) / 1000, 2), ms: round(arrived - at, 1), lane: laneOf.get(email) }]
       }).sort((a, b) => b.ms - a.ms).slice(0, 5)
       // Let the worker catch up before the next round.
       await sleep(10_000)
@@ -191,9 +191,8 @@ const probeLegs = async (
   answeredWall: ReadonlyMap<string, number>,
   arrivalsWall: ReadonlyMap<string, number>
 ) => {
-  const rows = await env.query<{ email: string; contact_id: string; entered: number; created: number }>(
-    `SELECT c.email, c.id AS contact_id, (extract(epoch FROM m.entered_at) * 1000)::float8 AS entered,
-       (extract(epoch FROM c.created_at) * 1000)::float8 AS created
+  const rows = await env.query<{ email: string; contact_id: string; entered: number }>(
+    `SELECT c.email, c.id AS contact_id, (extract(epoch FROM m.entered_at) * 1000)::float8 AS entered
      FROM segment_memberships m
      JOIN segments s ON s.id = m.segment_id AND s.name = 'probe'
      JOIN contacts c ON c.id = m.contact_id
@@ -214,9 +213,7 @@ const probeLegs = async (
     return { p50: round(percentile(sorted, 50), 1), p90: round(percentile(sorted, 90), 1), p99: round(percentile(sorted, 99), 1) }
   }
   const laneOf = new Map(rows.map((row) => [row.email, laneKeyOf(row.contact_id) % LANES]))
-  // The contact is created by the batch that applies its first event: when that batch ran.
-  const createdAfter = new Map(rows.map((row) => [row.email, Math.round(Number(row.created) - (answeredWall.get(row.email) ?? NaN))]))
-  return { summary: { probes: toApplied.length, toAppliedMs: summary(toApplied), toOutMs: summary(toOut) }, laneOf, createdAfter }
+  return { summary: { probes: toApplied.length, toAppliedMs: summary(toApplied), toOutMs: summary(toOut) }, laneOf }
 }
 
 /** One contact's incremental evaluation (load facts, evaluate the project's 50 segments, write) vs a full recompute. */
