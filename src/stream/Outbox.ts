@@ -7,8 +7,7 @@
  *   `<prefix>.lane.<partition>.<projectId>.<lane>.<kind>`.
  * - Every insert into `outbox` NOTIFYs `mailstream_outbox` (a trigger, migration 0015), which every
  *   process's relay LISTENs to; Postgres delivers it at commit, not at all on rollback. A worker's batch
- *   opts out (`mailstream.quiet_outbox`: a NOTIFY makes commits take turns) and calls the relay's
- *   `wake`, which notifies the leading relay once for many batches when another process leads.
+ *   opts out (`mailstream.quiet_outbox`: a NOTIFY makes commits take turns) and wakes its own relay.
  * - `contactSubjectSql` gives statements that create contacts in SQL (whose ids the caller does not
  *   know) the same routing, computed from the id column.
  */

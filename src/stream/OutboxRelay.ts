@@ -1,28 +1,21 @@
 /**
  * Publishes committed outbox rows to JetStream and deletes them once acknowledged.
  *
- * - Runs in every process; one of them leads: it holds a session advisory lock on a connection it
- *   keeps, and only it publishes, so messages reach the stream in `seq` order. Holding the lock (not
- *   taking a transaction-scoped one per batch, with its rows locked FOR UPDATE) makes a batch two
- *   statements on that connection, read and delete, instead of six round trips through the pool:
- *   under load each round trip waits for a busy core, and an OUT message (segment entry, email
- *   event) waited behind them. A leader that dies loses the lock with its connection; the others
- *   try to take it every RETRY.
+ * - Runs in every process; a transaction-scoped advisory lock makes one relay publish at a time, so
+ *   messages reach the stream in commit order (`seq`).
  * - `Nats-Msg-Id` = outbox id: a relay that crashes after publishing but before deleting republishes
  *   on restart and JetStream drops the duplicate.
  * - Woken at once by every committed outbox insert (a trigger NOTIFYs `mailstream_outbox`, which the
- *   relay LISTENs to), so an idle relay does nothing; it looks anyway every SAFETY_POLL (a
- *   notification lost while the listening connection was down), and every RETRY while NATS is
- *   unreachable. Writers that keep their transactions quiet (the worker's batches: a NOTIFY makes
- *   commits take turns) call `wake` after commit instead: it wakes this process's relay when it
- *   leads, and otherwise notifies the leader with a statement of its own (coalesced).
+ *   relay LISTENs to; writers in this process may also call `wake`), so an idle relay does nothing;
+ *   it looks anyway every SAFETY_POLL (a notification lost while the listening connection was down),
+ *   and every RETRY while NATS is unreachable or another relay is publishing.
  * - One row never holds up the others: the rows of a batch are judged one by one, in order. A row
  *   NATS refuses for itself (over the server's max payload, a stream limit) is moved to `dead_letters`
  *   with the reason at once; a row that keeps failing while the rows around it go through is moved
  *   after MAX_ATTEMPTS. Only when NATS itself is unreachable does the relay wait, and then it stops
  *   at the first failed row, deleting everything published before it, so order is kept.
  */
-import { Context, Duration, Effect, Layer, Queue } from "effect"
+import { Context, Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { WorkerMetrics } from "../observability/Metrics.ts"
 import { uuidv7 } from "../domain/ids.ts"
@@ -37,7 +30,7 @@ const BATCH = 1000
 const MAX_ATTEMPTS = 5
 /** Without a notification, how often the relay looks for rows anyway. */
 const SAFETY_POLL = Duration.seconds(30)
-/** How soon the relay tries again when it could not publish (NATS unreachable), or to lead (another leads). */
+/** How soon the relay tries again when it could not publish (NATS unreachable, another relay publishing). */
 const RETRY = Duration.seconds(1)
 
 interface OutboxRow {
@@ -66,7 +59,7 @@ const isRefusal = (error: unknown): boolean => {
 const describe = (error: unknown) => (error instanceof Error ? `${error.name}: ${error.message}` : String(error))
 
 export class OutboxRelay extends Context.Service<OutboxRelay, {
-  /** Ask the leading relay to publish now (cheap; coalesces): after a commit that did not notify. */
+  /** Ask the relay to publish now (cheap; coalesces). */
   readonly wake: Effect.Effect<void>
   /** Publish everything committed so far; resolves when the outbox is empty (used by tests and shutdown). */
   readonly flush: Effect.Effect<void>
@@ -77,9 +70,6 @@ export class OutboxRelay extends Context.Service<OutboxRelay, {
       const sql = yield* SqlClient.SqlClient
       const nats = yield* Nats
       const wakeup = yield* makeWakeup
-      /** Wakes of a process that does not lead, to be passed on to the leader (coalesced). */
-      const forwards = yield* Queue.sliding<void>(1)
-      let leading = false
 
       const publishOne = (row: OutboxRow): Promise<Verdict> =>
         nats.js.publish(row.subject, row.payload, { msgID: row.id }).then(
@@ -119,13 +109,14 @@ export class OutboxRelay extends Context.Service<OutboxRelay, {
         })
 
       /**
-       * Publishes one batch (the leader only: no other process deletes rows): how many rows it moved,
-       * and whether it got through them all (not when a row could not be published: the caller tries
-       * again later).
+       * Publishes one batch: how many rows it moved, and whether it got through them all (not when
+       * another relay holds the lock or a row could not be published: the caller tries again later).
        */
-      const publishBatch = Effect.gen(function*() {
+      const publishBatch = sql.withTransaction(Effect.gen(function*() {
+        const [lock] = yield* sql<{ locked: boolean }>`SELECT pg_try_advisory_xact_lock(${RELAY_LOCK}) AS locked`
+        if (!lock?.locked) return { moved: 0, complete: false }
         const rows = yield* sql<OutboxRow>`
-          SELECT seq, id, subject, payload::text AS payload, attempts FROM outbox ORDER BY seq LIMIT ${BATCH}`
+          SELECT seq, id, subject, payload::text AS payload, attempts FROM outbox ORDER BY seq LIMIT ${BATCH} FOR UPDATE`
         if (rows.length === 0) return { moved: 0, complete: true }
         // Pipelined on one connection: JetStream stores them in this order.
         const verdicts = yield* Effect.promise(() => Promise.all(rows.map(publishOne)))
@@ -155,74 +146,37 @@ export class OutboxRelay extends Context.Service<OutboxRelay, {
           return { moved: done.length + refused.length, complete: false }
         }
         return { moved: rows.length, complete: true }
-      })
+      }))
 
-      /** Publishes until the outbox is empty; answers false when a row could not be (try again after RETRY). */
-      const drain = Effect.gen(function*() {
+      /** Publishes until the outbox is empty; answers false when it could not (try again after RETRY). */
+      const drain: Effect.Effect<boolean> = Effect.gen(function*() {
         while (true) {
           const { moved, complete } = yield* publishBatch
           if (!complete) return false
           if (moved < BATCH) return true
         }
-      })
-
-      /**
-       * Leads while it can: takes the lock on a connection of its own and publishes on it whenever
-       * woken. Answers (false) at once when another process leads; fails when the connection does
-       * (leadership ends with it, and the caller tries again).
-       */
-      const lead = Effect.scoped(Effect.gen(function*() {
-        const connection = yield* sql.reserve
-        const onConnection = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
-          Effect.provideService(effect, sql.transactionService, [connection, 0])
-        const [lock] = yield* onConnection(sql<{ locked: boolean }>`SELECT pg_try_advisory_lock(${RELAY_LOCK}) AS locked`)
-        if (!lock?.locked) return false
-        leading = true
-        // The connection goes back to the pool: it must not keep the lock there.
-        yield* Effect.addFinalizer(() =>
-          Effect.suspend(() => {
-            leading = false
-            return onConnection(sql`SELECT pg_advisory_unlock(${RELAY_LOCK})`).pipe(Effect.ignore)
-          })
-        )
-        yield* Effect.logDebug("outbox relay leads")
-        while (true) {
-          const drained = yield* onConnection(drain)
-          yield* wakeup.wait(Duration.toMillis(drained ? SAFETY_POLL : RETRY))
-        }
-      }))
+      }).pipe(
+        Effect.catchCause((cause) => Effect.as(Effect.logWarning("outbox relay batch failed; will retry", cause), false))
+      )
 
       yield* listenTo(OUTBOX_CHANNEL, () => wakeup.signal, wakeup.signal)
       yield* Effect.gen(function*() {
         while (true) {
-          yield* lead.pipe(
-            Effect.catchCause((cause) => Effect.as(Effect.logWarning("outbox relay failed; will lead again", cause), false))
-          )
-          yield* Effect.sleep(RETRY)
+          const drained = yield* drain
+          yield* wakeup.wait(Duration.toMillis(drained ? SAFETY_POLL : RETRY))
         }
       }).pipe(Effect.forkScoped)
-      // Another process leads: what this one wrote quietly is announced to it.
-      yield* Effect.gen(function*() {
-        while (true) {
-          yield* Queue.take(forwards)
-          yield* sql`SELECT pg_notify(${OUTBOX_CHANNEL}, '')`.pipe(
-            Effect.catchCause((cause) => Effect.logWarning("outbox relay could not notify the leader", cause))
-          )
-        }
-      }).pipe(Effect.forkScoped)
-      const wake = Effect.suspend(() => (leading ? wakeup.signal : Queue.offer(forwards, undefined).pipe(Effect.asVoid)))
 
-      /** Waits until the outbox is empty (whichever process leads publishes it). */
       const flush = Effect.gen(function*() {
         while (true) {
-          yield* wake
+          yield* drain
           const [pending] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM outbox`
           if ((pending?.n ?? 0) === 0) return
           yield* Effect.sleep(Duration.millis(20))
         }
       }).pipe(Effect.orDie)
 
-      return OutboxRelay.of({ wake, flush })
+      return OutboxRelay.of({ wake: wakeup.signal, flush })
     })
   )
 }
