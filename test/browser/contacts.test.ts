@@ -292,7 +292,7 @@ describe("contacts in the dashboard", () => {
     await phone.goto(projectPath("/contacts/import"))
     await heading(phone, "Import contacts")
     expect(await scrollsSideways(phone)).toBe(false)
-  })
+  }, 60_000) // a bulk action, an export and two pages: near 30 s on a loaded 2-core machine
 })
 
 describe("templates in the dashboard", () => {
