@@ -86,19 +86,20 @@ export class EventPublisher extends Context.Service<EventPublisher, {
           return items.map(() => undefined)
         })
 
-      const batcher = yield* makeGroupCommit({ flush: publishBatch, maxBatch: 2000, concurrency: 4 })
-
       // The client never hangs on a stalled stream: bounded wait, then 503.
-      const bounded = <A>(effect: Effect.Effect<A, StreamUnavailable>) =>
-        effect.pipe(Effect.timeoutOrElse({
+      const batcher = yield* makeGroupCommit({
+        flush: publishBatch,
+        maxBatch: 2000,
+        concurrency: 4,
+        maxWait: {
           duration: Duration.sum(PUBLISH_TIMEOUT, Duration.seconds(1)),
-          orElse: () => Effect.fail(new StreamUnavailable({ cause: "publish timed out" }))
-        }))
+          onTimeout: () => new StreamUnavailable({ cause: "publish timed out" })
+        }
+      })
 
       return EventPublisher.of({
-        publish: (projectId, event) => bounded(batcher.submit({ projectId, event })),
-        publishAll: (projectId, events) =>
-          Effect.asVoid(bounded(batcher.submitAll(events.map((event) => ({ projectId, event })))))
+        publish: (projectId, event) => batcher.submit({ projectId, event }),
+        publishAll: (projectId, events) => Effect.asVoid(batcher.submitAll(events.map((event) => ({ projectId, event }))))
       })
     })
   )

@@ -5,7 +5,7 @@
  * when idle. A caller's items go to one flush together, in their order, and cost it one wait: a
  * request carrying 500 events waits once, not 500 times.
  */
-import { Deferred, Effect, Exit, Queue, type Scope } from "effect"
+import { Deferred, Duration, Effect, Exit, Queue, type Scope } from "effect"
 
 export interface GroupCommit<In, Out, E> {
   readonly submit: (item: In) => Effect.Effect<Out, E>
@@ -16,6 +16,8 @@ export interface GroupCommit<In, Out, E> {
 interface Pending<In, Out, E> {
   readonly items: ReadonlyArray<In>
   readonly result: Deferred.Deferred<ReadonlyArray<Out>, E>
+  /** When the submission gives up waiting (epoch ms), with `maxWait`. */
+  readonly deadline: number
 }
 
 export const makeGroupCommit = <In, Out, E>(options: {
@@ -25,10 +27,18 @@ export const makeGroupCommit = <In, Out, E>(options: {
   readonly maxBatch?: number | undefined
   /** Flushes running at the same time (e.g. one per pooled connection). */
   readonly concurrency?: number | undefined
+  /**
+   * A submission waits this long at most, queued and flushing (a quarter of a second more, at worst),
+   * then fails with `onTimeout()`; its items may still be flushed. One timer for every submission,
+   * where a timeout per submission would cost each a timer and a race of two fibers.
+   */
+  readonly maxWait?: { readonly duration: Duration.Input; readonly onTimeout: () => E } | undefined
 }): Effect.Effect<GroupCommit<In, Out, E>, never, Scope.Scope> =>
   Effect.gen(function*() {
     const queue = yield* Queue.unbounded<Pending<In, Out, E>>()
     const maxBatch = options.maxBatch ?? 1000
+    const waiting = yield* makeDeadlines<Pending<In, Out, E>, E>(options.maxWait, (pending, error) =>
+      Deferred.doneUnsafe(pending.result, Exit.fail(error)))
 
     const runFlush = (batch: ReadonlyArray<Pending<In, Out, E>>) =>
       options.flush(batch.length === 1 ? batch[0]!.items : batch.flatMap((pending) => pending.items)).pipe(
@@ -38,12 +48,16 @@ export const makeGroupCommit = <In, Out, E>(options: {
               let offset = 0
               for (const pending of batch) {
                 const end = offset + pending.items.length
+                waiting.delete(pending)
                 Deferred.doneUnsafe(pending.result, Exit.succeed(results.slice(offset, end)))
                 offset = end
               }
             }),
           onFailure: (cause) =>
-            Effect.forEach(batch, (pending) => Deferred.failCause(pending.result, cause), { discard: true })
+            Effect.forEach(batch, (pending) => {
+              waiting.delete(pending)
+              return Deferred.failCause(pending.result, cause)
+            }, { discard: true })
         })
       )
 
@@ -73,12 +87,50 @@ export const makeGroupCommit = <In, Out, E>(options: {
         ? Effect.succeed([])
         : Effect.gen(function*() {
           const result = yield* Deferred.make<ReadonlyArray<Out>, E>()
-          yield* Queue.offer(queue, { items, result })
+          const pending = { items, result, deadline: waiting.deadlineFromNow() }
+          waiting.add(pending)
+          yield* Queue.offer(queue, pending)
           return yield* Deferred.await(result)
         })
 
     return {
       submit: (item: In) => Effect.map(submitAll([item]), (results) => results[0]!),
       submitAll
+    }
+  })
+
+const SWEEP_EVERY_MS = 250
+
+/**
+ * Submissions that wait under a deadline: while any does, a timer sweeps every SWEEP_EVERY_MS and
+ * hands the overdue ones to `expire`. Without `maxWait` it tracks nothing.
+ */
+const makeDeadlines = <P extends { readonly deadline: number }, E>(
+  maxWait: { readonly duration: Duration.Input; readonly onTimeout: () => E } | undefined,
+  expire: (pending: P, error: E) => void
+) =>
+  Effect.gen(function*() {
+    const waitMs = maxWait ? Duration.toMillis(Duration.fromInputUnsafe(maxWait.duration)) : Infinity
+    const waiting = new Set<P>()
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const sweep = () => {
+      timer = undefined
+      const now = Date.now()
+      for (const pending of waiting) {
+        if (pending.deadline > now) continue
+        waiting.delete(pending)
+        expire(pending, maxWait!.onTimeout())
+      }
+      if (waiting.size > 0) timer = setTimeout(sweep, SWEEP_EVERY_MS)
+    }
+    yield* Effect.addFinalizer(() => Effect.sync(() => clearTimeout(timer)))
+    return {
+      deadlineFromNow: () => Date.now() + waitMs,
+      add: (pending: P) => {
+        if (!maxWait) return
+        waiting.add(pending)
+        if (timer === undefined) timer = setTimeout(sweep, SWEEP_EVERY_MS)
+      },
+      delete: (pending: P) => void waiting.delete(pending)
     }
   })

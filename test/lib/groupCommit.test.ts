@@ -71,4 +71,37 @@ describe("makeGroupCommit", () => {
     })))
     for (const exit of outcome) expect(Exit.isFailure(exit)).toBe(true)
   })
+
+  it("fails a submission that waited past maxWait, in flight or queued, and leaves the others' results alone", async () => {
+    const started = Date.now()
+    const outcome = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+      const stalled = yield* Deferred.make<void>()
+      let flushes = 0
+      const batcher = yield* makeGroupCommit({
+        maxWait: { duration: "300 millis", onTimeout: () => "timed out" as const },
+        // The first flush hangs until released; later ones answer at once.
+        flush: (items: ReadonlyArray<number>) =>
+          Effect.gen(function*() {
+            if (flushes++ === 0) yield* Deferred.await(stalled)
+            return items
+          })
+      })
+      const inFlight = yield* Effect.forkChild(batcher.submit(1))
+      yield* Effect.yieldNow
+      const queued = yield* Effect.forkChild(batcher.submit(2))
+      const failedIn = yield* Fiber.await(inFlight)
+      const failedQueued = yield* Fiber.await(queued)
+      const waited = Date.now() - started
+      yield* Deferred.succeed(stalled, undefined)
+      // Afterwards the batcher works as before, and a quick answer is not failed by a later sweep.
+      const later = yield* batcher.submit(3)
+      yield* Effect.sleep("700 millis")
+      return { failedIn, failedQueued, waited, later }
+    })))
+    expect(outcome.failedIn).toEqual(Exit.fail("timed out"))
+    expect(outcome.failedQueued).toEqual(Exit.fail("timed out"))
+    expect(outcome.waited).toBeGreaterThanOrEqual(300)
+    expect(outcome.waited).toBeLessThan(300 + 250 + 200)
+    expect(outcome.later).toBe(3)
+  })
 })
