@@ -17,15 +17,16 @@ import { DashboardSessions } from "./session.ts"
 
 export { enforceRateLimit } from "./rateLimited.ts"
 
-const makeKeyCheck = Effect.fnUntraced(function*(required: KeyKind) {
+/**
+ * Runs `effect` as the project whose `required` kind of key was presented (the bearer credential), or
+ * fails with the envelope's 401/403/429. Shared by the middleware and the track fast path.
+ */
+export const makeKeyCheck = Effect.fnUntraced(function*(required: KeyKind) {
   const projects = yield* Projects
   const rateLimiter = yield* RateLimiter
-  return <E, R>(
-    httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
-    { credential }: { readonly credential: Redacted.Redacted<string> }
-  ) =>
+  return <A, E, R>(effect: Effect.Effect<A, E, R>, presentedKey: string) =>
     Effect.gen(function*() {
-      const key = Redacted.value(credential).trim()
+      const key = presentedKey.trim()
       if (key === "") return yield* ApiError.invalidApiKey("Missing API key")
       const auth = yield* rendered(projects.authenticate(key))
       if (!auth) return yield* ApiError.invalidApiKey("Invalid API key")
@@ -36,9 +37,14 @@ const makeKeyCheck = Effect.fnUntraced(function*(required: KeyKind) {
             : "This endpoint takes the project's secret key (sk_); the public key only works on /v1/track and /v1/track/batch"
         )
       }
-      return yield* admit(rateLimiter, auth.project, httpEffect)
+      return yield* admit(rateLimiter, auth.project, effect)
     })
 })
+
+/** The key check as HttpApi's security middleware: the credential comes decoded from the bearer header. */
+const asMiddleware = (check: ReturnType<typeof makeKeyCheck> extends Effect.Effect<infer C, any, any> ? C : never) =>
+  <E, R>(httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>, { credential }: { readonly credential: Redacted.Redacted<string> }) =>
+    check(httpEffect, Redacted.value(credential))
 
 const projectDisabled = new ApiError({
   status: 403,
@@ -48,10 +54,10 @@ const projectDisabled = new ApiError({
 })
 
 /** The checks after authentication, whatever the credential: a disabled project, the rate limit. */
-const admit = <E, R>(
+const admit = <A, E, R>(
   rateLimiter: RateLimiter["Service"],
   project: Project,
-  httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+  httpEffect: Effect.Effect<A, E, R>
 ) =>
   Effect.gen(function*() {
       if (project.disabled) return yield* projectDisabled
@@ -76,7 +82,7 @@ const makeSessionCheck = Effect.fnUntraced(function*(keyCheck: ReturnType<typeof
       const cookie = Redacted.value(options.credential)
       if (cookie === "") {
         const bearer = request.headers.authorization?.replace(/^Bearer\s+/i, "") ?? ""
-        return yield* keyCheck(httpEffect, { credential: Redacted.make(bearer) })
+        return yield* keyCheck(httpEffect, bearer)
       }
       const { user } = yield* rendered(sessions.resolve(cookie))
       const projectId = request.headers["x-project-id"]?.trim() ?? ""
@@ -103,11 +109,11 @@ export const SecretKeyAuthLive = Layer.effect(
   Effect.gen(function*() {
     const check = yield* makeKeyCheck("secret")
     const session = yield* makeSessionCheck(check)
-    return SecretKeyAuth.of({ secretKey: check as any, session: session as any })
+    return SecretKeyAuth.of({ secretKey: asMiddleware(check) as any, session: session as any })
   })
 )
 
 export const PublicKeyAuthLive = Layer.effect(
   PublicKeyAuth,
-  Effect.map(makeKeyCheck("public"), (check) => PublicKeyAuth.of({ publicKey: check as any }))
+  Effect.map(makeKeyCheck("public"), (check) => PublicKeyAuth.of({ publicKey: asMiddleware(check) as any }))
 )

@@ -9,7 +9,7 @@ import { HttpIncomingMessage, HttpRouter, HttpServerError, HttpServerRequest, Ht
 import { HttpApiError } from "effect/http-api"
 import { randomBytesFromPool } from "../domain/ids.ts"
 import { HttpMetrics } from "../observability/Metrics.ts"
-import { envelopeResponse, RequestState, type RequestStateShape } from "./errors.ts"
+import { type EnvelopeFields, envelopeResponse, type FieldError, RequestState, type RequestStateShape } from "./errors.ts"
 import { issueToFieldErrors } from "./validation.ts"
 
 const KiB = 1024
@@ -26,10 +26,32 @@ const sizeOf = (bytes: number) => (bytes >= MiB ? `${bytes / MiB} MiB` : `${byte
 
 const STATUS_CLASSES = ["1xx", "2xx", "3xx", "4xx", "5xx"]
 
+/** The request-duration histogram's status label. */
+export const statusClassOf = (status: number) => STATUS_CLASSES[Math.floor(status / 100) - 1] ?? "other"
+
 /** The matched route's template (`/contacts/:id`), read while the router's context is still in place. */
 const matchedRoute = Effect.withFiberSucceed((fiber) => Context.getOrUndefined(fiber.context, HttpRouter.RouteContext)?.route.path)
 
-const newRequestId = () => `req_${randomBytesFromPool(12).toString("base64url")}`
+export const newRequestId = () => `req_${randomBytesFromPool(12).toString("base64url")}`
+
+/** A body that is not JSON. */
+export const invalidJson: EnvelopeFields = { status: 400, code: "INVALID_JSON", message: "Request body is not valid JSON" }
+
+/** A body over its route's limit. */
+export const payloadTooLarge = (url: string): EnvelopeFields => ({
+  status: 413,
+  code: "PAYLOAD_TOO_LARGE",
+  message: `Request body exceeds ${sizeOf(bodyLimitFor(url))}`
+})
+
+/** Request fields that failed their schema: every one listed (the message is the field's when only one failed). */
+export const inputInvalid = (errors: Array<FieldError>): EnvelopeFields => ({
+  status: 422,
+  code: "VALIDATION_ERROR",
+  message: errors.length === 1 ? errors[0]!.message : "Request validation failed",
+  errors,
+  suggestion: "Check the fields listed in errors and try again."
+})
 
 const toErrorResponse = (
   cause: Cause.Cause<unknown>,
@@ -47,17 +69,10 @@ const toErrorResponse = (
   if (HttpApiError.HttpApiSchemaError.is(error)) {
     const issue = error.cause.issue
     if (issue._tag === "InvalidValue" && String(issue.annotations?.message ?? "").includes("valid JSON")) {
-      return Effect.succeed(envelopeResponse({ status: 400, code: "INVALID_JSON", message: "Request body is not valid JSON" }, requestId))
+      return Effect.succeed(envelopeResponse(invalidJson, requestId))
     }
     if (error.kind === "Payload" || error.kind === "Query" || error.kind === "Params" || error.kind === "Headers") {
-      const errors = issueToFieldErrors(issue)
-      return Effect.succeed(envelopeResponse({
-        status: 422,
-        code: "VALIDATION_ERROR",
-        message: errors.length === 1 ? errors[0]!.message : "Request validation failed",
-        errors,
-        suggestion: "Check the fields listed in errors and try again."
-      }, requestId))
+      return Effect.succeed(envelopeResponse(inputInvalid(issueToFieldErrors(issue)), requestId))
     }
   }
   if (HttpServerError.isHttpServerError(error)) {
@@ -71,11 +86,7 @@ const toErrorResponse = (
     }
     if (reason._tag === "RequestParseError") {
       return Effect.succeed(reason.reason === "BodyTooLarge"
-        ? envelopeResponse({
-          status: 413,
-          code: "PAYLOAD_TOO_LARGE",
-          message: `Request body exceeds ${sizeOf(bodyLimitFor(request.url))}`
-        }, requestId)
+        ? envelopeResponse(payloadTooLarge(request.url), requestId)
         : envelopeResponse({ status: 400, code: "BAD_REQUEST", message: "Could not read the request body" }, requestId))
     }
   }
@@ -106,7 +117,7 @@ export const Gateway = HttpRouter.middleware((httpEffect) =>
     HttpMetrics.requestSeconds.observe((performance.now() - started) / 1000, {
       method: request.method,
       route: route ?? "unmatched",
-      status: STATUS_CLASSES[Math.floor(response.status / 100) - 1] ?? "other"
+      status: statusClassOf(response.status)
     })
     return HttpServerResponse.setHeaders(response, { ...state.headers, "x-request-id": state.requestId })
   }), { global: true })

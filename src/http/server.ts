@@ -3,7 +3,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
-import { createServer, type ServerResponse } from "node:http"
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import { AppConfig } from "../config.ts"
 import { Api } from "./api/Api.ts"
 import { PublicKeyAuthLive, SecretKeyAuthLive } from "./auth.ts"
@@ -19,6 +19,7 @@ import { ConditionCheck } from "../store/ConditionCheck.ts"
 import { Events } from "../store/Events.ts"
 import { SystemHandlers } from "./handlers/system.ts"
 import { TrackHandlers } from "./handlers/track.ts"
+import { TrackFastPath } from "./trackFastPath.ts"
 import { VerifyHandlers } from "./handlers/verify.ts"
 import { Verifier } from "../verify/Verifier.ts"
 import { CampaignsHandlers } from "./handlers/campaigns.ts"
@@ -76,21 +77,34 @@ const Routes = Layer.mergeAll(
  * (`Connection: close`), so keep-alive clients reconnect, to another api process, instead of keeping
  * this one busy until the shutdown cap cuts them off mid-request.
  */
-const drainableServer = Effect.sync(() => {
+const drainableServer = (fastPath: TrackFastPath["Service"]) => Effect.sync(() => {
   const server = createServer()
   const inFlight = new Set<ServerResponse>()
   let draining = false
-  server.on("request", (_request, response) => {
-    if (draining) return response.setHeader("connection", "close")
-    inFlight.add(response)
-    response.once("close", () => inFlight.delete(response))
-  })
+  // Every request is counted for draining, then offered to /v1/track's fast path; what it declines
+  // goes on to the `request` listeners, the Effect app's among them.
+  const emit = server.emit
+  server.emit = function(this: Server, event: string | symbol, ...args: Array<any>) {
+    if (event !== "request") return emit.apply(this, [event, ...args] as any)
+    const [request, response] = args as [IncomingMessage, ServerResponse]
+    if (draining) response.setHeader("connection", "close")
+    else {
+      inFlight.add(response)
+      response.once("close", () => inFlight.delete(response))
+    }
+    return fastPath.take(request, response) || emit.apply(this, [event, ...args] as any)
+  } as typeof server.emit
   const drain = Effect.sync(() => {
     draining = true
     for (const response of inFlight) if (!response.headersSent) response.setHeader("connection", "close")
   })
   return { server, drain }
 })
+
+/** The fast path over the same service instances as the HttpApi handlers (layers are shared by reference). */
+const TrackFastPathLive = TrackFastPath.layer.pipe(
+  Layer.provide([RateLimiter.layer, Idempotency.layer, ContactDirectory.layer, EventPublisher.layer])
+)
 
 /**
  * The HTTP server on PORT (0 picks a free port), exposed as `HttpServer` so the CLI announces its address
@@ -99,7 +113,7 @@ const drainableServer = Effect.sync(() => {
  */
 export const HttpLive = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AppConfig
-  const { server, drain } = yield* drainableServer
+  const { server, drain } = yield* drainableServer(yield* TrackFastPath)
   const serving = HttpRouter.serve(Routes, { disableLogger: true, disableListenLog: true }).pipe(
     // reusePort: several api processes can share PORT, the kernel spreading connections over them.
     Layer.provideMerge(NodeHttpServer.layer(() => server, {
@@ -111,4 +125,4 @@ export const HttpLive = Layer.unwrap(Effect.gen(function*() {
   )
   // Built after the server, so released before it: draining begins as the server stops accepting.
   return Layer.effectDiscard(Effect.addFinalizer(() => drain)).pipe(Layer.provideMerge(serving))
-}))
+})).pipe(Layer.provide(TrackFastPathLive))

@@ -91,8 +91,12 @@ export const WorkerMetrics = {
   partitionWatermark: gauge("mailstream_partition_watermark", "Highest stream sequence of the partition applied contiguously", ["partition"])
 } as const
 
-// The api's metrics: one histogram observed by the gateway for every request.
+// The api's metrics: one histogram observed by the gateway (or /v1/track's fast path) for every request.
 export const HttpMetrics = {
+  trackFastPath: counter(
+    "mailstream_http_track_fast_path_total",
+    "POST /v1/track and /events/track requests answered by the fast path rather than the router (src/http/trackFastPath.ts)"
+  ),
   requestSeconds: histogram(
     "mailstream_http_request_duration_seconds",
     "HTTP requests by method, route template (unmatched: no route) and status class (2xx, 4xx, ...), until the response is ready",

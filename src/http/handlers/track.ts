@@ -25,16 +25,22 @@ const streamUnavailable = new ApiError({
   suggestion: "Retry with backoff (with the same Idempotency-Key, if you use one)."
 })
 
-export const TrackHandlers = HttpApiBuilder.group(Api, "track", Effect.fnUntraced(function*(handlers) {
+/** The paths /v1/track answers on (its alias is the reference platform's). */
+export type TrackPath = "/v1/track" | "/events/track"
+
+/**
+ * One tracked event, for the project in CurrentProject: the work of /v1/track behind its decoded body,
+ * shared by the HttpApi handler and the fast path (../trackFastPath.ts).
+ */
+export const makeTrack = Effect.gen(function*() {
   const directory = yield* ContactDirectory
   const publisher = yield* EventPublisher
   const idempotency = yield* Idempotency
-  const trackBatch = yield* makeTrackBatch
 
-  const track = Effect.fnUntraced(function*({ payload, headers }: {
+  return Effect.fnUntraced(function*({ payload, headers }: {
     readonly payload: TrackPayload
     readonly headers: { readonly "idempotency-key"?: string | undefined }
-  }, path: string) {
+  }, path: TrackPath) {
     const project = yield* CurrentProject
     yield* validateData(payload.data)
     const email = normalizeEmail(payload.email)
@@ -54,6 +60,11 @@ export const TrackHandlers = HttpApiBuilder.group(Api, "track", Effect.fnUntrace
       })
     )
   })
+})
+
+export const TrackHandlers = HttpApiBuilder.group(Api, "track", Effect.fnUntraced(function*(handlers) {
+  const track = yield* makeTrack
+  const trackBatch = yield* makeTrackBatch
 
   return handlers
     .handle("track", (request) => rendered(track(request, "/v1/track")))

@@ -17,7 +17,7 @@ export type TrackPayload = Schema.Schema.Type<typeof TrackBody>
 
 // The decoder HttpApi builds for /v1/track's body: a union of its payload schemas, with the options of
 // Api.ts (every invalid field at once), so a batch event gets the very errors /v1/track would answer.
-const decodeTrackBody = Schema.decodeUnknownResult(Schema.Union([TrackBody]), { errors: "all" })
+export const decodeTrackBody = Schema.decodeUnknownResult(Schema.Union([TrackBody]), { errors: "all" })
 
 /** A batch item checked exactly as /v1/track checks its body: the payload, or its field errors. */
 export const checkTrackEvent = (input: unknown): { readonly payload: TrackPayload } | { readonly errors: Array<FieldError> } => {
