@@ -32,7 +32,7 @@ const json = (value: unknown) => JSON.stringify(value)
 interface Case {
   readonly name: string
   readonly headers: (keys: TestProject) => Record<string, string>
-  readonly body: string | Uint8Array
+  readonly body: string | Uint8Array<ArrayBuffer>
   readonly path?: "/v1/track" | "/events/track"
   /** The fast path takes it (otherwise it declines, and the router answers both). */
   readonly fast: boolean
