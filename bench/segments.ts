@@ -180,7 +180,8 @@ export const run = () =>
   })
 
 /**
- * Where a probe's time went, from the clocks of the three machines' parts (one machine: one clock):
+ * Where a probe's time went, from wall clocks read by different processes on this one machine (so
+ * one clock): the benchmark's (the api's answer, the arrival on OUT) and the lane batch's (`entered_at`):
  * `toApplied` = the membership's `entered_at` (the lane batch's clock) − the api's answer (the stream
  * IN, the splitter, the lane's queue and its batch up to evaluation), `toOut` = arrival on OUT −
  * `entered_at` (the rest of the batch, its commit, the outbox relay and NATS).
