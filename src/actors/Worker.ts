@@ -88,6 +88,8 @@ const PULL_HEARTBEAT_MS = 2_500
 
 /** Consumer notifications of normal operation (a 408 is a pull that expired); the rest are logged. */
 const QUIET_NOTIFICATIONS = new Set(["heartbeat", "next", "flow_control", "discard"])
+const isRoutine = (notification: { readonly type: string; readonly code?: number }) =>
+  QUIET_NOTIFICATIONS.has(notification.type) || (notification.type === "debug" && notification.code === 408)
 
 /** One consumer of a leased partition: its delivery bookkeeping and its fiber. */
 interface Consumption {
@@ -256,7 +258,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
       // A pull that stalls (missed heartbeats, a 409) is otherwise silent: say so.
       yield* Stream.fromAsyncIterable(messages.status(), (error) => error).pipe(
         Stream.runForEach((notification) =>
-          QUIET_NOTIFICATIONS.has(notification.type) || (notification.type === "debug" && notification.code === 408)
+          isRoutine(notification)
             ? Effect.void
             : Effect.logWarning("partition consumer notification", { partition: run.partition, feed, ...notification })
         ),
