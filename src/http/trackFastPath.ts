@@ -147,7 +147,15 @@ export class TrackFastPath extends Context.Service<TrackFastPath, {
             Effect.flatMap(payloadOf(body, url), (payload) => track({ payload, headers: {} }, url as TrackPath)),
             key
           ).pipe(Effect.provideService(RequestState, state))
-          run(work).addObserver((exit) => answer(request, response, state, exit, started, body._tag === "TooLarge"))
+          run(work).addObserver((exit) => {
+            try {
+              answer(request, response, state, exit, started, body._tag === "TooLarge")
+            } catch (error) {
+              // Node refused the answer (the socket is gone, say): the process goes on serving.
+              run(Effect.logError("could not answer", { requestId: state.requestId, url }, error))
+              response.destroy()
+            }
+          })
         })
         return true
       }
