@@ -24,7 +24,7 @@ import { issueToFieldErrors } from "./validation.ts"
 const TRACK_PATHS: ReadonlySet<string> = new Set<TrackPath>(["/v1/track", "/events/track"])
 
 /** The bearer credential as HttpApiSecurity.bearer reads it (RFC 9110: case-insensitive scheme, 1*SP). */
-export const bearerCredential = (authorization: string | undefined): string | undefined => {
+const bearerCredential = (authorization: string | undefined): string | undefined => {
   if (authorization === undefined || authorization.length <= 6 || authorization.charCodeAt(6) !== 32) return undefined
   if (authorization.slice(0, 6).toLowerCase() !== "bearer") return undefined
   let start = 7
@@ -107,14 +107,16 @@ export class TrackFastPath extends Context.Service<TrackFastPath, {
         if (Exit.isSuccess(exit)) {
           writeJson(response, status, exit.value, { ...state.headers, "x-request-id": state.requestId })
         } else {
+          // An ApiError renders itself; anything else is a 500, logged as the gateway logs it.
           const failure = exit.cause.reasons.find((reason) => Cause.isFailReason(reason))
-          const fields: EnvelopeFields = failure && failure.error instanceof ApiError ? failure.error : {
+          const apiError = failure?.error instanceof ApiError ? failure.error : undefined
+          if (!apiError) {
+            run(Effect.logError("unhandled error", { requestId: state.requestId, method: request.method, url: request.url }, exit.cause))
+          }
+          const fields: EnvelopeFields = apiError ?? {
             status: 500,
             code: "INTERNAL_SERVER_ERROR",
             message: "An unexpected error occurred"
-          }
-          if (fields.status >= 500 && !(failure?.error instanceof ApiError)) {
-            run(Effect.logError("unhandled error", { requestId: state.requestId, method: request.method, url: request.url }, exit.cause))
           }
           status = fields.status
           writeJson(response, status, envelopeBody(fields, state.requestId, new Date()), {

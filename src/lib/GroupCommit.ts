@@ -16,8 +16,6 @@ export interface GroupCommit<In, Out, E> {
 interface Pending<In, Out, E> {
   readonly items: ReadonlyArray<In>
   readonly result: Deferred.Deferred<ReadonlyArray<Out>, E>
-  /** When the submission gives up waiting (epoch ms), with `maxWait`. */
-  readonly deadline: number
 }
 
 export const makeGroupCommit = <In, Out, E>(options: {
@@ -87,7 +85,7 @@ export const makeGroupCommit = <In, Out, E>(options: {
         ? Effect.succeed([])
         : Effect.gen(function*() {
           const result = yield* Deferred.make<ReadonlyArray<Out>, E>()
-          const pending = { items, result, deadline: waiting.deadlineFromNow() }
+          const pending = { items, result }
           waiting.add(pending)
           yield* Queue.offer(queue, pending)
           return yield* Deferred.await(result)
@@ -105,19 +103,20 @@ const SWEEP_EVERY_MS = 250
  * Submissions that wait under a deadline: while any does, a timer sweeps every SWEEP_EVERY_MS and
  * hands the overdue ones to `expire`. Without `maxWait` it tracks nothing.
  */
-const makeDeadlines = <P extends { readonly deadline: number }, E>(
+const makeDeadlines = <P, E>(
   maxWait: { readonly duration: Duration.Input; readonly onTimeout: () => E } | undefined,
   expire: (pending: P, error: E) => void
 ) =>
   Effect.gen(function*() {
-    const waitMs = maxWait ? Duration.toMillis(Duration.fromInputUnsafe(maxWait.duration)) : Infinity
-    const waiting = new Set<P>()
+    const waitMs = maxWait ? Duration.toMillis(Duration.fromInputUnsafe(maxWait.duration)) : 0
+    /** Each waiting submission with its deadline (epoch ms). */
+    const waiting = new Map<P, number>()
     let timer: ReturnType<typeof setTimeout> | undefined
     const sweep = () => {
       timer = undefined
       const now = Date.now()
-      for (const pending of waiting) {
-        if (pending.deadline > now) continue
+      for (const [pending, deadline] of waiting) {
+        if (deadline > now) continue
         waiting.delete(pending)
         expire(pending, maxWait!.onTimeout())
       }
@@ -125,10 +124,9 @@ const makeDeadlines = <P extends { readonly deadline: number }, E>(
     }
     yield* Effect.addFinalizer(() => Effect.sync(() => clearTimeout(timer)))
     return {
-      deadlineFromNow: () => Date.now() + waitMs,
       add: (pending: P) => {
         if (!maxWait) return
-        waiting.add(pending)
+        waiting.set(pending, Date.now() + waitMs)
         if (timer === undefined) timer = setTimeout(sweep, SWEEP_EVERY_MS)
       },
       delete: (pending: P) => void waiting.delete(pending)
