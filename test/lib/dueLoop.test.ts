@@ -78,7 +78,9 @@ describe("runWhenDue", () => {
       }
       expect(rounds.length).toBeGreaterThanOrEqual(4)
       expect(rounds.length).toBeLessThanOrEqual(8)
-      for (let i = 1; i < rounds.length; i++) expect(rounds[i]! - rounds[i - 1]!).toBeGreaterThanOrEqual(99)
+      // Date.now() is whole milliseconds and timers run on a finer monotonic clock: a gap measured
+      // this way can read up to 2 ms short (98 ms was seen under a full suite).
+      for (let i = 1; i < rounds.length; i++) expect(rounds[i]! - rounds[i - 1]!).toBeGreaterThanOrEqual(98)
     })
   })
 })
