@@ -21,6 +21,7 @@
  * that, for api processes of the previous release still being replaced.
  */
 import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream"
+import { createInbox, nanos } from "@nats-io/transport-node"
 import { Clock, Duration, Effect, Fiber, Layer, Queue, Schedule, Schema, Semaphore, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import { hostname } from "node:os"
@@ -76,20 +77,23 @@ const DOMAIN_CHECK_POLL_SECONDS = 30
 type Feed = "lanes" | "legacy" | "ingest"
 
 /**
- * A partition consumer's pull requests. Under load nats-server (2.9 here) now and then stops filling a
- * pull, heartbeats included: one lane's messages were held until the client noticed (26–28 s with the
- * client's defaults, 30 s pulls with 15 s heartbeats; `heartbeats_missed` then, logged below). With
- * heartbeats every 2.5 s the client pulls again after two missed ones, ~5 s. Each heartbeat costs an idle
- * worker CPU (one per consumer per interval: at 1 s, 64 consumers took `all` from 0.95 % to 2.4 % of a
- * core; at 2.5 s, 1.65 %), so the interval trades idle CPU for how long such a stall lasts.
+ * Partition consumers are push consumers: the server sends each message as it is stored, with flow
+ * control (it waits for our answer to its flow-control request, which we give as we take messages,
+ * so what is buffered here stays bounded) and a heartbeat every PUSH_HEARTBEAT_MS when idle.
+ *
+ * Why not pull: nats-server before 2.9.15 (Debian's is 2.9.10) drops a pull request that expired,
+ * without the 408 that tells the client so, when a message arrives between the request's expiry and
+ * the server's sweep of expired requests (fixed upstream by nats-server#3942). The client then believes
+ * its pull is still open and waits for two missed heartbeats: one lane's messages were held for 5 s
+ * (27 s with the client's defaults) now and then under load, the tail of the segments bench (M5).
+ * A push consumer has no requests to lose. The heartbeat only reports a consumer that went quiet and
+ * frees a flow-control stall, so it can be rare: an idle worker pays for each one.
  */
-const PULL_EXPIRES_MS = 5_000
-const PULL_HEARTBEAT_MS = 2_500
+const PUSH_HEARTBEAT_MS = 5_000
 
-/** Consumer notifications of normal operation (a 408 is a pull that expired); the rest are logged. */
-const QUIET_NOTIFICATIONS = new Set(["heartbeat", "next", "flow_control", "discard"])
-const isRoutine = (notification: { readonly type: string; readonly code?: number }) =>
-  QUIET_NOTIFICATIONS.has(notification.type) || (notification.type === "debug" && notification.code === 408)
+/** Consumer notifications of normal operation; the rest are logged. */
+const QUIET_NOTIFICATIONS = new Set(["heartbeat", "flow_control"])
+const isRoutine = (notification: { readonly type: string }) => QUIET_NOTIFICATIONS.has(notification.type)
 
 /** One consumer of a leased partition: its delivery bookkeeping and its fiber. */
 interface Consumption {
@@ -238,24 +242,20 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
           ack_policy: AckPolicy.Explicit,
           ack_wait: 60 * 1_000_000_000,
           max_ack_pending: 20_000,
+          deliver_subject: createInbox(),
+          flow_control: true,
+          idle_heartbeat: nanos(PUSH_HEARTBEAT_MS),
           ...(run.watermark > 0
             ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: run.watermark + 1 }
             : { deliver_policy: DeliverPolicy.All })
         })
       })
       const messages = yield* Effect.acquireRelease(
-        Effect.tryPromise(async () =>
-          (await nats.js.consumers.get(stream, name)).consume({
-            max_messages: 2_000,
-            expires: PULL_EXPIRES_MS,
-            idle_heartbeat: PULL_HEARTBEAT_MS
-          })
-        ),
-        // close() waits for the outstanding pull to expire (up to PULL_EXPIRES_MS); shutdown must not.
+        Effect.tryPromise(async () => (await nats.js.consumers.getPushConsumer(stream, name)).consume()),
         (iterator) =>
           Effect.promise(() => iterator.close().catch(() => undefined)).pipe(Effect.timeout("1 second"), Effect.ignore)
       )
-      // A pull that stalls (missed heartbeats, a 409) is otherwise silent: say so.
+      // A consumer that goes quiet (missed heartbeats) or is deleted under us is otherwise silent: say so.
       yield* Stream.fromAsyncIterable(messages.status(), (error) => error).pipe(
         Stream.runForEach((notification) =>
           isRoutine(notification)
