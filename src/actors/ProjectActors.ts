@@ -9,7 +9,8 @@ import { Cause, Clock, Duration, Effect, Fiber, Option, Queue, Schedule } from "
 import type { SqlClient } from "effect/sql"
 import { isTransient } from "../lib/isolation.ts"
 import { WorkerMetrics } from "../observability/Metrics.ts"
-import type { Outbox } from "../stream/Outbox.ts"
+import type { Outbox, OutboxRow } from "../stream/Outbox.ts"
+import type { OutboxRelay } from "../stream/OutboxRelay.ts"
 import { applyBackfillChunk, applyBatch, deadLetter, reloadSegments, type SegmentState } from "./applyBatch.ts"
 import type { Delivered } from "./messages.ts"
 import { newWorkflowState, type WorkflowState } from "../workflows/engine.ts"
@@ -96,6 +97,14 @@ interface Actor {
   busy: boolean
   /** Started for its lane's unfinished backfills (see resumeBackfills), not by a message. */
   readonly resumingBackfills: boolean
+  /**
+   * No row this lane's batches appended waits in the outbox for the relay, so the actor may publish its
+   * next batch's rows itself without overtaking one. False for a new actor (its predecessor, perhaps on
+   * a worker that died, may have left rows), after a batch whose rows the relay publishes, and after a
+   * publish that failed; true again once a `drainNow` emptied the outbox. An actor that passivated clear
+   * hands that on to its lane's next actor on the same run of the partition.
+   */
+  outboxClear: boolean
 }
 
 /** The actor a message goes to: its lane's, or the project's for messages published before lanes. */
@@ -104,8 +113,8 @@ const actorKey = (projectId: string, lane: number | undefined) => (lane === unde
 export const makeProjectActors = (options: {
   readonly workerId: string
   readonly outbox: Outbox["Service"]
-  /** Wakes the outbox relay, so emitted events leave as soon as their batch commits. */
-  readonly wakeRelay: Effect.Effect<void>
+  /** Publishes what a batch's actor did not (see publishCommitted). */
+  readonly relay: Pick<OutboxRelay["Service"], "wake" | "drainNow" | "forget">
   /** Wakes the project's sender when mail was queued. */
   readonly wakeSender: (projectId: string) => Effect.Effect<void>
   readonly wakeSegmentTimers: Effect.Effect<void>
@@ -113,6 +122,8 @@ export const makeProjectActors = (options: {
 }) =>
   Effect.gen(function*() {
     const actors = new Map<string, Actor>()
+    /** Lanes whose actor passivated with nothing left in the outbox, on this run of their partition. */
+    const clearWhenPassivated = new Map<string, PartitionRun>()
     const services = yield* Effect.context<SqlClient.SqlClient>()
     const workflowRuntime = yield* WorkflowRuntime
 
@@ -127,13 +138,39 @@ export const makeProjectActors = (options: {
       workflows: { runtime: workflowRuntime, state: actor.workflowState }
     })
 
+    /**
+     * After a batch's commit its outbox rows go out (they were written without a NOTIFY, see applyBatch).
+     * The actor publishes them itself when it knows them all and no older row of its lane waits in the
+     * outbox: one NATS round trip, where the relay takes a transaction of five round trips shared by the
+     * whole process (M5's OUT leg). Otherwise the relay does, in `seq` order: at once and awaited when
+     * the batch's rows are known (the actor may then publish its own again), else woken.
+     */
+    const publishCommitted = (actor: Actor, ownRows: ReadonlyArray<OutboxRow> | undefined) =>
+      Effect.gen(function*() {
+        if (ownRows === undefined) {
+          actor.outboxClear = false
+          return yield* options.relay.wake
+        }
+        if (!actor.outboxClear) {
+          actor.outboxClear = yield* options.relay.drainNow
+          if (!actor.outboxClear) yield* options.relay.wake
+          return
+        }
+        if (ownRows.length === 0) return
+        if (yield* options.outbox.publishCommitted(ownRows)) {
+          WorkerMetrics.publishedByActors.inc(ownRows.length)
+          return yield* options.relay.forget(ownRows.map((row) => row.id))
+        }
+        actor.outboxClear = false
+        yield* options.relay.wake
+      })
+
     const apply = (projectId: string, actor: Actor, batch: ReadonlyArray<ActorItem>) =>
       Effect.gen(function*() {
         const run = actor.run
         const started = performance.now()
         const outcome = yield* applyBatch(contextOf(projectId, actor), batch.map((item) => item.delivered))
-        // The batch's outbox rows were written without a NOTIFY (see applyBatch): this process's relay publishes them.
-        yield* options.wakeRelay
+        yield* publishCommitted(actor, outcome.ownRows)
         if (outcome.mailQueued) yield* options.wakeSender(projectId)
         if (outcome.webhooksQueued) yield* workflowRuntime.wakeWebhooks
         // The scheduled-work loops sleep up to 30 s: a timer due sooner wakes them to look again.
@@ -216,7 +253,7 @@ export const makeProjectActors = (options: {
             const result = yield* withRetry(
               projectId,
               actor,
-              Effect.andThen(applyBackfillChunk(contextOf(projectId, actor)), options.wakeRelay)
+              Effect.flatMap(applyBackfillChunk(contextOf(projectId, actor)), (chunk) => publishCommitted(actor, chunk.emitted ? undefined : []))
             )
             actor.busy = false
             if (result._tag === "lease-lost") break
@@ -232,6 +269,7 @@ export const makeProjectActors = (options: {
             // Passivate, unless a message slipped in meanwhile.
             if (Queue.sizeUnsafe(actor.mailbox) === 0 && actors.get(actor.key) === actor) {
               actors.delete(actor.key)
+              if (actor.outboxClear) clearWhenPassivated.set(actor.key, actor.run)
               WorkerMetrics.actorsAlive.set(actors.size)
               return
             }
@@ -259,6 +297,8 @@ export const makeProjectActors = (options: {
         if (actor && actor.run === run) return actor
         if (actor?.fiber) yield* Fiber.interrupt(actor.fiber)
         const mailbox = yield* Queue.bounded<ActorItem>(MAILBOX_CAPACITY)
+        const outboxClear = clearWhenPassivated.get(key) === run
+        clearWhenPassivated.delete(key)
         const fresh: Actor = {
           key,
           lane,
@@ -267,7 +307,8 @@ export const makeProjectActors = (options: {
           segmentState: { segments: undefined, backfills: [] },
           workflowState: newWorkflowState(),
           busy: false,
-          resumingBackfills
+          resumingBackfills,
+          outboxClear
         }
         actors.set(key, fresh)
         fresh.fiber = yield* Effect.forkDetach(loop(projectId, fresh))
@@ -297,6 +338,7 @@ export const makeProjectActors = (options: {
     const stopPartition = (run: PartitionRun, finishWithin?: Duration.Input) =>
       Effect.gen(function*() {
         run.stopped = true
+        for (const [key, cleared] of clearWhenPassivated) if (cleared === run) clearWhenPassivated.delete(key)
         const waiting: Array<Fiber.Fiber<void>> = []
         const idle: Array<Fiber.Fiber<void>> = []
         for (const [key, actor] of actors) {

@@ -141,7 +141,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
   const actors = yield* makeProjectActors({
     workerId,
     outbox,
-    wakeRelay: relay.wake,
+    relay,
     wakeSender: sender.wake,
     // Batches set timers without notifying (see migration 0015): a soon one wakes this worker's loop.
     wakeSegmentTimers: wakeups.timers.signal,

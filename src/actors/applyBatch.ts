@@ -10,7 +10,7 @@ import { Cause, Clock, Data, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { uuidv7 } from "../domain/ids.ts"
 import type { TrackedEvent } from "../ingest/EventPublisher.ts"
-import type { EmittedEvent, Outbox } from "../stream/Outbox.ts"
+import type { EmittedEvent, Outbox, OutboxRow } from "../stream/Outbox.ts"
 import { segmentSlug } from "../store/Segments.ts"
 import { campaignStep } from "../campaigns/fanout.ts"
 import { applyBulk } from "./applyBulk.ts"
@@ -133,6 +133,11 @@ export interface BatchOutcome {
   readonly workflowTimersSet?: boolean | undefined
   /** The batch was tracked events only, applied by one write statement (trackBatch.ts). */
   readonly appliedInOneWrite?: boolean | undefined
+  /**
+   * Every row the batch appended to the outbox, in order, when it knows them all (a one-write batch);
+   * undefined when statements of its own appended rows it does not list: the relay publishes those.
+   */
+  readonly ownRows?: ReadonlyArray<OutboxRow> | undefined
 }
 
 export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, batch: ReadonlyArray<Delivered>) {
@@ -252,11 +257,13 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
       soonestTimerAt?: number | undefined
       workflowTimersSet?: boolean | undefined
       appliedInOneWrite?: boolean | undefined
+      ownRows?: ReadonlyArray<OutboxRow> | undefined
     } = { applied: fresh.length, skipped: batch.length - fresh.length, eventsInserted: 0, emitted: 0, mailQueued: false, webhooksQueued: false }
     if (fresh.length === 0) {
       // An actor's first batch loads its segments, which queues its lane's backfills, even when all of it
       // was applied before (redelivered to a partition's new owner): a lane may get nothing else.
       if (context.segmentState.segments === undefined) yield* reloadSegments(context, context.segmentState)
+      outcome.ownRows = []
       return outcome
     }
     const lockedEmails = new Set(lockedRows.map((row) => row.email))
@@ -612,6 +619,16 @@ export const applyBackfillChunk = Effect.fnUntraced(function*(context: BatchCont
   const sql = yield* SqlClient.SqlClient
   const state = context.segmentState
   let attempted: Backfill | undefined
+  // Whether the chunk may have appended outbox rows (entries and exits it emitted): its actor must then
+  // leave its next rows to the relay, or they could overtake these (see ProjectActors.publishCommitted).
+  let emitted = false
+  const outbox: Outbox["Service"] = {
+    ...context.outbox,
+    emit: (projectId, events) => {
+      if (events.length > 0) emitted = true
+      return context.outbox.emit(projectId, events)
+    }
+  }
   const outcome = yield* sql.withTransaction(Effect.gen(function*() {
     const leases = yield* sql`
       SELECT 1 FROM partition_leases
@@ -625,7 +642,7 @@ export const applyBackfillChunk = Effect.fnUntraced(function*(context: BatchCont
     if (!def) return { job, next: undefined }
     attempted = job
     const next = yield* backfillChunk(
-      { projectId: context.projectId, lane: context.lane, outbox: context.outbox },
+      { projectId: context.projectId, lane: context.lane, outbox },
       segments,
       def,
       job.cursor,
@@ -638,16 +655,17 @@ export const applyBackfillChunk = Effect.fnUntraced(function*(context: BatchCont
   })).pipe(
     Effect.catchCause((cause) =>
       attempted && !Cause.hasInterrupts(cause) && !isTransientOrLeaseLost(cause)
-        ? Effect.as(narrowBackfill({ projectId: context.projectId, lane: context.lane, outbox: context.outbox }, attempted, cause), {
+        ? Effect.as(narrowBackfill({ projectId: context.projectId, lane: context.lane, outbox }, attempted, cause), {
           job: undefined,
           next: undefined
         })
         : Effect.failCause(cause))
   )
-  if (!outcome.job) return
+  if (!outcome.job) return { emitted }
   backfillChunkPassed(outcome.job)
   if (outcome.next === undefined) state.backfills = state.backfills.filter((job) => job !== outcome.job)
   else outcome.job.cursor = outcome.next
+  return { emitted }
 })
 
 /**

@@ -77,6 +77,7 @@ export const WorkerMetrics = {
   messagesApplied: counter("mailstream_messages_applied_total", "Stream messages applied by project actors"),
   messagesSkipped: counter("mailstream_messages_skipped_total", "Redelivered stream messages skipped (already applied)"),
   emitted: counter("mailstream_events_emitted_total", "Events emitted into the outbox (contact.subscribed, ...)"),
+  publishedByActors: counter("mailstream_outbox_published_by_actors_total", "Outbox rows a lane actor published itself after its batch's commit, not through the relay"),
   batchSize: histogram("mailstream_actor_batch_size", "Messages per actor transaction", [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]),
   batchSeconds: histogram("mailstream_actor_batch_seconds", "Duration of actor transactions", secondsBuckets),
   batchFailures: counter("mailstream_actor_batch_failures_total", "Actor transactions that failed and were retried"),

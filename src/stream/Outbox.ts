@@ -46,6 +46,12 @@ export class Outbox extends Context.Service<Outbox, {
    */
   readonly publishNow: (rows: ReadonlyArray<OutboxRow>) => Effect.Effect<void>
   /**
+   * Publishes committed rows in order (pipelined on one connection, so JetStream stores them in this
+   * order), same Nats-Msg-Id as the relay's: true when every one was stored, false when one was not
+   * (the relay publishes them; its copies of the others are dropped as duplicates).
+   */
+  readonly publishCommitted: (rows: ReadonlyArray<OutboxRow>) => Effect.Effect<boolean>
+  /**
    * Emits events about contacts (contact.subscribed, segment.<slug>.entry, email.sent, …): each goes to
    * stream OUT and, as an `event` message, to its contact's lane, where it is recorded as the contact's
    * event and can trigger workflows. One statement, in the caller's transaction.
@@ -120,10 +126,12 @@ export class Outbox extends Context.Service<Outbox, {
         return Effect.as(insert(rows), rows)
       }
 
-      const publishNow = (rows: ReadonlyArray<OutboxRow>) =>
-        rows.length === 0 ? Effect.void : Effect.ignore(Effect.tryPromise(() =>
+      const publishCommitted = (rows: ReadonlyArray<OutboxRow>) =>
+        rows.length === 0 ? Effect.succeed(true) : Effect.tryPromise(() =>
           Promise.all(rows.map((row) => nats.js.publish(row.subject, row.payload, { msgID: row.id, timeout: 3000 })))
-        ))
+        ).pipe(Effect.as(true), Effect.orElseSucceed(() => false))
+
+      const publishNow = (rows: ReadonlyArray<OutboxRow>) => Effect.asVoid(publishCommitted(rows))
 
       const outRows = (events: ReadonlyArray<OutEvent>): Array<OutboxRow> =>
         events.map((event) => ({ id: event.id, subject: `${prefix}.out.${event.projectId}.${event.name}`, payload: JSON.stringify(event) }))
@@ -157,7 +165,7 @@ export class Outbox extends Context.Service<Outbox, {
         return sql`(${`${prefix}.lane.`} || (${partitions}::int[])[${sql.literal(lane)} + 1] || '.' || ${projectId}::text || '.' || ${sql.literal(lane)} || ${`.${kind}`})`
       }
 
-      return Outbox.of({ lanes, append, publishNow, emit, emitOut, outEvents, rowsSql, rowsOf, contactSubjectSql, subject })
+      return Outbox.of({ lanes, append, publishNow, publishCommitted, emit, emitOut, outEvents, rowsSql, rowsOf, contactSubjectSql, subject })
     })
   )
 }

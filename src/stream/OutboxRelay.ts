@@ -14,6 +14,9 @@
  *   with the reason at once; a row that keeps failing while the rows around it go through is moved
  *   after MAX_ATTEMPTS. Only when NATS itself is unreachable does the relay wait, and then it stops
  *   at the first failed row, deleting everything published before it, so order is kept.
+ * - A lane actor publishes its own batches' rows itself, after the commit (ProjectActors), and hands
+ *   their ids to `forget`; it calls `drainNow` when rows of its lane may still wait here, so that
+ *   nothing it publishes overtakes them.
  */
 import { Context, Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
@@ -21,6 +24,7 @@ import { WorkerMetrics } from "../observability/Metrics.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { makeWakeup } from "../lib/dueLoop.ts"
 import { listenTo } from "../lib/notifications.ts"
+import { pgArray } from "../lib/pgArray.ts"
 import { Nats } from "./Nats.ts"
 import { OUTBOX_CHANNEL } from "./Outbox.ts"
 
@@ -63,6 +67,13 @@ export class OutboxRelay extends Context.Service<OutboxRelay, {
   readonly wake: Effect.Effect<void>
   /** Publish everything committed so far; resolves when the outbox is empty (used by tests and shutdown). */
   readonly flush: Effect.Effect<void>
+  /**
+   * Publishes what is in the outbox now, waiting for another process's relay to finish first: true when
+   * every row committed before the call is in the stream (published here or by that relay).
+   */
+  readonly drainNow: Effect.Effect<boolean>
+  /** Deletes rows their producer published itself (in the background, many at once). */
+  readonly forget: (ids: ReadonlyArray<string>) => Effect.Effect<void>
 }>()("app/stream/OutboxRelay") {
   static readonly layer = Layer.effect(
     OutboxRelay,
@@ -112,8 +123,10 @@ export class OutboxRelay extends Context.Service<OutboxRelay, {
        * Publishes one batch: how many rows it moved, and whether it got through them all (not when
        * another relay holds the lock or a row could not be published: the caller tries again later).
        */
-      const publishBatch = sql.withTransaction(Effect.gen(function*() {
-        const [lock] = yield* sql<{ locked: boolean }>`SELECT pg_try_advisory_xact_lock(${RELAY_LOCK}) AS locked`
+      const publishBatch = (waitForLock: boolean) => sql.withTransaction(Effect.gen(function*() {
+        const [lock] = waitForLock
+          ? yield* sql<{ locked: boolean }>`SELECT true AS locked FROM (SELECT pg_advisory_xact_lock(${RELAY_LOCK})) l`
+          : yield* sql<{ locked: boolean }>`SELECT pg_try_advisory_xact_lock(${RELAY_LOCK}) AS locked`
         if (!lock?.locked) return { moved: 0, complete: false }
         const rows = yield* sql<OutboxRow>`
           SELECT seq, id, subject, payload::text AS payload, attempts FROM outbox ORDER BY seq LIMIT ${BATCH} FOR UPDATE`
@@ -149,15 +162,37 @@ export class OutboxRelay extends Context.Service<OutboxRelay, {
       }))
 
       /** Publishes until the outbox is empty; answers false when it could not (try again after RETRY). */
-      const drain: Effect.Effect<boolean> = Effect.gen(function*() {
+      const drainWith = (waitForLock: boolean): Effect.Effect<boolean> => Effect.gen(function*() {
         while (true) {
-          const { moved, complete } = yield* publishBatch
+          const { moved, complete } = yield* publishBatch(waitForLock)
           if (!complete) return false
           if (moved < BATCH) return true
         }
       }).pipe(
         Effect.catchCause((cause) => Effect.as(Effect.logWarning("outbox relay batch failed; will retry", cause), false))
       )
+
+      const drain = drainWith(false)
+      const drainNow = drainWith(true)
+
+      // Rows published by their producer, deleted in one statement per round.
+      let forgotten: Array<string> = []
+      const forgetWakeup = yield* makeWakeup
+      yield* Effect.gen(function*() {
+        while (true) {
+          yield* forgetWakeup.wait(Duration.toMillis(SAFETY_POLL))
+          while (forgotten.length > 0) {
+            const ids = forgotten
+            forgotten = []
+            // A failure leaves the rows to the relay, which publishes them again (deduplicated by id).
+            yield* sql`DELETE FROM outbox WHERE id = ANY(${pgArray(ids)}::uuid[])`.pipe(
+              Effect.catchCause((cause) => Effect.logWarning("could not delete published outbox rows; the relay will", cause))
+            )
+          }
+        }
+      }).pipe(Effect.forkScoped)
+      const forget = (ids: ReadonlyArray<string>) =>
+        ids.length === 0 ? Effect.void : Effect.andThen(Effect.sync(() => forgotten.push(...ids)), forgetWakeup.signal)
 
       yield* listenTo(OUTBOX_CHANNEL, () => wakeup.signal, wakeup.signal)
       yield* Effect.gen(function*() {
@@ -176,7 +211,7 @@ export class OutboxRelay extends Context.Service<OutboxRelay, {
         }
       }).pipe(Effect.orDie)
 
-      return OutboxRelay.of({ wake: wakeup.signal, flush })
+      return OutboxRelay.of({ wake: wakeup.signal, flush, drainNow, forget })
     })
   )
 }
