@@ -243,9 +243,6 @@ export const applyTrackedBatch = Effect.fnUntraced(function*(
   // Rare: a data change set aside for size, a chain of own events longer than the rounds.
   if (oversized.length > 0) yield* oversizedSql(sql, projectId, context.partition, oversized)
   if (overflow.length > 0) yield* continueThroughIn(context, overflow)
-  // The batch's outbox rows, for its actor to publish after the commit: all of them are outRows unless
-  // one of the rare statements above appended more.
-  if (oversized.length === 0 && overflow.length === 0) outcome.ownRows = outRows
 
   // Only events stored now drive workflows (a republished event must not start anything twice).
   const advanced = yield* runWorkflows(
@@ -261,5 +258,9 @@ export const applyTrackedBatch = Effect.fnUntraced(function*(
   if (advanced.mailQueued) outcome.mailQueued = true
   if (advanced.webhooksQueued) outcome.webhooksQueued = true
   if (advanced.timersSet) outcome.workflowTimersSet = true
+  // The batch's outbox rows, for its actor to publish after the commit: all of them are outRows unless
+  // one of the rare statements above appended more, or a workflow advanced (its steps may queue mail or
+  // update a contact, each appending rows of its own).
+  if (oversized.length === 0 && overflow.length === 0 && advanced.advanced === 0) outcome.ownRows = outRows
   return outcome
 })

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { uuidv7 } from "../../src/domain/ids.ts"
 import { eventually, freePort, readStream } from "../support/nats.ts"
 import { createStack, request, type Stack, type TestProject } from "../support/stack.ts"
+import { buildWorkflow, executionsOf } from "../workflows/support.ts"
 
 let stack: Stack
 let project: TestProject
@@ -117,6 +118,31 @@ describe("a lane actor's own publishing", () => {
     await eventually(async () => expect((await outSubjects()).some((message) =>
       message.subject === "segment.again.entry" && message.email === "second@publish.test")).toBe(true), 20_000)
     expect(await publishedByActors(metricsPort)).toBeGreaterThanOrEqual(1)
+    await Promise.all([api.stop(), worker.stop()])
+  }, 90_000)
+
+  it("leaves a batch's rows to the relay, woken at once, when a workflow step appended rows of its own", async () => {
+    const api = await stack.start("api")
+    const worker = await stack.start("worker")
+    const { workflowId } = await buildWorkflow({ url: api.url, key: project.secretKey }, {
+      name: "Upgrade",
+      eventName: "upgrade",
+      first: "update",
+      steps: { update: { type: "UPDATE_CONTACT", config: { updates: { plan: "pro" } }, next: "done" }, done: { type: "EXIT" } }
+    })
+    // Two batches first: the lane's actor publishes its own rows from its third on.
+    for (const n of [1, 2]) {
+      await track(api.url, "wf@publish.test", "hello")
+      await eventually(async () => expect((await stack.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM events WHERE project_id = $1 AND contact_id = (SELECT id FROM contacts WHERE email = $2)",
+        [project.id, "wf@publish.test"]))[0]!.n).toBe(n), 20_000)
+    }
+    await eventually(async () => expect(await outboxRows()).toBe(0))
+    // The step's contact update appends a row the batch does not list: the relay must publish it now,
+    // not at its 30 s safety poll.
+    await track(api.url, "wf@publish.test", "upgrade")
+    await eventually(async () => expect((await executionsOf({ url: api.url, key: project.secretKey }, workflowId, "EXITED")).length).toBe(1), 10_000)
+    await eventually(async () => expect(await outboxRows()).toBe(0), 3_000)
     await Promise.all([api.stop(), worker.stop()])
   }, 90_000)
 })
