@@ -178,19 +178,20 @@ export class OutboxRelay extends Context.Service<OutboxRelay, {
       // Rows published by their producer, deleted in one statement per round.
       let forgotten: Array<string> = []
       const forgetWakeup = yield* makeWakeup
-      yield* Effect.gen(function*() {
-        while (true) {
-          yield* forgetWakeup.wait(Duration.toMillis(SAFETY_POLL))
-          while (forgotten.length > 0) {
-            const ids = forgotten
-            forgotten = []
-            // A failure leaves the rows to the relay, which publishes them again (deduplicated by id).
-            yield* sql`DELETE FROM outbox WHERE id = ANY(${pgArray(ids)}::uuid[])`.pipe(
-              Effect.catchCause((cause) => Effect.logWarning("could not delete published outbox rows; the relay will", cause))
-            )
-          }
+      const deleteForgotten = Effect.gen(function*() {
+        while (forgotten.length > 0) {
+          const ids = forgotten
+          forgotten = []
+          // A failure leaves the rows to the relay, which publishes them again (deduplicated by id).
+          yield* sql`DELETE FROM outbox WHERE id = ANY(${pgArray(ids)}::uuid[])`.pipe(
+            Effect.catchCause((cause) => Effect.logWarning("could not delete published outbox rows; the relay will", cause))
+          )
         }
-      }).pipe(Effect.forkScoped)
+      })
+      yield* Effect.forever(Effect.andThen(forgetWakeup.wait(Duration.toMillis(SAFETY_POLL)), deleteForgotten)).pipe(Effect.forkScoped)
+      // Shutting down, what is left is deleted too, so no relay publishes it again later (a restart past
+      // JetStream's duplicate window would make it a duplicate).
+      yield* Effect.addFinalizer(() => deleteForgotten)
       const forget = (ids: ReadonlyArray<string>) =>
         ids.length === 0 ? Effect.void : Effect.andThen(Effect.sync(() => forgotten.push(...ids)), forgetWakeup.signal)
 
