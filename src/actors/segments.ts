@@ -215,30 +215,48 @@ export const factNames = (segments: ProjectSegments) => {
 }
 
 /**
- * SQL: the aggregate (a), occurrence time (t) and membership (m) rows of the contacts `contactIn` picks
- * (a condition on `contact_id`), in FactRow's columns (and a null `pins`), to be UNIONed after the contacts' own rows.
+ * SQL: the aggregate (a), occurrence time (t) and membership (m) rows of the contacts `contactIds` lists
+ * (a FROM item of one uuid column: a subquery or `unnest(...)`), in FactRow's columns (and a null `pins`),
+ * to be UNIONed after the contacts' own rows; none when `wanted` is false.
+ *
+ * Each table is read per contact through its index: a LATERAL subquery with OFFSET 0 is not flattened
+ * into a join, so the planner cannot trade the lookups for a hash join over the project's whole table.
+ * It did, as batches grew past ~200 contacts (a backlog after a burst): every membership of the project
+ * scanned, ~130 ms instead of ~1 ms, which slowed the lane and grew its next batch further.
  */
 export const factRowsSql = (
   sql: SqlClient.SqlClient,
   projectId: string,
-  contactIn: Statement.Fragment,
+  contactIds: Statement.Fragment,
+  wanted: boolean,
   eventNames: ReadonlySet<string>,
   windowedNames: ReadonlySet<string>
 ) => sql`
-    SELECT 'a', contact_id, name, count, ${epochMs(sql, "first_at")}, ${epochMs(sql, "last_at")}, NULL, NULL, NULL
-    FROM event_aggregates
-    WHERE ${eventNames.size > 0} AND project_id = ${projectId} AND ${contactIn}
-      AND name = ANY(${pgArray([...eventNames])}::text[])
+    SELECT 'a', a.contact_id, a.name, a.count, a.t1, a.t2, NULL, NULL, NULL
+    FROM ${contactIds} AS k(id) CROSS JOIN LATERAL (
+      SELECT contact_id, name, count, ${epochMs(sql, "first_at")} AS t1, ${epochMs(sql, "last_at")} AS t2
+      FROM event_aggregates
+      WHERE project_id = ${projectId} AND contact_id = k.id AND name = ANY(${pgArray([...eventNames])}::text[])
+      OFFSET 0
+    ) a
+    WHERE ${wanted && eventNames.size > 0}
     UNION ALL
-    (SELECT 't', contact_id, name, NULL, ${epochMs(sql, "created_at")}, NULL, NULL, NULL, NULL
-     FROM events
-     WHERE ${windowedNames.size > 0} AND project_id = ${projectId} AND ${contactIn}
-       AND name = ANY(${pgArray([...windowedNames])}::text[])
-     ORDER BY created_at DESC)
+    SELECT 't', t.contact_id, t.name, NULL, t.t1, NULL, NULL, NULL, NULL
+    FROM ${contactIds} AS k(id) CROSS JOIN LATERAL (
+      SELECT contact_id, name, ${epochMs(sql, "created_at")} AS t1
+      FROM events
+      WHERE project_id = ${projectId} AND contact_id = k.id AND name = ANY(${pgArray([...windowedNames])}::text[])
+      OFFSET 0
+    ) t
+    WHERE ${wanted && windowedNames.size > 0}
     UNION ALL
-    SELECT 'm', contact_id, segment_id::text, NULL, NULL, NULL, NULL, NULL, NULL
-    FROM segment_memberships
-    WHERE project_id = ${projectId} AND exited_at IS NULL AND ${contactIn}`
+    SELECT 'm', m.contact_id, m.segment_id::text, NULL, NULL, NULL, NULL, NULL, NULL
+    FROM ${contactIds} AS k(id) CROSS JOIN LATERAL (
+      SELECT contact_id, segment_id FROM segment_memberships
+      WHERE contact_id = k.id AND exited_at IS NULL AND project_id = ${projectId}
+      OFFSET 0
+    ) m
+    WHERE ${wanted}`
 
 /** Folds rows of kinds c, a, t and m into each contact's facts (rows of contacts not among the c rows are ignored). */
 export const factsOf = (rows: ReadonlyArray<FactRow>) => {
@@ -283,7 +301,6 @@ export const loadFacts = Effect.fnUntraced(function*(
   windowedNames: ReadonlySet<string>
 ) {
   const sql = yield* SqlClient.SqlClient
-  const contactIn = sql`contact_id = ANY(${pgArray(contactIds)}::uuid[])`
   // One round trip: the contacts, their aggregates of the events read, the occurrence times of the
   // windowed counts and their memberships, as rows of one shape (`kind` says which). Plain columns and
   // times as epoch milliseconds: building a JSON object per row cost Postgres about twice the read.
@@ -292,7 +309,7 @@ export const loadFacts = Effect.fnUntraced(function*(
            ${epochMs(sql, "updated_at")} AS t2, subscribed, data, NULL::jsonb AS pins
     FROM contacts WHERE project_id = ${projectId} AND id = ANY(${pgArray(contactIds)}::uuid[])
     UNION ALL
-    ${factRowsSql(sql, projectId, contactIn, eventNames, windowedNames)}`
+    ${factRowsSql(sql, projectId, sql`unnest(${pgArray(contactIds)}::uuid[])`, true, eventNames, windowedNames)}`
   return factsOf(rows)
 })
 
