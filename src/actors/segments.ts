@@ -222,9 +222,7 @@ export const factNames = (segments: ProjectSegments) => {
  * Each table is read per contact through its index: a LATERAL subquery with OFFSET 0 is not flattened
  * into a join, so the planner cannot trade the lookups for a hash join over the project's whole table.
  * It did, as batches grew past ~200 contacts (a backlog after a burst): every membership of the project
- * scanned, ~130 ms instead of ~1 ms, which slowed the lane and grew its next batch further. A cached
- * generic plan, which cannot see how many contacts there are, keeps the lookups as well, so the batch's
- * head statement is prepared once instead of planned for every batch.
+ * scanned, ~130 ms instead of ~1 ms, which slowed the lane and grew its next batch further.
  */
 export const factRowsSql = (
   sql: SqlClient.SqlClient,
