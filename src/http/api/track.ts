@@ -5,8 +5,11 @@ import { bodyErrors, commonErrors, ErrorDocs } from "./errors.ts"
 import { Count, CustomData, Email, IdempotencyHeaders, Text, Timestamp } from "./schemas.ts"
 import { PublicKeyAuth } from "./security.ts"
 
+/** An event name's shape beyond Text: 1 to 255 characters, not blank, no control characters. */
+export const isEventNameShape = (value: string): boolean => value.trim().length > 0 && value.length <= 255 && !/[\x00-\x1f]/.test(value)
+
 export const EventName = Text.check(
-  Schema.makeFilter((value: string) => value.trim().length > 0 && value.length <= 255 && !/[\x00-\x1f]/.test(value), {
+  Schema.makeFilter(isEventNameShape, {
     expected: "an event name of 1 to 255 characters, without control characters",
     code: "invalid_string"
   } as Schema.Annotations.Filter),
