@@ -206,8 +206,9 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
       UNION ALL
       ${factRowsSql(sql, context.projectId, sql`(SELECT id FROM locked)`, withFacts, names.eventNames, names.windowed)}`
       // Planned for its own parameters every time: a cached generic plan cannot see how few contacts the
-      // batch has, and read the facts by hashing whole tables (103 ms a batch instead of ~1 while contacts
-      // entered their segments; measured with the track bench's cold window).
+      // batch has. It once read the facts by hashing whole tables (103 ms a batch while contacts entered
+      // their segments); with the facts read per contact it still took the track bench's cold window from
+      // ~6,500 to ~450 events/s (tried in be0df0d, reverted).
       .unprepared
     const headRow = rows.find((row) => row.kind === "h")
     const head = (typeof headRow?.data === "string" ? JSON.parse(headRow.data) : headRow?.data) as {

@@ -3,7 +3,7 @@
  * receives for it. Shared by /v1/track and each event of /v1/track/batch, so both apply one set of rules.
  */
 import { Result, Schema } from "effect"
-import { eventVariables, toDataPatch } from "../../domain/customData.ts"
+import { eventVariables, isPlainObject, toDataPatch } from "../../domain/customData.ts"
 import { isValidEmail, normalizeEmail } from "../../domain/email.ts"
 import { isReservedEventName } from "../../domain/events.ts"
 import { isStorableText, storableProblem } from "../../domain/storable.ts"
@@ -21,10 +21,7 @@ export type TrackPayload = Schema.Schema.Type<typeof TrackBody>
 // Api.ts (every invalid field at once), so a batch event gets the very errors /v1/track would answer.
 const decodeWithSchema = Schema.decodeUnknownResult(Schema.Union([TrackBody]), { errors: "all" })
 
-const TRACK_BODY_KEYS: ReadonlySet<string> = new Set(["email", "event", "subscribed", "preserveExistingSubscription", "data"])
-
-const isPlainObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
+const TRACK_BODY_KEYS: ReadonlySet<string> = new Set(Object.keys(TrackBody.fields))
 
 /**
  * TrackBody's rules as plain checks, with the predicates its filters use: the body as the schema
