@@ -39,7 +39,8 @@ import {
   loadFacts,
   loadSegments,
   narrowBackfill,
-  type ProjectSegments
+  type ProjectSegments,
+  windowedSince
 } from "./segments.ts"
 
 export class LeaseLost extends Data.TaggedError("LeaseLost")<{ readonly partition: number }> {}
@@ -174,7 +175,9 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
     // the segments read about its contacts, and which of its events are already stored.
     const segmentsLoaded = context.segmentState.segments
     const withFacts = segmentsLoaded !== undefined && batch.every((message) => message.body.kind === "track")
-    const names = segmentsLoaded ? factNames(segmentsLoaded) : { eventNames: new Set<string>(), windowed: new Set<string>() }
+    const names = segmentsLoaded ? factNames(segmentsLoaded) : { eventNames: new Set<string>(), windowed: new Set<string>(), longestWindowMs: 0 }
+    // A tracked batch evaluates at the clock as it is after the head, so no later than this.
+    const since = windowedSince(yield* Clock.currentTimeMillis, names.longestWindowMs)
     const eventIds = withFacts ? batch.flatMap((message) => message.body.kind === "track" ? message.body.events.map((event) => event.eventId) : []) : []
     const rows = yield* sql<Omit<FactRow, "kind"> & { readonly kind: FactRow["kind"] | "h" | "e"; readonly pins: Record<string, number> | string | null }>`
       WITH lease AS (
@@ -204,7 +207,7 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
       UNION ALL
       SELECT 'e', id, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM events WHERE id = ANY(${pgArray(eventIds)}::uuid[])
       UNION ALL
-      ${factRowsSql(sql, context.projectId, sql`(SELECT id FROM locked)`, withFacts, names.eventNames, names.windowed)}`
+      ${factRowsSql(sql, context.projectId, sql`(SELECT id FROM locked)`, withFacts, names.eventNames, names.windowed, since)}`
       // Planned for its own parameters every time: a cached generic plan cannot see how few contacts the
       // batch has. It once read the facts by hashing whole tables (103 ms a batch while contacts entered
       // their segments); with the facts read per contact it still took the track bench's cold window from

@@ -10,7 +10,7 @@
 import { type Cause, Effect } from "effect"
 import { SqlClient, type SqlError, type Statement } from "effect/sql"
 import { compileCondition, type ContactFacts, type EventAggregate, type Evaluation } from "../domain/conditions/evaluate.ts"
-import { type Condition, parseField } from "../domain/conditions/types.ts"
+import { type Condition, parseField, UNITS } from "../domain/conditions/types.ts"
 import { conditionReads, type ConditionReads } from "../domain/conditions/validate.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { reasonOf, setAsideLogged } from "../lib/isolation.ts"
@@ -35,6 +35,8 @@ export interface SegmentDef {
   readonly reads: ConditionReads
   /** Whether its condition counts events in a window (needs occurrence times). */
   readonly windowedCounts: ReadonlySet<string>
+  /** The longest of those windows (ms; 0 without any): occurrences older than it no longer count. */
+  readonly longestWindowMs: number
 }
 
 export interface ProjectSegments {
@@ -68,21 +70,28 @@ export interface ContactChange {
 
 export const emptyChange = (): ContactChange => ({ fields: new Set(), events: new Set(), segments: new Set() })
 
-const windowedCounts = (condition: Condition): Set<string> => {
-  const names = new Set<string>()
+/** The events a condition counts in a window (`triggeredAtLeast … within`), with the longest window of each. */
+const windowedCounts = (condition: Condition): Map<string, number> => {
+  const windows = new Map<string, number>()
   const visit = (tree: Condition) => {
     for (const group of tree.groups) {
       for (const filter of group.filters) {
         if (filter.operator === "triggeredAtLeast" && filter.within !== undefined) {
           const ref = parseField(filter.field)
-          if (ref?.kind === "event") names.add(ref.name)
+          const window = filter.within * UNITS[filter.unit!]
+          if (ref?.kind === "event") windows.set(ref.name, Math.max(windows.get(ref.name) ?? 0, window))
         }
       }
       if (group.conditions) visit(group.conditions)
     }
   }
   visit(condition)
-  return names
+  return windows
+}
+
+const windowedFacts = (condition: Condition) => {
+  const windows = windowedCounts(condition)
+  return { windowedCounts: new Set(windows.keys()), longestWindowMs: Math.max(0, ...windows.values()) }
 }
 
 const push = <K, V>(map: Map<K, Array<V>>, key: K, value: V) => {
@@ -116,7 +125,7 @@ export const loadSegments = Effect.fnUntraced(function*(projectId: string) {
       createdAt: new Date(row.created_at).getTime(),
       evaluate: compileCondition(segment.condition),
       reads: conditionReads(segment.condition),
-      windowedCounts: windowedCounts(segment.condition)
+      ...windowedFacts(segment.condition)
     })
   }
   // Dependencies first (cycles are rejected by the api; a leftover one is broken arbitrarily).
@@ -203,16 +212,47 @@ export interface MutableFacts {
  */
 export const epochMs = (sql: SqlClient.SqlClient, column: string) => sql`floor(extract(epoch FROM ${sql.literal(column)}) * 1000)::float8`
 
-/** The event names the project's segments read: aggregates of all, occurrence times of the windowed ones. */
-export const factNames = (segments: ProjectSegments) => {
+export interface FactNames {
+  readonly eventNames: ReadonlySet<string>
+  readonly windowed: ReadonlySet<string>
+  /** The longest window any segment counts occurrences in (ms; 0 without any). */
+  readonly longestWindowMs: number
+}
+
+const factNamesOf = new WeakMap<ProjectSegments, FactNames>()
+
+/**
+ * The event names the project's segments read: aggregates of all, occurrence times of the windowed ones
+ * (worked out once per loaded set of segments: every batch asks).
+ */
+export const factNames = (segments: ProjectSegments): FactNames => {
+  const known = factNamesOf.get(segments)
+  if (known) return known
   const eventNames = new Set<string>()
   const windowed = new Set<string>()
+  let longestWindowMs = 0
   for (const def of segments.ordered) {
     for (const event of def.reads.events) eventNames.add(event)
     for (const name of def.windowedCounts) windowed.add(name)
+    longestWindowMs = Math.max(longestWindowMs, def.longestWindowMs)
   }
-  return { eventNames, windowed }
+  const names = { eventNames, windowed, longestWindowMs }
+  factNamesOf.set(segments, names)
+  return names
 }
+
+/**
+ * The earliest occurrence time (ms) a windowed count evaluated at `earliestInstant` or later can count:
+ * older occurrences are not read. The instant is the earliest the facts are evaluated at: the clock,
+ * or a late timer's due time, which may be long past.
+ */
+export const windowedSince = (earliestInstant: number, longestWindowMs: number): number | undefined => {
+  const since = earliestInstant - longestWindowMs
+  // Beyond what a Date holds (no window is that long: the api refuses them), everything is read.
+  return since >= -MAX_DATE_MS ? since : undefined
+}
+
+const MAX_DATE_MS = 8.64e15
 
 /**
  * SQL: the aggregate (a), occurrence time (t) and membership (m) rows of the contacts `contactIds` lists
@@ -230,7 +270,9 @@ export const factRowsSql = (
   contactIds: Statement.Fragment,
   wanted: boolean,
   eventNames: ReadonlySet<string>,
-  windowedNames: ReadonlySet<string>
+  windowedNames: ReadonlySet<string>,
+  /** Occurrences at or before this time (ms) are not read (windowedSince); undefined reads them all. */
+  since: number | undefined
 ) => sql`
     SELECT 'a', a.contact_id, a.name, a.count, a.t1, a.t2, NULL, NULL, NULL
     FROM ${contactIds} AS k(id) CROSS JOIN LATERAL (
@@ -246,6 +288,7 @@ export const factRowsSql = (
       SELECT contact_id, name, ${epochMs(sql, "created_at")} AS t1
       FROM events
       WHERE project_id = ${projectId} AND contact_id = k.id AND name = ANY(${pgArray([...windowedNames])}::text[])
+        AND created_at > ${since === undefined ? "-infinity" : new Date(since).toISOString()}::timestamptz
       OFFSET 0
     ) t
     WHERE ${wanted && windowedNames.size > 0}
@@ -293,12 +336,16 @@ export const factsOf = (rows: ReadonlyArray<FactRow>) => {
   return facts
 }
 
-/** Loads what the given segments read about the given contacts. */
+/**
+ * Loads what the given segments read about the given contacts; occurrence times of windowed counts
+ * only after `since` (windowedSince) when given.
+ */
 export const loadFacts = Effect.fnUntraced(function*(
   projectId: string,
   contactIds: ReadonlyArray<string>,
   eventNames: ReadonlySet<string>,
-  windowedNames: ReadonlySet<string>
+  windowedNames: ReadonlySet<string>,
+  since?: number
 ) {
   const sql = yield* SqlClient.SqlClient
   // One round trip: the contacts, their aggregates of the events read, the occurrence times of the
@@ -309,7 +356,7 @@ export const loadFacts = Effect.fnUntraced(function*(
            ${epochMs(sql, "updated_at")} AS t2, subscribed, data, NULL::jsonb AS pins
     FROM contacts WHERE project_id = ${projectId} AND id = ANY(${pgArray(contactIds)}::uuid[])
     UNION ALL
-    ${factRowsSql(sql, projectId, sql`unnest(${pgArray(contactIds)}::uuid[])`, true, eventNames, windowedNames)}`
+    ${factRowsSql(sql, projectId, sql`unnest(${pgArray(contactIds)}::uuid[])`, true, eventNames, windowedNames, since)}`
   return factsOf(rows)
 })
 
@@ -411,8 +458,11 @@ export const evaluateChanges = Effect.fnUntraced(function*(
   const wanted = wantedSegments(segments, changes)
   if (wanted.size === 0) return 0
   // Dependents may be evaluated too, so load for the closure of what they read.
-  const { eventNames, windowed } = factNames(segments)
-  const facts = yield* loadFacts(context.projectId, [...wanted.keys()], eventNames, windowed)
+  const { eventNames, windowed, longestWindowMs } = factNames(segments)
+  // Each contact is evaluated at its change's instant (a late timer's due time) or the clock.
+  let earliest = clock
+  for (const contactId of wanted.keys()) earliest = Math.min(earliest, changes.get(contactId)?.at ?? clock)
+  const facts = yield* loadFacts(context.projectId, [...wanted.keys()], eventNames, windowed, windowedSince(earliest, longestWindowMs))
   const { entries, exits, timers, emitted } = evaluateFacts(segments, wanted, facts, changes, clock)
   const timed = timers.map((timer) => ({ contactId: timer.contactId, dueAt: new Date(timer.dueAt).toISOString(), id: uuidv7() }))
   yield* writeMembershipChanges(context.outbox.lanes, context.projectId, entries, exits, timerRows(context, timed))
@@ -565,7 +615,8 @@ export const backfillChunk = Effect.fnUntraced(function*(
       context.projectId,
       chunk.map((row) => row.id),
       def.reads.events,
-      def.windowedCounts
+      def.windowedCounts,
+      windowedSince(clock, def.longestWindowMs)
     )
     const timers: Array<{ contactId: string; dueAt: string; id: string }> = []
     for (const contact of facts.values()) {

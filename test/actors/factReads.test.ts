@@ -16,6 +16,8 @@ import { insertProject, TestDatabase } from "../support/database.ts"
 const CONTACTS = 10_000
 const SEGMENTS = 30
 const READ = 400
+const HOUR = 3_600_000
+const DAY = 24 * HOUR
 
 /** A project with CONTACTS contacts, each a member of every one of SEGMENTS segments, with two aggregates and three clicks each. */
 const fillProject = (projectId: string) =>
@@ -51,7 +53,7 @@ const planOf = (projectId: string, contactIds: ReadonlyArray<string>) =>
       EXPLAIN (FORMAT JSON)
       SELECT 'c'::text, NULL::uuid, NULL::text, NULL::bigint, NULL::float8, NULL::float8, NULL::boolean, NULL::jsonb, NULL::jsonb WHERE false
       UNION ALL
-      ${factRowsSql(sql, projectId, sql`unnest(${pgArray(contactIds)}::uuid[])`, true, new Set(["click", "page_view"]), new Set(["click"]))}`
+      ${factRowsSql(sql, projectId, sql`unnest(${pgArray(contactIds)}::uuid[])`, true, new Set(["click", "page_view"]), new Set(["click"]), Date.now() - HOUR)}`
     const nodes: Array<{ type: string; relation?: string }> = []
     const visit = (node: Record<string, unknown>) => {
       nodes.push({ type: String(node["Node Type"]), ...(node["Relation Name"] ? { relation: String(node["Relation Name"]) } : {}) })
@@ -103,6 +105,52 @@ layer(TestDatabase, { timeout: 120_000 })("fact reads", (it) => {
         expect(times).toHaveLength(3)
         // Newest first, as the windowed counts read them.
         expect([...times].sort((x, y) => y - x)).toEqual(times)
+      }))
+  })
+
+  describe("for a contact with a long history", () => {
+    it.effect("read only the occurrences the longest window can still count, however many older ones there are", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const projectId = yield* insertProject
+        const contactId = uuidv7()
+        yield* sql`INSERT INTO contacts (id, project_id, email, subscribed, created_at, updated_at)
+                   VALUES (${contactId}, ${projectId}, 'long@facts.test', true, now(), now())`
+        // 5,000 clicks two to three days ago, then three in the last hour.
+        yield* sql`
+          INSERT INTO events (id, project_id, contact_id, name, created_at)
+          SELECT gen_random_uuid(), ${projectId}, ${contactId}, 'click', now() - interval '2 days' - n * interval '1 second'
+          FROM generate_series(1, 5000) n`
+        yield* sql`
+          INSERT INTO events (id, project_id, contact_id, name, created_at)
+          SELECT gen_random_uuid(), ${projectId}, ${contactId}, 'click', now() - n * interval '10 minutes' FROM generate_series(1, 3) n`
+        yield* sql`ANALYZE events`
+        const now = Date.now()
+        const clicks = (since: number | undefined) =>
+          Effect.map(loadFacts(projectId, [contactId], new Set(["click"]), new Set(["click"]), since), (facts) => facts.get(contactId)!.eventTimes.get("click") ?? [])
+
+        // A window of an hour evaluated now: the three recent clicks.
+        const lastHour = yield* clicks(now - HOUR)
+        expect(lastHour).toHaveLength(3)
+        expect(lastHour.every((at) => at > now - HOUR)).toBe(true)
+        // Evaluated at a late timer's due time three days back, the window reaches the old ones.
+        expect(yield* clicks(now - 3 * DAY - HOUR)).toHaveLength(5003)
+        expect(yield* clicks(undefined)).toHaveLength(5003)
+
+        // Bounded through the index, not by filtering the contact's whole history.
+        const [plan] = yield* sql<{ "QUERY PLAN": unknown }>`
+          EXPLAIN (ANALYZE, FORMAT JSON)
+          SELECT 'c'::text, NULL::uuid, NULL::text, NULL::bigint, NULL::float8, NULL::float8, NULL::boolean, NULL::jsonb, NULL::jsonb WHERE false
+          UNION ALL
+          ${factRowsSql(sql, projectId, sql`unnest(${pgArray([contactId])}::uuid[])`, true, new Set(["click"]), new Set(["click"]), now - HOUR)}`
+        const rowsOfEvents: Array<number> = []
+        const visit = (node: Record<string, unknown>) => {
+          if (node["Relation Name"] === "events") rowsOfEvents.push(Number(node["Actual Rows"]) + Number(node["Rows Removed by Filter"] ?? 0))
+          for (const child of (node["Plans"] as Array<Record<string, unknown>> | undefined) ?? []) visit(child)
+        }
+        const json = plan!["QUERY PLAN"]
+        visit(((typeof json === "string" ? JSON.parse(json) : json) as Array<{ Plan: Record<string, unknown> }>)[0]!.Plan)
+        expect(rowsOfEvents).toEqual([3])
       }))
   })
 })

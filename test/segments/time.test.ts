@@ -61,6 +61,52 @@ describe("time boundaries", () => {
     await worker.stop()
   }, 60_000)
 
+  it("a timer that fires late still counts the occurrences in the window at its due time, not at the clock's", async () => {
+    let worker = await stack.start("worker")
+    // Member while clicked in the last 5 minutes or visited twice in the last hour.
+    const segment = await secret("POST", "/segments", {
+      name: "Engaged",
+      condition: {
+        logic: "OR",
+        groups: [
+          { filters: [{ field: "event.click", operator: "triggeredWithin", value: 5, unit: "minutes" }] },
+          { filters: [{ field: "event.visit", operator: "triggeredAtLeast", value: 2, within: 1, unit: "hours" }] }
+        ]
+      }
+    })
+    const track = (event: string) =>
+      request(api.url, "POST", "/v1/track", { key: project.publicKey, body: { email: "late@time.test", event } })
+    const firstVisit = await track("visit")
+    await track("visit")
+    const click = await track("click")
+    const contactId = firstVisit.json.data.contact
+    const clickLapses = new Date(Date.parse(click.json.data.timestamp) + 5 * 60_000).toISOString()
+    const visitsLapse = new Date(Date.parse(firstVisit.json.data.timestamp) + 60 * 60_000).toISOString()
+    const membership = () =>
+      stack.query<{ exited_at: Date | null }>(
+        "SELECT exited_at FROM segment_memberships WHERE segment_id = $1 AND contact_id = $2", [segment.json.id, contactId])
+
+    // The soonest change is the click's lapse: the visits still count then, so the contact stays.
+    await eventually(async () => {
+      const [timer] = await stack.query<{ due_at: Date }>("SELECT due_at FROM timers WHERE contact_id = $1", [contactId])
+      expect(timer && new Date(timer.due_at).toISOString()).toBe(clickLapses)
+    })
+    expect((await membership())[0]!.exited_at).toBeNull()
+
+    // 100 minutes later both lapses are long past. Evaluated at the click's lapse the two visits are
+    // still in their hour (read back that far, not from the clock's hour): the contact stays, and leaves
+    // at the visits' own lapse.
+    await worker.stop()
+    worker = await stack.start("worker", { CLOCK_OFFSET_MS: String(100 * 60_000) })
+    const [exited] = await eventually(async () => {
+      const rows = await membership()
+      expect(rows[0]!.exited_at).not.toBeNull()
+      return rows
+    }, 15_000)
+    expect(new Date(exited!.exited_at!).toISOString()).toBe(visitsLapse)
+    await worker.stop()
+  }, 60_000)
+
   it("backfills a segment over 100k contacts in chunks while the project's other messages keep flowing", async () => {
     const worker = await stack.start("worker")
     await insertNumberedContacts(project.id)
