@@ -222,7 +222,7 @@ const measureEvaluationCost = async (databaseUrl: string, projectId: string, pre
   const { Effect, Redacted, ManagedRuntime } = await import("effect")
   const { PgClient } = await import("@effect/sql-pg")
   const { SqlClient } = await import("effect/sql")
-  const { loadSegments, evaluateChanges, emptyChange } = await import("../src/actors/segments.ts")
+  const { loadSegments, evaluateChanges, emptyChange, loadFacts, windowedSince } = await import("../src/actors/segments.ts")
   const { compileConditionSql } = await import("../src/store/conditionSql.ts")
   const { Layer } = await import("effect")
   const { Outbox } = await import("../src/stream/Outbox.ts")
@@ -248,6 +248,41 @@ const measureEvaluationCost = async (databaseUrl: string, projectId: string, pre
         )
       }
       const incrementalMs = (performance.now() - started) / ids.length
+
+      // A contact with a long history in a segment that counts occurrences in a window (`triggeredAtLeast
+      // … within 1 day`): its facts read the occurrences the window can count, against all of them (the
+      // read before 2026-11-26's bound), in the same run.
+      const longHistoryReads = (contactId: string) =>
+        Effect.gen(function*() {
+          const HISTORY = 20_000
+          const DAY = 86_400_000
+          yield* sql`
+            INSERT INTO events (id, project_id, contact_id, name, created_at)
+            SELECT gen_random_uuid(), ${projectId}, ${contactId}, 'visit', now() - interval '2 days' - n * interval '1 minute'
+            FROM generate_series(1, ${HISTORY}) n`
+          yield* sql`
+            INSERT INTO events (id, project_id, contact_id, name, created_at)
+            SELECT gen_random_uuid(), ${projectId}, ${contactId}, 'visit', now() - n * interval '1 hour' FROM generate_series(1, 5) n`
+          yield* sql`ANALYZE events`
+          const visits = new Set(["visit"])
+          const timed = (since: number | undefined) =>
+            Effect.gen(function*() {
+              const reads = 20
+              const started = performance.now()
+              let times = 0
+              for (let i = 0; i < reads; i++) {
+                const facts = yield* loadFacts(projectId, [contactId], visits, visits, since)
+                times = facts.get(contactId)?.eventTimes.get("visit")?.length ?? 0
+              }
+              return { msPerRead: Math.round(((performance.now() - started) / reads) * 100) / 100, occurrencesRead: times }
+            })
+          return {
+            occurrences: HISTORY + 5,
+            window: "1 day",
+            bounded: yield* timed(windowedSince(Date.now(), DAY)),
+            unbounded: yield* timed(undefined)
+          }
+        })
       const target = segments.ordered[segments.ordered.length - 2]!
       const fullStarted = performance.now()
       const runs = 5
@@ -260,7 +295,8 @@ const measureEvaluationCost = async (databaseUrl: string, projectId: string, pre
         segmentsEvaluatedIncrementally: segments.ordered.length,
         incrementalMsPerChange: Math.round(incrementalMs * 100) / 100,
         fullRecomputeMsOneSegment: Math.round(fullMs * 10) / 10,
-        ratio: Math.round(fullMs / incrementalMs)
+        ratio: Math.round(fullMs / incrementalMs),
+        longHistory: yield* longHistoryReads(ids[0]!)
       }
     }))
   } finally {

@@ -13,6 +13,7 @@ import { jetstream } from "@nats-io/jetstream"
 import { connect } from "@nats-io/transport-node"
 import { uuidv7 } from "../src/domain/ids.ts"
 import { streamNames } from "../src/stream/subjects.ts"
+import { freePort } from "../test/support/mail.ts"
 import type { Service } from "../test/support/stack.ts"
 import { type BenchEnvironment, withEnvironment } from "./harness/environment.ts"
 import { load, type LoadOptions, type LoadResult } from "./harness/load.ts"
@@ -210,7 +211,17 @@ const everyContactTouched = async (env: BenchEnvironment) => {
 const scaleRun = async (env: BenchEnvironment, workers: number, rate: number, baselineRps: number) => {
   const api = await env.start("api")
   const started: Array<Service> = []
-  for (let i = 0; i < workers; i++) started.push(await env.start("worker"))
+  const metricsPorts: Array<number> = []
+  for (let i = 0; i < workers; i++) {
+    metricsPorts.push(await freePort())
+    started.push(await env.start("worker", { METRICS_PORT: String(metricsPorts[i]) }))
+  }
+  /** The workers' lane batches and the events they applied so far (from their /metrics). */
+  const batchCounts = async () => {
+    const texts = await Promise.all(metricsPorts.map((port) => fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text()).catch(() => "")))
+    const sum = (name: string) => texts.reduce((total, text) => total + Number(text.match(new RegExp(`^${name} (\\S+)$`, "m"))?.[1] ?? 0), 0)
+    return { batches: sum("mailstream_actor_batch_size_count"), events: sum("mailstream_events_applied_total") }
+  }
   // Every worker holds partitions before the load starts (the second joins, the first hands some over).
   const balanced = await holdingPartitions(started)
   // Segments created just before (scale run alone) are backfilled before the window opens, as in M2.
@@ -223,7 +234,10 @@ const scaleRun = async (env: BenchEnvironment, workers: number, rate: number, ba
     ...infrastructure(env)
   ]
   const statementsUnavailable = await resetStatements()
+  const batchesBefore = await batchCounts()
   const sustained = await sustain(env, `${api.url}/v1/track`, { rate, seconds: DURATION + 3, body: segmentedBody, groups })
+  const batchesAfter = await batchCounts()
+  const batches = batchesAfter.batches - batchesBefore.batches
   const statements = statementsUnavailable ?? await topStatements(databaseOf(env))
   await Promise.all([api, ...started].map((service) => service.stop()))
   const cpu = sustained.window.cpu
@@ -235,6 +249,9 @@ const scaleRun = async (env: BenchEnvironment, workers: number, rate: number, ba
     workers,
     everyWorkerHeldPartitions: balanced,
     ...sustainedSummary(sustained, baselineRps),
+    // Much of a batch's cost is the batch's (its round trips and statements), whatever its size: the
+    // events per batch say how far it is spread.
+    laneBatches: { batches, eventsPerBatch: batches > 0 ? round((batchesAfter.events - batchesBefore.events) / batches, 1) : NaN },
     cpuMicrosPerEvent: {
       api: perEvent(["api"]),
       workers: perEvent(workerNames),
