@@ -23,6 +23,7 @@ const inProcess = [
   "test/verify/verifier.test.ts",
   "test/web/**/*.test.ts",
   "test/workflows/decider.test.ts",
+  "test/workflows/factsCache.test.ts",
   "test/workflows/graph.test.ts"
 ]
 

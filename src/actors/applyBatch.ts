@@ -8,6 +8,7 @@
  */
 import { Cause, Clock, Data, Effect } from "effect"
 import { SqlClient } from "effect/sql"
+import { windowedSince } from "../domain/conditions/evaluate.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import type { TrackedEvent } from "../ingest/EventPublisher.ts"
 import type { EmittedEvent, Outbox, OutboxRow } from "../stream/Outbox.ts"
@@ -39,8 +40,7 @@ import {
   loadFacts,
   loadSegments,
   narrowBackfill,
-  type ProjectSegments,
-  windowedSince
+  type ProjectSegments
 } from "./segments.ts"
 
 export class LeaseLost extends Data.TaggedError("LeaseLost")<{ readonly partition: number }> {}

@@ -9,8 +9,8 @@
  */
 import { type Cause, Effect } from "effect"
 import { SqlClient, type SqlError, type Statement } from "effect/sql"
-import { compileCondition, type ContactFacts, type EventAggregate, type Evaluation } from "../domain/conditions/evaluate.ts"
-import { type Condition, parseField, UNITS } from "../domain/conditions/types.ts"
+import { compileCondition, type ContactFacts, type EventAggregate, type Evaluation, windowedSince } from "../domain/conditions/evaluate.ts"
+import type { Condition } from "../domain/conditions/types.ts"
 import { conditionReads, type ConditionReads } from "../domain/conditions/validate.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { reasonOf, setAsideLogged } from "../lib/isolation.ts"
@@ -70,28 +70,10 @@ export interface ContactChange {
 
 export const emptyChange = (): ContactChange => ({ fields: new Set(), events: new Set(), segments: new Set() })
 
-/** The events a condition counts in a window (`triggeredAtLeast … within`), with the longest window of each. */
-const windowedCounts = (condition: Condition): Map<string, number> => {
-  const windows = new Map<string, number>()
-  const visit = (tree: Condition) => {
-    for (const group of tree.groups) {
-      for (const filter of group.filters) {
-        if (filter.operator === "triggeredAtLeast" && filter.within !== undefined) {
-          const ref = parseField(filter.field)
-          const window = filter.within * UNITS[filter.unit!]
-          if (ref?.kind === "event") windows.set(ref.name, Math.max(windows.get(ref.name) ?? 0, window))
-        }
-      }
-      if (group.conditions) visit(group.conditions)
-    }
-  }
-  visit(condition)
-  return windows
-}
-
-const windowedFacts = (condition: Condition) => {
-  const windows = windowedCounts(condition)
-  return { windowedCounts: new Set(windows.keys()), longestWindowMs: Math.max(0, ...windows.values()) }
+/** What a segment's condition reads, and the windows of its windowed counts. */
+const readsOf = (condition: Condition) => {
+  const reads = conditionReads(condition)
+  return { reads, windowedCounts: new Set(reads.windows.keys()), longestWindowMs: Math.max(0, ...reads.windows.values()) }
 }
 
 const push = <K, V>(map: Map<K, Array<V>>, key: K, value: V) => {
@@ -124,8 +106,7 @@ export const loadSegments = Effect.fnUntraced(function*(projectId: string) {
       backfillGeneration: row.backfill_generation,
       createdAt: new Date(row.created_at).getTime(),
       evaluate: compileCondition(segment.condition),
-      reads: conditionReads(segment.condition),
-      ...windowedFacts(segment.condition)
+      ...readsOf(segment.condition)
     })
   }
   // Dependencies first (cycles are rejected by the api; a leftover one is broken arbitrarily).
@@ -240,19 +221,6 @@ export const factNames = (segments: ProjectSegments): FactNames => {
   factNamesOf.set(segments, names)
   return names
 }
-
-/**
- * The earliest occurrence time (ms) a windowed count evaluated at `earliestInstant` or later can count:
- * older occurrences are not read. The instant is the earliest the facts are evaluated at: the clock,
- * or a late timer's due time, which may be long past.
- */
-export const windowedSince = (earliestInstant: number, longestWindowMs: number): number | undefined => {
-  const since = earliestInstant - longestWindowMs
-  // Beyond what a Date holds (no window is that long: the api refuses them), everything is read.
-  return since >= -MAX_DATE_MS ? since : undefined
-}
-
-const MAX_DATE_MS = 8.64e15
 
 /**
  * SQL: the aggregate (a), occurrence time (t) and membership (m) rows of the contacts `contactIds` lists

@@ -7,7 +7,7 @@
  */
 import { Result } from "effect"
 import { compileCondition, type ContactFacts } from "../domain/conditions/evaluate.ts"
-import { conditionReads } from "../domain/conditions/validate.ts"
+import { conditionReads, type ConditionReads } from "../domain/conditions/validate.ts"
 import { normalizeEmail } from "../domain/email.ts"
 import { decodeStepDefinition, type StepDefinition } from "../domain/workflowSteps.ts"
 import { canonicalEventName, type Choice, conditionOf, CONTEXT_DATA_KEY, DELAY_UNITS, type ExecutionStatus, type StepType } from "./graph.ts"
@@ -51,11 +51,14 @@ export interface StepInput {
   readonly contact?: ContactFacts | undefined
 }
 
-/** The event names a step reads from the contact's facts (CONDITION), or undefined when it reads no facts. */
-export const factsRead = (step: RunnableStep): ReadonlySet<string> | undefined => {
+/**
+ * What a step reads from the contact's facts (CONDITION): the event names, and those counted in a window
+ * with their longest window; undefined when it reads no facts.
+ */
+export const factsRead = (step: RunnableStep): Pick<ConditionReads, "events" | "windows"> | undefined => {
   const definition = step.definition
   if (definition._tag === "Failure" || definition.success.type !== "CONDITION") return undefined
-  return conditionReads(conditionOf(definition.success.config)).events
+  return conditionReads(conditionOf(definition.success.config))
 }
 
 export const decideStep = (step: RunnableStep, input: StepInput): StepDecision => {

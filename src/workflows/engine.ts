@@ -37,11 +37,15 @@ import type { NewEmail } from "../store/Emails.ts"
 import type { Template } from "../store/Templates.ts"
 import type { ExecutionState, NewTimer, StepRecord } from "../store/WorkflowExecutions.ts"
 import { toStep, toTransition, toWorkflow, type Workflow } from "../store/Workflows.ts"
+import { factsToLoad, type LoadedFacts, type StepReads } from "./factsCache.ts"
 import { decideResume, decideStep, factsRead, type ResumeInput, type RunnableStep, runnableStep } from "./decider.ts"
 import { canonicalEventName, type Choice, type ExecutionStatus, type Graph, makeGraph, nextStep } from "./graph.ts"
 import type { WorkflowMessage } from "./messages.ts"
 import { WorkflowMetrics } from "./metrics.ts"
 import type { WorkflowRuntime } from "./Runtime.ts"
+
+/** A step that reads no events (the contact's own fields only). */
+const NO_READS: StepReads = { events: new Set(), windows: new Map() }
 
 interface Def {
   readonly workflow: Workflow
@@ -95,7 +99,9 @@ export type FactsLoader = (
   projectId: string,
   contactIds: ReadonlyArray<string>,
   eventNames: ReadonlySet<string>,
-  windowedNames: ReadonlySet<string>
+  windowedNames: ReadonlySet<string>,
+  /** Occurrence times of the windowed names only after this (ms); undefined: all of them. */
+  since?: number
 ) => Effect.Effect<ReadonlyMap<string, ContactFacts>, SqlError.SqlError, SqlClient.SqlClient>
 
 export interface WorkflowOutcome {
@@ -203,7 +209,7 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
 
   // Per-batch caches of what steps read.
   const templates = new Map<string, { template: Template; subject: CompiledTemplate; body: CompiledTemplate } | undefined>()
-  const facts = new Map<string, ContactFacts | undefined>()
+  const facts = new Map<string, LoadedFacts & { readonly facts: ContactFacts | undefined }>()
   let mail: ProjectMail | undefined
   /** What the month's `workflows` cap still allows in this batch: read (and locked) on the first send; null = no cap. */
   let capRoom: { limit: number; remaining: number } | null | undefined
@@ -211,11 +217,13 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
   const heldWorkflows = new Map<string, string>()
   const sentUnderCap = new Set<string>()
 
-  const factsOf = Effect.fnUntraced(function*(contactId: string, events: ReadonlySet<string> = new Set()) {
+  /** A contact's facts for a step evaluated now (factsCache.ts: loaded once per batch unless a step needs more). */
+  const factsOf = Effect.fnUntraced(function*(contactId: string, reads: StepReads = NO_READS) {
     const cached = facts.get(contactId)
-    if (cached && [...events].every((name) => cached.events.has(name))) return cached
-    const loaded = (yield* context.loadFacts(projectId, [contactId], events, new Set(events))).get(contactId)
-    facts.set(contactId, loaded)
+    const toLoad = factsToLoad(cached, reads, clock.currentTimeMillisUnsafe())
+    if (toLoad === "loaded") return cached!.facts
+    const loaded = (yield* context.loadFacts(projectId, [contactId], toLoad.events, toLoad.windowed, toLoad.since)).get(contactId)
+    facts.set(contactId, { ...toLoad, facts: loaded })
     return loaded
   })
 
@@ -346,8 +354,8 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
       if (!step) return finish(exec, "COMPLETED")
       exec.currentStepId = step.id
       const current: RunnableStep = step
-      const events = factsRead(current)
-      const contact = events === undefined ? undefined : yield* factsOf(exec.contactId, events)
+      const reads = factsRead(current)
+      const contact = reads === undefined ? undefined : yield* factsOf(exec.contactId, reads)
       const decision = decideStep(current, { now: clock.currentTimeMillisUnsafe(), context: exec.context, contact })
       switch (decision._tag) {
         case "Fail":

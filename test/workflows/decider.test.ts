@@ -110,7 +110,13 @@ describe("decideStep", () => {
 
   it("reads contact facts only for CONDITION steps, with the events the condition reads", () => {
     expect(factsRead(step("DELAY", { amount: 1, unit: "days" }))).toBeUndefined()
-    expect([...factsRead(step("CONDITION", { field: "event.login", operator: "triggeredAtLeast", value: 1 }))!]).toEqual(["login"])
+    expect([...factsRead(step("CONDITION", { field: "event.login", operator: "triggeredAtLeast", value: 1 }))!.events]).toEqual(["login"])
+    // A count in a window: the occurrences are read only as far back as the window reaches.
+    const windowed = factsRead(step("CONDITION", {
+      condition: { logic: "AND", groups: [{ filters: [{ field: "event.visit", operator: "triggeredAtLeast", value: 2, within: 3, unit: "hours" }] }] }
+    }))!
+    expect([...windowed.events]).toEqual(["visit"])
+    expect([...windowed.windows]).toEqual([["visit", 3 * 3_600_000]])
   })
 
   it("accepts what the api's validation stores, for every step type", () => {

@@ -26,6 +26,21 @@ export interface ContactFacts {
   readonly memberships: ReadonlySet<string>
 }
 
+/** Beyond this a number of milliseconds is no Date. */
+const MAX_DATE_MS = 8.64e15
+
+/**
+ * The occurrence time (ms) at or before which no windowed count (`triggeredAtLeast … within`, at most
+ * `longestWindowMs`) evaluated at `earliestInstant` or later counts an occurrence, so reads of occurrence
+ * times can stop there; undefined when nothing can be left out (no window that long fits in a Date: the
+ * api refuses them). The instant is the earliest the facts are evaluated at: the clock, or a late
+ * timer's due time, which may be long past.
+ */
+export const windowedSince = (earliestInstant: number, longestWindowMs: number): number | undefined => {
+  const since = earliestInstant - longestWindowMs
+  return since >= -MAX_DATE_MS ? since : undefined
+}
+
 export interface Evaluation {
   readonly matches: boolean
   /** The earliest instant (ms) at which the answer may change with no new input; undefined: never. */

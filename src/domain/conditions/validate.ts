@@ -163,14 +163,18 @@ export interface ConditionReads {
   readonly segments: Set<string>
   /** Whether the answer depends on the current time (window operators). */
   readonly timeDependent: boolean
+  /** The events counted in a window (`triggeredAtLeast … within`), each with its longest window (ms). */
+  readonly windows: ReadonlyMap<string, number>
 }
 
 export const conditionReads = (condition: Condition): ConditionReads => {
+  const windows = new Map<string, number>()
   const reads: ConditionReads & { timeDependent: boolean } = {
     fields: new Set(),
     events: new Set(),
     segments: new Set(),
-    timeDependent: false
+    timeDependent: false,
+    windows
   }
   const visit = (tree: Condition) => {
     for (const group of tree.groups) {
@@ -182,6 +186,9 @@ export const conditionReads = (condition: Condition): ConditionReads => {
         switch (ref.kind) {
           case "event":
             reads.events.add(ref.name)
+            if (filter.operator === "triggeredAtLeast" && filter.within !== undefined) {
+              windows.set(ref.name, Math.max(windows.get(ref.name) ?? 0, filter.within * UNITS[filter.unit!]))
+            }
             break
           case "segment":
             reads.segments.add(ref.segmentId ?? String(filter.value))
