@@ -202,8 +202,11 @@ describe("workflow timers", () => {
     const contactOf = async (email: string) => (await query<{ id: string }>("SELECT id FROM contacts WHERE email = $1", [email]))[0]!.id
     const poisonContact = await contactOf("wf-poison@poison.test")
     const poison = waiting.find((execution) => execution.contactId === poisonContact)!
-    await query("UPDATE workflow_timers SET due_at = now() WHERE execution_id = ANY($1::uuid[])", [waiting.map((execution) => execution.id)])
-    await query("UPDATE workflow_timers SET due_at = '-infinity' WHERE execution_id = $1", [poison.id])
+    // One statement: set due first and poisoned after, the timer loop could fire the poisoned one in between.
+    await query(
+      "UPDATE workflow_timers SET due_at = CASE WHEN execution_id = $2 THEN '-infinity'::timestamptz ELSE now() END WHERE execution_id = ANY($1::uuid[])",
+      [waiting.map((execution) => execution.id), poison.id]
+    )
     await eventually(async () => {
       const list = [...await executionsOf(clientOf(a), workflowA), ...await executionsOf(clientOf(b), workflowB)]
       const byId = Object.fromEntries(list.map((execution) => [execution.id, execution]))
