@@ -58,13 +58,17 @@ export const WaitForEventConfig = Schema.Struct({
   timeout: Schema.optional(Schema.NullOr(Positive))
 })
 
-/** A condition tree (`condition`), or one filter (`field`, `operator`, `value`, `unit`); the tree is validated by src/domain/conditions. */
+/**
+ * A condition tree (`condition`), or one filter (`field`, `operator`, `value`, `unit`, `within`); the tree
+ * is validated by src/domain/conditions.
+ */
 export const ConditionConfig = Schema.Struct({
   condition: Schema.optional(Fields),
   field: Schema.optional(Schema.String),
   operator: Schema.optional(Schema.String),
   value: Schema.optional(Schema.Unknown),
-  unit: Schema.optional(Schema.Unknown)
+  unit: Schema.optional(Schema.Unknown),
+  within: Schema.optional(Schema.Unknown)
 })
 
 export const WebhookConfig = Schema.Struct({

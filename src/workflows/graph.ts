@@ -69,7 +69,19 @@ const rewriteContextFields = (tree: Condition): Condition => ({
 export const conditionOf = (config: Record<string, unknown>): Condition => {
   const tree: Condition = isPlainObject(config.condition)
     ? config.condition as unknown as Condition
-    : { logic: "AND", groups: [{ filters: [{ field: config.field, operator: config.operator, value: config.value, ...(config.unit === undefined ? {} : { unit: config.unit }) } as Filter] }] }
+    : {
+      logic: "AND",
+      groups: [{
+        filters: [{
+          field: config.field,
+          operator: config.operator,
+          value: config.value,
+          ...(config.unit === undefined ? {} : { unit: config.unit }),
+          // A count in a window (`triggeredAtLeast … within`), as a tree's filter has it.
+          ...(config.within === undefined ? {} : { within: config.within })
+        } as Filter]
+      }]
+    }
   return rewriteContextFields(tree)
 }
 

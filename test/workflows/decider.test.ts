@@ -79,6 +79,20 @@ describe("decideStep", () => {
       decision: { _tag: "Continue", output: { branch: "yes" }, choice: { branch: "yes" } }
     },
     {
+      name: "CONDITION, one filter, on a count in a window: two visits in the last hour",
+      type: "CONDITION",
+      config: { field: "event.visit", operator: "triggeredAtLeast", value: 2, within: 1, unit: "hours" },
+      contact: { ...contact({}, { visit: 3 }), eventTimes: new Map([["visit", [NOW - 600_000, NOW - 1_200_000, NOW - 7_200_000]]]) },
+      decision: { _tag: "Continue", output: { branch: "yes" }, choice: { branch: "yes" } }
+    },
+    {
+      name: "CONDITION, one filter, on a count in a window: one visit in the last hour, two before it",
+      type: "CONDITION",
+      config: { field: "event.visit", operator: "triggeredAtLeast", value: 2, within: 1, unit: "hours" },
+      contact: { ...contact({}, { visit: 3 }), eventTimes: new Map([["visit", [NOW - 600_000, NOW - 7_200_000, NOW - 10_800_000]]]) },
+      decision: { _tag: "Continue", output: { branch: "no" }, choice: { branch: "no" } }
+    },
+    {
       name: "CONDITION tree on an event count",
       type: "CONDITION",
       config: { condition: { logic: "AND", groups: [{ filters: [{ field: "event.login", operator: "triggeredAtLeast", value: 3 }] }] } },

@@ -47,6 +47,11 @@ describe("workflow graphs", () => {
     const tree = conditionOf({ field: "context.order.total", operator: "greaterThan", value: 10 })
     expect(tree.groups[0]!.filters[0]!.field).toBe("data.$context.order.total")
     expect(checkStepConfig("CONDITION", { field: "context.total", operator: "bogus" }).problems.map((p) => p.field)).toEqual(["config.operator"])
+    // One filter counts in a window as a tree's filter does; a bad window is refused at its own path.
+    const windowed = { field: "event.visit", operator: "triggeredAtLeast", value: 2, within: 1, unit: "hours" }
+    expect(conditionOf(windowed).groups[0]!.filters[0]).toMatchObject({ within: 1, unit: "hours" })
+    expect(checkStepConfig("CONDITION", windowed)).toMatchObject({ problems: [], config: { within: 1 } })
+    expect(checkStepConfig("CONDITION", { ...windowed, within: -1 }).problems.map((p) => p.field)).toEqual(["config.within"])
     expect(["email.opened", "email.open", "email.delivered", "email.clicked", "email.sent", "signed_up"].map(canonicalEventName))
       .toEqual(["email.open", "email.open", "email.delivery", "email.click", "email.sent", "signed_up"])
   })

@@ -96,7 +96,7 @@ const SpliceQuery = queryParameters({
 
 const StepConfigDoc =
   "Step configs: SEND_EMAIL { templateId, recipient?: { type: CONTACT|CUSTOM, customEmail? } }; DELAY { amount, unit: minutes|hours|days } " +
-  "(at most 365 days); WAIT_FOR_EVENT { eventName, timeout? (seconds) }; CONDITION { field, operator, value? } or { condition: <tree> } " +
+  "(at most 365 days); WAIT_FOR_EVENT { eventName, timeout? (seconds) }; CONDITION { field, operator, value?, unit?, within? } or { condition: <tree> } " +
   "(fields as in segments, plus context.<path> for the execution context; event operators take event.<name> or the bare name, stored as event.<name>); WEBHOOK { url, method?, headers?, body? } (Liquid); " +
   "UPDATE_CONTACT { updates?, subscriptionAction?: none|subscribe|unsubscribe } (also { data, subscribed }); EXIT { reason? }."
 
