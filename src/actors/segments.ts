@@ -32,11 +32,8 @@ export interface SegmentDef {
   readonly backfillGeneration: number
   readonly createdAt: number
   readonly evaluate: (facts: ContactFacts, now: number) => Evaluation
+  /** What its condition reads, windowed counts (which need occurrence times) with their windows included. */
   readonly reads: ConditionReads
-  /** Whether its condition counts events in a window (needs occurrence times). */
-  readonly windowedCounts: ReadonlySet<string>
-  /** The longest of those windows (ms; 0 without any): occurrences older than it no longer count. */
-  readonly longestWindowMs: number
 }
 
 export interface ProjectSegments {
@@ -70,12 +67,6 @@ export interface ContactChange {
 
 export const emptyChange = (): ContactChange => ({ fields: new Set(), events: new Set(), segments: new Set() })
 
-/** What a segment's condition reads, and the windows of its windowed counts. */
-const readsOf = (condition: Condition) => {
-  const reads = conditionReads(condition)
-  return { reads, windowedCounts: new Set(reads.windows.keys()), longestWindowMs: Math.max(0, ...reads.windows.values()) }
-}
-
 const push = <K, V>(map: Map<K, Array<V>>, key: K, value: V) => {
   const list = map.get(key)
   if (list) list.push(value)
@@ -106,7 +97,7 @@ export const loadSegments = Effect.fnUntraced(function*(projectId: string) {
       backfillGeneration: row.backfill_generation,
       createdAt: new Date(row.created_at).getTime(),
       evaluate: compileCondition(segment.condition),
-      ...readsOf(segment.condition)
+      reads: conditionReads(segment.condition)
     })
   }
   // Dependencies first (cycles are rejected by the api; a leftover one is broken arbitrarily).
@@ -214,8 +205,10 @@ export const factNames = (segments: ProjectSegments): FactNames => {
   let longestWindowMs = 0
   for (const def of segments.ordered) {
     for (const event of def.reads.events) eventNames.add(event)
-    for (const name of def.windowedCounts) windowed.add(name)
-    longestWindowMs = Math.max(longestWindowMs, def.longestWindowMs)
+    for (const [name, window] of def.reads.windows) {
+      windowed.add(name)
+      longestWindowMs = Math.max(longestWindowMs, window)
+    }
   }
   const names = { eventNames, windowed, longestWindowMs }
   factNamesOf.set(segments, names)
@@ -583,8 +576,8 @@ export const backfillChunk = Effect.fnUntraced(function*(
       context.projectId,
       chunk.map((row) => row.id),
       def.reads.events,
-      def.windowedCounts,
-      windowedSince(clock, def.longestWindowMs)
+      new Set(def.reads.windows.keys()),
+      windowedSince(clock, Math.max(0, ...def.reads.windows.values()))
     )
     const timers: Array<{ contactId: string; dueAt: string; id: string }> = []
     for (const contact of facts.values()) {
