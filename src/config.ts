@@ -164,6 +164,10 @@ export const Variables = {
     name: "LANES_PER_PROJECT", ...powerOfTwo(1, 256), defaultValue: 16, shownDefault: "16",
     meaning: "lanes a project's stream traffic is split into by contact, so one project spreads over partitions and workers; fixed per deployment"
   }),
+  batchReadAhead: variable({
+    name: "BATCH_READ_AHEAD", ...boolean, defaultValue: true, shownDefault: "true",
+    meaning: "a lane's next batch of tracked events starts (on a second connection) while the batch before it commits; false applies them strictly one after the other"
+  }),
   rateLimitPerMinute: variable({
     name: "RATE_LIMIT_PER_MINUTE", ...wholeNumber(0), defaultValue: 1000, shownDefault: "1000",
     meaning: "requests per minute per project, across all api processes (a /v1/track/batch counts one per accepted event); 0 disables"
@@ -353,6 +357,8 @@ export interface AppConfigShape {
   readonly partitions: number
   /** Lanes a project's stream traffic is split into by contact; fixed per deployment. */
   readonly lanesPerProject: number
+  /** A lane's next batch of tracked events starts while the one before it commits (actors/readAhead.ts). */
+  readonly batchReadAhead: boolean
   /** Requests per minute per project; 0 disables the limit. */
   readonly rateLimitPerMinute: number
   readonly idempotencyTtlHours: number

@@ -5,14 +5,15 @@
  * watermark. A lost lease stops the actor; other failures are retried with backoff, same batch.
  */
 import type { JsMsg } from "@nats-io/jetstream"
-import { Cause, Clock, Duration, Effect, Fiber, Option, Queue, Schedule } from "effect"
+import { Cause, Clock, Deferred, Duration, Effect, Exit, Fiber, Option, Queue, Schedule } from "effect"
 import type { SqlClient } from "effect/sql"
 import { isTransient } from "../lib/isolation.ts"
 import { WorkerMetrics } from "../observability/Metrics.ts"
 import type { Outbox, OutboxRow } from "../stream/Outbox.ts"
 import type { OutboxRelay } from "../stream/OutboxRelay.ts"
-import { applyBackfillChunk, applyBatch, deadLetter, reloadSegments, type SegmentState } from "./applyBatch.ts"
+import { applyBackfillChunk, applyBatch, type BatchOutcome, deadLetter, LeaseLost, reloadSegments, type SegmentState } from "./applyBatch.ts"
 import type { Delivered } from "./messages.ts"
+import { type Pipeline, ReadAheadAbandoned, readAheadCount, trackedContacts } from "./readAhead.ts"
 import { newWorkflowState, type WorkflowState } from "../workflows/engine.ts"
 import { WorkflowRuntime } from "../workflows/Runtime.ts"
 
@@ -105,6 +106,21 @@ interface Actor {
    * hands that on to its lane's next actor on the same run of the partition.
    */
   outboxClear: boolean
+  /** Messages taken from the mailbox to look for a batch to read ahead, not in one: the next batch starts with them. */
+  held: Array<ActorItem>
+}
+
+/** A batch whose transaction runs in a fiber of its own, so the next one can be read ahead of its commit (readAhead.ts). */
+interface Attempt {
+  readonly items: ReadonlyArray<ActorItem>
+  readonly fiber: Fiber.Fiber<BatchOutcome, unknown>
+  /** Done when the batch starts its final writes, or ends. */
+  readonly writing: Deferred.Deferred<void>
+  readonly started: number
+  /** It was read ahead of the batch before it. */
+  readonly ahead: boolean
+  /** It reached its final writes (a failure before them leaves nothing to read ahead of). */
+  writes: boolean
 }
 
 /** The actor a message goes to: its lane's, or the project's for messages published before lanes. */
@@ -119,6 +135,8 @@ export const makeProjectActors = (options: {
   readonly wakeSender: (projectId: string) => Effect.Effect<void>
   readonly wakeSegmentTimers: Effect.Effect<void>
   readonly wakeWorkflowTimers: Effect.Effect<void>
+  /** Start a lane's next batch of tracked events while the one before it commits (readAhead.ts). */
+  readonly readAhead: boolean
 }) =>
   Effect.gen(function*() {
     const actors = new Map<string, Actor>()
@@ -127,7 +145,7 @@ export const makeProjectActors = (options: {
     const services = yield* Effect.context<SqlClient.SqlClient>()
     const workflowRuntime = yield* WorkflowRuntime
 
-    const contextOf = (projectId: string, actor: Actor) => ({
+    const contextOf = (projectId: string, actor: Actor, pipeline?: Pipeline) => ({
       projectId,
       lane: actor.lane,
       partition: actor.run.partition,
@@ -135,7 +153,8 @@ export const makeProjectActors = (options: {
       workerId: options.workerId,
       outbox: options.outbox,
       segmentState: actor.segmentState,
-      workflows: { runtime: workflowRuntime, state: actor.workflowState }
+      workflows: { runtime: workflowRuntime, state: actor.workflowState },
+      pipeline
     })
 
     /**
@@ -167,9 +186,15 @@ export const makeProjectActors = (options: {
 
     const apply = (projectId: string, actor: Actor, batch: ReadonlyArray<ActorItem>) =>
       Effect.gen(function*() {
-        const run = actor.run
         const started = performance.now()
         const outcome = yield* applyBatch(contextOf(projectId, actor), batch.map((item) => item.delivered))
+        yield* afterCommit(projectId, actor, batch, outcome, started)
+      })
+
+    /** What follows a batch's commit: its outbox rows out, the loops it concerns woken, its messages acked. */
+    const afterCommit = (projectId: string, actor: Actor, batch: ReadonlyArray<ActorItem>, outcome: BatchOutcome, started: number) =>
+      Effect.gen(function*() {
+        const run = actor.run
         yield* publishCommitted(actor, outcome.ownRows)
         if (outcome.mailQueued) yield* options.wakeSender(projectId)
         if (outcome.webhooksQueued) yield* workflowRuntime.wakeWebhooks
@@ -239,6 +264,83 @@ export const makeProjectActors = (options: {
         return { _tag: "ok" } as Outcome
       })
 
+    /**
+     * Starts a batch's transaction in a fiber of its own (a child of the actor's loop, so stopping the
+     * actor rolls it back); `previous` is the batch it is read ahead of.
+     */
+    const startAttempt = (projectId: string, actor: Actor, items: ReadonlyArray<ActorItem>, previous?: Attempt) =>
+      Effect.gen(function*() {
+        const writing = yield* Deferred.make<void>()
+        const signalWriting = Effect.asVoid(Deferred.succeed(writing, undefined))
+        const attempt = { items, writing, started: performance.now(), ahead: previous !== undefined, writes: false }
+        const pipeline: Pipeline = {
+          writing: Effect.andThen(Effect.sync(() => void (attempt.writes = true)), signalWriting),
+          after: previous && {
+            committed: Effect.map(Fiber.await(previous.fiber), Exit.isSuccess),
+            through: Math.max(...previous.items.map((item) => item.delivered.seq))
+          }
+        }
+        const fiber = yield* applyBatch(contextOf(projectId, actor, pipeline), items.map((item) => item.delivered)).pipe(
+          Effect.ensuring(signalWriting),
+          Effect.forkChild
+        )
+        return Object.assign(attempt, { fiber }) satisfies Attempt
+      })
+
+    /** A batch's transaction may run in its own fiber when it is tracked events only and nothing else is pending. */
+    const readsAhead = (actor: Actor) =>
+      options.readAhead && actor.lane !== undefined && actor.segmentState.segments !== undefined &&
+      actor.segmentState.backfills.length === 0 && !actor.run.stopped
+
+    /** Once `current` writes: the messages waiting that may go ahead of its commit, started as the next batch. */
+    const readAheadOf = (projectId: string, actor: Actor, current: Attempt) =>
+      Effect.gen(function*() {
+        if (actor.held.length < MAX_BATCH && Queue.sizeUnsafe(actor.mailbox) > 0) {
+          actor.held.push(...(yield* Queue.takeBetween(actor.mailbox, 1, MAX_BATCH - actor.held.length)))
+        }
+        const count = readAheadCount(current.items.map((item) => item.delivered), actor.held.map((item) => item.delivered), MAX_BATCH)
+        if (count === 0) return undefined
+        return yield* startAttempt(projectId, actor, actor.held.splice(0, count), current)
+      })
+
+    /**
+     * Applies a batch that runs in its own fiber: while it writes, the next batch may be read ahead (returned
+     * for the loop to finish next). A batch whose fiber failed (the one before it did not commit, a
+     * transient error, a lost lease) is applied again the ordinary way, retried and isolated as any other.
+     */
+    const finishAttempt = (projectId: string, actor: Actor, attempt: Attempt) =>
+      Effect.gen(function*() {
+        yield* Deferred.await(attempt.writing)
+        const next = attempt.writes && readsAhead(actor) ? yield* readAheadOf(projectId, actor, attempt) : undefined
+        const exit = yield* Fiber.await(attempt.fiber)
+        if (Exit.isSuccess(exit)) {
+          if (attempt.ahead) WorkerMetrics.readAhead.inc(1, { outcome: "committed" })
+          yield* afterCommit(projectId, actor, attempt.items, exit.value, attempt.started)
+          return { outcome: { _tag: "ok" } as Outcome, next }
+        }
+        const error = Cause.squash(exit.cause)
+        if (error instanceof ReadAheadAbandoned) {
+          WorkerMetrics.readAhead.inc(1, { outcome: "abandoned" })
+        } else if (!Cause.hasInterrupts(exit.cause) && !(error instanceof LeaseLost)) {
+          WorkerMetrics.batchFailures.inc()
+          yield* Effect.logWarning("actor transaction failed", { projectId, lane: actor.lane, error: describeFailure(error) })
+        }
+        let outcome = yield* withRetry(projectId, actor, apply(projectId, actor, attempt.items))
+        if (outcome._tag === "poison" && !actor.run.stopped) outcome = yield* isolate(projectId, actor, attempt.items)
+        return { outcome, next }
+      })
+
+    /** The next batch: messages held back by a read-ahead first, then the mailbox's (waiting up to IDLE for one). */
+    const takeBatch = (actor: Actor) =>
+      Effect.gen(function*() {
+        if (actor.held.length === 0) return yield* Queue.takeBetween(actor.mailbox, 1, MAX_BATCH).pipe(Effect.timeoutOption(IDLE))
+        const items = actor.held.splice(0, MAX_BATCH)
+        if (items.length < MAX_BATCH && Queue.sizeUnsafe(actor.mailbox) > 0) {
+          items.push(...(yield* Queue.takeBetween(actor.mailbox, 1, MAX_BATCH - items.length)))
+        }
+        return Option.some(items)
+      })
+
     const loop = (projectId: string, actor: Actor): Effect.Effect<void> =>
       Effect.gen(function*() {
         if (actor.resumingBackfills) {
@@ -246,9 +348,11 @@ export const makeProjectActors = (options: {
           // (A failure is logged by withRetry; the lane's next message loads them again.)
           yield* withRetry(projectId, actor, Effect.asVoid(reloadSegments(contextOf(projectId, actor), actor.segmentState)))
         }
+        // The batch read ahead of the last one's commit, to finish next.
+        let ahead: Attempt | undefined
         while (!actor.run.stopped) {
           // A pending backfill advances one chunk at a time, between message batches.
-          if (actor.segmentState.backfills.length > 0) {
+          if (ahead === undefined && actor.segmentState.backfills.length > 0) {
             actor.busy = true
             const result = yield* withRetry(
               projectId,
@@ -262,29 +366,44 @@ export const makeProjectActors = (options: {
               yield* Effect.logError("segment backfill abandoned", { projectId, error: result.error })
               actor.segmentState.backfills.shift()
             }
-            if (Queue.sizeUnsafe(actor.mailbox) === 0) continue
+            if (Queue.sizeUnsafe(actor.mailbox) === 0 && actor.held.length === 0) continue
           }
-          const next = yield* Queue.takeBetween(actor.mailbox, 1, MAX_BATCH).pipe(Effect.timeoutOption(IDLE))
-          if (Option.isNone(next)) {
-            // Passivate, unless a message slipped in meanwhile.
-            if (Queue.sizeUnsafe(actor.mailbox) === 0 && actors.get(actor.key) === actor) {
-              actors.delete(actor.key)
-              if (actor.outboxClear) clearWhenPassivated.set(actor.key, actor.run)
-              WorkerMetrics.actorsAlive.set(actors.size)
-              return
+          let outcome: Outcome
+          if (ahead !== undefined) {
+            const finished = yield* finishAttempt(projectId, actor, ahead)
+            outcome = finished.outcome
+            ahead = finished.next
+          } else {
+            const next = yield* takeBatch(actor)
+            if (Option.isNone(next)) {
+              // Passivate, unless a message slipped in meanwhile.
+              if (Queue.sizeUnsafe(actor.mailbox) === 0 && actors.get(actor.key) === actor) {
+                actors.delete(actor.key)
+                if (actor.outboxClear) clearWhenPassivated.set(actor.key, actor.run)
+                WorkerMetrics.actorsAlive.set(actors.size)
+                return
+              }
+              continue
             }
-            continue
+            actor.busy = true
+            if (readsAhead(actor) && trackedContacts(next.value.map((item) => item.delivered)) !== undefined) {
+              const finished = yield* finishAttempt(projectId, actor, yield* startAttempt(projectId, actor, next.value))
+              outcome = finished.outcome
+              ahead = finished.next
+            } else {
+              outcome = yield* withRetry(projectId, actor, apply(projectId, actor, next.value))
+              // Stopping, retries end early: the batch is left to the partition's next owner, not isolated.
+              if (outcome._tag === "poison" && !actor.run.stopped) outcome = yield* isolate(projectId, actor, next.value)
+            }
           }
-          actor.busy = true
-          let outcome = yield* withRetry(projectId, actor, apply(projectId, actor, next.value))
-          // Stopping, retries end early: the batch is left to the partition's next owner, not isolated.
-          if (outcome._tag === "poison" && !actor.run.stopped) outcome = yield* isolate(projectId, actor, next.value)
-          actor.busy = false
+          actor.busy = ahead !== undefined
           if (outcome._tag === "lease-lost") {
             // The new owner re-reads from the partition's watermark; nothing was acked here.
             actor.run.stopped = true
           }
         }
+        // A batch read ahead is rolled back: the partition's next owner applies it.
+        if (ahead !== undefined) yield* Fiber.interrupt(ahead.fiber)
         if (actors.get(actor.key) === actor) actors.delete(actor.key)
         WorkerMetrics.actorsAlive.set(actors.size)
       }).pipe(Effect.provideContext(services))
@@ -308,7 +427,8 @@ export const makeProjectActors = (options: {
           workflowState: newWorkflowState(),
           busy: false,
           resumingBackfills,
-          outboxClear
+          outboxClear,
+          held: []
         }
         actors.set(key, fresh)
         fresh.fiber = yield* Effect.forkDetach(loop(projectId, fresh))

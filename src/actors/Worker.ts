@@ -145,7 +145,8 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
     wakeSender: sender.wake,
     // Batches set timers without notifying (see migration 0015): a soon one wakes this worker's loop.
     wakeSegmentTimers: wakeups.timers.signal,
-    wakeWorkflowTimers: wakeups.workflowTimers.signal
+    wakeWorkflowTimers: wakeups.workflowTimers.signal,
+    readAhead: config.batchReadAhead
   })
   const webhooks = yield* makeWebhookRunner({ outbox, wakeRelay: relay.wake })
   const consumerName = (partition: number, feed: Feed) =>

@@ -25,6 +25,7 @@ import { pgArray } from "../lib/pgArray.ts"
 import type { Delivered, EmittedEventMessage } from "./messages.ts"
 import { INGEST_POSITIONS } from "../stream/messages.ts"
 import type { ConditionReads } from "../domain/conditions/validate.ts"
+import { type Pipeline, ReadAheadAbandoned } from "./readAhead.ts"
 import {
   addMemberCounts,
   backfillChunk,
@@ -63,6 +64,8 @@ export interface BatchContext {
   readonly segmentState: SegmentState
   /** What the workflow engine needs, and the actor's cached workflow definitions. */
   readonly workflows: { readonly runtime: WorkflowRuntime["Service"]; readonly state: WorkflowState }
+  /** The batch's place in its actor's read-ahead, if it takes part (readAhead.ts). */
+  readonly pipeline?: Pipeline | undefined
 }
 
 export interface Backfill extends BackfillCursor {
@@ -218,6 +221,12 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
       applied_seq: string | null
       ingest_pos: string | null
       reset_seq: string | null
+    }
+    const after = context.pipeline?.after
+    if (after) {
+      // Read ahead (readAhead.ts): the head waited for the batch before this one to end; go on only if it committed.
+      if (!(yield* after.committed)) return yield* new ReadAheadAbandoned({ reason: "previous-failed" })
+      if (Number(head.applied_seq ?? 0) < after.through) return yield* new ReadAheadAbandoned({ reason: "offset-behind" })
     }
     if (headRow?.subscribed !== true) return yield* new LeaseLost({ partition: context.partition })
     const lockedRows: Array<LockedContact> = []
@@ -493,6 +502,7 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
     if (advanced.mailQueued) outcome.mailQueued = true
     if (advanced.webhooksQueued) outcome.webhooksQueued = true
     if (advanced.timersSet) outcome.workflowTimersSet = true
+    if (context.pipeline?.writing) yield* context.pipeline.writing
 
     return outcome
   }))

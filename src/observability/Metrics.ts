@@ -81,6 +81,11 @@ export const WorkerMetrics = {
   batchSize: histogram("mailstream_actor_batch_size", "Messages per actor transaction", [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]),
   batchSeconds: histogram("mailstream_actor_batch_seconds", "Duration of actor transactions", secondsBuckets),
   batchFailures: counter("mailstream_actor_batch_failures_total", "Actor transactions that failed and were retried"),
+  readAhead: counter(
+    "mailstream_actor_read_ahead_total",
+    "Batches started while the batch before them committed: committed, or abandoned (rolled back and applied again) because that one did not",
+    ["outcome"]
+  ),
   deadLettered: counter("mailstream_messages_dead_lettered_total", "Stream messages set aside in dead_letters after failing on their own"),
   actorsAlive: gauge("mailstream_actors_alive", "Project actors currently alive in this process"),
   partitionsOwned: gauge("mailstream_partitions_owned", "Partitions leased by this process"),

@@ -28,6 +28,7 @@ import type { TrackedEvent } from "../../src/stream/messages.ts"
 import { INGEST_POSITIONS } from "../../src/stream/messages.ts"
 import { newWorkflowState } from "../../src/workflows/engine.ts"
 import { WorkflowRuntime } from "../../src/workflows/Runtime.ts"
+import { one, prng, segmentCreator } from "../support/actorFixtures.ts"
 import { insertProject, OutboxWithoutNats, TestDatabase } from "../support/database.ts"
 
 const Base = Segments.layer.pipe(
@@ -51,20 +52,10 @@ const LANE = 0
 const PARTITION = 7
 const WORKER = "test-worker"
 
-/** A small deterministic generator, so a failure can be replayed. */
-const prng = (seed: number) => () => {
-  seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648
-  return seed / 2_147_483_648
-}
-
-const one = (filter: Record<string, unknown>): Condition => ({ logic: "AND", groups: [{ filters: [filter] }] } as unknown as Condition)
-
 const createSegments = (projectId: string) =>
   Effect.gen(function*() {
-    const segments = yield* Segments
     const sql = yield* SqlClient.SqlClient
-    const create = (name: string, condition: Condition) =>
-      segments.create(projectId, { name, description: null, type: "DYNAMIC", condition, trackMembership: true })
+    const create = yield* segmentCreator(projectId)
     const big = yield* create("Big spenders", one({ field: "data.n", operator: "greaterThan", value: 500 }))
     yield* create("Recent buyers", one({ field: "event.purchase", operator: "triggeredWithin", value: 30, unit: "minutes" }))
     yield* create("Frequent", one({ field: "event.page_view", operator: "triggeredAtLeast", value: 3, within: 1, unit: "days" }))
