@@ -100,6 +100,9 @@ export const run = () =>
       const statements = statementsUnavailable ?? await topStatements(new URL(env.databaseUrl).pathname.slice(1))
       const metric = (text: string, name: string) => Number(text.match(new RegExp(`^${name} (\\S+)$`, "m"))?.[1] ?? 0)
       const delta = (name: string) => metric(after, name) - metric(before, name)
+      const labelled = (text: string, name: string, labels: string) => Number(text.match(new RegExp(`^${name}\\{${labels}\\} (\\S+)$`, "m"))?.[1] ?? 0)
+      const readAhead = (outcome: string) =>
+        labelled(after, "mailstream_actor_read_ahead_total", `outcome="${outcome}"`) - labelled(before, "mailstream_actor_read_ahead_total", `outcome="${outcome}"`)
       const latencies = [...answered].flatMap(([email, at]) => {
         const arrived = arrivals.get(email)
         return arrived === undefined ? [] : [Math.max(0, arrived - at)]
@@ -128,6 +131,8 @@ export const run = () =>
           meanMessagesPerBatch: Math.round(delta("mailstream_actor_batch_size_sum") / delta("mailstream_actor_batch_size_count")),
           meanBatchMs: Math.round(1000 * delta("mailstream_actor_batch_seconds_sum") / delta("mailstream_actor_batch_size_count")),
           eventsApplied: delta("mailstream_events_applied_total"),
+          // Batches started while the one before them committed (BATCH_READ_AHEAD), and those rolled back.
+          readAhead: { committed: readAhead("committed"), abandoned: readAhead("abandoned") },
           // The worker's event-loop delay over the round (prom-client resets it at every scrape, and the
           // round began with one): how long a ready callback, a finished round trip's included, waited.
           eventLoopDelayMs: {

@@ -220,7 +220,11 @@ const scaleRun = async (env: BenchEnvironment, workers: number, rate: number, ba
   const batchCounts = async () => {
     const texts = await Promise.all(metricsPorts.map((port) => fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text()).catch(() => "")))
     const sum = (name: string) => texts.reduce((total, text) => total + Number(text.match(new RegExp(`^${name} (\\S+)$`, "m"))?.[1] ?? 0), 0)
-    return { batches: sum("mailstream_actor_batch_size_count"), events: sum("mailstream_events_applied_total") }
+    return {
+      batches: sum("mailstream_actor_batch_size_count"),
+      events: sum("mailstream_events_applied_total"),
+      readAhead: sum(`mailstream_actor_read_ahead_total\\{outcome="committed"\\}`)
+    }
   }
   // Every worker holds partitions before the load starts (the second joins, the first hands some over).
   const balanced = await holdingPartitions(started)
@@ -251,7 +255,12 @@ const scaleRun = async (env: BenchEnvironment, workers: number, rate: number, ba
     ...sustainedSummary(sustained, baselineRps),
     // Much of a batch's cost is the batch's (its round trips and statements), whatever its size: the
     // events per batch say how far it is spread.
-    laneBatches: { batches, eventsPerBatch: batches > 0 ? round((batchesAfter.events - batchesBefore.events) / batches, 1) : NaN },
+    laneBatches: {
+      batches,
+      eventsPerBatch: batches > 0 ? round((batchesAfter.events - batchesBefore.events) / batches, 1) : NaN,
+      // Of them, started while the one before them committed (BATCH_READ_AHEAD).
+      readAhead: batchesAfter.readAhead - batchesBefore.readAhead
+    },
     cpuMicrosPerEvent: {
       api: perEvent(["api"]),
       workers: perEvent(workerNames),

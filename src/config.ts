@@ -165,8 +165,8 @@ export const Variables = {
     meaning: "lanes a project's stream traffic is split into by contact, so one project spreads over partitions and workers; fixed per deployment"
   }),
   batchReadAhead: variable({
-    name: "BATCH_READ_AHEAD", ...boolean, defaultValue: true, shownDefault: "true",
-    meaning: "a lane's next batch of tracked events starts (on a second connection) while the batch before it commits; false applies them strictly one after the other"
+    name: "BATCH_READ_AHEAD", ...boolean, defaultValue: false, shownDefault: "false",
+    meaning: "a lane's next batch of tracked events starts (on a second connection) while the batch before it commits; worth it with Postgres across a network and cores to spare, not with everything on a few local cores (BENCHMARKS.md)"
   }),
   rateLimitPerMinute: variable({
     name: "RATE_LIMIT_PER_MINUTE", ...wholeNumber(0), defaultValue: 1000, shownDefault: "1000",

@@ -114,13 +114,13 @@ interface Actor {
 interface Attempt {
   readonly items: ReadonlyArray<ActorItem>
   readonly fiber: Fiber.Fiber<BatchOutcome, unknown>
-  /** Done when the batch starts its final writes, or ends. */
-  readonly writing: Deferred.Deferred<void>
+  /** Done when the batch's COMMIT goes out, or it ends. */
+  readonly committing: Deferred.Deferred<void>
   readonly started: number
   /** It was read ahead of the batch before it. */
   readonly ahead: boolean
-  /** It reached its final writes (a failure before them leaves nothing to read ahead of). */
-  writes: boolean
+  /** It reached its COMMIT (a failure before leaves nothing to read ahead of). */
+  reachedCommit: boolean
 }
 
 /** The actor a message goes to: its lane's, or the project's for messages published before lanes. */
@@ -270,18 +270,18 @@ export const makeProjectActors = (options: {
      */
     const startAttempt = (projectId: string, actor: Actor, items: ReadonlyArray<ActorItem>, previous?: Attempt) =>
       Effect.gen(function*() {
-        const writing = yield* Deferred.make<void>()
-        const signalWriting = Effect.asVoid(Deferred.succeed(writing, undefined))
-        const attempt = { items, writing, started: performance.now(), ahead: previous !== undefined, writes: false }
+        const committing = yield* Deferred.make<void>()
+        const signalCommitting = Effect.asVoid(Deferred.succeed(committing, undefined))
+        const attempt = { items, committing, started: performance.now(), ahead: previous !== undefined, reachedCommit: false }
         const pipeline: Pipeline = {
-          writing: Effect.andThen(Effect.sync(() => void (attempt.writes = true)), signalWriting),
+          committing: Effect.andThen(Effect.sync(() => void (attempt.reachedCommit = true)), signalCommitting),
           after: previous && {
             committed: Effect.map(Fiber.await(previous.fiber), Exit.isSuccess),
             through: Math.max(...previous.items.map((item) => item.delivered.seq))
           }
         }
         const fiber = yield* applyBatch(contextOf(projectId, actor, pipeline), items.map((item) => item.delivered)).pipe(
-          Effect.ensuring(signalWriting),
+          Effect.ensuring(signalCommitting),
           Effect.forkChild
         )
         return Object.assign(attempt, { fiber }) satisfies Attempt
@@ -292,7 +292,7 @@ export const makeProjectActors = (options: {
       options.readAhead && actor.lane !== undefined && actor.segmentState.segments !== undefined &&
       actor.segmentState.backfills.length === 0 && !actor.run.stopped
 
-    /** Once `current` writes: the messages waiting that may go ahead of its commit, started as the next batch. */
+    /** Once `current` commits: the messages waiting that may go ahead of its commit, started as the next batch. */
     const readAheadOf = (projectId: string, actor: Actor, current: Attempt) =>
       Effect.gen(function*() {
         if (actor.held.length < MAX_BATCH && Queue.sizeUnsafe(actor.mailbox) > 0) {
@@ -304,14 +304,14 @@ export const makeProjectActors = (options: {
       })
 
     /**
-     * Applies a batch that runs in its own fiber: while it writes, the next batch may be read ahead (returned
+     * Applies a batch that runs in its own fiber: while it commits, the next batch may be read ahead (returned
      * for the loop to finish next). A batch whose fiber failed (the one before it did not commit, a
      * transient error, a lost lease) is applied again the ordinary way, retried and isolated as any other.
      */
     const finishAttempt = (projectId: string, actor: Actor, attempt: Attempt) =>
       Effect.gen(function*() {
-        yield* Deferred.await(attempt.writing)
-        const next = attempt.writes && readsAhead(actor) ? yield* readAheadOf(projectId, actor, attempt) : undefined
+        yield* Deferred.await(attempt.committing)
+        const next = attempt.reachedCommit && readsAhead(actor) ? yield* readAheadOf(projectId, actor, attempt) : undefined
         const exit = yield* Fiber.await(attempt.fiber)
         if (Exit.isSuccess(exit)) {
           if (attempt.ahead) WorkerMetrics.readAhead.inc(1, { outcome: "committed" })

@@ -502,10 +502,13 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
     if (advanced.mailQueued) outcome.mailQueued = true
     if (advanced.webhooksQueued) outcome.webhooksQueued = true
     if (advanced.timersSet) outcome.workflowTimersSet = true
-    if (context.pipeline?.writing) yield* context.pipeline.writing
 
     return outcome
-  }))
+  }).pipe(
+    // The body is done, COMMIT comes next: the lane's next batch may be read ahead from here (readAhead.ts).
+    // Later would not overlap the commit; earlier, the next batch would leave out what arrives meanwhile.
+    Effect.tap(() => context.pipeline?.committing ?? Effect.void)
+  ))
 })
 
 /** The highest stream sequence applied, for the lane (or, before lanes, the project). */

@@ -1,7 +1,7 @@
 /**
- * Read-ahead: while a lane's batch of tracked events writes and commits, its actor already starts the
- * next batch's transaction (BEGIN and its head statement) on a second connection, so that batch's round
- * trips overlap the commit before it instead of following it.
+ * Read-ahead: while a lane's batch of tracked events commits, its actor already starts the next batch's
+ * transaction (BEGIN and its head statement) on a second connection, so those round trips overlap the
+ * commit before it and what follows it (publishing its outbox rows, acks) instead of coming after them.
  *
  * Order still holds because:
  * - the next batch is started only once the batch before it has locked the lane's offset row (its head
@@ -24,8 +24,8 @@ export class ReadAheadAbandoned extends Data.TaggedError("ReadAheadAbandoned")<{
 
 /** How a batch takes part in read-ahead (BatchContext.pipeline). */
 export interface Pipeline {
-  /** Signalled when the batch starts its final writes: the next batch may be read ahead from then on. */
-  readonly writing?: Effect.Effect<void> | undefined
+  /** Signalled when the batch's statements are done and its COMMIT goes out: the next batch may be read ahead from then on. */
+  readonly committing?: Effect.Effect<void> | undefined
   /** The batch was read ahead of another: goes on only once that one committed and moved the offset through `through`. */
   readonly after?: {
     readonly committed: Effect.Effect<boolean>

@@ -235,8 +235,6 @@ export const applyTrackedBatch = Effect.fnUntraced(function*(
   if (counts.length > 0) parts.push(sql`counted AS (${countsSql(sql, counts)} RETURNING 1)`)
   if (timerList.length > 0) parts.push(sql`timed AS (${timersSql(sql, projectId, timerList)} RETURNING 1)`)
   if (outRows.length > 0) parts.push(sql`outboxed AS (${context.outbox.rowsSql(outRows)} RETURNING 1)`)
-  // From here on the lane's next batch may be read ahead (readAhead.ts): its head waits for this commit.
-  if (context.pipeline?.writing) yield* context.pipeline.writing
   const inserted = yield* sql<{ id: string }>`WITH ${sql.join(",\n", false)(parts)} SELECT id FROM ins`
   outcome.appliedInOneWrite = true
   const insertedIds = new Set(inserted.map((row) => row.id))
