@@ -54,7 +54,16 @@ describe("process accounting", () => {
       reports.push(JSON.parse(line))
       for (const waiter of waiters.splice(0)) waiter()
     })
-    await nextReport(1)
+    const first = await nextReport(1)
+    // The idle child is a node process too: wait until its start-up is over (its CPU stops moving), or a
+    // slow machine counts it in the windows below.
+    let previous = -1
+    for (let tries = 0; tries < 50; tries++) {
+      const now = readStat(first.child)?.cpuMicros ?? 0
+      if (now === previous) break
+      previous = now
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
   })
   afterAll(async () => {
     const exited = new Promise((resolve) => subject.once("exit", resolve))
