@@ -21,17 +21,15 @@
  * at all (the content no longer compiles, the audience no longer evaluates) stops the campaign —
  * CANCELLED, with the reason — rather than failing the project's batch again and again.
  */
-import { Clock, Effect, Schema } from "effect"
+import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import type { Condition } from "../domain/conditions/types.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { isolateRow, reasonOf } from "../lib/isolation.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import type { MailQueue } from "../mail/MailQueue.ts"
 import { makeRenderer } from "../mail/render.ts"
 import { type Billing, holdReason } from "../store/Billing.ts"
-import { CAMPAIGN_COLUMNS, CampaignRow, completeCampaigns, dropQueuedMail } from "../store/Campaigns.ts"
-import { compileConditionSql } from "../store/conditionSql.ts"
+import { audienceOf, CAMPAIGN_COLUMNS, CampaignRow, completeCampaigns, dropQueuedMail } from "../store/Campaigns.ts"
 import { mapSqlError } from "../store/PersistenceError.ts"
 import type { Outbox } from "../stream/Outbox.ts"
 
@@ -101,25 +99,6 @@ export const campaignStep = Effect.fnUntraced(function*(context: FanoutContext, 
   }
   yield* completeCampaigns(sql, [campaignId])
   return { queued, continued: false }
-})
-
-/** The audience as a condition over `contacts c`. */
-const audienceOf = Effect.fnUntraced(function*(sql: SqlClient.SqlClient, campaign: CampaignRow) {
-  switch (campaign.audience_type) {
-    case "ALL":
-      return sql.literal("TRUE")
-    case "FILTERED":
-      return compileConditionSql(sql, campaign.audience_condition as Condition, (yield* Clock.currentTimeMillis))
-    case "SEGMENT": {
-      const [segment] = yield* sql<{ type: string; condition: Condition | null }>`
-        SELECT type, condition FROM segments WHERE id = ${campaign.segment_id} AND project_id = ${campaign.project_id}`
-      if (!segment) return sql.literal("FALSE")
-      return segment.type === "DYNAMIC" && segment.condition
-        ? compileConditionSql(sql, segment.condition, (yield* Clock.currentTimeMillis))
-        : sql`EXISTS (SELECT 1 FROM segment_memberships m
-                      WHERE m.segment_id = ${campaign.segment_id} AND m.contact_id = c.id AND m.exited_at IS NULL)`
-    }
-  }
 })
 
 const resolvePage = Effect.fnUntraced(function*(sql: SqlClient.SqlClient, campaign: CampaignRow & { resolve_cursor: string | null }) {

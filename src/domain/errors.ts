@@ -152,6 +152,49 @@ export class CampaignNotSendable extends Schema.TaggedError<CampaignNotSendable>
   static readonly of = (status: string) => new CampaignNotSendable(campaignStateFields(status, "sent"))
 }
 
+/** A template another request needs (a SEND_EMAIL step's) is not one of the project's: missing or another project's, alike. */
+export class TemplateNotFound extends Schema.TaggedError<TemplateNotFound>()("TemplateNotFound", domainErrorFields) {
+  static readonly status = 404
+  static readonly code = "NOT_FOUND"
+  static readonly tag = "TemplateNotFound"
+  static readonly of = () => new TemplateNotFound({ message: "Template not found" })
+}
+
+/** Deleting a template that workflow SEND_EMAIL steps send: refused, naming them (as the reference refuses it). */
+export class TemplateInUse extends Schema.TaggedError<TemplateInUse>()("TemplateInUse", domainErrorFields) {
+  static readonly status = 409
+  static readonly code = "TEMPLATE_IN_USE"
+  static readonly tag = "TemplateInUse"
+  static readonly of = (workflows: ReadonlyArray<{ readonly id: string; readonly name: string; readonly stepId: string }>) => {
+    const names = [...new Set(workflows.map((workflow) => workflow.name))]
+    return new TemplateInUse({
+      message: `The template is used by workflow steps (${names.join(", ")}): remove it from them first`,
+      details: { workflows: workflows.map(({ id, name, stepId }) => ({ id, name, stepId })) }
+    })
+  }
+}
+
+/** POST /workflows/:id/executions for a disabled workflow: a 400, as the reference answers it. */
+export class WorkflowDisabled extends Schema.TaggedError<WorkflowDisabled>()("WorkflowDisabled", domainErrorFields) {
+  static readonly status = 400
+  static readonly code = "WORKFLOW_DISABLED"
+  static readonly tag = "WorkflowDisabled"
+  static readonly of = () =>
+    new WorkflowDisabled({ message: "The workflow is not enabled: enable it (PATCH /workflows/:id { enabled: true }) to start executions" })
+}
+
+/** Sending (or scheduling) a campaign no contact would receive: a 400, as the reference answers it. */
+export class CampaignAudienceEmpty extends Schema.TaggedError<CampaignAudienceEmpty>()("CampaignAudienceEmpty", domainErrorFields) {
+  static readonly status = 400
+  static readonly code = "EMPTY_AUDIENCE"
+  static readonly tag = "CampaignAudienceEmpty"
+  static readonly of = () =>
+    new CampaignAudienceEmpty({
+      message: "Campaign has no recipients: no contact of its audience can receive it",
+      suggestion: "Check the audience (segment or filter), and that its contacts are subscribed (marketing) and not suppressed."
+    })
+}
+
 /** Every domain error the API can answer, for code that maps any of them (the web app's failure view). */
 export const DomainErrors = [
   InvalidCursor,
@@ -164,7 +207,11 @@ export const DomainErrors = [
   TransitionExists,
   DeadLetterNotReplayable,
   InvalidCampaignState,
-  CampaignNotSendable
+  CampaignNotSendable,
+  TemplateNotFound,
+  TemplateInUse,
+  WorkflowDisabled,
+  CampaignAudienceEmpty
 ] as const
 
 export type DomainError = InstanceType<(typeof DomainErrors)[number]>

@@ -16,7 +16,7 @@ export const enforceRateLimit = Effect.fnUntraced(function*(decision: RateDecisi
   if (!decision.allowed) {
     return yield* new ApiError({
       status: 429,
-      code: "RATE_LIMITED",
+      code: "RATE_LIMIT_EXCEEDED",
       message: `Rate limit of ${decision.limit} requests per minute exceeded for this ${subject}${counted}`,
       details: { limit: decision.limit, retryAfterSeconds: decision.resetSeconds },
       suggestion: "Wait for the number of seconds in Retry-After, then retry.",

@@ -1,13 +1,16 @@
 /**
  * Template rendering: Liquid (liquidjs) in a sandbox, plus our small dialect on top of it.
  *
- * Sandbox: templates come from an empty in-memory map (no `include`/`render`/`layout` of files),
- * only own properties are readable, and parse size, render time, memory and output are capped, so a
+ * Sandbox: templates come from an empty in-memory map, and `include`, `render` and `layout` (the tags
+ * that read other templates) are refused when the template is parsed, so a template using them is
+ * refused when saved rather than failing at send; only own properties are readable, and parse size, render time, memory and output are capped, so a
  * hostile template fails fast with a TemplateError instead of stalling (or filling) the process that
  * renders it (src/mail/prepare.ts turns it into the typed RenderError of src/mail/errors.ts). Output is counted as it is produced: rendering stops at the cap, it is not checked after.
  *
  * Dialect, rewritten into plain Liquid before parsing:
  * - `{{ name ?? "fallback" }}`: the fallback when the value is missing or null (not when it is "" or false);
+ *   the fallback is always a literal, quoted or not (`{{ name ?? there }}` falls back to "there", as the
+ *   reference platform renders it), and of several (`a ?? b ?? c`) the first applies;
  * - `{{ first name }}`: a key with spaces, read from the variables (`data["first name"]` works too).
  * HTML bodies escape every output; subjects are plain text.
  */
@@ -104,8 +107,19 @@ const makeEngine = (escapeHtml: boolean, limits: RenderLimits) => {
   engine.renderer.renderTemplates = (templates, context, emitter) =>
     renderTemplates(templates, context, emitter ?? new ChargedEmitter(context.memoryLimit))
   engine.registerFilter("__fallback", (value: unknown, fallback: unknown) => value === undefined || value === null ? fallback : value)
+  for (const name of FILE_TAGS) {
+    engine.registerTag(name, {
+      parse() {
+        throw new Error(`the {% ${name} %} tag is not available: templates cannot include other templates`)
+      },
+      render() {}
+    })
+  }
   return engine
 }
+
+/** Tags that read other templates by name: there are none to read, so they are refused when parsed. */
+const FILE_TAGS = ["include", "render", "layout"] as const
 
 /** A Liquid keyword or literal that must not be mistaken for a key with spaces. */
 const KEYWORDS = new Set(["and", "or", "contains", "empty", "blank", "nil", "null", "true", "false"])
@@ -120,9 +134,11 @@ const rewriteSpacedKey = (expression: string): string => {
   return ` data[${JSON.stringify(words.join(" "))}] `
 }
 
-/** Finds `a ?? b` at the top level of an output expression (outside quotes). */
-const splitFallback = (expression: string): [string, string] | undefined => {
+/** Splits an output expression at each `??` of its top level (outside quotes): the value, then its fallbacks. */
+const splitFallbacks = (expression: string): Array<string> => {
+  const parts: Array<string> = []
   let quote: string | undefined
+  let start = 0
   for (let i = 0; i < expression.length - 1; i++) {
     const char = expression[i]!
     if (quote) {
@@ -130,10 +146,26 @@ const splitFallback = (expression: string): [string, string] | undefined => {
     } else if (char === "\"" || char === "'") {
       quote = char
     } else if (char === "?" && expression[i + 1] === "?") {
-      return [expression.slice(0, i), expression.slice(i + 2)]
+      parts.push(expression.slice(start, i))
+      start = i + 2
+      i++
     }
   }
-  return undefined
+  parts.push(expression.slice(start))
+  return parts
+}
+
+/**
+ * A fallback as a Liquid string literal: a quoted one as written, a bare one (`there`, `Dear customer`)
+ * quoted, as the reference platform reads it (a literal, never a variable). Liquid strings have no
+ * escapes: a bare fallback holding both quote characters keeps its double quotes as `&quot;`.
+ */
+const fallbackLiteral = (raw: string): string => {
+  const value = raw.trim()
+  if (value.length >= 2 && (value[0] === "\"" || value[0] === "'") && value.at(-1) === value[0]) return value
+  if (!value.includes("\"")) return `"${value}"`
+  if (!value.includes("'")) return `'${value}'`
+  return `"${value.replaceAll("\"", "&quot;")}"`
 }
 
 /** Rewrites our dialect inside `{{ … }}` output tags into plain Liquid. */
@@ -143,12 +175,9 @@ export const toLiquid = (source: string): string =>
     const pipe = findTopLevelPipe(inner)
     let head = pipe === -1 ? inner : inner.slice(0, pipe)
     const filters = pipe === -1 ? "" : inner.slice(pipe)
-    const fallback = splitFallback(head)
-    if (fallback) {
-      head = `${rewriteSpacedKey(fallback[0])} | __fallback: ${fallback[1].trim()} `
-    } else {
-      head = rewriteSpacedKey(head)
-    }
+    const [value, ...fallbacks] = splitFallbacks(head)
+    head = rewriteSpacedKey(value!)
+    if (fallbacks.length > 0) head = `${head} ${fallbacks.map((fallback) => `| __fallback: ${fallbackLiteral(fallback)}`).join(" ")} `
     return `{{${open}${head}${filters}${close}}}`
   })
 
@@ -178,10 +207,16 @@ export interface CompiledTemplate {
   readonly render: (variables: Record<string, unknown>, maxChars?: number) => Promise<string>
 }
 
+/**
+ * The reason liquidjs gives, with the line it names (our rewriting of `{{ … }}` keeps line breaks where
+ * they are, so the line is the author's; columns may shift and are left out).
+ */
 const describe = (error: unknown): string => {
   const message = error instanceof Error ? error.message : String(error)
   // liquidjs appends the template excerpt over several lines; the first line is the reason.
-  return message.split("\n")[0]!.replace(/, line:\d+, col:\d+$/, "")
+  const first = message.split("\n")[0]!
+  const position = /, line:(\d+), col:\d+$/.exec(first)
+  return position ? `${first.slice(0, position.index)} (line ${position[1]})` : first
 }
 
 export const makeRenderer = (limits: RenderLimits = DEFAULT_LIMITS): Renderer => {
@@ -238,7 +273,8 @@ export const templateSyntaxProblem = (source: string, kind: "html" | "text"): st
 
 /**
  * The variables a template sees: the contact's data and this send's values at the top level (the
- * send's win), the same under `data`, plus `email`, `id` and the contact's links.
+ * send's win), the same under `data`, plus `email`, `id` (also as `plunk_email`, `plunk_id`) and the
+ * contact's links.
  */
 export const templateVariables = (input: {
   readonly contact: { readonly id: string; readonly email: string; readonly data: Readonly<Record<string, unknown>> }
@@ -254,6 +290,9 @@ export const templateVariables = (input: {
     contact: { id: input.contact.id, email: input.contact.email, data: input.contact.data },
     email: input.contact.email,
     id: input.contact.id,
+    // The reference platform's names for the same (reserved keys: never custom data).
+    plunk_id: input.contact.id,
+    plunk_email: input.contact.email,
     ...input.links
   }
 }

@@ -9,13 +9,14 @@ import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import type { Condition } from "../domain/conditions/types.ts"
 import { conditionReads } from "../domain/conditions/validate.ts"
-import { CampaignNotSendable, InvalidCampaignState } from "../domain/errors.ts"
+import { CampaignAudienceEmpty, CampaignNotSendable, InvalidCampaignState } from "../domain/errors.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { isolateRow } from "../lib/isolation.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import { OWNER_LANE } from "../stream/lanes.ts"
 import { Outbox } from "../stream/Outbox.ts"
 import { isoOrNull } from "./columns.ts"
+import { compileConditionSql } from "./conditionSql.ts"
 import { pagedList, type SortedPage } from "./pagedList.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 import { contentColumns, type TemplateType } from "./Templates.ts"
@@ -173,6 +174,41 @@ export const dropQueuedMail = (sql: SqlClient.SqlClient, campaignId: string, rea
            failed_count = failed_count + (SELECT count(*) FROM dropped)
     WHERE id = ${campaignId} RETURNING ${sql.literal(CAMPAIGN_COLUMNS)}`.pipe(Effect.flatMap(decodeCampaignRows))
 
+/** The audience as a condition over `contacts c`. */
+export const audienceOf = Effect.fnUntraced(function*(sql: SqlClient.SqlClient, campaign: CampaignRow) {
+  switch (campaign.audience_type) {
+    case "ALL":
+      return sql.literal("TRUE")
+    case "FILTERED":
+      return compileConditionSql(sql, campaign.audience_condition as Condition, (yield* Clock.currentTimeMillis))
+    case "SEGMENT": {
+      const [segment] = yield* sql<{ type: string; condition: Condition | null }>`
+        SELECT type, condition FROM segments WHERE id = ${campaign.segment_id} AND project_id = ${campaign.project_id}`
+      if (!segment) return sql.literal("FALSE")
+      return segment.type === "DYNAMIC" && segment.condition
+        ? compileConditionSql(sql, segment.condition, (yield* Clock.currentTimeMillis))
+        : sql`EXISTS (SELECT 1 FROM segment_memberships m
+                      WHERE m.segment_id = ${campaign.segment_id} AND m.contact_id = c.id AND m.exited_at IS NULL)`
+    }
+  }
+})
+
+/**
+ * Whether any contact would get the campaign's mail now: in its audience, not suppressed and, for a
+ * MARKETING campaign, subscribed (what fan-out freezes as eligible). Stops at the first one.
+ */
+const hasRecipients = Effect.fnUntraced(function*(sql: SqlClient.SqlClient, campaign: CampaignRow) {
+  const audience = yield* audienceOf(sql, campaign)
+  const [row] = yield* sql<{ found: boolean }>`
+    SELECT EXISTS (
+      SELECT 1 FROM contacts c
+      WHERE c.project_id = ${campaign.project_id} AND ${audience}
+        AND (${campaign.type !== "MARKETING"} OR c.subscribed)
+        AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.project_id = c.project_id AND s.email = c.email)
+    ) AS found`
+  return row?.found === true
+})
+
 /** Marks SENDING campaigns SENT once all their mail is queued and none is still open. */
 export const completeCampaigns = (sql: SqlClient.SqlClient, campaignIds: ReadonlyArray<string>) =>
   campaignIds.length === 0
@@ -194,11 +230,21 @@ export class Campaigns extends Context.Service<Campaigns, {
   readonly list: (projectId: string, query: ListQuery) => Effect.Effect<{ readonly data: ReadonlyArray<Campaign>; readonly total: number }, PersistenceError>
   /** Replaces the content and audience; only while DRAFT or SCHEDULED (InvalidCampaignState otherwise). Undefined: no such campaign. */
   readonly replace: (projectId: string, id: string, input: CampaignInput) => Effect.Effect<Campaign | undefined, InvalidCampaignState | PersistenceError>
-  /** Deletes unless SENDING (InvalidCampaignState). */
+  /** Deletes a DRAFT only (InvalidCampaignState otherwise), as the reference does: what was sent keeps its record. */
   readonly remove: (projectId: string, id: string) => Effect.Effect<true | undefined, InvalidCampaignState | PersistenceError>
-  /** From DRAFT or SCHEDULED (CampaignNotSendable otherwise): SCHEDULED at `at`, or SENDING now (with the first fan-out command). */
-  readonly send: (projectId: string, id: string, at: Date | undefined) => Effect.Effect<Campaign | undefined, CampaignNotSendable | PersistenceError>
-  /** From SCHEDULED or SENDING (InvalidCampaignState otherwise): CANCELLED, and its mail not yet handed to SMTP is not sent. */
+  /**
+   * From DRAFT or SCHEDULED (CampaignNotSendable otherwise), when some contact would get it
+   * (CampaignAudienceEmpty otherwise): SCHEDULED at `at`, or SENDING now (with the first fan-out command).
+   */
+  readonly send: (
+    projectId: string,
+    id: string,
+    at: Date | undefined
+  ) => Effect.Effect<Campaign | undefined, CampaignNotSendable | CampaignAudienceEmpty | PersistenceError>
+  /**
+   * From SCHEDULED: back to an editable DRAFT, unscheduled (nothing was sent). From SENDING: CANCELLED,
+   * its mail not yet handed to SMTP not sent. InvalidCampaignState otherwise.
+   */
   readonly cancel: (projectId: string, id: string) => Effect.Effect<Campaign | undefined, InvalidCampaignState | PersistenceError>
   readonly stats: (projectId: string, id: string) => Effect.Effect<CampaignStats | undefined, PersistenceError>
   /**
@@ -266,12 +312,12 @@ export class Campaigns extends Context.Service<Campaigns, {
       }, mapSqlError)
 
       /** Locks the campaign and applies `change` when its status allows it (`refused` otherwise); undefined: no such campaign. */
-      const transition = <A, E>(
+      const transition = <A, E, E2 = never>(
         projectId: string,
         id: string,
         allowed: ReadonlyArray<CampaignStatus>,
         refused: (status: CampaignStatus) => E,
-        change: (row: CampaignRow) => Effect.Effect<A, SqlError.SqlError | Schema.SchemaError>
+        change: (row: CampaignRow) => Effect.Effect<A, E2 | SqlError.SqlError | Schema.SchemaError>
       ) =>
         sql.withTransaction(Effect.gen(function*() {
           const [row] = yield* sql`
@@ -298,10 +344,11 @@ export class Campaigns extends Context.Service<Campaigns, {
         transition(
           projectId,
           id,
-          ["DRAFT", "SCHEDULED", "SENT", "CANCELLED"],
-          (status) => InvalidCampaignState.of(status, "deleted while sending; cancel it first"),
-          () =>
-          Effect.as(sql`DELETE FROM campaigns WHERE id = ${id}`, true as const))
+          ["DRAFT"],
+          (status) =>
+            InvalidCampaignState.of(status, status === "SCHEDULED" || status === "SENDING" ? "deleted: cancel it first" : "deleted: only drafts can"),
+          () => Effect.as(sql`DELETE FROM campaigns WHERE id = ${id}`, true as const)
+        )
 
       const startSending = (row: Pick<CampaignRow, "id" | "project_id">) =>
         Effect.gen(function*() {
@@ -319,16 +366,27 @@ export class Campaigns extends Context.Service<Campaigns, {
 
       const send = (projectId: string, id: string, at: Date | undefined) =>
         transition(projectId, id, ["DRAFT", "SCHEDULED"], CampaignNotSendable.of, (row) =>
-          at && at.getTime() > clock.currentTimeMillisUnsafe()
-            ? Effect.map(sql`
-                UPDATE campaigns SET status = 'SCHEDULED', scheduled_for = ${at.toISOString()}, updated_at = now()
-                WHERE id = ${id} RETURNING ${sql.literal(CAMPAIGN_COLUMNS)}`.pipe(Effect.flatMap(decodeCampaignRows)), (rows) =>
-                toCampaign(rows[0]!))
-            : startSending(row))
+          Effect.gen(function*() {
+            // As the reference refuses it: a campaign nobody would get is not sent (nor scheduled).
+            if (!(yield* hasRecipients(sql, row).pipe(Effect.provideService(Clock.Clock, clock)))) return yield* CampaignAudienceEmpty.of()
+            return at && at.getTime() > clock.currentTimeMillisUnsafe()
+              ? toCampaign((yield* sql`
+                  UPDATE campaigns SET status = 'SCHEDULED', scheduled_for = ${at.toISOString()}, updated_at = now()
+                  WHERE id = ${id} RETURNING ${sql.literal(CAMPAIGN_COLUMNS)}`.pipe(Effect.flatMap(decodeCampaignRows)))[0]!)
+              : yield* startSending(row)
+          }))
 
       const cancel = (projectId: string, id: string) =>
-        transition(projectId, id, ["SCHEDULED", "SENDING"], (status) => InvalidCampaignState.of(status, "cancelled"), () =>
+        transition(projectId, id, ["SCHEDULED", "SENDING"], (status) => InvalidCampaignState.of(status, "cancelled"), (row) =>
           Effect.gen(function*() {
+            if (row.status === "SCHEDULED") {
+              // Nothing was sent: an editable draft again, as the reference returns it. The due loop reads
+              // SCHEDULED rows only, so it will not start it.
+              const [draft] = yield* sql`
+                UPDATE campaigns SET status = 'DRAFT', scheduled_for = NULL, updated_at = now()
+                WHERE id = ${id} RETURNING ${sql.literal(CAMPAIGN_COLUMNS)}`.pipe(Effect.flatMap(decodeCampaignRows))
+              return toCampaign(draft!)
+            }
             // The fan-out step locks the campaign too, so no mail is queued after this commits.
             const [updated] = yield* dropQueuedMail(sql, id, "the campaign was cancelled", null)
             return toCampaign(updated!)

@@ -450,7 +450,8 @@ export class Contacts extends Context.Service<Contacts, {
           ORDER BY f.key`
         const coverage = (covered: number) => (total === 0 ? 0 : Math.round((covered / total) * 10_000) / 10_000)
         return [
-          ...STANDARD_FIELDS.map(([field, type]) => ({ field, type, isCustom: false, coverage: total === 0 ? 0 : 1 })),
+          // Every contact has them, so they cover the project even before it has contacts (as the reference reports them).
+          ...STANDARD_FIELDS.map(([field, type]) => ({ field, type, isCustom: false, coverage: 1 })),
           ...custom.map((row) => ({
             field: `data.${row.key}`,
             type: row.type,

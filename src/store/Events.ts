@@ -105,7 +105,7 @@ export class Events extends Context.Service<Events, {
         const rows = yield* sql<{ name: string; count: number; last_at: Date }>`
           SELECT name, sum(count)::int AS count, max(last_at) AS last_at
           FROM event_aggregates WHERE project_id = ${projectId}
-          GROUP BY name ORDER BY name`
+          GROUP BY name ORDER BY count DESC, name`
         return rows.map((row) => ({ name: row.name, count: row.count, lastSeenAt: new Date(row.last_at).toISOString() }))
       }, mapSqlError)
 

@@ -2,6 +2,7 @@
 import { ProjectId, TemplateId } from "../domain/identifiers.ts"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
+import { TemplateInUse } from "../domain/errors.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { Timestamp } from "./columns.ts"
 import { pagedList, type SortedPage } from "./pagedList.ts"
@@ -76,7 +77,8 @@ export class Templates extends Context.Service<Templates, {
   readonly create: (projectId: string, input: TemplateInput) => Effect.Effect<Template, PersistenceError>
   readonly get: (projectId: string, id: string) => Effect.Effect<Template | undefined, PersistenceError>
   readonly update: (projectId: string, id: string, input: TemplateInput) => Effect.Effect<Template | undefined, PersistenceError>
-  readonly remove: (projectId: string, id: string) => Effect.Effect<boolean, PersistenceError>
+  /** Deletes unless workflow SEND_EMAIL steps send it (TemplateInUse, naming them); false: no such template. */
+  readonly remove: (projectId: string, id: string) => Effect.Effect<boolean, TemplateInUse | PersistenceError>
   readonly list: (
     projectId: string,
     query: TemplateListQuery
@@ -121,8 +123,20 @@ export class Templates extends Context.Service<Templates, {
       }, mapSqlError)
 
       const remove = Effect.fn("Templates.remove")(function*(projectId: string, id: string) {
-        const rows = yield* sql`DELETE FROM templates WHERE project_id = ${projectId} AND id = ${id} RETURNING id`
-        return rows.length > 0
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          // Locked first: a step saved with this template holds it FOR SHARE until it commits (store/Workflows.ts),
+          // so the steps read next include every step that will send it.
+          const found = yield* sql`SELECT id FROM templates WHERE project_id = ${projectId} AND id = ${id} FOR UPDATE`
+          if (found.length === 0) return false
+          const users = yield* sql<{ id: string; name: string; step_id: string }>`
+            SELECT w.id, w.name, s.id AS step_id
+            FROM workflow_steps s JOIN workflows w ON w.id = s.workflow_id
+            WHERE w.project_id = ${projectId} AND s.type = 'SEND_EMAIL' AND s.config ->> 'templateId' = ${id}
+            ORDER BY w.created_at, w.id, s.created_at`
+          if (users.length > 0) return yield* TemplateInUse.of(users.map((user) => ({ id: user.id, name: user.name, stepId: user.step_id })))
+          yield* sql`DELETE FROM templates WHERE id = ${id}`
+          return true
+        }))
       }, mapSqlError)
 
       const list = Effect.fn("Templates.list")(function*(projectId: string, query: TemplateListQuery) {

@@ -11,7 +11,9 @@ import {
   ExecutionActive,
   ExecutionNotActive,
   ReentryNotAllowed,
+  TemplateNotFound,
   TransitionExists,
+  WorkflowDisabled,
   WorkflowHasActiveExecutions
 } from "../domain/errors.ts"
 import { uuidv7 } from "../domain/ids.ts"
@@ -159,14 +161,16 @@ export class Workflows extends Context.Service<Workflows, {
   readonly remove: (projectId: string, id: string) => Sql<boolean, WorkflowHasActiveExecutions>
   /** Structural edits run under the workflow's row lock and are refused while executions are active. */
   readonly structural: <A, E>(projectId: string, workflowId: string, edit: Effect.Effect<A, E, SqlClient.SqlClient>) => Sql<A, E | WorkflowHasActiveExecutions>
-  readonly insertStep: (workflowId: string, input: { type: StepType; name: string; config: Record<string, unknown>; position: unknown }) => Sql<StoredStep>
-  readonly updateStep: (projectId: string, workflowId: string, stepId: string, input: { name?: string | undefined; config?: Record<string, unknown> | undefined; position?: unknown }) => Sql<StoredStep | undefined>
+  /** A SEND_EMAIL step's template must be the project's (TemplateNotFound), and cannot be deleted until this commits. */
+  readonly insertStep: (projectId: string, workflowId: string, input: { type: StepType; name: string; config: Record<string, unknown>; position: unknown }) => Sql<StoredStep, TemplateNotFound>
+  readonly updateStep: (projectId: string, workflowId: string, stepId: string, input: { name?: string | undefined; config?: Record<string, unknown> | undefined; position?: unknown }) => Sql<StoredStep | undefined, TemplateNotFound>
   readonly deleteStep: (workflowId: string, stepId: string, spliceTo: string | undefined) => Sql<void>
   /** Fails with TransitionExists when that way out of the step is taken (the unique index, under concurrent edits). */
   readonly insertTransition: (workflowId: string, input: { fromStepId: string; toStepId: string; branch: string | null; waitOutcome: string | null }) => Sql<StoredTransition, TransitionExists>
   readonly deleteTransition: (workflowId: string, transitionId: string) => Sql<boolean>
   /** Records a manual start (RUNNING at the TRIGGER step) and tells the actor to advance it. */
-  readonly startExecution: (workflow: WorkflowDetail, contactId: string, context: Record<string, unknown>) => Sql<Execution, ExecutionActive | ReentryNotAllowed>
+  /** Only while the workflow is enabled (WorkflowDisabled otherwise), as its triggers start executions. */
+  readonly startExecution: (workflow: WorkflowDetail, contactId: string, context: Record<string, unknown>) => Sql<Execution, WorkflowDisabled | ExecutionActive | ReentryNotAllowed>
   readonly listExecutions: (workflowId: string, status: ExecutionStatus | undefined, page: number, pageSize: number) => Sql<{ data: ReadonlyArray<Execution>; total: number }>
   readonly getExecution: (workflowId: string, executionId: string) => Sql<(Execution & { steps: ReadonlyArray<StepExecution> }) | undefined>
   /** Cancels one active execution (its timer goes; a due timer or a late webhook outcome is then a no-op). */
@@ -294,7 +298,22 @@ export class Workflows extends Context.Service<Workflows, {
         ))
       }, mapSqlError)
 
-      const insertStep = Effect.fn("Workflows.insertStep")(function*(workflowId: string, input: { type: StepType; name: string; config: Record<string, unknown>; position: unknown }) {
+      /**
+       * The template a step config sends, held FOR SHARE until the caller's transaction commits: missing (or
+       * another project's) is TemplateNotFound, and a concurrent template delete (Templates.remove, which
+       * locks it FOR UPDATE) waits and then sees the step.
+       */
+      const holdTemplate = (projectId: string, config: Record<string, unknown> | undefined) =>
+        Effect.gen(function*() {
+          const templateId = config?.templateId
+          // The step rules refused anything but a UUID (src/workflows/graph.ts).
+          if (typeof templateId !== "string") return
+          const found = yield* sql`SELECT 1 FROM templates WHERE project_id = ${projectId} AND id = ${templateId}::uuid FOR SHARE`
+          if (found.length === 0) return yield* TemplateNotFound.of()
+        })
+
+      const insertStep = Effect.fn("Workflows.insertStep")(function*(projectId: string, workflowId: string, input: { type: StepType; name: string; config: Record<string, unknown>; position: unknown }) {
+        if (input.type === "SEND_EMAIL") yield* holdTemplate(projectId, input.config)
         const [row] = yield* sql`
           INSERT INTO workflow_steps (id, workflow_id, type, name, config, position, created_at)
           VALUES (${uuidv7()}, ${workflowId}, ${input.type}, ${input.name}, ${JSON.stringify(input.config)}::jsonb,
@@ -306,6 +325,10 @@ export class Workflows extends Context.Service<Workflows, {
       const updateStep = Effect.fn("Workflows.updateStep")(function*(projectId: string, workflowId: string, stepId: string, input: { name?: string | undefined; config?: Record<string, unknown> | undefined; position?: unknown }) {
         const commands: Array<Command> = []
         return yield* sql.withTransaction(Effect.gen(function*() {
+          if (input.config !== undefined) {
+            const [step] = yield* sql<{ type: string }>`SELECT type FROM workflow_steps WHERE workflow_id = ${workflowId} AND id = ${stepId}`
+            if (step?.type === "SEND_EMAIL") yield* holdTemplate(projectId, input.config)
+          }
           const [row] = yield* sql`
             UPDATE workflow_steps SET
               name = COALESCE(${input.name ?? null}, name),
@@ -352,7 +375,9 @@ export class Workflows extends Context.Service<Workflows, {
         const commands: Array<Command> = []
         return yield* sql.withTransaction(Effect.gen(function*() {
           // As the actor's starts do: a concurrent structural edit sees this execution or precedes it.
-          yield* sql`SELECT 1 FROM workflows WHERE id = ${workflow.id} FOR SHARE`
+          const [current] = yield* sql<{ enabled: boolean }>`SELECT enabled FROM workflows WHERE id = ${workflow.id} FOR SHARE`
+          // Read under the lock: a workflow being disabled concurrently is either seen disabled or disabled after this start.
+          if (!current?.enabled) return yield* WorkflowDisabled.of()
           const previous = yield* sql<{ status: string }>`
             SELECT status FROM workflow_executions WHERE workflow_id = ${workflow.id} AND contact_id = ${contactId}
             ORDER BY (status IN ('RUNNING', 'WAITING')) DESC LIMIT 1`

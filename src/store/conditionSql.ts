@@ -77,7 +77,9 @@ export const compileConditionSql = (sql: SqlClient.SqlClient, condition: Conditi
           const v = dataValue(ref.path)
           contains = sql`(jsonb_typeof(${v}) = 'string' AND strpos(lower(${v} #>> '{}'), lower(${String(value)})) > 0)`
         } else contains = FALSE
-        return operator === "contains" ? sql`COALESCE(${contains}, FALSE)` : not(contains)
+        if (operator === "contains") return sql`COALESCE(${contains}, FALSE)`
+        // Only a value the contact has can fail to contain: a missing (or JSON null) field matches neither.
+        return ref.kind === "data" ? sql`(${dataValue(ref.path)} IS NOT NULL AND ${not(contains)})` : not(contains)
       }
       case "greaterThan":
       case "lessThan":

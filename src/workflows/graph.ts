@@ -3,8 +3,8 @@
  * rules (one way out of a step, one per branch for CONDITION and per outcome for WAIT_FOR_EVENT, no
  * cycles, no way out of EXIT, nothing into TRIGGER), and how the engine finds a step's successor.
  */
-import { canonicalCondition, canonicalField } from "../domain/conditions/canonical.ts"
-import { type Condition, ENGAGEMENT_EVENTS, type Filter } from "../domain/conditions/types.ts"
+import { canonicalCondition, canonicalField, renameFields } from "../domain/conditions/canonical.ts"
+import { type Condition, ENGAGEMENT_EVENTS, type Filter, parseField, VALUE_OPERATORS } from "../domain/conditions/types.ts"
 import { validateCondition } from "../domain/conditions/validate.ts"
 import { dataPayloadProblems, isPlainObject } from "../domain/customData.ts"
 import { isValidEmail } from "../domain/email.ts"
@@ -64,6 +64,39 @@ const rewriteContextFields = (tree: Condition): Condition => ({
     ...(group.conditions ? { conditions: rewriteContextFields(group.conditions) } : {})
   }))
 })
+
+/**
+ * The reference platform's names for CONDITION fields, accepted so workflows migrated from it load.
+ * With a value operator, `contact.<field>` is the contact's `<field>` (`contact.email`,
+ * `contact.subscribed`, `contact.data.plan`) and `event.<key>` the execution context's `<key>` (the
+ * trigger event's data: `context.<key>` here). With an event operator `event.<name>` stays the event
+ * (and `contact.subscribed` names the emitted event). Stored, and shown back, under this service's names.
+ */
+export const workflowField = (field: string, operator: unknown): string => {
+  if (!(VALUE_OPERATORS as ReadonlyArray<unknown>).includes(operator)) return field
+  if (field.startsWith("contact.")) {
+    const kind = parseField(field.slice(8))?.kind
+    return kind === "email" || kind === "subscribed" || kind === "timestamp" || kind === "data" ? field.slice(8) : field
+  }
+  return field.startsWith("event.") && field.length > 6 ? `context.${field.slice(6)}` : field
+}
+
+/**
+ * Every field name a CONDITION step accepts, ours and the reference's (workflowField), typed as the
+ * reference lists them (`{ field, type, category }`, by name): contact fields, custom data, and the
+ * execution context's keys.
+ */
+export const conditionFieldList = (
+  contactFields: ReadonlyArray<{ readonly field: string; readonly type: string }>,
+  contextKeys: ReadonlyArray<string>
+) =>
+  [
+    ...contactFields.flatMap(({ field, type }) => {
+      const category = field.startsWith("data.") ? "Custom Data" : "Contact Fields"
+      return [{ field, type, category }, { field: `contact.${field}`, type, category }]
+    }),
+    ...contextKeys.flatMap((key) => [`context.${key}`, `event.${key}`].map((field) => ({ field, type: "string", category: "Event Data" })))
+  ].sort((a, b) => (a.field < b.field ? -1 : a.field > b.field ? 1 : 0))
 
 /** The condition tree of a CONDITION step (a single filter becomes a one-filter tree), ready to evaluate. */
 export const conditionOf = (config: Record<string, unknown>): Condition => {
@@ -157,9 +190,13 @@ const checkStepFields = (type: StepType, input: unknown): { config: Record<strin
         problem("condition", "A CONDITION step needs a condition tree (condition) or a filter (field, operator, value)", "required")
         break
       }
-      // Bare event names are stored as event.<name>, as segments and audiences store them.
-      if (isPlainObject(config.condition)) config.condition = canonicalCondition(config.condition)
-      else config.field = canonicalField(config.field, config.operator)
+      // Bare event names are stored as event.<name>, as segments and audiences store them; the reference's
+      // field names (workflowField) under ours.
+      if (isPlainObject(config.condition)) config.condition = renameFields(canonicalCondition(config.condition), workflowField)
+      else {
+        const field = canonicalField(config.field, config.operator)
+        config.field = typeof field === "string" ? workflowField(field, config.operator) : field
+      }
       const found = validateCondition(rewrittenForValidation(config), isPlainObject(config.condition) ? "config.condition" : "config")
       for (const found1 of found) {
         // A one-filter config is validated as a tree; report the config's own paths.

@@ -138,4 +138,25 @@ describe("campaigns", () => {
     expect(new URL(page.url()).searchParams.get("status")).toBe("SENT")
     await screenshot(page, "campaigns-1280")
   }, 55_000)
+
+  it("cancels a scheduled campaign back to a draft, which can then be deleted (only drafts can)", async () => {
+    const created = await env.call("POST", "/campaigns", {
+      name: "Spring teaser", subject: "Soon", body: "<p>Soon</p>", from: "news@acme.test", audienceType: "SEGMENT", segmentId
+    })
+    const id = created.data.id
+    await env.call("POST", `/campaigns/${id}/send`, { scheduledFor: new Date(Date.now() + 86_400_000).toISOString() })
+    const page = await env.page()
+    await page.goto(projectPath(`/campaigns/${id}`))
+    await heading(page, "Spring teaser")
+    await expect.poll(() => page.getByTestId("campaign-status").innerText()).toBe("scheduled")
+    expect(await page.getByRole("button", { name: "Delete" }).count()).toBe(0)
+    await page.getByRole("button", { name: "Cancel schedule" }).click()
+    const dialog = page.getByRole("dialog", { name: "Cancel Spring teaser?" })
+    await dialog.getByText("it goes back to a draft").waitFor()
+    await screenshot(page, "campaign-unschedule-1280")
+    await dialog.getByRole("button", { name: "Cancel schedule" }).click()
+    await expect.poll(() => page.getByTestId("campaign-status").innerText(), { timeout: 10_000 }).toBe("draft")
+    expect(await env.call("GET", `/campaigns/${id}`)).toMatchObject({ status: "DRAFT", scheduledFor: null })
+    await page.getByRole("button", { name: "Delete" }).waitFor()
+  }, 30_000)
 })

@@ -157,6 +157,7 @@ describe("contacts in the dashboard", () => {
       condition: { logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "pro" }] }] }
     })
     const workflow = await env.call("POST", "/workflows", { name: "Editor onboarding", eventName: "edited" })
+    await env.call("PATCH", `/workflows/${workflow.id}`, { enabled: true })
     await env.call("POST", `/workflows/${workflow.id}/executions`, { contactId: created.id })
 
     const page = await env.page()
@@ -328,7 +329,7 @@ describe("templates in the dashboard", () => {
     expect(Buffer.from(await served.arrayBuffer())).toEqual(PNG)
 
     await page.getByRole("button", { name: "Duplicate" }).click()
-    await heading(page, "With picture (copy)")
+    await heading(page, "With picture (Copy)")
     const copyId = new URL(page.url()).pathname.split("/").pop()
     expect(copyId).not.toBe(template.id)
     expect((await env.call("GET", `/templates/${copyId}`)).body).toContain(`<img src="${url}"`)

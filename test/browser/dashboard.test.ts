@@ -310,6 +310,6 @@ describe("the dashboard", () => {
       name: "Onboarding", subject: "Your {{ plan }} plan", body: "<p>Seats: {{ seats }}</p>", from: "hi@editor.acme.test"
     })
     await page.getByRole("button", { name: "Duplicate" }).click()
-    await heading(page, "Onboarding (copy)")
+    await heading(page, "Onboarding (Copy)")
   })
 })

@@ -116,7 +116,7 @@ describe("campaign API", () => {
     expect(replaced.json).toMatchObject({ name: "Replaced", type: "TRANSACTIONAL", status: "DRAFT" })
     const copy = await secret("POST", `/campaigns/${campaign.id}/duplicate`)
     expect(copy.status).toBe(201)
-    expect(copy.json.data).toMatchObject({ name: "Replaced (copy)", status: "DRAFT" })
+    expect(copy.json.data).toMatchObject({ name: "Replaced (Copy)", status: "DRAFT" })
     expect(copy.json.data.id).not.toBe(campaign.id)
     const other = await context.stack.createProject("other")
     for (const [method, path] of [["GET", ""], ["DELETE", ""], ["GET", "/stats"], ["POST", "/send"], ["POST", "/cancel"], ["POST", "/duplicate"]] as const) {
@@ -198,7 +198,7 @@ describe("sending", () => {
     const events = (await secret("GET", "/events?name=email.sent&limit=100")).json.data
     expect(events.filter((event: { data: { campaignId?: string } }) => event.data.campaignId === campaign.id)).toHaveLength(5)
 
-    // A SENT campaign cannot be sent (400, as the reference answers), edited or cancelled (409) again; it can be deleted.
+    // A SENT campaign cannot be sent (400, as the reference answers), edited, cancelled or deleted (409) again.
     const resend = await secret("POST", `/campaigns/${campaign.id}/send`, {})
     expect(resend.status).toBe(400)
     expect(resend.json.error).toEqual({
@@ -214,6 +214,7 @@ describe("sending", () => {
     const cancel = await secret("POST", `/campaigns/${campaign.id}/cancel`)
     expect(cancel.status).toBe(409)
     expect(cancel.json.error).toMatchObject({ code: "INVALID_CAMPAIGN_STATE", message: "A SENT campaign cannot be cancelled" })
+    expect((await secret("DELETE", `/campaigns/${campaign.id}`)).status).toBe(409)
   })
 
   it("sends to a segment's members as frozen at the start, whatever the segment does mid-send", async () => {
@@ -259,13 +260,15 @@ describe("sending", () => {
       expect(stats).toMatchObject({ status: "CANCELLED", pending: 0 })
       expect(stats.sent + stats.failed).toBe(12)
       expect(stats.sent).toBe(mailsFor("cancel-").length)
-      expect((await secret("DELETE", `/campaigns/${campaign.id}`)).status).toBe(200)
+      // Only drafts are deleted: what was sent keeps its record.
+      expect((await secret("DELETE", `/campaigns/${campaign.id}`)).status).toBe(409)
     } finally {
       await context.stack.cli("project", "settings", "--id", context.project.id, "--send-rate", "0")
     }
   }, 40_000)
 
   it("schedules: an unparseable date is a 400, a past one sends now, a future one waits", async () => {
+    await contactsFor("sched-", 1)
     const campaign = await create({ audienceType: "FILTERED", audienceCondition: byTag("sched-") })
     const bad = await secret("POST", `/campaigns/${campaign.id}/send`, { scheduledFor: "next tuesday-ish" })
     expect(bad.status).toBe(400)

@@ -1,17 +1,22 @@
 /**
- * The two evaluators give one answer: random contacts (data, events, memberships), random conditions,
- * random instants; the SQL compiled condition over Postgres must select exactly the contacts the
- * in-memory evaluator matches.
+ * The evaluators give one answer: random contacts (data, events, memberships; any data key may be
+ * missing), random conditions, random instants; the SQL compiled condition over Postgres must select
+ * exactly the contacts the in-memory evaluator matches, and a workflow CONDITION step holding the same
+ * condition (saved through the step rules, in any of the spellings steps accept: data.<key>,
+ * contact.data.<key>, or the execution context's context.<key> / event.<key> over the same values) must
+ * take its yes branch for exactly those contacts.
  */
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type ContactFacts, compileCondition } from "../../src/domain/conditions/evaluate.ts"
-import type { Condition, Filter } from "../../src/domain/conditions/types.ts"
+import { type Condition, type Filter, VALUE_OPERATORS } from "../../src/domain/conditions/types.ts"
 import { validateCondition } from "../../src/domain/conditions/validate.ts"
 import { uuidv7 } from "../../src/domain/ids.ts"
 import { compileConditionSql } from "../../src/store/conditionSql.ts"
+import { decideStep, runnableStep } from "../../src/workflows/decider.ts"
+import { checkStepConfig } from "../../src/workflows/graph.ts"
 import { withSql } from "../support/pg.ts"
 import { createStack, type Stack } from "../support/stack.ts"
 
@@ -123,14 +128,49 @@ const conditionArb: fc.Arbitrary<Condition> = fc.letrec<{ tree: Condition }>((ti
   }) as fc.Arbitrary<Condition>
 })).tree
 
+/** How a workflow CONDITION step may spell the condition's contact-data fields (value operators only). */
+const SPELLINGS = ["data", "contact.data", "context", "event"] as const
+type Spelling = typeof SPELLINGS[number]
+
+const respellField = (filter: Filter, spelling: Spelling): string => {
+  const field = filter.field
+  if (!(VALUE_OPERATORS as ReadonlyArray<string>).includes(filter.operator)) return field
+  if (field.startsWith("data.")) {
+    return spelling === "data" ? field : spelling === "contact.data" ? `contact.${field}` : `${spelling}.${field.slice(5)}`
+  }
+  return spelling === "contact.data" ? `contact.${field}` : field
+}
+const respell = (tree: Condition, spelling: Spelling): Condition => ({
+  logic: tree.logic,
+  groups: tree.groups.map((group) => ({
+    filters: group.filters.map((filter) => ({ ...filter, field: respellField(filter, spelling) })),
+    ...(group.conditions ? { conditions: respell(group.conditions, spelling) } : {})
+  }))
+})
+
+/**
+ * The contacts a CONDITION step holding the condition sends along its yes branch: saved through the
+ * step rules as the API saves it, decided as the engine decides it, with the contact's data as the
+ * execution context too (so the context spellings read the same values, missing where they are missing).
+ */
+const workflowYes = (condition: Condition, spelling: Spelling, facts: ReadonlyArray<ContactFacts>, now: number) => {
+  const checked = checkStepConfig("CONDITION", { condition: respell(condition, spelling) })
+  expect(checked.problems, JSON.stringify({ condition, spelling })).toEqual([])
+  const step = runnableStep({ id: "step", type: "CONDITION", name: "condition", config: checked.config })
+  return facts.filter((contact) => {
+    const decision = decideStep(step, { now, context: contact.data, contact })
+    return decision._tag === "Continue" && decision.choice.branch === "yes"
+  })
+}
+
 describe("condition evaluators", () => {
-  it("SQL and in-memory evaluation select the same contacts at random instants", async () => {
+  it("SQL, in-memory and workflow CONDITION evaluation select the same contacts at random instants, missing fields included", async () => {
     let checked = 0
     let skipped = 0
     await fc.assert(
       fc.asyncProperty(
         fc.array(contactArb, { minLength: 1, maxLength: 6 }),
-        fc.array(conditionArb, { minLength: 1, maxLength: 4 }),
+        fc.array(fc.tuple(conditionArb, fc.constantFrom(...SPELLINGS)), { minLength: 1, maxLength: 4 }),
         fc.integer({ min: -120, max: 24 * 60 }),
         async (contacts, conditions, nowOffsetMinutes) => {
           const now = BASE + nowOffsetMinutes * MINUTE
@@ -183,7 +223,7 @@ describe("condition evaluators", () => {
               memberships: new Set(contact.member ? [SEGMENT_A] : [])
             })
           }
-          for (const condition of conditions) {
+          for (const [condition, spelling] of conditions) {
             // Some generated trees are invalid (e.g. subscribed equals "pro"); the api rejects those.
             if (validateCondition(condition).length > 0) {
               skipped++
@@ -199,6 +239,8 @@ describe("condition evaluators", () => {
               return rows.map((row) => row.id).sort()
             }))
             expect(inSql, JSON.stringify({ condition, now: new Date(now).toISOString(), contacts })).toEqual(inMemory)
+            const inWorkflow = workflowYes(condition, spelling, facts, now).map((f) => f.id).sort()
+            expect(inWorkflow, JSON.stringify({ condition, spelling, now: new Date(now).toISOString(), contacts })).toEqual(inMemory)
           }
         }
       ),

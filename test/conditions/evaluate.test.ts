@@ -38,6 +38,9 @@ describe("in-memory evaluator", () => {
     ["data string equals", { field: "data.plan", operator: "equals", value: "Pro" }, true],
     ["data contains is case-insensitive", { field: "data.plan", operator: "contains", value: "PR" }, true],
     ["data notEquals on a missing key", { field: "data.nope", operator: "notEquals", value: "x" }, true],
+    // As the reference answers it (its segments, and its workflow conditions "consistent with SegmentService").
+    ["data notContains on a missing key", { field: "data.nope", operator: "notContains", value: "x" }, false],
+    ["data notContains on a value without it", { field: "data.plan", operator: "notContains", value: "x" }, true],
     ["number greaterThan", { field: "data.seats", operator: "greaterThan", value: 2 }, true],
     ["number lessThan", { field: "data.seats", operator: "lessThan", value: 3 }, false],
     ["number greaterThanOrEqual", { field: "data.seats", operator: "greaterThanOrEqual", value: 3 }, true],

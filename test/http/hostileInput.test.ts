@@ -130,7 +130,10 @@ beforeAll(async () => {
     fromStepId: ids.trigger,
     toStepId: ids.step
   })).id
+  // Executions start only while the workflow is enabled; disabled again after, so tracked events start none.
+  await created("PATCH", `/workflows/${ids.workflow}`, { enabled: true })
   ids.execution = (await created("POST", `/workflows/${ids.workflow}/executions`, { contactId: ids.contact })).id
+  await created("PATCH", `/workflows/${ids.workflow}`, { enabled: false })
   ids.email = (await created("POST", "/v1/send", {
     to: "fixture@example.com",
     from: "news@acme.test",

@@ -37,7 +37,8 @@ describe("rate limit", () => {
     expect(new Set(limited.map((r) => r.json.error.requestId)).size).toBe(10)
 
     const sample = limited[0]!
-    expect(sample.json.error).toMatchObject({ code: "RATE_LIMITED", statusCode: 429 })
+    // The reference's code (its middleware/__tests__/rateLimit.test.ts "refuses the request once the burst is spent, with a retry hint").
+    expect(sample.json.error).toMatchObject({ code: "RATE_LIMIT_EXCEEDED", statusCode: 429 })
     const retryAfter = Number(sample.headers.get("retry-after"))
     expect(retryAfter).toBeGreaterThanOrEqual(1)
     expect(retryAfter).toBeLessThanOrEqual(60)
@@ -70,7 +71,7 @@ describe("rate limit", () => {
     // 8 more do not fit in the 7 left: the whole batch is refused.
     const over = await send({ events: events(8) })
     expect(over.status, over.text).toBe(429)
-    expect(over.json.error).toMatchObject({ code: "RATE_LIMITED", message: expect.stringContaining("per accepted event") })
+    expect(over.json.error).toMatchObject({ code: "RATE_LIMIT_EXCEEDED", message: expect.stringContaining("per accepted event") })
     expect(Number(over.headers.get("retry-after"))).toBeGreaterThanOrEqual(1)
   })
 })

@@ -79,7 +79,7 @@ describe("templates", () => {
     const copy = await secret("POST", `/templates/${created.id}/duplicate`)
     expect(copy.status).toBe(201)
     expect(copy.json).toEqual({ id: expect.any(String) })
-    expect((await secret("GET", `/templates/${copy.json.id}`)).json).toMatchObject({ name: "Editable (copy)", subject: "New subject" })
+    expect((await secret("GET", `/templates/${copy.json.id}`)).json).toMatchObject({ name: "Editable (Copy)", subject: "New subject" })
     expect((await secret("GET", `/templates/${created.id}/usage`)).json).toEqual({ campaigns: [], workflows: [] })
 
     const other = await context.stack.createProject("other")

@@ -14,6 +14,7 @@ import {
   ExecutionNotActive,
   ReentryNotAllowed,
   TransitionExists,
+  WorkflowDisabled,
   WorkflowHasActiveExecutions
 } from "../../src/domain/errors.ts"
 import { uuidv7 } from "../../src/domain/ids.ts"
@@ -82,7 +83,7 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("Workflows",
         const project = yield* insertProject
         const workflow = yield* workflows.create(project, draft)
         const trigger = workflow.steps[0]!
-        const delay = yield* workflows.insertStep(workflow.id, {
+        const delay = yield* workflows.insertStep(project, workflow.id, {
           type: "DELAY",
           name: "Wait a day",
           config: { amount: 1, unit: "days" },
@@ -127,6 +128,9 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("Workflows",
         const project = yield* insertProject
         const contact = yield* insertContact(project)
         const workflow = yield* workflows.create(project, draft)
+        // Only an enabled workflow starts executions, by hand too.
+        assert.instanceOf(yield* Effect.flip(workflows.startExecution(workflow, contact, {})), WorkflowDisabled)
+        yield* workflows.update(project, workflow.id, { enabled: true })
         const started = yield* workflows.startExecution(workflow, contact, { plan: "pro" })
         expect(started).toMatchObject({
           workflowId: workflow.id,
@@ -160,6 +164,7 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("Workflows",
         const workflows = yield* Workflows
         const project = yield* insertProject
         const workflow = yield* workflows.create(project, { ...draft, allowReentry: true })
+        yield* workflows.update(project, workflow.id, { enabled: true })
         const a = yield* workflows.startExecution(workflow, yield* insertContact(project), {})
         const b = yield* workflows.startExecution(workflow, yield* insertContact(project), {})
         const cancelled = yield* workflows.cancel(workflow.id, a.id)

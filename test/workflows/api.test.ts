@@ -59,7 +59,6 @@ describe("workflows API", () => {
     const workflow = await newWorkflow()
     const cases: Array<[string, unknown, Array<string>]> = [
       ["SEND_EMAIL", {}, ["config.templateId"]],
-      ["SEND_EMAIL", { templateId: "00000000-0000-7000-8000-000000000000" }, ["config.templateId"]],
       ["SEND_EMAIL", { templateId: "00000000-0000-7000-8000-000000000000", recipient: { type: "CUSTOM", customEmail: "nope" } }, ["config.recipient.customEmail"]],
       ["DELAY", { amount: 0, unit: "hours" }, ["config.amount"]],
       ["DELAY", { amount: 366, unit: "days" }, ["config.amount"]],
@@ -84,6 +83,8 @@ describe("workflows API", () => {
       expect(response.status, `${type} ${JSON.stringify(config)}`).toBe(422)
       expect(fields(response), `${type} ${JSON.stringify(config)}`).toEqual(expected)
     }
+    // A template that is not the project's is a 404, as the reference answers it (test/http/referenceGuards.test.ts).
+    expect((await secret("POST", `/workflows/${workflow.id}/steps`, { type: "SEND_EMAIL", config: { templateId: "00000000-0000-7000-8000-000000000000" } })).status).toBe(404)
     // Valid ones, including the issue's spellings and context fields in conditions.
     await addStep(workflow.id, "CONDITION", { field: "context.plan", operator: "equals", value: "pro" })
     await addStep(workflow.id, "CONDITION", { condition: { logic: "OR", groups: [{ filters: [{ field: "event.paid", operator: "triggered" }] }] } })
@@ -168,6 +169,8 @@ describe("workflows API", () => {
   it("records executions (reentry rules), lists them by status, cancels one and all; 409 for structural edits meanwhile", async () => {
     const workflow = await newWorkflow({ name: "Manual", eventName: "x" })
     const exit = (await addStep(workflow.id, "EXIT", {})).id
+    // Executions start only while the workflow is enabled (test/http/referenceGuards.test.ts).
+    expect((await secret("PATCH", `/workflows/${workflow.id}`, { enabled: true })).status).toBe(200)
     const ada = await secret("POST", "/contacts", { email: "ada@wf.test" })
     const bob = await secret("POST", "/contacts", { email: "bob@wf.test" })
     const started = await secret("POST", `/workflows/${workflow.id}/executions`, { contactId: ada.json.id, context: { plan: "pro" } })

@@ -252,6 +252,8 @@ describe("workflow executions", () => {
       first: "send",
       steps: { send: { type: "SEND_EMAIL", config: { templateId, recipient: { type: "CUSTOM", customEmail: "Sales@Acme.test" } } } }
     })
+    // Started by hand only: a MANUAL trigger, enabled (a disabled workflow starts nothing, by hand either).
+    expect((await call(client, "PATCH", `/workflows/${workflowId}`, { triggerType: "MANUAL", enabled: true })).status).toBe(200)
     const contact = await call(client, "POST", "/contacts", { email: "lead@wf.test" })
     const started = await call(client, "POST", `/workflows/${workflowId}/executions`, { contactId: contact.json.id, context: { what: "a demo" } })
     expect(started.status).toBe(201)

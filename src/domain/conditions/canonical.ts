@@ -22,14 +22,11 @@ export const canonicalField = (field: unknown, operator: unknown): unknown =>
     ? `event.${field}`
     : field
 
-const canonicalFilter = (filter: unknown): unknown =>
-  isObject(filter) && typeof filter.field === "string" ? { ...filter, field: canonicalField(filter.field, filter.operator) } : filter
-
 /**
- * The tree with every bare event name written `event.<name>`; anything else is left as it is, for
- * validation to judge (so problems keep their paths).
+ * The tree with `field` of every filter that has a string one replaced by `rename(field, operator)`;
+ * anything malformed is left as it is, for validation to judge (so problems keep their paths).
  */
-export const canonicalCondition = (input: unknown): unknown => {
+export const renameFields = (input: unknown, rename: (field: string, operator: unknown) => string): unknown => {
   if (!isObject(input) || !Array.isArray(input.groups)) return input
   return {
     ...input,
@@ -37,9 +34,18 @@ export const canonicalCondition = (input: unknown): unknown => {
       if (!isObject(group)) return group
       return {
         ...group,
-        ...(Array.isArray(group.filters) ? { filters: group.filters.map(canonicalFilter) } : {}),
-        ...(group.conditions === undefined ? {} : { conditions: canonicalCondition(group.conditions) })
+        ...(Array.isArray(group.filters)
+          ? {
+            filters: group.filters.map((filter: unknown) =>
+              isObject(filter) && typeof filter.field === "string" ? { ...filter, field: rename(filter.field, filter.operator) } : filter
+            )
+          }
+          : {}),
+        ...(group.conditions === undefined ? {} : { conditions: renameFields(group.conditions, rename) })
       }
     })
   }
 }
+
+/** The tree with every bare event name written `event.<name>`. */
+export const canonicalCondition = (input: unknown): unknown => renameFields(input, (field, operator) => canonicalField(field, operator) as string)

@@ -134,10 +134,12 @@ const valueFilter = (filter: Filter, ref: FieldRef): Compiled => {
     case "contains":
     case "notContains": {
       const needle = String(value).toLowerCase()
-      const negate = operator === "notContains"
+      const wanted = operator === "contains"
       return (facts) => {
         const stored = readValue(ref, facts)
-        return result((typeof stored === "string" && stored.toLowerCase().includes(needle)) !== negate)
+        const contains = typeof stored === "string" && stored.toLowerCase().includes(needle)
+        // notContains asks about a value the contact has: a missing (or null) field matches neither, as in the reference.
+        return result(wanted ? contains : stored !== undefined && !contains)
       }
     }
     case "greaterThan":

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { CampaignNotSendable, InvalidCampaignState } from "../../domain/errors.ts"
+import { CampaignAudienceEmpty, CampaignNotSendable, InvalidCampaignState } from "../../domain/errors.ts"
 import { isUuid } from "../../domain/uuid.ts"
 import { bodyErrors, commonErrors, declared, ErrorDocs, inputErrors } from "./errors.ts"
 import { pageParams, QueryParam, queryParameters, sortParams } from "./query.ts"
@@ -112,7 +112,7 @@ export class CampaignsApi extends HttpApiGroup.make("campaigns")
       params: IdParam,
       success: Schema.Struct({ success: Schema.Literal(true) }),
       error: [...commonErrors, ...inputErrors, ErrorDocs.notFound, declared(InvalidCampaignState), ErrorDocs.conflict]
-    }).annotate(OpenApi.Description, "409 while the campaign is SENDING (cancel it first)."),
+    }).annotate(OpenApi.Description, "Deletes a DRAFT; any other status is a 409 INVALID_CAMPAIGN_STATE (what was scheduled or sent keeps its record)."),
     HttpApiEndpoint.post("duplicate", "/campaigns/:id/duplicate", {
       params: IdParam,
       success: Created,
@@ -138,18 +138,23 @@ export class CampaignsApi extends HttpApiGroup.make("campaigns")
         data: Schema.Struct({ id: Schema.String, name: Schema.String, status: Status, scheduledFor: Schema.NullOr(Timestamp) }),
         message: Schema.String
       }),
-      error: [...commonErrors, ...bodyErrors, ErrorDocs.notFound, declared(CampaignNotSendable)]
+      error: [...commonErrors, ...bodyErrors, ErrorDocs.notFound, declared(CampaignNotSendable), declared(CampaignAudienceEmpty)]
     }).annotate(
       OpenApi.Description,
       "From DRAFT (or SCHEDULED, to reschedule): with a future `scheduledFor` → SCHEDULED; without it, null, or a past " +
-        "date → SENDING now. 400 (envelope) for an unparseable date or a campaign in another state " +
-        "(INVALID_CAMPAIGN_STATE), as the reference answers; 422 for an id that is not a UUID."
+        "date → SENDING now. 400 (envelope) for an unparseable date, a campaign in another state " +
+        "(INVALID_CAMPAIGN_STATE) or one no contact would receive (EMPTY_AUDIENCE: none in the audience, or none subscribed " +
+        "(marketing) and not suppressed), as the reference answers; 422 for an id that is not a UUID."
     ),
     HttpApiEndpoint.post("cancel", "/campaigns/:id/cancel", {
       params: IdParam,
       success: Wrapped,
       error: [...commonErrors, ...inputErrors, ErrorDocs.notFound, declared(InvalidCampaignState), ErrorDocs.conflict]
-    }).annotate(OpenApi.Description, "SCHEDULED or SENDING → CANCELLED; mail not yet handed to SMTP is not sent.")
+    }).annotate(
+      OpenApi.Description,
+      "SCHEDULED → DRAFT with scheduledFor cleared (editable and sendable again; nothing was sent), as the reference does; " +
+        "SENDING → CANCELLED, mail not yet handed to SMTP is not sent. 409 in any other status."
+    )
   )
   .middleware(SecretKeyAuth)
   .annotateMerge(OpenApi.annotations({ title: "Campaigns", description: "One mail to an audience, now or scheduled (secret key)" }))

@@ -99,7 +99,7 @@ export const ErrorDocs = {
   payloadTooLarge: envelopeSchema(413, "PAYLOAD_TOO_LARGE: the body is over the endpoint's limit"),
   unsupportedMediaType: envelopeSchema(415, "UNSUPPORTED_MEDIA_TYPE: send the body as application/json"),
   validation: envelopeSchema(422, "VALIDATION_ERROR: errors[] names every invalid field (body, path parameter, query string or header)"),
-  rateLimited: envelopeSchema(429, "RATE_LIMITED: too many requests for this project; see Retry-After"),
+  rateLimited: envelopeSchema(429, "RATE_LIMIT_EXCEEDED: too many requests for this project; see Retry-After"),
   internal: envelopeSchema(500, "INTERNAL_SERVER_ERROR: an unexpected failure (logged with the requestId)"),
   unavailable: envelopeSchema(503, "SERVICE_UNAVAILABLE: the event stream did not accept the message; retry with backoff"),
   /** The reference platform's flat 400 for a missing required field of POST /contacts, /templates and /segments. */

@@ -56,7 +56,7 @@ export class EventsApi extends HttpApiGroup.make("events")
         names: Schema.Array(Schema.Struct({ name: Schema.String, count: Count, lastSeenAt: Timestamp }))
       }),
       error: commonErrors
-    }),
+    }).annotate(OpenApi.Description, "The project's event names, most frequent first (ties by name), as the reference orders them."),
     HttpApiEndpoint.get("forContact", "/events/contact/:contactId", {
       params: { contactId: Text },
       query: ContactEventsQuery.fields,

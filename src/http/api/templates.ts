@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { bodyErrors, commonErrors, ErrorDocs, inputErrors } from "./errors.ts"
+import { TemplateInUse } from "../../domain/errors.ts"
+import { bodyErrors, commonErrors, declared, ErrorDocs, inputErrors } from "./errors.ts"
 import { pageParams, QueryParam, queryParameters, sortParams } from "./query.ts"
 import { pageFields, Text, Timestamp } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
@@ -104,13 +105,16 @@ export class TemplatesApi extends HttpApiGroup.make("templates")
     HttpApiEndpoint.delete("delete", "/templates/:id", {
       params: IdParam,
       success: Schema.Struct({ success: Schema.Literal(true) }),
-      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
-    }),
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound, declared(TemplateInUse), ErrorDocs.conflict]
+    }).annotate(
+      OpenApi.Description,
+      "409 TEMPLATE_IN_USE while workflow SEND_EMAIL steps send it (details.workflows names them): remove it from them first."
+    ),
     HttpApiEndpoint.post("duplicate", "/templates/:id/duplicate", {
       params: IdParam,
       success: Schema.Struct({ id: Schema.String }).pipe(HttpApiSchema.status(201)),
       error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
-    }).annotate(OpenApi.Description, "Copies the template (name suffixed \" (copy)\"); 201 with the new id."),
+    }).annotate(OpenApi.Description, "Copies the template (name suffixed \" (Copy)\", as the reference names copies); 201 with the new id."),
     HttpApiEndpoint.get("usage", "/templates/:id/usage", {
       params: IdParam,
       success: Usage,

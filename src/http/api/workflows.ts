@@ -4,7 +4,9 @@ import {
   ExecutionActive,
   ExecutionNotActive,
   ReentryNotAllowed,
+  TemplateNotFound,
   TransitionExists,
+  WorkflowDisabled,
   WorkflowHasActiveExecutions
 } from "../../domain/errors.ts"
 import { bodyErrors, commonErrors, declared, ErrorDocs, inputErrors } from "./errors.ts"
@@ -95,9 +97,10 @@ const SpliceQuery = queryParameters({
 })
 
 const StepConfigDoc =
-  "Step configs: SEND_EMAIL { templateId, recipient?: { type: CONTACT|CUSTOM, customEmail? } }; DELAY { amount, unit: minutes|hours|days } " +
+  "Step configs: SEND_EMAIL { templateId (a template of this project: 404 otherwise), recipient?: { type: CONTACT|CUSTOM, customEmail? } }; DELAY { amount, unit: minutes|hours|days } " +
   "(at most 365 days); WAIT_FOR_EVENT { eventName, timeout? (seconds) }; CONDITION { field, operator, value?, unit?, within? } or { condition: <tree> } " +
-  "(fields as in segments, plus context.<path> for the execution context; event operators take event.<name> or the bare name, stored as event.<name>); WEBHOOK { url, method?, headers?, body? } (Liquid); " +
+  "(fields as in segments, plus context.<path> for the execution context; event operators take event.<name> or the bare name, stored as event.<name>; " +
+  "the reference's names are accepted and stored as ours: with a value operator contact.<field> is <field> and event.<key> is context.<key>); WEBHOOK { url, method?, headers?, body? } (Liquid); " +
   "UPDATE_CONTACT { updates?, subscriptionAction?: none|subscribe|unsubscribe } (also { data, subscribed }); EXIT { reason? }."
 
 export class WorkflowsApi extends HttpApiGroup.make("workflows")
@@ -108,10 +111,20 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
       success: Schema.Struct({
         contactFields: Schema.Array(Schema.Struct({ field: Schema.String, type: Schema.String })),
         events: Schema.Array(Schema.Struct({ name: Schema.String, dataKeys: Schema.Array(Schema.String) })),
-        contextFields: Schema.Array(Schema.String)
+        contextFields: Schema.Array(Schema.String),
+        fields: Schema.Array(Schema.String).annotate({ description: "Every field name typedFields lists" }),
+        typedFields: Schema.Array(Schema.Struct({ field: Schema.String, type: Schema.String, category: Schema.String })).annotate({
+          description: "Fields in the reference platform's shape, under both names: ours (email, data.<key>, context.<key>) and the " +
+            "reference's (contact.email, contact.data.<key>, event.<key> for the trigger event's data), sorted by name"
+        }),
+        count: Count
       }),
       error: commonErrors
-    }).annotate(OpenApi.Description, "Fields usable in CONDITION filters: contact fields with types, event names with their data keys."),
+    }).annotate(
+      OpenApi.Description,
+      "Fields usable in CONDITION filters: contact fields with types, event names with their data keys, the execution context's " +
+        "fields; and all of them under both spellings (typedFields), as CONDITION steps accept the reference's names too."
+    ),
     HttpApiEndpoint.get("webhookSecret", "/workflows/webhook-secret", {
       success: Schema.Struct({ secret: Schema.String }),
       error: commonErrors
@@ -154,13 +167,13 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
         position: Schema.optional(Position)
       }),
       success: WorkflowStep.pipe(HttpApiSchema.status(201)),
-      error: [...commonErrors, ...bodyErrors, notFound, activeExecutions, conflict]
+      error: [...commonErrors, ...bodyErrors, notFound, declared(TemplateNotFound), activeExecutions, conflict]
     }).annotate(OpenApi.Description, StepConfigDoc),
     HttpApiEndpoint.patch("updateStep", "/workflows/:id/steps/:stepId", {
       params: StepParams,
       payload: Schema.Struct({ name: Schema.optional(Text), config: Schema.optional(Json), position: Schema.optional(Position) }),
       success: WorkflowStep,
-      error: [...commonErrors, ...bodyErrors, notFound]
+      error: [...commonErrors, ...bodyErrors, notFound, declared(TemplateNotFound)]
     }).annotate(OpenApi.Description, "Updates a step's name, config (validated as on creation) or position."),
     HttpApiEndpoint.delete("deleteStep", "/workflows/:id/steps/:stepId", {
       params: StepParams,
@@ -189,8 +202,12 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
       params: IdParam,
       payload: Schema.Struct({ contactId: Text, context: Schema.optional(JsonObject) }),
       success: Execution.pipe(HttpApiSchema.status(201)),
-      error: [...commonErrors, ...bodyErrors, notFound, declared(ExecutionActive), declared(ReentryNotAllowed), conflict]
-    }).annotate(OpenApi.Description, "Records an execution (RUNNING); the project's worker advances it. 409 when one is active, or one ran and allowReentry is false."),
+      error: [...commonErrors, ...bodyErrors, notFound, declared(WorkflowDisabled), declared(ExecutionActive), declared(ReentryNotAllowed), conflict]
+    }).annotate(
+      OpenApi.Description,
+      "Records an execution (RUNNING); the project's worker advances it. 400 WORKFLOW_DISABLED unless the workflow is enabled " +
+        "(as the reference answers); 409 when one is active, or one ran and allowReentry is false."
+    ),
     HttpApiEndpoint.get("listExecutions", "/workflows/:id/executions", {
       params: IdParam,
       query: ExecutionsQuery.fields,

@@ -148,7 +148,7 @@ export const CampaignsHandlers = HttpApiBuilder.group(Api, "campaigns", Effect.f
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
         const campaign = yield* find(params.id)
-        const copy = yield* campaigns.create(project.id, { ...campaign, name: `${campaign.name} (copy)`.slice(0, 255) })
+        const copy = yield* campaigns.create(project.id, { ...campaign, name: `${campaign.name} (Copy)`.slice(0, 255) })
         return { success: true as const, data: copy }
       })))
     .handle("test", ({ params, payload }) =>

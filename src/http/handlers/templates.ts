@@ -138,7 +138,7 @@ export const TemplatesHandlers = HttpApiBuilder.group(Api, "templates", Effect.f
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
         const template = yield* find(params.id)
-        const copy = yield* templates.create(project.id, { ...inputOf(template), name: `${template.name} (copy)`.slice(0, 255) })
+        const copy = yield* templates.create(project.id, { ...inputOf(template), name: `${template.name} (Copy)`.slice(0, 255) })
         return { id: copy.id }
       })))
     .handle("preview", ({ payload }) =>

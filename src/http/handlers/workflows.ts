@@ -3,11 +3,10 @@ import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { isUuid } from "../../domain/ids.ts"
 import { Contacts } from "../../store/Contacts.ts"
-import { Templates } from "../../store/Templates.ts"
 import { ConditionCheck } from "../../store/ConditionCheck.ts"
 import { type WorkflowDetail, Workflows } from "../../store/Workflows.ts"
 import { OutboxRelay } from "../../stream/OutboxRelay.ts"
-import { ADDABLE_STEP_TYPES, checkStepConfig, checkTransition, conditionOf, EXECUTION_STATUSES, type ExecutionStatus, makeGraph, spliceTarget, type StepType } from "../../workflows/graph.ts"
+import { ADDABLE_STEP_TYPES, checkStepConfig, checkTransition, conditionFieldList, conditionOf, EXECUTION_STATUSES, type ExecutionStatus, makeGraph, spliceTarget, type StepType } from "../../workflows/graph.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
 import { ApiError, type FieldError, rendered } from "../errors.ts"
@@ -39,7 +38,6 @@ const failIf = (problems: ReadonlyArray<FieldError | undefined>) => {
 
 export const WorkflowsHandlers = HttpApiBuilder.group(Api, "workflows", Effect.fnUntraced(function*(handlers) {
   const workflows = yield* Workflows
-  const templates = yield* Templates
   const conditions = yield* ConditionCheck
   const contacts = yield* Contacts
   const relay = yield* OutboxRelay
@@ -50,13 +48,13 @@ export const WorkflowsHandlers = HttpApiBuilder.group(Api, "workflows", Effect.f
     return (yield* workflows.get(project.id, id)) ?? (yield* notFound)
   })
 
-  /** A step's config checked, and a SEND_EMAIL template looked up in this project. */
+  /**
+   * A step's config checked. A SEND_EMAIL template that is not this project's (missing or another
+   * project's, alike) is the store's 404 TemplateNotFound, as the reference answers it.
+   */
   const validConfig = Effect.fnUntraced(function*(projectId: string, type: StepType, config: unknown) {
     const checked = checkStepConfig(type, config)
     if (checked.problems.length > 0) return yield* ApiError.validation(checked.problems)
-    if (type === "SEND_EMAIL" && !(yield* templates.get(projectId, checked.config.templateId as string))) {
-      return yield* ApiError.invalidField("config.templateId", "No such template in this project", "unknown_template", checked.config.templateId)
-    }
     if (type === "CONDITION") {
       const path = "condition" in checked.config ? "config.condition" : "config"
       const references = yield* conditions.references(projectId, conditionOf(checked.config), path)
@@ -81,10 +79,17 @@ export const WorkflowsHandlers = HttpApiBuilder.group(Api, "workflows", Effect.f
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
         const [fields, events] = yield* Effect.all([contacts.fields(project.id), workflows.eventFields(project.id)], { concurrency: 2 })
+        const contactFields = fields.map(({ field, type }) => ({ field, type }))
+        const contextKeys = [...new Set(events.flatMap((event) => event.dataKeys))].sort()
+        // Also in the reference's shape and names (contact.<field>, event.<key>), which its clients read.
+        const typedFields = conditionFieldList(contactFields, contextKeys)
         return {
-          contactFields: fields.map(({ field, type }) => ({ field, type })),
+          contactFields,
           events,
-          contextFields: [...new Set(events.flatMap((event) => event.dataKeys))].sort().map((key) => `context.${key}`)
+          contextFields: contextKeys.map((key) => `context.${key}`),
+          fields: typedFields.map(({ field }) => field),
+          typedFields,
+          count: typedFields.length
         }
       })))
     .handle("webhookSecret", () =>
@@ -156,7 +161,7 @@ export const WorkflowsHandlers = HttpApiBuilder.group(Api, "workflows", Effect.f
           yield* failIf([eventNameProblem("config.eventName", typeof config?.eventName === "string" ? config.eventName : undefined)])
         }
         const config = yield* validConfig(project.id, type, payload.config)
-        return yield* structural(workflow, workflows.insertStep(workflow.id, {
+        return yield* structural(workflow, workflows.insertStep(project.id, workflow.id, {
           type,
           name: payload.name?.trim() || type,
           config,

@@ -119,6 +119,8 @@ function CampaignDetail({ campaign, stats }: { readonly campaign: CampaignData; 
     onSuccess: () => setConfirm(null)
   })
   const editable = campaign.status === "DRAFT" || campaign.status === "SCHEDULED"
+  // A scheduled campaign goes back to a draft; one sending stops for good. Only drafts can be deleted.
+  const cancelAction = campaign.status === "SCHEDULED" ? "Cancel schedule" : "Cancel sending"
   return (
     <Page
       title={campaign.name}
@@ -126,8 +128,8 @@ function CampaignDetail({ campaign, stats }: { readonly campaign: CampaignData; 
         <>
           {editable && <Link to={`/p/${projectId}/campaigns/${campaign.id}/edit`} className="btn-secondary">Edit</Link>}
           <button type="button" className="btn-secondary" disabled={duplicate.isPending} onClick={() => duplicate.mutate(undefined)}>Duplicate</button>
-          {isLive(campaign.status) && <button type="button" className="btn-danger" onClick={() => setConfirm("cancel")}>Cancel sending</button>}
-          {campaign.status !== "SENDING" && <button type="button" className="btn-secondary" onClick={() => setConfirm("delete")}>Delete</button>}
+          {isLive(campaign.status) && <button type="button" className="btn-danger" onClick={() => setConfirm("cancel")}>{cancelAction}</button>}
+          {campaign.status === "DRAFT" && <button type="button" className="btn-secondary" onClick={() => setConfirm("delete")}>Delete</button>}
         </>
       }
     >
@@ -156,13 +158,17 @@ function CampaignDetail({ campaign, stats }: { readonly campaign: CampaignData; 
       <Confirm
         open={confirm === "cancel"}
         title={`Cancel ${campaign.name}?`}
-        action="Cancel sending"
+        action={cancelAction}
         danger
         busy={cancel.isPending}
         onConfirm={() => cancel.mutate(undefined)}
         onCancel={() => setConfirm(null)}
       >
-        <p>Mail not yet handed to the mail server is not sent. This cannot be undone.</p>
+        <p>
+          {campaign.status === "SCHEDULED"
+            ? "Nothing has been sent: it goes back to a draft you can edit and send again."
+            : "Mail not yet handed to the mail server is not sent. This cannot be undone."}
+        </p>
         <MutationError error={cancel.error} />
       </Confirm>
       <Confirm
