@@ -75,15 +75,25 @@ describe("account pages", () => {
     }
   })
 
-  it("verifies the email with the link mailed at sign-up", async () => {
+  it("verifies the email with the link mailed at sign-up, signed in to the account (a visitor signs in first)", async () => {
     const user = await env.signUp("grace@example.com")
-    const page = await env.page({ user })
-    await page.goto("/p")
-    await heading(page, "Projects")
-    await page.getByText("Your email address is not verified yet").waitFor()
+    const signedIn = await env.page({ user })
+    await signedIn.goto("/p")
+    await heading(signedIn, "Projects")
+    await signedIn.getByText("Your email address is not verified yet").waitFor()
+
+    // Opened where nobody is signed in: the link alone does not vouch for whoever chose the account's password.
     const token = await mailedToken(env.outbox, user.email, "/verify-email")
+    const page = await env.page({ user: null })
+    env.allowConsoleErrors(page, /status of 401/)
     await page.goto(`/verify-email?token=${token}`)
+    await page.getByText("Sign in to the account this link was mailed for").waitFor()
+    await screenshot(page, "verify-email-signed-out-1280")
+    await page.getByRole("link", { name: "Sign in" }).click()
+    await heading(page, "Sign in")
+    await signIn(page, user.email)
     await page.getByText("Your email address is verified.").waitFor()
+    expect(path(page)).toBe(`/verify-email?token=${token}`)
     await screenshot(page, "verify-email-1280")
     await page.getByRole("link", { name: "Go to your projects" }).click()
     await heading(page, "Projects")
@@ -129,10 +139,10 @@ describe("account pages", () => {
     for (const email of ["newcomer@example.com", "later@example.com"]) {
       await owner.getByLabel("Email").fill(email)
       await owner.getByRole("button", { name: "Invite" }).click()
-      await owner.getByText(`Invitation mailed to ${email}.`).waitFor()
+      await owner.getByText(`Invitation mailed to ${email} as MEMBER.`).waitFor()
     }
     const pending = owner.getByRole("table", { name: "Pending invitations" })
-    await pending.getByText("later@example.com").waitFor()
+    await pending.getByRole("cell", { name: "later@example.com", exact: true }).waitFor()
 
     // A newcomer: the link offers to create an account with the invitation.
     const newcomer = await env.page({ user: null })
