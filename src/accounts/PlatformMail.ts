@@ -27,7 +27,7 @@ const BATCH = 20
 const LEASE_SECONDS = 120
 /** Retries 2 s, 4 s, 8 s … apart, at most 30 minutes, 16 attempts in all (about 3.5 hours). */
 const MAX_ATTEMPTS = 16
-export const retryDelaySeconds = (attempts: number) => Math.min(1800, 2 ** attempts)
+const retryDelaySeconds = (attempts: number) => Math.min(1800, 2 ** attempts)
 
 const escapeHtml = (text: string) => text.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]!)
 
@@ -78,10 +78,14 @@ export class PlatformMail extends Context.Service<PlatformMail, {
         yield* queue.retryLater(row.id, retryDelaySeconds(row.attempts), error.message, row.kind === "message" ? undefined : message)
       })
 
+      /** One row's failure (its database work) leaves it leased: a round takes it again once the lease ends. */
+      const deliverOrLeave = (row: QueuedMail) =>
+        deliver(row).pipe(Effect.catchCause((cause) => Effect.logWarning("platform mail: a queued row failed", { id: row.id }, cause)))
+
       yield* Effect.forkScoped(runWhenDue({
         name: "platform mail",
         round: Effect.flatMap(queue.claimDue(BATCH, LEASE_SECONDS), (rows) =>
-          Effect.as(Effect.forEach(rows, deliver, { discard: true }), rows.length === BATCH)),
+          Effect.as(Effect.forEach(rows, deliverOrLeave, { discard: true }), rows.length === BATCH)),
         nextDueIn: queue.nextDueIn,
         wakeup,
         gap: "20 millis",

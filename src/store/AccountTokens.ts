@@ -70,8 +70,6 @@ export class AccountTokens extends Context.Service<AccountTokens, {
   readonly reissueInvitation: (projectId: string, id: string) => Effect.Effect<IssuedInvitation | undefined, PersistenceError>
   /** Withdraws a pending invitation (its link stops working at once); false when none was pending. */
   readonly withdrawInvitation: (projectId: string, id: string) => Effect.Effect<boolean, PersistenceError>
-  /** Withdraws a project's pending invitations of one email. */
-  readonly withdrawInvitations: (projectId: string, email: string) => Effect.Effect<number, PersistenceError>
 }>()("app/store/AccountTokens") {
   static readonly layer = Layer.effect(
     AccountTokens,
@@ -156,8 +154,7 @@ export class AccountTokens extends Context.Service<AccountTokens, {
         withdrawInvitation: (projectId, id) =>
           sql`UPDATE account_tokens SET used_at = now()
               WHERE id = ${id} AND project_id = ${projectId} AND purpose = 'invitation' AND used_at IS NULL
-              RETURNING hash`.pipe(Effect.map((rows) => rows.length > 0), mapSqlError),
-        withdrawInvitations: (projectId, email) => withdrawInvitations(projectId, email).pipe(mapSqlError)
+              RETURNING hash`.pipe(Effect.map((rows) => rows.length > 0), mapSqlError)
       })
     })
   )
