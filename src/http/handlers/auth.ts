@@ -177,9 +177,11 @@ export const AuthHandlers = HttpApiBuilder.group(Api, "auth", Effect.fnUntraced(
       rendered(Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
         const claims = yield* cookies.verify(request.cookies[SESSION_COOKIE] ?? "")
-        // Another site must not end the session (nor clear the cookie) any more than change anything else.
-        if (claims) yield* sessions.requireSameOrigin
-        if (claims) yield* users.revokeSession(claims.sessionId)
+        if (claims) {
+          // Another site must not end the session (nor clear the cookie) any more than change anything else.
+          yield* sessions.requireSameOrigin
+          yield* users.revokeSession(claims.sessionId)
+        }
         return HttpServerResponse.jsonUnsafe({ success: true }).pipe(
           HttpServerResponse.expireCookieUnsafe(SESSION_COOKIE, { path: "/", httpOnly: true, sameSite: "lax" })
         )
