@@ -7,7 +7,7 @@
  */
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
-import { mailedToken } from "../accounts/support.ts"
+import { Browser as ApiBrowser, mailedToken } from "../accounts/support.ts"
 import { heading, PASSWORD, PHONE, screenshot, scrollsSideways, useBrowser } from "./support/browser.ts"
 
 // GitHub sign-in is offered once its client id and secret are set (the button only starts the flow).
@@ -131,6 +131,30 @@ describe("account pages", () => {
     env.allowConsoleErrors(before, /status of 401/)
     await before.goto("/p")
     await heading(before, "Sign in")
+  })
+
+  it("changes the password on the projects page, signing out the user's other sessions", async () => {
+    const user = await env.signUp("changer@example.com")
+    const elsewhere = new ApiBrowser(env.api.url)
+    expect((await elsewhere.post("/auth/login", { email: user.email, password: user.password })).status).toBe(200)
+    const page = await env.page({ user })
+    await page.goto("/p")
+    await heading(page, "Projects")
+    const card = page.getByRole("region", { name: "Your password" })
+    env.allowConsoleErrors(page, /status of 403/)
+    await card.getByLabel("Current password").fill("not the password")
+    await card.getByLabel("New password").fill("a changed password")
+    await card.getByRole("button", { name: "Change password" }).click()
+    expect(await card.getByRole("alert").innerText()).toContain("403 WRONG_PASSWORD")
+    await card.getByLabel("Current password").fill(user.password)
+    await card.getByLabel("New password").fill("a changed password")
+    await card.getByRole("button", { name: "Change password" }).click()
+    await card.getByText("Your password is changed").waitFor()
+    await screenshot(page, "change-password-1280")
+    expect((await elsewhere.get("/users/@me")).status).toBe(401)
+    await page.reload()
+    await heading(page, "Projects")
+    expect((await new ApiBrowser(env.api.url).post("/auth/login", { email: user.email, password: "a changed password" })).status).toBe(200)
   })
 
   it("joins a project from an invitation: a newcomer signs up with it, a signed-in user accepts it", async () => {
