@@ -5,6 +5,7 @@ import { AccountTokens } from "../store/AccountTokens.ts"
 import { Billing } from "../store/Billing.ts"
 import { LoginThrottle } from "../store/LoginThrottle.ts"
 import { Members } from "../store/Members.ts"
+import { PlatformMailQueue } from "../store/PlatformMailQueue.ts"
 import { ProjectCacheInvalidation } from "../store/ProjectCacheInvalidation.ts"
 import { ProjectData } from "../store/ProjectData.ts"
 import { ProjectHealth } from "../store/ProjectHealth.ts"
@@ -17,7 +18,7 @@ import { StripeBilling } from "./StripeBilling.ts"
 
 const Stores = Layer.mergeAll(
   Users.layer, AccountTokens.layer, LoginThrottle.layer, Members.layer, ProjectCacheInvalidation.layer, ProjectData.layer,
-  ProjectHealth.layer, Uploads.layer, Billing.layer
+  ProjectHealth.layer, Uploads.layer, Billing.layer, PlatformMailQueue.layer
 )
 
 export const AccountsLive = Layer.mergeAll(

@@ -38,6 +38,11 @@ export class DashboardSessions extends Context.Service<DashboardSessions, {
    * from another origin. Fails 401 UNAUTHENTICATED for a missing, invalid, expired or revoked session.
    */
   readonly resolve: (cookie: string) => Effect.Effect<SessionUser, ApiError | PersistenceError, HttpServerRequest.HttpServerRequest>
+  /**
+   * 403 CSRF_REJECTED for a request that changes state and does not come from the dashboard's origin:
+   * the rule `resolve` applies, for cookie requests outside SessionAuth (logout).
+   */
+  readonly requireSameOrigin: Effect.Effect<void, ApiError, HttpServerRequest.HttpServerRequest>
   /** The user's role in the project if it allows `permission`: 404 for a non-member, 403 for too small a role. */
   readonly access: (userId: string, projectId: string, permission: Permission) => Effect.Effect<ProjectAccess, ApiError | PersistenceError>
 }>()("app/http/DashboardSessions") {
@@ -62,12 +67,7 @@ export class DashboardSessions extends Context.Service<DashboardSessions, {
         return origin === publicOrigin || (host !== undefined && (origin === `http://${host}` || origin === `https://${host}`))
       }
 
-      const resolve = Effect.fnUntraced(function*(cookie: string) {
-        if (cookie === "") return yield* unauthenticated("Not signed in")
-        const claims = yield* cookies.verify(cookie)
-        if (!claims) return yield* unauthenticated("The session is invalid or has expired")
-        const user = yield* users.sessionUser(claims.sessionId)
-        if (!user || user.id !== claims.userId) return yield* unauthenticated("The session is invalid or has expired")
+      const requireSameOrigin = Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
         if (!SAFE_METHODS.has(request.method) && !sameOrigin(request)) {
           return yield* new ApiError({
@@ -77,6 +77,15 @@ export class DashboardSessions extends Context.Service<DashboardSessions, {
             suggestion: `Send it from ${publicOrigin} (the Origin header), or use the project's secret key.`
           })
         }
+      })
+
+      const resolve = Effect.fnUntraced(function*(cookie: string) {
+        if (cookie === "") return yield* unauthenticated("Not signed in")
+        const claims = yield* cookies.verify(cookie)
+        if (!claims) return yield* unauthenticated("The session is invalid or has expired")
+        const user = yield* users.sessionUser(claims.sessionId)
+        if (!user || user.id !== claims.userId) return yield* unauthenticated("The session is invalid or has expired")
+        yield* requireSameOrigin
         return toSessionUser(user, claims.sessionId)
       })
 
@@ -98,7 +107,7 @@ export class DashboardSessions extends Context.Service<DashboardSessions, {
         return { project, role }
       })
 
-      return DashboardSessions.of({ resolve, access })
+      return DashboardSessions.of({ resolve, requireSameOrigin, access })
     })
   )
 }

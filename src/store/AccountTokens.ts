@@ -1,10 +1,12 @@
 /**
  * Single-use tokens mailed to people: email verification, password reset and project invitations.
  * Only SHA-256 hashes are stored; a token is consumed atomically (used once, before its expiry).
+ * An invitation keeps its id while a resend replaces its token, so the dashboard can name it.
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHash, randomBytes } from "node:crypto"
+import { uuidv7 } from "../domain/ids.ts"
 import type { Role } from "../domain/permissions.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
@@ -18,19 +20,36 @@ export interface TokenGrant {
 }
 
 export interface PendingInvitation {
+  readonly id: string
   readonly email: string
   readonly role: Role
   readonly createdAt: Date
   readonly expiresAt: Date
 }
 
+/** An invitation with the raw token of its link (which exists only in this answer and in the mail). */
+export interface IssuedInvitation {
+  readonly invitation: PendingInvitation
+  readonly token: string
+}
+
 const hashToken = (token: string) => createHash("sha256").update(token).digest()
+const newToken = () => randomBytes(32).toString("base64url")
 
 /** At most one verification or reset mail a minute per address: the endpoints cannot be used to flood an inbox. */
 export const MAIL_COOLDOWN_SECONDS = 60
 
 /** How long each kind of token stays usable. */
 export const TOKEN_TTL_HOURS: Record<TokenPurpose, number> = { verify_email: 48, reset_password: 1, invitation: 168 }
+
+type InvitationRow = { id: string; email: string; role: Role; created_at: Date; expires_at: Date }
+const toInvitation = (row: InvitationRow): PendingInvitation => ({
+  id: row.id,
+  email: row.email,
+  role: row.role,
+  createdAt: row.created_at,
+  expiresAt: row.expires_at
+})
 
 export class AccountTokens extends Context.Service<AccountTokens, {
   /** A new token for `grant`; the raw value goes into the mailed link and is never stored. */
@@ -41,9 +60,16 @@ export class AccountTokens extends Context.Service<AccountTokens, {
   readonly peek: (purpose: TokenPurpose, token: string) => Effect.Effect<TokenGrant | undefined, PersistenceError>
   /** Seconds until another token of `purpose` may be mailed to `email` (one a minute), or undefined. */
   readonly cooldown: (purpose: TokenPurpose, email: string) => Effect.Effect<number | undefined, PersistenceError>
+  /** Spends every outstanding token of the user for these purposes (their links stop working at once). */
+  readonly spendAll: (userId: string, purposes: ReadonlyArray<TokenPurpose>) => Effect.Effect<number, PersistenceError>
   readonly pendingInvitations: (projectId: string) => Effect.Effect<ReadonlyArray<PendingInvitation>, PersistenceError>
-  /** Withdraws a project's pending invitations of one email. */
-  readonly withdrawInvitations: (projectId: string, email: string) => Effect.Effect<number, PersistenceError>
+  readonly pendingInvitation: (projectId: string, id: string) => Effect.Effect<PendingInvitation | undefined, PersistenceError>
+  /** A new invitation of `email` to the project, replacing any pending one of that email there. */
+  readonly invite: (projectId: string, email: string, role: Role) => Effect.Effect<IssuedInvitation, PersistenceError>
+  /** A new token (and expiry) for a pending invitation; the old link stops working. Undefined when not pending. */
+  readonly reissueInvitation: (projectId: string, id: string) => Effect.Effect<IssuedInvitation | undefined, PersistenceError>
+  /** Withdraws a pending invitation (its link stops working at once); false when none was pending. */
+  readonly withdrawInvitation: (projectId: string, id: string) => Effect.Effect<boolean, PersistenceError>
 }>()("app/store/AccountTokens") {
   static readonly layer = Layer.effect(
     AccountTokens,
@@ -52,16 +78,34 @@ export class AccountTokens extends Context.Service<AccountTokens, {
       type Row = { user_id: string | null; email: string; project_id: string | null; role: Role | null }
       const toGrant = (row: Row | undefined): TokenGrant | undefined =>
         row && { userId: row.user_id, email: row.email, projectId: row.project_id, role: row.role }
+      const expiryOf = (purpose: TokenPurpose) =>
+        Effect.map(Clock.currentTimeMillis, (now) => new Date(now + TOKEN_TTL_HOURS[purpose] * 3_600_000))
+
+      const issue = (purpose: TokenPurpose, grant: TokenGrant, id = uuidv7()) =>
+        Effect.flatMap(expiryOf(purpose), (expiresAt) => {
+          const token = newToken()
+          return sql<{ created_at: Date }>`
+            INSERT INTO account_tokens (id, hash, purpose, user_id, email, project_id, role, expires_at)
+            VALUES (${id}, ${hashToken(token)}, ${purpose}, ${grant.userId}, ${grant.email}, ${grant.projectId}, ${grant.role},
+                    ${expiresAt})
+            RETURNING created_at`.pipe(Effect.map(([row]) => ({ token, createdAt: row!.created_at, expiresAt })))
+        })
+
+      const withdrawInvitations = (projectId: string, email: string) =>
+        sql`UPDATE account_tokens SET used_at = now()
+            WHERE project_id = ${projectId} AND purpose = 'invitation' AND email = ${email} AND used_at IS NULL
+            RETURNING hash`.pipe(Effect.map((rows) => rows.length))
+
+      const pendingInvitation = (projectId: string, id: string) =>
+        sql<InvitationRow>`
+          SELECT id, email, role, created_at, expires_at FROM account_tokens
+          WHERE id = ${id} AND project_id = ${projectId} AND purpose = 'invitation' AND used_at IS NULL AND expires_at > now()`.pipe(
+          Effect.map(([row]) => row && toInvitation(row)),
+          mapSqlError
+        )
 
       return AccountTokens.of({
-        issue: (purpose, grant) =>
-          Effect.flatMap(Clock.currentTimeMillis, (now) => {
-            const token = randomBytes(32).toString("base64url")
-            const expiresAt = new Date(now + TOKEN_TTL_HOURS[purpose] * 3_600_000)
-            return sql`INSERT INTO account_tokens (hash, purpose, user_id, email, project_id, role, expires_at)
-                       VALUES (${hashToken(token)}, ${purpose}, ${grant.userId}, ${grant.email}, ${grant.projectId}, ${grant.role},
-                               ${expiresAt})`.pipe(Effect.as(token), mapSqlError)
-          }),
+        issue: (purpose, grant) => issue(purpose, grant).pipe(Effect.map(({ token }) => token), mapSqlError),
         consume: (purpose, token) =>
           sql<Row>`UPDATE account_tokens SET used_at = now()
                    WHERE hash = ${hashToken(token)} AND purpose = ${purpose} AND used_at IS NULL AND expires_at > now()
@@ -80,18 +124,37 @@ export class AccountTokens extends Context.Service<AccountTokens, {
             Effect.map((rows) => rows[0] && Math.max(1, Math.ceil(rows[0].wait))),
             mapSqlError
           ),
-        pendingInvitations: (projectId) =>
-          sql<{ email: string; role: Role; created_at: Date; expires_at: Date }>`
-            SELECT email, role, created_at, expires_at FROM account_tokens
-            WHERE project_id = ${projectId} AND purpose = 'invitation' AND used_at IS NULL AND expires_at > now()
-            ORDER BY created_at`.pipe(
-            Effect.map((rows) => rows.map((row) => ({ email: row.email, role: row.role, createdAt: row.created_at, expiresAt: row.expires_at }))),
-            mapSqlError
-          ),
-        withdrawInvitations: (projectId, email) =>
+        spendAll: (userId, purposes) =>
           sql`UPDATE account_tokens SET used_at = now()
-              WHERE project_id = ${projectId} AND purpose = 'invitation' AND email = ${email} AND used_at IS NULL
-              RETURNING hash`.pipe(Effect.map((rows) => rows.length), mapSqlError)
+              WHERE user_id = ${userId} AND purpose IN ${sql.in(purposes)} AND used_at IS NULL
+              RETURNING hash`.pipe(Effect.map((rows) => rows.length), mapSqlError),
+        pendingInvitations: (projectId) =>
+          sql<InvitationRow>`
+            SELECT id, email, role, created_at, expires_at FROM account_tokens
+            WHERE project_id = ${projectId} AND purpose = 'invitation' AND used_at IS NULL AND expires_at > now()
+            ORDER BY created_at, id`.pipe(Effect.map((rows) => rows.map(toInvitation)), mapSqlError),
+        pendingInvitation,
+        invite: (projectId, email, role) =>
+          sql.withTransaction(Effect.gen(function*() {
+            yield* withdrawInvitations(projectId, email)
+            const id = uuidv7()
+            const issued = yield* issue("invitation", { userId: null, email, projectId, role }, id)
+            return { invitation: { id, email, role, createdAt: issued.createdAt, expiresAt: issued.expiresAt }, token: issued.token }
+          })).pipe(mapSqlError),
+        reissueInvitation: (projectId, id) =>
+          Effect.gen(function*() {
+            const token = newToken()
+            const expiresAt = yield* expiryOf("invitation")
+            const [row] = yield* sql<InvitationRow>`
+              UPDATE account_tokens SET hash = ${hashToken(token)}, expires_at = ${expiresAt}
+              WHERE id = ${id} AND project_id = ${projectId} AND purpose = 'invitation' AND used_at IS NULL AND expires_at > now()
+              RETURNING id, email, role, created_at, expires_at`
+            return row && { invitation: toInvitation(row), token }
+          }).pipe(mapSqlError),
+        withdrawInvitation: (projectId, id) =>
+          sql`UPDATE account_tokens SET used_at = now()
+              WHERE id = ${id} AND project_id = ${projectId} AND purpose = 'invitation' AND used_at IS NULL
+              RETURNING hash`.pipe(Effect.map((rows) => rows.length > 0), mapSqlError)
       })
     })
   )

@@ -34,6 +34,11 @@ export class Members extends Context.Service<Members, {
   /** false when the user is not a member. */
   readonly changeRole: (projectId: string, userId: string, role: Role) => Effect.Effect<boolean, LastOwner | PersistenceError>
   readonly remove: (projectId: string, userId: string) => Effect.Effect<boolean, LastOwner | PersistenceError>
+  /**
+   * Takes the user out of every project, owner or not (the last owner too): for an account whose holder
+   * never proved its email, taken over by the one who did (src/accounts/claim.ts). Answers how many.
+   */
+  readonly leaveAll: (userId: string) => Effect.Effect<number, PersistenceError>
   /** Makes the user OWNER of every project nobody belongs to (created with the CLI before any user existed). */
   readonly adoptOrphans: (userId: string) => Effect.Effect<number, PersistenceError>
 }>()("app/store/Members") {
@@ -100,7 +105,9 @@ export class Members extends Context.Service<Members, {
             userId,
             sql`DELETE FROM project_members WHERE project_id = ${projectId} AND user_id = ${userId}`.pipe(Effect.as(true)),
             true
-          ).pipe(Effect.map((removed) => removed === true))
+          ).pipe(Effect.map((removed) => removed === true)),
+        leaveAll: (userId) =>
+          sql`DELETE FROM project_members WHERE user_id = ${userId} RETURNING project_id`.pipe(Effect.map((rows) => rows.length), mapSqlError)
       })
     })
   )

@@ -45,11 +45,16 @@ export class Users extends Context.Service<Users, {
   readonly markVerified: (userId: string) => Effect.Effect<void, PersistenceError>
   readonly byIdentity: (provider: string, subject: string) => Effect.Effect<StoredUser | undefined, PersistenceError>
   readonly linkIdentity: (userId: string, provider: string, subject: string) => Effect.Effect<void, PersistenceError>
+  readonly unlinkIdentities: (userId: string) => Effect.Effect<void, PersistenceError>
+  /** Whether the user is the installation's first (who owns it whatever else happens). */
+  readonly isFirst: (userId: string) => Effect.Effect<boolean, PersistenceError>
   readonly createSession: (userId: string, ttlHours: number) => Effect.Effect<{ readonly id: string; readonly expiresAt: Date }, PersistenceError>
   /** The user of a live session (not revoked, not expired). */
   readonly sessionUser: (sessionId: string) => Effect.Effect<StoredUser | undefined, PersistenceError>
   readonly revokeSession: (sessionId: string) => Effect.Effect<void, PersistenceError>
   readonly revokeAllSessions: (userId: string) => Effect.Effect<void, PersistenceError>
+  /** Ends every session of the user but `keepSessionId` (the one changing the password). */
+  readonly revokeOtherSessions: (userId: string, keepSessionId: string) => Effect.Effect<void, PersistenceError>
 }>()("app/store/Users") {
   static readonly layer = Layer.effect(
     Users,
@@ -95,6 +100,12 @@ export class Users extends Context.Service<Users, {
         linkIdentity: (userId, provider, subject) =>
           sql`INSERT INTO user_identities (provider, subject, user_id) VALUES (${provider}, ${subject}, ${userId})
               ON CONFLICT (provider, subject) DO NOTHING`.pipe(Effect.asVoid, mapSqlError),
+        unlinkIdentities: (userId) => sql`DELETE FROM user_identities WHERE user_id = ${userId}`.pipe(Effect.asVoid, mapSqlError),
+        isFirst: (userId) =>
+          sql<{ id: string }>`SELECT id FROM users ORDER BY created_at, id LIMIT 1`.pipe(
+            Effect.map((rows) => rows[0]?.id === userId),
+            mapSqlError
+          ),
         createSession: (userId, ttlHours) => {
           const id = uuidv7()
           const expiresAt = new Date(clock.currentTimeMillisUnsafe() + ttlHours * 3_600_000)
@@ -109,7 +120,12 @@ export class Users extends Context.Service<Users, {
         revokeSession: (sessionId) =>
           sql`UPDATE sessions SET revoked_at = now() WHERE id = ${sessionId} AND revoked_at IS NULL`.pipe(Effect.asVoid, mapSqlError),
         revokeAllSessions: (userId) =>
-          sql`UPDATE sessions SET revoked_at = now() WHERE user_id = ${userId} AND revoked_at IS NULL`.pipe(Effect.asVoid, mapSqlError)
+          sql`UPDATE sessions SET revoked_at = now() WHERE user_id = ${userId} AND revoked_at IS NULL`.pipe(Effect.asVoid, mapSqlError),
+        revokeOtherSessions: (userId, keepSessionId) =>
+          sql`UPDATE sessions SET revoked_at = now() WHERE user_id = ${userId} AND id <> ${keepSessionId} AND revoked_at IS NULL`.pipe(
+            Effect.asVoid,
+            mapSqlError
+          )
       })
     })
   )

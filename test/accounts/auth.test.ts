@@ -1,7 +1,8 @@
 /**
  * Users and sessions: signup (and DISABLE_SIGNUPS), login with equal answers for a wrong password and an
- * unknown email, throttling, logout revoking the session at once, verification and password reset with
- * single-use tokens mailed through the file outbox, and the CLI's `user create`.
+ * unknown email, throttling, logout (a POST under the same-origin rule) revoking the session at once,
+ * verification and password reset with single-use tokens mailed through the file outbox (a reset or a
+ * password change spending every reset link), and the CLI's `user create`.
  */
 import { spawnSync } from "node:child_process"
 import { mkdtempSync } from "node:fs"
@@ -23,6 +24,15 @@ const createUser = (email: string, password: string) =>
     input: `${password}\n`,
     encoding: "utf8"
   })
+
+/** Waits until the platform's mail queue is empty (every request made so far resolved and sent). */
+const queueSent = async () => {
+  const deadline = Date.now() + 5_000
+  while ((await stack.query("SELECT 1 FROM platform_mail")).length > 0) {
+    if (Date.now() > deadline) throw new Error("platform mail still queued after 5 s")
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
 
 beforeAll(async () => {
   stack = await createStack({ RATE_LIMIT_PER_MINUTE: "0", OUTBOX_DIR: outbox, DISABLE_SIGNUPS: "true" })
@@ -115,12 +125,42 @@ describe("login and sessions", () => {
     const copy = new Browser(api.url)
     for (const [name, value] of browser.cookies) copy.cookies.set(name, value)
     expect((await copy.get("/users/@me")).json.email).toBe("ops@example.com")
-    const out = await browser.get("/auth/logout")
+    const out = await browser.post("/auth/logout")
     expect(out.status).toBe(200)
     expect(browser.cookies.has("mailstream_session")).toBe(false)
     const after = await copy.get("/users/@me")
     expect(after.status).toBe(401)
     expect(after.json.error.code).toBe("UNAUTHENTICATED")
+  })
+
+  it("signs out only on a POST from the dashboard's origin: another site cannot sign a user out", async () => {
+    const browser = new Browser(api.url)
+    expect((await browser.post("/auth/login", { email: "ops@example.com", password: "from the pipeline" })).status).toBe(200)
+    const signedIn = async () => (await browser.get("/users/@me")).status
+    // A GET changes nothing (any page could load it as an image): 405, pointing at the POST.
+    const byGet = await browser.get("/auth/logout")
+    expect(byGet.status).toBe(405)
+    expect(byGet.json.error.code).toBe("METHOD_NOT_ALLOWED")
+    expect(byGet.headers.get("allow")).toBe("POST")
+    expect(browser.cookies.has("mailstream_session")).toBe(true)
+    expect(await signedIn()).toBe(200)
+    // What another site's form or script would send: its own Origin, or none with a cross-site fetch.
+    const crossSite: Array<Record<string, string>> = [
+      { origin: "https://evil.example" },
+      { origin: "https://evil.example", "content-type": "application/x-www-form-urlencoded" },
+      { origin: "", "sec-fetch-site": "cross-site" }
+    ]
+    for (const headers of crossSite) {
+      const refused = await browser.call("POST", "/auth/logout", undefined, headers)
+      expect(refused.status, JSON.stringify(headers)).toBe(403)
+      expect(refused.json.error.code).toBe("CSRF_REJECTED")
+      expect(browser.cookies.has("mailstream_session")).toBe(true)
+      expect(await signedIn()).toBe(200)
+    }
+    expect((await browser.post("/auth/logout")).json).toEqual({ success: true })
+    expect(await signedIn()).toBe(401)
+    // Signed out already (or never in): nothing to refuse, the cookie is cleared all the same.
+    expect((await new Browser(api.url).post("/auth/logout", undefined, { origin: "https://evil.example" })).status).toBe(200)
   })
 
   it("refuses a forged or tampered cookie", async () => {
@@ -175,7 +215,7 @@ describe("email verification and password reset", () => {
   it("refuses an expired token", async () => {
     // One mail a minute per address: a second request right away answers the same but mails nothing.
     expect((await new Browser(api.url).post("/auth/request-password-reset", { email: "ops@example.com" })).status).toBe(200)
-    await new Promise((resolve) => setTimeout(resolve, 300))
+    await queueSent()
     expect((await stack.query("SELECT 1 FROM account_tokens WHERE purpose = 'reset_password'")).length).toBe(1)
     await stack.query("UPDATE account_tokens SET created_at = now() - interval '2 minutes'")
     await new Browser(api.url).post("/auth/request-password-reset", { email: "ops@example.com" })
@@ -184,6 +224,53 @@ describe("email verification and password reset", () => {
     const reply = await new Browser(api.url).post("/auth/reset-password", { token, password: "too late for it" })
     expect(reply.status).toBe(400)
     expect(reply.json.error.code).toBe("INVALID_TOKEN")
+  })
+})
+
+describe("reset links are spent together", () => {
+  /** Lets the next reset request past the one-a-minute limit (as if the last link was mailed 2 minutes ago). */
+  const afterCooldown = (email: string) =>
+    stack.query("UPDATE account_tokens SET created_at = created_at - interval '2 minutes' WHERE email = $1", [email])
+  const resetLink = async (email: string, mailedBefore: number) => {
+    expect((await new Browser(api.url).post("/auth/request-password-reset", { email })).status).toBe(200)
+    return mailedToken(outbox, email, "/reset-password", mailedBefore)
+  }
+  const reset = (token: string, password: string) => new Browser(api.url).post("/auth/reset-password", { token, password })
+
+  it("a successful reset spends every other reset link mailed before it", async () => {
+    const email = "two-links@example.com"
+    createUser(email, "the first password")
+    const older = await resetLink(email, 0)
+    await afterCooldown(email)
+    const newer = await resetLink(email, 1)
+    expect((await reset(newer, "the second password")).status).toBe(200)
+    const stale = await reset(older, "an attacker's choice")
+    expect(stale.status).toBe(400)
+    expect(stale.json.error.code).toBe("INVALID_TOKEN")
+    expect((await new Browser(api.url).post("/auth/login", { email, password: "the second password" })).status).toBe(200)
+  })
+
+  it("a password change spends every reset link and ends every other session", async () => {
+    const email = "changer@example.com"
+    createUser(email, "the first password")
+    const here = new Browser(api.url)
+    const elsewhere = new Browser(api.url)
+    for (const browser of [here, elsewhere]) await browser.post("/auth/login", { email, password: "the first password" })
+    const link = await resetLink(email, 0)
+    const wrong = await here.post("/auth/change-password", { currentPassword: "not the password", newPassword: "the second password" })
+    expect(wrong.status).toBe(403)
+    expect(wrong.json.error.code).toBe("WRONG_PASSWORD")
+    const short = await here.post("/auth/change-password", { currentPassword: "the first password", newPassword: "short" })
+    expect(short.status).toBe(422)
+    const crossSite = await here.post("/auth/change-password", { currentPassword: "the first password", newPassword: "x".repeat(12) }, { origin: "https://evil.example" })
+    expect(crossSite.json.error.code).toBe("CSRF_REJECTED")
+    expect((await here.post("/auth/change-password", { currentPassword: "the first password", newPassword: "the second password" })).json)
+      .toEqual({ success: true })
+    expect((await here.get("/users/@me")).status).toBe(200)
+    expect((await elsewhere.get("/users/@me")).status).toBe(401)
+    expect((await reset(link, "an attacker's choice")).json.error.code).toBe("INVALID_TOKEN")
+    expect((await new Browser(api.url).post("/auth/login", { email, password: "the first password" })).status).toBe(401)
+    expect((await new Browser(api.url).post("/auth/login", { email, password: "the second password" })).status).toBe(200)
   })
 })
 

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest"
 import { emailStatus, type MailContext, withMailStack } from "../support/mail.ts"
 import { request } from "../support/stack.ts"
-import { Browser } from "./support.ts"
+import { Browser, joinProject } from "./support.ts"
 
 let context: MailContext
 withMailStack((ready) => (context = ready))
@@ -23,7 +23,7 @@ const people = async () => {
   expect((await owner.post("/auth/signup", { email: "boss@example.com", password: "boss password" })).status).toBe(201)
   const member = new Browser(context.api.url)
   expect((await member.post("/auth/signup", { email: "staff@example.com", password: "staff password" })).status).toBe(201)
-  await owner.post(`/projects/${context.project.id}/members`, { email: "staff@example.com" })
+  await joinProject(owner, context.project.id, member, "staff@example.com")
   return { owner, member }
 }
 

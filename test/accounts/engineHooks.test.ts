@@ -14,7 +14,7 @@ import { withSql } from "../support/pg.ts"
 import { createStack, request } from "../support/stack.ts"
 import { buildWorkflow, executionsOf } from "../workflows/support.ts"
 import { SqlClient } from "effect/sql"
-import { Browser } from "./support.ts"
+import { Browser, joinProject } from "./support.ts"
 
 let context: MailContext
 withMailStack((ready) => (context = ready), { PROTECTION_CHECK_SECONDS: "1", HELD_MAIL_CHECK_SECONDS: "1" })
@@ -47,7 +47,7 @@ describe("automatic protection", () => {
     const browser = await ownerOf()
     const admin = new Browser(context.api.url)
     await admin.post("/auth/signup", { email: "admin@example.com", password: "admin password" })
-    await browser.post(`/projects/${context.project.id}/members`, { email: "admin@example.com", role: "ADMIN" })
+    await joinProject(browser, context.project.id, admin, "admin@example.com", "ADMIN")
     // 99 sends are too few to judge, whatever bounced.
     await sentEmails(context.project.id, 99, 20)
     await new Promise((resolve) => setTimeout(resolve, 2_500))

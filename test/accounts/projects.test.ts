@@ -1,7 +1,8 @@
 /**
  * Projects and members through the dashboard: the role matrix (OWNER, ADMIN, MEMBER) on the account
  * endpoints and on existing project resources reached with the session cookie plus X-Project-Id,
- * non-members answered 404, the last owner kept, invitations, CSRF, key rotation across two api
+ * non-members answered 404, the last owner kept, invitations (the only way in, even for an email with an
+ * account), CSRF, key rotation across two api
  * processes, project reset, setup state, and automatic protection.
  */
 import { mkdtempSync } from "node:fs"
@@ -9,7 +10,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createStack, request, type Service, type Stack } from "../support/stack.ts"
-import { Browser, mailedToken, signUp } from "./support.ts"
+import { Browser, invitationToken, joinProject, mailedToken, signUp } from "./support.ts"
 
 let stack: Stack
 let api: Service
@@ -40,8 +41,8 @@ beforeAll(async () => {
   expect(created.status).toBe(201)
   project = created.json
   ids = { owner: o!.user.id, admin: a!.user.id, member: m!.user.id }
-  expect((await owner.post(`/projects/${project.id}/members`, { email: "admin@example.com", role: "ADMIN" })).status).toBe(201)
-  expect((await owner.post(`/projects/${project.id}/members`, { email: "member@example.com" })).json.member.role).toBe("MEMBER")
+  expect((await joinProject(owner, project.id, admin, "admin@example.com", "ADMIN")).role).toBe("ADMIN")
+  expect((await joinProject(owner, project.id, member, "member@example.com")).role).toBe("MEMBER")
 })
 afterAll(async () => {
   await stack?.stop()
@@ -139,6 +140,8 @@ describe("members", () => {
     const invited = await admin.post(`/projects/${project.id}/members`, { email: "Newcomer@Example.com", role: "MEMBER" })
     expect(invited.status).toBe(202)
     expect(invited.json).toMatchObject({ status: "invited", invitation: { email: "newcomer@example.com", role: "MEMBER" } })
+    // The link mailed is the one answered (for the inviter to pass on if the mail does not arrive).
+    expect(invitationToken(invited)).toBe(await mailedToken(outbox, "newcomer@example.com", "/accept-invitation"))
     const listed = await member.get(`/projects/${project.id}/members`)
     expect(listed.json.members.map((m: { email: string; role: string }) => `${m.email}:${m.role}`)).toEqual([
       "owner@example.com:OWNER", "admin@example.com:ADMIN", "member@example.com:MEMBER"
@@ -149,12 +152,37 @@ describe("members", () => {
     const joined = new Browser(api.url)
     const signup = await joined.post("/auth/signup", { email: "newcomer@example.com", password: "newcomer's password", inviteToken: token })
     expect(signup.status).toBe(201)
-    expect(signup.json.user.emailVerified).toBe(true)
+    // The inviter could have passed the link on: it lets them in, but does not vouch for the address.
+    expect(signup.json.user.emailVerified).toBe(false)
     expect((await joined.get("/users/@me/projects")).json).toEqual([expect.objectContaining({ id: project.id, role: "MEMBER" })])
     expect((await member.get(`/projects/${project.id}/members`)).json.invitations).toEqual([])
     // Used once: a second signup with it is refused.
     const again = await new Browser(api.url).post("/auth/signup", { email: "newcomer@example.com", password: "whatever it is", inviteToken: token })
     expect(again.status).toBe(400)
+  })
+
+  it("invites an email that has an account rather than adding it: only that account, signed in, joins with the link", async () => {
+    // Anyone can register any address without owning it: an account's existence proves nothing.
+    const registered = await signUp(api.url, "registered-first@example.com")
+    const invited = await owner.post(`/projects/${project.id}/members`, { email: "registered-first@example.com", role: "ADMIN" })
+    expect(invited.status).toBe(202)
+    expect(invited.json).toMatchObject({ status: "invited", invitation: { email: "registered-first@example.com", role: "ADMIN" } })
+    expect((await registered.browser.get("/users/@me/projects")).json.map((p: { id: string }) => p.id)).not.toContain(project.id)
+    expect((await asProject(registered.browser, "GET", "/contacts")).status).toBe(404)
+    expect((await registered.browser.get(`/projects/${project.id}/members`)).status).toBe(404)
+    const guessed = await registered.browser.post("/auth/accept-invitation", { token: "x".repeat(43) })
+    expect(guessed.status).toBe(400)
+    expect(guessed.json.error.code).toBe("INVALID_TOKEN")
+    // The link in another account's hands does nothing either.
+    const token = await mailedToken(outbox, "registered-first@example.com", "/accept-invitation")
+    const elsewhere = await stranger.post("/auth/accept-invitation", { token })
+    expect(elsewhere.status).toBe(403)
+    expect(elsewhere.json.error.code).toBe("INVITATION_FOR_ANOTHER_EMAIL")
+    const accepted = await registered.browser.post("/auth/accept-invitation", { token })
+    expect(accepted.json).toEqual({ projectId: project.id, role: "ADMIN" })
+    expect((await asProject(registered.browser, "GET", "/contacts")).status).toBe(200)
+    expect((await registered.browser.get("/users/@me")).json.emailVerified).toBe(false)
+    expect((await owner.call("DELETE", `/projects/${project.id}/members/${registered.user.id}`)).status).toBe(200)
   })
 
   it("refuses role changes a role cannot make", async () => {
@@ -183,10 +211,10 @@ describe("members", () => {
 
   it("lets a member leave and an ADMIN remove a member", async () => {
     const extra = await signUp(api.url, "leaver@example.com")
-    await owner.post(`/projects/${project.id}/members`, { email: "leaver@example.com" })
+    await joinProject(owner, project.id, extra.browser, "leaver@example.com")
     expect((await extra.browser.call("DELETE", `/projects/${project.id}/members/${extra.user.id}`)).json).toEqual({ success: true })
     expect((await asProject(extra.browser, "GET", "/contacts")).status).toBe(404)
-    await owner.post(`/projects/${project.id}/members`, { email: "leaver@example.com" })
+    await joinProject(owner, project.id, extra.browser, "leaver@example.com")
     expect((await admin.call("DELETE", `/projects/${project.id}/members/${extra.user.id}`)).status).toBe(200)
   })
 })

@@ -65,21 +65,39 @@ export const signUp = async (base: string, email: string, password = "correct ho
   return { browser, user: reply.json.user as { id: string; email: string } }
 }
 
-/** The token of the newest link mailed to `to` in the file outbox (polls briefly: mail is written after the answer). */
-export const mailedToken = async (outbox: string, to: string, path: string, after = 0): Promise<string> => {
+/** The newest mail to `to` in the file outbox with a `path` link: its token and text (polls briefly: mail is written after the answer). */
+export const mailedLink = async (outbox: string, to: string, path: string, after = 0): Promise<{ token: string; text: string }> => {
   const deadline = Date.now() + 5_000
   for (;;) {
     const names = await readdir(outbox).catch(() => [] as Array<string>)
-    const found: Array<{ at: number; token: string }> = []
+    const found: Array<{ at: number; token: string; text: string }> = []
     for (const name of names) {
       const text = (await readFile(join(outbox, name), "utf8")).replace(/=\r?\n/g, "").replace(/=3D/g, "=")
       if (!new RegExp(`^To: .*${to.replace(/[.+]/g, "\\$&")}`, "mi").test(text)) continue
       const match = text.match(new RegExp(`${path}\\?token=([A-Za-z0-9_-]+)`))
-      if (match) found.push({ at: (await stat(join(outbox, name))).mtimeMs, token: match[1]! })
+      if (match) found.push({ at: (await stat(join(outbox, name))).mtimeMs, token: match[1]!, text })
     }
     found.sort((a, b) => a.at - b.at)
-    if (found.length > after) return found[found.length - 1]!.token
+    if (found.length > after) return found[found.length - 1]!
     if (Date.now() > deadline) throw new Error(`no mail to ${to} with ${path} in ${outbox}`)
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
+}
+
+/** The token of the newest link mailed to `to` in the file outbox. */
+export const mailedToken = async (outbox: string, to: string, path: string, after = 0): Promise<string> =>
+  (await mailedLink(outbox, to, path, after)).token
+
+/** The token of an invitation answer's link (POST /projects/:id/members, .../resend). */
+export const invitationToken = (reply: Reply): string => {
+  if (reply.status !== 202 && reply.status !== 200) throw new Error(`invitation: ${reply.status} ${reply.text}`)
+  return new URL(reply.json.link).searchParams.get("token")!
+}
+
+/** `inviter` invites `email` to the project and `invitee`, signed in as that email, accepts: how every member joins. */
+export const joinProject = async (inviter: Browser, projectId: string, invitee: Browser, email: string, role?: "OWNER" | "ADMIN" | "MEMBER") => {
+  const token = invitationToken(await inviter.post(`/projects/${projectId}/members`, { email, ...(role ? { role } : {}) }))
+  const accepted = await invitee.post("/auth/accept-invitation", { token })
+  if (accepted.status !== 200) throw new Error(`accept ${email}: ${accepted.status} ${accepted.text}`)
+  return accepted.json as { projectId: string; role: string }
 }

@@ -7,7 +7,7 @@
  */
 import type { Page } from "playwright-core"
 import { describe, expect, it } from "vitest"
-import { mailedToken } from "../accounts/support.ts"
+import { Browser as ApiBrowser, mailedToken } from "../accounts/support.ts"
 import { heading, PASSWORD, PHONE, screenshot, scrollsSideways, useBrowser } from "./support/browser.ts"
 
 // GitHub sign-in is offered once its client id and secret are set (the button only starts the flow).
@@ -75,15 +75,25 @@ describe("account pages", () => {
     }
   })
 
-  it("verifies the email with the link mailed at sign-up", async () => {
+  it("verifies the email with the link mailed at sign-up, signed in to the account (a visitor signs in first)", async () => {
     const user = await env.signUp("grace@example.com")
-    const page = await env.page({ user })
-    await page.goto("/p")
-    await heading(page, "Projects")
-    await page.getByText("Your email address is not verified yet").waitFor()
+    const signedIn = await env.page({ user })
+    await signedIn.goto("/p")
+    await heading(signedIn, "Projects")
+    await signedIn.getByText("Your email address is not verified yet").waitFor()
+
+    // Opened where nobody is signed in: the link alone does not vouch for whoever chose the account's password.
     const token = await mailedToken(env.outbox, user.email, "/verify-email")
+    const page = await env.page({ user: null })
+    env.allowConsoleErrors(page, /status of 401/)
     await page.goto(`/verify-email?token=${token}`)
+    await page.getByText("Sign in to the account this link was mailed for").waitFor()
+    await screenshot(page, "verify-email-signed-out-1280")
+    await page.getByRole("link", { name: "Sign in" }).click()
+    await heading(page, "Sign in")
+    await signIn(page, user.email)
     await page.getByText("Your email address is verified.").waitFor()
+    expect(path(page)).toBe(`/verify-email?token=${token}`)
     await screenshot(page, "verify-email-1280")
     await page.getByRole("link", { name: "Go to your projects" }).click()
     await heading(page, "Projects")
@@ -123,16 +133,40 @@ describe("account pages", () => {
     await heading(before, "Sign in")
   })
 
+  it("changes the password on the projects page, signing out the user's other sessions", async () => {
+    const user = await env.signUp("changer@example.com")
+    const elsewhere = new ApiBrowser(env.api.url)
+    expect((await elsewhere.post("/auth/login", { email: user.email, password: user.password })).status).toBe(200)
+    const page = await env.page({ user })
+    await page.goto("/p")
+    await heading(page, "Projects")
+    const card = page.getByRole("region", { name: "Your password" })
+    env.allowConsoleErrors(page, /status of 403/)
+    await card.getByLabel("Current password").fill("not the password")
+    await card.getByLabel("New password").fill("a changed password")
+    await card.getByRole("button", { name: "Change password" }).click()
+    expect(await card.getByRole("alert").innerText()).toContain("403 WRONG_PASSWORD")
+    await card.getByLabel("Current password").fill(user.password)
+    await card.getByLabel("New password").fill("a changed password")
+    await card.getByRole("button", { name: "Change password" }).click()
+    await card.getByText("Your password is changed").waitFor()
+    await screenshot(page, "change-password-1280")
+    expect((await elsewhere.get("/users/@me")).status).toBe(401)
+    await page.reload()
+    await heading(page, "Projects")
+    expect((await new ApiBrowser(env.api.url).post("/auth/login", { email: user.email, password: "a changed password" })).status).toBe(200)
+  })
+
   it("joins a project from an invitation: a newcomer signs up with it, a signed-in user accepts it", async () => {
     const owner = await env.page()
     await owner.goto(`/p/${env.project.id}/settings/members`)
     for (const email of ["newcomer@example.com", "later@example.com"]) {
       await owner.getByLabel("Email").fill(email)
       await owner.getByRole("button", { name: "Invite" }).click()
-      await owner.getByText(`Invitation mailed to ${email}.`).waitFor()
+      await owner.getByText(`Invitation mailed to ${email} as MEMBER.`).waitFor()
     }
     const pending = owner.getByRole("table", { name: "Pending invitations" })
-    await pending.getByText("later@example.com").waitFor()
+    await pending.getByRole("cell", { name: "later@example.com", exact: true }).waitFor()
 
     // A newcomer: the link offers to create an account with the invitation.
     const newcomer = await env.page({ user: null })

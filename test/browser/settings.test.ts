@@ -2,8 +2,8 @@
 /**
  * Projects and settings in a real Chromium against a real stack: the project list, creating and
  * switching projects, the setup checklist; rotating keys (the old key stops working), members by role
- * (a MEMBER cannot open the keys page), tracking, billing caps and consumption, security, and the danger
- * zone's typed confirmations.
+ * (a MEMBER cannot open the keys page), pending invitations (their link copied, resent, withdrawn),
+ * tracking, billing caps and consumption, security, and the danger zone's typed confirmations.
  */
 import { describe, expect, it } from "vitest"
 import { Browser as ApiBrowser } from "../accounts/support.ts"
@@ -91,20 +91,25 @@ describe("settings", () => {
     expect(await contactsStatus(rotated)).toBe(200)
   })
 
-  it("lets an OWNER add, re-role and remove members; a MEMBER sees the list but cannot open the keys page", async () => {
+  it("lets an OWNER invite, re-role and remove members; a MEMBER sees the list but cannot open the keys page", async () => {
     const colleague = await env.signUp("colleague@example.com")
     const page = await env.page()
     await page.goto(settings(env.project.id, "members"))
     await page.getByLabel("Email").fill(colleague.email)
     await page.getByRole("button", { name: "Invite" }).click()
-    await page.getByText(`${colleague.email} joined as MEMBER.`).waitFor()
+    // An account of that email is invited too, not added: it joins by opening the link, signed in.
+    await page.getByText(`Invitation mailed to ${colleague.email} as MEMBER.`).waitFor()
+    const link = new URL(await page.getByTestId("invitation-link").innerText())
+    const joining = await env.page({ user: colleague })
+    await joining.goto(link.pathname + link.search)
+    await joining.getByRole("button", { name: "Join the project" }).click()
+    await heading(joining, "Home")
+    await page.reload()
     await page.getByLabel(`Role of ${colleague.email}`).selectOption("ADMIN")
     await expect.poll(async () => {
       const list = (await as(env.owner).get(`/projects/${env.project.id}/members`)).json.members
       return list.find((member: { email: string }) => member.email === colleague.email)?.role
     }).toBe("ADMIN")
-    // The invitation's notice said MEMBER: once the role has changed it is gone, not left saying the old role.
-    await page.getByText(`${colleague.email} joined as MEMBER.`).waitFor({ state: "detached" })
     await screenshot(page, "members-1280")
 
     // An ADMIN may not touch the OWNER: no role menu and no Remove button on the owner's row.
@@ -139,6 +144,51 @@ describe("settings", () => {
     await page.getByRole("cell", { name: colleague.email, exact: true }).waitFor({ state: "detached" })
     const left = (await as(env.owner).get(`/projects/${env.project.id}/members`)).json.members
     expect(left.map((entry: { email: string }) => entry.email)).not.toContain(colleague.email)
+  })
+
+  it("shows pending invitations with the link to pass on; resending replaces the link, withdrawing ends it", async () => {
+    const page = await env.page()
+    await page.goto(settings(env.project.id, "members"))
+    await page.getByLabel("Email").fill("typo@exampel.com")
+    await page.getByLabel("Role").selectOption("ADMIN")
+    await page.getByRole("button", { name: "Invite" }).click()
+    await page.getByText("Invitation mailed to typo@exampel.com as ADMIN.").waitFor()
+    const first = await page.getByTestId("invitation-link").innerText()
+    expect(first).toMatch(/\/accept-invitation\?token=/)
+    await page.getByRole("button", { name: "Copy invitation link" }).click()
+    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(first)
+    const pending = page.getByRole("table", { name: "Pending invitations" })
+    await pending.getByRole("cell", { name: "typo@exampel.com", exact: true }).waitFor()
+    await screenshot(page, "members-invitation-1280")
+
+    /** Whether an invitation link still works (its token pending; the API tests show what a dead one answers). */
+    const works = async (link: string) =>
+      (await env.stack.query(
+        "SELECT 1 FROM account_tokens WHERE purpose = 'invitation' AND used_at IS NULL AND hash = sha256(convert_to($1, 'UTF8'))",
+        [new URL(link).searchParams.get("token")]
+      )).length > 0
+    expect(await works(first)).toBe(true)
+    await page.getByRole("button", { name: "Resend the invitation to typo@exampel.com" }).click()
+    await expect.poll(() => page.getByTestId("invitation-link").innerText()).not.toBe(first)
+    const second = await page.getByTestId("invitation-link").innerText()
+    expect(await works(first)).toBe(false)
+    expect(await works(second)).toBe(true)
+
+    await page.getByRole("button", { name: "Withdraw the invitation to typo@exampel.com" }).click()
+    await pending.waitFor({ state: "detached" })
+    // The link shown was that invitation's: it is gone with it.
+    expect(await page.getByTestId("invitation-link").count()).toBe(0)
+    expect(await works(second)).toBe(false)
+
+    const phone = await env.page({ viewport: PHONE })
+    await phone.goto(settings(env.project.id, "members"))
+    await phone.getByLabel("Email").fill("someone@example.com")
+    await phone.getByRole("button", { name: "Invite" }).click()
+    await phone.getByTestId("invitation-link").waitFor()
+    expect(await scrollsSideways(phone)).toBe(false)
+    await screenshot(phone, "members-invitation-390")
+    await phone.getByRole("button", { name: "Withdraw the invitation to someone@example.com" }).click()
+    await phone.getByRole("table", { name: "Pending invitations" }).waitFor({ state: "detached" })
   })
 
   it("turns tracking off, saves billing caps, shows this month's consumption and the security rates", async () => {

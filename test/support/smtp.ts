@@ -3,7 +3,8 @@
  * Tests keep every message raw and parsed (mailparser); the benchmarks' sink process (bench/smtpSink.ts)
  * passes `parse: false` and only counts: arrival times and DKIM signatures, so the sink costs little
  * beside the service it measures. Tests can make recipients fail: `failures.set(rcpt, { code, times })`
- * answers that recipient with `code` for the next `times` attempts.
+ * answers that recipient with `code` for the next `times` attempts; `delays.set(rcpt, ms)` makes the relay
+ * take that long to accept the recipient (a slow relay).
  */
 import { simpleParser, type ParsedMail } from "mailparser"
 import type { AddressInfo } from "node:net"
@@ -26,6 +27,7 @@ export interface SmtpSink {
   /** How many accepted messages carried a DKIM-Signature header. */
   readonly dkimSigned: () => number
   readonly failures: Map<string, { code: number; times: number }>
+  readonly delays: Map<string, number>
   /** Resolves once `count` messages arrived (or rejects after `timeoutMs`). */
   waitFor(count: number, timeoutMs?: number): Promise<Array<ReceivedMail>>
   close(): Promise<void>
@@ -40,6 +42,7 @@ export const startSmtpSink = async (options: { readonly parse?: boolean } = {}):
   const arrivals: Array<number> = []
   let dkimSigned = 0
   const failures = new Map<string, { code: number; times: number }>()
+  const delays = new Map<string, number>()
   const waiters: Array<() => void> = []
   const accepted = (head: string, at: number) => {
     arrivals.push(at)
@@ -52,14 +55,21 @@ export const startSmtpSink = async (options: { readonly parse?: boolean } = {}):
     logger: false,
     size: 60 * 1024 * 1024,
     onRcptTo(address, _session, callback) {
-      const failure = failures.get(address.address.toLowerCase())
-      if (failure && failure.times > 0) {
-        failure.times--
-        const error = new Error(`test failure for ${address.address}`) as Error & { responseCode: number }
-        error.responseCode = failure.code
-        return callback(error)
+      const rcpt = address.address.toLowerCase()
+      const answer = () => {
+        const failure = failures.get(rcpt)
+        if (failure && failure.times > 0) {
+          failure.times--
+          const error = new Error(`test failure for ${address.address}`) as Error & { responseCode: number }
+          error.responseCode = failure.code
+          return callback(error)
+        }
+        callback()
       }
-      callback()
+      const delay = delays.get(rcpt)
+      delays.delete(rcpt)
+      if (delay === undefined) answer()
+      else setTimeout(answer, delay)
     },
     onData(stream, session, callback) {
       const chunks: Array<Buffer> = []
@@ -94,6 +104,7 @@ export const startSmtpSink = async (options: { readonly parse?: boolean } = {}):
     arrivals,
     dkimSigned: () => dkimSigned,
     failures,
+    delays,
     waitFor(count, timeoutMs = 15_000) {
       return new Promise((resolve, reject) => {
         const deadline = setTimeout(() => reject(new Error(`expected ${count} messages, got ${arrivals.length}`)), timeoutMs)

@@ -58,7 +58,15 @@ const SetupState = Schema.Struct({
 }).annotate({ identifier: "SetupState" })
 
 const MemberView = Schema.Struct({ userId: Schema.String, email: Schema.String, role: Role, joinedAt: Timestamp })
-const InvitationView = Schema.Struct({ email: Schema.String, role: Role, createdAt: Timestamp, expiresAt: Timestamp })
+const InvitationView = Schema.Struct({ id: Schema.String, email: Schema.String, role: Role, createdAt: Timestamp, expiresAt: Timestamp })
+  .annotate({ identifier: "Invitation" })
+/** The answer to an invitation sent: the link is shown here once (only its hash is stored) for the inviter to pass on. */
+const InvitationSent = Schema.Struct({
+  status: Schema.Literal("invited"),
+  invitation: InvitationView,
+  link: Schema.String.annotate({ description: "The single-use link also mailed to the email (valid 7 days)" })
+})
+const InvitationParams = { id: Text, invitationId: Text }
 
 const Cap = Schema.NullOr(Count).annotate({ description: "Emails per calendar month (UTC); null = no cap" })
 export const BillingLimits = Schema.Struct({
@@ -124,15 +132,36 @@ export class AccountsApi extends HttpApiGroup.make("accounts")
     HttpApiEndpoint.post("addMember", "/projects/:id/members", {
       params: ProjectId,
       payload: Schema.Struct({ email: Email, role: Schema.optional(Role).annotate({ description: "Default MEMBER" }) }),
-      success: [
-        Schema.Struct({ status: Schema.Literal("added"), member: MemberView }).pipe(HttpApiSchema.status(201)),
-        Schema.Struct({ status: Schema.Literal("invited"), invitation: InvitationView }).pipe(HttpApiSchema.status(202))
-      ],
+      success: InvitationSent.pipe(HttpApiSchema.status(202)),
       error: [...sessionErrors, ...bodyErrors]
     }).annotate(
       OpenApi.Description,
-      "Adds a user who has an account (201), or mails a single-use invitation link valid 7 days to an email that has none " +
-        "(202). ADMIN; only an OWNER can add an OWNER. 409 ALREADY_MEMBER."
+      "Invites an email (202): a single-use link valid 7 days is mailed to it and returned in `link`; they join when they " +
+        "open it, signing up with it or signed in as that email. An email with an account is invited too, never added at " +
+        "once: whoever registered an address first need not own it. Inviting an email again replaces its pending " +
+        "invitation (the old link stops working). ADMIN; only an OWNER can invite an OWNER. 409 ALREADY_MEMBER."
+    ),
+    HttpApiEndpoint.get("listInvitations", "/projects/:id/invitations", {
+      params: ProjectId,
+      success: Schema.Struct({ data: Schema.Array(InvitationView) }),
+      error: sessionErrors
+    }).annotate(OpenApi.Description, "The project's pending invitations (not accepted, withdrawn or expired), oldest first."),
+    HttpApiEndpoint.delete("withdrawInvitation", "/projects/:id/invitations/:invitationId", {
+      params: InvitationParams,
+      success: Ok,
+      error: sessionErrors
+    }).annotate(
+      OpenApi.Description,
+      "Withdraws a pending invitation: its link stops working at once (ADMIN; OWNER for an invitation as OWNER). 404 when it is not pending."
+    ),
+    HttpApiEndpoint.post("resendInvitation", "/projects/:id/invitations/:invitationId/resend", {
+      params: InvitationParams,
+      success: InvitationSent,
+      error: sessionErrors
+    }).annotate(
+      OpenApi.Description,
+      "Mails a pending invitation again with a new link, valid 7 days from now; the old link stops working (ADMIN; OWNER " +
+        "for an invitation as OWNER). 404 when it is not pending."
     ),
     HttpApiEndpoint.patch("updateMember", "/projects/:id/members/:userId", {
       params: { id: Text, userId: Text },

@@ -10,7 +10,7 @@ export class CurrentProject extends Context.Service<CurrentProject, Project>()("
 /** The signed-in dashboard user (session cookie). */
 export class CurrentUser extends Context.Service<CurrentUser, SessionUser>()("app/http/CurrentUser") {}
 
-/** The dashboard's session cookie, set by POST /auth/login (and signup, OAuth) and cleared by GET /auth/logout. */
+/** The dashboard's session cookie, set by POST /auth/login (and signup, OAuth) and cleared by POST /auth/logout. */
 export const sessionCookie = HttpApiSecurity.apiKey({ in: "cookie", key: "mailstream_session" }).pipe(
   HttpApiSecurity.annotate(
     OpenApi.Description,

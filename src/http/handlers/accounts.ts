@@ -9,7 +9,7 @@ import { AppConfig } from "../../config.ts"
 import { normalizeEmail } from "../../domain/email.ts"
 import { isUuid } from "../../domain/ids.ts"
 import type { Permission, Role } from "../../domain/permissions.ts"
-import { AccountTokens, type PendingInvitation } from "../../store/AccountTokens.ts"
+import { AccountTokens, type IssuedInvitation, type PendingInvitation } from "../../store/AccountTokens.ts"
 import { Billing, type Limits } from "../../store/Billing.ts"
 import { type Member, Members } from "../../store/Members.ts"
 import { ProjectCacheInvalidation } from "../../store/ProjectCacheInvalidation.ts"
@@ -41,11 +41,16 @@ const memberView = (member: Member) => ({
 })
 
 const invitationView = (invitation: PendingInvitation) => ({
+  id: invitation.id,
   email: invitation.email,
   role: invitation.role,
   createdAt: invitation.createdAt.toISOString(),
   expiresAt: invitation.expiresAt.toISOString()
 })
+
+const invitationText = (inviter: string, projectName: string, role: Role, link: string) =>
+  `${inviter} invited you to the project "${projectName}" as ${role}. Open this link to join (valid for 7 days, once): ` +
+  `sign up with this email, or sign in if it has an account already.\n${link}\n\nIf you did not expect it, ignore this message.`
 
 const lastOwner = ApiError.conflict("LAST_OWNER", "A project keeps at least one owner: make someone else owner first")
 
@@ -105,6 +110,26 @@ export const AccountsHandlers = HttpApiBuilder.group(Api, "accounts", Effect.fnU
   const stripeEnabled = Effect.suspend(() => (stripe.enabled ? Effect.succeed(stripe.enabled) : Effect.fail(billingDisabled)))
   const stripeError = (error: { readonly message: string }) =>
     Effect.as(Effect.logWarning("Stripe call failed", { error: error.message }), new ApiError({ status: 502, code: "BILLING_PROVIDER_ERROR", message: "Stripe did not answer as expected" }))
+
+  /** Mails an invitation's link (queued) and answers it, with the link shown once to the inviter. */
+  const sendInvitation = Effect.fnUntraced(function*(issued: IssuedInvitation, inviter: string, projectName: string) {
+    const link = mail.link("/accept-invitation", issued.token)
+    yield* mail.queue({
+      to: issued.invitation.email,
+      subject: `You are invited to ${projectName}`,
+      text: invitationText(inviter, projectName, issued.invitation.role, link)
+    })
+    return { status: "invited" as const, invitation: invitationView(issued.invitation), link }
+  })
+
+  /** A pending invitation the caller may withdraw or resend: `manage`, and `own` for one as OWNER. */
+  const manageableInvitation = Effect.fnUntraced(function*(projectId: string, invitationId: string) {
+    const found = yield* access(projectId, "manage")
+    const invitation = isUuid(invitationId) ? yield* tokens.pendingInvitation(projectId, invitationId) : undefined
+    if (!invitation) return yield* ApiError.notFound("Invitation")
+    if (invitation.role === "OWNER" && found.role !== "OWNER") return yield* ownersOnly
+    return { ...found, invitation }
+  })
 
   /** A member's current role (404 when they are not one). */
   const roleOfMember = Effect.fnUntraced(function*(projectId: string, userId: string) {
@@ -185,22 +210,34 @@ export const AccountsHandlers = HttpApiBuilder.group(Api, "accounts", Effect.fnU
         const role = payload.role ?? "MEMBER"
         if (role === "OWNER" && myRole !== "OWNER") return yield* ownersOnly
         const email = normalizeEmail(payload.email)
+        // Never added at once, even with an account: whoever registered an address first need not own it. The
+        // invitation's link, mailed to the address, decides who joins.
         const existing = yield* users.byEmail(email)
-        if (existing) {
-          if (yield* members.roleOf(params.id, existing.id)) return yield* ApiError.conflict("ALREADY_MEMBER", "This user is already a member")
-          yield* members.add(params.id, existing.id, role)
-          const member = (yield* members.list(params.id)).find((entry) => entry.userId === existing.id)!
-          return { status: "added" as const, member: memberView(member) }
+        if (existing && (yield* members.roleOf(params.id, existing.id))) {
+          return yield* ApiError.conflict("ALREADY_MEMBER", "This user is already a member")
         }
-        const token = yield* tokens.issue("invitation", { userId: null, email, projectId: params.id, role })
-        yield* mail.send({
-          to: email,
-          subject: `You are invited to ${project.name}`,
-          text: `${inviter.email} invited you to the project "${project.name}" as ${role}. Open this link to join ` +
-            `(valid for 7 days, once):\n${mail.link("/accept-invitation", token)}`
-        })
-        const invitation = (yield* tokens.pendingInvitations(params.id)).findLast((entry) => entry.email === email)!
-        return { status: "invited" as const, invitation: invitationView(invitation) }
+        // Inviting again replaces the pending invitation, which takes an OWNER if that one was as OWNER.
+        const pending = (yield* tokens.pendingInvitations(params.id)).filter((entry) => entry.email === email)
+        if (pending.some((entry) => entry.role === "OWNER") && myRole !== "OWNER") return yield* ownersOnly
+        return yield* sendInvitation(yield* tokens.invite(params.id, email, role), inviter.email, project.name)
+      })))
+    .handle("listInvitations", ({ params }) =>
+      rendered(Effect.gen(function*() {
+        yield* access(params.id, "view")
+        return { data: (yield* tokens.pendingInvitations(params.id)).map(invitationView) }
+      })))
+    .handle("withdrawInvitation", ({ params }) =>
+      rendered(Effect.gen(function*() {
+        yield* manageableInvitation(params.id, params.invitationId)
+        if (!(yield* tokens.withdrawInvitation(params.id, params.invitationId))) return yield* ApiError.notFound("Invitation")
+        return { success: true as const }
+      })))
+    .handle("resendInvitation", ({ params }) =>
+      rendered(Effect.gen(function*() {
+        const { project, user } = yield* manageableInvitation(params.id, params.invitationId)
+        const issued = yield* tokens.reissueInvitation(params.id, params.invitationId)
+        if (!issued) return yield* ApiError.notFound("Invitation")
+        return yield* sendInvitation(issued, user.email, project.name)
       })))
     .handle("updateMember", ({ params, payload }) =>
       rendered(Effect.gen(function*() {

@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient } from "effect/sql"
+import { claimUnverifiedAccount } from "../../accounts/claim.ts"
 import { settleFirstUser } from "../../accounts/firstUser.ts"
 import { OAuth, type ProviderId } from "../../accounts/OAuth.ts"
 import { hashPassword, verifyPassword } from "../../accounts/Passwords.ts"
@@ -19,6 +20,7 @@ import { type StoredUser, Users } from "../../store/Users.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentUser } from "../api/security.ts"
 import { ApiError, rendered } from "../errors.ts"
+import { DashboardSessions } from "../session.ts"
 
 const OAUTH_COOKIE = "mailstream_oauth"
 
@@ -37,6 +39,15 @@ const invalidToken = new ApiError({
   suggestion: "Ask for a new link."
 })
 
+const notVerifiedForOAuth = (provider: string) =>
+  new ApiError({
+    status: 409,
+    code: "EMAIL_NOT_VERIFIED",
+    message: `An account with this email exists, but its address was never verified, so it is not joined to your ${provider} sign-in`,
+    suggestion: "If you created it, sign in with its password and verify your email first. If you did not, ask for a " +
+      "password reset: the link mailed to you takes the account over and ends whatever its creator had."
+  })
+
 const signupsDisabled = new ApiError({
   status: 403,
   code: "SIGNUPS_DISABLED",
@@ -54,7 +65,9 @@ export const AuthHandlers = HttpApiBuilder.group(Api, "auth", Effect.fnUntraced(
   const cookies = yield* SessionCookie
   const mail = yield* PlatformMail
   const oauth = yield* OAuth
+  const sessions = yield* DashboardSessions
   const sql = yield* SqlClient.SqlClient
+  const stores = { users, tokens, members }
 
   /** A session for the user, as the cookie on `response`. */
   const signIn = Effect.fnUntraced(function*(user: User, response: HttpServerResponse.HttpServerResponse) {
@@ -65,10 +78,11 @@ export const AuthHandlers = HttpApiBuilder.group(Api, "auth", Effect.fnUntraced(
 
   const sendVerification = (user: User) =>
     Effect.flatMap(tokens.issue("verify_email", { userId: user.id, email: user.email, projectId: null, role: null }), (token) =>
-      mail.send({
+      mail.queue({
         to: user.email,
         subject: "Verify your email",
-        text: `Open this link to verify your email address (valid for 48 hours):\n${mail.link("/verify-email", token)}`
+        text: `Open this link, signed in to your account, to verify your email address (valid for 48 hours):\n` +
+          `${mail.link("/verify-email", token)}\n\nIf you did not create an account, ignore this message.`
       }))
 
   /**
@@ -108,9 +122,10 @@ export const AuthHandlers = HttpApiBuilder.group(Api, "auth", Effect.fnUntraced(
     if (!user) {
       if (!account.verifiedEmail) return yield* failed("The provider account has no verified email")
       user = yield* users.byEmail(account.verifiedEmail)
-      // Linking by email is safe only because the provider verified it.
-      if (user) yield* users.markVerified(user.id)
-      else user = yield* createUser({ email: account.verifiedEmail, passwordHash: null, emailVerified: true, invited: false })
+      // Linking by email is safe only because the provider verified it, and only to an account whose holder
+      // proved the address too: an unverified one may have been registered by anyone (pre-account takeover).
+      if (user && !user.emailVerified) return yield* notVerifiedForOAuth(oauth.providers.find((entry) => entry.id === provider)!.name)
+      user ??= yield* createUser({ email: account.verifiedEmail, passwordHash: null, emailVerified: true, invited: false })
       yield* users.linkIdentity(user.id, provider, account.subject)
     }
     const response = HttpServerResponse.redirect(`${config.publicUrl}/`, { status: 302 }).pipe(
@@ -126,13 +141,13 @@ export const AuthHandlers = HttpApiBuilder.group(Api, "auth", Effect.fnUntraced(
         const invitation = payload.inviteToken ? yield* tokens.peek("invitation", payload.inviteToken) : undefined
         if (payload.inviteToken && invitation?.email !== email) return yield* invalidToken
         const passwordHash = yield* hashPassword(payload.password)
-        const user = yield* createUser({ email, passwordHash, emailVerified: invitation !== undefined, invited: invitation !== undefined })
+        // An invitation lets them in and into its project, but does not verify the email: the inviter can copy its link.
+        const user = yield* createUser({ email, passwordHash, emailVerified: false, invited: invitation !== undefined })
         if (invitation && payload.inviteToken) {
           const grant = yield* tokens.consume("invitation", payload.inviteToken)
           if (grant?.projectId && grant.role) yield* members.add(grant.projectId, user.id, grant.role)
-        } else {
-          yield* sendVerification(user)
         }
+        yield* sendVerification(user)
         return yield* signIn(user, HttpServerResponse.jsonUnsafe({ user: userView(user) }, { status: 201 }))
       })))
     .handle("login", ({ payload }) =>
@@ -162,11 +177,25 @@ export const AuthHandlers = HttpApiBuilder.group(Api, "auth", Effect.fnUntraced(
       rendered(Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
         const claims = yield* cookies.verify(request.cookies[SESSION_COOKIE] ?? "")
-        if (claims) yield* users.revokeSession(claims.sessionId)
+        if (claims) {
+          // Another site must not end the session (nor clear the cookie) any more than change anything else.
+          yield* sessions.requireSameOrigin
+          yield* users.revokeSession(claims.sessionId)
+        }
         return HttpServerResponse.jsonUnsafe({ success: true }).pipe(
           HttpServerResponse.expireCookieUnsafe(SESSION_COOKIE, { path: "/", httpOnly: true, sameSite: "lax" })
         )
       })))
+    .handle("logoutByGet", () =>
+      rendered(Effect.fail(
+        new ApiError({
+          status: 405,
+          code: "METHOD_NOT_ALLOWED",
+          message: "Sign out with POST /auth/logout",
+          suggestion: "A GET must not change anything: any page could sign you out with a link or an image.",
+          headers: { allow: "POST" }
+        })
+      )))
     .handle("oauthConfig", () =>
       Effect.succeed({
         providers: oauth.providers.map((provider) => ({ ...provider, url: `${config.publicUrl}/auth/oauth/${provider.id}` }))
@@ -204,34 +233,60 @@ export const AuthHandlers = HttpApiBuilder.group(Api, "auth", Effect.fnUntraced(
       })))
     .handle("verifyEmail", ({ payload }) =>
       rendered(Effect.gen(function*() {
-        const grant = yield* tokens.consume("verify_email", payload.token)
+        const { user } = yield* CurrentUser
+        const grant = yield* tokens.peek("verify_email", payload.token)
         if (!grant?.userId) return yield* invalidToken
-        yield* users.markVerified(grant.userId)
+        // The link proves the mailbox, the session the password: both must be the same account's.
+        if (grant.userId !== user.id || grant.email !== user.email) {
+          return yield* new ApiError({
+            status: 403,
+            code: "VERIFICATION_FOR_ANOTHER_ACCOUNT",
+            message: "This link verifies another account",
+            suggestion: "Sign in to the account the link was mailed for, then open it again."
+          })
+        }
+        if (!(yield* tokens.consume("verify_email", payload.token))) return yield* invalidToken
+        yield* users.markVerified(user.id)
         return { success: true as const }
       })))
     .handle("requestPasswordReset", ({ payload }) =>
-      rendered(Effect.gen(function*() {
-        const user = yield* users.byEmail(normalizeEmail(payload.email))
-        // The same answer whatever happens: an unknown email, or one mailed a link in the last minute, gets no mail.
-        if (user && (yield* tokens.cooldown("reset_password", user.email)) === undefined) {
-          const token = yield* tokens.issue("reset_password", { userId: user.id, email: user.email, projectId: null, role: null })
-          yield* mail.send({
-            to: user.email,
-            subject: "Reset your password",
-            text: `Open this link to choose a new password (valid for 1 hour):\n${mail.link("/reset-password", token)}\n\n` +
-              "If you did not ask for it, ignore this message."
-          })
-        }
-        return { success: true as const }
-      })))
+      // Only queued: whether the email has an account, and whether it was mailed a link in the last minute, is
+      // decided after the answer (PlatformMail), so the answer and its timing say nothing about either.
+      rendered(Effect.as(mail.queuePasswordReset(normalizeEmail(payload.email)), { success: true as const })))
     .handle("resetPassword", ({ payload }) =>
       rendered(Effect.gen(function*() {
-        const grant = yield* tokens.consume("reset_password", payload.token)
-        if (!grant?.userId) return yield* invalidToken
-        yield* users.setPassword(grant.userId, yield* hashPassword(payload.password))
-        // The mail proved the address: verified too. Every session ends at once.
-        yield* users.markVerified(grant.userId)
-        yield* users.revokeAllSessions(grant.userId)
+        const passwordHash = yield* hashPassword(payload.password)
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          const grant = yield* tokens.consume("reset_password", payload.token)
+          const user = grant?.userId ? yield* users.byId(grant.userId) : undefined
+          if (!user) return yield* invalidToken
+          // The mail proved the address. An account whose holder never did is taken over, not just given a password.
+          if (!user.emailVerified) yield* claimUnverifiedAccount(stores, user.id)
+          yield* users.setPassword(user.id, passwordHash)
+          yield* users.markVerified(user.id)
+          // Every session ends at once, and every other reset link mailed to them stops working.
+          yield* users.revokeAllSessions(user.id)
+          yield* tokens.spendAll(user.id, ["reset_password"])
+          return { success: true as const }
+        }))
+      })))
+    .handle("changePassword", ({ payload }) =>
+      rendered(Effect.gen(function*() {
+        const { user, sessionId } = yield* CurrentUser
+        const stored = yield* users.byId(user.id)
+        if (!stored?.passwordHash) {
+          return yield* ApiError.conflict("NO_PASSWORD", "This account signs in through a provider and has no password to change")
+        }
+        if (!(yield* verifyPassword(payload.currentPassword, stored.passwordHash))) {
+          return yield* new ApiError({ status: 403, code: "WRONG_PASSWORD", message: "The current password is not right" })
+        }
+        const passwordHash = yield* hashPassword(payload.newPassword)
+        yield* sql.withTransaction(Effect.gen(function*() {
+          yield* users.setPassword(user.id, passwordHash)
+          // Whoever else was signed in, or holds a reset link, is out: the password was changed for a reason.
+          yield* users.revokeOtherSessions(user.id, sessionId)
+          yield* tokens.spendAll(user.id, ["reset_password"])
+        }))
         return { success: true as const }
       })))
     .handle("acceptInvitation", ({ payload }) =>
@@ -244,8 +299,8 @@ export const AuthHandlers = HttpApiBuilder.group(Api, "auth", Effect.fnUntraced(
         }
         const grant = yield* tokens.consume("invitation", payload.token)
         if (!grant?.projectId || !grant.role) return yield* invalidToken
+        // Joining does not verify the email: the inviter may have passed the link on rather than mail it.
         yield* members.add(grant.projectId, user.id, grant.role)
-        yield* users.markVerified(user.id)
         return { projectId: grant.projectId, role: grant.role }
       })))
     .handle("me", () => Effect.map(CurrentUser, ({ user }) => userView(user)))

@@ -94,7 +94,8 @@ export const useBrowser = (options: { readonly env?: Record<string, string> } = 
     // The owner has verified their email, as a real one would have (no reminder in their screenshots).
     const verified = await fetch(`${api.url}/auth/verify-email`, {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      // Signed in as them: the link verifies the account whose session opens it.
+      headers: { "content-type": "application/json", cookie: `mailstream_session=${owner.cookie}`, origin: api.url },
       body: JSON.stringify({ token: await mailedToken(outbox, owner.email, "/verify-email") })
     })
     if (!verified.ok) throw new Error(`verifying the owner's email answered ${verified.status}`)

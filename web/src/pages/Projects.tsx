@@ -1,4 +1,4 @@
-/** The signed-in user's projects, and a new one (whose keys are shown once, here). */
+/** The signed-in user's projects, a new one (whose keys are shown once, here), and their password. */
 import { useState } from "react"
 import { Link } from "react-router"
 import { useApiMutation } from "../api/hooks.ts"
@@ -7,6 +7,7 @@ import { useQueryClient } from "@tanstack/react-query"
 import { Card, Field, MutationError } from "../components/Form.tsx"
 import { Badge, cell, formatDate, Page, Table, wideOnly } from "../components/Page.tsx"
 import { Empty, QueryView } from "../components/States.tsx"
+import { ChangePassword } from "./account/ChangePassword.tsx"
 import { KeysShownOnce } from "./settings/Keys.tsx"
 
 export function ProjectsPage() {
@@ -59,6 +60,7 @@ export function ProjectsPage() {
             </div>
           )}
         </Card>
+        <ChangePassword />
       </div>
     </Page>
   )

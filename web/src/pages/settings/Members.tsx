@@ -1,6 +1,8 @@
 /**
- * Members and pending invitations. ADMINs invite, re-role and remove MEMBERs and ADMINs; only OWNERs
- * touch OWNERs; anyone may leave. Controls the role does not allow are not shown (the API refuses them too).
+ * Members and pending invitations. ADMINs invite, re-role and remove MEMBERs and ADMINs, and withdraw or
+ * resend invitations; only OWNERs touch OWNERs (and invitations as OWNER); anyone may leave. Controls the
+ * role does not allow are not shown (the API refuses them too). Everyone joins through an invitation's
+ * link, whose value is shown once, after it is sent, for the inviter to pass on if the mail does not arrive.
  */
 import { useQueryClient } from "@tanstack/react-query"
 import { useEffect, useState } from "react"
@@ -9,6 +11,7 @@ import { Roles, type Role } from "../../../../src/domain/permissions.ts"
 import { useApiMutation, useApiQuery, useProjectId } from "../../api/hooks.ts"
 import { accountKey, useCurrentProject, useMe } from "../../api/session.ts"
 import { Confirm } from "../../components/Confirm.tsx"
+import { CopyButton } from "../../components/CopyButton.tsx"
 import { Card, Field, MutationError, Notice } from "../../components/Form.tsx"
 import { Badge, cell, formatDate, Table, wideOnly } from "../../components/Page.tsx"
 import { QueryView } from "../../components/States.tsx"
@@ -21,6 +24,12 @@ interface Member {
   readonly role: Role
 }
 
+/** An invitation just sent (or sent again), with its link: the only time the dashboard can show it. */
+interface SentInvitation {
+  readonly invitation: { readonly id: string; readonly email: string; readonly role: Role }
+  readonly link: string
+}
+
 export function MembersPage() {
   const projectId = useProjectId()!
   const { can } = useCurrentProject()
@@ -29,10 +38,25 @@ export function MembersPage() {
   const queryClient = useQueryClient()
   const navigate = useNavigate()
   const [removing, setRemoving] = useState<Member | null>(null)
+  const [sent, setSent] = useState<SentInvitation | null>(null)
 
   /** Roles the user may give: OWNER only by an OWNER. */
   const grantable = Roles.filter((role) => role !== "OWNER" || can("own"))
   const mayChange = (member: Member) => can("manage") && (member.role !== "OWNER" || can("own"))
+
+  const resend = useApiMutation(
+    (client, invitationId: string) => client.accounts.resendInvitation({ params: { id: projectId, invitationId } }),
+    { invalidates: [MEMBERS], onSuccess: setSent }
+  )
+  const withdraw = useApiMutation(
+    (client, invitationId: string) => client.accounts.withdrawInvitation({ params: { id: projectId, invitationId } }),
+    { invalidates: [MEMBERS] }
+  )
+  // A withdrawn invitation's link no longer works: stop showing it.
+  const withdrawn = withdraw.isSuccess ? withdraw.variables : undefined
+  useEffect(() => {
+    if (withdrawn !== undefined) setSent((shown) => (shown?.invitation.id === withdrawn ? null : shown))
+  }, [withdrawn])
 
   const changeRole = useApiMutation(
     (client, { userId, role }: { userId: string; role: Role }) => client.accounts.updateMember({ params: { id: projectId, userId }, payload: { role } }),
@@ -90,12 +114,29 @@ export function MembersPage() {
               })}
             </Table>
             {invitations.length > 0 && (
-              <Table label="Pending invitations" head={["Invited email", "Role", ["Expires", wideOnly]]}>
+              <Table label="Pending invitations" head={["Invited email", "Role", ["Expires", wideOnly], ""]}>
                 {invitations.map((invitation) => (
-                  <tr key={invitation.email}>
+                  <tr key={invitation.id}>
                     <td className={`${cell} break-all`}>{invitation.email}</td>
                     <td className={cell}><Badge>{invitation.role}</Badge></td>
                     <td className={`${cell} ${wideOnly} text-slate-600`}>{formatDate(invitation.expiresAt)}</td>
+                    <td className={`${cell} whitespace-nowrap text-right`}>
+                      {can("manage") && (invitation.role !== "OWNER" || can("own")) && (
+                        <span className="inline-flex flex-col gap-1 sm:flex-row sm:gap-2">
+                          {([["Resend", resend], ["Withdraw", withdraw]] as const).map(([label, action]) => (
+                            <button
+                              key={label}
+                              type="button"
+                              className="btn-secondary px-2 py-1 text-xs"
+                              disabled={action.isPending}
+                              onClick={() => action.mutate(invitation.id)}
+                            >
+                              {label}<span className="sr-only"> the invitation to {invitation.email}</span>
+                            </button>
+                          ))}
+                        </span>
+                      )}
+                    </td>
                   </tr>
                 ))}
               </Table>
@@ -103,8 +144,9 @@ export function MembersPage() {
           </>
         )}
       </QueryView>
-      <MutationError error={changeRole.error} />
-      {can("manage") && <Invite grantable={grantable} staleAfter={Math.max(changeRole.submittedAt, remove.submittedAt)} />}
+      <MutationError error={changeRole.error ?? resend.error ?? withdraw.error} />
+      {sent && <InvitationLink sent={sent} />}
+      {can("manage") && <Invite grantable={grantable} onSent={setSent} />}
       <Confirm
         open={removing !== null}
         title={removing?.userId === me.data?.id ? "Leave this project?" : `Remove ${removing?.email}?`}
@@ -121,19 +163,34 @@ export function MembersPage() {
   )
 }
 
-/** `staleAfter` changes when a member's role changes or one is removed: the last invitation's notice is then out of date. */
-function Invite({ grantable, staleAfter }: { readonly grantable: ReadonlyArray<Role>; readonly staleAfter: number }) {
+/** The link of the invitation just sent: it was mailed, and works once, for 7 days, for that email only. */
+function InvitationLink({ sent }: { readonly sent: SentInvitation }) {
+  return (
+    <Notice>
+      <p>Invitation mailed to {sent.invitation.email} as {sent.invitation.role}.</p>
+      <p className="mt-1 text-sm">If the mail does not arrive, pass them this link: it works once, within 7 days, for that email only.</p>
+      <div className="mt-2 flex items-center gap-2">
+        <code className="min-w-0 flex-1 truncate rounded bg-white px-2 py-1.5 font-mono text-xs text-slate-900" data-testid="invitation-link">{sent.link}</code>
+        <CopyButton value={sent.link} label="invitation link" />
+      </div>
+    </Notice>
+  )
+}
+
+function Invite({ grantable, onSent }: { readonly grantable: ReadonlyArray<Role>; readonly onSent: (sent: SentInvitation) => void }) {
   const projectId = useProjectId()!
   const [email, setEmail] = useState("")
   const [role, setRole] = useState<Role>("MEMBER")
   const invite = useApiMutation(
     (client, payload: { email: string; role: Role }) => client.accounts.addMember({ params: { id: projectId }, payload }),
-    { invalidates: [MEMBERS], onSuccess: () => setEmail("") }
+    {
+      invalidates: [MEMBERS],
+      onSuccess: (sent) => {
+        setEmail("")
+        onSent(sent)
+      }
+    }
   )
-  const { reset } = invite
-  useEffect(() => {
-    if (staleAfter > 0) reset()
-  }, [staleAfter, reset])
   return (
     <Card title="Invite someone">
       <form
@@ -152,14 +209,10 @@ function Invite({ grantable, staleAfter }: { readonly grantable: ReadonlyArray<R
         </label>
         <button type="submit" className="btn-primary" disabled={invite.isPending}>Invite</button>
       </form>
-      <p className="mt-2 text-xs text-slate-500">Someone with an account joins at once; anyone else gets a link by mail, valid for 7 days.</p>
-      {invite.data && (
-        <div className="mt-4">
-          <Notice>
-            {invite.data.status === "added" ? `${invite.data.member.email} joined as ${invite.data.member.role}.` : `Invitation mailed to ${invite.data.invitation.email}.`}
-          </Notice>
-        </div>
-      )}
+      <p className="mt-2 text-xs text-slate-500">
+        They get a link by mail, valid for 7 days: they join by opening it, signing up with that email or signed in as it.
+        Inviting an email again replaces its pending invitation.
+      </p>
       <MutationError error={invite.error} />
     </Card>
   )
