@@ -1,7 +1,8 @@
 /**
  * Billing limits and consumption on a real sending stack (api + worker + SMTP sink): the monthly
  * transactional cap refuses /v1/send with 403 BILLING_LIMIT_EXCEEDED, consumption counts the emails the
- * relay accepted, each once; caps are ADMIN business. Without Stripe settings, billing is off.
+ * relay accepted, each once; every member sees the caps and the usage, an ADMIN sets the caps. Without
+ * Stripe settings, billing is off.
  */
 import { describe, expect, it } from "vitest"
 import { emailStatus, type MailContext, withMailStack } from "../support/mail.ts"
@@ -63,7 +64,11 @@ describe("billing limits", () => {
     // A second delivery attempt of the same email is the same row: still counted once.
     await context.stack.query("UPDATE emails SET attempts = attempts + 1 WHERE project_id = $1", [context.project.id])
     expect((await owner.get(`/users/@me/projects/${context.project.id}/billing-consumption`)).json.usage.transactional).toBe(3)
-    expect((await member.get(`/users/@me/projects/${context.project.id}/billing-consumption`)).status).toBe(403)
+    // Every member sees the month's usage and the caps; only an ADMIN changes them (above).
+    const seenByMember = await member.get(`/users/@me/projects/${context.project.id}/billing-consumption`)
+    expect(seenByMember.status).toBe(200)
+    expect(seenByMember.json.usage.transactional).toBe(3)
+    expect((await member.get(path)).json).toEqual(limits)
 
     await owner.call("PUT", path, { ...limits, transactional: null })
     expect((await send(["d@example.org"])).status).toBe(200)

@@ -223,7 +223,8 @@ export const AccountsHandlers = HttpApiBuilder.group(Api, "accounts", Effect.fnU
         yield* members.remove(params.id, params.userId).pipe(Effect.catchTag("LastOwner", () => Effect.fail(lastOwner)))
         return { success: true as const }
       })))
-    .handle("getBillingLimits", ({ params }) => rendered(Effect.andThen(access(params.id, "manage"), billing.limits(params.id))))
+    // Every member may read the caps and the month's usage (why a campaign waits); only `manage` changes them.
+    .handle("getBillingLimits", ({ params }) => rendered(Effect.andThen(access(params.id, "view"), billing.limits(params.id))))
     .handle("putBillingLimits", ({ params, payload }) =>
       rendered(Effect.gen(function*() {
         yield* access(params.id, "manage")
@@ -234,7 +235,7 @@ export const AccountsHandlers = HttpApiBuilder.group(Api, "accounts", Effect.fnU
       })))
     .handle("billingConsumption", ({ params }) =>
       rendered(Effect.gen(function*() {
-        yield* access(params.id, "manage")
+        yield* access(params.id, "view")
         const consumption = yield* billing.consumption(params.id)
         return {
           periodStart: consumption.periodStart.toISOString(),

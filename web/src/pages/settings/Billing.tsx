@@ -1,4 +1,4 @@
-/** This month's emails per category against the monthly caps, and the caps themselves (ADMIN). */
+/** This month's emails per category against the monthly caps, and the caps themselves (every member sees them; ADMINs set them). */
 import { useEffect, useState } from "react"
 import { useApiMutation, useApiQuery, useProjectId } from "../../api/hooks.ts"
 import { useCurrentProject } from "../../api/session.ts"
