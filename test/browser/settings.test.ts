@@ -6,6 +6,7 @@
  * tracking, billing caps and consumption, security, and the danger zone's typed confirmations.
  */
 import { describe, expect, it } from "vitest"
+import { billingPagePath } from "../../src/http/api/dashboard.ts"
 import { Browser as ApiBrowser } from "../accounts/support.ts"
 import { heading, PHONE, screenshot, scrollsSideways, type Session, useBrowser } from "./support/browser.ts"
 
@@ -169,6 +170,11 @@ describe("settings", () => {
       "Transactional 0 1,000", "Campaigns 0 none", "Workflows 0 50", "Inbound 0 none"
     ])
     await screenshot(page, "billing-1280")
+    // Where Stripe's checkout sends the user back: this page, saying how the checkout ended.
+    await page.goto(`${billingPagePath(env.project.id)}?checkout=success`)
+    await page.getByText("Checkout complete").waitFor()
+    await page.getByRole("table", { name: "This month" }).waitFor()
+    await screenshot(page, "billing-checkout-1280")
 
     await page.getByRole("navigation", { name: "Settings" }).getByRole("link", { name: "Security" }).click()
     const health = page.getByRole("region", { name: "Sending health" })
@@ -249,6 +255,7 @@ describe("settings", () => {
     // A link to a page of a larger role says who may open it, without asking the API.
     await page.goto(`/p/${env.project.id}/domains`)
     await page.getByText("Only admins and owners of this project can open this page.").waitFor()
+    await screenshot(page, "domains-member-1280")
     expect(refused).toEqual([])
   })
 
