@@ -153,7 +153,7 @@ describe("campaign test sends", () => {
     for (let i = 0; i < TEST_SENDS_PER_HOUR; i++) expect((await test(`hourly-${i}@anywhere.example`)).status).toBe(200)
     const refused = await test("one-too-many@anywhere.example")
     expect(refused.status).toBe(429)
-    expect(refused.json.error).toMatchObject({ code: "RATE_LIMITED", details: { limit: TEST_SENDS_PER_HOUR } })
+    expect(refused.json.error).toMatchObject({ code: "RATE_LIMIT_EXCEEDED", details: { limit: TEST_SENDS_PER_HOUR } })
     const retryAfter = Number(refused.headers.get("retry-after"))
     expect(retryAfter).toBeGreaterThan(3_500)
     expect(retryAfter).toBeLessThanOrEqual(3_600)

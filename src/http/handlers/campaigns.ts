@@ -44,7 +44,7 @@ export const CampaignsHandlers = HttpApiBuilder.group(Api, "campaigns", Effect.f
     if (recent.count < testSendsPerHour) return
     return yield* new ApiError({
       status: 429,
-      code: "RATE_LIMITED",
+      code: "RATE_LIMIT_EXCEEDED",
       message: `At most ${testSendsPerHour} campaign test sends an hour per project`,
       details: { limit: testSendsPerHour, retryAfterSeconds: recent.freeInSeconds },
       suggestion: "Wait for the number of seconds in Retry-After, then send the test again.",
