@@ -301,6 +301,10 @@ export const Variables = {
     name: "HELD_MAIL_CHECK_SECONDS", ...wholeNumber(1), defaultValue: 60, shownDefault: "60",
     meaning: "how often workers resume campaigns and workflow sends held at a monthly billing limit once there is room (the month turned, queued mail failed)"
   }),
+  campaignTestSendsPerHour: variable({
+    name: "CAMPAIGN_TEST_SENDS_PER_HOUR", ...wholeNumber(0), defaultValue: 50, shownDefault: "50",
+    meaning: "campaign test sends (POST /campaigns/:id/test, to any address) a project may queue in any hour, beside the campaigns cap they count against; 0 disables the limit"
+  }),
   stripeSecretKey: variable({
     name: "STRIPE_SECRET_KEY", ...optional(text("a Stripe secret key")), secret: true, defaultValue: undefined, shownDefault: "unset",
     meaning: "Stripe API key; with STRIPE_WEBHOOK_SECRET enables checkout, the billing portal and invoices (unset: billing is off)"
@@ -408,6 +412,7 @@ export interface AppConfigShape {
   readonly maxComplaintRate: number
   readonly protectionCheckSeconds: number
   readonly heldMailCheckSeconds: number
+  readonly campaignTestSendsPerHour: number
   readonly stripeSecretKey: Redacted.Redacted<string> | undefined
   readonly stripeWebhookSecret: Redacted.Redacted<string> | undefined
   readonly stripePriceId: string | undefined

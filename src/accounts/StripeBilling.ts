@@ -9,6 +9,8 @@ import { AppConfig } from "../config.ts"
 import { Billing } from "../store/Billing.ts"
 import type { PersistenceError } from "../store/PersistenceError.ts"
 
+const withQuery = (url: string, query: string) => `${url}${url.includes("?") ? "&" : "?"}${query}`
+
 export class StripeFailed extends Data.TaggedError("StripeFailed")<{ readonly message: string }> {}
 export class InvalidSignature extends Data.TaggedError("InvalidSignature")<{ readonly message: string }> {}
 
@@ -25,9 +27,10 @@ export interface Invoice {
 }
 
 interface Enabled {
-  readonly checkout: (projectId: string, email: string) => Effect.Effect<string, StripeFailed | PersistenceError>
+  /** `returnTo`: the page Stripe sends the user back to (`?checkout=success` or `?checkout=cancelled` added). */
+  readonly checkout: (projectId: string, email: string, returnTo: string) => Effect.Effect<string, StripeFailed | PersistenceError>
   /** undefined when the project has no Stripe customer yet. */
-  readonly portal: (projectId: string) => Effect.Effect<string | undefined, StripeFailed | PersistenceError>
+  readonly portal: (projectId: string, returnTo: string) => Effect.Effect<string | undefined, StripeFailed | PersistenceError>
   readonly invoices: (projectId: string) => Effect.Effect<ReadonlyArray<Invoice>, StripeFailed | PersistenceError>
   /** Verifies and applies one webhook delivery; answers the event type. */
   readonly webhook: (rawBody: string, signature: string) => Effect.Effect<string, InvalidSignature | PersistenceError>
@@ -64,7 +67,7 @@ export class StripeBilling extends Context.Service<StripeBilling, {
       })
 
       const enabled: Enabled = {
-        checkout: (projectId, email) =>
+        checkout: (projectId, email, returnTo) =>
           Effect.gen(function*() {
             const customer = yield* customerFor(projectId, email)
             const session = yield* call("creating the checkout session", () =>
@@ -74,18 +77,18 @@ export class StripeBilling extends Context.Service<StripeBilling, {
                 client_reference_id: projectId,
                 metadata: { projectId },
                 ...(config.stripePriceId ? { line_items: [{ price: config.stripePriceId, quantity: 1 }] } : {}),
-                success_url: `${config.publicUrl}/settings/billing?checkout=success`,
-                cancel_url: `${config.publicUrl}/settings/billing?checkout=cancelled`
+                success_url: withQuery(returnTo, "checkout=success"),
+                cancel_url: withQuery(returnTo, "checkout=cancelled")
               }))
             if (!session.url) return yield* new StripeFailed({ message: "Stripe returned no checkout URL" })
             return session.url
           }),
-        portal: (projectId) =>
+        portal: (projectId, returnTo) =>
           Effect.gen(function*() {
             const customer = yield* billing.customerOf(projectId)
             if (!customer) return undefined
             const session = yield* call("creating the portal session", () =>
-              stripe.billingPortal.sessions.create({ customer, return_url: `${config.publicUrl}/settings/billing` }))
+              stripe.billingPortal.sessions.create({ customer, return_url: returnTo }))
             return session.url
           }),
         invoices: (projectId) =>

@@ -1,13 +1,16 @@
 /**
  * Contacts as CSV (csv-stringify), streamed page by page: each page is one keyset query over
  * (created_at, id), so memory stays flat however many contacts a project has. Columns: email,
- * subscribed, createdAt and one per top-level custom field; formulas escaped (`'=`), which the
- * importer undoes, so an export imports back to the same contacts and data.
+ * subscribed, createdAt and one per top-level key of the exported contacts' data. Every cell is written
+ * so that the importer reads it back as exactly what was exported (src/domain/imports: formulas escaped,
+ * values and keys that would read as something else written as JSON literals), so an export imports
+ * back to the same contacts and data.
  */
 import { Effect, Option, Stream } from "effect"
 import { SqlClient, type SqlError, type Statement } from "effect/sql"
 import { stringify } from "csv-stringify/sync"
-import { valueCell } from "../domain/imports/cells.ts"
+import { escapeFormula, valueCell } from "../domain/imports/cells.ts"
+import { dataColumnHeader } from "../domain/imports/plan.ts"
 
 const PAGE = 1_000
 
@@ -23,10 +26,12 @@ interface Row {
 
 export const exportContacts = Effect.fnUntraced(function*(projectId: string, members: Statement.Fragment | undefined) {
   const sql = yield* SqlClient.SqlClient
-  const keys = (yield* sql<{ key: string }>`
-    SELECT key FROM contact_fields WHERE project_id = ${projectId} AND position('.' in key) = 0 ORDER BY key`).map((row) => row.key)
   const filter = members ?? sql`true`
-  const header = stringify([["email", "subscribed", "createdAt", ...keys]], { escape_formulas: true })
+  // The keys the contacts hold (contact_fields cannot tell a top-level `a.b` from the nested `a` → `b`).
+  const keys = (yield* sql<{ key: string }>`
+    SELECT DISTINCT jsonb_object_keys(c.data) AS key FROM contacts c
+    WHERE c.project_id = ${projectId} AND ${filter} ORDER BY key`).map((row) => row.key)
+  const header = stringify([["email", "subscribed", "createdAt", ...keys.map(dataColumnHeader)]])
 
   const page = (after: readonly [string, string] | undefined) =>
     Effect.gen(function*() {
@@ -38,9 +43,8 @@ export const exportContacts = Effect.fnUntraced(function*(projectId: string, mem
       const text = stringify(
         rows.map((row) => {
           const data = typeof row.data === "string" ? JSON.parse(row.data) as Record<string, unknown> : row.data
-          return [row.email, String(row.subscribed), new Date(row.created_at).toISOString(), ...keys.map((key) => valueCell(data[key]))]
-        }),
-        { escape_formulas: true }
+          return [escapeFormula(row.email), String(row.subscribed), new Date(row.created_at).toISOString(), ...keys.map((key) => valueCell(data[key]))]
+        })
       )
       const last = rows[rows.length - 1]
       const next = rows.length === PAGE && last ? Option.some([last.created_key, last.id] as const) : Option.none()

@@ -6,6 +6,9 @@
  * *queued* in the month (sent or still pending, failures and suppressed mail excluded), so mail queued
  * but not yet sent counts against it too; `reserve` checks and queues under a per-(project, category)
  * transaction lock, so two concurrent sends cannot both take the last unit.
+ *
+ * Both also add what a project reset deleted (`billing_carryover`, written by `wipeEmails`), so a reset
+ * does not give the month back.
  */
 import { Clock, Context, Data, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
@@ -17,11 +20,45 @@ export type Category = typeof Categories[number]
 export type Limits = { readonly [K in Category]: number | null }
 export type Consumption = { readonly [K in Category]: number }
 
-/** The category of an email row, as SQL over the `emails` columns. */
+/**
+ * The category of an email row, as SQL over the `emails` columns: the one it names (a campaign's test
+ * send), else the one its campaign or workflow implies.
+ */
 const categoryOf = (sql: SqlClient.SqlClient) =>
-  sql.literal(`CASE WHEN campaign_id IS NOT NULL THEN 'campaigns' WHEN workflow_id IS NOT NULL THEN 'workflows' ELSE 'transactional' END`)
+  sql.literal(
+    `COALESCE(billing_category, CASE WHEN campaign_id IS NOT NULL THEN 'campaigns' WHEN workflow_id IS NOT NULL THEN 'workflows' ELSE 'transactional' END)`
+  )
 
 const monthStart = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1))
+/** The month's key in `billing_carryover`: its first day, `2026-11-01`. */
+const monthKey = (now: Date) => monthStart(now).toISOString().slice(0, 10)
+
+/** The calendar month (UTC) of a timestamp column, as a date. */
+const monthOf = (column: string) => `date_trunc('month', ${column} AT TIME ZONE 'UTC')::date`
+
+/**
+ * Deletes the project's emails (a reset, in the caller's transaction), first adding what they counted to
+ * `billing_carryover`, read from the very rows deleted (DELETE … RETURNING: nothing claimed meanwhile is
+ * missed). Counted towards the cap: mail sent or in flight (SENDING: the relay may accept it; its outcome
+ * is no longer recorded); queued mail not yet claimed is dropped by the reset, never sent, so not counted.
+ * Counted as consumption: mail sent in the month it was queued (as `consumption` counts), and in flight.
+ */
+export const wipeEmails = (sql: SqlClient.SqlClient, projectId: string) =>
+  sql`
+    WITH gone AS (
+      DELETE FROM emails WHERE project_id = ${projectId}
+      RETURNING ${categoryOf(sql)} AS category, status, ${sql.literal(monthOf("created_at"))} AS month,
+                ${sql.literal(monthOf("sent_at"))} AS sent_month
+    )
+    INSERT INTO billing_carryover AS c (project_id, month, category, queued, sent)
+    SELECT ${projectId}, month, category,
+           count(*) FILTER (WHERE status NOT IN ('PENDING', 'FAILED', 'SUPPRESSED')),
+           count(*) FILTER (WHERE status = 'SENDING' OR sent_month = month)
+    FROM gone GROUP BY month, category
+    ON CONFLICT (project_id, month, category) DO UPDATE SET queued = c.queued + EXCLUDED.queued, sent = c.sent + EXCLUDED.sent`.pipe(
+    Effect.asVoid,
+    mapSqlError
+  )
 /** The start of the next calendar month (UTC), when every cap's count starts again from zero. */
 export const monthTurn = (now: Date) => new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1))
 
@@ -93,20 +130,30 @@ export class Billing extends Context.Service<Billing, {
         const periodStart = monthStart(now)
         const periodEnd = monthTurn(now)
         const rows = yield* sql<{ category: Category; n: number }>`
-          SELECT ${categoryOf(sql)} AS category, count(*)::int AS n FROM emails
-          WHERE project_id = ${projectId} AND created_at >= ${periodStart} AND sent_at >= ${periodStart} AND sent_at < ${periodEnd}
-          GROUP BY 1`
+          SELECT category, sum(n)::int AS n FROM (
+            SELECT ${categoryOf(sql)} AS category, count(*) AS n FROM emails
+            WHERE project_id = ${projectId} AND created_at >= ${periodStart} AND sent_at >= ${periodStart} AND sent_at < ${periodEnd}
+            GROUP BY 1
+            UNION ALL
+            SELECT category, sent FROM billing_carryover WHERE project_id = ${projectId} AND month = ${monthKey(now)}::date
+          ) counted GROUP BY category`
         const usage: Record<Category, number> = { transactional: 0, campaigns: 0, workflows: 0, inbound: 0 }
         for (const row of rows) usage[row.category] = row.n
         return { periodStart, periodEnd, usage }
       }, mapSqlError)
 
-      /** What the month's cap already holds: sent or still queued mail of the category. */
-      const used = (projectId: string, category: Category) =>
-        sql<{ n: number }>`
-          SELECT count(*)::int AS n FROM emails
-          WHERE project_id = ${projectId} AND created_at >= ${monthStart(new Date(clock.currentTimeMillisUnsafe()))}
-            AND status NOT IN ('FAILED', 'SUPPRESSED') AND ${categoryOf(sql)} = ${category}`.pipe(Effect.map((rows) => rows[0]!.n))
+      /** What the month's cap already holds: sent or still queued mail of the category, and what resets deleted. */
+      const used = (projectId: string, category: Category) => {
+        const now = new Date(clock.currentTimeMillisUnsafe())
+        return sql<{ n: number }>`
+          SELECT ((SELECT count(*) FROM emails
+                   WHERE project_id = ${projectId} AND created_at >= ${monthStart(now)}
+                     AND status NOT IN ('FAILED', 'SUPPRESSED') AND ${categoryOf(sql)} = ${category})
+                + COALESCE((SELECT queued FROM billing_carryover
+                            WHERE project_id = ${projectId} AND month = ${monthKey(now)}::date AND category = ${category}), 0))::int AS n`.pipe(
+          Effect.map((rows) => rows[0]!.n)
+        )
+      }
 
       const lock = (projectId: string, category: Category) =>
         sql`SELECT pg_advisory_xact_lock(hashtext(${`billing:${projectId}:${category}`}))`

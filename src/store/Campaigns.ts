@@ -255,6 +255,12 @@ export class Campaigns extends Context.Service<Campaigns, {
   /** Campaigns that use the segment and are SCHEDULED or SENDING. */
   readonly activeUsingSegment: (projectId: string, segmentId: string) => Effect.Effect<ReadonlyArray<{ id: string; name: string }>, PersistenceError>
   readonly all: (projectId: string) => Effect.Effect<ReadonlyArray<Campaign>, PersistenceError>
+  /**
+   * The project's campaign test sends of the last hour, for their hourly limit: locked for the caller's
+   * transaction (two requests cannot both take the last one), counted up to `limit`, with the seconds
+   * until the oldest of those counted leaves the hour.
+   */
+  readonly recentTestSends: (projectId: string, limit: number) => Effect.Effect<{ readonly count: number; readonly freeInSeconds: number }, PersistenceError>
 }>()("app/store/Campaigns") {
   static readonly layer = Layer.effect(
     Campaigns,
@@ -461,7 +467,18 @@ export class Campaigns extends Context.Service<Campaigns, {
           .map(({ id, name }) => ({ id, name }))
       }, mapSqlError)
 
-      return Campaigns.of({ create, get, list, replace, remove, send, cancel, stats, startDue, activeUsingSegment, all })
+      const recentTestSends = Effect.fn("Campaigns.recentTestSends")(function*(projectId: string, limit: number) {
+        yield* sql`SELECT pg_advisory_xact_lock(hashtext(${`test-sends:${projectId}`}))`
+        // Test sends are the mail that names its billing category (emails_test_sends covers the scan).
+        const [row] = yield* sql<{ count: number; free_in: number | null }>`
+          SELECT count(*)::int AS count, ceil(extract(epoch FROM min(created_at) + interval '1 hour' - now()))::int AS free_in
+          FROM (SELECT created_at FROM emails
+                WHERE project_id = ${projectId} AND billing_category IS NOT NULL AND created_at > now() - interval '1 hour'
+                ORDER BY created_at DESC LIMIT ${limit}) recent`
+        return { count: row?.count ?? 0, freeInSeconds: Math.max(1, row?.free_in ?? 1) }
+      }, mapSqlError)
+
+      return Campaigns.of({ create, get, list, replace, remove, send, cancel, stats, startDue, activeUsingSegment, all, recentTestSends })
     })
   )
 }

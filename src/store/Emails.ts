@@ -42,6 +42,8 @@ export interface NewEmail {
   readonly campaignId: string | null
   readonly workflowId: string | null
   readonly messageId: string
+  /** The monthly cap it counts against when not the one its campaign or workflow implies (a campaign's test send). */
+  readonly billingCategory?: "campaigns"
 }
 
 /** The content of a queued email: read one email at a time, only by the sender (src/mail/Sender.ts). */
@@ -191,14 +193,14 @@ export const insertQueuedEmails = (
     yield* sql`
       INSERT INTO emails (id, project_id, partition, contact_id, to_email, to_name, from_email, from_name, reply_to,
                           subject, html, headers, attachments, type, priority, template_id, campaign_id,
-                          workflow_id, message_id)
+                          workflow_id, message_id, billing_category)
       SELECT x.id, ${projectId}, x.partition, x."contactId", x."to", x."toName", x."from", x."fromName",
              x."replyTo", x.subject, x.html, x.headers, x.attachments, x.type, x.priority, x."templateId",
-             x."campaignId", x."workflowId", x."messageId"
+             x."campaignId", x."workflowId", x."messageId", x."billingCategory"
       FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS x(
         id uuid, partition int, "contactId" uuid, "to" text, "toName" text, "from" text, "fromName" text,
         "replyTo" text, subject text, html text, headers jsonb, attachments jsonb, type text, priority smallint,
-        "templateId" uuid, "campaignId" uuid, "workflowId" uuid, "messageId" text)`
+        "templateId" uuid, "campaignId" uuid, "workflowId" uuid, "messageId" text, "billingCategory" text)`
   })
 
 export class Emails extends Context.Service<Emails, {

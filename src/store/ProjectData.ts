@@ -12,17 +12,19 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { pgArray } from "../lib/pgArray.ts"
 import { Nats } from "../stream/Nats.ts"
+import { wipeEmails } from "./Billing.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
 /**
- * Tables holding the project's data, children first. Kept: the project row (keys, settings), members,
- * domains, suppressions (a reset must not become a way to mail addresses that bounced or complained),
- * billing and the stream bookkeeping (project_offsets).
+ * Tables holding the project's data, children first (emails go before them all: `wipeEmails`). Kept: the
+ * project row (keys, settings), members, domains, suppressions (a reset must not become a way to mail
+ * addresses that bounced or complained), billing with what the month's deleted mail counted, and the
+ * stream bookkeeping (project_offsets).
  */
 const WIPED_TABLES = [
   "workflow_step_executions", "workflow_timers", "workflow_executions", "workflows",
   "campaigns", "segment_memberships", "segments", "timers",
-  "emails", "templates", "event_aggregates", "events", "contact_fields", "contacts",
+  "templates", "event_aggregates", "events", "contact_fields", "contacts",
   "dead_letters", "idempotency_keys"
 ] as const
 
@@ -65,6 +67,8 @@ export class ProjectData extends Context.Service<ProjectData, {
           // Read under the lock: every message published before this point is at or below it.
           const resetSeq = yield* lastInSequence
           yield* sql`UPDATE projects SET data_reset_seq = ${resetSeq}, data_reset_at = now(), updated_at = now() WHERE id = ${projectId}`
+          // The emails first, while their campaigns and workflows still say what they count as.
+          yield* wipeEmails(sql, projectId)
           for (const table of WIPED_TABLES) {
             yield* sql`DELETE FROM ${sql(table)} WHERE project_id = ${projectId}`
           }

@@ -8,6 +8,7 @@ import { createServer, type IncomingMessage, type Server } from "node:http"
 import { OAuth2Server } from "oauth2-mock-server"
 import Stripe from "stripe"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { billingPagePath } from "../../src/http/api/dashboard.ts"
 import { createStack, request, type Service, type Stack } from "../support/stack.ts"
 import { type GitHubAccount, signInWith as signInThrough, startGitHub } from "./oauthProviders.ts"
 import { Browser, signUp } from "./support.ts"
@@ -186,10 +187,26 @@ describe("Stripe billing", () => {
     expect(form.get("client_reference_id")).toBe(projectId)
     expect(form.get("customer")).toBe("cus_test_1")
     expect(form.get("line_items[0][price]")).toBe("price_test_1")
+    // Stripe sends the user back to the dashboard's billing page of the project (under PUBLIC_URL), not to a JSON 404.
+    const returnsTo = (url: string | null) => {
+      const parsed = new URL(url!)
+      return `${parsed.pathname}${parsed.search}`
+    }
+    const billingPage = billingPagePath(projectId)
+    expect(returnsTo(form.get("success_url"))).toBe(`${billingPage}?checkout=success`)
+    expect(returnsTo(form.get("cancel_url"))).toBe(`${billingPage}?checkout=cancelled`)
     await owner.post(`/users/@me/projects/${projectId}/checkout`)
     expect(stripeCalls.filter((call) => call.path === "/v1/customers")).toHaveLength(1)
 
     expect((await owner.post(`/users/@me/projects/${projectId}/billing-portal`)).json).toEqual({ url: "https://billing.stripe.test/p/bps_test_1" })
+    const portal = new URLSearchParams(stripeCalls.findLast((call) => call.path === "/v1/billing_portal/sessions")!.body)
+    expect(returnsTo(portal.get("return_url"))).toBe(billingPage)
+    for (const url of [form.get("success_url"), form.get("cancel_url"), portal.get("return_url")]) {
+      const page = await fetch(`${api.url}${returnsTo(url)}`)
+      expect(page.status, url!).toBe(200)
+      expect(page.headers.get("content-type"), url!).toContain("text/html")
+      expect(await page.text(), url!).toContain("<div id=\"root\">")
+    }
     const invoices = await owner.get(`/users/@me/projects/${projectId}/billing-invoices`)
     expect(invoices.json.data).toEqual([expect.objectContaining({ id: "in_test_1", number: "MS-0001", amountPaid: 2900, currency: "eur" })])
     const stranger = (await signUp(api.url, "not-a-payer@example.com")).browser

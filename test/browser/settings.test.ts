@@ -2,10 +2,12 @@
 /**
  * Projects and settings in a real Chromium against a real stack: the project list, creating and
  * switching projects, the setup checklist; rotating keys (the old key stops working), members by role
- * (a MEMBER cannot open the keys page), pending invitations (their link copied, resent, withdrawn),
+ * (a MEMBER cannot open the keys page, and every page the dashboard offers a MEMBER works for them),
+ * pending invitations (their link copied, resent, withdrawn),
  * tracking, billing caps and consumption, security, and the danger zone's typed confirmations.
  */
 import { describe, expect, it } from "vitest"
+import { billingPagePath } from "../../src/http/api/dashboard.ts"
 import { Browser as ApiBrowser } from "../accounts/support.ts"
 import { heading, PHONE, screenshot, scrollsSideways, type Session, useBrowser } from "./support/browser.ts"
 
@@ -219,6 +221,11 @@ describe("settings", () => {
       "Transactional 0 1,000", "Campaigns 0 none", "Workflows 0 50", "Inbound 0 none"
     ])
     await screenshot(page, "billing-1280")
+    // Where Stripe's checkout sends the user back: this page, saying how the checkout ended.
+    await page.goto(`${billingPagePath(env.project.id)}?checkout=success`)
+    await page.getByText("Checkout complete").waitFor()
+    await page.getByRole("table", { name: "This month" }).waitFor()
+    await screenshot(page, "billing-checkout-1280")
 
     await page.getByRole("navigation", { name: "Settings" }).getByRole("link", { name: "Security" }).click()
     const health = page.getByRole("region", { name: "Sending health" })
@@ -256,6 +263,51 @@ describe("settings", () => {
     await heading(page, "Projects")
     expect(await page.getByRole("table", { name: "Projects" }).innerText()).not.toContain("Doomed")
     expect(await contactsStatus(created.secretKey)).toBe(401)
+  })
+
+  it("offers a MEMBER the pages of their role, each working: no call the role is refused, export included", async () => {
+    const walker = await env.signUp("walker@example.com")
+    // Straight into the table: how someone joins is not what this test is about.
+    await env.stack.query("INSERT INTO project_members (project_id, user_id, role) VALUES ($1, $2, 'MEMBER')", [env.project.id, walker.id])
+    const page = await env.page({ user: walker })
+    const refused: Array<string> = []
+    page.on("response", (response) => {
+      if ([401, 403].includes(response.status())) refused.push(`${response.status()} ${response.request().method()} ${response.url()}`)
+    })
+    await page.goto(`/p/${env.project.id}`)
+    const nav = page.getByRole("navigation", { name: "Project" })
+    // The links follow the role, which arrives with the project list.
+    await expect.poll(() => nav.getByRole("link").allInnerTexts()).toEqual([
+      "Home", "Contacts", "Templates", "Segments", "Campaigns", "Workflows", "Events", "Activity", "Analytics", "Settings"
+    ])
+    /** Until the page has loaded what it shows: no spinner left, and no error in its place. */
+    const settled = async (what: string) => {
+      await expect.poll(() => page.getByRole("status").filter({ hasText: "Loading" }).count(), { timeout: 10_000 }).toBe(0)
+      expect(await page.getByRole("alert").allInnerTexts(), what).toEqual([])
+    }
+    for (const label of await nav.getByRole("link").allInnerTexts()) {
+      await nav.getByRole("link", { name: label, exact: true }).click()
+      await heading(page, label)
+      await settled(label)
+    }
+    for (const tab of ["Members", "Sending", "Billing", "Security"]) {
+      await page.getByRole("navigation", { name: "Settings" }).getByRole("link", { name: tab }).click()
+      await settled(tab)
+      if (tab === "Billing") {
+        // The caps and the month's usage are shown; only changing the caps is an admin's.
+        await page.getByRole("table", { name: "This month" }).waitFor()
+        await page.getByText("Admins and owners can change the caps.").waitFor()
+      }
+    }
+    await page.goto(`/p/${env.project.id}/contacts`)
+    const download = page.waitForEvent("download")
+    await page.getByRole("button", { name: "Export CSV" }).click()
+    expect((await download).suggestedFilename()).toMatch(/^contacts-.*\.csv$/)
+    // A link to a page of a larger role says who may open it, without asking the API.
+    await page.goto(`/p/${env.project.id}/domains`)
+    await page.getByText("Only admins and owners of this project can open this page.").waitFor()
+    await screenshot(page, "domains-member-1280")
+    expect(refused).toEqual([])
   })
 
   it("fits every settings tab and the project list in 390 px without sideways scrolling", async () => {

@@ -1,6 +1,8 @@
+import fc from "fast-check"
 import { describe, expect, it } from "vitest"
+import { columnName, escapeFormula, unescapeFormula } from "../../src/domain/imports/cells.ts"
 import { cellValue, detectDelimiter, subscriptionValue, valueCell } from "../../src/imports/csv.ts"
-import { planColumns, readRow } from "../../src/domain/imports/plan.ts"
+import { dataColumnHeader, planColumns, readRow } from "../../src/domain/imports/plan.ts"
 
 describe("CSV cells", () => {
   it("detects the delimiter from the header, outside quotes", () => {
@@ -37,5 +39,47 @@ describe("CSV cells", () => {
     expect(planColumns(["name"], ",", {}, null)).toEqual({ message: expect.stringContaining("no email column") })
     expect(planColumns(["email", "a", "b"], ",", { a: "x", b: "x" }, null)).toEqual({ message: expect.stringContaining("\"x\"") })
     expect(planColumns(["email"], ",", { nope: "x" }, null)).toEqual({ message: expect.stringContaining("nope") })
+  })
+
+  it("escapes formulas so that every text reads back as itself, apostrophes in front included", () => {
+    expect(escapeFormula("=2+5@example.com")).toBe("'=2+5@example.com")
+    expect(escapeFormula("'=2+5@example.com")).toBe("''=2+5@example.com")
+    expect(escapeFormula("'abc")).toBe("'abc")
+    expect(escapeFormula("plain")).toBe("plain")
+    fc.assert(fc.property(fc.string({ unit: fc.constantFrom("'", "=", "+", "-", "@", "\t", "\r", "a", " ") }), (text) => {
+      expect(unescapeFormula(escapeFormula(text))).toBe(text)
+      expect(escapeFormula(text)).not.toMatch(/^[=+\-@\t\r]/)
+    }), { numRuns: 2_000 })
+  })
+
+  it("writes each data value so that it reads back as that value, with its type", () => {
+    expect(valueCell("-5")).toBe("\"-5\"")
+    expect(valueCell(-5)).toBe("'-5")
+    expect(valueCell("true")).toBe("\"true\"")
+    expect(valueCell("007")).toBe("007")
+    expect(valueCell(2 ** 53 + 2)).toBe("9.007199254740994e+15")
+    expect(cellValue("\"=1\"")).toBe("=1")
+    // Stored data is JSON (jsonb): the same value is the same JSON text (-0 is 0 there).
+    const value = fc.jsonValue({ maxDepth: 2 }).filter((json) => json !== null && json !== "")
+    fc.assert(fc.property(fc.oneof(value, fc.string({ unit: fc.constantFrom("'", "\"", "=", "-", "1", "e", "t", "{", "}", " "), minLength: 1 })), (json) => {
+      expect(JSON.stringify(cellValue(valueCell(json)))).toBe(JSON.stringify(json))
+    }), { numRuns: 2_000 })
+  })
+
+  it("names each data key's column so that the plan reads it as that key, not as a standard column", () => {
+    expect(dataColumnHeader("plan")).toBe("plan")
+    expect(dataColumnHeader("subscribed")).toBe("\"subscribed\"")
+    expect(dataColumnHeader(" padded ")).toBe("\" padded \"")
+    expect(dataColumnHeader("-score")).toBe("'-score")
+    fc.assert(fc.property(fc.oneof(
+      fc.constantFrom("email", "Email", "E-Mail Address", "subscribed", "createdAt", "updatedAt", "\"q\"", "'=x", "ignore"),
+      fc.string({ minLength: 1, maxLength: 10 })
+    ), (key) => {
+      expect(columnName(dataColumnHeader(key))).toMatchObject({ name: key })
+      const planned = planColumns(["email", dataColumnHeader(key)], ",", {}, null)
+      if ("message" in planned) throw new Error(planned.message)
+      if (["id", "plunk_id", "plunk_email", "email", "unsubscribeUrl", "subscribeUrl", "manageUrl"].includes(key)) expect(planned.reserved).toEqual([key])
+      else expect(planned.plan.data).toEqual([[1, key]])
+    }), { numRuns: 2_000 })
   })
 })

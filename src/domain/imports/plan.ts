@@ -5,7 +5,7 @@
  */
 import { DATA_LIMITS, jsonBytes, MAX_CONTACT_DATA_BYTES, RESERVED_DATA_KEYS } from "../customData.ts"
 import { isValidEmail, normalizeEmail } from "../email.ts"
-import { cellValue, type Delimiter, subscriptionValue } from "./cells.ts"
+import { cellValue, columnName, type Delimiter, escapeFormula, subscriptionValue, unescapeFormula } from "./cells.ts"
 
 /** At most this many bytes of CSV per import (checked as the upload streams in, and by the dashboard first). */
 export const MAX_IMPORT_BYTES = 5 * 1024 * 1024
@@ -50,9 +50,26 @@ export interface PlanProblem {
 const EMAIL_HEADERS = new Set(["email", "email address", "e-mail", "e-mail address"])
 const READ_ONLY_HEADERS = new Set(["createdat", "updatedat"])
 
+/** Whether a plain header name (not a JSON literal) means a standard column rather than a data key. */
+const isStandardHeader = (name: string) => {
+  const lower = name.toLowerCase()
+  return EMAIL_HEADERS.has(lower) || lower === "subscribed" || READ_ONLY_HEADERS.has(lower)
+}
+
 /**
- * The plan for a header row: `mapping` (column → key or `ignore`) overrides what a column's name
- * implies. Columns naming a reserved key are dropped, as `POST /contacts` drops such keys, and listed.
+ * The header cell an export writes for a data key, so that `planColumns` reads it back as that key: the
+ * key itself where it reads so, otherwise as a JSON string literal (a key named like a standard column,
+ * `subscribed` or `Email`, with spaces around it, or itself quoted); formula-escaped either way.
+ */
+export const dataColumnHeader = (key: string): string => {
+  const read = columnName(key)
+  return escapeFormula(!read.literal && read.name === key && !isStandardHeader(key) ? key : JSON.stringify(key))
+}
+
+/**
+ * The plan for a header row: `mapping` (column → key or `ignore`, columns named as `columnName` reads
+ * them) overrides what a column's name implies; a column named by a JSON string literal is a data key.
+ * Columns naming a reserved key are dropped, as `POST /contacts` drops such keys, and listed.
  */
 export const planColumns = (
   header: ReadonlyArray<string>,
@@ -60,7 +77,8 @@ export const planColumns = (
   mapping: Readonly<Record<string, string>>,
   defaultSubscribed: boolean | null
 ): { readonly plan: ImportPlan; readonly reserved: ReadonlyArray<string> } | PlanProblem => {
-  const names = header.map((cell) => cell.trim())
+  const columns = header.map(columnName)
+  const names = columns.map((column) => column.name)
   for (const column of Object.keys(mapping)) {
     if (!names.includes(column)) return { message: `mapping names the column "${column}", which the file's header does not have` }
   }
@@ -69,15 +87,17 @@ export const planColumns = (
   const data: Array<readonly [number, string]> = []
   const reserved: Array<string> = []
   const keys = new Set<string>()
-  for (const [index, name] of names.entries()) {
+  for (const [index, { name, literal }] of columns.entries()) {
     const mapped = Object.hasOwn(mapping, name) ? mapping[name]!.trim() : undefined
-    if (mapped === "ignore" || (mapped === undefined && (name === "" || READ_ONLY_HEADERS.has(name.toLowerCase())))) continue
+    // A literal name is a data key: only a mapping makes it a standard column.
+    const standard = mapped !== undefined || !literal
+    if (mapped === "ignore" || (mapped === undefined && (name === "" || (standard && READ_ONLY_HEADERS.has(name.toLowerCase()))))) continue
     const target = mapped ?? name
     const lower = target.toLowerCase()
-    if (EMAIL_HEADERS.has(lower)) {
+    if (standard && EMAIL_HEADERS.has(lower)) {
       if (email !== null) return { message: `more than one column is the email ("${names[email]}" and "${name}")` }
       email = index
-    } else if (lower === "subscribed") {
+    } else if (standard && lower === "subscribed") {
       if (subscribed !== null) return { message: `more than one column is subscribed ("${names[subscribed]}" and "${name}")` }
       subscribed = index
     } else if (RESERVED_DATA_KEYS.has(target)) {
@@ -100,10 +120,10 @@ export type RowOutcome =
   | { readonly _tag: "row"; readonly email: string; readonly subscribed: boolean | null; readonly set: Record<string, unknown> }
   | { readonly _tag: "bad"; readonly email: string | undefined; readonly reason: string }
 
-/** The email a record names, normalized (undefined when the cell is missing). */
+/** The email a record names, normalized, its formula escape undone (undefined when the cell is missing). */
 export const emailOf = (plan: ImportPlan, record: ReadonlyArray<string>): string | undefined => {
   const cell = record[plan.email]
-  return cell === undefined ? undefined : normalizeEmail(cell)
+  return cell === undefined ? undefined : normalizeEmail(unescapeFormula(cell))
 }
 
 /** One data row under the plan: the contact it writes, or why it is skipped. Empty cells change nothing. */
@@ -121,7 +141,10 @@ export const readRow = (plan: ImportPlan, record: ReadonlyArray<string>): RowOut
   const set: Record<string, unknown> = {}
   for (const [index, key] of plan.data) {
     const text = record[index]
-    if (text !== undefined && text !== "") set[key] = cellValue(text)
+    if (text === undefined || text === "") continue
+    const value = cellValue(text)
+    // `""` changes nothing, as in every other write of contact data.
+    if (value !== "") set[key] = value
   }
   if (jsonBytes(set) > MAX_CONTACT_DATA_BYTES) {
     return { _tag: "bad", email, reason: `the row's data is over the contact data limit (${MAX_CONTACT_DATA_BYTES / 1024} KiB)` }

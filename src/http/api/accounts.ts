@@ -177,7 +177,8 @@ export class AccountsApi extends HttpApiGroup.make("accounts")
       OpenApi.Description,
       "Removes a member (ADMIN; OWNER to remove an owner) or lets a member leave (their own id). 409 LAST_OWNER for the last owner."
     ),
-    HttpApiEndpoint.get("getBillingLimits", "/users/@me/projects/:id/billing-limits", { params: ProjectId, success: BillingLimits, error: sessionErrors }),
+    HttpApiEndpoint.get("getBillingLimits", "/users/@me/projects/:id/billing-limits", { params: ProjectId, success: BillingLimits, error: sessionErrors })
+      .annotate(OpenApi.Description, "The per-category monthly caps (any member; null = none)."),
     HttpApiEndpoint.put("putBillingLimits", "/users/@me/projects/:id/billing-limits", {
       params: ProjectId,
       payload: BillingLimits,
@@ -185,10 +186,11 @@ export class AccountsApi extends HttpApiGroup.make("accounts")
       error: [...sessionErrors, ...bodyErrors]
     }).annotate(
       OpenApi.Description,
-      "Per-category monthly caps (ADMIN). A /v1/send over the transactional cap answers 403 BILLING_LIMIT_EXCEEDED."
+      "Sets the per-category monthly caps (ADMIN). A /v1/send over the transactional cap, or a campaign test send over the " +
+        "campaigns cap, answers 403 BILLING_LIMIT_EXCEEDED."
     ),
     HttpApiEndpoint.get("billingConsumption", "/users/@me/projects/:id/billing-consumption", { params: ProjectId, success: Consumption, error: sessionErrors })
-      .annotate(OpenApi.Description, "This month's emails accepted by the sender, per category (each email counted once)."),
+      .annotate(OpenApi.Description, "This month's emails accepted by the sender, per category (each email counted once; any member)."),
     HttpApiEndpoint.post("checkout", "/users/@me/projects/:id/checkout", {
       params: ProjectId,
       success: Schema.Struct({ url: Schema.String }),

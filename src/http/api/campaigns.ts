@@ -123,7 +123,12 @@ export class CampaignsApi extends HttpApiGroup.make("campaigns")
       payload: Schema.Struct({ email: Text }),
       success: Schema.Struct({ success: Schema.Literal(true), data: Schema.Struct({ email: Schema.String, emailId: Schema.String }) }),
       error: [...commonErrors, ...bodyErrors, ErrorDocs.notFound]
-    }).annotate(OpenApi.Description, "Sends one rendered test mail to the address (subject prefixed [Test]); no counters, no events."),
+    }).annotate(
+      OpenApi.Description,
+      "Sends one rendered test mail to the address (subject prefixed [Test]); no campaign counters, no events. It counts " +
+        "against the month's campaigns cap (403 BILLING_LIMIT_EXCEEDED over it, nothing queued), and a project may queue " +
+        "CAMPAIGN_TEST_SENDS_PER_HOUR of them in any hour (429 RATE_LIMIT_EXCEEDED with Retry-After)."
+    ),
     HttpApiEndpoint.get("stats", "/campaigns/:id/stats", { params: IdParam, success: CampaignStats, error: [...commonErrors, ...inputErrors, ErrorDocs.notFound] })
       .annotate(OpenApi.Description, "Progress and outcome: recipients, sent, delivered, opened, clicked, bounced, failed, pending, skipped and why."),
     HttpApiEndpoint.post("send", "/campaigns/:id/send", {

@@ -17,3 +17,9 @@ export type DashboardRoot = typeof DASHBOARD_ROOTS[number]
 
 /** Where the build's hashed files are served (Vite's default `assetsDir`). */
 export const DASHBOARD_ASSETS = "/assets"
+
+/**
+ * A project's billing page in the dashboard (web/src/routes.tsx: `/p/:projectId`, then `settings/billing`):
+ * where Stripe's checkout and billing portal send the user back to.
+ */
+export const billingPagePath = (projectId: string) => `/p/${encodeURIComponent(projectId)}/settings/billing`

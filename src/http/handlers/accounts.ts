@@ -19,6 +19,7 @@ import { type ProjectDetails, Projects } from "../../store/Projects.ts"
 import { Users } from "../../store/Users.ts"
 import { Outbox } from "../../stream/Outbox.ts"
 import { Api } from "../api/Api.ts"
+import { billingPagePath } from "../api/dashboard.ts"
 import { CurrentUser } from "../api/security.ts"
 import { ApiError, rendered } from "../errors.ts"
 import { DashboardSessions } from "../session.ts"
@@ -107,6 +108,8 @@ export const AccountsHandlers = HttpApiBuilder.group(Api, "accounts", Effect.fnU
       }
     })
 
+  /** Where Stripe sends the user back: the dashboard's billing page of the project. */
+  const billingPage = (projectId: string) => `${config.publicUrl}${billingPagePath(projectId)}`
   const stripeEnabled = Effect.suspend(() => (stripe.enabled ? Effect.succeed(stripe.enabled) : Effect.fail(billingDisabled)))
   const stripeError = (error: { readonly message: string }) =>
     Effect.as(Effect.logWarning("Stripe call failed", { error: error.message }), new ApiError({ status: 502, code: "BILLING_PROVIDER_ERROR", message: "Stripe did not answer as expected" }))
@@ -260,7 +263,8 @@ export const AccountsHandlers = HttpApiBuilder.group(Api, "accounts", Effect.fnU
         yield* members.remove(params.id, params.userId).pipe(Effect.catchTag("LastOwner", () => Effect.fail(lastOwner)))
         return { success: true as const }
       })))
-    .handle("getBillingLimits", ({ params }) => rendered(Effect.andThen(access(params.id, "manage"), billing.limits(params.id))))
+    // Every member may read the caps and the month's usage (why a campaign waits); only `manage` changes them.
+    .handle("getBillingLimits", ({ params }) => rendered(Effect.andThen(access(params.id, "view"), billing.limits(params.id))))
     .handle("putBillingLimits", ({ params, payload }) =>
       rendered(Effect.gen(function*() {
         yield* access(params.id, "manage")
@@ -271,7 +275,7 @@ export const AccountsHandlers = HttpApiBuilder.group(Api, "accounts", Effect.fnU
       })))
     .handle("billingConsumption", ({ params }) =>
       rendered(Effect.gen(function*() {
-        yield* access(params.id, "manage")
+        yield* access(params.id, "view")
         const consumption = yield* billing.consumption(params.id)
         return {
           periodStart: consumption.periodStart.toISOString(),
@@ -284,13 +288,13 @@ export const AccountsHandlers = HttpApiBuilder.group(Api, "accounts", Effect.fnU
       rendered(Effect.gen(function*() {
         const { user } = yield* access(params.id, "manage")
         const enabled = yield* stripeEnabled
-        return { url: yield* enabled.checkout(params.id, user.email).pipe(Effect.catchTag("StripeFailed", (error) => Effect.flip(stripeError(error)))) }
+        return { url: yield* enabled.checkout(params.id, user.email, billingPage(params.id)).pipe(Effect.catchTag("StripeFailed", (error) => Effect.flip(stripeError(error)))) }
       })))
     .handle("billingPortal", ({ params }) =>
       rendered(Effect.gen(function*() {
         yield* access(params.id, "manage")
         const enabled = yield* stripeEnabled
-        const url = yield* enabled.portal(params.id).pipe(Effect.catchTag("StripeFailed", (error) => Effect.flip(stripeError(error))))
+        const url = yield* enabled.portal(params.id, billingPage(params.id)).pipe(Effect.catchTag("StripeFailed", (error) => Effect.flip(stripeError(error))))
         if (!url) return yield* ApiError.conflict("NO_SUBSCRIPTION", "The project has no billing account yet: start with a checkout")
         return { url }
       })))

@@ -1,11 +1,13 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient } from "effect/sql"
+import { AppConfig } from "../../config.ts"
 import type { Condition } from "../../domain/conditions/types.ts"
 import { isValidEmail, normalizeEmail } from "../../domain/email.ts"
 import { isUuid, uuidv7 } from "../../domain/ids.ts"
 import { MailQueue } from "../../mail/MailQueue.ts"
 import { makeRenderer } from "../../mail/render.ts"
+import { Billing } from "../../store/Billing.ts"
 import { CAMPAIGN_STATUSES, type CampaignInput, Campaigns } from "../../store/Campaigns.ts"
 import { Contacts } from "../../store/Contacts.ts"
 import { Domains } from "../../store/Domains.ts"
@@ -17,7 +19,7 @@ import type { CampaignBody } from "../api/campaigns.ts"
 import { CurrentProject } from "../api/security.ts"
 import { ApiError, type FieldError, rendered } from "../errors.ts"
 import { parsePositive } from "../query.ts"
-import { mailProblem } from "./send.ts"
+import { billingLimitExceeded, mailProblem } from "./send.ts"
 import { requireVerifiedDomain, subjectProblem, syntaxProblem } from "./mailContent.ts"
 
 const notFound = ApiError.notFound("Campaign")
@@ -32,6 +34,23 @@ export const CampaignsHandlers = HttpApiBuilder.group(Api, "campaigns", Effect.f
   const mail = yield* MailQueue
   const domains = yield* Domains
   const relay = yield* OutboxRelay
+  const billing = yield* Billing
+  const testSendsPerHour = (yield* AppConfig).campaignTestSendsPerHour
+
+  /** A test send may go to any address: held to an hourly number per project, beside the campaigns cap. */
+  const admitTestSend = Effect.fnUntraced(function*(projectId: string) {
+    if (testSendsPerHour === 0) return
+    const recent = yield* campaigns.recentTestSends(projectId, testSendsPerHour)
+    if (recent.count < testSendsPerHour) return
+    return yield* new ApiError({
+      status: 429,
+      code: "RATE_LIMIT_EXCEEDED",
+      message: `At most ${testSendsPerHour} campaign test sends an hour per project`,
+      details: { limit: testSendsPerHour, retryAfterSeconds: recent.freeInSeconds },
+      suggestion: "Wait for the number of seconds in Retry-After, then send the test again.",
+      headers: { "retry-after": String(recent.freeInSeconds) }
+    })
+  })
 
   const find = Effect.fnUntraced(function*(id: string) {
     const project = yield* CurrentProject
@@ -175,8 +194,13 @@ export const CampaignsHandlers = HttpApiBuilder.group(Api, "campaigns", Effect.f
           },
           { contactId: known?.id ?? uuidv7(), email: address, name: null, data: known?.data ?? {} }
         ).pipe(Effect.mapError((error) => mailProblem(error)))
-        // Not the contact's mail and not the campaign's: no events, no counters.
-        yield* sql.withTransaction(mail.queue(project.id, [{ ...email, contactId: null }]))
+        // Not the contact's mail and not the campaign's: no events, no counters. It counts against the
+        // campaigns cap all the same (refused over it, as /v1/send is over the transactional one).
+        yield* sql.withTransaction(Effect.gen(function*() {
+          yield* admitTestSend(project.id)
+          yield* billing.reserve(project.id, "campaigns", 1)
+          yield* mail.queue(project.id, [{ ...email, contactId: null, billingCategory: "campaigns" }])
+        })).pipe(Effect.catchTag("BillingLimitExceeded", (error) => Effect.fail(billingLimitExceeded(error))))
         yield* relay.wake
         return { success: true as const, data: { email: address, emailId: email.id } }
       })))

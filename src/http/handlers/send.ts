@@ -106,7 +106,7 @@ export const mailProblem = (error: RenderError | MailTooLarge, field = "body"): 
   return ApiError.invalidField(field, error.message, "render_failed")
 }
 
-const billingLimitExceeded = (error: BillingLimitExceeded) =>
+export const billingLimitExceeded = (error: BillingLimitExceeded) =>
   new ApiError({
     status: 403,
     code: "BILLING_LIMIT_EXCEEDED",

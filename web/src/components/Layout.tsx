@@ -11,17 +11,20 @@ import { forgetEverything, isAccountPage, useCurrentProject, useMe, useProjects 
 import type { Permission } from "../../../src/domain/permissions.ts"
 import { ErrorBoundary } from "./ErrorBoundary.tsx"
 
-/** The project's pages, with the permission each needs (a MEMBER is not offered the domains page). */
+/**
+ * The project's pages, with the permission each needs (src/domain/permissions.ts, the README's table):
+ * a MEMBER is not offered the domains page.
+ */
 const NAV: ReadonlyArray<readonly [path: string, label: string, needs: Permission]> = [
   ["", "Home", "view"],
-  ["contacts", "Contacts", "view"],
-  ["templates", "Templates", "view"],
-  ["segments", "Segments", "view"],
-  ["campaigns", "Campaigns", "view"],
-  ["workflows", "Workflows", "view"],
-  ["events", "Events", "view"],
-  ["activity", "Activity", "view"],
-  ["analytics", "Analytics", "view"],
+  ["contacts", "Contacts", "content"],
+  ["templates", "Templates", "content"],
+  ["segments", "Segments", "content"],
+  ["campaigns", "Campaigns", "content"],
+  ["workflows", "Workflows", "content"],
+  ["events", "Events", "content"],
+  ["activity", "Activity", "content"],
+  ["analytics", "Analytics", "content"],
   ["domains", "Domains", "manage"],
   ["settings", "Settings", "view"]
 ]

@@ -8,7 +8,7 @@ import { parse } from "csv-parse/browser/esm/sync"
 import { useState } from "react"
 import { Link, useSearchParams } from "react-router"
 import { MAX_IMPORT_BYTES } from "../../../src/http/api/contactJobs.ts"
-import { cellValue, detectDelimiter, type Delimiter } from "../../../src/domain/imports/cells.ts"
+import { cellValue, columnName, detectDelimiter, type Delimiter } from "../../../src/domain/imports/cells.ts"
 import { planColumns } from "../../../src/domain/imports/plan.ts"
 import { useApiMutation, useProjectId } from "../api/hooks.ts"
 import { Card, MutationError } from "../components/Form.tsx"
@@ -49,7 +49,7 @@ const readSample = async (file: File): Promise<Sample | string> => {
 
 const mappingOf = (header: ReadonlyArray<string>, choices: Readonly<Record<string, Choice>>): Record<string, string> => {
   const mapping: Record<string, string> = {}
-  for (const name of header.map((cell) => cell.trim())) {
+  for (const { name } of header.map(columnName)) {
     const choice = choices[name]
     if (!choice || choice.mode === "auto") continue
     mapping[name] = choice.mode === "key" ? choice.key.trim() : choice.mode
@@ -125,7 +125,7 @@ export function ContactImportPage() {
                 </p>
                 <Table label="Column mapping" head={["Column", "Imports as", ...sample.rows.map((_, index) => `Row ${index + 2}`)]}>
                   {sample.header.map((name, index) => {
-                    const column = name.trim()
+                    const column = columnName(name).name
                     const choice = choices[column] ?? { mode: "auto" }
                     const role = plan === null
                       ? null

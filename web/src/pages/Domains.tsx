@@ -5,16 +5,22 @@ import { useApiMutation, useApiQuery, useProjectId } from "../api/hooks.ts"
 import { CopyButton } from "../components/CopyButton.tsx"
 import { Badge, cell, formatDate, Page, Table } from "../components/Page.tsx"
 import { Empty, ErrorState, QueryView } from "../components/States.tsx"
+import { RequiresRole } from "./settings/Settings.tsx"
 
 type Status = DomainView["status"] | DomainView["records"][number]["status"]
 const tone = (status: Status) =>
   status === "VERIFIED" ? "green" : status === "FAILED" || status === "MISMATCH" ? "red" : status === "PENDING" || status === "MISSING" ? "amber" : "slate"
 
 export function DomainsPage() {
+  // The navigation offers this page to admins and owners only; a MEMBER following a link is told why.
+  return <Page title="Domains"><RequiresRole permission="manage"><Domains /></RequiresRole></Page>
+}
+
+function Domains() {
   const projectId = useProjectId() ?? ""
   const domains = useApiQuery(["domains", "list"], (client) => client.domains.list({ params: { projectId } }), { refetchInterval: 30_000 })
   return (
-    <Page title="Domains">
+    <>
       <AddDomain />
       <QueryView
         query={domains}
@@ -23,7 +29,7 @@ export function DomainsPage() {
       >
         {(list) => <div className="space-y-6">{list.map((domain) => <DomainCard key={domain.id} domain={domain} />)}</div>}
       </QueryView>
-    </Page>
+    </>
   )
 }
 

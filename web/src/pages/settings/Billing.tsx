@@ -1,5 +1,6 @@
-/** This month's emails per category against the monthly caps, and the caps themselves (ADMIN). */
+/** This month's emails per category against the monthly caps, and the caps themselves (every member sees them; ADMINs set them). */
 import { useEffect, useState } from "react"
+import { useSearchParams } from "react-router"
 import { useApiMutation, useApiQuery, useProjectId } from "../../api/hooks.ts"
 import { useCurrentProject } from "../../api/session.ts"
 import { Card, MutationError, Notice } from "../../components/Form.tsx"
@@ -24,8 +25,12 @@ const CONSUMPTION = ["billing", "consumption"]
 export function BillingPage() {
   const projectId = useProjectId()!
   const consumption = useApiQuery(CONSUMPTION, (client) => client.accounts.billingConsumption({ params: { id: projectId } }))
+  // Stripe's checkout sends the user back here (src/http/api/dashboard.ts, billingPagePath).
+  const checkout = useSearchParams()[0].get("checkout")
   return (
     <div className="space-y-6">
+      {checkout === "success" && <Notice>Checkout complete: the subscription is recorded as soon as Stripe confirms it.</Notice>}
+      {checkout === "cancelled" && <Notice>Checkout cancelled: nothing was bought.</Notice>}
       <QueryView query={consumption}>
         {(month) => (
           <Table label="This month" head={["Category", "Emails", "Monthly cap"]}>
