@@ -188,6 +188,11 @@ export const Variables = {
     name: "PUBLIC_URL", ...optional(url(["http", "https"])), defaultValue: undefined, shownDefault: "http://localhost:$PORT",
     meaning: "base of links the service puts in emails"
   }),
+  trustedProxies: variable({
+    name: "TRUSTED_PROXIES", ...listOf("comma-separated IP ranges (172.16.0.0/12, fd00::/8) or addresses", isRange),
+    defaultValue: [], shownDefault: "unset",
+    meaning: "reverse proxies whose X-Forwarded-For is believed: a request's client address is the right-most entry not added by one of them (sign-in throttling); unset, it is always the connection's peer, and X-Forwarded-For is ignored"
+  }),
   metricsPort: variable({
     name: "METRICS_PORT", ...optional(wholeNumber(0, 65535)), defaultValue: undefined, shownDefault: "unset",
     meaning: "a standalone worker serves /metrics here (the api serves it on PORT)"
@@ -367,6 +372,8 @@ export interface AppConfigShape {
   /** Base of links in emails, without a trailing slash. */
   readonly publicUrl: string
   readonly logLevel: LogLevel.LogLevel
+  /** Proxies whose X-Forwarded-For names the client (CIDR ranges or addresses). */
+  readonly trustedProxies: ReadonlyArray<string>
   /** Where a standalone worker serves /metrics. */
   readonly metricsPort: number | undefined
   readonly clockOffsetMs: number
