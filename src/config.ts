@@ -195,7 +195,11 @@ export const Variables = {
   }),
   metricsPort: variable({
     name: "METRICS_PORT", ...optional(wholeNumber(0, 65535)), defaultValue: undefined, shownDefault: "unset",
-    meaning: "a standalone worker serves /metrics here (the api serves it on PORT)"
+    meaning: "/metrics is served on this port instead of PORT (by an api, and by each api process of `all`, sharing it) and by a standalone worker, which has no other"
+  }),
+  metricsToken: variable({
+    name: "METRICS_TOKEN", ...optional(text("at least 16 characters", /^\S{16,}$/)), secret: true, defaultValue: undefined, shownDefault: "unset",
+    meaning: "when set, /metrics answers only with Authorization: Bearer <token>; unset, only requests made directly (no X-Forwarded-For, Forwarded or X-Real-IP) from a loopback or private address"
   }),
   clockOffsetMs: variable({
     name: "CLOCK_OFFSET_MS", ...anyWholeNumber, defaultValue: 0, shownDefault: "0",
@@ -374,8 +378,10 @@ export interface AppConfigShape {
   readonly logLevel: LogLevel.LogLevel
   /** Proxies whose X-Forwarded-For names the client (CIDR ranges or addresses). */
   readonly trustedProxies: ReadonlyArray<string>
-  /** Where a standalone worker serves /metrics. */
+  /** Where /metrics is served instead of PORT (api), or at all (standalone worker). */
   readonly metricsPort: number | undefined
+  /** Bearer token /metrics requires; unset → only direct requests from private addresses. */
+  readonly metricsToken: Redacted.Redacted<string> | undefined
   readonly clockOffsetMs: number
   /** Resolvers for address verification and domain checks (host:port); empty means the system's. */
   readonly dnsServers: ReadonlyArray<string>
@@ -504,6 +510,7 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app
       stripeSecretKey: secret(values.stripeSecretKey),
       stripeWebhookSecret: secret(values.stripeWebhookSecret),
       s3SecretAccessKey: secret(values.s3SecretAccessKey),
+      metricsToken: secret(values.metricsToken),
       natsUrl: values.natsUrl.join(","),
       publicUrl: values.publicUrl ?? `http://localhost:${values.port}`
     })

@@ -71,6 +71,7 @@ describe("configuration", () => {
     ["SMTP_URL", "smtp//relay", "SMTP_URL=smtp//relay: expected a smtp:// or smtps:// URL"],
     ["SMTP_URL", "http://user:secret@relay:587", "SMTP_URL=http://user:***@relay:587: expected a smtp:// or smtps:// URL"],
     ["METRICS_PORT", "metrics", "METRICS_PORT=metrics: expected a whole number from 0 to 65535"],
+    ["METRICS_TOKEN", "short", "METRICS_TOKEN=***: expected at least 16 characters"],
     ["DNS_SERVERS", "dns.local", "DNS_SERVERS=dns.local: expected comma-separated resolver addresses (1.2.3.4, 1.2.3.4:53, [::1]:53)"],
     ["WEBHOOK_ALLOW_CIDRS", "10.0.0.0/8,10.0.0.0/33", "WEBHOOK_ALLOW_CIDRS=10.0.0.0/8,10.0.0.0/33: expected comma-separated IP ranges (10.0.0.0/8, fd00::/8) or addresses"],
     ["TRUSTED_PROXIES", "caddy", "TRUSTED_PROXIES=caddy: expected comma-separated IP ranges (172.16.0.0/12, fd00::/8) or addresses"],
@@ -88,17 +89,17 @@ describe("configuration", () => {
     const secrets = {
       SMTP_URL: "smtp://mailer:smtp-pass-1@relay.example.com:587", SESSION_SECRET: "session-secret-0123456789-abcdefghijkl",
       GITHUB_CLIENT_SECRET: "github-secret-2", GOOGLE_CLIENT_SECRET: "google-secret-3", STRIPE_SECRET_KEY: "sk_test_4",
-      STRIPE_WEBHOOK_SECRET: "whsec_5", S3_SECRET_ACCESS_KEY: "s3-secret-6"
+      STRIPE_WEBHOOK_SECRET: "whsec_5", S3_SECRET_ACCESS_KEY: "s3-secret-6", METRICS_TOKEN: "metrics-token-7-0123456"
     }
     const exit = await load(secrets)
     expect(Exit.isSuccess(exit)).toBe(true)
     if (!Exit.isSuccess(exit)) return
     const config = exit.value
     const values = [config.smtpUrl, config.sessionSecret, config.githubClientSecret, config.googleClientSecret,
-      config.stripeSecretKey, config.stripeWebhookSecret, config.s3SecretAccessKey]
+      config.stripeSecretKey, config.stripeWebhookSecret, config.s3SecretAccessKey, config.metricsToken]
     expect(values.map((value) => Redacted.isRedacted(value) ? Redacted.value(value) : value)).toEqual(Object.values(secrets))
     const printed = `${JSON.stringify(config)} ${String(values)}`
-    for (const secret of ["smtp-pass-1", "session-secret", "github-secret-2", "google-secret-3", "sk_test_4", "whsec_5", "s3-secret-6"]) {
+    for (const secret of ["smtp-pass-1", "session-secret", "github-secret-2", "google-secret-3", "sk_test_4", "whsec_5", "s3-secret-6", "metrics-token-7"]) {
       expect(printed).not.toContain(secret)
     }
   })

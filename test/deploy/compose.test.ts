@@ -84,7 +84,7 @@ describe("docker-compose.yml", () => {
     }
     expect(services.proxy!.ports).toEqual([{ published: 3000, target: 3000 }])
     expect((await resolved({ HTTP_PORT: "8080" })).services.proxy!.ports).toEqual([{ published: 8080, target: 3000 }])
-    expect(services.api!.expose).toEqual(["3000"])
+    expect(services.api!.expose).toEqual(["3000", "9464"])
     expect(services.api!.environment!.PORT).toBe("3000")
   })
 
@@ -116,6 +116,19 @@ describe("docker-compose.yml", () => {
     // Unset in the shell, optional settings stay unset (the app's defaults apply), never empty strings.
     expect((await resolved()).services.api!.environment!.SMTP_URL).toBeNull()
     expect(services.worker!.environment!.METRICS_PORT).toBe("9464")
+  })
+
+  it("serves /metrics off the port Caddy proxies: on 9464 inside the network, a token passed through when set", async () => {
+    const { services } = await resolved()
+    for (const role of ["api", "worker"]) {
+      expect(services[role]!.environment!.METRICS_PORT, role).toBe("9464")
+      expect(services[role]!.expose, role).toContain("9464")
+      expect(services[role]!.environment!.METRICS_TOKEN, role).toBeNull()
+    }
+    expect(services.api!.environment!.PORT).toBe("3000")
+    expect((await resolved({ METRICS_TOKEN: "t0ken-from-the-shell-123" })).services.api!.environment!.METRICS_TOKEN).toBe("t0ken-from-the-shell-123")
+    // The worker's health check does not need the token.
+    expect(services.worker!.healthcheck!.test.join(" ")).toContain("http://127.0.0.1:9464/healthz")
   })
 
   it("has the api believe X-Forwarded-For from Caddy's network only, a range of Caddy and the api alone", async () => {
