@@ -33,7 +33,8 @@ describe("/metrics on PORT", () => {
     const direct = await metrics(plain.url)
     expect(direct.status).toBe(200)
     expect(direct.text).toContain("mailstream_http_request_duration_seconds")
-    for (const headers of [{ "x-forwarded-for": "203.0.113.9" }, { forwarded: "for=203.0.113.9" }, { "x-real-ip": "203.0.113.9" }]) {
+    const forwardings: Array<Record<string, string>> = [{ "x-forwarded-for": "203.0.113.9" }, { forwarded: "for=203.0.113.9" }, { "x-real-ip": "203.0.113.9" }]
+    for (const headers of forwardings) {
       const proxied = await metrics(plain.url, headers)
       expect(proxied.status, JSON.stringify(headers)).toBe(403)
       expect(proxied.json.error).toMatchObject({ code: "METRICS_NOT_PUBLIC", statusCode: 403 })
