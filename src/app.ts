@@ -41,7 +41,8 @@ export const CoreLive = Layer.mergeAll(
   Domains.layer.pipe(Layer.provideMerge(Dns.layer))
 ).pipe(Layer.provideMerge(Outbox.layer), Layer.provideMerge(InfraLive))
 
-export const ApiRoleLive = HttpLive.pipe(Layer.provideMerge(CoreLive))
+/** The HTTP api, and /metrics on METRICS_PORT instead of PORT when that is set. */
+export const ApiRoleLive = Layer.mergeAll(HttpLive, MetricsServerLive).pipe(Layer.provideMerge(CoreLive))
 
 /** The worker role: partition leases, stream consumers and project actors. */
 export const WorkerRoleLive = Layer.mergeAll(WorkerLive, ProtectionMonitorLive, HeldMailResumerLive, CompactionLive).pipe(
@@ -53,7 +54,7 @@ export const WorkerRoleLive = Layer.mergeAll(WorkerLive, ProtectionMonitorLive, 
 
 export const AllRolesLive = Layer.mergeAll(ApiRoleLive, WorkerRoleLive)
 
-/** A worker on its own serves /metrics on METRICS_PORT (the api serves it on PORT). */
+/** A worker on its own serves /metrics on METRICS_PORT (its only HTTP port). */
 export const StandaloneWorkerLive = Layer.mergeAll(WorkerRoleLive, MetricsServerLive)
 
 export const withConfig = <A, E, R>(layer: Layer.Layer<A, E, R>) =>

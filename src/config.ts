@@ -188,9 +188,18 @@ export const Variables = {
     name: "PUBLIC_URL", ...optional(url(["http", "https"])), defaultValue: undefined, shownDefault: "http://localhost:$PORT",
     meaning: "base of links the service puts in emails"
   }),
+  trustedProxies: variable({
+    name: "TRUSTED_PROXIES", ...listOf("comma-separated IP ranges (172.16.0.0/12, fd00::/8) or addresses", isRange),
+    defaultValue: [], shownDefault: "unset",
+    meaning: "reverse proxies whose X-Forwarded-For is believed: a request's client address is the right-most entry not added by one of them (sign-in throttling); unset, it is always the connection's peer, and X-Forwarded-For is ignored"
+  }),
   metricsPort: variable({
     name: "METRICS_PORT", ...optional(wholeNumber(0, 65535)), defaultValue: undefined, shownDefault: "unset",
-    meaning: "a standalone worker serves /metrics here (the api serves it on PORT)"
+    meaning: "/metrics is served on this port instead of PORT (by an api, and by each api process of `all`, sharing it) and by a standalone worker, which has no other"
+  }),
+  metricsToken: variable({
+    name: "METRICS_TOKEN", ...optional(text("at least 16 characters", /^\S{16,}$/)), secret: true, defaultValue: undefined, shownDefault: "unset",
+    meaning: "when set, /metrics answers only with Authorization: Bearer <token>; unset, only requests made directly (no X-Forwarded-For, Forwarded or X-Real-IP) from a loopback or private address"
   }),
   clockOffsetMs: variable({
     name: "CLOCK_OFFSET_MS", ...anyWholeNumber, defaultValue: 0, shownDefault: "0",
@@ -371,8 +380,12 @@ export interface AppConfigShape {
   /** Base of links in emails, without a trailing slash. */
   readonly publicUrl: string
   readonly logLevel: LogLevel.LogLevel
-  /** Where a standalone worker serves /metrics. */
+  /** Proxies whose X-Forwarded-For names the client (CIDR ranges or addresses). */
+  readonly trustedProxies: ReadonlyArray<string>
+  /** Where /metrics is served instead of PORT (api), or at all (standalone worker). */
   readonly metricsPort: number | undefined
+  /** Bearer token /metrics requires; unset → only direct requests from private addresses. */
+  readonly metricsToken: Redacted.Redacted<string> | undefined
   readonly clockOffsetMs: number
   /** Resolvers for address verification and domain checks (host:port); empty means the system's. */
   readonly dnsServers: ReadonlyArray<string>
@@ -502,6 +515,7 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app
       stripeSecretKey: secret(values.stripeSecretKey),
       stripeWebhookSecret: secret(values.stripeWebhookSecret),
       s3SecretAccessKey: secret(values.s3SecretAccessKey),
+      metricsToken: secret(values.metricsToken),
       natsUrl: values.natsUrl.join(","),
       publicUrl: values.publicUrl ?? `http://localhost:${values.port}`
     })

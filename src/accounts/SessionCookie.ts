@@ -17,6 +17,15 @@ export interface SessionClaims {
   readonly sessionId: string
 }
 
+/** A known-device token: the browser signed in to this user's account before (accounts/knownDevice.ts). */
+export interface DeviceClaims {
+  readonly userId: string
+  readonly deviceId: string
+}
+
+/** Device tokens carry this audience and no session id: neither kind is ever taken for the other. */
+const DEVICE_AUDIENCE = "mailstream:device"
+
 export interface CookieOptions {
   readonly httpOnly: true
   readonly sameSite: "lax"
@@ -29,6 +38,9 @@ export class SessionCookie extends Context.Service<SessionCookie, {
   readonly sign: (claims: SessionClaims, expiresAt: Date) => Effect.Effect<string>
   /** The claims of a valid, unexpired token; undefined for anything else. */
   readonly verify: (token: string) => Effect.Effect<SessionClaims | undefined>
+  readonly signDevice: (claims: DeviceClaims, expiresAt: Date) => Effect.Effect<string>
+  /** The claims of a valid, unexpired device token; undefined for anything else. */
+  readonly verifyDevice: (token: string) => Effect.Effect<DeviceClaims | undefined>
   /** Attributes of the cookie (Max-Age from the session's lifetime). */
   readonly options: (maxAgeSeconds?: number) => CookieOptions
 }>()("app/accounts/SessionCookie") {
@@ -63,6 +75,26 @@ export class SessionCookie extends Context.Service<SessionCookie, {
               ({ payload }) =>
                 typeof payload.sub === "string" && typeof payload.sid === "string"
                   ? { userId: payload.sub, sessionId: payload.sid }
+                  : undefined,
+              () => undefined
+            )
+          ),
+        signDevice: (claims, expiresAt) =>
+          Effect.promise(() =>
+            new SignJWT({ did: claims.deviceId })
+              .setProtectedHeader({ alg: "HS256" })
+              .setSubject(claims.userId)
+              .setAudience(DEVICE_AUDIENCE)
+              .setIssuedAt()
+              .setExpirationTime(Math.floor(expiresAt.getTime() / 1000))
+              .sign(key)
+          ),
+        verifyDevice: (token) =>
+          Effect.promise(() =>
+            jwtVerify(token, key, { algorithms: ["HS256"], audience: DEVICE_AUDIENCE }).then(
+              ({ payload }) =>
+                typeof payload.sub === "string" && typeof payload.did === "string" && payload.sid === undefined
+                  ? { userId: payload.sub, deviceId: payload.did }
                   : undefined,
               () => undefined
             )

@@ -18,9 +18,9 @@ export const enforceRateLimit = Effect.fnUntraced(function*(decision: RateDecisi
       status: 429,
       code: "RATE_LIMIT_EXCEEDED",
       message: `Rate limit of ${decision.limit} requests per minute exceeded for this ${subject}${counted}`,
-      details: { limit: decision.limit, retryAfterSeconds: decision.resetSeconds },
+      details: { limit: decision.limit, retryAfterSeconds: decision.retryAfterSeconds },
       suggestion: "Wait for the number of seconds in Retry-After, then retry.",
-      headers: { "retry-after": String(decision.resetSeconds) }
+      headers: { "retry-after": String(decision.retryAfterSeconds) }
     })
   }
 })

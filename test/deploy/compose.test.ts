@@ -25,6 +25,7 @@ interface Service {
   readonly healthcheck?: { readonly test: ReadonlyArray<string> }
   readonly restart?: string
   readonly container_name?: string
+  readonly networks?: Record<string, unknown>
 }
 
 let dockerCompose: string
@@ -33,7 +34,11 @@ let caddy: string
 /** The file as docker-compose resolves it, for the given shell environment (none: resolved once). */
 let plain: Promise<Resolved> | undefined
 const resolved = (env?: Record<string, string>): Promise<Resolved> => (env ? resolve(env) : (plain ??= resolve({})))
-type Resolved = { services: Record<string, Service>; volumes: Record<string, unknown> }
+type Resolved = {
+  services: Record<string, Service>
+  volumes: Record<string, unknown>
+  networks: Record<string, { readonly ipam?: { readonly config: ReadonlyArray<{ readonly subnet: string }> } }>
+}
 const resolve = async (env: Record<string, string>) => {
   const { stdout } = await run(dockerCompose, ["-f", "docker-compose.yml", "config"], {
     cwd: ROOT,
@@ -79,7 +84,7 @@ describe("docker-compose.yml", () => {
     }
     expect(services.proxy!.ports).toEqual([{ published: 3000, target: 3000 }])
     expect((await resolved({ HTTP_PORT: "8080" })).services.proxy!.ports).toEqual([{ published: 8080, target: 3000 }])
-    expect(services.api!.expose).toEqual(["3000"])
+    expect(services.api!.expose).toEqual(["3000", "9464"])
     expect(services.api!.environment!.PORT).toBe("3000")
   })
 
@@ -111,6 +116,33 @@ describe("docker-compose.yml", () => {
     // Unset in the shell, optional settings stay unset (the app's defaults apply), never empty strings.
     expect((await resolved()).services.api!.environment!.SMTP_URL).toBeNull()
     expect(services.worker!.environment!.METRICS_PORT).toBe("9464")
+  })
+
+  it("serves /metrics off the port Caddy proxies: on 9464 inside the network, a token passed through when set", async () => {
+    const { services } = await resolved()
+    for (const role of ["api", "worker"]) {
+      expect(services[role]!.environment!.METRICS_PORT, role).toBe("9464")
+      expect(services[role]!.expose, role).toContain("9464")
+      expect(services[role]!.environment!.METRICS_TOKEN, role).toBeNull()
+    }
+    expect(services.api!.environment!.PORT).toBe("3000")
+    expect((await resolved({ METRICS_TOKEN: "t0ken-from-the-shell-123" })).services.api!.environment!.METRICS_TOKEN).toBe("t0ken-from-the-shell-123")
+    // The worker's health check does not need the token.
+    expect(services.worker!.healthcheck!.test.join(" ")).toContain("http://127.0.0.1:9464/healthz")
+  })
+
+  it("has the api believe X-Forwarded-For from Caddy's network only, a range of Caddy and the api alone", async () => {
+    const subnetOf = (resolved: Resolved) => resolved.networks.edge!.ipam!.config.map((entry) => entry.subnet)
+    const plain = await resolved()
+    expect(Object.keys(plain.services.proxy!.networks!)).toEqual(["edge"])
+    expect(Object.keys(plain.services.api!.networks!).sort()).toEqual(["default", "edge"])
+    for (const name of ["postgres", "nats", "migrate", "worker"]) expect(Object.keys(plain.services[name]!.networks ?? { default: null }), name).toEqual(["default"])
+    expect(subnetOf(plain)).toEqual(["172.30.253.0/24"])
+    expect(plain.services.api!.environment!.TRUSTED_PROXIES).toBe("172.30.253.0/24")
+    // One setting moves both.
+    const moved = await resolved({ PROXY_SUBNET: "10.99.0.0/24" })
+    expect(subnetOf(moved)).toEqual(["10.99.0.0/24"])
+    expect(moved.services.api!.environment!.TRUSTED_PROXIES).toBe("10.99.0.0/24")
   })
 
   it("puts Caddy in front of the api with the repository's Caddyfile", async () => {

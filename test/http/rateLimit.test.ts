@@ -21,10 +21,6 @@ afterAll(async () => {
 
 describe("rate limit", () => {
   it("holds one budget per project across two api processes", async () => {
-    // Align with the start of a fresh window so the budget cannot roll over mid-test.
-    const msIntoMinute = Date.now() % 60_000
-    if (msIntoMinute > 50_000) await new Promise((resolve) => setTimeout(resolve, 60_000 - msIntoMinute + 100))
-
     const responses = await Promise.all(
       Array.from({ length: LIMIT + 10 }, (_, i) =>
         request(i % 2 === 0 ? first.url : second.url, "GET", "/contacts", { key: project.secretKey }))
@@ -50,14 +46,40 @@ describe("rate limit", () => {
     expect((await request(second.url, "GET", "/contacts", { key: other.secretKey })).status).toBe(200)
   })
 
+  it("admits no more than the limit in any 60 s, across the turn of a minute", async () => {
+    const fresh = await stack.createProject()
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+    // Fixed windows turned with the clock's minute: one burst before the turn, one just after it.
+    // Both within 60 s: not just after a turn, nor so close before one that the burst straddles it.
+    const msIntoMinute = Date.now() % 60_000
+    if (msIntoMinute < 1_000 || msIntoMinute > 55_000) await sleep(60_000 - msIntoMinute + 1_000)
+    const burst = () =>
+      Promise.all(Array.from({ length: LIMIT }, (_, i) =>
+        request(i % 2 === 0 ? first.url : second.url, "GET", "/contacts", { key: fresh.secretKey })))
+
+    const started = Date.now()
+    expect((await burst()).filter((r) => r.status === 200)).toHaveLength(LIMIT)
+    const firstDone = Date.now()
+    await sleep(60_000 - (Date.now() % 60_000) + 300)
+    const sent = Date.now()
+    const after = await burst()
+    expect(Date.now() - started).toBeLessThan(60_000)
+    expect(after.map((r) => r.status)).toEqual(Array(LIMIT).fill(429))
+    // Retry-After: when the first burst's requests are 60 s old.
+    for (const refused of after) {
+      const retryAfter = Number(refused.headers.get("retry-after"))
+      expect(retryAfter).toBeGreaterThanOrEqual(Math.floor((started + 60_000 - Date.now()) / 1000))
+      expect(retryAfter).toBeLessThanOrEqual(Math.ceil((firstDone + 60_000 - sent) / 1000))
+      expect(refused.json.error.details.retryAfterSeconds).toBe(retryAfter)
+    }
+  }, 120_000)
+
   it("does not count requests without a valid key against a project", async () => {
     const fresh = await stack.createProject()
     for (let i = 0; i < LIMIT + 5; i++) await request(first.url, "GET", "/contacts", { key: "sk_wrong" })
     expect((await request(first.url, "GET", "/contacts", { key: fresh.secretKey })).status).toBe(200)
   })
   it("counts each accepted event of a /v1/track/batch as a request, a batch as one at least", async () => {
-    const msIntoMinute = Date.now() % 60_000
-    if (msIntoMinute > 50_000) await new Promise((resolve) => setTimeout(resolve, 60_000 - msIntoMinute + 100))
     const fresh = await stack.createProject()
     const events = (n: number) => Array.from({ length: n }, (_, i) => ({ email: `rl${i}@example.com`, event: "counted" }))
     const send = (body: unknown) => request(first.url, "POST", "/v1/track/batch", { key: fresh.publicKey, body })

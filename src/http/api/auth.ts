@@ -49,9 +49,11 @@ export class AuthApi extends HttpApiGroup.make("auth")
       error: [...bodyErrors, unauthorized, tooManyAttempts, forbidden, ...serverErrors]
     }).annotate(
       OpenApi.Description,
-      "Signs in and sets the session cookie. A wrong password and an unknown email both answer 401 INVALID_CREDENTIALS " +
-        "(in the same time). After 5 failures for one email, or 20 from one address, within 15 minutes: 429 " +
-        "TOO_MANY_ATTEMPTS with Retry-After."
+      "Signs in and sets the session cookie, and the known-device cookie (mailstream_device, a year, sent only to " +
+        "/auth/login). A wrong password and an unknown email both answer 401 INVALID_CREDENTIALS (in the same time). " +
+        "Within 15 minutes, after 5 failures for one email from browsers without its known-device cookie, or 20 from one " +
+        "client address (behind TRUSTED_PROXIES, the one X-Forwarded-For names), those answer 429 TOO_MANY_ATTEMPTS with " +
+        "Retry-After; a browser with the cookie is held only to its own 5 failures."
     ),
     HttpApiEndpoint.post("logout", "/auth/logout", { success: Ok, error: [forbidden, ...serverErrors] }).annotate(
       OpenApi.Description,

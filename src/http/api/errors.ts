@@ -82,13 +82,15 @@ export const ErrorDocs = {
   unauthorized: envelopeSchema(
     401,
     "INVALID_API_KEY: missing or unknown key, or the wrong key type (pk_ only on /v1/track, sk_ everywhere else); " +
-      "UNAUTHENTICATED: no valid session cookie; INVALID_CREDENTIALS: wrong email or password"
+      "UNAUTHENTICATED: no valid session cookie; INVALID_CREDENTIALS: wrong email or password; INVALID_METRICS_TOKEN: " +
+      "/metrics without the METRICS_TOKEN bearer token"
   ),
   forbidden: envelopeSchema(
     403,
     "PROJECT_DISABLED; BILLING_LIMIT_EXCEEDED (a monthly cap, on sends); with the session cookie: FORBIDDEN (the role " +
       "does not allow it), CSRF_REJECTED (a state change from another origin), EMAIL_VERIFICATION_REQUIRED; " +
-      "SIGNUPS_DISABLED; on templates, campaigns and sends also a sender domain not verified for the project " +
+      "SIGNUPS_DISABLED; METRICS_NOT_PUBLIC (/metrics from a proxy or a public address, without METRICS_TOKEN); " +
+      "on templates, campaigns and sends also a sender domain not verified for the project " +
       "(code INTERNAL_SERVER_ERROR, as the reference platform returns it)"
   ),
   notFound: envelopeSchema(

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { serverErrors } from "./errors.ts"
+import { ErrorDocs, serverErrors } from "./errors.ts"
 
 const Readiness = Schema.Struct({ status: Schema.String, postgres: Schema.Boolean, nats: Schema.Boolean })
 
@@ -29,8 +29,14 @@ export class SystemApi extends HttpApiGroup.make("system", { topLevel: true })
     }),
     HttpApiEndpoint.get("metrics", "/metrics", {
       success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "text/plain; version=0.0.4" })),
-      error: serverErrors
-    }).annotate(OpenApi.Description, "Prometheus metrics of this process (partition lag, actors, batches, events applied)")
+      error: [ErrorDocs.unauthorized, ErrorDocs.forbidden, ErrorDocs.notFound, ...serverErrors]
+    }).annotate(
+      OpenApi.Description,
+      "Prometheus metrics of this process (partition lag, actors, batches, events applied). With METRICS_TOKEN set, only " +
+        "with Authorization: Bearer <token> (401 INVALID_METRICS_TOKEN); without, only for requests made directly from a " +
+        "loopback or private address, not through a proxy (403 METRICS_NOT_PUBLIC). With METRICS_PORT set, served there " +
+        "instead (404 here)."
+    )
   )
   .annotateMerge(OpenApi.annotations({ title: "System", description: "Configuration, liveness and readiness (no key)" }))
 {}

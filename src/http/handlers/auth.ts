@@ -1,17 +1,19 @@
 /** Sign-up, sign-in, sessions, verification, password reset, OAuth and invitations. */
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient } from "effect/sql"
 import { claimUnverifiedAccount } from "../../accounts/claim.ts"
 import { settleFirstUser } from "../../accounts/firstUser.ts"
 import { OAuth, type ProviderId } from "../../accounts/OAuth.ts"
+import { DEVICE_COOKIE, recognizedDevice, rememberDevice } from "../../accounts/knownDevice.ts"
 import { hashPassword, verifyPassword } from "../../accounts/Passwords.ts"
 import { PlatformMail } from "../../accounts/PlatformMail.ts"
 import { SESSION_COOKIE, SessionCookie } from "../../accounts/SessionCookie.ts"
 import { AppConfig } from "../../config.ts"
 import { normalizeEmail } from "../../domain/email.ts"
 import type { User } from "../../domain/user.ts"
+import { clientAddressResolver } from "../../lib/clientAddress.ts"
 import { AccountTokens } from "../../store/AccountTokens.ts"
 import { LoginThrottle } from "../../store/LoginThrottle.ts"
 import { Members } from "../../store/Members.ts"
@@ -102,8 +104,7 @@ export const AuthHandlers = HttpApiBuilder.group(Api, "auth", Effect.fnUntraced(
       return user
     }))
 
-  const clientAddress = Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
-    request.remoteAddress._tag === "Some" ? request.remoteAddress.value : "unknown")
+  const clientAddressOf = clientAddressResolver(config.trustedProxies)
 
   const finishOAuth = Effect.fnUntraced(function*(provider: ProviderId, query: { code?: string | undefined; state?: string | undefined; error?: string | undefined }) {
     const request = yield* HttpServerRequest.HttpServerRequest
@@ -152,9 +153,13 @@ export const AuthHandlers = HttpApiBuilder.group(Api, "auth", Effect.fnUntraced(
       })))
     .handle("login", ({ payload }) =>
       rendered(Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
         const email = normalizeEmail(payload.email)
-        const address = yield* clientAddress
-        const wait = yield* throttle.retryAfter(email, address)
+        const user = yield* users.byEmail(email)
+        const knownDevice = yield* recognizedDevice(cookies, request.cookies[DEVICE_COOKIE], user?.id)
+        const address = clientAddressOf(Option.getOrUndefined(request.remoteAddress), request.headers["x-forwarded-for"])
+        const attempt = { email, address, knownDevice }
+        const wait = yield* throttle.retryAfter(attempt)
         if (wait !== undefined) {
           return yield* new ApiError({
             status: 429,
@@ -164,14 +169,14 @@ export const AuthHandlers = HttpApiBuilder.group(Api, "auth", Effect.fnUntraced(
             headers: { "retry-after": String(wait) }
           })
         }
-        const user = yield* users.byEmail(email)
         // Verified even for an unknown email (against a dummy hash), so both failures take the same time.
         if (!(yield* verifyPassword(payload.password, user?.passwordHash)) || !user) {
-          yield* throttle.recordFailure(email, address)
+          yield* throttle.recordFailure(attempt)
           return yield* new ApiError({ status: 401, code: "INVALID_CREDENTIALS", message: "Wrong email or password" })
         }
-        yield* throttle.clear(email)
-        return yield* signIn(user, HttpServerResponse.jsonUnsafe({ user: userView(user) }))
+        yield* throttle.recordSuccess(attempt)
+        const response = yield* rememberDevice(cookies, user.id, knownDevice, HttpServerResponse.jsonUnsafe({ user: userView(user) }))
+        return yield* signIn(user, response)
       })))
     .handle("logout", () =>
       rendered(Effect.gen(function*() {

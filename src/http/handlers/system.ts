@@ -1,13 +1,15 @@
-import { Effect } from "effect"
-import { HttpServerResponse } from "effect/http"
+import { Effect, Option } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient } from "effect/sql"
 import { renderPrometheus } from "../../observability/Metrics.ts"
+import { FORWARDING_HEADERS, metricsAccess, metricsRefusal } from "../../observability/metricsAccess.ts"
 import { Nats } from "../../stream/Nats.ts"
 import { OAuth } from "../../accounts/OAuth.ts"
 import { StripeBilling } from "../../accounts/StripeBilling.ts"
 import { AppConfig } from "../../config.ts"
 import { Api } from "../api/Api.ts"
+import { ApiError, rendered } from "../errors.ts"
 
 export const SystemHandlers = HttpApiBuilder.group(Api, "system", Effect.fnUntraced(function*(handlers) {
   const sql = yield* SqlClient.SqlClient
@@ -15,6 +17,7 @@ export const SystemHandlers = HttpApiBuilder.group(Api, "system", Effect.fnUntra
   const config = yield* AppConfig
   const oauth = yield* OAuth
   const billing = (yield* StripeBilling).enabled !== undefined
+  const metricsAllowed = metricsAccess(config.metricsToken)
   const probe = <A, E>(effect: Effect.Effect<A, E>) =>
     effect.pipe(Effect.timeout("2 seconds"), Effect.as(true), Effect.orElseSucceed(() => false))
   return handlers
@@ -29,7 +32,23 @@ export const SystemHandlers = HttpApiBuilder.group(Api, "system", Effect.fnUntra
         version: "0.1.0"
       }))
     .handle("healthz", () => Effect.succeed({ status: "ok" as const }))
-    .handle("metrics", () => Effect.promise(renderPrometheus))
+    .handle("metrics", () =>
+      rendered(Effect.gen(function*() {
+        if (config.metricsPort !== undefined) return yield* ApiError.notFound("Metrics (served on METRICS_PORT)")
+        const request = yield* HttpServerRequest.HttpServerRequest
+        const access = metricsAllowed({
+          authorization: request.headers.authorization,
+          forwarded: FORWARDING_HEADERS.some((name) => request.headers[name] !== undefined),
+          peer: Option.getOrUndefined(request.remoteAddress)
+        })
+        if (access !== "allowed") {
+          return yield* new ApiError({
+            ...metricsRefusal[access],
+            ...(access === "unauthorized" ? { headers: { "www-authenticate": "Bearer" } } : {})
+          })
+        }
+        return yield* Effect.promise(renderPrometheus)
+      })))
     .handle("readyz", () =>
       Effect.gen(function*() {
         const [postgres, natsUp] = yield* Effect.all([
