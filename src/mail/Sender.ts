@@ -30,6 +30,7 @@ import type { Outbox } from "../stream/Outbox.ts"
 import { isolateRow, reasonOf, storableReason } from "../lib/isolation.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import { MailMetrics } from "./metrics.ts"
+import { htmlToPlainText } from "./plainText.ts"
 import { capExceeded, htmlTooLarge } from "./prepare.ts"
 import { TokenBucket } from "./throttle.ts"
 import { DKIM_SIGNED_HEADERS, MailTransport, SendFailure } from "./Transport.ts"
@@ -66,28 +67,36 @@ export interface ParsedSigningKey extends Omit<SigningKey, "privateKey"> {
   readonly privateKey: KeyObject
 }
 
-export const composeMessage = (row: EmailRow, content: EmailContent, key: ParsedSigningKey): Mail.Options => ({
-  from: row.from_name ? { name: row.from_name, address: row.from_email } : row.from_email,
-  to: row.to_name ? { name: row.to_name, address: row.to_email } : row.to_email,
-  ...(row.reply_to ? { replyTo: row.reply_to } : {}),
-  subject: content.subject,
-  html: content.html,
-  messageId: `<${row.message_id}>`,
-  headers: content.headers,
-  attachments: content.attachments.map((attachment) => ({
-    filename: attachment.filename,
-    content: attachment.content,
-    encoding: "base64",
-    ...(attachment.contentType ? { contentType: attachment.contentType } : {})
-  })),
-  dkim: {
-    domainName: key.domain,
-    keySelector: key.selector,
-    // nodemailer hands the key to crypto's sign(), which takes a KeyObject; its types say string.
-    privateKey: key.privateKey as unknown as string,
-    headerFieldNames: DKIM_SIGNED_HEADERS
+/**
+ * The message as handed to nodemailer: the HTML with its text/plain alternative (made here, from the
+ * HTML as stored, links tracked; none when the HTML has no text), DKIM-signed with the domain's key.
+ */
+export const composeMessage = (row: EmailRow, content: EmailContent, key: ParsedSigningKey): Mail.Options => {
+  const text = htmlToPlainText(content.html)
+  return {
+    from: row.from_name ? { name: row.from_name, address: row.from_email } : row.from_email,
+    to: row.to_name ? { name: row.to_name, address: row.to_email } : row.to_email,
+    ...(row.reply_to ? { replyTo: row.reply_to } : {}),
+    subject: content.subject,
+    ...(text === "" ? {} : { text }),
+    html: content.html,
+    messageId: `<${row.message_id}>`,
+    headers: content.headers,
+    attachments: content.attachments.map((attachment) => ({
+      filename: attachment.filename,
+      content: attachment.content,
+      encoding: "base64",
+      ...(attachment.contentType ? { contentType: attachment.contentType } : {})
+    })),
+    dkim: {
+      domainName: key.domain,
+      keySelector: key.selector,
+      // nodemailer hands the key to crypto's sign(), which takes a KeyObject; its types say string.
+      privateKey: key.privateKey as unknown as string,
+      headerFieldNames: DKIM_SIGNED_HEADERS
+    }
   }
-})
+}
 
 export const makeSender = (options: {
   readonly outbox: Outbox["Service"]
