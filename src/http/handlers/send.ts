@@ -30,10 +30,13 @@ export const MAX_ATTACHMENTS = 10
 export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024
 export const MAX_HEADER_VALUE = 998
 
-/** Headers we set ourselves (addressing, identity, signature, MIME structure, unsubscribe). */
+/**
+ * Headers we set ourselves (addressing, identity, signature, MIME structure). A sender's own
+ * `List-Unsubscribe` (and `List-Unsubscribe-Post`) is allowed: it replaces ours (src/mail/headers.ts).
+ */
 const RESERVED_HEADERS = new Set([
   "from", "to", "cc", "bcc", "sender", "reply-to", "subject", "date", "message-id", "dkim-signature", "return-path",
-  "mime-version", "content-type", "content-transfer-encoding", "list-unsubscribe", "list-unsubscribe-post"
+  "mime-version", "content-type", "content-transfer-encoding"
 ])
 /** RFC 5322 field name: printable ASCII except the colon. */
 const HEADER_NAME = /^[!-9;-~]+$/
