@@ -50,6 +50,7 @@ const BULK_CONTENT_BYTES = 1024 * 1024
 const LARGE_CONCURRENCY = 2
 
 interface ClaimedRow extends EmailRow {
+  readonly marketing_template: boolean
   readonly contact_subscribed: boolean | null
   readonly suppressed: boolean
   /** The content's size as stored (compressed for jsonb): enough to tell small from large. */
@@ -141,11 +142,11 @@ export const makeSender = (options: {
             ORDER BY priority, next_attempt_at, id
             LIMIT ${limit}
             FOR UPDATE SKIP LOCKED)
-          RETURNING ${sql.literal(summaryColumns("e"))}, e.priority, octet_length(e.html) AS html_bytes,
+          RETURNING ${sql.literal(summaryColumns("e"))}, e.priority, e.marketing_template, octet_length(e.html) AS html_bytes,
                     octet_length(e.subject) + octet_length(e.html) + pg_column_size(e.headers) + pg_column_size(e.attachments)
                       AS content_bytes
         )
-        SELECT ${sql.literal(summaryColumns("c"))}, c.priority, c.html_bytes, c.content_bytes,
+        SELECT ${sql.literal(summaryColumns("c"))}, c.priority, c.marketing_template, c.html_bytes, c.content_bytes,
                ct.subscribed AS contact_subscribed, (s.email IS NOT NULL) AS suppressed
         FROM claimed c
         LEFT JOIN contacts ct ON ct.id = c.contact_id
@@ -244,7 +245,9 @@ export const makeSender = (options: {
     const sendOne = (row: ClaimedRow, loaded: EmailContent | undefined, accepted: Array<EmailRow>) =>
       Effect.gen(function*() {
         if (row.suppressed) return yield* finish(row, "SUPPRESSED", "the address is suppressed (hard bounce or complaint)", "suppressed")
-        if (row.type === "MARKETING" && row.contact_id && row.contact_subscribed !== true) {
+        // Marketing content (campaigns, workflows, a MARKETING template through /v1/send) waits in the queue:
+        // a contact who unsubscribed meanwhile does not get it.
+        if ((row.type === "MARKETING" || row.marketing_template) && row.contact_id && row.contact_subscribed !== true) {
           return yield* finish(row, "SUPPRESSED", "the contact is unsubscribed", "unsubscribed")
         }
         // Mail queued before the caps (or written around them) is not sent either, nor read when its size says so.

@@ -93,6 +93,8 @@ export interface PreparedContent {
   readonly headers: Readonly<Record<string, string>>
   readonly attachments: ReadonlyArray<Attachment>
   readonly type: EmailType
+  /** A MARKETING template's content sent as transactional mail (/v1/send): held back from unsubscribed contacts too. */
+  readonly marketingTemplate?: boolean
   readonly templateId: string | null
   readonly campaignId?: string | null
   readonly workflowId?: string | null
@@ -149,6 +151,7 @@ export const prepareEmail = Effect.fnUntraced(function*(
     headers,
     attachments: content.attachments,
     type: content.type,
+    marketingTemplate: content.marketingTemplate === true,
     templateId: content.templateId,
     campaignId: content.campaignId ?? null,
     workflowId: content.workflowId ?? null,

@@ -38,6 +38,11 @@ export interface NewEmail {
   readonly headers: Readonly<Record<string, string>>
   readonly attachments: ReadonlyArray<Attachment>
   readonly type: EmailType
+  /**
+   * Transactional mail made from a MARKETING template (/v1/send): like marketing mail, the sender holds
+   * it back (SUPPRESSED) from a contact who unsubscribed after it was queued.
+   */
+  readonly marketingTemplate?: boolean
   readonly templateId: string | null
   readonly campaignId: string | null
   readonly workflowId: string | null
@@ -48,7 +53,7 @@ export interface NewEmail {
 export type EmailContent = Pick<NewEmail, "subject" | "html" | "headers" | "attachments">
 
 /** An email without its content (html, headers, attachments): what the api, events and counters read. */
-export interface EmailRecord extends Omit<NewEmail, "html" | "headers" | "attachments"> {
+export interface EmailRecord extends Omit<NewEmail, "html" | "headers" | "attachments" | "marketingTemplate"> {
   readonly status: EmailStatus
   readonly attempts: number
   readonly error: string | null
@@ -186,19 +191,20 @@ export const insertQueuedEmails = (
     const rows = emails.map((email) => ({
       ...email,
       priority: email.type === "TRANSACTIONAL" && !email.campaignId && !email.workflowId ? 0 : 1,
+      marketingTemplate: email.marketingTemplate === true,
       partition
     }))
     yield* sql`
       INSERT INTO emails (id, project_id, partition, contact_id, to_email, to_name, from_email, from_name, reply_to,
-                          subject, html, headers, attachments, type, priority, template_id, campaign_id,
-                          workflow_id, message_id)
+                          subject, html, headers, attachments, type, marketing_template, priority, template_id,
+                          campaign_id, workflow_id, message_id)
       SELECT x.id, ${projectId}, x.partition, x."contactId", x."to", x."toName", x."from", x."fromName",
-             x."replyTo", x.subject, x.html, x.headers, x.attachments, x.type, x.priority, x."templateId",
-             x."campaignId", x."workflowId", x."messageId"
+             x."replyTo", x.subject, x.html, x.headers, x.attachments, x.type, x."marketingTemplate", x.priority,
+             x."templateId", x."campaignId", x."workflowId", x."messageId"
       FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS x(
         id uuid, partition int, "contactId" uuid, "to" text, "toName" text, "from" text, "fromName" text,
-        "replyTo" text, subject text, html text, headers jsonb, attachments jsonb, type text, priority smallint,
-        "templateId" uuid, "campaignId" uuid, "workflowId" uuid, "messageId" text)`
+        "replyTo" text, subject text, html text, headers jsonb, attachments jsonb, type text, "marketingTemplate" boolean,
+        priority smallint, "templateId" uuid, "campaignId" uuid, "workflowId" uuid, "messageId" text)`
   })
 
 export class Emails extends Context.Service<Emails, {
