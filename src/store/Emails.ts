@@ -222,6 +222,11 @@ export class Emails extends Context.Service<Emails, {
     kind: EngagementKind,
     data?: Record<string, unknown>
   ) => Effect.Effect<EngagementResult | undefined, PersistenceError>
+  /**
+   * Emits an engagement's email.* event without recording the engagement: no stamp, no status, no
+   * counter (a transient bounce is told to workflows and segments, but the email was not bounced).
+   */
+  readonly notify: (email: EmailRecord, kind: EngagementKind, data?: Record<string, unknown>) => Effect.Effect<void, PersistenceError>
 }>()("app/store/Emails") {
   static readonly layer = Layer.effect(
     Emails,
@@ -287,7 +292,18 @@ export class Emails extends Context.Service<Emails, {
         })).pipe(Effect.provideService(SqlClient.SqlClient, sql))
       }, mapSqlError)
 
-      return Emails.of({ get, byId, byMessageId, engage })
+      const notify = Effect.fn("Emails.notify")(function*(email: EmailRecord, kind: EngagementKind, data: Record<string, unknown> = {}) {
+        if (!email.contactId) return
+        yield* outbox.emit(email.projectId, [{
+          name: ENGAGEMENT[kind].event,
+          contactId: email.contactId,
+          email: email.to,
+          data: emailEventData(email, data),
+          at: new Date(yield* Clock.currentTimeMillis).toISOString()
+        }])
+      }, mapSqlError)
+
+      return Emails.of({ get, byId, byMessageId, engage, notify })
     })
   )
 }
