@@ -114,7 +114,7 @@ export const prepareEmail = Effect.fnUntraced(function*(
   sendData: Readonly<Record<string, unknown>> | undefined
 ) {
   const id = uuidv7()
-  const links = contactLinks(settings.publicUrl, settings.linkSecret, recipient.contactId)
+  const links = contactLinks(settings.publicUrl, settings.linkSecret, recipient.contactId, id)
   const variables = templateVariables({
     contact: { id: recipient.contactId, email: recipient.email, data: recipient.data },
     sendData,

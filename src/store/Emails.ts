@@ -227,6 +227,8 @@ export class Emails extends Context.Service<Emails, {
    * counter (a transient bounce is told to workflows and segments, but the email was not bounced).
    */
   readonly notify: (email: EmailRecord, kind: EngagementKind, data?: Record<string, unknown>) => Effect.Effect<void, PersistenceError>
+  /** The project mail was sent in to this contact id: emails outlive their contact (the links of a deleted contact). */
+  readonly projectOfContact: (contactId: string) => Effect.Effect<string | undefined, PersistenceError>
 }>()("app/store/Emails") {
   static readonly layer = Layer.effect(
     Emails,
@@ -303,7 +305,13 @@ export class Emails extends Context.Service<Emails, {
         }])
       }, mapSqlError)
 
-      return Emails.of({ get, byId, byMessageId, engage, notify })
+      const projectOfContact = Effect.fn("Emails.projectOfContact")(function*(contactId: string) {
+        if (!isUuid(contactId)) return undefined
+        const rows = yield* sql<{ project_id: string }>`SELECT project_id FROM emails WHERE contact_id = ${contactId} LIMIT 1`
+        return rows[0]?.project_id
+      }, mapSqlError)
+
+      return Emails.of({ get, byId, byMessageId, engage, notify, projectOfContact })
     })
   )
 }
