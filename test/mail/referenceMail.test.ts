@@ -252,6 +252,11 @@ describe("the text/plain alternative (item 3)", () => {
     const imageMail = await mailOf(imageOnly.json.data.emails[0].email)
     expect(imageMail.raw).not.toContain("text/plain")
     expect(imageMail.raw).toContain("text/html")
+    // Past 5,000 tags the conversion would hold the sender too long: the mail goes, without a text part.
+    const dense = await send({ to: "text@example.org", subject: "Dense", body: "<p>Row</p>".repeat(2_600) })
+    const denseMail = await mailOf(dense.json.data.emails[0].email)
+    expect(denseMail.raw).not.toContain("text/plain")
+    expect(denseMail.parsed.html).toContain("<p>Row</p>")
   })
 })
 
