@@ -6,6 +6,7 @@
  */
 import { bareSendLoop } from "./baselines/sendLoop.ts"
 import { withMailEnvironment } from "./harness/mail.ts"
+import { cpuWindow, postgresOf, processTree } from "./harness/proc.ts"
 import { setting, sleep } from "./harness/settings.ts"
 import { ratio } from "./harness/stats.ts"
 
@@ -13,7 +14,7 @@ export const run = () =>
   withMailEnvironment(async (env) => {
     const total = setting("BENCH_EMAILS", 20_000)
     const api = await env.start("api")
-    await env.start("worker", { METRICS_PORT: "0" })
+    const worker = await env.start("worker", { METRICS_PORT: "0" })
     const auth = { authorization: `Bearer ${env.project.secretKey}`, "content-type": "application/json" }
     const post = (path: string, body: unknown) =>
       fetch(`${api.url}${path}`, { method: "POST", headers: auth, body: JSON.stringify(body) }).then(async (r) => ({ status: r.status, json: await r.json() as any }))
@@ -34,6 +35,8 @@ export const run = () =>
       })
     await sendBatch(-1)
     await env.sink.waitForCount(100, 60_000)
+    // CPU per email of each part (from /proc): the api renders and queues, the worker composes, signs and sends.
+    const window = await cpuWindow([processTree("api", api.process.pid!), processTree("worker", worker.process.pid!), postgresOf("postgres", env.query)])
     const started = Date.now()
     let next = 0
     let accepted = 0
@@ -45,13 +48,15 @@ export const run = () =>
       accepted = Date.now() - started
     }))
     const done = await env.sink.waitForCount(total + 100, 600_000)
+    const cpu = await window.end(total)
     const serviceSeconds = (done.last! - started) / 1000
     const service = {
       emails: total,
       emailsPerSecond: Math.round(total / serviceSeconds),
       acceptSeconds: accepted / 1000,
       deliverSeconds: serviceSeconds,
-      dkimSigned: done.dkimSigned
+      dkimSigned: done.dkimSigned,
+      cpuMicrosPerEmail: Object.fromEntries(Object.entries(cpu.groups).map(([name, group]) => [name, group.microsPerEvent]))
     }
 
     const baseline = await bareSendLoop({ sink: env.sink, key: privateKey, mail, total })

@@ -2,6 +2,7 @@
  * Inbound delivery notifications (delivered, bounced, complained), whatever provider reported them.
  * Each is applied once: its receipt, the email's engagement (status forward, email.* event) and, for
  * hard bounces and complaints, the suppression and unsubscription of the address commit together.
+ * A transient (soft) bounce only emits its email.bounce event: the email is not bounced.
  */
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
@@ -44,6 +45,12 @@ export class Notifications extends Context.Service<Notifications, {
             ON CONFLICT DO NOTHING RETURNING id`
           if (fresh.length === 0) return "duplicate" as const
           const data = notification.kind === "bounce" ? { bounceType: notification.bounceType ?? "Undetermined" } : {}
+          if (notification.kind === "bounce" && notification.bounceType === "Transient") {
+            // A full mailbox, an out-of-office, greylisting: not a dead address. The email keeps its status, the
+            // campaign's bounce count and the bounce rate ignore it; workflows still see the event (its bounceType says which).
+            yield* emails.notify(email, "bounce", data)
+            return "applied" as const
+          }
           yield* emails.engage(email, notification.kind, data)
           const suppress = notification.kind === "complaint" || (notification.kind === "bounce" && notification.bounceType === "Permanent")
           if (suppress) {

@@ -1,6 +1,7 @@
 /**
  * The /v1/send use case, in one transaction: each recipient in order gets its contact upsert and its
- * mail rendered (through the MailQueue), the month's transactional cap is reserved for all of them,
+ * mail rendered (through the MailQueue); a MARKETING template is refused for the whole request when a
+ * recipient's contact is unsubscribed; the month's transactional cap is reserved for all of them,
  * the mail is queued (rows and the sender's wake-up message), and the caller's `commit` runs last in
  * the same transaction (the idempotency key's completion: the mail and the key commit together, so a
  * retry after a crash can never send twice). The handler checks the request and maps the typed failures.
@@ -13,7 +14,7 @@ import { Billing, type BillingLimitExceeded } from "../store/Billing.ts"
 import { type ContactDataTooLarge, Contacts } from "../store/Contacts.ts"
 import type { NewEmail } from "../store/Emails.ts"
 import { mapSqlError, type PersistenceError } from "../store/PersistenceError.ts"
-import { type MailTooLarge, type RenderError, RequestTooLarge } from "./errors.ts"
+import { MarketingToUnsubscribed, type MailTooLarge, type RenderError, RequestTooLarge } from "./errors.ts"
 import { MailQueue } from "./MailQueue.ts"
 import { messageBytes, type PreparedContent } from "./prepare.ts"
 
@@ -37,7 +38,13 @@ export interface Queued {
   readonly emailId: string
 }
 
-export type SendFailure = RenderError | MailTooLarge | RequestTooLarge | BillingLimitExceeded | ContactDataTooLarge
+export type SendFailure =
+  | RenderError
+  | MailTooLarge
+  | RequestTooLarge
+  | MarketingToUnsubscribed
+  | BillingLimitExceeded
+  | ContactDataTooLarge
 
 export class SendMail extends Context.Service<SendMail, {
   readonly send: <A, E>(input: SendInput, commit: (queued: ReadonlyArray<Queued>) => Effect.Effect<A, E>) => Effect.Effect<A, E | SendFailure | PersistenceError>
@@ -56,8 +63,9 @@ export class SendMail extends Context.Service<SendMail, {
           const sendData = { ...input.patch.set, ...input.patch.transient }
           return yield* sql.withTransaction(Effect.gen(function*() {
             const prepared: Array<{ readonly contact: { id: string; email: string }; readonly email: NewEmail }> = []
+            const unsubscribed: Array<{ readonly index: number; readonly email: string }> = []
             let storedBytes = 0
-            for (const recipient of input.recipients) {
+            for (const [index, recipient] of input.recipients.entries()) {
               const { contact } = yield* contacts.upsert({
                 projectId: input.projectId,
                 email: normalizeEmail(recipient.email),
@@ -67,6 +75,11 @@ export class SendMail extends Context.Service<SendMail, {
                 patch: input.patch,
                 source: "api.send"
               })
+              // Marketing content never goes to a contact who opted out, whatever the endpoint (the reference refuses it too).
+              if (input.content.marketingTemplate === true && !contact.subscribed) {
+                unsubscribed.push({ index, email: contact.email })
+                continue
+              }
               const email = yield* projectMail.render(input.content, { contactId: contact.id, email: contact.email, name: recipient.name, data: contact.data }, sendData)
               // Checked as each recipient is rendered, so a request never holds more than the cap.
               storedBytes += messageBytes(email)
@@ -79,6 +92,7 @@ export class SendMail extends Context.Service<SendMail, {
               }
               prepared.push({ contact: { id: contact.id, email: contact.email }, email })
             }
+            if (unsubscribed.length > 0) return yield* new MarketingToUnsubscribed({ recipients: unsubscribed })
             // The month's transactional cap, checked and claimed under a lock until this transaction commits.
             yield* billing.reserve(input.projectId, "transactional", prepared.length)
             yield* mail.queue(input.projectId, prepared.map((item) => item.email))

@@ -30,6 +30,7 @@ import type { Outbox } from "../stream/Outbox.ts"
 import { isolateRow, reasonOf, storableReason } from "../lib/isolation.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import { MailMetrics } from "./metrics.ts"
+import { htmlToPlainText } from "./plainText.ts"
 import { capExceeded, htmlTooLarge } from "./prepare.ts"
 import { TokenBucket } from "./throttle.ts"
 import { DKIM_SIGNED_HEADERS, MailTransport, SendFailure } from "./Transport.ts"
@@ -49,6 +50,7 @@ const BULK_CONTENT_BYTES = 1024 * 1024
 const LARGE_CONCURRENCY = 2
 
 interface ClaimedRow extends EmailRow {
+  readonly marketing_template: boolean
   readonly contact_subscribed: boolean | null
   readonly suppressed: boolean
   /** The content's size as stored (compressed for jsonb): enough to tell small from large. */
@@ -66,28 +68,36 @@ export interface ParsedSigningKey extends Omit<SigningKey, "privateKey"> {
   readonly privateKey: KeyObject
 }
 
-export const composeMessage = (row: EmailRow, content: EmailContent, key: ParsedSigningKey): Mail.Options => ({
-  from: row.from_name ? { name: row.from_name, address: row.from_email } : row.from_email,
-  to: row.to_name ? { name: row.to_name, address: row.to_email } : row.to_email,
-  ...(row.reply_to ? { replyTo: row.reply_to } : {}),
-  subject: content.subject,
-  html: content.html,
-  messageId: `<${row.message_id}>`,
-  headers: content.headers,
-  attachments: content.attachments.map((attachment) => ({
-    filename: attachment.filename,
-    content: attachment.content,
-    encoding: "base64",
-    ...(attachment.contentType ? { contentType: attachment.contentType } : {})
-  })),
-  dkim: {
-    domainName: key.domain,
-    keySelector: key.selector,
-    // nodemailer hands the key to crypto's sign(), which takes a KeyObject; its types say string.
-    privateKey: key.privateKey as unknown as string,
-    headerFieldNames: DKIM_SIGNED_HEADERS
+/**
+ * The message as handed to nodemailer: the HTML with its text/plain alternative (made here, from the
+ * HTML as stored, links tracked; none when the HTML has no text), DKIM-signed with the domain's key.
+ */
+export const composeMessage = (row: EmailRow, content: EmailContent, key: ParsedSigningKey): Mail.Options => {
+  const text = htmlToPlainText(content.html)
+  return {
+    from: row.from_name ? { name: row.from_name, address: row.from_email } : row.from_email,
+    to: row.to_name ? { name: row.to_name, address: row.to_email } : row.to_email,
+    ...(row.reply_to ? { replyTo: row.reply_to } : {}),
+    subject: content.subject,
+    ...(text === "" ? {} : { text }),
+    html: content.html,
+    messageId: `<${row.message_id}>`,
+    headers: content.headers,
+    attachments: content.attachments.map((attachment) => ({
+      filename: attachment.filename,
+      content: attachment.content,
+      encoding: "base64",
+      ...(attachment.contentType ? { contentType: attachment.contentType } : {})
+    })),
+    dkim: {
+      domainName: key.domain,
+      keySelector: key.selector,
+      // nodemailer hands the key to crypto's sign(), which takes a KeyObject; its types say string.
+      privateKey: key.privateKey as unknown as string,
+      headerFieldNames: DKIM_SIGNED_HEADERS
+    }
   }
-})
+}
 
 export const makeSender = (options: {
   readonly outbox: Outbox["Service"]
@@ -132,11 +142,11 @@ export const makeSender = (options: {
             ORDER BY priority, next_attempt_at, id
             LIMIT ${limit}
             FOR UPDATE SKIP LOCKED)
-          RETURNING ${sql.literal(summaryColumns("e"))}, e.priority, octet_length(e.html) AS html_bytes,
+          RETURNING ${sql.literal(summaryColumns("e"))}, e.priority, e.marketing_template, octet_length(e.html) AS html_bytes,
                     octet_length(e.subject) + octet_length(e.html) + pg_column_size(e.headers) + pg_column_size(e.attachments)
                       AS content_bytes
         )
-        SELECT ${sql.literal(summaryColumns("c"))}, c.priority, c.html_bytes, c.content_bytes,
+        SELECT ${sql.literal(summaryColumns("c"))}, c.priority, c.marketing_template, c.html_bytes, c.content_bytes,
                ct.subscribed AS contact_subscribed, (s.email IS NOT NULL) AS suppressed
         FROM claimed c
         LEFT JOIN contacts ct ON ct.id = c.contact_id
@@ -235,7 +245,9 @@ export const makeSender = (options: {
     const sendOne = (row: ClaimedRow, loaded: EmailContent | undefined, accepted: Array<EmailRow>) =>
       Effect.gen(function*() {
         if (row.suppressed) return yield* finish(row, "SUPPRESSED", "the address is suppressed (hard bounce or complaint)", "suppressed")
-        if (row.type === "MARKETING" && row.contact_id && row.contact_subscribed !== true) {
+        // Marketing content (campaigns, workflows, a MARKETING template through /v1/send) waits in the queue:
+        // a contact who unsubscribed meanwhile does not get it.
+        if ((row.type === "MARKETING" || row.marketing_template) && row.contact_id && row.contact_subscribed !== true) {
           return yield* finish(row, "SUPPRESSED", "the contact is unsubscribed", "unsubscribed")
         }
         // Mail queued before the caps (or written around them) is not sent either, nor read when its size says so.

@@ -29,3 +29,12 @@ export class RequestTooLarge extends Schema.TaggedError<RequestTooLarge>()("Requ
   message: Schema.String,
   limit: Schema.Number
 }) {}
+
+/**
+ * A /v1/send of a MARKETING template to recipients whose contacts are unsubscribed (after the request's
+ * own `subscribed`, if any): the whole request is refused, nothing is stored. `recipients` are their
+ * positions in the request's `to` and their addresses.
+ */
+export class MarketingToUnsubscribed extends Schema.TaggedError<MarketingToUnsubscribed>()("MarketingToUnsubscribed", {
+  recipients: Schema.Array(Schema.Struct({ index: Schema.Number, email: Schema.String }))
+}) {}

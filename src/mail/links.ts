@@ -27,12 +27,18 @@ export const parseContactToken = (token: string): { readonly contactId: string; 
 export const contactSignatureValid = (secret: string, contactId: string, signature: string): boolean =>
   verifySignature(sign(secret, "contact", contactId), signature)
 
-export const contactLinks = (publicUrl: string, secret: string, contactId: string) => {
+/**
+ * A contact's subscription pages. With `emailId` (the email the links are placed in), the unsubscribe
+ * and manage links name it (`?e=`), so an unsubscribe made from them is counted for that email's
+ * campaign. Advisory only: the page checks that the email is the contact's before counting.
+ */
+export const contactLinks = (publicUrl: string, secret: string, contactId: string, emailId?: string) => {
   const token = contactToken(secret, contactId)
+  const source = emailId === undefined ? "" : `?e=${emailId}`
   return {
-    unsubscribeUrl: `${publicUrl}/unsubscribe/${token}`,
+    unsubscribeUrl: `${publicUrl}/unsubscribe/${token}${source}`,
     subscribeUrl: `${publicUrl}/subscribe/${token}`,
-    manageUrl: `${publicUrl}/manage/${token}`
+    manageUrl: `${publicUrl}/manage/${token}${source}`
   }
 }
 

@@ -42,5 +42,9 @@ export const donePage = (email: string, subscribed: boolean, links: PageLinks & 
       (subscribed ? form(links.unsubscribeUrl, "Unsubscribe again") : form(links.subscribeUrl, "Subscribe again"))
   )
 
+/** A validly signed unsubscribe link of a contact deleted since: nothing to unsubscribe, which is no error to them. */
+export const nothingToUnsubscribePage = () =>
+  page("You are unsubscribed", "<p>This address is not on the list: it will receive no marketing email.</p>")
+
 export const invalidLinkPage = () =>
   page("Link not valid", "<p>This link is not valid or has expired. Please use the link from your most recent email.</p>")

@@ -1,8 +1,9 @@
 /**
  * Turns content and a recipient into a queued email: renders subject and body for the contact, adds
- * open/click tracking when the project has it on, and the RFC 8058 one-click unsubscribe headers for
- * marketing mail and any mail that links to the unsubscribe page. Shared by every way mail is made
- * (/v1/send, campaigns, workflow SEND_EMAIL steps, campaign test mails), through the MailQueue.
+ * open/click tracking when the project has it on, the RFC 8058 one-click unsubscribe headers for
+ * marketing mail and any mail that links to the unsubscribe or manage page, and the bulk-mail headers
+ * for campaign and marketing mail (src/mail/headers.ts). Shared by every way mail is made (/v1/send,
+ * campaigns, workflow SEND_EMAIL steps, campaign test mails), through the MailQueue.
  *
  * Size caps hold at render time, whatever the template and data: the subject line, the HTML body
  * (rendering stops at the cap) and the whole message. Mail over a cap is a MailTooLarge, never a row;
@@ -12,6 +13,7 @@ import { Effect } from "effect"
 import { uuidv7 } from "../domain/ids.ts"
 import type { Attachment, EmailType, NewEmail } from "../store/Emails.ts"
 import { MailTooLarge, RenderError } from "./errors.ts"
+import { mailHeaders } from "./headers.ts"
 import { addTracking, contactLinks } from "./links.ts"
 import { type CompiledTemplate, OutputLimitError, templateVariables } from "./render.ts"
 
@@ -91,6 +93,8 @@ export interface PreparedContent {
   readonly headers: Readonly<Record<string, string>>
   readonly attachments: ReadonlyArray<Attachment>
   readonly type: EmailType
+  /** A MARKETING template's content sent as transactional mail (/v1/send): held back from unsubscribed contacts too. */
+  readonly marketingTemplate?: boolean
   readonly templateId: string | null
   readonly campaignId?: string | null
   readonly workflowId?: string | null
@@ -110,7 +114,7 @@ export const prepareEmail = Effect.fnUntraced(function*(
   sendData: Readonly<Record<string, unknown>> | undefined
 ) {
   const id = uuidv7()
-  const links = contactLinks(settings.publicUrl, settings.linkSecret, recipient.contactId)
+  const links = contactLinks(settings.publicUrl, settings.linkSecret, recipient.contactId, id)
   const variables = templateVariables({
     contact: { id: recipient.contactId, email: recipient.email, data: recipient.data },
     sendData,
@@ -122,13 +126,14 @@ export const prepareEmail = Effect.fnUntraced(function*(
     .replace(/[\r\n]+/g, " ").trim()
   // Characters never outnumber UTF-8 bytes: stopping at MAX_HTML_BYTES characters bounds the work.
   let html = yield* renderPart(content.body, variables, MAX_HTML_BYTES, (limit) => bodyTooLarge(recipient.email, `more than ${limit} characters`))
-  const linksToUnsubscribe = html.includes(links.unsubscribeUrl)
+  // A body that lets the recipient opt out (its unsubscribe or manage link) gets one-click too, whatever the mail's type.
+  const letsRecipientOptOut = html.includes(links.unsubscribeUrl) || html.includes(links.manageUrl)
   if (settings.trackingEnabled) html = addTracking(html, { publicUrl: settings.publicUrl, secret: settings.linkSecret, emailId: id })
-  const headers: Record<string, string> = { ...content.headers }
-  if (content.type === "MARKETING" || linksToUnsubscribe) {
-    headers["List-Unsubscribe"] = `<${links.unsubscribeUrl}>`
-    headers["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
-  }
+  const headers = mailHeaders({
+    bulk: content.type === "MARKETING" || (content.campaignId ?? null) !== null,
+    unsubscribeUrl: content.type === "MARKETING" || letsRecipientOptOut ? links.unsubscribeUrl : undefined,
+    custom: content.headers
+  })
   const domain = content.from.slice(content.from.lastIndexOf("@") + 1)
   const tooLarge = capExceeded({ to: recipient.email, subject, html, headers, attachments: content.attachments })
   if (tooLarge) return yield* tooLarge
@@ -146,6 +151,7 @@ export const prepareEmail = Effect.fnUntraced(function*(
     headers,
     attachments: content.attachments,
     type: content.type,
+    marketingTemplate: content.marketingTemplate === true,
     templateId: content.templateId,
     campaignId: content.campaignId ?? null,
     workflowId: content.workflowId ?? null,

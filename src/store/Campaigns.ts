@@ -51,6 +51,8 @@ export interface Campaign extends CampaignInput {
   readonly openedCount: number
   readonly clickedCount: number
   readonly bouncedCount: number
+  /** Recipients who unsubscribed through a link of the campaign's mail (bounces and complaints are counted apart). */
+  readonly unsubscribedCount: number
   /** Why a SENDING campaign stopped queueing mail (its monthly billing cap reached); null while it may go on. */
   readonly billingHold: string | null
   readonly sentAt: string | null
@@ -71,12 +73,13 @@ export interface CampaignStats {
   readonly clicked: number
   readonly bounced: number
   readonly complained: number
+  readonly unsubscribedCount: number
   readonly failed: number
   /** Queued or being sent right now. */
   readonly pending: number
   /** Frozen into the audience but not mailed, and why (deleted: the contact was deleted before its mail was queued). */
   readonly skipped: { readonly unsubscribed: number; readonly suppressed: number; readonly deleted: number }
-  readonly rates: { readonly delivery: number; readonly open: number; readonly click: number; readonly bounce: number }
+  readonly rates: { readonly delivery: number; readonly open: number; readonly click: number; readonly bounce: number; readonly unsubscribe: number }
   readonly sendingStartedAt: string | null
   readonly resolvedAt: string | null
   readonly sentAt: string | null
@@ -106,6 +109,7 @@ export const CampaignRow = Schema.Struct({
   clicked_count: Schema.Number,
   bounced_count: Schema.Number,
   complained_count: Schema.Number,
+  unsubscribed_count: Schema.Number,
   failed_count: Schema.Number,
   skipped_unsubscribed: Schema.Number,
   skipped_suppressed: Schema.Number,
@@ -127,7 +131,7 @@ export const CAMPAIGN_COLUMNS = [
   "id", "project_id", "name", "description", "subject", "body", "from_email", "from_name", "reply_to", "type",
   "status", "audience_type", "segment_id", "audience_condition", "scheduled_for", "resolved", "queued",
   "total_recipients", "sent_count", "delivered_count", "opened_count", "clicked_count", "bounced_count",
-  "complained_count", "failed_count", "skipped_unsubscribed", "skipped_suppressed", "sending_started_at",
+  "complained_count", "unsubscribed_count", "failed_count", "skipped_unsubscribed", "skipped_suppressed", "sending_started_at",
   "resolved_at", "sent_at", "created_at", "updated_at", "error", "billing_hold"
 ].join(", ")
 
@@ -152,6 +156,7 @@ export const toCampaign = (row: CampaignRow): Campaign => ({
   openedCount: row.opened_count,
   clickedCount: row.clicked_count,
   bouncedCount: row.bounced_count,
+  unsubscribedCount: row.unsubscribed_count,
   billingHold: row.status === "SENDING" ? row.billing_hold : null,
   projectId: row.project_id,
   sentAt: isoOrNull(row.sent_at),
@@ -261,6 +266,13 @@ export class Campaigns extends Context.Service<Campaigns, {
    * until the oldest of those counted leaves the hour.
    */
   readonly recentTestSends: (projectId: string, limit: number) => Effect.Effect<{ readonly count: number; readonly freeInSeconds: number }, PersistenceError>
+  /**
+   * Counts an unsubscribe for the campaign of `emailId`: call it in the transaction that unsubscribes
+   * the contact, before that write. It counts only when the contact is subscribed (its row locked until
+   * commit, so a repeated one-click counts once), the email is this contact's in this project, and the
+   * email neither bounced nor drew a complaint (those suppress the contact and are counted as such).
+   */
+  readonly countUnsubscribe: (projectId: string, contactId: string, emailId: string) => Effect.Effect<void, PersistenceError>
 }>()("app/store/Campaigns") {
   static readonly layer = Layer.effect(
     Campaigns,
@@ -418,6 +430,7 @@ export class Campaigns extends Context.Service<Campaigns, {
           clicked: row.clicked_count,
           bounced: row.bounced_count,
           complained: row.complained_count,
+          unsubscribedCount: row.unsubscribed_count,
           failed: row.failed_count,
           pending: open?.n ?? 0,
           skipped: { unsubscribed: row.skipped_unsubscribed, suppressed: row.skipped_suppressed, deleted: deleted?.n ?? 0 },
@@ -425,7 +438,8 @@ export class Campaigns extends Context.Service<Campaigns, {
             delivery: share(row.delivered_count, sent),
             open: share(row.opened_count, sent),
             click: share(row.clicked_count, sent),
-            bounce: share(row.bounced_count, sent)
+            bounce: share(row.bounced_count, sent),
+            unsubscribe: share(row.unsubscribed_count, sent)
           },
           sendingStartedAt: isoOrNull(row.sending_started_at),
           resolvedAt: isoOrNull(row.resolved_at),
@@ -478,7 +492,18 @@ export class Campaigns extends Context.Service<Campaigns, {
         return { count: row?.count ?? 0, freeInSeconds: Math.max(1, row?.free_in ?? 1) }
       }, mapSqlError)
 
-      return Campaigns.of({ create, get, list, replace, remove, send, cancel, stats, startDue, activeUsingSegment, all, recentTestSends })
+      const countUnsubscribe = Effect.fn("Campaigns.countUnsubscribe")(function*(projectId: string, contactId: string, emailId: string) {
+        yield* sql`
+          WITH subscribed AS (
+            SELECT id FROM contacts WHERE project_id = ${projectId} AND id = ${contactId} AND subscribed FOR UPDATE
+          )
+          UPDATE campaigns c SET unsubscribed_count = c.unsubscribed_count + 1
+          FROM emails e, subscribed
+          WHERE e.id = ${emailId} AND e.project_id = ${projectId} AND e.contact_id = subscribed.id
+            AND c.id = e.campaign_id AND e.bounced_at IS NULL AND e.complained_at IS NULL`
+      }, mapSqlError)
+
+      return Campaigns.of({ create, get, list, replace, remove, send, cancel, stats, startDue, activeUsingSegment, all, recentTestSends, countUnsubscribe })
     })
   )
 }

@@ -38,6 +38,11 @@ export interface NewEmail {
   readonly headers: Readonly<Record<string, string>>
   readonly attachments: ReadonlyArray<Attachment>
   readonly type: EmailType
+  /**
+   * Transactional mail made from a MARKETING template (/v1/send): like marketing mail, the sender holds
+   * it back (SUPPRESSED) from a contact who unsubscribed after it was queued.
+   */
+  readonly marketingTemplate?: boolean
   readonly templateId: string | null
   readonly campaignId: string | null
   readonly workflowId: string | null
@@ -50,7 +55,7 @@ export interface NewEmail {
 export type EmailContent = Pick<NewEmail, "subject" | "html" | "headers" | "attachments">
 
 /** An email without its content (html, headers, attachments): what the api, events and counters read. */
-export interface EmailRecord extends Omit<NewEmail, "html" | "headers" | "attachments"> {
+export interface EmailRecord extends Omit<NewEmail, "html" | "headers" | "attachments" | "marketingTemplate"> {
   readonly status: EmailStatus
   readonly attempts: number
   readonly error: string | null
@@ -188,19 +193,20 @@ export const insertQueuedEmails = (
     const rows = emails.map((email) => ({
       ...email,
       priority: email.type === "TRANSACTIONAL" && !email.campaignId && !email.workflowId ? 0 : 1,
+      marketingTemplate: email.marketingTemplate === true,
       partition
     }))
     yield* sql`
       INSERT INTO emails (id, project_id, partition, contact_id, to_email, to_name, from_email, from_name, reply_to,
-                          subject, html, headers, attachments, type, priority, template_id, campaign_id,
-                          workflow_id, message_id, billing_category)
+                          subject, html, headers, attachments, type, marketing_template, priority, template_id,
+                          campaign_id, workflow_id, message_id, billing_category)
       SELECT x.id, ${projectId}, x.partition, x."contactId", x."to", x."toName", x."from", x."fromName",
-             x."replyTo", x.subject, x.html, x.headers, x.attachments, x.type, x.priority, x."templateId",
-             x."campaignId", x."workflowId", x."messageId", x."billingCategory"
+             x."replyTo", x.subject, x.html, x.headers, x.attachments, x.type, x."marketingTemplate", x.priority,
+             x."templateId", x."campaignId", x."workflowId", x."messageId", x."billingCategory"
       FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS x(
         id uuid, partition int, "contactId" uuid, "to" text, "toName" text, "from" text, "fromName" text,
-        "replyTo" text, subject text, html text, headers jsonb, attachments jsonb, type text, priority smallint,
-        "templateId" uuid, "campaignId" uuid, "workflowId" uuid, "messageId" text, "billingCategory" text)`
+        "replyTo" text, subject text, html text, headers jsonb, attachments jsonb, type text, "marketingTemplate" boolean,
+        priority smallint, "templateId" uuid, "campaignId" uuid, "workflowId" uuid, "messageId" text, "billingCategory" text)`
   })
 
 export class Emails extends Context.Service<Emails, {
@@ -218,6 +224,13 @@ export class Emails extends Context.Service<Emails, {
     kind: EngagementKind,
     data?: Record<string, unknown>
   ) => Effect.Effect<EngagementResult | undefined, PersistenceError>
+  /**
+   * Emits an engagement's email.* event without recording the engagement: no stamp, no status, no
+   * counter (a transient bounce is told to workflows and segments, but the email was not bounced).
+   */
+  readonly notify: (email: EmailRecord, kind: EngagementKind, data?: Record<string, unknown>) => Effect.Effect<void, PersistenceError>
+  /** The project mail was sent in to this contact id: emails outlive their contact (the links of a deleted contact). */
+  readonly projectOfContact: (contactId: string) => Effect.Effect<string | undefined, PersistenceError>
 }>()("app/store/Emails") {
   static readonly layer = Layer.effect(
     Emails,
@@ -283,7 +296,24 @@ export class Emails extends Context.Service<Emails, {
         })).pipe(Effect.provideService(SqlClient.SqlClient, sql))
       }, mapSqlError)
 
-      return Emails.of({ get, byId, byMessageId, engage })
+      const notify = Effect.fn("Emails.notify")(function*(email: EmailRecord, kind: EngagementKind, data: Record<string, unknown> = {}) {
+        if (!email.contactId) return
+        yield* outbox.emit(email.projectId, [{
+          name: ENGAGEMENT[kind].event,
+          contactId: email.contactId,
+          email: email.to,
+          data: emailEventData(email, data),
+          at: new Date(yield* Clock.currentTimeMillis).toISOString()
+        }])
+      }, mapSqlError)
+
+      const projectOfContact = Effect.fn("Emails.projectOfContact")(function*(contactId: string) {
+        if (!isUuid(contactId)) return undefined
+        const rows = yield* sql<{ project_id: string }>`SELECT project_id FROM emails WHERE contact_id = ${contactId} LIMIT 1`
+        return rows[0]?.project_id
+      }, mapSqlError)
+
+      return Emails.of({ get, byId, byMessageId, engage, notify, projectOfContact })
     })
   )
 }

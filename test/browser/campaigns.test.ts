@@ -111,6 +111,17 @@ describe("campaigns", () => {
     expect((await fetch(pixel)).headers.get("content-type")).toBe("image/gif")
     await expect.poll(async () => (await env.call("GET", `/campaigns/${campaignId}/stats`)).opened, { timeout: 15_000 }).toBe(1)
     await expect.poll(() => page.getByTestId("figure-opened").innerText(), { timeout: 15_000 }).toBe("1")
+    // Another recipient unsubscribes with their mail's one-click link: the outcome counts the campaign's opt-out
+    // (unsubscribedCount), as the reference's campaign stats do.
+    const unsubscribeUrl = mails[1]!.parsed.headerLines.find((line) => line.key === "list-unsubscribe")!.line.match(/<([^>]+)>/)![1]!
+    const oneClick = await fetch(unsubscribeUrl, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: "List-Unsubscribe=One-Click"
+    })
+    expect(oneClick.status).toBe(200)
+    expect((await env.call("GET", `/campaigns/${campaignId}/stats`)).unsubscribedCount).toBe(1)
+    await expect.poll(() => page.getByTestId("figure-unsubscribes").innerText(), { timeout: 15_000 }).toBe("1")
     await page.getByRole("img", { name: /Opens 1/ }).locator("canvas").waitFor()
     await page.evaluate(() => document.querySelector("section[aria-label=Progress]")?.scrollIntoView())
     await screenshot(page, "campaign-sent-1280")

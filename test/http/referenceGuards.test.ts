@@ -246,7 +246,8 @@ describe("templates and workflow conditions as migrated projects write them", ()
   // templateValidation.test.ts "accepts legacy placeholder syntax".
   it("renders an unquoted ?? fallback as the bare words, never as a variable or blank", async () => {
     const saved = await template({ subject: "Hi {{ firstName ?? there }}", body: "<p>{{ title ?? Dear customer }}, your plan: {{ plan ?? free }}</p>" })
-    const sent = await secret("POST", "/v1/send", { to: "fallback@guards.test", template: saved.id, data: { free: "NOT THIS" } })
+    // A MARKETING template goes to subscribed contacts only (issue 34, item 1): this new one opts in.
+    const sent = await secret("POST", "/v1/send", { to: "fallback@guards.test", subscribed: true, template: saved.id, data: { free: "NOT THIS" } })
     expect(sent.status, sent.text).toBe(200)
     const mail = await oneMailTo("fallback@guards.test")
     expect(mail.parsed.subject).toBe("Hi there")

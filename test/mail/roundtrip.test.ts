@@ -74,7 +74,8 @@ describe("a real SMTP round trip", () => {
 
     // The body links to the unsubscribe page, so RFC 8058 headers are there, and signed.
     const header = (name: string) => parsed.headerLines.find((line) => line.key === name)?.line.replace(/^[^:]+:\s*/, "")
-    expect(header("list-unsubscribe")).toMatch(/^<http:\/\/127\.0\.0\.1:\d+\/unsubscribe\/[0-9a-f-]{36}\.[\w-]+>$/)
+    // The link names the email it came in (`?e=`): an unsubscribe through it counts for the email's campaign.
+    expect(header("list-unsubscribe")).toMatch(new RegExp(`^<http://127\\.0\\.0\\.1:\\d+/unsubscribe/[0-9a-f-]{36}\\.[\\w-]+\\?e=${emailId}>$`))
     expect(header("list-unsubscribe-post")).toBe("List-Unsubscribe=One-Click")
     const dkim = await dkimOf(mail!.raw)
     expect(dkim.results[0]?.status.result).toBe("pass")

@@ -175,7 +175,8 @@ describe("POST /v1/send: recipients and contacts", () => {
   it("fails fast on hostile templates: no file includes, no runaway loops", async () => {
     const include = await send({ ...base, to: "h@example.org", body: "{% include '/etc/passwd' %}" })
     expect(include.status).toBe(422)
-    expect(include.json.error.errors[0]).toMatchObject({ field: "body", code: "render_failed" })
+    // Refused as it is read, before anything renders (issue 34: file tags are refused when a body is saved).
+    expect(include.json.error.errors[0]).toMatchObject({ field: "body", code: "invalid_template" })
     const started = Date.now()
     const loop = await send({ ...base, to: "h@example.org", body: "{% for i in (1..1000000) %}{% for j in (1..1000000) %}x{% endfor %}{% endfor %}" })
     expect(loop.status).toBe(422)

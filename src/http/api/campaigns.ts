@@ -27,6 +27,9 @@ export const Campaign = Schema.Struct({
   openedCount: Count,
   clickedCount: Count,
   bouncedCount: Count,
+  unsubscribedCount: Count.annotate({
+    description: "Recipients who unsubscribed through a link of this campaign's mail (the List-Unsubscribe one-click too); bounces and complaints, which unsubscribe as well, are not counted here"
+  }),
   billingHold: Schema.NullOr(Schema.String).annotate({
     description: "Why a SENDING campaign stopped queueing mail: the project's monthly campaigns limit is reached. It resumes by itself when the limit is raised or the month turns; null otherwise"
   }),
@@ -56,10 +59,11 @@ export const CampaignStats = Schema.Struct({
   clicked: Count,
   bounced: Count,
   complained: Count,
+  unsubscribedCount: Count.annotate({ description: "Recipients who unsubscribed through a link of this campaign's mail (not bounces or complaints)" }),
   failed: Count,
   pending: Count,
   skipped: Schema.Struct({ unsubscribed: Count, suppressed: Count, deleted: Count }),
-  rates: Schema.Struct({ delivery: Rate, open: Rate, click: Rate, bounce: Rate }),
+  rates: Schema.Struct({ delivery: Rate, open: Rate, click: Rate, bounce: Rate, unsubscribe: Rate }),
   sendingStartedAt: Schema.NullOr(Timestamp),
   resolvedAt: Schema.NullOr(Timestamp),
   sentAt: Schema.NullOr(Timestamp),
@@ -130,7 +134,7 @@ export class CampaignsApi extends HttpApiGroup.make("campaigns")
         "CAMPAIGN_TEST_SENDS_PER_HOUR of them in any hour (429 RATE_LIMIT_EXCEEDED with Retry-After)."
     ),
     HttpApiEndpoint.get("stats", "/campaigns/:id/stats", { params: IdParam, success: CampaignStats, error: [...commonErrors, ...inputErrors, ErrorDocs.notFound] })
-      .annotate(OpenApi.Description, "Progress and outcome: recipients, sent, delivered, opened, clicked, bounced, failed, pending, skipped and why."),
+      .annotate(OpenApi.Description, "Progress and outcome: recipients, sent, delivered, opened, clicked, bounced, complained, unsubscribed (`unsubscribedCount`), failed, pending, skipped and why."),
     HttpApiEndpoint.post("send", "/campaigns/:id/send", {
       params: UuidParam,
       payload: Schema.Struct({

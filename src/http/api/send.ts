@@ -78,7 +78,11 @@ export class SendApi extends HttpApiGroup.make("send", { topLevel: true })
         "Attachments: at most 10, 10 MB in total (413). Caps on what each recipient's mail renders to: the subject one " +
         "line of at most 998 characters (422 on `subject`), the HTML body at most 5 MB, the whole message at most 40 MB, " +
         "and everything one request stores (every recipient's message with its copy of the attachments) at most 50 MB " +
-        "(413 naming the limit, `details: { limit, part }`)."
+        "(413 naming the limit, `details: { limit, part }`). A MARKETING template goes to subscribed contacts only: a " +
+        "recipient whose contact is unsubscribed (after this request's `subscribed`) refuses the whole request, 400 " +
+        "CONTACT_UNSUBSCRIBED naming each in `errors` (`to[i]`), nothing sent; one who unsubscribes while the mail is " +
+        "queued does not get it (SUPPRESSED). `headers` may carry a `List-Unsubscribe` of your own: it replaces ours, " +
+        "and our `List-Unsubscribe-Post` (one-click) goes with it unless you send your own."
     ),
     HttpApiEndpoint.get("getEmail", "/emails/:id", {
       params: { id: Text },

@@ -5,12 +5,16 @@
 import { Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
+import { SqlClient } from "effect/sql"
 import { AppConfig } from "../../config.ts"
 import { emptyPatch } from "../../domain/customData.ts"
+import { isUuid } from "../../domain/ids.ts"
 import { clickSignature, contactLinks, contactSignatureValid, openSignature, parseContactToken, verifySignature } from "../../mail/links.ts"
-import { confirmSubscribePage, confirmUnsubscribePage, donePage, invalidLinkPage, managePage } from "../../mail/pages.ts"
+import { confirmSubscribePage, confirmUnsubscribePage, donePage, invalidLinkPage, managePage, nothingToUnsubscribePage } from "../../mail/pages.ts"
+import { Campaigns } from "../../store/Campaigns.ts"
 import { Contacts } from "../../store/Contacts.ts"
 import { Emails } from "../../store/Emails.ts"
+import type { PersistenceError } from "../../store/PersistenceError.ts"
 import { Projects } from "../../store/Projects.ts"
 import { OutboxRelay } from "../../stream/OutboxRelay.ts"
 import { Api } from "../api/Api.ts"
@@ -29,6 +33,8 @@ const html = (body: string, status = 200) =>
 
 export const LinksHandlers = HttpApiBuilder.group(Api, "links", Effect.fnUntraced(function*(handlers) {
   const config = yield* AppConfig
+  const sql = yield* SqlClient.SqlClient
+  const campaigns = yield* Campaigns
   const emails = yield* Emails
   const contacts = yield* Contacts
   const projects = yield* Projects
@@ -42,23 +48,48 @@ export const LinksHandlers = HttpApiBuilder.group(Api, "links", Effect.fnUntrace
     return verifySignature(expected(settings.linkSecret), signature) ? email : undefined
   })
 
-  /** The contact a subscription link names, with its links, when the signature is right. */
-  const signedContact = Effect.fnUntraced(function*(token: string) {
+  /**
+   * The contact a subscription link names, with its links, when the signature is right. `source` (the
+   * link's `e`, the email it was sent in) is carried into the page's own links when it is an email id.
+   */
+  const signedContact = Effect.fnUntraced(function*(token: string, source?: string) {
     const parsed = parseContactToken(token)
     if (!parsed) return undefined
     const found = yield* contacts.locate(parsed.contactId)
     if (!found) return undefined
     const settings = yield* projects.mailSettings(found.projectId)
     if (!contactSignatureValid(settings.linkSecret, parsed.contactId, parsed.signature)) return undefined
-    return { ...found, links: contactLinks(config.publicUrl, settings.linkSecret, parsed.contactId) }
+    const emailId = source !== undefined && isUuid(source) ? source : undefined
+    return { ...found, emailId, links: contactLinks(config.publicUrl, settings.linkSecret, parsed.contactId, emailId) }
   })
 
-  const setSubscribed = (token: string, subscribed: boolean) =>
+  /**
+   * A link signed for a contact that no longer exists: its signature is checked under the secret of the
+   * project it was mailed from (its emails outlive it), so a forged token still gets the invalid-link page.
+   */
+  const signedForDeletedContact = Effect.fnUntraced(function*(token: string) {
+    const parsed = parseContactToken(token)
+    if (!parsed) return false
+    const projectId = yield* emails.projectOfContact(parsed.contactId)
+    if (projectId === undefined) return false
+    const settings = yield* projects.mailSettings(projectId)
+    return contactSignatureValid(settings.linkSecret, parsed.contactId, parsed.signature)
+  })
+
+  /** Nothing to unsubscribe is no error to the recipient: success for a deleted contact's valid link. */
+  const unknownContact = (token: string) =>
+    Effect.map(signedForDeletedContact(token), (valid) => (valid ? html(nothingToUnsubscribePage()) : html(invalidLinkPage(), 404)))
+
+  const setSubscribed = (token: string, subscribed: boolean, source?: string) =>
     rendered(Effect.gen(function*() {
-      const found = yield* signedContact(token)
-      if (!found) return html(invalidLinkPage(), 404)
+      const found = yield* signedContact(token, source)
+      if (!found) return subscribed ? html(invalidLinkPage(), 404) : yield* unknownContact(token)
       // Through the same path as PATCH /contacts: the change is pinned and contact.(un)subscribed emitted.
-      const updated = yield* contacts.update(found.projectId, found.contact.id, { subscribed, patch: emptyPatch }).pipe(
+      // An unsubscribe from a campaign's mail counts for the campaign, in the same transaction (once).
+      const updated = yield* sql.withTransaction(Effect.gen(function*() {
+        if (!subscribed && found.emailId !== undefined) yield* campaigns.countUnsubscribe(found.projectId, found.contact.id, found.emailId)
+        return yield* contacts.update(found.projectId, found.contact.id, { subscribed, patch: emptyPatch })
+      })).pipe(
         // Only the subscription changes: no email to collide, no data to grow; either would be a defect.
         Effect.catchTags({ DuplicateEmail: Effect.die, ContactDataTooLarge: Effect.die })
       )
@@ -67,8 +98,13 @@ export const LinksHandlers = HttpApiBuilder.group(Api, "links", Effect.fnUntrace
       return html(donePage(contact.email, subscribed, found.links))
     }))
 
-  const showPage = (token: string, render: (found: NonNullable<Effect.Success<ReturnType<typeof signedContact>>>) => string) =>
-    rendered(Effect.map(signedContact(token), (found) => (found ? html(render(found)) : html(invalidLinkPage(), 404))))
+  const showPage = (
+    token: string,
+    source: string | undefined,
+    render: (found: NonNullable<Effect.Success<ReturnType<typeof signedContact>>>) => string,
+    missing: (token: string) => Effect.Effect<HttpServerResponse.HttpServerResponse, PersistenceError> = () => Effect.succeed(html(invalidLinkPage(), 404))
+  ) =>
+    rendered(Effect.flatMap(signedContact(token, source), (found) => (found ? Effect.succeed(html(render(found))) : missing(token))))
 
   return handlers
     .handle("open", ({ params }) =>
@@ -89,12 +125,12 @@ export const LinksHandlers = HttpApiBuilder.group(Api, "links", Effect.fnUntrace
         yield* relay.wake
         return HttpServerResponse.redirect(target, { status: 302, headers: { "cache-control": "no-store" } })
       })))
-    .handle("unsubscribePage", ({ params }) =>
-      showPage(params.token, (found) => confirmUnsubscribePage(found.contact.email, found.links)))
-    .handle("unsubscribe", ({ params }) => setSubscribed(params.token, false))
+    .handle("unsubscribePage", ({ params, query }) =>
+      showPage(params.token, query.e, (found) => confirmUnsubscribePage(found.contact.email, found.links), unknownContact))
+    .handle("unsubscribe", ({ params, query }) => setSubscribed(params.token, false, query.e))
     .handle("subscribePage", ({ params }) =>
-      showPage(params.token, (found) => confirmSubscribePage(found.contact.email, found.links)))
+      showPage(params.token, undefined, (found) => confirmSubscribePage(found.contact.email, found.links)))
     .handle("subscribe", ({ params }) => setSubscribed(params.token, true))
-    .handle("manage", ({ params }) =>
-      showPage(params.token, (found) => managePage(found.contact.email, found.contact.subscribed, found.links)))
+    .handle("manage", ({ params, query }) =>
+      showPage(params.token, query.e, (found) => managePage(found.contact.email, found.contact.subscribed, found.links)))
 }))

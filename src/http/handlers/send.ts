@@ -8,7 +8,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { toDataPatch } from "../../domain/customData.ts"
 import { isValidEmail, normalizeEmail } from "../../domain/email.ts"
 import { isUuid } from "../../domain/ids.ts"
-import type { MailTooLarge, RenderError } from "../../mail/errors.ts"
+import type { MailTooLarge, MarketingToUnsubscribed, RenderError } from "../../mail/errors.ts"
 import { MAX_MESSAGE_BYTES } from "../../mail/prepare.ts"
 import { MAX_BYTES_PER_REQUEST, SendMail } from "../../mail/SendMail.ts"
 import { makeRenderer } from "../../mail/render.ts"
@@ -30,10 +30,13 @@ export const MAX_ATTACHMENTS = 10
 export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024
 export const MAX_HEADER_VALUE = 998
 
-/** Headers we set ourselves (addressing, identity, signature, MIME structure, unsubscribe). */
+/**
+ * Headers we set ourselves (addressing, identity, signature, MIME structure). A sender's own
+ * `List-Unsubscribe` (and `List-Unsubscribe-Post`) is allowed: it replaces ours (src/mail/headers.ts).
+ */
 const RESERVED_HEADERS = new Set([
   "from", "to", "cc", "bcc", "sender", "reply-to", "subject", "date", "message-id", "dkim-signature", "return-path",
-  "mime-version", "content-type", "content-transfer-encoding", "list-unsubscribe", "list-unsubscribe-post"
+  "mime-version", "content-type", "content-transfer-encoding"
 ])
 /** RFC 5322 field name: printable ASCII except the colon. */
 const HEADER_NAME = /^[!-9;-~]+$/
@@ -105,6 +108,24 @@ export const mailProblem = (error: RenderError | MailTooLarge, field = "body"): 
   }
   return ApiError.invalidField(field, error.message, "render_failed")
 }
+
+/**
+ * A MARKETING template to unsubscribed contacts: 400 as the reference answers it, in the envelope,
+ * each refused recipient listed under its position in `to`.
+ */
+const marketingToUnsubscribed = (error: MarketingToUnsubscribed, toIsArray: boolean) =>
+  new ApiError({
+    status: 400,
+    code: "CONTACT_UNSUBSCRIBED",
+    message: `Cannot send a MARKETING template to unsubscribed contacts (${error.recipients.map((recipient) => recipient.email).join(", ")}); nothing was sent`,
+    errors: error.recipients.map((recipient) => ({
+      field: toIsArray ? `to[${recipient.index}]` : "to",
+      message: `${recipient.email} is unsubscribed from marketing email`,
+      code: "unsubscribed",
+      received: recipient.email
+    })),
+    suggestion: "Use a TRANSACTIONAL template or send without a template, or leave these recipients out."
+  })
 
 export const billingLimitExceeded = (error: BillingLimitExceeded) =>
   new ApiError({
@@ -213,8 +234,10 @@ export const SendHandlers = HttpApiBuilder.group(Api, "send", Effect.fnUntraced(
       replyTo: replyTo === null ? null : normalizeEmail(replyTo),
       headers: payload.headers ?? {},
       attachments,
-      // The spec: /v1/send sends transactional mail, whatever the template's type.
+      // The spec: /v1/send sends transactional mail, whatever the template's type; a MARKETING template's
+      // content still goes to subscribed contacts only (refused below, held back by the sender).
       type: "TRANSACTIONAL" as const,
+      marketingTemplate: template?.type === "MARKETING",
       templateId: template?.id ?? null
     }
 
@@ -238,6 +261,7 @@ export const SendHandlers = HttpApiBuilder.group(Api, "send", Effect.fnUntraced(
             RenderError: (error) => Effect.fail(mailProblem(error)),
             MailTooLarge: (error) => Effect.fail(mailProblem(error)),
             RequestTooLarge: (error) => Effect.fail(tooLarge(error.message, { limit: error.limit, part: "request" })),
+            MarketingToUnsubscribed: (error) => Effect.fail(marketingToUnsubscribed(error, Array.isArray(payload.to))),
             BillingLimitExceeded: (error) => Effect.fail(billingLimitExceeded(error))
           }),
           refuseOversizedData

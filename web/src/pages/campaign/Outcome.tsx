@@ -1,7 +1,7 @@
 /**
  * A campaign's progress and outcome: the live progress bar (queued, sent, delivered of the recipients),
- * its figures (opens, clicks, bounces, complaints, unsubscribes) as numbers and a chart, and the links
- * campaign mail was clicked through since it went out.
+ * its figures (opens, clicks, bounces, complaints, unsubscribes through its links) as numbers and a
+ * chart, and the links campaign mail was clicked through since it went out.
  */
 import type { UseQueryResult } from "@tanstack/react-query"
 import { lazy, Suspense, useMemo } from "react"
@@ -78,22 +78,16 @@ export function Outcome({ campaign, stats }: {
   readonly stats: UseQueryResult<CampaignStats, ApiFailure>
 }) {
   const from = useMemo(() => rangeStart(campaign), [campaign])
-  const analytics = useApiQuery(
-    ["analytics", "campaign-stats", campaign.id, from],
-    (client) => client.analytics.campaignStats({ query: { campaignId: campaign.id, from } }),
-    { refetchInterval: 10_000 }
-  )
   const links = useApiQuery(
     ["analytics", "links", "CAMPAIGN", from],
     (client) => client.analytics.links({ query: { from, stream: "CAMPAIGN", limit: "10" } }),
     { refetchInterval: 30_000 }
   )
-  const unsubscribed = analytics.data?.campaigns[0]?.unsubscribed
   return (
     <>
       <Section title="Outcome">
         <QueryView query={stats}>
-          {(stats) => <Figures stats={stats} unsubscribed={unsubscribed} />}
+          {(stats) => <Figures stats={stats} />}
         </QueryView>
       </Section>
       <Section title="Top links">
@@ -115,7 +109,7 @@ export function Outcome({ campaign, stats }: {
   )
 }
 
-function Figures({ stats, unsubscribed }: { readonly stats: CampaignStats; readonly unsubscribed: number | undefined }) {
+function Figures({ stats }: { readonly stats: CampaignStats }) {
   // [label, count, rate, the chart's short label]
   const figures: ReadonlyArray<readonly [string, number, string | undefined, string]> = [
     ["Sent", stats.sent, undefined, "Sent"],
@@ -124,7 +118,7 @@ function Figures({ stats, unsubscribed }: { readonly stats: CampaignStats; reado
     ["Clicked", stats.clicked, percent(stats.rates.click), "Clicks"],
     ["Bounced", stats.bounced, percent(stats.rates.bounce), "Bounces"],
     ["Complaints", stats.complained, undefined, "Compl."],
-    ["Unsubscribes", unsubscribed ?? 0, undefined, "Unsub."]
+    ["Unsubscribes", stats.unsubscribedCount, percent(stats.rates.unsubscribe), "Unsub."]
   ]
   return (
     <div className="grid min-w-0 gap-4 lg:grid-cols-[minmax(0,1fr)_minmax(0,1fr)]">
