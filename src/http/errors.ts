@@ -95,6 +95,19 @@ export class ApiError extends Data.TaggedError("ApiError")<EnvelopeFields> imple
   }
 }
 
+/**
+ * 503 SERVICE_UNAVAILABLE: the request was not performed because this process cannot serve it right now
+ * (it is starting or stopping, or a dependency it needs is unreachable); retrying is safe and should
+ * succeed soon. Always with Retry-After.
+ */
+export const serviceUnavailable = (message: string, retryAfterSeconds = 1): EnvelopeFields => ({
+  status: 503,
+  code: "SERVICE_UNAVAILABLE",
+  message,
+  suggestion: "Retry after the number of seconds in Retry-After (with the same Idempotency-Key, if you use one).",
+  headers: { "retry-after": String(retryAfterSeconds) }
+})
+
 /** The flat `{ error }` 400 (the reference's LegacyError): a missing required field of POST /contacts, /templates, /segments only. */
 export class BareBadRequest extends Data.TaggedError("BareBadRequest")<{ readonly message: string }>
   implements HttpServerRespondable.Respondable
