@@ -344,7 +344,10 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
       yield* sender.sweep([partition])
       yield* webhooks.recoverPartition(partition)
       yield* Effect.logInfo("partition acquired", { partition, epoch, ...marks })
-    })
+    }).pipe(
+      // Half started is not running: stopped, its lease (no longer renewed) expires and is taken again.
+      Effect.onError(() => stop(partition))
+    )
 
   /**
    * Stops the consumers of partitions no longer leased here (all at once: closing one may take a
@@ -463,11 +466,14 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
       .filter((marks) => savedWatermarks.get(marks.partition) !== JSON.stringify(marks))
     yield* saveWatermarks(moved)
     for (const marks of moved) savedWatermarks.set(marks.partition, JSON.stringify(marks))
-    // Only leases still alive are renewed: a released or expired one is up for grabs.
+    // Only leases still alive are renewed: a released or expired one is up for grabs. And only those of
+    // partitions running here: one leased by a rebalance that failed before starting it (Postgres or
+    // NATS went away mid-way) expires, and is taken again, rather than staying leased here unread.
     const renewed = yield* sql<{ partition: number; epoch: string }>`
       UPDATE partition_state s SET expires_at = now() + make_interval(secs => ${LEASE_TTL_SECONDS})
       FROM partition_leases l
       WHERE l.partition = s.partition AND l.owner = ${workerId} AND s.expires_at > now()
+        AND s.partition = ANY(${ownedArray()}::int[])
       RETURNING s.partition, l.epoch`
     const held = new Map(renewed.map((row) => [row.partition, Number(row.epoch)]))
     // Lost: leased here but taken by someone else (we were too slow to renew).
@@ -641,7 +647,9 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
     while (true) {
       yield* leaseLock.withPermits(1)(rebalance).pipe(
         Effect.tapCause((cause) => Effect.logWarning("lease heartbeat failed", cause)),
-        Effect.ignore
+        // Whatever the cause: a SqlError some step kept a defect (the sender's takeover) must not end the
+        // heartbeats, which would leave every lease to expire and no partition to be taken again.
+        Effect.ignoreCause
       )
       yield* wakeups.leases.wait(Duration.toMillis(HEARTBEAT))
     }

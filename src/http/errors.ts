@@ -13,6 +13,7 @@
 import { Data, Effect } from "effect"
 import { HttpServerRespondable, HttpServerResponse } from "effect/http"
 import type { SqlError } from "effect/sql"
+import { isUnreachable } from "../lib/isolation.ts"
 import type { PersistenceError } from "../store/PersistenceError.ts"
 import { envelopeBody, type EnvelopeFields as BodyFields, type FieldErrorSchema, RequestState } from "./api/errors.ts"
 
@@ -95,6 +96,22 @@ export class ApiError extends Data.TaggedError("ApiError")<EnvelopeFields> imple
   }
 }
 
+/**
+ * 503 SERVICE_UNAVAILABLE: the request was not performed because this process cannot serve it right now
+ * (it is starting or stopping, or a dependency it needs is unreachable); retrying is safe and should
+ * succeed soon. Always with Retry-After.
+ */
+export const serviceUnavailable = (message: string, retryAfterSeconds = 1): EnvelopeFields => ({
+  status: 503,
+  code: "SERVICE_UNAVAILABLE",
+  message,
+  suggestion: "Retry after the number of seconds in Retry-After (with the same Idempotency-Key, if you use one).",
+  headers: { "retry-after": String(retryAfterSeconds) }
+})
+
+/** Postgres unreachable (src/lib/isolation.ts `isUnreachable`): the client retries, as after any 503. */
+export const databaseUnavailable: EnvelopeFields = serviceUnavailable("The database is unavailable; retry shortly")
+
 /** The flat `{ error }` 400 (the reference's LegacyError): a missing required field of POST /contacts, /templates, /segments only. */
 export class BareBadRequest extends Data.TaggedError("BareBadRequest")<{ readonly message: string }>
   implements HttpServerRespondable.Respondable
@@ -116,14 +133,19 @@ const isInfrastructure = (error: unknown): error is PersistenceError | SqlError.
  * The one place a handler's failures meet HttpApi. Domain errors (src/domain/errors.ts) stay typed:
  * the endpoint must declare each one it can answer, and HttpApi encodes it into the envelope.
  * `ApiError` / `BareBadRequest` render themselves (`Respondable`) when no declared schema encodes
- * them. A repository's PersistenceError (or a raw SqlError) becomes a defect here, once: the gateway
- * logs it with the request id and answers 500.
+ * them. A repository's PersistenceError (or a raw SqlError) becomes, once: a 503 with Retry-After
+ * when Postgres is unreachable (the client retries), else a defect, which the gateway logs with the
+ * request id and answers 500. (A SqlError a service turned into a defect itself gets the same 503
+ * from the gateway.)
  */
 export const rendered = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, Exclude<E, Undeclared>, R> =>
   Effect.catchIf(
     effect as Effect.Effect<A, unknown, R>,
     isInfrastructure,
-    (error) => Effect.die(error._tag === "PersistenceError" ? error.cause : error)
+    (error) =>
+      isUnreachable(error)
+        ? Effect.fail(new ApiError(databaseUnavailable))
+        : Effect.die(error._tag === "PersistenceError" ? error.cause : error)
   ) as Effect.Effect<
     A,
     Exclude<E, Undeclared>,

@@ -9,7 +9,8 @@ import { HttpIncomingMessage, HttpRouter, HttpServerError, HttpServerRequest, Ht
 import { HttpApiError } from "effect/http-api"
 import { randomBytesFromPool } from "../domain/ids.ts"
 import { HttpMetrics } from "../observability/Metrics.ts"
-import { type EnvelopeFields, envelopeResponse, type FieldError, RequestState, type RequestStateShape } from "./errors.ts"
+import { isUnreachable } from "../lib/isolation.ts"
+import { databaseUnavailable, type EnvelopeFields, envelopeResponse, type FieldError, RequestState, type RequestStateShape } from "./errors.ts"
 import { issueToFieldErrors } from "./validation.ts"
 
 const KiB = 1024
@@ -89,6 +90,12 @@ const toErrorResponse = (
         ? envelopeResponse(payloadTooLarge(request.url), requestId)
         : envelopeResponse({ status: 400, code: "BAD_REQUEST", message: "Could not read the request body" }, requestId))
     }
+  }
+  if (isUnreachable(error)) {
+    // Not a bug: /readyz and the pool say Postgres is away; a line per refused request would flood the log.
+    return Effect.logDebug("database unavailable", { requestId, method: request.method, url: request.url }).pipe(
+      Effect.as(envelopeResponse(databaseUnavailable, requestId))
+    )
   }
   return Effect.logError("unhandled error", { requestId, method: request.method, url: request.url }, cause).pipe(
     Effect.as(envelopeResponse({ status: 500, code: "INTERNAL_SERVER_ERROR", message: "An unexpected error occurred" }, requestId))

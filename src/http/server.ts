@@ -1,10 +1,13 @@
 /** Wires the HTTP contract to its handlers, middleware and the Node HTTP server. */
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
-import { HttpRouter } from "effect/http"
+import { HttpRouter, HttpServer } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import { AppConfig } from "../config.ts"
+import { envelopeBody } from "./api/errors.ts"
+import { serviceUnavailable } from "./errors.ts"
+import { newRequestId } from "./gateway.ts"
 import { Api } from "./api/Api.ts"
 import { PublicKeyAuthLive, SecretKeyAuthLive } from "./auth.ts"
 import { DashboardRoutes } from "./dashboard.ts"
@@ -75,9 +78,12 @@ const Routes = Layer.mergeAll(
 /**
  * The Node server, able to drain: from `drain` on, every answer not yet started closes its connection
  * (`Connection: close`), so keep-alive clients reconnect, to another api process, instead of keeping
- * this one busy until the shutdown cap cuts them off mid-request.
+ * this one busy until the shutdown cap cuts them off mid-request. A request that arrives while the app
+ * is not attached (the moment between the bind and the app's handler, or after the handler is gone at
+ * shutdown) is answered 503 with Retry-After at once: with no `request` listener Node would hold it
+ * until the client gave up.
  */
-const drainableServer = (fastPath: TrackFastPath["Service"]) => Effect.sync(() => {
+export const drainableServer = (fastPath: TrackFastPath["Service"]) => Effect.sync(() => {
   const server = createServer()
   const inFlight = new Set<ServerResponse>()
   let draining = false
@@ -87,6 +93,7 @@ const drainableServer = (fastPath: TrackFastPath["Service"]) => Effect.sync(() =
   server.emit = function(this: Server, event: string | symbol, ...args: Array<any>) {
     if (event !== "request") return emit.apply(this, [event, ...args] as any)
     const [request, response] = args as [IncomingMessage, ServerResponse]
+    if (server.listenerCount("request") === 0) return answerNotServing(response)
     if (draining) response.setHeader("connection", "close")
     else {
       inFlight.add(response)
@@ -101,6 +108,19 @@ const drainableServer = (fastPath: TrackFastPath["Service"]) => Effect.sync(() =
   return { server, drain }
 })
 
+const answerNotServing = (response: ServerResponse) => {
+  const fields = serviceUnavailable("The server is starting or stopping")
+  const body = JSON.stringify(envelopeBody(fields, newRequestId(), new Date()))
+  response.writeHead(503, {
+    ...fields.headers,
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(body),
+    connection: "close"
+  })
+  response.end(body)
+  return true
+}
+
 /** The fast path over the same service instances as the HttpApi handlers (layers are shared by reference). */
 const TrackFastPathLive = TrackFastPath.layer.pipe(
   Layer.provide([RateLimiter.layer, Idempotency.layer, ContactDirectory.layer, EventPublisher.layer])
@@ -108,21 +128,23 @@ const TrackFastPathLive = TrackFastPath.layer.pipe(
 
 /**
  * The HTTP server on PORT (0 picks a free port), exposed as `HttpServer` so the CLI announces its address
- * once the whole role is up. Shutting down, it stops accepting at once, drains keep-alive connections and
- * lets requests in flight finish (10 s at most).
+ * once the whole role is up. The app (every route and its services) is built before the port is bound,
+ * so a connection reaches this process only once it can answer; until then the kernel refuses it (or
+ * hands it to another api process on the same port). Shutting down, it stops accepting at once, drains
+ * keep-alive connections and lets requests in flight finish (10 s at most).
  */
 export const HttpLive = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AppConfig
   const { server, drain } = yield* drainableServer(yield* TrackFastPath)
-  const serving = HttpRouter.serve(Routes, { disableLogger: true, disableListenLog: true }).pipe(
-    // reusePort: several api processes can share PORT, the kernel spreading connections over them.
-    Layer.provideMerge(NodeHttpServer.layer(() => server, {
-      port: config.port,
-      host: "0.0.0.0",
-      reusePort: config.port !== 0,
-      gracefulShutdownTimeout: "10 seconds"
-    }))
-  )
+  const app = yield* HttpRouter.toHttpEffect(Routes)
+  // reusePort: several api processes can share PORT, the kernel spreading connections over them.
+  const listening = NodeHttpServer.layerServer(() => server, {
+    port: config.port,
+    host: "0.0.0.0",
+    reusePort: config.port !== 0,
+    gracefulShutdownTimeout: "10 seconds"
+  })
+  const serving = HttpServer.serve(app).pipe(Layer.provideMerge(listening))
   // Built after the server, so released before it: draining begins as the server stops accepting.
   return Layer.effectDiscard(Effect.addFinalizer(() => drain)).pipe(Layer.provideMerge(serving))
-})).pipe(Layer.provide(TrackFastPathLive))
+})).pipe(Layer.provide(TrackFastPathLive), Layer.provideMerge(NodeHttpServer.layerHttpServices))

@@ -15,7 +15,8 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import { HttpMetrics } from "../observability/Metrics.ts"
 import { makeKeyCheck } from "./auth.ts"
 import { envelopeBody } from "./api/errors.ts"
-import { ApiError, type EnvelopeFields, RequestState, type RequestStateShape } from "./errors.ts"
+import { isUnreachable } from "../lib/isolation.ts"
+import { ApiError, databaseUnavailable, type EnvelopeFields, RequestState, type RequestStateShape } from "./errors.ts"
 import { bodyLimitFor, inputInvalid, invalidJson, newRequestId, payloadTooLarge, statusClassOf } from "./gateway.ts"
 import { makeTrack, type TrackPath } from "./handlers/track.ts"
 import { decodeTrackBody } from "./handlers/trackedEvent.ts"
@@ -107,13 +108,15 @@ export class TrackFastPath extends Context.Service<TrackFastPath, {
         if (Exit.isSuccess(exit)) {
           writeJson(response, status, exit.value, { ...state.headers, "x-request-id": state.requestId })
         } else {
-          // An ApiError renders itself; anything else is a 500, logged as the gateway logs it.
-          const failure = exit.cause.reasons.find((reason) => Cause.isFailReason(reason))
-          const apiError = failure?.error instanceof ApiError ? failure.error : undefined
-          if (!apiError) {
+          // An ApiError renders itself; Postgres unreachable is a 503; anything else is a 500, logged as
+          // the gateway logs it.
+          const failure = exit.cause.reasons.find((reason) => Cause.isFailReason(reason) || Cause.isDieReason(reason))
+          const error = failure === undefined ? undefined : Cause.isFailReason(failure) ? failure.error : failure.defect
+          const known = error instanceof ApiError ? error : isUnreachable(error) ? databaseUnavailable : undefined
+          if (!known) {
             run(Effect.logError("unhandled error", { requestId: state.requestId, method: request.method, url: request.url }, exit.cause))
           }
-          const fields: EnvelopeFields = apiError ?? {
+          const fields: EnvelopeFields = known ?? {
             status: 500,
             code: "INTERNAL_SERVER_ERROR",
             message: "An unexpected error occurred"

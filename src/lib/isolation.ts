@@ -20,7 +20,7 @@ const TRANSIENT_SQL = new Set([
 
 interface SqlReason {
   readonly _tag?: string
-  readonly cause?: { readonly _tag?: string; readonly message?: string }
+  readonly cause?: { readonly _tag?: string; readonly message?: string; readonly code?: unknown }
 }
 
 /** The reason of a SqlError, also when a repository wrapped it in its PersistenceError (src/store/PersistenceError.ts). */
@@ -39,6 +39,25 @@ const sqlReason = (error: unknown): SqlReason | undefined => {
 export const isTransient = (error: unknown): boolean => {
   const reason = sqlReason(error)
   return reason !== undefined && TRANSIENT_SQL.has(reason._tag ?? "") && reason.cause?._tag !== "PgProtocolParseError"
+}
+
+/**
+ * SQLSTATEs of a server going away or not back yet: admin_shutdown and crash_shutdown (a backend told
+ * to stop), cannot_connect_now (still recovering), too_many_connections.
+ */
+const UNREACHABLE_SQLSTATES = new Set(["57P01", "57P02", "57P03", "53300"])
+
+/**
+ * Postgres cannot be reached right now (refused, lost, shutting down, recovering): nothing about the
+ * request or its data, and it passes once the server is back. Narrower than `isTransient`: a deadlock
+ * or a timeout is the statement's, and a wrong password an operator's to fix.
+ */
+export const isUnreachable = (error: unknown): boolean => {
+  const reason = sqlReason(error)
+  if (reason === undefined) return false
+  if (reason._tag === "ConnectionError") return reason.cause?._tag !== "PgProtocolParseError"
+  const code = reason.cause?.code
+  return typeof code === "string" && UNREACHABLE_SQLSTATES.has(code)
 }
 
 /** A cause whose failure (or defect) is the database being away. */

@@ -194,9 +194,12 @@ describe("sending", () => {
       const after = (await secret("GET", `/campaigns/${campaign.id}`)).json
       expect(after).toMatchObject({ deliveredCount: 1, openedCount: 1, clickedCount: 0, bouncedCount: 0 })
     })
-    // email.sent events carry the campaign, one per mail.
-    const events = (await secret("GET", "/events?name=email.sent&limit=100")).json.data
-    expect(events.filter((event: { data: { campaignId?: string } }) => event.data.campaignId === campaign.id)).toHaveLength(5)
+    // email.sent events carry the campaign, one per mail. Each is stored by its contact's lane, on its
+    // own time (the counters above waited for one contact's only): wait for all five.
+    await eventually(async () => {
+      const events = (await secret("GET", "/events?name=email.sent&limit=100")).json.data
+      expect(events.filter((event: { data: { campaignId?: string } }) => event.data.campaignId === campaign.id)).toHaveLength(5)
+    })
 
     // A SENT campaign cannot be sent (400, as the reference answers), edited, cancelled or deleted (409) again.
     const resend = await secret("POST", `/campaigns/${campaign.id}/send`, {})

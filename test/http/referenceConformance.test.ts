@@ -340,9 +340,12 @@ describe("the reference's 15 operations", () => {
       200,
       TrackSuccess
     )
+    // Each contact's event is applied by its own lane: wait for both before reading both contacts.
     await eventually(async () => {
-      const events = (await secret("GET", "/events?name=visit")).json.data.map((event: { id: string }) => event.id)
-      expect(events).toContain(kept.data.event)
+      for (const [name, tracked] of [["visit", kept], ["signup", fresh]] as const) {
+        const events = (await secret("GET", `/events?name=${name}`)).json.data.map((event: { id: string }) => event.id)
+        expect(events).toContain(tracked.data.event)
+      }
     })
     expect((await secret("GET", `/contacts/${kept.data.contact}`)).json.subscribed).toBe(false)
     expect((await secret("GET", `/contacts/${fresh.data.contact}`)).json.subscribed).toBe(false)

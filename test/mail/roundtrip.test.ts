@@ -87,12 +87,13 @@ describe("a real SMTP round trip", () => {
     const record = await emailStatus(context, emailId, "SENT")
     expect(parsed.messageId).toBe(`<${record.messageId}>`)
     expect(record.sentAt).toEqual(expect.any(String))
-    const events = await eventually(async () => {
+    const sentEvent = await eventually(async () => {
       const listed = await secret("GET", `/events?name=email.sent`)
-      expect(listed.json.data.length).toBeGreaterThan(0)
-      return listed.json.data
+      const found = listed.json.data.find((event: { data: { emailId: string } }) => event.data.emailId === emailId)
+      expect(found).toBeDefined()
+      return found
     })
-    expect(events.find((event: { data: { emailId: string } }) => event.data.emailId === emailId)).toMatchObject({
+    expect(sentEvent).toMatchObject({
       name: "email.sent",
       email: "ann@example.org",
       data: { emailId, subject: "Hello Ann" }

@@ -46,12 +46,15 @@ export interface TestProject {
 
 const run = promisify(execFile)
 
-export const createStack = async (env: Record<string, string> = {}): Promise<Stack> => {
+/** `adminUrl`: another Postgres server than the shared one (a private one a test may stop, support/postgresServer.ts). */
+export const createStack = async (env: Record<string, string> = {}, options: { readonly adminUrl?: string } = {}): Promise<Stack> => {
   const suffix = randomBytes(5).toString("hex")
   const database = `ms_test_${suffix}`
-  const template = process.env[TEMPLATE_DATABASE_ENV]
-  await pg.exec(ADMIN_URL, template ? `CREATE DATABASE ${database} TEMPLATE ${template}` : `CREATE DATABASE ${database}`)
-  const databaseUrl = databaseUrlOf(ADMIN_URL, database)
+  const adminUrl = options.adminUrl ?? ADMIN_URL
+  // The run's migrated template lives on the shared server only.
+  const template = options.adminUrl === undefined ? process.env[TEMPLATE_DATABASE_ENV] : undefined
+  await pg.exec(adminUrl, template ? `CREATE DATABASE ${database} TEMPLATE ${template}` : `CREATE DATABASE ${database}`)
+  const databaseUrl = databaseUrlOf(adminUrl, database)
   const natsPrefix = `t${suffix}`
   const baseEnv: Record<string, string> = {
     ...process.env as Record<string, string>,
@@ -74,7 +77,7 @@ export const createStack = async (env: Record<string, string> = {}): Promise<Sta
   // template is migrated already).
   if (!template) await cli("migrate").catch(async (error) => {
     await pg.close(databaseUrl)
-    await pg.exec(ADMIN_URL, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
+    await pg.exec(adminUrl, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
     throw error
   })
 
@@ -154,7 +157,9 @@ export const createStack = async (env: Record<string, string> = {}): Promise<Sta
     async stop() {
       await Promise.all(services.map((service) => service.stop()))
       await pg.close(databaseUrl)
-      await pg.exec(ADMIN_URL, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
+      await pg.exec(adminUrl, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
+      // A private server's pool goes with it (the shared server's is closed once, by the global setup).
+      if (options.adminUrl !== undefined) await pg.close(adminUrl)
       const nc = await connect({ servers: NATS_URL })
       const jsm = await jetstreamManager(nc)
       for await (const stream of jsm.streams.list()) {

@@ -103,7 +103,11 @@ export const ErrorDocs = {
   validation: envelopeSchema(422, "VALIDATION_ERROR: errors[] names every invalid field (body, path parameter, query string or header)"),
   rateLimited: envelopeSchema(429, "RATE_LIMIT_EXCEEDED: too many requests for this project; see Retry-After"),
   internal: envelopeSchema(500, "INTERNAL_SERVER_ERROR: an unexpected failure (logged with the requestId)"),
-  unavailable: envelopeSchema(503, "SERVICE_UNAVAILABLE: the event stream did not accept the message; retry with backoff"),
+  unavailable: envelopeSchema(
+    503,
+    "SERVICE_UNAVAILABLE: a dependency (Postgres, the event stream) is unreachable, or the server is starting or stopping; " +
+      "retry after Retry-After (with the same Idempotency-Key, if you sent one)"
+  ),
   /** The reference platform's flat 400 for a missing required field of POST /contacts, /templates and /segments. */
   legacy: Schema.Struct({ error: Schema.String }).annotate({
     identifier: "LegacyError",
@@ -111,8 +115,8 @@ export const ErrorDocs = {
   }).pipe(HttpApiSchema.status(400))
 } as const
 
-/** Every endpoint can fail unexpectedly. */
-export const serverErrors = [ErrorDocs.internal] as const
+/** Every endpoint can fail unexpectedly, or find a dependency it needs unreachable. */
+export const serverErrors = [ErrorDocs.internal, ErrorDocs.unavailable] as const
 
 /** What every endpoint behind an API key can answer: the key check, a disabled project, the rate limit. */
 export const commonErrors = [ErrorDocs.unauthorized, ErrorDocs.forbidden, ErrorDocs.rateLimited, ...serverErrors] as const

@@ -41,7 +41,7 @@ const trackEndpoint = <const Name extends string, const Path extends `/${string}
     payload: TrackBody,
     headers: IdempotencyHeaders,
     success: TrackSuccess,
-    error: [...commonErrors, ...bodyErrors, ErrorDocs.conflict, ErrorDocs.unavailable]
+    error: [...commonErrors, ...bodyErrors, ErrorDocs.conflict]
   })
 
 /** Events one /v1/track/batch request carries at most. */
@@ -91,7 +91,7 @@ const trackBatchEndpoint = HttpApiEndpoint.post("trackBatch", "/v1/track/batch",
   payload: TrackBatchBody,
   headers: IdempotencyHeaders,
   success: TrackBatchSuccess,
-  error: [...commonErrors, ...bodyErrors, ErrorDocs.conflict, ErrorDocs.unavailable]
+  error: [...commonErrors, ...bodyErrors, ErrorDocs.conflict]
 }).annotate(
   OpenApi.Description,
   `Records up to ${MAX_BATCH_EVENTS} events in one request (at most 1 MiB): the way to stream high volumes. Each event is ` +

@@ -13,7 +13,7 @@ import type { CommandMessage } from "../../stream/messages.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
 import { nonEmpty, parseLimit } from "../query.ts"
-import { ApiError, rendered } from "../errors.ts"
+import { ApiError, rendered, serviceUnavailable } from "../errors.ts"
 
 const DAY = 86_400_000
 
@@ -89,7 +89,7 @@ export const EventsHandlers = HttpApiBuilder.group(Api, "events", Effect.fnUntra
             timeout: 3000
           })
         ).pipe(Effect.catch(() =>
-          Effect.fail(new ApiError({ status: 503, code: "SERVICE_UNAVAILABLE", message: "The event stream is unavailable; nothing was deleted" }))
+          Effect.fail(new ApiError(serviceUnavailable("The event stream is unavailable; nothing was deleted")))
         ))
         return { accepted: true as const, event: params.eventName, commandId }
       })))

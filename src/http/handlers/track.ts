@@ -12,18 +12,13 @@ import { ContactDirectory } from "../../ingest/ContactDirectory.ts"
 import { EventPublisher } from "../../ingest/EventPublisher.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
-import { ApiError, rendered } from "../errors.ts"
+import { ApiError, rendered, serviceUnavailable } from "../errors.ts"
 import { Idempotency } from "../Idempotency.ts"
 import { validateData } from "./contactData.ts"
 import { makeTrackBatch } from "./trackBatch.ts"
 import { toTrackedEvent, type TrackPayload } from "./trackedEvent.ts"
 
-const streamUnavailable = new ApiError({
-  status: 503,
-  code: "SERVICE_UNAVAILABLE",
-  message: "The event stream is unavailable; the event was not recorded",
-  suggestion: "Retry with backoff (with the same Idempotency-Key, if you use one)."
-})
+const streamUnavailable = new ApiError(serviceUnavailable("The event stream is unavailable; the event was not recorded"))
 
 /** The paths /v1/track answers on (its alias is the reference platform's). */
 export type TrackPath = "/v1/track" | "/events/track"

@@ -11,16 +11,14 @@ import { ContactDirectory, type ResolvedContact } from "../../ingest/ContactDire
 import { EventPublisher, type TrackedEvent } from "../../ingest/EventPublisher.ts"
 import { CurrentProject } from "../api/security.ts"
 import { enforceRateLimit } from "../auth.ts"
-import { ApiError, type FieldError } from "../errors.ts"
+import { ApiError, type FieldError, serviceUnavailable } from "../errors.ts"
 import { Idempotency } from "../Idempotency.ts"
 import { RateLimiter } from "../RateLimiter.ts"
 import { checkTrackEvent, toTrackedEvent, type TrackPayload } from "./trackedEvent.ts"
 
 const streamUnavailable = new ApiError({
-  status: 503,
-  code: "SERVICE_UNAVAILABLE",
-  message: "The event stream is unavailable; some events of the batch may not be recorded",
-  suggestion: "Retry the whole batch with backoff and the same Idempotency-Key: events already recorded are not recorded twice."
+  ...serviceUnavailable("The event stream is unavailable; some events of the batch may not be recorded"),
+  suggestion: "Retry the whole batch after Retry-After with the same Idempotency-Key: events already recorded are not recorded twice."
 })
 
 interface Valid {
