@@ -12,6 +12,8 @@ import { WorkerMetrics } from "../observability/Metrics.ts"
 import type { Outbox, OutboxRow } from "../stream/Outbox.ts"
 import type { OutboxRelay } from "../stream/OutboxRelay.ts"
 import { applyBackfillChunk, applyBatch, type BatchOutcome, deadLetter, LeaseLost, reloadSegments, type SegmentState } from "./applyBatch.ts"
+import { combinable } from "./combinedBatch.ts"
+import { makeLaneTurns } from "./laneTurns.ts"
 import type { Delivered } from "./messages.ts"
 import { type Pipeline, ReadAheadAbandoned, readAheadCount, trackedContacts } from "./readAhead.ts"
 import { newWorkflowState, type WorkflowState } from "../workflows/engine.ts"
@@ -144,6 +146,7 @@ export const makeProjectActors = (options: {
     const clearWhenPassivated = new Map<string, PartitionRun>()
     const services = yield* Effect.context<SqlClient.SqlClient>()
     const workflowRuntime = yield* WorkflowRuntime
+    const turns = yield* makeLaneTurns
 
     const contextOf = (projectId: string, actor: Actor, pipeline?: Pipeline) => ({
       projectId,
@@ -262,6 +265,28 @@ export const makeProjectActors = (options: {
           }
         }
         return { _tag: "ok" } as Outcome
+      })
+
+    /**
+     * Applies a batch: tracked events in the project's next turn with the worker's other lanes (laneTurns.ts)
+     * when it can be, otherwise (or when the turn leaves it out) alone, retried and isolated as needed.
+     */
+    const applyInTurn = (projectId: string, actor: Actor, items: ReadonlyArray<ActorItem>) =>
+      Effect.gen(function*() {
+        const context = contextOf(projectId, actor)
+        const batch = items.map((item) => item.delivered)
+        if (combinable(context, batch)) {
+          const started = performance.now()
+          const outcome = yield* turns.apply(context, batch)
+          if (outcome !== undefined) {
+            yield* afterCommit(projectId, actor, items, outcome, started)
+            return { _tag: "ok" } as Outcome
+          }
+        }
+        const outcome = yield* withRetry(projectId, actor, apply(projectId, actor, items))
+        // Stopping, retries end early: the batch is left to the partition's next owner, not isolated.
+        if (outcome._tag === "poison" && !actor.run.stopped) return yield* isolate(projectId, actor, items)
+        return outcome
       })
 
     /**
@@ -391,9 +416,7 @@ export const makeProjectActors = (options: {
               outcome = finished.outcome
               ahead = finished.next
             } else {
-              outcome = yield* withRetry(projectId, actor, apply(projectId, actor, next.value))
-              // Stopping, retries end early: the batch is left to the partition's next owner, not isolated.
-              if (outcome._tag === "poison" && !actor.run.stopped) outcome = yield* isolate(projectId, actor, next.value)
+              outcome = yield* applyInTurn(projectId, actor, next.value)
             }
           }
           actor.busy = ahead !== undefined

@@ -15,6 +15,7 @@ import type { EmittedEvent, Outbox, OutboxRow } from "../stream/Outbox.ts"
 import { segmentSlug } from "../store/Segments.ts"
 import { campaignStep } from "../campaigns/fanout.ts"
 import { applyBulk } from "./applyBulk.ts"
+import { batchHeadSql } from "./batchHead.ts"
 import { importStep } from "./importStep.ts"
 import { contactStateOf, type ContactState, contactWritesSql, type EventRow, foldTrackedEvents, type LockedContact, oversizedSql, storeEventsCtes, type SubscriptionEmitted } from "./contactFold.ts"
 import { applyTrackedBatch, changeRecorder, continueThroughIn, MAX_OWN_EVENT_ROUNDS } from "./trackBatch.ts"
@@ -38,6 +39,7 @@ import {
   factNames,
   type FactRow,
   factRowsSql,
+  factsOf,
   loadFacts,
   loadSegments,
   narrowBackfill,
@@ -182,40 +184,23 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
     // A tracked batch evaluates at the clock as it is after the head, so no later than this.
     const since = windowedSince(yield* Clock.currentTimeMillis, names.longestWindowMs)
     const eventIds = withFacts ? batch.flatMap((message) => message.body.kind === "track" ? message.body.events.map((event) => event.eventId) : []) : []
-    const rows = yield* sql<Omit<FactRow, "kind"> & { readonly kind: FactRow["kind"] | "h" | "e"; readonly pins: Record<string, number> | string | null }>`
-      WITH lease AS (
-        SELECT 1 FROM partition_leases
-        WHERE partition = ${context.partition} AND owner = ${context.workerId} AND epoch = ${context.epoch}
-        FOR SHARE
-      ), offset_row AS (${offsets.read}), moved AS (${offsets.write} RETURNING 1),
-      reset AS (SELECT data_reset_seq FROM projects WHERE id = ${context.projectId} FOR SHARE),
-      locked AS (
-        SELECT id, email, subscribed, pinned_at, data, created_at, updated_at FROM contacts
-        WHERE project_id = ${context.projectId} AND email = ANY(${pgArray(trackedEmails)}::text[])
-        ORDER BY id
-        FOR UPDATE
-      )
-      -- Rows of FactRow's shape: the head (h: the lease held, as 'subscribed'; offsets in 'data'), the
-      -- locked contacts (c), the batch's events already stored (e), then the facts (a, t, m).
-      SELECT 'h' AS kind, NULL::uuid AS contact_id, NULL::text AS name, NULL::bigint AS count, NULL::float8 AS t1,
-             NULL::float8 AS t2, EXISTS (SELECT 1 FROM lease) AS subscribed,
-             jsonb_build_object(
-               'applied_seq', (SELECT applied_seq FROM offset_row)::text, 'ingest_pos', (SELECT ingest_pos FROM offset_row)::text,
-               'reset_seq', (SELECT data_reset_seq FROM reset)::text, 'moved', (SELECT count(*) FROM moved),
-               -- No NOTIFY for this batch's outbox rows (migration 0015): the actor wakes its relay itself.
-               'quiet', set_config('mailstream.quiet_outbox', 'on', true)) AS data,
-             NULL::jsonb AS pins
-      UNION ALL
-      SELECT 'c', id, email, NULL, ${epochMs(sql, "created_at")}, ${epochMs(sql, "updated_at")}, subscribed, data, pinned_at FROM locked
-      UNION ALL
-      SELECT 'e', id, NULL, NULL, NULL, NULL, NULL, NULL, NULL FROM events WHERE id = ANY(${pgArray(eventIds)}::uuid[])
-      UNION ALL
-      ${factRowsSql(sql, context.projectId, sql`(SELECT id FROM locked)`, withFacts, names.eventNames, names.windowed, since)}`
-      // Planned for its own parameters every time: a cached generic plan cannot see how few contacts the
-      // batch has. It once read the facts by hashing whole tables (103 ms a batch while contacts entered
-      // their segments); with the facts read per contact it still took the track bench's cold window from
-      // ~6,500 to ~450 events/s (tried in be0df0d, reverted).
-      .unprepared
+    const rows = yield* batchHeadSql(sql, {
+      projectId: context.projectId,
+      ctes: sql`
+        lease AS (
+          SELECT 1 FROM partition_leases
+          WHERE partition = ${context.partition} AND owner = ${context.workerId} AND epoch = ${context.epoch}
+          FOR SHARE
+        ), offset_row AS (${offsets.read}), moved AS (${offsets.write} RETURNING 1),
+        reset AS (SELECT data_reset_seq FROM projects WHERE id = ${context.projectId} FOR SHARE)`,
+      held: sql`EXISTS (SELECT 1 FROM lease)`,
+      data: sql`jsonb_build_object(
+        'applied_seq', (SELECT applied_seq FROM offset_row)::text, 'ingest_pos', (SELECT ingest_pos FROM offset_row)::text,
+        'reset_seq', (SELECT data_reset_seq FROM reset)::text, 'moved', (SELECT count(*) FROM moved))`,
+      emails: trackedEmails,
+      eventIds,
+      facts: withFacts ? { ...names, since } : undefined
+    })
     const headRow = rows.find((row) => row.kind === "h")
     const head = (typeof headRow?.data === "string" ? JSON.parse(headRow.data) : headRow?.data) as {
       applied_seq: string | null
@@ -286,7 +271,7 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
     ) {
       const tracked: Array<TrackedEvent> = []
       for (const message of fresh) if (message.body.kind === "track") for (const event of message.body.events) if (unseen(event)) tracked.push(event)
-      return yield* applyTrackedBatch(context, segmentsLoaded, tracked, { contacts: lockedRows, factRows: rows as ReadonlyArray<FactRow>, stored }, outcome)
+      return yield* applyTrackedBatch(context, segmentsLoaded, tracked, { contacts: lockedRows, facts: factsOf(rows as ReadonlyArray<FactRow>), stored }, outcome)
     }
 
     // Runs of events are applied set-wise; a command is a barrier applied in its place.

@@ -14,7 +14,7 @@ import type { EmittedEvent, OutboxRow } from "../stream/Outbox.ts"
 import type { TrackedEvent } from "../stream/messages.ts"
 import { runWorkflows, type WorkflowInput } from "../workflows/engine.ts"
 import type { BatchContext, BatchOutcome } from "./applyBatch.ts"
-import { contactStateOf, contactWritesSql, type EventRow, foldTrackedEvents, type LockedContact, oversizedSql, storeEventsCtes, type SubscriptionEmitted } from "./contactFold.ts"
+import { type ContactState, contactStateOf, contactWritesSql, type EventRow, foldTrackedEvents, type LockedContact, oversizedSql, storeEventsCtes, type SubscriptionEmitted } from "./contactFold.ts"
 import {
   type ContactChange,
   countDeltas,
@@ -22,8 +22,6 @@ import {
   emptyChange,
   evaluateFacts,
   factNames,
-  type FactRow,
-  factsOf,
   loadFacts,
   type MembershipChange,
   type MutableFacts,
@@ -52,8 +50,10 @@ export const continueThroughIn = (context: Pick<BatchContext, "projectId" | "out
 /** What the head statement read for a tracked batch: its contacts (locked), their facts, the batch's event ids already stored. */
 export interface TrackedHead {
   readonly contacts: ReadonlyArray<LockedContact>
-  readonly factRows: ReadonlyArray<FactRow>
-  readonly stored: ReadonlySet<string>
+  /** The contacts' facts (factsOf the head's rows); a combined batch shares one map between its lanes. */
+  readonly facts: Map<string, MutableFacts>
+  /** Event ids already stored; the plan adds the ones it records (shared by the lanes of a combined batch). */
+  readonly stored: Set<string>
 }
 
 /** Records what changed per contact (for the segment engine), keeping the latest time a change was accepted. */
@@ -115,26 +115,49 @@ const membershipWrites = (transitions: ReadonlyArray<{ readonly entered: boolean
   return { upserts, exits }
 }
 
-export const applyTrackedBatch = Effect.fnUntraced(function*(
+type MutableOutcome = { -readonly [K in keyof BatchOutcome]: BatchOutcome[K] }
+
+/** What one lane's tracked batch leaves, worked out in memory: nothing is written yet (see trackedWriteSql). */
+export interface TrackedPlan {
+  readonly context: BatchContext
+  /** The lane's contacts as the events leave them. */
+  readonly contacts: ReadonlyArray<ContactState>
+  readonly toInsert: ReadonlyArray<EventRow>
+  readonly workflowInputs: ReadonlyArray<WorkflowInput>
+  readonly transitions: ReadonlyArray<{ readonly entered: boolean; readonly change: MembershipChange }>
+  /** The soonest segment timer per contact (ms). */
+  readonly timers: ReadonlyMap<string, number>
+  readonly outRows: ReadonlyArray<OutboxRow>
+  /** Own events past MAX_OWN_EVENT_ROUNDS, continued through IN. */
+  readonly overflow: ReadonlyArray<EventRow>
+  readonly oversized: ReadonlyArray<TrackedEvent>
+  readonly outcome: MutableOutcome
+}
+
+/**
+ * Folds a lane's tracked events into its contacts and their facts (head.facts, changed in place), evaluates
+ * the lane's segments over them (with the events recorded about its own contacts, a few rounds deep) and
+ * returns what is to be written. Pure but for ids and the clock handed in.
+ */
+export const planTrackedBatch = (
   context: BatchContext,
   segments: ProjectSegments,
   tracked: ReadonlyArray<TrackedEvent>,
   head: TrackedHead,
-  outcome: { -readonly [K in keyof BatchOutcome]: BatchOutcome[K] }
-) {
-  const sql = yield* SqlClient.SqlClient
+  outcome: MutableOutcome,
+  clock: number,
+  /** Contacts' updated_at is the wall time (as the general path writes it); segments evaluate at the Clock. */
+  now: string
+): TrackedPlan => {
   const { projectId } = context
-  // Contacts' updated_at is the wall time (as the general path writes it); segments evaluate at the Clock.
-  const now = new Date().toISOString()
-  const clock = yield* Clock.currentTimeMillis
   const changes = new Map<string, ContactChange>()
   const changeOf = changeRecorder(changes)
+  const { facts, stored } = head
 
   // The contacts, as the events leave them.
   const byEmail = new Map(head.contacts.map((row) => [row.email, contactStateOf(row)]))
   const subscriptions: Array<SubscriptionEmitted> = []
   const { events, oversized } = foldTrackedEvents(byEmail, tracked, changeOf, subscriptions, new Set())
-  const facts = factsOf(head.factRows)
   for (const contact of byEmail.values()) {
     const known = facts.get(contact.id)
     if (!known || !contact.touched) continue
@@ -145,7 +168,6 @@ export const applyTrackedBatch = Effect.fnUntraced(function*(
 
   // The events to store (each once: ids already stored, or twice in the batch, are not counted again).
   const names = factNames(segments)
-  const stored = new Set(head.stored)
   const toInsert: Array<EventRow> = []
   const workflowInputs: Array<WorkflowInput> = []
   const record = (event: EventRow) => {
@@ -205,17 +227,38 @@ export const applyTrackedBatch = Effect.fnUntraced(function*(
     }
     evaluate(followUp)
   }
+  return { context, contacts: [...byEmail.values()], toInsert, workflowInputs, transitions, timers, outRows, overflow, oversized, outcome }
+}
 
-  // One statement writes it all.
-  const contactWrites = contactWritesSql(sql, projectId, byEmail.values(), now)
-  const memberships = membershipWrites(transitions)
-  const counts = countDeltas(context.outbox.lanes, transitions.map(({ entered, change }) => ({ ...change, n: entered ? 1 : -1 })))
-  const timerList = timerRows(context, [...timers].map(([contactId, dueAt]) => ({ contactId, dueAt: new Date(dueAt).toISOString(), id: uuidv7() })))
+/**
+ * SQL: one statement writing every plan (the lanes of one project): contacts and their field types,
+ * events and aggregates, memberships, lane counts, timers, outbox rows, and `extra` parts (a combined
+ * batch's lane offsets); it answers the ids of the events stored now.
+ */
+export const trackedWriteSql = (
+  sql: SqlClient.SqlClient,
+  context: Pick<BatchContext, "projectId" | "outbox">,
+  plans: ReadonlyArray<TrackedPlan>,
+  now: string,
+  extra: ReadonlyArray<Statement.Fragment> = []
+) => {
+  const { projectId, outbox } = context
+  const contactWrites = contactWritesSql(sql, projectId, plans.flatMap((plan) => plan.contacts), now)
+  const memberships = membershipWrites(plans.flatMap((plan) => plan.transitions))
+  const counts = countDeltas(
+    outbox.lanes,
+    plans.flatMap((plan) => plan.transitions.map(({ entered, change }) => ({ ...change, n: entered ? 1 : -1 })))
+  )
+  const timerList = timerRows(
+    { projectId, outbox },
+    plans.flatMap((plan) => [...plan.timers].map(([contactId, dueAt]) => ({ contactId, dueAt: new Date(dueAt).toISOString(), id: uuidv7() })))
+  )
+  const outRows = plans.flatMap((plan) => plan.outRows)
   // Only the parts with rows: a part over an empty list still costs its plan and its triggers, and a
   // statement's text per combination keeps each one's cached plan fitting (a few combinations in practice).
   const parts: Array<Statement.Fragment> = []
   if (contactWrites.count > 0) parts.push(sql`updated AS (${contactWrites.updated} RETURNING 1)`, sql`fields AS (${contactWrites.fields} RETURNING 1)`)
-  parts.push(storeEventsCtes(sql, projectId, toInsert))
+  parts.push(storeEventsCtes(sql, projectId, plans.flatMap((plan) => plan.toInsert)))
   if (memberships.upserts.length > 0) {
     parts.push(sql`entered AS (
       INSERT INTO segment_memberships (segment_id, contact_id, project_id, entered_at, exited_at)
@@ -234,17 +277,25 @@ export const applyTrackedBatch = Effect.fnUntraced(function*(
   }
   if (counts.length > 0) parts.push(sql`counted AS (${countsSql(sql, counts)} RETURNING 1)`)
   if (timerList.length > 0) parts.push(sql`timed AS (${timersSql(sql, projectId, timerList)} RETURNING 1)`)
-  if (outRows.length > 0) parts.push(sql`outboxed AS (${context.outbox.rowsSql(outRows)} RETURNING 1)`)
-  const inserted = yield* sql<{ id: string }>`WITH ${sql.join(",\n", false)(parts)} SELECT id FROM ins`
-  outcome.appliedInOneWrite = true
-  const insertedIds = new Set(inserted.map((row) => row.id))
-  outcome.eventsInserted += insertedIds.size
-  if (timerList.length > 0) outcome.soonestTimerAt = Math.min(outcome.soonestTimerAt ?? Infinity, ...timers.values())
-  // Rare: a data change set aside for size, a chain of own events longer than the rounds.
-  if (oversized.length > 0) yield* oversizedSql(sql, projectId, context.partition, oversized)
-  if (overflow.length > 0) yield* continueThroughIn(context, overflow)
+  if (outRows.length > 0) parts.push(sql`outboxed AS (${outbox.rowsSql(outRows)} RETURNING 1)`)
+  parts.push(...extra)
+  return sql<{ id: string }>`WITH ${sql.join(",\n", false)(parts)} SELECT id FROM ins`
+}
 
-  // Only events stored now drive workflows (a republished event must not start anything twice).
+/**
+ * After the write: the plan's rare statements (data changes set aside for size, a chain of own events
+ * longer than the rounds), its workflows (only events stored now drive them: a republished event must not
+ * start anything twice) and its outcome, with the outbox rows its actor may publish itself.
+ */
+export const finishTrackedBatch = Effect.fnUntraced(function*(plan: TrackedPlan, insertedIds: ReadonlySet<string>) {
+  const sql = yield* SqlClient.SqlClient
+  const { context, outcome } = plan
+  const { projectId } = context
+  for (const event of plan.toInsert) if (insertedIds.has(event.id)) outcome.eventsInserted++
+  outcome.appliedInOneWrite = true
+  if (plan.timers.size > 0) outcome.soonestTimerAt = Math.min(outcome.soonestTimerAt ?? Infinity, ...plan.timers.values())
+  if (plan.oversized.length > 0) yield* oversizedSql(sql, projectId, context.partition, plan.oversized)
+  if (plan.overflow.length > 0) yield* continueThroughIn(context, plan.overflow)
   const advanced = yield* runWorkflows(
     {
       projectId,
@@ -253,7 +304,7 @@ export const applyTrackedBatch = Effect.fnUntraced(function*(
       state: context.workflows.state,
       loadFacts
     },
-    workflowInputs.filter((input) => input.kind !== "event" || insertedIds.has(input.id))
+    plan.workflowInputs.filter((input) => input.kind !== "event" || insertedIds.has(input.id))
   )
   if (advanced.mailQueued) outcome.mailQueued = true
   if (advanced.webhooksQueued) outcome.webhooksQueued = true
@@ -261,6 +312,21 @@ export const applyTrackedBatch = Effect.fnUntraced(function*(
   // The batch's outbox rows, for its actor to publish after the commit: all of them are outRows unless
   // one of the rare statements above appended more, or a workflow advanced (its steps may queue mail or
   // update a contact, each appending rows of its own).
-  if (oversized.length === 0 && overflow.length === 0 && advanced.advanced === 0) outcome.ownRows = outRows
+  if (plan.oversized.length === 0 && plan.overflow.length === 0 && advanced.advanced === 0) outcome.ownRows = plan.outRows
   return outcome
+})
+
+/** One lane's batch of tracked events: planned, written in one statement, finished. */
+export const applyTrackedBatch = Effect.fnUntraced(function*(
+  context: BatchContext,
+  segments: ProjectSegments,
+  tracked: ReadonlyArray<TrackedEvent>,
+  head: TrackedHead,
+  outcome: MutableOutcome
+) {
+  const sql = yield* SqlClient.SqlClient
+  const now = new Date().toISOString()
+  const plan = planTrackedBatch(context, segments, tracked, head, outcome, yield* Clock.currentTimeMillis, now)
+  const inserted = yield* trackedWriteSql(sql, context, [plan], now)
+  return yield* finishTrackedBatch(plan, new Set(inserted.map((row) => row.id)))
 })
