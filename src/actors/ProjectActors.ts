@@ -7,12 +7,14 @@
 import type { JsMsg } from "@nats-io/jetstream"
 import { Cause, Clock, Deferred, Duration, Effect, Exit, Fiber, Option, Queue, Schedule } from "effect"
 import type { SqlClient } from "effect/sql"
+import { AppConfig } from "../config.ts"
 import { isTransient } from "../lib/isolation.ts"
 import { WorkerMetrics } from "../observability/Metrics.ts"
 import type { Outbox, OutboxRow } from "../stream/Outbox.ts"
 import type { OutboxRelay } from "../stream/OutboxRelay.ts"
 import { applyBackfillChunk, applyBatch, type BatchOutcome, deadLetter, LeaseLost, reloadSegments, type SegmentState } from "./applyBatch.ts"
 import { combinable } from "./combinedBatch.ts"
+import { makeFactsCache } from "./laneFacts.ts"
 import { makeLaneTurns } from "./laneTurns.ts"
 import type { Delivered } from "./messages.ts"
 import { type Pipeline, ReadAheadAbandoned, readAheadCount, trackedContacts } from "./readAhead.ts"
@@ -147,6 +149,7 @@ export const makeProjectActors = (options: {
     const services = yield* Effect.context<SqlClient.SqlClient>()
     const workflowRuntime = yield* WorkflowRuntime
     const turns = yield* makeLaneTurns
+    const factsCache = makeFactsCache((yield* AppConfig).factsCacheContacts)
 
     const contextOf = (projectId: string, actor: Actor, pipeline?: Pipeline) => ({
       projectId,
@@ -446,7 +449,7 @@ export const makeProjectActors = (options: {
           lane,
           run,
           mailbox,
-          segmentState: { segments: undefined, backfills: [] },
+          segmentState: { segments: undefined, backfills: [], facts: factsCache.lane() },
           workflowState: newWorkflowState(),
           busy: false,
           resumingBackfills,

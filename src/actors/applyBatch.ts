@@ -16,6 +16,7 @@ import { segmentSlug } from "../store/Segments.ts"
 import { campaignStep } from "../campaigns/fanout.ts"
 import { applyBulk } from "./applyBulk.ts"
 import { batchHeadSql } from "./batchHead.ts"
+import type { LaneFacts } from "./laneFacts.ts"
 import { importStep } from "./importStep.ts"
 import { contactStateOf, type ContactState, contactWritesSql, type EventRow, foldTrackedEvents, type LockedContact, oversizedSql, storeEventsCtes, type SubscriptionEmitted } from "./contactFold.ts"
 import { applyTrackedBatch, changeRecorder, continueThroughIn, MAX_OWN_EVENT_ROUNDS } from "./trackBatch.ts"
@@ -81,6 +82,11 @@ export interface Backfill extends BackfillCursor {
 export interface SegmentState {
   segments: ProjectSegments | undefined
   backfills: Array<Backfill>
+  /**
+   * The facts of the lane's contacts kept between combined turns (laneFacts.ts), if any: anything else
+   * the lane applies forgets them.
+   */
+  readonly facts?: LaneFacts | undefined
 }
 
 const FIRST_ID = "00000000-0000-0000-0000-000000000000"
@@ -93,6 +99,7 @@ const FIRST_ID = "00000000-0000-0000-0000-000000000000"
  */
 export const reloadSegments = Effect.fnUntraced(function*(context: Pick<BatchContext, "projectId" | "lane">, state: SegmentState) {
   const sql = yield* SqlClient.SqlClient
+  state.facts?.forget()
   state.segments = yield* loadSegments(context.projectId)
   if (context.lane === undefined) {
     state.backfills = []
@@ -148,6 +155,8 @@ export interface BatchOutcome {
 
 export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, batch: ReadonlyArray<Delivered>) {
   const sql = yield* SqlClient.SqlClient
+  // Whatever it changes, the lane's facts are read from Postgres again after it.
+  context.segmentState.facts?.forget()
   return yield* sql.withTransaction(Effect.gen(function*() {
     // One round trip: the lease (share-locked: a takeover waits for this batch), the lane's offset as it
     // was, and the offset moved past the batch (its highest sequence; what it skips is below the offset).
@@ -620,6 +629,7 @@ const recomputeReaders = Effect.fnUntraced(function*(context: BatchContext, matc
 export const applyBackfillChunk = Effect.fnUntraced(function*(context: BatchContext) {
   const sql = yield* SqlClient.SqlClient
   const state = context.segmentState
+  state.facts?.forget()
   let attempted: Backfill | undefined
   // Whether the chunk may have appended outbox rows (entries and exits it emitted): its actor must then
   // leave its next rows to the relay, or they could overtake these (see ProjectActors.publishCommitted).
@@ -676,6 +686,7 @@ export const applyBackfillChunk = Effect.fnUntraced(function*(context: BatchCont
  */
 export const deadLetter = Effect.fnUntraced(function*(context: BatchContext, message: Delivered, error: string) {
   const sql = yield* SqlClient.SqlClient
+  context.segmentState.facts?.forget()
   yield* sql.withTransaction(Effect.gen(function*() {
     const leases = yield* sql`
       SELECT 1 FROM partition_leases

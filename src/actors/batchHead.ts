@@ -23,7 +23,13 @@ export const batchHeadSql = (
     readonly data: Statement.Fragment
     readonly emails: ReadonlyArray<string>
     readonly eventIds: ReadonlyArray<string>
-    readonly facts: (Pick<FactNames, "eventNames" | "windowed"> & { readonly since: number | undefined }) | undefined
+    readonly facts:
+      | (Pick<FactNames, "eventNames" | "windowed"> & {
+        readonly since: number | undefined
+        /** Contacts whose facts the caller has already (laneFacts.ts): not read. */
+        readonly known?: ReadonlyArray<string> | undefined
+      })
+      | undefined
   }
 ) =>
   sql<HeadRow>`
@@ -48,7 +54,9 @@ export const batchHeadSql = (
     factRowsSql(
       sql,
       input.projectId,
-      sql`(SELECT id FROM locked)`,
+      input.facts?.known?.length
+        ? sql`(SELECT id FROM locked WHERE id <> ALL(${pgArray(input.facts.known)}::uuid[]))`
+        : sql`(SELECT id FROM locked)`,
       input.facts !== undefined,
       input.facts?.eventNames ?? new Set(),
       input.facts?.windowed ?? new Set(),

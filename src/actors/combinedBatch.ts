@@ -14,17 +14,22 @@
  * is answered `undefined` and nothing of it is written, not even its offset: its actor applies the batch
  * alone (applyBatch.ts), which handles every case.
  */
-import { Clock, Effect } from "effect"
+import { Clock, Data, Effect } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import { windowedSince } from "../domain/conditions/evaluate.ts"
 import { pgArray } from "../lib/pgArray.ts"
+import { WorkerMetrics } from "../observability/Metrics.ts"
 import { INGEST_POSITIONS, type TrackedEvent } from "../stream/messages.ts"
 import type { BatchContext, BatchOutcome } from "./applyBatch.ts"
 import type { LockedContact } from "./contactFold.ts"
 import type { Delivered } from "./messages.ts"
 import { batchHeadSql } from "./batchHead.ts"
+import { type CachedFacts, cachedPart, withCached } from "./laneFacts.ts"
 import { factNames, type FactRow, factsOf } from "./segments.ts"
 import { finishTrackedBatch, planTrackedBatch, type TrackedPlan, trackedWriteSql } from "./trackBatch.ts"
+
+/** A lane's kept facts were read before the project's last reset: the turn is given up. */
+export class FactsOutdated extends Data.TaggedError("FactsOutdated")<{ readonly lane: number }> {}
 
 /** One lane's batch, with its actor's context. */
 export interface LaneBatch {
@@ -65,12 +70,19 @@ export const applyCombined = Effect.fnUntraced(function*(lanes: ReadonlyArray<La
     // the second lane is then left to apply its batch alone, after this one.
     const laneOfEmail = new Map<string, number>()
     const eventIds: Array<string> = []
-    for (const [index, { batch }] of lanes.entries()) {
+    // The facts the lanes kept of their contacts (by the api's contact id): the head reads the others'.
+    const known = new Map<string, CachedFacts>()
+    for (const [index, { context, batch }] of lanes.entries()) {
+      const kept = context.segmentState.facts
       for (const message of batch) {
         if (message.body.kind !== "track") continue
         for (const event of message.body.events) {
           if (!laneOfEmail.has(event.email)) laneOfEmail.set(event.email, index)
           eventIds.push(event.eventId)
+          if (kept?.resetSeq !== undefined && !known.has(event.contactId)) {
+            const facts = kept.get(event.contactId)
+            if (facts) known.set(event.contactId, facts)
+          }
         }
       }
     }
@@ -107,7 +119,7 @@ export const applyCombined = Effect.fnUntraced(function*(lanes: ReadonlyArray<La
         'reset_seq', (SELECT data_reset_seq FROM reset)::text)`,
       emails: [...emails],
       eventIds,
-      facts: { eventNames, windowed, since }
+      facts: { eventNames, windowed, since, known: [...known.keys()] }
     })
     const headRow = rows.find((row) => row.kind === "h")
     const head = (typeof headRow?.data === "string" ? JSON.parse(headRow.data) : headRow?.data) as HeadData
@@ -123,7 +135,17 @@ export const applyCombined = Effect.fnUntraced(function*(lanes: ReadonlyArray<La
         stored.add(row.contact_id)
       }
     }
+    // Kept facts were read before a reset of the project that this head sees: give the turn up (its lanes,
+    // applied alone, read everything again).
+    for (const { context } of lanes) {
+      const kept = context.segmentState.facts
+      if (kept?.resetSeq !== undefined && kept.resetSeq !== resetSeq) return yield* new FactsOutdated({ lane: context.lane! })
+    }
     const facts = factsOf(rows as ReadonlyArray<FactRow>)
+    for (const [contactId, cached] of known) {
+      const row = facts.get(contactId)
+      if (row) facts.set(contactId, withCached(row, cached, since))
+    }
 
     const clock = yield* Clock.currentTimeMillis
     const now = new Date().toISOString()
@@ -176,7 +198,7 @@ export const applyCombined = Effect.fnUntraced(function*(lanes: ReadonlyArray<La
       plans.push(plan)
       results.push(outcome)
     }
-    if (moved.length === 0) return results
+    if (moved.length === 0) return { results, keep: () => {} }
     const offsetsPart: Statement.Fragment = sql`moved AS (
       INSERT INTO lane_offsets (project_id, lane, applied_seq, ingest_pos)
       SELECT ${projectId}, x.lane, x.seq, x.pos
@@ -188,6 +210,30 @@ export const applyCombined = Effect.fnUntraced(function*(lanes: ReadonlyArray<La
     const inserted = yield* trackedWriteSql(sql, first, plans, now, [offsetsPart])
     const insertedIds = new Set(inserted.map((row) => row.id))
     for (const plan of plans) yield* finishTrackedBatch(plan, insertedIds)
-    return results
-  }))
+    /** Once committed: each lane keeps its contacts' facts as the turn left them. */
+    const keep = () => {
+      for (const plan of plans) {
+        const kept = plan.context.segmentState.facts
+        if (!kept) continue
+        const segments = plan.context.segmentState.segments!
+        const canonical = (segmentId: string) => segments.byId.get(segmentId)?.id ?? segmentId
+        for (const contact of plan.contacts) {
+          const contactFacts = facts.get(contact.id)
+          if (contactFacts) kept.set(contact.id, known.get(contact.id) ?? cachedPart(contactFacts, canonical))
+        }
+        kept.resetSeq = resetSeq
+      }
+      const planned = plans.reduce((sum, plan) => sum + plan.contacts.length, 0)
+      WorkerMetrics.factsKept.inc(known.size, { source: "kept" })
+      WorkerMetrics.factsKept.inc(Math.max(0, planned - known.size), { source: "read" })
+    }
+    return { results, keep }
+  })).pipe(
+    // Facts may have been folded in place: the lanes read them again.
+    Effect.onError(() => Effect.sync(() => lanes.forEach(({ context }) => context.segmentState.facts?.forget()))),
+    Effect.map(({ results, keep }) => {
+      keep()
+      return results
+    })
+  )
 })

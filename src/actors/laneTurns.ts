@@ -2,7 +2,7 @@
  * Turns: a worker's lanes of one project share transactions. A lane actor with a batch of tracked events
  * hands it here and waits; the project's batches handed in while its previous turn ran are applied
  * together, in one transaction (combinedBatch.ts), at most one turn of a project at a time. So at low
- * traffic a batch starts at once, alone, as before; under load the number of transactions follows what
+ * traffic a batch starts at once, alone; under load the number of transactions follows what
  * Postgres can commit, not the number of lanes, and each carries as many events as were waiting.
  *
  * A turn answers each lane its outcome, or undefined when the lane is to apply its batch alone
@@ -12,7 +12,7 @@
 import { Deferred, Effect, Exit } from "effect"
 import type { SqlClient } from "effect/sql"
 import { WorkerMetrics } from "../observability/Metrics.ts"
-import { applyBatch, type BatchContext, type BatchOutcome } from "./applyBatch.ts"
+import type { BatchContext, BatchOutcome } from "./applyBatch.ts"
 import { applyCombined, type LaneBatch } from "./combinedBatch.ts"
 import type { Delivered } from "./messages.ts"
 
@@ -47,15 +47,10 @@ export const makeLaneTurns = Effect.gen(function*() {
     return turns.waiting.splice(0, count)
   }
 
-  /** One transaction for the turn's batches: a lone batch the ordinary way, several combined. */
+  /** One transaction for the turn's batches (a lone one too: it keeps its lane's facts that way). */
   const applyTurn = (turn: ReadonlyArray<Waiting>) =>
     Effect.gen(function*() {
       WorkerMetrics.turnLanes.observe(turn.length)
-      if (turn.length === 1) {
-        const exit = yield* Effect.exit(applyBatch(turn[0]!.context, turn[0]!.batch))
-        yield* Deferred.succeed(turn[0]!.answer, Exit.isSuccess(exit) ? exit.value : undefined)
-        return
-      }
       const exit = yield* Effect.exit(applyCombined(turn))
       if (Exit.isFailure(exit)) {
         yield* Effect.logWarning("combined lane batches failed; each lane applies its own", { lanes: turn.length, cause: exit.cause })

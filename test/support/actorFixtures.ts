@@ -92,7 +92,7 @@ export const snapshot = (projectId: string) =>
     const out = yield* sql<{ name: string; email: string; at: string }>`
       SELECT payload->>'name' AS name, payload->>'email' AS email, payload->>'at' AS at FROM outbox
       WHERE subject LIKE ${`%.out.${projectId}.%`} ORDER BY payload->>'email', payload->>'at', payload->>'name'`
-    const laneOffset = yield* sql`SELECT applied_seq::int, ingest_pos::text FROM lane_offsets WHERE project_id = ${projectId}`
+    const laneOffset = yield* sql`SELECT applied_seq::int, ingest_pos::text FROM lane_offsets WHERE project_id = ${projectId} ORDER BY lane`
     return { contacts, events, ownEvents, aggregates, memberships, counts, timers, out, laneOffset }
   })
 
