@@ -258,7 +258,13 @@ export const trackedWriteSql = (
   // statement's text per combination keeps each one's cached plan fitting (a few combinations in practice).
   const parts: Array<Statement.Fragment> = []
   if (contactWrites.count > 0) parts.push(sql`updated AS (${contactWrites.updated} RETURNING 1)`, sql`fields AS (${contactWrites.fields} RETURNING 1)`)
-  parts.push(storeEventsCtes(sql, projectId, plans.flatMap((plan) => plan.toInsert)))
+  const toInsert = plans.flatMap((plan) => plan.toInsert)
+  parts.push(storeEventsCtes(sql, projectId, toInsert))
+  // The analytics rollups of the events stored now, counted here instead of by the insert's trigger
+  // (migration 0021), unless an event is one the rollups attribute to a mail (the trigger then counts all).
+  if (toInsert.length > 0 && !toInsert.some((event) => event.name === "contact.unsubscribed" || event.name.startsWith("email."))) {
+    parts.push(rollupsCountedSql(sql, projectId))
+  }
   if (memberships.upserts.length > 0) {
     parts.push(sql`entered AS (
       INSERT INTO segment_memberships (segment_id, contact_id, project_id, entered_at, exited_at)
@@ -281,6 +287,28 @@ export const trackedWriteSql = (
   parts.push(...extra)
   return sql<{ id: string }>`WITH ${sql.join(",\n", false)(parts)} SELECT id FROM ins`
 }
+
+/**
+ * SQL: CTEs that add the `ins` events (storeEventsCtes) to the analytics counters, as the events insert
+ * trigger would (per activity type, and per name for tracked events; 15-minute buckets for types, hours
+ * and days for both), and mark the statement so that trigger skips its rows.
+ */
+const rollupsCountedSql = (sql: SqlClient.SqlClient, projectId: string) => sql`
+  rollups_counted AS (SELECT set_config('mailstream.rollups_counted', statement_timestamp()::text, true) AS marker),
+  rolled AS (
+    INSERT INTO analytics_counters AS r (project_id, kind, stream, grain, bucket, key, shard, n)
+    SELECT ${projectId}::uuid, c.kind, 'ALL', g.grain, date_bin(make_interval(mins => g.grain), i.created_at, TIMESTAMPTZ '2000-01-01 00:00:00+00'),
+           left(c.key, 500), ms_rollup_shard(), count(*)
+    FROM ins i
+    CROSS JOIN LATERAL (VALUES ('type', ms_activity_type(i.name)),
+                               ('event', CASE WHEN ms_activity_type(i.name) = 'event' THEN i.name END)) c(kind, key)
+    CROSS JOIN (VALUES (15::smallint), (60::smallint), (1440::smallint)) g(grain)
+    WHERE c.key IS NOT NULL AND (g.grain <> 15 OR c.kind = 'type') AND (SELECT marker FROM rollups_counted) IS NOT NULL
+    GROUP BY 1, 2, 3, 4, 5, 6
+    ORDER BY 1, 2, 3, 4, 5, 6
+    ON CONFLICT (project_id, kind, stream, grain, bucket, key, shard) DO UPDATE SET n = r.n + EXCLUDED.n
+    RETURNING 1
+  )`
 
 /**
  * After the write: the plan's rare statements (data changes set aside for size, a chain of own events

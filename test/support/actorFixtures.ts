@@ -93,7 +93,11 @@ export const snapshot = (projectId: string) =>
       SELECT payload->>'name' AS name, payload->>'email' AS email, payload->>'at' AS at FROM outbox
       WHERE subject LIKE ${`%.out.${projectId}.%`} ORDER BY payload->>'email', payload->>'at', payload->>'name'`
     const laneOffset = yield* sql`SELECT applied_seq::int, ingest_pos::text FROM lane_offsets WHERE project_id = ${projectId} ORDER BY lane`
-    return { contacts, events, ownEvents, aggregates, memberships, counts, timers, out, laneOffset }
+    // The analytics rollups the events were counted into (their shards summed).
+    const rollups = yield* sql`
+      SELECT kind, stream, grain, bucket, key, sum(n)::int AS n FROM analytics_counters WHERE project_id = ${projectId}
+      GROUP BY kind, stream, grain, bucket, key ORDER BY kind, stream, grain, bucket, key`
+    return { contacts, events, ownEvents, aggregates, memberships, counts, timers, out, laneOffset, rollups }
   })
 
 const Base = Segments.layer.pipe(
