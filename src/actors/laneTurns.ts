@@ -12,7 +12,7 @@
 import { Deferred, Effect, Exit } from "effect"
 import type { SqlClient } from "effect/sql"
 import { WorkerMetrics } from "../observability/Metrics.ts"
-import type { BatchContext, BatchOutcome } from "./applyBatch.ts"
+import type { BatchContext, BatchOutcome } from "./batchContext.ts"
 import { applyCombined, type LaneBatch } from "./combinedBatch.ts"
 import type { Delivered } from "./messages.ts"
 

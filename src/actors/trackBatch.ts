@@ -13,7 +13,7 @@ import { uuidv7 } from "../domain/ids.ts"
 import type { EmittedEvent, OutboxRow } from "../stream/Outbox.ts"
 import type { TrackedEvent } from "../stream/messages.ts"
 import { runWorkflows, type WorkflowInput } from "../workflows/engine.ts"
-import type { BatchContext, BatchOutcome } from "./applyBatch.ts"
+import type { BatchContext, BatchOutcome } from "./batchContext.ts"
 import { type ContactState, contactStateOf, contactWritesSql, type EventRow, foldTrackedEvents, type LockedContact, oversizedSql, storeEventsCtes, type SubscriptionEmitted } from "./contactFold.ts"
 import {
   type ContactChange,
