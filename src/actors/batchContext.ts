@@ -8,7 +8,8 @@ import type { WorkflowRuntime } from "../workflows/Runtime.ts"
 import type { WorkflowState } from "../workflows/engine.ts"
 import type { LaneFacts } from "./laneFacts.ts"
 import type { Pipeline } from "./readAhead.ts"
-import type { BackfillCursor, ProjectSegments } from "./segments.ts"
+import type { BackfillCursor } from "./segmentBackfill.ts"
+import type { ProjectSegments } from "./segmentDefs.ts"
 
 export class LeaseLost extends Data.TaggedError("LeaseLost")<{ readonly partition: number }> {}
 

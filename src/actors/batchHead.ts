@@ -7,7 +7,8 @@
  */
 import type { SqlClient, Statement } from "effect/sql"
 import { pgArray } from "../lib/pgArray.ts"
-import { epochMs, type FactNames, type FactRow, factRowsSql } from "./segments.ts"
+import { epochMs, type FactRow, factRowsSql } from "./segmentFacts.ts"
+import { type FactNames } from "./segmentDefs.ts"
 
 export type HeadRow = Omit<FactRow, "kind"> & { readonly kind: FactRow["kind"] | "h" | "e"; readonly pins: Record<string, number> | string | null }
 

@@ -25,7 +25,8 @@ import type { LockedContact } from "./contactFold.ts"
 import type { Delivered } from "./messages.ts"
 import { batchHeadSql } from "./batchHead.ts"
 import { type CachedFacts, cachedPart, withCached } from "./laneFacts.ts"
-import { factNames, type FactRow, factsOf } from "./segments.ts"
+import { factNames } from "./segmentDefs.ts"
+import { type FactRow, factsOf } from "./segmentFacts.ts"
 import { finishTrackedBatch, planTrackedBatch, type TrackedPlan, trackedWriteSql } from "./trackBatch.ts"
 
 /** A lane's kept facts were read before the project's last reset: the turn is given up. */

@@ -30,7 +30,9 @@ import { runWorkflows, type WorkflowInput } from "../workflows/engine.ts"
 import { recomputeReaders, reloadSegments } from "./laneSegments.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import type { Delivered, EmittedEventMessage } from "./messages.ts"
-import { addMemberCounts, type ContactChange, emptyChange, evaluateChanges, loadFacts } from "./segments.ts"
+import { addMemberCounts } from "./segmentWrites.ts"
+import { type ContactChange, emptyChange, evaluateChanges } from "./segmentEvaluation.ts"
+import { loadFacts } from "./segmentFacts.ts"
 import type { BatchContext, BatchOutcome } from "./batchContext.ts"
 
 export interface GeneralBatchInput {

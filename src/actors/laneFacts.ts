@@ -15,7 +15,7 @@
  * new generation, its old entries aged out by the bound.
  */
 import type { EventAggregate } from "../domain/conditions/evaluate.ts"
-import type { MutableFacts } from "./segments.ts"
+import type { MutableFacts } from "./segmentFacts.ts"
 
 /** The part of a contact's facts that is cached. */
 export interface CachedFacts {

@@ -9,7 +9,8 @@ import type { Outbox } from "../stream/Outbox.ts"
 import { causeIsTransient } from "../lib/isolation.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import type { ConditionReads } from "../domain/conditions/validate.ts"
-import { backfillChunk, backfillChunkPassed, loadSegments, narrowBackfill } from "./segments.ts"
+import { backfillChunk, backfillChunkPassed, narrowBackfill } from "./segmentBackfill.ts"
+import { loadSegments } from "./segmentDefs.ts"
 import { type Backfill, type BatchContext, LeaseLost, type SegmentState } from "./batchContext.ts"
 
 const isTransientOrLeaseLost = (cause: Cause.Cause<unknown>) =>

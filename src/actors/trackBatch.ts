@@ -15,21 +15,10 @@ import type { TrackedEvent } from "../stream/messages.ts"
 import { runWorkflows, type WorkflowInput } from "../workflows/engine.ts"
 import type { BatchContext, BatchOutcome } from "./batchContext.ts"
 import { type ContactState, contactStateOf, contactWritesSql, type EventRow, foldTrackedEvents, type LockedContact, oversizedSql, storeEventsCtes, type SubscriptionEmitted } from "./contactFold.ts"
-import {
-  type ContactChange,
-  countDeltas,
-  countsSql,
-  emptyChange,
-  evaluateFacts,
-  factNames,
-  loadFacts,
-  type MembershipChange,
-  type MutableFacts,
-  type ProjectSegments,
-  timerRows,
-  timersSql,
-  wantedSegments
-} from "./segments.ts"
+import { type ContactChange, emptyChange, evaluateFacts, wantedSegments } from "./segmentEvaluation.ts"
+import { countDeltas, countsSql, membershipCtes, type MembershipTransition, timerRows, timersSql } from "./segmentWrites.ts"
+import { factNames, type ProjectSegments } from "./segmentDefs.ts"
+import { loadFacts, type MutableFacts } from "./segmentFacts.ts"
 
 /** Rounds of events recorded in the batch that emitted them (an event emitted while recording one is the next round). */
 export const MAX_OWN_EVENT_ROUNDS = 3
@@ -90,31 +79,6 @@ const foldIntoFacts = (facts: MutableFacts | undefined, event: EventRow, names: 
   }
 }
 
-/** The batch's membership transitions per (segment, contact), reduced to what the rows must end as. */
-const membershipWrites = (transitions: ReadonlyArray<{ readonly entered: boolean; readonly change: MembershipChange }>) => {
-  const last = new Map<string, { entry?: string; exit?: string; member: boolean; segmentId: string; contactId: string }>()
-  for (const { change, entered } of transitions) {
-    const key = `${change.segmentId}/${change.contactId}`
-    const state = last.get(key) ?? { member: false, segmentId: change.segmentId, contactId: change.contactId }
-    if (entered) state.entry = change.at
-    else state.exit = change.at
-    state.member = entered
-    last.set(key, state)
-  }
-  // A row entered in this batch is written whole (entered, and exited if it left again); a row that
-  // only left has its exit set.
-  const upserts: Array<{ segmentId: string; contactId: string; enteredAt: string; exitedAt: string | null }> = []
-  const exits: Array<MembershipChange> = []
-  for (const state of last.values()) {
-    if (state.entry !== undefined) {
-      upserts.push({ segmentId: state.segmentId, contactId: state.contactId, enteredAt: state.entry, exitedAt: state.member ? null : state.exit ?? null })
-    } else if (state.exit !== undefined) {
-      exits.push({ segmentId: state.segmentId, contactId: state.contactId, at: state.exit })
-    }
-  }
-  return { upserts, exits }
-}
-
 type MutableOutcome = { -readonly [K in keyof BatchOutcome]: BatchOutcome[K] }
 
 /** What one lane's tracked batch leaves, worked out in memory: nothing is written yet (see trackedWriteSql). */
@@ -124,7 +88,7 @@ export interface TrackedPlan {
   readonly contacts: ReadonlyArray<ContactState>
   readonly toInsert: ReadonlyArray<EventRow>
   readonly workflowInputs: ReadonlyArray<WorkflowInput>
-  readonly transitions: ReadonlyArray<{ readonly entered: boolean; readonly change: MembershipChange }>
+  readonly transitions: ReadonlyArray<MembershipTransition>
   /** The soonest segment timer per contact (ms). */
   readonly timers: ReadonlyMap<string, number>
   readonly outRows: ReadonlyArray<OutboxRow>
@@ -198,7 +162,7 @@ export const planTrackedBatch = (
     at: event.at
   })))
 
-  const transitions: Array<{ entered: boolean; change: MembershipChange }> = []
+  const transitions: Array<MembershipTransition> = []
   const timers = new Map<string, number>()
   const evaluate = (changed: ReadonlyMap<string, ContactChange>) => {
     const wanted = wantedSegments(segments, changed)
@@ -244,11 +208,8 @@ export const trackedWriteSql = (
 ) => {
   const { projectId, outbox } = context
   const contactWrites = contactWritesSql(sql, projectId, plans.flatMap((plan) => plan.contacts), now)
-  const memberships = membershipWrites(plans.flatMap((plan) => plan.transitions))
-  const counts = countDeltas(
-    outbox.lanes,
-    plans.flatMap((plan) => plan.transitions.map(({ entered, change }) => ({ ...change, n: entered ? 1 : -1 })))
-  )
+  const transitions = plans.flatMap((plan) => plan.transitions)
+  const counts = countDeltas(outbox.lanes, transitions.map(({ entered, change }) => ({ ...change, n: entered ? 1 : -1 })))
   const timerList = timerRows(
     { projectId, outbox },
     plans.flatMap((plan) => [...plan.timers].map(([contactId, dueAt]) => ({ contactId, dueAt: new Date(dueAt).toISOString(), id: uuidv7() })))
@@ -265,22 +226,7 @@ export const trackedWriteSql = (
   if (toInsert.length > 0 && !toInsert.some((event) => event.name === "contact.unsubscribed" || event.name.startsWith("email."))) {
     parts.push(rollupsCountedSql(sql, projectId))
   }
-  if (memberships.upserts.length > 0) {
-    parts.push(sql`entered AS (
-      INSERT INTO segment_memberships (segment_id, contact_id, project_id, entered_at, exited_at)
-      SELECT x."segmentId", x."contactId", ${projectId}, x."enteredAt", x."exitedAt"
-      FROM jsonb_to_recordset(${JSON.stringify(memberships.upserts)}::jsonb)
-        AS x("segmentId" uuid, "contactId" uuid, "enteredAt" timestamptz, "exitedAt" timestamptz)
-      ON CONFLICT (segment_id, contact_id) DO UPDATE SET entered_at = EXCLUDED.entered_at, exited_at = EXCLUDED.exited_at
-      RETURNING 1)`)
-  }
-  if (memberships.exits.length > 0) {
-    parts.push(sql`exited AS (
-      UPDATE segment_memberships m SET exited_at = x.at
-      FROM jsonb_to_recordset(${JSON.stringify(memberships.exits)}::jsonb) AS x("segmentId" uuid, "contactId" uuid, at timestamptz)
-      WHERE m.segment_id = x."segmentId" AND m.contact_id = x."contactId" AND m.exited_at IS NULL
-      RETURNING 1)`)
-  }
+  parts.push(...membershipCtes(sql, projectId, transitions))
   if (counts.length > 0) parts.push(sql`counted AS (${countsSql(sql, counts)} RETURNING 1)`)
   if (timerList.length > 0) parts.push(sql`timed AS (${timersSql(sql, projectId, timerList)} RETURNING 1)`)
   if (outRows.length > 0) parts.push(sql`outboxed AS (${outbox.rowsSql(outRows)} RETURNING 1)`)
