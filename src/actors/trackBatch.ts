@@ -222,7 +222,7 @@ export const trackedWriteSql = (
   const toInsert = plans.flatMap((plan) => plan.toInsert)
   parts.push(storeEventsCtes(sql, projectId, toInsert))
   // The analytics rollups of the events stored now, counted here instead of by the insert's trigger
-  // (migration 0021), unless an event is one the rollups attribute to a mail (the trigger then counts all).
+  // (migration 0022), unless an event is one the rollups attribute to a mail (the trigger then counts all).
   if (toInsert.length > 0 && !toInsert.some((event) => event.name === "contact.unsubscribed" || event.name.startsWith("email."))) {
     parts.push(rollupsCountedSql(sql, projectId))
   }
