@@ -1,5 +1,9 @@
 /** The process roles as layers: `api`, `worker`, and `all` (both), over the shared infrastructure. */
 import { Layer } from "effect"
+import { LaneActors } from "./actors/LaneActors.ts"
+import { MailSender } from "./actors/MailSender.ts"
+import { OwnedPartitions } from "./actors/OwnedPartitions.ts"
+import { ScheduleWakeups } from "./actors/ScheduleWakeups.ts"
 import { WorkerLive } from "./actors/Worker.ts"
 import { MetricsServerLive } from "./observability/MetricsServer.ts"
 import { AppConfig } from "./config.ts"
@@ -20,6 +24,7 @@ import { Emails } from "./store/Emails.ts"
 import { Templates } from "./store/Templates.ts"
 import { Campaigns } from "./store/Campaigns.ts"
 import { WorkflowRuntime } from "./workflows/Runtime.ts"
+import { WebhookRunner } from "./workflows/webhooks.ts"
 import { ProtectionMonitorLive } from "./accounts/ProtectionMonitor.ts"
 import { HeldMailResumerLive } from "./billing/heldMail.ts"
 import { Billing } from "./store/Billing.ts"
@@ -43,8 +48,15 @@ export const CoreLive = Layer.mergeAll(
 
 export const ApiRoleLive = HttpLive.pipe(Layer.provideMerge(CoreLive))
 
-/** The worker role: partition leases, stream consumers and project actors. */
-export const WorkerRoleLive = Layer.mergeAll(WorkerLive, ProtectionMonitorLive, HeldMailResumerLive, CompactionLive).pipe(
+/** The stream worker: partition leases, stream consumers and scheduled work, over the services they share. */
+export const StreamWorkerLive = WorkerLive.pipe(
+  Layer.provideMerge(LaneActors.layer), // the lane actors that apply batches
+  Layer.provideMerge(Layer.mergeAll(MailSender.layer, WebhookRunner.layer)), // mail and webhooks of the leased partitions
+  Layer.provideMerge(Layer.mergeAll(OwnedPartitions.layer, ScheduleWakeups.layer)) // what the jobs share
+)
+
+/** The worker role: the stream worker, and the checks every worker runs over the whole deployment. */
+export const WorkerRoleLive = Layer.mergeAll(StreamWorkerLive, ProtectionMonitorLive, HeldMailResumerLive, CompactionLive).pipe(
   Layer.provide(MailTransport.layer),
   Layer.provide(WorkflowRuntime.layer),
   Layer.provide(Billing.layer),

@@ -24,8 +24,6 @@ import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream"
 import { createInbox, nanos } from "@nats-io/transport-node"
 import { Clock, Duration, Effect, Fiber, Layer, Queue, Schedule, Schema, Semaphore, Stream } from "effect"
 import { SqlClient } from "effect/sql"
-import { hostname } from "node:os"
-import { randomBytes } from "node:crypto"
 import { uuidv7 } from "../domain/ids.ts"
 import { WorkerMetrics } from "../observability/Metrics.ts"
 import { InMessage } from "../stream/messages.ts"
@@ -33,18 +31,21 @@ import { Nats } from "../stream/Nats.ts"
 import { Outbox } from "../stream/Outbox.ts"
 import { OutboxRelay } from "../stream/OutboxRelay.ts"
 import { lanesWithBackfillsLeft } from "./backfillsLeft.ts"
-import { makeProjectActors, PartitionRun } from "./ProjectActors.ts"
+import { PartitionRun } from "./ProjectActors.ts"
 import { type IngestItem, splitEnvelopes } from "./IngestSplitter.ts"
 import { fireSegmentTimers } from "./segmentTimers.ts"
-import { makeSender } from "../mail/Sender.ts"
 import { Domains } from "../store/Domains.ts"
 import { Campaigns } from "../store/Campaigns.ts"
 import { AppConfig } from "../config.ts"
 import { fireWorkflowTimers, TIMERS_PER_ROUND } from "../workflows/timers.ts"
-import { makeWebhookRunner } from "../workflows/webhooks.ts"
+import { WebhookRunner } from "../workflows/webhooks.ts"
 import { WorkflowRuntime } from "../workflows/Runtime.ts"
 import { repartitionForLanes } from "./upgrade.ts"
-import { makeWakeup, runWhenDue, type Wakeup } from "../lib/dueLoop.ts"
+import { makeWakeup, runWhenDue } from "../lib/dueLoop.ts"
+import { LaneActors } from "./LaneActors.ts"
+import { MailSender } from "./MailSender.ts"
+import { type Consumption, type Owned, OwnedPartitions } from "./OwnedPartitions.ts"
+import { ScheduleWakeups } from "./ScheduleWakeups.ts"
 import { LEASES_CHANNEL, listenTo, SCHEDULE_CHANNEL } from "../lib/notifications.ts"
 
 const HEARTBEAT = Duration.seconds(2)
@@ -95,24 +96,6 @@ const PUSH_HEARTBEAT_MS = 5_000
 const QUIET_NOTIFICATIONS = new Set(["heartbeat", "flow_control"])
 const isRoutine = (notification: { readonly type: string }) => QUIET_NOTIFICATIONS.has(notification.type)
 
-/** One consumer of a leased partition: its delivery bookkeeping and its fiber. */
-interface Consumption {
-  readonly run: PartitionRun
-  readonly fiber: Fiber.Fiber<void, unknown>
-}
-
-/**
- * A partition leased here, with its lane consumer and its ingest splitter (once drained) and its legacy
- * consumer (while needed).
- */
-interface Owned {
-  readonly epoch: number
-  lanes: Consumption | undefined
-  ingest: Consumption | undefined
-  legacy: Consumption | undefined
-  legacyDrained: boolean
-}
-
 const decodeMessage = Schema.decodeUnknownExit(InMessage)
 
 export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
@@ -120,35 +103,16 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const nats = yield* Nats
   const outbox = yield* Outbox
-  const workerId = `${hostname()}-${process.pid}-${randomBytes(3).toString("hex")}`
   const relay = yield* OutboxRelay
-  const owned = new Map<number, Owned>()
-  const sender = yield* makeSender({
-    outbox,
-    isOwned: (partition) => owned.has(partition),
-    wakeRelay: relay.wake
-  })
+  const partitions = yield* OwnedPartitions
+  const { workerId, owned } = partitions
+  const sender = yield* MailSender
   const config = yield* AppConfig
-  /** What wakes each loop of scheduled work, and the heartbeat (another worker released partitions or joined). */
-  const wakeups = {
-    timers: yield* makeWakeup,
-    workflowTimers: yield* makeWakeup,
-    campaigns: yield* makeWakeup,
-    mail: yield* makeWakeup,
-    webhooks: yield* makeWakeup,
-    leases: yield* makeWakeup
-  }
-  const actors = yield* makeProjectActors({
-    workerId,
-    outbox,
-    relay,
-    wakeSender: sender.wake,
-    // Batches set timers without notifying (see migration 0015): a soon one wakes this worker's loop.
-    wakeSegmentTimers: wakeups.timers.signal,
-    wakeWorkflowTimers: wakeups.workflowTimers.signal,
-    readAhead: config.batchReadAhead
-  })
-  const webhooks = yield* makeWebhookRunner({ outbox, wakeRelay: relay.wake })
+  const wakeups = yield* ScheduleWakeups
+  /** Wakes the heartbeat: another worker released partitions or joined. */
+  const leasesChanged = yield* makeWakeup
+  const actors = yield* LaneActors
+  const webhooks = yield* WebhookRunner
   const consumerName = (partition: number, feed: Feed) =>
     feed === "lanes"
       ? `${nats.prefix}_part_${partition}`
@@ -162,18 +126,6 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
       ? nats.names.ingestFilter(partition)
       : nats.names.legacyFilter(partition)
   const campaigns = yield* Campaigns
-  /** The table a schedule notification names (migration 0015) → the loop it wakes. */
-  const wakeupOfTable: Record<string, Wakeup> = {
-    timers: wakeups.timers,
-    workflow_timers: wakeups.workflowTimers,
-    campaigns: wakeups.campaigns
-  }
-  /** Partitions taken (or notifications possibly missed): every loop looks again. */
-  const wakeAll = Effect.forEach(
-    [wakeups.timers, wakeups.workflowTimers, wakeups.campaigns, wakeups.mail, wakeups.webhooks],
-    (wakeup) => wakeup.signal,
-    { discard: true }
-  )
   /** Held by a heartbeat's rebalance and by the shutdown hand-over, so they never overlap. */
   const leaseLock = yield* Semaphore.make(1)
   /** Whether lane messages may be applied (every pre-lane message is), and whether legacy subjects are still read. */
@@ -332,7 +284,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
   const start = (partition: number, epoch: number, marks: { lanes: number; ingest: number; legacy: number }, legacyDrained: boolean) =>
     Effect.gen(function*() {
       const entry: Owned = { epoch, lanes: undefined, ingest: undefined, legacy: undefined, legacyDrained }
-      owned.set(partition, entry)
+      partitions.add(partition, entry)
       WorkerMetrics.partitionsAcquired.inc()
       if (upgrade.readLegacy) entry.legacy = yield* startFeed(partition, epoch, marks.legacy, "legacy")
       if (upgrade.drained) {
@@ -363,7 +315,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
     Effect.gen(function*() {
       const entry = owned.get(partition)
       if (!entry) return
-      owned.delete(partition)
+      partitions.remove(partition)
       yield* stopFeeds([entry])
       WorkerMetrics.partitionLag.remove({ partition })
     })
@@ -390,14 +342,14 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
       WHERE s.partition = x.partition AND l.partition = x.partition AND l.owner = ${workerId} AND l.epoch = x.epoch`.pipe(Effect.asVoid)
 
   /** Hands partitions over: batches in flight commit, then the watermarks are saved and the leases expired. */
-  const release = (partitions: ReadonlyArray<number>) =>
+  const release = (released: ReadonlyArray<number>) =>
     Effect.gen(function*() {
-      const releasing = partitions.flatMap((partition) => {
+      const releasing = released.flatMap((partition) => {
         const entry = owned.get(partition)
         return entry ? [{ partition, entry }] : []
       })
       if (releasing.length === 0) return
-      for (const { partition } of releasing) owned.delete(partition)
+      for (const { partition } of releasing) partitions.remove(partition)
       yield* stopFeeds(releasing.map(({ entry }) => entry), FINISH_WITHIN)
       yield* saveWatermarks(releasing.map(({ partition, entry }) => watermarksOf(partition, entry)))
       // Expire the lease (the next owner bumps the epoch) without touching the lease row itself: an
@@ -405,7 +357,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
       yield* sql`
         UPDATE partition_state s SET expires_at = '-infinity'
         FROM partition_leases l
-        WHERE s.partition IN ${sql.in(partitions)} AND l.partition = s.partition AND l.owner = ${workerId}`
+        WHERE s.partition IN ${sql.in(released)} AND l.partition = s.partition AND l.owner = ${workerId}`
       for (const { partition } of releasing) WorkerMetrics.partitionLag.remove({ partition })
       yield* Effect.logInfo("partitions released", { partitions: releasing.map(({ partition }) => partition) })
     })
@@ -519,7 +471,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
         )
       }
       if (acquired.length > 0) {
-        yield* wakeAll
+        yield* wakeups.all
         // The lag of partitions just taken shows at once, not at the next LAG_REPORT.
         yield* Effect.forkScoped(Effect.suspend(() => reportLag))
       }
@@ -643,12 +595,12 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
         Effect.tapCause((cause) => Effect.logWarning("lease heartbeat failed", cause)),
         Effect.ignore
       )
-      yield* wakeups.leases.wait(Duration.toMillis(HEARTBEAT))
+      yield* leasesChanged.wait(Duration.toMillis(HEARTBEAT))
     }
   })
   background.push(yield* Effect.forkScoped(heartbeat))
-  yield* listenTo(LEASES_CHANNEL, (from) => (from === workerId ? Effect.void : wakeups.leases.signal))
-  yield* listenTo(SCHEDULE_CHANNEL, (table) => wakeupOfTable[table]?.signal ?? Effect.void, wakeAll)
+  yield* listenTo(LEASES_CHANNEL, (from) => (from === workerId ? Effect.void : leasesChanged.signal))
+  yield* listenTo(SCHEDULE_CHANNEL, (table) => wakeups.ofTable(table)?.signal ?? Effect.void, wakeups.all)
 
   // On shutdown hand the partitions over at once rather than after the lease expires. No heartbeat
   // may run meanwhile (it would take the released partitions back): the lease lock waits out one in
