@@ -3,6 +3,7 @@ import { Layer } from "effect"
 import { LaneActors } from "./actors/LaneActors.ts"
 import { MailSender } from "./actors/MailSender.ts"
 import { OwnedPartitions } from "./actors/OwnedPartitions.ts"
+import { ScheduledWorkLive } from "./actors/ScheduledWork.ts"
 import { ScheduleWakeups } from "./actors/ScheduleWakeups.ts"
 import { WorkerLive } from "./actors/Worker.ts"
 import { MetricsServerLive } from "./observability/MetricsServer.ts"
@@ -48,8 +49,13 @@ export const CoreLive = Layer.mergeAll(
 
 export const ApiRoleLive = HttpLive.pipe(Layer.provideMerge(CoreLive))
 
-/** The stream worker: partition leases, stream consumers and scheduled work, over the services they share. */
-export const StreamWorkerLive = WorkerLive.pipe(
+/**
+ * The stream worker's jobs, each on the services under it: built from the bottom up, stopped from the
+ * top down, so on shutdown the scheduled work stops before the leases hand the partitions over.
+ */
+export const StreamWorkerLive = ScheduledWorkLive.pipe(
+  Layer.provideMerge(WorkerLive), // leases and consumers
+
   Layer.provideMerge(LaneActors.layer), // the lane actors that apply batches
   Layer.provideMerge(Layer.mergeAll(MailSender.layer, WebhookRunner.layer)), // mail and webhooks of the leased partitions
   Layer.provideMerge(Layer.mergeAll(OwnedPartitions.layer, ScheduleWakeups.layer)) // what the jobs share

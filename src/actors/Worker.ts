@@ -22,7 +22,7 @@
  */
 import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream"
 import { createInbox, nanos } from "@nats-io/transport-node"
-import { Clock, Duration, Effect, Fiber, Layer, Queue, Schedule, Schema, Semaphore, Stream } from "effect"
+import { Duration, Effect, Fiber, Layer, Queue, Schedule, Schema, Semaphore, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import { uuidv7 } from "../domain/ids.ts"
 import { WorkerMetrics } from "../observability/Metrics.ts"
@@ -33,47 +33,26 @@ import { OutboxRelay } from "../stream/OutboxRelay.ts"
 import { lanesWithBackfillsLeft } from "./backfillsLeft.ts"
 import { PartitionRun } from "./ProjectActors.ts"
 import { type IngestItem, splitEnvelopes } from "./IngestSplitter.ts"
-import { fireSegmentTimers } from "./segmentTimers.ts"
-import { Domains } from "../store/Domains.ts"
-import { Campaigns } from "../store/Campaigns.ts"
-import { AppConfig } from "../config.ts"
-import { fireWorkflowTimers, TIMERS_PER_ROUND } from "../workflows/timers.ts"
 import { WebhookRunner } from "../workflows/webhooks.ts"
-import { WorkflowRuntime } from "../workflows/Runtime.ts"
 import { repartitionForLanes } from "./upgrade.ts"
-import { makeWakeup, runWhenDue } from "../lib/dueLoop.ts"
+import { makeWakeup } from "../lib/dueLoop.ts"
 import { LaneActors } from "./LaneActors.ts"
 import { MailSender } from "./MailSender.ts"
 import { type Consumption, type Owned, OwnedPartitions } from "./OwnedPartitions.ts"
 import { ScheduleWakeups } from "./ScheduleWakeups.ts"
-import { LEASES_CHANNEL, listenTo, SCHEDULE_CHANNEL } from "../lib/notifications.ts"
+import { LEASES_CHANNEL, listenTo } from "../lib/notifications.ts"
 
 const HEARTBEAT = Duration.seconds(2)
 const LEASE_TTL_SECONDS = 6
 const WORKER_DEAD_SECONDS = 6
 /** How long after the drain legacy subjects are still consumed (old api processes being replaced). */
 const LEGACY_GRACE_SECONDS = 3600
-/**
- * Scheduled work (see lib/dueLoop.ts): each loop sleeps until the next due time of the partitions leased
- * here, woken early by a notification (migration 0015) or a partition taken; while work is due at once,
- * its rounds are GAP apart (the worst-case lateness under load). Without anything scheduled a loop
- * looks once per SAFETY_POLL, in case a notification was lost.
- */
-const TIMER_GAP = Duration.millis(50)
-const CAMPAIGN_GAP = Duration.millis(500)
-/** Mail due (retries after backoff, missed wake-ups): queued mail is not notified, so looked for more often. */
-const MAIL_GAP = Duration.seconds(1)
-const MAIL_SAFETY_POLL = Duration.seconds(5)
-const WEBHOOK_GAP = Duration.millis(500)
-const SAFETY_POLL = Duration.seconds(30)
 /** How often each leased partition's lag is read from NATS for /metrics (a request per partition). */
 const LAG_REPORT = Duration.seconds(15)
 /** Ingest envelopes split together at most (each up to 256 KiB). */
 const SPLIT_BATCH = 200
 /** On a graceful hand-over, how long batches in flight get to commit before they are rolled back. */
 const FINISH_WITHIN = Duration.seconds(5)
-/** How often domains due for their DNS re-check (DOMAIN_RECHECK_SECONDS) are looked for, at most. */
-const DOMAIN_CHECK_POLL_SECONDS = 30
 
 type Feed = "lanes" | "legacy" | "ingest"
 
@@ -99,7 +78,6 @@ const isRoutine = (notification: { readonly type: string }) => QUIET_NOTIFICATIO
 const decodeMessage = Schema.decodeUnknownExit(InMessage)
 
 export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
-  const clock = yield* Clock.Clock
   const sql = yield* SqlClient.SqlClient
   const nats = yield* Nats
   const outbox = yield* Outbox
@@ -107,7 +85,6 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
   const partitions = yield* OwnedPartitions
   const { workerId, owned } = partitions
   const sender = yield* MailSender
-  const config = yield* AppConfig
   const wakeups = yield* ScheduleWakeups
   /** Wakes the heartbeat: another worker released partitions or joined. */
   const leasesChanged = yield* makeWakeup
@@ -125,7 +102,6 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
       : feed === "ingest"
       ? nats.names.ingestFilter(partition)
       : nats.names.legacyFilter(partition)
-  const campaigns = yield* Campaigns
   /** Held by a heartbeat's rebalance and by the shutdown hand-over, so they never overlap. */
   const leaseLock = yield* Semaphore.make(1)
   /** Whether lane messages may be applied (every pre-lane message is), and whether legacy subjects are still read. */
@@ -479,103 +455,7 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
     WorkerMetrics.partitionsOwned.set(owned.size)
   })
 
-  const ownedArray = () => `{${[...owned.keys()].join(",")}}`
-  /** Milliseconds from `now` until `due` (a timestamp a query answered; null: nothing scheduled). */
-  const millisUntil = (due: Date | string | null | undefined, now: number) => (due == null ? undefined : new Date(due).getTime() - now)
-  /** A next-due query over the partitions leased now (built afresh each time: its parameters are read at build). */
-  const nextDue = <A>(query: () => Effect.Effect<A, unknown>) => Effect.suspend(() => (owned.size === 0 ? Effect.succeed(undefined) : query()))
-
-  const loops = [
-    {
-      // Durable segment timers of the partitions leased here, due by this worker's clock (segmentTimers.ts).
-      name: "segment timers",
-      wakeup: wakeups.timers,
-      gap: TIMER_GAP,
-      atMost: SAFETY_POLL,
-      round: Effect.as(Effect.suspend(() => fireSegmentTimers(nats, outbox, [...owned.keys()])), false),
-      nextDueIn: nextDue(() => Effect.map(
-        sql<{ due: Date | null }>`
-          SELECT min(t.due) AS due FROM unnest(${ownedArray()}::int[]) AS p(partition),
-            LATERAL (SELECT min(due_at) AS due FROM timers WHERE timers.partition = p.partition) t`,
-        ([row]) => millisUntil(row?.due, clock.currentTimeMillisUnsafe())
-      ))
-    },
-    {
-      // Workflows: due DELAY / WAIT_FOR_EVENT timers go back into their partitions (at once again while a round was full).
-      name: "workflow timers",
-      wakeup: wakeups.workflowTimers,
-      gap: TIMER_GAP,
-      atMost: SAFETY_POLL,
-      round: Effect.map(Effect.suspend(() => fireWorkflowTimers(nats, outbox, [...owned.keys()])), (fired) => fired >= TIMERS_PER_ROUND),
-      nextDueIn: nextDue(() => Effect.map(
-        sql<{ due: Date | null }>`
-          SELECT min(t.due) AS due FROM unnest(${ownedArray()}::int[]) AS p(partition),
-            LATERAL (SELECT min(due_at) AS due FROM workflow_timers w WHERE w.partition = p.partition) t`,
-        ([row]) => millisUntil(row?.due, clock.currentTimeMillisUnsafe())
-      ))
-    },
-    {
-      // Scheduled campaigns are durable timers: due ones (by this worker's clock) start sending.
-      name: "scheduled campaigns",
-      wakeup: wakeups.campaigns,
-      gap: CAMPAIGN_GAP,
-      atMost: SAFETY_POLL,
-      round: Effect.suspend(() => campaigns.startDue([...owned.keys()], new Date(clock.currentTimeMillisUnsafe()))).pipe(
-        Effect.tap((started) => (started > 0 ? relay.wake : Effect.void)),
-        Effect.as(false)
-      ),
-      nextDueIn: nextDue(() => Effect.map(
-        sql<{ due: Date | null }>`
-          SELECT min(t.due) AS due FROM unnest(${ownedArray()}::int[]) AS p(partition),
-            LATERAL (SELECT min(scheduled_for) AS due FROM campaigns c WHERE c.partition = p.partition AND c.status = 'SCHEDULED') t`,
-        ([row]) => millisUntil(row?.due, clock.currentTimeMillisUnsafe())
-      ))
-    },
-    {
-      // Mail due: retries after their backoff (by Postgres' clock, as the sweep), and missed wake-ups.
-      name: "mail sweep",
-      wakeup: wakeups.mail,
-      gap: MAIL_GAP,
-      atMost: MAIL_SAFETY_POLL,
-      round: Effect.as(Effect.suspend(() => sender.sweep([...owned.keys()])), false),
-      nextDueIn: nextDue(() => Effect.map(
-        sql<{ due: Date | null; now: Date }>`
-          SELECT min(next_attempt_at) AS due, now() AS now FROM emails
-          WHERE partition = ANY(${ownedArray()}::int[]) AND status = 'PENDING'`,
-        ([row]) => millisUntil(row?.due, new Date(row!.now).getTime())
-      ))
-    },
-    {
-      // WEBHOOK steps recorded by actors (they wake this loop) and their retries after backoff.
-      name: "webhook sweep",
-      wakeup: wakeups.webhooks,
-      gap: WEBHOOK_GAP,
-      atMost: SAFETY_POLL,
-      round: Effect.as(Effect.suspend(() => webhooks.sweep([...owned.keys()])), false),
-      nextDueIn: nextDue(() => Effect.map(
-        sql<{ due: Date | null; now: Date }>`
-          SELECT min(t.due) AS due, now() AS now FROM unnest(${ownedArray()}::int[]) AS p(partition),
-            LATERAL (SELECT min(next_attempt_at) AS due FROM workflow_step_executions s
-                     WHERE s.partition = p.partition AND s.step_type = 'WEBHOOK' AND s.status = 'RUNNING' AND NOT s.in_flight) t`,
-        ([row]) => millisUntil(row?.due, new Date(row!.now).getTime())
-      ))
-    }
-  ]
   const background: Array<Fiber.Fiber<unknown, unknown>> = []
-  for (const loop of loops) {
-    background.push(yield* Effect.forkScoped(runWhenDue({ ...loop, round: Effect.provideService(loop.round, SqlClient.SqlClient, sql) })))
-  }
-
-  const workflowRuntime = yield* WorkflowRuntime
-  background.push(yield* Queue.take(workflowRuntime.webhookWakeups).pipe(Effect.andThen(wakeups.webhooks.signal), Effect.forever, Effect.forkScoped))
-
-  const domains = yield* Domains
-  background.push(yield* domains.checkDue(50).pipe(
-    Effect.tapCause((cause) => Effect.logWarning("domain re-check failed", cause)),
-    Effect.ignore,
-    Effect.repeat(Schedule.spaced(Duration.seconds(Math.max(1, Math.min(DOMAIN_CHECK_POLL_SECONDS, config.domainRecheckSeconds / 2))))),
-    Effect.forkScoped
-  ))
 
   /** Messages waiting per partition: its lane messages and its envelopes not yet split. */
   const reportLag = Effect.suspend(() => Effect.forEach([...owned.keys()], (partition) =>
@@ -600,11 +480,11 @@ export const WorkerLive = Layer.effectDiscard(Effect.gen(function*() {
   })
   background.push(yield* Effect.forkScoped(heartbeat))
   yield* listenTo(LEASES_CHANNEL, (from) => (from === workerId ? Effect.void : leasesChanged.signal))
-  yield* listenTo(SCHEDULE_CHANNEL, (table) => wakeups.ofTable(table)?.signal ?? Effect.void, wakeups.all)
 
   // On shutdown hand the partitions over at once rather than after the lease expires. No heartbeat
   // may run meanwhile (it would take the released partitions back): the lease lock waits out one in
-  // progress, then the background fibers stop before anything is released.
+  // progress, then the background fibers stop before anything is released. The scheduled work, composed
+  // above this layer in app.ts, has stopped already.
   yield* Effect.addFinalizer(() =>
     leaseLock.withPermits(1)(Effect.gen(function*() {
       yield* Fiber.interruptAll(background)
