@@ -3,9 +3,13 @@ import { Layer } from "effect"
 import { LaneActors } from "./actors/LaneActors.ts"
 import { MailSender } from "./actors/MailSender.ts"
 import { OwnedPartitions } from "./actors/OwnedPartitions.ts"
+import { PartitionConsumers } from "./actors/PartitionConsumers.ts"
+import { PartitionFeeds } from "./actors/PartitionFeeds.ts"
+import { LagReportsLive, PartitionLag } from "./actors/PartitionLag.ts"
+import { PartitionLeasesLive } from "./actors/PartitionLeases.ts"
 import { ScheduledWorkLive } from "./actors/ScheduledWork.ts"
 import { ScheduleWakeups } from "./actors/ScheduleWakeups.ts"
-import { WorkerLive } from "./actors/Worker.ts"
+import { StreamUpgrade } from "./actors/upgrade.ts"
 import { MetricsServerLive } from "./observability/MetricsServer.ts"
 import { AppConfig } from "./config.ts"
 import { HttpLive } from "./http/server.ts"
@@ -51,11 +55,14 @@ export const ApiRoleLive = HttpLive.pipe(Layer.provideMerge(CoreLive))
 
 /**
  * The stream worker's jobs, each on the services under it: built from the bottom up, stopped from the
- * top down, so on shutdown the scheduled work stops before the leases hand the partitions over.
+ * top down, so on shutdown the scheduled work and the lag report stop before the leases hand the
+ * partitions over (their consumers first, then their actors).
  */
-export const StreamWorkerLive = ScheduledWorkLive.pipe(
-  Layer.provideMerge(WorkerLive), // leases and consumers
-
+export const StreamWorkerLive = Layer.mergeAll(ScheduledWorkLive, LagReportsLive).pipe(
+  Layer.provideMerge(PartitionLeasesLive), // heartbeat: take, renew, rebalance, hand over (fencing epochs, watermarks)
+  Layer.provideMerge(Layer.mergeAll(PartitionConsumers.layer, PartitionLag.layer)), // each leased partition's consumers (lanes, ingest splitter, legacy), their lag
+  Layer.provideMerge(StreamUpgrade.layer), // legacy subjects drained before lanes start
+  Layer.provideMerge(PartitionFeeds.layer), // one durable push consumer per feed, recreated at its watermark
   Layer.provideMerge(LaneActors.layer), // the lane actors that apply batches
   Layer.provideMerge(Layer.mergeAll(MailSender.layer, WebhookRunner.layer)), // mail and webhooks of the leased partitions
   Layer.provideMerge(Layer.mergeAll(OwnedPartitions.layer, ScheduleWakeups.layer)) // what the jobs share
