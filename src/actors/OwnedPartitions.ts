@@ -7,7 +7,7 @@
 import { Context, type Fiber, Layer } from "effect"
 import { randomBytes } from "node:crypto"
 import { hostname } from "node:os"
-import type { PartitionRun } from "./ProjectActors.ts"
+import type { PartitionRun } from "./partitionRun.ts"
 
 /** One consumer of a leased partition: its delivery bookkeeping and its fiber. */
 export interface Consumption {

@@ -29,7 +29,7 @@ import { Outbox } from "../stream/Outbox.ts"
 import { type IngestItem, splitEnvelopes } from "./IngestSplitter.ts"
 import { LaneActors } from "./LaneActors.ts"
 import type { Consumption } from "./OwnedPartitions.ts"
-import { PartitionRun } from "./ProjectActors.ts"
+import { PartitionRun } from "./partitionRun.ts"
 
 export type Feed = "lanes" | "legacy" | "ingest"
 

@@ -17,7 +17,7 @@ export interface BatchContext {
   readonly projectId: string
   /**
    * The lane whose messages this actor applies; undefined for the project's messages published before
-   * lanes (drained after an upgrade, see Worker), which may touch any of its contacts.
+   * lanes (drained after an upgrade, see upgrade.ts), which may touch any of its contacts.
    */
   readonly lane: number | undefined
   readonly partition: number
