@@ -222,6 +222,10 @@ const scaleRun = async (env: BenchEnvironment, workers: number, rate: number, ba
     const sum = (name: string) => texts.reduce((total, text) => total + Number(text.match(new RegExp(`^${name} (\\S+)$`, "m"))?.[1] ?? 0), 0)
     return {
       batches: sum("mailstream_actor_batch_size_count"),
+      // Turns: a project's lane batches applied in one transaction (laneTurns.ts); absent before them.
+      turns: sum("mailstream_actor_turn_lanes_count"),
+      factsKept: sum(`mailstream_actor_facts_total\\{source="kept"\\}`),
+      factsRead: sum(`mailstream_actor_facts_total\\{source="read"\\}`),
       events: sum("mailstream_events_applied_total"),
       readAhead: sum(`mailstream_actor_read_ahead_total\\{outcome="committed"\\}`)
     }
@@ -258,6 +262,12 @@ const scaleRun = async (env: BenchEnvironment, workers: number, rate: number, ba
     laneBatches: {
       batches,
       eventsPerBatch: batches > 0 ? round((batchesAfter.events - batchesBefore.events) / batches, 1) : NaN,
+      // Transactions that applied them: one per turn (with turns), else one per lane batch.
+      transactions: batchesAfter.turns - batchesBefore.turns || batches,
+      eventsPerTransaction: round((batchesAfter.events - batchesBefore.events) / (batchesAfter.turns - batchesBefore.turns || batches), 1),
+      // Contacts whose segment facts a turn had kept from an earlier one, and those it read (FACTS_CACHE_CONTACTS).
+      factsKept: batchesAfter.factsKept - batchesBefore.factsKept,
+      factsRead: batchesAfter.factsRead - batchesBefore.factsRead,
       // Of them, started while the one before them committed (BATCH_READ_AHEAD).
       readAhead: batchesAfter.readAhead - batchesBefore.readAhead
     },

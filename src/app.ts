@@ -1,6 +1,15 @@
 /** The process roles as layers: `api`, `worker`, and `all` (both), over the shared infrastructure. */
 import { Layer } from "effect"
-import { WorkerLive } from "./actors/Worker.ts"
+import { LaneActors } from "./actors/LaneActors.ts"
+import { MailSender } from "./actors/MailSender.ts"
+import { OwnedPartitions } from "./actors/OwnedPartitions.ts"
+import { PartitionConsumers } from "./actors/PartitionConsumers.ts"
+import { PartitionFeeds } from "./actors/PartitionFeeds.ts"
+import { LagReportsLive, PartitionLag } from "./actors/PartitionLag.ts"
+import { PartitionLeasesLive } from "./actors/PartitionLeases.ts"
+import { ScheduledWorkLive } from "./actors/ScheduledWork.ts"
+import { ScheduleWakeups } from "./actors/ScheduleWakeups.ts"
+import { StreamUpgrade } from "./actors/upgrade.ts"
 import { MetricsServerLive } from "./observability/MetricsServer.ts"
 import { AppConfig } from "./config.ts"
 import { HttpLive } from "./http/server.ts"
@@ -20,6 +29,7 @@ import { Emails } from "./store/Emails.ts"
 import { Templates } from "./store/Templates.ts"
 import { Campaigns } from "./store/Campaigns.ts"
 import { WorkflowRuntime } from "./workflows/Runtime.ts"
+import { WebhookRunner } from "./workflows/webhooks.ts"
 import { ProtectionMonitorLive } from "./accounts/ProtectionMonitor.ts"
 import { HeldMailResumerLive } from "./billing/heldMail.ts"
 import { Billing } from "./store/Billing.ts"
@@ -44,8 +54,23 @@ export const CoreLive = Layer.mergeAll(
 /** The HTTP api, and /metrics on METRICS_PORT instead of PORT when that is set. */
 export const ApiRoleLive = Layer.mergeAll(HttpLive, MetricsServerLive).pipe(Layer.provideMerge(CoreLive))
 
-/** The worker role: partition leases, stream consumers and project actors. */
-export const WorkerRoleLive = Layer.mergeAll(WorkerLive, ProtectionMonitorLive, HeldMailResumerLive, CompactionLive).pipe(
+/**
+ * The stream worker's jobs, each on the services under it: built from the bottom up, stopped from the
+ * top down, so on shutdown the scheduled work and the lag report stop before the leases hand the
+ * partitions over (their consumers first, then their actors).
+ */
+export const StreamWorkerLive = Layer.mergeAll(ScheduledWorkLive, LagReportsLive).pipe(
+  Layer.provideMerge(PartitionLeasesLive), // heartbeat: take, renew, rebalance, hand over (fencing epochs, watermarks)
+  Layer.provideMerge(Layer.mergeAll(PartitionConsumers.layer, PartitionLag.layer)), // each leased partition's consumers (lanes, ingest splitter, legacy), their lag
+  Layer.provideMerge(StreamUpgrade.layer), // legacy subjects drained before lanes start
+  Layer.provideMerge(PartitionFeeds.layer), // one durable push consumer per feed, recreated at its watermark
+  Layer.provideMerge(LaneActors.layer), // the lane actors that apply batches
+  Layer.provideMerge(Layer.mergeAll(MailSender.layer, WebhookRunner.layer)), // mail and webhooks of the leased partitions
+  Layer.provideMerge(Layer.mergeAll(OwnedPartitions.layer, ScheduleWakeups.layer)) // what the jobs share
+)
+
+/** The worker role: the stream worker, and the checks every worker runs over the whole deployment. */
+export const WorkerRoleLive = Layer.mergeAll(StreamWorkerLive, ProtectionMonitorLive, HeldMailResumerLive, CompactionLive).pipe(
   Layer.provide(MailTransport.layer),
   Layer.provide(WorkflowRuntime.layer),
   Layer.provide(Billing.layer),

@@ -168,6 +168,10 @@ export const Variables = {
     name: "BATCH_READ_AHEAD", ...boolean, defaultValue: false, shownDefault: "false",
     meaning: "a lane's next batch of tracked events starts (on a second connection) while the batch before it commits; worth it with Postgres across a network and cores to spare, not with everything on a few local cores (BENCHMARKS.md)"
   }),
+  factsCacheContacts: variable({
+    name: "FACTS_CACHE_CONTACTS", ...wholeNumber(0), defaultValue: 50_000, shownDefault: "50000",
+    meaning: "contacts whose segment facts (event counts, windowed times, memberships) a worker keeps between batches, about 1 KiB each, so a batch reads them from Postgres only for contacts it has not seen; 0 turns it off"
+  }),
   rateLimitPerMinute: variable({
     name: "RATE_LIMIT_PER_MINUTE", ...wholeNumber(0), defaultValue: 1000, shownDefault: "1000",
     meaning: "requests per minute per project, across all api processes (a /v1/track/batch counts one per accepted event); 0 disables"
@@ -372,6 +376,8 @@ export interface AppConfigShape {
   readonly lanesPerProject: number
   /** A lane's next batch of tracked events starts while the one before it commits (actors/readAhead.ts). */
   readonly batchReadAhead: boolean
+  /** Contacts whose segment facts a worker keeps between batches (actors/laneFacts.ts); 0: none. */
+  readonly factsCacheContacts: number
   /** Requests per minute per project; 0 disables the limit. */
   readonly rateLimitPerMinute: number
   readonly idempotencyTtlHours: number

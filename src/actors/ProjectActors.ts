@@ -5,80 +5,32 @@
  * watermark. A lost lease stops the actor; other failures are retried with backoff, same batch.
  */
 import type { JsMsg } from "@nats-io/jetstream"
-import { Cause, Clock, Deferred, Duration, Effect, Exit, Fiber, Option, Queue, Schedule } from "effect"
+import { Cause, Deferred, Duration, Effect, Exit, Fiber, Option, Queue } from "effect"
 import type { SqlClient } from "effect/sql"
-import { isTransient } from "../lib/isolation.ts"
+import { AppConfig } from "../config.ts"
 import { WorkerMetrics } from "../observability/Metrics.ts"
-import type { Outbox, OutboxRow } from "../stream/Outbox.ts"
+import type { Outbox } from "../stream/Outbox.ts"
 import type { OutboxRelay } from "../stream/OutboxRelay.ts"
-import { applyBackfillChunk, applyBatch, type BatchOutcome, deadLetter, LeaseLost, reloadSegments, type SegmentState } from "./applyBatch.ts"
+import { describeFailure, type Outcome, withRetry } from "./actorRetries.ts"
+import { makeAfterCommit } from "./afterCommit.ts"
+import { applyBatch } from "./applyBatch.ts"
+import { PartitionRun } from "./partitionRun.ts"
+import { type BatchOutcome, LeaseLost, type SegmentState } from "./batchContext.ts"
+import { deadLetter } from "./deadLetter.ts"
+import { applyBackfillChunk, reloadSegments } from "./laneSegments.ts"
+import { combinable } from "./combinedBatch.ts"
+import { makeFactsCache } from "./laneFacts.ts"
+import { makeLaneTurns } from "./laneTurns.ts"
 import type { Delivered } from "./messages.ts"
 import { type Pipeline, ReadAheadAbandoned, readAheadCount, trackedContacts } from "./readAhead.ts"
 import { newWorkflowState, type WorkflowState } from "../workflows/engine.ts"
 import { WorkflowRuntime } from "../workflows/Runtime.ts"
+export { PartitionRun } from "./partitionRun.ts"
 
 const MAILBOX_CAPACITY = 5_000
-/** A timer due within this wakes the worker's timer loop after the batch (it looks by itself at least this often). */
-const SOON_MS = 30_000
-
-/** The failure and its causes (a SqlError's own message says only "Query failed"). */
-const describeFailure = (error: unknown): string => {
-  const parts: Array<string> = []
-  for (let current: unknown = error; current !== undefined && parts.length < 4; current = (current as { cause?: unknown })?.cause) {
-    parts.push(current instanceof Error ? current.message : String(current))
-  }
-  return parts.join(": ")
-}
-
-type Outcome = { readonly _tag: "ok" } | { readonly _tag: "lease-lost" } | { readonly _tag: "poison"; readonly error: string }
 
 const MAX_BATCH = 1_000
 const IDLE = Duration.seconds(60)
-
-/** A partition as currently leased by this worker, and its in-order delivery bookkeeping. */
-export class PartitionRun {
-  /** Delivered sequences not yet applied, in delivery order. */
-  private readonly inflight: Array<number> = []
-  private readonly done = new Set<number>()
-  stopped = false
-
-  readonly partition: number
-  readonly epoch: number
-  /** Everything at or below this sequence has been applied. */
-  watermark: number
-
-  constructor(partition: number, epoch: number, watermark: number) {
-    this.partition = partition
-    this.epoch = epoch
-    this.watermark = watermark
-  }
-
-  delivered(seq: number) {
-    this.inflight.push(seq)
-  }
-
-  /** Drops what was delivered and not applied (its consumer is recreated at the watermark). */
-  forgetInflight() {
-    this.inflight.length = 0
-    this.done.clear()
-  }
-
-  /** Everything delivered so far is applied. */
-  caughtUp(): boolean {
-    return this.inflight.length === 0
-  }
-
-  /** Marks a sequence applied and moves the watermark over every contiguous applied sequence. */
-  applied(seq: number) {
-    this.done.add(seq)
-    while (this.inflight.length > 0 && this.done.has(this.inflight[0]!)) {
-      const next = this.inflight.shift()!
-      this.done.delete(next)
-      this.watermark = next
-    }
-    WorkerMetrics.partitionWatermark.set(this.watermark, { partition: this.partition })
-  }
-}
 
 export interface ActorItem {
   readonly delivered: Delivered
@@ -144,6 +96,10 @@ export const makeProjectActors = (options: {
     const clearWhenPassivated = new Map<string, PartitionRun>()
     const services = yield* Effect.context<SqlClient.SqlClient>()
     const workflowRuntime = yield* WorkflowRuntime
+    const turns = yield* makeLaneTurns
+    const factsCache = makeFactsCache((yield* AppConfig).factsCacheContacts)
+
+    const { publishCommitted, afterCommit } = makeAfterCommit({ ...options, wakeWebhooks: workflowRuntime.wakeWebhooks })
 
     const contextOf = (projectId: string, actor: Actor, pipeline?: Pipeline) => ({
       projectId,
@@ -157,33 +113,6 @@ export const makeProjectActors = (options: {
       pipeline
     })
 
-    /**
-     * After a batch's commit its outbox rows go out (they were written without a NOTIFY, see applyBatch).
-     * The actor publishes them itself when it knows them all and no older row of its lane waits in the
-     * outbox: one NATS round trip, where the relay takes a transaction of five round trips shared by the
-     * whole process (M5's OUT leg). Otherwise the relay does, in `seq` order: at once and awaited when
-     * the batch's rows are known (the actor may then publish its own again), else woken.
-     */
-    const publishCommitted = (actor: Actor, ownRows: ReadonlyArray<OutboxRow> | undefined) =>
-      Effect.gen(function*() {
-        if (ownRows === undefined) {
-          actor.outboxClear = false
-          return yield* options.relay.wake
-        }
-        if (!actor.outboxClear) {
-          actor.outboxClear = yield* options.relay.drainNow
-          if (!actor.outboxClear) yield* options.relay.wake
-          return
-        }
-        if (ownRows.length === 0) return
-        if (yield* options.outbox.publishCommitted(ownRows)) {
-          WorkerMetrics.publishedByActors.inc(ownRows.length)
-          return yield* options.relay.forget(ownRows.map((row) => row.id))
-        }
-        actor.outboxClear = false
-        yield* options.relay.wake
-      })
-
     const apply = (projectId: string, actor: Actor, batch: ReadonlyArray<ActorItem>) =>
       Effect.gen(function*() {
         const started = performance.now()
@@ -191,57 +120,7 @@ export const makeProjectActors = (options: {
         yield* afterCommit(projectId, actor, batch, outcome, started)
       })
 
-    /** What follows a batch's commit: its outbox rows out, the loops it concerns woken, its messages acked. */
-    const afterCommit = (projectId: string, actor: Actor, batch: ReadonlyArray<ActorItem>, outcome: BatchOutcome, started: number) =>
-      Effect.gen(function*() {
-        const run = actor.run
-        yield* publishCommitted(actor, outcome.ownRows)
-        if (outcome.mailQueued) yield* options.wakeSender(projectId)
-        if (outcome.webhooksQueued) yield* workflowRuntime.wakeWebhooks
-        // The scheduled-work loops sleep up to 30 s: a timer due sooner wakes them to look again.
-        if (outcome.soonestTimerAt !== undefined && outcome.soonestTimerAt - (yield* Clock.currentTimeMillis) < SOON_MS) yield* options.wakeSegmentTimers
-        if (outcome.workflowTimersSet) yield* options.wakeWorkflowTimers
-        for (const item of batch) item.message.ack()
-        for (const item of batch) run.applied(item.delivered.seq)
-        WorkerMetrics.batchSize.observe(batch.length)
-        WorkerMetrics.batchSeconds.observe((performance.now() - started) / 1000)
-        WorkerMetrics.messagesApplied.inc(outcome.applied)
-        WorkerMetrics.messagesSkipped.inc(outcome.skipped)
-        WorkerMetrics.eventsApplied.inc(outcome.eventsInserted)
-        WorkerMetrics.emitted.inc(outcome.emitted)
-      })
 
-    /**
-     * Runs a transaction with retries. Transient failures (Postgres unreachable, deadlocks, timeouts)
-     * are retried until they pass or the lease is gone; anything else — a defect, data Postgres
-     * refuses — gets three tries and is then reported as "poison" for the caller to isolate.
-     */
-    const withRetry = <E extends { readonly _tag: string }>(projectId: string, actor: Actor, effect: Effect.Effect<void, E, SqlClient.SqlClient>) => {
-      let failures = 0
-      return effect.pipe(
-        Effect.tapError((error) =>
-          error._tag === "LeaseLost"
-            ? Effect.void
-            : Effect.sync(() => WorkerMetrics.batchFailures.inc()).pipe(
-              Effect.andThen(Effect.logWarning("actor transaction failed", { projectId, lane: actor.lane, error: describeFailure(error) }))
-            )),
-        Effect.retry({
-          while: (error) => {
-            if (error._tag === "LeaseLost" || actor.run.stopped) return false
-            return isTransient(error) || ++failures < 3
-          },
-          schedule: Schedule.min([Schedule.exponential(Duration.millis(100), 2), Schedule.spaced(Duration.seconds(5))])
-        }),
-        Effect.as({ _tag: "ok" } as Outcome),
-        Effect.catch((error): Effect.Effect<Outcome> =>
-          Effect.succeed(error._tag === "LeaseLost" ? { _tag: "lease-lost" } : { _tag: "poison", error: String(error) })),
-        Effect.catchCause((cause) =>
-          Effect.as(Effect.logError("actor transaction failed with a defect", { projectId }, cause), {
-            _tag: "poison",
-            error: String(Cause.squash(cause))
-          } as Outcome))
-      )
-    }
 
     /**
      * A batch that keeps failing is applied message by message; the one that still fails on its own is
@@ -262,6 +141,28 @@ export const makeProjectActors = (options: {
           }
         }
         return { _tag: "ok" } as Outcome
+      })
+
+    /**
+     * Applies a batch: tracked events in the project's next turn with the worker's other lanes (laneTurns.ts)
+     * when it can be, otherwise (or when the turn leaves it out) alone, retried and isolated as needed.
+     */
+    const applyInTurn = (projectId: string, actor: Actor, items: ReadonlyArray<ActorItem>) =>
+      Effect.gen(function*() {
+        const context = contextOf(projectId, actor)
+        const batch = items.map((item) => item.delivered)
+        if (combinable(context, batch)) {
+          const started = performance.now()
+          const outcome = yield* turns.apply(context, batch)
+          if (outcome !== undefined) {
+            yield* afterCommit(projectId, actor, items, outcome, started)
+            return { _tag: "ok" } as Outcome
+          }
+        }
+        const outcome = yield* withRetry(projectId, actor, apply(projectId, actor, items))
+        // Stopping, retries end early: the batch is left to the partition's next owner, not isolated.
+        if (outcome._tag === "poison" && !actor.run.stopped) return yield* isolate(projectId, actor, items)
+        return outcome
       })
 
     /**
@@ -391,9 +292,7 @@ export const makeProjectActors = (options: {
               outcome = finished.outcome
               ahead = finished.next
             } else {
-              outcome = yield* withRetry(projectId, actor, apply(projectId, actor, next.value))
-              // Stopping, retries end early: the batch is left to the partition's next owner, not isolated.
-              if (outcome._tag === "poison" && !actor.run.stopped) outcome = yield* isolate(projectId, actor, next.value)
+              outcome = yield* applyInTurn(projectId, actor, next.value)
             }
           }
           actor.busy = ahead !== undefined
@@ -423,7 +322,7 @@ export const makeProjectActors = (options: {
           lane,
           run,
           mailbox,
-          segmentState: { segments: undefined, backfills: [] },
+          segmentState: { segments: undefined, backfills: [], facts: factsCache.lane() },
           workflowState: newWorkflowState(),
           busy: false,
           resumingBackfills,

@@ -14,7 +14,7 @@ import { exceedsContactDataLimit, inferFieldTypes, jsonBytes, MAX_CONTACT_DATA_B
 import { pgArray } from "../lib/pgArray.ts"
 import { addJobProgress, insertJobErrors, type JobError } from "../store/ContactJobs.ts"
 import type { BulkMessage } from "../stream/messages.ts"
-import type { ContactChange } from "./segments.ts"
+import type { ContactChange } from "./segmentEvaluation.ts"
 
 export interface BulkHooks {
   /** A subscription change to emit (contact.subscribed / contact.unsubscribed) with the batch's others. */

@@ -8,7 +8,7 @@ import { exceedsContactDataLimit, inferFieldTypes, jsonBytes, MAX_CONTACT_DATA_B
 import { uuidv7 } from "../domain/ids.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import type { TrackedEvent } from "../stream/messages.ts"
-import type { ContactChange } from "./segments.ts"
+import type { ContactChange } from "./segmentEvaluation.ts"
 
 /** A contact as a batch reads it, locked (FOR UPDATE). */
 export interface LockedContact {

@@ -13,25 +13,12 @@ import { uuidv7 } from "../domain/ids.ts"
 import type { EmittedEvent, OutboxRow } from "../stream/Outbox.ts"
 import type { TrackedEvent } from "../stream/messages.ts"
 import { runWorkflows, type WorkflowInput } from "../workflows/engine.ts"
-import type { BatchContext, BatchOutcome } from "./applyBatch.ts"
-import { contactStateOf, contactWritesSql, type EventRow, foldTrackedEvents, type LockedContact, oversizedSql, storeEventsCtes, type SubscriptionEmitted } from "./contactFold.ts"
-import {
-  type ContactChange,
-  countDeltas,
-  countsSql,
-  emptyChange,
-  evaluateFacts,
-  factNames,
-  type FactRow,
-  factsOf,
-  loadFacts,
-  type MembershipChange,
-  type MutableFacts,
-  type ProjectSegments,
-  timerRows,
-  timersSql,
-  wantedSegments
-} from "./segments.ts"
+import type { BatchContext, BatchOutcome } from "./batchContext.ts"
+import { type ContactState, contactStateOf, contactWritesSql, type EventRow, foldTrackedEvents, type LockedContact, oversizedSql, storeEventsCtes, type SubscriptionEmitted } from "./contactFold.ts"
+import { type ContactChange, emptyChange, evaluateFacts, wantedSegments } from "./segmentEvaluation.ts"
+import { countDeltas, countsSql, membershipCtes, type MembershipTransition, timerRows, timersSql } from "./segmentWrites.ts"
+import { factNames, type ProjectSegments } from "./segmentDefs.ts"
+import { loadFacts, type MutableFacts } from "./segmentFacts.ts"
 
 /** Rounds of events recorded in the batch that emitted them (an event emitted while recording one is the next round). */
 export const MAX_OWN_EVENT_ROUNDS = 3
@@ -52,8 +39,10 @@ export const continueThroughIn = (context: Pick<BatchContext, "projectId" | "out
 /** What the head statement read for a tracked batch: its contacts (locked), their facts, the batch's event ids already stored. */
 export interface TrackedHead {
   readonly contacts: ReadonlyArray<LockedContact>
-  readonly factRows: ReadonlyArray<FactRow>
-  readonly stored: ReadonlySet<string>
+  /** The contacts' facts (factsOf the head's rows); a combined batch shares one map between its lanes. */
+  readonly facts: Map<string, MutableFacts>
+  /** Event ids already stored; the plan adds the ones it records (shared by the lanes of a combined batch). */
+  readonly stored: Set<string>
 }
 
 /** Records what changed per contact (for the segment engine), keeping the latest time a change was accepted. */
@@ -90,51 +79,49 @@ const foldIntoFacts = (facts: MutableFacts | undefined, event: EventRow, names: 
   }
 }
 
-/** The batch's membership transitions per (segment, contact), reduced to what the rows must end as. */
-const membershipWrites = (transitions: ReadonlyArray<{ readonly entered: boolean; readonly change: MembershipChange }>) => {
-  const last = new Map<string, { entry?: string; exit?: string; member: boolean; segmentId: string; contactId: string }>()
-  for (const { change, entered } of transitions) {
-    const key = `${change.segmentId}/${change.contactId}`
-    const state = last.get(key) ?? { member: false, segmentId: change.segmentId, contactId: change.contactId }
-    if (entered) state.entry = change.at
-    else state.exit = change.at
-    state.member = entered
-    last.set(key, state)
-  }
-  // A row entered in this batch is written whole (entered, and exited if it left again); a row that
-  // only left has its exit set.
-  const upserts: Array<{ segmentId: string; contactId: string; enteredAt: string; exitedAt: string | null }> = []
-  const exits: Array<MembershipChange> = []
-  for (const state of last.values()) {
-    if (state.entry !== undefined) {
-      upserts.push({ segmentId: state.segmentId, contactId: state.contactId, enteredAt: state.entry, exitedAt: state.member ? null : state.exit ?? null })
-    } else if (state.exit !== undefined) {
-      exits.push({ segmentId: state.segmentId, contactId: state.contactId, at: state.exit })
-    }
-  }
-  return { upserts, exits }
+type MutableOutcome = { -readonly [K in keyof BatchOutcome]: BatchOutcome[K] }
+
+/** What one lane's tracked batch leaves, worked out in memory: nothing is written yet (see trackedWriteSql). */
+export interface TrackedPlan {
+  readonly context: BatchContext
+  /** The lane's contacts as the events leave them. */
+  readonly contacts: ReadonlyArray<ContactState>
+  readonly toInsert: ReadonlyArray<EventRow>
+  readonly workflowInputs: ReadonlyArray<WorkflowInput>
+  readonly transitions: ReadonlyArray<MembershipTransition>
+  /** The soonest segment timer per contact (ms). */
+  readonly timers: ReadonlyMap<string, number>
+  readonly outRows: ReadonlyArray<OutboxRow>
+  /** Own events past MAX_OWN_EVENT_ROUNDS, continued through IN. */
+  readonly overflow: ReadonlyArray<EventRow>
+  readonly oversized: ReadonlyArray<TrackedEvent>
+  readonly outcome: MutableOutcome
 }
 
-export const applyTrackedBatch = Effect.fnUntraced(function*(
+/**
+ * Folds a lane's tracked events into its contacts and their facts (head.facts, changed in place), evaluates
+ * the lane's segments over them (with the events recorded about its own contacts, a few rounds deep) and
+ * returns what is to be written. Pure but for ids and the clock handed in.
+ */
+export const planTrackedBatch = (
   context: BatchContext,
   segments: ProjectSegments,
   tracked: ReadonlyArray<TrackedEvent>,
   head: TrackedHead,
-  outcome: { -readonly [K in keyof BatchOutcome]: BatchOutcome[K] }
-) {
-  const sql = yield* SqlClient.SqlClient
+  outcome: MutableOutcome,
+  clock: number,
+  /** Contacts' updated_at is the wall time (as the general path writes it); segments evaluate at the Clock. */
+  now: string
+): TrackedPlan => {
   const { projectId } = context
-  // Contacts' updated_at is the wall time (as the general path writes it); segments evaluate at the Clock.
-  const now = new Date().toISOString()
-  const clock = yield* Clock.currentTimeMillis
   const changes = new Map<string, ContactChange>()
   const changeOf = changeRecorder(changes)
+  const { facts, stored } = head
 
   // The contacts, as the events leave them.
   const byEmail = new Map(head.contacts.map((row) => [row.email, contactStateOf(row)]))
   const subscriptions: Array<SubscriptionEmitted> = []
   const { events, oversized } = foldTrackedEvents(byEmail, tracked, changeOf, subscriptions, new Set())
-  const facts = factsOf(head.factRows)
   for (const contact of byEmail.values()) {
     const known = facts.get(contact.id)
     if (!known || !contact.touched) continue
@@ -145,7 +132,6 @@ export const applyTrackedBatch = Effect.fnUntraced(function*(
 
   // The events to store (each once: ids already stored, or twice in the batch, are not counted again).
   const names = factNames(segments)
-  const stored = new Set(head.stored)
   const toInsert: Array<EventRow> = []
   const workflowInputs: Array<WorkflowInput> = []
   const record = (event: EventRow) => {
@@ -176,7 +162,7 @@ export const applyTrackedBatch = Effect.fnUntraced(function*(
     at: event.at
   })))
 
-  const transitions: Array<{ entered: boolean; change: MembershipChange }> = []
+  const transitions: Array<MembershipTransition> = []
   const timers = new Map<string, number>()
   const evaluate = (changed: ReadonlyMap<string, ContactChange>) => {
     const wanted = wantedSegments(segments, changed)
@@ -205,46 +191,85 @@ export const applyTrackedBatch = Effect.fnUntraced(function*(
     }
     evaluate(followUp)
   }
+  return { context, contacts: [...byEmail.values()], toInsert, workflowInputs, transitions, timers, outRows, overflow, oversized, outcome }
+}
 
-  // One statement writes it all.
-  const contactWrites = contactWritesSql(sql, projectId, byEmail.values(), now)
-  const memberships = membershipWrites(transitions)
-  const counts = countDeltas(context.outbox.lanes, transitions.map(({ entered, change }) => ({ ...change, n: entered ? 1 : -1 })))
-  const timerList = timerRows(context, [...timers].map(([contactId, dueAt]) => ({ contactId, dueAt: new Date(dueAt).toISOString(), id: uuidv7() })))
+/**
+ * SQL: one statement writing every plan (the lanes of one project): contacts and their field types,
+ * events and aggregates, memberships, lane counts, timers, outbox rows, and `extra` parts (a combined
+ * batch's lane offsets); it answers the ids of the events stored now.
+ */
+export const trackedWriteSql = (
+  sql: SqlClient.SqlClient,
+  context: Pick<BatchContext, "projectId" | "outbox">,
+  plans: ReadonlyArray<TrackedPlan>,
+  now: string,
+  extra: ReadonlyArray<Statement.Fragment> = []
+) => {
+  const { projectId, outbox } = context
+  const contactWrites = contactWritesSql(sql, projectId, plans.flatMap((plan) => plan.contacts), now)
+  const transitions = plans.flatMap((plan) => plan.transitions)
+  const counts = countDeltas(outbox.lanes, transitions.map(({ entered, change }) => ({ ...change, n: entered ? 1 : -1 })))
+  const timerList = timerRows(
+    { projectId, outbox },
+    plans.flatMap((plan) => [...plan.timers].map(([contactId, dueAt]) => ({ contactId, dueAt: new Date(dueAt).toISOString(), id: uuidv7() })))
+  )
+  const outRows = plans.flatMap((plan) => plan.outRows)
   // Only the parts with rows: a part over an empty list still costs its plan and its triggers, and a
   // statement's text per combination keeps each one's cached plan fitting (a few combinations in practice).
   const parts: Array<Statement.Fragment> = []
   if (contactWrites.count > 0) parts.push(sql`updated AS (${contactWrites.updated} RETURNING 1)`, sql`fields AS (${contactWrites.fields} RETURNING 1)`)
+  const toInsert = plans.flatMap((plan) => plan.toInsert)
   parts.push(storeEventsCtes(sql, projectId, toInsert))
-  if (memberships.upserts.length > 0) {
-    parts.push(sql`entered AS (
-      INSERT INTO segment_memberships (segment_id, contact_id, project_id, entered_at, exited_at)
-      SELECT x."segmentId", x."contactId", ${projectId}, x."enteredAt", x."exitedAt"
-      FROM jsonb_to_recordset(${JSON.stringify(memberships.upserts)}::jsonb)
-        AS x("segmentId" uuid, "contactId" uuid, "enteredAt" timestamptz, "exitedAt" timestamptz)
-      ON CONFLICT (segment_id, contact_id) DO UPDATE SET entered_at = EXCLUDED.entered_at, exited_at = EXCLUDED.exited_at
-      RETURNING 1)`)
+  // The analytics rollups of the events stored now, counted here instead of by the insert's trigger
+  // (migration 0025), unless an event is one the rollups attribute to a mail (the trigger then counts all).
+  if (toInsert.length > 0 && !toInsert.some((event) => event.name === "contact.unsubscribed" || event.name.startsWith("email."))) {
+    parts.push(rollupsCountedSql(sql, projectId))
   }
-  if (memberships.exits.length > 0) {
-    parts.push(sql`exited AS (
-      UPDATE segment_memberships m SET exited_at = x.at
-      FROM jsonb_to_recordset(${JSON.stringify(memberships.exits)}::jsonb) AS x("segmentId" uuid, "contactId" uuid, at timestamptz)
-      WHERE m.segment_id = x."segmentId" AND m.contact_id = x."contactId" AND m.exited_at IS NULL
-      RETURNING 1)`)
-  }
+  parts.push(...membershipCtes(sql, projectId, transitions))
   if (counts.length > 0) parts.push(sql`counted AS (${countsSql(sql, counts)} RETURNING 1)`)
   if (timerList.length > 0) parts.push(sql`timed AS (${timersSql(sql, projectId, timerList)} RETURNING 1)`)
-  if (outRows.length > 0) parts.push(sql`outboxed AS (${context.outbox.rowsSql(outRows)} RETURNING 1)`)
-  const inserted = yield* sql<{ id: string }>`WITH ${sql.join(",\n", false)(parts)} SELECT id FROM ins`
-  outcome.appliedInOneWrite = true
-  const insertedIds = new Set(inserted.map((row) => row.id))
-  outcome.eventsInserted += insertedIds.size
-  if (timerList.length > 0) outcome.soonestTimerAt = Math.min(outcome.soonestTimerAt ?? Infinity, ...timers.values())
-  // Rare: a data change set aside for size, a chain of own events longer than the rounds.
-  if (oversized.length > 0) yield* oversizedSql(sql, projectId, context.partition, oversized)
-  if (overflow.length > 0) yield* continueThroughIn(context, overflow)
+  if (outRows.length > 0) parts.push(sql`outboxed AS (${outbox.rowsSql(outRows)} RETURNING 1)`)
+  parts.push(...extra)
+  return sql<{ id: string }>`WITH ${sql.join(",\n", false)(parts)} SELECT id FROM ins`
+}
 
-  // Only events stored now drive workflows (a republished event must not start anything twice).
+/**
+ * SQL: CTEs that add the `ins` events (storeEventsCtes) to the analytics counters, as the events insert
+ * trigger would (per activity type, and per name for tracked events; 15-minute buckets for types, hours
+ * and days for both), and mark the statement so that trigger skips its rows.
+ */
+const rollupsCountedSql = (sql: SqlClient.SqlClient, projectId: string) => sql`
+  rollups_counted AS (SELECT set_config('mailstream.rollups_counted', statement_timestamp()::text, true) AS marker),
+  rolled AS (
+    INSERT INTO analytics_counters AS r (project_id, kind, stream, grain, bucket, key, shard, n)
+    SELECT ${projectId}::uuid, c.kind, 'ALL', g.grain, date_bin(make_interval(mins => g.grain), i.created_at, TIMESTAMPTZ '2000-01-01 00:00:00+00'),
+           left(c.key, 500), ms_rollup_shard(), count(*)
+    FROM ins i
+    CROSS JOIN LATERAL (VALUES ('type', ms_activity_type(i.name)),
+                               ('event', CASE WHEN ms_activity_type(i.name) = 'event' THEN i.name END)) c(kind, key)
+    CROSS JOIN (VALUES (15::smallint), (60::smallint), (1440::smallint)) g(grain)
+    WHERE c.key IS NOT NULL AND (g.grain <> 15 OR c.kind = 'type') AND (SELECT marker FROM rollups_counted) IS NOT NULL
+    GROUP BY 1, 2, 3, 4, 5, 6
+    ORDER BY 1, 2, 3, 4, 5, 6
+    ON CONFLICT (project_id, kind, stream, grain, bucket, key, shard) DO UPDATE SET n = r.n + EXCLUDED.n
+    RETURNING 1
+  )`
+
+/**
+ * After the write: the plan's rare statements (data changes set aside for size, a chain of own events
+ * longer than the rounds), its workflows (only events stored now drive them: a republished event must not
+ * start anything twice) and its outcome, with the outbox rows its actor may publish itself.
+ */
+export const finishTrackedBatch = Effect.fnUntraced(function*(plan: TrackedPlan, insertedIds: ReadonlySet<string>) {
+  const sql = yield* SqlClient.SqlClient
+  const { context, outcome } = plan
+  const { projectId } = context
+  for (const event of plan.toInsert) if (insertedIds.has(event.id)) outcome.eventsInserted++
+  outcome.appliedInOneWrite = true
+  if (plan.timers.size > 0) outcome.soonestTimerAt = Math.min(outcome.soonestTimerAt ?? Infinity, ...plan.timers.values())
+  if (plan.oversized.length > 0) yield* oversizedSql(sql, projectId, context.partition, plan.oversized)
+  if (plan.overflow.length > 0) yield* continueThroughIn(context, plan.overflow)
   const advanced = yield* runWorkflows(
     {
       projectId,
@@ -253,7 +278,7 @@ export const applyTrackedBatch = Effect.fnUntraced(function*(
       state: context.workflows.state,
       loadFacts
     },
-    workflowInputs.filter((input) => input.kind !== "event" || insertedIds.has(input.id))
+    plan.workflowInputs.filter((input) => input.kind !== "event" || insertedIds.has(input.id))
   )
   if (advanced.mailQueued) outcome.mailQueued = true
   if (advanced.webhooksQueued) outcome.webhooksQueued = true
@@ -261,6 +286,21 @@ export const applyTrackedBatch = Effect.fnUntraced(function*(
   // The batch's outbox rows, for its actor to publish after the commit: all of them are outRows unless
   // one of the rare statements above appended more, or a workflow advanced (its steps may queue mail or
   // update a contact, each appending rows of its own).
-  if (oversized.length === 0 && overflow.length === 0 && advanced.advanced === 0) outcome.ownRows = outRows
+  if (plan.oversized.length === 0 && plan.overflow.length === 0 && advanced.advanced === 0) outcome.ownRows = plan.outRows
   return outcome
+})
+
+/** One lane's batch of tracked events: planned, written in one statement, finished. */
+export const applyTrackedBatch = Effect.fnUntraced(function*(
+  context: BatchContext,
+  segments: ProjectSegments,
+  tracked: ReadonlyArray<TrackedEvent>,
+  head: TrackedHead,
+  outcome: MutableOutcome
+) {
+  const sql = yield* SqlClient.SqlClient
+  const now = new Date().toISOString()
+  const plan = planTrackedBatch(context, segments, tracked, head, outcome, yield* Clock.currentTimeMillis, now)
+  const inserted = yield* trackedWriteSql(sql, context, [plan], now)
+  return yield* finishTrackedBatch(plan, new Set(inserted.map((row) => row.id)))
 })

@@ -354,7 +354,7 @@ export const makeSender = (options: {
 
     /**
      * A partition just taken over: mail its previous owner was sending goes back to the queue. Kept a
-     * defect: the worker's takeover (src/actors/Worker.ts) takes it as infallible; map it when that changes.
+     * defect: the worker's takeover (src/actors/PartitionLeases.ts) takes it as infallible; map it when that changes.
      */
     const recoverPartition = (partition: number) =>
       sql`UPDATE emails SET status = 'PENDING' WHERE partition = ${partition} AND status = 'SENDING'`.pipe(Effect.orDie, Effect.asVoid)

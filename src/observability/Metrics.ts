@@ -81,6 +81,12 @@ export const WorkerMetrics = {
   batchSize: histogram("mailstream_actor_batch_size", "Messages per actor transaction", [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]),
   batchSeconds: histogram("mailstream_actor_batch_seconds", "Duration of actor transactions", secondsBuckets),
   batchFailures: counter("mailstream_actor_batch_failures_total", "Actor transactions that failed and were retried"),
+  factsKept: counter(
+    "mailstream_actor_facts_total",
+    "Contacts of combined turns whose segment facts were kept from an earlier turn (kept) or read from Postgres (read)",
+    ["source"]
+  ),
+  turnLanes: histogram("mailstream_actor_turn_lanes", "Lane batches a project's turn applies in one transaction", [1, 2, 4, 8, 16, 32, 64]),
   readAhead: counter(
     "mailstream_actor_read_ahead_total",
     "Batches started while the batch before them committed: committed, or abandoned (rolled back and applied again) because that one did not",

@@ -12,7 +12,7 @@
  * across retries so receivers can deduplicate; webhook-timestamp; webhook-signature v1 HMAC-SHA256
  * with the project's secret).
  */
-import { Effect, Result } from "effect"
+import { Context, Effect, Layer, Result } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHmac } from "node:crypto"
 import { uuidv7 } from "../domain/ids.ts"
@@ -21,7 +21,8 @@ import { isolateRow, storableReason, storableText } from "../lib/isolation.ts"
 import { safeFetch, type SafeResponse } from "../lib/safeHttp.ts"
 import { contactLinks } from "../mail/links.ts"
 import { makeRenderer, templateVariables } from "../mail/render.ts"
-import type { Outbox } from "../stream/Outbox.ts"
+import { Outbox } from "../stream/Outbox.ts"
+import { OutboxRelay } from "../stream/OutboxRelay.ts"
 import type { WorkflowMessage } from "../stream/messages.ts"
 import { WorkflowMetrics } from "./metrics.ts"
 import { WorkflowRuntime } from "./Runtime.ts"
@@ -266,3 +267,16 @@ export const makeWebhookRunner = (options: { readonly outbox: Outbox["Service"];
 
     return { sweep, recoverPartition }
   })
+
+/** The worker's webhook runner, one per process: the webhook sweep and a partition's takeover share its attempts in flight. */
+export class WebhookRunner extends Context.Service<WebhookRunner, Effect.Success<ReturnType<typeof makeWebhookRunner>>>()(
+  "app/workflows/WebhookRunner"
+) {
+  static readonly layer = Layer.effect(
+    WebhookRunner,
+    Effect.gen(function*() {
+      const relay = yield* OutboxRelay
+      return yield* makeWebhookRunner({ outbox: yield* Outbox, wakeRelay: relay.wake })
+    })
+  )
+}

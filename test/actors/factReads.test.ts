@@ -8,7 +8,7 @@
 import { assert, describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { factRowsSql, loadFacts } from "../../src/actors/segments.ts"
+import { factRowsSql, loadFacts } from "../../src/actors/segmentFacts.ts"
 import { uuidv7 } from "../../src/domain/ids.ts"
 import { pgArray } from "../../src/lib/pgArray.ts"
 import { insertProject, TestDatabase } from "../support/database.ts"

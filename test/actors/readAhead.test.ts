@@ -11,7 +11,8 @@ import type { JsMsg } from "@nats-io/jetstream"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Delivered } from "../../src/actors/messages.ts"
-import { makeProjectActors, PartitionRun } from "../../src/actors/ProjectActors.ts"
+import { PartitionRun } from "../../src/actors/partitionRun.ts"
+import { makeProjectActors } from "../../src/actors/ProjectActors.ts"
 import { readAheadCount } from "../../src/actors/readAhead.ts"
 import { AppConfig } from "../../src/config.ts"
 import { uuidv7 } from "../../src/domain/ids.ts"
@@ -244,14 +245,22 @@ const runLane = (options: {
       Effect.map(Effect.promise(readAheadCounts), (counts) =>
         options.stopAfterReadAheads !== undefined && counts.committed - readAheadsBefore >= options.stopAfterReadAheads)
     let delivered = 0
+    let stopped = false
     for (const phase of options.phases) {
-      for (let start = 0; start < phase.length; start += options.slice) {
+      for (let start = 0; start < phase.length && !stopped; start += options.slice) {
+        // Stopping as soon as enough batches were read ahead leaves messages delivered and not applied
+        // however fast the actor keeps up (it did, on a quiet machine, before the last slice).
+        if (yield* stopNow()) {
+          stopped = true
+          break
+        }
         for (const message of phase.slice(start, start + options.slice)) {
           run.delivered(message.seq)
           yield* actors.deliver({ delivered: message, message: { ack: () => void acked.push(message.seq) } as unknown as JsMsg, run })
         }
         yield* Effect.sleep("2 millis")
       }
+      if (stopped) break
       delivered += phase.length
       while (acked.length < delivered && !(yield* stopNow())) yield* Effect.sleep("5 millis")
     }

@@ -1,0 +1,240 @@
+/**
+ * Several lanes' batches of tracked events, of one project, applied in ONE transaction: one head statement
+ * (every lane's lease and offset, the reset watermark, all their contacts locked, their facts, the events
+ * already stored), each lane folded and evaluated in memory with its own segments (trackBatch.ts), one
+ * write statement for all of them (their lane offsets included), one COMMIT.
+ *
+ * A lane's batch costs four round trips and a fixed amount of work whatever its size (the head planned,
+ * the write's triggers, the commit): under load a worker's lanes each have a few events ready at once, so
+ * taking them together pays that once per turn instead of once per lane (see laneTurns.ts).
+ *
+ * Lanes stay the unit of ownership and order: a contact is in one lane, so the lanes' contacts are
+ * disjoint and each lane's events are folded in its own order. A lane this path cannot take (its lease
+ * gone, a contact missing, anything but tracked events left once the already-applied messages are skipped)
+ * is answered `undefined` and nothing of it is written, not even its offset: its actor applies the batch
+ * alone (applyBatch.ts), which handles every case.
+ */
+import { Clock, Data, Effect } from "effect"
+import { SqlClient, type Statement } from "effect/sql"
+import { windowedSince } from "../domain/conditions/evaluate.ts"
+import { pgArray } from "../lib/pgArray.ts"
+import { WorkerMetrics } from "../observability/Metrics.ts"
+import { INGEST_POSITIONS, type TrackedEvent } from "../stream/messages.ts"
+import type { BatchContext, BatchOutcome } from "./batchContext.ts"
+import type { LockedContact } from "./contactFold.ts"
+import type { Delivered } from "./messages.ts"
+import { batchHeadSql } from "./batchHead.ts"
+import { type CachedFacts, cachedPart, withCached } from "./laneFacts.ts"
+import { factNames } from "./segmentDefs.ts"
+import { type FactRow, factsOf } from "./segmentFacts.ts"
+import { finishTrackedBatch, planTrackedBatch, type TrackedPlan, trackedWriteSql } from "./trackBatch.ts"
+
+/** A lane's kept facts were read before the project's last reset: the turn is given up. */
+export class FactsOutdated extends Data.TaggedError("FactsOutdated")<{ readonly lane: number }> {}
+
+/** One lane's batch, with its actor's context. */
+export interface LaneBatch {
+  readonly context: BatchContext
+  readonly batch: ReadonlyArray<Delivered>
+}
+
+/** Whether a lane's batch may be taken with others: tracked events only, its actor's segments loaded and no backfill pending. */
+export const combinable = (context: BatchContext, batch: ReadonlyArray<Delivered>): boolean =>
+  context.lane !== undefined && context.pipeline === undefined && context.segmentState.segments !== undefined &&
+  context.segmentState.backfills.length === 0 && batch.length > 0 && batch.every((message) => message.body.kind === "track")
+
+interface HeadData {
+  readonly leases: ReadonlyArray<number>
+  readonly offsets: ReadonlyArray<readonly [number, string, string | null]>
+  readonly reset_seq: string | null
+}
+
+/** The highest ingest position a lane's tracked messages carry (IngestSplitter.ts). */
+const ingestPosOf = (batch: ReadonlyArray<Delivered>) => {
+  let pos = 0
+  for (const message of batch) if (message.body.kind === "track") for (const event of message.body.events) pos = Math.max(pos, event.pos ?? 0)
+  return pos
+}
+
+/**
+ * Applies the lanes' batches (one project's; each lane at most once) in one transaction. Answers, lane by
+ * lane, its outcome, or undefined for a lane left for its actor to apply alone. Fails (nothing written)
+ * when the transaction does.
+ */
+export const applyCombined = Effect.fnUntraced(function*(lanes: ReadonlyArray<LaneBatch>) {
+  const sql = yield* SqlClient.SqlClient
+  const first = lanes[0]!.context
+  const { projectId, workerId } = first
+  return yield* sql.withTransaction(Effect.gen(function*() {
+    // The lane that takes each email. Lanes' contacts are disjoint, but an email can turn up in two lanes
+    // (its contact deleted and created again under an id of another lane while an event for it waited):
+    // the second lane is then left to apply its batch alone, after this one.
+    const laneOfEmail = new Map<string, number>()
+    const eventIds: Array<string> = []
+    // The facts the lanes kept of their contacts (by the api's contact id): the head reads the others'.
+    const known = new Map<string, CachedFacts>()
+    for (const [index, { context, batch }] of lanes.entries()) {
+      const kept = context.segmentState.facts
+      for (const message of batch) {
+        if (message.body.kind !== "track") continue
+        for (const event of message.body.events) {
+          if (!laneOfEmail.has(event.email)) laneOfEmail.set(event.email, index)
+          eventIds.push(event.eventId)
+          if (kept?.resetSeq !== undefined && !known.has(event.contactId)) {
+            const facts = kept.get(event.contactId)
+            if (facts) known.set(event.contactId, facts)
+          }
+        }
+      }
+    }
+    const emails = laneOfEmail.keys()
+    // What any of the lanes' segments read (their definitions may differ for a moment after an edit).
+    const eventNames = new Set<string>()
+    const windowed = new Set<string>()
+    let longestWindowMs = 0
+    for (const { context } of lanes) {
+      const names = factNames(context.segmentState.segments!)
+      for (const name of names.eventNames) eventNames.add(name)
+      for (const name of names.windowed) windowed.add(name)
+      longestWindowMs = Math.max(longestWindowMs, names.longestWindowMs)
+    }
+    const since = windowedSince(yield* Clock.currentTimeMillis, longestWindowMs)
+    const leases = new Map(lanes.map(({ context }) => [context.partition, context.epoch]))
+    const rows = yield* batchHeadSql(sql, {
+      projectId,
+      ctes: sql`
+        lease AS (
+          SELECT partition FROM partition_leases
+          WHERE owner = ${workerId}
+            AND (partition, epoch) IN (SELECT * FROM unnest(${pgArray([...leases.keys()].map(String))}::int[], ${pgArray([...leases.values()].map(String))}::bigint[]))
+          FOR SHARE
+        ), offset_rows AS (
+          SELECT lane, applied_seq, ingest_pos FROM lane_offsets
+          WHERE project_id = ${projectId} AND lane = ANY(${pgArray(lanes.map(({ context }) => String(context.lane)))}::int[])
+          FOR UPDATE
+        ), reset AS (SELECT data_reset_seq FROM projects WHERE id = ${projectId} FOR SHARE)`,
+      held: sql`NULL::boolean`,
+      data: sql`jsonb_build_object(
+        'leases', (SELECT COALESCE(jsonb_agg(partition), '[]'::jsonb) FROM lease),
+        'offsets', (SELECT COALESCE(jsonb_agg(jsonb_build_array(lane, applied_seq::text, ingest_pos::text)), '[]'::jsonb) FROM offset_rows),
+        'reset_seq', (SELECT data_reset_seq FROM reset)::text)`,
+      emails: [...emails],
+      eventIds,
+      facts: { eventNames, windowed, since, known: [...known.keys()] }
+    })
+    const headRow = rows.find((row) => row.kind === "h")
+    const head = (typeof headRow?.data === "string" ? JSON.parse(headRow.data) : headRow?.data) as HeadData
+    const held = new Set(head.leases)
+    const offsets = new Map(head.offsets.map(([lane, applied, pos]) => [lane, { applied: Number(applied), pos: pos === null ? 0 : Number(pos) }]))
+    const resetSeq = head.reset_seq === null ? 0 : Number(head.reset_seq)
+    const locked = new Map<string, LockedContact>()
+    const stored = new Set<string>()
+    for (const row of rows) {
+      if (row.kind === "c") {
+        locked.set(row.name, { id: row.contact_id, email: row.name, subscribed: row.subscribed === true, pinned_at: row.pins ?? {}, data: row.data as LockedContact["data"] })
+      } else if (row.kind === "e") {
+        stored.add(row.contact_id)
+      }
+    }
+    // Kept facts were read before a reset of the project that this head sees: give the turn up (its lanes,
+    // applied alone, read everything again).
+    for (const { context } of lanes) {
+      const kept = context.segmentState.facts
+      if (kept?.resetSeq !== undefined && kept.resetSeq !== resetSeq) return yield* new FactsOutdated({ lane: context.lane! })
+    }
+    const facts = factsOf(rows as ReadonlyArray<FactRow>)
+    for (const [contactId, cached] of known) {
+      const row = facts.get(contactId)
+      if (row) facts.set(contactId, withCached(row, cached, since))
+    }
+
+    const clock = yield* Clock.currentTimeMillis
+    const now = new Date().toISOString()
+    const results: Array<BatchOutcome | undefined> = []
+    const plans: Array<TrackedPlan> = []
+    const moved: Array<{ lane: number; seq: number; pos: number }> = []
+    for (const [index, { context, batch }] of lanes.entries()) {
+      if (!held.has(context.partition)) {
+        // Its actor finds the lease lost by itself.
+        results.push(undefined)
+        continue
+      }
+      const offset = offsets.get(context.lane!) ?? { applied: 0, pos: 0 }
+      // As applyBatch: only messages beyond everything applied (and after the project's last reset), once.
+      let highest = Math.max(offset.applied, resetSeq)
+      const fresh = batch.filter((message) => {
+        if (message.seq <= highest) return false
+        highest = message.seq
+        return true
+      })
+      const outcome = { applied: fresh.length, skipped: batch.length - fresh.length, eventsInserted: 0, emitted: 0, mailQueued: false, webhooksQueued: false }
+      const tracked: Array<TrackedEvent> = []
+      let ingestPos = offset.pos
+      let takeable = true
+      for (const message of fresh) {
+        if (message.body.kind !== "track") {
+          takeable = false
+          break
+        }
+        for (const event of message.body.events) {
+          if (!locked.has(event.email) || laneOfEmail.get(event.email) !== index) takeable = false
+          const pos = event.pos
+          if (pos !== undefined && (pos <= ingestPos || Math.floor(pos / INGEST_POSITIONS) <= resetSeq)) continue
+          if (pos !== undefined) ingestPos = pos
+          tracked.push(event)
+        }
+      }
+      if (!takeable) {
+        results.push(undefined)
+        continue
+      }
+      moved.push({ lane: context.lane!, seq: Math.max(...batch.map((message) => message.seq)), pos: ingestPosOf(batch) })
+      if (fresh.length === 0) {
+        results.push({ ...outcome, ownRows: [] })
+        continue
+      }
+      const laneEmails = new Set(tracked.map((event) => event.email))
+      const contacts = [...laneEmails].map((email) => locked.get(email)!)
+      const plan = planTrackedBatch(context, context.segmentState.segments!, tracked, { contacts, facts, stored }, outcome, clock, now)
+      plans.push(plan)
+      results.push(outcome)
+    }
+    if (moved.length === 0) return { results, keep: () => {} }
+    const offsetsPart: Statement.Fragment = sql`moved AS (
+      INSERT INTO lane_offsets (project_id, lane, applied_seq, ingest_pos)
+      SELECT ${projectId}, x.lane, x.seq, x.pos
+      FROM unnest(${pgArray(moved.map((entry) => String(entry.lane)))}::int[], ${pgArray(moved.map((entry) => String(entry.seq)))}::bigint[],
+                  ${pgArray(moved.map((entry) => String(entry.pos)))}::bigint[]) AS x(lane, seq, pos)
+      ON CONFLICT (project_id, lane) DO UPDATE SET applied_seq = GREATEST(lane_offsets.applied_seq, EXCLUDED.applied_seq),
+                                                   ingest_pos = GREATEST(lane_offsets.ingest_pos, EXCLUDED.ingest_pos)
+      RETURNING 1)`
+    const inserted = yield* trackedWriteSql(sql, first, plans, now, [offsetsPart])
+    const insertedIds = new Set(inserted.map((row) => row.id))
+    for (const plan of plans) yield* finishTrackedBatch(plan, insertedIds)
+    /** Once committed: each lane keeps its contacts' facts as the turn left them. */
+    const keep = () => {
+      for (const plan of plans) {
+        const kept = plan.context.segmentState.facts
+        if (!kept) continue
+        const segments = plan.context.segmentState.segments!
+        const canonical = (segmentId: string) => segments.byId.get(segmentId)?.id ?? segmentId
+        for (const contact of plan.contacts) {
+          const contactFacts = facts.get(contact.id)
+          if (contactFacts) kept.set(contact.id, known.get(contact.id) ?? cachedPart(contactFacts, canonical))
+        }
+        kept.resetSeq = resetSeq
+      }
+      const planned = plans.reduce((sum, plan) => sum + plan.contacts.length, 0)
+      WorkerMetrics.factsKept.inc(known.size, { source: "kept" })
+      WorkerMetrics.factsKept.inc(Math.max(0, planned - known.size), { source: "read" })
+    }
+    return { results, keep }
+  })).pipe(
+    // Facts may have been folded in place: the lanes read them again.
+    Effect.onError(() => Effect.sync(() => lanes.forEach(({ context }) => context.segmentState.facts?.forget()))),
+    Effect.map(({ results, keep }) => {
+      keep()
+      return results
+    })
+  )
+})
