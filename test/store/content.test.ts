@@ -46,6 +46,14 @@ const campaign = (name: string, audience: Partial<CampaignInput> = {}): Campaign
 
 const page = { page: 1, pageSize: 10, search: undefined, sort: "name", direction: "asc" } as const
 
+/** A subscribed contact with `data.plan`: a campaign nobody would receive is not sent (issue 34). */
+const insertReader = (project: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql`INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
+        VALUES (${uuidv7()}, ${project}, ${`reader-${uuidv7()}@example.com`}, true, '{"plan":"pro"}'::jsonb, now(), now())`)
+
+const proReaders = { logic: "AND" as const, groups: [{ filters: [{ field: "data.plan", operator: "equals" as const, value: "pro" }] }] }
+
 layer(Repositories, { timeout: 60_000, excludeTestServices: true })("templates and campaigns", (it) => {
   describe("Templates", () => {
     it.effect("creates, reads, updates and removes a template inside its project only", () =>
@@ -108,13 +116,14 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("templates a
         const outbox = yield* Outbox
         const campaigns = yield* Campaigns
         const [project, other] = [yield* insertProject, yield* insertProject]
+        yield* insertReader(project)
         const draft = yield* campaigns.create(project, campaign("Launch"))
         expect(draft).toMatchObject({ name: "Launch", status: "DRAFT", scheduledFor: null, totalRecipients: 0, billingHold: null })
         const [row] = yield* sql<{ partition: number }>`SELECT partition FROM campaigns WHERE id = ${draft.id}`
         expect(row!.partition).toBe(outbox.lanes.partitionOf(project, OWNER_LANE))
         expect(yield* campaigns.send(other, draft.id, undefined)).toBeUndefined()
 
-        const replaced = yield* campaigns.replace(project, draft.id, campaign("Launch!", { audienceType: "FILTERED" }))
+        const replaced = yield* campaigns.replace(project, draft.id, campaign("Launch!", { audienceType: "FILTERED", audienceCondition: proReaders }))
         expect(replaced).toMatchObject({ id: draft.id, name: "Launch!", audienceType: "FILTERED", status: "DRAFT" })
 
         const later = new Date(Date.now() + 86_400_000)
@@ -148,26 +157,28 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("templates a
         expect(yield* campaigns.all(other)).toEqual([])
       }))
 
-    it.effect("scheduled campaigns of the given partitions start when due; a cancelled one is not started", () =>
+    it.effect("scheduled campaigns of the given partitions start when due; one cancelled (a draft again) is not started", () =>
       Effect.gen(function*() {
         const outbox = yield* Outbox
         const campaigns = yield* Campaigns
         const project = yield* insertProject
+        yield* insertReader(project)
         const partition = outbox.lanes.partitionOf(project, OWNER_LANE)
         const soon = new Date(Date.now() + 60_000)
         const [due, cancelled] = [yield* campaigns.create(project, campaign("due")), yield* campaigns.create(project, campaign("cancelled"))]
         for (const { id } of [due, cancelled]) yield* campaigns.send(project, id, soon)
-        expect(yield* campaigns.cancel(project, cancelled.id)).toMatchObject({ status: "CANCELLED" })
+        // Cancelling a SCHEDULED campaign makes it a draft again, unscheduled (issue 34, as the reference does).
+        expect(yield* campaigns.cancel(project, cancelled.id)).toMatchObject({ status: "DRAFT", scheduledFor: null })
 
         const afterwards = new Date(soon.getTime() + 1_000)
         expect(yield* campaigns.startDue([partition + 1], afterwards)).toBe(0) // another worker's partition
         expect(yield* campaigns.startDue([partition], new Date(soon.getTime() - 1_000))).toBe(0) // not yet
         expect(yield* campaigns.startDue([partition], afterwards)).toBe(1)
         expect((yield* campaigns.get(project, due.id))?.status).toBe("SENDING")
-        expect((yield* campaigns.get(project, cancelled.id))?.status).toBe("CANCELLED")
+        expect((yield* campaigns.get(project, cancelled.id))?.status).toBe("DRAFT")
         expect((yield* outboxOf(project)).map((message) => message.payload["campaignId"])).toEqual([due.id])
 
-        const listed = yield* campaigns.list(project, { ...page, status: "CANCELLED" })
+        const listed = yield* campaigns.list(project, { ...page, status: "DRAFT" })
         expect([listed.data.map((found) => found.name), listed.total]).toEqual([["cancelled"], 1])
       }))
 
@@ -181,8 +192,11 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("templates a
         const byCondition = yield* campaigns.create(project, campaign("by condition", { audienceType: "FILTERED", audienceCondition: condition }))
         const draft = yield* campaigns.create(project, campaign("draft", { audienceType: "SEGMENT", segmentId: segment }))
         yield* campaigns.create(project, campaign("everyone"))
-        const later = new Date(Date.now() + 86_400_000)
-        for (const { id } of [bySegment, byCondition]) yield* campaigns.send(project, id, later)
+        // Scheduled as a send would leave them (the segment has no members: send itself would refuse them).
+        const sql = yield* SqlClient.SqlClient
+        for (const { id } of [bySegment, byCondition]) {
+          yield* sql`UPDATE campaigns SET status = 'SCHEDULED', scheduled_for = now() + interval '1 day' WHERE id = ${id}`
+        }
 
         const active = yield* campaigns.activeUsingSegment(project, segment)
         expect(active.map((found) => found.name).sort()).toEqual(["by condition", "by segment"])
