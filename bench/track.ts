@@ -95,13 +95,25 @@ const m1Part = async (env: BenchEnvironment, baselineServer: { readonly url: str
   await load("warmup", baselineServer.url, { body: trackBody, duration: 3 })
   await load("warmup", trackUrl, { body: trackBody, headers: auth, duration: 5 })
   const baseline = await loadWithCpu("baseline", baselineServer.url, { body: trackBody }, processTree("baseline", baselineServer.pid), env)
+  // The floor: a bare node:http JSON server (no database, no stream), the api's own CPU held against it.
+  const floorServer = await env.helper(["bench/baselines/jsonServer.ts"], /port=(\d+)/)
+  const floorUrl = `http://127.0.0.1:${floorServer.match[1]}`
+  await load("warmup", floorUrl, { body: trackBody, duration: 3 })
+  const floor = await loadWithCpu("floor", floorUrl, { body: trackBody }, processTree("floor", floorServer.child.pid!), env)
   const m1 = await loadWithCpu("track", trackUrl, { body: trackBody, headers: auth }, processTree("api", api.process.pid!), env)
   const at70 = await load("track@70%", trackUrl, { body: trackBody, headers: auth, rate: Math.round(m1.requestsPerSecond * 0.7) })
   await api.stop()
   const perCoreRatio = ratio(baseline.cpuMicrosPerRequest.serverSide, m1.cpuMicrosPerRequest.serverSide)
   return {
     baseline,
-    m1: { ...m1, ratio: ratio(m1.requestsPerSecond, baseline.requestsPerSecond), perCoreRatio },
+    floor,
+    m1: {
+      ...m1,
+      ratio: ratio(m1.requestsPerSecond, baseline.requestsPerSecond),
+      perCoreRatio,
+      // The api process's CPU per request over the bare JSON server's (target: at most 2).
+      apiOverFloor: ratio(m1.cpuMicrosPerRequest.server, floor.cpuMicrosPerRequest.server)
+    },
     m1At70PercentLoad: at70
   }
 }

@@ -168,6 +168,10 @@ export const Variables = {
     name: "BATCH_READ_AHEAD", ...boolean, defaultValue: false, shownDefault: "false",
     meaning: "a lane's next batch of tracked events starts (on a second connection) while the batch before it commits; worth it with Postgres across a network and cores to spare, not with everything on a few local cores (BENCHMARKS.md)"
   }),
+  trackMaxInFlight: variable({
+    name: "TRACK_MAX_IN_FLIGHT", ...wholeNumber(0), defaultValue: 1024, shownDefault: "1024",
+    meaning: "/v1/track requests one api process works on at once; past it, new ones answer 503 SERVICE_UNAVAILABLE with Retry-After at once instead of waiting in a growing queue (load shedding); 0 = no limit"
+  }),
   factsCacheContacts: variable({
     name: "FACTS_CACHE_CONTACTS", ...wholeNumber(0), defaultValue: 50_000, shownDefault: "50000",
     meaning: "contacts whose segment facts (event counts, windowed times, memberships) a worker keeps between batches, about 1 KiB each, so a batch reads them from Postgres only for contacts it has not seen; 0 turns it off"
@@ -376,6 +380,8 @@ export interface AppConfigShape {
   readonly lanesPerProject: number
   /** A lane's next batch of tracked events starts while the one before it commits (actors/readAhead.ts). */
   readonly batchReadAhead: boolean
+  /** /v1/track requests an api process works on at once before it sheds new ones (503); 0: no limit. */
+  readonly trackMaxInFlight: number
   /** Contacts whose segment facts a worker keeps between batches (actors/laneFacts.ts); 0: none. */
   readonly factsCacheContacts: number
   /** Requests per minute per project; 0 disables the limit. */

@@ -12,11 +12,12 @@
  */
 import { Cause, Context, Effect, Exit, Layer, Result } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
+import { AppConfig } from "../config.ts"
 import { HttpMetrics } from "../observability/Metrics.ts"
 import { makeKeyCheck } from "./auth.ts"
 import { envelopeBody } from "./api/errors.ts"
 import { isUnreachable } from "../lib/isolation.ts"
-import { ApiError, databaseUnavailable, type EnvelopeFields, RequestState, type RequestStateShape } from "./errors.ts"
+import { ApiError, databaseUnavailable, type EnvelopeFields, RequestState, type RequestStateShape, serviceUnavailable } from "./errors.ts"
 import { bodyLimitFor, inputInvalid, invalidJson, newRequestId, payloadTooLarge, statusClassOf } from "./gateway.ts"
 import { makeTrack, type TrackPath } from "./handlers/track.ts"
 import { decodeTrackBody } from "./handlers/trackedEvent.ts"
@@ -92,6 +93,7 @@ export class TrackFastPath extends Context.Service<TrackFastPath, {
   static readonly layer = Layer.effect(
     TrackFastPath,
     Effect.gen(function*() {
+      const { trackMaxInFlight } = yield* AppConfig
       const checkPublicKey = yield* makeKeyCheck("public")
       const track = yield* makeTrack
       const run = Effect.runForkWith(yield* Effect.context<never>())
@@ -137,6 +139,19 @@ export class TrackFastPath extends Context.Service<TrackFastPath, {
         })
       }
 
+      /**
+       * Requests taken and not yet answered. Past TRACK_MAX_IN_FLIGHT the process is past its capacity:
+       * a new request is answered 503 at once (its body unread) rather than queued behind the others,
+       * so latency stays bounded and the client knows to back off.
+       */
+      let inFlight = 0
+      const overloaded = serviceUnavailable("The server is at capacity; retry after the seconds in Retry-After")
+      const shed = (request: IncomingMessage, response: ServerResponse, started: number) => {
+        HttpMetrics.trackShed.inc()
+        const state: RequestStateShape = { requestId: newRequestId(), headers: {} }
+        answer(request, response, state, Exit.fail(new ApiError(overloaded)), started, true)
+      }
+
       const take = (request: IncomingMessage, response: ServerResponse): boolean => {
         const url = request.url!
         if (request.method !== "POST" || !TRACK_PATHS.has(url)) return false
@@ -146,6 +161,13 @@ export class TrackFastPath extends Context.Service<TrackFastPath, {
         if (key === undefined) return false
         const started = performance.now()
         HttpMetrics.trackFastPath.inc()
+        if (trackMaxInFlight > 0 && inFlight >= trackMaxInFlight) {
+          shed(request, response, started)
+          return true
+        }
+        // Counted until its answer is sent, or its client goes away (then no body end may ever come).
+        inFlight++
+        response.once("close", () => void inFlight--)
         readBody(request, bodyLimitFor(url), (body) => {
           const state: RequestStateShape = { requestId: newRequestId(), headers: {} }
           const work = checkPublicKey(

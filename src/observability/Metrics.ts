@@ -105,6 +105,10 @@ export const WorkerMetrics = {
 
 // The api's metrics: one histogram observed by the gateway (or /v1/track's fast path) for every request.
 export const HttpMetrics = {
+  trackShed: counter(
+    "mailstream_http_track_shed_total",
+    "/v1/track requests answered 503 at once because TRACK_MAX_IN_FLIGHT requests were already in flight (load shedding)"
+  ),
   trackFastPath: counter(
     "mailstream_http_track_fast_path_total",
     "POST /v1/track and /events/track requests answered by the fast path rather than the router (src/http/trackFastPath.ts)"
