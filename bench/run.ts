@@ -25,7 +25,8 @@ const BENCHMARKS: Record<string, () => Promise<Benchmark>> = {
   roundtrips: () => import("./roundtrips.ts"),
   import: () => import("./import.ts"),
   analytics: () => import("./analytics.ts"),
-  rollups: () => import("./rollups.ts")
+  rollups: () => import("./rollups.ts"),
+  compare: () => import("./compare.ts")
 }
 
 const [name, ...args] = process.argv.slice(2)
