@@ -389,7 +389,7 @@ export const run = (args: ReadonlyArray<string>) =>
         "1 vs 2 workers with CPU per event (scale), /v1/track/batch (batch); baseline = node:http + pg, one INSERT per request",
       parts: [...parts],
       baseline,
-      ...(m1 ? { m1: m1.m1, m1At70PercentLoad: m1.m1At70PercentLoad } : {}),
+      ...(m1 ? { floor: m1.floor, m1: m1.m1, m1At70PercentLoad: m1.m1At70PercentLoad } : {}),
       ...(m6 ? { m6: m6.m6 } : {}),
       ...(m2 ? { m2 } : {}),
       ...(scale ? { scale } : {}),
