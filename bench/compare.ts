@@ -14,7 +14,7 @@ const FIGURES: Record<string, ReadonlyArray<string>> = {
   track: [
     "baseline.requestsPerSecond",
     "m1.requestsPerSecond", "m1.cpuMicrosPerRequest.server", "m1.apiOverFloor", "m1.perCoreRatio",
-    "m2.steady.ratio", "m2.steady.cpuMicrosPerEvent",
+    "m2.ratio", "m2.appliedEventsPerSecond", "m2.latencyP99Ms", "m2.lagGrowing",
     "scale.oneWorker.appliedEventsPerSecond", "scale.oneWorker.cpuMicrosPerEvent", "scale.oneWorker.laneBatches",
     "scale.twoWorkers.appliedEventsPerSecond", "scale.twoWorkers.cpuMicrosPerEvent", "scale.twoWorkers.laneBatches",
     "batch.ratio", "batch.latencyP99Ms", "batch.non2xx"
