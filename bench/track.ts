@@ -17,7 +17,7 @@ import { freePort } from "../test/support/mail.ts"
 import type { Service } from "../test/support/stack.ts"
 import { type BenchEnvironment, withEnvironment } from "./harness/environment.ts"
 import { load, type LoadOptions, type LoadResult } from "./harness/load.ts"
-import { cpuWindow, postgresOf, processAlone, type ProcessGroup, processesNamed, processTree } from "./harness/proc.ts"
+import { cpuWindow, postgresOf, processAlone, type ProcessGroup, processesNamed, processTree, rssBytes, treeOf } from "./harness/proc.ts"
 import { DURATION, NATS_URL, setting, sleep, waitFor } from "./harness/settings.ts"
 import { ratio, round } from "./harness/stats.ts"
 import { resetStatements, topStatements } from "./harness/statements.ts"
@@ -33,14 +33,16 @@ import {
   trackBody
 } from "./workload.ts"
 
-const PARTS = ["m1", "m6", "m2", "scale", "batch"] as const
+const PARTS = ["m1", "m6", "m2", "scale", "batch", "memory"] as const
+/** Run when no part is named: every part but `memory` (minutes of its own). */
+const DEFAULT_PARTS = PARTS.filter((part) => part !== "memory")
 type Part = (typeof PARTS)[number]
 
 const partsOf = (args: ReadonlyArray<string>): ReadonlySet<Part> => {
   const asked = args.flatMap((arg) => arg.split(",")).filter((part) => part !== "")
   const unknown = asked.filter((part) => !PARTS.includes(part as Part))
   if (unknown.length > 0) throw new Error(`unknown part(s) ${unknown.join(", ")}; parts: ${PARTS.join(", ")}`)
-  return new Set(asked.length > 0 ? (asked as Array<Part>) : PARTS)
+  return new Set(asked.length > 0 ? (asked as Array<Part>) : DEFAULT_PARTS)
 }
 
 /** Postgres (our database's processes) and nats-server (the whole server: it may serve others too). */
@@ -153,6 +155,65 @@ const m6Part = async (env: BenchEnvironment) => {
   return { worker, m6: { events: backlog, seconds: round(drainSeconds, 1), eventsPerSecond: Math.round(backlog / drainSeconds) } }
 }
 
+
+/**
+ * Memory: BENCH_MEMORY_CONTACTS (default 1,000,000) distinct contacts, one event each, published to
+ * stream IN before a worker starts, with the 50 segments; the worker's RSS sampled every 2 s while it
+ * applies them. Its kept facts are bounded by FACTS_CACHE_CONTACTS (laneFacts.ts), so RSS should level
+ * off once that many contacts were seen, whatever the number of contacts.
+ */
+const memoryPart = async (env: BenchEnvironment) => {
+  const contacts = setting("BENCH_MEMORY_CONTACTS", 1_000_000)
+  const api = await env.start("api")
+  await createFiftySegments(api.url, env.project.secretKey)
+  await api.stop()
+  await env.query(
+    `INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
+     SELECT gen_random_uuid(), $1, 'm' || n || '@bench.test', true, jsonb_build_object('n', n % 60000), now(), now()
+     FROM generate_series(1, $2::int) n`, [env.project.id, contacts])
+  const ids = await env.query<{ id: string; email: string }>(
+    "SELECT id, email FROM contacts WHERE project_id = $1 AND email LIKE 'm%@bench.test'", [env.project.id])
+  const nc = await connect({ servers: NATS_URL })
+  const js = jetstream(nc)
+  const subject = streamNames(env.natsPrefix).ingestSubject(env.project.id, setting("PARTITIONS", 32))
+  const at = new Date().toISOString()
+  for (let sent = 0; sent < ids.length;) {
+    const publishes = []
+    for (let i = 0; i < 50 && sent < ids.length; i++, sent += 100) {
+      const events = ids.slice(sent, sent + 100).map((contact, k) => ({
+        eventId: uuidv7(), contactId: contact.id, email: contact.email, name: k % 3 ? "page_view" : "click", subscribed: null,
+        set: {}, remove: [], data: {}, at
+      }))
+      publishes.push(js.publish(subject, JSON.stringify({ kind: "track", projectId: env.project.id, events }), { msgID: uuidv7() }))
+    }
+    await Promise.all(publishes)
+  }
+  await nc.close()
+  const before = await storedEvents(env)
+  const started = performance.now()
+  const worker = await env.start("worker")
+  const samples: Array<{ second: number; applied: number; rssMiB: number }> = []
+  for (;;) {
+    const applied = (await storedEvents(env)) - before
+    const rss = (await Promise.all(treeOf(worker.process.pid!).map((pid) => rssBytes(pid)))).reduce((sum, bytes) => sum + (bytes ?? 0), 0)
+    samples.push({ second: Math.round((performance.now() - started) / 1000), applied, rssMiB: Math.round(rss / 2 ** 20) })
+    if (applied >= ids.length) break
+    await sleep(2000)
+  }
+  await worker.stop()
+  const at25 = samples.find((sample) => sample.applied >= ids.length / 4)!
+  const last = samples.at(-1)!
+  return {
+    contacts: ids.length,
+    factsCacheContacts: Number(process.env.FACTS_CACHE_CONTACTS ?? 50_000),
+    seconds: last.second,
+    eventsPerSecond: Math.round(ids.length / Math.max(1, last.second)),
+    rssMiBAtQuarter: at25.rssMiB,
+    rssMiBAtEnd: last.rssMiB,
+    rssMiBPeak: Math.max(...samples.map((sample) => sample.rssMiB)),
+    samples
+  }
+}
 
 /**
  * The set-up above fills the tables in seconds, before autovacuum's first analyze (it looks once a
@@ -367,6 +428,7 @@ export const run = (args: ReadonlyArray<string>) =>
       await load("warmup", baselineUrl, { body: trackBody, duration: 3 })
       baseline = await load("baseline", baselineUrl, { body: trackBody })
     }
+    const memory = parts.has("memory") ? await memoryPart(env) : undefined
     const m6 = parts.has("m6") ? await m6Part(env) : undefined
     // What M1 and M6 left in the stream is applied before the next part.
     if (m1 || m6) await drainWithWorker(env, m6?.worker)
@@ -392,6 +454,7 @@ export const run = (args: ReadonlyArray<string>) =>
       ...(m1 ? { floor: m1.floor, m1: m1.m1, m1At70PercentLoad: m1.m1At70PercentLoad } : {}),
       ...(m6 ? { m6: m6.m6 } : {}),
       ...(m2 ? { m2 } : {}),
+      ...(memory ? { memory } : {}),
       ...(scale ? { scale } : {}),
       ...(batch ? { batch } : {}),
       targets: { m1Ratio: 2.0, m2Ratio: 1.0, m6EventsPerSecond: 10_000, batchRatio: 10 }
