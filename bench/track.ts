@@ -171,6 +171,7 @@ const memoryPart = async (env: BenchEnvironment) => {
     `INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
      SELECT gen_random_uuid(), $1, 'm' || n || '@bench.test', true, jsonb_build_object('n', n % 60000), now(), now()
      FROM generate_series(1, $2::int) n`, [env.project.id, contacts])
+  await analyzed(env)
   const ids = await env.query<{ id: string; email: string }>(
     "SELECT id, email FROM contacts WHERE project_id = $1 AND email LIKE 'm%@bench.test'", [env.project.id])
   const nc = await connect({ servers: NATS_URL })
