@@ -172,6 +172,10 @@ export const Variables = {
     name: "TRACK_MAX_IN_FLIGHT", ...wholeNumber(0), defaultValue: 1024, shownDefault: "1024",
     meaning: "/v1/track requests one api process works on at once; past it, new ones answer 503 SERVICE_UNAVAILABLE with Retry-After at once instead of waiting in a growing queue (load shedding); 0 = no limit"
   }),
+  workerMaxPendingEvents: variable({
+    name: "WORKER_MAX_PENDING_EVENTS", ...wholeNumber(1), defaultValue: 50_000, shownDefault: "50000",
+    meaning: "events a worker holds delivered from the stream and not yet applied; past it its consumers wait, so a backlog stays in the stream instead of in the worker's memory"
+  }),
   factsCacheContacts: variable({
     name: "FACTS_CACHE_CONTACTS", ...wholeNumber(0), defaultValue: 50_000, shownDefault: "50000",
     meaning: "contacts whose segment facts (event counts, windowed times, memberships) a worker keeps between batches, about 1 KiB each, so a batch reads them from Postgres only for contacts it has not seen; 0 turns it off"
@@ -382,6 +386,8 @@ export interface AppConfigShape {
   readonly batchReadAhead: boolean
   /** /v1/track requests an api process works on at once before it sheds new ones (503); 0: no limit. */
   readonly trackMaxInFlight: number
+  /** Events a worker holds delivered and not yet applied before its consumers wait (actors/deliveryBudget.ts). */
+  readonly workerMaxPendingEvents: number
   /** Contacts whose segment facts a worker keeps between batches (actors/laneFacts.ts); 0: none. */
   readonly factsCacheContacts: number
   /** Requests per minute per project; 0 disables the limit. */

@@ -13,6 +13,7 @@ import type { Outbox } from "../stream/Outbox.ts"
 import type { OutboxRelay } from "../stream/OutboxRelay.ts"
 import { describeFailure, type Outcome, withRetry } from "./actorRetries.ts"
 import { makeAfterCommit } from "./afterCommit.ts"
+import { makeDeliveryBudget } from "./deliveryBudget.ts"
 import { applyBatch } from "./applyBatch.ts"
 import { PartitionRun } from "./partitionRun.ts"
 import { type BatchOutcome, LeaseLost, type SegmentState } from "./batchContext.ts"
@@ -97,9 +98,11 @@ export const makeProjectActors = (options: {
     const services = yield* Effect.context<SqlClient.SqlClient>()
     const workflowRuntime = yield* WorkflowRuntime
     const turns = yield* makeLaneTurns
-    const factsCache = makeFactsCache((yield* AppConfig).factsCacheContacts)
+    const config = yield* AppConfig
+    const factsCache = makeFactsCache(config.factsCacheContacts)
 
-    const { publishCommitted, afterCommit } = makeAfterCommit({ ...options, wakeWebhooks: workflowRuntime.wakeWebhooks })
+    const budget = yield* makeDeliveryBudget(config.workerMaxPendingEvents)
+    const { publishCommitted, afterCommit } = makeAfterCommit({ ...options, wakeWebhooks: workflowRuntime.wakeWebhooks, acked: budget.release })
 
     const contextOf = (projectId: string, actor: Actor, pipeline?: Pipeline) => ({
       projectId,
@@ -138,6 +141,7 @@ export const makeProjectActors = (options: {
             WorkerMetrics.deadLettered.inc()
             item.message.ack()
             actor.run.applied(item.delivered.seq)
+            yield* budget.release(actor.run, item.delivered.seq)
           }
         }
         return { _tag: "ok" } as Outcome
@@ -337,9 +341,9 @@ export const makeProjectActors = (options: {
 
     /** Hands a message to its project's actor, creating it when needed; waits while the mailbox is full. */
     const deliver = (item: ActorItem) =>
-      Effect.flatMap(
-        actorFor(item.delivered.body.projectId, item.delivered.lane, item.run, false),
-        (actor) => Queue.offer(actor.mailbox, item)
+      budget.take(item.run, item.delivered).pipe(
+        Effect.andThen(actorFor(item.delivered.body.projectId, item.delivered.lane, item.run, false)),
+        Effect.flatMap((actor) => Queue.offer(actor.mailbox, item))
       )
 
     /**
@@ -372,6 +376,8 @@ export const makeProjectActors = (options: {
           yield* Fiber.awaitAll(waiting).pipe(Effect.timeoutOption(finishWithin))
           yield* Fiber.interruptAll(waiting)
         }
+        // What the run's actors held and did not apply is the stream's again (its next owner is sent it).
+        yield* budget.releaseRun(run)
         WorkerMetrics.actorsAlive.set(actors.size)
       })
 

@@ -27,6 +27,8 @@ export const makeAfterCommit = (options: {
   readonly wakeWebhooks: Effect.Effect<void>
   readonly wakeSegmentTimers: Effect.Effect<void>
   readonly wakeWorkflowTimers: Effect.Effect<void>
+  /** An acked message's events leave the worker's delivery budget (deliveryBudget.ts). */
+  readonly acked: (run: PartitionRun, seq: number) => Effect.Effect<void>
 }) => {
   /**
    * After a batch's commit its outbox rows go out (they were written without a NOTIFY, see applyBatch).
@@ -67,6 +69,7 @@ export const makeAfterCommit = (options: {
       if (outcome.workflowTimersSet) yield* options.wakeWorkflowTimers
       for (const item of batch) item.message.ack()
       for (const item of batch) run.applied(item.delivered.seq)
+      for (const item of batch) yield* options.acked(run, item.delivered.seq)
       WorkerMetrics.batchSize.observe(batch.length)
       WorkerMetrics.batchSeconds.observe((performance.now() - started) / 1000)
       WorkerMetrics.messagesApplied.inc(outcome.applied)
