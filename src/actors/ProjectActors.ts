@@ -4,7 +4,6 @@
  * transaction each, see applyBatch), acks them after the commit, and advances its partition's
  * watermark. A lost lease stops the actor; other failures are retried with backoff, same batch.
  */
-import type { JsMsg } from "@nats-io/jetstream"
 import { Cause, Deferred, Duration, Effect, Exit, Fiber, Option, Queue } from "effect"
 import type { SqlClient } from "effect/sql"
 import { AppConfig } from "../config.ts"
@@ -22,7 +21,7 @@ import { applyBackfillChunk, reloadSegments } from "./laneSegments.ts"
 import { combinable } from "./combinedBatch.ts"
 import { makeFactsCache } from "./laneFacts.ts"
 import { makeLaneTurns } from "./laneTurns.ts"
-import type { Delivered } from "./messages.ts"
+import type { ActorItem, Delivered } from "./messages.ts"
 import { type Pipeline, ReadAheadAbandoned, readAheadCount, trackedContacts } from "./readAhead.ts"
 import { newWorkflowState, type WorkflowState } from "../workflows/engine.ts"
 import { WorkflowRuntime } from "../workflows/Runtime.ts"
@@ -32,12 +31,6 @@ const MAILBOX_CAPACITY = 5_000
 
 const MAX_BATCH = 1_000
 const IDLE = Duration.seconds(60)
-
-export interface ActorItem {
-  readonly delivered: Delivered
-  readonly message: JsMsg
-  readonly run: PartitionRun
-}
 
 interface Actor {
   readonly key: string

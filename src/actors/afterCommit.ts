@@ -8,7 +8,7 @@ import type { Outbox, OutboxRow } from "../stream/Outbox.ts"
 import type { OutboxRelay } from "../stream/OutboxRelay.ts"
 import type { BatchOutcome } from "./batchContext.ts"
 import type { PartitionRun } from "./partitionRun.ts"
-import type { ActorItem } from "./ProjectActors.ts"
+import type { ActorItem } from "./messages.ts"
 
 /** A timer due within this wakes the worker's timer loop after the batch (it looks by itself at least this often). */
 const SOON_MS = 30_000

@@ -15,11 +15,10 @@ import { SqlClient } from "effect/sql"
 import { windowedSince } from "../domain/conditions/evaluate.ts"
 import type { TrackedEvent } from "../ingest/EventPublisher.ts"
 import type { OutboxRow } from "../stream/Outbox.ts"
-import { batchHeadSql } from "./batchHead.ts"
+import { batchHeadSql, newInBatch } from "./batchHead.ts"
 import type { LockedContact } from "./contactFold.ts"
 import { applyTrackedBatch } from "./trackBatch.ts"
 import type { Delivered } from "./messages.ts"
-import { INGEST_POSITIONS } from "../stream/messages.ts"
 import { ReadAheadAbandoned } from "./readAhead.ts"
 import { factNames } from "./segmentDefs.ts"
 import { type FactRow, factsOf } from "./segmentFacts.ts"
@@ -106,28 +105,11 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
         stored.add(row.contact_id)
       }
     }
-    let prelocked: ReadonlyArray<LockedContact> | undefined = lockedRows
-    // Only messages beyond everything applied so far, in this batch too: a redelivered copy of a
-    // message earlier in the same batch (consumer recreated, ack_wait redelivery) is skipped as well.
-    // Messages queued before the project's last reset are skipped: nothing of the wiped data comes back.
-    let highest = Math.max(head.applied_seq === null ? 0 : Number(head.applied_seq), head.reset_seq === null ? 0 : Number(head.reset_seq))
-    const fresh = batch.filter((message) => {
-      if (message.seq <= highest) return false
-      highest = message.seq
-      return true
+    const { fresh, unseen } = newInBatch(batch, {
+      appliedSeq: head.applied_seq === null ? 0 : Number(head.applied_seq),
+      ingestPos: head.ingest_pos === null ? 0 : Number(head.ingest_pos),
+      resetSeq: head.reset_seq === null ? 0 : Number(head.reset_seq)
     })
-    // Events split again after a splitter crashed or moved come back in new lane messages: each ingest
-    // position is applied once (they only grow within a lane). An event whose envelope (same stream)
-    // was queued before the project's last reset is skipped like any message from before it.
-    let ingestPos = head.ingest_pos === null ? 0 : Number(head.ingest_pos)
-    const resetSeq = head.reset_seq === null ? 0 : Number(head.reset_seq)
-    // Event deletes come the same way (every lane gets one at its place among the events), positioned too.
-    const unseen = ({ pos }: { readonly pos?: number | undefined }) => {
-      if (pos === undefined) return true
-      if (pos <= ingestPos || Math.floor(pos / INGEST_POSITIONS) <= resetSeq) return false
-      ingestPos = pos
-      return true
-    }
     const outcome: {
       applied: number
       skipped: number

@@ -19,11 +19,11 @@ import { SqlClient, type Statement } from "effect/sql"
 import { windowedSince } from "../domain/conditions/evaluate.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import { WorkerMetrics } from "../observability/Metrics.ts"
-import { INGEST_POSITIONS, type TrackedEvent } from "../stream/messages.ts"
+import type { TrackedEvent } from "../stream/messages.ts"
 import type { BatchContext, BatchOutcome } from "./batchContext.ts"
 import type { LockedContact } from "./contactFold.ts"
 import type { Delivered } from "./messages.ts"
-import { batchHeadSql } from "./batchHead.ts"
+import { batchHeadSql, newInBatch } from "./batchHead.ts"
 import { type CachedFacts, cachedPart, withCached } from "./laneFacts.ts"
 import { factNames } from "./segmentDefs.ts"
 import { type FactRow, factsOf } from "./segmentFacts.ts"
@@ -160,16 +160,9 @@ export const applyCombined = Effect.fnUntraced(function*(lanes: ReadonlyArray<La
         continue
       }
       const offset = offsets.get(context.lane!) ?? { applied: 0, pos: 0 }
-      // As applyBatch: only messages beyond everything applied (and after the project's last reset), once.
-      let highest = Math.max(offset.applied, resetSeq)
-      const fresh = batch.filter((message) => {
-        if (message.seq <= highest) return false
-        highest = message.seq
-        return true
-      })
+      const { fresh, unseen } = newInBatch(batch, { appliedSeq: offset.applied, ingestPos: offset.pos, resetSeq })
       const outcome = { applied: fresh.length, skipped: batch.length - fresh.length, eventsInserted: 0, emitted: 0, mailQueued: false, webhooksQueued: false }
       const tracked: Array<TrackedEvent> = []
-      let ingestPos = offset.pos
       let takeable = true
       for (const message of fresh) {
         if (message.body.kind !== "track") {
@@ -178,10 +171,7 @@ export const applyCombined = Effect.fnUntraced(function*(lanes: ReadonlyArray<La
         }
         for (const event of message.body.events) {
           if (!locked.has(event.email) || laneOfEmail.get(event.email) !== index) takeable = false
-          const pos = event.pos
-          if (pos !== undefined && (pos <= ingestPos || Math.floor(pos / INGEST_POSITIONS) <= resetSeq)) continue
-          if (pos !== undefined) ingestPos = pos
-          tracked.push(event)
+          if (unseen(event)) tracked.push(event)
         }
       }
       if (!takeable) {

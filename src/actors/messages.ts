@@ -1,5 +1,7 @@
 /** What the worker reads from stream IN, decoded (the schema is stream/messages.ts). */
+import type { JsMsg } from "@nats-io/jetstream"
 import type { InMessage } from "../stream/messages.ts"
+import type { PartitionRun } from "./partitionRun.ts"
 
 export type {
   CommandMessage,
@@ -18,4 +20,11 @@ export interface Delivered {
   /** The lane it was published to (undefined: published before lanes, for the whole project). */
   readonly lane: number | undefined
   readonly body: InMessage
+}
+
+/** A delivered message on its way through a lane actor: acked once applied, on the partition run it came on. */
+export interface ActorItem {
+  readonly delivered: Delivered
+  readonly message: JsMsg
+  readonly run: PartitionRun
 }

@@ -11,7 +11,7 @@ import { join } from "node:path"
 import { HttpApi } from "effect/http-api"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { Api } from "../../src/http/api/Api.ts"
-import { createStack, type Service, type Stack } from "../support/stack.ts"
+import { createStack, readResponse, type Service, type Stack } from "../support/stack.ts"
 import { type Reply, signUp } from "./support.ts"
 
 const ROLES = ["MEMBER", "ADMIN", "OWNER"] as const
@@ -183,15 +183,7 @@ const call = async (route: Route, caller: Caller): Promise<Reply> => {
     headers["content-type"] = "application/json"
     body = JSON.stringify(BODIES[route.key]?.(caller) ?? {})
   }
-  const response = await fetch(`${api.url}${pathOf(route)}`, { method: route.method, headers, body, redirect: "manual" })
-  const text = await response.text()
-  let json: any
-  try {
-    json = JSON.parse(text)
-  } catch {
-    json = undefined
-  }
-  return { status: response.status, headers: response.headers, json, text }
+  return readResponse(await fetch(`${api.url}${pathOf(route)}`, { method: route.method, headers, body, redirect: "manual" }))
 }
 
 const code = (reply: Reply) => reply.json?.error?.code as string | undefined

@@ -11,7 +11,7 @@ import { rm } from "node:fs/promises"
 import { describe, expect, it } from "vitest"
 import { eventually, freePort, NATS_SERVER } from "../support/nats.ts"
 import { POSTGRES_SERVER_AVAILABLE, startPostgresServer } from "../support/postgresServer.ts"
-import { createStack, type Service, type Stack, type TestProject } from "../support/stack.ts"
+import { createStack, readResponse, type Service, type Stack, type TestProject } from "../support/stack.ts"
 
 const CONTACTS = 12
 /** Load before the outage, the outage itself, and load after the recovery. */
@@ -41,16 +41,9 @@ interface Outage {
 
 const call = async (url: string, init: RequestInit, route: string, answers: Array<Answer>) => {
   const sentAt = Date.now()
-  const response = await fetch(url, { ...init, signal: AbortSignal.timeout(15_000) })
-  const text = await response.text()
-  let json: any
-  try {
-    json = JSON.parse(text)
-  } catch {
-    json = undefined
-  }
-  answers.push({ route, sentAt, at: Date.now(), status: response.status, code: json?.error?.code, retryAfter: response.headers.get("retry-after") })
-  return { status: response.status, json, retryAfter: response.headers.get("retry-after") }
+  const { status, json, headers } = await readResponse(await fetch(url, { ...init, signal: AbortSignal.timeout(15_000) }))
+  answers.push({ route, sentAt, at: Date.now(), status, code: json?.error?.code, retryAfter: headers.get("retry-after") })
+  return { status, json, retryAfter: headers.get("retry-after") }
 }
 
 /** Sends one event until the api accepted it (its event id) or refused it for good (undefined). */
