@@ -21,7 +21,7 @@ const nav = (page: Page, name: string) => page.getByRole("navigation", { name: "
 /** axe on the page as shown, then its screenshot (with `shown` scrolled into view). */
 const check = async (page: Page, name: string, shown?: Locator) => {
   expect(await seriousFindings(page), name).toEqual([])
-  await shown?.scrollIntoViewIfNeeded()
+  await shown?.evaluate((element) => element.scrollIntoView({ block: "start" }))
   await screenshot(page, name)
 }
 

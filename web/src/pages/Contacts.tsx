@@ -5,17 +5,19 @@
  * creating a contact, CSV export, and the way to the CSV import.
  */
 import { useQueryClient } from "@tanstack/react-query"
-import { useEffect, useState } from "react"
-import { Link, useNavigate, useSearchParams } from "react-router"
+import { lazy, Suspense, useEffect, useState } from "react"
+import { Link, useSearchParams } from "react-router"
 import { projectKey, useApiMutation, useApiQuery, useProjectId } from "../api/hooks.ts"
 import { Confirm } from "../components/Confirm.tsx"
-import { DataFields, useDataFields } from "../components/DataEditor.tsx"
-import { Card, Field, MutationError } from "../components/Form.tsx"
+import { Card, MutationError } from "../components/Form.tsx"
 import { isFinished, JobErrors, JobProgress, useContactJob } from "../components/Job.tsx"
 import { describeValue } from "../components/Json.tsx"
 import { Badge, cell, formatDate, Page, Table, wideOnly } from "../components/Page.tsx"
 import { Pager } from "../components/Pager.tsx"
-import { Empty, QueryView } from "../components/States.tsx"
+import { Empty, Loading, QueryView } from "../components/States.tsx"
+
+// The form (with the typed custom-data rows) comes when asked for: the contacts list is in the first load.
+const AddContact = lazy(() => import("./contacts/AddContact.tsx"))
 
 const PAGE_SIZE = 25
 const FILTERS = [["", "All contacts"], ["true", "Subscribed"], ["false", "Unsubscribed"]] as const
@@ -120,7 +122,7 @@ export function ContactsPage() {
         </>
       }
     >
-      {adding && <AddContact onClose={() => setAdding(false)} />}
+      {adding && <Suspense fallback={<Loading />}><AddContact onClose={() => setAdding(false)} /></Suspense>}
       <div className="mb-4 flex flex-col gap-3 sm:flex-row sm:flex-wrap sm:items-end">
         <div className="flex-1">
           <label htmlFor="contact-search" className="mb-1 block text-sm font-medium text-slate-700">Search by email</label>
@@ -355,49 +357,5 @@ function ExportButton() {
       </button>
       {download.error && <div className="basis-full"><MutationError error={download.error} /></div>}
     </>
-  )
-}
-
-/** A new contact: its email, subscription and custom data (typed, as on a contact's page). */
-function AddContact({ onClose }: { readonly onClose: () => void }) {
-  const projectId = useProjectId()
-  const navigate = useNavigate()
-  const [email, setEmail] = useState("")
-  const [subscribed, setSubscribed] = useState(true)
-  const fields = useDataFields({})
-  const create = useApiMutation(
-    (client, payload: { email: string; subscribed: boolean; data: Record<string, unknown> }) => client.contacts.upsert({ payload }),
-    { invalidates: [["contacts"]], onSuccess: (contact) => void navigate(`/p/${projectId}/contacts/${contact.id}`) }
-  )
-  return (
-    <div className="mb-6">
-      <Card title="Add a contact">
-        <form
-          aria-label="Add a contact"
-          onSubmit={(event) => {
-            event.preventDefault()
-            const data = fields.collect()
-            if (data) create.mutate({ email: email.trim(), subscribed, data })
-          }}
-        >
-          <div className="flex flex-col gap-3 sm:flex-row sm:items-end">
-            <div className="flex-1"><Field label="Email" type="email" value={email} onChange={(event) => setEmail(event.target.value)} required autoFocus /></div>
-            <label className="flex items-center gap-2 pb-2 text-sm text-slate-700">
-              <input type="checkbox" checked={subscribed} onChange={(event) => setSubscribed(event.target.checked)} />
-              Subscribed
-            </label>
-          </div>
-          <fieldset className="mt-4">
-            <legend className="mb-2 text-sm font-medium text-slate-700">Custom data</legend>
-            <DataFields fields={fields}>
-              <span className="flex-1" />
-              <button type="button" className="btn-secondary" onClick={onClose}>Cancel</button>
-              <button type="submit" className="btn-primary" disabled={create.isPending}>Create contact</button>
-            </DataFields>
-          </fieldset>
-        </form>
-        <MutationError error={create.error} />
-      </Card>
-    </div>
   )
 }

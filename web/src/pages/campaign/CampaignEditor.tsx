@@ -10,7 +10,7 @@ import { Link, useNavigate, useParams } from "react-router"
 import type { Campaign } from "../../../../src/http/api/campaigns.ts"
 import type { FieldError } from "../../api/failure.ts"
 import { useApiMutation, useApiQuery, useProjectId } from "../../api/hooks.ts"
-import { type Audience, AudiencePreview } from "../../components/conditions/AudiencePreview.tsx"
+import { AudiencePreview } from "../../components/conditions/AudiencePreview.tsx"
 import { asCondition, ConditionBuilder } from "../../components/conditions/ConditionBuilder.tsx"
 import type { Condition } from "../../components/conditions/model.ts"
 import { Card, Field, MutationError } from "../../components/Form.tsx"
@@ -20,6 +20,7 @@ import { SAVED, UnsavedChanges } from "../../components/UnsavedChanges.tsx"
 import { type MailContentDraft, mailContentPayload } from "../mailContent.ts"
 import { BodyEditor } from "../template/BodyEditor.tsx"
 import { MailPreview } from "../template/MailPreview.tsx"
+import { audienceOf } from "./audience.ts"
 
 type AudienceType = "ALL" | "SEGMENT" | "FILTERED"
 type MailType = "MARKETING" | "TRANSACTIONAL"
@@ -70,13 +71,6 @@ const payloadOf = (draft: Draft) => ({
   segmentId: draft.audienceType === "SEGMENT" ? draft.segmentId : null,
   audienceCondition: draft.audienceType === "FILTERED" ? draft.audienceCondition : null
 })
-
-export const audienceOf = (draft: Pick<Draft, "audienceType" | "segmentId" | "audienceCondition">): Audience | null =>
-  draft.audienceType === "ALL"
-    ? { all: true }
-    : draft.audienceType === "SEGMENT"
-    ? draft.segmentId === "" ? null : { segmentId: draft.segmentId }
-    : { condition: draft.audienceCondition }
 
 const NO_ERRORS: ReadonlyArray<FieldError> = []
 
