@@ -3,7 +3,7 @@
  * own renderer for a chosen contact (template/). Leaving with unsaved edits asks first; Delete asks too.
  */
 import { useQueryClient } from "@tanstack/react-query"
-import { useState } from "react"
+import { useRef, useState } from "react"
 import { Link, useNavigate, useParams } from "react-router"
 import { projectKey, useApiMutation, useApiQuery, useProjectId } from "../api/hooks.ts"
 import { Confirm } from "../components/Confirm.tsx"
@@ -73,8 +73,9 @@ function TemplateEditor({ templateId, initial }: { readonly templateId?: string;
   const navigate = useNavigate()
   const queryClient = useQueryClient()
   const [draft, setDraft] = useState(initial)
-  // What the server holds: edits differing from it are unsaved.
+  // What the server holds: edits differing from it are unsaved. What was sent becomes it once the save succeeds.
   const [saved, setSaved] = useState(initial)
+  const sent = useRef(initial)
   const [deleting, setDeleting] = useState(false)
   const set = (field: keyof Draft) => (value: string) => setDraft((current) => ({ ...current, [field]: value }))
   const base = `/p/${projectId}/templates`
@@ -86,7 +87,7 @@ function TemplateEditor({ templateId, initial }: { readonly templateId?: string;
     {
       invalidates: [["templates"]],
       onSuccess: (result) => {
-        setSaved(draft)
+        setSaved(sent.current)
         if (templateId === undefined) void navigate(`${base}/${result.id}`, { replace: true, state: SAVED })
       }
     }
@@ -119,6 +120,7 @@ function TemplateEditor({ templateId, initial }: { readonly templateId?: string;
           className="min-w-0 space-y-4"
           onSubmit={(event) => {
             event.preventDefault()
+            sent.current = draft
             save.mutate(payloadOf(draft))
           }}
         >
