@@ -12,7 +12,7 @@ import type { Locator, Page } from "playwright-core"
 import { beforeAll, describe, expect, it } from "vitest"
 import { verifyDomain } from "../support/mail.ts"
 import { seriousFindings } from "./support/axe.ts"
-import { heading, screenshot, useBrowser } from "./support/browser.ts"
+import { heading, PHONE, screenshot, scrollsSideways, useBrowser } from "./support/browser.ts"
 
 const env = useBrowser()
 const projectPath = (path = "") => `/p/${env.project.id}${path}`
@@ -198,6 +198,14 @@ describe("contacts", () => {
     await page.reload()
     await expect.poll(async () => (await emails()).sort()).toEqual(["member-2@example.com", "member-3@example.com"])
     expect(await page.getByLabel("Value of plan").inputValue()).toBe("free")
+
+    // At 390 px the filters stack, with no sideways scrolling.
+    const phone = await env.page({ viewport: PHONE })
+    await phone.goto(page.url())
+    await expect.poll(async () => (await phone.getByRole("link", { name: /@example\.com$/ }).allInnerTexts()).sort())
+      .toEqual(["member-2@example.com", "member-3@example.com"])
+    expect(await scrollsSideways(phone)).toBe(false)
+    await screenshot(phone, "contacts-filtered-390")
   })
 })
 
@@ -253,6 +261,10 @@ describe("campaigns", () => {
     await expect.poll(() => recipients.getByRole("table").locator("tbody tr").allInnerTexts(), { timeout: 10_000 })
       .toEqual([expect.stringMatching(/member-2@example\.com\s+sent/), expect.stringMatching(/member-3@example\.com\s+sent/)])
     await check(page, "campaign-sent-recipients-1280", recipients)
+    const phone = await env.page({ viewport: PHONE })
+    await phone.goto(page.url())
+    await phone.getByRole("region", { name: "Recipients" }).getByText("2 contacts in the audience when sending started.").waitFor()
+    expect(await scrollsSideways(phone)).toBe(false)
   })
 })
 
