@@ -16,7 +16,8 @@ import { pgArray } from "../lib/pgArray.ts"
 import { OWNER_LANE } from "../stream/lanes.ts"
 import { Outbox } from "../stream/Outbox.ts"
 import { isoOrNull } from "./columns.ts"
-import { compileConditionSql } from "./conditionSql.ts"
+import { campaignRecipients, type RecipientsPage } from "./campaignRecipients.ts"
+import { compileConditionSql, segmentMembersSql } from "./conditionSql.ts"
 import { pagedList, type SortedPage } from "./pagedList.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 import { contentColumns, type TemplateType } from "./Templates.ts"
@@ -187,13 +188,10 @@ export const audienceOf = Effect.fnUntraced(function*(sql: SqlClient.SqlClient, 
     case "FILTERED":
       return compileConditionSql(sql, campaign.audience_condition as Condition, (yield* Clock.currentTimeMillis))
     case "SEGMENT": {
-      const [segment] = yield* sql<{ type: string; condition: Condition | null }>`
-        SELECT type, condition FROM segments WHERE id = ${campaign.segment_id} AND project_id = ${campaign.project_id}`
+      const [segment] = yield* sql<{ id: string; type: string; condition: Condition | null }>`
+        SELECT id, type, condition FROM segments WHERE id = ${campaign.segment_id} AND project_id = ${campaign.project_id}`
       if (!segment) return sql.literal("FALSE")
-      return segment.type === "DYNAMIC" && segment.condition
-        ? compileConditionSql(sql, segment.condition, (yield* Clock.currentTimeMillis))
-        : sql`EXISTS (SELECT 1 FROM segment_memberships m
-                      WHERE m.segment_id = ${campaign.segment_id} AND m.contact_id = c.id AND m.exited_at IS NULL)`
+      return segmentMembersSql(sql, segment, yield* Clock.currentTimeMillis)
     }
   }
 })
@@ -252,6 +250,8 @@ export class Campaigns extends Context.Service<Campaigns, {
    */
   readonly cancel: (projectId: string, id: string) => Effect.Effect<Campaign | undefined, InvalidCampaignState | PersistenceError>
   readonly stats: (projectId: string, id: string) => Effect.Effect<CampaignStats | undefined, PersistenceError>
+  /** Who it goes to (or would, sent now), a page at a time; undefined when the campaign does not exist. */
+  readonly recipients: (projectId: string, id: string, page: number, pageSize: number) => Effect.Effect<RecipientsPage | undefined, PersistenceError>
   /**
    * Scheduled campaigns of these partitions due at `now`: moved to SENDING, their fan-out started. A
    * round of the worker's loop, which retries a failed round: its SqlError is left as the loop's other rounds have it.
@@ -410,6 +410,11 @@ export class Campaigns extends Context.Service<Campaigns, {
             return toCampaign(updated!)
           }))
 
+      const recipients = Effect.fn("Campaigns.recipients")(function*(projectId: string, id: string, page: number, pageSize: number) {
+        const row = yield* getRow(projectId, id)
+        return row ? yield* campaignRecipients(sql, row, page, pageSize) : undefined
+      }, mapSqlError)
+
       const stats = Effect.fn("Campaigns.stats")(function*(projectId: string, id: string) {
         const row = yield* getRow(projectId, id)
         if (!row) return undefined
@@ -503,7 +508,7 @@ export class Campaigns extends Context.Service<Campaigns, {
             AND c.id = e.campaign_id AND e.bounced_at IS NULL AND e.complained_at IS NULL`
       }, mapSqlError)
 
-      return Campaigns.of({ create, get, list, replace, remove, send, cancel, stats, startDue, activeUsingSegment, all, recentTestSends, countUnsubscribe })
+      return Campaigns.of({ create, get, list, replace, remove, send, cancel, stats, recipients, startDue, activeUsingSegment, all, recentTestSends, countUnsubscribe })
     })
   )
 }

@@ -4,14 +4,17 @@
  * records the inferred type of any custom-data key seen for the first time.
  */
 import { Clock, Context, Data, Effect, Layer } from "effect"
-import { SqlClient, type SqlError } from "effect/sql"
+import { SqlClient, type SqlError, type Statement } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import { type DataPatch, type FieldType, inferFieldTypes, MAX_CONTACT_DATA_BYTES } from "../domain/customData.ts"
 import { DuplicateEmail, InvalidCursor } from "../domain/errors.ts"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
 import { decodeCursor, encodeCursor } from "./cursor.ts"
 import { Outbox } from "../stream/Outbox.ts"
+import type { Condition } from "../domain/conditions/types.ts"
+import { pgArray } from "../lib/pgArray.ts"
 import { iso } from "./columns.ts"
+import { segmentMembersSql } from "./conditionSql.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
 export interface Contact {
@@ -65,6 +68,10 @@ export interface ListQuery {
   readonly cursor: string | undefined
   readonly search: string | undefined
   readonly subscribed: boolean | undefined
+  /** Only the segment's current members (the segment already found in the project). */
+  readonly segment?: { readonly id: string; readonly type: string; readonly condition: Condition | null } | undefined
+  /** Only contacts with this custom field; with `equals`, whose value reads as that text (`pro`, `42`, `true`). */
+  readonly data?: { readonly path: ReadonlyArray<string>; readonly equals: string | undefined } | undefined
   readonly sort: ListSort
   readonly dir: "asc" | "desc"
 }
@@ -380,9 +387,16 @@ export class Contacts extends Context.Service<Contacts, {
       const badCursor = InvalidCursor.of("cursor is not a cursor returned by this list (with this sort)")
 
       const list = Effect.fn("Contacts.list")(function*(projectId: string, query: ListQuery) {
-        const conditions = [sql`project_id = ${projectId}`]
+        const conditions: Array<Statement.Fragment> = [sql`project_id = ${projectId}`]
         if (query.search) conditions.push(sql`email LIKE ${`%${escapeLike(query.search.toLowerCase())}%`}`)
         if (query.subscribed !== undefined) conditions.push(sql`subscribed = ${query.subscribed}`)
+        if (query.segment) conditions.push(segmentMembersSql(sql, query.segment, yield* Clock.currentTimeMillis))
+        if (query.data) {
+          const value = sql`(c.data #> ${pgArray(query.data.path)}::text[])`
+          conditions.push(query.data.equals === undefined
+            ? sql`${value} IS NOT NULL AND ${value} <> 'null'::jsonb`
+            : sql`${value} #>> '{}' = ${query.data.equals}`)
+        }
         const filters = [...conditions]
         const after = query.dir === "asc" ? ">" : "<"
         if (query.cursor !== undefined) {
@@ -404,9 +418,9 @@ export class Contacts extends Context.Service<Contacts, {
         const [rows, total] = yield* Effect.all([
           sql<ContactRow>`
             SELECT id, email, subscribed, snoozed_until, data, created_at, updated_at
-            FROM contacts WHERE ${sql.and(conditions)} ORDER BY ${orderBy} LIMIT ${query.limit + 1}`,
+            FROM contacts c WHERE ${sql.and(conditions)} ORDER BY ${orderBy} LIMIT ${query.limit + 1}`,
           query.cursor === undefined
-            ? Effect.map(sql<{ n: number }>`SELECT count(*)::int AS n FROM contacts WHERE ${sql.and(filters)}`, ([count]) => count?.n ?? 0)
+            ? Effect.map(sql<{ n: number }>`SELECT count(*)::int AS n FROM contacts c WHERE ${sql.and(filters)}`, ([count]) => count?.n ?? 0)
             : Effect.succeed(0)
         ], { concurrency: 2 })
         const hasMore = rows.length > query.limit

@@ -53,6 +53,10 @@ export class Projects extends Context.Service<Projects, {
   readonly remove: (projectId: string) => Effect.Effect<boolean, PersistenceError>
   /** Replaces both keys at once; the old ones stop at once here (other processes: see ProjectCacheInvalidation). */
   readonly rotateKeys: (projectId: string) => Effect.Effect<RotatedKeys | undefined, PersistenceError>
+  /** Replaces one key, the other unchanged; the new key, or undefined when the project does not exist. */
+  readonly rotateKey: (projectId: string, kind: KeyKind) => Effect.Effect<string | undefined, PersistenceError>
+  /** The public key in clear: null for a key made before it was kept (until it is rotated); undefined: no project. */
+  readonly publicKey: (projectId: string) => Effect.Effect<string | null | undefined, PersistenceError>
   /** Disables the project with a reason (null reason: enables it again). */
   readonly setDisabled: (projectId: string, reason: string | null) => Effect.Effect<boolean, PersistenceError>
   /** Drops this process's cached keys and settings of a project (its keys or state changed). */
@@ -79,8 +83,8 @@ export class Projects extends Context.Service<Projects, {
         const id = uuidv7()
         const publicKey = newKey("pk_")
         const secretKey = newKey("sk_")
-        yield* sql`INSERT INTO projects (id, name, public_key_hash, secret_key_hash)
-                   VALUES (${id}, ${name}, ${hashKey(publicKey)}, ${hashKey(secretKey)})`
+        yield* sql`INSERT INTO projects (id, name, public_key_hash, secret_key_hash, public_key)
+                   VALUES (${id}, ${name}, ${hashKey(publicKey)}, ${hashKey(secretKey)}, ${publicKey})`
         return { id, name, disabled: false, publicKey, secretKey }
       }, mapSqlError)
 
@@ -199,10 +203,26 @@ export class Projects extends Context.Service<Projects, {
         const publicKey = newKey("pk_")
         const secretKey = newKey("sk_")
         const rows = yield* sql`UPDATE projects SET public_key_hash = ${hashKey(publicKey)}, secret_key_hash = ${hashKey(secretKey)},
-                                  updated_at = now()
+                                  public_key = ${publicKey}, updated_at = now()
                                 WHERE id = ${projectId} RETURNING id`
         yield* forget(projectId)
         return rows.length > 0 ? { publicKey, secretKey } : undefined
+      }, mapSqlError)
+
+      const rotateKey = Effect.fn("Projects.rotateKey")(function*(projectId: string, kind: KeyKind) {
+        const key = newKey(kind === "public" ? "pk_" : "sk_")
+        const rows = kind === "public"
+          ? yield* sql`UPDATE projects SET public_key_hash = ${hashKey(key)}, public_key = ${key}, updated_at = now()
+                       WHERE id = ${projectId} RETURNING id`
+          : yield* sql`UPDATE projects SET secret_key_hash = ${hashKey(key)}, updated_at = now()
+                       WHERE id = ${projectId} RETURNING id`
+        yield* forget(projectId)
+        return rows.length > 0 ? key : undefined
+      }, mapSqlError)
+
+      const publicKey = Effect.fn("Projects.publicKey")(function*(projectId: string) {
+        const [row] = yield* sql<{ public_key: string | null }>`SELECT public_key FROM projects WHERE id = ${projectId}`
+        return row === undefined ? undefined : row.public_key
       }, mapSqlError)
 
       const setDisabled = Effect.fn("Projects.setDisabled")(function*(projectId: string, reason: string | null) {
@@ -214,7 +234,7 @@ export class Projects extends Context.Service<Projects, {
       }, mapSqlError)
 
       return Projects.of({
-        create, details, rename, remove, rotateKeys, setDisabled, forget, forgetAll, authenticate, mailSettings, updateMailSettings
+        create, details, rename, remove, rotateKeys, rotateKey, publicKey, setDisabled, forget, forgetAll, authenticate, mailSettings, updateMailSettings
       })
     })
   )

@@ -6,7 +6,7 @@ import { uuidv7 } from "../domain/ids.ts"
 import { AppConfig } from "../config.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import { Outbox, type OutboxRow } from "../stream/Outbox.ts"
-import { compileConditionSql } from "./conditionSql.ts"
+import { compileConditionSql, segmentMembersSql } from "./conditionSql.ts"
 import { type Contact, toContact } from "./Contacts.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
@@ -191,11 +191,7 @@ export class Segments extends Context.Service<Segments, {
         })).pipe(Effect.tap(({ command }) => publishNow(command)), Effect.map(({ removed }) => removed))
       }, mapSqlError)
 
-      const members = (segment: Segment) =>
-        segment.type === "DYNAMIC" && segment.condition
-          ? compileConditionSql(sql, segment.condition, clock.currentTimeMillisUnsafe())
-          : sql`EXISTS (SELECT 1 FROM segment_memberships m
-                        WHERE m.segment_id = ${segment.id} AND m.contact_id = c.id AND m.exited_at IS NULL)`
+      const members = (segment: Segment) => segmentMembersSql(sql, segment, clock.currentTimeMillisUnsafe())
 
       const contacts = Effect.fn("Segments.contacts")(function*(segment: Segment, page: number, pageSize: number) {
         const condition = members(segment)

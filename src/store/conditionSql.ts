@@ -160,3 +160,17 @@ export const compileConditionSql = (sql: SqlClient.SqlClient, condition: Conditi
 
   return treeSql(condition)
 }
+
+/**
+ * A segment's current members as a condition over `contacts c`: a dynamic segment's condition evaluated
+ * now (so it answers before the actor has recorded the entries), a static one's recorded memberships.
+ */
+export const segmentMembersSql = (
+  sql: SqlClient.SqlClient,
+  segment: { readonly id: string; readonly type: string; readonly condition: Condition | null },
+  now: number
+): Fragment =>
+  segment.type === "DYNAMIC" && segment.condition
+    ? compileConditionSql(sql, segment.condition, now)
+    : sql`EXISTS (SELECT 1 FROM segment_memberships m
+                  WHERE m.segment_id = ${segment.id} AND m.contact_id = c.id AND m.exited_at IS NULL)`

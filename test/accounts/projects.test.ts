@@ -246,6 +246,56 @@ describe("keys", () => {
   })
 })
 
+describe("one key at a time", () => {
+  it("rotates the public or the secret key alone (ADMIN), the other one keeps working; the public key stays visible to members", async () => {
+    const path = (kind: string) => `/users/@me/projects/${project.id}/keys/${kind}/rotate`
+    // The public key made by regenerate-keys above is kept in clear.
+    expect((await member.get(`/users/@me/projects/${project.id}/public-key`)).json).toEqual({ publicKey: project.publicKey })
+    expect((await stranger.get(`/users/@me/projects/${project.id}/public-key`)).status).toBe(404)
+    expect((await member.post(path("public"))).status).toBe(403)
+    const neither = await admin.post(path("both"))
+    expect(neither.status).toBe(422)
+    expect(neither.json.error.errors[0].field).toBe("kind")
+
+    const publicRotated = await admin.post(path("public"))
+    expect(publicRotated.status).toBe(200)
+    expect(publicRotated.json).toEqual({ id: project.id, kind: "public", key: expect.stringMatching(/^pk_/) })
+    const track = (base: string, key: string) => request(base, "POST", "/v1/track", { key, body: { email: "keys@example.com", event: "rotated" } })
+    for (const base of [api.url, api2.url]) {
+      await expectSoon(async () => expect((await track(base, project.publicKey)).status).toBe(401))
+      expect((await track(base, publicRotated.json.key)).status).toBe(200)
+      // The secret key did not change.
+      expect((await request(base, "GET", "/contacts", { key: project.secretKey })).status).toBe(200)
+    }
+    expect((await member.get(`/users/@me/projects/${project.id}/public-key`)).json).toEqual({ publicKey: publicRotated.json.key })
+
+    const secretRotated = await admin.post(path("secret"))
+    expect(secretRotated.json).toEqual({ id: project.id, kind: "secret", key: expect.stringMatching(/^sk_/) })
+    for (const base of [api.url, api2.url]) {
+      await expectSoon(async () => expect((await request(base, "GET", "/contacts", { key: project.secretKey })).status).toBe(401))
+      expect((await request(base, "GET", "/contacts", { key: secretRotated.json.key })).status).toBe(200)
+      expect((await track(base, publicRotated.json.key)).status).toBe(200)
+    }
+    // Only the public key is kept in clear.
+    const [row] = await stack.query<{ public_key: string }>("SELECT public_key FROM projects WHERE id = $1", [project.id])
+    expect(row!.public_key).toBe(publicRotated.json.key)
+    project = { ...project, publicKey: publicRotated.json.key, secretKey: secretRotated.json.key }
+  })
+})
+
+/** Within the 2 s the other api processes have to drop a rotated key. */
+const expectSoon = async (check: () => Promise<void>) => {
+  const deadline = Date.now() + 2_000
+  for (;;) {
+    try {
+      return await check()
+    } catch (error) {
+      if (Date.now() > deadline) throw error
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+  }
+}
+
 describe("reset", () => {
   it("wipes the project's data but keeps keys, members and domains (ADMIN)", async () => {
     const key = project.secretKey

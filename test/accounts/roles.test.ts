@@ -53,7 +53,7 @@ const RULES: Record<string, Rule> = {
   ...rules("content", "verify", ["verify"]),
   ...rules("content", "send", ["send", "getEmail"]),
   ...rules("content", "templates", ["preview", "create", "list", "get", "update", "delete", "duplicate", "usage"]),
-  ...rules("content", "campaigns", ["create", "list", "get", "replace", "delete", "duplicate", "test", "stats", "send", "cancel"]),
+  ...rules("content", "campaigns", ["create", "list", "get", "replace", "delete", "duplicate", "test", "stats", "recipients", "send", "cancel"]),
   ...rules("content", "workflows", [
     "list", "fields", "create", "get", "update", "delete", "addStep", "updateStep", "deleteStep", "addTransition",
     "deleteTransition", "startExecution", "listExecutions", "cancelAll", "getExecution", "cancelExecution"
@@ -69,10 +69,11 @@ const RULES: Record<string, Rule> = {
   ...rules("signedIn", "auth", ["requestVerification", "verifyEmail", "changePassword", "acceptInvitation", "me"]),
   ...rules("signedIn", "accounts", ["listProjects", "createProject"]),
   ...rules("view", "accounts", [
-    "userProjectSecurity", "projectSecurity", "setupState", "listMembers", "listInvitations", "getBillingLimits", "billingConsumption"
+    "userProjectSecurity", "projectSecurity", "setupState", "listMembers", "listInvitations", "getBillingLimits", "billingConsumption",
+    "publicKey"
   ]),
   ...rules("settings", "accounts", [
-    "updateProject", "regenerateKeys", "resetProject", "putBillingLimits", "checkout", "billingPortal", "billingInvoices"
+    "updateProject", "regenerateKeys", "rotateKey", "resetProject", "putBillingLimits", "checkout", "billingPortal", "billingInvoices"
   ]),
   ...rules("members", "accounts", ["addMember", "withdrawInvitation", "resendInvitation", "updateMember", "removeMember"]),
   ...rules("owners", "accounts", ["deleteProject"]),
@@ -169,6 +170,7 @@ const pathOf = (route: Route) =>
     if (name === "field") return "plan"
     if (name === "eventName") return "signed_up"
     if (name === "provider") return "github"
+    if (name === "kind") return "public"
     if (name === "file") return `${"0".repeat(64)}.png`
     if (name === "token" || name === "signature") return "not-a-token"
     return SOME_ID

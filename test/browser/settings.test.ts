@@ -2,7 +2,7 @@
 /**
  * Projects and settings in a real Chromium against a real stack: the project list, creating and
  * switching projects, the setup checklist; rotating keys (the old key stops working), members by role
- * (a MEMBER cannot open the keys page, and every page the dashboard offers a MEMBER works for them),
+ * (a MEMBER sees the public key but cannot rotate a key, and every page the dashboard offers a MEMBER works for them),
  * pending invitations (their link copied, resent, withdrawn),
  * tracking, billing caps and consumption, security, and the danger zone's typed confirmations.
  */
@@ -65,13 +65,13 @@ describe("projects", () => {
 })
 
 describe("settings", () => {
-  it("rotates the keys after a confirmation: the old key stops working, the new one works", async () => {
+  it("rotates both keys after a confirmation: the old key stops working, the new one works", async () => {
     const created = (await as(env.owner).post("/users/@me/projects", { name: "Rotating" })).json
     expect(await contactsStatus(created.secretKey)).toBe(200)
     const page = await env.page()
     await page.goto(settings(created.id, "keys"))
-    await page.getByRole("button", { name: "Rotate keys" }).click()
-    const dialog = page.getByRole("dialog", { name: "Rotate the keys?" })
+    await page.getByRole("button", { name: "Rotate both keys" }).click()
+    const dialog = page.getByRole("dialog", { name: "Rotate both keys?" })
     await dialog.waitFor()
     await screenshot(page, "keys-confirm-1280")
     // Cancel changes nothing.
@@ -79,8 +79,8 @@ describe("settings", () => {
     await dialog.waitFor({ state: "hidden" })
     expect(await contactsStatus(created.secretKey)).toBe(200)
 
-    await page.getByRole("button", { name: "Rotate keys" }).click()
-    await dialog.getByRole("button", { name: "Rotate keys" }).click()
+    await page.getByRole("button", { name: "Rotate both keys" }).click()
+    await dialog.getByRole("button", { name: "Rotate both keys" }).click()
     const secret = page.getByTestId("Secret key")
     await secret.waitFor()
     const rotated = await secret.innerText()
@@ -93,7 +93,7 @@ describe("settings", () => {
     expect(await contactsStatus(rotated)).toBe(200)
   })
 
-  it("lets an OWNER invite, re-role and remove members; a MEMBER sees the list but cannot open the keys page", async () => {
+  it("lets an OWNER invite, re-role and remove members; a MEMBER sees the list and the public key but rotates no key", async () => {
     const colleague = await env.signUp("colleague@example.com")
     const page = await env.page()
     await page.goto(settings(env.project.id, "members"))
@@ -121,7 +121,7 @@ describe("settings", () => {
     expect(await admin.getByLabel(`Role of ${env.owner.email}`).count()).toBe(0)
     expect(await admin.getByRole("button", { name: `Remove ${env.owner.email}` }).count()).toBe(0)
     await admin.getByRole("link", { name: "API keys" }).click()
-    await admin.getByRole("button", { name: "Rotate keys" }).waitFor()
+    await admin.getByRole("button", { name: "Rotate both keys" }).waitFor()
 
     await page.getByLabel(`Role of ${colleague.email}`).selectOption("MEMBER")
     await expect.poll(async () => {
@@ -133,12 +133,13 @@ describe("settings", () => {
     await member.getByRole("table", { name: "Members" }).waitFor()
     // The tabs follow the caller's role, which arrives with the project list (after the members table, at times).
     await expect.poll(() => member.getByRole("navigation", { name: "Settings" }).getByRole("link").allInnerTexts())
-      .toEqual(["Members", "Sending", "Billing", "Security"])
+      .toEqual(["Members", "API keys", "Sending", "Billing", "Security"])
     expect(await member.getByRole("button", { name: "Invite" }).count()).toBe(0)
     expect(await member.getByRole("navigation", { name: "Project" }).getByRole("link", { name: "Domains" }).count()).toBe(0)
     await member.goto(settings(env.project.id, "keys"))
-    expect(await member.getByRole("alert").innerText()).toContain("Only admins and owners of this project can open this page.")
-    expect(await member.getByRole("button", { name: "Rotate keys" }).count()).toBe(0)
+    await member.getByText("Admins and owners can rotate the keys.").waitFor()
+    await expect.poll(() => member.getByTestId("Public key").innerText()).toMatch(/^pk_/)
+    expect(await member.getByRole("button", { name: /Rotate/ }).count()).toBe(0)
     await screenshot(member, "keys-member-1280")
 
     await page.getByRole("button", { name: `Remove ${colleague.email}` }).click()
@@ -290,7 +291,7 @@ describe("settings", () => {
       await heading(page, label)
       await settled(label)
     }
-    for (const tab of ["Members", "Sending", "Billing", "Security"]) {
+    for (const tab of ["Members", "API keys", "Sending", "Billing", "Security"]) {
       await page.getByRole("navigation", { name: "Settings" }).getByRole("link", { name: tab }).click()
       await settled(tab)
       if (tab === "Billing") {
@@ -316,7 +317,7 @@ describe("settings", () => {
     await page.getByRole("table", { name: "Projects" }).waitFor()
     expect(await scrollsSideways(page)).toBe(false)
     for (const [tab, ready] of [
-      ["members", "Invite someone"], ["keys", "Rotate keys"], ["sending", "Send rate"],
+      ["members", "Invite someone"], ["keys", "Rotate both keys"], ["sending", "Send rate"],
       ["billing", "Monthly caps"], ["security", "Sending health"], ["danger", "Reset data"]
     ] as const) {
       await page.goto(settings(env.project.id, tab))

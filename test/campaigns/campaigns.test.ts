@@ -220,6 +220,34 @@ describe("sending", () => {
     expect((await secret("DELETE", `/campaigns/${campaign.id}`)).status).toBe(409)
   })
 
+  it("lists its recipients: who it would go to while a draft, then the frozen audience with each mail's status or why it was skipped", async () => {
+    await contactsFor("rcpt-", 3)
+    await secret("POST", "/contacts", { email: "rcpt-unsub@example.org", subscribed: false, data: { tag: "rcpt-" } })
+    const campaign = await create({ audienceType: "FILTERED", audienceCondition: byTag("rcpt-") })
+    const draft = await secret("GET", `/campaigns/${campaign.id}/recipients?pageSize=2`)
+    expect(draft.json).toMatchObject({ frozen: false, page: 1, pageSize: 2, total: 3, totalPages: 2 })
+    expect(draft.json.data).toEqual([0, 1].map((i) => ({ contactId: expect.any(String), email: `rcpt-${i}@example.org`, status: null, skipped: null })))
+    expect((await secret("GET", `/campaigns/${campaign.id}/recipients?page=2&pageSize=2`)).json.data.map((r: { email: string }) => r.email))
+      .toEqual(["rcpt-2@example.org"])
+    // Past the last page: no rows, the total still told.
+    expect((await secret("GET", `/campaigns/${campaign.id}/recipients?page=3&pageSize=2`)).json).toMatchObject({ data: [], total: 3, totalPages: 2 })
+
+    await secret("POST", `/campaigns/${campaign.id}/send`, {})
+    await waitStatus(campaign.id, "SENT")
+    const sent = (await secret("GET", `/campaigns/${campaign.id}/recipients`)).json
+    expect(sent).toMatchObject({ frozen: true, total: 4, totalPages: 1 })
+    expect(sent.data.map((r: { email: string; status: string; skipped: string | null }) => [r.email, r.status, r.skipped])).toEqual([
+      ["rcpt-0@example.org", "SENT", null],
+      ["rcpt-1@example.org", "SENT", null],
+      ["rcpt-2@example.org", "SENT", null],
+      ["rcpt-unsub@example.org", "SKIPPED", "unsubscribed"]
+    ])
+    // Another project sees neither this campaign nor its recipients.
+    const other = await context.stack.createProject("Other")
+    expect((await secret("GET", `/campaigns/${campaign.id}/recipients`, undefined, other.secretKey)).status).toBe(404)
+    expect((await secret("GET", "/campaigns/0190c3a4-0000-7000-8000-000000000000/recipients")).status).toBe(404)
+  })
+
   it("sends to a segment's members as frozen at the start, whatever the segment does mid-send", async () => {
     await contactsFor("seg-a", 4)
     await contactsFor("seg-b", 3)

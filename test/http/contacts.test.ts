@@ -219,6 +219,59 @@ describe("GET /contacts", () => {
   })
 })
 
+describe("GET /contacts filtered by segment and custom data", () => {
+  it("keeps a segment's members (dynamic: its condition now; static: its members), a field's holders or its value, within the project", async () => {
+    const fresh = await stack.createProject("Filters")
+    const key = fresh.secretKey
+    const list = async (query: string) => {
+      const reply = await request(api.url, "GET", `/contacts?sort=email&dir=asc${query}`, { key })
+      return { status: reply.status, json: reply.json, emails: (reply.json.data ?? []).map((c: { email: string }) => c.email) }
+    }
+    const people = [
+      { email: "a@filter.test", subscribed: true, data: { plan: "pro", seats: 5, team: { tier: "gold" } } },
+      { email: "b@filter.test", subscribed: false, data: { plan: "pro", seats: 2 } },
+      { email: "c@filter.test", subscribed: true, data: { plan: "free" } },
+      { email: "d@filter.test", subscribed: true }
+    ]
+    for (const body of people) expect((await request(api.url, "POST", "/contacts", { key, body })).status).toBe(201)
+    const dynamic = await request(api.url, "POST", "/segments", {
+      key,
+      body: { name: "Pro", condition: { logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "pro" }] }] } }
+    })
+    expect(dynamic.status).toBe(201)
+    const staticSegment = await request(api.url, "POST", "/segments", { key, body: { name: "Picked", type: "STATIC" } })
+    expect(staticSegment.status).toBe(201)
+    const added = await request(api.url, "POST", `/segments/${staticSegment.json.id}/members`, { key, body: { emails: ["c@filter.test", "d@filter.test"] } })
+    expect(added.status, JSON.stringify(added.json)).toBeLessThan(300)
+
+    const pro = await list(`&segment=${dynamic.json.id}`)
+    expect(pro.emails).toEqual(["a@filter.test", "b@filter.test"])
+    expect(pro.json.total).toBe(2)
+    expect((await list(`&segment=${staticSegment.json.id}`)).emails).toEqual(["c@filter.test", "d@filter.test"])
+    // With the subscription filter: both apply.
+    expect((await list(`&segment=${dynamic.json.id}&subscribed=true`)).emails).toEqual(["a@filter.test"])
+    expect((await list("&field=data.plan")).emails).toEqual(["a@filter.test", "b@filter.test", "c@filter.test"])
+    expect((await list("&field=data.plan&value=free")).emails).toEqual(["c@filter.test"])
+    // Numbers and nested values are compared as they read.
+    expect((await list("&field=data.seats&value=5")).emails).toEqual(["a@filter.test"])
+    expect((await list("&field=data.team.tier&value=gold")).emails).toEqual(["a@filter.test"])
+    expect((await list("&field=data.plan&value=none")).json.total).toBe(0)
+
+    // Another project's segment, an unknown one, a field that is not custom data, a value without a field: 422 at the parameter.
+    const otherSegment = await request(api.url, "POST", "/segments", { key: other.secretKey, body: { name: "Theirs", type: "STATIC" } })
+    for (const [query, field] of [
+      [`&segment=${otherSegment.json.id}`, "segment"],
+      ["&segment=not-a-segment", "segment"],
+      ["&field=email&value=a@filter.test", "field"],
+      ["&value=pro", "value"]
+    ] as const) {
+      const refused = await list(query)
+      expect(refused.status, query).toBe(422)
+      expect(refused.json.error.errors[0].field, query).toBe(field)
+    }
+  })
+})
+
 describe("lookup and fields", () => {
   it("looks up at most 500 emails", async () => {
     await call("POST", "/contacts", { body: { email: "known@lookup.test" } })

@@ -89,6 +89,9 @@ describe("/openapi.json", () => {
       cursor: { type: "string" },
       search: { type: "string" },
       subscribed: { type: "boolean" },
+      segment: { type: "string", format: "uuid" },
+      field: { type: "string" },
+      value: { type: "string" },
       sort: { type: "string", enum: ["createdAt", "email"], default: "createdAt" },
       dir: { type: "string", enum: ["asc", "desc"], default: "desc" }
     })
@@ -108,8 +111,9 @@ describe("/openapi.json", () => {
         .map((p: any) => p.name as string)
     )
     // code, state and error: the opaque values an OAuth provider sends back to /auth/oauth/:provider/callback;
-    // tz is a zone name, types a comma-separated list of activity types (described on the parameter).
-    expect([...new Set(plain)].sort()).toEqual(["code", "cursor", "error", "name", "search", "state", "types", "tz"])
+    // tz is a zone name, types a comma-separated list of activity types (described on the parameter); field a
+    // custom field's name and value the text its value reads as (GET /contacts).
+    expect([...new Set(plain)].sort()).toEqual(["code", "cursor", "error", "field", "name", "search", "state", "types", "tz", "value"])
   })
 
   it("keeps the lenient reading the spec asks for: unusable sort, dir, limit and page values fall back to defaults", async () => {

@@ -25,6 +25,7 @@ const ProjectView = Schema.Struct({
   createdAt: Timestamp
 }).annotate({ identifier: "UserProject" })
 
+const KeyKind = Schema.Literals(["public", "secret"])
 const Keys = Schema.Struct({ id: Schema.String, publicKey: Schema.String, secretKey: Schema.String })
 
 const Security = Schema.Struct({
@@ -110,6 +111,24 @@ export class AccountsApi extends HttpApiGroup.make("accounts")
         OpenApi.Description,
         "Replaces both keys (ADMIN). The old ones answer 401 on every api process within 2 seconds; no grace period."
       ),
+    HttpApiEndpoint.post("rotateKey", "/users/@me/projects/:id/keys/:kind/rotate", {
+      params: { id: Text, kind: KeyKind },
+      success: Schema.Struct({ id: Schema.String, kind: KeyKind, key: Schema.String }),
+      error: sessionErrors
+    }).annotate(
+      OpenApi.Description,
+      "Replaces one key (ADMIN), the other unchanged: the old one answers 401 on every api process within 2 seconds. " +
+        "The answer carries the new key (a secret key is shown only here)."
+    ),
+    HttpApiEndpoint.get("publicKey", "/users/@me/projects/:id/public-key", {
+      params: ProjectId,
+      success: Schema.Struct({
+        publicKey: Schema.NullOr(Schema.String).annotate({
+          description: "null for a key made before public keys were kept in clear: rotating the public key shows it from then on"
+        })
+      }),
+      error: sessionErrors
+    }).annotate(OpenApi.Description, "The project's public key (it only tracks events and may ship in a web page), for any member."),
     HttpApiEndpoint.post("resetProject", "/users/@me/projects/:id/reset", {
       params: ProjectId,
       success: Schema.Struct({ success: Schema.Literal(true), resetAt: Timestamp }),

@@ -81,6 +81,7 @@ const UuidParam = {
 const Wrapped = Schema.Struct({ success: Schema.Literal(true), data: Campaign })
 const Created = Wrapped.pipe(HttpApiSchema.status(201))
 
+const PageQuery = queryParameters(pageParams)
 const ListQuery = queryParameters({
   ...pageParams,
   status: QueryParam.literals(STATUSES, "Only campaigns in this status; another value is a 400"),
@@ -135,6 +136,25 @@ export class CampaignsApi extends HttpApiGroup.make("campaigns")
     ),
     HttpApiEndpoint.get("stats", "/campaigns/:id/stats", { params: IdParam, success: CampaignStats, error: [...commonErrors, ...inputErrors, ErrorDocs.notFound] })
       .annotate(OpenApi.Description, "Progress and outcome: recipients, sent, delivered, opened, clicked, bounced, complained, unsubscribed (`unsubscribedCount`), failed, pending, skipped and why."),
+    HttpApiEndpoint.get("recipients", "/campaigns/:id/recipients", {
+      params: IdParam,
+      query: PageQuery.fields,
+      success: Schema.Struct({
+        frozen: Schema.Boolean.annotate({ description: "true once sending started: the recorded recipients; false: who it would go to if sent now" }),
+        ...pageFields(Schema.Struct({
+          contactId: Schema.String,
+          email: Schema.NullOr(Schema.String).annotate({ description: "null: the contact was deleted since" }),
+          status: Schema.NullOr(Schema.String).annotate({ description: "The mail's status, or SKIPPED; null before sending" }),
+          skipped: Schema.NullOr(Schema.String).annotate({ description: "Why it was skipped: unsubscribed, suppressed, deleted, failed" })
+        }))
+      }),
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
+    }).annotate(
+      OpenApi.Description,
+      "The campaign's recipients by email, page-paginated: once sending started, those its audience was frozen to, with the " +
+        "mail each got or why it was skipped; before (DRAFT, SCHEDULED), the contacts it would go to now (in the audience, " +
+        "not suppressed and, for MARKETING, subscribed)."
+    ).annotate(OpenApi.Transform, PageQuery.document),
     HttpApiEndpoint.post("send", "/campaigns/:id/send", {
       params: UuidParam,
       payload: Schema.Struct({

@@ -26,6 +26,9 @@ const ListQuery = queryParameters({
   ...cursorParams,
   search: QueryParam.text("Case-insensitive substring of the email"),
   subscribed: QueryParam.boolean("Only subscribed (true) or unsubscribed (false) contacts; omit for both (other values: both)"),
+  segment: QueryParam.text("Only the current members of this segment (its id; another project's or an unknown id is a 422)", "uuid"),
+  field: QueryParam.text("Only contacts that have this custom field, `data.<key>` (`data.a.b` for nested data; another form is a 422)"),
+  value: QueryParam.text("With `field`: only contacts whose value of it reads as this text (`pro`, `42`, `true`); a value without a field is a 422"),
   sort: QueryParam.literals(["createdAt", "email"], "Column to sort by; unrecognised values fall back to `createdAt`", "createdAt"),
   dir: QueryParam.literals(["asc", "desc"], "Sort direction; unrecognised values fall back to `desc`", "desc")
 })

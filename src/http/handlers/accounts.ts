@@ -188,6 +188,21 @@ export const AccountsHandlers = HttpApiBuilder.group(Api, "accounts", Effect.fnU
         yield* invalidation.announce(params.id)
         return { id: params.id, ...keys }
       })))
+    .handle("rotateKey", ({ params }) =>
+      rendered(Effect.gen(function*() {
+        yield* access(params.id, "manage")
+        const key = yield* projects.rotateKey(params.id, params.kind)
+        if (key === undefined) return yield* ApiError.notFound("Project")
+        yield* invalidation.announce(params.id)
+        return { id: params.id, kind: params.kind, key }
+      })))
+    .handle("publicKey", ({ params }) =>
+      rendered(Effect.gen(function*() {
+        yield* access(params.id, "view")
+        const publicKey = yield* projects.publicKey(params.id)
+        if (publicKey === undefined) return yield* ApiError.notFound("Project")
+        return { publicKey }
+      })))
     .handle("resetProject", ({ params }) =>
       rendered(Effect.gen(function*() {
         yield* access(params.id, "manage")

@@ -210,6 +210,16 @@ export const CampaignsHandlers = HttpApiBuilder.group(Api, "campaigns", Effect.f
         const campaign = yield* find(params.id)
         return (yield* campaigns.stats(project.id, campaign.id)) ?? (yield* notFound)
       })))
+    .handle("recipients", ({ params, query }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const campaign = yield* find(params.id)
+        const page = parsePositive(query.page, 1)
+        const pageSize = parsePositive(query.pageSize, 20, 100)
+        const found = yield* campaigns.recipients(project.id, campaign.id, page, pageSize)
+        if (!found) return yield* notFound
+        return { ...found, page, pageSize, totalPages: Math.ceil(found.total / pageSize) }
+      })))
     .handle("send", ({ params, payload }) =>
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject

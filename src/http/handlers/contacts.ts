@@ -36,6 +36,25 @@ export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnU
     if (!exists) return yield* ApiError.notFound(`Field ${field}`)
   })
 
+  /** `segment`: a segment of this project, whose current members the list keeps. */
+  const listedSegment = Effect.fnUntraced(function*(projectId: string, id: string | undefined) {
+    if (id === undefined || id === "") return undefined
+    const segment = isUuid(id) ? yield* segments.get(projectId, id) : undefined
+    if (!segment) return yield* ApiError.invalidField("segment", "No segment with this id in the project", "not_found", id)
+    return segment
+  })
+
+  /** `field` (`data.<key>`) keeps contacts that have it; with `value`, those whose value reads as that text. */
+  const listedData = Effect.fnUntraced(function*(field: string | undefined, value: string | undefined) {
+    if (field === undefined || field === "") {
+      if (value !== undefined && value !== "") return yield* ApiError.invalidField("value", "A value needs a field", "invalid_type", value)
+      return undefined
+    }
+    const path = customFieldPath(field)
+    if (!path) return yield* ApiError.invalidField("field", "Expected a custom field: data.<key>", "invalid_string", field)
+    return { path, equals: value === undefined || value === "" ? undefined : value }
+  })
+
   return handlers
     .handle("upsert", ({ payload }) =>
       rendered(Effect.gen(function*() {
@@ -61,7 +80,11 @@ export const ContactsHandlers = HttpApiBuilder.group(Api, "contacts", Effect.fnU
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
         const sort: ListSort = query.sort === "email" ? "email" : "createdAt"
+        const segment = yield* listedSegment(project.id, query.segment)
+        const data = yield* listedData(query.field, query.value)
         return yield* contacts.list(project.id, {
+          segment,
+          data,
           limit: parseLimit(query.limit),
           cursor: query.cursor === undefined || query.cursor === "" ? undefined : query.cursor,
           search: query.search === undefined || query.search === "" ? undefined : query.search,

@@ -1,5 +1,5 @@
 /**
- * An editor of a contact's custom data that keeps each value's type: text, number, true/false, date
+ * An editor of a contact's custom data (its rows also serve Add contact) that keeps each value's type: text, number, true/false, date
  * (an ISO 8601 string, as the API stores dates) or JSON (objects and lists). It answers the patch the
  * API takes: the changed keys with their typed values, and null for each key removed (or renamed).
  */
@@ -61,14 +61,11 @@ export const parseValue = (type: ValueType, text: string): { value: unknown } | 
 const defaultText = (type: ValueType, text: string) =>
   type === "boolean" ? (text === "false" ? "false" : "true") : type === "json" && text === "" ? "{}" : text
 
-export function DataEditor({ initial, busy, error, onSave, onCancel }: {
-  readonly initial: Readonly<Record<string, unknown>>
-  readonly busy: boolean
-  readonly error: ApiFailure | null
-  readonly onSave: (patch: Record<string, unknown>) => void
-  readonly onCancel: () => void
-}) {
-  const idPrefix = useId()
+/**
+ * The rows being edited and what they amount to: `collect` checks every row (showing each problem at its
+ * row) and answers the patch, or undefined while a row is wrong.
+ */
+export const useDataFields = (initial: Readonly<Record<string, unknown>>) => {
   const [rows, setRows] = useState<ReadonlyArray<Row>>(() => Object.entries(initial).map(([key, value], index) => rowOf(index, key, value)))
   const [nextId, setNextId] = useState(rows.length)
   const [problems, setProblems] = useState<ReadonlyMap<number, string>>(new Map())
@@ -77,8 +74,12 @@ export function DataEditor({ initial, busy, error, onSave, onCancel }: {
     // A problem is about the value it was found in: it goes once the row changes (Save checks again).
     if (problems.has(id)) setProblems(new Map([...problems].filter(([other]) => other !== id)))
   }
-
-  const submit = () => {
+  const add = () => {
+    setRows((current) => [...current, { id: nextId, key: "", type: "text", text: "" }])
+    setNextId(nextId + 1)
+  }
+  const remove = (id: number) => setRows((current) => current.filter((other) => other.id !== id))
+  const collect = (): Record<string, unknown> | undefined => {
     const found = new Map<number, string>()
     const patch: Record<string, unknown> = {}
     const seen = new Set<string>()
@@ -92,20 +93,21 @@ export function DataEditor({ initial, busy, error, onSave, onCancel }: {
       else if (key !== "") patch[key] = parsed.value
     }
     setProblems(found)
-    if (found.size > 0) return
+    if (found.size > 0) return undefined
     for (const key of Object.keys(initial)) if (!seen.has(key)) patch[key] = null
-    onSave(patch)
+    return patch
   }
+  return { rows, problems, change, add, remove, collect }
+}
 
+export type DataFieldsState = ReturnType<typeof useDataFields>
+
+/** The rows of custom data, each with its name, type and value, and Add field. */
+export function DataFields({ fields, children }: { readonly fields: DataFieldsState; readonly children?: React.ReactNode }) {
+  const idPrefix = useId()
+  const { rows, problems, change, add, remove } = fields
   return (
-    <form
-      className="rounded-lg border border-slate-200 bg-white p-4"
-      aria-label="Edit custom data"
-      onSubmit={(event) => {
-        event.preventDefault()
-        submit()
-      }}
-    >
+    <>
       {rows.length === 0 && <p className="mb-3 text-sm text-slate-500">No fields. Add one below.</p>}
       <ul className="space-y-3">
         {rows.map((row) => {
@@ -163,11 +165,7 @@ export function DataEditor({ initial, busy, error, onSave, onCancel }: {
                   )}
                 {problem && <p id={`${id}-problem`} role="alert" className="mt-1 text-xs text-red-700">{problem}</p>}
               </div>
-              <button
-                type="button"
-                className="btn-secondary px-2 py-1 text-xs"
-                onClick={() => setRows((current) => current.filter((other) => other.id !== row.id))}
-              >
+              <button type="button" className="btn-secondary px-2 py-1 text-xs" onClick={() => remove(row.id)}>
                 Remove<span className="sr-only"> {row.key}</span>
               </button>
             </li>
@@ -175,20 +173,36 @@ export function DataEditor({ initial, busy, error, onSave, onCancel }: {
         })}
       </ul>
       <div className="mt-4 flex flex-wrap gap-2">
-        <button
-          type="button"
-          className="btn-secondary"
-          onClick={() => {
-            setRows((current) => [...current, { id: nextId, key: "", type: "text", text: "" }])
-            setNextId(nextId + 1)
-          }}
-        >
-          Add field
-        </button>
+        <button type="button" className="btn-secondary" onClick={add}>Add field</button>
+        {children}
+      </div>
+    </>
+  )
+}
+
+export function DataEditor({ initial, busy, error, onSave, onCancel }: {
+  readonly initial: Readonly<Record<string, unknown>>
+  readonly busy: boolean
+  readonly error: ApiFailure | null
+  readonly onSave: (patch: Record<string, unknown>) => void
+  readonly onCancel: () => void
+}) {
+  const fields = useDataFields(initial)
+  return (
+    <form
+      className="rounded-lg border border-slate-200 bg-white p-4"
+      aria-label="Edit custom data"
+      onSubmit={(event) => {
+        event.preventDefault()
+        const patch = fields.collect()
+        if (patch) onSave(patch)
+      }}
+    >
+      <DataFields fields={fields}>
         <span className="flex-1" />
         <button type="button" className="btn-secondary" onClick={onCancel}>Cancel</button>
         <button type="submit" className="btn-primary" disabled={busy}>Save data</button>
-      </div>
+      </DataFields>
       <MutationError error={error} />
     </form>
   )

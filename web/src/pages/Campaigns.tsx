@@ -1,7 +1,8 @@
 /**
  * Campaigns: the list by status; one campaign: its content and audience, a test send, scheduling in
  * the user's time zone and sending now (confirmed, with the recipient count); while it sends, a live
- * progress bar and cancel; afterwards its outcome (campaign/Outcome.tsx); duplicate and delete.
+ * progress bar and cancel; afterwards its outcome (campaign/Outcome.tsx); its body rendered and its
+ * recipients (campaign/Recipients.tsx) whatever its status; duplicate and delete.
  */
 import { useState } from "react"
 import { Link, useNavigate, useParams, useSearchParams } from "react-router"
@@ -14,8 +15,10 @@ import { Card, Field, MutationError, Notice } from "../components/Form.tsx"
 import { Badge, cell, Fields, formatDate, Page, Section, Table, wideOnly } from "../components/Page.tsx"
 import { NumberedPager } from "../components/Pager.tsx"
 import { Empty, QueryView } from "../components/States.tsx"
-import { audienceOf } from "./campaign/CampaignEditor.tsx"
+import { audienceOf } from "./campaign/audience.ts"
 import { Outcome, ProgressBar } from "./campaign/Outcome.tsx"
+import { Recipients } from "./campaign/Recipients.tsx"
+import { MailPreview } from "./template/MailPreview.tsx"
 
 type CampaignData = typeof Campaign.Type
 
@@ -155,6 +158,16 @@ function CampaignDetail({ campaign, stats }: { readonly campaign: CampaignData; 
           <Outcome campaign={campaign} stats={stats} />
         </>
       )}
+      <Section title="Message">
+        <div className="rounded-lg border border-slate-200 bg-white p-4">
+          <MailPreview subject={campaign.subject} body={campaign.body} />
+          <details className="mt-3">
+            <summary className="cursor-pointer text-sm font-medium text-slate-700">Source (HTML with Liquid)</summary>
+            <pre className="mt-2 max-h-96 overflow-auto rounded bg-slate-50 p-3 font-mono text-xs text-slate-800" data-testid="campaign-source">{campaign.body}</pre>
+          </details>
+        </div>
+      </Section>
+      <Recipients campaignId={campaign.id} status={campaign.status} live={isLive(campaign.status)} />
       <Confirm
         open={confirm === "cancel"}
         title={`Cancel ${campaign.name}?`}

@@ -1,19 +1,23 @@
 /**
- * Contacts: a cursor-paged table with search and a subscription filter (both kept in the URL), columns
+ * Contacts: a cursor-paged table with search and filters by subscription, segment and custom field (its
+ * presence or value), all kept in the URL; columns
  * for custom fields, a selection for bulk subscribe / unsubscribe / delete (a job, polled until done),
  * creating a contact, CSV export, and the way to the CSV import.
  */
 import { useQueryClient } from "@tanstack/react-query"
-import { useEffect, useState } from "react"
-import { Link, useNavigate, useSearchParams } from "react-router"
+import { lazy, Suspense, useEffect, useState } from "react"
+import { Link, useSearchParams } from "react-router"
 import { projectKey, useApiMutation, useApiQuery, useProjectId } from "../api/hooks.ts"
 import { Confirm } from "../components/Confirm.tsx"
-import { Card, Field, MutationError } from "../components/Form.tsx"
+import { Card, MutationError } from "../components/Form.tsx"
 import { isFinished, JobErrors, JobProgress, useContactJob } from "../components/Job.tsx"
 import { describeValue } from "../components/Json.tsx"
 import { Badge, cell, formatDate, Page, Table, wideOnly } from "../components/Page.tsx"
 import { Pager } from "../components/Pager.tsx"
-import { Empty, QueryView } from "../components/States.tsx"
+import { Empty, Loading, QueryView } from "../components/States.tsx"
+
+// The form (with the typed custom-data rows) comes when asked for: the contacts list is in the first load.
+const AddContact = lazy(() => import("./contacts/AddContact.tsx"))
 
 const PAGE_SIZE = 25
 const FILTERS = [["", "All contacts"], ["true", "Subscribed"], ["false", "Unsubscribed"]] as const
@@ -36,8 +40,20 @@ export function ContactsPage() {
   const projectId = useProjectId()
   const [params, setParams] = useSearchParams()
   const subscribed = params.get("subscribed") ?? ""
+  const segment = params.get("segment") ?? ""
+  const field = params.get("field") ?? ""
+  const [valueText, setValueText] = useState(params.get("value") ?? "")
+  const value = useDebounced(field ? valueText.trim() : "", 300)
+  const setParam = (name: string, text: string) =>
+    setParams((current) => {
+      const next = new URLSearchParams(current)
+      if (text) next.set(name, text)
+      else next.delete(name)
+      return next
+    }, { replace: true })
   const [searchText, setSearchText] = useState(params.get("search") ?? "")
   const search = useDebounced(searchText.trim(), 300)
+  const filtered = search !== "" || subscribed !== "" || segment !== "" || field !== ""
   // Cursors of the pages before the current one: "Previous" pops, "Next" pushes.
   const [cursors, setCursors] = useState<ReadonlyArray<string>>([])
   const [cursor, setCursor] = useState<string | undefined>(undefined)
@@ -47,9 +63,12 @@ export function ContactsPage() {
   useEffect(() => {
     setCursors([])
     setCursor(undefined)
-  }, [search, subscribed])
+  }, [search, subscribed, segment, field, value])
   // A selection belongs to the rows on screen.
-  useEffect(() => setSelected(new Set()), [search, subscribed, cursor])
+  useEffect(() => setSelected(new Set()), [search, subscribed, segment, field, value, cursor])
+  useEffect(() => {
+    if ((params.get("value") ?? "") !== value) setParam("value", value)
+  }, [value]) // eslint-disable-line react-hooks/exhaustive-deps
   // The search goes into the URL (replacing the entry, not adding one per pause in typing).
   useEffect(() => {
     if ((params.get("search") ?? "") === search) return
@@ -62,13 +81,15 @@ export function ContactsPage() {
   }, [search]) // eslint-disable-line react-hooks/exhaustive-deps
 
   const query = useApiQuery(
-    ["contacts", "list", { search, subscribed, cursor }],
+    ["contacts", "list", { search, subscribed, segment, field, value, cursor }],
     (client) =>
       client.contacts.list({
         query: {
           limit: String(PAGE_SIZE),
           ...(search ? { search } : {}),
           ...(subscribed ? { subscribed } : {}),
+          ...(segment ? { segment } : {}),
+          ...(field ? { field, ...(value ? { value } : {}) } : {}),
           ...(cursor ? { cursor } : {})
         }
       })
@@ -81,10 +102,12 @@ export function ContactsPage() {
 
   // Custom-field columns: asked for once the rows are there (the rows come first).
   const fields = useApiQuery(["contacts", "fields"], (client) => client.contacts.fields(), { enabled: query.isSuccess })
+  const allCustom = (fields.data?.fields ?? []).filter((one) => one.isCustom).map((one) => one.field.slice(5))
   const custom = (fields.data?.fields ?? [])
-    .filter((field) => field.isCustom && !field.field.slice(5).includes("."))
+    .filter((one) => one.isCustom && !one.field.slice(5).includes("."))
     .toSorted((a, b) => b.coverage - a.coverage || a.field.localeCompare(b.field))
-    .map((field) => field.field.slice(5))
+    .map((one) => one.field.slice(5))
+  const segments = useApiQuery(["segments", "list"], (client) => client.segments.list({}), { enabled: query.isSuccess || query.isError })
   const [chosenColumns, setChosenColumns] = useState<ReadonlyArray<string> | null>(null)
   const columns = chosenColumns ?? custom.slice(0, DEFAULT_COLUMNS)
 
@@ -99,8 +122,8 @@ export function ContactsPage() {
         </>
       }
     >
-      {adding && <AddContact onClose={() => setAdding(false)} />}
-      <div className="mb-4 flex flex-col gap-3 sm:flex-row sm:items-end">
+      {adding && <Suspense fallback={<Loading />}><AddContact onClose={() => setAdding(false)} /></Suspense>}
+      <div className="mb-4 flex flex-col gap-3 sm:flex-row sm:flex-wrap sm:items-end">
         <div className="flex-1">
           <label htmlFor="contact-search" className="mb-1 block text-sm font-medium text-slate-700">Search by email</label>
           <input
@@ -114,21 +137,39 @@ export function ContactsPage() {
         </div>
         <div>
           <label htmlFor="contact-filter" className="mb-1 block text-sm font-medium text-slate-700">Subscription</label>
-          <select
-            id="contact-filter"
-            className="input"
-            value={subscribed}
-            onChange={(event) =>
-              setParams((current) => {
-                const next = new URLSearchParams(current)
-                if (event.target.value) next.set("subscribed", event.target.value)
-                else next.delete("subscribed")
-                return next
-              })}
-          >
-            {FILTERS.map(([value, label]) => <option key={value} value={value}>{label}</option>)}
+          <select id="contact-filter" className="input" value={subscribed} onChange={(event) => setParam("subscribed", event.target.value)}>
+            {FILTERS.map(([option, label]) => <option key={option} value={option}>{label}</option>)}
           </select>
         </div>
+        <div>
+          <label htmlFor="contact-segment" className="mb-1 block text-sm font-medium text-slate-700">Segment</label>
+          <select id="contact-segment" className="input" value={segment} onChange={(event) => setParam("segment", event.target.value)}>
+            <option value="">Any segment</option>
+            {(segments.data ?? []).map((option) => <option key={option.id} value={option.id}>{option.name}</option>)}
+          </select>
+        </div>
+        <div>
+          <label htmlFor="contact-field" className="mb-1 block text-sm font-medium text-slate-700">Custom field</label>
+          <select
+            id="contact-field"
+            className="input"
+            value={field}
+            onChange={(event) => {
+              if (!event.target.value) setValueText("")
+              setParam("field", event.target.value)
+            }}
+          >
+            <option value="">Any data</option>
+            {allCustom.map((name) => <option key={name} value={`data.${name}`}>{name}</option>)}
+            {field && !allCustom.includes(field.slice(5)) && <option value={field}>{field.slice(5)}</option>}
+          </select>
+        </div>
+        {field && (
+          <div>
+            <label htmlFor="contact-value" className="mb-1 block text-sm font-medium text-slate-700">Value of {field.slice(5)}</label>
+            <input id="contact-value" className="input" value={valueText} onChange={(event) => setValueText(event.target.value)} placeholder="any value" />
+          </div>
+        )}
         {custom.length > 0 && (
           <details className="relative">
             <summary className="btn-secondary cursor-pointer list-none">Columns</summary>
@@ -154,8 +195,8 @@ export function ContactsPage() {
         query={query}
         isEmpty={(page) => page.data.length === 0 && cursor === undefined}
         empty={
-          <Empty title={search || subscribed ? "No contact matches" : "No contacts yet"}>
-            {search || subscribed
+          <Empty title={filtered ? "No contact matches" : "No contacts yet"}>
+            {filtered
               ? "Try another search or filter."
               : <>Add one above, import a CSV file, or create them with <code>POST /contacts</code> or by tracking their events.</>}
           </Empty>
@@ -316,40 +357,5 @@ function ExportButton() {
       </button>
       {download.error && <div className="basis-full"><MutationError error={download.error} /></div>}
     </>
-  )
-}
-
-function AddContact({ onClose }: { readonly onClose: () => void }) {
-  const projectId = useProjectId()
-  const navigate = useNavigate()
-  const [email, setEmail] = useState("")
-  const [subscribed, setSubscribed] = useState(true)
-  const create = useApiMutation(
-    (client, payload: { email: string; subscribed: boolean }) => client.contacts.upsert({ payload }),
-    { invalidates: [["contacts"]], onSuccess: (contact) => void navigate(`/p/${projectId}/contacts/${contact.id}`) }
-  )
-  return (
-    <div className="mb-6">
-      <Card title="Add a contact">
-        <form
-          className="flex flex-col gap-3 sm:flex-row sm:items-end"
-          onSubmit={(event) => {
-            event.preventDefault()
-            create.mutate({ email: email.trim(), subscribed })
-          }}
-        >
-          <div className="flex-1"><Field label="Email" type="email" value={email} onChange={(event) => setEmail(event.target.value)} required autoFocus /></div>
-          <label className="flex items-center gap-2 pb-2 text-sm text-slate-700">
-            <input type="checkbox" checked={subscribed} onChange={(event) => setSubscribed(event.target.checked)} />
-            Subscribed
-          </label>
-          <div className="flex gap-2">
-            <button type="button" className="btn-secondary" onClick={onClose}>Cancel</button>
-            <button type="submit" className="btn-primary" disabled={create.isPending}>Create contact</button>
-          </div>
-        </form>
-        <MutationError error={create.error} />
-      </Card>
-    </div>
   )
 }

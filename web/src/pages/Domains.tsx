@@ -1,7 +1,8 @@
-/** Sending domains: add one, publish the DNS records it lists (one click copies each), check them now. */
+/** Sending domains: add one, publish the DNS records it lists (one click copies each), check them now, delete one. */
 import { type FormEvent, useState } from "react"
 import type { Domain } from "../../../src/http/api/domains.ts"
 import { useApiMutation, useApiQuery, useProjectId } from "../api/hooks.ts"
+import { Confirm } from "../components/Confirm.tsx"
 import { CopyButton } from "../components/CopyButton.tsx"
 import { Badge, cell, formatDate, Page, Table } from "../components/Page.tsx"
 import { Empty, ErrorState, QueryView } from "../components/States.tsx"
@@ -69,6 +70,11 @@ type DomainView = typeof Domain.Type
 
 function DomainCard({ domain }: { readonly domain: DomainView }) {
   const check = useApiMutation((client, id: string) => client.domains.verify({ params: { id } }), { invalidates: [["domains"]] })
+  const [deleting, setDeleting] = useState(false)
+  const remove = useApiMutation((client, id: string) => client.domains.delete({ params: { id } }), {
+    invalidates: [["domains"]],
+    onSuccess: () => setDeleting(false)
+  })
   return (
     <article aria-label={domain.domain} className="rounded-lg border border-slate-200 bg-white">
       <header className="flex flex-wrap items-center justify-between gap-3 border-b border-slate-200 px-5 py-4">
@@ -81,10 +87,12 @@ function DomainCard({ domain }: { readonly domain: DomainView }) {
           <button type="button" className="btn-secondary" disabled={check.isPending} onClick={() => check.mutate(domain.id)}>
             {check.isPending ? "Checking…" : "Check now"}
           </button>
+          <button type="button" className="btn-danger" onClick={() => setDeleting(true)}>Delete</button>
         </div>
       </header>
       <div className="p-5">
         {check.isError && <div className="mb-4"><ErrorState failure={check.error} /></div>}
+        {remove.isError && <div className="mb-4"><ErrorState failure={remove.error} /></div>}
         <Table label={`DNS records of ${domain.domain}`} head={["Record", "Type", "Name", "Value", "Status"]}>
           {domain.records.map((record) => (
             <tr key={record.purpose}>
@@ -110,6 +118,18 @@ function DomainCard({ domain }: { readonly domain: DomainView }) {
           ))}
         </Table>
       </div>
+      <Confirm
+        open={deleting}
+        title={`Delete ${domain.domain}?`}
+        action="Delete domain"
+        typed={domain.domain}
+        danger
+        busy={remove.isPending}
+        onConfirm={() => remove.mutate(domain.id)}
+        onCancel={() => setDeleting(false)}
+      >
+        Mail from addresses at {domain.domain} can no longer be sent, and its DKIM key is gone: adding the domain again makes a new key, to publish anew.
+      </Confirm>
     </article>
   )
 }

@@ -1,12 +1,20 @@
-/** The project at a glance: what setup still lacks, live counts of what it holds, each linking to its page. */
+/**
+ * The project at a glance: what setup still lacks, live counts of what it holds (each linking to its
+ * page), mail and contacts over the last days as charts (home/HomeCharts.tsx, with uPlot, loaded on
+ * demand) and the latest activity.
+ */
 import type { UseQueryResult } from "@tanstack/react-query"
+import { lazy, Suspense } from "react"
 import { Link } from "react-router"
 import type { ApiFailure } from "../api/failure.ts"
 import { useApiQuery, useProjectId } from "../api/hooks.ts"
 import { useCurrentProject } from "../api/session.ts"
-import { Page } from "../components/Page.tsx"
-import { ErrorState } from "../components/States.tsx"
+import { Page, Section } from "../components/Page.tsx"
+import { Empty, ErrorState, Loading, QueryView } from "../components/States.tsx"
+import { ActivityList } from "./activity/ActivityList.tsx"
 import { SetupChecklist } from "./SetupChecklist.tsx"
+
+const HomeCharts = lazy(() => import("./home/HomeCharts.tsx"))
 
 const LIVE = { refetchInterval: 15_000 }
 
@@ -58,6 +66,29 @@ export function HomePage() {
         )}
       </div>
       <p className="mt-4 text-sm text-slate-500">Domains count verified / all. Counts refresh every 15 seconds.</p>
+      <div className="mt-8">
+        <Section title="Last two weeks">
+          <Suspense fallback={<Loading />}><HomeCharts /></Suspense>
+        </Section>
+        <RecentActivity />
+      </div>
     </Page>
+  )
+}
+
+function RecentActivity() {
+  const projectId = useProjectId()
+  const feed = useApiQuery(["activity", "feed", "home"], (client) => client.activity.feed({ query: { limit: "8" } }), LIVE)
+  return (
+    <Section title="Recent activity">
+      <QueryView
+        query={feed}
+        isEmpty={(page) => page.data.length === 0}
+        empty={<Empty title="No activity yet">Mail sent, events tracked and contacts added show here as they happen.</Empty>}
+      >
+        {(page) => <ActivityList label="Recent activity" items={page.data} />}
+      </QueryView>
+      <p className="mt-2 text-sm"><Link to={`/p/${projectId}/activity`} className="link">All activity</Link></p>
+    </Section>
   )
 }

@@ -1,19 +1,19 @@
 /**
  * A template's editor: its fields, the body in CodeMirror, and a live preview rendered by the server's
- * own renderer (POST /templates/preview) for a chosen contact, shown in a sandboxed iframe (no scripts,
- * no access to this page). The preview follows the typing after a short pause.
+ * own renderer for a chosen contact (template/). Leaving with unsaved edits asks first; Delete asks too.
  */
-import { keepPreviousData, useQuery } from "@tanstack/react-query"
-import { useEffect, useRef, useState } from "react"
+import { useQueryClient } from "@tanstack/react-query"
+import { useRef, useState } from "react"
 import { Link, useNavigate, useParams } from "react-router"
-import { callApi } from "../api/client.ts"
-import type { ApiFailure } from "../api/failure.ts"
 import { projectKey, useApiMutation, useApiQuery, useProjectId } from "../api/hooks.ts"
-import { CodeEditor, type InsertText } from "../components/CodeEditor.tsx"
+import { Confirm } from "../components/Confirm.tsx"
 import { Card, Field, MutationError, Notice } from "../components/Form.tsx"
 import { Page } from "../components/Page.tsx"
 import { ErrorState, Loading } from "../components/States.tsx"
+import { SAVED, UnsavedChanges } from "../components/UnsavedChanges.tsx"
 import { mailContentPayload } from "./mailContent.ts"
+import { BodyEditor } from "./template/BodyEditor.tsx"
+import { MailPreview } from "./template/MailPreview.tsx"
 
 const TYPES = ["TRANSACTIONAL", "MARKETING", "HEADLESS"] as const
 type TemplateType = typeof TYPES[number]
@@ -40,16 +40,6 @@ const EMPTY: Draft = {
 
 /** What the API takes: empty optional fields are null. */
 const payloadOf = (draft: Draft) => ({ ...mailContentPayload(draft), type: draft.type })
-
-/** The value once it has stopped changing for `ms`. */
-const useSettled = <A,>(value: A, ms: number): A => {
-  const [settled, setSettled] = useState(value)
-  useEffect(() => {
-    const timer = setTimeout(() => setSettled(value), ms)
-    return () => clearTimeout(timer)
-  }, [value, ms])
-  return settled
-}
 
 export function NewTemplatePage() {
   return <TemplateEditor initial={EMPTY} />
@@ -81,19 +71,24 @@ export function TemplatePage() {
 function TemplateEditor({ templateId, initial }: { readonly templateId?: string; readonly initial: Draft }) {
   const projectId = useProjectId()!
   const navigate = useNavigate()
+  const queryClient = useQueryClient()
   const [draft, setDraft] = useState(initial)
-  const [contactId, setContactId] = useState("")
-  const insert = useRef<InsertText | null>(null)
+  // What the server holds: edits differing from it are unsaved. What was sent becomes it once the save succeeds.
+  const [saved, setSaved] = useState(initial)
+  const sent = useRef(initial)
+  const [deleting, setDeleting] = useState(false)
   const set = (field: keyof Draft) => (value: string) => setDraft((current) => ({ ...current, [field]: value }))
   const base = `/p/${projectId}/templates`
+  const dirty = JSON.stringify(draft) !== JSON.stringify(saved)
 
   const save = useApiMutation(
     (client, payload: ReturnType<typeof payloadOf>) =>
       templateId === undefined ? client.templates.create({ payload }) : client.templates.update({ params: { id: templateId }, payload }),
     {
       invalidates: [["templates"]],
-      onSuccess: (saved) => {
-        if (templateId === undefined) void navigate(`${base}/${saved.id}`, { replace: true })
+      onSuccess: (result) => {
+        setSaved(sent.current)
+        if (templateId === undefined) void navigate(`${base}/${result.id}`, { replace: true, state: SAVED })
       }
     }
   )
@@ -101,12 +96,22 @@ function TemplateEditor({ templateId, initial }: { readonly templateId?: string;
     invalidates: [["templates"]],
     onSuccess: (copy) => void navigate(`${base}/${copy.id}`)
   })
+  // Lists read afresh when next shown; nothing refetched now (the deleted template's own queries would answer 404).
+  const remove = useApiMutation((client, id: string) => client.templates.delete({ params: { id } }), {
+    onSuccess: () => {
+      void queryClient.invalidateQueries({ queryKey: projectKey(projectId, ["templates"]), refetchType: "none" })
+      void navigate(base, { state: SAVED })
+    }
+  })
 
   return (
     <Page
       title={templateId === undefined ? "New template" : initial.name}
       actions={templateId !== undefined && (
-        <button type="button" className="btn-secondary" disabled={duplicate.isPending} onClick={() => duplicate.mutate(templateId)}>Duplicate</button>
+        <div className="flex gap-2">
+          <button type="button" className="btn-secondary" disabled={duplicate.isPending} onClick={() => duplicate.mutate(templateId)}>Duplicate</button>
+          <button type="button" className="btn-danger" onClick={() => setDeleting(true)}>Delete</button>
+        </div>
       )}
     >
       <p className="-mt-4 mb-6 text-sm"><Link to={base} className="link">All templates</Link></p>
@@ -115,6 +120,7 @@ function TemplateEditor({ templateId, initial }: { readonly templateId?: string;
           className="min-w-0 space-y-4"
           onSubmit={(event) => {
             event.preventDefault()
+            sent.current = draft
             save.mutate(payloadOf(draft))
           }}
         >
@@ -135,72 +141,36 @@ function TemplateEditor({ templateId, initial }: { readonly templateId?: string;
               <Field label="Subject" value={draft.subject} onChange={(event) => set("subject")(event.target.value)} required />
             </div>
             <div className="mt-4">
-              <div className="mb-1 flex flex-wrap items-center justify-between gap-2">
-                <p className="text-sm font-medium text-slate-700">Body</p>
-                <ImageUpload onUploaded={(url) => insert.current?.(`<img src="${url}" alt="" style="max-width:100%">`)} />
-              </div>
-              <CodeEditor label="Body" value={draft.body} onChange={set("body")} insertRef={insert} />
-              <p className="mt-1 text-xs text-slate-500">
-                HTML with Liquid: <code className="font-mono">{"{{ firstName }}"}</code>, <code className="font-mono">{"{{ plan ?? \"free\" }}"}</code>,{" "}
-                <code className="font-mono">{"{% if … %}"}</code>; links <code className="font-mono">{"{{ unsubscribeUrl }}"}</code> and <code className="font-mono">{"{{ manageUrl }}"}</code>.
-              </p>
+              <BodyEditor value={draft.body} onChange={set("body")} />
             </div>
-            <button type="submit" className="btn-primary mt-5" disabled={save.isPending}>{templateId === undefined ? "Create template" : "Save"}</button>
-            {save.isSuccess && templateId !== undefined && <div className="mt-4"><Notice>Saved.</Notice></div>}
+            <div className="mt-5 flex flex-wrap items-center gap-3">
+              <button type="submit" className="btn-primary" disabled={save.isPending}>{templateId === undefined ? "Create template" : "Save"}</button>
+              {dirty && <span className="text-sm text-amber-800" data-testid="unsaved">Unsaved changes</span>}
+            </div>
+            {save.isSuccess && !dirty && templateId !== undefined && <div className="mt-4"><Notice>Saved.</Notice></div>}
             <MutationError error={save.error} />
             <MutationError error={duplicate.error} />
+            <MutationError error={remove.error} />
           </Card>
           {templateId !== undefined && <Usage templateId={templateId} />}
         </form>
-        <Preview subject={draft.subject} body={draft.body} contactId={contactId} onContact={setContactId} />
+        <MailPreview subject={draft.subject} body={draft.body} />
       </div>
+      <UnsavedChanges dirty={dirty} what="template" />
+      {templateId !== undefined && (
+        <Confirm
+          open={deleting}
+          title={`Delete ${initial.name}?`}
+          action="Delete template"
+          danger
+          busy={remove.isPending}
+          onConfirm={() => remove.mutate(templateId)}
+          onCancel={() => setDeleting(false)}
+        >
+          The template is deleted for good; mail already sent with it is kept. A template that a workflow step sends cannot be deleted: change those steps first.
+        </Confirm>
+      )}
     </Page>
-  )
-}
-
-function Preview({ subject, body, contactId, onContact }: {
-  readonly subject: string
-  readonly body: string
-  readonly contactId: string
-  readonly onContact: (id: string) => void
-}) {
-  const projectId = useProjectId()!
-  const input = useSettled({ subject, body, contactId }, 250)
-  const contacts = useApiQuery(["contacts", "preview-choices"], (client) => client.contacts.list({ query: { limit: "50" } }))
-  // The previous preview stays up while the next renders (no flashing as one types).
-  const preview = useQuery<{ subject: string; html: string }, ApiFailure>({
-    queryKey: projectKey(projectId, ["template-preview", input]),
-    queryFn: ({ signal }) =>
-      callApi(projectId, (client) =>
-        client.templates.preview({
-          payload: { subject: input.subject, body: input.body, ...(input.contactId ? { contactId: input.contactId } : {}) }
-        }), signal),
-    placeholderData: keepPreviousData,
-    enabled: input.subject.trim() !== "" && input.body !== "",
-    retry: false
-  })
-  return (
-    <section aria-label="Preview" className="min-w-0">
-      <div className="mb-3 flex flex-wrap items-end justify-between gap-3">
-        <h2 className="text-lg font-semibold text-slate-800">Preview</h2>
-        <label className="text-sm font-medium text-slate-700">
-          For
-          <select className="input ml-2 inline-block w-auto py-1" value={contactId} onChange={(event) => onContact(event.target.value)}>
-            <option value="">a sample contact (jane@example.com)</option>
-            {(contacts.data?.data ?? []).map((contact) => <option key={contact.id} value={contact.id}>{contact.email}</option>)}
-          </select>
-        </label>
-      </div>
-      {preview.isError && <div className="mb-3"><ErrorState failure={preview.error} /></div>}
-      <div className="overflow-hidden rounded-lg border border-slate-200 bg-white shadow-sm">
-        <p className="border-b border-slate-200 px-4 py-2 text-sm">
-          <span className="text-slate-500">Subject: </span>
-          <span data-testid="preview-subject" className="font-medium text-slate-900">{preview.data?.subject ?? ""}</span>
-        </p>
-        {/* sandbox with no permissions: the mail's HTML runs no script and cannot reach this page. */}
-        <iframe title="Rendered body" sandbox="" srcDoc={preview.data?.html ?? ""} className="h-[28rem] w-full bg-white" />
-      </div>
-    </section>
   )
 }
 
@@ -219,38 +189,5 @@ function Usage({ templateId }: { readonly templateId: string }) {
           </ul>
         )}
     </Card>
-  )
-}
-
-/**
- * Uploads an image through POST /uploads/image (the contract's multipart payload, sent by the typed client)
- * and hands its public URL on, to be put into the body at the cursor.
- */
-function ImageUpload({ onUploaded }: { readonly onUploaded: (url: string) => void }) {
-  const input = useRef<HTMLInputElement>(null)
-  const upload = useApiMutation((client, file: File) => {
-    const form = new FormData()
-    form.append("file", file, file.name)
-    return client.uploads.image({ payload: form })
-  }, { onSuccess: ({ url }) => onUploaded(url) })
-  return (
-    <div className="min-w-0">
-      <label className={`btn-secondary cursor-pointer px-2 py-1 text-xs focus-within:ring-2 focus-within:ring-indigo-500 ${upload.isPending ? "opacity-60" : ""}`}>
-        {upload.isPending ? "Uploading…" : "Insert image"}
-        <input
-          ref={input}
-          type="file"
-          accept="image/png,image/jpeg,image/gif,image/webp"
-          className="sr-only"
-          disabled={upload.isPending}
-          onChange={(event) => {
-            const file = event.target.files?.[0]
-            if (file) upload.mutate(file)
-            event.target.value = ""
-          }}
-        />
-      </label>
-      <MutationError error={upload.error} />
-    </div>
   )
 }

@@ -1,25 +1,26 @@
 /**
- * A campaign's composer: its content (typed in, or started from a template, with the server's own
- * rendering as the preview), and its audience (every contact, a segment, or a filter built with the
+ * A campaign's composer: its content (typed in the template editor's body editor, or started from a
+ * template, with the same live preview for a chosen contact), and its audience (every contact, a segment, or a filter built with the
  * condition builder) with the live recipient count. Saves a DRAFT (new) or replaces one (DRAFT or
- * SCHEDULED); sending happens on the campaign's page.
+ * SCHEDULED); sending happens on the campaign's page. Leaving with unsaved edits asks first.
  */
-import { keepPreviousData, useQuery } from "@tanstack/react-query"
 import { Effect } from "effect"
 import { type FormEvent, useState } from "react"
 import { Link, useNavigate, useParams } from "react-router"
 import type { Campaign } from "../../../../src/http/api/campaigns.ts"
-import { callApi } from "../../api/client.ts"
-import type { ApiFailure, FieldError } from "../../api/failure.ts"
-import { projectKey, useApiMutation, useApiQuery, useProjectId } from "../../api/hooks.ts"
-import { type Audience, AudiencePreview } from "../../components/conditions/AudiencePreview.tsx"
+import type { FieldError } from "../../api/failure.ts"
+import { useApiMutation, useApiQuery, useProjectId } from "../../api/hooks.ts"
+import { AudiencePreview } from "../../components/conditions/AudiencePreview.tsx"
 import { asCondition, ConditionBuilder } from "../../components/conditions/ConditionBuilder.tsx"
 import type { Condition } from "../../components/conditions/model.ts"
-import { useSettled } from "../../components/conditions/settled.ts"
 import { Card, Field, MutationError } from "../../components/Form.tsx"
 import { Page } from "../../components/Page.tsx"
-import { ErrorState, QueryView } from "../../components/States.tsx"
+import { QueryView } from "../../components/States.tsx"
+import { SAVED, UnsavedChanges } from "../../components/UnsavedChanges.tsx"
 import { type MailContentDraft, mailContentPayload } from "../mailContent.ts"
+import { BodyEditor } from "../template/BodyEditor.tsx"
+import { MailPreview } from "../template/MailPreview.tsx"
+import { audienceOf } from "./audience.ts"
 
 type AudienceType = "ALL" | "SEGMENT" | "FILTERED"
 type MailType = "MARKETING" | "TRANSACTIONAL"
@@ -71,13 +72,6 @@ const payloadOf = (draft: Draft) => ({
   audienceCondition: draft.audienceType === "FILTERED" ? draft.audienceCondition : null
 })
 
-export const audienceOf = (draft: Pick<Draft, "audienceType" | "segmentId" | "audienceCondition">): Audience | null =>
-  draft.audienceType === "ALL"
-    ? { all: true }
-    : draft.audienceType === "SEGMENT"
-    ? draft.segmentId === "" ? null : { segmentId: draft.segmentId }
-    : { condition: draft.audienceCondition }
-
 const NO_ERRORS: ReadonlyArray<FieldError> = []
 
 export function NewCampaignPage() {
@@ -103,7 +97,7 @@ function CampaignEditor({ campaignId, initial }: { readonly campaignId?: string;
       campaignId === undefined
         ? Effect.map(client.campaigns.create({ payload: payloadOf(draft) }), (created) => created.data.id)
         : Effect.map(client.campaigns.replace({ params: { id: campaignId }, payload: payloadOf(draft) }), (replaced) => replaced.id),
-    { invalidates: [["campaigns"]], onSuccess: (id) => navigate(`/p/${projectId}/campaigns/${id}`) }
+    { invalidates: [["campaigns"]], onSuccess: (id) => navigate(`/p/${projectId}/campaigns/${id}`, { state: SAVED }) }
   )
   const submit = (event: FormEvent) => {
     event.preventDefault()
@@ -145,12 +139,9 @@ function CampaignEditor({ campaignId, initial }: { readonly campaignId?: string;
             <Field label="From name" value={draft.fromName} onChange={(event) => set({ fromName: event.target.value })} />
             <Field label="Reply-to" type="email" value={draft.replyTo} onChange={(event) => set({ replyTo: event.target.value })} />
           </div>
-          <div className="mt-4 grid min-w-0 gap-4 lg:grid-cols-2">
-            <label className="block min-w-0 text-sm font-medium text-slate-700">
-              Body (HTML with Liquid)
-              <textarea className="input mt-1 h-72 font-mono text-xs" value={draft.body} onChange={(event) => set({ body: event.target.value })} spellCheck={false} required />
-            </label>
-            <BodyPreview subject={draft.subject} body={draft.body} />
+          <div className="mt-4 grid min-w-0 gap-6 xl:grid-cols-2">
+            <div className="min-w-0"><BodyEditor value={draft.body} onChange={(body) => set({ body })} /></div>
+            <MailPreview subject={draft.subject} body={draft.body} />
           </div>
         </Card>
         <Card title="Audience">
@@ -194,32 +185,7 @@ function CampaignEditor({ campaignId, initial }: { readonly campaignId?: string;
           <MutationError error={save.error} />
         </div>
       </form>
+      <UnsavedChanges dirty={JSON.stringify(draft) !== JSON.stringify(initial)} what="campaign" />
     </Page>
-  )
-}
-
-/** The body as the server renders it for a sample contact, in a sandboxed frame (no scripts, no access to this page). */
-function BodyPreview({ subject, body }: { readonly subject: string; readonly body: string }) {
-  const projectId = useProjectId()
-  const input = useSettled({ subject: subject === "" ? "(no subject)" : subject, body }, 300)
-  const preview = useQuery<{ subject: string; html: string }, ApiFailure>({
-    queryKey: projectKey(projectId, ["template-preview", input]),
-    queryFn: ({ signal }) => callApi(projectId, (client) => client.templates.preview({ payload: input }), signal),
-    placeholderData: keepPreviousData,
-    enabled: input.body !== "",
-    retry: false
-  })
-  return (
-    <section aria-label="Preview" className="min-w-0">
-      <h3 className="text-sm font-medium text-slate-700">Preview</h3>
-      {preview.isError && <div className="mt-1"><ErrorState failure={preview.error} /></div>}
-      <div className="mt-1 overflow-hidden rounded-md border border-slate-200 bg-white">
-        <p className="truncate border-b border-slate-200 px-3 py-1.5 text-sm">
-          <span className="text-slate-500">Subject: </span>
-          <span data-testid="preview-subject" className="font-medium text-slate-900">{preview.data?.subject ?? ""}</span>
-        </p>
-        <iframe title="Rendered body" sandbox="" srcDoc={preview.data?.html ?? ""} className="h-64 w-full bg-white" />
-      </div>
-    </section>
   )
 }

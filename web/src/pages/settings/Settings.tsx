@@ -9,7 +9,7 @@ import { ErrorState, Loading } from "../../components/States.tsx"
 
 const TABS: ReadonlyArray<readonly [path: string, label: string, needs: Permission]> = [
   ["members", "Members", "view"],
-  ["keys", "API keys", "manage"],
+  ["keys", "API keys", "view"],
   ["sending", "Sending", "view"],
   ["billing", "Billing", "view"],
   ["security", "Security", "view"],
