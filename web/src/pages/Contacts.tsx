@@ -6,9 +6,10 @@
 import { useQueryClient } from "@tanstack/react-query"
 import { useEffect, useState } from "react"
 import { Link, useNavigate, useSearchParams } from "react-router"
+import { fieldError } from "../api/fieldErrors.ts"
 import { projectKey, useApiMutation, useApiQuery, useProjectId } from "../api/hooks.ts"
 import { Confirm } from "../components/Confirm.tsx"
-import { Card, Field, MutationError } from "../components/Form.tsx"
+import { Card, changeClearing, Field, MutationError } from "../components/Form.tsx"
 import { isFinished, JobErrors, JobProgress, useContactJob } from "../components/Job.tsx"
 import { describeValue } from "../components/Json.tsx"
 import { Badge, cell, formatDate, Page, Table, wideOnly } from "../components/Page.tsx"
@@ -338,7 +339,9 @@ function AddContact({ onClose }: { readonly onClose: () => void }) {
             create.mutate({ email: email.trim(), subscribed })
           }}
         >
-          <div className="flex-1"><Field label="Email" type="email" value={email} onChange={(event) => setEmail(event.target.value)} required autoFocus /></div>
+          <div className="flex-1">
+            <Field label="Email" type="email" value={email} onChange={changeClearing(create, setEmail)} required autoFocus error={fieldError(create.error, "email")} />
+          </div>
           <label className="flex items-center gap-2 pb-2 text-sm text-slate-700">
             <input type="checkbox" checked={subscribed} onChange={(event) => setSubscribed(event.target.checked)} />
             Subscribed
@@ -348,7 +351,7 @@ function AddContact({ onClose }: { readonly onClose: () => void }) {
             <button type="submit" className="btn-primary" disabled={create.isPending}>Create contact</button>
           </div>
         </form>
-        <MutationError error={create.error} />
+        <MutationError error={create.error} fields={["email", "subscribed"]} />
       </Card>
     </div>
   )

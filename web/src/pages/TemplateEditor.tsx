@@ -4,13 +4,14 @@
  * no access to this page). The preview follows the typing after a short pause.
  */
 import { keepPreviousData, useQuery } from "@tanstack/react-query"
-import { useEffect, useRef, useState } from "react"
+import { useEffect, useId, useRef, useState } from "react"
 import { Link, useNavigate, useParams } from "react-router"
 import { callApi } from "../api/client.ts"
-import type { ApiFailure } from "../api/failure.ts"
+import type { ApiFailure, FieldError } from "../api/failure.ts"
+import { fieldError } from "../api/fieldErrors.ts"
 import { projectKey, useApiMutation, useApiQuery, useProjectId } from "../api/hooks.ts"
 import { CodeEditor, type InsertText } from "../components/CodeEditor.tsx"
-import { Card, Field, MutationError, Notice } from "../components/Form.tsx"
+import { Card, Field, FieldMessage, MutationError, Notice } from "../components/Form.tsx"
 import { Page } from "../components/Page.tsx"
 import { ErrorState, Loading } from "../components/States.tsx"
 import { mailContentPayload } from "./mailContent.ts"
@@ -37,6 +38,11 @@ const EMPTY: Draft = {
   replyTo: "",
   type: "MARKETING"
 }
+
+/** The fields the form shows the server's errors at. */
+const FIELDS = ["name", "type", "from", "fromName", "replyTo", "subject", "body"]
+
+const NO_ERRORS: ReadonlyArray<FieldError> = []
 
 /** What the API takes: empty optional fields are null. */
 const payloadOf = (draft: Draft) => ({ ...mailContentPayload(draft), type: draft.type })
@@ -83,8 +89,9 @@ function TemplateEditor({ templateId, initial }: { readonly templateId?: string;
   const navigate = useNavigate()
   const [draft, setDraft] = useState(initial)
   const [contactId, setContactId] = useState("")
+  const [previewErrors, setPreviewErrors] = useState(NO_ERRORS)
   const insert = useRef<InsertText | null>(null)
-  const set = (field: keyof Draft) => (value: string) => setDraft((current) => ({ ...current, [field]: value }))
+  const bodyErrorId = useId()
   const base = `/p/${projectId}/templates`
 
   const save = useApiMutation(
@@ -97,6 +104,15 @@ function TemplateEditor({ templateId, initial }: { readonly templateId?: string;
       }
     }
   )
+  // An edit answers the save's field errors: they no longer describe what is typed.
+  const set = (field: keyof Draft) => (value: string) => {
+    if (save.isError) save.reset()
+    setDraft((current) => ({ ...current, [field]: value }))
+  }
+  /** The save's error for a field, else what the live preview found in it (half-typed Liquid). */
+  const errorAt = (field: string) => fieldError(save.error, field) ?? (field === "subject" || field === "body" ? fieldError({ fieldErrors: previewErrors }, field) : undefined)
+  const bodyError = errorAt("body")
+
   const duplicate = useApiMutation((client, id: string) => client.templates.duplicate({ params: { id } }), {
     invalidates: [["templates"]],
     onSuccess: (copy) => void navigate(`${base}/${copy.id}`)
@@ -120,26 +136,27 @@ function TemplateEditor({ templateId, initial }: { readonly templateId?: string;
         >
           <Card>
             <div className="grid grid-cols-1 gap-4 sm:grid-cols-2">
-              <Field label="Name" value={draft.name} onChange={(event) => set("name")(event.target.value)} required maxLength={255} />
+              <Field label="Name" value={draft.name} onChange={(event) => set("name")(event.target.value)} required maxLength={255} error={errorAt("name")} />
               <label className="block text-sm font-medium text-slate-700">
                 Type
                 <select className="input mt-1" value={draft.type} onChange={(event) => set("type")(event.target.value)}>
                   {TYPES.map((type) => <option key={type} value={type}>{type.toLowerCase()}</option>)}
                 </select>
               </label>
-              <Field label="From" type="email" value={draft.from} onChange={(event) => set("from")(event.target.value)} required hint="An address at a verified domain" />
-              <Field label="From name" value={draft.fromName} onChange={(event) => set("fromName")(event.target.value)} />
-              <Field label="Reply to" type="email" value={draft.replyTo} onChange={(event) => set("replyTo")(event.target.value)} />
+              <Field label="From" type="email" value={draft.from} onChange={(event) => set("from")(event.target.value)} required hint="An address at a verified domain" error={errorAt("from")} />
+              <Field label="From name" value={draft.fromName} onChange={(event) => set("fromName")(event.target.value)} error={errorAt("fromName")} />
+              <Field label="Reply to" type="email" value={draft.replyTo} onChange={(event) => set("replyTo")(event.target.value)} error={errorAt("replyTo")} />
             </div>
             <div className="mt-4">
-              <Field label="Subject" value={draft.subject} onChange={(event) => set("subject")(event.target.value)} required />
+              <Field label="Subject" value={draft.subject} onChange={(event) => set("subject")(event.target.value)} required error={errorAt("subject")} />
             </div>
             <div className="mt-4">
               <div className="mb-1 flex flex-wrap items-center justify-between gap-2">
                 <p className="text-sm font-medium text-slate-700">Body</p>
                 <ImageUpload onUploaded={(url) => insert.current?.(`<img src="${url}" alt="" style="max-width:100%">`)} />
               </div>
-              <CodeEditor label="Body" value={draft.body} onChange={set("body")} insertRef={insert} />
+              <CodeEditor label="Body" value={draft.body} onChange={set("body")} insertRef={insert} errorId={bodyError === undefined ? undefined : bodyErrorId} />
+              <FieldMessage id={bodyErrorId} message={bodyError} />
               <p className="mt-1 text-xs text-slate-500">
                 HTML with Liquid: <code className="font-mono">{"{{ firstName }}"}</code>, <code className="font-mono">{"{{ plan ?? \"free\" }}"}</code>,{" "}
                 <code className="font-mono">{"{% if … %}"}</code>; links <code className="font-mono">{"{{ unsubscribeUrl }}"}</code> and <code className="font-mono">{"{{ manageUrl }}"}</code>.
@@ -147,22 +164,24 @@ function TemplateEditor({ templateId, initial }: { readonly templateId?: string;
             </div>
             <button type="submit" className="btn-primary mt-5" disabled={save.isPending}>{templateId === undefined ? "Create template" : "Save"}</button>
             {save.isSuccess && templateId !== undefined && <div className="mt-4"><Notice>Saved.</Notice></div>}
-            <MutationError error={save.error} />
+            <MutationError error={save.error} fields={FIELDS} />
             <MutationError error={duplicate.error} />
           </Card>
           {templateId !== undefined && <Usage templateId={templateId} />}
         </form>
-        <Preview subject={draft.subject} body={draft.body} contactId={contactId} onContact={setContactId} />
+        <Preview subject={draft.subject} body={draft.body} contactId={contactId} onContact={setContactId} onFieldErrors={setPreviewErrors} />
       </div>
     </Page>
   )
 }
 
-function Preview({ subject, body, contactId, onContact }: {
+function Preview({ subject, body, contactId, onContact, onFieldErrors }: {
   readonly subject: string
   readonly body: string
   readonly contactId: string
   readonly onContact: (id: string) => void
+  /** What the last render found wrong in the subject or body (shown at those fields), or none. */
+  readonly onFieldErrors: (errors: ReadonlyArray<FieldError>) => void
 }) {
   const projectId = useProjectId()!
   const input = useSettled({ subject, body, contactId }, 250)
@@ -179,6 +198,8 @@ function Preview({ subject, body, contactId, onContact }: {
     enabled: input.subject.trim() !== "" && input.body !== "",
     retry: false
   })
+  const fieldErrors = preview.error?.fieldErrors ?? NO_ERRORS
+  useEffect(() => onFieldErrors(fieldErrors), [fieldErrors, onFieldErrors])
   return (
     <section aria-label="Preview" className="min-w-0">
       <div className="mb-3 flex flex-wrap items-end justify-between gap-3">
@@ -191,7 +212,12 @@ function Preview({ subject, body, contactId, onContact }: {
           </select>
         </label>
       </div>
-      {preview.isError && <div className="mb-3"><ErrorState failure={preview.error} /></div>}
+      {preview.isError && fieldErrors.length === 0 && <div className="mb-3"><ErrorState failure={preview.error} /></div>}
+      {fieldErrors.length > 0 && (
+        <p className="mb-3 text-sm text-red-700">
+          The {fieldErrors.some((error) => error.field === "body") ? "body" : "subject"} does not render as it is (see the message under it): this is the last preview that did.
+        </p>
+      )}
       <div className="overflow-hidden rounded-lg border border-slate-200 bg-white shadow-sm">
         <p className="border-b border-slate-200 px-4 py-2 text-sm">
           <span className="text-slate-500">Subject: </span>
