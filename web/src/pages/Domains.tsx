@@ -52,7 +52,7 @@ function AddDomain() {
       <div className="mt-2 flex flex-col gap-2 sm:flex-row">
         <input
           id="new-domain"
-          className="input"
+          className={`input ${error ? "border-red-500" : ""}`}
           value={domain}
           onChange={changeClearing(add, setDomain)}
           aria-invalid={error ? true : undefined}

@@ -198,6 +198,12 @@ function Preview({ subject, body, contactId, onContact, onFieldErrors }: {
     enabled: input.subject.trim() !== "" && input.body !== "",
     retry: false
   })
+  // The last preview that rendered stays up while the text does not render (half-typed Liquid).
+  const [lastGood, setLastGood] = useState<{ subject: string; html: string } | undefined>(undefined)
+  useEffect(() => {
+    if (preview.data !== undefined) setLastGood(preview.data)
+  }, [preview.data])
+  const shown = preview.data ?? lastGood
   const fieldErrors = preview.error?.fieldErrors ?? NO_ERRORS
   useEffect(() => onFieldErrors(fieldErrors), [fieldErrors, onFieldErrors])
   return (
@@ -221,10 +227,10 @@ function Preview({ subject, body, contactId, onContact, onFieldErrors }: {
       <div className="overflow-hidden rounded-lg border border-slate-200 bg-white shadow-sm">
         <p className="border-b border-slate-200 px-4 py-2 text-sm">
           <span className="text-slate-500">Subject: </span>
-          <span data-testid="preview-subject" className="font-medium text-slate-900">{preview.data?.subject ?? ""}</span>
+          <span data-testid="preview-subject" className="font-medium text-slate-900">{shown?.subject ?? ""}</span>
         </p>
         {/* sandbox with no permissions: the mail's HTML runs no script and cannot reach this page. */}
-        <iframe title="Rendered body" sandbox="" srcDoc={preview.data?.html ?? ""} className="h-[28rem] w-full bg-white" />
+        <iframe title="Rendered body" sandbox="" srcDoc={shown?.html ?? ""} className="h-[28rem] w-full bg-white" />
       </div>
     </section>
   )
