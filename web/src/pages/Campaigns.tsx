@@ -14,6 +14,7 @@ import { Card, Field, MutationError, Notice } from "../components/Form.tsx"
 import { Badge, cell, Fields, formatDate, Page, Section, Table, wideOnly } from "../components/Page.tsx"
 import { NumberedPager } from "../components/Pager.tsx"
 import { Empty, QueryView } from "../components/States.tsx"
+import { nounFor } from "../components/words.ts"
 import { audienceOf } from "./campaign/CampaignEditor.tsx"
 import { Outcome, ProgressBar } from "./campaign/Outcome.tsx"
 
@@ -246,7 +247,7 @@ function SendPanel({ campaign }: { readonly campaign: CampaignData }) {
         </Card>
         <Card title={campaign.status === "SCHEDULED" ? "Reschedule or send now" : "Schedule or send now"}>
           <p className="mb-3 text-sm text-slate-600">
-            <span data-testid="recipient-count" className="font-semibold tabular-nums text-slate-900">{recipients === undefined ? "…" : recipients.toLocaleString()}</span> recipients now.
+            <span data-testid="recipient-count" className="font-semibold tabular-nums text-slate-900">{recipients === undefined ? "…" : recipients.toLocaleString()}</span> {nounFor(recipients ?? 0, "recipient")} now.
           </p>
           <form
             className="flex flex-wrap items-end gap-2"

@@ -9,7 +9,8 @@ import { useApiMutation, useApiQuery, useProjectId } from "../api/hooks.ts"
 import { Confirm } from "../components/Confirm.tsx"
 import { DataEditor, valueTypeOf } from "../components/DataEditor.tsx"
 import { MutationError } from "../components/Form.tsx"
-import { describeValue } from "../components/Json.tsx"
+import { DataPairs } from "../components/Json.tsx"
+import { displayValue } from "../components/words.ts"
 import { Badge, cell, Fields, formatDate, Page, Section, Table, wideOnly } from "../components/Page.tsx"
 import { Empty, QueryView } from "../components/States.tsx"
 
@@ -92,7 +93,7 @@ export function ContactPage() {
                           <tr key={key}>
                             <td className={`${cell} break-all font-mono`}>{key}</td>
                             <td className={`${cell} text-slate-600`}>{valueTypeOf(value)}</td>
-                            <td className={`${cell} break-all font-mono`}>{describeValue(value)}</td>
+                            <td className={`${cell} break-all font-mono`}>{displayValue(value)}</td>
                           </tr>
                         ))}
                       </Table>
@@ -195,7 +196,7 @@ function Timeline({ contactId }: { readonly contactId: string }) {
                     <time className="text-sm text-slate-500" dateTime={item.occurredAt}>{formatDate(item.occurredAt)}</time>
                   </div>
                   {Object.keys(item.data).length > 0 && (
-                    <p className="mt-1 break-all font-mono text-xs text-slate-600">{JSON.stringify(item.data)}</p>
+                    <DataPairs data={item.data} label={`Data of ${item.event ?? item.type}`} />
                   )}
                 </li>
               ))}
