@@ -5,11 +5,12 @@
  * workflow executions by their contact's email, nouns agreeing with their numbers). Screenshots of every
  * page: see support/browser.ts.
  */
+import { join } from "node:path"
 import type { Page } from "playwright-core"
 import { beforeAll, describe, expect, it } from "vitest"
 import { verifyDomain } from "../support/mail.ts"
 import { type AxeFinding, seriousAxeFindings } from "./support/axe.ts"
-import { heading, screenshot, useBrowser } from "./support/browser.ts"
+import { screenshotDir, useBrowser } from "./support/browser.ts"
 
 const env = useBrowser()
 const projectPath = (path = "") => `/p/${env.project.id}${path}`
@@ -75,7 +76,7 @@ const walk = async (page: Page, paths: ReadonlyArray<readonly [string, string]>)
   const found: Record<string, ReadonlyArray<AxeFinding>> = {}
   for (const [name, path] of paths) {
     await open(page, path)
-    await screenshot(page, `page-${name}-1280`)
+    await page.screenshot({ path: join(screenshotDir, `page-${name}-1280.png`), fullPage: true })
     const findings = await seriousAxeFindings(page)
     if (findings.length > 0) found[path] = findings
   }
@@ -154,12 +155,22 @@ describe("data as people read it", () => {
     expect(data).not.toContain('"')
     const eventData = page.getByRole("term").filter({ hasText: "source" }).first()
     await eventData.waitFor()
-    expect(await page.getByRole("list", { name: "Timeline" }).innerText()).not.toMatch(/[{}"]/)
+    const timeline = await page.getByRole("list", { name: "Timeline" }).innerText()
+    expect(timeline).not.toMatch(/[{}"]/)
+    // The mail's and the workflow's names are on the line: not their ids.
+    expect(timeline).toContain("email sent")
+    expect(timeline).not.toMatch(/emailId|campaignId|executionId|[0-9a-f]{8}-[0-9a-f]{4}-/)
 
     await open(page, projectPath("/events?name=signed-up"))
     const recent = await page.getByRole("list", { name: "Recent events" }).innerText()
     expect(recent).toMatch(/source\s+ads/)
     expect(recent).not.toMatch(/[{}"]/)
+
+    // The service's own events (email.sent) keep what people read (the subject), not their ids.
+    await open(page, projectPath("/events"))
+    const all = page.getByRole("list", { name: "Recent events" })
+    await all.getByText("Your receipt").waitFor()
+    expect(await all.innerText()).not.toMatch(/emailId|campaignId|[0-9a-f]{8}-[0-9a-f]{4}-/)
   })
 
   it("names a workflow execution's contact by email, and a one-hour delay as 1 hour", async () => {
@@ -167,7 +178,7 @@ describe("data as people read it", () => {
     await open(page, projectPath(`/workflows/${ids.workflow}?execution=${ids.execution}`))
     const executions = page.getByRole("table", { name: "Executions" })
     await executions.getByRole("link", { name: "ada@example.com" }).waitFor()
-    expect(await executions.innerText()).not.toContain(ids.contact.slice(0, 8))
+    expect(await executions.innerText()).not.toContain(ids.contact!.slice(0, 8))
     await page.getByRole("region", { name: "Execution history" }).getByRole("heading", { name: "Execution for ada@example.com" }).waitFor()
     await page.getByTestId("step-Pause").getByText("1 hour", { exact: true }).waitFor()
   })

@@ -12,7 +12,7 @@ import { cell, formatDate, Page, Section, Table, wideOnly } from "../components/
 import { Pager } from "../components/Pager.tsx"
 import { DataPairs } from "../components/Json.tsx"
 import { Empty, QueryView } from "../components/States.tsx"
-import { countOf } from "../components/words.ts"
+import { countOf, readableEventData } from "../components/words.ts"
 
 export function EventsPage() {
   const [params, setParams] = useSearchParams()
@@ -150,8 +150,8 @@ function Recent({ name }: { readonly name: string | null }) {
                     <span className="whitespace-nowrap text-slate-500">{formatDate(event.createdAt)}</span>
                   </div>
                   <Link to={`/p/${projectId}/contacts/${event.contactId}`} className="link break-all text-sm">{event.email ?? event.contactId}</Link>
-                  {Object.keys(event.data).length > 0 && (
-                    <DataPairs data={event.data} label={`Data of ${event.name}`} />
+                  {Object.keys(readableEventData(event.name, event.data)).length > 0 && (
+                    <DataPairs data={readableEventData(event.name, event.data)} label={`Data of ${event.name}`} />
                   )}
                 </li>
               ))}

@@ -67,7 +67,13 @@ export function AudiencePreview({
       {data && label === "recipients" && data.total !== data.reachable && (
         <p className="mt-1 text-xs text-slate-500">{(data.total - data.reachable).toLocaleString()} more match but are unsubscribed or suppressed.</p>
       )}
-      {data && label === "contacts match" && <p className="mt-1 text-xs text-slate-500">{data.reachable.toLocaleString()} of them subscribed and reachable.</p>}
+      {data && label === "contacts match" && data.total > 0 && (
+        <p className="mt-1 text-xs text-slate-500">
+          {data.total === 1
+            ? (data.reachable === 1 ? "Subscribed and reachable." : "Not subscribed, or not reachable.")
+            : `${data.reachable.toLocaleString()} of them subscribed and reachable.`}
+        </p>
+      )}
       {preview.isError && fieldErrors.length === 0 && <div className="mt-3"><ErrorState failure={preview.error} /></div>}
       {preview.isError && fieldErrors.length > 0 && <p className="mt-2 text-sm text-red-700">Fix the marked {fieldErrors.length === 1 ? "filter" : "filters"} to see the count.</p>}
       {data && data.sample.length > 0 && (
