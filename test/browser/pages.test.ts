@@ -74,6 +74,10 @@ const open = async (page: Page, path: string) => {
 /** Visits each path, screenshots it, and returns axe's serious and critical findings by path. */
 const walk = async (page: Page, paths: ReadonlyArray<readonly [string, string]>) => {
   const found: Record<string, ReadonlyArray<AxeFinding>> = {}
+  // A server error is a console error the harness fails on: name the request, to know which it was.
+  page.on("response", (response) => {
+    if (response.status() >= 500) console.error(`${response.status()} from ${response.request().method()} ${response.url()}`)
+  })
   for (const [name, path] of paths) {
     await open(page, path)
     await page.screenshot({ path: join(screenshotDir, `page-${name}-1280.png`), fullPage: true })

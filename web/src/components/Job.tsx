@@ -5,7 +5,7 @@
 import type { Job as JobSchema } from "../../../src/http/api/contactJobs.ts"
 import { useApiQuery } from "../api/hooks.ts"
 import { Badge, cell, Table } from "./Page.tsx"
-import { countOf } from "./words.ts"
+import { countsOf } from "./jobCounts.ts"
 
 export type ContactJob = typeof JobSchema.Type
 
@@ -29,27 +29,6 @@ export const percentOf = (job: ContactJob) => {
   if (job.status === "COMPLETED") return 100
   if (job.progress.total === 0) return 0
   return Math.min(99, Math.floor((job.progress.processed / job.progress.total) * 100))
-}
-
-/** What a bulk action did to each contact it counts as updated. */
-const BULK_OUTCOME = { subscribe: "now subscribed", unsubscribe: "now unsubscribed", delete: "deleted" } as const
-
-/**
- * The job's counts in its own words: an import's rows created, updated, skipped and failed; a bulk
- * action's contacts now (un)subscribed or deleted, with those not found or failed only when there are any.
- */
-export const countsOf = (job: ContactJob): string => {
-  const { processed, total, created, updated, skipped, failed } = job.progress
-  const n = (value: number) => value.toLocaleString()
-  if (job.type === "import") {
-    return `${n(processed)} of ${countOf(total, "row")} · ${n(created)} created · ${n(updated)} updated · ${n(skipped)} skipped · ${n(failed)} failed`
-  }
-  return [
-    `${n(processed)} of ${countOf(total, "contact")}`,
-    `${n(updated)} ${BULK_OUTCOME[job.type]}`,
-    ...(skipped > 0 ? [`${n(skipped)} not found`] : []),
-    ...(failed > 0 ? [`${n(failed)} failed`] : [])
-  ].join(" · ")
 }
 
 const statusTone = (status: ContactJob["status"]) => (status === "COMPLETED" ? "green" : status === "FAILED" ? "red" : "indigo")
