@@ -218,7 +218,7 @@ describe("contacts in the dashboard", () => {
     })
     await page.reload()
     await page.getByRole("list", { name: "Segments of the contact" }).getByRole("link", { name: "Pro editors" }).waitFor()
-    await page.getByRole("list", { name: "Timeline" }).getByText("contact.unsubscribed").waitFor()
+    await page.getByRole("list", { name: "Timeline" }).getByText("contact unsubscribed").waitFor()
     await page.screenshot({ path: join(screenshotDir, "contact-page-1280.png"), fullPage: true })
 
     const phone = await env.page({ viewport: PHONE })
