@@ -69,6 +69,19 @@ describe("errors in the dashboard's forms", () => {
     expect(await page.getByRole("table", { name: "Pending invitations" }).count()).toBe(0)
   })
 
+  it("Sign up: x@y is named at the email field and no account is asked for", async () => {
+    const page = await env.page({ user: null })
+    env.allowConsoleErrors(page, /status of 401/)
+    const sent = requestsTo(page, "POST", "/auth/signup")
+    await page.goto("/signup")
+    await heading(page, "Create an account")
+    await page.getByLabel("Email").fill("x@y")
+    await page.getByLabel("Password").fill("correct horse battery")
+    await page.getByRole("button", { name: "Create account" }).click()
+    expect(await errorOf(page, "Email")).toBe(EMAIL_MESSAGE)
+    expect(sent).toEqual([])
+  })
+
   it("Add domain: the server's 422 is shown at the domain field with its own message", async () => {
     const page = await env.page()
     env.allowConsoleErrors(page, /status of 422/)

@@ -6,11 +6,12 @@
 import { useState } from "react"
 import { Link, useNavigate, useParams, useSearchParams } from "react-router"
 import type { Campaign } from "../../../src/http/api/campaigns.ts"
+import { fieldError } from "../api/fieldErrors.ts"
 import { useApiMutation, useApiQuery, useProjectId } from "../api/hooks.ts"
 import { usePreview } from "../components/conditions/AudiencePreview.tsx"
 import { asCondition } from "../components/conditions/model.ts"
 import { Confirm } from "../components/Confirm.tsx"
-import { Card, Field, MutationError, Notice } from "../components/Form.tsx"
+import { Card, changeClearing, Field, MutationError, Notice } from "../components/Form.tsx"
 import { Badge, cell, Fields, formatDate, Page, Section, Table, wideOnly } from "../components/Page.tsx"
 import { NumberedPager } from "../components/Pager.tsx"
 import { Empty, QueryView } from "../components/States.tsx"
@@ -238,12 +239,12 @@ function SendPanel({ campaign }: { readonly campaign: CampaignData }) {
             }}
           >
             <div className="min-w-0 flex-1">
-              <Field label="Test address" type="email" value={testTo} onChange={(event) => setTestTo(event.target.value)} required />
+              <Field label="Test address" type="email" value={testTo} onChange={changeClearing(test, setTestTo)} required error={fieldError(test.error, "email")} />
             </div>
             <button type="submit" className="btn-secondary" disabled={test.isPending}>Send test</button>
           </form>
           {test.data && <div className="mt-3"><Notice>Test sent to {test.data.data.email}.</Notice></div>}
-          <MutationError error={test.error} />
+          <MutationError error={test.error} fields={["email"]} />
         </Card>
         <Card title={campaign.status === "SCHEDULED" ? "Reschedule or send now" : "Schedule or send now"}>
           <p className="mb-3 text-sm text-slate-600">
