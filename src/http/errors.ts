@@ -75,6 +75,8 @@ export class ApiError extends Data.TaggedError("ApiError")<EnvelopeFields> imple
       status: 403,
       code: "INTERNAL_SERVER_ERROR",
       message: `The domain ${domain} is not verified for this project`,
+      // Named apart from the message, so a client (the dashboard) can point at that domain.
+      details: { domain },
       suggestion: "Add the domain with POST /domains, publish its DNS records and verify it with GET /domains/:id/verify."
     })
   }

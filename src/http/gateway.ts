@@ -11,7 +11,7 @@ import { randomBytesFromPool } from "../domain/ids.ts"
 import { HttpMetrics } from "../observability/Metrics.ts"
 import { isUnreachable } from "../lib/isolation.ts"
 import { databaseUnavailable, type EnvelopeFields, envelopeResponse, type FieldError, RequestState, type RequestStateShape } from "./errors.ts"
-import { issueToFieldErrors } from "./validation.ts"
+import { issueToFieldErrors } from "./api/fieldErrors.ts"
 
 const KiB = 1024
 const MiB = 1024 * KiB

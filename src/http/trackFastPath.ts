@@ -21,7 +21,7 @@ import { ApiError, databaseUnavailable, type EnvelopeFields, RequestState, type 
 import { bodyLimitFor, inputInvalid, invalidJson, newRequestId, payloadTooLarge, statusClassOf } from "./gateway.ts"
 import { makeTrack, type TrackPath } from "./handlers/track.ts"
 import { decodeTrackBody } from "./handlers/trackedEvent.ts"
-import { issueToFieldErrors } from "./validation.ts"
+import { issueToFieldErrors } from "./api/fieldErrors.ts"
 
 const TRACK_PATHS: ReadonlySet<string> = new Set<TrackPath>(["/v1/track", "/events/track"])
 

@@ -25,12 +25,15 @@ import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 import { WorkflowExecutions } from "./WorkflowExecutions.ts"
 import {
   decodeExecutionRows,
+  decodeListedExecutionRows,
   decodeStepExecutionRows,
   decodeStepRows,
   decodeTransitionRows,
   decodeWorkflowRows,
   EXECUTION_COLUMNS,
+  EXECUTION_WITH_EMAIL_COLUMNS,
   type ExecutionRow,
+  type ListedExecutionRow,
   STEP_COLUMNS,
   STEP_EXECUTION_COLUMNS,
   type StepRow,
@@ -96,6 +99,11 @@ export interface Execution {
   readonly completedAt: string | null
 }
 
+/** An execution with its contact's email, for people to read (null once the contact is deleted). */
+export interface ListedExecution extends Execution {
+  readonly contactEmail: string | null
+}
+
 export const toWorkflow = (row: WorkflowRow): Workflow => ({
   id: row.id,
   projectId: row.project_id,
@@ -142,6 +150,8 @@ const toExecution = (row: ExecutionRow): Execution => ({
   completedAt: isoOrNull(row.finished_at)
 })
 
+const toListedExecution = (row: ListedExecutionRow): ListedExecution => ({ ...toExecution(row), contactEmail: row.contact_email })
+
 export interface WorkflowChanges {
   readonly name?: string | undefined
   readonly description?: string | null | undefined
@@ -171,8 +181,8 @@ export class Workflows extends Context.Service<Workflows, {
   /** Records a manual start (RUNNING at the TRIGGER step) and tells the actor to advance it. */
   /** Only while the workflow is enabled (WorkflowDisabled otherwise), as its triggers start executions. */
   readonly startExecution: (workflow: WorkflowDetail, contactId: string, context: Record<string, unknown>) => Sql<Execution, WorkflowDisabled | ExecutionActive | ReentryNotAllowed>
-  readonly listExecutions: (workflowId: string, status: ExecutionStatus | undefined, page: number, pageSize: number) => Sql<{ data: ReadonlyArray<Execution>; total: number }>
-  readonly getExecution: (workflowId: string, executionId: string) => Sql<(Execution & { steps: ReadonlyArray<StepExecution> }) | undefined>
+  readonly listExecutions: (workflowId: string, status: ExecutionStatus | undefined, page: number, pageSize: number) => Sql<{ data: ReadonlyArray<ListedExecution>; total: number }>
+  readonly getExecution: (workflowId: string, executionId: string) => Sql<(ListedExecution & { steps: ReadonlyArray<StepExecution> }) | undefined>
   /** Cancels one active execution (its timer goes; a due timer or a late webhook outcome is then a no-op). */
   readonly cancel: (workflowId: string, executionId: string) => Sql<Execution | undefined, ExecutionNotActive>
   readonly cancelAll: (workflowId: string) => Sql<number>
@@ -398,24 +408,24 @@ export class Workflows extends Context.Service<Workflows, {
       const listExecutions = Effect.fn("Workflows.listExecutions")(function*(workflowId: string, status: ExecutionStatus | undefined, page: number, pageSize: number) {
         const where = status === undefined ? sql`workflow_id = ${workflowId}` : sql`workflow_id = ${workflowId} AND status = ${status}`
         const [rows, [count]] = yield* Effect.all([
-          sql`SELECT ${sql.literal(EXECUTION_COLUMNS)} FROM workflow_executions WHERE ${where}
-              ORDER BY started_at DESC, id DESC LIMIT ${pageSize} OFFSET ${(page - 1) * pageSize}`.pipe(Effect.flatMap(decodeExecutionRows)),
+          sql`SELECT ${sql.literal(EXECUTION_WITH_EMAIL_COLUMNS)} FROM workflow_executions WHERE ${where}
+              ORDER BY started_at DESC, id DESC LIMIT ${pageSize} OFFSET ${(page - 1) * pageSize}`.pipe(Effect.flatMap(decodeListedExecutionRows)),
           sql<{ n: number }>`SELECT count(*)::int AS n FROM workflow_executions WHERE ${where}`
         ], { concurrency: 2 })
-        return { data: rows.map(toExecution), total: count?.n ?? 0 }
+        return { data: rows.map(toListedExecution), total: count?.n ?? 0 }
       }, mapSqlError)
 
       const getExecution = Effect.fn("Workflows.getExecution")(function*(workflowId: string, executionId: string) {
         const [row] = yield* sql`
-          SELECT ${sql.literal(EXECUTION_COLUMNS)} FROM workflow_executions WHERE workflow_id = ${workflowId} AND id = ${executionId}`.pipe(
-          Effect.flatMap(decodeExecutionRows)
+          SELECT ${sql.literal(EXECUTION_WITH_EMAIL_COLUMNS)} FROM workflow_executions WHERE workflow_id = ${workflowId} AND id = ${executionId}`.pipe(
+          Effect.flatMap(decodeListedExecutionRows)
         )
         if (!row) return undefined
         const steps = yield* sql`
           SELECT ${sql.literal(STEP_EXECUTION_COLUMNS)} FROM workflow_step_executions
           WHERE execution_id = ${executionId} ORDER BY started_at, id`.pipe(Effect.flatMap(decodeStepExecutionRows))
         return {
-          ...toExecution(row),
+          ...toListedExecution(row),
           steps: steps.map((step): StepExecution => ({
             id: step.id,
             stepId: step.step_id,

@@ -71,6 +71,15 @@ export const ExecutionRow = Schema.Struct({
 })
 export type ExecutionRow = typeof ExecutionRow.Type
 
+/**
+ * An execution as the dashboard lists it: with its contact's email (null once the contact is deleted),
+ * read from this project's contacts only.
+ */
+export const EXECUTION_WITH_EMAIL_COLUMNS = `${EXECUTION_COLUMNS}, (SELECT c.email FROM contacts c
+  WHERE c.project_id = workflow_executions.project_id AND c.id = workflow_executions.contact_id) AS contact_email`
+export const ListedExecutionRow = Schema.Struct({ ...ExecutionRow.fields, contact_email: Schema.NullOr(Schema.String) })
+export type ListedExecutionRow = typeof ListedExecutionRow.Type
+
 export const STEP_STATUSES = ["PENDING", "SCHEDULED", "WAITING", "RUNNING", "COMPLETED", "SKIPPED", "FAILED"] as const
 export type StepStatus = (typeof STEP_STATUSES)[number]
 
@@ -93,4 +102,5 @@ export const decodeWorkflowRows = Schema.decodeUnknownEffect(Schema.Array(Workfl
 export const decodeStepRows = Schema.decodeUnknownEffect(Schema.Array(StepRow))
 export const decodeTransitionRows = Schema.decodeUnknownEffect(Schema.Array(TransitionRow))
 export const decodeExecutionRows = Schema.decodeUnknownEffect(Schema.Array(ExecutionRow))
+export const decodeListedExecutionRows = Schema.decodeUnknownEffect(Schema.Array(ListedExecutionRow))
 export const decodeStepExecutionRows = Schema.decodeUnknownEffect(Schema.Array(StepExecutionRow))

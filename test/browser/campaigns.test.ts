@@ -4,6 +4,7 @@
  * a campaign (audience: a filter built with the condition builder, then a segment, each with its live
  * recipient count), send a test, send it now after confirming, watch the progress bar reach the end,
  * and see the outcome count an open fired by fetching the tracking pixel of a received mail; duplicate.
+ * With SMTP configured, an unverified user is asked to verify their email (without it, nothing could reach them).
  * Screenshots: see support/browser.ts.
  */
 import { writeFileSync } from "node:fs"
@@ -170,4 +171,13 @@ describe("campaigns", () => {
     expect(await env.call("GET", `/campaigns/${id}`)).toMatchObject({ status: "DRAFT", scheduledFor: null })
     await page.getByRole("button", { name: "Delete" }).waitFor()
   }, 30_000)
+
+  it("asks a user who has not verified their email to verify it: with SMTP the verification mail reaches them", async () => {
+    const user = await env.signUp("unverified@example.com")
+    const page = await env.page({ user })
+    await page.goto("/p")
+    await heading(page, "Projects")
+    await page.getByText("Your email address is not verified yet").waitFor()
+    await page.getByRole("link", { name: "Verify it" }).waitFor()
+  })
 })

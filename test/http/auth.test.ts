@@ -43,6 +43,8 @@ describe("unauthenticated endpoints", () => {
     const config = await request(api.url, "GET", "/config")
     expect(config.status).toBe(200)
     expect(config.json.features).toBeTypeOf("object")
+    // No SMTP_URL here: a verification mail would only be written to the file outbox.
+    expect(config.json.emailVerificationPossible).toBe(false)
     expect((await request(api.url, "GET", "/healthz")).json).toEqual({ status: "ok" })
     expect((await request(api.url, "GET", "/readyz")).json).toEqual({ status: "ready", postgres: true, nats: true })
   })

@@ -10,7 +10,7 @@ import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { TrackBody } from "../../src/http/api/track.ts"
 import { decodeTrackBody, trackBodyAsIs } from "../../src/http/handlers/trackedEvent.ts"
-import { issueToFieldErrors } from "../../src/http/validation.ts"
+import { issueToFieldErrors } from "../../src/http/api/fieldErrors.ts"
 
 const bySchema = Schema.decodeUnknownResult(Schema.Union([TrackBody]), { errors: "all" })
 

@@ -5,7 +5,12 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { Schema } from "effect"
+import { HttpApiEndpoint } from "effect/http-api"
+import { Api } from "../../src/http/api/Api.ts"
+import { issueToFieldErrors } from "../../src/http/api/fieldErrors.ts"
 import { ApiFailure, makeCallApi } from "../../web/src/api/client.ts"
+import { fieldError, shownAtFields } from "../../web/src/api/fieldErrors.ts"
 import { retryUnlessClientError } from "../../web/src/api/hooks.ts"
 
 const PROJECT = "0190a5c4-7d2e-7b1a-9f3e-2c4d5e6f7a8b"
@@ -17,9 +22,10 @@ const envelope = (status: number, code: string, message: string, requestId: stri
   timestamp: "2026-01-01T00:00:00.000Z"
 })
 
-/** What the server answers, per request path; the last request's headers are kept. */
+/** What the server answers, per request path; the last request's headers are kept, and every request's path. */
 const answers = new Map<string, (response: ServerResponse) => void>()
 let lastHeaders: IncomingMessage["headers"] = {}
+const received: Array<string> = []
 const json = (status: number, body: unknown, headers: Record<string, string> = {}) => (response: ServerResponse) => {
   response.writeHead(status, { "content-type": "application/json", ...headers })
   response.end(JSON.stringify(body))
@@ -30,6 +36,7 @@ let callApi: ReturnType<typeof makeCallApi>
 beforeAll(async () => {
   server = createServer((request, response) => {
     lastHeaders = request.headers
+    received.push(`${request.method} ${request.url}`)
     request.resume()
     const answer = answers.get(`${request.method} ${request.url!.split("?")[0]}`)
     if (answer) answer(response)
@@ -129,13 +136,58 @@ describe("callApi", () => {
     })
   })
 
-  it("reports a success that does not match the contract as a contract mismatch", async () => {
+  it("reports a success that does not match the contract as a contract mismatch, which a reload may cure", async () => {
     answers.set("GET /contacts/c5", json(200, { id: 5 }, { "x-request-id": "req_mismatch" }))
-    expect(fields(await failureOf(callApi(PROJECT, (client) => client.contacts.get({ params: { id: "c5" } }))))).toMatchObject({
-      code: "CONTRACT_MISMATCH",
-      status: 200,
-      requestId: "req_mismatch"
-    })
+    const mismatch = await failureOf(callApi(PROJECT, (client) => client.contacts.get({ params: { id: "c5" } })))
+    expect(fields(mismatch)).toMatchObject({ code: "CONTRACT_MISMATCH", status: 200, requestId: "req_mismatch" })
+    expect(mismatch.message).toMatch(/Reload the page/)
+    expect(mismatch.local).toBe(false)
+  })
+
+  /** The field errors the server's gateway answers for this payload (it decodes it with the same schema). */
+  const serverFieldErrors = (group: keyof typeof Api.groups, endpoint: string, payload: unknown) => {
+    const schema = (Api.groups[group].endpoints as Record<string, { readonly payload: HttpApiEndpoint.PayloadMap }>)[endpoint]!.payload.values().next().value!.schemas[0]
+    const decoded = Schema.decodeUnknownExit(schema as Schema.Codec<unknown, unknown>)(payload)
+    if (decoded._tag === "Success") throw new Error("the payload decoded")
+    const error = decoded.cause.reasons[0]! as unknown as { error: Schema.SchemaError }
+    return issueToFieldErrors(error.error.issue).map(({ field, message, code }) => ({ field, message, code }))
+  }
+
+  it("refuses a request the contract's schemas refuse before sending it, naming the field as the server would", async () => {
+    const before = received.length
+    const contact = await failureOf(callApi(PROJECT, (client) => client.contacts.upsert({ payload: { email: "bob@bar", subscribed: true } })))
+    const invite = await failureOf(callApi(PROJECT, (client) => client.accounts.addMember({ params: { id: PROJECT }, payload: { email: "x@y", role: "MEMBER" } })))
+    expect(received.length, "nothing reached the server").toBe(before)
+
+    expect(contact.fieldErrors).toEqual(serverFieldErrors("contacts", "upsert", { email: "bob@bar", subscribed: true }))
+    expect(invite.fieldErrors).toEqual(serverFieldErrors("accounts", "addMember", { email: "x@y", role: "MEMBER" }))
+    for (const failure of [contact, invite]) {
+      expect(fields(failure)).toEqual({ message: "Expected a valid email address (at most 254 characters)", code: "VALIDATION_ERROR", status: 422, requestId: null })
+      expect(failure.fieldErrors.map((error) => error.field)).toEqual(["email"])
+      expect(failure.local).toBe(true)
+      expect(failure.isClientError).toBe(true)
+      expect(failure.message).not.toMatch(/reload/i)
+    }
+  })
+
+  it("keeps a 422's field errors and a 403's details (the unverified sender domain)", async () => {
+    answers.set("POST /domains", json(422, {
+      ...envelope(422, "VALIDATION_ERROR", "Request validation failed", "req_422"),
+      error: {
+        ...envelope(422, "VALIDATION_ERROR", "Request validation failed", "req_422").error,
+        errors: [{ field: "domain", message: "Expected a domain name such as example.com", code: "invalid_string", received: "not a domain" }]
+      }
+    }))
+    const invalid = await failureOf(callApi(PROJECT, (client) => client.domains.create({ payload: { domain: "not a domain" } })))
+    expect(invalid.fieldErrors).toEqual([{ field: "domain", message: "Expected a domain name such as example.com", code: "invalid_string" }])
+    expect(invalid.local).toBe(false)
+
+    const unverified = envelope(403, "INTERNAL_SERVER_ERROR", "The domain acme.test is not verified for this project", "req_403")
+    answers.set("POST /templates", json(403, { ...unverified, error: { ...unverified.error, details: { domain: "acme.test" } } }))
+    const forbidden = await failureOf(callApi(PROJECT, (client) =>
+      client.templates.create({ payload: { name: "t", subject: "s", body: "b", from: "a@acme.test" } })))
+    expect(fields(forbidden)).toEqual({ message: "The domain acme.test is not verified for this project", code: "INTERNAL_SERVER_ERROR", status: 403, requestId: "req_403" })
+    expect(forbidden.details).toEqual({ domain: "acme.test" })
   })
 
   it("reports an unreachable server as a network error", async () => {
@@ -150,6 +202,34 @@ describe("callApi", () => {
       status: 0,
       requestId: null
     })
+  })
+})
+
+describe("field errors", () => {
+  const failure = new ApiFailure({
+    message: "Request validation failed",
+    code: "VALIDATION_ERROR",
+    status: 422,
+    requestId: "req",
+    fieldErrors: [
+      { field: "body", message: "Unclosed tag", code: "invalid_template" },
+      { field: "data.plan", message: "Too long", code: "too_big" },
+      { field: "data.seats", message: "Not a number", code: "invalid_type" }
+    ]
+  })
+
+  it("are found at the field they name or inside it, never at a field whose name only starts the same", () => {
+    expect(fieldError(failure, "body")).toBe("Unclosed tag")
+    expect(fieldError(failure, "data")).toBe("Too long; Not a number")
+    expect(fieldError(failure, "bod")).toBeUndefined()
+    expect(fieldError(failure, "subject")).toBeUndefined()
+    expect(fieldError(null, "body")).toBeUndefined()
+  })
+
+  it("need no message of their own only when the form shows every one of them", () => {
+    expect(shownAtFields(failure, ["body", "data"])).toBe(true)
+    expect(shownAtFields(failure, ["body"])).toBe(false)
+    expect(shownAtFields(new ApiFailure({ message: "Not found", code: "NOT_FOUND", status: 404, requestId: null }), ["body"])).toBe(false)
   })
 })
 

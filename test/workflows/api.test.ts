@@ -207,9 +207,11 @@ describe("workflows API", () => {
     const second = await secret("POST", `/workflows/${workflow.id}/executions`, { contactId: bob.json.id })
     const running = await secret("GET", `/workflows/${workflow.id}/executions?status=running`)
     expect(running.json).toMatchObject({ total: 2, page: 1, pageSize: 20 })
+    // Listed with each contact's email, for the dashboard to show people rather than ids.
+    expect(running.json.data.map((execution: { contactEmail: string }) => execution.contactEmail).sort()).toEqual(["ada@wf.test", "bob@wf.test"])
     expect((await secret("GET", `/workflows/${workflow.id}/executions?status=bogus`)).status).toBe(422)
     const one = await secret("GET", `/workflows/${workflow.id}/executions/${started.json.id}`)
-    expect(one.json).toMatchObject({ id: started.json.id, status: "RUNNING", steps: [] })
+    expect(one.json).toMatchObject({ id: started.json.id, status: "RUNNING", steps: [], contactEmail: "ada@wf.test" })
 
     const cancelled = await secret("DELETE", `/workflows/${workflow.id}/executions/${started.json.id}`)
     expect(cancelled.json.status).toBe("CANCELLED")

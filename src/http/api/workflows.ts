@@ -70,6 +70,12 @@ export const Execution = Schema.Struct({
   completedAt: Schema.NullOr(Timestamp)
 }).annotate({ identifier: "WorkflowExecution" })
 
+/** An execution as listed and shown one at a time: with its contact's email, for people to read. */
+export const ListedExecution = Schema.Struct({
+  ...Execution.fields,
+  contactEmail: Schema.NullOr(Schema.String).annotate({ description: "The contact's email; null once the contact is deleted" })
+}).annotate({ identifier: "WorkflowExecutionListed" })
+
 const StepExecution = Schema.Struct({
   id: Schema.String,
   stepId: Schema.String,
@@ -211,7 +217,7 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
     HttpApiEndpoint.get("listExecutions", "/workflows/:id/executions", {
       params: IdParam,
       query: ExecutionsQuery.fields,
-      success: Schema.Struct(pageFields(Execution)),
+      success: Schema.Struct(pageFields(ListedExecution)),
       error: [...commonErrors, ...inputErrors, notFound]
     }).annotate(OpenApi.Transform, ExecutionsQuery.document),
     HttpApiEndpoint.post("cancelAll", "/workflows/:id/executions/cancel-all", {
@@ -221,7 +227,7 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
     }),
     HttpApiEndpoint.get("getExecution", "/workflows/:id/executions/:executionId", {
       params: { id: Text, executionId: Text },
-      success: Schema.Struct({ ...Execution.fields, steps: Schema.Array(StepExecution) }),
+      success: Schema.Struct({ ...ListedExecution.fields, steps: Schema.Array(StepExecution) }),
       error: [...commonErrors, ...inputErrors, notFound]
     }).annotate(OpenApi.Description, "One execution with its step history."),
     HttpApiEndpoint.delete("cancelExecution", "/workflows/:id/executions/:executionId", {

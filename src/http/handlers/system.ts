@@ -26,6 +26,7 @@ export const SystemHandlers = HttpApiBuilder.group(Api, "system", Effect.fnUntra
         features: { tracking: true, contacts: true, signups: !config.disableSignups, billing, oauth: oauth.providers.length > 0 },
         signupsEnabled: !config.disableSignups,
         emailVerificationRequired: config.requireEmailVerification,
+        emailVerificationPossible: config.smtpUrl !== undefined,
         oauthProviders: oauth.providers.map((provider) => provider.id),
         billing,
         trackingDefault: true,

@@ -11,7 +11,7 @@ import type { ResolvedContact } from "../../ingest/ContactDirectory.ts"
 import type { TrackedEvent } from "../../ingest/EventPublisher.ts"
 import { isEventNameShape, TrackBody } from "../api/track.ts"
 import type { FieldError } from "../errors.ts"
-import { issueToFieldErrors } from "../validation.ts"
+import { issueToFieldErrors } from "../api/fieldErrors.ts"
 import { dataErrors } from "./contactData.ts"
 
 /** A decoded /v1/track body. */

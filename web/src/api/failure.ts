@@ -2,12 +2,15 @@
  * Every way an API call can fail, as one value the pages show: a declared error envelope (or the typed
  * domain error the client decoded it into, src/domain/errors.ts), the flat
  * `{ error }` 400 (the reference's LegacyError), a status the endpoint does not declare, the network,
- * or an answer that does not match the contract (a server newer or older than this app).
+ * or an answer that does not match the contract (a server newer or older than this app); and a request
+ * this app refused to send because it does not fit the contract's own schemas (a 422 found here, with the
+ * fields and messages the server's 422 would name).
  */
-import { Cause, Effect, Schema } from "effect"
+import { Cause, Effect, Schema, type SchemaIssue } from "effect"
 import { HttpClientError } from "effect/http"
 import { domainErrorInfo } from "../../../src/domain/errors.ts"
 import { ErrorEnvelope } from "../../../src/http/api/errors.ts"
+import { issueToFieldErrors } from "../../../src/http/api/fieldErrors.ts"
 
 export class ApiFailure extends Error {
   override readonly name = "ApiFailure"
@@ -18,6 +21,10 @@ export class ApiFailure extends Error {
   readonly requestId: string | null
   /** A 422's invalid fields, by path (`condition.groups[0].filters[1].value`); empty otherwise. */
   readonly fieldErrors: ReadonlyArray<FieldError>
+  /** The envelope's `details` (an unverified sender's `domain`, ...); empty when it has none. */
+  readonly details: Readonly<Record<string, unknown>>
+  /** Found by this page before sending (the request does not fit the contract): nothing reached the server. */
+  readonly local: boolean
 
   constructor(fields: {
     readonly message: string
@@ -25,12 +32,16 @@ export class ApiFailure extends Error {
     readonly status: number
     readonly requestId: string | null
     readonly fieldErrors?: ReadonlyArray<FieldError>
+    readonly details?: Readonly<Record<string, unknown>>
+    readonly local?: boolean
   }) {
     super(fields.message)
     this.code = fields.code
     this.status = fields.status
     this.requestId = fields.requestId
     this.fieldErrors = fields.fieldErrors ?? []
+    this.details = fields.details ?? {}
+    this.local = fields.local ?? false
   }
 
   /** A 4xx: the request itself is wrong, so repeating it will not help. */
@@ -61,7 +72,8 @@ const fromEnvelope = (envelope: ErrorEnvelope, seen: ResponseSeen) =>
     code: envelope.error.code,
     status: envelope.error.statusCode,
     requestId: envelope.error.requestId || seen.requestId,
-    fieldErrors: (envelope.error.errors ?? []).map(({ field, message, code }) => ({ field, message, code }))
+    fieldErrors: (envelope.error.errors ?? []).map(({ field, message, code }) => ({ field, message, code })),
+    details: envelope.error.details
   })
 
 /** A response the client did not decode (a status the endpoint does not declare, or a body that does not fit). */
@@ -96,6 +108,23 @@ const contractMismatch = (seen: ResponseSeen) =>
     requestId: seen.requestId
   })
 
+/**
+ * A request the client could not encode: a value the contract's schemas refuse (`bob@bar` for an email),
+ * caught before sending. Named field by field as the server's 422 would (same walk over the same
+ * schemas), so pages show it at the fields; reloading would not help, so it does not say to.
+ */
+const requestInvalid = (issue: SchemaIssue.Issue) => {
+  const fieldErrors = issueToFieldErrors(issue).map(({ field, message, code }) => ({ field, message, code }))
+  return new ApiFailure({
+    message: fieldErrors.length === 1 ? fieldErrors[0]!.message : "Some fields are not valid: see each one's message.",
+    code: "VALIDATION_ERROR",
+    status: 422,
+    requestId: null,
+    fieldErrors,
+    local: true
+  })
+}
+
 const networkFailure = () =>
   new ApiFailure({
     message: "Could not reach the server. Check your connection and try again.",
@@ -128,7 +157,8 @@ export const toApiFailure = (error: unknown, seen: ResponseSeen): Effect.Effect<
     if (error.response !== undefined) return fromResponse(error, seen)
     return Effect.succeed(error.reason._tag === "TransportError" ? networkFailure() : contractMismatch(seen))
   }
-  if (Schema.isSchemaError(error)) return Effect.succeed(contractMismatch(seen))
+  // Before any response, a schema failure is the request's own (encoding it); after one, the answer's.
+  if (Schema.isSchemaError(error)) return Effect.succeed(seen.status === null ? requestInvalid(error.issue) : contractMismatch(seen))
   return Effect.succeed(new ApiFailure({
     message: error instanceof Error ? error.message : "Something went wrong in this page",
     code: "CLIENT_ERROR",

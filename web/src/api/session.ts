@@ -20,6 +20,9 @@ export const useAccountQuery = <A,>(key: ReadonlyArray<string>, call: (client: A
 
 export const useMe = () => useAccountQuery(["me"], (client) => client.auth.me({}))
 
+/** The installation's settings (GET /config): the same for everyone, asked once per session. */
+export const useInstallation = () => useAccountQuery(["config"], (client) => client.config({}))
+
 export const useProjects = () => useAccountQuery(["projects"], (client) => client.accounts.listProjects({}))
 
 /** The current project as the user's project list describes it (its name and the user's role), once loaded. */

@@ -5,7 +5,7 @@
 import { defaultKeymap, history, historyKeymap } from "@codemirror/commands"
 import { liquid } from "@codemirror/lang-liquid"
 import { defaultHighlightStyle, HighlightStyle, syntaxHighlighting } from "@codemirror/language"
-import { EditorState } from "@codemirror/state"
+import { Compartment, EditorState } from "@codemirror/state"
 import { EditorView, keymap, lineNumbers } from "@codemirror/view"
 import { tags } from "@lezer/highlight"
 import { useEffect, useRef } from "react"
@@ -28,15 +28,25 @@ const theme = EditorView.theme({
 /** Inserts text at the editor's cursor (replacing the selection) and focuses it. */
 export type InsertText = (text: string) => void
 
-export function CodeEditor({ value, onChange, label, insertRef }: {
+/** The editable area's accessible name, and the error it is described by while it has one. */
+const ariaOf = (label: string, errorId: string | undefined) =>
+  EditorView.contentAttributes.of({
+    "aria-label": label,
+    ...(errorId === undefined ? {} : { "aria-invalid": "true", "aria-describedby": errorId })
+  })
+
+export function CodeEditor({ value, onChange, label, insertRef, errorId }: {
   readonly value: string
   readonly onChange: (value: string) => void
   readonly label: string
   /** Filled with the editor's insert function, for toolbar actions such as an uploaded image. */
   readonly insertRef?: { current: InsertText | null }
+  /** The id of the message naming what is wrong with the text, while something is. */
+  readonly errorId?: string | undefined
 }) {
   const host = useRef<HTMLDivElement>(null)
   const view = useRef<EditorView | null>(null)
+  const aria = useRef(new Compartment())
   const latest = useRef(onChange)
   latest.current = onChange
 
@@ -53,7 +63,7 @@ export function CodeEditor({ value, onChange, label, insertRef }: {
           syntaxHighlighting(liquidStyle),
           syntaxHighlighting(defaultHighlightStyle),
           EditorView.lineWrapping,
-          EditorView.contentAttributes.of({ "aria-label": label }),
+          aria.current.of(ariaOf(label, errorId)),
           EditorView.updateListener.of((update) => {
             if (update.docChanged) latest.current(update.state.doc.toString())
           }),
@@ -83,11 +93,15 @@ export function CodeEditor({ value, onChange, label, insertRef }: {
     }
   }, [value])
 
+  useEffect(() => {
+    view.current?.dispatch({ effects: aria.current.reconfigure(ariaOf(label, errorId)) })
+  }, [label, errorId])
+
   return (
     <div
       ref={host}
       data-testid="code-editor"
-      className="overflow-hidden rounded-md border border-slate-300 shadow-sm focus-within:border-indigo-500 focus-within:ring-2 focus-within:ring-indigo-500/30"
+      className={`overflow-hidden rounded-md border ${errorId === undefined ? "border-slate-300" : "border-red-500"} shadow-sm focus-within:border-indigo-500 focus-within:ring-2 focus-within:ring-indigo-500/30`}
     />
   )
 }

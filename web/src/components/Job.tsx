@@ -5,6 +5,7 @@
 import type { Job as JobSchema } from "../../../src/http/api/contactJobs.ts"
 import { useApiQuery } from "../api/hooks.ts"
 import { Badge, cell, Table } from "./Page.tsx"
+import { countsOf } from "./jobCounts.ts"
 
 export type ContactJob = typeof JobSchema.Type
 
@@ -34,7 +35,6 @@ const statusTone = (status: ContactJob["status"]) => (status === "COMPLETED" ? "
 
 export function JobProgress({ job, label }: { readonly job: ContactJob; readonly label: string }) {
   const percent = percentOf(job)
-  const { processed, total, created, updated, skipped, failed } = job.progress
   return (
     <div className="space-y-3">
       <div className="flex flex-wrap items-center justify-between gap-2">
@@ -51,10 +51,7 @@ export function JobProgress({ job, label }: { readonly job: ContactJob; readonly
       >
         <div className={`h-full transition-all ${job.status === "FAILED" ? "bg-red-600" : "bg-indigo-600"}`} style={{ width: `${percent}%` }} />
       </div>
-      <p className="text-sm text-slate-700" data-testid="job-counts">
-        {processed.toLocaleString()} of {total.toLocaleString()} rows · {created.toLocaleString()} created · {updated.toLocaleString()} updated ·{" "}
-        {skipped.toLocaleString()} skipped · {failed.toLocaleString()} failed
-      </p>
+      <p className="text-sm text-slate-700" data-testid="job-counts">{countsOf(job)}</p>
     </div>
   )
 }

@@ -7,7 +7,7 @@ import { useQueryClient } from "@tanstack/react-query"
 import { useEffect, useId, useRef, useState } from "react"
 import { Link, NavLink, Outlet, useLocation, useNavigate, useParams } from "react-router"
 import { useApiMutation } from "../api/hooks.ts"
-import { forgetEverything, isAccountPage, useCurrentProject, useMe, useProjects } from "../api/session.ts"
+import { forgetEverything, isAccountPage, useCurrentProject, useInstallation, useMe, useProjects } from "../api/session.ts"
 import type { Permission } from "../../../src/domain/permissions.ts"
 import { ErrorBoundary } from "./ErrorBoundary.tsx"
 
@@ -190,9 +190,11 @@ function AccountMenu() {
   )
 }
 
+/** A reminder to verify one's email, only where the verification mail can reach the user (SMTP configured). */
 function VerifyEmailBanner() {
   const me = useMe()
-  if (!me.data || me.data.emailVerified) return null
+  const installation = useInstallation()
+  if (!me.data || me.data.emailVerified || installation.data?.emailVerificationPossible !== true) return null
   return (
     <p className="mb-6 rounded-md border border-amber-200 bg-amber-50 px-4 py-2 text-sm text-amber-900">
       Your email address is not verified yet. <Link className="link" to="/verify-email">Verify it</Link>

@@ -1,5 +1,5 @@
 /** A page's heading (the focus target after navigation), its title in the tab, and its actions. */
-import { type ReactNode, useEffect } from "react"
+import { type ReactNode, type RefObject, useEffect, useRef, useState } from "react"
 
 export function Page({ title, actions, children }: { readonly title: string; readonly actions?: ReactNode; readonly children: ReactNode }) {
   useEffect(() => {
@@ -57,6 +57,22 @@ export const formatDate = (iso: string | null | undefined): string =>
 /** Classes of a column shown from 640 px only (for its header and its cells). */
 export const wideOnly = "hidden sm:table-cell"
 
+/** True while the element is wider inside than its box (it scrolls sideways), followed as it resizes. */
+const useScrollsSideways = (element: RefObject<HTMLElement | null>): boolean => {
+  const [scrolls, setScrolls] = useState(false)
+  useEffect(() => {
+    const target = element.current
+    if (!target) return
+    const measure = () => setScrolls(target.scrollWidth > target.clientWidth)
+    measure()
+    const observer = new ResizeObserver(measure)
+    observer.observe(target)
+    if (target.firstElementChild) observer.observe(target.firstElementChild)
+    return () => observer.disconnect()
+  }, [element])
+  return scrolls
+}
+
 /**
  * A table that scrolls inside its own box on narrow screens instead of widening the page. A heading
  * given as [label, className] carries classes such as wideOnly (the label may be a control: a checkbox).
@@ -70,8 +86,15 @@ export function Table({
   readonly head: ReadonlyArray<string | readonly [ReactNode, string]>
   readonly children: ReactNode
 }) {
+  const box = useRef<HTMLDivElement>(null)
+  const scrolls = useScrollsSideways(box)
   return (
-    <div className="overflow-x-auto rounded-lg border border-slate-200 bg-white">
+    // A box that scrolls is focusable, so a keyboard can scroll it too (axe: scrollable-region-focusable).
+    <div
+      ref={box}
+      className="overflow-x-auto rounded-lg border border-slate-200 bg-white"
+      {...(scrolls ? { tabIndex: 0, role: "region", "aria-label": `${label}, scrolls sideways` } : {})}
+    >
       <table className="min-w-full divide-y divide-slate-200 text-sm" aria-label={label}>
         <thead className="bg-slate-50">
           <tr>

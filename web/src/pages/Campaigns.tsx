@@ -7,14 +7,16 @@
 import { useState } from "react"
 import { Link, useNavigate, useParams, useSearchParams } from "react-router"
 import type { Campaign } from "../../../src/http/api/campaigns.ts"
+import { fieldError } from "../api/fieldErrors.ts"
 import { useApiMutation, useApiQuery, useProjectId } from "../api/hooks.ts"
 import { usePreview } from "../components/conditions/AudiencePreview.tsx"
 import { asCondition } from "../components/conditions/model.ts"
 import { Confirm } from "../components/Confirm.tsx"
-import { Card, Field, MutationError, Notice } from "../components/Form.tsx"
+import { Card, changeClearing, Field, MutationError, Notice } from "../components/Form.tsx"
 import { Badge, cell, Fields, formatDate, Page, Section, Table, wideOnly } from "../components/Page.tsx"
 import { NumberedPager } from "../components/Pager.tsx"
 import { Empty, QueryView } from "../components/States.tsx"
+import { nounFor } from "../components/words.ts"
 import { audienceOf } from "./campaign/audience.ts"
 import { Outcome, ProgressBar } from "./campaign/Outcome.tsx"
 import { Recipients } from "./campaign/Recipients.tsx"
@@ -250,16 +252,16 @@ function SendPanel({ campaign }: { readonly campaign: CampaignData }) {
             }}
           >
             <div className="min-w-0 flex-1">
-              <Field label="Test address" type="email" value={testTo} onChange={(event) => setTestTo(event.target.value)} required />
+              <Field label="Test address" type="email" value={testTo} onChange={changeClearing(test, setTestTo)} required error={fieldError(test.error, "email")} />
             </div>
             <button type="submit" className="btn-secondary" disabled={test.isPending}>Send test</button>
           </form>
           {test.data && <div className="mt-3"><Notice>Test sent to {test.data.data.email}.</Notice></div>}
-          <MutationError error={test.error} />
+          <MutationError error={test.error} fields={["email"]} />
         </Card>
         <Card title={campaign.status === "SCHEDULED" ? "Reschedule or send now" : "Schedule or send now"}>
           <p className="mb-3 text-sm text-slate-600">
-            <span data-testid="recipient-count" className="font-semibold tabular-nums text-slate-900">{recipients === undefined ? "…" : recipients.toLocaleString()}</span> recipients now.
+            <span data-testid="recipient-count" className="font-semibold tabular-nums text-slate-900">{recipients === undefined ? "…" : recipients.toLocaleString()}</span> {nounFor(recipients ?? 0, "recipient")} now.
           </p>
           <form
             className="flex flex-wrap items-end gap-2"

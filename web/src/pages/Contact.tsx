@@ -9,7 +9,8 @@ import { useApiMutation, useApiQuery, useProjectId } from "../api/hooks.ts"
 import { Confirm } from "../components/Confirm.tsx"
 import { DataEditor, valueTypeOf } from "../components/DataEditor.tsx"
 import { MutationError } from "../components/Form.tsx"
-import { describeValue } from "../components/Json.tsx"
+import { DataPairs } from "../components/Json.tsx"
+import { displayValue, readableEventData, withoutIds } from "../components/words.ts"
 import { Badge, cell, Fields, formatDate, Page, Section, Table, wideOnly } from "../components/Page.tsx"
 import { Empty, QueryView } from "../components/States.tsx"
 
@@ -92,7 +93,7 @@ export function ContactPage() {
                           <tr key={key}>
                             <td className={`${cell} break-all font-mono`}>{key}</td>
                             <td className={`${cell} text-slate-600`}>{valueTypeOf(value)}</td>
-                            <td className={`${cell} break-all font-mono`}>{describeValue(value)}</td>
+                            <td className={`${cell} break-all font-mono`}>{displayValue(value)}</td>
                           </tr>
                         ))}
                       </Table>
@@ -168,6 +169,16 @@ const timelineTone = (type: string) =>
     ? "red"
     : type.startsWith("email.") ? "indigo" : type === "contact.unsubscribed" ? "amber" : type === "event" ? "slate" : "green"
 
+/**
+ * What an item's data adds to its line: an event's own data all; of the platform's items (mail, workflows,
+ * campaigns) not the ids, whose names the line shows, nor the subject shown beside them.
+ */
+const extraData = (item: { readonly type: string; readonly event?: string | null | undefined; readonly data: Readonly<Record<string, unknown>> }) => {
+  if (item.type === "event") return readableEventData(item.event ?? "", item.data)
+  const { subject: _shown, ...rest } = withoutIds(item.data)
+  return rest
+}
+
 /** The contact's mail, events and subscription changes, newest first. */
 function Timeline({ contactId }: { readonly contactId: string }) {
   const [cursors, setCursors] = useState<ReadonlyArray<string | undefined>>([])
@@ -186,7 +197,7 @@ function Timeline({ contactId }: { readonly contactId: string }) {
                 <li key={`${item.type}-${item.id}`} className="rounded-lg border border-slate-200 bg-white px-4 py-3">
                   <div className="flex flex-wrap items-baseline justify-between gap-2">
                     <span className="flex min-w-0 flex-wrap items-baseline gap-2">
-                      <Badge tone={timelineTone(item.type)}>{item.type === "event" ? "event" : item.type}</Badge>
+                      <Badge tone={timelineTone(item.type)}>{item.type.replace(".", " ")}</Badge>
                       {item.event && <span className="break-all font-mono text-sm font-medium">{item.event}</span>}
                       {item.subject && <span className="break-words text-sm text-slate-800">{item.subject}</span>}
                       {item.workflow && <span className="break-words text-sm text-slate-600">{item.workflow.name ?? "a workflow"}</span>}
@@ -194,8 +205,8 @@ function Timeline({ contactId }: { readonly contactId: string }) {
                     </span>
                     <time className="text-sm text-slate-500" dateTime={item.occurredAt}>{formatDate(item.occurredAt)}</time>
                   </div>
-                  {Object.keys(item.data).length > 0 && (
-                    <p className="mt-1 break-all font-mono text-xs text-slate-600">{JSON.stringify(item.data)}</p>
+                  {Object.keys(extraData(item)).length > 0 && (
+                    <DataPairs data={extraData(item)} label={`Data of ${item.event ?? item.type}`} />
                   )}
                 </li>
               ))}

@@ -14,7 +14,7 @@ import { useApiMutation, useProjectId } from "../api/hooks.ts"
 import { Card, MutationError } from "../components/Form.tsx"
 import { isFinished, JobErrors, JobProgress, useContactJob } from "../components/Job.tsx"
 import { valueTypeOf } from "../components/DataEditor.tsx"
-import { describeValue } from "../components/Json.tsx"
+import { displayValue } from "../components/words.ts"
 import { cell, Page, Table } from "../components/Page.tsx"
 import { ErrorState, Loading } from "../components/States.tsx"
 
@@ -166,7 +166,7 @@ export function ContactImportPage() {
                           const value = role && role !== "email" && role !== "subscribed" && text !== "" ? cellValue(text) : undefined
                           return (
                             <td key={rowIndex} className={`${cell} max-w-56 break-words font-mono text-xs ${role === undefined ? "text-slate-400" : ""}`}>
-                              {value === undefined ? text : <>{describeValue(value)} <span className="whitespace-nowrap text-slate-500">({valueTypeOf(value)})</span></>}
+                              {value === undefined ? text : <>{displayValue(value)} <span className="whitespace-nowrap text-slate-500">({valueTypeOf(value)})</span></>}
                             </td>
                           )
                         })}

@@ -11,7 +11,7 @@ import { projectKey, useApiMutation, useApiQuery, useProjectId } from "../api/ho
 import { Confirm } from "../components/Confirm.tsx"
 import { Card, MutationError } from "../components/Form.tsx"
 import { isFinished, JobErrors, JobProgress, useContactJob } from "../components/Job.tsx"
-import { describeValue } from "../components/Json.tsx"
+import { countOf, displayValue } from "../components/words.ts"
 import { Badge, cell, formatDate, Page, Table, wideOnly } from "../components/Page.tsx"
 import { Pager } from "../components/Pager.tsx"
 import { Empty, Loading, QueryView } from "../components/States.tsx"
@@ -206,7 +206,7 @@ export function ContactsPage() {
           const allSelected = page.data.length > 0 && page.data.every((contact) => selected.has(contact.id))
           return (
             <>
-              {total !== null && <p className="mb-2 text-sm text-slate-600" data-testid="contact-total">{total.toLocaleString()} contacts</p>}
+              {total !== null && <p className="mb-2 text-sm text-slate-600" data-testid="contact-total">{countOf(total, "contact")}</p>}
               <Table
                 label="Contacts"
                 head={[
@@ -246,7 +246,7 @@ export function ContactsPage() {
                     <td className={cell}>{contact.subscribed ? <Badge tone="green">Subscribed</Badge> : <Badge>Unsubscribed</Badge>}</td>
                     {columns.map((column) => (
                       <td key={column} className={`${cell} ${wideOnly} max-w-48 truncate font-mono text-xs text-slate-700`}>
-                        {Object.hasOwn(contact.data, column) ? describeValue(contact.data[column]) : <span className="text-slate-400">—</span>}
+                        {Object.hasOwn(contact.data, column) ? displayValue(contact.data[column]) : <span className="text-slate-400">—</span>}
                       </td>
                     ))}
                     <td className={`${cell} ${wideOnly} whitespace-nowrap text-slate-600`}>{formatDate(contact.createdAt)}</td>

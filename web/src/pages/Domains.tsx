@@ -1,9 +1,11 @@
 /** Sending domains: add one, publish the DNS records it lists (one click copies each), check them now, delete one. */
 import { type FormEvent, useState } from "react"
 import type { Domain } from "../../../src/http/api/domains.ts"
+import { fieldError } from "../api/fieldErrors.ts"
 import { useApiMutation, useApiQuery, useProjectId } from "../api/hooks.ts"
 import { Confirm } from "../components/Confirm.tsx"
 import { CopyButton } from "../components/CopyButton.tsx"
+import { changeClearing, FieldMessage, MutationError } from "../components/Form.tsx"
 import { Badge, cell, formatDate, Page, Table } from "../components/Page.tsx"
 import { Empty, ErrorState, QueryView } from "../components/States.tsx"
 import { RequiresRole } from "./settings/Settings.tsx"
@@ -40,6 +42,7 @@ function AddDomain() {
     invalidates: [["domains"]],
     onSuccess: () => setDomain("")
   })
+  const error = fieldError(add.error, "domain")
   const submit = (event: FormEvent) => {
     event.preventDefault()
     if (domain.trim()) add.mutate(domain.trim())
@@ -50,9 +53,11 @@ function AddDomain() {
       <div className="mt-2 flex flex-col gap-2 sm:flex-row">
         <input
           id="new-domain"
-          className="input"
+          className={`input ${error ? "border-red-500" : ""}`}
           value={domain}
-          onChange={(event) => setDomain(event.target.value)}
+          onChange={changeClearing(add, setDomain)}
+          aria-invalid={error ? true : undefined}
+          aria-describedby={error ? "new-domain-error" : undefined}
           placeholder="mail.example.com"
           autoComplete="off"
           spellCheck={false}
@@ -61,7 +66,8 @@ function AddDomain() {
           {add.isPending ? "Adding…" : "Add domain"}
         </button>
       </div>
-      {add.isError && <div className="mt-3"><ErrorState failure={add.error} /></div>}
+      <FieldMessage id="new-domain-error" message={error} />
+      <MutationError error={add.error} fields={["domain"]} />
     </form>
   )
 }

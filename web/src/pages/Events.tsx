@@ -10,7 +10,9 @@ import { Confirm } from "../components/Confirm.tsx"
 import { MutationError, Notice } from "../components/Form.tsx"
 import { cell, formatDate, Page, Section, Table, wideOnly } from "../components/Page.tsx"
 import { Pager } from "../components/Pager.tsx"
+import { DataPairs } from "../components/Json.tsx"
 import { Empty, QueryView } from "../components/States.tsx"
+import { countOf, readableEventData } from "../components/words.ts"
 
 export function EventsPage() {
   const [params, setParams] = useSearchParams()
@@ -148,14 +150,14 @@ function Recent({ name }: { readonly name: string | null }) {
                     <span className="whitespace-nowrap text-slate-500">{formatDate(event.createdAt)}</span>
                   </div>
                   <Link to={`/p/${projectId}/contacts/${event.contactId}`} className="link break-all text-sm">{event.email ?? event.contactId}</Link>
-                  {Object.keys(event.data).length > 0 && (
-                    <pre className="mt-2 max-h-48 overflow-auto rounded bg-slate-50 p-2 font-mono text-xs text-slate-800">{JSON.stringify(event.data, null, 2)}</pre>
+                  {Object.keys(readableEventData(event.name, event.data)).length > 0 && (
+                    <DataPairs data={readableEventData(event.name, event.data)} label={`Data of ${event.name}`} />
                   )}
                 </li>
               ))}
             </ul>
             <Pager
-              label={`${page.total > 0 ? `${page.total.toLocaleString()} events · ` : ""}page ${cursors.length + 1}`}
+              label={`${page.total > 0 ? `${countOf(page.total, "event")} · ` : ""}page ${cursors.length + 1}`}
               hasPrevious={cursors.length > 0}
               hasNext={page.hasMore && page.cursor !== null}
               onPrevious={() => setCursors(cursors.slice(0, -1))}

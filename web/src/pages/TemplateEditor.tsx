@@ -5,6 +5,8 @@
 import { useQueryClient } from "@tanstack/react-query"
 import { useRef, useState } from "react"
 import { Link, useNavigate, useParams } from "react-router"
+import type { FieldError } from "../api/failure.ts"
+import { fieldError } from "../api/fieldErrors.ts"
 import { projectKey, useApiMutation, useApiQuery, useProjectId } from "../api/hooks.ts"
 import { Confirm } from "../components/Confirm.tsx"
 import { Card, Field, MutationError, Notice } from "../components/Form.tsx"
@@ -37,6 +39,11 @@ const EMPTY: Draft = {
   replyTo: "",
   type: "MARKETING"
 }
+
+/** The fields the form shows the server's errors at. */
+const FIELDS = ["name", "type", "from", "fromName", "replyTo", "subject", "body"]
+
+const NO_ERRORS: ReadonlyArray<FieldError> = []
 
 /** What the API takes: empty optional fields are null. */
 const payloadOf = (draft: Draft) => ({ ...mailContentPayload(draft), type: draft.type })
@@ -77,7 +84,7 @@ function TemplateEditor({ templateId, initial }: { readonly templateId?: string;
   const [saved, setSaved] = useState(initial)
   const sent = useRef(initial)
   const [deleting, setDeleting] = useState(false)
-  const set = (field: keyof Draft) => (value: string) => setDraft((current) => ({ ...current, [field]: value }))
+  const [previewErrors, setPreviewErrors] = useState(NO_ERRORS)
   const base = `/p/${projectId}/templates`
   const dirty = JSON.stringify(draft) !== JSON.stringify(saved)
 
@@ -92,6 +99,14 @@ function TemplateEditor({ templateId, initial }: { readonly templateId?: string;
       }
     }
   )
+  // An edit answers the save's field errors: they no longer describe what is typed.
+  const set = (field: keyof Draft) => (value: string) => {
+    if (save.isError) save.reset()
+    setDraft((current) => ({ ...current, [field]: value }))
+  }
+  /** The save's error for a field, else what the live preview found in it (half-typed Liquid). */
+  const errorAt = (field: string) => fieldError(save.error, field) ?? (field === "subject" || field === "body" ? fieldError({ fieldErrors: previewErrors }, field) : undefined)
+
   const duplicate = useApiMutation((client, id: string) => client.templates.duplicate({ params: { id } }), {
     invalidates: [["templates"]],
     onSuccess: (copy) => void navigate(`${base}/${copy.id}`)
@@ -126,35 +141,35 @@ function TemplateEditor({ templateId, initial }: { readonly templateId?: string;
         >
           <Card>
             <div className="grid grid-cols-1 gap-4 sm:grid-cols-2">
-              <Field label="Name" value={draft.name} onChange={(event) => set("name")(event.target.value)} required maxLength={255} />
+              <Field label="Name" value={draft.name} onChange={(event) => set("name")(event.target.value)} required maxLength={255} error={errorAt("name")} />
               <label className="block text-sm font-medium text-slate-700">
                 Type
                 <select className="input mt-1" value={draft.type} onChange={(event) => set("type")(event.target.value)}>
                   {TYPES.map((type) => <option key={type} value={type}>{type.toLowerCase()}</option>)}
                 </select>
               </label>
-              <Field label="From" type="email" value={draft.from} onChange={(event) => set("from")(event.target.value)} required hint="An address at a verified domain" />
-              <Field label="From name" value={draft.fromName} onChange={(event) => set("fromName")(event.target.value)} />
-              <Field label="Reply to" type="email" value={draft.replyTo} onChange={(event) => set("replyTo")(event.target.value)} />
+              <Field label="From" type="email" value={draft.from} onChange={(event) => set("from")(event.target.value)} required hint="An address at a verified domain" error={errorAt("from")} />
+              <Field label="From name" value={draft.fromName} onChange={(event) => set("fromName")(event.target.value)} error={errorAt("fromName")} />
+              <Field label="Reply to" type="email" value={draft.replyTo} onChange={(event) => set("replyTo")(event.target.value)} error={errorAt("replyTo")} />
             </div>
             <div className="mt-4">
-              <Field label="Subject" value={draft.subject} onChange={(event) => set("subject")(event.target.value)} required />
+              <Field label="Subject" value={draft.subject} onChange={(event) => set("subject")(event.target.value)} required error={errorAt("subject")} />
             </div>
             <div className="mt-4">
-              <BodyEditor value={draft.body} onChange={set("body")} />
+              <BodyEditor value={draft.body} onChange={set("body")} error={errorAt("body")} />
             </div>
             <div className="mt-5 flex flex-wrap items-center gap-3">
               <button type="submit" className="btn-primary" disabled={save.isPending}>{templateId === undefined ? "Create template" : "Save"}</button>
               {dirty && <span className="text-sm text-amber-800" data-testid="unsaved">Unsaved changes</span>}
             </div>
             {save.isSuccess && !dirty && templateId !== undefined && <div className="mt-4"><Notice>Saved.</Notice></div>}
-            <MutationError error={save.error} />
+            <MutationError error={save.error} fields={FIELDS} />
             <MutationError error={duplicate.error} />
             <MutationError error={remove.error} />
           </Card>
           {templateId !== undefined && <Usage templateId={templateId} />}
         </form>
-        <MailPreview subject={draft.subject} body={draft.body} />
+        <MailPreview subject={draft.subject} body={draft.body} onFieldErrors={setPreviewErrors} />
       </div>
       <UnsavedChanges dirty={dirty} what="template" />
       {templateId !== undefined && (

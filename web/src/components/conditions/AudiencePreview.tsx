@@ -11,6 +11,7 @@ import { callApi } from "../../api/client.ts"
 import type { ApiFailure, FieldError } from "../../api/failure.ts"
 import { projectKey, useProjectId } from "../../api/hooks.ts"
 import { ErrorState } from "../States.tsx"
+import { nounFor } from "../words.ts"
 import type { Condition } from "./model.ts"
 import { useSettled } from "./settled.ts"
 
@@ -45,7 +46,7 @@ export function AudiencePreview({
   onFieldErrors
 }: {
   readonly audience: Audience | null
-  /** What the count is called: "matching contacts", "recipients". */
+  /** What the count is (the words then agree with it: "1 contact matches", "2 recipients"). */
   readonly label: "contacts match" | "recipients"
   readonly sampleSize?: number
   readonly onFieldErrors?: (errors: ReadonlyArray<FieldError>) => void
@@ -60,13 +61,19 @@ export function AudiencePreview({
     <section aria-label="Live count" aria-busy={preview.isFetching} className="rounded-lg border border-slate-200 bg-white p-4">
       <p className="text-sm text-slate-600" aria-live="polite">
         <span data-testid="live-count" className="text-2xl font-semibold tabular-nums text-slate-900">{count === undefined ? "—" : count.toLocaleString()}</span>
-        {" "}{label}
+        {" "}{label === "recipients" ? nounFor(count ?? 0, "recipient") : count === 1 ? "contact matches" : "contacts match"}
         {preview.isFetching && <span className="ml-2 text-xs text-slate-400">updating…</span>}
       </p>
       {data && label === "recipients" && data.total !== data.reachable && (
         <p className="mt-1 text-xs text-slate-500">{(data.total - data.reachable).toLocaleString()} more match but are unsubscribed or suppressed.</p>
       )}
-      {data && label === "contacts match" && <p className="mt-1 text-xs text-slate-500">{data.reachable.toLocaleString()} of them subscribed and reachable.</p>}
+      {data && label === "contacts match" && data.total > 0 && (
+        <p className="mt-1 text-xs text-slate-500">
+          {data.total === 1
+            ? (data.reachable === 1 ? "Subscribed and reachable." : "Not subscribed, or not reachable.")
+            : `${data.reachable.toLocaleString()} of them subscribed and reachable.`}
+        </p>
+      )}
       {preview.isError && fieldErrors.length === 0 && <div className="mt-3"><ErrorState failure={preview.error} /></div>}
       {preview.isError && fieldErrors.length > 0 && <p className="mt-2 text-sm text-red-700">Fix the marked {fieldErrors.length === 1 ? "filter" : "filters"} to see the count.</p>}
       {data && data.sample.length > 0 && (

@@ -1,6 +1,7 @@
 /** Sign in (password or a configured OAuth provider) and sign up; both go on to `next` afterwards. */
 import { useQueryClient } from "@tanstack/react-query"
 import { Link, useNavigate, useSearchParams } from "react-router"
+import { fieldError } from "../../api/fieldErrors.ts"
 import { useApiMutation } from "../../api/hooks.ts"
 import { forgetEverything, safeNext, useAccountQuery } from "../../api/session.ts"
 import { Field, MutationError } from "../../components/Form.tsx"
@@ -60,11 +61,11 @@ export function SignInPage() {
           login.mutate({ email: fieldOf(event.currentTarget, "email"), password: fieldOf(event.currentTarget, "password") })
         }}
       >
-        <Field label="Email" name="email" type="email" autoComplete="email" required />
-        <Field label="Password" name="password" type="password" autoComplete="current-password" required />
+        <Field label="Email" name="email" type="email" autoComplete="email" required error={fieldError(login.error, "email")} />
+        <Field label="Password" name="password" type="password" autoComplete="current-password" required error={fieldError(login.error, "password")} />
         <button type="submit" className="btn-primary w-full" disabled={login.isPending}>Sign in</button>
       </form>
-      <MutationError error={login.error} />
+      <MutationError error={login.error} fields={["email", "password"]} />
       <OAuthButtons />
     </AccountFrame>
   )
@@ -95,11 +96,21 @@ export function SignUpPage() {
           })
         }}
       >
-        <Field label="Email" name="email" type="email" autoComplete="email" required />
-        <Field label="Password" name="password" type="password" autoComplete="new-password" required minLength={8} maxLength={256} hint="At least 8 characters" />
+        <Field label="Email" name="email" type="email" autoComplete="email" required error={fieldError(signup.error, "email")} />
+        <Field
+          label="Password"
+          name="password"
+          type="password"
+          autoComplete="new-password"
+          required
+          minLength={8}
+          maxLength={256}
+          hint="At least 8 characters"
+          error={fieldError(signup.error, "password")}
+        />
         <button type="submit" className="btn-primary w-full" disabled={signup.isPending}>Create account</button>
       </form>
-      <MutationError error={signup.error} />
+      <MutationError error={signup.error} fields={["email", "password"]} />
       <OAuthButtons />
     </AccountFrame>
   )

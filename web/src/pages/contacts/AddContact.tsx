@@ -1,8 +1,9 @@
 import { useState } from "react"
 import { useNavigate } from "react-router"
+import { fieldError } from "../../api/fieldErrors.ts"
 import { useApiMutation, useProjectId } from "../../api/hooks.ts"
 import { DataFields, useDataFields } from "../../components/DataEditor.tsx"
-import { Card, Field, MutationError } from "../../components/Form.tsx"
+import { Card, changeClearing, Field, MutationError } from "../../components/Form.tsx"
 
 /** A new contact: its email, subscription and custom data (typed, as on a contact's page). */
 export default function AddContact({ onClose }: { readonly onClose: () => void }) {
@@ -27,7 +28,7 @@ export default function AddContact({ onClose }: { readonly onClose: () => void }
           }}
         >
           <div className="flex flex-col gap-3 sm:flex-row sm:items-end">
-            <div className="flex-1"><Field label="Email" type="email" value={email} onChange={(event) => setEmail(event.target.value)} required autoFocus /></div>
+            <div className="flex-1"><Field label="Email" type="email" value={email} onChange={changeClearing(create, setEmail)} required autoFocus error={fieldError(create.error, "email")} /></div>
             <label className="flex items-center gap-2 pb-2 text-sm text-slate-700">
               <input type="checkbox" checked={subscribed} onChange={(event) => setSubscribed(event.target.checked)} />
               Subscribed
@@ -42,7 +43,7 @@ export default function AddContact({ onClose }: { readonly onClose: () => void }
             </DataFields>
           </fieldset>
         </form>
-        <MutationError error={create.error} />
+        <MutationError error={create.error} fields={["email", "subscribed"]} />
       </Card>
     </div>
   )

@@ -8,11 +8,12 @@ import { useQueryClient } from "@tanstack/react-query"
 import { useEffect, useState } from "react"
 import { useNavigate } from "react-router"
 import { Roles, type Role } from "../../../../src/domain/permissions.ts"
+import { fieldError } from "../../api/fieldErrors.ts"
 import { useApiMutation, useApiQuery, useProjectId } from "../../api/hooks.ts"
 import { accountKey, useCurrentProject, useMe } from "../../api/session.ts"
 import { Confirm } from "../../components/Confirm.tsx"
 import { CopyButton } from "../../components/CopyButton.tsx"
-import { Card, Field, MutationError, Notice } from "../../components/Form.tsx"
+import { Card, changeClearing, Field, MutationError, Notice } from "../../components/Form.tsx"
 import { Badge, cell, formatDate, Table, wideOnly } from "../../components/Page.tsx"
 import { QueryView } from "../../components/States.tsx"
 
@@ -200,7 +201,9 @@ function Invite({ grantable, onSent }: { readonly grantable: ReadonlyArray<Role>
           invite.mutate({ email: email.trim(), role })
         }}
       >
-        <div className="flex-1"><Field label="Email" type="email" value={email} onChange={(event) => setEmail(event.target.value)} required /></div>
+        <div className="flex-1">
+          <Field label="Email" type="email" value={email} onChange={changeClearing(invite, setEmail)} required error={fieldError(invite.error, "email")} />
+        </div>
         <label className="block text-sm font-medium text-slate-700">
           Role
           <select className="input mt-1" value={role} onChange={(event) => setRole(event.target.value as Role)}>
@@ -213,7 +216,7 @@ function Invite({ grantable, onSent }: { readonly grantable: ReadonlyArray<Role>
         They get a link by mail, valid for 7 days: they join by opening it, signing up with that email or signed in as it.
         Inviting an email again replaces its pending invitation.
       </p>
-      <MutationError error={invite.error} />
+      <MutationError error={invite.error} fields={["email", "role"]} />
     </Card>
   )
 }

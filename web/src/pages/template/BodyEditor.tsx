@@ -3,20 +3,27 @@
  * image (uploaded through POST /uploads/image, put in at the cursor) and a reminder of the Liquid one
  * writes.
  */
-import { useRef } from "react"
+import { useId, useRef } from "react"
 import { useApiMutation } from "../../api/hooks.ts"
 import { CodeEditor, type InsertText } from "../../components/CodeEditor.tsx"
-import { MutationError } from "../../components/Form.tsx"
+import { FieldMessage, MutationError } from "../../components/Form.tsx"
 
-export function BodyEditor({ value, onChange }: { readonly value: string; readonly onChange: (body: string) => void }) {
+export function BodyEditor({ value, onChange, error }: {
+  readonly value: string
+  readonly onChange: (body: string) => void
+  /** The server's message for the body (a save's 422, or half-typed Liquid found by the preview). */
+  readonly error?: string | undefined
+}) {
   const insert = useRef<InsertText | null>(null)
+  const errorId = useId()
   return (
     <div>
       <div className="mb-1 flex flex-wrap items-center justify-between gap-2">
         <p className="text-sm font-medium text-slate-700">Body</p>
         <ImageUpload onUploaded={(url) => insert.current?.(`<img src="${url}" alt="" style="max-width:100%">`)} />
       </div>
-      <CodeEditor label="Body" value={value} onChange={onChange} insertRef={insert} />
+      <CodeEditor label="Body" value={value} onChange={onChange} insertRef={insert} errorId={error === undefined ? undefined : errorId} />
+      <FieldMessage id={errorId} message={error} />
       <p className="mt-1 text-xs text-slate-500">
         HTML with Liquid: <code className="font-mono">{"{{ firstName }}"}</code>, <code className="font-mono">{"{{ plan ?? \"free\" }}"}</code>,{" "}
         <code className="font-mono">{"{% if … %}"}</code>; links <code className="font-mono">{"{{ unsubscribeUrl }}"}</code> and <code className="font-mono">{"{{ manageUrl }}"}</code>.

@@ -74,7 +74,7 @@ export function Executions({ workflow }: { readonly workflow: WorkflowData }) {
             <Table label="Executions" head={["Contact", "Status", ["Current step", wideOnly], ["Started", wideOnly], ""]}>
               {result.data.map((execution) => (
                 <tr key={execution.id}>
-                  <td className={`${cell} max-w-40 truncate`}><Link to={`/p/${projectId}/contacts/${execution.contactId}`} className="link font-mono text-xs">{execution.contactId.slice(0, 8)}</Link></td>
+                  <td className={`${cell} max-w-64 break-all`}><ContactOf execution={execution} /></td>
                   <td className={cell}><Badge tone={statusTone(execution.status)}>{execution.status.toLowerCase()}</Badge></td>
                   <td className={`${cell} ${wideOnly}`}>{stepName(execution.currentStepId)}</td>
                   <td className={`${cell} ${wideOnly} whitespace-nowrap text-slate-600`}>{formatDate(execution.startedAt)}</td>
@@ -109,6 +109,13 @@ export function Executions({ workflow }: { readonly workflow: WorkflowData }) {
   )
 }
 
+/** The execution's contact by email, linked to their page; a deleted contact says so. */
+function ContactOf({ execution }: { readonly execution: ExecutionData }) {
+  const projectId = useProjectId()
+  if (execution.contactEmail === null) return <span className="text-slate-500">a deleted contact</span>
+  return <Link to={`/p/${projectId}/contacts/${execution.contactId}`} className="link">{execution.contactEmail}</Link>
+}
+
 function ExecutionHistory({ workflow, onClose }: { readonly workflow: WorkflowData; readonly onClose: () => void }) {
   const { executionId, query } = useShownExecution(workflow.id)
   if (executionId === null) return null
@@ -116,7 +123,9 @@ function ExecutionHistory({ workflow, onClose }: { readonly workflow: WorkflowDa
   return (
     <section aria-label="Execution history" className="mt-6 rounded-lg border border-slate-200 bg-white p-4">
       <div className="mb-3 flex flex-wrap items-center justify-between gap-2">
-        <h3 className="font-semibold text-slate-800">Execution <span className="font-mono text-sm">{executionId.slice(0, 8)}</span></h3>
+        <h3 className="font-semibold text-slate-800">
+          Execution{query.data && <> for <ContactOf execution={query.data} /></>}
+        </h3>
         <button type="button" className="btn-secondary" onClick={onClose}>Close</button>
       </div>
       <QueryView query={query}>

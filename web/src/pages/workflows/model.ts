@@ -3,12 +3,12 @@
  * config, which outgoing links a step offers (yes/no for CONDITION, event/timeout for WAIT_FOR_EVENT),
  * and where a step sits in the graph when it has no stored position (layered by its distance from TRIGGER).
  */
-import type { Execution, Workflow, WorkflowStep, WorkflowTransition } from "../../../../src/http/api/workflows.ts"
+import type { ListedExecution, Workflow, WorkflowStep, WorkflowTransition } from "../../../../src/http/api/workflows.ts"
 
 export type WorkflowData = typeof Workflow.Type
 export type Step = typeof WorkflowStep.Type
 export type Transition = typeof WorkflowTransition.Type
-export type ExecutionData = typeof Execution.Type
+export type ExecutionData = typeof ListedExecution.Type
 export type StepType = Step["type"]
 
 /** The types a user adds (TRIGGER comes with the workflow). */
@@ -61,6 +61,10 @@ export const secondsAsWords = (seconds: number): string => {
   return `${Number(amount.toFixed(2))} ${unit}${amount === 1 ? "" : "s"}`
 }
 
+/** An amount of a unit stored in the plural ("hours"): "1 hour", "1.5 hours". */
+export const amountOf = (amount: unknown, unit: string): string =>
+  `${text(amount)} ${amount === 1 && unit.endsWith("s") ? unit.slice(0, -1) : unit}`
+
 /** One line about a step's config, for its node and lists. */
 export const summary = (step: Step, templates: ReadonlyMap<string, string>, eventName?: string): string => {
   const config = step.config
@@ -73,7 +77,7 @@ export const summary = (step: Step, templates: ReadonlyMap<string, string>, even
       return recipient?.type === "CUSTOM" ? `${template} to ${recipient.customEmail}` : template
     }
     case "DELAY":
-      return `${text(config.amount)} ${text(config.unit)}`
+      return amountOf(config.amount, text(config.unit))
     case "WAIT_FOR_EVENT":
       return typeof config.timeout === "number" ? `${text(config.eventName)}, up to ${secondsAsWords(config.timeout)}` : text(config.eventName)
     case "CONDITION": {

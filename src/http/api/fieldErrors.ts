@@ -1,7 +1,11 @@
-/** Turns Schema decode failures into the envelope's `errors[]` items (`{ field, message, code, received? }`). */
+/**
+ * Turns Schema failures into the envelope's `errors[]` items (`{ field, message, code, received? }`): the
+ * server's 422 for a request that does not decode, and the web app's own check of a request before it is
+ * sent (web/src/api/failure.ts), so both name the same fields with the same messages.
+ */
 import { SchemaIssue } from "effect"
-import { formatPath } from "../domain/storable.ts"
-import type { FieldError } from "./errors.ts"
+import { formatPath } from "../../domain/storable.ts"
+import type { FieldError } from "../../domain/errors.ts"
 
 const received = (issue: SchemaIssue.Issue): { received?: unknown } => {
   if (!SchemaIssue.hasInput(issue)) {
