@@ -137,6 +137,8 @@ describe("errors in the dashboard's forms", () => {
     await alert.scrollIntoViewIfNeeded()
     await screenshot(page, "error-unverified-domain-1280")
     await alert.getByRole("link", { name: /unverified\.acme\.test/ }).click()
+    // The template is not saved: leaving for Domains asks first (the unsaved-edits warning).
+    await page.getByRole("dialog", { name: "Leave without saving?" }).getByRole("button", { name: "Leave without saving" }).click()
     await heading(page, "Domains")
     expect(new URL(page.url()).pathname).toBe(projectPath("/domains"))
   })
