@@ -9,7 +9,7 @@ import { SqlClient } from "effect/sql"
 import { InvalidCursor } from "../domain/errors.ts"
 import { isUuid } from "../domain/ids.ts"
 import { escapeLike } from "./Contacts.ts"
-import { decodeCursor, encodeCursor } from "./cursor.ts"
+import { decodeTimeCursor, encodeCursor, timeKeySql } from "./cursor.ts"
 import { type EmailContent, type EmailRecord, type EmailRow, type EmailStatus, summaryColumns, toEmailRecord } from "./Emails.ts"
 import { iso } from "./columns.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
@@ -35,9 +35,6 @@ export interface EmailPage {
   readonly hasMore: boolean
 }
 
-/** Microsecond UTC text of created_at: sorts like the timestamps, and cursors keep Postgres' precision. */
-const CREATED_KEY = `to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
-const KEY_PATTERN = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/
 
 export class EmailHistory extends Context.Service<EmailHistory, {
   readonly list: (projectId: string, query: EmailListQuery) => Effect.Effect<EmailPage, InvalidCursor | PersistenceError>
@@ -53,12 +50,8 @@ export class EmailHistory extends Context.Service<EmailHistory, {
       const sql = yield* SqlClient.SqlClient
 
       const list = Effect.fn("EmailHistory.list")(function*(projectId: string, query: EmailListQuery) {
-        let after: [string, string] | undefined
-        if (query.cursor !== undefined) {
-          const values = decodeCursor(query.cursor, 2)
-          if (!values || !KEY_PATTERN.test(values[0]!) || !isUuid(values[1]!)) return yield* InvalidCursor.of()
-          after = [values[0]!, values[1]!]
-        }
+        const after = query.cursor === undefined ? undefined : decodeTimeCursor(query.cursor)
+        if (query.cursor !== undefined && !after) return yield* InvalidCursor.of()
         const conditions = [
           sql`project_id = ${projectId}`,
           ...(after ? [sql`(created_at, id) < (${after[0]}::timestamptz, ${after[1]}::uuid)`] : []),
@@ -71,7 +64,7 @@ export class EmailHistory extends Context.Service<EmailHistory, {
           ...(query.until !== undefined ? [sql`created_at < ${iso(query.until)}::timestamptz`] : [])
         ]
         const rows = yield* sql<EmailRow & { created_key: string }>`
-          SELECT ${sql.literal(summaryColumns())}, ${sql.literal(CREATED_KEY)} AS created_key FROM emails
+          SELECT ${sql.literal(summaryColumns())}, ${sql.literal(timeKeySql("created_at"))} AS created_key FROM emails
           WHERE ${sql.and(conditions)}
           ORDER BY created_at DESC, id DESC LIMIT ${query.limit + 1}`
         const page = rows.slice(0, query.limit)

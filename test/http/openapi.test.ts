@@ -108,8 +108,9 @@ describe("/openapi.json", () => {
         .map((p: any) => p.name as string)
     )
     // code, state and error: the opaque values an OAuth provider sends back to /auth/oauth/:provider/callback;
-    // tz is a zone name, types a comma-separated list of activity types (described on the parameter).
-    expect([...new Set(plain)].sort()).toEqual(["code", "cursor", "error", "name", "search", "state", "types", "tz"])
+    // tz is a zone name, types and status comma-separated lists of activity types and email statuses (described
+    // on the parameter), recipient part of an address.
+    expect([...new Set(plain)].sort()).toEqual(["code", "cursor", "error", "name", "recipient", "search", "state", "status", "tz", "types"])
   })
 
   it("keeps the lenient reading the spec asks for: unusable sort, dir, limit and page values fall back to defaults", async () => {
