@@ -224,7 +224,7 @@ export const Variables = {
   }),
   smtpUrl: variable({
     name: "SMTP_URL", ...optional(url(["smtp", "smtps"])), secret: true, defaultValue: undefined, shownDefault: "unset",
-    meaning: "the SMTP relay, e.g. smtp://user:pass@relay:587 (smtps:// for TLS on connect); unset, mail is not sent but written to OUTBOX_DIR"
+    meaning: "the SMTP relay, e.g. smtp://user:pass@relay:587 (smtps:// for TLS on connect); unset, mail is not sent but written to OUTBOX_DIR (local delivery: no sender domain needs verifying; read the mail on the dashboard's Emails page)"
   }),
   outboxDir: variable({
     name: "OUTBOX_DIR", ...text("a directory path"), defaultValue: ".data/outbox", shownDefault: ".data/outbox",

@@ -13,6 +13,7 @@ import { isFinished, JobErrors, JobProgress, useContactJob } from "../components
 import { describeValue } from "../components/Json.tsx"
 import { Badge, cell, formatDate, Page, Table, wideOnly } from "../components/Page.tsx"
 import { Pager } from "../components/Pager.tsx"
+import { saveFile } from "../components/saveFile.ts"
 import { Empty, QueryView } from "../components/States.tsx"
 
 const PAGE_SIZE = 25
@@ -298,16 +299,7 @@ function BulkBar({ selected, onDone }: { readonly selected: ReadonlySet<string>;
 /** Every contact as CSV (GET /contacts/export through the typed client), saved as a file. */
 function ExportButton() {
   const download = useApiMutation((client, _: void) => client.contactJobs.export({ query: {} }), {
-    onSuccess: (csv) => {
-      const url = URL.createObjectURL(new Blob([csv], { type: "text/csv" }))
-      const link = document.createElement("a")
-      link.href = url
-      link.download = `contacts-${new Date().toISOString().slice(0, 10)}.csv`
-      document.body.append(link)
-      link.click()
-      link.remove()
-      setTimeout(() => URL.revokeObjectURL(url), 10_000)
-    }
+    onSuccess: (csv) => saveFile(csv, "text/csv", `contacts-${new Date().toISOString().slice(0, 10)}.csv`)
   })
   return (
     <>

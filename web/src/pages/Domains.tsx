@@ -3,6 +3,7 @@ import { type FormEvent, useState } from "react"
 import type { Domain } from "../../../src/http/api/domains.ts"
 import { useApiMutation, useApiQuery, useProjectId } from "../api/hooks.ts"
 import { CopyButton } from "../components/CopyButton.tsx"
+import { DomainsDeliveryNote } from "../components/Delivery.tsx"
 import { Badge, cell, formatDate, Page, Table } from "../components/Page.tsx"
 import { Empty, ErrorState, QueryView } from "../components/States.tsx"
 import { RequiresRole } from "./settings/Settings.tsx"
@@ -21,6 +22,7 @@ function Domains() {
   const domains = useApiQuery(["domains", "list"], (client) => client.domains.list({ params: { projectId } }), { refetchInterval: 30_000 })
   return (
     <>
+      <DomainsDeliveryNote />
       <AddDomain />
       <QueryView
         query={domains}

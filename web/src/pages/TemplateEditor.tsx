@@ -10,6 +10,7 @@ import { callApi } from "../api/client.ts"
 import type { ApiFailure } from "../api/failure.ts"
 import { projectKey, useApiMutation, useApiQuery, useProjectId } from "../api/hooks.ts"
 import { CodeEditor, type InsertText } from "../components/CodeEditor.tsx"
+import { SenderHint } from "../components/Delivery.tsx"
 import { Card, Field, MutationError, Notice } from "../components/Form.tsx"
 import { Page } from "../components/Page.tsx"
 import { ErrorState, Loading } from "../components/States.tsx"
@@ -127,7 +128,7 @@ function TemplateEditor({ templateId, initial }: { readonly templateId?: string;
                   {TYPES.map((type) => <option key={type} value={type}>{type.toLowerCase()}</option>)}
                 </select>
               </label>
-              <Field label="From" type="email" value={draft.from} onChange={(event) => set("from")(event.target.value)} required hint="An address at a verified domain" />
+              <Field label="From" type="email" value={draft.from} onChange={(event) => set("from")(event.target.value)} required hint={<SenderHint projectId={projectId} />} />
               <Field label="From name" value={draft.fromName} onChange={(event) => set("fromName")(event.target.value)} />
               <Field label="Reply to" type="email" value={draft.replyTo} onChange={(event) => set("replyTo")(event.target.value)} />
             </div>
