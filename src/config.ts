@@ -230,6 +230,10 @@ export const Variables = {
     name: "OUTBOX_DIR", ...text("a directory path"), defaultValue: ".data/outbox", shownDefault: ".data/outbox",
     meaning: "the file outbox used without SMTP_URL"
   }),
+  emailContentRetentionDays: variable({
+    name: "EMAIL_CONTENT_RETENTION_DAYS", ...wholeNumber(0), defaultValue: 30, shownDefault: "30",
+    meaning: "days the rendered content of sent mail (HTML, headers, attachments: what the dashboard's Emails page shows and downloads) is kept; past it only the email's record stays (status, timeline); 0 keeps it forever"
+  }),
   smtpPoolSize: variable({
     name: "SMTP_POOL_SIZE", ...wholeNumber(1, 1000), defaultValue: 10, shownDefault: "10",
     meaning: "pooled SMTP connections per worker"
@@ -412,6 +416,8 @@ export interface AppConfigShape {
   readonly smtpPoolSize: number
   /** Where mail is written when no SMTP relay is configured. */
   readonly outboxDir: string
+  /** Days sent mail keeps its rendered content (src/mail/contentRetention.ts); 0: forever. */
+  readonly emailContentRetentionDays: number
   /** Default per-project send rate (emails per second); 0 turns the throttle off. */
   readonly sendRatePerSecond: number
   /** How often every sending domain's DNS records are checked again (spec: 5 minutes). */

@@ -2,7 +2,7 @@
  * The mail a project sent, as people read it: a cursor-paged list (newest first) with filters, and one
  * email's stored content. Every email row keeps its rendered content (subject, HTML, headers,
  * attachments) as queued, which is what the sender composed the message from (each part size-capped
- * when it was made, src/mail/prepare.ts).
+ * when it was made, src/mail/prepare.ts), for EMAIL_CONTENT_RETENTION_DAYS (src/mail/contentRetention.ts).
  */
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
@@ -11,7 +11,7 @@ import { isUuid } from "../domain/ids.ts"
 import { escapeLike } from "./Contacts.ts"
 import { decodeTimeCursor, encodeCursor, timeKeySql } from "./cursor.ts"
 import { type EmailContent, type EmailRecord, type EmailRow, type EmailStatus, summaryColumns, toEmailRecord } from "./Emails.ts"
-import { iso } from "./columns.ts"
+import { iso, isoOrNull } from "./columns.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
 export interface EmailListQuery {
@@ -40,7 +40,12 @@ export class EmailHistory extends Context.Service<EmailHistory, {
   readonly list: (projectId: string, query: EmailListQuery) => Effect.Effect<EmailPage, InvalidCursor | PersistenceError>
   /** The email with its content, or undefined when the project has no such email. */
   readonly withContent: (projectId: string, id: string) => Effect.Effect<
-    { readonly email: EmailRecord; readonly content: EmailContent } | undefined,
+    {
+      readonly email: EmailRecord
+      readonly content: EmailContent
+      /** When the content was emptied, past EMAIL_CONTENT_RETENTION_DAYS (src/mail/contentRetention.ts). */
+      readonly contentExpiredAt: string | null
+    } | undefined,
     PersistenceError
   >
 }>()("app/store/EmailHistory") {
@@ -79,12 +84,17 @@ export class EmailHistory extends Context.Service<EmailHistory, {
 
       const withContent = Effect.fn("EmailHistory.withContent")(function*(projectId: string, id: string) {
         if (!isUuid(id)) return undefined
-        const rows = yield* sql<EmailRow & EmailContent>`
-          SELECT ${sql.literal(summaryColumns())}, html, headers, attachments FROM emails WHERE project_id = ${projectId} AND id = ${id}`
+        const rows = yield* sql<EmailRow & EmailContent & { content_expired_at: Date | null }>`
+          SELECT ${sql.literal(summaryColumns())}, html, headers, attachments, content_expired_at
+          FROM emails WHERE project_id = ${projectId} AND id = ${id}`
         const row = rows[0]
         if (!row) return undefined
         // The subject as stored in full (summaryColumns cuts it to the cap, which stored rows keep anyway).
-        return { email: toEmailRecord(row), content: { subject: row.subject, html: row.html, headers: row.headers, attachments: row.attachments } }
+        return {
+          email: toEmailRecord(row),
+          content: { subject: row.subject, html: row.html, headers: row.headers, attachments: row.attachments },
+          contentExpiredAt: isoOrNull(row.content_expired_at)
+        }
       }, mapSqlError)
 
       return EmailHistory.of({ list, withContent })

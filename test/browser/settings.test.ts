@@ -278,7 +278,7 @@ describe("settings", () => {
     const nav = page.getByRole("navigation", { name: "Project" })
     // The links follow the role, which arrives with the project list.
     await expect.poll(() => nav.getByRole("link").allInnerTexts()).toEqual([
-      "Home", "Contacts", "Templates", "Segments", "Campaigns", "Workflows", "Events", "Activity", "Analytics", "Settings"
+      "Home", "Contacts", "Templates", "Segments", "Campaigns", "Workflows", "Emails", "Events", "Activity", "Analytics", "Settings"
     ])
     /** Until the page has loaded what it shows: no spinner left, and no error in its place. */
     const settled = async (what: string) => {

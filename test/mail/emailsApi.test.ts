@@ -186,6 +186,29 @@ describe("GET /emails/:id and /emails/:id/raw", () => {
   })
 })
 
+// Last: it empties the content of every email of the stack.
+describe("content retention (EMAIL_CONTENT_RETENTION_DAYS)", () => {
+  it("empties sent mail's content once it is older than the retention, keeping the record", async () => {
+    // A worker whose clock is two days ahead, keeping content one day: its first sweep finds every email expired.
+    const worker = await stack.start("worker", { EMAIL_CONTENT_RETENTION_DAYS: "1", CLOCK_OFFSET_MS: String(2 * 86_400_000) })
+    try {
+      const expired = await eventually(async () => {
+        const detail = await secret("GET", `/emails/${ids.ann}`)
+        expect(detail.json.contentExpiredAt).not.toBeNull()
+        return detail.json
+      })
+      expect(expired).toMatchObject({ status: "SENT", subject: "Welcome ann", html: "", previewHtml: "", text: null, attachments: [] })
+      expect(expired.timeline.map((entry: { step: string }) => entry.step)).toEqual(["QUEUED", "SENT"])
+      const raw = await secret("GET", `/emails/${ids.ann}/raw`)
+      expect(raw.status).toBe(404)
+      expect(raw.json.error.message).toContain("no longer kept")
+      expect((await everyPage(`&templateId=${templateId}`, 100)).map((email) => email.id)).toContain(ids.ann)
+    } finally {
+      await worker.stop()
+    }
+  })
+})
+
 describe("with a relay (SMTP_URL)", () => {
   let mail: MailStack
   let relayed: Service

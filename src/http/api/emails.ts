@@ -42,6 +42,10 @@ export const EmailDetail = Schema.Struct({
   toName: Schema.NullOr(Schema.String),
   fromName: Schema.NullOr(Schema.String),
   replyTo: Schema.NullOr(Schema.String),
+  contentExpiredAt: Schema.NullOr(Timestamp).annotate({
+    description: "When the content (html, text, attachments, our headers) was emptied, past EMAIL_CONTENT_RETENTION_DAYS; " +
+      "then the raw message answers 404"
+  }),
   html: Schema.String.annotate({ description: "The HTML body as sent (open pixel and tracked links included when tracking is on)" }),
   previewHtml: Schema.String.annotate({
     description: "The HTML body without this email's open pixel and with its tracked links pointing where they lead: what to " +
@@ -93,7 +97,8 @@ export class EmailsApi extends HttpApiGroup.make("emails")
       error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
     }).annotate(OpenApi.Description,
       "The email as a message/rfc822 file (an .eml), composed from what is stored exactly as the sender composes it, dated " +
-        "when it was sent; without a DKIM signature (the signature is made when the message is handed to the relay).")
+        "when it was sent; without a DKIM signature (the signature is made when the message is handed to the relay). 404 " +
+        "once its content is no longer kept (EMAIL_CONTENT_RETENTION_DAYS).")
   )
   .middleware(SecretKeyAuth)
   .annotateMerge(OpenApi.annotations({ title: "Emails", description: "The mail the project sent (secret key)" }))

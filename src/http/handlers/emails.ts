@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
+import { AppConfig } from "../../config.ts"
 import { EMAIL_STATUSES } from "../../domain/email.ts"
 import { removeTracking } from "../../mail/links.ts"
 import { htmlToPlainText } from "../../mail/plainText.ts"
@@ -41,6 +42,7 @@ const timelineOf = (email: EmailRecord) => {
 
 export const EmailsHandlers = HttpApiBuilder.group(Api, "emails", Effect.fnUntraced(function*(handlers) {
   const history = yield* EmailHistory
+  const config = yield* AppConfig
 
   const find = Effect.fnUntraced(function*(id: string) {
     const project = yield* CurrentProject
@@ -69,7 +71,7 @@ export const EmailsHandlers = HttpApiBuilder.group(Api, "emails", Effect.fnUntra
       })))
     .handle("get", ({ params }) =>
       rendered(Effect.gen(function*() {
-        const { email, content } = yield* find(params.id)
+        const { email, content, contentExpiredAt } = yield* find(params.id)
         const raw = yield* messageOf(email, content)
         const text = htmlToPlainText(content.html)
         return {
@@ -77,6 +79,7 @@ export const EmailsHandlers = HttpApiBuilder.group(Api, "emails", Effect.fnUntra
           toName: email.toName,
           fromName: email.fromName,
           replyTo: email.replyTo,
+          contentExpiredAt,
           html: content.html,
           previewHtml: removeTracking(content.html, email.id),
           text: text === "" ? null : text,
@@ -91,7 +94,14 @@ export const EmailsHandlers = HttpApiBuilder.group(Api, "emails", Effect.fnUntra
       })))
     .handle("raw", ({ params }) =>
       rendered(Effect.gen(function*() {
-        const { email, content } = yield* find(params.id)
+        const { email, content, contentExpiredAt } = yield* find(params.id)
+        if (contentExpiredAt !== null) {
+          return yield* new ApiError({
+            status: 404,
+            code: "NOT_FOUND",
+            message: `This email's content is no longer kept: sent mail keeps it ${config.emailContentRetentionDays} days (EMAIL_CONTENT_RETENTION_DAYS)`
+          })
+        }
         const raw = yield* messageOf(email, content)
         return HttpServerResponse.uint8Array(raw, {
           contentType: "message/rfc822",

@@ -196,9 +196,11 @@ export function EmailPage() {
       actions={
         <>
           <Link className="btn-secondary" to={`/p/${projectId}/emails`}>All emails</Link>
-          <button type="button" className="btn-secondary" disabled={download.isPending} onClick={() => download.mutate(emailId)}>
-            {download.isPending ? "Preparing…" : "Download .eml"}
-          </button>
+          {email.data?.contentExpiredAt === null && (
+            <button type="button" className="btn-secondary" disabled={download.isPending} onClick={() => download.mutate(emailId)}>
+              {download.isPending ? "Preparing…" : "Download .eml"}
+            </button>
+          )}
         </>
       }
     >
@@ -240,6 +242,11 @@ function EmailView({ email, projectId }: { readonly email: Detail; readonly proj
           </ol>
         </section>
       </div>
+      {email.contentExpiredAt !== null && (
+        <p role="status" className="mb-8 rounded-md border border-slate-200 bg-white px-4 py-3 text-sm text-slate-700">
+          This email's content is no longer kept (since {formatDate(email.contentExpiredAt)}): only its record and timeline remain.
+        </p>
+      )}
       <Section title="Body">
         {email.html === ""
           ? <p className="text-sm text-slate-600">This email has no HTML body.</p>
