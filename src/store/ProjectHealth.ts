@@ -9,7 +9,7 @@ import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import { uuidv7 } from "../domain/ids.ts"
-import { requiresVerifiedDomain } from "../mail/delivery.ts"
+import { requiresVerifiedDomain } from "../domain/delivery.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
 /**

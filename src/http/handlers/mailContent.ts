@@ -1,7 +1,7 @@
 /** Rules for a message's subject, body and sender, shared by templates, campaigns and /v1/send. */
 import { Effect } from "effect"
 import { AppConfig } from "../../config.ts"
-import { requiresVerifiedDomain } from "../../mail/delivery.ts"
+import { requiresVerifiedDomain } from "../../domain/delivery.ts"
 import { templateSyntaxProblem } from "../../mail/render.ts"
 import { Domains } from "../../store/Domains.ts"
 import { ApiError, type FieldError } from "../errors.ts"
@@ -27,7 +27,7 @@ export const syntaxProblem = (field: string, source: string, kind: "html" | "tex
 /**
  * The sender-domain rule: with a relay configured, sending (and saving what will be sent) needs the
  * domain verified, the spec's 403 otherwise; under local delivery (no SMTP_URL) nothing leaves the
- * machine, so any domain will do (src/mail/delivery.ts).
+ * machine, so any domain will do (src/domain/delivery.ts).
  */
 export const verifiedDomainRule = Effect.gen(function*() {
   const domains = yield* Domains

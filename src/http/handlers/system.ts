@@ -8,7 +8,7 @@ import { Nats } from "../../stream/Nats.ts"
 import { OAuth } from "../../accounts/OAuth.ts"
 import { StripeBilling } from "../../accounts/StripeBilling.ts"
 import { AppConfig } from "../../config.ts"
-import { deliveryMode, requiresVerifiedDomain } from "../../mail/delivery.ts"
+import { deliveryMode, requiresVerifiedDomain } from "../../domain/delivery.ts"
 import { Api } from "../api/Api.ts"
 import { ApiError, rendered } from "../errors.ts"
 
