@@ -10,7 +10,7 @@ import { InvalidCursor } from "../domain/errors.ts"
 import { isUuid } from "../domain/ids.ts"
 import { escapeLike } from "./Contacts.ts"
 import { decodeTimeCursor, encodeCursor, timeKeySql } from "./cursor.ts"
-import { type EmailContent, type EmailRecord, type EmailRow, type EmailStatus, summaryColumns, toEmailRecord } from "./Emails.ts"
+import { type Attachment, type EmailRecord, type EmailRow, type EmailStatus, summaryColumns, toEmailRecord } from "./Emails.ts"
 import { iso, isoOrNull } from "./columns.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
@@ -29,6 +29,23 @@ export interface EmailListQuery {
   readonly until: number | undefined
 }
 
+export interface AttachmentSummary {
+  readonly filename: string
+  readonly contentType: string | null
+  /** Its content's length as stored (base64). */
+  readonly storedBytes: number
+}
+
+export interface EmailDetail {
+  readonly email: EmailRecord
+  /** Null when over maxHtmlBytes (a row stored before the caps): not read. */
+  readonly html: string | null
+  readonly headers: Readonly<Record<string, string>>
+  readonly attachments: ReadonlyArray<AttachmentSummary>
+  /** When the content was emptied, past EMAIL_CONTENT_RETENTION_DAYS (src/mail/contentRetention.ts). */
+  readonly contentExpiredAt: string | null
+}
+
 export interface EmailPage {
   readonly data: ReadonlyArray<EmailRecord>
   readonly cursor: string | null
@@ -38,16 +55,10 @@ export interface EmailPage {
 
 export class EmailHistory extends Context.Service<EmailHistory, {
   readonly list: (projectId: string, query: EmailListQuery) => Effect.Effect<EmailPage, InvalidCursor | PersistenceError>
-  /** The email with its content, or undefined when the project has no such email. */
-  readonly withContent: (projectId: string, id: string) => Effect.Effect<
-    {
-      readonly email: EmailRecord
-      readonly content: EmailContent
-      /** When the content was emptied, past EMAIL_CONTENT_RETENTION_DAYS (src/mail/contentRetention.ts). */
-      readonly contentExpiredAt: string | null
-    } | undefined,
-    PersistenceError
-  >
+  /** The email with its content but the attachments' (their names and sizes only), or undefined when the project has none such. */
+  readonly detail: (projectId: string, id: string, maxHtmlBytes: number) => Effect.Effect<EmailDetail | undefined, PersistenceError>
+  /** The email's attachments with their content, read one at a time (for the raw message). */
+  readonly attachments: (projectId: string, id: string, count: number) => Effect.Effect<ReadonlyArray<Attachment>, PersistenceError>
 }>()("app/store/EmailHistory") {
   static readonly layer = Layer.effect(
     EmailHistory,
@@ -82,22 +93,45 @@ export class EmailHistory extends Context.Service<EmailHistory, {
         }
       }, mapSqlError)
 
-      const withContent = Effect.fn("EmailHistory.withContent")(function*(projectId: string, id: string) {
+      const detail = Effect.fn("EmailHistory.detail")(function*(projectId: string, id: string, maxHtmlBytes: number) {
         if (!isUuid(id)) return undefined
-        const rows = yield* sql<EmailRow & EmailContent & { content_expired_at: Date | null }>`
-          SELECT ${sql.literal(summaryColumns())}, html, headers, attachments, content_expired_at
-          FROM emails WHERE project_id = ${projectId} AND id = ${id}`
+        // Everything but the attachments' content; an HTML body over the cap (a row stored before the caps) is not read.
+        const rows = yield* sql<EmailRow & {
+          html: string | null
+          headers: Readonly<Record<string, string>>
+          attachment_list: ReadonlyArray<AttachmentSummary>
+          content_expired_at: Date | null
+        }>`
+          SELECT ${sql.literal(summaryColumns("e"))},
+                 CASE WHEN octet_length(e.html) <= ${maxHtmlBytes} THEN e.html END AS html, e.headers, e.content_expired_at,
+                 COALESCE((SELECT jsonb_agg(jsonb_build_object('filename', a.value->>'filename', 'contentType', a.value->>'contentType',
+                                                               'storedBytes', octet_length(a.value->>'content')) ORDER BY a.n)
+                           FROM jsonb_array_elements(e.attachments) WITH ORDINALITY AS a(value, n)), '[]'::jsonb) AS attachment_list
+          FROM emails e WHERE e.project_id = ${projectId} AND e.id = ${id}`
         const row = rows[0]
         if (!row) return undefined
-        // The subject as stored in full (summaryColumns cuts it to the cap, which stored rows keep anyway).
         return {
           email: toEmailRecord(row),
-          content: { subject: row.subject, html: row.html, headers: row.headers, attachments: row.attachments },
+          html: row.html,
+          headers: row.headers,
+          attachments: row.attachment_list,
           contentExpiredAt: isoOrNull(row.content_expired_at)
         }
       }, mapSqlError)
 
-      return EmailHistory.of({ list, withContent })
+      // One attachment per query, as the sender reads them: each stays below the client's message limit.
+      const attachments = Effect.fn("EmailHistory.attachments")(function*(projectId: string, id: string, count: number) {
+        const read: Array<Attachment> = []
+        for (let n = 1; n <= count; n++) {
+          const [row] = yield* sql<{ attachment: Attachment }>`
+            SELECT a.value AS attachment FROM emails e, jsonb_array_elements(e.attachments) WITH ORDINALITY AS a(value, n)
+            WHERE e.project_id = ${projectId} AND e.id = ${id} AND a.n = ${n}`
+          if (row) read.push(row.attachment)
+        }
+        return read
+      }, mapSqlError)
+
+      return EmailHistory.of({ list, detail, attachments })
     })
   )
 }

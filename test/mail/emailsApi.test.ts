@@ -175,6 +175,40 @@ describe("GET /emails/:id and /emails/:id/raw", () => {
     expect(raw).toContain("Just text")
   })
 
+  it("reads back a row stored before the size caps without reading its oversized parts", async () => {
+    // Over the HTML cap, and an attachment past what the Postgres client reads in one message.
+    const [row] = await stack.query<{ id: string }>(
+      `INSERT INTO emails (id, project_id, partition, to_email, from_email, subject, html, attachments, type, priority, message_id, status)
+       VALUES (gen_random_uuid(), $1, 0, 'legacy@example.org', 'hello@never-verified.test', 'Legacy', repeat('x', 6 * 1024 * 1024),
+               jsonb_build_array(jsonb_build_object('filename', 'big.bin', 'content', repeat('A', 17 * 1024 * 1024))),
+               'TRANSACTIONAL', 0, gen_random_uuid() || '@never-verified.test', 'FAILED')
+       RETURNING id`,
+      [project.id]
+    )
+    const detail = await secret("GET", `/emails/${row!.id}`)
+    expect(detail.status, detail.text.slice(0, 300)).toBe(200)
+    expect(detail.json).toMatchObject({ html: null, previewHtml: null, text: null, status: "FAILED" })
+    expect(detail.json.attachments).toEqual([{ filename: "big.bin", contentType: null, size: 17 * 1024 * 1024 * 3 / 4 }])
+    const raw = await secret("GET", `/emails/${row!.id}/raw`)
+    expect(raw.status).toBe(404)
+    expect(raw.json.error.message).toContain("size caps")
+  })
+
+  it("downloads a message with its attachment", async () => {
+    const sent = await secret("POST", "/v1/send", {
+      to: "fay@example.org", from: "ops@never-verified.test", subject: "Report", body: "<p>Attached</p>",
+      attachments: [{ filename: "report.txt", content: Buffer.from("the report").toString("base64"), contentType: "text/plain" }]
+    })
+    const id = sent.json.data.emails[0].email
+    await emailStatus({ api, project }, id, "SENT")
+    const detail = (await secret("GET", `/emails/${id}`)).json
+    expect(detail.attachments).toEqual([{ filename: "report.txt", contentType: "text/plain", size: 10 }])
+    expect(detail.headers.find((line: { name: string }) => line.name === "Content-Type").value).toMatch(/^multipart\/mixed/)
+    const raw = await secret("GET", `/emails/${id}/raw`)
+    expect(raw.text).toContain("filename=report.txt")
+    expect(raw.text).toContain(Buffer.from("the report").toString("base64"))
+  })
+
   it("answers 404 for another project's email and for ids that are not emails", async () => {
     for (const path of [`/emails/${ids.ann}`, `/emails/${ids.ann}/raw`]) {
       const foreign = await secret("GET", path, undefined, other.secretKey)

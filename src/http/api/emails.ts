@@ -46,8 +46,11 @@ export const EmailDetail = Schema.Struct({
     description: "When the content (html, text, attachments, our headers) was emptied, past EMAIL_CONTENT_RETENTION_DAYS; " +
       "then the raw message answers 404"
   }),
-  html: Schema.String.annotate({ description: "The HTML body as sent (open pixel and tracked links included when tracking is on)" }),
-  previewHtml: Schema.String.annotate({
+  html: Schema.NullOr(Schema.String).annotate({
+    description: "The HTML body as sent (open pixel and tracked links included when tracking is on); null when over the 5 MB " +
+      "cap (a row stored before the caps: not read back)"
+  }),
+  previewHtml: Schema.NullOr(Schema.String).annotate({
     description: "The HTML body without this email's open pixel and with its tracked links pointing where they lead: what to " +
       "show a reader here without counting an open or a click"
   }),
@@ -98,7 +101,7 @@ export class EmailsApi extends HttpApiGroup.make("emails")
     }).annotate(OpenApi.Description,
       "The email as a message/rfc822 file (an .eml), composed from what is stored exactly as the sender composes it, dated " +
         "when it was sent; without a DKIM signature (the signature is made when the message is handed to the relay). 404 " +
-        "once its content is no longer kept (EMAIL_CONTENT_RETENTION_DAYS).")
+        "once its content is no longer kept (EMAIL_CONTENT_RETENTION_DAYS), and for a row stored before the size caps.")
   )
   .middleware(SecretKeyAuth)
   .annotateMerge(OpenApi.annotations({ title: "Emails", description: "The mail the project sent (secret key)" }))

@@ -5,6 +5,7 @@ import { AppConfig } from "../../config.ts"
 import { EMAIL_STATUSES } from "../../domain/email.ts"
 import { removeTracking } from "../../mail/links.ts"
 import { htmlToPlainText } from "../../mail/plainText.ts"
+import { MAX_HTML_BYTES } from "../../mail/prepare.ts"
 import { headerLines, rawMessage } from "../../mail/rawMessage.ts"
 import { EmailHistory } from "../../store/EmailHistory.ts"
 import type { EmailContent, EmailRecord } from "../../store/Emails.ts"
@@ -17,6 +18,12 @@ import { nonEmpty, parseLimit } from "../query.ts"
 
 /** What the API shows of a record: the project is implied, the names and reply-to belong to the detail. */
 const toEmailView = ({ projectId: _p, toName: _t, fromName: _f, replyTo: _r, ...view }: EmailRecord) => view
+
+/**
+ * An attachment past this (as stored, base64) is not read back: the Postgres client reads at most 16 MiB
+ * in one message, and only rows stored before the caps (10 MB of attachments) hold one that large.
+ */
+const MAX_READABLE_ATTACHMENT = 14 * 1024 * 1024
 
 /** The raw message, dated when it was sent (or queued, for mail not sent yet). */
 const messageOf = (email: EmailRecord, content: EmailContent) =>
@@ -46,8 +53,10 @@ export const EmailsHandlers = HttpApiBuilder.group(Api, "emails", Effect.fnUntra
 
   const find = Effect.fnUntraced(function*(id: string) {
     const project = yield* CurrentProject
-    return (yield* history.withContent(project.id, id)) ?? (yield* ApiError.notFound("Email"))
+    return (yield* history.detail(project.id, id, MAX_HTML_BYTES)) ?? (yield* ApiError.notFound("Email"))
   })
+
+  const cannotCompose = (message: string) => new ApiError({ status: 404, code: "NOT_FOUND", message })
 
   return handlers
     .handle("list", ({ query }) =>
@@ -71,38 +80,49 @@ export const EmailsHandlers = HttpApiBuilder.group(Api, "emails", Effect.fnUntra
       })))
     .handle("get", ({ params }) =>
       rendered(Effect.gen(function*() {
-        const { email, content, contentExpiredAt } = yield* find(params.id)
-        const raw = yield* messageOf(email, content)
-        const text = htmlToPlainText(content.html)
+        const found = yield* find(params.id)
+        const { email, html, contentExpiredAt } = found
+        // The headers as composed, with the attachments' parts but not their content (never read here).
+        const raw = yield* messageOf(email, {
+          subject: email.subject,
+          html: html ?? "",
+          headers: found.headers,
+          attachments: found.attachments.map((attachment) => ({ filename: attachment.filename, content: "", contentType: attachment.contentType ?? undefined }))
+        })
+        const text = html === null ? "" : htmlToPlainText(html)
         return {
           ...toEmailView(email),
           toName: email.toName,
           fromName: email.fromName,
           replyTo: email.replyTo,
           contentExpiredAt,
-          html: content.html,
-          previewHtml: removeTracking(content.html, email.id),
+          html,
+          previewHtml: html === null ? null : removeTracking(html, email.id),
           text: text === "" ? null : text,
           headers: headerLines(raw),
-          attachments: content.attachments.map((attachment) => ({
+          attachments: found.attachments.map((attachment) => ({
             filename: attachment.filename,
-            contentType: attachment.contentType ?? null,
-            size: Math.floor(attachment.content.replace(/=+$/, "").length * 3 / 4)
+            contentType: attachment.contentType,
+            size: Math.floor(attachment.storedBytes * 3 / 4)
           })),
           timeline: timelineOf(email)
         }
       })))
     .handle("raw", ({ params }) =>
       rendered(Effect.gen(function*() {
-        const { email, content, contentExpiredAt } = yield* find(params.id)
-        if (contentExpiredAt !== null) {
-          return yield* new ApiError({
-            status: 404,
-            code: "NOT_FOUND",
-            message: `This email's content is no longer kept: sent mail keeps it ${config.emailContentRetentionDays} days (EMAIL_CONTENT_RETENTION_DAYS)`
-          })
+        const project = yield* CurrentProject
+        const found = yield* find(params.id)
+        const { email, html } = found
+        if (found.contentExpiredAt !== null) {
+          return yield* cannotCompose(
+            `This email's content is no longer kept: sent mail keeps it ${config.emailContentRetentionDays} days (EMAIL_CONTENT_RETENTION_DAYS)`
+          )
         }
-        const raw = yield* messageOf(email, content)
+        if (html === null || found.attachments.some((attachment) => attachment.storedBytes > MAX_READABLE_ATTACHMENT)) {
+          return yield* cannotCompose("This email is larger than the size caps (it was stored before them): its message cannot be composed")
+        }
+        const attachments = yield* history.attachments(project.id, email.id, found.attachments.length)
+        const raw = yield* messageOf(email, { subject: email.subject, html, headers: found.headers, attachments })
         return HttpServerResponse.uint8Array(raw, {
           contentType: "message/rfc822",
           headers: { "content-disposition": `attachment; filename="${email.id}.eml"` }

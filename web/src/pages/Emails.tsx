@@ -248,7 +248,9 @@ function EmailView({ email, projectId }: { readonly email: Detail; readonly proj
         </p>
       )}
       <Section title="Body">
-        {email.html === ""
+        {email.html === null || email.previewHtml === null
+          ? <p className="text-sm text-slate-600">This body is over the 5 MB cap (stored before the caps): it is not shown.</p>
+          : email.html === ""
           ? <p className="text-sm text-slate-600">This email has no HTML body.</p>
           : (
             // sandbox with no permissions: the mail's HTML runs no script and cannot reach this page.
