@@ -34,6 +34,8 @@ export interface AttachmentSummary {
   readonly contentType: string | null
   /** Its content's length as stored (base64). */
   readonly storedBytes: number
+  /** Its size decoded. */
+  readonly size: number
 }
 
 export interface EmailDetail {
@@ -105,7 +107,9 @@ export class EmailHistory extends Context.Service<EmailHistory, {
           SELECT ${sql.literal(summaryColumns("e"))},
                  CASE WHEN octet_length(e.html) <= ${maxHtmlBytes} THEN e.html END AS html, e.headers, e.content_expired_at,
                  COALESCE((SELECT jsonb_agg(jsonb_build_object('filename', a.value->>'filename', 'contentType', a.value->>'contentType',
-                                                               'storedBytes', octet_length(a.value->>'content')) ORDER BY a.n)
+                                                               'storedBytes', octet_length(a.value->>'content'),
+                                                               'size', octet_length(a.value->>'content') * 3 / 4
+                                                                 - (octet_length(a.value->>'content') - octet_length(rtrim(a.value->>'content', '=')))) ORDER BY a.n)
                            FROM jsonb_array_elements(e.attachments) WITH ORDINALITY AS a(value, n)), '[]'::jsonb) AS attachment_list
           FROM emails e WHERE e.project_id = ${projectId} AND e.id = ${id}`
         const row = rows[0]

@@ -103,7 +103,7 @@ export const EmailsHandlers = HttpApiBuilder.group(Api, "emails", Effect.fnUntra
           attachments: found.attachments.map((attachment) => ({
             filename: attachment.filename,
             contentType: attachment.contentType,
-            size: Math.floor(attachment.storedBytes * 3 / 4)
+            size: attachment.size
           })),
           timeline: timelineOf(email)
         }
