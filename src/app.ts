@@ -34,6 +34,7 @@ import { ProtectionMonitorLive } from "./accounts/ProtectionMonitor.ts"
 import { HeldMailResumerLive } from "./billing/heldMail.ts"
 import { Billing } from "./store/Billing.ts"
 import { CompactionLive } from "./analytics/Compaction.ts"
+import { EmailContentRetentionLive } from "./mail/contentRetention.ts"
 
 /** Postgres (migrated) and NATS (streams ensured). */
 export const InfraLive = Layer.mergeAll(DatabaseLive, Nats.layer)
@@ -70,7 +71,7 @@ export const StreamWorkerLive = Layer.mergeAll(ScheduledWorkLive, LagReportsLive
 )
 
 /** The worker role: the stream worker, and the checks every worker runs over the whole deployment. */
-export const WorkerRoleLive = Layer.mergeAll(StreamWorkerLive, ProtectionMonitorLive, HeldMailResumerLive, CompactionLive).pipe(
+export const WorkerRoleLive = Layer.mergeAll(StreamWorkerLive, ProtectionMonitorLive, HeldMailResumerLive, CompactionLive, EmailContentRetentionLive).pipe(
   Layer.provide(MailTransport.layer),
   Layer.provide(WorkflowRuntime.layer),
   Layer.provide(Billing.layer),

@@ -224,11 +224,15 @@ export const Variables = {
   }),
   smtpUrl: variable({
     name: "SMTP_URL", ...optional(url(["smtp", "smtps"])), secret: true, defaultValue: undefined, shownDefault: "unset",
-    meaning: "the SMTP relay, e.g. smtp://user:pass@relay:587 (smtps:// for TLS on connect); unset, mail is not sent but written to OUTBOX_DIR"
+    meaning: "the SMTP relay, e.g. smtp://user:pass@relay:587 (smtps:// for TLS on connect); unset, mail is not sent but written to OUTBOX_DIR (local delivery: no sender domain needs verifying; read the mail on the dashboard's Emails page)"
   }),
   outboxDir: variable({
     name: "OUTBOX_DIR", ...text("a directory path"), defaultValue: ".data/outbox", shownDefault: ".data/outbox",
     meaning: "the file outbox used without SMTP_URL"
+  }),
+  emailContentRetentionDays: variable({
+    name: "EMAIL_CONTENT_RETENTION_DAYS", ...wholeNumber(0), defaultValue: 30, shownDefault: "30",
+    meaning: "days the rendered content of sent mail (HTML, headers, attachments: what the dashboard's Emails page shows and downloads) is kept; past it only the email's record stays (status, timeline); 0 keeps it forever"
   }),
   smtpPoolSize: variable({
     name: "SMTP_POOL_SIZE", ...wholeNumber(1, 1000), defaultValue: 10, shownDefault: "10",
@@ -412,6 +416,8 @@ export interface AppConfigShape {
   readonly smtpPoolSize: number
   /** Where mail is written when no SMTP relay is configured. */
   readonly outboxDir: string
+  /** Days sent mail keeps its rendered content (src/mail/contentRetention.ts); 0: forever. */
+  readonly emailContentRetentionDays: number
   /** Default per-project send rate (emails per second); 0 turns the throttle off. */
   readonly sendRatePerSecond: number
   /** How often every sending domain's DNS records are checked again (spec: 5 minutes). */

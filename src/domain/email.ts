@@ -9,3 +9,9 @@ export const isValidEmail = (value: string): boolean =>
 
 /** Emails are compared case-insensitively, so they are stored in one canonical form. */
 export const normalizeEmail = (value: string): string => value.trim().toLowerCase()
+
+/** An email's statuses: forward from PENDING to COMPLAINED (src/store/Emails.ts); FAILED and SUPPRESSED are final. */
+export const EMAIL_STATUSES = [
+  "PENDING", "SENDING", "SENT", "DELIVERED", "OPENED", "CLICKED", "BOUNCED", "COMPLAINED", "FAILED", "SUPPRESSED"
+] as const
+export type EmailStatus = (typeof EMAIL_STATUSES)[number]

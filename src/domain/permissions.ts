@@ -10,7 +10,7 @@ export type Role = typeof Roles[number]
 /**
  * - `view`: see the project, its members, setup state, security page, and this month's usage and caps.
  * - `content`: contacts (with imports, exports and bulk jobs), templates, segments, campaigns, workflows,
- *   events, activity and analytics, sending, verification and image uploads.
+ *   events, activity and analytics, sending and the sent emails, verification and image uploads.
  * - `manage`: keys, members (other than owners), billing, domains, dead letters, settings, reset.
  * - `own`: delete the project, make, demote or remove owners, re-enable a disabled project.
  */
@@ -32,7 +32,7 @@ export const isRole = (value: unknown): value is Role => typeof value === "strin
  * every route with every role against the README's table.
  */
 const contentGroups: ReadonlySet<string> = new Set([
-  "contacts", "contactJobs", "events", "segments", "templates", "campaigns", "workflows", "send", "verify", "track",
+  "contacts", "contactJobs", "events", "segments", "templates", "campaigns", "workflows", "send", "emails", "verify", "track",
   "uploads", "activity", "analytics"
 ])
 

@@ -33,6 +33,7 @@ import { DeadLettersHandlers } from "./handlers/deadLetters.ts"
 import { DeadLetters } from "../store/DeadLetters.ts"
 import { LinksHandlers } from "./handlers/links.ts"
 import { SendHandlers } from "./handlers/send.ts"
+import { EmailsHandlers } from "./handlers/emails.ts"
 import { TemplatesHandlers } from "./handlers/templates.ts"
 import { SesWebhookRoute, WebhooksHandlers } from "./handlers/webhooks.ts"
 import { Notifications } from "../mail/Notifications.ts"
@@ -50,11 +51,12 @@ import { SendMail } from "../mail/SendMail.ts"
 import { ActivityHandlers } from "./handlers/activity.ts"
 import { AnalyticsHandlers } from "./handlers/analytics.ts"
 import { Activity } from "../store/Activity.ts"
+import { EmailHistory } from "../store/EmailHistory.ts"
 import { Analytics } from "../store/Analytics.ts"
 
 const ApiRoutes = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([SystemHandlers, TrackHandlers, ContactsHandlers, EventsHandlers, SegmentsHandlers, VerifyHandlers]),
-  Layer.provide([SendHandlers, TemplatesHandlers, DomainsHandlers, LinksHandlers, WebhooksHandlers, CampaignsHandlers]),
+  Layer.provide([SendHandlers, EmailsHandlers, TemplatesHandlers, DomainsHandlers, LinksHandlers, WebhooksHandlers, CampaignsHandlers]),
   Layer.provide([WorkflowsHandlers, DeadLettersHandlers, ContactJobsHandlers, ActivityHandlers, AnalyticsHandlers]),
   Layer.provide([AuthHandlers, AccountsHandlers, BillingWebhookHandlers, UploadsHandlers, UploadedFilesHandlers]),
   Layer.provide([SecretKeyAuthLive, PublicKeyAuthLive, SessionAuthLive]),
@@ -64,6 +66,7 @@ const ApiRoutes = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pi
   Layer.provide([RateLimiter.layer, Idempotency.layer, ContactDirectory.layer, EventPublisher.layer, Events.layer, Verifier.layer, ConditionCheck.layer.pipe(Layer.provideMerge(Segments.layer)), DeadLetters.layer, ContactJobs.layer]),
   Layer.provide(Notifications.layer),
   Layer.provide(Workflows.layer),
+  Layer.provide(EmailHistory.layer),
   Layer.provide(Activity.layer.pipe(Layer.provideMerge(Analytics.layer)))
 )
 

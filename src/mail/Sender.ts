@@ -30,6 +30,7 @@ import type { Outbox } from "../stream/Outbox.ts"
 import { isolateRow, reasonOf, storableReason } from "../lib/isolation.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import { MailMetrics } from "./metrics.ts"
+import { requiresVerifiedDomain } from "../domain/delivery.ts"
 import { htmlToPlainText } from "./plainText.ts"
 import { capExceeded, htmlTooLarge } from "./prepare.ts"
 import { TokenBucket } from "./throttle.ts"
@@ -70,9 +71,10 @@ export interface ParsedSigningKey extends Omit<SigningKey, "privateKey"> {
 
 /**
  * The message as handed to nodemailer: the HTML with its text/plain alternative (made here, from the
- * HTML as stored, links tracked; none when the HTML has no text), DKIM-signed with the domain's key.
+ * HTML as stored, links tracked; none when the HTML has no text), DKIM-signed with the domain's key
+ * when there is one (under local delivery an unverified domain has none: the message is not signed).
  */
-export const composeMessage = (row: EmailRow, content: EmailContent, key: ParsedSigningKey): Mail.Options => {
+export const composeMessage = (row: Pick<EmailRow, "from_name" | "from_email" | "to_name" | "to_email" | "reply_to" | "message_id">, content: EmailContent, key: ParsedSigningKey | undefined): Mail.Options => {
   const text = htmlToPlainText(content.html)
   return {
     from: row.from_name ? { name: row.from_name, address: row.from_email } : row.from_email,
@@ -89,13 +91,15 @@ export const composeMessage = (row: EmailRow, content: EmailContent, key: Parsed
       encoding: "base64",
       ...(attachment.contentType ? { contentType: attachment.contentType } : {})
     })),
-    dkim: {
-      domainName: key.domain,
-      keySelector: key.selector,
-      // nodemailer hands the key to crypto's sign(), which takes a KeyObject; its types say string.
-      privateKey: key.privateKey as unknown as string,
-      headerFieldNames: DKIM_SIGNED_HEADERS
-    }
+    ...(key === undefined ? {} : {
+      dkim: {
+        domainName: key.domain,
+        keySelector: key.selector,
+        // nodemailer hands the key to crypto's sign(), which takes a KeyObject; its types say string.
+        privateKey: key.privateKey as unknown as string,
+        headerFieldNames: DKIM_SIGNED_HEADERS
+      }
+    })
   }
 }
 
@@ -110,6 +114,7 @@ export const makeSender = (options: {
     const transport = yield* MailTransport
     const domains = yield* Domains
     const projects = yield* Projects
+    const domainRequired = requiresVerifiedDomain(config)
     const loops = new Map<string, ProjectLoop>()
     const keys = new Map<string, { key: ParsedSigningKey | undefined; expires: number }>()
 
@@ -257,7 +262,8 @@ export const makeSender = (options: {
         const tooLarge = capExceeded({ to: row.to_email, ...content })
         if (tooLarge) return yield* failed(row, tooLarge.message)
         const key = yield* signingKeyOf(row.project_id, row.from_email)
-        if (!key) return yield* failed(row, `the sender domain of ${row.from_email} is not verified`)
+        // Local delivery (the file outbox) writes what an unverified domain sends, unsigned; a relay gets signed mail only.
+        if (!key && domainRequired) return yield* failed(row, `the sender domain of ${row.from_email} is not verified`)
         const message = composeMessage(row, content, key)
         const outcome = yield* Effect.promise(() =>
           transport.send(message).then(

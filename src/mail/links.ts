@@ -73,3 +73,20 @@ export const addTracking = (
     `width="1" height="1" alt="" style="display:none" />`
   return /<\/body>/i.test(rewritten) ? rewritten.replace(/<\/body>/i, `${pixel}</body>`) : rewritten + pixel
 }
+
+/**
+ * The inverse of addTracking for one email, for reading it in the dashboard: its open pixel removed and
+ * its click redirects pointing where they lead again, so looking at the mail counts neither.
+ */
+export const removeTracking = (html: string, emailId: string): string => {
+  const id = emailId.replace(/[^0-9a-f-]/gi, "")
+  const pixel = new RegExp(`<img src="[^"]*/t/o/${id}/[A-Za-z0-9_-]+\\.gif" width="1" height="1" alt="" style="display:none" />`, "g")
+  const click = new RegExp(`"[^"]*/t/c/${id}/[A-Za-z0-9_-]+\\?u=([^"]*)"`, "g")
+  return html.replace(pixel, "").replace(click, (_, target: string) => {
+    try {
+      return `"${encodeAttribute(decodeURIComponent(decodeAttribute(target)))}"`
+    } catch {
+      return `"${target}"`
+    }
+  })
+}

@@ -11,10 +11,9 @@ import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 import { SqlClient, type SqlError } from "effect/sql"
 import { ACTIVITY_TYPES, type ActivityType, EVENT_TYPES } from "../domain/analytics/activityTypes.ts"
 import { GRAIN_MS } from "../domain/analytics/range.ts"
-import { isUuid } from "../domain/ids.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import { Analytics } from "./Analytics.ts"
-import { decodeCursor, encodeCursor } from "./cursor.ts"
+import { decodeTimeCursor, encodeCursor, timeKeySql } from "./cursor.ts"
 import { iso } from "./columns.ts"
 
 export interface ActivityItem {
@@ -63,10 +62,6 @@ interface SourceRow {
   readonly data: Record<string, unknown> | string | null
 }
 
-/** Microsecond UTC text: sorts like the timestamps themselves, and cursors keep Postgres' precision. */
-const atKey = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
-const AT_KEY = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/
-
 const newestFirst = (a: SourceRow, b: SourceRow) =>
   a.at_key < b.at_key ? 1 : a.at_key > b.at_key ? -1 : a.id < b.id ? 1 : a.id > b.id ? -1 : 0
 
@@ -89,12 +84,8 @@ export class Activity extends Context.Service<Activity, {
       const analytics = yield* Analytics
 
       const feed = Effect.fn("Activity.feed")(function*(projectId: string, query: FeedQuery) {
-        let after: [string, string] | undefined
-        if (query.cursor !== undefined) {
-          const values = decodeCursor(query.cursor, 2)
-          if (!values || !AT_KEY.test(values[0]!) || !isUuid(values[1]!)) return yield* InvalidCursor.of()
-          after = [values[0]!, values[1]!]
-        }
+        const after = query.cursor === undefined ? undefined : decodeTimeCursor(query.cursor)
+        if (query.cursor !== undefined && !after) return yield* InvalidCursor.of()
         let contactIds: Array<string> | undefined = query.contactId === undefined ? undefined : [query.contactId]
         if (query.search !== undefined) {
           const pattern = `%${query.search.toLowerCase().replace(/[\\%_]/g, "\\$&")}%`
@@ -119,7 +110,7 @@ export class Activity extends Context.Service<Activity, {
         const eventTypes = query.types?.filter((type) => EVENT_TYPES.has(type))
         if (eventTypes === undefined || eventTypes.length > 0) {
           sources.push(sql<SourceRow>`
-            SELECT e.id, ms_activity_type(e.name) AS type, ${sql.literal(atKey("e.created_at"))} AS at_key, e.contact_id, e.name AS event,
+            SELECT e.id, ms_activity_type(e.name) AS type, ${sql.literal(timeKeySql("e.created_at"))} AS at_key, e.contact_id, e.name AS event,
                    e.data->>'subject' AS subject, ms_try_uuid(e.data->>'campaignId') AS campaign_id,
                    ms_try_uuid(e.data->>'workflowId') AS workflow_id, e.data
             FROM events e
@@ -134,7 +125,7 @@ export class Activity extends Context.Service<Activity, {
         }
         if (wants("contact.created") && !query.campaignId && !query.workflowId) {
           sources.push(sql<SourceRow>`
-            SELECT c.id, 'contact.created' AS type, ${sql.literal(atKey("c.created_at"))} AS at_key, c.id AS contact_id, NULL AS event,
+            SELECT c.id, 'contact.created' AS type, ${sql.literal(timeKeySql("c.created_at"))} AS at_key, c.id AS contact_id, NULL AS event,
                    NULL AS subject, NULL AS campaign_id, NULL AS workflow_id, NULL AS data
             FROM contacts c
             WHERE ${sql.and([sql`c.project_id = ${projectId}`, ...common("c.created_at", "c.id", "c.id")])}
@@ -143,7 +134,7 @@ export class Activity extends Context.Service<Activity, {
         const logTypes = query.types?.filter((type) => !EVENT_TYPES.has(type) && type !== "contact.created")
         if (logTypes === undefined || logTypes.length > 0) {
           sources.push(sql<SourceRow>`
-            SELECT a.id, a.type, ${sql.literal(atKey("a.occurred_at"))} AS at_key, a.contact_id, NULL AS event, a.subject,
+            SELECT a.id, a.type, ${sql.literal(timeKeySql("a.occurred_at"))} AS at_key, a.contact_id, NULL AS event, a.subject,
                    a.campaign_id, a.workflow_id, a.data
             FROM activity_log a
             WHERE ${sql.and([

@@ -6,6 +6,7 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { AppConfig } from "../config.ts"
+import type { EmailStatus } from "../domain/email.ts"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
 import { Outbox } from "../stream/Outbox.ts"
 import { isoOrNull } from "./columns.ts"
@@ -15,7 +16,7 @@ export type EmailType = "TRANSACTIONAL" | "MARKETING"
 
 /** Forward order of the statuses after sending; FAILED and SUPPRESSED are final. */
 export const STATUS_ORDER = ["PENDING", "SENDING", "SENT", "DELIVERED", "OPENED", "CLICKED", "BOUNCED", "COMPLAINED"] as const
-export type EmailStatus = (typeof STATUS_ORDER)[number] | "FAILED" | "SUPPRESSED"
+export type { EmailStatus }
 
 export interface Attachment {
   readonly filename: string

@@ -7,7 +7,9 @@
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
+import { AppConfig } from "../config.ts"
 import { uuidv7 } from "../domain/ids.ts"
+import { requiresVerifiedDomain } from "../domain/delivery.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
 /**
@@ -83,6 +85,8 @@ export class ProjectHealth extends Context.Service<ProjectHealth, {
     ProjectHealth,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      // Under local delivery (no SMTP_URL) a verified domain is not needed, so setup is complete without one.
+      const domainRequired = requiresVerifiedDomain(yield* AppConfig)
 
       type RateRow = { project_id: string; window_start: Date; sends: number; bounces: number; complaints: number }
       /** Rates of the given projects (all enabled projects with recent mail when `projectId` is undefined). */
@@ -153,7 +157,8 @@ export class ProjectHealth extends Context.Service<ProjectHealth, {
           hasTrackedEvent: row!.hasTrackedEvent,
           hasSentEmail: row!.hasSentEmail
         }
-        return { ...state, complete: Object.values(state).every(Boolean) }
+        const { hasVerifiedDomain, ...rest } = state
+        return { ...state, complete: (hasVerifiedDomain || !domainRequired) && Object.values(rest).every(Boolean) }
       }, mapSqlError)
 
       const enforce = Effect.fn("ProjectHealth.enforce")(function*(thresholds: Thresholds) {

@@ -51,7 +51,8 @@ const RULES: Record<string, Rule> = {
     "create", "preview", "list", "get", "update", "delete", "contacts", "addMembers", "removeMembers", "compute", "refresh"
   ]),
   ...rules("content", "verify", ["verify"]),
-  ...rules("content", "send", ["send", "getEmail"]),
+  ...rules("content", "send", ["send"]),
+  ...rules("content", "emails", ["list", "get", "raw"]),
   ...rules("content", "templates", ["preview", "create", "list", "get", "update", "delete", "duplicate", "usage"]),
   ...rules("content", "campaigns", ["create", "list", "get", "replace", "delete", "duplicate", "test", "stats", "recipients", "send", "cancel"]),
   ...rules("content", "workflows", [

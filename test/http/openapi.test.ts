@@ -111,9 +111,10 @@ describe("/openapi.json", () => {
         .map((p: any) => p.name as string)
     )
     // code, state and error: the opaque values an OAuth provider sends back to /auth/oauth/:provider/callback;
-    // tz is a zone name, types a comma-separated list of activity types (described on the parameter); field a
-    // custom field's name and value the text its value reads as (GET /contacts).
-    expect([...new Set(plain)].sort()).toEqual(["code", "cursor", "error", "field", "name", "search", "state", "types", "tz", "value"])
+    // tz is a zone name, types and status comma-separated lists of activity types and email statuses (described
+    // on the parameter), recipient part of an address; field a custom field's name and value the text its value
+    // reads as (GET /contacts).
+    expect([...new Set(plain)].sort()).toEqual(["code", "cursor", "error", "field", "name", "recipient", "search", "state", "status", "types", "tz", "value"])
   })
 
   it("keeps the lenient reading the spec asks for: unusable sort, dir, limit and page values fall back to defaults", async () => {

@@ -73,6 +73,8 @@ export const router = createBrowserRouter([
       { path: "workflows", ...page(() => import("./pages/Workflows.tsx"), (module) => module.WorkflowsPage) },
       // The graph editor brings @xyflow/react.
       { path: "workflows/:workflowId", ...page(() => import("./pages/workflows/Workflow.tsx"), (module) => module.WorkflowPage) },
+      { path: "emails", ...page(() => import("./pages/Emails.tsx"), (module) => module.EmailsPage) },
+      { path: "emails/:emailId", ...page(() => import("./pages/Emails.tsx"), (module) => module.EmailPage) },
       { path: "events", ...page(() => import("./pages/Events.tsx"), (module) => module.EventsPage) },
       { path: "activity", ...page(() => import("./pages/Activity.tsx"), (module) => module.ActivityPage) },
       // uPlot comes with the analytics page only.

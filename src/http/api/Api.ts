@@ -12,6 +12,7 @@ import { WorkflowsApi } from "./workflows.ts"
 import { DomainsApi } from "./domains.ts"
 import { LinksApi } from "./links.ts"
 import { SendApi } from "./send.ts"
+import { EmailsApi } from "./emails.ts"
 import { TemplatesApi } from "./templates.ts"
 import { WebhooksApi } from "./webhooks.ts"
 import { DeadLettersApi } from "./deadLetters.ts"
@@ -31,6 +32,7 @@ export class Api extends HttpApi.make("mailstream")
   .add(SegmentsApi)
   .add(VerifyApi)
   .add(SendApi)
+  .add(EmailsApi)
   .add(TemplatesApi)
   .add(CampaignsApi)
   .add(WorkflowsApi)

@@ -55,7 +55,9 @@ const SetupState = Schema.Struct({
   hasContact: Schema.Boolean,
   hasTrackedEvent: Schema.Boolean,
   hasSentEmail: Schema.Boolean,
-  complete: Schema.Boolean
+  complete: Schema.Boolean.annotate({
+    description: "Every step done; a verified domain only when mail goes to a relay (GET /config: delivery.verifiedDomainRequired)"
+  })
 }).annotate({ identifier: "SetupState" })
 
 const MemberView = Schema.Struct({ userId: Schema.String, email: Schema.String, role: Role, joinedAt: Timestamp })

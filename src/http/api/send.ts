@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { bodyErrors, commonErrors, ErrorDocs, inputErrors } from "./errors.ts"
-import { Count, CustomData, IdempotencyHeaders, Text, TextRecord, Timestamp } from "./schemas.ts"
+import { CustomData, IdempotencyHeaders, Text, TextRecord, Timestamp } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 
 /** `"a@b.c"` or `{ name, email }`; addresses are checked by the handler so errors name their position. */
@@ -41,29 +41,6 @@ const SendSuccess = Schema.Struct({
   })
 })
 
-export const EmailRecord = Schema.Struct({
-  id: Schema.String,
-  contactId: Schema.NullOr(Schema.String),
-  to: Schema.String,
-  from: Schema.String,
-  subject: Schema.String,
-  type: Schema.String,
-  status: Schema.String,
-  templateId: Schema.NullOr(Schema.String),
-  campaignId: Schema.NullOr(Schema.String),
-  workflowId: Schema.NullOr(Schema.String),
-  messageId: Schema.String,
-  attempts: Count,
-  error: Schema.NullOr(Schema.String),
-  createdAt: Timestamp,
-  sentAt: Schema.NullOr(Timestamp),
-  deliveredAt: Schema.NullOr(Timestamp),
-  openedAt: Schema.NullOr(Timestamp),
-  clickedAt: Schema.NullOr(Timestamp),
-  bouncedAt: Schema.NullOr(Timestamp),
-  complainedAt: Schema.NullOr(Timestamp)
-}).annotate({ identifier: "Email" })
-
 export class SendApi extends HttpApiGroup.make("send", { topLevel: true })
   .add(
     HttpApiEndpoint.post("send", "/v1/send", {
@@ -83,12 +60,7 @@ export class SendApi extends HttpApiGroup.make("send", { topLevel: true })
         "CONTACT_UNSUBSCRIBED naming each in `errors` (`to[i]`), nothing sent; one who unsubscribes while the mail is " +
         "queued does not get it (SUPPRESSED). `headers` may carry a `List-Unsubscribe` of your own: it replaces ours, " +
         "and our `List-Unsubscribe-Post` (one-click) goes with it unless you send your own."
-    ),
-    HttpApiEndpoint.get("getEmail", "/emails/:id", {
-      params: { id: Text },
-      success: EmailRecord,
-      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
-    }).annotate(OpenApi.Description, "One email record: its status (PENDING → SENDING → SENT → DELIVERED …) and timestamps.")
+    )
   )
   .middleware(SecretKeyAuth)
   .annotateMerge(OpenApi.annotations({ title: "Sending", description: "Transactional email (secret key)" }))

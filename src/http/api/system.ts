@@ -17,6 +17,15 @@ export class SystemApi extends HttpApiGroup.make("system", { topLevel: true })
         oauthProviders: Schema.Array(Schema.Literals(["github", "google"])),
         billing: Schema.Boolean.annotate({ description: "Stripe checkout, portal and invoices are available" }),
         trackingDefault: Schema.Boolean.annotate({ description: "Whether new projects track opens and clicks" }),
+        delivery: Schema.Struct({
+          mode: Schema.Literals(["local", "smtp"]).annotate({
+            description: "local: no SMTP_URL, mail is written to the file outbox and never leaves the machine (read it on the " +
+              "dashboard's Emails page); smtp: mail goes to the configured relay"
+          }),
+          verifiedDomainRequired: Schema.Boolean.annotate({
+            description: "Whether templates, campaigns and /v1/send need the sender's domain verified (403 otherwise): only with a relay"
+          })
+        }),
         version: Schema.String
       }),
       error: serverErrors

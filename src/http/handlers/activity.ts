@@ -1,46 +1,14 @@
 import { Clock, Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
-import { ACTIVITY_TYPES, type ActivityType, isActivityType } from "../../domain/analytics/activityTypes.ts"
-import { DAY, type FieldProblem, parseInstant } from "../../domain/analytics/range.ts"
-import { isUuid } from "../../domain/ids.ts"
+import { ACTIVITY_TYPES, type ActivityType } from "../../domain/analytics/activityTypes.ts"
+import { DAY } from "../../domain/analytics/range.ts"
 import { Activity } from "../../store/Activity.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
 import { ApiError, rendered } from "../errors.ts"
+import { fieldReader } from "../fieldReader.ts"
 import { nonEmpty, parseLimit } from "../query.ts"
 import { iso } from "../../store/columns.ts"
-
-
-/** Checks raw query values, collecting every problem, so one 422 names all the bad fields. */
-const fieldReader = () => {
-  const problems: Array<FieldProblem> = []
-  return {
-    problems,
-    instant: (field: string, raw: string | undefined) => {
-      const value = nonEmpty(raw)
-      if (value === undefined) return undefined
-      const time = parseInstant(value)
-      if (time === undefined) problems.push({ field, message: "expected an ISO 8601 date-time (1970 to 9999)", code: "invalid_date", received: value })
-      return time
-    },
-    uuid: (field: string, raw: string | undefined) => {
-      const value = nonEmpty(raw)
-      if (value !== undefined && !isUuid(value)) problems.push({ field, message: "expected a UUID", code: "invalid_string", received: value })
-      return value?.toLowerCase()
-    },
-    types: (raw: string | undefined) => {
-      const value = nonEmpty(raw)
-      if (value === undefined) return undefined
-      const types = value.split(",").map((type) => type.trim()).filter((type) => type !== "")
-      const unknown = types.filter((type) => !isActivityType(type))
-      if (unknown.length > 0) {
-        problems.push({ field: "types", message: `unknown types ${unknown.join(", ")}; expected any of ${ACTIVITY_TYPES.join(", ")}`, code: "invalid_enum_value", received: value })
-      }
-      return types.filter(isActivityType)
-    },
-    done: () => (problems.length > 0 ? Effect.fail(ApiError.validation(problems)) : Effect.void)
-  }
-}
 
 const sorted = (counts: Map<ActivityType, number>) =>
   [...counts].map(([type, count]) => ({ type, count })).sort((a, b) => b.count - a.count || (a.type < b.type ? -1 : 1))
@@ -56,7 +24,7 @@ export const ActivityHandlers = HttpApiBuilder.group(Api, "activity", Effect.fnU
         const feedQuery = {
           limit: parseLimit(query.limit),
           cursor: nonEmpty(query.cursor),
-          types: read.types(query.types),
+          types: read.list("types", query.types, ACTIVITY_TYPES, "types"),
           contactId: read.uuid("contactId", query.contactId),
           campaignId: read.uuid("campaignId", query.campaignId),
           workflowId: read.uuid("workflowId", query.workflowId),
@@ -92,7 +60,7 @@ export const ActivityHandlers = HttpApiBuilder.group(Api, "activity", Effect.fnU
         const project = yield* CurrentProject
         const read = fieldReader()
         const since = read.instant("since", query.since)
-        const types = read.types(query.types)
+        const types = read.list("types", query.types, ACTIVITY_TYPES, "types")
         if (nonEmpty(query.since) === undefined) read.problems.push({ field: "since", message: "required", code: "required" })
         yield* read.done()
         const counts = yield* activity.counts(project.id, since!, null, true)

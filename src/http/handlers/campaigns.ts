@@ -10,7 +10,6 @@ import { makeRenderer } from "../../mail/render.ts"
 import { Billing } from "../../store/Billing.ts"
 import { CAMPAIGN_STATUSES, type CampaignInput, Campaigns } from "../../store/Campaigns.ts"
 import { Contacts } from "../../store/Contacts.ts"
-import { Domains } from "../../store/Domains.ts"
 import { Segments } from "../../store/Segments.ts"
 import { ConditionCheck } from "../../store/ConditionCheck.ts"
 import { OutboxRelay } from "../../stream/OutboxRelay.ts"
@@ -20,7 +19,7 @@ import { CurrentProject } from "../api/security.ts"
 import { ApiError, type FieldError, rendered } from "../errors.ts"
 import { parsePositive } from "../query.ts"
 import { billingLimitExceeded, mailProblem } from "./send.ts"
-import { requireVerifiedDomain, subjectProblem, syntaxProblem } from "./mailContent.ts"
+import { subjectProblem, syntaxProblem, verifiedDomainRule } from "./mailContent.ts"
 
 const notFound = ApiError.notFound("Campaign")
 const renderer = makeRenderer()
@@ -32,7 +31,7 @@ export const CampaignsHandlers = HttpApiBuilder.group(Api, "campaigns", Effect.f
   const conditions = yield* ConditionCheck
   const contacts = yield* Contacts
   const mail = yield* MailQueue
-  const domains = yield* Domains
+  const requireVerifiedDomain = yield* verifiedDomainRule
   const relay = yield* OutboxRelay
   const billing = yield* Billing
   const testSendsPerHour = (yield* AppConfig).campaignTestSendsPerHour
@@ -109,7 +108,7 @@ export const CampaignsHandlers = HttpApiBuilder.group(Api, "campaigns", Effect.f
       return yield* new ApiError({ status: 400, code: "BAD_REQUEST", message: missingAudience[0]!.message, errors: missingAudience })
     }
     const from = normalizeEmail(payload.from!)
-    yield* requireVerifiedDomain(projectId, from).pipe(Effect.provideService(Domains, domains))
+    yield* requireVerifiedDomain(projectId, from)
     const input: CampaignInput = {
       name: payload.name!.trim(),
       description: payload.description ?? null,
@@ -176,7 +175,7 @@ export const CampaignsHandlers = HttpApiBuilder.group(Api, "campaigns", Effect.f
         const campaign = yield* find(params.id)
         const address = normalizeEmail(payload.email)
         if (!isValidEmail(address)) return yield* ApiError.invalidField("email", "Expected a valid email address", "invalid_string", payload.email)
-        yield* requireVerifiedDomain(project.id, campaign.from).pipe(Effect.provideService(Domains, domains))
+        yield* requireVerifiedDomain(project.id, campaign.from)
         // The contact's own data when the address is a contact, so the test shows what they would get.
         const [known] = yield* contacts.lookup(project.id, [address])
         const projectMail = yield* mail.forProject(project.id, { trackingEnabled: false })
@@ -229,7 +228,7 @@ export const CampaignsHandlers = HttpApiBuilder.group(Api, "campaigns", Effect.f
           at = new Date(payload.scheduledFor)
           if (Number.isNaN(at.getTime())) return yield* ApiError.badRequest(`scheduledFor is not a date: ${payload.scheduledFor}`, "INVALID_DATE")
         }
-        yield* requireVerifiedDomain(project.id, campaign.from).pipe(Effect.provideService(Domains, domains))
+        yield* requireVerifiedDomain(project.id, campaign.from)
         // A campaign that cannot be sent in its state is a 400 (CampaignNotSendable), as the reference documents it.
         const sent = (yield* campaigns.send(project.id, campaign.id, at)) ?? (yield* notFound)
         yield* relay.wake

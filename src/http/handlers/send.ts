@@ -13,8 +13,7 @@ import { MAX_MESSAGE_BYTES } from "../../mail/prepare.ts"
 import { MAX_BYTES_PER_REQUEST, SendMail } from "../../mail/SendMail.ts"
 import { makeRenderer } from "../../mail/render.ts"
 import type { BillingLimitExceeded } from "../../store/Billing.ts"
-import { type Attachment, type EmailRecord, Emails } from "../../store/Emails.ts"
-import { Domains } from "../../store/Domains.ts"
+import type { Attachment } from "../../store/Emails.ts"
 import { Templates } from "../../store/Templates.ts"
 import { OutboxRelay } from "../../stream/OutboxRelay.ts"
 import { Api } from "../api/Api.ts"
@@ -23,7 +22,7 @@ import { CurrentProject } from "../api/security.ts"
 import { ApiError, type FieldError, rendered } from "../errors.ts"
 import { Idempotency } from "../Idempotency.ts"
 import { refuseOversizedData, validateData } from "./contactData.ts"
-import { requireVerifiedDomain, subjectProblem, syntaxProblem } from "./mailContent.ts"
+import { subjectProblem, syntaxProblem, verifiedDomainRule } from "./mailContent.ts"
 
 export const MAX_RECIPIENTS = 100
 export const MAX_ATTACHMENTS = 10
@@ -91,9 +90,6 @@ export const attachmentProblems = (attachments: ReadonlyArray<Attachment>): Arra
   })
 }
 
-/** What GET /emails/:id shows of a record (its content is never read back). */
-const toEmailView = ({ projectId: _p, toName: _t, fromName: _f, replyTo: _r, ...view }: EmailRecord) => view
-
 const tooLarge = (message: string, details?: Record<string, unknown>) => new ApiError({ status: 413, code: "PAYLOAD_TOO_LARGE", message, details })
 
 /**
@@ -137,10 +133,9 @@ export const billingLimitExceeded = (error: BillingLimitExceeded) =>
   })
 
 export const SendHandlers = HttpApiBuilder.group(Api, "send", Effect.fnUntraced(function*(handlers) {
-  const emails = yield* Emails
   const sendMail = yield* SendMail
   const templates = yield* Templates
-  const domains = yield* Domains
+  const requireVerifiedDomain = yield* verifiedDomainRule
   const relay = yield* OutboxRelay
   const idempotency = yield* Idempotency
   const renderer = makeRenderer()
@@ -223,7 +218,7 @@ export const SendHandlers = HttpApiBuilder.group(Api, "send", Effect.fnUntraced(
       })
     }
     const sender = normalizeEmail(from!)
-    yield* requireVerifiedDomain(project.id, sender).pipe(Effect.provideService(Domains, domains))
+    yield* requireVerifiedDomain(project.id, sender)
 
     const patch = toDataPatch(payload.data)
     const content = {
@@ -274,11 +269,4 @@ export const SendHandlers = HttpApiBuilder.group(Api, "send", Effect.fnUntraced(
 
   return handlers
     .handle("send", ({ payload, headers }) => rendered(send(payload, headers["idempotency-key"])))
-    .handle("getEmail", ({ params }) =>
-      rendered(Effect.gen(function*() {
-        const project = yield* CurrentProject
-        if (!isUuid(params.id)) return yield* ApiError.notFound("Email")
-        const email = (yield* emails.get(project.id, params.id)) ?? (yield* ApiError.notFound("Email"))
-        return toEmailView(email)
-      })))
 }))

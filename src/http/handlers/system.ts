@@ -8,6 +8,7 @@ import { Nats } from "../../stream/Nats.ts"
 import { OAuth } from "../../accounts/OAuth.ts"
 import { StripeBilling } from "../../accounts/StripeBilling.ts"
 import { AppConfig } from "../../config.ts"
+import { deliveryMode, requiresVerifiedDomain } from "../../domain/delivery.ts"
 import { Api } from "../api/Api.ts"
 import { ApiError, rendered } from "../errors.ts"
 
@@ -30,6 +31,7 @@ export const SystemHandlers = HttpApiBuilder.group(Api, "system", Effect.fnUntra
         oauthProviders: oauth.providers.map((provider) => provider.id),
         billing,
         trackingDefault: true,
+        delivery: { mode: deliveryMode(config), verifiedDomainRequired: requiresVerifiedDomain(config) },
         version: "0.1.0"
       }))
     .handle("healthz", () => Effect.succeed({ status: "ok" as const }))

@@ -2,7 +2,6 @@ import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { isValidEmail, normalizeEmail } from "../../domain/email.ts"
 import { isUuid } from "../../domain/ids.ts"
-import { Domains } from "../../store/Domains.ts"
 import { TEMPLATE_TYPES, type Template, type TemplateInput, Templates, type TemplateType } from "../../store/Templates.ts"
 import { Workflows } from "../../store/Workflows.ts"
 import { templateUsage } from "../../workflows/usage.ts"
@@ -10,7 +9,7 @@ import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
 import { ApiError, BareBadRequest, type FieldError, rendered } from "../errors.ts"
 import { parsePositive } from "../query.ts"
-import { requireVerifiedDomain, subjectProblem, syntaxProblem } from "./mailContent.ts"
+import { subjectProblem, syntaxProblem, verifiedDomainRule } from "./mailContent.ts"
 import { makeTemplatePreview } from "./templatePreview.ts"
 
 const notFound = ApiError.notFound("Template")
@@ -78,7 +77,7 @@ const inputOf = (template: Template): TemplateInput => ({
 export const TemplatesHandlers = HttpApiBuilder.group(Api, "templates", Effect.fnUntraced(function*(handlers) {
   const templates = yield* Templates
   const workflows = yield* Workflows
-  const domainsService = yield* Domains
+  const requireVerifiedDomain = yield* verifiedDomainRule
   const preview = yield* makeTemplatePreview
 
   const find = Effect.fnUntraced(function*(id: string) {
@@ -91,7 +90,7 @@ export const TemplatesHandlers = HttpApiBuilder.group(Api, "templates", Effect.f
   const validated = Effect.fnUntraced(function*(projectId: string, input: TemplateInput) {
     const problems = checkTemplate(input)
     if (problems.length > 0) return yield* ApiError.validation(problems)
-    yield* requireVerifiedDomain(projectId, input.from).pipe(Effect.provideService(Domains, domainsService))
+    yield* requireVerifiedDomain(projectId, input.from)
     return input
   })
 

@@ -47,3 +47,16 @@ export const signInPath = (next: string) => `/signin?next=${encodeURIComponent(n
 
 /** A new session (or none): nothing cached under the previous one may be shown. */
 export const forgetEverything = (queryClient: QueryClient) => queryClient.removeQueries()
+
+/** The installation's configuration (GET /config, no session needed): how mail is delivered, which sign-ins exist. */
+export const useServerConfig = () =>
+  useQuery({
+    queryKey: ["config"],
+    queryFn: ({ signal }) => callApi(undefined, (client) => client.config({}), signal),
+    retry: retryUnlessClientError,
+    // It changes only when the server restarts with other settings.
+    staleTime: Infinity
+  })
+
+/** Under local delivery (no SMTP_URL) nothing leaves the machine and sender domains need no verification. */
+export const useDelivery = () => useServerConfig().data?.delivery

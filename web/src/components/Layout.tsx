@@ -9,6 +9,7 @@ import { Link, NavLink, Outlet, useLocation, useNavigate, useParams } from "reac
 import { useApiMutation } from "../api/hooks.ts"
 import { forgetEverything, isAccountPage, useCurrentProject, useInstallation, useMe, useProjects } from "../api/session.ts"
 import type { Permission } from "../../../src/domain/permissions.ts"
+import { LocalDeliveryBanner } from "./Delivery.tsx"
 import { ErrorBoundary } from "./ErrorBoundary.tsx"
 
 /**
@@ -22,6 +23,7 @@ const NAV: ReadonlyArray<readonly [path: string, label: string, needs: Permissio
   ["segments", "Segments", "content"],
   ["campaigns", "Campaigns", "content"],
   ["workflows", "Workflows", "content"],
+  ["emails", "Emails", "content"],
   ["events", "Events", "content"],
   ["activity", "Activity", "content"],
   ["analytics", "Analytics", "content"],
@@ -133,6 +135,7 @@ export function ProjectLayout() {
       <main id="main" ref={main} tabIndex={-1} className="min-w-0 flex-1 px-4 py-6 outline-none sm:px-8 lg:py-8">
         <div className="mx-auto max-w-6xl">
           <VerifyEmailBanner />
+          <LocalDeliveryBanner projectId={projectId} />
           <ErrorBoundary key={pathname}>
             <Outlet />
           </ErrorBoundary>

@@ -1,4 +1,6 @@
 /** Previous / next for page-numbered and cursor lists. */
+import { useEffect, useState } from "react"
+
 export function Pager({
   label,
   hasPrevious,
@@ -40,4 +42,26 @@ export function NumberedPager({ page, totalPages, onPage }: {
       onNext={() => onPage(page + 1)}
     />
   )
+}
+
+/**
+ * The position in a cursor list: the cursor of the page shown (undefined for the first) and the Pager
+ * for a page's answer. Going back pops the cursors walked; a new `resetKey` (other filters) starts over.
+ */
+export function useCursorPages(resetKey: string) {
+  const [cursors, setCursors] = useState<ReadonlyArray<string>>([])
+  useEffect(() => setCursors([]), [resetKey])
+  const cursor = cursors.at(-1)
+  const pager = (page: { readonly cursor: string | null; readonly hasMore: boolean }) => (
+    <Pager
+      label={`Page ${cursors.length + 1}`}
+      hasPrevious={cursors.length > 0}
+      hasNext={page.hasMore && page.cursor !== null}
+      onPrevious={() => setCursors(cursors.slice(0, -1))}
+      onNext={() => {
+        if (page.cursor !== null) setCursors([...cursors, page.cursor])
+      }}
+    />
+  )
+  return { cursor, pager }
 }

@@ -14,6 +14,7 @@ import { isFinished, JobErrors, JobProgress, useContactJob } from "../components
 import { countOf, displayValue } from "../components/words.ts"
 import { Badge, cell, formatDate, Page, Table, wideOnly } from "../components/Page.tsx"
 import { Pager } from "../components/Pager.tsx"
+import { saveFile } from "../components/saveFile.ts"
 import { Empty, Loading, QueryView } from "../components/States.tsx"
 
 // The form (with the typed custom-data rows) comes when asked for: the contacts list is in the first load.
@@ -339,16 +340,7 @@ function BulkBar({ selected, onDone }: { readonly selected: ReadonlySet<string>;
 /** Every contact as CSV (GET /contacts/export through the typed client), saved as a file. */
 function ExportButton() {
   const download = useApiMutation((client, _: void) => client.contactJobs.export({ query: {} }), {
-    onSuccess: (csv) => {
-      const url = URL.createObjectURL(new Blob([csv], { type: "text/csv" }))
-      const link = document.createElement("a")
-      link.href = url
-      link.download = `contacts-${new Date().toISOString().slice(0, 10)}.csv`
-      document.body.append(link)
-      link.click()
-      link.remove()
-      setTimeout(() => URL.revokeObjectURL(url), 10_000)
-    }
+    onSuccess: (csv) => saveFile(csv, "text/csv", `contacts-${new Date().toISOString().slice(0, 10)}.csv`)
   })
   return (
     <>

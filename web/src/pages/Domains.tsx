@@ -6,6 +6,7 @@ import { useApiMutation, useApiQuery, useProjectId } from "../api/hooks.ts"
 import { Confirm } from "../components/Confirm.tsx"
 import { CopyButton } from "../components/CopyButton.tsx"
 import { changeClearing, FieldMessage, MutationError } from "../components/Form.tsx"
+import { DomainsDeliveryNote } from "../components/Delivery.tsx"
 import { Badge, cell, formatDate, Page, Table } from "../components/Page.tsx"
 import { Empty, ErrorState, QueryView } from "../components/States.tsx"
 import { RequiresRole } from "./settings/Settings.tsx"
@@ -24,6 +25,7 @@ function Domains() {
   const domains = useApiQuery(["domains", "list"], (client) => client.domains.list({ params: { projectId } }), { refetchInterval: 30_000 })
   return (
     <>
+      <DomainsDeliveryNote />
       <AddDomain />
       <QueryView
         query={domains}

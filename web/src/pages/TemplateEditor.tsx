@@ -9,6 +9,7 @@ import type { FieldError } from "../api/failure.ts"
 import { fieldError } from "../api/fieldErrors.ts"
 import { projectKey, useApiMutation, useApiQuery, useProjectId } from "../api/hooks.ts"
 import { Confirm } from "../components/Confirm.tsx"
+import { SenderHint } from "../components/Delivery.tsx"
 import { Card, Field, MutationError, Notice } from "../components/Form.tsx"
 import { Page } from "../components/Page.tsx"
 import { ErrorState, Loading } from "../components/States.tsx"
@@ -148,7 +149,7 @@ function TemplateEditor({ templateId, initial }: { readonly templateId?: string;
                   {TYPES.map((type) => <option key={type} value={type}>{type.toLowerCase()}</option>)}
                 </select>
               </label>
-              <Field label="From" type="email" value={draft.from} onChange={(event) => set("from")(event.target.value)} required hint="An address at a verified domain" error={errorAt("from")} />
+              <Field label="From" type="email" value={draft.from} onChange={(event) => set("from")(event.target.value)} required hint={<SenderHint projectId={projectId} />} error={errorAt("from")} />
               <Field label="From name" value={draft.fromName} onChange={(event) => set("fromName")(event.target.value)} error={errorAt("fromName")} />
               <Field label="Reply to" type="email" value={draft.replyTo} onChange={(event) => set("replyTo")(event.target.value)} error={errorAt("replyTo")} />
             </div>

@@ -1,0 +1,131 @@
+import { Effect } from "effect"
+import { HttpServerResponse } from "effect/http"
+import { HttpApiBuilder } from "effect/http-api"
+import { AppConfig } from "../../config.ts"
+import { EMAIL_STATUSES } from "../../domain/email.ts"
+import { removeTracking } from "../../mail/links.ts"
+import { htmlToPlainText } from "../../mail/plainText.ts"
+import { MAX_HTML_BYTES } from "../../mail/prepare.ts"
+import { headerLines, rawMessage } from "../../mail/rawMessage.ts"
+import { EmailHistory } from "../../store/EmailHistory.ts"
+import type { EmailContent, EmailRecord } from "../../store/Emails.ts"
+import { Api } from "../api/Api.ts"
+import type { TIMELINE_STEPS } from "../api/emails.ts"
+import { CurrentProject } from "../api/security.ts"
+import { ApiError, rendered } from "../errors.ts"
+import { fieldReader } from "../fieldReader.ts"
+import { nonEmpty, parseLimit } from "../query.ts"
+
+/** What the API shows of a record: the project is implied, the names and reply-to belong to the detail. */
+const toEmailView = ({ projectId: _p, toName: _t, fromName: _f, replyTo: _r, ...view }: EmailRecord) => view
+
+/**
+ * An attachment past this (as stored, base64) is not read back: the Postgres client reads at most 16 MiB
+ * in one message, and only rows stored before the caps (10 MB of attachments) hold one that large.
+ */
+const MAX_READABLE_ATTACHMENT = 14 * 1024 * 1024
+
+/** The raw message, dated when it was sent (or queued, for mail not sent yet). */
+const messageOf = (email: EmailRecord, content: EmailContent) =>
+  Effect.promise(() =>
+    rawMessage(
+      { from_name: email.fromName, from_email: email.from, to_name: email.toName, to_email: email.to, reply_to: email.replyTo, message_id: email.messageId },
+      content,
+      new Date(email.sentAt ?? email.createdAt)
+    ))
+
+/** Each stamped step in time order, then how the email ended when it was not sent. */
+const timelineOf = (email: EmailRecord) => {
+  const stamped: Array<readonly [(typeof TIMELINE_STEPS)[number], string | null]> = [
+    ["QUEUED", email.createdAt], ["SENT", email.sentAt], ["DELIVERED", email.deliveredAt], ["OPENED", email.openedAt],
+    ["CLICKED", email.clickedAt], ["BOUNCED", email.bouncedAt], ["COMPLAINED", email.complainedAt]
+  ]
+  const steps = stamped.flatMap(([step, at]) => (at === null ? [] : [{ step, at }])).sort((a, b) => a.at.localeCompare(b.at))
+  const ended = email.status === "FAILED" || email.status === "SUPPRESSED"
+    ? [{ step: email.status, at: null, ...(email.error ? { detail: email.error } : {}) }]
+    : []
+  return [...steps, ...ended]
+}
+
+export const EmailsHandlers = HttpApiBuilder.group(Api, "emails", Effect.fnUntraced(function*(handlers) {
+  const history = yield* EmailHistory
+  const config = yield* AppConfig
+
+  const find = Effect.fnUntraced(function*(id: string) {
+    const project = yield* CurrentProject
+    return (yield* history.detail(project.id, id, MAX_HTML_BYTES)) ?? (yield* ApiError.notFound("Email"))
+  })
+
+  const cannotCompose = (message: string) => new ApiError({ status: 404, code: "NOT_FOUND", message })
+
+  return handlers
+    .handle("list", ({ query }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const read = fieldReader()
+        const listQuery = {
+          limit: parseLimit(query.limit),
+          cursor: nonEmpty(query.cursor),
+          statuses: read.list("status", query.status?.toUpperCase(), EMAIL_STATUSES, "statuses"),
+          recipient: nonEmpty(query.recipient?.trim()),
+          templateId: read.uuid("templateId", query.templateId),
+          campaignId: read.uuid("campaignId", query.campaignId),
+          workflowId: read.uuid("workflowId", query.workflowId),
+          since: read.instant("since", query.since),
+          until: read.instant("until", query.until)
+        }
+        yield* read.done()
+        const page = yield* history.list(project.id, listQuery)
+        return { ...page, data: page.data.map(toEmailView) }
+      })))
+    .handle("get", ({ params }) =>
+      rendered(Effect.gen(function*() {
+        const found = yield* find(params.id)
+        const { email, html, contentExpiredAt } = found
+        // The headers as composed, with the attachments' parts but not their content (never read here).
+        const raw = yield* messageOf(email, {
+          subject: email.subject,
+          html: html ?? "",
+          headers: found.headers,
+          attachments: found.attachments.map((attachment) => ({ filename: attachment.filename, content: "", contentType: attachment.contentType ?? undefined }))
+        })
+        const text = html === null ? "" : htmlToPlainText(html)
+        return {
+          ...toEmailView(email),
+          toName: email.toName,
+          fromName: email.fromName,
+          replyTo: email.replyTo,
+          contentExpiredAt,
+          html,
+          previewHtml: html === null ? null : removeTracking(html, email.id),
+          text: text === "" ? null : text,
+          headers: headerLines(raw),
+          attachments: found.attachments.map((attachment) => ({
+            filename: attachment.filename,
+            contentType: attachment.contentType,
+            size: attachment.size
+          })),
+          timeline: timelineOf(email)
+        }
+      })))
+    .handle("raw", ({ params }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const found = yield* find(params.id)
+        const { email, html } = found
+        if (found.contentExpiredAt !== null) {
+          return yield* cannotCompose(
+            `This email's content is no longer kept: sent mail keeps it ${config.emailContentRetentionDays} days (EMAIL_CONTENT_RETENTION_DAYS)`
+          )
+        }
+        if (html === null || found.attachments.some((attachment) => attachment.storedBytes > MAX_READABLE_ATTACHMENT)) {
+          return yield* cannotCompose("This email is larger than the size caps (it was stored before them): its message cannot be composed")
+        }
+        const attachments = yield* history.attachments(project.id, email.id, found.attachments.length)
+        const raw = yield* messageOf(email, { subject: email.subject, html, headers: found.headers, attachments })
+        return HttpServerResponse.uint8Array(raw, {
+          contentType: "message/rfc822",
+          headers: { "content-disposition": `attachment; filename="${email.id}.eml"` }
+        })
+      })))
+}))
