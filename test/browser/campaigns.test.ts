@@ -4,7 +4,7 @@
  * a campaign (audience: a filter built with the condition builder, then a segment, each with its live
  * recipient count), send a test, send it now after confirming, watch the progress bar reach the end,
  * and see the outcome count an open fired by fetching the tracking pixel of a received mail; duplicate.
- * With SMTP configured, an unverified user is asked to verify their email (without it, nothing could reach them).
+ * With SMTP configured, a template from an unverified domain gets a 403 naming it, linked to Domains, and an unverified user is asked to verify their email (without it, nothing could reach them).
  * Screenshots: see support/browser.ts.
  */
 import { writeFileSync } from "node:fs"
@@ -179,5 +179,28 @@ describe("campaigns", () => {
     await heading(page, "Projects")
     await page.getByText("Your email address is not verified yet").waitFor()
     await page.getByRole("link", { name: "Verify it" }).waitFor()
+  })
+})
+
+// Here because it needs a relay: under local delivery (no SMTP_URL) any sender domain is accepted.
+describe("a sender domain not verified, with a relay", () => {
+  it("a template from an unverified domain: the 403 names the domain and links to the Domains page", async () => {
+    const page = await env.page()
+    env.allowConsoleErrors(page, /status of 403/)
+    await page.goto(projectPath("/templates/new"))
+    await heading(page, "New template")
+    await page.getByLabel("Name", { exact: true }).fill("Welcome")
+    await page.getByLabel("From", { exact: true }).fill("hello@unverified.acme.test")
+    await page.getByRole("button", { name: "Create template" }).click()
+    const alert = page.getByRole("alert").filter({ hasText: "unverified.acme.test" })
+    await alert.getByText("The domain unverified.acme.test is not verified for this project").waitFor()
+    expect(await alert.innerText()).not.toContain("INTERNAL_SERVER_ERROR")
+    await alert.scrollIntoViewIfNeeded()
+    await screenshot(page, "error-unverified-domain-1280")
+    await alert.getByRole("link", { name: /unverified\.acme\.test/ }).click()
+    // The template is not saved: leaving for Domains asks first (the unsaved-edits warning).
+    await page.getByRole("dialog", { name: "Leave without saving?" }).getByRole("button", { name: "Leave without saving" }).click()
+    await heading(page, "Domains")
+    expect(new URL(page.url()).pathname).toBe(projectPath("/domains"))
   })
 })
