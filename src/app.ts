@@ -20,6 +20,7 @@ import { Nats } from "./stream/Nats.ts"
 import { Outbox } from "./stream/Outbox.ts"
 import { OutboxRelay } from "./stream/OutboxRelay.ts"
 import { Invalidations } from "./stream/Invalidations.ts"
+import { LiveSignals } from "./stream/LiveSignals.ts"
 import { ClockLive } from "./lib/clock.ts"
 import { Dns } from "./lib/dns.ts"
 import { MailQueue } from "./mail/MailQueue.ts"
@@ -45,6 +46,7 @@ export const CoreLive = Layer.mergeAll(
   Projects.layer,
   OutboxRelay.layer,
   Invalidations.layer,
+  LiveSignals.layer,
   Emails.layer,
   Templates.layer,
   Campaigns.layer,

@@ -172,6 +172,22 @@ export const Variables = {
     name: "TRACK_MAX_IN_FLIGHT", ...wholeNumber(0), defaultValue: 1024, shownDefault: "1024",
     meaning: "/v1/track requests one api process works on at once; past it, new ones answer 503 SERVICE_UNAVAILABLE with Retry-After at once instead of waiting in a growing queue (load shedding); 0 = no limit"
   }),
+  liveMaxClients: variable({
+    name: "LIVE_MAX_CLIENTS", ...wholeNumber(0), defaultValue: 1000, shownDefault: "1000",
+    meaning: "live-update streams (GET /projects/:id/live, server-sent events) one api process serves at once; past it a new one answers 429 TOO_MANY_LIVE_STREAMS; 0 turns live updates off"
+  }),
+  liveMaxClientsPerUser: variable({
+    name: "LIVE_MAX_CLIENTS_PER_USER", ...wholeNumber(1), defaultValue: 10, shownDefault: "10",
+    meaning: "live-update streams one dashboard user may hold open on one api process (one per browser tab); past it a new one answers 429 TOO_MANY_LIVE_STREAMS"
+  }),
+  liveClientBuffer: variable({
+    name: "LIVE_CLIENT_BUFFER", ...wholeNumber(1), defaultValue: 256, shownDefault: "256",
+    meaning: "live events waiting for one stream's client to read them; a client that falls this far behind is disconnected (it reconnects and refetches) rather than buffered without bound"
+  }),
+  liveHeartbeatSeconds: variable({
+    name: "LIVE_HEARTBEAT_SECONDS", ...wholeNumber(1, 300), defaultValue: 15, shownDefault: "15",
+    meaning: "how often an idle live-update stream carries a comment line, so proxies keep the connection and a vanished client is noticed"
+  }),
   workerMaxPendingEvents: variable({
     name: "WORKER_MAX_PENDING_EVENTS", ...wholeNumber(1), defaultValue: 50_000, shownDefault: "50000",
     meaning: "events a worker holds delivered from the stream and not yet applied; past it its consumers wait, so a backlog stays in the stream instead of in the worker's memory"
@@ -390,6 +406,14 @@ export interface AppConfigShape {
   readonly batchReadAhead: boolean
   /** /v1/track requests an api process works on at once before it sheds new ones (503); 0: no limit. */
   readonly trackMaxInFlight: number
+  /** Live-update streams per api process (http/live/LiveHub.ts); 0: none. */
+  readonly liveMaxClients: number
+  /** Live-update streams per dashboard user per api process. */
+  readonly liveMaxClientsPerUser: number
+  /** Events queued for one live stream before its client is dropped. */
+  readonly liveClientBuffer: number
+  /** Seconds between heartbeats on a live stream. */
+  readonly liveHeartbeatSeconds: number
   /** Events a worker holds delivered and not yet applied before its consumers wait (actors/deliveryBudget.ts). */
   readonly workerMaxPendingEvents: number
   /** Contacts whose segment facts a worker keeps between batches (actors/laneFacts.ts); 0: none. */

@@ -4,6 +4,7 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { AppConfig } from "../config.ts"
+import { LiveSignals } from "../stream/LiveSignals.ts"
 import { Outbox } from "../stream/Outbox.ts"
 import { OutboxRelay } from "../stream/OutboxRelay.ts"
 import { MailSender } from "./MailSender.ts"
@@ -25,6 +26,7 @@ export class LaneActors extends Context.Service<LaneActors, Effect.Success<Retur
         // Batches set timers without notifying (see migration 0015): a soon one wakes this worker's loop.
         wakeSegmentTimers: wakeups.timers.signal,
         wakeWorkflowTimers: wakeups.workflowTimers.signal,
+        changed: (yield* LiveSignals).changed,
         readAhead: (yield* AppConfig).batchReadAhead
       })
     })

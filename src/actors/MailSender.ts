@@ -5,6 +5,7 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { makeSender } from "../mail/Sender.ts"
+import { LiveSignals } from "../stream/LiveSignals.ts"
 import { Outbox } from "../stream/Outbox.ts"
 import { OutboxRelay } from "../stream/OutboxRelay.ts"
 import { OwnedPartitions } from "./OwnedPartitions.ts"
@@ -15,7 +16,7 @@ export class MailSender extends Context.Service<MailSender, Effect.Success<Retur
     Effect.gen(function*() {
       const { owned } = yield* OwnedPartitions
       const relay = yield* OutboxRelay
-      return yield* makeSender({ outbox: yield* Outbox, isOwned: (partition) => owned.has(partition), wakeRelay: relay.wake })
+      return yield* makeSender({ outbox: yield* Outbox, isOwned: (partition) => owned.has(partition), wakeRelay: relay.wake, changed: (yield* LiveSignals).changed })
     })
   )
 }

@@ -81,6 +81,8 @@ export const makeProjectActors = (options: {
   readonly wakeSender: (projectId: string) => Effect.Effect<void>
   readonly wakeSegmentTimers: Effect.Effect<void>
   readonly wakeWorkflowTimers: Effect.Effect<void>
+  /** Tells the dashboard's live pages a project's data changed. */
+  readonly changed: (projectId: string) => Effect.Effect<void>
   /** Start a lane's next batch of tracked events while the one before it commits (readAhead.ts). */
   readonly readAhead: boolean
 }) =>

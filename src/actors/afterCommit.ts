@@ -1,6 +1,7 @@
 /**
  * What follows a lane batch's commit: its outbox rows published (by the actor itself when it may, else by
- * the relay), the loops the batch concerns woken, its messages acked and the partition's watermark moved.
+ * the relay), the loops the batch concerns woken, the live pages told, its messages acked and the partition's
+ * watermark moved.
  */
 import { Clock, Effect } from "effect"
 import { WorkerMetrics } from "../observability/Metrics.ts"
@@ -27,6 +28,8 @@ export const makeAfterCommit = (options: {
   readonly wakeWebhooks: Effect.Effect<void>
   readonly wakeSegmentTimers: Effect.Effect<void>
   readonly wakeWorkflowTimers: Effect.Effect<void>
+  /** The project's data changed: the dashboard's live pages refetch (stream/LiveSignals.ts). */
+  readonly changed: (projectId: string) => Effect.Effect<void>
   /** An acked message's events leave the worker's delivery budget (deliveryBudget.ts). */
   readonly acked: (run: PartitionRun, seq: number) => Effect.Effect<void>
 }) => {
@@ -67,6 +70,7 @@ export const makeAfterCommit = (options: {
       // The scheduled-work loops sleep up to 30 s: a timer due sooner wakes them to look again.
       if (outcome.soonestTimerAt !== undefined && outcome.soonestTimerAt - (yield* Clock.currentTimeMillis) < SOON_MS) yield* options.wakeSegmentTimers
       if (outcome.workflowTimersSet) yield* options.wakeWorkflowTimers
+      if (outcome.applied > 0) yield* options.changed(projectId)
       for (const item of batch) item.message.ack()
       for (const item of batch) run.applied(item.delivered.seq)
       for (const item of batch) yield* options.acked(run, item.delivered.seq)

@@ -53,11 +53,13 @@ import { AnalyticsHandlers } from "./handlers/analytics.ts"
 import { Activity } from "../store/Activity.ts"
 import { EmailHistory } from "../store/EmailHistory.ts"
 import { Analytics } from "../store/Analytics.ts"
+import { LiveHandlers } from "./handlers/live.ts"
+import { LiveHub } from "./live/LiveHub.ts"
 
 const ApiRoutes = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([SystemHandlers, TrackHandlers, ContactsHandlers, EventsHandlers, SegmentsHandlers, VerifyHandlers]),
   Layer.provide([SendHandlers, EmailsHandlers, TemplatesHandlers, DomainsHandlers, LinksHandlers, WebhooksHandlers, CampaignsHandlers]),
-  Layer.provide([WorkflowsHandlers, DeadLettersHandlers, ContactJobsHandlers, ActivityHandlers, AnalyticsHandlers]),
+  Layer.provide([WorkflowsHandlers, DeadLettersHandlers, ContactJobsHandlers, ActivityHandlers, AnalyticsHandlers, LiveHandlers]),
   Layer.provide([AuthHandlers, AccountsHandlers, BillingWebhookHandlers, UploadsHandlers, UploadedFilesHandlers]),
   Layer.provide([SecretKeyAuthLive, PublicKeyAuthLive, SessionAuthLive]),
   Layer.provide(SendMail.layer),
@@ -67,7 +69,8 @@ const ApiRoutes = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pi
   Layer.provide(Notifications.layer),
   Layer.provide(Workflows.layer),
   Layer.provide(EmailHistory.layer),
-  Layer.provide(Activity.layer.pipe(Layer.provideMerge(Analytics.layer)))
+  Layer.provide(Activity.layer.pipe(Layer.provideMerge(Analytics.layer))),
+  Layer.provide(LiveHub.layer)
 )
 
 const Routes = Layer.mergeAll(
@@ -138,7 +141,9 @@ const TrackFastPathLive = TrackFastPath.layer.pipe(
  */
 export const HttpLive = Layer.unwrap(Effect.gen(function*() {
   const config = yield* AppConfig
-  const { server, drain } = yield* drainableServer(yield* TrackFastPath)
+  const { server, drain: drainServer } = yield* drainableServer(yield* TrackFastPath)
+  // Live-update streams never end by themselves: they end as draining starts, not at the shutdown cap.
+  const drain = Effect.andThen(drainServer, (yield* LiveHub).closeAll)
   const app = yield* HttpRouter.toHttpEffect(Routes)
   // reusePort: several api processes can share PORT, the kernel spreading connections over them.
   const listening = NodeHttpServer.layerServer(() => server, {
@@ -150,4 +155,4 @@ export const HttpLive = Layer.unwrap(Effect.gen(function*() {
   const serving = HttpServer.serve(app).pipe(Layer.provideMerge(listening))
   // Built after the server, so released before it: draining begins as the server stops accepting.
   return Layer.effectDiscard(Effect.addFinalizer(() => drain)).pipe(Layer.provideMerge(serving))
-})).pipe(Layer.provide(TrackFastPathLive), Layer.provideMerge(NodeHttpServer.layerHttpServices))
+})).pipe(Layer.provide([TrackFastPathLive, LiveHub.layer]), Layer.provideMerge(NodeHttpServer.layerHttpServices))

@@ -107,6 +107,8 @@ export const makeSender = (options: {
   readonly outbox: Outbox["Service"]
   readonly isOwned: (partition: number) => boolean
   readonly wakeRelay: Effect.Effect<void>
+  /** Tells the dashboard's live pages the project's mail moved (sent, failed, a campaign finished). */
+  readonly changed: (projectId: string) => Effect.Effect<void>
 }) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -335,6 +337,7 @@ export const makeSender = (options: {
           yield* markSent(accepted)
           yield* completeCampaigns(sql, [...new Set(claimed.flatMap((row) => (row.campaign_id ? [row.campaign_id] : [])))])
           if (accepted.length > 0) yield* options.wakeRelay
+          yield* options.changed(projectId)
         }
       })
 

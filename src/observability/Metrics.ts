@@ -113,6 +113,12 @@ export const HttpMetrics = {
     "mailstream_http_track_fast_path_total",
     "POST /v1/track and /events/track requests answered by the fast path rather than the router (src/http/trackFastPath.ts)"
   ),
+  liveStreams: gauge("mailstream_http_live_streams", "Live-update streams (GET /projects/:id/live) this api process serves now"),
+  liveDropped: counter(
+    "mailstream_http_live_dropped_total",
+    "Live-update streams cut off because their client fell LIVE_CLIENT_BUFFER events behind"
+  ),
+  liveRefused: counter("mailstream_http_live_refused_total", "Live-update streams refused past LIVE_MAX_CLIENTS or LIVE_MAX_CLIENTS_PER_USER"),
   requestSeconds: histogram(
     "mailstream_http_request_duration_seconds",
     "HTTP requests by method, route template (unmatched: no route) and status class (2xx, 4xx, ...), until the response is ready",

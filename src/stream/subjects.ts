@@ -9,7 +9,9 @@
  * - `<prefix>.lane.<partition>.<projectId>.<lane>.<kind>`: stream IN, one lane of a project;
  * - `<prefix>.in.<partition>.<projectId>.<kind>`: stream IN before lanes (partition = FNV-1a(projectId)
  *   mod P), still consumed so an upgraded deployment drains what was published before it;
- * - `<prefix>.out.<projectId>.<eventName>`: stream OUT, the events the service emits.
+ * - `<prefix>.out.<projectId>.<eventName>`: stream OUT, the events the service emits;
+ * - `<prefix>.live.<projectId>`: no stream (core NATS only, nothing kept): "this project's data changed",
+ *   published by workers after their commits, for the dashboard's live pages (LiveSignals.ts).
  */
 import { fnv1a } from "./lanes.ts"
 
@@ -34,6 +36,11 @@ export interface StreamNames {
   /** Where the api publishes a project's tracked events (and its event deletes, `kind` "command", ordered with them). */
   readonly ingestSubject: (projectId: string, partitions: number, kind?: "track" | "command") => string
   readonly outSubject: (projectId: string, eventName: string) => string
+  /** Every project's stream OUT events, for a plain (core NATS) subscription. */
+  readonly outAll: string
+  /** Where a worker says a project's data changed (core NATS, outside every stream). */
+  readonly liveSubject: (projectId: string) => string
+  readonly liveAll: string
 }
 
 export const streamNames = (prefix: string): StreamNames => ({
@@ -45,5 +52,8 @@ export const streamNames = (prefix: string): StreamNames => ({
   legacyFilter: (partition) => `${prefix}.in.${partition}.>`,
   ingestFilter: (partition) => `${prefix}.ingest.${partition}.>`,
   ingestSubject: (projectId, partitions, kind = "track") => `${prefix}.ingest.${legacyPartitionOf(projectId, partitions)}.${projectId}.${kind}`,
-  outSubject: (projectId, eventName) => `${prefix}.out.${projectId}.${eventName}`
+  outSubject: (projectId, eventName) => `${prefix}.out.${projectId}.${eventName}`,
+  outAll: `${prefix}.out.>`,
+  liveSubject: (projectId) => `${prefix}.live.${projectId}`,
+  liveAll: `${prefix}.live.>`
 })

@@ -82,6 +82,7 @@ const RULES: Record<string, Rule> = {
   ...rules("content", "uploads", ["image"]),
   ...rules("open", "uploadedFiles", ["file"]),
   ...rules("content", "activity", ["feed", "types", "stats", "recentCount", "upcoming"]),
+  ...rules("content", "live", ["stream"]),
   ...rules("content", "analytics", [
     "timeseries", "overview", "topCampaigns", "campaignStats", "topEvents", "deliverability", "links", "heatmap", "audience"
   ])
@@ -186,7 +187,13 @@ const call = async (route: Route, caller: Caller): Promise<Reply> => {
     headers["content-type"] = "application/json"
     body = JSON.stringify(BODIES[route.key]?.(caller) ?? {})
   }
-  return readResponse(await fetch(`${api.url}${pathOf(route)}`, { method: route.method, headers, body, redirect: "manual" }))
+  const response = await fetch(`${api.url}${pathOf(route)}`, { method: route.method, headers, body, redirect: "manual" })
+  // A live-update stream never ends: its status and headers are the answer.
+  if (response.headers.get("content-type")?.startsWith("text/event-stream")) {
+    await response.body?.cancel()
+    return { status: response.status, headers: response.headers, json: undefined, text: "" }
+  }
+  return readResponse(response)
 }
 
 const code = (reply: Reply) => reply.json?.error?.code as string | undefined

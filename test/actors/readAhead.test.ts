@@ -236,6 +236,7 @@ const runLane = (options: {
       wakeSender: () => Effect.void,
       wakeSegmentTimers: Effect.void,
       wakeWorkflowTimers: Effect.void,
+      changed: () => Effect.void,
       readAhead: options.readAhead
     })
     const run = new PartitionRun(options.partition, epoch, options.watermark ?? 0)

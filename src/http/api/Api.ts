@@ -18,6 +18,7 @@ import { WebhooksApi } from "./webhooks.ts"
 import { DeadLettersApi } from "./deadLetters.ts"
 import { ActivityApi } from "./activity.ts"
 import { AnalyticsApi } from "./analytics.ts"
+import { LiveApi } from "./live.ts"
 import { explicitOpenObjects } from "./openApiDocument.ts"
 import { AuthApi } from "./auth.ts"
 import { AccountsApi, BillingWebhookApi } from "./accounts.ts"
@@ -47,6 +48,7 @@ export class Api extends HttpApi.make("mailstream")
   .add(UploadedFilesApi)
   .add(ActivityApi)
   .add(AnalyticsApi)
+  .add(LiveApi)
   // Report every invalid field of a request at once, not just the first.
   .annotate(HttpApi.PayloadParseOptions, { errors: "all" })
   .annotate(OpenApi.Transform, explicitOpenObjects)
