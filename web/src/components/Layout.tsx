@@ -7,6 +7,7 @@ import { useQueryClient } from "@tanstack/react-query"
 import { useEffect, useId, useRef, useState } from "react"
 import { Link, NavLink, Outlet, useLocation, useNavigate, useParams } from "react-router"
 import { useApiMutation } from "../api/hooks.ts"
+import { LiveEventsProvider } from "../api/live.tsx"
 import { forgetEverything, isAccountPage, useCurrentProject, useInstallation, useMe, useProjects } from "../api/session.ts"
 import type { Permission } from "../../../src/domain/permissions.ts"
 import { LocalDeliveryBanner } from "./Delivery.tsx"
@@ -136,9 +137,11 @@ export function ProjectLayout() {
         <div className="mx-auto max-w-6xl">
           <VerifyEmailBanner />
           <LocalDeliveryBanner projectId={projectId} />
-          <ErrorBoundary key={pathname}>
-            <Outlet />
-          </ErrorBoundary>
+          <LiveEventsProvider projectId={projectId}>
+            <ErrorBoundary key={pathname}>
+              <Outlet />
+            </ErrorBoundary>
+          </LiveEventsProvider>
         </div>
       </main>
     </div>

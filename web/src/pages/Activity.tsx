@@ -1,6 +1,6 @@
 /**
  * Activity: what happened in the project, newest first, in cursor pages, filtered by type (the counts
- * from /activity/types); "N new" from /activity/recent-count, polled, shows the newest on a click; and
+ * from /activity/types); "N new" from /activity/recent-count, asked again on live updates, shows the newest on a click; and
  * what is due: scheduled campaigns, workflow delays and timeouts (/activity/upcoming).
  */
 import { useQueryClient } from "@tanstack/react-query"
@@ -8,14 +8,13 @@ import { useEffect, useState } from "react"
 import { Link, useSearchParams } from "react-router"
 import { ACTIVITY_TYPES, type ActivityType } from "../../../src/domain/analytics/activityTypes.ts"
 import { projectKey, useApiQuery, useProjectId } from "../api/hooks.ts"
+import { anyChange, useLiveRefresh } from "../api/live.tsx"
 import { Badge, formatDate, Page, Section } from "../components/Page.tsx"
 import { Pager } from "../components/Pager.tsx"
 import { Empty, QueryView } from "../components/States.tsx"
 import { ActivityList, typeLabel } from "./activity/ActivityList.tsx"
 
 const PAGE_SIZE = 25
-/** How often the "N new" count is asked for. */
-const POLL = 4_000
 
 const parseTypes = (raw: string | null): ReadonlyArray<ActivityType> =>
   (raw ?? "").split(",").filter((type): type is ActivityType => (ACTIVITY_TYPES as ReadonlyArray<string>).includes(type))
@@ -45,8 +44,10 @@ export function ActivityPage() {
   const recent = useApiQuery(
     ["activity", "recent", since, typesParam],
     (client) => client.activity.recentCount({ query: { since, ...(typesParam ? { types: typesParam } : {}) } }),
-    { enabled: feed.isSuccess && cursor === undefined, refetchInterval: POLL }
+    { enabled: feed.isSuccess && cursor === undefined }
   )
+  // New items are counted, not slid under the reader's eyes: the list moves when they ask for it.
+  useLiveRefresh(anyChange, [["activity", "recent"], ["activity", "types"], ["activity", "upcoming"]])
   const fresh = recent.data?.count ?? 0
 
   const toggle = (type: ActivityType) => {

@@ -9,6 +9,7 @@ import { Link, useNavigate, useParams, useSearchParams } from "react-router"
 import type { Campaign } from "../../../src/http/api/campaigns.ts"
 import { fieldError } from "../api/fieldErrors.ts"
 import { useApiMutation, useApiQuery, useProjectId } from "../api/hooks.ts"
+import { anyChange, campaignChange, useLiveRefresh } from "../api/live.tsx"
 import { usePreview } from "../components/conditions/AudiencePreview.tsx"
 import { asCondition } from "../components/conditions/model.ts"
 import { Confirm } from "../components/Confirm.tsx"
@@ -37,9 +38,9 @@ export function CampaignsPage() {
   const [page, setPage] = useState(1)
   const query = useApiQuery(
     ["campaigns", "list", status ?? "all", page],
-    (client) => client.campaigns.list({ query: { page: String(page), pageSize: "20", ...(status ? { status } : {}) } }),
-    { refetchInterval: 5_000 }
+    (client) => client.campaigns.list({ query: { page: String(page), pageSize: "20", ...(status ? { status } : {}) } })
   )
+  useLiveRefresh(anyChange, [["campaigns", "list"]])
   const choose = (next: Status | undefined) => {
     setPage(1)
     setParams(next ? { status: next } : {}, { replace: true })
@@ -90,15 +91,16 @@ const isLive = (status: string | undefined) => status === "SENDING" || status ==
 
 export function CampaignPage() {
   const { campaignId = "" } = useParams()
-  // While it is scheduled or sending, the campaign and its figures follow it closely; afterwards opens and clicks still arrive.
-  const [live, setLive] = useState(false)
-  const campaign = useApiQuery(["campaigns", "get", campaignId], (client) => client.campaigns.get({ params: { id: campaignId } }), {
-    refetchInterval: live ? 1_000 : false
-  })
-  const stats = useApiQuery(["campaigns", "stats", campaignId], (client) => client.campaigns.stats({ params: { id: campaignId } }), {
-    refetchInterval: live ? 1_000 : 10_000
-  })
-  if (campaign.data !== undefined && isLive(campaign.data.status) !== live) setLive(isLive(campaign.data.status))
+  const campaign = useApiQuery(["campaigns", "get", campaignId], (client) => client.campaigns.get({ params: { id: campaignId } }))
+  const stats = useApiQuery(["campaigns", "stats", campaignId], (client) => client.campaigns.stats({ params: { id: campaignId } }))
+  // Its progress while it sends, and its outcome afterwards (opens and clicks still arrive), follow the
+  // project's changes and its mail's events; the link table below too.
+  useLiveRefresh(campaignChange(campaignId), [
+    ["campaigns", "get", campaignId],
+    ["campaigns", "stats", campaignId],
+    ["campaigns", "recipients", campaignId],
+    ["analytics"]
+  ])
   return (
     <QueryView query={campaign}>
       {(campaign) => <CampaignDetail campaign={campaign} stats={stats} />}
@@ -169,7 +171,7 @@ function CampaignDetail({ campaign, stats }: { readonly campaign: CampaignData; 
           </details>
         </div>
       </Section>
-      <Recipients campaignId={campaign.id} status={campaign.status} live={isLive(campaign.status)} />
+      <Recipients campaignId={campaign.id} status={campaign.status} />
       <Confirm
         open={confirm === "cancel"}
         title={`Cancel ${campaign.name}?`}

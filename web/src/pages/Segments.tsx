@@ -8,6 +8,7 @@ import { type FormEvent, useState } from "react"
 import { Link, useNavigate, useParams } from "react-router"
 import type { FieldError } from "../api/failure.ts"
 import { useApiMutation, useApiQuery, useProjectId } from "../api/hooks.ts"
+import { anyChange, segmentChange, useLiveRefresh } from "../api/live.tsx"
 import { Confirm } from "../components/Confirm.tsx"
 import { AudiencePreview } from "../components/conditions/AudiencePreview.tsx"
 import { asCondition, ConditionBuilder, newCondition } from "../components/conditions/ConditionBuilder.tsx"
@@ -24,7 +25,8 @@ const NO_ERRORS: ReadonlyArray<FieldError> = []
 export function SegmentsPage() {
   const projectId = useProjectId()
   // Member counts move as contacts and events come in: the list follows them.
-  const query = useApiQuery(["segments", "list"], (client) => client.segments.list({}), { refetchInterval: 5_000 })
+  const query = useApiQuery(["segments", "list"], (client) => client.segments.list({}))
+  useLiveRefresh(anyChange, [["segments"]])
   return (
     <Page title="Segments" actions={<Link to={`/p/${projectId}/segments/new`} className="btn-primary">New segment</Link>}>
       <QueryView query={query} isEmpty={(list) => list.length === 0} empty={<Empty title="No segments yet">Group contacts by their data, events and engagement with <Link className="link" to={`/p/${projectId}/segments/new`}>a new segment</Link>.</Empty>}>
@@ -53,6 +55,8 @@ function ConditionEditor({ condition, onChange, saveErrors }: {
   readonly saveErrors: ReadonlyArray<FieldError>
 }) {
   const [previewErrors, setPreviewErrors] = useState<ReadonlyArray<FieldError>>(NO_ERRORS)
+  // Contacts come and change while the condition is looked at: the count follows them.
+  useLiveRefresh(anyChange, [["segments", "preview"]])
   return (
     <div className="grid min-w-0 gap-4 lg:grid-cols-[minmax(0,1fr)_18rem]">
       <ConditionBuilder value={condition} onChange={onChange} path="condition" errors={previewErrors.length > 0 ? previewErrors : saveErrors} />
@@ -119,7 +123,9 @@ export function NewSegmentPage() {
 
 export function SegmentPage() {
   const { segmentId = "" } = useParams()
-  const segment = useApiQuery(["segments", "get", segmentId], (client) => client.segments.get({ params: { id: segmentId } }), { refetchInterval: 5_000 })
+  const segment = useApiQuery(["segments", "get", segmentId], (client) => client.segments.get({ params: { id: segmentId } }))
+  // Its count and members follow the project's changes (the match preview: ConditionEditor).
+  useLiveRefresh(segmentChange(segmentId), [["segments", "get", segmentId], ["segments", "contacts", segmentId]])
   return <QueryView query={segment}>{(segment) => <SegmentDetail segment={segment} />}</QueryView>
 }
 

@@ -80,8 +80,8 @@ export function Outcome({ campaign, stats }: {
   const from = useMemo(() => rangeStart(campaign), [campaign])
   const links = useApiQuery(
     ["analytics", "links", "CAMPAIGN", from],
-    (client) => client.analytics.links({ query: { from, stream: "CAMPAIGN", limit: "10" } }),
-    { refetchInterval: 30_000 }
+    // Refetched with the campaign's live updates (CampaignPage).
+    (client) => client.analytics.links({ query: { from, stream: "CAMPAIGN", limit: "10" } })
   )
   return (
     <>

@@ -18,14 +18,14 @@ const tone = (status: string) =>
     ? "amber"
     : "slate"
 
-export function Recipients({ campaignId, status, live }: { readonly campaignId: string; readonly status: string; readonly live: boolean }) {
+export function Recipients({ campaignId, status }: { readonly campaignId: string; readonly status: string }) {
   const projectId = useProjectId()
   const [page, setPage] = useState(1)
   const recipients = useApiQuery(
     // Asked again as the status changes: sending freezes the audience.
     ["campaigns", "recipients", campaignId, status, page],
-    (client) => client.campaigns.recipients({ params: { id: campaignId }, query: { page: String(page), pageSize: "25" } }),
-    { refetchInterval: live ? 2_000 : false }
+    // Refetched with the campaign's live updates (CampaignPage).
+    (client) => client.campaigns.recipients({ params: { id: campaignId }, query: { page: String(page), pageSize: "25" } })
   )
   return (
     <Section title="Recipients">
