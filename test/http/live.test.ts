@@ -169,4 +169,15 @@ describe("GET /projects/:id/live", () => {
     }
     expect(metrics).toMatch(dropped)
   }, 60_000)
+
+  // Last: it stops the service.
+  it("ends its streams as the service shuts down, rather than holding the shutdown to its 10 s cap", async () => {
+    const stream = await live(owner, project.id)
+    await stream.waitFor((event) => event.type === "ready")
+    const started = Date.now()
+    const stopping = api.stop()
+    await stream.closed
+    expect(Date.now() - started).toBeLessThan(3_000)
+    await stopping
+  }, 30_000)
 })
