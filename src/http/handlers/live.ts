@@ -18,7 +18,10 @@ export const LiveHandlers = HttpApiBuilder.group(Api, "live", Effect.fnUntraced(
       const { project } = yield* sessions.access(user.id, params.id, "content")
       const request = yield* HttpServerRequest.HttpServerRequest
       const response = NodeHttpServerRequest.toServerResponse(request)
-      const frames = yield* hub.open(project.id, user.id, { destroy: () => response.destroy() })
+      const frames = yield* hub.open(project.id, user.id, {
+        destroy: () => response.destroy(),
+        onClose: (listener) => (response.closed ? listener() : void response.once("close", listener))
+      })
       return HttpServerResponse.stream(frames, {
         contentType: "text/event-stream",
         // no-transform and X-Accel-Buffering: proxies (nginx, Caddy) pass each event on at once.

@@ -19,9 +19,11 @@ import { Nats } from "../../stream/Nats.ts"
 import type { LiveEvent } from "../api/live.ts"
 import { ApiError } from "../errors.ts"
 
-/** What the hub needs of a client's connection: a way to cut it off. */
+/** What the hub needs of a client's connection: a way to cut it off, and to hear that it closed. */
 export interface LiveConnection {
   readonly destroy: () => void
+  /** Calls `listener` once the connection closes (at once if it has closed already). */
+  readonly onClose: (listener: () => void) => void
 }
 
 interface Client {
@@ -111,7 +113,12 @@ export class LiveHub extends Context.Service<LiveHub, {
       const toProject = (projectId: string | undefined, make: () => Uint8Array) => {
         const clients = projectId === undefined ? undefined : byProject.get(projectId)
         if (!clients) return
-        const bytes = make()
+        let bytes: Uint8Array
+        try {
+          bytes = make()
+        } catch {
+          return // not JSON: nothing a page could use
+        }
         for (const client of [...clients]) deliver(client, bytes)
       }
 
@@ -172,6 +179,8 @@ export class LiveHub extends Context.Service<LiveHub, {
           count++
           HttpMetrics.liveStreams.set(count)
           deliver(client, READY)
+          // Whichever comes first: the connection closes (even before its stream starts), or the stream ends.
+          connection.onClose(() => remove(client))
           return Stream.fromQueue(queue).pipe(Stream.ensuring(Effect.sync(() => remove(client))))
         })
 
