@@ -115,4 +115,16 @@ describe("live pages", () => {
     expect(await seriousAxeFindings(home)).toEqual([])
     expect(await seriousAxeFindings(activity)).toEqual([])
   }, 60_000)
+
+  it("the Emails page shows mail sent from outside, and its status moving, without a reload", async () => {
+    const page = await env.page()
+    await openLive(page, "/emails", "Emails")
+    await env.call("POST", "/v1/send", { to: "inbox@example.com", from: "hello@live.test", subject: "Seen live", body: "<p>Hi</p>" })
+    const row = page.getByRole("table", { name: "Emails" }).locator("tbody tr", { hasText: "Seen live" })
+    await row.waitFor({ timeout: 5_000 })
+    await expect.poll(() => row.innerText(), { timeout: 10_000 }).toMatch(/\bsent\b/)
+    expect(await stillTheSamePage(page)).toBe(true)
+    await screenshot(page, "live-emails-1280")
+    expect(await seriousAxeFindings(page)).toEqual([])
+  }, 60_000)
 })

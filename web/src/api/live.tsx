@@ -122,6 +122,11 @@ export const anyChange = (event: LiveEvent): boolean => event.type === "changed"
 export const segmentChange = (segmentId: string) => (event: LiveEvent): boolean =>
   event.type === "changed" || (event.type === "event" && event.segmentId === segmentId)
 
+/** A change of the project's data, or an email event (of this email, when one is named). */
+export const mailChange = (emailId?: string) => (event: LiveEvent): boolean =>
+  event.type === "changed" ||
+  (event.type === "event" && event.name.startsWith("email.") && (emailId === undefined || event.emailId === emailId))
+
 /** A change of the project's data, or an emitted event about this campaign's mail. */
 export const campaignChange = (campaignId: string) => (event: LiveEvent): boolean =>
   event.type === "changed" || (event.type === "event" && event.campaignId === campaignId)

@@ -9,6 +9,7 @@ import { Link, useParams, useSearchParams } from "react-router"
 import { EMAIL_STATUSES } from "../../../src/domain/email.ts"
 import type { EmailDetail } from "../../../src/http/api/emails.ts"
 import { useApiMutation, useApiQuery, useProjectId } from "../api/hooks.ts"
+import { mailChange, useLiveRefresh } from "../api/live.tsx"
 import { useDelivery } from "../api/session.ts"
 import { MutationError } from "../components/Form.tsx"
 import { Badge, cell, Fields, formatDate, Page, Section, Table, wideOnly } from "../components/Page.tsx"
@@ -50,6 +51,8 @@ export function EmailsPage() {
     ...(cursor ? { cursor } : {})
   }
   const emails = useApiQuery(["emails", "list", filterKey, cursor ?? null], (client) => client.emails.list({ query }))
+  // New mail and status changes show as they happen.
+  useLiveRefresh(mailChange(), [["emails", "list"]])
   const templates = useApiQuery(["templates", "list", "all"], (client) => client.templates.list({ query: { pageSize: "100" } }))
   const campaigns = useApiQuery(["campaigns", "list", "all"], (client) => client.campaigns.list({ query: { pageSize: "100" } }))
   const templateNames = new Map((templates.data?.data ?? []).map((template) => [template.id, template.name]))
@@ -187,6 +190,8 @@ export function EmailPage() {
   const { emailId = "" } = useParams()
   const projectId = useProjectId() ?? ""
   const email = useApiQuery(["emails", "get", emailId], (client) => client.emails.get({ params: { id: emailId } }))
+  // Its status and timeline follow its events (sent, delivered, opened, ...).
+  useLiveRefresh(mailChange(emailId), [["emails", "get", emailId]])
   const download = useApiMutation((client, id: string) => client.emails.raw({ params: { id } }), {
     onSuccess: (raw) => saveFile(raw, "message/rfc822", `${emailId}.eml`)
   })
