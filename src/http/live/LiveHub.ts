@@ -163,7 +163,11 @@ export class LiveHub extends Context.Service<LiveHub, {
         Effect.gen(function*() {
           if (count >= config.liveMaxClients) {
             HttpMetrics.liveRefused.inc()
-            return yield* tooMany(`This server already serves ${config.liveMaxClients} live-update streams (LIVE_MAX_CLIENTS)`)
+            return yield* tooMany(
+              config.liveMaxClients === 0
+                ? "Live updates are turned off on this server (LIVE_MAX_CLIENTS=0)"
+                : `This server already serves ${config.liveMaxClients} live-update streams (LIVE_MAX_CLIENTS)`
+            )
           }
           if ((perUser.get(userId) ?? 0) >= config.liveMaxClientsPerUser) {
             HttpMetrics.liveRefused.inc()
