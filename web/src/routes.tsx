@@ -12,12 +12,6 @@ import { ProjectsPage } from "./pages/Projects.tsx"
 import { AcceptInvitationPage } from "./pages/account/Invitation.tsx"
 import { SignInPage, SignUpPage } from "./pages/account/SignIn.tsx"
 import { ForgotPasswordPage, ResetPasswordPage, VerifyEmailPage } from "./pages/account/Tokens.tsx"
-import { BillingPage } from "./pages/settings/Billing.tsx"
-import { DangerPage } from "./pages/settings/Danger.tsx"
-import { KeysPage } from "./pages/settings/Keys.tsx"
-import { MembersPage } from "./pages/settings/Members.tsx"
-import { SecurityPage } from "./pages/settings/Security.tsx"
-import { SendingPage } from "./pages/settings/Sending.tsx"
 import { SettingsLayout } from "./pages/settings/Settings.tsx"
 import type { DashboardRoot } from "../../src/http/api/dashboard.ts"
 
@@ -32,8 +26,8 @@ const account: ReadonlyArray<readonly [DashboardRoot, () => React.ReactNode]> = 
 ]
 
 /**
- * A page loaded on demand, in a chunk of its own: the first load carries the shell, the contacts list
- * and the account pages only (test/http/dashboard.test.ts holds it to a size budget).
+ * A page loaded on demand, in a chunk of its own: the first load carries the shell, the home page, the
+ * contacts list and the account pages only (settings pages come on demand too) (test/http/dashboard.test.ts holds it to a size budget).
  */
 const page = <M,>(load: () => Promise<M>, pick: (module: M) => React.ComponentType) => ({
   lazy: () => load().then((module) => ({ Component: pick(module) }))
@@ -85,12 +79,12 @@ export const router = createBrowserRouter([
         element: <SettingsLayout />,
         children: [
           { index: true, element: <Navigate to="members" replace /> },
-          { path: "members", element: <MembersPage /> },
-          { path: "keys", element: <KeysPage /> },
-          { path: "sending", element: <SendingPage /> },
-          { path: "billing", element: <BillingPage /> },
-          { path: "security", element: <SecurityPage /> },
-          { path: "danger", element: <DangerPage /> }
+          { path: "members", ...page(() => import("./pages/settings/Members.tsx"), (module) => module.MembersPage) },
+          { path: "keys", ...page(() => import("./pages/settings/Keys.tsx"), (module) => module.KeysPage) },
+          { path: "sending", ...page(() => import("./pages/settings/Sending.tsx"), (module) => module.SendingPage) },
+          { path: "billing", ...page(() => import("./pages/settings/Billing.tsx"), (module) => module.BillingPage) },
+          { path: "security", ...page(() => import("./pages/settings/Security.tsx"), (module) => module.SecurityPage) },
+          { path: "danger", ...page(() => import("./pages/settings/Danger.tsx"), (module) => module.DangerPage) }
         ]
       },
       { path: "*", element: <NotFoundPage /> }
