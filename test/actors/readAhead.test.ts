@@ -352,9 +352,10 @@ layer(Runtime, { timeout: 180_000, excludeTestServices: true })("read-ahead", (i
       const contacts = yield* createContacts(projectId, 1_000, outbox.lanes.count)
       const partition = 14
       const stream = streamFor(projectId, partition, contacts, 4, Date.now() - 70 * 60_000)
-      // The first owner stops (as a killed worker would: nothing after its last commit survives) once a few
-      // batches were read ahead; what it applied but did not ack comes again and is skipped.
-      const first = yield* runLane({ phases: [stream], partition, readAhead: true, slice: 10, stopAfterReadAheads: 3 })
+      // The first owner stops (as a killed worker would: nothing after its last commit survives) once a
+      // batch was read ahead (the first: on a loaded machine a third came too late, after the whole stream);
+      // what it applied but did not ack comes again and is skipped.
+      const first = yield* runLane({ phases: [stream], partition, readAhead: true, slice: 10, stopAfterReadAheads: 1 })
       expect(first.acked.length).toBeGreaterThan(0)
       expect(first.acked.length).toBeLessThan(stream.length)
       const second = yield* runLane({
