@@ -90,6 +90,9 @@ export class EventPublisher extends Context.Service<EventPublisher, {
         toError: (cause) => new StreamUnavailable({ cause }),
         maxBatch: 2000,
         concurrency: 4,
+        // One flush at a time while events trickle in (each flush is a write and a PubAck per envelope);
+        // a backlog of a tenth of a flush gets the other three.
+        busyFlushAt: 200,
         maxWait: {
           millis: Duration.toMillis(Duration.sum(PUBLISH_TIMEOUT, Duration.seconds(1))),
           onTimeout: () => new StreamUnavailable({ cause: "publish timed out" })

@@ -24,14 +24,24 @@ export const makeCallbackGroupCommit = <In, E>(options: {
   readonly toError: (reason: unknown) => E
   /** Items handed to one flush at most (a submission is never split: one larger than this goes alone). */
   readonly maxBatch: number
-  /** Flushes running at the same time. */
+  /** Flushes running at the same time at most. */
   readonly concurrency: number
+  /**
+   * Items that must be waiting before a flush starts beside one already running (default 1): below it,
+   * they wait for the running flush to end and go out together, so a steady stream of small submissions
+   * makes few big flushes rather than many small ones; above it, a backlog gets the other flushes.
+   */
+  readonly busyFlushAt?: number | undefined
   /** A submission waits this long at most (a quarter of a second more, at worst), then gets `onTimeout()`. */
   readonly maxWait?: { readonly millis: number; readonly onTimeout: () => E } | undefined
 }): CallbackGroupCommit<In, E> => {
   const queue: Array<Pending<In, E>> = []
+  let queuedItems = 0
   let running = 0
   let scheduled = false
+  const busyFlushAt = options.busyFlushAt ?? 1
+  /** Whether another flush may start now. */
+  const mayStart = () => running < options.concurrency && queuedItems > 0 && (running === 0 || queuedItems >= busyFlushAt)
 
   const settle = (pending: Pending<In, E>, error: E | undefined) => {
     const done = pending.done
@@ -44,7 +54,7 @@ export const makeCallbackGroupCommit = <In, E>(options: {
 
   const startFlushes = () => {
     scheduled = false
-    while (running < options.concurrency && queue.length > 0) {
+    while (mayStart()) {
       let count = 0
       let taken = 0
       while (taken < queue.length && (taken === 0 || count + queue[taken]!.items.length <= options.maxBatch)) {
@@ -52,12 +62,13 @@ export const makeCallbackGroupCommit = <In, E>(options: {
         taken++
       }
       const batch = queue.splice(0, taken)
+      queuedItems -= count
       const items = batch.length === 1 ? batch[0]!.items : batch.flatMap((pending) => pending.items)
       running++
       const finish = (error: E | undefined) => {
         running--
         for (const pending of batch) settle(pending, error)
-        if (queue.length > 0) startFlushes()
+        if (mayStart()) startFlushes()
       }
       options.flush(items).then(() => finish(undefined), (reason) => finish(options.toError(reason)))
     }
@@ -69,8 +80,9 @@ export const makeCallbackGroupCommit = <In, E>(options: {
       const pending: Pending<In, E> = { items, done }
       waiting.add(pending)
       queue.push(pending)
+      queuedItems += items.length
       // The rest of this turn's requests join it: the flush starts once the event loop has read them.
-      if (!scheduled && running < options.concurrency) {
+      if (!scheduled && mayStart()) {
         scheduled = true
         setImmediate(startFlushes)
       }

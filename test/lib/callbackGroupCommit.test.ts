@@ -75,6 +75,47 @@ describe("makeCallbackGroupCommit", () => {
     batcher.close()
   })
 
+  it("starts a flush beside a running one only once busyFlushAt items wait", async () => {
+    const flushes: Array<ReadonlyArray<number>> = []
+    const gates: Array<ReturnType<typeof gate>> = []
+    const batcher = makeCallbackGroupCommit<number, string>({
+      flush: (items) => {
+        flushes.push(items)
+        const each = gate()
+        gates.push(each)
+        return each.promise
+      },
+      toError: String,
+      maxBatch: 10,
+      concurrency: 3,
+      busyFlushAt: 3
+    })
+    const heard = outcome()
+    batcher.submit([1], heard.done)
+    await tick()
+    // One flush runs: two items wait for it...
+    batcher.submit([2], heard.done)
+    batcher.submit([3], heard.done)
+    await tick()
+    expect(flushes).toEqual([[1]])
+    // ...a third makes a backlog, which gets a second flush.
+    batcher.submit([4], heard.done)
+    await tick()
+    expect(flushes).toEqual([[1], [2, 3, 4]])
+    batcher.submit([5], heard.done)
+    gates[0]!.open()
+    await tick()
+    // The first flush ended, the second still runs: one item is no backlog, it waits for that one.
+    expect(flushes).toEqual([[1], [2, 3, 4]])
+    gates[1]!.open()
+    await tick()
+    expect(flushes).toEqual([[1], [2, 3, 4], [5]])
+    gates[2]!.open()
+    await tick()
+    expect(heard.heard).toEqual([undefined, undefined, undefined, undefined, undefined])
+    batcher.close()
+  })
+
   it("answers a submission that waited past maxWait, once, and leaves later ones alone", async () => {
     const stalled = gate()
     let flushes = 0
