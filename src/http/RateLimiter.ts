@@ -80,6 +80,11 @@ interface Lease {
 export class RateLimiter extends Context.Service<RateLimiter, {
   /** Counts `count` requests (default 1) against the key's window and says whether they fit. */
   readonly check: (key: string, count?: number) => Effect.Effect<RateDecision>
+  /**
+   * `check`'s decision when it needs no statement and no wait (leased permits at hand, a key known to
+   * be full, no limit), counted as `check` counts it; undefined when only `check` can decide.
+   */
+  readonly checkNow: (key: string, count?: number) => RateDecision | undefined
 }>()("app/http/RateLimiter") {
   static readonly layer = Layer.effect(
     RateLimiter,
@@ -90,6 +95,7 @@ export class RateLimiter extends Context.Service<RateLimiter, {
       const leasing = limit >= LEASED_FROM
       const windowMs = WINDOW_MS + (leasing ? LEASE_SECONDS * 1000 : 0)
       const queue = yield* Queue.unbounded<Pending>()
+      const runFork = Effect.runForkWith(yield* Effect.context<never>())
 
       const takeBatch = (batch: ReadonlyArray<Pending>) =>
         Effect.gen(function*() {
@@ -159,18 +165,23 @@ export class RateLimiter extends Context.Service<RateLimiter, {
        */
       const full = new Map<string, { readonly until: number; readonly resetAt: number }>()
 
+      /** A key known to be full: refused without a round trip. */
+      const knownFull = (key: string, now: number): RateDecision | undefined => {
+        const known = full.get(key)
+        if (known === undefined || now >= known.until) return undefined
+        return {
+          allowed: false, limit, remaining: 0,
+          resetSeconds: seconds(known.resetAt - now),
+          retryAfterSeconds: seconds(known.until - now)
+        }
+      }
+
       const exactly = (key: string, count: number): Effect.Effect<RateDecision> =>
         Effect.suspend(() => {
           const now = clock.currentTimeMillisUnsafe()
-          const known = full.get(key)
-          if (known && now < known.until) {
-            return Effect.succeed({
-              allowed: false, limit, remaining: 0,
-              resetSeconds: seconds(known.resetAt - now),
-              retryAfterSeconds: seconds(known.until - now)
-            })
-          }
-          if (known) full.delete(key)
+          const refused = knownFull(key, now)
+          if (refused) return Effect.succeed(refused)
+          full.delete(key)
           return Effect.map(take(key, count), (taken) => {
             const allowed = taken.granted === count
             if (!allowed && count === 1) {
@@ -257,22 +268,37 @@ export class RateLimiter extends Context.Service<RateLimiter, {
           }
           const now = clock.currentTimeMillisUnsafe()
           if (available(lease, now) < count) return decide(lease, false, now)
-          spend(lease, count)
-          // The next block is taken before this one runs out, so requests do not wait for it.
-          if (available(lease, now) < block / 2 && now >= lease.blockedUntil && !lease.taking) {
-            yield* Effect.forkDetach(takeBlock(key, lease, block, startTaking(lease)))
-          }
-          return decide(lease, true, now)
+          return spendFrom(key, lease, count, now)
         })
+
+      /** Spends `count` permits the lease holds (the caller made sure it does). */
+      const spendFrom = (key: string, lease: Lease, count: number, now: number) => {
+        spend(lease, count)
+        // The next block is taken before this one runs out, so requests do not wait for it.
+        if (available(lease, now) < block / 2 && now >= lease.blockedUntil && !lease.taking) {
+          runFork(takeBlock(key, lease, block, startTaking(lease)))
+        }
+        return decide(lease, true, now)
+      }
+
+      const unlimited: RateDecision = { allowed: true, limit: 0, remaining: 0, resetSeconds: 0, retryAfterSeconds: 0 }
 
       const check = (key: string, count = 1): Effect.Effect<RateDecision> =>
         limit <= 0
-          ? Effect.succeed({ allowed: true, limit: 0, remaining: 0, resetSeconds: 0, retryAfterSeconds: 0 })
+          ? Effect.succeed(unlimited)
           : leasing
           ? leased(key, count)
           : exactly(key, count)
 
-      return RateLimiter.of({ check })
+      const checkNow = (key: string, count = 1): RateDecision | undefined => {
+        if (limit <= 0) return unlimited
+        const now = clock.currentTimeMillisUnsafe()
+        if (!leasing) return knownFull(key, now)
+        const lease = leases.get(key)
+        return lease !== undefined && available(lease, now) >= count ? spendFrom(key, lease, count, now) : undefined
+      }
+
+      return RateLimiter.of({ check, checkNow })
     })
   )
 }

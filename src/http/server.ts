@@ -129,7 +129,7 @@ const answerNotServing = (response: ServerResponse) => {
 
 /** The fast path over the same service instances as the HttpApi handlers (layers are shared by reference). */
 const TrackFastPathLive = TrackFastPath.layer.pipe(
-  Layer.provide([RateLimiter.layer, Idempotency.layer, ContactDirectory.layer, EventPublisher.layer])
+  Layer.provide([RateLimiter.layer, ContactDirectory.layer, EventPublisher.layer])
 )
 
 /**

@@ -7,20 +7,25 @@
  * Only the HTTP framing lives here: the key check (auth.ts), the body's schema (api/track.ts) and the
  * tracking itself (handlers/track.ts) are the HttpApi endpoint's own, and the answers, headers,
  * error envelopes and metrics are the same byte for byte (test/http/trackFastPath.test.ts compares
- * both paths). Requests this path does not take (another method or path, a query string, a body that
+ * both paths). It runs as plain code, not as an Effect: the services' caches are read directly (a
+ * cached key, leased rate-limit permits, a cached contact) and the event joins the publisher's next
+ * envelope through a callback, so a request costs no fiber; a cache miss runs that service's Effect. Requests this path does not take (another method or path, a query string, a body that
  * is not declared JSON, no bearer key, an Idempotency-Key) go to the Effect app unchanged.
  */
 import { Cause, Context, Effect, Exit, Layer, Result } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { AppConfig } from "../config.ts"
 import { HttpMetrics } from "../observability/Metrics.ts"
-import { makeKeyCheck } from "./auth.ts"
+import { keyVerdict } from "./auth.ts"
 import { envelopeBody } from "./api/errors.ts"
 import { isUnreachable } from "../lib/isolation.ts"
-import { ApiError, databaseUnavailable, type EnvelopeFields, RequestState, type RequestStateShape, serviceUnavailable } from "./errors.ts"
+import { ApiError, databaseUnavailable, type EnvelopeFields, rendered, type RequestStateShape, serviceUnavailable } from "./errors.ts"
 import { bodyLimitFor, inputInvalid, invalidJson, newRequestId, payloadTooLarge, statusClassOf } from "./gateway.ts"
-import { makeTrack, type TrackPath } from "./handlers/track.ts"
-import { decodeTrackBody } from "./handlers/trackedEvent.ts"
+import { makeTrackNow, type RunForValue, type TrackPath } from "./handlers/track.ts"
+import { decodeTrackBody, type TrackPayload } from "./handlers/trackedEvent.ts"
+import { applyRateLimit } from "./rateLimited.ts"
+import { RateLimiter } from "./RateLimiter.ts"
+import { Projects } from "../store/Projects.ts"
 import { issueToFieldErrors } from "./api/fieldErrors.ts"
 
 const TRACK_PATHS: ReadonlySet<string> = new Set<TrackPath>(["/v1/track", "/events/track"])
@@ -63,22 +68,32 @@ const readBody = (request: IncomingMessage, limit: number, done: (body: Body) =>
   request.once("error", () => {})
 }
 
-/** The body as HttpApi decodes it: empty is `undefined`, then JSON, then the TrackBody schema. */
-const payloadOf = (body: Body, url: string) => {
-  if (body._tag === "TooLarge") return Effect.fail(new ApiError(payloadTooLarge(url)))
+/** The body as HttpApi decodes it: empty is `undefined`, then JSON, then the TrackBody schema; or the ApiError to answer. */
+const payloadOf = (body: Body, url: string): TrackPayload | ApiError => {
+  if (body._tag === "TooLarge") return new ApiError(payloadTooLarge(url))
   let json: unknown = undefined
   if (body.text !== "") {
     try {
       json = JSON.parse(body.text)
     } catch {
-      return Effect.fail(new ApiError(invalidJson))
+      return new ApiError(invalidJson)
     }
   }
   const decoded = decodeTrackBody(json)
-  return Result.isFailure(decoded)
-    ? Effect.fail(new ApiError(inputInvalid(issueToFieldErrors(decoded.failure.issue))))
-    : Effect.succeed(decoded.success)
+  return Result.isFailure(decoded) ? new ApiError(inputInvalid(issueToFieldErrors(decoded.failure.issue))) : decoded.success
 }
+
+/** An Effect run for the plain code failed: its cause, answered as the Effect app would. */
+class EffectFailed {
+  readonly cause: Cause.Cause<unknown>
+  constructor(cause: Cause.Cause<unknown>) {
+    this.cause = cause
+  }
+}
+
+/** What a rejection of the plain code is, as a Cause: an ApiError fails, an Effect's cause stays, anything else is a defect. */
+const causeOf = (error: unknown): Cause.Cause<unknown> =>
+  error instanceof EffectFailed ? error.cause : error instanceof ApiError ? Cause.fail(error) : Cause.die(error)
 
 const writeJson = (response: ServerResponse, status: number, body: unknown, headers: Record<string, string>) => {
   const json = JSON.stringify(body)
@@ -94,9 +109,32 @@ export class TrackFastPath extends Context.Service<TrackFastPath, {
     TrackFastPath,
     Effect.gen(function*() {
       const { trackMaxInFlight } = yield* AppConfig
-      const checkPublicKey = yield* makeKeyCheck("public")
-      const track = yield* makeTrack
+      const projects = yield* Projects
+      const rateLimiter = yield* RateLimiter
+      const trackNow = yield* makeTrackNow
       const run = Effect.runForkWith(yield* Effect.context<never>())
+
+      const runForValue: RunForValue = (effect) =>
+        new Promise((resolve, reject) =>
+          run(effect).addObserver((exit) => Exit.isSuccess(exit) ? resolve(exit.value) : reject(new EffectFailed(exit.cause))))
+
+      /**
+       * The HttpApi endpoint's steps in its order (auth.ts's key check and rate limit, then the body,
+       * then the tracking), each from a cache when it can be, else through its service's Effect.
+       */
+      const handle = async (body: Body, presentedKey: string, url: TrackPath, state: RequestStateShape) => {
+        const key = presentedKey.trim()
+        if (key === "") throw ApiError.invalidApiKey("Missing API key")
+        const cached = projects.authenticateCached(key)
+        const verdict = keyVerdict(cached ? cached.value : await runForValue(rendered(projects.authenticate(key))), "public")
+        if (verdict instanceof ApiError) throw verdict
+        const decision = rateLimiter.checkNow(verdict.id) ?? await runForValue(rateLimiter.check(verdict.id))
+        const refused = applyRateLimit(decision, state.headers)
+        if (refused) throw refused
+        const payload = payloadOf(body, url)
+        if (payload instanceof ApiError) throw payload
+        return trackNow(verdict, payload, runForValue)
+      }
 
       const answer = (
         request: IncomingMessage,
@@ -170,11 +208,7 @@ export class TrackFastPath extends Context.Service<TrackFastPath, {
         response.once("close", () => void inFlight--)
         readBody(request, bodyLimitFor(url), (body) => {
           const state: RequestStateShape = { requestId: newRequestId(), headers: {} }
-          const work = checkPublicKey(
-            Effect.flatMap(payloadOf(body, url), (payload) => track({ payload, headers: {} }, url as TrackPath)),
-            key
-          ).pipe(Effect.provideService(RequestState, state))
-          run(work).addObserver((exit) => {
+          const reply = (exit: Exit.Exit<unknown, unknown>) => {
             try {
               answer(request, response, state, exit, started, body._tag === "TooLarge")
             } catch (error) {
@@ -182,7 +216,11 @@ export class TrackFastPath extends Context.Service<TrackFastPath, {
               run(Effect.logError("could not answer", { requestId: state.requestId, url }, error))
               response.destroy()
             }
-          })
+          }
+          handle(body, key, url as TrackPath, state).then(
+            (value) => reply(Exit.succeed(value)),
+            (error) => reply(Exit.failCause(causeOf(error)))
+          )
         })
         return true
       }

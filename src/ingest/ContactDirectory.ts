@@ -39,6 +39,8 @@ export class ContactDirectory extends Context.Service<ContactDirectory, {
     projectId: string,
     lookups: ReadonlyArray<{ readonly email: string; readonly subscribedIfNew: boolean }>
   ) => Effect.Effect<ReadonlyArray<ResolvedContact>, SqlError.SqlError>
+  /** The contact `resolve` would answer from this process's cache (never a creation), without an Effect; undefined on a miss. */
+  readonly cached: (projectId: string, email: string) => ResolvedContact | undefined
   /**
    * Drop a cached id in every api process: call after committing a change that ends the email → id
    * mapping (the contact was deleted or its email changed).
@@ -114,14 +116,19 @@ export class ContactDirectory extends Context.Service<ContactDirectory, {
 
       const batcher = yield* makeGroupCommit({ flush: resolveBatch, maxBatch: 500, concurrency: 2 })
 
+      const cached = (projectId: string, email: string, now = Date.now()): ResolvedContact | undefined => {
+        const hit = cache.get(`${projectId}|${email}`)
+        return hit && hit.expires > now ? { id: hit.id, created: false } : undefined
+      }
+
       const resolveAll: ContactDirectory["Service"]["resolveAll"] = (projectId, lookups) =>
         Effect.suspend(() => {
           const now = Date.now()
           const results = new Array<ResolvedContact>(lookups.length)
           const misses: Array<number> = []
           lookups.forEach(({ email }, index) => {
-            const hit = cache.get(`${projectId}|${email}`)
-            if (hit && hit.expires > now) results[index] = { id: hit.id, created: false }
+            const hit = cached(projectId, email, now)
+            if (hit) results[index] = hit
             else misses.push(index)
           })
           if (misses.length === 0) return Effect.succeed(results)
@@ -138,6 +145,7 @@ export class ContactDirectory extends Context.Service<ContactDirectory, {
         resolve: (projectId, email, subscribedIfNew) =>
           Effect.map(resolveAll(projectId, [{ email, subscribedIfNew }]), (resolved) => resolved[0]!),
         resolveAll,
+        cached: (projectId, email) => cached(projectId, email),
         forget: (projectId, email) =>
           Effect.suspend(() => {
             generation++

@@ -7,7 +7,7 @@
  */
 import { Context, Data, Duration, Effect, Layer } from "effect"
 import { uuidv7 } from "../domain/ids.ts"
-import { makeGroupCommit } from "../lib/GroupCommit.ts"
+import { makeCallbackGroupCommit } from "../lib/CallbackGroupCommit.ts"
 import { INGEST_POSITIONS, type TrackedEvent } from "../stream/messages.ts"
 import { Nats } from "../stream/Nats.ts"
 
@@ -54,6 +54,8 @@ export class EventPublisher extends Context.Service<EventPublisher, {
   readonly publish: (projectId: string, event: TrackedEvent) => Effect.Effect<void, StreamUnavailable>
   /** Several events of one project (a batch request), stored on the stream in this order. */
   readonly publishAll: (projectId: string, events: ReadonlyArray<TrackedEvent>) => Effect.Effect<void, StreamUnavailable>
+  /** `publishAll` for plain code: `done` is called once, after the PubAck (undefined) or with the failure. */
+  readonly publishNow: (projectId: string, events: ReadonlyArray<TrackedEvent>, done: (error: StreamUnavailable | undefined) => void) => void
 }>()("app/ingest/EventPublisher") {
   static readonly layer = Layer.effect(
     EventPublisher,
@@ -61,46 +63,50 @@ export class EventPublisher extends Context.Service<EventPublisher, {
       const nats = yield* Nats
       // Well under the server's max payload (1 MiB by default), whatever it is configured to.
       const maxEnvelopeBytes = () => Math.min(ENVELOPE_BYTES, (nats.connection.info?.max_payload ?? 1024 * 1024) / 2)
+      const timeout = Duration.toMillis(PUBLISH_TIMEOUT)
 
-      const publishBatch = (items: ReadonlyArray<{ projectId: string; event: TrackedEvent }>) =>
-        Effect.gen(function*() {
-          // One envelope per project (per flush), its events in order.
-          const byProject = new Map<string, Array<TrackedEvent>>()
-          for (const { projectId, event } of items) {
-            const events = byProject.get(projectId)
-            if (events) events.push(event)
-            else byProject.set(projectId, [event])
-          }
-          // Projects concurrently; a project's envelopes (more than one past 256 KiB) one after the
-          // other, so the events of a batch request reach the stream in its order.
-          yield* Effect.forEach(byProject, ([projectId, events]) =>
-            Effect.forEach(envelopesOf(projectId, events, maxEnvelopeBytes()), (envelope) =>
-              Effect.tryPromise({
-                try: () =>
-                  nats.js.publish(nats.names.ingestSubject(envelope.projectId, nats.partitions), envelope.json, {
-                    msgID: uuidv7(),
-                    timeout: Duration.toMillis(PUBLISH_TIMEOUT)
-                  }),
-                catch: (cause) => new StreamUnavailable({ cause })
-              }), { discard: true }), { concurrency: "unbounded", discard: true })
-          return items.map(() => undefined)
-        })
+      /** A project's envelopes (more than one past 256 KiB) one after the other, so a batch request's events reach the stream in its order. */
+      const publishProject = async (projectId: string, events: ReadonlyArray<TrackedEvent>) => {
+        for (const envelope of envelopesOf(projectId, events, maxEnvelopeBytes())) {
+          await nats.js.publish(nats.names.ingestSubject(projectId, nats.partitions), envelope.json, { msgID: uuidv7(), timeout })
+        }
+      }
 
-      // The client never hangs on a stalled stream: bounded wait, then 503.
-      const batcher = yield* makeGroupCommit({
+      const publishBatch = (items: ReadonlyArray<{ readonly projectId: string; readonly event: TrackedEvent }>) => {
+        // One envelope per project (per flush), its events in order; projects concurrently.
+        const byProject = new Map<string, Array<TrackedEvent>>()
+        for (const { projectId, event } of items) {
+          const events = byProject.get(projectId)
+          if (events) events.push(event)
+          else byProject.set(projectId, [event])
+        }
+        return Promise.all(Array.from(byProject, ([projectId, events]) => publishProject(projectId, events)))
+      }
+
+      // The client never hangs on a stalled stream: bounded wait, then 503. A request's events are one
+      // submission, so they go to one flush together.
+      const batcher = makeCallbackGroupCommit({
         flush: publishBatch,
+        toError: (cause) => new StreamUnavailable({ cause }),
         maxBatch: 2000,
         concurrency: 4,
+        // One flush at a time while events trickle in (each flush is a write and a PubAck per envelope);
+        // a backlog of a tenth of a flush gets the other three.
+        busyFlushAt: 200,
         maxWait: {
-          duration: Duration.sum(PUBLISH_TIMEOUT, Duration.seconds(1)),
+          millis: Duration.toMillis(Duration.sum(PUBLISH_TIMEOUT, Duration.seconds(1))),
           onTimeout: () => new StreamUnavailable({ cause: "publish timed out" })
         }
       })
+      yield* Effect.addFinalizer(() => Effect.sync(batcher.close))
 
-      return EventPublisher.of({
-        publish: (projectId, event) => batcher.submit({ projectId, event }),
-        publishAll: (projectId, events) => Effect.asVoid(batcher.submitAll(events.map((event) => ({ projectId, event }))))
-      })
+      const publishNow: EventPublisher["Service"]["publishNow"] = (projectId, events, done) =>
+        batcher.submit(events.map((event) => ({ projectId, event })), done)
+      const publishAll = (projectId: string, events: ReadonlyArray<TrackedEvent>) =>
+        Effect.callback<void, StreamUnavailable>((resume) =>
+          publishNow(projectId, events, (error) => resume(error === undefined ? Effect.void : Effect.fail(error))))
+
+      return EventPublisher.of({ publish: (projectId, event) => publishAll(projectId, [event]), publishAll, publishNow })
     })
   )
 }

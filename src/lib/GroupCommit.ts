@@ -6,6 +6,7 @@
  * request carrying 500 events waits once, not 500 times.
  */
 import { Deferred, Duration, Effect, Exit, Queue, type Scope } from "effect"
+import { makeDeadlines } from "./deadlines.ts"
 
 export interface GroupCommit<In, Out, E> {
   readonly submit: (item: In) => Effect.Effect<Out, E>
@@ -35,8 +36,12 @@ export const makeGroupCommit = <In, Out, E>(options: {
   Effect.gen(function*() {
     const queue = yield* Queue.unbounded<Pending<In, Out, E>>()
     const maxBatch = options.maxBatch ?? 1000
-    const waiting = yield* makeDeadlines<Pending<In, Out, E>, E>(options.maxWait, (pending, error) =>
-      Deferred.doneUnsafe(pending.result, Exit.fail(error)))
+    const maxWait = options.maxWait
+    const waiting = makeDeadlines<Pending<In, Out, E>>(
+      maxWait && Duration.toMillis(Duration.fromInputUnsafe(maxWait.duration)),
+      (pending) => Deferred.doneUnsafe(pending.result, Exit.fail(maxWait!.onTimeout()))
+    )
+    yield* Effect.addFinalizer(() => Effect.sync(waiting.stop))
 
     const runFlush = (batch: ReadonlyArray<Pending<In, Out, E>>) =>
       options.flush(batch.length === 1 ? batch[0]!.items : batch.flatMap((pending) => pending.items)).pipe(
@@ -94,41 +99,5 @@ export const makeGroupCommit = <In, Out, E>(options: {
     return {
       submit: (item: In) => Effect.map(submitAll([item]), (results) => results[0]!),
       submitAll
-    }
-  })
-
-const SWEEP_EVERY_MS = 250
-
-/**
- * Submissions that wait under a deadline: while any does, a timer sweeps every SWEEP_EVERY_MS and
- * hands the overdue ones to `expire`. Without `maxWait` it tracks nothing.
- */
-const makeDeadlines = <P, E>(
-  maxWait: { readonly duration: Duration.Input; readonly onTimeout: () => E } | undefined,
-  expire: (pending: P, error: E) => void
-) =>
-  Effect.gen(function*() {
-    const waitMs = maxWait ? Duration.toMillis(Duration.fromInputUnsafe(maxWait.duration)) : 0
-    /** Each waiting submission with its deadline (epoch ms). */
-    const waiting = new Map<P, number>()
-    let timer: ReturnType<typeof setTimeout> | undefined
-    const sweep = () => {
-      timer = undefined
-      const now = Date.now()
-      for (const [pending, deadline] of waiting) {
-        if (deadline > now) continue
-        waiting.delete(pending)
-        expire(pending, maxWait!.onTimeout())
-      }
-      if (waiting.size > 0) timer = setTimeout(sweep, SWEEP_EVERY_MS)
-    }
-    yield* Effect.addFinalizer(() => Effect.sync(() => clearTimeout(timer)))
-    return {
-      add: (pending: P) => {
-        if (!maxWait) return
-        waiting.set(pending, Date.now() + waitMs)
-        if (timer === undefined) timer = setTimeout(sweep, SWEEP_EVERY_MS)
-      },
-      delete: (pending: P) => void waiting.delete(pending)
     }
   })

@@ -65,6 +65,11 @@ export class Projects extends Context.Service<Projects, {
   readonly forgetAll: Effect.Effect<void>
   /** The project and key kind for an API key, or undefined when no project has it. */
   readonly authenticate: (key: string) => Effect.Effect<AuthenticatedKey | undefined, PersistenceError>
+  /**
+   * What `authenticate` would answer from this process's cache, without running an Effect: `{ value }`
+   * on a hit (value undefined: no project has the key), undefined when only `authenticate` can tell.
+   */
+  readonly authenticateCached: (key: string) => { readonly value: AuthenticatedKey | undefined } | undefined
   /** The secret signing the project's links, and whether opens and clicks are tracked. */
   readonly mailSettings: (projectId: string) => Effect.Effect<MailSettings, PersistenceError>
   /** Changes the send rate (emails/s; null = the deployment default, 0 = unthrottled) or tracking. */
@@ -111,11 +116,16 @@ export class Projects extends Context.Service<Projects, {
       }, mapSqlError)
 
       // Keyed by the presented key itself, so a hit costs no hashing.
+      const authenticateCached = (key: string) => {
+        const hit = cache.get(key)
+        return hit && hit.expires > Date.now() ? hit : undefined
+      }
+
       const authenticate = (key: string) =>
         Effect.suspend(() => {
           const now = Date.now()
-          const hit = cache.get(key)
-          if (hit && hit.expires > now) return Effect.succeed(hit.value)
+          const hit = authenticateCached(key)
+          if (hit) return Effect.succeed(hit.value)
           return Effect.tap(lookup(hashKey(key)), (value) =>
             Effect.sync(() => {
               if (cache.size > 10_000) cache.clear()
@@ -234,7 +244,7 @@ export class Projects extends Context.Service<Projects, {
       }, mapSqlError)
 
       return Projects.of({
-        create, details, rename, remove, rotateKeys, rotateKey, publicKey, setDisabled, forget, forgetAll, authenticate, mailSettings, updateMailSettings
+        create, details, rename, remove, rotateKeys, rotateKey, publicKey, setDisabled, forget, forgetAll, authenticate, authenticateCached, mailSettings, updateMailSettings
       })
     })
   )

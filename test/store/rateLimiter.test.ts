@@ -4,7 +4,8 @@
  * them, the window never admits more than the limit, and it admits all but at most a block per process.
  * In either mode, with the service clock (a TestClock here) moved through several minutes at random,
  * no 60 s span ever admits more than the limit (a sliding window, not fixed minutes), and a refusal is
- * never more than a second's requests too early. Exact mode end to end: test/http/rateLimit.test.ts.
+ * never more than a second's requests too early, whether a process decides through `check` or, as the
+ * track fast path does, `checkNow` first. Exact mode end to end: test/http/rateLimit.test.ts.
  */
 import { describe, expect, layer } from "@effect/vitest"
 import { ConfigProvider, Effect, Layer } from "effect"
@@ -99,6 +100,16 @@ interface Decided {
   readonly allowed: boolean
 }
 
+/**
+ * Process 0 decides as /v1/track's fast path does (`checkNow`, then `check` when it cannot tell at
+ * once); the others through `check` alone: both ways count in one window.
+ */
+const decide = (limiter: RateLimiter["Service"], process: number, key: string, count: number) =>
+  Effect.suspend(() => {
+    const now = process === 0 ? limiter.checkNow(key, count) : undefined
+    return now ? Effect.succeed(now) : limiter.check(key, count)
+  })
+
 /** Runs a plan on three fresh limiters under a TestClock; every decision with its time. */
 const runPlan = (limit: number, plan: Plan) =>
   Effect.scoped(Effect.gen(function*() {
@@ -109,7 +120,7 @@ const runPlan = (limit: number, plan: Plan) =>
     for (const step of plan.steps) {
       now += step.afterMs
       yield* TestClock.setTime(now)
-      const decisions = yield* Effect.forEach(step.checks, ({ process, count }) => processes[process]!.check(key, count), { concurrency: "unbounded" })
+      const decisions = yield* Effect.forEach(step.checks, ({ process, count }) => decide(processes[process]!, process, key, count), { concurrency: "unbounded" })
       decisions.forEach((decision, index) => decided.push({ at: now, count: step.checks[index]!.count, allowed: decision.allowed }))
     }
     return decided
