@@ -10,6 +10,7 @@ import { AppConfig } from "../../config.ts"
 import { emptyPatch } from "../../domain/customData.ts"
 import { isUuid } from "../../domain/ids.ts"
 import { clickSignature, contactLinks, contactSignatureValid, openSignature, parseContactToken, verifySignature } from "../../mail/links.ts"
+import { DEFAULT_LOCALE, resolveLocale } from "../../mail/locales.ts"
 import { confirmSubscribePage, confirmUnsubscribePage, donePage, invalidLinkPage, managePage, nothingToUnsubscribePage } from "../../mail/pages.ts"
 import { Campaigns } from "../../store/Campaigns.ts"
 import { Contacts } from "../../store/Contacts.ts"
@@ -76,14 +77,20 @@ export const LinksHandlers = HttpApiBuilder.group(Api, "links", Effect.fnUntrace
     return contactSignatureValid(settings.linkSecret, parsed.contactId, parsed.signature)
   })
 
+  /** The language of a contact's pages: their `locale` (spec: soft-reserved custom data). */
+  const localeOf = (contact: { readonly data: Readonly<Record<string, unknown>> }) => resolveLocale(contact.data.locale)
+
+  /** A link naming no contact we can read names no language either: its page is in English. */
+  const invalidLink = () => html(invalidLinkPage(DEFAULT_LOCALE), 404)
+
   /** Nothing to unsubscribe is no error to the recipient: success for a deleted contact's valid link. */
   const unknownContact = (token: string) =>
-    Effect.map(signedForDeletedContact(token), (valid) => (valid ? html(nothingToUnsubscribePage()) : html(invalidLinkPage(), 404)))
+    Effect.map(signedForDeletedContact(token), (valid) => (valid ? html(nothingToUnsubscribePage(DEFAULT_LOCALE)) : invalidLink()))
 
   const setSubscribed = (token: string, subscribed: boolean, source?: string) =>
     rendered(Effect.gen(function*() {
       const found = yield* signedContact(token, source)
-      if (!found) return subscribed ? html(invalidLinkPage(), 404) : yield* unknownContact(token)
+      if (!found) return subscribed ? invalidLink() : yield* unknownContact(token)
       // Through the same path as PATCH /contacts: the change is pinned and contact.(un)subscribed emitted.
       // An unsubscribe from a campaign's mail counts for the campaign, in the same transaction (once).
       const updated = yield* sql.withTransaction(Effect.gen(function*() {
@@ -95,14 +102,14 @@ export const LinksHandlers = HttpApiBuilder.group(Api, "links", Effect.fnUntrace
       )
       yield* relay.wake
       const contact = updated && "email" in updated ? updated : found.contact
-      return html(donePage(contact.email, subscribed, found.links))
+      return html(donePage(localeOf(contact), contact.email, subscribed, found.links))
     }))
 
   const showPage = (
     token: string,
     source: string | undefined,
     render: (found: NonNullable<Effect.Success<ReturnType<typeof signedContact>>>) => string,
-    missing: (token: string) => Effect.Effect<HttpServerResponse.HttpServerResponse, PersistenceError> = () => Effect.succeed(html(invalidLinkPage(), 404))
+    missing: (token: string) => Effect.Effect<HttpServerResponse.HttpServerResponse, PersistenceError> = () => Effect.succeed(invalidLink())
   ) =>
     rendered(Effect.flatMap(signedContact(token, source), (found) => (found ? Effect.succeed(html(render(found))) : missing(token))))
 
@@ -120,17 +127,17 @@ export const LinksHandlers = HttpApiBuilder.group(Api, "links", Effect.fnUntrace
       rendered(Effect.gen(function*() {
         const target = query.u ?? ""
         const email = yield* signedEmail(params.emailId, params.signature, (secret) => clickSignature(secret, params.emailId, target))
-        if (!email || !/^https?:\/\//i.test(target)) return html(invalidLinkPage(), 404)
+        if (!email || !/^https?:\/\//i.test(target)) return invalidLink()
         yield* emails.engage(email, "click", { link: target })
         yield* relay.wake
         return HttpServerResponse.redirect(target, { status: 302, headers: { "cache-control": "no-store" } })
       })))
     .handle("unsubscribePage", ({ params, query }) =>
-      showPage(params.token, query.e, (found) => confirmUnsubscribePage(found.contact.email, found.links), unknownContact))
+      showPage(params.token, query.e, (found) => confirmUnsubscribePage(localeOf(found.contact), found.contact.email, found.links), unknownContact))
     .handle("unsubscribe", ({ params, query }) => setSubscribed(params.token, false, query.e))
     .handle("subscribePage", ({ params }) =>
-      showPage(params.token, undefined, (found) => confirmSubscribePage(found.contact.email, found.links)))
+      showPage(params.token, undefined, (found) => confirmSubscribePage(localeOf(found.contact), found.contact.email, found.links)))
     .handle("subscribe", ({ params }) => setSubscribed(params.token, true))
     .handle("manage", ({ params, query }) =>
-      showPage(params.token, query.e, (found) => managePage(found.contact.email, found.contact.subscribed, found.links)))
+      showPage(params.token, query.e, (found) => managePage(localeOf(found.contact), found.contact.email, found.contact.subscribed, found.links)))
 }))
