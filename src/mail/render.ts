@@ -15,6 +15,7 @@
  * HTML bodies escape every output; subjects are plain text.
  */
 import { Context, type Emitter, Liquid, type Template, toPromise, toValue } from "liquidjs"
+import { DEFAULT_LOCALE } from "./locales.ts"
 
 /**
  * What this wrapper throws: the template does not parse, or failed while rendering (a filter, the time
@@ -273,8 +274,8 @@ export const templateSyntaxProblem = (source: string, kind: "html" | "text"): st
 
 /**
  * The variables a template sees: the contact's data and this send's values at the top level (the
- * send's win), the same under `data`, plus `email`, `id` (also as `plunk_email`, `plunk_id`) and the
- * contact's links.
+ * send's win), the same under `data`, plus `email`, `id` (also as `plunk_email`, `plunk_id`), the
+ * contact's links and `locale`.
  */
 export const templateVariables = (input: {
   readonly contact: { readonly id: string; readonly email: string; readonly data: Readonly<Record<string, unknown>> }
@@ -283,8 +284,11 @@ export const templateVariables = (input: {
   readonly extra?: Readonly<Record<string, unknown>> | undefined
 }): Record<string, unknown> => {
   const data = { ...input.contact.data, ...input.sendData }
+  const locale = data.locale
   return {
     ...data,
+    // The contact's locale as given (`de-AT` stays `de-AT`), or, without one, the language their pages speak.
+    locale: locale === undefined || locale === null || locale === "" ? DEFAULT_LOCALE : locale,
     data,
     ...input.extra,
     contact: { id: input.contact.id, email: input.contact.email, data: input.contact.data },

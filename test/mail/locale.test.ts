@@ -127,3 +127,19 @@ describe("subscription pages follow the contact's locale", () => {
     }
   })
 })
+
+describe("{{ locale }} in templates", () => {
+  it("is the contact's locale as given through /v1/send, English without one", async () => {
+    expect(await mailedContact("maria@example.es", "es-MX")).toMatchObject({ printed: "es-MX", subject: "Locale es-MX" })
+    expect(await mailedContact("bob@example.org")).toMatchObject({ printed: "en", subject: "Locale en" })
+  })
+
+  it("renders in the template preview, for a contact of the project and for the sample contact", async () => {
+    const created = await secret("POST", "/contacts", { email: "joao@example.pt", data: { locale: "pt-PT" } })
+    const forContact = await secret("POST", "/templates/preview", { subject: "{{ locale }}", body: "<p>{{ locale }}</p>", contactId: created.json.id })
+    expect(forContact.status, forContact.text).toBe(200)
+    expect(forContact.json).toMatchObject({ subject: "pt-PT", html: "<p>pt-PT</p>" })
+    const sample = await secret("POST", "/templates/preview", { subject: "{{ locale }}", body: "<p>{{ locale }}</p>" })
+    expect(sample.json).toMatchObject({ subject: "en", html: "<p>en</p>" })
+  })
+})

@@ -36,6 +36,14 @@ describe("rendering", () => {
       .toBe("first|SHOUT|it's|a ?? b")
   })
 
+  it("reads the contact's locale as given, this send's first, and English without one", async () => {
+    expect(await text("{{ locale }}")).toBe("en")
+    const links = { unsubscribeUrl: "https://u", subscribeUrl: "https://s", manageUrl: "https://m" }
+    const contact = { id: "c2", email: "eva@example.at", data: { locale: "de-AT" } }
+    expect(await renderer.render("{{ locale }} {{ data.locale }}", "text", templateVariables({ contact, links }))).toBe("de-AT de-AT")
+    expect(await renderer.render("{{ locale }}", "text", templateVariables({ contact, links, sendData: { locale: "fr" } }))).toBe("fr")
+  })
+
   it("names the reference's plunk_id and plunk_email, and the line of a syntax error", async () => {
     expect(await text("{{ plunk_id }} {{ plunk_email }}")).toBe("c1 ann@example.org")
     expect(() => renderer.compile("<p>ok</p>\n\n{% if x %}open", "html")).toThrow(/not closed \(line 3\)/)
