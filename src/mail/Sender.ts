@@ -89,7 +89,9 @@ export const composeMessage = (row: Pick<EmailRow, "from_name" | "from_email" | 
       filename: attachment.filename,
       content: attachment.content,
       encoding: "base64",
-      ...(attachment.contentType ? { contentType: attachment.contentType } : {})
+      ...(attachment.contentType ? { contentType: attachment.contentType } : {}),
+      // With a cid nodemailer puts the part in multipart/related beside the HTML, under that Content-ID.
+      ...(attachment.contentId ? { cid: attachment.contentId, contentDisposition: attachment.disposition ?? "inline" } : {})
     })),
     ...(key === undefined ? {} : {
       dkim: {

@@ -32,6 +32,9 @@ export interface EmailListQuery {
 export interface AttachmentSummary {
   readonly filename: string
   readonly contentType: string | null
+  /** Set for a part the body shows through `cid:` (src/http/handlers/sendAttachments.ts). */
+  readonly contentId: string | null
+  readonly disposition: "attachment" | "inline"
   /** Its content's length as stored (base64). */
   readonly storedBytes: number
   /** Its size decoded. */
@@ -107,6 +110,8 @@ export class EmailHistory extends Context.Service<EmailHistory, {
           SELECT ${sql.literal(summaryColumns("e"))},
                  CASE WHEN octet_length(e.html) <= ${maxHtmlBytes} THEN e.html END AS html, e.headers, e.content_expired_at,
                  COALESCE((SELECT jsonb_agg(jsonb_build_object('filename', a.value->>'filename', 'contentType', a.value->>'contentType',
+                                                               'contentId', a.value->>'contentId',
+                                                               'disposition', COALESCE(a.value->>'disposition', 'attachment'),
                                                                'storedBytes', octet_length(a.value->>'content'),
                                                                'size', octet_length(a.value->>'content') * 3 / 4
                                                                  - (octet_length(a.value->>'content') - octet_length(rtrim(a.value->>'content', '=')))) ORDER BY a.n)

@@ -23,6 +23,10 @@ export interface Attachment {
   /** Base64. */
   readonly content: string
   readonly contentType?: string | undefined
+  /** The part's Content-ID (without angle brackets): the body shows it through `cid:<contentId>`. */
+  readonly contentId?: string | undefined
+  /** Set with a contentId: `inline` parts are shown in the body, sent beside the HTML in multipart/related. */
+  readonly disposition?: "attachment" | "inline" | undefined
 }
 
 export interface NewEmail {

@@ -103,11 +103,11 @@ beforeAll(async () => {
 describe("contacts in the dashboard", () => {
   it("imports a CSV: previews the mapping, follows the job to 100 %, then lists the rows it could not import", async () => {
     const csv = [
-      "Email Address;plan;seats;vip;joined;notes",
-      "ada@import.test;pro;3;true;2026-01-15;call her",
-      "not-an-email;free;1;false;;",
-      "bob@import.test;free;;false;2026-02-01;",
-      "cy@import.test;team;12;yes;;x"
+      "Email Address;First Name;plan;seats;vip;joined;notes",
+      "ada@import.test;Ada;pro;3;true;2026-01-15;call her",
+      "not-an-email;;free;1;false;;",
+      "bob@import.test;;free;;false;2026-02-01;",
+      "cy@import.test;Cy;team;12;yes;;x"
     ].join("\r\n")
     const page = await env.page()
     await page.goto(projectPath("/contacts"))
@@ -120,6 +120,8 @@ describe("contacts in the dashboard", () => {
     await mapping.waitFor()
     expect(await page.getByTestId("role-Email Address").innerText()).toBe("email")
     expect(await page.getByTestId("role-seats").innerText()).toBe("field seats")
+    // The spec's rule for a two-word title: the key it becomes, lower case with a space.
+    expect(await page.getByTestId("role-First Name").innerText()).toBe("field first name")
     expect(await mapping.locator("tr", { hasText: "seats" }).innerText()).toMatch(/3 \(number\)/)
     // Map "vip" to another field name and leave "notes" out.
     await page.getByLabel("Import vip as").selectOption("key")
@@ -141,9 +143,9 @@ describe("contacts in the dashboard", () => {
     await screenshot(page, "import-done-1280")
 
     const ada = await contactByEmail("ada@import.test")
-    expect((await getContact(ada!.id)).data).toEqual({ plan: "pro", seats: 3, isVip: true, joined: "2026-01-15" })
+    expect((await getContact(ada!.id)).data).toEqual({ "first name": "Ada", plan: "pro", seats: 3, isVip: true, joined: "2026-01-15" })
     const cy = await contactByEmail("cy@import.test")
-    expect((await getContact(cy!.id)).data).toEqual({ plan: "team", seats: 12, isVip: "yes" })
+    expect((await getContact(cy!.id)).data).toEqual({ "first name": "Cy", plan: "team", seats: 12, isVip: "yes" })
 
     // A reload keeps following the same job (its id is in the URL).
     await page.reload()

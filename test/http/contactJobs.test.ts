@@ -89,6 +89,20 @@ describe("POST /contacts/import: dialects", () => {
     expect((await contact("tab@example.com")).data).toEqual({ city: "Oslo; NO" })
   })
 
+  it("names each column's key by the spec's rule: a two-word title is a lower-case key with a space", async () => {
+    // Custom fields, rule 6: `First Name` is the key `first name`, read as {{first name}} or data["first name"].
+    const job = await importFile("Email,First Name,Last Name,\"\"\"Exact Case\"\"\"\nrule6@example.com,Ada,Lovelace,kept\n")
+    expect(job).toMatchObject({ status: "COMPLETED", progress: { created: 1 }, errors: [] })
+    const imported = await contact("rule6@example.com")
+    expect(imported.data).toEqual({ "first name": "Ada", "last name": "Lovelace", "Exact Case": "kept" })
+    const fields = (await secret("GET", "/contacts/fields")).json.fields.map((field: { field: string }) => field.field)
+    expect(fields).toEqual(expect.arrayContaining(["data.first name", "data.last name"]))
+    expect(fields).not.toContain("data.First Name")
+    // A mapping names its key exactly.
+    await importFile("email,First Name\nrule6b@example.com,Bo\n", { mapping: JSON.stringify({ "First Name": "firstName" }) })
+    expect((await contact("rule6b@example.com")).data).toEqual({ firstName: "Bo" })
+  })
+
   it("applies the mapping and the form's default subscription", async () => {
     const file = "E-Mail-Adresse,Tarif,Intern\nmapped@example.com,gold,secret\n"
     const job = await importFile(file, { mapping: JSON.stringify({ "E-Mail-Adresse": "email", Tarif: "tier", Intern: "ignore" }), subscribed: "false" })

@@ -2,7 +2,7 @@ import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { columnName, escapeFormula, unescapeFormula } from "../../src/domain/imports/cells.ts"
 import { cellValue, detectDelimiter, subscriptionValue, valueCell } from "../../src/imports/csv.ts"
-import { dataColumnHeader, planColumns, readRow } from "../../src/domain/imports/plan.ts"
+import { dataColumnHeader, headerDataKey, planColumns, readRow } from "../../src/domain/imports/plan.ts"
 
 describe("CSV cells", () => {
   it("detects the delimiter from the header, outside quotes", () => {
@@ -32,13 +32,30 @@ describe("CSV cells", () => {
   it("plans columns: email aliases, mapping, reserved keys, refusals", () => {
     const planned = planColumns(["Email Address", "id", "Plan", "createdAt", "Junk"], ",", { Junk: "ignore" }, null)
     if ("message" in planned) throw new Error(planned.message)
-    expect(planned.plan).toMatchObject({ email: 0, subscribed: null, data: [[2, "Plan"]] })
+    expect(planned.plan).toMatchObject({ email: 0, subscribed: null, data: [[2, "plan"]] })
     expect(planned.reserved).toEqual(["id"])
     expect(readRow(planned.plan, [" Ada@Example.COM ", "x", "pro", "2024-01-01T00:00:00Z", "j"]))
-      .toEqual({ _tag: "row", email: "ada@example.com", subscribed: null, set: { Plan: "pro" } })
+      .toEqual({ _tag: "row", email: "ada@example.com", subscribed: null, set: { plan: "pro" } })
     expect(planColumns(["name"], ",", {}, null)).toEqual({ message: expect.stringContaining("no email column") })
     expect(planColumns(["email", "a", "b"], ",", { a: "x", b: "x" }, null)).toEqual({ message: expect.stringContaining("\"x\"") })
     expect(planColumns(["email"], ",", { nope: "x" }, null)).toEqual({ message: expect.stringContaining("nope") })
+  })
+
+  it("names a plain header's key in lower case, its words one space apart (spec: custom fields, rule 6)", () => {
+    const planned = planColumns(["email", "First Name", " Last \t  Name ", "\"Company Name\"", "Tier", "ID", "unsubscribeUrl"], ",", { Tier: "Tier" }, null)
+    if ("message" in planned) throw new Error(planned.message)
+    // A JSON string literal header and a mapped key are taken exactly; `ID` is the reserved key `id`.
+    expect(planned.plan.data).toEqual([[1, "first name"], [2, "last name"], [3, "Company Name"], [4, "Tier"]])
+    expect(planned.reserved).toEqual(["ID", "unsubscribeUrl"])
+    expect(readRow(planned.plan, ["ada@example.com", "Ada", "Lovelace", "Analytical", "gold", "7", "x"]))
+      .toMatchObject({ set: { "first name": "Ada", "last name": "Lovelace", "Company Name": "Analytical", Tier: "gold" } })
+    expect(headerDataKey("First Name")).toBe("first name")
+    // Two headers naming one key are refused, as two columns of one name are.
+    expect(planColumns(["email", "First Name", "first name"], ",", {}, null)).toEqual({ message: expect.stringContaining("\"first name\"") })
+    // An export names a key a plain header would lower-case by a literal, so it reads back as that key.
+    expect(dataColumnHeader("first name")).toBe("first name")
+    expect(dataColumnHeader("First Name")).toBe("\"First Name\"")
+    expect(dataColumnHeader("a  b")).toBe("\"a  b\"")
   })
 
   it("escapes formulas so that every text reads back as itself, apostrophes in front included", () => {

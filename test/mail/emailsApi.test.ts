@@ -188,7 +188,7 @@ describe("GET /emails/:id and /emails/:id/raw", () => {
     const detail = await secret("GET", `/emails/${row!.id}`)
     expect(detail.status, detail.text.slice(0, 300)).toBe(200)
     expect(detail.json).toMatchObject({ html: null, previewHtml: null, text: null, status: "FAILED" })
-    expect(detail.json.attachments).toEqual([{ filename: "big.bin", contentType: null, size: 17 * 1024 * 1024 * 3 / 4 }])
+    expect(detail.json.attachments).toEqual([{ filename: "big.bin", contentType: null, contentId: null, disposition: "attachment", size: 17 * 1024 * 1024 * 3 / 4 }])
     const raw = await secret("GET", `/emails/${row!.id}/raw`)
     expect(raw.status).toBe(404)
     expect(raw.json.error.message).toContain("size caps")
@@ -202,7 +202,7 @@ describe("GET /emails/:id and /emails/:id/raw", () => {
     const id = sent.json.data.emails[0].email
     await emailStatus({ api, project }, id, "SENT")
     const detail = (await secret("GET", `/emails/${id}`)).json
-    expect(detail.attachments).toEqual([{ filename: "report.txt", contentType: "text/plain", size: 10 }])
+    expect(detail.attachments).toEqual([{ filename: "report.txt", contentType: "text/plain", contentId: null, disposition: "attachment", size: 10 }])
     expect(detail.headers.find((line: { name: string }) => line.name === "Content-Type").value).toMatch(/^multipart\/mixed/)
     const raw = await secret("GET", `/emails/${id}/raw`)
     expect(raw.text).toContain("filename=report.txt")

@@ -75,6 +75,23 @@ describe("POST /v1/send: bad input", () => {
     expect(many.json.error.message).toMatch(/fewer recipients/)
   })
 
+  it("checks inline attachments: a sane content id, unique, and one for every inline part (422)", async () => {
+    const png = { filename: "logo.png", content: Buffer.from("png").toString("base64"), contentType: "image/png" }
+    const to = "a@example.org"
+    await expectValidation({ ...base, to, attachments: [{ ...png, disposition: "inline" }] }, "attachments[0].contentId", "required")
+    await expectValidation({ ...base, to, attachments: [{ ...png, contentId: "logo\r\nBcc: x@evil.test" }] }, "attachments[0].contentId", "invalid_string")
+    await expectValidation({ ...base, to, attachments: [{ ...png, contentId: "my logo" }] }, "attachments[0].contentId", "invalid_string")
+    await expectValidation({ ...base, to, attachments: [{ ...png, contentId: "" }] }, "attachments[0].contentId", "invalid_string")
+    await expectValidation({ ...base, to, attachments: [{ ...png, contentId: "x".repeat(201) }] }, "attachments[0].contentId", "invalid_string")
+    await expectValidation(
+      { ...base, to, attachments: [{ ...png, contentId: "logo" }, { ...png, filename: "b.png", contentId: "<logo>" }] },
+      "attachments[1].contentId",
+      "duplicate"
+    )
+    await expectValidation({ ...base, to, attachments: [{ ...png, contentId: "logo", disposition: "sideways" }] }, "attachments[0].disposition")
+    expect(mailsTo(to)).toHaveLength(0)
+  })
+
   it("answers 403 (code INTERNAL_SERVER_ERROR, naming the domain) for an unverified sender domain", async () => {
     const res = await send({ ...base, from: "me@unverified.test", to: "a@example.org" })
     expect(res.status).toBe(403)
@@ -170,6 +187,46 @@ describe("POST /v1/send: recipients and contacts", () => {
       return found
     })
     expect(mail!.parsed.attachments.map((a) => [a.filename, a.content.toString()])).toEqual([["note.txt", "hello file"]])
+  })
+
+  it("sends inline attachments in multipart/related under their Content-ID, so the body's cid: reference works", async () => {
+    const logo = Buffer.from("\x89PNG\r\n\x1a\n not really a png")
+    const res = await send({
+      ...base,
+      to: "inline@example.org",
+      body: "<p>Hello</p><img src=\"cid:logo.png@acme\" alt=\"Acme\">",
+      attachments: [
+        { filename: "logo.png", content: logo.toString("base64"), contentType: "image/png", contentId: "logo.png@acme", disposition: "inline" },
+        { filename: "terms.txt", content: Buffer.from("the terms").toString("base64"), contentType: "text/plain" }
+      ]
+    })
+    expect(res.status, JSON.stringify(res.json)).toBe(200)
+    const [mail] = await eventually(async () => {
+      const found = mailsTo("inline@example.org")
+      expect(found).toHaveLength(1)
+      return found
+    })
+    const { raw, parsed } = mail!
+    // mixed(related(alternative(text, html), logo), terms): the logo beside the HTML, the terms an ordinary attachment.
+    expect(raw).toMatch(/^Content-Type: multipart\/mixed/im)
+    expect(raw).toMatch(/^Content-Type: multipart\/related; type="text\/html"/im)
+    const logoHead = raw.slice(raw.search(/^Content-Type: image\/png/im)).split(/\r?\n\r?\n/)[0]
+    expect(logoHead).toMatch(/^Content-Id: <logo\.png@acme>\r?$/im)
+    expect(logoHead).toMatch(/^Content-Disposition: inline/im)
+    const [inline, attached] = parsed.attachments
+    expect(inline).toMatchObject({ filename: "logo.png", contentId: "<logo.png@acme>", cid: "logo.png@acme", contentDisposition: "inline", related: true })
+    expect(inline!.content.equals(logo)).toBe(true)
+    expect(attached).toMatchObject({ filename: "terms.txt", contentDisposition: "attachment" })
+    expect(attached!.related).toBeFalsy()
+    // The HTML as sent references the part; a mail reader (mailparser here) resolves the reference to it.
+    expect(raw).toContain("cid:logo.png@acme")
+    expect(parsed.html).toContain(`<img src="data:image/png;base64,${logo.toString("base64")}" alt="Acme">`)
+    // The email's record names the inline part.
+    const detail = await secret("GET", `/emails/${res.json.data.emails[0].email}`)
+    expect(detail.json.attachments).toEqual([
+      { filename: "logo.png", contentType: "image/png", contentId: "logo.png@acme", disposition: "inline", size: logo.length },
+      { filename: "terms.txt", contentType: "text/plain", contentId: null, disposition: "attachment", size: 9 }
+    ])
   })
 
   it("fails fast on hostile templates: no file includes, no runaway loops", async () => {

@@ -57,18 +57,30 @@ const isStandardHeader = (name: string) => {
 }
 
 /**
+ * The data key a plain header names (the spec's custom fields, rule 6): lower-case, its words one space
+ * apart, so the two-word title `First Name` is the key `first name` (`{{first name}}` in a template). A
+ * header written as a JSON string literal, or a key given in the mapping, is taken exactly as written.
+ */
+export const headerDataKey = (name: string): string => name.trim().toLowerCase().replace(/\s+/g, " ")
+
+/**
  * The header cell an export writes for a data key, so that `planColumns` reads it back as that key: the
- * key itself where it reads so, otherwise as a JSON string literal (a key named like a standard column,
- * `subscribed` or `Email`, with spaces around it, or itself quoted); formula-escaped either way.
+ * key itself where it reads so, otherwise as a JSON string literal (a key with capitals or runs of spaces,
+ * which a plain header would lower-case, one named like a standard column, `subscribed` or `Email`, with
+ * spaces around it, or itself quoted); formula-escaped either way.
  */
 export const dataColumnHeader = (key: string): string => {
   const read = columnName(key)
-  return escapeFormula(!read.literal && read.name === key && !isStandardHeader(key) ? key : JSON.stringify(key))
+  return escapeFormula(!read.literal && headerDataKey(read.name) === key && !isStandardHeader(key) ? key : JSON.stringify(key))
 }
+
+/** A column's data key: as written when named exactly (mapped, or a JSON literal), else by the header rule. */
+const dataKey = (target: string, exact: boolean) => (exact ? target : headerDataKey(target))
 
 /**
  * The plan for a header row: `mapping` (column → key or `ignore`, columns named as `columnName` reads
- * them) overrides what a column's name implies; a column named by a JSON string literal is a data key.
+ * them) overrides what a column's name implies; a column named by a JSON string literal is a data key
+ * named exactly so; any other column's key is `headerDataKey` of its name.
  * Columns naming a reserved key are dropped, as `POST /contacts` drops such keys, and listed.
  */
 export const planColumns = (
@@ -100,15 +112,18 @@ export const planColumns = (
     } else if (standard && lower === "subscribed") {
       if (subscribed !== null) return { message: `more than one column is subscribed ("${names[subscribed]}" and "${name}")` }
       subscribed = index
-    } else if (RESERVED_DATA_KEYS.has(target)) {
-      reserved.push(target)
     } else {
-      if (target.length === 0 || target.length > DATA_LIMITS.maxKeyLength) {
+      const key = dataKey(target, mapped !== undefined || literal)
+      if (RESERVED_DATA_KEYS.has(target) || RESERVED_DATA_KEYS.has(key)) {
+        reserved.push(target)
+        continue
+      }
+      if (key.length === 0 || key.length > DATA_LIMITS.maxKeyLength) {
         return { message: `column "${name}": data keys must be 1 to ${DATA_LIMITS.maxKeyLength} characters` }
       }
-      if (keys.has(target)) return { message: `more than one column is the data key "${target}"` }
-      keys.add(target)
-      data.push([index, target])
+      if (keys.has(key)) return { message: `more than one column is the data key "${key}"` }
+      keys.add(key)
+      data.push([index, key])
     }
   }
   if (email === null) return { message: "the header has no email column (`email` or `Email Address`, or map one with `mapping`)" }

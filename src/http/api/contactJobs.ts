@@ -72,8 +72,10 @@ export class ContactJobsApi extends HttpApiGroup.make("contactJobs", { topLevel:
       "Multipart upload of one CSV file (field `file`, at most 5 MB: 413 over it; 422 with the reason for a file that is " +
         "not CSV text or has no email column). Delimiter `,` `;` or tab (detected), UTF-8 with or without BOM, quoted fields, " +
         "CRLF. The header names the columns: `email` (or `Email Address`), `subscribed` (true/false, yes/no, 1/0), every " +
-        "other column a custom data key (types inferred; empty cells leave a field unchanged; `createdAt`/`updatedAt` are " +
-        "ignored). Answers 202 `{ jobId }` at once; poll GET /contacts/import/:jobId."
+        "other column a custom data key named by its header in lower case, words one space apart (`First Name` is the key " +
+        "`first name`; a header written as a JSON string literal, `\"First Name\"`, or a key given in `mapping` is taken " +
+        "exactly). Types are inferred; empty cells leave a field unchanged; `createdAt`/`updatedAt` are ignored. " +
+        "Answers 202 `{ jobId }` at once; poll GET /contacts/import/:jobId."
     ),
     HttpApiEndpoint.get("importStatus", "/contacts/import/:jobId", {
       params: JobParam,

@@ -58,7 +58,13 @@ export const EmailDetail = Schema.Struct({
   headers: Schema.Array(Schema.Struct({ name: Schema.String, value: Schema.String })).annotate({
     description: "The message's header lines in order, as the raw message (GET /emails/:id/raw) carries them"
   }),
-  attachments: Schema.Array(Schema.Struct({ filename: Schema.String, contentType: Schema.NullOr(Schema.String), size: Count })),
+  attachments: Schema.Array(Schema.Struct({
+    filename: Schema.String,
+    contentType: Schema.NullOr(Schema.String),
+    contentId: Schema.NullOr(Schema.String).annotate({ description: "The part's Content-ID, for a part the HTML shows as cid:<contentId>" }),
+    disposition: Schema.Literals(["attachment", "inline"]),
+    size: Count
+  })),
   timeline: Schema.Array(Schema.Struct({
     step: Schema.Literals(TIMELINE_STEPS),
     at: Schema.NullOr(Timestamp).annotate({ description: "When (the first time, for opens and clicks); null for FAILED and SUPPRESSED" }),

@@ -87,7 +87,12 @@ export const EmailsHandlers = HttpApiBuilder.group(Api, "emails", Effect.fnUntra
           subject: email.subject,
           html: html ?? "",
           headers: found.headers,
-          attachments: found.attachments.map((attachment) => ({ filename: attachment.filename, content: "", contentType: attachment.contentType ?? undefined }))
+          attachments: found.attachments.map((attachment) => ({
+            filename: attachment.filename,
+            content: "",
+            contentType: attachment.contentType ?? undefined,
+            ...(attachment.contentId === null ? {} : { contentId: attachment.contentId, disposition: attachment.disposition })
+          }))
         })
         const text = html === null ? "" : htmlToPlainText(html)
         return {
@@ -103,6 +108,8 @@ export const EmailsHandlers = HttpApiBuilder.group(Api, "emails", Effect.fnUntra
           attachments: found.attachments.map((attachment) => ({
             filename: attachment.filename,
             contentType: attachment.contentType,
+            contentId: attachment.contentId,
+            disposition: attachment.disposition,
             size: attachment.size
           })),
           timeline: timelineOf(email)

@@ -13,7 +13,6 @@ import { MAX_MESSAGE_BYTES } from "../../mail/prepare.ts"
 import { MAX_BYTES_PER_REQUEST, SendMail } from "../../mail/SendMail.ts"
 import { makeRenderer } from "../../mail/render.ts"
 import type { BillingLimitExceeded } from "../../store/Billing.ts"
-import type { Attachment } from "../../store/Emails.ts"
 import { Templates } from "../../store/Templates.ts"
 import { OutboxRelay } from "../../stream/OutboxRelay.ts"
 import { Api } from "../api/Api.ts"
@@ -23,10 +22,9 @@ import { ApiError, type FieldError, rendered } from "../errors.ts"
 import { Idempotency } from "../Idempotency.ts"
 import { refuseOversizedData, validateData } from "./contactData.ts"
 import { subjectProblem, syntaxProblem, verifiedDomainRule } from "./mailContent.ts"
+import { attachmentProblems, decodedSize, MAX_ATTACHMENT_BYTES, toStoredAttachment } from "./sendAttachments.ts"
 
 export const MAX_RECIPIENTS = 100
-export const MAX_ATTACHMENTS = 10
-export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024
 export const MAX_HEADER_VALUE = 998
 
 /**
@@ -39,7 +37,6 @@ const RESERVED_HEADERS = new Set([
 ])
 /** RFC 5322 field name: printable ASCII except the colon. */
 const HEADER_NAME = /^[!-9;-~]+$/
-const BASE64 = /^[A-Za-z0-9+/\r\n]*={0,2}\s*$/
 
 type AddressInput = string | { readonly name?: string | null | undefined; readonly email: string }
 
@@ -67,28 +64,6 @@ export const headerProblems = (headers: Readonly<Record<string, string>>): Array
     }
     return []
   })
-
-const decodedSize = (base64: string) => {
-  const clean = base64.replace(/\s/g, "")
-  return Math.floor((clean.length * 3) / 4) - (clean.endsWith("==") ? 2 : clean.endsWith("=") ? 1 : 0)
-}
-
-export const attachmentProblems = (attachments: ReadonlyArray<Attachment>): Array<FieldError> => {
-  if (attachments.length > MAX_ATTACHMENTS) {
-    return [{ field: "attachments", message: `At most ${MAX_ATTACHMENTS} attachments per email`, code: "too_big" }]
-  }
-  return attachments.flatMap((attachment, index): Array<FieldError> => {
-    const field = `attachments[${index}]`
-    if (attachment.filename.trim() === "" || /[\r\n\x00]/.test(attachment.filename) || attachment.filename.length > 255) {
-      return [{ field: `${field}.filename`, message: "A file name of 1 to 255 characters without line breaks", code: "invalid_string" }]
-    }
-    if (!BASE64.test(attachment.content)) return [{ field: `${field}.content`, message: "Expected base64 content", code: "invalid_string" }]
-    if (attachment.contentType !== undefined && !/^[\w.+-]+\/[\w.+-]+$/.test(attachment.contentType)) {
-      return [{ field: `${field}.contentType`, message: "Expected a MIME type such as application/pdf", code: "invalid_string" }]
-    }
-    return []
-  })
-}
 
 const tooLarge = (message: string, details?: Record<string, unknown>) => new ApiError({ status: 413, code: "PAYLOAD_TOO_LARGE", message, details })
 
@@ -192,10 +167,10 @@ export const SendHandlers = HttpApiBuilder.group(Api, "send", Effect.fnUntraced(
       problems.push({ field: "reply", message: "Expected a valid email address", code: "invalid_string", received: replyTo })
     }
     problems.push(...headerProblems(payload.headers ?? {}))
-    const attachments = (payload.attachments ?? []) as ReadonlyArray<Attachment>
-    problems.push(...attachmentProblems(attachments))
+    problems.push(...attachmentProblems(payload.attachments ?? []))
     if (problems.length > 0) return yield* ApiError.validation(problems)
     yield* validateData(payload.data)
+    const attachments = (payload.attachments ?? []).map(toStoredAttachment)
 
     const attachmentBytes = attachments.reduce((sum, attachment) => sum + decodedSize(attachment.content), 0)
     if (attachmentBytes > MAX_ATTACHMENT_BYTES) {

@@ -9,7 +9,7 @@ import { useState } from "react"
 import { Link, useSearchParams } from "react-router"
 import { MAX_IMPORT_BYTES } from "../../../src/http/api/contactJobs.ts"
 import { cellValue, columnName, detectDelimiter, type Delimiter } from "../../../src/domain/imports/cells.ts"
-import { planColumns } from "../../../src/domain/imports/plan.ts"
+import { headerDataKey, planColumns } from "../../../src/domain/imports/plan.ts"
 import { useApiMutation, useProjectId } from "../api/hooks.ts"
 import { Card, MutationError } from "../components/Form.tsx"
 import { isFinished, JobErrors, JobProgress, useContactJob } from "../components/Job.tsx"
@@ -112,7 +112,8 @@ export function ContactImportPage() {
               </label>
               <p className="mt-2 text-xs text-slate-500">
                 At most 5 MB; comma, semicolon or tab separated; a header row naming the columns: <code>email</code> (or <code>Email Address</code>),{" "}
-                <code>subscribed</code> (true/false, yes/no, 1/0), every other column a custom field.
+                <code>subscribed</code> (true/false, yes/no, 1/0), every other column a custom field named by its header in lower case
+                {" "}(<code>First Name</code> is <code>first name</code>).
               </p>
               {reading && <Loading label="Reading the file…" />}
               {problem && <p role="alert" className="mt-3 text-sm text-red-700">{problem}</p>}
@@ -140,7 +141,7 @@ export function ContactImportPage() {
                             value={choice.mode}
                             onChange={(event) => {
                               const mode = event.target.value as Choice["mode"]
-                              setChoices({ ...choices, [column]: mode === "key" ? { mode, key: column } : { mode } })
+                              setChoices({ ...choices, [column]: mode === "key" ? { mode, key: headerDataKey(column) } : { mode } })
                             }}
                           >
                             <option value="auto">{column ? "as named" : "ignore (no name)"}</option>
@@ -157,8 +158,15 @@ export function ContactImportPage() {
                               onChange={(event) => setChoices({ ...choices, [column]: { mode: "key", key: event.target.value } })}
                             />
                           )}
+                          {/* The key the column is stored under, as the server names it (`First Name` is `first name`). */}
                           <p className="mt-1 text-xs text-slate-500" data-testid={`role-${column}`}>
-                            {role === null ? "" : role === undefined ? "not imported" : role === "email" || role === "subscribed" ? role : `field ${role}`}
+                            {role === null
+                              ? ""
+                              : role === undefined
+                              ? "not imported"
+                              : role === "email" || role === "subscribed"
+                              ? role
+                              : <>field <code className="whitespace-pre-wrap rounded bg-slate-100 px-1 text-slate-800">{role}</code></>}
                           </p>
                         </td>
                         {sample.rows.map((row, rowIndex) => {

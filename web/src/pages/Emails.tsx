@@ -271,7 +271,7 @@ function EmailView({ email, projectId }: { readonly email: Detail; readonly proj
         <Section title="Attachments">
           <ul className="list-inside list-disc text-sm text-slate-800">
             {email.attachments.map((attachment, index) => (
-              <li key={index}>{attachment.filename} <span className="text-slate-600">({attachment.contentType ?? "unknown type"}, {attachment.size.toLocaleString()} bytes)</span></li>
+              <li key={index}>{attachment.filename} <span className="text-slate-600">({attachment.contentType ?? "unknown type"}, {attachment.size.toLocaleString()} bytes{attachment.disposition === "inline" ? `, shown in the body as cid:${attachment.contentId}` : ""})</span></li>
             ))}
           </ul>
         </Section>
