@@ -412,7 +412,7 @@ export class Campaigns extends Context.Service<Campaigns, {
 
       const recipients = Effect.fn("Campaigns.recipients")(function*(projectId: string, id: string, page: number, pageSize: number) {
         const row = yield* getRow(projectId, id)
-        return row ? yield* campaignRecipients(sql, row, page, pageSize) : undefined
+        return row ? yield* campaignRecipients(sql, row, audienceOf(sql, row), page, pageSize) : undefined
       }, mapSqlError)
 
       const stats = Effect.fn("Campaigns.stats")(function*(projectId: string, id: string) {

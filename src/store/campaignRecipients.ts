@@ -5,8 +5,15 @@
  * mail, subscribed — what fan-out will freeze.
  */
 import { Effect } from "effect"
-import type { SqlClient } from "effect/sql"
-import { audienceOf, type CampaignRow } from "./Campaigns.ts"
+import type { SqlClient, SqlError, Statement } from "effect/sql"
+
+/** What the list reads of a campaign (Campaigns.ts hands its row in, with its audience as SQL). */
+interface RecipientsOf {
+  readonly id: string
+  readonly project_id: string
+  readonly status: string
+  readonly type: string
+}
 
 export interface CampaignRecipient {
   readonly contactId: string
@@ -25,13 +32,15 @@ export interface RecipientsPage {
 }
 
 /** Sending started: fan-out freezes the audience into campaign_recipients (a page at a time). */
-const isFrozen = (campaign: CampaignRow) => campaign.status !== "DRAFT" && campaign.status !== "SCHEDULED"
+const isFrozen = (campaign: RecipientsOf) => campaign.status !== "DRAFT" && campaign.status !== "SCHEDULED"
 
 type Row = { contact_id: string; email: string | null; status: string | null; skipped: string | null; total: number }
 
 export const campaignRecipients = Effect.fnUntraced(function*(
   sql: SqlClient.SqlClient,
-  campaign: CampaignRow,
+  campaign: RecipientsOf,
+  /** The campaign's audience as a condition on contacts `c` (read only before the audience is frozen). */
+  audience: Effect.Effect<Statement.Fragment, SqlError.SqlError>,
   page: number,
   pageSize: number
 ) {
@@ -39,7 +48,7 @@ export const campaignRecipients = Effect.fnUntraced(function*(
   const frozen = isFrozen(campaign)
   // Before sending: what fan-out would freeze now.
   const eligible = frozen ? undefined : sql`
-    c.project_id = ${campaign.project_id} AND ${yield* audienceOf(sql, campaign)}
+    c.project_id = ${campaign.project_id} AND ${yield* audience}
     AND (${campaign.type !== "MARKETING"} OR c.subscribed)
     AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.project_id = c.project_id AND s.email = c.email)`
   const rows = eligible === undefined
