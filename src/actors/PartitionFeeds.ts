@@ -16,10 +16,23 @@
  * (27 s with the client's defaults) now and then under load, the tail of the segments bench (M5).
  * A push consumer has no requests to lose. The heartbeat only reports a consumer that went quiet and
  * frees a flow-control stall, so it can be rare: an idle worker pays for each one.
+ *
+ * Every delivery counts: the watermark moves over the sequences delivered and applied, in delivery
+ * order, so a message the consumer never delivered would be passed over, and its redelivery (after
+ * ack_wait) acked and dropped as below the watermark. Two things in a NATS cluster make such a hole,
+ * so a consumer is used only while its deliveries are contiguous from its very first:
+ * - A consumer is recreated only once the old one is really gone. A delete that timed out (the
+ *   JetStream meta leader was just killed) used to be ignored; the add then updated the old consumer in
+ *   place (a new deliver subject is an allowed update), which kept its state: the messages it had
+ *   delivered to the failed attempt stayed "delivered", so the new attempt started after them.
+ * - Deliveries are numbered by the consumer (deliverySequence, 1 for a fresh consumer, +1 per delivery,
+ *   redeliveries included): a message pushed through a node that was killed, or counted as delivered by
+ *   a consumer leader that then died, is a jump in that number. The consumer is then recreated at the
+ *   watermark, which has not passed the missing message.
  */
-import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream"
+import { AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, type JsMsg } from "@nats-io/jetstream"
 import { createInbox, nanos } from "@nats-io/transport-node"
-import { Context, Duration, Effect, Layer, Queue, Schedule, Schema, Stream } from "effect"
+import { Context, Data, Duration, Effect, Layer, Queue, Schedule, Schema, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import { uuidv7 } from "../domain/ids.ts"
 import { WorkerMetrics } from "../observability/Metrics.ts"
@@ -44,6 +57,11 @@ const isRoutine = (notification: { readonly type: string }) => QUIET_NOTIFICATIO
 const decodeMessage = Schema.decodeUnknownExit(InMessage)
 
 type Envelope = IngestItem & { readonly message: JsMsg }
+
+/** The consumer skipped deliveries (or its state outlived the delete): it is recreated at the watermark. */
+class DeliveryGap extends Data.TaggedError("DeliveryGap")<{ readonly expected: number; readonly got: number; readonly seq: number }> {}
+
+const isConsumerNotFound = (error: unknown) => error instanceof JetStreamApiError && error.code === JetStreamApiCodes.ConsumerNotFound
 
 export class PartitionFeeds extends Context.Service<PartitionFeeds, {
   /** Consumes one feed of a partition leased at `epoch`, from right after `watermark`; retried while leased. */
@@ -124,8 +142,11 @@ export class PartitionFeeds extends Context.Service<PartitionFeeds, {
           const stream = nats.names.inStream
           const name = consumerName(run.partition, feed)
           yield* Effect.tryPromise(async () => {
-            await nats.jsm.consumers.delete(stream, name).catch(() => undefined)
-            await nats.jsm.consumers.add(stream, {
+            // Gone for sure before it is made again (a failed delete fails this attempt, retried in a second).
+            await nats.jsm.consumers.delete(stream, name).catch((error) => {
+              if (!isConsumerNotFound(error)) throw error
+            })
+            const created = await nats.jsm.consumers.add(stream, {
               durable_name: name,
               filter_subject: filterOf(run.partition, feed),
               ack_policy: AckPolicy.Explicit,
@@ -138,6 +159,9 @@ export class PartitionFeeds extends Context.Service<PartitionFeeds, {
                 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: run.watermark + 1 }
                 : { deliver_policy: DeliverPolicy.All })
             })
+            if (created.delivered.consumer_seq !== 0 || created.num_ack_pending !== 0) {
+              throw new Error(`consumer ${name} was not made afresh (${created.delivered.consumer_seq} delivered already)`)
+            }
           })
           const messages = yield* Effect.acquireRelease(
             Effect.tryPromise(async () => (await nats.js.consumers.getPushConsumer(stream, name)).consume()),
@@ -158,9 +182,16 @@ export class PartitionFeeds extends Context.Service<PartitionFeeds, {
           if (feed === "ingest") run.forgetInflight()
           const splitQueue = feed === "ingest" ? yield* Queue.bounded<Envelope>(SPLIT_BATCH * 2) : undefined
           const split = splitQueue && ((item: Envelope) => Queue.offer(splitQueue, item))
-          const consumeMessages = Stream.fromAsyncIterable(messages, (error) => error).pipe(
+          let lastDelivery = 0
+          const consumeMessages = Stream.fromAsyncIterable(messages, (error): unknown => error).pipe(
             Stream.runForEach((message: JsMsg) => {
               const seq = message.seq
+              const delivery = message.info.deliverySequence
+              if (delivery !== lastDelivery + 1) {
+                WorkerMetrics.deliveryGaps.inc()
+                return Effect.fail(new DeliveryGap({ expected: lastDelivery + 1, got: delivery, seq }))
+              }
+              lastDelivery = delivery
               if (seq <= run.watermark) {
                 message.ack()
                 return Effect.void

@@ -28,7 +28,7 @@ describe("configuration", () => {
     if (!Exit.isSuccess(exit)) return
     const config = exit.value
     expect(config).toMatchObject({
-      port: 3000, natsUrl: "nats://127.0.0.1:4222", natsPrefix: "mailstream", partitions: 32, lanesPerProject: 16,
+      port: 3000, natsUrl: "nats://127.0.0.1:4222", natsPrefix: "mailstream", natsReplicas: 1, partitions: 32, lanesPerProject: 16,
       rateLimitPerMinute: 1000, logLevel: "Info", publicUrl: "http://localhost:3000", smtpUrl: undefined,
       metricsPort: undefined, dnsServers: [], webhookAllowCidrs: [], trustedProxies: []
     })
