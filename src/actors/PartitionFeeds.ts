@@ -17,18 +17,21 @@
  * A push consumer has no requests to lose. The heartbeat only reports a consumer that went quiet and
  * frees a flow-control stall, so it can be rare: an idle worker pays for each one.
  *
- * Every delivery counts: the watermark moves over the sequences delivered and applied, in delivery
- * order, so a message the consumer never delivered would be passed over, and its redelivery (after
- * ack_wait) acked and dropped as below the watermark. Two things in a NATS cluster make such a hole,
- * so a consumer is used only while its deliveries are contiguous from its very first:
- * - A consumer is recreated only once the old one is really gone. A delete that timed out (the
- *   JetStream meta leader was just killed) used to be ignored; the add then updated the old consumer in
- *   place (a new deliver subject is an allowed update), which kept its state: the messages it had
- *   delivered to the failed attempt stayed "delivered", so the new attempt started after them.
- * - Deliveries are numbered by the consumer (deliverySequence, 1 for a fresh consumer, +1 per delivery,
- *   redeliveries included): a message pushed through a node that was killed, or counted as delivered by
- *   a consumer leader that then died, is a jump in that number. The consumer is then recreated at the
- *   watermark, which has not passed the missing message.
+ * In a NATS cluster (NATS_REPLICAS=3) a node may die under a consumer, so an attempt is trusted only
+ * while the consumer provably delivers everything, and is otherwise ended and made again at the
+ * watermark (everything at or below it applied; messages above it delivered again, skipped by position
+ * where a lane applied them already):
+ * - Made afresh: the old consumer is deleted first, and a delete that fails (timed out: the JetStream
+ *   meta leader was just killed) fails the attempt rather than being ignored, and the new consumer must
+ *   report nothing delivered. A stale one kept its state (an add over it is an in-place update), so it
+ *   would start after what it had delivered to the failed attempt.
+ * - Alive: a consumer made while a node was being killed can stay silent for good (seen on 2.9.10: no
+ *   message and no heartbeat for the rest of the run, every event of the partition's lanes held back
+ *   while the worker kept its lease). Two missed heartbeats, or "consumer deleted", end the attempt.
+ * - Contiguous: the consumer numbers its deliveries (1 for a fresh one, +1 each, redeliveries
+ *   included). The watermark moves over the sequences delivered and applied, in delivery order, so a
+ *   delivery lost with a node would be passed over and its redelivery (after ack_wait) dropped as below
+ *   the watermark: a jump in that number ends the attempt before the watermark can pass the hole.
  */
 import { AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, type JsMsg } from "@nats-io/jetstream"
 import { createInbox, nanos } from "@nats-io/transport-node"
@@ -60,6 +63,9 @@ type Envelope = IngestItem & { readonly message: JsMsg }
 
 /** The consumer skipped deliveries (or its state outlived the delete): it is recreated at the watermark. */
 class DeliveryGap extends Data.TaggedError("DeliveryGap")<{ readonly expected: number; readonly got: number; readonly seq: number }> {}
+
+/** The consumer stopped delivering: heartbeats missed (its leader lost, or it was lost with a node), or deleted. */
+class ConsumerLost extends Data.TaggedError("ConsumerLost")<{ readonly notification: string }> {}
 
 const isConsumerNotFound = (error: unknown) => error instanceof JetStreamApiError && error.code === JetStreamApiCodes.ConsumerNotFound
 
@@ -168,15 +174,17 @@ export class PartitionFeeds extends Context.Service<PartitionFeeds, {
             (iterator) =>
               Effect.promise(() => iterator.close().catch(() => undefined)).pipe(Effect.timeout("1 second"), Effect.ignore)
           )
-          // A consumer that goes quiet (missed heartbeats) or is deleted under us is otherwise silent: say so.
-          yield* Stream.fromAsyncIterable(messages.status(), (error) => error).pipe(
+          // A consumer that went quiet (two heartbeats missed) or was deleted under us delivers nothing more,
+          // and says nothing else: this attempt ends, and the consumer is made again at the watermark.
+          const watchStatus = Stream.fromAsyncIterable(messages.status(), (error): unknown => error).pipe(
             Stream.runForEach((notification) =>
               isRoutine(notification)
                 ? Effect.void
+                : notification.type === "heartbeats_missed" || notification.type === "consumer_deleted"
+                ? Effect.fail(new ConsumerLost({ notification: notification.type }))
                 : Effect.logWarning("partition consumer notification", { partition: run.partition, feed, ...notification })
             ),
-            Effect.ignore,
-            Effect.forkScoped
+            Effect.andThen(Effect.never)
           )
           // Envelopes split by an earlier attempt of this consumer are gone with it: delivered again from the watermark.
           if (feed === "ingest") run.forgetInflight()
@@ -220,7 +228,10 @@ export class PartitionFeeds extends Context.Service<PartitionFeeds, {
               return actors.deliver({ delivered: { seq, partition: run.partition, lane, body: decoded.value }, message, run })
             })
           )
-          yield* splitQueue ? Effect.raceFirst(consumeMessages, runSplitter(run, splitQueue)) : consumeMessages
+          yield* Effect.raceFirst(
+            splitQueue ? Effect.raceFirst(consumeMessages, runSplitter(run, splitQueue)) : consumeMessages,
+            watchStatus
+          )
         }).pipe(Effect.scoped)
 
       const start = Effect.fn("PartitionFeeds.start")(function*(partition: number, epoch: number, watermark: number, feed: Feed) {

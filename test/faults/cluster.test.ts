@@ -122,13 +122,15 @@ describe("a three-node JetStream cluster under /v1/track load", () => {
       // JetStream's meta group has a leader.
       await eventually(() => jsm.getAccountInfo(), 20_000)
       mark("JetStream up")
-      // Few partitions: every partition is three R3 consumers to create, slow on a loaded machine.
-      stack = await createStack({ NATS_URL: cluster.url, NATS_REPLICAS: "3", RATE_LIMIT_PER_MINUTE: "0", PARTITIONS: "4" })
+      // 8 partitions, not 32: each is three R3 consumers to create, slow on a loaded machine.
+      stack = await createStack({
+        NATS_URL: cluster.url, NATS_REPLICAS: "3", RATE_LIMIT_PER_MINUTE: "0", PARTITIONS: process.env.CLUSTER_TEST_PARTITIONS ?? "8"
+      })
       const inStream = `${stack.natsPrefix}_IN`
       mark("stack")
       const api = await stack.start("api")
       mark("api")
-      const workers = [await stack.start("worker"), await stack.start("worker")]
+      const workers = await Promise.all([stack.start("worker"), stack.start("worker")])
       services.push(["api", api], ["worker-1", workers[0]!], ["worker-2", workers[1]!])
       const project = await stack.createProject()
       mark("cluster and service up")
@@ -194,7 +196,7 @@ describe("a three-node JetStream cluster under /v1/track load", () => {
       console.info(`consumers restarted: ${restarts.length}\n${restarts.map((line) => line.slice(0, 600)).join("\n")}`)
       if (missing().length > 0) {
         console.info(`missing events found in stream IN: ${JSON.stringify(await whereInStream(nc, inStream, missing().map((attempt) => attempt.marker)))}`)
-        console.info(`partition state: ${JSON.stringify(await stack.query("SELECT * FROM partition_state WHERE lane_seq > 0 OR ingest_seq > 0"))}`)
+        console.info(`partition state: ${JSON.stringify(await stack.query("SELECT partition, lane_seq::int, ingest_seq::int FROM partition_state"))}`)
         for (const [index, worker] of workers.entries()) {
           console.info(`worker ${index}:\n${worker.logs.filter((line) => !line.includes('"level":"INFO"')).slice(-40).join("\n")}`)
         }
