@@ -62,10 +62,18 @@ const decodeMessage = Schema.decodeUnknownExit(InMessage)
 type Envelope = IngestItem & { readonly message: JsMsg }
 
 /** The consumer skipped deliveries (or its state outlived the delete): it is recreated at the watermark. */
-class DeliveryGap extends Data.TaggedError("DeliveryGap")<{ readonly expected: number; readonly got: number; readonly seq: number }> {}
+class DeliveryGap extends Data.TaggedError("DeliveryGap")<{ readonly expected: number; readonly got: number; readonly seq: number }> {
+  override get message() {
+    return `delivery ${this.got} (stream sequence ${this.seq}) where ${this.expected} was due`
+  }
+}
 
 /** The consumer stopped delivering: heartbeats missed (its leader lost, or it was lost with a node), or deleted. */
-class ConsumerLost extends Data.TaggedError("ConsumerLost")<{ readonly notification: string }> {}
+class ConsumerLost extends Data.TaggedError("ConsumerLost")<{ readonly notification: string }> {
+  override get message() {
+    return this.notification
+  }
+}
 
 const isConsumerNotFound = (error: unknown) => error instanceof JetStreamApiError && error.code === JetStreamApiCodes.ConsumerNotFound
 

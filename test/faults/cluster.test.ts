@@ -5,12 +5,13 @@
  * Every event the api accepted (2xx) is stored exactly once, each contact's in the order sent.
  */
 import { jetstream, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream"
-import { connect, type NatsConnection } from "@nats-io/transport-node"
+import { connect, nanos, type NatsConnection } from "@nats-io/transport-node"
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
+import { streamNames } from "../../src/stream/subjects.ts"
 import { eventually, freePort, NATS_SERVER } from "../support/nats.ts"
 import { createStack, type Service, type Stack, type TestProject } from "../support/stack.ts"
 
@@ -126,7 +127,12 @@ describe("a three-node JetStream cluster under /v1/track load", () => {
       stack = await createStack({
         NATS_URL: cluster.url, NATS_REPLICAS: "3", RATE_LIMIT_PER_MINUTE: "0", PARTITIONS: process.env.CLUSTER_TEST_PARTITIONS ?? "8"
       })
-      const inStream = `${stack.natsPrefix}_IN`
+      const names = streamNames(stack.natsPrefix)
+      const inStream = names.inStream
+      // A deployment moved from one node: its streams exist with one replica; the api raises them to NATS_REPLICAS.
+      for (const [name, subjects] of [[names.inStream, names.inSubjects], [names.outStream, names.outSubjects]] as const) {
+        await jsm.streams.add({ name, subjects: [...subjects], num_replicas: 1, duplicate_window: nanos(120_000) })
+      }
       mark("stack")
       const api = await stack.start("api")
       mark("api")
@@ -134,8 +140,7 @@ describe("a three-node JetStream cluster under /v1/track load", () => {
       services.push(["api", api], ["worker-1", workers[0]!], ["worker-2", workers[1]!])
       const project = await stack.createProject()
       mark("cluster and service up")
-      const info = await jsm.streams.info(inStream)
-      expect(info.config.num_replicas).toBe(3)
+      for (const stream of [names.inStream, names.outStream]) expect((await jsm.streams.info(stream)).config.num_replicas).toBe(3)
 
       const attempts: Array<Attempt> = []
       let running = true
