@@ -23,8 +23,9 @@
  * where a lane applied them already):
  * - Made afresh: the old consumer is deleted first, and a delete that fails (timed out: the JetStream
  *   meta leader was just killed) fails the attempt rather than being ignored, and the new consumer must
- *   report nothing delivered. A stale one kept its state (an add over it is an in-place update), so it
- *   would start after what it had delivered to the failed attempt.
+ *   report nothing delivered. A stale one keeps its state (an add over it is an in-place update: on
+ *   2.9.10 it still counted the 8 messages delivered to the old inbox, unacked), so what the failed
+ *   attempt had been delivered is the server's to redeliver when it sees fit, not this attempt's.
  * - Alive: a consumer made while a node was being killed can stay silent for good (seen on 2.9.10: no
  *   message and no heartbeat for the rest of the run, every event of the partition's lanes held back
  *   while the worker kept its lease). Two missed heartbeats, or "consumer deleted", end the attempt.
