@@ -156,6 +156,10 @@ export const Variables = {
     defaultValue: "mailstream", shownDefault: "mailstream",
     meaning: "prefix of every stream, subject, consumer and KV bucket name, so several deployments or test runs share one NATS server"
   }),
+  natsReplicas: variable({
+    name: "NATS_REPLICAS", ...wholeNumber(1, 5), defaultValue: 1, shownDefault: "1",
+    meaning: "replicas of every stream and consumer the service creates on NATS (3 on a three-node cluster survives a node lost); a stream found with fewer or more is changed to this many at start"
+  }),
   partitions: variable({
     name: "PARTITIONS", ...wholeNumber(1, 1024), defaultValue: 32, shownDefault: "32",
     meaning: "stream partitions; fixed per deployment"
@@ -398,6 +402,8 @@ export interface AppConfigShape {
   readonly natsUrl: string
   /** Prefix of every stream, consumer, subject and KV bucket name. */
   readonly natsPrefix: string
+  /** Replicas of every stream and consumer on NATS (R3 on a three-node cluster). */
+  readonly natsReplicas: number
   /** Stream partitions; fixed per deployment. */
   readonly partitions: number
   /** Lanes a project's stream traffic is split into by contact; fixed per deployment. */

@@ -16,10 +16,27 @@
  * (27 s with the client's defaults) now and then under load, the tail of the segments bench (M5).
  * A push consumer has no requests to lose. The heartbeat only reports a consumer that went quiet and
  * frees a flow-control stall, so it can be rare: an idle worker pays for each one.
+ *
+ * In a NATS cluster (NATS_REPLICAS=3) a node may die under a consumer, so an attempt is trusted only
+ * while the consumer provably delivers everything, and is otherwise ended and made again at the
+ * watermark (everything at or below it applied; messages above it delivered again, skipped by position
+ * where a lane applied them already):
+ * - Made afresh: the old consumer is deleted first, and a delete that fails (timed out: the JetStream
+ *   meta leader was just killed) fails the attempt rather than being ignored, and the new consumer must
+ *   report nothing delivered. A stale one keeps its state (an add over it is an in-place update: on
+ *   2.9.10 it still counted the 8 messages delivered to the old inbox, unacked), so what the failed
+ *   attempt had been delivered is the server's to redeliver when it sees fit, not this attempt's.
+ * - Alive: a consumer made while a node was being killed can stay silent for good (seen on 2.9.10: no
+ *   message and no heartbeat for the rest of the run, every event of the partition's lanes held back
+ *   while the worker kept its lease). Two missed heartbeats, or "consumer deleted", end the attempt.
+ * - Contiguous: the consumer numbers its deliveries (1 for a fresh one, +1 each, redeliveries
+ *   included). The watermark moves over the sequences delivered and applied, in delivery order, so a
+ *   delivery lost with a node would be passed over and its redelivery (after ack_wait) dropped as below
+ *   the watermark: a jump in that number ends the attempt before the watermark can pass the hole.
  */
-import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream"
+import { AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, type JsMsg } from "@nats-io/jetstream"
 import { createInbox, nanos } from "@nats-io/transport-node"
-import { Context, Duration, Effect, Layer, Queue, Schedule, Schema, Stream } from "effect"
+import { Context, Data, Duration, Effect, Layer, Queue, Schedule, Schema, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import { uuidv7 } from "../domain/ids.ts"
 import { WorkerMetrics } from "../observability/Metrics.ts"
@@ -44,6 +61,22 @@ const isRoutine = (notification: { readonly type: string }) => QUIET_NOTIFICATIO
 const decodeMessage = Schema.decodeUnknownExit(InMessage)
 
 type Envelope = IngestItem & { readonly message: JsMsg }
+
+/** The consumer skipped deliveries (or its state outlived the delete): it is recreated at the watermark. */
+class DeliveryGap extends Data.TaggedError("DeliveryGap")<{ readonly expected: number; readonly got: number; readonly seq: number }> {
+  override get message() {
+    return `delivery ${this.got} (stream sequence ${this.seq}) where ${this.expected} was due`
+  }
+}
+
+/** The consumer stopped delivering: heartbeats missed (its leader lost, or it was lost with a node), or deleted. */
+class ConsumerLost extends Data.TaggedError("ConsumerLost")<{ readonly notification: string }> {
+  override get message() {
+    return this.notification
+  }
+}
+
+const isConsumerNotFound = (error: unknown) => error instanceof JetStreamApiError && error.code === JetStreamApiCodes.ConsumerNotFound
 
 export class PartitionFeeds extends Context.Service<PartitionFeeds, {
   /** Consumes one feed of a partition leased at `epoch`, from right after `watermark`; retried while leased. */
@@ -124,8 +157,11 @@ export class PartitionFeeds extends Context.Service<PartitionFeeds, {
           const stream = nats.names.inStream
           const name = consumerName(run.partition, feed)
           yield* Effect.tryPromise(async () => {
-            await nats.jsm.consumers.delete(stream, name).catch(() => undefined)
-            await nats.jsm.consumers.add(stream, {
+            // Gone for sure before it is made again (a failed delete fails this attempt, retried in a second).
+            await nats.jsm.consumers.delete(stream, name).catch((error) => {
+              if (!isConsumerNotFound(error)) throw error
+            })
+            const created = await nats.jsm.consumers.add(stream, {
               durable_name: name,
               filter_subject: filterOf(run.partition, feed),
               ack_policy: AckPolicy.Explicit,
@@ -138,29 +174,41 @@ export class PartitionFeeds extends Context.Service<PartitionFeeds, {
                 ? { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: run.watermark + 1 }
                 : { deliver_policy: DeliverPolicy.All })
             })
+            if (created.delivered.consumer_seq !== 0 || created.num_ack_pending !== 0) {
+              throw new Error(`consumer ${name} was not made afresh (${created.delivered.consumer_seq} delivered already)`)
+            }
           })
           const messages = yield* Effect.acquireRelease(
             Effect.tryPromise(async () => (await nats.js.consumers.getPushConsumer(stream, name)).consume()),
             (iterator) =>
               Effect.promise(() => iterator.close().catch(() => undefined)).pipe(Effect.timeout("1 second"), Effect.ignore)
           )
-          // A consumer that goes quiet (missed heartbeats) or is deleted under us is otherwise silent: say so.
-          yield* Stream.fromAsyncIterable(messages.status(), (error) => error).pipe(
+          // A consumer that went quiet (two heartbeats missed) or was deleted under us delivers nothing more,
+          // and says nothing else: this attempt ends, and the consumer is made again at the watermark.
+          const watchStatus = Stream.fromAsyncIterable(messages.status(), (error): unknown => error).pipe(
             Stream.runForEach((notification) =>
               isRoutine(notification)
                 ? Effect.void
+                : notification.type === "heartbeats_missed" || notification.type === "consumer_deleted"
+                ? Effect.fail(new ConsumerLost({ notification: notification.type }))
                 : Effect.logWarning("partition consumer notification", { partition: run.partition, feed, ...notification })
             ),
-            Effect.ignore,
-            Effect.forkScoped
+            Effect.andThen(Effect.never)
           )
           // Envelopes split by an earlier attempt of this consumer are gone with it: delivered again from the watermark.
           if (feed === "ingest") run.forgetInflight()
           const splitQueue = feed === "ingest" ? yield* Queue.bounded<Envelope>(SPLIT_BATCH * 2) : undefined
           const split = splitQueue && ((item: Envelope) => Queue.offer(splitQueue, item))
-          const consumeMessages = Stream.fromAsyncIterable(messages, (error) => error).pipe(
+          let lastDelivery = 0
+          const consumeMessages = Stream.fromAsyncIterable(messages, (error): unknown => error).pipe(
             Stream.runForEach((message: JsMsg) => {
               const seq = message.seq
+              const delivery = message.info.deliverySequence
+              if (delivery !== lastDelivery + 1) {
+                WorkerMetrics.deliveryGaps.inc()
+                return Effect.fail(new DeliveryGap({ expected: lastDelivery + 1, got: delivery, seq }))
+              }
+              lastDelivery = delivery
               if (seq <= run.watermark) {
                 message.ack()
                 return Effect.void
@@ -189,7 +237,10 @@ export class PartitionFeeds extends Context.Service<PartitionFeeds, {
               return actors.deliver({ delivered: { seq, partition: run.partition, lane, body: decoded.value }, message, run })
             })
           )
-          yield* splitQueue ? Effect.raceFirst(consumeMessages, runSplitter(run, splitQueue)) : consumeMessages
+          yield* Effect.raceFirst(
+            splitQueue ? Effect.raceFirst(consumeMessages, runSplitter(run, splitQueue)) : consumeMessages,
+            watchStatus
+          )
         }).pipe(Effect.scoped)
 
       const start = Effect.fn("PartitionFeeds.start")(function*(partition: number, epoch: number, watermark: number, feed: Feed) {

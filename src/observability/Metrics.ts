@@ -92,6 +92,10 @@ export const WorkerMetrics = {
     "Batches started while the batch before them committed: committed, or abandoned (rolled back and applied again) because that one did not",
     ["outcome"]
   ),
+  deliveryGaps: counter(
+    "mailstream_partition_delivery_gaps_total",
+    "Partition consumers recreated at their watermark because a delivery was skipped (a NATS node lost mid-delivery, a consumer leader change)"
+  ),
   deadLettered: counter("mailstream_messages_dead_lettered_total", "Stream messages set aside in dead_letters after failing on their own"),
   actorsAlive: gauge("mailstream_actors_alive", "Project actors currently alive in this process"),
   partitionsOwned: gauge("mailstream_partitions_owned", "Partitions leased by this process"),

@@ -22,6 +22,8 @@ export class Nats extends Context.Service<Nats, {
   readonly names: StreamNames
   readonly prefix: string
   readonly partitions: number
+  /** NATS_REPLICAS: of every stream and consumer the service creates. */
+  readonly replicas: number
 }>()("app/stream/Nats") {
   static readonly layer = Layer.effect(
     Nats,
@@ -45,35 +47,44 @@ export class Nats extends Context.Service<Nats, {
         catch: (cause) => new NatsError({ message: "JetStream is not enabled on the NATS server", cause })
       })
       const names = streamNames(config.natsPrefix)
-      yield* ensureStream(jsm, names.inStream, names.inSubjects)
-      yield* ensureStream(jsm, names.outStream, names.outSubjects)
+      yield* ensureStream(jsm, names.inStream, names.inSubjects, config.natsReplicas)
+      yield* ensureStream(jsm, names.outStream, names.outSubjects, config.natsReplicas)
       return Nats.of({
         connection,
         js: jetstream(connection),
         jsm,
         names,
         prefix: config.natsPrefix,
-        partitions: config.partitions
+        partitions: config.partitions,
+        replicas: config.natsReplicas
       })
     })
   )
 }
 
-/** Creates the stream, or adds the subjects an existing one lacks (a deployment upgraded to lanes). */
-const ensureStream = (jsm: JetStreamManager, name: string, subjects: ReadonlyArray<string>) =>
+/**
+ * Creates the stream, or brings an existing one to this configuration: adds the subjects it lacks (a
+ * deployment upgraded to lanes) and raises its replicas to NATS_REPLICAS (a deployment moved from one
+ * node to a cluster: the server copies the stream to the new replicas in place, README "A NATS cluster").
+ */
+const ensureStream = (jsm: JetStreamManager, name: string, subjects: ReadonlyArray<string>, replicas: number) =>
   Effect.tryPromise({
     try: async () => {
       const existing = await jsm.streams.info(name).catch(() => undefined)
       if (existing) {
         const missing = subjects.filter((subject) => !existing.config.subjects?.includes(subject))
-        if (missing.length > 0) {
-          await jsm.streams.update(name, { subjects: [...(existing.config.subjects ?? []), ...missing] })
+        // Raised, never lowered: during a rolling restart to more replicas, a process still on the old
+        // setting must not undo it (fewer replicas is an operator's `nats stream edit --replicas`).
+        const raise = (existing.config.num_replicas ?? 1) < replicas
+        if (missing.length > 0 || raise) {
+          await jsm.streams.update(name, { subjects: [...(existing.config.subjects ?? []), ...missing], num_replicas: Math.max(existing.config.num_replicas ?? 1, replicas) })
         }
         return
       }
       await jsm.streams.add({
         name,
         subjects: [...subjects],
+        num_replicas: replicas,
         storage: StorageType.File,
         retention: RetentionPolicy.Limits,
         discard: DiscardPolicy.Old,

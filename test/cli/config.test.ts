@@ -28,7 +28,7 @@ describe("configuration", () => {
     if (!Exit.isSuccess(exit)) return
     const config = exit.value
     expect(config).toMatchObject({
-      port: 3000, natsUrl: "nats://127.0.0.1:4222", natsPrefix: "mailstream", partitions: 32, lanesPerProject: 16,
+      port: 3000, natsUrl: "nats://127.0.0.1:4222", natsPrefix: "mailstream", natsReplicas: 1, partitions: 32, lanesPerProject: 16,
       rateLimitPerMinute: 1000, logLevel: "Info", publicUrl: "http://localhost:3000", smtpUrl: undefined,
       metricsPort: undefined, dnsServers: [], webhookAllowCidrs: [], trustedProxies: []
     })
@@ -67,6 +67,7 @@ describe("configuration", () => {
     ["DATABASE_URL", "mysql://app:hunter2@db/app", "DATABASE_URL=mysql://app:***@db/app: expected a postgres:// or postgresql:// URL"],
     ["NATS_URL", "http://nats:4222", "NATS_URL=http://nats:4222: expected comma-separated NATS servers (nats://host:port, tls://host:port or host:port)"],
     ["NATS_PREFIX", "my.prefix", "NATS_PREFIX=my.prefix: expected 1 to 32 letters, digits, _ or -"],
+    ["NATS_REPLICAS", "2.5", "NATS_REPLICAS=2.5: expected a whole number from 1 to 5"],
     ["PUBLIC_URL", "mail.example.com", "PUBLIC_URL=mail.example.com: expected a http:// or https:// URL"],
     ["SMTP_URL", "smtp//relay", "SMTP_URL=smtp//relay: expected a smtp:// or smtps:// URL"],
     ["SMTP_URL", "http://user:secret@relay:587", "SMTP_URL=http://user:***@relay:587: expected a smtp:// or smtps:// URL"],

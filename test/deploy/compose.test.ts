@@ -26,6 +26,7 @@ interface Service {
   readonly restart?: string
   readonly container_name?: string
   readonly networks?: Record<string, unknown>
+  readonly profiles?: ReadonlyArray<string>
 }
 
 let dockerCompose: string
@@ -33,14 +34,15 @@ let caddy: string
 
 /** The file as docker-compose resolves it, for the given shell environment (none: resolved once). */
 let plain: Promise<Resolved> | undefined
-const resolved = (env?: Record<string, string>): Promise<Resolved> => (env ? resolve(env) : (plain ??= resolve({})))
+const resolved = (env?: Record<string, string>, profiles: ReadonlyArray<string> = []): Promise<Resolved> =>
+  env || profiles.length > 0 ? resolve(env ?? {}, profiles) : (plain ??= resolve({}))
 type Resolved = {
   services: Record<string, Service>
   volumes: Record<string, unknown>
   networks: Record<string, { readonly ipam?: { readonly config: ReadonlyArray<{ readonly subnet: string }> } }>
 }
-const resolve = async (env: Record<string, string>) => {
-  const { stdout } = await run(dockerCompose, ["-f", "docker-compose.yml", "config"], {
+const resolve = async (env: Record<string, string>, profiles: ReadonlyArray<string> = []) => {
+  const { stdout } = await run(dockerCompose, ["-f", "docker-compose.yml", ...profiles.flatMap((profile) => ["--profile", profile]), "config"], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", ...env }
   })
@@ -55,8 +57,28 @@ beforeAll(async () => {
 describe("docker-compose.yml", () => {
   it("is valid for docker-compose: schema, every depends_on and named volume resolves", async () => {
     const { services, volumes } = await resolved()
-    expect(Object.keys(services).sort()).toEqual(["api", "migrate", "nats", "postgres", "proxy", "worker"])
-    expect(Object.keys(volumes).sort()).toEqual(["caddy_data", "natsdata", "outbox", "pgdata"])
+    expect(Object.keys(services).sort()).toEqual(["api", "migrate", "nats", "nats-1", "nats-2", "nats-3", "postgres", "proxy", "worker"])
+    // A plain `up` starts one NATS node; the three of the cluster only with `--profile cluster`.
+    const profiled = Object.entries(services).filter(([, service]) => service.profiles !== undefined)
+    expect(Object.fromEntries(profiled.map(([name, service]) => [name, service.profiles]))).toEqual({
+      "nats-1": ["cluster"], "nats-2": ["cluster"], "nats-3": ["cluster"]
+    })
+    expect(Object.keys(volumes).sort()).toEqual(["caddy_data", "natsdata", "natsdata1", "natsdata2", "natsdata3", "outbox", "pgdata"])
+  })
+
+  it("has a cluster profile: three JetStream nodes routed to each other, each on its own volume", async () => {
+    const env = { NATS_URL: "nats://nats-1:4222,nats://nats-2:4222,nats://nats-3:4222", NATS_REPLICAS: "3" }
+    const { services } = await resolved(env, ["cluster"])
+    const routes = "nats://nats-1:6222,nats://nats-2:6222,nats://nats-3:6222"
+    for (const n of [1, 2, 3]) {
+      const node = services[`nats-${n}`]!
+      expect(node.command).toEqual(["-js", "-sd", "/data", "-m", "8222", "-n", `nats-${n}`, "--cluster_name", "mailstream",
+        "--cluster", "nats://0.0.0.0:6222", "--routes", routes])
+      expect(node.volumes).toContain(`natsdata${n}:/data:rw`)
+      expect(node.healthcheck!.test).toContain("http://127.0.0.1:8222/healthz")
+      expect(node.ports, `nats-${n}`).toBeUndefined()
+    }
+    for (const role of ["migrate", "api", "worker"]) expect(services[role]!.environment).toMatchObject(env)
   })
 
   it("runs the image's roles: a one-shot migrate, then api and worker once it succeeded and both stores are healthy", async () => {
@@ -107,6 +129,7 @@ describe("docker-compose.yml", () => {
       expect(environment).toMatchObject({
         DATABASE_URL: "postgres://postgres:postgres@postgres:5432/postgres",
         NATS_URL: "nats://nats:4222",
+        NATS_REPLICAS: null,
         PUBLIC_URL: "http://localhost:3000",
         PARTITIONS: "16",
         LANES_PER_PROJECT: "4",
