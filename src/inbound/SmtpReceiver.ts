@@ -76,9 +76,11 @@ export const startReceiver = (options: ReceiverOptions) =>
 
     const deliver = async (raw: Buffer, session: SMTPServerSession) => {
       const envelopeFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : ""
+      // An IPv4 client of a dual-stack socket, as SPF reads it.
+      const ip = session.remoteAddress.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, "")
       const [message, authentication] = await Promise.all([
         parseInbound(raw),
-        checkAuthentication(raw, { ip: session.remoteAddress, helo: session.hostNameAppearsAs, sender: envelopeFrom || undefined }, options.resolver)
+        checkAuthentication(raw, { ip, helo: session.hostNameAppearsAs, sender: envelopeFrom || undefined }, options.resolver)
           .catch((error): AuthenticationResults => {
             void run(Effect.logWarning("inbound authentication checks failed", { error: String(error) }))
             return { spf: "temperror", dkim: "temperror", dkimDomains: [], dmarc: "temperror" }

@@ -58,6 +58,9 @@ export interface EmailDetail {
   readonly receivedHead: Buffer | null
 }
 
+/** bytea comes back as a Uint8Array. */
+const asBuffer = (bytes: Uint8Array | null) => (bytes === null ? null : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
+
 export interface EmailPage {
   readonly data: ReadonlyArray<EmailRecord>
   readonly cursor: string | null
@@ -117,7 +120,7 @@ export class EmailHistory extends Context.Service<EmailHistory, {
           attachment_list: ReadonlyArray<AttachmentSummary>
           content_expired_at: Date | null
           auth_results: AuthenticationResults | null
-          raw_head: Buffer | null
+          raw_head: Uint8Array | null
         }>`
           SELECT ${sql.literal(summaryColumns("e"))},
                  CASE WHEN octet_length(e.html) <= ${maxHtmlBytes} THEN e.html END AS html, e.headers, e.content_expired_at,
@@ -139,7 +142,7 @@ export class EmailHistory extends Context.Service<EmailHistory, {
           attachments: row.attachment_list,
           contentExpiredAt: isoOrNull(row.content_expired_at),
           authentication: row.auth_results,
-          receivedHead: row.raw_head
+          receivedHead: asBuffer(row.raw_head)
         }
       }, mapSqlError)
 
@@ -157,9 +160,9 @@ export class EmailHistory extends Context.Service<EmailHistory, {
 
       const received = Effect.fn("EmailHistory.received")(function*(projectId: string, id: string) {
         if (!isUuid(id)) return undefined
-        const [row] = yield* sql<{ raw_message: Buffer | null }>`
+        const [row] = yield* sql<{ raw_message: Uint8Array | null }>`
           SELECT raw_message FROM emails WHERE project_id = ${projectId} AND id = ${id} AND direction = 'inbound'`
-        return row?.raw_message ?? undefined
+        return asBuffer(row?.raw_message ?? null) ?? undefined
       }, mapSqlError)
 
       return EmailHistory.of({ list, detail, attachments, received })
