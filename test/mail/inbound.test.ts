@@ -4,11 +4,7 @@
  * sender's contact (created unsubscribed), an inbound row on GET /emails, linked to the email it answers,
  * counted in the inbound billing category, and triggers workflows.
  */
-import { execFileSync } from "node:child_process"
-import { createSign, generateKeyPairSync } from "node:crypto"
-import { mkdtempSync, readFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { generateKeyPairSync } from "node:crypto"
 import { Effect } from "effect"
 import nodemailer from "nodemailer"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -16,15 +12,11 @@ import { Billing } from "../../src/store/Billing.ts"
 import { createMailStack, freePort, type MailContext, type MailStack, verifyDomain } from "../support/mail.ts"
 import { eventually } from "../support/nats.ts"
 import { withSql } from "../support/pg.ts"
+import { makeSnsSigner } from "../support/sns.ts"
 import { request } from "../support/stack.ts"
 import { buildWorkflow, settled } from "../workflows/support.ts"
 
-const certDir = mkdtempSync(join(tmpdir(), "sns-inbound-"))
-execFileSync("openssl", [
-  "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=sns.test", "-days", "2",
-  "-keyout", join(certDir, "key.pem"), "-out", join(certDir, "cert.pem")
-], { stdio: "ignore" })
-const snsKey = readFileSync(join(certDir, "key.pem"), "utf8")
+const { certFile, signedSns } = makeSnsSigner()
 const SES_TOPIC = "arn:aws:sns:eu-west-1:123456789012:ses-inbound"
 
 const inboundPort = await freePort()
@@ -37,7 +29,7 @@ beforeAll(async () => {
   mail = await createMailStack({
     INBOUND_SMTP_PORT: String(inboundPort),
     INBOUND_MAX_BYTES: String(MAX_BYTES),
-    SNS_SIGNING_CERT_FILE: join(certDir, "cert.pem"),
+    SNS_SIGNING_CERT_FILE: certFile,
     SES_TOPIC_ARNS: SES_TOPIC
   })
   const api = await mail.stack.start("all")
@@ -222,19 +214,6 @@ describe("inbound SMTP", () => {
     expect(usage.usage.transactional).toBe(1)
   })
 })
-
-/** An SNS notification signed with the pinned certificate's key. */
-const signedSns = (fields: Record<string, string>) => {
-  const message: Record<string, string> = {
-    Timestamp: new Date().toISOString(),
-    SignatureVersion: "2",
-    SigningCertURL: "https://sns.eu-west-1.amazonaws.com/SimpleNotificationService-abc.pem",
-    ...fields
-  }
-  const canonical = ["Message", "MessageId", "Timestamp", "TopicArn", "Type"].map((key) => `${key}\n${message[key]}\n`).join("")
-  message.Signature ??= createSign("RSA-SHA256").update(canonical).sign(snsKey, "base64")
-  return message
-}
 
 /** An SES receipt notification (AWS: "Amazon SES email receiving notification contents"), SNS action. */
 const sesReceipt = (raw: string, recipients: Array<string>, snsId: string) =>
