@@ -22,3 +22,14 @@ export const EMAIL_STATUSES = [
 export const EMAIL_DIRECTIONS = ["outbound", "inbound"] as const
 export type EmailDirection = (typeof EMAIL_DIRECTIONS)[number]
 export type EmailStatus = (typeof EMAIL_STATUSES)[number]
+
+/** SPF, DKIM and DMARC of a received message, as stored on its email and carried by its email.received event. */
+export interface AuthenticationResults {
+  /** pass, fail, softfail, neutral, none, temperror, permerror (SES: pass, fail, gray, processing_failed). */
+  readonly spf: string
+  /** pass when any signature verified; else the first signature's result, or none. */
+  readonly dkim: string
+  /** The domains whose signatures verified. */
+  readonly dkimDomains: ReadonlyArray<string>
+  readonly dmarc: string
+}

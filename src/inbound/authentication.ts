@@ -5,16 +5,9 @@
  */
 import { authenticate, type Resolver } from "mailauth"
 import { Resolver as DnsResolver } from "node:dns/promises"
+import type { AuthenticationResults } from "../domain/email.ts"
 
-export interface AuthenticationResults {
-  /** pass, fail, softfail, neutral, none, temperror, permerror. */
-  readonly spf: string
-  /** pass when any signature verified; else the first signature's result, or none. */
-  readonly dkim: string
-  /** The domains whose signatures verified. */
-  readonly dkimDomains: ReadonlyArray<string>
-  readonly dmarc: string
-}
+export type { AuthenticationResults }
 
 /** A mailauth resolver over node:dns, asking `servers` (host:port) or the system's resolvers. */
 export const dnsResolver = (servers: ReadonlyArray<string>, timeoutMs = 2_000): Resolver => {

@@ -216,7 +216,7 @@ describe("inbound SMTP", () => {
 })
 
 /** An SES receipt notification (AWS: "Amazon SES email receiving notification contents"), SNS action. */
-const sesReceipt = (raw: string, recipients: Array<string>, snsId: string) =>
+const sesReceipt = (raw: string, recipients: Array<string>, snsId: string, action: Record<string, string> = { type: "SNS", topicArn: SES_TOPIC, encoding: "BASE64" }) =>
   signedSns({
     Type: "Notification",
     MessageId: snsId,
@@ -232,7 +232,7 @@ const sesReceipt = (raw: string, recipients: Array<string>, snsId: string) =>
         spfVerdict: { status: "PASS" },
         dkimVerdict: { status: "GRAY" },
         dmarcVerdict: { status: "PASS" },
-        action: { type: "SNS", topicArn: SES_TOPIC, encoding: "BASE64" }
+        action
       },
       mail: {
         timestamp: new Date().toISOString(),
@@ -240,10 +240,10 @@ const sesReceipt = (raw: string, recipients: Array<string>, snsId: string) =>
         messageId: "ses-internal-1",
         destination: recipients,
         headersTruncated: false,
-        headers: [],
+        headers: raw.split("\r\n\r\n")[0]!.split("\r\n").map((line) => ({ name: line.slice(0, line.indexOf(":")), value: line.slice(line.indexOf(":") + 2) })),
         commonHeaders: { from: ["carol@ses-sender.test"], to: recipients, subject: "Via SES" }
       },
-      content: Buffer.from(raw).toString("base64")
+      ...(action.type === "SNS" ? { content: Buffer.from(raw).toString("base64") } : {})
     })
   })
 
@@ -287,5 +287,22 @@ describe("SES inbound through the SNS webhook", () => {
       subject: "Via SES", to: ["sales@acme.test"], via: "ses",
       authentication: { spf: "pass", dkim: "gray", dmarc: "pass" }
     })
+  })
+
+  it("records an S3-action notification from its headers (the body stays in the bucket)", async () => {
+    const raw = "From: dave@ses-sender.test\r\nTo: sales@acme.test\r\nSubject: Stored in S3\r\nMessage-ID: <s3-1@ses-sender.test>\r\n\r\nbody\r\n"
+    const res = await request(context.api.url, "POST", "/webhooks/ses", {
+      rawBody: JSON.stringify(sesReceipt(raw, ["sales@acme.test"], "sns-s3-1", { type: "S3", bucketName: "mail", objectKey: "k1" })),
+      headers: { "content-type": "text/plain; charset=UTF-8" }
+    })
+    expect(res.json.data.received).toBe(1)
+    const email = await eventually(async () => {
+      const found = (await inboundEmails()).find((row) => row.subject === "Stored in S3")
+      expect(found).toBeDefined()
+      return found!
+    })
+    expect(email.from).toBe("dave@ses-sender.test")
+    // No message to download: only its headers arrived.
+    expect((await secret("GET", `/emails/${email.id}/raw`)).status).toBe(404)
   })
 })

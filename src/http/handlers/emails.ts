@@ -134,6 +134,13 @@ export const EmailsHandlers = HttpApiBuilder.group(Api, "emails", Effect.fnUntra
             headers: { "content-disposition": `attachment; filename="${email.id}.eml"` }
           })
         }
+        if (email.direction === "inbound") {
+          return yield* cannotCompose(
+            found.contentExpiredAt !== null
+              ? `This email's content is no longer kept: mail keeps it ${config.emailContentRetentionDays} days (EMAIL_CONTENT_RETENTION_DAYS)`
+              : "Only this email's headers were received (an SES receipt rule with an S3 action keeps the message in its bucket)"
+          )
+        }
         if (found.contentExpiredAt !== null) {
           return yield* cannotCompose(
             `This email's content is no longer kept: sent mail keeps it ${config.emailContentRetentionDays} days (EMAIL_CONTENT_RETENTION_DAYS)`
