@@ -104,6 +104,7 @@ describe("inbound SMTP", () => {
     expect(detail.json.headers).toContainEqual({ name: "Subject", value: "Help with my order" })
     const raw = await fetch(`${context.api.url}/emails/${email!.id}/raw`, { headers: { authorization: `Bearer ${context.project.secretKey}` } })
     expect(await raw.text()).toContain("Message-ID: <first-message@writer.test>")
+    expect((await secret("GET", "/emails?direction=sideways")).status).toBe(422)
     // Sent-mail filters leave it out.
     expect(((await secret("GET", "/emails?direction=outbound")).json.data as Array<{ id: string }>).map((row) => row.id)).not.toContain(email!.id)
 

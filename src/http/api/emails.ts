@@ -85,7 +85,7 @@ export const EmailDetail = Schema.Struct({
 const ListQuery = queryParameters({
   ...cursorParams,
   status: QueryParam.text(`Comma-separated statuses: ${EMAIL_STATUSES.join(", ")}`),
-  direction: QueryParam.text("outbound (mail the project sent) or inbound (mail it received); both when omitted"),
+  direction: QueryParam.literals(EMAIL_DIRECTIONS, "outbound: mail the project sent; inbound: mail it received; both when omitted (another value is a 422)"),
   recipient: QueryParam.text("Only mail whose recipient address contains this text (case-insensitive)"),
   templateId: QueryParam.text("Only mail made from this template", "uuid"),
   campaignId: QueryParam.text("Only this campaign's mail", "uuid"),
