@@ -36,6 +36,8 @@ import { HeldMailResumerLive } from "./billing/heldMail.ts"
 import { Billing } from "./store/Billing.ts"
 import { CompactionLive } from "./analytics/Compaction.ts"
 import { EmailContentRetentionLive } from "./mail/contentRetention.ts"
+import { InboundMail } from "./inbound/InboundMail.ts"
+import { SmtpReceiverLive } from "./inbound/SmtpReceiver.ts"
 
 /** Postgres (migrated) and NATS (streams ensured). */
 export const InfraLive = Layer.mergeAll(DatabaseLive, Nats.layer)
@@ -54,8 +56,11 @@ export const CoreLive = Layer.mergeAll(
   Domains.layer.pipe(Layer.provideMerge(Dns.layer))
 ).pipe(Layer.provideMerge(Outbox.layer), Layer.provideMerge(InfraLive))
 
-/** The HTTP api, and /metrics on METRICS_PORT instead of PORT when that is set. */
-export const ApiRoleLive = Layer.mergeAll(HttpLive, MetricsServerLive).pipe(Layer.provideMerge(CoreLive))
+/** The inbound SMTP receiver, when INBOUND_SMTP_PORT is set (src/inbound/SmtpReceiver.ts says why the api runs it). */
+export const InboundReceiverLive = SmtpReceiverLive.pipe(Layer.provide(InboundMail.layer), Layer.provide(Billing.layer))
+
+/** The HTTP api, and /metrics on METRICS_PORT instead of PORT when that is set; the inbound SMTP receiver. */
+export const ApiRoleLive = Layer.mergeAll(HttpLive, MetricsServerLive, InboundReceiverLive).pipe(Layer.provideMerge(CoreLive))
 
 /**
  * The stream worker's jobs, each on the services under it: built from the bottom up, stopped from the

@@ -276,6 +276,23 @@ export const Variables = {
     defaultValue: [], shownDefault: "unset",
     meaning: "SNS topics accepted on /webhooks/ses (unset: none; * any topic, the signature still checked)"
   }),
+  inboundSmtpPort: variable({
+    name: "INBOUND_SMTP_PORT", ...optional(wholeNumber(0, 65535)), defaultValue: undefined as number | undefined, shownDefault: "unset (off)",
+    meaning: "port of the inbound SMTP receiver, run by every api process (they share it; under `all` too): mail to a project's " +
+      "verified domains becomes an email.received event on its sender's contact; other recipients are refused at RCPT TO (0 picks a free port)"
+  }),
+  inboundMaxBytes: variable({
+    name: "INBOUND_MAX_BYTES", ...wholeNumber(1024, 50 * 1024 * 1024), defaultValue: 10 * 1024 * 1024, shownDefault: "10485760",
+    meaning: "largest message the inbound SMTP receiver accepts (announced in EHLO SIZE; larger is refused with 552)"
+  }),
+  inboundRatePerIp: variable({
+    name: "INBOUND_RATE_PER_IP", ...wholeNumber(0), defaultValue: 120, shownDefault: "120",
+    meaning: "messages per minute one client address may deliver to an api process's inbound receiver (past it 421 at MAIL FROM); 0 = no limit"
+  }),
+  inboundRatePerProject: variable({
+    name: "INBOUND_RATE_PER_PROJECT", ...wholeNumber(0), defaultValue: 600, shownDefault: "600",
+    meaning: "inbound messages per minute one project may receive through an api process (past it 452 at RCPT TO); 0 = no limit"
+  }),
   webhookAllowCidrs: variable({
     name: "WEBHOOK_ALLOW_CIDRS", ...listOf("comma-separated IP ranges (10.0.0.0/8, fd00::/8) or addresses", isRange),
     defaultValue: [], shownDefault: "unset",
@@ -456,6 +473,14 @@ export interface AppConfigShape {
   readonly snsSigningCertFile: string | undefined
   /** SNS topics accepted on /webhooks/ses; empty accepts none, `*` any (signature always required). */
   readonly sesTopicArns: ReadonlyArray<string>
+  /** The inbound SMTP receiver's port (src/inbound/SmtpReceiver.ts); undefined: no receiver. */
+  readonly inboundSmtpPort: number | undefined
+  /** Largest inbound message. */
+  readonly inboundMaxBytes: number
+  /** Inbound messages per minute per client address, per process; 0: no limit. */
+  readonly inboundRatePerIp: number
+  /** Inbound messages per minute per project, per process; 0: no limit. */
+  readonly inboundRatePerProject: number
   /** Private ranges workflow webhooks may reach anyway (none by default). */
   readonly webhookAllowCidrs: ReadonlyArray<string>
   /** Signups refused (403) except the very first user of an empty installation. */

@@ -10,8 +10,26 @@ export const isValidEmail = (value: string): boolean =>
 /** Emails are compared case-insensitively, so they are stored in one canonical form. */
 export const normalizeEmail = (value: string): string => value.trim().toLowerCase()
 
-/** An email's statuses: forward from PENDING to COMPLAINED (src/store/Emails.ts); FAILED and SUPPRESSED are final. */
+/**
+ * An email's statuses: forward from PENDING to COMPLAINED (src/store/Emails.ts); FAILED and SUPPRESSED are
+ * final. RECEIVED is received mail's only status (direction inbound, src/inbound/InboundMail.ts).
+ */
 export const EMAIL_STATUSES = [
-  "PENDING", "SENDING", "SENT", "DELIVERED", "OPENED", "CLICKED", "BOUNCED", "COMPLAINED", "FAILED", "SUPPRESSED"
+  "PENDING", "SENDING", "SENT", "DELIVERED", "OPENED", "CLICKED", "BOUNCED", "COMPLAINED", "FAILED", "SUPPRESSED", "RECEIVED"
 ] as const
+
+/** Mail we sent, or mail we received. */
+export const EMAIL_DIRECTIONS = ["outbound", "inbound"] as const
+export type EmailDirection = (typeof EMAIL_DIRECTIONS)[number]
 export type EmailStatus = (typeof EMAIL_STATUSES)[number]
+
+/** SPF, DKIM and DMARC of a received message, as stored on its email and carried by its email.received event. */
+export interface AuthenticationResults {
+  /** pass, fail, softfail, neutral, none, temperror, permerror (SES: pass, fail, gray, processing_failed). */
+  readonly spf: string
+  /** pass when any signature verified; else the first signature's result, or none. */
+  readonly dkim: string
+  /** The domains whose signatures verified. */
+  readonly dkimDomains: ReadonlyArray<string>
+  readonly dmarc: string
+}

@@ -37,6 +37,8 @@ import { EmailsHandlers } from "./handlers/emails.ts"
 import { TemplatesHandlers } from "./handlers/templates.ts"
 import { SesWebhookRoute, WebhooksHandlers } from "./handlers/webhooks.ts"
 import { Notifications } from "../mail/Notifications.ts"
+import { InboundMail } from "../inbound/InboundMail.ts"
+import { Billing } from "../store/Billing.ts"
 import { ContactDirectory } from "../ingest/ContactDirectory.ts"
 import { EventPublisher } from "../ingest/EventPublisher.ts"
 import { Idempotency } from "./Idempotency.ts"
@@ -75,7 +77,7 @@ const ApiRoutes = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pi
 
 const Routes = Layer.mergeAll(
   ApiRoutes,
-  SesWebhookRoute.pipe(Layer.provide(Notifications.layer)),
+  SesWebhookRoute.pipe(Layer.provide([Notifications.layer, InboundMail.layer.pipe(Layer.provide(Billing.layer))])),
   HttpApiScalar.layer(Api, { path: "/docs" }),
   DashboardRoutes,
   GatewayLive

@@ -15,7 +15,7 @@ const BATCH = 500
 /** Empties the content of finished mail queued before `cutoff`, one batch; answers how many rows. */
 export const expireContent = (sql: SqlClient.SqlClient, cutoff: Date) =>
   sql<{ id: string }>`
-    UPDATE emails SET html = '', headers = '{}'::jsonb, attachments = '[]'::jsonb, content_expired_at = now()
+    UPDATE emails SET html = '', headers = '{}'::jsonb, attachments = '[]'::jsonb, raw_message = NULL, content_expired_at = now()
     WHERE id IN (
       SELECT id FROM emails
       WHERE content_expired_at IS NULL AND status NOT IN ('PENDING', 'SENDING') AND created_at < ${cutoff.toISOString()}::timestamptz

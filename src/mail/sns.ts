@@ -146,3 +146,58 @@ export const sesNotification = (snsMessageId: string, message: string): Notifica
       return undefined
   }
 }
+
+/** An SES receipt ("Received") notification: mail SES accepted for one of our domains. */
+export interface SesReceived {
+  /** The message as received (SNS action), or only its headers (S3 action: the body stays in the bucket). */
+  readonly raw: Buffer
+  readonly complete: boolean
+  readonly recipients: ReadonlyArray<string>
+  /** The envelope sender (MAIL FROM). */
+  readonly source: string | undefined
+  /** SES's verdicts, lower-case: pass, fail, gray, processing_failed. */
+  readonly verdicts: { readonly spf: string; readonly dkim: string; readonly dmarc: string }
+}
+
+interface SesReceiptNotification {
+  readonly notificationType?: string
+  readonly receipt?: {
+    readonly recipients?: ReadonlyArray<string>
+    readonly spfVerdict?: { readonly status?: string }
+    readonly dkimVerdict?: { readonly status?: string }
+    readonly dmarcVerdict?: { readonly status?: string }
+    readonly action?: { readonly type?: string; readonly encoding?: string }
+  }
+  readonly mail?: { readonly source?: string; readonly headers?: ReadonlyArray<{ readonly name?: string; readonly value?: string }> }
+  readonly content?: string
+}
+
+/**
+ * The receipt notification inside an SNS Notification (AWS: "Amazon SES email receiving notification
+ * contents"), or undefined when it is not one. With the SNS action `content` is the whole message (UTF8,
+ * or BASE64 as the action's `encoding` says); otherwise the headers SES lists are all there is.
+ */
+export const sesReceived = (message: string): SesReceived | undefined => {
+  let ses: SesReceiptNotification
+  try {
+    ses = JSON.parse(message) as SesReceiptNotification
+  } catch {
+    return undefined
+  }
+  if (ses.notificationType !== "Received" || !ses.receipt) return undefined
+  const verdict = (value: { readonly status?: string } | undefined) => (value?.status ?? "none").toLowerCase()
+  const complete = typeof ses.content === "string"
+  const raw = complete
+    ? Buffer.from(ses.content!, ses.receipt.action?.encoding === "BASE64" ? "base64" : "utf8")
+    : Buffer.from(
+      (ses.mail?.headers ?? []).map((header) => `${header.name ?? ""}: ${header.value ?? ""}`).join("\r\n") + "\r\n\r\n",
+      "utf8"
+    )
+  return {
+    raw,
+    complete,
+    recipients: ses.receipt.recipients ?? [],
+    source: ses.mail?.source,
+    verdicts: { spf: verdict(ses.receipt.spfVerdict), dkim: verdict(ses.receipt.dkimVerdict), dmarc: verdict(ses.receipt.dmarcVerdict) }
+  }
+}

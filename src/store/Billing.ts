@@ -2,7 +2,8 @@
  * Monthly consumption and caps per project and category.
  *
  * Consumption counts the emails the sender actually accepted (`sent_at` set) in the calendar month
- * (UTC): one row per email, so a retried send is never counted twice. A cap limits what may be
+ * (UTC): one row per email, so a retried send is never counted twice; and received mail (`inbound`) in
+ * the month it arrived. A cap limits what may be
  * *queued* in the month (sent or still pending, failures and suppressed mail excluded), so mail queued
  * but not yet sent counts against it too; `reserve` checks and queues under a per-(project, category)
  * transaction lock, so two concurrent sends cannot both take the last unit.
@@ -53,7 +54,7 @@ export const wipeEmails = (sql: SqlClient.SqlClient, projectId: string) =>
     INSERT INTO billing_carryover AS c (project_id, month, category, queued, sent)
     SELECT ${projectId}, month, category,
            count(*) FILTER (WHERE status NOT IN ('PENDING', 'FAILED', 'SUPPRESSED')),
-           count(*) FILTER (WHERE status = 'SENDING' OR sent_month = month)
+           count(*) FILTER (WHERE status IN ('SENDING', 'RECEIVED') OR sent_month = month)
     FROM gone GROUP BY month, category
     ON CONFLICT (project_id, month, category) DO UPDATE SET queued = c.queued + EXCLUDED.queued, sent = c.sent + EXCLUDED.sent`.pipe(
     Effect.asVoid,
@@ -132,7 +133,10 @@ export class Billing extends Context.Service<Billing, {
         const rows = yield* sql<{ category: Category; n: number }>`
           SELECT category, sum(n)::int AS n FROM (
             SELECT ${categoryOf(sql)} AS category, count(*) AS n FROM emails
-            WHERE project_id = ${projectId} AND created_at >= ${periodStart} AND sent_at >= ${periodStart} AND sent_at < ${periodEnd}
+            WHERE project_id = ${projectId} AND created_at >= ${periodStart}
+              AND (sent_at >= ${periodStart} AND sent_at < ${periodEnd}
+                   -- Received mail counts in the month it arrived (inbound).
+                   OR direction = 'inbound' AND created_at < ${periodEnd})
             GROUP BY 1
             UNION ALL
             SELECT category, sent FROM billing_carryover WHERE project_id = ${projectId} AND month = ${monthKey(now)}::date

@@ -10,6 +10,7 @@ import { InvalidCursor } from "../domain/errors.ts"
 import { isUuid } from "../domain/ids.ts"
 import { escapeLike } from "./Contacts.ts"
 import { decodeTimeCursor, encodeCursor, timeKeySql } from "./cursor.ts"
+import type { AuthenticationResults, EmailDirection } from "../domain/email.ts"
 import { type Attachment, type EmailRecord, type EmailRow, type EmailStatus, summaryColumns, toEmailRecord } from "./Emails.ts"
 import { iso, isoOrNull } from "./columns.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
@@ -18,6 +19,7 @@ export interface EmailListQuery {
   readonly limit: number
   readonly cursor: string | undefined
   readonly statuses: ReadonlyArray<EmailStatus> | undefined
+  readonly direction?: EmailDirection | undefined
   /** Part of the recipient's address (case-insensitive). */
   readonly recipient: string | undefined
   readonly templateId: string | undefined
@@ -49,7 +51,14 @@ export interface EmailDetail {
   readonly attachments: ReadonlyArray<AttachmentSummary>
   /** When the content was emptied, past EMAIL_CONTENT_RETENTION_DAYS (src/mail/contentRetention.ts). */
   readonly contentExpiredAt: string | null
+  /** Received mail: SPF, DKIM and DMARC on arrival. */
+  readonly authentication: AuthenticationResults | null
+  /** Received mail: the head of the message as received (its header lines), when kept. */
+  readonly receivedHead: Buffer | null
 }
+
+/** bytea comes back as a Uint8Array. */
+const asBuffer = (bytes: Uint8Array | null) => (bytes === null ? null : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength))
 
 export interface EmailPage {
   readonly data: ReadonlyArray<EmailRecord>
@@ -64,6 +73,8 @@ export class EmailHistory extends Context.Service<EmailHistory, {
   readonly detail: (projectId: string, id: string, maxHtmlBytes: number) => Effect.Effect<EmailDetail | undefined, PersistenceError>
   /** The email's attachments with their content, read one at a time (for the raw message). */
   readonly attachments: (projectId: string, id: string, count: number) => Effect.Effect<ReadonlyArray<Attachment>, PersistenceError>
+  /** Received mail as it arrived, while its content is kept; undefined otherwise. */
+  readonly received: (projectId: string, id: string) => Effect.Effect<Buffer | undefined, PersistenceError>
 }>()("app/store/EmailHistory") {
   static readonly layer = Layer.effect(
     EmailHistory,
@@ -77,6 +88,7 @@ export class EmailHistory extends Context.Service<EmailHistory, {
           sql`project_id = ${projectId}`,
           ...(after ? [sql`(created_at, id) < (${after[0]}::timestamptz, ${after[1]}::uuid)`] : []),
           ...(query.statuses ? [sql`status IN ${sql.in(query.statuses)}`] : []),
+          ...(query.direction ? [sql`direction = ${query.direction}`] : []),
           ...(query.recipient ? [sql`to_email ILIKE ${`%${escapeLike(query.recipient)}%`}`] : []),
           ...(query.templateId ? [sql`template_id = ${query.templateId}`] : []),
           ...(query.campaignId ? [sql`campaign_id = ${query.campaignId}`] : []),
@@ -106,9 +118,12 @@ export class EmailHistory extends Context.Service<EmailHistory, {
           headers: Readonly<Record<string, string>>
           attachment_list: ReadonlyArray<AttachmentSummary>
           content_expired_at: Date | null
+          auth_results: AuthenticationResults | null
+          raw_head: Uint8Array | null
         }>`
           SELECT ${sql.literal(summaryColumns("e"))},
                  CASE WHEN octet_length(e.html) <= ${maxHtmlBytes} THEN e.html END AS html, e.headers, e.content_expired_at,
+                 e.auth_results, substring(e.raw_message from 1 for 65536) AS raw_head,
                  COALESCE((SELECT jsonb_agg(jsonb_build_object('filename', a.value->>'filename', 'contentType', a.value->>'contentType',
                                                                'contentId', a.value->>'contentId',
                                                                'disposition', COALESCE(a.value->>'disposition', 'attachment'),
@@ -124,7 +139,9 @@ export class EmailHistory extends Context.Service<EmailHistory, {
           html: row.html,
           headers: row.headers,
           attachments: row.attachment_list,
-          contentExpiredAt: isoOrNull(row.content_expired_at)
+          contentExpiredAt: isoOrNull(row.content_expired_at),
+          authentication: row.auth_results,
+          receivedHead: asBuffer(row.raw_head)
         }
       }, mapSqlError)
 
@@ -140,7 +157,14 @@ export class EmailHistory extends Context.Service<EmailHistory, {
         return read
       }, mapSqlError)
 
-      return EmailHistory.of({ list, detail, attachments })
+      const received = Effect.fn("EmailHistory.received")(function*(projectId: string, id: string) {
+        if (!isUuid(id)) return undefined
+        const [row] = yield* sql<{ raw_message: Uint8Array | null }>`
+          SELECT raw_message FROM emails WHERE project_id = ${projectId} AND id = ${id} AND direction = 'inbound'`
+        return asBuffer(row?.raw_message ?? null) ?? undefined
+      }, mapSqlError)
+
+      return EmailHistory.of({ list, detail, attachments, received })
     })
   )
 }

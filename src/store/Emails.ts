@@ -6,7 +6,7 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { AppConfig } from "../config.ts"
-import type { EmailStatus } from "../domain/email.ts"
+import type { EmailDirection, EmailStatus } from "../domain/email.ts"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
 import { Outbox } from "../stream/Outbox.ts"
 import { isoOrNull } from "./columns.ts"
@@ -62,6 +62,10 @@ export type EmailContent = Pick<NewEmail, "subject" | "html" | "headers" | "atta
 /** An email without its content (html, headers, attachments): what the api, events and counters read. */
 export interface EmailRecord extends Omit<NewEmail, "html" | "headers" | "attachments" | "marketingTemplate"> {
   readonly status: EmailStatus
+  /** Received mail is `inbound` (status RECEIVED). */
+  readonly direction: EmailDirection
+  /** Received mail: the email of ours it answers (In-Reply-To / References). */
+  readonly inReplyTo: string | null
   readonly attempts: number
   readonly error: string | null
   readonly createdAt: string
@@ -90,6 +94,8 @@ export interface EmailRow {
   readonly workflow_id: string | null
   readonly message_id: string
   readonly status: EmailStatus
+  readonly direction: EmailDirection
+  readonly in_reply_to_email_id: string | null
   readonly attempts: number
   readonly error: string | null
   readonly created_at: Date
@@ -111,7 +117,7 @@ export const summaryColumns = (alias?: string) => {
   return [
     "id", "project_id", "partition", "contact_id", "to_email", "to_name", "from_email", "from_name", "reply_to", "type",
     "template_id", "campaign_id", "workflow_id", "message_id", "status", "attempts", "error", "created_at", "sent_at",
-    "delivered_at", "opened_at", "clicked_at", "bounced_at", "complained_at"
+    "delivered_at", "opened_at", "clicked_at", "bounced_at", "complained_at", "direction", "in_reply_to_email_id"
   ].map(column).concat(`left(${column("subject")}, 998) AS subject`).join(", ")
 }
 
@@ -131,6 +137,8 @@ export const toEmailRecord = (row: EmailRow): EmailRecord => ({
   workflowId: row.workflow_id,
   messageId: row.message_id,
   status: row.status,
+  direction: row.direction,
+  inReplyTo: row.in_reply_to_email_id,
   attempts: row.attempts,
   error: row.error,
   createdAt: row.created_at.toISOString(),

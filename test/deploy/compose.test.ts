@@ -57,11 +57,12 @@ beforeAll(async () => {
 describe("docker-compose.yml", () => {
   it("is valid for docker-compose: schema, every depends_on and named volume resolves", async () => {
     const { services, volumes } = await resolved()
-    expect(Object.keys(services).sort()).toEqual(["api", "migrate", "nats", "nats-1", "nats-2", "nats-3", "postgres", "proxy", "worker"])
-    // A plain `up` starts one NATS node; the three of the cluster only with `--profile cluster`.
+    expect(Object.keys(services).sort()).toEqual(["api", "inbound", "migrate", "nats", "nats-1", "nats-2", "nats-3", "postgres", "proxy", "worker"])
+    // A plain `up` starts one NATS node; the three of the cluster only with `--profile cluster`, the inbound
+    // SMTP receiver only with `--profile inbound`.
     const profiled = Object.entries(services).filter(([, service]) => service.profiles !== undefined)
     expect(Object.fromEntries(profiled.map(([name, service]) => [name, service.profiles]))).toEqual({
-      "nats-1": ["cluster"], "nats-2": ["cluster"], "nats-3": ["cluster"]
+      inbound: ["inbound"], "nats-1": ["cluster"], "nats-2": ["cluster"], "nats-3": ["cluster"]
     })
     expect(Object.keys(volumes).sort()).toEqual(["caddy_data", "natsdata", "natsdata1", "natsdata2", "natsdata3", "outbox", "pgdata"])
   })
@@ -102,12 +103,26 @@ describe("docker-compose.yml", () => {
     const { services } = await resolved()
     for (const [name, service] of Object.entries(services)) {
       expect(service.container_name, name).toBeUndefined()
-      if (name !== "proxy") expect(service.ports, name).toBeUndefined()
+      if (name !== "proxy" && name !== "inbound") expect(service.ports, name).toBeUndefined()
     }
     expect(services.proxy!.ports).toEqual([{ published: 3000, target: 3000 }])
     expect((await resolved({ HTTP_PORT: "8080" })).services.proxy!.ports).toEqual([{ published: 8080, target: 3000 }])
     expect(services.api!.expose).toEqual(["3000", "9464"])
     expect(services.api!.environment!.PORT).toBe("3000")
+  })
+
+  it("runs inbound mail only with --profile inbound: one api-role replica with the SMTP receiver, its port published", async () => {
+    const { services } = await resolved()
+    const inbound = services.inbound! as Service & { readonly profiles?: ReadonlyArray<string> }
+    expect(inbound.profiles).toEqual(["inbound"])
+    expect(inbound.command).toEqual(["api"])
+    expect(inbound.environment!.INBOUND_SMTP_PORT).toBe("2525")
+    expect(inbound.environment!.INBOUND_MAX_BYTES).toBeNull()
+    expect(inbound.ports).toEqual([{ published: 25, target: 2525 }])
+    expect((await resolved({ INBOUND_SMTP_HOST_PORT: "2525" })).services.inbound!.ports).toEqual([{ published: 2525, target: 2525 }])
+    // The HTTP api replicas never bind it, so they scale freely.
+    expect(services.api!.environment!.INBOUND_SMTP_PORT).toBeUndefined()
+    expect(inbound.depends_on).toEqual(services.api!.depends_on)
   })
 
   it("keeps Postgres and the JetStream file store on volumes, with health checks", async () => {
@@ -124,7 +139,7 @@ describe("docker-compose.yml", () => {
 
   it("gives every mailstream process the same stores and the same fixed settings", async () => {
     const { services } = await resolved({ PARTITIONS: "16", LANES_PER_PROJECT: "4", SMTP_URL: "smtp://relay:587" })
-    const roles = ["migrate", "api", "worker"].map((role) => services[role]!.environment!)
+    const roles = ["migrate", "api", "worker", "inbound"].map((role) => services[role]!.environment!)
     for (const environment of roles) {
       expect(environment).toMatchObject({
         DATABASE_URL: "postgres://postgres:postgres@postgres:5432/postgres",

@@ -1,41 +1,16 @@
-import { execFileSync } from "node:child_process"
-import { createSign } from "node:crypto"
-import { mkdtempSync, readFileSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { emailStatus, type MailContext, withMailStack } from "../support/mail.ts"
 import { eventually } from "../support/nats.ts"
+import { makeSnsSigner } from "../support/sns.ts"
 import { request } from "../support/stack.ts"
 
 // A self-signed certificate pinned as the SNS signing certificate (SNS_SIGNING_CERT_FILE).
-const certDir = mkdtempSync(join(tmpdir(), "sns-"))
-execFileSync("openssl", [
-  "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=sns.test", "-days", "2",
-  "-keyout", join(certDir, "key.pem"), "-out", join(certDir, "cert.pem")
-], { stdio: "ignore" })
-const snsKey = readFileSync(join(certDir, "key.pem"), "utf8")
+const { certFile, signedSns } = makeSnsSigner()
 
 const SES_TOPIC = "arn:aws:sns:eu-west-1:123456789012:ses-events"
 
 let context: MailContext
-withMailStack((ready) => (context = ready), { SNS_SIGNING_CERT_FILE: join(certDir, "cert.pem"), SES_TOPIC_ARNS: SES_TOPIC })
-
-/** An SNS message signed with the pinned certificate's key (canonical string per the SNS docs). */
-const signedSns = (fields: Record<string, string>) => {
-  const message: Record<string, string> = {
-    Timestamp: new Date().toISOString(),
-    SignatureVersion: "2",
-    SigningCertURL: "https://sns.eu-west-1.amazonaws.com/SimpleNotificationService-abc.pem",
-    ...fields
-  }
-  const keys = message.Type === "Notification"
-    ? ["Message", "MessageId", "Timestamp", "TopicArn", "Type"]
-    : ["Message", "MessageId", "SubscribeURL", "Timestamp", "Token", "TopicArn", "Type"]
-  const canonical = keys.map((key) => `${key}\n${message[key]}\n`).join("")
-  message.Signature ??= createSign("RSA-SHA256").update(canonical).sign(snsKey, "base64")
-  return message
-}
+withMailStack((ready) => (context = ready), { SNS_SIGNING_CERT_FILE: certFile, SES_TOPIC_ARNS: SES_TOPIC })
 
 /** An SES notification (`Complaint`, `Bounce`...) about the email with this Message-ID, over SNS. */
 const sesNotification = (messageId: string, overrides: Record<string, string> = {}, type = "Complaint") =>

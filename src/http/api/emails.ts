@@ -5,7 +5,7 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { EMAIL_STATUSES } from "../../domain/email.ts"
+import { EMAIL_DIRECTIONS, EMAIL_STATUSES } from "../../domain/email.ts"
 import { InvalidCursor } from "../../domain/errors.ts"
 import { commonErrors, declared, ErrorDocs, inputErrors } from "./errors.ts"
 import { cursorParams, QueryParam, queryParameters } from "./query.ts"
@@ -20,6 +20,10 @@ export const EmailRecord = Schema.Struct({
   subject: Schema.String,
   type: Schema.String,
   status: Schema.String,
+  direction: Schema.Literals(EMAIL_DIRECTIONS).annotate({ description: "outbound: mail the project sent; inbound: mail it received (status RECEIVED)" }),
+  inReplyTo: Schema.NullOr(Schema.String).annotate({
+    description: "Received mail: the id of the project's email it answers (its In-Reply-To or References), else null"
+  }),
   templateId: Schema.NullOr(Schema.String),
   campaignId: Schema.NullOr(Schema.String),
   workflowId: Schema.NullOr(Schema.String),
@@ -35,7 +39,7 @@ export const EmailRecord = Schema.Struct({
   complainedAt: Schema.NullOr(Timestamp)
 }).annotate({ identifier: "Email" })
 
-export const TIMELINE_STEPS = ["QUEUED", "SENT", "DELIVERED", "OPENED", "CLICKED", "BOUNCED", "COMPLAINED", "FAILED", "SUPPRESSED"] as const
+export const TIMELINE_STEPS = ["RECEIVED", "QUEUED", "SENT", "DELIVERED", "OPENED", "CLICKED", "BOUNCED", "COMPLAINED", "FAILED", "SUPPRESSED"] as const
 
 export const EmailDetail = Schema.Struct({
   ...EmailRecord.fields,
@@ -65,6 +69,12 @@ export const EmailDetail = Schema.Struct({
     disposition: Schema.Literals(["attachment", "inline"]),
     size: Count
   })),
+  authentication: Schema.NullOr(Schema.Struct({
+    spf: Schema.String,
+    dkim: Schema.String,
+    dkimDomains: Schema.Array(Schema.String),
+    dmarc: Schema.String
+  })).annotate({ description: "Received mail: SPF, DKIM and DMARC as checked on arrival (pass, fail, none, ...); null for sent mail" }),
   timeline: Schema.Array(Schema.Struct({
     step: Schema.Literals(TIMELINE_STEPS),
     at: Schema.NullOr(Timestamp).annotate({ description: "When (the first time, for opens and clicks); null for FAILED and SUPPRESSED" }),
@@ -75,6 +85,7 @@ export const EmailDetail = Schema.Struct({
 const ListQuery = queryParameters({
   ...cursorParams,
   status: QueryParam.text(`Comma-separated statuses: ${EMAIL_STATUSES.join(", ")}`),
+  direction: QueryParam.literals(EMAIL_DIRECTIONS, "outbound: mail the project sent; inbound: mail it received; both when omitted (another value is a 422)"),
   recipient: QueryParam.text("Only mail whose recipient address contains this text (case-insensitive)"),
   templateId: QueryParam.text("Only mail made from this template", "uuid"),
   campaignId: QueryParam.text("Only this campaign's mail", "uuid"),
@@ -90,8 +101,8 @@ export class EmailsApi extends HttpApiGroup.make("emails")
       success: Schema.Struct({ data: Schema.Array(EmailRecord), cursor: Schema.NullOr(Schema.String), hasMore: Schema.Boolean }),
       error: [...commonErrors, ...inputErrors, declared(InvalidCursor), ErrorDocs.badRequest]
     }).annotate(OpenApi.Description,
-      "Every email the project sent or queued (transactional, campaign and workflow mail), newest first, in cursor pages; " +
-        "filtered by status, recipient, template, campaign, workflow and time.")
+      "Every email the project sent or queued (transactional, campaign and workflow mail) and received (direction inbound), " +
+        "newest first, in cursor pages; filtered by direction, status, recipient, template, campaign, workflow and time.")
       .annotate(OpenApi.Transform, ListQuery.document),
     HttpApiEndpoint.get("get", "/emails/:id", {
       params: { id: Text },
@@ -105,8 +116,8 @@ export class EmailsApi extends HttpApiGroup.make("emails")
       success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "message/rfc822" })),
       error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
     }).annotate(OpenApi.Description,
-      "The email as a message/rfc822 file (an .eml), composed from what is stored exactly as the sender composes it, dated " +
-        "when it was sent; without a DKIM signature (the signature is made when the message is handed to the relay). 404 " +
+      "The email as a message/rfc822 file (an .eml): received mail as it arrived; sent mail composed from what is stored " +
+        "exactly as the sender composes it, dated when it was sent; without a DKIM signature (the signature is made when the message is handed to the relay). 404 " +
         "once its content is no longer kept (EMAIL_CONTENT_RETENTION_DAYS), and for a row stored before the size caps.")
   )
   .middleware(SecretKeyAuth)

@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { AppConfig } from "../../config.ts"
-import { EMAIL_STATUSES } from "../../domain/email.ts"
+import { EMAIL_DIRECTIONS, EMAIL_STATUSES } from "../../domain/email.ts"
 import { removeTracking } from "../../mail/links.ts"
 import { htmlToPlainText } from "../../mail/plainText.ts"
 import { MAX_HTML_BYTES } from "../../mail/prepare.ts"
@@ -34,8 +34,12 @@ const messageOf = (email: EmailRecord, content: EmailContent) =>
       new Date(email.sentAt ?? email.createdAt)
     ))
 
+/** One direction asked for filters; both (or none) do not. */
+const onlyOne = <T>(values: ReadonlyArray<T> | undefined) => (values !== undefined && new Set(values).size === 1 ? values[0] : undefined)
+
 /** Each stamped step in time order, then how the email ended when it was not sent. */
 const timelineOf = (email: EmailRecord) => {
+  if (email.direction === "inbound") return [{ step: "RECEIVED" as const, at: email.createdAt }]
   const stamped: Array<readonly [(typeof TIMELINE_STEPS)[number], string | null]> = [
     ["QUEUED", email.createdAt], ["SENT", email.sentAt], ["DELIVERED", email.deliveredAt], ["OPENED", email.openedAt],
     ["CLICKED", email.clickedAt], ["BOUNCED", email.bouncedAt], ["COMPLAINED", email.complainedAt]
@@ -67,6 +71,7 @@ export const EmailsHandlers = HttpApiBuilder.group(Api, "emails", Effect.fnUntra
           limit: parseLimit(query.limit),
           cursor: nonEmpty(query.cursor),
           statuses: read.list("status", query.status?.toUpperCase(), EMAIL_STATUSES, "statuses"),
+          direction: onlyOne(read.list("direction", query.direction?.toLowerCase(), EMAIL_DIRECTIONS, "directions")),
           recipient: nonEmpty(query.recipient?.trim()),
           templateId: read.uuid("templateId", query.templateId),
           campaignId: read.uuid("campaignId", query.campaignId),
@@ -104,7 +109,8 @@ export const EmailsHandlers = HttpApiBuilder.group(Api, "emails", Effect.fnUntra
           html,
           previewHtml: html === null ? null : removeTracking(html, email.id),
           text: text === "" ? null : text,
-          headers: headerLines(raw),
+          // Received mail: its header lines as they arrived.
+          headers: headerLines(found.receivedHead ?? raw),
           attachments: found.attachments.map((attachment) => ({
             filename: attachment.filename,
             contentType: attachment.contentType,
@@ -112,6 +118,7 @@ export const EmailsHandlers = HttpApiBuilder.group(Api, "emails", Effect.fnUntra
             disposition: attachment.disposition,
             size: attachment.size
           })),
+          authentication: found.authentication,
           timeline: timelineOf(email)
         }
       })))
@@ -120,6 +127,20 @@ export const EmailsHandlers = HttpApiBuilder.group(Api, "emails", Effect.fnUntra
         const project = yield* CurrentProject
         const found = yield* find(params.id)
         const { email, html } = found
+        const asReceived = email.direction === "inbound" ? yield* history.received(project.id, email.id) : undefined
+        if (asReceived !== undefined) {
+          return HttpServerResponse.uint8Array(asReceived, {
+            contentType: "message/rfc822",
+            headers: { "content-disposition": `attachment; filename="${email.id}.eml"` }
+          })
+        }
+        if (email.direction === "inbound") {
+          return yield* cannotCompose(
+            found.contentExpiredAt !== null
+              ? `This email's content is no longer kept: mail keeps it ${config.emailContentRetentionDays} days (EMAIL_CONTENT_RETENTION_DAYS)`
+              : "Only this email's headers were received (an SES receipt rule with an S3 action keeps the message in its bucket)"
+          )
+        }
         if (found.contentExpiredAt !== null) {
           return yield* cannotCompose(
             `This email's content is no longer kept: sent mail keeps it ${config.emailContentRetentionDays} days (EMAIL_CONTENT_RETENTION_DAYS)`

@@ -8,7 +8,10 @@ import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { AppConfig, type AppConfigShape } from "../../config.ts"
 import { type Notification, Notifications } from "../../mail/Notifications.ts"
-import { isSnsUrl, parseSnsMessage, sesNotification, topicRefusal, verifySnsMessage } from "../../mail/sns.ts"
+import { isSnsUrl, parseSnsMessage, sesNotification, type SesReceived, sesReceived, topicRefusal, verifySnsMessage } from "../../mail/sns.ts"
+import { InboundMail } from "../../inbound/InboundMail.ts"
+import { parseInbound } from "../../inbound/message.ts"
+import { isValidEmail, normalizeEmail } from "../../domain/email.ts"
 import { OutboxRelay } from "../../stream/OutboxRelay.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
@@ -44,16 +47,22 @@ export const SesWebhookRoute = HttpRouter.use((router) =>
     const config = yield* AppConfig
     const notifications = yield* Notifications
     const relay = yield* OutboxRelay
-    yield* router.add("POST", "/webhooks/ses", (request) => handleSes(request, { config, notifications, relay }))
+    const inbound = yield* InboundMail
+    yield* router.add("POST", "/webhooks/ses", (request) => handleSes(request, { config, notifications, relay, inbound }))
   })
 )
 
 const handleSes = (
   request: HttpServerRequest.HttpServerRequest,
-  services: { readonly config: AppConfigShape; readonly notifications: Notifications["Service"]; readonly relay: OutboxRelay["Service"] }
+  services: {
+    readonly config: AppConfigShape
+    readonly notifications: Notifications["Service"]
+    readonly relay: OutboxRelay["Service"]
+    readonly inbound: InboundMail["Service"]
+  }
 ) =>
   Effect.gen(function*() {
-    const { config, notifications, relay } = services
+    const { config, notifications, relay, inbound } = services
     const state = yield* RequestState
     const refuse = (message: string, status = 400, code = status === 403 ? "INVALID_SIGNATURE" : "BAD_REQUEST") =>
       envelopeResponse({ status, code, message }, state.requestId)
@@ -78,9 +87,48 @@ const handleSes = (
       return HttpServerResponse.jsonUnsafe({ success: true, data: { confirmed: message.TopicArn } })
     }
     if (message.Type !== "Notification") return HttpServerResponse.jsonUnsafe({ success: true, data: { ignored: message.Type } })
+    const received = sesReceived(message.Message)
+    if (received) {
+      const recorded = yield* rendered(receiveFromSes(inbound, received))
+      return HttpServerResponse.jsonUnsafe({ success: true, data: { received: recorded } })
+    }
     const notification = sesNotification(message.MessageId, message.Message)
     if (!notification) return HttpServerResponse.jsonUnsafe({ success: true, data: { ignored: "not a tracked SES notification" } })
     const outcome = yield* rendered(notifications.apply("ses", notification))
     yield* relay.wake
     return HttpServerResponse.jsonUnsafe({ success: true, data: { outcome } })
+  })
+
+/**
+ * Mail SES received (its receipt notification): recorded like mail our SMTP receiver accepts, for each
+ * project that verified a recipient's domain, with SES's SPF, DKIM and DMARC verdicts. Recipients at
+ * other domains are ignored. Answers how many projects recorded it (a repeat of the notification: 0).
+ */
+const receiveFromSes = (inbound: InboundMail["Service"], received: SesReceived) =>
+  Effect.gen(function*() {
+    const message = yield* Effect.promise(() => parseInbound(received.raw))
+    const source = received.source !== undefined && isValidEmail(received.source) ? normalizeEmail(received.source) : undefined
+    const sender = message.from ?? source
+    if (sender === undefined) return 0
+    const byProject = new Map<string, Array<string>>()
+    for (const recipient of received.recipients) {
+      if (!isValidEmail(recipient)) continue
+      for (const projectId of yield* inbound.projectsOf(recipient.slice(recipient.lastIndexOf("@") + 1).toLowerCase())) {
+        byProject.set(projectId, [...(byProject.get(projectId) ?? []), normalizeEmail(recipient)])
+      }
+    }
+    let recorded = 0
+    for (const [projectId, recipients] of byProject) {
+      const outcome = yield* inbound.record({
+        projectId,
+        recipients,
+        sender,
+        message,
+        authentication: { ...received.verdicts, dkimDomains: [] },
+        raw: received.complete ? received.raw : undefined,
+        via: "ses"
+      }).pipe(Effect.catchTag("BillingLimitExceeded", () => Effect.succeed({ _tag: "Duplicate" } as const)))
+      if (outcome._tag === "Recorded") recorded++
+    }
+    return recorded
   })

@@ -1,5 +1,5 @@
 /**
- * The mail the project sent, newest first (GET /emails, cursor pages), filtered by status, recipient,
+ * The mail the project sent and received (marked), newest first (GET /emails, cursor pages), filtered by direction, status, recipient,
  * template, campaign and day; and one email (GET /emails/:id): its body rendered in a sandboxed iframe
  * (without its open pixel and tracked links, so reading it counts nothing), the text part, the headers,
  * the attachments, its timeline and the raw message to download. Under local delivery this is the inbox.
@@ -24,9 +24,10 @@ export const statusTone = (status: string) =>
     : status === "OPENED" || status === "CLICKED" ? "indigo"
     : status === "BOUNCED" || status === "COMPLAINED" || status === "FAILED" ? "red"
     : status === "SUPPRESSED" || status === "PENDING" || status === "SENDING" ? "amber"
+    : status === "RECEIVED" ? "indigo"
     : "slate"
 
-const FILTERS = ["status", "recipient", "templateId", "campaignId", "since", "until"] as const
+const FILTERS = ["direction", "status", "recipient", "templateId", "campaignId", "since", "until"] as const
 
 /** A day picked in a date input, as the instant the API reads (its start, or the next day's for `until`). */
 const dayToInstant = (day: string, end: boolean) => {
@@ -42,6 +43,7 @@ export function EmailsPage() {
   const { cursor, pager } = useCursorPages(filterKey)
   const query = {
     limit: String(PAGE_SIZE),
+    ...(filters.direction ? { direction: filters.direction } : {}),
     ...(filters.status ? { status: filters.status } : {}),
     ...(filters.recipient ? { recipient: filters.recipient } : {}),
     ...(filters.templateId ? { templateId: filters.templateId } : {}),
@@ -93,6 +95,7 @@ export function EmailsPage() {
               {page.data.map((email) => (
                 <tr key={email.id}>
                   <td className={cell}>
+                    {email.direction === "inbound" && <><Badge tone="indigo">received</Badge>{" "}</>}
                     <Link className="link break-words" to={`/p/${projectId}/emails/${email.id}`}>{email.subject || "(no subject)"}</Link>
                   </td>
                   <td className={`${cell} break-all`}>{email.to}</td>
@@ -127,7 +130,7 @@ function Filters({ values, onChange, onClear, templates, campaigns }: {
     event.preventDefault()
     onChange("recipient", recipient.trim())
   }
-  const select = (name: "status" | "templateId" | "campaignId", label: string, options: ReadonlyArray<readonly [string, string]>) => (
+  const select = (name: "direction" | "status" | "templateId" | "campaignId", label: string, options: ReadonlyArray<readonly [string, string]>) => (
     <div>
       <label htmlFor={`emails-${name}`} className="block text-sm font-medium text-slate-700">{label}</label>
       <select id={`emails-${name}`} className="input mt-1" value={values[name] ?? ""} onChange={(event) => onChange(name, event.target.value)}>
@@ -151,7 +154,8 @@ function Filters({ values, onChange, onClear, templates, campaigns }: {
         </div>
         <button type="submit" className="btn-secondary">Search</button>
       </form>
-      <div className="grid grid-cols-1 gap-3 sm:grid-cols-2 lg:grid-cols-5">
+      <div className="grid grid-cols-1 gap-3 sm:grid-cols-2 lg:grid-cols-6">
+        {select("direction", "Direction", [["outbound", "sent"], ["inbound", "received"]])}
         {select("status", "Status", EMAIL_STATUSES.map((status) => [status, status.toLowerCase()]))}
         {select("templateId", "Template", templates)}
         {select("campaignId", "Campaign", campaigns)}
@@ -225,8 +229,17 @@ function EmailView({ email, projectId }: { readonly email: Detail; readonly proj
       <div className="mb-8 grid grid-cols-1 gap-6 lg:grid-cols-[minmax(0,1fr)_18rem]">
         <Fields
           items={[
-            ["From", mailbox(email.fromName, email.from)],
-            ["To", email.contactId ? <Link className="link" to={`/p/${projectId}/contacts/${email.contactId}`}>{mailbox(email.toName, email.to)}</Link> : mailbox(email.toName, email.to)],
+            // Received mail's contact is its sender; sent mail's its recipient.
+            ["From", email.direction === "inbound" && email.contactId
+              ? <Link className="link" to={`/p/${projectId}/contacts/${email.contactId}`}>{mailbox(email.fromName, email.from)}</Link>
+              : mailbox(email.fromName, email.from)],
+            ["To", email.direction === "outbound" && email.contactId ? <Link className="link" to={`/p/${projectId}/contacts/${email.contactId}`}>{mailbox(email.toName, email.to)}</Link> : mailbox(email.toName, email.to)],
+            ["Direction", email.direction === "inbound" ? "received" : "sent"],
+            ...(email.inReplyTo ? [["In reply to", <Link className="link" to={`/p/${projectId}/emails/${email.inReplyTo}`}>the email it answers</Link>] as const] : []),
+            ...(email.authentication
+              ? [["Authentication", `SPF ${email.authentication.spf}, DKIM ${email.authentication.dkim}` +
+                `${email.authentication.dkimDomains.length > 0 ? ` (${email.authentication.dkimDomains.join(", ")})` : ""}, DMARC ${email.authentication.dmarc}`] as const]
+              : []),
             ...(email.replyTo ? [["Reply to", email.replyTo] as const] : []),
             ["Status", <Badge tone={statusTone(email.status)}>{email.status.toLowerCase()}</Badge>],
             ["Kind", email.type.toLowerCase()],
