@@ -33,13 +33,16 @@ const newestResult = (root: string, benchmark: string) => {
   return newest === undefined ? undefined : JSON.parse(readFileSync(newest, "utf8")) as Record<string, unknown>
 }
 
-/** A worktree of `rev` beside this checkout, with this checkout's node_modules. */
-const worktreeOf = (rev: string) => {
+/** A worktree of `rev` beside this checkout, with this checkout's node_modules (and the dashboard's). */
+export const worktreeOf = (rev: string) => {
   const sha = execFileSync("git", ["rev-parse", "--short", rev], { cwd: ROOT, encoding: "utf8" }).trim()
   const dir = join(ROOT, "bench/.compare", sha)
   if (!existsSync(dir)) {
     execFileSync("git", ["worktree", "add", "--detach", dir, sha], { cwd: ROOT, stdio: "inherit" })
     symlinkSync(join(ROOT, "node_modules"), join(dir, "node_modules"))
+    if (existsSync(join(ROOT, "web/node_modules")) && !existsSync(join(dir, "web/node_modules"))) {
+      symlinkSync(join(ROOT, "web/node_modules"), join(dir, "web/node_modules"))
+    }
   }
   return { sha, dir }
 }

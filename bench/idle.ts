@@ -1,6 +1,6 @@
 /**
- * `npm run bench -- idle`: what the service costs while nothing happens. `all` (what `npm start` runs)
- * on a throw-away database and prefix, ready and then left alone for 5 s, is measured over
+ * `npm run bench -- idle`: what the service costs while nothing happens. `all` (what `npm start` runs:
+ * the compiled service, dist/main.js) on a throw-away database and prefix, ready and then left alone for 5 s, is measured over
  * BENCH_IDLE_SECONDS (default 20) with no traffic: CPU (% of one core) and memory of its whole process
  * tree, and the CPU Postgres (our database's processes) and nats-server spent meanwhile. Baseline, in the
  * same window: a bare `node -e "setInterval(() => {}, 1000)"`, the floor of an idle Node process.
@@ -13,6 +13,7 @@ import { stopProcess } from "./harness/processes.ts"
 import { cpuBetween, type GroupMemory, memoryOf, postgresOf, processesNamed, processTree, readStat, rssBytes, sampleCpu, treeOf } from "./harness/proc.ts"
 import { setting, sleep, waitFor } from "./harness/settings.ts"
 import { round } from "./harness/stats.ts"
+import { buildServer } from "../scripts/build.ts"
 
 const SETTLE_SECONDS = 5
 const TARGETS = { cpuPercentOfCore: 1, rssMiB: 150 }
@@ -26,8 +27,10 @@ const roleOf = (pid: number) => {
   }
 }
 
-export const run = () =>
-  withEnvironment(async (env) => {
+export const run = async () => {
+  // What `npm start` runs: the compiled service (built first if its sources changed).
+  await buildServer(false)
+  return withEnvironment(async (env) => {
     const seconds = setting("BENCH_IDLE_SECONDS", 20)
     const service = await env.start("all")
     // `all` is ready when it listens; its worker may start a moment later.
@@ -88,4 +91,5 @@ export const run = () =>
     } finally {
       await stopProcess(bare)
     }
-  })
+  }, { entry: "dist/main.js" })
+}

@@ -22,6 +22,7 @@ const BENCHMARKS: Record<string, () => Promise<Benchmark>> = {
   campaigns: () => import("./campaigns.ts"),
   workflows: () => import("./workflows.ts"),
   idle: () => import("./idle.ts"),
+  startup: () => import("./startup.ts"),
   roundtrips: () => import("./roundtrips.ts"),
   import: () => import("./import.ts"),
   analytics: () => import("./analytics.ts"),

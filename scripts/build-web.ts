@@ -17,20 +17,21 @@ const HASH_FILE = join(DIST, ".build-hash")
 const INPUTS = ["web", "src/http/api", "src/domain", "package-lock.json"]
 const SKIPPED_DIRS = new Set(["dist", "node_modules"])
 
-const filesUnder = (path: string): Array<string> => {
-  const full = join(ROOT, path)
+/** The files under `path` (a folder or a file) of `root`, less built and installed trees. */
+export const filesUnder = (root: string, path: string): Array<string> => {
+  const full = join(root, path)
   if (!existsSync(full)) return []
   if (!statSync(full).isDirectory()) return [full]
   return readdirSync(full, { withFileTypes: true, recursive: true })
     .filter((entry) => entry.isFile())
     .map((entry) => join(entry.parentPath, entry.name))
-    .filter((file) => !relative(ROOT, file).split("/").some((part) => SKIPPED_DIRS.has(part)))
+    .filter((file) => !relative(root, file).split("/").some((part) => SKIPPED_DIRS.has(part)))
 }
 
 /** One hash over every input file's path and content, in a stable order. */
 export const inputHash = (): string => {
   const hash = createHash("sha256")
-  for (const file of INPUTS.flatMap(filesUnder).sort()) {
+  for (const file of INPUTS.flatMap((input) => filesUnder(ROOT, input)).sort()) {
     hash.update(relative(ROOT, file)).update("\0").update(readFileSync(file)).update("\0")
   }
   return hash.digest("hex")
@@ -38,8 +39,7 @@ export const inputHash = (): string => {
 
 const log = (message: string) => process.stderr.write(`[build-web] ${message}\n`)
 
-const main = async () => {
-  const force = process.argv.includes("--force")
+export const buildWeb = async (force: boolean) => {
   const hash = inputHash()
   const built = existsSync(join(DIST, "index.html")) && existsSync(HASH_FILE) ? readFileSync(HASH_FILE, "utf8").trim() : undefined
   if (!force && built === hash) return log("up to date, build skipped")
@@ -59,7 +59,7 @@ const main = async () => {
 }
 
 if (import.meta.main) {
-  await main().catch((error) => {
+  await buildWeb(process.argv.includes("--force")).catch((error) => {
     log(error instanceof Error ? error.message : String(error))
     process.exit(1)
   })

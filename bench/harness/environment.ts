@@ -56,8 +56,11 @@ export const environmentOn = async (stack: Stack) => {
 }
 
 /** Runs `use` in a fresh environment and cleans up after it, whatever happens. */
-export const withEnvironment = async <A>(use: (environment: BenchEnvironment) => Promise<A>): Promise<A> => {
-  const stack = await createStack(SERVICE_ENV)
+export const withEnvironment = async <A>(
+  use: (environment: BenchEnvironment) => Promise<A>,
+  options: { readonly entry?: string } = {}
+): Promise<A> => {
+  const stack = await createStack(SERVICE_ENV, options)
   try {
     const { environment, close } = await environmentOn(stack)
     try {

@@ -4,7 +4,7 @@
  * STRIPE_WEBHOOK_SECRET are both set; STRIPE_API_URL points the package at another server (tests).
  */
 import { Context, Data, Effect, Layer, Redacted } from "effect"
-import Stripe from "stripe"
+import type Stripe from "stripe"
 import { AppConfig } from "../config.ts"
 import { Billing } from "../store/Billing.ts"
 import type { PersistenceError } from "../store/PersistenceError.ts"
@@ -48,7 +48,9 @@ export class StripeBilling extends Context.Service<StripeBilling, {
       const { stripeSecretKey: secretKey, stripeWebhookSecret: webhookSecret } = config
       if (!secretKey || !webhookSecret) return StripeBilling.of({ enabled: undefined })
       const api = config.stripeApiUrl ? new URL(config.stripeApiUrl) : undefined
-      const stripe = new Stripe(Redacted.value(secretKey), {
+      // Loaded only when billing is on: the package is some 30 MiB of memory in every api process.
+      const { default: StripeClient } = yield* Effect.promise(() => import("stripe"))
+      const stripe: Stripe = new StripeClient(Redacted.value(secretKey), {
         maxNetworkRetries: 1,
         telemetry: false,
         ...(api

@@ -214,7 +214,7 @@ export const PartitionLeasesLive = Layer.effectDiscard(Effect.gen(function*() {
   // On shutdown hand the partitions over at once rather than after the lease expires. No heartbeat
   // may run meanwhile (it would take the released partitions back): the lease lock waits out one in
   // progress, then the heartbeat stops before anything is released. The jobs composed above this one
-  // in app.ts (the scheduled work, the lag report) have stopped already.
+  // in src/workerRole.ts (the scheduled work, the lag report) have stopped already.
   yield* Effect.addFinalizer(() =>
     leaseLock.withPermits(1)(Effect.gen(function*() {
       yield* Fiber.interrupt(heartbeat)

@@ -3,21 +3,24 @@
  * help and checks, on effect/cli. Every command that touches the deployment reads and checks the
  * environment first (`--help` lists it): a bad variable stops it with one line.
  */
-import { Console, Effect, Layer, Option } from "effect"
+import { Effect, Option } from "effect"
 import { CliError, Command, Flag } from "effect/cli"
 import { AppConfig, environmentHelp } from "../config.ts"
-import { isUuid } from "../domain/ids.ts"
-import { ClockLive } from "../lib/clock.ts"
-import { runAll } from "../process/supervisor.ts"
-import { DatabaseLive } from "../store/db.ts"
-import { Projects } from "../store/Projects.ts"
-import { settleFirstUser } from "../accounts/firstUser.ts"
-import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, hashPassword } from "../accounts/Passwords.ts"
 import { isValidEmail, normalizeEmail } from "../domain/email.ts"
-import { Members } from "../store/Members.ts"
-import { Users } from "../store/Users.ts"
+import { isUuid } from "../domain/uuid.ts"
+import { ClockLive } from "../lib/clock.ts"
 import { LoggingLive } from "./logging.ts"
-import { runApi, runWorker } from "./roles.ts"
+
+/**
+ * What a command runs is imported when it runs: `--help` and `project create` never load the server or
+ * the worker, and `all` (the supervisor) loads neither of them, only what forks its processes.
+ */
+const lazy = <M, A, E, R>(load: () => Promise<M>, use: (module: M) => Effect.Effect<A, E, R>) =>
+  Effect.flatMap(Effect.promise(load), use)
+const runAll = lazy(() => import("../process/supervisor.ts"), (module) => module.runAll)
+const runApi = lazy(() => import("./roles.ts"), (module) => module.runApi)
+const runWorker = lazy(() => import("./roles.ts"), (module) => module.runWorker)
+const admin = () => import("./admin.ts")
 
 /** Runs `effect` with the checked configuration and JSON logs; `process` labels the log lines (`all`). */
 const withConfig = <A, E, R>(effect: Effect.Effect<A, E, R>, process?: string) =>
@@ -32,8 +35,6 @@ const withConfig = <A, E, R>(effect: Effect.Effect<A, E, R>, process?: string) =
         Effect.provide(LoggingLive(config.logLevel, process))
       ))
   )
-
-const ProjectsLive = Projects.layer.pipe(Layer.provideMerge(DatabaseLive))
 
 const all = Command.make("all", {}, () => withConfig(runAll, "all")).pipe(
   Command.withShortDescription("api processes and a worker process together (the default; npm start)"),
@@ -60,7 +61,7 @@ const worker = Command.make("worker", {}, () => withConfig(runWorker)).pipe(
 )
 
 const migrate = Command.make("migrate", {}, () =>
-  withConfig(Effect.logInfo("database is migrated").pipe(Effect.provide(DatabaseLive)))).pipe(
+  withConfig(lazy(admin, (module) => module.migrate))).pipe(
     Command.withShortDescription("apply database migrations and exit"),
     Command.withDescription("Apply migrations/*.sql and exit (every role also migrates at start-up).")
   )
@@ -70,16 +71,7 @@ const create = Command.make("create", {
     Flag.withDescription("the project's name"),
     Flag.filterMap((name) => Option.liftPredicate(name.trim(), (trimmed) => trimmed !== ""), () => "Expected a non-empty name")
   )
-}, ({ name }) =>
-  withConfig(Effect.gen(function*() {
-    const project = yield* (yield* Projects).create(name)
-    yield* Console.log(JSON.stringify({
-      id: project.id,
-      name: project.name,
-      publicKey: project.publicKey,
-      secretKey: project.secretKey
-    }))
-  }).pipe(Effect.provide(ProjectsLive)))).pipe(
+}, ({ name }) => withConfig(lazy(admin, (module) => module.createProject(name)))).pipe(
     Command.withShortDescription("create a project; prints { id, name, publicKey, secretKey }"),
     Command.withDescription(
       "Create a project and its two keys. Prints only { id, name, publicKey, secretKey } as JSON on stdout " +
@@ -107,17 +99,7 @@ const settings = Command.make("settings", {
     Flag.withDescription("open and click tracking in the project's emails"),
     Flag.optional
   )
-}, ({ id, sendRate, tracking }) =>
-  withConfig(Effect.gen(function*() {
-    const projects = yield* Projects
-    const found = yield* projects.updateMailSettings(id, {
-      sendRatePerSecond: Option.match(sendRate, { onNone: () => undefined, onSome: (rate) => rate === "default" ? null : rate }),
-      trackingEnabled: Option.match(tracking, { onNone: () => undefined, onSome: (value) => value === "on" })
-    })
-    if (!found) return yield* new CliError.UserError({ cause: undefined, userMessage: `No project ${id}` })
-    const { sendRatePerSecond, trackingEnabled } = yield* projects.mailSettings(id)
-    yield* Console.log(JSON.stringify({ id, sendRatePerSecond, trackingEnabled }))
-  }).pipe(Effect.provide(ProjectsLive)))).pipe(
+}, ({ id, sendRate, tracking }) => withConfig(lazy(admin, (module) => module.projectSettings(id, sendRate, tracking)))).pipe(
     Command.validate(({ sendRate, tracking }) =>
       Option.isNone(sendRate) && Option.isNone(tracking)
         ? Effect.fail(new CliError.ValidationError({ message: "Nothing to change: give --send-rate, --tracking or both" }))
@@ -127,38 +109,13 @@ const settings = Command.make("settings", {
     Command.withExamples([{ command: "npm run cli -- project settings --id <id> --send-rate 20 --tracking off" }])
   )
 
-/** All of standard input, without its final newline (a password piped in by a script). */
-const readStdin = Effect.promise(async () => {
-  const chunks: Array<Buffer> = []
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
-  return Buffer.concat(chunks).toString("utf8").replace(/\r?\n$/, "")
-})
-
-const AccountsCliLive = Layer.mergeAll(Users.layer, Members.layer, Projects.layer).pipe(Layer.provideMerge(DatabaseLive))
-
 const createUser = Command.make("create", {
   email: Flag.String("email").pipe(
     Flag.withDescription("the user's email (their sign-in)"),
     Flag.filterMap((email) => Option.liftPredicate(normalizeEmail(email), isValidEmail), () => "Expected a valid email address")
   ),
   passwordStdin: Flag.Boolean("password-stdin").pipe(Flag.withDescription("read the password from standard input (required)"))
-}, ({ email, passwordStdin }) =>
-  withConfig(Effect.gen(function*() {
-    const fail = (userMessage: string) => new CliError.UserError({ cause: undefined, userMessage })
-    if (!passwordStdin) return yield* fail("Give --password-stdin and pipe the password in (it never goes on the command line)")
-    const password = yield* readStdin
-    if (password.length < MIN_PASSWORD_LENGTH || password.length > MAX_PASSWORD_LENGTH) {
-      return yield* fail(`The password must be ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters`)
-    }
-    const users = yield* Users
-    const first = (yield* users.count) === 0
-    // The operator vouches for the address: the user starts verified.
-    const user = yield* users.create({ email, passwordHash: yield* hashPassword(password), emailVerified: true }).pipe(
-      Effect.catchTag("EmailTaken", () => Effect.fail(fail(`${email} already has an account`)))
-    )
-    if (first) yield* settleFirstUser(yield* Members, yield* Projects, user.id)
-    yield* Console.log(JSON.stringify({ id: user.id, email: user.email }))
-  }).pipe(Effect.provide(AccountsCliLive)))).pipe(
+}, ({ email, passwordStdin }) => withConfig(lazy(admin, (module) => module.createUser(email, passwordStdin)))).pipe(
     Command.withShortDescription("create a dashboard user; prints { id, email }"),
     Command.withDescription(
       "Create a dashboard user (email verified) for scripted installs; the password is read from standard input. " +

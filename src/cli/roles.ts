@@ -26,12 +26,11 @@ const serve = <A, E>(role: string, layer: Layer.Layer<A, E, AppConfig>, announce
     }))
   }).pipe(Effect.onInterrupt(() => Effect.logInfo(`${role} stopped`)))
 
-// The role layers are imported when a role runs: the other commands, and `all` itself, do without them.
-const app = Effect.promise(() => import("../app.ts"))
-
-export const runApi = Effect.flatMap(app, ({ ApiRoleLive }) =>
+// A role's layers are imported when it runs, each role its own: the api never loads the worker's
+// actors, the worker never loads the HTTP handlers, and the other commands, `all` itself, neither.
+export const runApi = Effect.flatMap(Effect.promise(() => import("../apiRole.ts")), ({ ApiRoleLive }) =>
   serve("api", ApiRoleLive, HttpServer.addressFormattedWith((address) => Effect.logInfo(`Listening on ${address}`))))
 
 /** Alone, the worker serves /metrics on METRICS_PORT; under `all` its metrics reach the api's /metrics. */
-export const runWorker = Effect.flatMap(app, ({ StandaloneWorkerLive, WorkerRoleLive }) =>
+export const runWorker = Effect.flatMap(Effect.promise(() => import("../workerRole.ts")), ({ StandaloneWorkerLive, WorkerRoleLive }) =>
   isSupervised() ? serve("worker", WorkerRoleLive, Effect.void) : serve("worker", StandaloneWorkerLive, Effect.void))

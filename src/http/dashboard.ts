@@ -5,10 +5,11 @@
  */
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse, HttpStaticServer } from "effect/http"
-import { fileURLToPath } from "node:url"
+import { join } from "node:path"
+import { INSTALL_ROOT } from "../lib/installation.ts"
 import { DASHBOARD_ASSETS, DASHBOARD_ROOTS } from "./api/dashboard.ts"
 
-export const WEB_DIST = fileURLToPath(new URL("../../web/dist", import.meta.url))
+export const WEB_DIST = join(INSTALL_ROOT, "web/dist")
 
 const PAGE_HEADERS = { "cache-control": "no-cache", "x-content-type-options": "nosniff" }
 

@@ -1,6 +1,6 @@
 /** Wires the HTTP contract to its handlers, middleware and the Node HTTP server. */
 import { NodeHttpServer } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Scope } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
@@ -75,10 +75,20 @@ const ApiRoutes = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pi
   Layer.provide(LiveHub.layer)
 )
 
+/**
+ * `/docs`, the Scalar page: its routes are built on the first request for it, so the 3 MB script it
+ * inlines is loaded then, not by every api process at start whether or not anyone reads the docs.
+ */
+const DocsRoute = HttpRouter.use(Effect.fnUntraced(function*(router) {
+  const scope = yield* Scope.Scope
+  const docs = yield* Effect.cached(HttpRouter.toHttpEffect(HttpApiScalar.layer(Api, { path: "/docs" })).pipe(Scope.provide(scope)))
+  yield* router.add("GET", "/docs", Effect.flatten(docs))
+}))
+
 const Routes = Layer.mergeAll(
   ApiRoutes,
   SesWebhookRoute.pipe(Layer.provide([Notifications.layer, InboundMail.layer.pipe(Layer.provide(Billing.layer))])),
-  HttpApiScalar.layer(Api, { path: "/docs" }),
+  DocsRoute,
   DashboardRoutes,
   GatewayLive
 )

@@ -1,6 +1,6 @@
 /**
  * The service's clock is Effect's `Clock`, provided once from AppConfig (`ClockLive`, under every role
- * in src/app.ts): code reads time with `Clock.currentTimeMillis` (or `DateTime.now`), so tests can
+ * in src/cli/commands.ts): code reads time with `Clock.currentTimeMillis` (or `DateTime.now`), so tests can
  * use TestClock. CLOCK_OFFSET_MS shifts its wall time (spawned-process tests use it to reach a segment
  * window's end or a timer without waiting; operators never need it); sleeping and monotonic time stay
  * the real ones.

@@ -4,7 +4,7 @@
  * when `all` is gone, so killing `all`, even with SIGKILL, leaves no process behind.
  */
 import { Effect, Option, Schedule, type Scope } from "effect"
-import { type MetricsSnapshot, setPeerSnapshot, snapshot } from "../observability/Metrics.ts"
+import { type MetricsSnapshot, ownSnapshot, setPeerSnapshot, snapshot } from "../observability/Metrics.ts"
 import { type ChildMessage, decodePeerMetrics, type WireMetrics } from "./messages.ts"
 
 /** How often this process's metrics are looked at; sent when its own (`mailstream_*`) changed. */
@@ -37,14 +37,15 @@ export const reportReady: Effect.Effect<void, never, Scope.Scope> = Effect.gen(f
   yield* send({ _tag: "Ready" })
   let last = ""
   let sentAt = 0
-  yield* Effect.promise(() => snapshot()).pipe(
-    Effect.flatMap((current) => {
-      const own = JSON.stringify(current.filter((metric) => metric.name.startsWith("mailstream_")))
-      if (own === last && Date.now() - sentAt < PROCESS_METRICS_EVERY_MS) return Effect.void
-      last = own
-      sentAt = Date.now()
-      return send({ _tag: "Metrics", snapshot: current as unknown as WireMetrics })
-    }),
+  // Every look reads this process's own metrics only; all of them (Node's too) are collected when sent.
+  yield* Effect.promise(async () => {
+    const own = JSON.stringify(await ownSnapshot())
+    if (own === last && Date.now() - sentAt < PROCESS_METRICS_EVERY_MS) return undefined
+    last = own
+    sentAt = Date.now()
+    return await snapshot()
+  }).pipe(
+    Effect.flatMap((current) => current === undefined ? Effect.void : send({ _tag: "Metrics", snapshot: current as unknown as WireMetrics })),
     Effect.repeat(Schedule.spaced(METRICS_EVERY)),
     Effect.forkScoped
   )

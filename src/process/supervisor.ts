@@ -8,14 +8,14 @@
  */
 import { Data, Deferred, Duration, Effect, Layer, Option } from "effect"
 import { type ChildProcess, fork } from "node:child_process"
-import { fileURLToPath } from "node:url"
 import { AppConfig } from "../config.ts"
-import { DatabaseLive } from "../store/db.ts"
+import { MAIN_ENTRY } from "../lib/installation.ts"
 import { relayLines } from "./lines.ts"
 import { decodeChildMessage, type PeerMetrics, type WireMetrics as MetricsSnapshot } from "./messages.ts"
 import { reservePort } from "./port.ts"
 
-const MAIN = fileURLToPath(new URL("../main.ts", import.meta.url))
+/** The children run the same code as this process: src/main.ts, or dist/main.js once compiled. */
+const MAIN = MAIN_ENTRY
 /** After SIGTERM a child has this long (the api finishes requests in flight within 10 s), then SIGKILL. */
 const STOP_TIMEOUT = Duration.seconds(12)
 /** Restart delays double from the first to the longest; a child that lived a minute starts over. */
@@ -152,6 +152,8 @@ const supervise = (spec: ChildSpec, port: number, metrics: MetricsExchange, onFi
 export const runAll = Effect.scoped(Effect.gen(function*() {
   const config = yield* AppConfig
   // Migrated here first: children starting together on a new database would race to create its tables.
+  // The database layer is imported for that alone: the supervisor keeps nothing else of the service.
+  const { DatabaseLive } = yield* Effect.promise(() => import("../store/db.ts"))
   yield* Effect.scoped(Layer.build(DatabaseLive))
   const reservation = config.port === 0 ? Option.some(yield* reservePort) : Option.none()
   const port = Option.match(reservation, { onNone: () => config.port, onSome: (held) => held.port })

@@ -3,10 +3,11 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer } from "effect"
 import { Migrator, SqlClient } from "effect/sql"
 import { readdirSync, readFileSync } from "node:fs"
-import { fileURLToPath } from "node:url"
+import { join } from "node:path"
 import { AppConfig } from "../config.ts"
+import { INSTALL_ROOT } from "../lib/installation.ts"
 
-const MIGRATIONS_DIR = fileURLToPath(new URL("../../migrations/", import.meta.url))
+const MIGRATIONS_DIR = join(INSTALL_ROOT, "migrations")
 
 /**
  * Postgres' extended protocol takes one statement per query, so a file is split into statements at

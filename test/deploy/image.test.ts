@@ -53,7 +53,7 @@ describe("the Dockerfile", () => {
     const installs = keyword(finalStage, "RUN").map(argumentsOf).filter((command) => /\bnpm\s+(ci|install|i)\b/.test(command))
     expect(installs.length).toBeGreaterThan(0)
     for (const command of installs) expect(command).toMatch(/\bnpm ci --omit=dev\b/)
-    // Nothing installed elsewhere comes along: only the sources, migrations and the built dashboard are copied from the build.
+    // Nothing installed elsewhere comes along: only the compiled service, migrations and the built dashboard are copied from the build.
     const copies = keyword(finalStage, "COPY").map((copy) => ({
       from: (copy as Copy).getFromFlag()?.getValue() ?? undefined,
       args: copy.getArguments().map((arg) => arg.getValue())
@@ -62,26 +62,26 @@ describe("the Dockerfile", () => {
       expect(copy.args.join(" ")).not.toMatch(/node_modules/)
       if (copy.from === undefined) expect(copy.args.slice(0, -1)).toEqual(["package.json", "package-lock.json"])
     }
-    expect(copies.filter((copy) => copy.from === "build").map((copy) => copy.args[0])).toEqual(["/app/src", "/app/migrations", "/app/web/dist"])
+    expect(copies.filter((copy) => copy.from === "build").map((copy) => copy.args[0])).toEqual(["/app/dist", "/app/migrations", "/app/web/dist"])
   })
 
-  it("builds the web dashboard in the build stage, after the sources are in place", () => {
+  it("builds the service and the web dashboard in the build stage, after the sources are in place", () => {
     const build = stages.get("build")!
     const runs = keyword(build, "RUN").map(argumentsOf)
-    expect(runs).toContain("node scripts/build-web.ts --force")
+    expect(runs).toContain("node scripts/build.ts --force")
     const copyAll = build.findIndex((instruction) => instruction.getKeyword() === "COPY" && argumentsOf(instruction) === ". .")
-    const buildWeb = build.findIndex((instruction) => argumentsOf(instruction) === "node scripts/build-web.ts --force")
+    const buildAll = build.findIndex((instruction) => argumentsOf(instruction) === "node scripts/build.ts --force")
     expect(copyAll).toBeGreaterThan(-1)
-    expect(buildWeb).toBeGreaterThan(copyAll)
+    expect(buildAll).toBeGreaterThan(copyAll)
   })
 
-  it("runs node from the base image on the TypeScript sources, as a non-root user under tini", () => {
+  it("runs node from the base image on the compiled service, as a non-root user under tini", () => {
     const users = keyword(finalStage, "USER").map(argumentsOf)
     expect(users.at(-1)).toBe("node")
     expect(keyword(finalStage, "RUN").map(argumentsOf).join("\n")).toMatch(/apt-get install -y --no-install-recommends tini/)
     const entrypoint = execForm(keyword(finalStage, "ENTRYPOINT")[0]!)
     // tini is PID 1 and forwards SIGTERM to node; node is the image's (npm would pin the `node` package's).
-    expect(entrypoint).toEqual(["tini", "--", "node", "src/main.ts"])
+    expect(entrypoint).toEqual(["tini", "--", "node", "dist/main.js"])
     expect(execForm(keyword(finalStage, "CMD")[0]!)).toEqual(["all"])
   })
 
@@ -122,8 +122,9 @@ describe(".dockerignore", () => {
     for (const pattern of ["**/node_modules", ".data", ".git", "bench/results", ".env"]) expect(patterns).toContain(pattern)
   })
 
-  it("keeps a local dashboard build out (the build stage makes its own)", () => {
+  it("keeps local builds of the dashboard and the service out (the build stage makes its own)", () => {
     expect(patterns).toContain("web/dist")
+    expect(patterns).toContain("dist")
   })
 })
 

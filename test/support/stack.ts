@@ -46,8 +46,16 @@ export interface TestProject {
 
 const run = promisify(execFile)
 
-/** `adminUrl`: another Postgres server than the shared one (a private one a test may stop, support/postgresServer.ts). */
-export const createStack = async (env: Record<string, string> = {}, options: { readonly adminUrl?: string } = {}): Promise<Stack> => {
+/**
+ * `adminUrl`: another Postgres server than the shared one (a private one a test may stop, support/postgresServer.ts).
+ * `entry`: what the processes run, relative to the checkout: the sources (src/main.ts), or the compiled
+ * service (dist/main.js, scripts/build.ts) where production's figures are measured.
+ */
+export const createStack = async (
+  env: Record<string, string> = {},
+  options: { readonly adminUrl?: string; readonly entry?: string } = {}
+): Promise<Stack> => {
+  const entry = options.entry ?? "src/main.ts"
   const suffix = randomBytes(5).toString("hex")
   const database = `ms_test_${suffix}`
   const adminUrl = options.adminUrl ?? ADMIN_URL
@@ -70,7 +78,7 @@ export const createStack = async (env: Record<string, string> = {}, options: { r
   const services: Array<Service> = []
 
   const cli = async (...args: Array<string>) => {
-    const { stdout, stderr } = await run(process.execPath, ["src/main.ts", ...args], { cwd: ROOT, env: baseEnv })
+    const { stdout, stderr } = await run(process.execPath, [entry, ...args], { cwd: ROOT, env: baseEnv })
     return { stdout, stderr }
   }
   // Migrate once up front so parallel starts do not race on an empty database (a copy of the run's
@@ -83,7 +91,7 @@ export const createStack = async (env: Record<string, string> = {}, options: { r
 
   const start = (role: "api" | "worker" | "all" = "all", extra: Record<string, string> = {}, nodeArgs: ReadonlyArray<string> = []) =>
     new Promise<Service>((resolve, reject) => {
-      const child = spawn(process.execPath, [...nodeArgs, "src/main.ts", role], { cwd: ROOT, env: { ...baseEnv, ...extra }, stdio: ["ignore", "pipe", "pipe"] })
+      const child = spawn(process.execPath, [...nodeArgs, entry, role], { cwd: ROOT, env: { ...baseEnv, ...extra }, stdio: ["ignore", "pipe", "pipe"] })
       const logs: Array<string> = []
       let settled = false
       const exited = new Promise<void>((done) => child.once("exit", () => done()))

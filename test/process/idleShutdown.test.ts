@@ -1,0 +1,35 @@
+/**
+ * An idle role exits within 1 s of SIGTERM (exit code 0): `api`, `worker` and `all` (the supervisor and
+ * its processes), each started as its own process, ready, left alone a moment, then stopped. Nothing is
+ * in flight, so nothing is worth waiting for: no drain timeout, lease renewal or poll may hold the exit.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { createStack, type Service, type Stack } from "../support/stack.ts"
+
+const EXIT_WITHIN_MS = 1_000
+
+let stack: Stack
+beforeAll(async () => {
+  stack = await createStack()
+})
+afterAll(async () => {
+  await stack?.stop()
+})
+
+const stopTimed = (service: Service) =>
+  new Promise<{ code: number | null; signal: NodeJS.Signals | null; ms: number }>((resolve) => {
+    const sent = performance.now()
+    service.process.once("exit", (code, signal) => resolve({ code, signal, ms: performance.now() - sent }))
+    service.process.kill("SIGTERM")
+  })
+
+describe("an idle role stopped by SIGTERM", () => {
+  it.each(["api", "worker", "all"] as const)(`%s exits 0 within ${EXIT_WITHIN_MS} ms`, async (role) => {
+    const service = await stack.start(role)
+    // Past start-up: its timers (lease renewals, metrics, due loops) are running.
+    await new Promise((resolve) => setTimeout(resolve, 3_000))
+    const exit = await stopTimed(service)
+    expect({ code: exit.code, signal: exit.signal }, service.logs.slice(-5).join("\n")).toEqual({ code: 0, signal: null })
+    expect(exit.ms, service.logs.slice(-5).join("\n")).toBeLessThan(EXIT_WITHIN_MS)
+  }, 120_000)
+})
