@@ -81,8 +81,8 @@ interface Sample {
 
 const agent = new Agent({ keepAlive: true, maxSockets: 128 })
 
-/** One HTTP request over the shared keep-alive agent: status and body text (status 0 when it failed). */
-const call = (url: string, method: string, headers: Record<string, string>, body?: string | Buffer) =>
+/** One HTTP request over the shared keep-alive agent: status and body text (status 0 when it failed or timed out). */
+const call = (url: string, method: string, headers: Record<string, string>, body?: string | Buffer, timeoutMs?: number) =>
   new Promise<{ status: number; text: string }>((resolve) => {
     const req = httpRequest(url, { method, headers: body === undefined ? headers : { ...headers, "content-length": String(Buffer.byteLength(body)) }, agent }, (res) => {
       let text = ""
@@ -92,6 +92,7 @@ const call = (url: string, method: string, headers: Record<string, string>, body
       res.on("error", () => resolve({ status: 0, text }))
     })
     req.on("error", (error) => resolve({ status: 0, text: error.message }))
+    if (timeoutMs !== undefined) req.setTimeout(timeoutMs, () => req.destroy(new Error(`no answer in ${timeoutMs} ms`)))
     req.end(body)
   })
 
@@ -118,7 +119,7 @@ const recorder = () => {
       if (status >= 200 && status < 300) total.ok++
       else {
         total.failed++
-        total.lastError = `${status} ${text.slice(0, 200)}`
+        total.lastError = `${status} ${text.slice(0, 400)}`
       }
       totals.set(kind, total)
     },
@@ -182,7 +183,8 @@ export const heapUsedOf = (metrics: string): number | undefined => {
 }
 
 const heapOf = async (metricsUrl: string) => {
-  const answer = await call(metricsUrl, "GET", {})
+  // A sample must not wait for a busy process: without an answer in 3 s, no heap figure this time.
+  const answer = await call(metricsUrl, "GET", {}, undefined, 3_000)
   return answer.status === 200 ? heapUsedOf(answer.text) : undefined
 }
 
@@ -266,7 +268,7 @@ const panelsOf = (samples: ReadonlyArray<Sample>, restarts: ReadonlyArray<number
       return value === undefined ? [] : [{ t: sample.t, value: value / scale }]
     })
   const last = samples.at(-1)!
-  const processes = Object.keys(last.processes)
+  const processes = [...new Set(samples.flatMap((sample) => Object.keys(sample.processes)))]
   const tables = Object.entries(last.tables).sort(([, a], [, b]) => b.total - a.total).slice(0, 8).map(([name]) => name)
   const kinds = [...new Set(samples.flatMap((sample) => Object.keys(sample.p99)))] as Array<Kind>
   const markers = { markers: restarts }
@@ -319,7 +321,7 @@ export const run = () =>
 
     // Dashboard clients: a user of the project with a session, several tabs of it.
     const { browser, user } = await signUp(api.url, "soak@example.com")
-    await env.query("INSERT INTO project_members (project_id, user_id, role) VALUES ($1, $2, 'MEMBER')", [env.project.id, user.id])
+    await env.query("INSERT INTO project_members (project_id, user_id, role) VALUES ($1, $2, 'MEMBER') ON CONFLICT DO NOTHING", [env.project.id, user.id])
     const liveUrl = `${api.url}/projects/${env.project.id}/live`
     let sseEvents = 0
     let sseReconnects = 0
@@ -338,7 +340,10 @@ export const run = () =>
         sseReconnects++
       }
     }
-    const sseClients = Array.from({ length: SSE_CLIENTS }, () => keepOpen(browser))
+    // What broke a loop of the run (a client refused, a worker that did not start again): a failure of the run.
+    const broken: Array<string> = []
+    const guard = (what: string, loop: Promise<void>) => loop.catch((error: Error) => void broken.push(`${what}: ${error.message.slice(0, 300)}`))
+    const sseClients = Array.from({ length: SSE_CLIENTS }, () => guard("live client", keepOpen(browser)))
 
     const nc = await connect({ servers: NATS_URL })
     const jsm = await jetstreamManager(nc)
@@ -379,7 +384,7 @@ export const run = () =>
 
     // A campaign now and then, to one cohort (~500 recipients).
     const campaigns: Array<string> = []
-    const campaignLoop = (async () => {
+    const campaignLoop = guard("campaigns", (async () => {
       for (let k = 0; !stopping; k++) {
         const at = performance.now()
         const created = await call(`${api.url}/campaigns`, "POST", secretJson, JSON.stringify({
@@ -395,11 +400,11 @@ export const run = () =>
         const next = started + (k + 1) * CAMPAIGN_MINUTES * 60_000
         while (!stopping && performance.now() < next) await sleep(500)
       }
-    })()
+    })())
 
     // A worker restarted every RESTART_MINUTES, alternately.
     const restarts: Array<{ t: number; worker: string; stopSeconds: number; startSeconds: number }> = []
-    const restartLoop = (async () => {
+    const restartLoop = guard("worker restarts", (async () => {
       for (let k = 0; ; k++) {
         const next = started + (k + 1) * RESTART_MINUTES * 60_000
         while (!stopping && performance.now() < next) await sleep(500)
@@ -411,7 +416,7 @@ export const run = () =>
         workers[index] = await env.start("worker", { METRICS_PORT: String(metricsPorts[index]) })
         restarts.push({ t: round(t, 1), worker: `worker${index + 1}`, stopSeconds: round(stopped - t, 1), startSeconds: round(elapsed() - stopped, 1) })
       }
-    })()
+    })())
 
     const samples: Array<Sample> = []
     const streamLimits: Record<string, number | undefined> = {}
@@ -422,20 +427,26 @@ export const run = () =>
         ["api", api, `${api.url}/metrics`],
         ...workers.map((worker, i): [string, Service, string] => [`worker${i + 1}`, worker, `http://127.0.0.1:${metricsPorts[i]}/metrics`])
       ]
-      for (const [name, service, metricsUrl] of roles) {
-        processes[name] = { rss: rssBytes(service.process.pid!), heap: await heapOf(metricsUrl) }
-      }
-      const tableRows = await env.query<{ name: string; total: string; indexes: string }>(`
-        SELECT c.relname AS name, pg_total_relation_size(c.oid) AS total, pg_indexes_size(c.oid) AS indexes
-        FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
-        WHERE c.relkind IN ('r', 'p') AND s.nspname NOT IN ('pg_catalog', 'information_schema')`)
+      const [, tableRows, [database], streamInfo, storedNow, sink] = await Promise.all([
+        Promise.all(roles.map(async ([name, service, metricsUrl]) => {
+          const rss = rssBytes(service.process.pid!)
+          // A worker between its SIGTERM and its new start has no figures.
+          if (rss > 0) processes[name] = { rss, heap: await heapOf(metricsUrl) }
+        })),
+        env.query<{ name: string; total: string; indexes: string }>(`
+          SELECT c.relname AS name, pg_total_relation_size(c.oid) AS total, pg_indexes_size(c.oid) AS indexes
+          FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace
+          WHERE c.relkind IN ('r', 'p') AND s.nspname NOT IN ('pg_catalog', 'information_schema')`),
+        env.query<{ bytes: string }>("SELECT pg_database_size(current_database()) AS bytes"),
+        streamsOf(jsm, env.natsPrefix),
+        storedTracked(env),
+        env.sink.stats()
+      ])
       const tables = Object.fromEntries(tableRows.map((row) => [row.name, { total: Number(row.total), indexes: Number(row.indexes) }]))
-      const [database] = await env.query<{ bytes: string }>("SELECT pg_database_size(current_database()) AS bytes")
-      const streamInfo = await streamsOf(jsm, env.natsPrefix)
       for (const [name, info] of Object.entries(streamInfo)) {
         streamLimits[name] = info.maxBytes > 0 ? info.maxBytes : undefined
       }
-      const stored = (await storedTracked(env)) - trackedBefore
+      const stored = storedNow - trackedBefore
       const { p99, requests } = recording.drain()
       samples.push({
         t,
@@ -449,7 +460,7 @@ export const run = () =>
         p99,
         requests,
         sseEvents,
-        mailsArrived: (await env.sink.stats()).count - mailsBefore
+        mailsArrived: sink.count - mailsBefore
       })
     }
     const end = started + MINUTES * 60_000
@@ -457,7 +468,7 @@ export const run = () =>
       await sleep(Math.max(0, Math.min(end, started + k * SAMPLE_SECONDS * 1000) - performance.now()))
       await takeSample()
       const last = samples.at(-1)!
-      console.error(`soak ${Math.round(last.t)} s: lag ${last.lag}, api rss ${Math.round(last.processes.api!.rss / MiB)} MiB, ` +
+      console.error(`soak ${Math.round(last.t)} s: lag ${last.lag}, api rss ${Math.round((last.processes.api?.rss ?? 0) / MiB)} MiB, ` +
         `track p99 ${last.p99.track ?? "-"} ms, db ${Math.round(last.databaseBytes / MiB)} MiB, mails ${last.mailsArrived}`)
     }
 
@@ -472,7 +483,9 @@ export const run = () =>
     await nc.close()
 
     const checks = soakChecks(samples, streamLimits, trackRate)
-    const failed = failures(checks)
+    const failed = [...failures(checks), ...broken]
+    // Thirds of a handful of samples judge nothing (a check without samples in a third passes).
+    if (samples.length < 9) failed.push(`too few samples to judge: ${samples.length} (a run of a few minutes at least, BENCH_SOAK_SAMPLE_SECONDS apart)`)
     if (!caughtUp) failed.push(`track lag: ${accepted - ((await storedTracked(env)) - trackedBefore)} events still not stored ${TOLERANCES.catchUpSeconds} s after the load stopped`)
     const totals = Object.fromEntries(recording.totals)
     for (const [kind, total] of recording.totals) {

@@ -26,7 +26,7 @@ export interface Panel {
 export const PANEL_WIDTH = 600
 export const PANEL_HEIGHT = 280
 const COLUMNS = 2
-const MARGIN = { left: 64, right: 16, top: 30, bottom: 58 }
+const MARGIN = { left: 64, right: 40, top: 30, bottom: 72 }
 const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"]
 
 const escape = (text: string) => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;")
@@ -53,20 +53,25 @@ const panelSvg = (panel: Panel, x0: number, y0: number) => {
   const all = panel.series.flatMap((series) => series.points).filter((p) => Number.isFinite(p.value))
   const tMax = Math.max(1, ...all.map((p) => p.t))
   const yMax = niceCeiling(Math.max(0, ...all.map((p) => p.value)))
+  // Below zero (a lag counted before its requests were answered) the axis goes as far down, on the same steps.
+  const yMin = -niceCeiling(-Math.min(0, ...all.map((p) => p.value))) * (all.some((p) => p.value < 0) ? 1 : 0)
   const x = (t: number) => x0 + MARGIN.left + (t / tMax) * plotWidth
-  const y = (value: number) => y0 + MARGIN.top + plotHeight - (value / yMax) * plotHeight
+  const y = (value: number) => y0 + MARGIN.top + plotHeight - ((value - yMin) / (yMax - yMin)) * plotHeight
   const parts: Array<string> = [
     `<text x="${x0 + MARGIN.left}" y="${y0 + 18}" font-size="14" font-weight="bold">${escape(panel.title)} (${escape(panel.unit)})</text>`,
     `<rect x="${x0 + MARGIN.left}" y="${y0 + MARGIN.top}" width="${plotWidth}" height="${plotHeight}" fill="none" stroke="#999"/>`
   ]
   for (let i = 0; i <= 4; i++) {
-    const value = (yMax * i) / 4
+    const value = yMin + ((yMax - yMin) * i) / 4
     parts.push(
       `<line x1="${x0 + MARGIN.left}" x2="${x0 + MARGIN.left + plotWidth}" y1="${y(value)}" y2="${y(value)}" stroke="#eee"/>`,
       `<text x="${x0 + MARGIN.left - 6}" y="${y(value) + 4}" font-size="11" text-anchor="end">${tickLabel(value)}</text>`
     )
-    const t = (tMax * i) / 4
-    parts.push(`<text x="${x(t)}" y="${y0 + MARGIN.top + plotHeight + 15}" font-size="11" text-anchor="middle">${tickLabel(t / 60)} min</text>`)
+  }
+  // Minutes on round steps, five or so.
+  const step = niceCeiling(tMax / 60 / 5)
+  for (let minute = 0; minute * 60 <= tMax + 1e-9; minute += step) {
+    parts.push(`<text x="${x(minute * 60)}" y="${y0 + MARGIN.top + plotHeight + 15}" font-size="11" text-anchor="middle">${tickLabel(minute)} min</text>`)
   }
   for (const marker of panel.markers ?? []) {
     parts.push(`<line class="marker" x1="${x(marker)}" x2="${x(marker)}" y1="${y0 + MARGIN.top}" y2="${y0 + MARGIN.top + plotHeight}" stroke="#aaa" stroke-dasharray="4 3"/>`)

@@ -131,9 +131,18 @@ describe("the plot", () => {
     expect(svg.match(/api &lt;main&gt;/g)).toHaveLength(3)
     expect(svg.match(/>worker1</g)).toHaveLength(3)
     expect(svg.match(/class="marker"/g)).toHaveLength(3)
-    // The first panel: 0 at the bottom of the plot area (y 36 + 30 + 192), 100 (the axis top) at its top.
+    // The first panel: 0 at the bottom of the plot area (y 36 + 30 + 178), 100 (the axis top) at its top.
     const [first] = svg.match(/<path d="([^"]+)"/)!.slice(1)
-    expect(first).toBe("M64.0,258.0 L324.0,162.0 L584.0,66.0")
+    expect(first).toBe("M64.0,244.0 L312.0,155.0 L560.0,66.0")
+    // Two minutes on the time axis: ticks every 0.5 min.
+    expect(svg.match(/>[\d.]+ min</g)!.slice(0, 5)).toEqual([">0 min<", ">0.5 min<", ">1 min<", ">1.5 min<", ">2 min<"])
+  })
+
+  it("takes the axis below zero when a series goes there", () => {
+    const svg = chartSvg("lag", [panel("Lag", [-30, 0, 80])])
+    // From -50 to 100 (nice bounds): -30 sits 20/150 of the height above the bottom (244 − 178 × 20/150).
+    expect(svg.match(/<path d="([^"]+)"/)![1]).toBe("M64.0,220.3 L312.0,184.7 L560.0,89.7")
+    expect(svg).toContain(">-50<")
   })
 
   it("labels the axes in short numbers on a nice scale", () => {
