@@ -19,7 +19,7 @@ export interface Panel {
   /** The y axis's unit, shown after the title. */
   readonly unit: string
   readonly series: ReadonlyArray<Series>
-  /** Times (s) drawn as dashed vertical lines (e.g. a worker restarted). */
+  /** Times (s) drawn as dashed vertical lines (e.g. a worker restarted). A point whose value is NaN breaks its line. */
   readonly markers?: ReadonlyArray<number>
 }
 
@@ -78,17 +78,24 @@ const panelSvg = (panel: Panel, x0: number, y0: number) => {
   }
   panel.series.forEach((series, index) => {
     const color = COLORS[index % COLORS.length]!
-    const points = series.points.filter((p) => Number.isFinite(p.value))
-    if (points.length > 0) {
-      const path = points.map((p, i) => `${i === 0 ? "M" : "L"}${x(p.t).toFixed(1)},${y(p.value).toFixed(1)}`).join(" ")
-      parts.push(`<path d="${path}" fill="none" stroke="${color}" stroke-width="1.5"/>`)
-    }
+    // A point without a value (NaN: a process between its stop and its start) breaks the line.
+    let move = true
+    const path = series.points.flatMap((p) => {
+      if (!Number.isFinite(p.value)) {
+        move = true
+        return []
+      }
+      const command = `${move ? "M" : "L"}${x(p.t).toFixed(1)},${y(p.value).toFixed(1)}`
+      move = false
+      return [command]
+    }).join(" ")
+    if (path !== "") parts.push(`<path d="${path}" fill="none" stroke="${color}" stroke-width="1.5"/>`)
     // The legend under the axis, four names a row.
     const lx = x0 + MARGIN.left + (index % 4) * (plotWidth / 4)
     const ly = y0 + MARGIN.top + plotHeight + 30 + Math.floor(index / 4) * 14
     parts.push(
       `<rect x="${lx}" y="${ly - 8}" width="10" height="3" fill="${color}"/>`,
-      `<text x="${lx + 14}" y="${ly}" font-size="11">${escape(series.name.length > 24 ? `${series.name.slice(0, 23)}…` : series.name)}</text>`
+      `<text x="${lx + 14}" y="${ly}" font-size="11">${escape(series.name.length > 18 ? `${series.name.slice(0, 17)}…` : series.name)}</text>`
     )
   })
   return parts.join("\n")

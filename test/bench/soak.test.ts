@@ -138,6 +138,11 @@ describe("the plot", () => {
     expect(svg.match(/>[\d.]+ min</g)!.slice(0, 5)).toEqual([">0 min<", ">0.5 min<", ">1 min<", ">1.5 min<", ">2 min<"])
   })
 
+  it("breaks a line where a point has no value", () => {
+    const svg = chartSvg("gap", [panel("RSS", [50, NaN, NaN, 100, 50])])
+    expect(svg.match(/<path d="([^"]+)"/)![1]).toBe("M64.0,155.0 M436.0,66.0 L560.0,155.0")
+  })
+
   it("takes the axis below zero when a series goes there", () => {
     const svg = chartSvg("lag", [panel("Lag", [-30, 0, 80])])
     // From -50 to 100 (nice bounds): -30 sits 20/150 of the height above the bottom (244 − 178 × 20/150).
