@@ -403,7 +403,7 @@ export const run = () =>
     })())
 
     // A worker restarted every RESTART_MINUTES, alternately.
-    const restarts: Array<{ t: number; worker: string; stopSeconds: number; startSeconds: number }> = []
+    const restarts: Array<{ t: number; worker: string; stopSeconds: number; killed: boolean; startSeconds: number }> = []
     const restartLoop = guard("worker restarts", (async () => {
       for (let k = 0; ; k++) {
         const next = started + (k + 1) * RESTART_MINUTES * 60_000
@@ -411,10 +411,13 @@ export const run = () =>
         if (stopping) return
         const index = k % workers.length
         const t = elapsed()
-        await workers[index]!.stop("SIGTERM")
+        const leaving = workers[index]!
+        await leaving.stop("SIGTERM")
+        // test/support's stop sends SIGKILL when a graceful stop takes over 15 s.
+        const killed = leaving.process.signalCode === "SIGKILL"
         const stopped = elapsed()
         workers[index] = await env.start("worker", { METRICS_PORT: String(metricsPorts[index]) })
-        restarts.push({ t: round(t, 1), worker: `worker${index + 1}`, stopSeconds: round(stopped - t, 1), startSeconds: round(elapsed() - stopped, 1) })
+        restarts.push({ t: round(t, 1), worker: `worker${index + 1}`, stopSeconds: round(stopped - t, 1), killed, startSeconds: round(elapsed() - stopped, 1) })
       }
     })())
 
