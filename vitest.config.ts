@@ -7,6 +7,7 @@ import { defineConfig } from "vitest/config"
 const inProcess = [
   "test/actors/**/*.test.ts",
   "test/analytics/range.test.ts",
+  "test/bench/soak.test.ts",
   "test/cli/config.test.ts",
   "test/conditions/canonical.test.ts",
   "test/conditions/evaluate.test.ts",

@@ -28,6 +28,7 @@ const BENCHMARKS: Record<string, () => Promise<Benchmark>> = {
   analytics: () => import("./analytics.ts"),
   rollups: () => import("./rollups.ts"),
   inbound: () => import("./inbound.ts"),
+  soak: () => import("./soak.ts"),
   compare: () => import("./compare.ts")
 }
 
@@ -40,8 +41,15 @@ if (!loadBenchmark) {
 try {
   const figures = await (await loadBenchmark()).run(args)
   const result = { benchmark: name, ...figures, settings: settings(), machine: machine(), at: new Date().toISOString() }
-  writeResult(name!, result)
-  console.log(JSON.stringify(result, null, 2))
+  const path = writeResult(name!, result)
+  // The soak's samples are long: its result file has them, the terminal the rest.
+  console.log(JSON.stringify({ ...result, samples: undefined }, null, 2))
+  // A benchmark that judges its own run (the soak's regression check) lists what failed.
+  const failures = Array.isArray(figures.failures) ? figures.failures : []
+  if (failures.length > 0) {
+    console.error(`${name} FAILED (${path}):\n${failures.map((line) => `  ${String(line)}`).join("\n")}`)
+    process.exit(1)
+  }
   // Pools of the shared test helpers may keep the event loop alive; the run is over.
   process.exit(0)
 } catch (error) {

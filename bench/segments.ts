@@ -12,29 +12,10 @@ import { NATS_URL, setting, sleep } from "./harness/settings.ts"
 import { percentile, round } from "./harness/stats.ts"
 import { resetStatements, topStatements } from "./harness/statements.ts"
 import { laneKeyOf } from "../src/stream/lanes.ts"
-import { CONTACTS, createFiftySegments, drained, segmentedBody, segmentsBackfilled, storedEvents, touchEveryContact } from "./workload.ts"
+import { CONTACTS, createFiftySegments, drained, quickM2, segmentedBody, segmentsBackfilled, storedEvents, touchEveryContact } from "./workload.ts"
 
-const QUICK_M2_SECONDS = 8
 /** The services' lanes per project (LANES_PER_PROJECT, default 16): which lane a slow probe was in. */
 const LANES = Number(process.env.LANES_PER_PROJECT ?? 16)
-
-/**
- * A quick M2 on the processes M5 runs on: /v1/track at full speed for 8 s; the rate that is both
- * accepted and applied (events stored per second after a 2 s ramp). For the real M2, run
- * `npm run bench -- track m2` and pass 70 % of it as BENCH_M5_RATE.
- */
-const quickM2 = async (env: BenchEnvironment, apiUrl: string) => {
-  const auth = { authorization: `Bearer ${env.project.publicKey}` }
-  const running = load("quick M2", `${apiUrl}/v1/track`, { body: segmentedBody, headers: auth, duration: QUICK_M2_SECONDS })
-  await sleep(2_000)
-  const from = await storedEvents(env)
-  const fromAt = performance.now()
-  await sleep((QUICK_M2_SECONDS - 3) * 1000)
-  const applied = ((await storedEvents(env)) - from) / ((performance.now() - fromAt) / 1000)
-  const accepted = (await running).requestsPerSecond
-  await drained(env)
-  return { acceptedPerSecond: accepted, appliedPerSecond: Math.round(applied), rate: Math.round(Math.min(accepted, applied)) }
-}
 
 export const run = () =>
   withEnvironment(async (env) => {

@@ -192,3 +192,23 @@ export const sustain = async (env: BenchEnvironment, url: string, options: {
     segmentChangesPerEvent: total > 0 ? round(((await segmentChanges(env)) - startChanges) / total, 2) : 0
   }
 }
+
+const QUICK_M2_SECONDS = 8
+
+/**
+ * A quick M2 on the processes a benchmark runs (segments' M5, the soak): /v1/track at full speed for
+ * 8 s; the rate that is both accepted and applied (events stored per second after a 2 s ramp). For the
+ * real M2, run `npm run bench -- track m2`.
+ */
+export const quickM2 = async (env: BenchEnvironment, apiUrl: string) => {
+  const auth = { authorization: `Bearer ${env.project.publicKey}` }
+  const running = load("quick M2", `${apiUrl}/v1/track`, { body: segmentedBody, headers: auth, duration: QUICK_M2_SECONDS })
+  await sleep(2_000)
+  const from = await storedEvents(env)
+  const fromAt = performance.now()
+  await sleep((QUICK_M2_SECONDS - 3) * 1000)
+  const applied = ((await storedEvents(env)) - from) / ((performance.now() - fromAt) / 1000)
+  const accepted = (await running).requestsPerSecond
+  await drained(env)
+  return { acceptedPerSecond: accepted, appliedPerSecond: Math.round(applied), rate: Math.round(Math.min(accepted, applied)) }
+}
