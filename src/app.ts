@@ -29,6 +29,8 @@ import { Domains } from "./store/Domains.ts"
 import { Emails } from "./store/Emails.ts"
 import { Templates } from "./store/Templates.ts"
 import { Campaigns } from "./store/Campaigns.ts"
+import { Destinations } from "./store/Destinations.ts"
+import { DestinationEngine } from "./destinations/engine.ts"
 import { WorkflowRuntime } from "./workflows/Runtime.ts"
 import { WebhookRunner } from "./workflows/webhooks.ts"
 import { ProtectionMonitorLive } from "./accounts/ProtectionMonitor.ts"
@@ -50,6 +52,7 @@ export const CoreLive = Layer.mergeAll(
   Emails.layer,
   Templates.layer,
   Campaigns.layer,
+  Destinations.layer,
   MailQueue.layer.pipe(Layer.provide(Projects.layer)),
   Domains.layer.pipe(Layer.provideMerge(Dns.layer))
 ).pipe(Layer.provideMerge(Outbox.layer), Layer.provideMerge(InfraLive))
@@ -73,7 +76,14 @@ export const StreamWorkerLive = Layer.mergeAll(ScheduledWorkLive, LagReportsLive
 )
 
 /** The worker role: the stream worker, and the checks every worker runs over the whole deployment. */
-export const WorkerRoleLive = Layer.mergeAll(StreamWorkerLive, ProtectionMonitorLive, HeldMailResumerLive, CompactionLive, EmailContentRetentionLive).pipe(
+export const WorkerRoleLive = Layer.mergeAll(
+  StreamWorkerLive,
+  ProtectionMonitorLive,
+  HeldMailResumerLive,
+  CompactionLive,
+  EmailContentRetentionLive,
+  DestinationEngine.layer // event destinations: the OUT consumer, per-destination pumps, retries
+).pipe(
   Layer.provide(MailTransport.layer),
   Layer.provide(WorkflowRuntime.layer),
   Layer.provide(Billing.layer),
