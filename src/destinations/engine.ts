@@ -215,8 +215,8 @@ export class DestinationEngine extends Context.Service<DestinationEngine, {
       const stream = nats.names.outStream
       const durable = `${nats.prefix}_destinations`
       const received = yield* Queue.unbounded<JsMsg>()
-      const consume = Effect.gen(function*() {
-        yield* Effect.tryPromise(async () => {
+      // Created before the worker says it is ready: events emitted from then on are delivered.
+      const ensureConsumer = Effect.tryPromise(async () => {
           const existing = await nats.jsm.consumers.info(stream, durable).catch(() => undefined)
           if (existing) return
           await nats.jsm.consumers.add(stream, {
@@ -231,6 +231,9 @@ export class DestinationEngine extends Context.Service<DestinationEngine, {
             if (!(await nats.jsm.consumers.info(stream, durable).catch(() => undefined))) throw error
           })
         })
+      yield* ensureConsumer
+      const consume = Effect.gen(function*() {
+        yield* ensureConsumer
         const messages = yield* Effect.acquireRelease(
           Effect.tryPromise(async () => (await nats.js.consumers.get(stream, durable)).consume({ max_messages: CONSUMER_BATCH })),
           (iterator) => Effect.promise(() => iterator.close().catch(() => undefined)).pipe(Effect.timeout("1 second"), Effect.ignore)
