@@ -230,6 +230,8 @@ export class Destinations extends Context.Service<Destinations, {
   readonly due: Effect.Effect<ReadonlyArray<string>, PersistenceError>
   /** Milliseconds until the next delivery is due (≤ 0: now), undefined when none is open. */
   readonly nextDueIn: Effect.Effect<number | undefined, PersistenceError>
+  /** Deletes up to `limit` finished deliveries created more than `days` days ago; answers how many. */
+  readonly prune: (days: number, limit: number) => Effect.Effect<number, PersistenceError>
   /** A test event's delivery, recorded already claimed. */
   readonly recordTest: (projectId: string, destinationId: string, eventId: string, body: string, eventAt: string) => Effect.Effect<ClaimedDelivery | undefined, PersistenceError>
 }>()("app/store/Destinations") {
@@ -485,7 +487,11 @@ export class Destinations extends Context.Service<Destinations, {
           if (status !== "failed" && delivery.contactId !== null) yield* markHeads([{ d: delivery.destinationId, c: delivery.contactId }])
           if (delivery.test) return false
           if (outcome.ok) {
-            yield* sql`UPDATE destinations SET consecutive_failures = 0, last_success_at = now() WHERE id = ${delivery.destinationId}`
+            // The destination's row is shared by all its attempts: written when the run of failures ends, and
+            // its last success at most once a second, so concurrent settlements do not queue on its lock.
+            yield* sql`UPDATE destinations SET consecutive_failures = 0, last_success_at = now()
+                       WHERE id = ${delivery.destinationId}
+                         AND (consecutive_failures > 0 OR last_success_at IS NULL OR last_success_at < now() - interval '1 second')`
             return false
           }
           const [row] = yield* sql<{ disabled: boolean }>`
@@ -530,7 +536,18 @@ export class Destinations extends Context.Service<Destinations, {
         return row ? toClaimed(row) : undefined
       }, mapSqlError)
 
+      const prune = Effect.fn("Destinations.prune")(function*(days: number, limit: number) {
+        const rows = yield* sql`
+          DELETE FROM destination_deliveries WHERE id IN (
+            SELECT id FROM destination_deliveries
+            WHERE status IN ('succeeded', 'parked') AND created_at < now() - make_interval(days => ${days})
+            ORDER BY created_at LIMIT ${limit})
+          RETURNING 1`
+        return rows.length
+      }, mapSqlError)
+
       return Destinations.of({
+        prune,
         create, list, get, update, remove, rotateSecret, deliveries, delivery, replay, active, record, claim, settle, due, nextDueIn, recordTest
       })
     })
