@@ -29,6 +29,7 @@ const BENCHMARKS: Record<string, () => Promise<Benchmark>> = {
   rollups: () => import("./rollups.ts"),
   inbound: () => import("./inbound.ts"),
   soak: () => import("./soak.ts"),
+  destinations: () => import("./destinations.ts"),
   compare: () => import("./compare.ts")
 }
 

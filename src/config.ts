@@ -298,6 +298,34 @@ export const Variables = {
     defaultValue: [], shownDefault: "unset",
     meaning: "private ranges workflow WEBHOOK steps may call anyway; unset, only public unicast addresses"
   }),
+  destinationRetryHours: variable({
+    name: "DESTINATION_RETRY_HOURS", ...number(0, { exclusive: true }), defaultValue: 24, shownDefault: "24",
+    meaning: "how long an event destination's failing delivery is retried (exponential backoff) before it is parked"
+  }),
+  destinationRetryBaseMs: variable({
+    name: "DESTINATION_RETRY_BASE_MS", ...wholeNumber(1), defaultValue: 5000, shownDefault: "5000",
+    meaning: "the wait after a destination delivery's first failed attempt; doubled after each further one, up to DESTINATION_RETRY_MAX_MS"
+  }),
+  destinationRetryMaxMs: variable({
+    name: "DESTINATION_RETRY_MAX_MS", ...wholeNumber(1), defaultValue: 3_600_000, shownDefault: "3600000",
+    meaning: "the longest wait between two attempts of a destination delivery"
+  }),
+  destinationTimeoutMs: variable({
+    name: "DESTINATION_TIMEOUT_MS", ...wholeNumber(100, 120_000), defaultValue: 10_000, shownDefault: "10000",
+    meaning: "how long one delivery attempt to an event destination may take (connect, answer, body) before it counts as failed"
+  }),
+  destinationConcurrency: variable({
+    name: "DESTINATION_CONCURRENCY", ...wholeNumber(1, 1000), defaultValue: 16, shownDefault: "16",
+    meaning: "delivery attempts one worker makes to one event destination at once (each destination has its own, so a slow one holds up only itself)"
+  }),
+  destinationDisableAfterFailures: variable({
+    name: "DESTINATION_DISABLE_AFTER_FAILURES", ...wholeNumber(0), defaultValue: 100, shownDefault: "100",
+    meaning: "failed delivery attempts in a row after which an event destination is disabled (the dashboard says why); 0 never disables"
+  }),
+  destinationLogRetentionDays: variable({
+    name: "DESTINATION_LOG_RETENTION_DAYS", ...wholeNumber(0), defaultValue: 14, shownDefault: "14",
+    meaning: "days an event destination's finished deliveries (succeeded, parked) stay in its delivery log (and can be replayed); 0 keeps them forever"
+  }),
   disableSignups: variable({
     name: "DISABLE_SIGNUPS", ...boolean, defaultValue: false, shownDefault: "false",
     meaning: "refuse POST /auth/signup (403), except the very first user of an empty installation"
@@ -483,6 +511,14 @@ export interface AppConfigShape {
   readonly inboundRatePerProject: number
   /** Private ranges workflow webhooks may reach anyway (none by default). */
   readonly webhookAllowCidrs: ReadonlyArray<string>
+  /** Event destinations (src/destinations): retry period, backoff, attempt timeout, per-destination concurrency, auto-disable. */
+  readonly destinationRetryHours: number
+  readonly destinationRetryBaseMs: number
+  readonly destinationRetryMaxMs: number
+  readonly destinationTimeoutMs: number
+  readonly destinationConcurrency: number
+  readonly destinationDisableAfterFailures: number
+  readonly destinationLogRetentionDays: number
   /** Signups refused (403) except the very first user of an empty installation. */
   readonly disableSignups: boolean
   /** Unverified users cannot send campaigns or emails from the dashboard. */

@@ -14,6 +14,7 @@ import { Domains } from "./store/Domains.ts"
 import { Emails } from "./store/Emails.ts"
 import { Templates } from "./store/Templates.ts"
 import { Campaigns } from "./store/Campaigns.ts"
+import { Destinations } from "./store/Destinations.ts"
 
 /** Postgres (migrated) and NATS (streams ensured). */
 export const InfraLive = Layer.mergeAll(DatabaseLive, Nats.layer)
@@ -28,6 +29,7 @@ export const CoreLive = Layer.mergeAll(
   Emails.layer,
   Templates.layer,
   Campaigns.layer,
+  Destinations.layer,
   MailQueue.layer.pipe(Layer.provide(Projects.layer)),
   Domains.layer.pipe(Layer.provideMerge(Dns.layer))
 ).pipe(Layer.provideMerge(Outbox.layer), Layer.provideMerge(InfraLive))

@@ -20,6 +20,7 @@ import { Billing } from "./store/Billing.ts"
 import { CompactionLive } from "./analytics/Compaction.ts"
 import { EmailContentRetentionLive } from "./mail/contentRetention.ts"
 import { CoreLive } from "./core.ts"
+import { DestinationEngine } from "./destinations/engine.ts"
 
 /**
  * The stream worker's jobs, each on the services under it: built from the bottom up, stopped from the
@@ -37,7 +38,14 @@ export const StreamWorkerLive = Layer.mergeAll(ScheduledWorkLive, LagReportsLive
 )
 
 /** The worker role: the stream worker, and the checks every worker runs over the whole deployment. */
-export const WorkerRoleLive = Layer.mergeAll(StreamWorkerLive, ProtectionMonitorLive, HeldMailResumerLive, CompactionLive, EmailContentRetentionLive).pipe(
+export const WorkerRoleLive = Layer.mergeAll(
+  StreamWorkerLive,
+  ProtectionMonitorLive,
+  HeldMailResumerLive,
+  CompactionLive,
+  EmailContentRetentionLive,
+  DestinationEngine.layer // event destinations: the OUT consumer, per-destination pumps, retries
+).pipe(
   Layer.provide(MailTransport.layer),
   Layer.provide(WorkflowRuntime.layer),
   Layer.provide(Billing.layer),

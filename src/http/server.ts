@@ -31,6 +31,7 @@ import { Workflows } from "../store/Workflows.ts"
 import { DomainsHandlers } from "./handlers/domains.ts"
 import { DeadLettersHandlers } from "./handlers/deadLetters.ts"
 import { DeadLetters } from "../store/DeadLetters.ts"
+import { DestinationsHandlers } from "./handlers/destinations.ts"
 import { LinksHandlers } from "./handlers/links.ts"
 import { SendHandlers } from "./handlers/send.ts"
 import { EmailsHandlers } from "./handlers/emails.ts"
@@ -61,7 +62,7 @@ import { LiveHub } from "./live/LiveHub.ts"
 const ApiRoutes = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([SystemHandlers, TrackHandlers, ContactsHandlers, EventsHandlers, SegmentsHandlers, VerifyHandlers]),
   Layer.provide([SendHandlers, EmailsHandlers, TemplatesHandlers, DomainsHandlers, LinksHandlers, WebhooksHandlers, CampaignsHandlers]),
-  Layer.provide([WorkflowsHandlers, DeadLettersHandlers, ContactJobsHandlers, ActivityHandlers, AnalyticsHandlers, LiveHandlers]),
+  Layer.provide([WorkflowsHandlers, DeadLettersHandlers, DestinationsHandlers, ContactJobsHandlers, ActivityHandlers, AnalyticsHandlers, LiveHandlers]),
   Layer.provide([AuthHandlers, AccountsHandlers, BillingWebhookHandlers, UploadsHandlers, UploadedFilesHandlers]),
   Layer.provide([SecretKeyAuthLive, PublicKeyAuthLive, SessionAuthLive]),
   Layer.provide(SendMail.layer),

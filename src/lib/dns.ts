@@ -123,3 +123,13 @@ export class Dns extends Context.Service<Dns, DnsShape>()("app/lib/Dns") {
     Effect.flatMap(Effect.service(AppConfig), (config) => Dns.make({ servers: config.dnsServers }))
   )
 }
+
+/**
+ * A host's addresses (A and AAAA) through `dns`, as the SSRF-safe client resolves them (DNS_SERVERS):
+ * for workflow webhooks and event destinations. Fails only when both lookups failed.
+ */
+export const hostResolver = (dns: DnsShape) => async (host: string): Promise<ReadonlyArray<string>> => {
+  const [a, aaaa] = await Promise.all([Effect.runPromise(dns.a(host)), Effect.runPromise(dns.aaaa(host))])
+  if (a._tag === "Failed" && aaaa._tag === "Failed") throw new Error(`the lookup ${a.reason}`)
+  return [...(a._tag === "Found" ? a.records : []), ...(aaaa._tag === "Found" ? aaaa.records : [])]
+}

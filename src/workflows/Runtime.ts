@@ -6,7 +6,7 @@
  */
 import { Context, Effect, Layer, Queue } from "effect"
 import { AppConfig } from "../config.ts"
-import { Dns } from "../lib/dns.ts"
+import { Dns, hostResolver } from "../lib/dns.ts"
 import { cidrMatcher, type Resolve } from "../lib/safeHttp.ts"
 import { MailQueue } from "../mail/MailQueue.ts"
 import { Billing } from "../store/Billing.ts"
@@ -38,11 +38,7 @@ export class WorkflowRuntime extends Context.Service<WorkflowRuntime, {
       const dns = yield* Dns
       const config = yield* AppConfig
       const webhookWakeups = yield* Queue.sliding<void>(1)
-      const lookup = async (host: string) => {
-        const [a, aaaa] = await Promise.all([Effect.runPromise(dns.a(host)), Effect.runPromise(dns.aaaa(host))])
-        if (a._tag === "Failed" && aaaa._tag === "Failed") throw new Error(`the lookup ${a.reason}`)
-        return [...(a._tag === "Found" ? a.records : []), ...(aaaa._tag === "Found" ? aaaa.records : [])]
-      }
+      const lookup = hostResolver(dns)
       return WorkflowRuntime.of({
         mail: yield* MailQueue,
         contacts: yield* Contacts,

@@ -14,11 +14,11 @@
  */
 import { Context, Effect, Layer, Result } from "effect"
 import { SqlClient } from "effect/sql"
-import { createHmac } from "node:crypto"
 import { uuidv7 } from "../domain/ids.ts"
 import { decodeStepDefinition } from "../domain/workflowSteps.ts"
 import { isolateRow, storableReason, storableText } from "../lib/isolation.ts"
 import { safeFetch, type SafeResponse } from "../lib/safeHttp.ts"
+import { signWebhook } from "../lib/standardWebhooks.ts"
 import { contactLinks } from "../mail/links.ts"
 import { makeRenderer, templateVariables } from "../mail/render.ts"
 import { Outbox } from "../stream/Outbox.ts"
@@ -42,11 +42,7 @@ const renderer = makeRenderer()
  */
 const SIGNATURE_HEADERS = ["webhook-id", "webhook-timestamp", "webhook-signature"]
 
-/** Standard Webhooks signature of one message. */
-export const signWebhook = (secret: string, id: string, timestamp: number, body: string): string => {
-  const key = Buffer.from(secret.startsWith("whsec_") ? secret.slice(6) : secret, "base64")
-  return `v1,${createHmac("sha256", key).update(`${id}.${timestamp}.${body}`).digest("base64")}`
-}
+export { signWebhook }
 
 interface Claimed {
   id: string

@@ -64,6 +64,9 @@ const RULES: Record<string, Rule> = {
   ...rules("open", "links", ["open", "click", "unsubscribePage", "unsubscribe", "subscribePage", "subscribe", "manage"]),
   ...rules("delivery", "webhooks", ["generic"]),
   ...rules("delivery", "deadLetters", ["list", "get", "replay", "delete"]),
+  ...rules("delivery", "destinations", [
+    "create", "list", "get", "update", "delete", "rotateSecret", "test", "deliveries", "replayDelivery", "replayRange"
+  ]),
   ...rules("open", "auth", [
     "signup", "login", "logout", "logoutByGet", "oauthConfig", "oauthStart", "oauthCallback", "requestPasswordReset", "resetPassword"
   ]),

@@ -16,6 +16,7 @@ import { EmailsApi } from "./emails.ts"
 import { TemplatesApi } from "./templates.ts"
 import { WebhooksApi } from "./webhooks.ts"
 import { DeadLettersApi } from "./deadLetters.ts"
+import { DestinationsApi } from "./destinations.ts"
 import { ActivityApi } from "./activity.ts"
 import { AnalyticsApi } from "./analytics.ts"
 import { LiveApi } from "./live.ts"
@@ -41,6 +42,7 @@ export class Api extends HttpApi.make("mailstream")
   .add(LinksApi)
   .add(WebhooksApi)
   .add(DeadLettersApi)
+  .add(DestinationsApi)
   .add(AuthApi)
   .add(AccountsApi)
   .add(BillingWebhookApi)

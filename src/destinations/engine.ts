@@ -1,0 +1,309 @@
+/**
+ * The delivery engine of event destinations (worker role).
+ *
+ * - **Recording.** One durable JetStream consumer on stream OUT (`<prefix>_destinations`, shared by the
+ *   workers) takes the events the service emits. Each batch of messages is matched against its
+ *   projects' enabled destinations (cached per project; every change to a project's destinations is
+ *   announced on the `destinations` invalidation topic) and recorded in one statement: a row per
+ *   (destination, event), its id the delivery's `webhook-id`, derived from both ids, so a redelivered
+ *   message records nothing twice. The messages are acked after the commit (at least once).
+ * - **Sending.** Each destination has its own pump: it claims the destination's due deliveries (each
+ *   the earliest open one of its contact, so a contact's events arrive in order: a later one waits
+ *   while an earlier one is pending or retrying) up to DESTINATION_CONCURRENCY attempts in flight, and
+ *   performs them (attempt.ts) with DESTINATION_TIMEOUT_MS each. A slow or dead endpoint fills only its
+ *   own slots: other destinations, of this project or another, are pumped independently. A freshly
+ *   recorded delivery is pumped at once, from the consumer's path, without waiting for a poll.
+ * - **Retries.** A failed attempt is due again after an exponential backoff, until its retry period
+ *   (DESTINATION_RETRY_HOURS) ends, then parked. A due loop (lib/dueLoop.ts) sleeps until the next due
+ *   time and wakes the destinations with due deliveries; replays and re-enabling wake it through the
+ *   invalidation topic. A claim is a lease (`claimed_until`): a worker that dies mid-attempt leaves the
+ *   delivery claimable again afterwards, so it is sent again with the same `webhook-id`.
+ * - **Auto-disable.** DESTINATION_DISABLE_AFTER_FAILURES failed attempts in a row disable the
+ *   destination (`disabledReason: "failures"`, shown on the dashboard); its open deliveries wait until
+ *   it is enabled again, and events are not recorded for it meanwhile.
+ */
+import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream"
+import { Context, Duration, Effect, Fiber, FiberSet, Layer, Queue, Schedule } from "effect"
+import { AppConfig } from "../config.ts"
+import { matchesAny } from "../domain/destinations.ts"
+import { Dns, hostResolver } from "../lib/dns.ts"
+import { makeWakeup, runWhenDue } from "../lib/dueLoop.ts"
+import { cidrMatcher } from "../lib/safeHttp.ts"
+import { type ActiveDestination, type ClaimedDelivery, Destinations, type NewDelivery } from "../store/Destinations.ts"
+import { Invalidations } from "../stream/Invalidations.ts"
+import type { OutEvent, TrackMessage } from "../stream/messages.ts"
+import { Nats } from "../stream/Nats.ts"
+import { attemptDelivery, type AttemptOptions } from "./attempt.ts"
+
+/** The invalidation topic: a project's destinations changed, and perhaps one has deliveries due now (`wake`). */
+export const DESTINATIONS_TOPIC = "destinations"
+export interface DestinationsChanged {
+  readonly projectId: string
+  readonly wake?: string
+}
+
+/** What a destination receives: the event, as JSON. */
+export const deliveryBody = (event: OutEvent): string =>
+  JSON.stringify({
+    type: event.name,
+    timestamp: event.at,
+    data: { id: event.id, projectId: event.projectId, contactId: event.contactId, email: event.email, data: event.data }
+  })
+
+interface Received {
+  readonly source: "out" | "track"
+  readonly message: JsMsg
+}
+
+const parse = <A>(message: JsMsg): A | undefined => {
+  try {
+    return message.json<A>()
+  } catch {
+    return undefined
+  }
+}
+
+/** How long a cached project's destinations are trusted without an invalidation (a lost one costs this much at most). */
+const CACHE_TTL_MS = 60_000
+const CONSUMER_BATCH = 1000
+const PRUNE_BATCH = 5000
+
+export const retryUntilFrom = (hours: number) => new Date(Date.now() + hours * 3_600_000)
+
+/** The attempt options from the configuration (the api's test events use them too). */
+export const attemptOptions = Effect.gen(function*() {
+  const config = yield* AppConfig
+  const dns = yield* Dns
+  return {
+    resolve: hostResolver(dns),
+    allow: cidrMatcher(config.webhookAllowCidrs),
+    timeoutMs: config.destinationTimeoutMs,
+    retryBaseMs: config.destinationRetryBaseMs,
+    retryMaxMs: config.destinationRetryMaxMs
+  } satisfies AttemptOptions
+})
+
+export class DestinationEngine extends Context.Service<DestinationEngine, {
+  /** Pumps a destination's due deliveries now. */
+  readonly wake: (destinationId: string) => void
+}>()("app/destinations/DestinationEngine") {
+  static readonly layer = Layer.effect(
+    DestinationEngine,
+    Effect.gen(function*() {
+      const config = yield* AppConfig
+      const store = yield* Destinations
+      const nats = yield* Nats
+      const invalidations = yield* Invalidations
+      const options = yield* attemptOptions
+      const run = yield* FiberSet.makeRuntime<never, unknown, unknown>()
+      const leaseMs = config.destinationTimeoutMs + 30_000
+
+      // --- sending: one pump per destination --------------------------------------------------------
+      const pumps = new Map<string, { inFlight: number; running: boolean; again: boolean }>()
+
+      const perform = (delivery: ClaimedDelivery) =>
+        Effect.gen(function*() {
+          const outcome = yield* Effect.promise(() => attemptDelivery(delivery, options))
+          const disabled = yield* store.settle(delivery, outcome, config.destinationDisableAfterFailures)
+          if (disabled) {
+            yield* Effect.logWarning("event destination disabled after failed attempts in a row", {
+              destinationId: delivery.destinationId,
+              failures: config.destinationDisableAfterFailures
+            })
+          }
+        }).pipe(
+          Effect.catchCause((cause) => Effect.logWarning("event destination attempt not recorded; retried after its lease", cause))
+        )
+
+      const pump = (destinationId: string): Effect.Effect<void> =>
+        Effect.gen(function*() {
+          const state = pumps.get(destinationId)!
+          while (state.again) {
+            state.again = false
+            const claimed = yield* store.claim(destinationId, config.destinationConcurrency - state.inFlight, leaseMs)
+            for (const delivery of claimed) {
+              state.inFlight++
+              run(perform(delivery).pipe(
+                Effect.ensuring(Effect.sync(() => {
+                  state.inFlight--
+                  // Its settlement may have unblocked the contact's next delivery, or freed a slot.
+                  wake(destinationId)
+                }))
+              ))
+            }
+          }
+        }).pipe(
+          Effect.catchCause((cause) => Effect.logWarning("event destination claim failed; the due loop tries again", cause)),
+          Effect.ensuring(Effect.sync(() => {
+            const state = pumps.get(destinationId)
+            if (!state) return
+            state.running = false
+            if (state.again) wake(destinationId)
+            else if (state.inFlight === 0) pumps.delete(destinationId)
+          }))
+        )
+
+      const wake = (destinationId: string) => {
+        let state = pumps.get(destinationId)
+        if (!state) {
+          state = { inFlight: 0, running: false, again: false }
+          pumps.set(destinationId, state)
+        }
+        state.again = true
+        if (state.running || state.inFlight >= config.destinationConcurrency) return
+        state.running = true
+        run(pump(destinationId))
+      }
+
+      // --- retries: the due loop ----------------------------------------------------------------------
+      const wakeup = yield* makeWakeup
+      yield* Effect.forkScoped(runWhenDue({
+        name: "event destinations",
+        round: Effect.map(store.due, (due) => {
+          for (const id of due) wake(id)
+          return false
+        }),
+        nextDueIn: store.nextDueIn,
+        wakeup,
+        gap: Duration.millis(Math.min(200, config.destinationRetryBaseMs)),
+        atMost: Duration.seconds(10)
+      }))
+
+      // --- the delivery log's retention -------------------------------------------------------------
+      if (config.destinationLogRetentionDays > 0) {
+        const pruneAll: Effect.Effect<void, unknown> = Effect.flatMap(
+          store.prune(config.destinationLogRetentionDays, PRUNE_BATCH),
+          (deleted) => (deleted === PRUNE_BATCH ? pruneAll : Effect.void)
+        )
+        yield* Effect.forkScoped(Effect.forever(
+          pruneAll.pipe(
+            Effect.catchCause((cause) => Effect.logWarning("event destinations: pruning the delivery log failed", cause)),
+            Effect.andThen(Effect.sleep(Duration.minutes(10)))
+          )
+        ))
+      }
+
+      // --- recording: the OUT consumer ---------------------------------------------------------------
+      const cache = new Map<string, { readonly destinations: ReadonlyArray<ActiveDestination>; readonly at: number }>()
+      yield* invalidations.subscribe<DestinationsChanged>(DESTINATIONS_TOPIC, {
+        onMessage: (change) => {
+          cache.delete(change.projectId)
+          if (change.wake !== undefined) wake(change.wake)
+        },
+        onGap: () => cache.clear()
+      })
+      const destinationsOf = (projectId: string) => {
+        const cached = cache.get(projectId)
+        if (cached && Date.now() - cached.at < CACHE_TTL_MS) return Effect.succeed(cached.destinations)
+        return Effect.tap(store.active(projectId), (destinations) => Effect.sync(() => cache.set(projectId, { destinations, at: Date.now() })))
+      }
+
+      /** The events a message carries: an OUT event, or an ingest envelope's tracked events (parsed only when its project has destinations). */
+      const eventsOf = (item: Received) =>
+        Effect.gen(function*() {
+          if (item.source === "out") {
+            const event = parse<OutEvent>(item.message)
+            return event !== undefined && typeof event.projectId === "string" && typeof event.name === "string" && typeof event.id === "string"
+              ? [event]
+              : []
+          }
+          // <prefix>.ingest.<partition>.<projectId>.track
+          const projectId = item.message.subject.split(".")[3] ?? ""
+          if ((yield* destinationsOf(projectId)).length === 0) return []
+          const envelope = parse<TrackMessage>(item.message)
+          if (envelope?.kind !== "track" || !Array.isArray(envelope.events)) return []
+          return envelope.events.map((event): OutEvent => ({
+            id: event.eventId,
+            projectId: envelope.projectId,
+            name: event.name,
+            contactId: event.contactId,
+            email: event.email,
+            data: event.data,
+            at: event.at
+          }))
+        })
+
+      const record = (items: ReadonlyArray<Received>) =>
+        Effect.gen(function*() {
+          const rows: Array<NewDelivery> = []
+          for (const item of items) {
+            for (const event of yield* eventsOf(item)) {
+              const destinations = yield* destinationsOf(event.projectId)
+              let body: string | undefined
+              for (const destination of destinations) {
+                if (!matchesAny(destination.events, event.name)) continue
+                body ??= deliveryBody(event)
+                rows.push({
+                  destinationId: destination.id,
+                  projectId: event.projectId,
+                  eventId: event.id,
+                  eventType: event.name,
+                  contactId: event.contactId ?? null,
+                  body,
+                  eventAt: event.at
+                })
+              }
+            }
+          }
+          const woken = yield* store.record(rows, retryUntilFrom(config.destinationRetryHours))
+          for (const item of items) item.message.ack()
+          for (const id of woken) wake(id)
+        }).pipe(
+          Effect.catchCause((cause) =>
+            Effect.andThen(
+              Effect.logWarning("event destinations: recording a batch failed; redelivered", cause),
+              Effect.sync(() => {
+                for (const item of items) item.message.nak(1000)
+              })
+            )
+          )
+        )
+
+      const received = yield* Queue.unbounded<Received>()
+      /** A durable consumer of `stream` (shared by the workers), its messages queued for `record` as they come. */
+      const consumeFrom = (source: Received["source"], stream: string, durable: string, filter: string) =>
+        Effect.gen(function*() {
+          // Created before the worker says it is ready: events from then on are delivered.
+          const ensureConsumer = Effect.tryPromise(async () => {
+            const existing = await nats.jsm.consumers.info(stream, durable).catch(() => undefined)
+            if (existing) return
+            await nats.jsm.consumers.add(stream, {
+              durable_name: durable,
+              filter_subject: filter,
+              ack_policy: AckPolicy.Explicit,
+              ack_wait: 60 * 1_000_000_000,
+              max_ack_pending: 20_000,
+              // From its creation on: events from before destinations existed have no one to go to.
+              deliver_policy: DeliverPolicy.New
+            }).catch(async (error) => {
+              if (!(await nats.jsm.consumers.info(stream, durable).catch(() => undefined))) throw error
+            })
+          })
+          yield* ensureConsumer
+          const consume = Effect.gen(function*() {
+            yield* ensureConsumer
+            const messages = yield* Effect.acquireRelease(
+              Effect.tryPromise(async () => (await nats.js.consumers.get(stream, durable)).consume({ max_messages: CONSUMER_BATCH })),
+              (iterator) => Effect.promise(() => iterator.close().catch(() => undefined)).pipe(Effect.timeout("1 second"), Effect.ignore)
+            )
+            yield* Effect.promise(async () => {
+              for await (const message of messages) Queue.offerUnsafe(received, { source, message })
+            })
+          }).pipe(
+            Effect.scoped,
+            Effect.tapCause((cause) => Effect.logWarning(`event destinations: the ${stream} consumer stopped; starting again`, cause)),
+            Effect.retry(Schedule.spaced(Duration.seconds(1))),
+            Effect.forever
+          )
+          yield* Effect.forkScoped(consume)
+        })
+      // Emitted events (stream OUT), and tracked events as the api publishes them (stream IN's ingest envelopes).
+      yield* consumeFrom("out", nats.names.outStream, `${nats.prefix}_destinations`, nats.names.outAll)
+      yield* consumeFrom("track", nats.names.inStream, `${nats.prefix}_destinations_tracked`, `${nats.prefix}.ingest.*.*.track`)
+      const recorder = yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.takeAll(received), record)))
+      yield* Effect.addFinalizer(() => Fiber.interrupt(recorder))
+
+      return DestinationEngine.of({ wake })
+    })
+  )
+}
