@@ -24,8 +24,9 @@ CREATE INDEX destinations_project ON destinations (project_id, created_at);
 
 -- status: pending (waiting for an attempt), failed (last attempt failed, retried at next_attempt_at),
 -- succeeded, parked (given up). claimed_until: an attempt is in flight until then (a worker that died
--- mid-attempt leaves it claimable again afterwards). seq orders a contact's deliveries (the OUT stream's
--- sequence of the event), so a later one waits while an earlier one to the same destination is open.
+-- mid-attempt leaves it claimable again afterwards). seq orders a contact's deliveries (the order they
+-- were recorded in, which follows the streams'), so a later one waits while an earlier one to the same
+-- destination is open.
 CREATE TABLE destination_deliveries (
   id uuid PRIMARY KEY,
   destination_id uuid NOT NULL REFERENCES destinations(id) ON DELETE CASCADE,
@@ -33,7 +34,7 @@ CREATE TABLE destination_deliveries (
   event_id text NOT NULL,
   event_type text NOT NULL,
   contact_id uuid,
-  seq bigint NOT NULL,
+  seq bigserial NOT NULL,
   payload jsonb NOT NULL,
   event_at timestamptz NOT NULL,
   status text NOT NULL DEFAULT 'pending',

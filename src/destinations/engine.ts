@@ -31,7 +31,7 @@ import { makeWakeup, runWhenDue } from "../lib/dueLoop.ts"
 import { cidrMatcher } from "../lib/safeHttp.ts"
 import { type ActiveDestination, type ClaimedDelivery, Destinations, type NewDelivery } from "../store/Destinations.ts"
 import { Invalidations } from "../stream/Invalidations.ts"
-import type { OutEvent } from "../stream/messages.ts"
+import type { OutEvent, TrackMessage } from "../stream/messages.ts"
 import { Nats } from "../stream/Nats.ts"
 import { attemptDelivery, type AttemptOptions } from "./attempt.ts"
 
@@ -49,6 +49,19 @@ export const deliveryBody = (event: OutEvent): string =>
     timestamp: event.at,
     data: { id: event.id, projectId: event.projectId, contactId: event.contactId, email: event.email, data: event.data }
   })
+
+interface Received {
+  readonly source: "out" | "track"
+  readonly message: JsMsg
+}
+
+const parse = <A>(message: JsMsg): A | undefined => {
+  try {
+    return message.json<A>()
+  } catch {
+    return undefined
+  }
+}
 
 /** How long a cached project's destinations are trusted without an invalidation (a lost one costs this much at most). */
 const CACHE_TTL_MS = 60_000
@@ -170,81 +183,108 @@ export class DestinationEngine extends Context.Service<DestinationEngine, {
         return Effect.tap(store.active(projectId), (destinations) => Effect.sync(() => cache.set(projectId, { destinations, at: Date.now() })))
       }
 
-      const record = (messages: ReadonlyArray<JsMsg>) =>
+      /** The events a message carries: an OUT event, or an ingest envelope's tracked events (parsed only when its project has destinations). */
+      const eventsOf = (item: Received) =>
+        Effect.gen(function*() {
+          if (item.source === "out") {
+            const event = parse<OutEvent>(item.message)
+            return event !== undefined && typeof event.projectId === "string" && typeof event.name === "string" && typeof event.id === "string"
+              ? [event]
+              : []
+          }
+          // <prefix>.ingest.<partition>.<projectId>.track
+          const projectId = item.message.subject.split(".")[3] ?? ""
+          if ((yield* destinationsOf(projectId)).length === 0) return []
+          const envelope = parse<TrackMessage>(item.message)
+          if (envelope?.kind !== "track" || !Array.isArray(envelope.events)) return []
+          return envelope.events.map((event): OutEvent => ({
+            id: event.eventId,
+            projectId: envelope.projectId,
+            name: event.name,
+            contactId: event.contactId,
+            email: event.email,
+            data: event.data,
+            at: event.at
+          }))
+        })
+
+      const record = (items: ReadonlyArray<Received>) =>
         Effect.gen(function*() {
           const rows: Array<NewDelivery> = []
-          for (const message of messages) {
-            let event: OutEvent
-            try {
-              event = message.json<OutEvent>()
-            } catch {
-              continue
-            }
-            if (typeof event?.projectId !== "string" || typeof event.name !== "string" || typeof event.id !== "string") continue
-            const destinations = yield* destinationsOf(event.projectId)
-            let body: string | undefined
-            for (const destination of destinations) {
-              if (!matchesAny(destination.events, event.name)) continue
-              body ??= deliveryBody(event)
-              rows.push({
-                destinationId: destination.id,
-                projectId: event.projectId,
-                eventId: event.id,
-                eventType: event.name,
-                contactId: event.contactId ?? null,
-                seq: message.seq,
-                body,
-                eventAt: event.at
-              })
+          for (const item of items) {
+            for (const event of yield* eventsOf(item)) {
+              const destinations = yield* destinationsOf(event.projectId)
+              let body: string | undefined
+              for (const destination of destinations) {
+                if (!matchesAny(destination.events, event.name)) continue
+                body ??= deliveryBody(event)
+                rows.push({
+                  destinationId: destination.id,
+                  projectId: event.projectId,
+                  eventId: event.id,
+                  eventType: event.name,
+                  contactId: event.contactId ?? null,
+                  body,
+                  eventAt: event.at
+                })
+              }
             }
           }
           const woken = yield* store.record(rows, retryUntilFrom(config.destinationRetryHours))
-          for (const message of messages) message.ack()
+          for (const item of items) item.message.ack()
           for (const id of woken) wake(id)
         }).pipe(
           Effect.catchCause((cause) =>
             Effect.andThen(
               Effect.logWarning("event destinations: recording a batch failed; redelivered", cause),
               Effect.sync(() => {
-                for (const message of messages) message.nak(1000)
+                for (const item of items) item.message.nak(1000)
               })
             )
           )
         )
 
-      const stream = nats.names.outStream
-      const durable = `${nats.prefix}_destinations`
-      const received = yield* Queue.unbounded<JsMsg>()
-      const consume = Effect.gen(function*() {
-        yield* Effect.tryPromise(async () => {
-          const existing = await nats.jsm.consumers.info(stream, durable).catch(() => undefined)
-          if (existing) return
-          await nats.jsm.consumers.add(stream, {
-            durable_name: durable,
-            filter_subject: nats.names.outAll,
-            ack_policy: AckPolicy.Explicit,
-            ack_wait: 60 * 1_000_000_000,
-            max_ack_pending: 20_000,
-            // From its creation on: events emitted before destinations existed have no one to go to.
-            deliver_policy: DeliverPolicy.New
-          }).catch(async (error) => {
-            if (!(await nats.jsm.consumers.info(stream, durable).catch(() => undefined))) throw error
+      const received = yield* Queue.unbounded<Received>()
+      /** A durable consumer of `stream` (shared by the workers), its messages queued for `record` as they come. */
+      const consumeFrom = (source: Received["source"], stream: string, durable: string, filter: string) =>
+        Effect.gen(function*() {
+          // Created before the worker says it is ready: events from then on are delivered.
+          const ensureConsumer = Effect.tryPromise(async () => {
+            const existing = await nats.jsm.consumers.info(stream, durable).catch(() => undefined)
+            if (existing) return
+            await nats.jsm.consumers.add(stream, {
+              durable_name: durable,
+              filter_subject: filter,
+              ack_policy: AckPolicy.Explicit,
+              ack_wait: 60 * 1_000_000_000,
+              max_ack_pending: 20_000,
+              // From its creation on: events from before destinations existed have no one to go to.
+              deliver_policy: DeliverPolicy.New
+            }).catch(async (error) => {
+              if (!(await nats.jsm.consumers.info(stream, durable).catch(() => undefined))) throw error
+            })
           })
+          yield* ensureConsumer
+          const consume = Effect.gen(function*() {
+            yield* ensureConsumer
+            const messages = yield* Effect.acquireRelease(
+              Effect.tryPromise(async () => (await nats.js.consumers.get(stream, durable)).consume({ max_messages: CONSUMER_BATCH })),
+              (iterator) => Effect.promise(() => iterator.close().catch(() => undefined)).pipe(Effect.timeout("1 second"), Effect.ignore)
+            )
+            yield* Effect.promise(async () => {
+              for await (const message of messages) Queue.offerUnsafe(received, { source, message })
+            })
+          }).pipe(
+            Effect.scoped,
+            Effect.tapCause((cause) => Effect.logWarning(`event destinations: the ${stream} consumer stopped; starting again`, cause)),
+            Effect.retry(Schedule.spaced(Duration.seconds(1))),
+            Effect.forever
+          )
+          yield* Effect.forkScoped(consume)
         })
-        const messages = yield* Effect.acquireRelease(
-          Effect.tryPromise(async () => (await nats.js.consumers.get(stream, durable)).consume({ max_messages: CONSUMER_BATCH })),
-          (iterator) => Effect.promise(() => iterator.close().catch(() => undefined)).pipe(Effect.timeout("1 second"), Effect.ignore)
-        )
-        yield* Effect.promise(async () => {
-          for await (const message of messages) Queue.offerUnsafe(received, message)
-        })
-      }).pipe(
-        Effect.scoped,
-        Effect.tapCause((cause) => Effect.logWarning("event destinations: the OUT consumer stopped; starting again", cause)),
-        Effect.retry(Schedule.spaced(Duration.seconds(1))),
-        Effect.forever
-      )
-      yield* Effect.forkScoped(consume)
+      // Emitted events (stream OUT), and tracked events as the api publishes them (stream IN's ingest envelopes).
+      yield* consumeFrom("out", nats.names.outStream, `${nats.prefix}_destinations`, nats.names.outAll)
+      yield* consumeFrom("track", nats.names.inStream, `${nats.prefix}_destinations_tracked`, `${nats.prefix}.ingest.*.*.track`)
       const recorder = yield* Effect.forkScoped(Effect.forever(Effect.flatMap(Queue.takeAll(received), record)))
       yield* Effect.addFinalizer(() => Fiber.interrupt(recorder))
 

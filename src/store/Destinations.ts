@@ -83,7 +83,6 @@ export interface NewDelivery {
   readonly eventId: string
   readonly eventType: string
   readonly contactId: string | null
-  readonly seq: number
   readonly body: string
   readonly eventAt: string
 }
@@ -381,16 +380,16 @@ export class Destinations extends Context.Service<Destinations, {
           e: row.eventId,
           t: row.eventType,
           c: row.contactId,
-          s: row.seq,
           b: row.body,
           a: row.eventAt
         }))
         const inserted = yield* sql<{ destination_id: string }>`
-          INSERT INTO destination_deliveries (id, destination_id, project_id, event_id, event_type, contact_id, seq, payload, event_at, retry_until)
-          SELECT (x->>'id')::uuid, (x->>'d')::uuid, (x->>'p')::uuid, x->>'e', x->>'t', (x->>'c')::uuid, (x->>'s')::bigint,
+          INSERT INTO destination_deliveries (id, destination_id, project_id, event_id, event_type, contact_id, payload, event_at, retry_until)
+          SELECT (x->>'id')::uuid, (x->>'d')::uuid, (x->>'p')::uuid, x->>'e', x->>'t', (x->>'c')::uuid,
                  to_jsonb(x->>'b'), (x->>'a')::timestamptz, ${retryUntil}
-          FROM jsonb_array_elements(${JSON.stringify(items)}::jsonb) AS x
+          FROM jsonb_array_elements(${JSON.stringify(items)}::jsonb) WITH ORDINALITY AS t(x, n)
           WHERE EXISTS (SELECT 1 FROM destinations d WHERE d.id = (x->>'d')::uuid AND d.enabled)
+          ORDER BY t.n
           ON CONFLICT (id) DO NOTHING
           RETURNING destination_id`
         return [...new Set(inserted.map((row) => row.destination_id))]
@@ -488,9 +487,9 @@ export class Destinations extends Context.Service<Destinations, {
       const recordTest = Effect.fn("Destinations.recordTest")(function*(projectId: string, destinationId: string, eventId: string, body: string, eventAt: string) {
         if (!isUuid(destinationId)) return undefined
         const [row] = yield* sql<ClaimRow>`
-          INSERT INTO destination_deliveries (id, destination_id, project_id, event_id, event_type, contact_id, seq, payload, event_at,
+          INSERT INTO destination_deliveries (id, destination_id, project_id, event_id, event_type, contact_id, payload, event_at,
                                               retry_until, attempts, claimed_until)
-          SELECT ${deliveryId(destinationId, eventId)}, d.id, d.project_id, ${eventId}, 'destination.test', NULL, 0, to_jsonb(${body}::text),
+          SELECT ${deliveryId(destinationId, eventId)}, d.id, d.project_id, ${eventId}, 'destination.test', NULL, to_jsonb(${body}::text),
                  ${eventAt}, now(), 1, now() + interval '5 minutes'
           FROM destinations d WHERE d.project_id = ${projectId} AND d.id = ${destinationId}
           RETURNING id, destination_id, (SELECT url FROM destinations WHERE id = ${destinationId}) AS url,

@@ -103,6 +103,7 @@ describe("/openapi.json", () => {
     expect(query("/campaigns").status).toEqual({ type: "string", enum: ["DRAFT", "SCHEDULED", "SENDING", "SENT", "CANCELLED"] })
     expect(query("/events/stats")).toEqual({ from: { type: "string", format: "date-time" }, to: { type: "string", format: "date-time" } })
     expect(query("/dead-letters").replayed).toEqual({ type: "boolean" })
+    expect(query("/destinations/{id}/deliveries").status).toMatchObject({ type: "string", enum: ["pending", "succeeded", "failed", "parked"] })
     expect(query("/workflows/{id}/steps/{stepId}", "delete").splice).toEqual({ type: "boolean" })
     // Plain strings are left only to free text: no number, flag, choice or date is typed as a string.
     const plain = operations().flatMap(({ operation }) =>
@@ -177,9 +178,27 @@ describe("/openapi.json", () => {
     expect(document.info.description).toContain("LegacyError")
   })
 
+  it("lists the event destination endpoints", () => {
+    const listed = operations().filter(({ path }) => path.startsWith("/destinations")).map(({ method, path }) => `${method} ${path}`)
+    expect(listed.sort()).toEqual([
+      "DELETE /destinations/{id}",
+      "GET /destinations",
+      "GET /destinations/{id}",
+      "GET /destinations/{id}/deliveries",
+      "PATCH /destinations/{id}",
+      "POST /destinations",
+      "POST /destinations/{id}/deliveries/{deliveryId}/replay",
+      "POST /destinations/{id}/replay",
+      "POST /destinations/{id}/rotate-secret",
+      "POST /destinations/{id}/test"
+    ])
+    expect(document.components.schemas.DestinationWithSecret.required).toContain("secret")
+    expect(document.components.schemas.Destination.properties.secret).toBeUndefined()
+  })
+
   it("answers 201 on every creation", () => {
     const created = ["/contacts", "/templates", "/campaigns", "/segments", "/workflows", "/workflows/{id}/steps", "/workflows/{id}/transitions",
-      "/workflows/{id}/executions", "/domains", "/templates/{id}/duplicate", "/campaigns/{id}/duplicate"]
+      "/workflows/{id}/executions", "/domains", "/templates/{id}/duplicate", "/campaigns/{id}/duplicate", "/destinations"]
     for (const path of created) expect(Object.keys(document.paths[path].post.responses), path).toContain("201")
   })
 
