@@ -21,7 +21,7 @@ export function DestinationsBanner({ projectId }: { readonly projectId: string }
         {disabled.length === 1 ? "An event destination was disabled" : `${disabled.length} event destinations were disabled`}
       </strong>{" "}
       after its deliveries failed again and again: <span className="break-all">{first!.url}</span>
-      {disabled.length > 1 ? " and others" : ""} receive nothing until re-enabled.{" "}
+      {disabled.length > 1 ? " and the others receive" : " receives"} nothing until re-enabled.{" "}
       <Link className="link" to={disabled.length === 1 ? `${base}/${first!.id}` : base}>
         {disabled.length === 1 ? "Open it" : "See destinations"}
       </Link>

@@ -35,7 +35,7 @@ const latency = (ms: number | null) => (ms === null ? "—" : ms < 10_000 ? `${m
 /** The service emitted an event (a delivery may follow), or the stream asks to refetch everything. */
 const emitted = (event: LiveEvent) => event.type === "event"
 
-export function DeliveryLog({ destinationId }: { readonly destinationId: string }) {
+export function DeliveryLog({ destinationId, enabled }: { readonly destinationId: string; readonly enabled: boolean }) {
   const [params, setParams] = useSearchParams()
   const status = params.get("status") ?? ""
   const { cursor, pager } = useCursorPages(status)
@@ -67,7 +67,7 @@ export function DeliveryLog({ destinationId }: { readonly destinationId: string 
       <div className="mb-4 flex flex-wrap items-end gap-3">
         <div>
           <label htmlFor="delivery-status" className="block text-sm font-medium text-slate-700">Status</label>
-          <select id="delivery-status" className="input mt-1" value={status} onChange={(event) => choose(event.target.value)}>
+          <select id="delivery-status" className="input mt-1 w-auto" value={status} onChange={(event) => choose(event.target.value)}>
             <option value="">Any</option>
             {DeliveryStatuses.map((value) => <option key={value} value={value}>{`${value}: ${MEANING[value]}`}</option>)}
           </select>
@@ -84,7 +84,7 @@ export function DeliveryLog({ destinationId }: { readonly destinationId: string 
       >
         {(page) => (
           <>
-            <DeliveriesTable destinationId={destinationId} deliveries={page.data} />
+            <DeliveriesTable destinationId={destinationId} enabled={enabled} deliveries={page.data} />
             {pager(page)}
           </>
         )}
@@ -93,7 +93,11 @@ export function DeliveryLog({ destinationId }: { readonly destinationId: string 
   )
 }
 
-function DeliveriesTable({ destinationId, deliveries }: { readonly destinationId: string; readonly deliveries: ReadonlyArray<Delivery> }) {
+function DeliveriesTable({ destinationId, enabled, deliveries }: {
+  readonly destinationId: string
+  readonly enabled: boolean
+  readonly deliveries: ReadonlyArray<Delivery>
+}) {
   const [open, setOpen] = useState<ReadonlySet<string>>(new Set())
   const toggle = (id: string) =>
     setOpen((current) => {
@@ -121,17 +125,17 @@ function DeliveriesTable({ destinationId, deliveries }: { readonly destinationId
                   className="link whitespace-nowrap text-sm"
                   aria-expanded={expanded}
                   aria-controls={detailsId}
-                  aria-label={`Details of ${delivery.eventType} delivery ${delivery.id}`}
                   onClick={() => toggle(delivery.id)}
                 >
-                  {expanded ? "Hide" : "Details"}
+                  Details<span className="sr-only">{` of ${delivery.eventType} delivery ${delivery.id}`}</span>
+                  <span aria-hidden="true">{expanded ? " ▴" : " ▾"}</span>
                 </button>
               </td>
             </tr>
             {expanded && (
               <tr id={detailsId}>
                 <td colSpan={7} className="bg-slate-50 px-4 pb-4">
-                  <DeliveryDetails destinationId={destinationId} delivery={delivery} />
+                  <DeliveryDetails destinationId={destinationId} enabled={enabled} delivery={delivery} />
                 </td>
               </tr>
             )}
@@ -142,7 +146,7 @@ function DeliveriesTable({ destinationId, deliveries }: { readonly destinationId
   )
 }
 
-function DeliveryDetails({ destinationId, delivery }: { readonly destinationId: string; readonly delivery: Delivery }) {
+function DeliveryDetails({ destinationId, enabled, delivery }: { readonly destinationId: string; readonly enabled: boolean; readonly delivery: Delivery }) {
   const projectId = useProjectId() ?? ""
   const [replayed, setReplayed] = useState(false)
   const replay = useApiMutation(
@@ -158,7 +162,9 @@ function DeliveryDetails({ destinationId, delivery }: { readonly destinationId: 
           ["Attempts", `${delivery.attempts.toLocaleString()}${delivery.replays > 0 ? ` (sent again ${delivery.replays.toLocaleString()} times by hand)` : ""}`],
           ["Last HTTP status", delivery.lastStatusCode === null ? "No answer" : String(delivery.lastStatusCode)],
           ["Latency", `${latency(delivery.latencyMs)}${delivery.latencyMs === null ? "" : " from the event to its delivery"}`],
-          ["Next attempt", delivery.nextAttemptAt ? formatDate(delivery.nextAttemptAt) : "None planned"],
+          ["Next attempt", !delivery.nextAttemptAt || delivery.status === "succeeded" || delivery.status === "parked"
+            ? "None planned"
+            : enabled ? formatDate(delivery.nextAttemptAt) : `${formatDate(delivery.nextAttemptAt)}, once the destination is enabled again`],
           ["Contact", delivery.contactId ? <Link className="link" to={`/p/${projectId}/contacts/${delivery.contactId}`}>Open contact</Link> : "None (a test event)"],
           ["Last change", formatDate(delivery.updatedAt)]
         ]}

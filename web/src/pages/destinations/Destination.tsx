@@ -98,7 +98,7 @@ function DestinationDetail({ destination }: { readonly destination: DestinationV
         />
       </Section>
       <Section title="Delivery log">
-        <DeliveryLog destinationId={id} />
+        <DeliveryLog destinationId={id} enabled={destination.enabled} />
       </Section>
       <ReplayRange destinationId={id} />
       <Edit destination={destination} />
@@ -136,10 +136,9 @@ function TestOutcome({ delivery }: { readonly delivery: Delivery }) {
   return (
     <section
       aria-label="Test event"
-      role="status"
       className={`rounded-lg border px-5 py-4 ${ok ? "border-green-200 bg-green-50 text-green-900" : "border-red-200 bg-red-50 text-red-900"}`}
     >
-      <p className="font-medium" data-testid="test-outcome">
+      <p role="status" className="font-medium" data-testid="test-outcome">
         {ok ? "The test event was delivered" : "The test event was not delivered"}
         {delivery.lastStatusCode !== null ? `: ${delivery.lastStatusCode}` : ""}
         {delivery.latencyMs !== null ? ` in ${delivery.latencyMs.toLocaleString()} ms` : ""}
