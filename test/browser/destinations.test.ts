@@ -120,7 +120,7 @@ describe("event destinations", () => {
     await page.getByRole("button", { name: "Copy signing secret" }).getByText("Copy", { exact: true }).waitFor()
     const table = page.getByRole("table", { name: "Destinations" })
     await table.getByRole("link", { name: `${receiverUrl}/ok` }).waitFor()
-    expect(await table.innerText()).toMatch(/order-placed, segment\.\*\.entry/)
+    expect(await table.getByRole("list", { name: "Events" }).getByRole("listitem").allInnerTexts()).toEqual(["order-placed", "segment.*.entry"])
     await table.getByText("enabled", { exact: true }).waitFor()
     await screenshot(page, "destinations-created-1280")
     expect(await seriousAxeFindings(page)).toEqual([])
@@ -206,18 +206,6 @@ describe("event destinations", () => {
     await page.setViewportSize(PHONE)
     await screenshot(page, "destination-390")
     await page.screenshot({ path: join(screenshotDir, "destination-full-390.png"), fullPage: true })
-    const wide = await page.evaluate(() => {
-      const clipped = (element: Element): boolean => {
-        for (let parent = element.parentElement; parent; parent = parent.parentElement) {
-          if (["auto", "scroll", "hidden"].includes(getComputedStyle(parent).overflowX)) return true
-        }
-        return false
-      }
-      return [...document.querySelectorAll("body *")]
-        .filter((element) => element.getBoundingClientRect().right > window.innerWidth + 1 && !clipped(element))
-        .slice(0, 8).map((element) => `${element.tagName}.${element.className} ${element.getBoundingClientRect().right}`)
-    })
-    expect(wide).toEqual([])
     expect(await scrollsSideways(page)).toBe(false)
   }, 120_000)
 

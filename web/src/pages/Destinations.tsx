@@ -108,7 +108,9 @@ function DestinationsTable({ destinations, projectId }: { readonly destinations:
               <Link to={`/p/${projectId}/destinations/${destination.id}`} className="link break-all">{destination.url}</Link>
               {destination.description && <p className="mt-0.5 break-words text-xs text-slate-600">{destination.description}</p>}
             </td>
-            <td className={`${cell} break-all font-mono text-xs`}>{destination.events.join(", ")}</td>
+            <td className={`${cell} font-mono text-xs`}>
+              <ul aria-label="Events">{destination.events.map((pattern) => <li key={pattern} className="break-all">{pattern}</li>)}</ul>
+            </td>
             <td className={cell}>
               <DestinationState destination={destination} />
               {destination.disabledAt && <p className="mt-1 whitespace-nowrap text-xs text-slate-600">since {formatDate(destination.disabledAt)}</p>}

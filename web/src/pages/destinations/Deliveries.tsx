@@ -120,9 +120,10 @@ function DeliveriesTable({ destinationId, enabled, deliveries }: {
               <td className={`${cell} ${wideOnly} whitespace-nowrap tabular-nums`}>{latency(delivery.latencyMs)}</td>
               <td className={`${cell} whitespace-nowrap text-slate-600`}><time dateTime={delivery.createdAt}>{formatDate(delivery.createdAt)}</time></td>
               <td className={`${cell} text-right`}>
+                {/* relative: the hidden words stay inside the table's scrolling box (absolute, they would widen the page) */}
                 <button
                   type="button"
-                  className="link whitespace-nowrap text-sm"
+                  className="link relative whitespace-nowrap text-sm"
                   aria-expanded={expanded}
                   aria-controls={detailsId}
                   onClick={() => toggle(delivery.id)}
