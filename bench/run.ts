@@ -26,6 +26,7 @@ const BENCHMARKS: Record<string, () => Promise<Benchmark>> = {
   import: () => import("./import.ts"),
   analytics: () => import("./analytics.ts"),
   rollups: () => import("./rollups.ts"),
+  destinations: () => import("./destinations.ts"),
   compare: () => import("./compare.ts")
 }
 

@@ -25,8 +25,10 @@ CREATE INDEX destinations_project ON destinations (project_id, created_at);
 -- status: pending (waiting for an attempt), failed (last attempt failed, retried at next_attempt_at),
 -- succeeded, parked (given up). claimed_until: an attempt is in flight until then (a worker that died
 -- mid-attempt leaves it claimable again afterwards). seq orders a contact's deliveries (the order they
--- were recorded in, which follows the streams'), so a later one waits while an earlier one to the same
--- destination is open.
+-- were recorded in, which follows the streams'); ready marks the one open delivery of its contact (to
+-- that destination) that may be attempted: the earliest. Its successor becomes ready when it succeeds
+-- or is parked, so a contact's later events wait behind an earlier one without any query having to
+-- look for it (deliveries without a contact are always ready).
 CREATE TABLE destination_deliveries (
   id uuid PRIMARY KEY,
   destination_id uuid NOT NULL REFERENCES destinations(id) ON DELETE CASCADE,
@@ -46,15 +48,18 @@ CREATE TABLE destination_deliveries (
   next_attempt_at timestamptz NOT NULL DEFAULT now(),
   retry_until timestamptz NOT NULL,
   claimed_until timestamptz,
+  ready boolean NOT NULL DEFAULT false,
   replays integer NOT NULL DEFAULT 0,
   created_at timestamptz NOT NULL DEFAULT now(),
   updated_at timestamptz NOT NULL DEFAULT now()
 );
--- Open deliveries: what is due, and what a contact's later delivery waits behind.
+-- A contact's open deliveries in order (the next head); the ready ones in order (claims); what is due.
 CREATE INDEX destination_deliveries_open ON destination_deliveries (destination_id, contact_id, seq)
   WHERE status IN ('pending', 'failed');
+CREATE INDEX destination_deliveries_ready ON destination_deliveries (destination_id, seq)
+  WHERE ready AND status IN ('pending', 'failed');
 CREATE INDEX destination_deliveries_due ON destination_deliveries (next_attempt_at)
-  WHERE status IN ('pending', 'failed');
+  WHERE ready AND status IN ('pending', 'failed');
 -- The delivery log, newest first; a range replay by the event's time.
 CREATE INDEX destination_deliveries_log ON destination_deliveries (destination_id, created_at DESC, id DESC);
 CREATE INDEX destination_deliveries_event_at ON destination_deliveries (destination_id, event_at);

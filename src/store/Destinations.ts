@@ -68,6 +68,7 @@ export interface ActiveDestination {
 export interface ClaimedDelivery {
   readonly id: string
   readonly destinationId: string
+  readonly contactId: string | null
   readonly url: string
   readonly secrets: ReadonlyArray<string>
   readonly body: string
@@ -354,13 +355,18 @@ export class Destinations extends Context.Service<Destinations, {
       ) {
         if (!(yield* owns(projectId, destinationId))) return undefined
         if ("id" in which && !isUuid(which.id)) return undefined
-        const rows = yield* sql<DeliveryRow>`
-          UPDATE destination_deliveries SET status = 'pending', next_attempt_at = now(), retry_until = ${retryUntil},
-                 replays = replays + 1, claimed_until = NULL, updated_at = now()
-          WHERE destination_id = ${destinationId} AND event_type <> 'destination.test' AND ${
-          "id" in which ? sql`id = ${which.id}` : sql`event_at >= ${which.from} AND event_at < ${which.to}`
-        }
-          RETURNING ${sql.literal(DELIVERY_COLUMNS)}`
+        const rows = yield* sql.withTransaction(Effect.gen(function*() {
+          const reopened = yield* sql<DeliveryRow>`
+            UPDATE destination_deliveries SET status = 'pending', next_attempt_at = now(), retry_until = ${retryUntil},
+                   replays = replays + 1, claimed_until = NULL, updated_at = now(), ready = contact_id IS NULL
+            WHERE destination_id = ${destinationId} AND event_type <> 'destination.test' AND ${
+            "id" in which ? sql`id = ${which.id}` : sql`event_at >= ${which.from} AND event_at < ${which.to}`
+          }
+            RETURNING ${sql.literal(DELIVERY_COLUMNS)}`
+          // Each contact's earliest open delivery goes first again, the replayed ones included.
+          yield* markHeads(reopened.flatMap((row) => (row.contact_id === null ? [] : [{ d: destinationId, c: row.contact_id }])))
+          return reopened
+        }))
         if ("id" in which && rows.length === 0) return undefined
         return rows.map(toDelivery)
       }, mapSqlError)
@@ -370,6 +376,28 @@ export class Destinations extends Context.Service<Destinations, {
           SELECT id, events FROM destinations WHERE project_id = ${projectId} AND enabled ORDER BY created_at`
         return rows.map((row) => ({ id: row.id, projectId, events: [...row.events] }))
       }, mapSqlError)
+
+      /**
+       * Marks, for each (destination, contact) pair, its earliest open delivery ready and the others not:
+       * after deliveries were recorded, one was settled for good, or some were replayed.
+       */
+      const markHeads = (pairs: ReadonlyArray<{ readonly d: string; readonly c: string }>) =>
+        pairs.length === 0 ? Effect.void : sql`
+          WITH pairs AS (
+            SELECT DISTINCT (p->>'d')::uuid AS destination_id, (p->>'c')::uuid AS contact_id
+            FROM jsonb_array_elements(${JSON.stringify(pairs)}::jsonb) AS p
+          ), heads AS (
+            SELECT pairs.destination_id, pairs.contact_id, h.id AS head
+            FROM pairs CROSS JOIN LATERAL (
+              SELECT id FROM destination_deliveries o
+              WHERE o.destination_id = pairs.destination_id AND o.contact_id = pairs.contact_id AND o.status IN ('pending', 'failed')
+              ORDER BY o.seq LIMIT 1
+            ) h
+          )
+          UPDATE destination_deliveries x SET ready = (x.id = heads.head)
+          FROM heads
+          WHERE x.destination_id = heads.destination_id AND x.contact_id = heads.contact_id
+            AND x.status IN ('pending', 'failed') AND x.ready <> (x.id = heads.head)`.pipe(Effect.asVoid)
 
       const record = Effect.fn("Destinations.record")(function*(rows: ReadonlyArray<NewDelivery>, retryUntil: Date) {
         if (rows.length === 0) return []
@@ -383,21 +411,25 @@ export class Destinations extends Context.Service<Destinations, {
           b: row.body,
           a: row.eventAt
         }))
-        const inserted = yield* sql<{ destination_id: string }>`
-          INSERT INTO destination_deliveries (id, destination_id, project_id, event_id, event_type, contact_id, payload, event_at, retry_until)
-          SELECT (x->>'id')::uuid, (x->>'d')::uuid, (x->>'p')::uuid, x->>'e', x->>'t', (x->>'c')::uuid,
-                 to_jsonb(x->>'b'), (x->>'a')::timestamptz, ${retryUntil}
-          FROM jsonb_array_elements(${JSON.stringify(items)}::jsonb) WITH ORDINALITY AS t(x, n)
-          WHERE EXISTS (SELECT 1 FROM destinations d WHERE d.id = (x->>'d')::uuid AND d.enabled)
-          ORDER BY t.n
-          ON CONFLICT (id) DO NOTHING
-          RETURNING destination_id`
-        return [...new Set(inserted.map((row) => row.destination_id))]
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          const inserted = yield* sql<{ destination_id: string; contact_id: string | null }>`
+            INSERT INTO destination_deliveries (id, destination_id, project_id, event_id, event_type, contact_id, payload, event_at, retry_until, ready)
+            SELECT (x->>'id')::uuid, (x->>'d')::uuid, (x->>'p')::uuid, x->>'e', x->>'t', (x->>'c')::uuid,
+                   to_jsonb(x->>'b'), (x->>'a')::timestamptz, ${retryUntil}, x->>'c' IS NULL
+            FROM jsonb_array_elements(${JSON.stringify(items)}::jsonb) WITH ORDINALITY AS t(x, n)
+            WHERE EXISTS (SELECT 1 FROM destinations d WHERE d.id = (x->>'d')::uuid AND d.enabled)
+            ORDER BY t.n
+            ON CONFLICT (id) DO NOTHING
+            RETURNING destination_id, contact_id`
+          yield* markHeads(inserted.flatMap((row) => (row.contact_id === null ? [] : [{ d: row.destination_id, c: row.contact_id }])))
+          return [...new Set(inserted.map((row) => row.destination_id))]
+        }))
       }, mapSqlError)
 
       interface ClaimRow {
         id: string
         destination_id: string
+        contact_id: string | null
         url: string
         secret: string
         previous_secret: string | null
@@ -410,6 +442,7 @@ export class Destinations extends Context.Service<Destinations, {
       const toClaimed = (row: ClaimRow): ClaimedDelivery => ({
         id: row.id,
         destinationId: row.destination_id,
+        contactId: row.contact_id,
         url: row.url,
         secrets: row.previous_secret === null ? [row.secret] : [row.secret, row.previous_secret],
         body: typeof row.payload === "string" ? row.payload : JSON.stringify(row.payload),
@@ -424,20 +457,16 @@ export class Destinations extends Context.Service<Destinations, {
         const rows = yield* sql<ClaimRow>`
           WITH picked AS (
             SELECT x.id FROM destination_deliveries x
-            JOIN destinations d ON d.id = x.destination_id AND d.enabled
-            WHERE x.destination_id = ${destinationId} AND x.status IN ('pending', 'failed') AND x.next_attempt_at <= now()
+            WHERE x.destination_id = ${destinationId} AND x.ready AND x.status IN ('pending', 'failed') AND x.next_attempt_at <= now()
               AND (x.claimed_until IS NULL OR x.claimed_until < now())
-              AND NOT EXISTS (
-                SELECT 1 FROM destination_deliveries y
-                WHERE y.destination_id = x.destination_id AND y.contact_id = x.contact_id
-                  AND y.status IN ('pending', 'failed') AND y.seq < x.seq)
+              AND EXISTS (SELECT 1 FROM destinations d WHERE d.id = ${destinationId} AND d.enabled)
             ORDER BY x.seq LIMIT ${room}
             FOR UPDATE OF x SKIP LOCKED)
           UPDATE destination_deliveries x SET claimed_until = now() + make_interval(secs => ${leaseMs / 1000}),
                  attempts = x.attempts + 1
           FROM picked, destinations d
           WHERE x.id = picked.id AND d.id = x.destination_id
-          RETURNING x.id, x.destination_id, d.url, d.secret,
+          RETURNING x.id, x.destination_id, x.contact_id, d.url, d.secret,
                     CASE WHEN d.previous_secret_expires_at > now() THEN d.previous_secret END AS previous_secret,
                     x.payload #>> '{}' AS payload, x.event_at, x.attempts, x.retry_until, x.event_type`
         return rows.map(toClaimed)
@@ -452,6 +481,8 @@ export class Destinations extends Context.Service<Destinations, {
                    response_excerpt = ${outcome.excerpt}, error = ${outcome.error},
                    next_attempt_at = coalesce(${outcome.nextAttemptAt}, next_attempt_at)
             WHERE id = ${delivery.id}`
+          // Settled for good: the contact's next delivery (if any) may go.
+          if (status !== "failed" && delivery.contactId !== null) yield* markHeads([{ d: delivery.destinationId, c: delivery.contactId }])
           if (delivery.test) return false
           if (outcome.ok) {
             yield* sql`UPDATE destinations SET consecutive_failures = 0, last_success_at = now() WHERE id = ${delivery.destinationId}`
@@ -472,7 +503,7 @@ export class Destinations extends Context.Service<Destinations, {
       const due = Effect.map(
         sql<{ destination_id: string }>`
           SELECT DISTINCT x.destination_id FROM destination_deliveries x JOIN destinations d ON d.id = x.destination_id AND d.enabled
-          WHERE x.status IN ('pending', 'failed') AND x.next_attempt_at <= now() AND (x.claimed_until IS NULL OR x.claimed_until < now())`,
+          WHERE x.ready AND x.status IN ('pending', 'failed') AND x.next_attempt_at <= now() AND (x.claimed_until IS NULL OR x.claimed_until < now())`,
         (rows) => rows.map((row) => row.destination_id)
       ).pipe(mapSqlError)
 
@@ -480,7 +511,7 @@ export class Destinations extends Context.Service<Destinations, {
         sql<{ ms: number | null }>`
           SELECT (extract(epoch FROM min(greatest(x.next_attempt_at, coalesce(x.claimed_until, x.next_attempt_at))) - now()) * 1000)::float8 AS ms
           FROM destination_deliveries x JOIN destinations d ON d.id = x.destination_id AND d.enabled
-          WHERE x.status IN ('pending', 'failed')`,
+          WHERE x.ready AND x.status IN ('pending', 'failed')`,
         (rows) => (rows[0]?.ms === null || rows[0] === undefined ? undefined : Number(rows[0].ms))
       ).pipe(mapSqlError)
 
@@ -492,7 +523,7 @@ export class Destinations extends Context.Service<Destinations, {
           SELECT ${deliveryId(destinationId, eventId)}, d.id, d.project_id, ${eventId}, 'destination.test', NULL, to_jsonb(${body}::text),
                  ${eventAt}, now(), 1, now() + interval '5 minutes'
           FROM destinations d WHERE d.project_id = ${projectId} AND d.id = ${destinationId}
-          RETURNING id, destination_id, (SELECT url FROM destinations WHERE id = ${destinationId}) AS url,
+          RETURNING id, destination_id, contact_id, (SELECT url FROM destinations WHERE id = ${destinationId}) AS url,
                     (SELECT secret FROM destinations WHERE id = ${destinationId}) AS secret,
                     (SELECT CASE WHEN previous_secret_expires_at > now() THEN previous_secret END FROM destinations WHERE id = ${destinationId}) AS previous_secret,
                     payload #>> '{}' AS payload, event_at, attempts, retry_until, event_type`
