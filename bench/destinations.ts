@@ -56,11 +56,14 @@ export const run = () =>
     const receiver = await startReceiver()
     try {
       const call = async (method: string, path: string, body?: unknown, key = env.project.secretKey) => {
-        const response = await fetch(`${api.url}${path}`, {
-          method,
-          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-          body: body === undefined ? undefined : JSON.stringify(body)
-        })
+        const send = () =>
+          fetch(`${api.url}${path}`, {
+            method,
+            headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+            body: body === undefined ? undefined : JSON.stringify(body)
+          })
+        // A reused keep-alive connection the api closed meanwhile resets: send again (latency counts it).
+        const response = await send().catch(() => sleep(50).then(send)).catch(() => sleep(500).then(send))
         const json = await response.json() as any
         if (response.status >= 300) throw new Error(`${method} ${path} answered ${response.status}: ${JSON.stringify(json)}`)
         return json

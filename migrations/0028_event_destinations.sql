@@ -63,3 +63,6 @@ CREATE INDEX destination_deliveries_due ON destination_deliveries (next_attempt_
 -- The delivery log, newest first; a range replay by the event's time.
 CREATE INDEX destination_deliveries_log ON destination_deliveries (destination_id, created_at DESC, id DESC);
 CREATE INDEX destination_deliveries_event_at ON destination_deliveries (destination_id, event_at);
+-- Finished deliveries past DESTINATION_LOG_RETENTION_DAYS, oldest first.
+CREATE INDEX destination_deliveries_finished ON destination_deliveries (created_at)
+  WHERE status IN ('succeeded', 'parked');

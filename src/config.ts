@@ -301,6 +301,10 @@ export const Variables = {
     name: "DESTINATION_DISABLE_AFTER_FAILURES", ...wholeNumber(0), defaultValue: 100, shownDefault: "100",
     meaning: "failed delivery attempts in a row after which an event destination is disabled (the dashboard says why); 0 never disables"
   }),
+  destinationLogRetentionDays: variable({
+    name: "DESTINATION_LOG_RETENTION_DAYS", ...wholeNumber(0), defaultValue: 14, shownDefault: "14",
+    meaning: "days an event destination's finished deliveries (succeeded, parked) stay in its delivery log (and can be replayed); 0 keeps them forever"
+  }),
   disableSignups: variable({
     name: "DISABLE_SIGNUPS", ...boolean, defaultValue: false, shownDefault: "false",
     meaning: "refuse POST /auth/signup (403), except the very first user of an empty installation"
@@ -483,6 +487,7 @@ export interface AppConfigShape {
   readonly destinationTimeoutMs: number
   readonly destinationConcurrency: number
   readonly destinationDisableAfterFailures: number
+  readonly destinationLogRetentionDays: number
   /** Signups refused (403) except the very first user of an empty installation. */
   readonly disableSignups: boolean
   /** Unverified users cannot send campaigns or emails from the dashboard. */

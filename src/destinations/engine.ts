@@ -66,6 +66,7 @@ const parse = <A>(message: JsMsg): A | undefined => {
 /** How long a cached project's destinations are trusted without an invalidation (a lost one costs this much at most). */
 const CACHE_TTL_MS = 60_000
 const CONSUMER_BATCH = 1000
+const PRUNE_BATCH = 5000
 
 export const retryUntilFrom = (hours: number) => new Date(Date.now() + hours * 3_600_000)
 
@@ -167,6 +168,20 @@ export class DestinationEngine extends Context.Service<DestinationEngine, {
         gap: Duration.millis(Math.min(200, config.destinationRetryBaseMs)),
         atMost: Duration.seconds(10)
       }))
+
+      // --- the delivery log's retention -------------------------------------------------------------
+      if (config.destinationLogRetentionDays > 0) {
+        const pruneAll: Effect.Effect<void, unknown> = Effect.flatMap(
+          store.prune(config.destinationLogRetentionDays, PRUNE_BATCH),
+          (deleted) => (deleted === PRUNE_BATCH ? pruneAll : Effect.void)
+        )
+        yield* Effect.forkScoped(Effect.forever(
+          pruneAll.pipe(
+            Effect.catchCause((cause) => Effect.logWarning("event destinations: pruning the delivery log failed", cause)),
+            Effect.andThen(Effect.sleep(Duration.minutes(10)))
+          )
+        ))
+      }
 
       // --- recording: the OUT consumer ---------------------------------------------------------------
       const cache = new Map<string, { readonly destinations: ReadonlyArray<ActiveDestination>; readonly at: number }>()

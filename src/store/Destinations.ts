@@ -230,6 +230,8 @@ export class Destinations extends Context.Service<Destinations, {
   readonly due: Effect.Effect<ReadonlyArray<string>, PersistenceError>
   /** Milliseconds until the next delivery is due (≤ 0: now), undefined when none is open. */
   readonly nextDueIn: Effect.Effect<number | undefined, PersistenceError>
+  /** Deletes up to `limit` finished deliveries created more than `days` days ago; answers how many. */
+  readonly prune: (days: number, limit: number) => Effect.Effect<number, PersistenceError>
   /** A test event's delivery, recorded already claimed. */
   readonly recordTest: (projectId: string, destinationId: string, eventId: string, body: string, eventAt: string) => Effect.Effect<ClaimedDelivery | undefined, PersistenceError>
 }>()("app/store/Destinations") {
@@ -472,32 +474,51 @@ export class Destinations extends Context.Service<Destinations, {
         return rows.map(toClaimed)
       }, mapSqlError)
 
+      /**
+       * One statement (one round trip, no transaction): the delivery's outcome; when it is settled for
+       * good, its contact's next open delivery made ready; and the destination's run of failures.
+       */
       const settle = Effect.fn("Destinations.settle")(function*(delivery: ClaimedDelivery, outcome: AttemptOutcome, disableAfter: number) {
         const status: DeliveryStatus = outcome.ok ? "succeeded" : outcome.final ? "parked" : "failed"
-        return yield* sql.withTransaction(Effect.gen(function*() {
-          yield* sql`
-            UPDATE destination_deliveries SET status = ${status}, claimed_until = NULL, updated_at = now(),
+        const promote = status !== "failed" && delivery.contactId !== null
+        // A failure counts towards disabling; disabling happens on the attempt that completes the run.
+        const disabling = sql`enabled AND ${disableAfter} > 0 AND consecutive_failures + 1 >= ${disableAfter}`
+        const destination = delivery.test
+          ? sql`SELECT false AS disabled`
+          : outcome.ok
+          // The destination's row is shared by all its attempts: written when a run of failures ends, and its
+          // last success at most once a second, so concurrent settlements do not queue on its lock.
+          ? sql`UPDATE destinations SET consecutive_failures = 0, last_success_at = now()
+                WHERE id = ${delivery.destinationId}
+                  AND (consecutive_failures > 0 OR last_success_at IS NULL OR last_success_at < now() - interval '1 second')
+                RETURNING false AS disabled`
+          : sql`UPDATE destinations SET consecutive_failures = consecutive_failures + 1, last_failure_at = now(),
+                       enabled = CASE WHEN ${disabling} THEN false ELSE enabled END,
+                       disabled_at = CASE WHEN ${disabling} THEN now() ELSE disabled_at END,
+                       disabled_reason = CASE WHEN ${disabling} THEN 'failures' ELSE disabled_reason END,
+                       updated_at = CASE WHEN ${disabling} THEN now() ELSE updated_at END
+                WHERE id = ${delivery.destinationId}
+                RETURNING (disabled_reason = 'failures' AND disabled_at = now()) AS disabled`
+        const rows = yield* sql<{ disabled: boolean | null }>`
+          WITH done AS (
+            UPDATE destination_deliveries SET status = ${status}, claimed_until = NULL, updated_at = now(), ready = ready AND ${!promote},
                    last_status_code = ${outcome.statusCode}, latency_ms = coalesce(${outcome.ok ? outcome.latencyMs : null}, latency_ms),
                    response_excerpt = ${outcome.excerpt}, error = ${outcome.error},
                    next_attempt_at = coalesce(${outcome.nextAttemptAt}, next_attempt_at)
-            WHERE id = ${delivery.id}`
-          // Settled for good: the contact's next delivery (if any) may go.
-          if (status !== "failed" && delivery.contactId !== null) yield* markHeads([{ d: delivery.destinationId, c: delivery.contactId }])
-          if (delivery.test) return false
-          if (outcome.ok) {
-            yield* sql`UPDATE destinations SET consecutive_failures = 0, last_success_at = now() WHERE id = ${delivery.destinationId}`
-            return false
-          }
-          const [row] = yield* sql<{ disabled: boolean }>`
-            UPDATE destinations SET consecutive_failures = consecutive_failures + 1, last_failure_at = now(),
-                   enabled = CASE WHEN ${disableAfter} > 0 AND consecutive_failures + 1 >= ${disableAfter} THEN false ELSE enabled END,
-                   disabled_at = CASE WHEN enabled AND ${disableAfter} > 0 AND consecutive_failures + 1 >= ${disableAfter} THEN now() ELSE disabled_at END,
-                   disabled_reason = CASE WHEN enabled AND ${disableAfter} > 0 AND consecutive_failures + 1 >= ${disableAfter} THEN 'failures' ELSE disabled_reason END,
-                   updated_at = CASE WHEN enabled AND ${disableAfter} > 0 AND consecutive_failures + 1 >= ${disableAfter} THEN now() ELSE updated_at END
-            WHERE id = ${delivery.destinationId}
-            RETURNING (disabled_reason = 'failures' AND disabled_at = now()) AS disabled`
-          return row?.disabled === true
-        }))
+            WHERE id = ${delivery.id}
+            RETURNING id
+          ), promoted AS (
+            -- The statement sees the rows as they were before it: the settled one is left out by its id.
+            UPDATE destination_deliveries SET ready = true
+            WHERE ${promote} AND id = (
+              SELECT o.id FROM destination_deliveries o
+              WHERE o.destination_id = ${delivery.destinationId} AND o.contact_id = ${delivery.contactId}
+                AND o.status IN ('pending', 'failed') AND o.id <> ${delivery.id}
+              ORDER BY o.seq LIMIT 1)
+            RETURNING id
+          ), destination AS (${destination})
+          SELECT (SELECT disabled FROM destination) AS disabled, (SELECT count(*) FROM done) + (SELECT count(*) FROM promoted) AS touched`
+        return rows[0]?.disabled === true
       }, mapSqlError)
 
       const due = Effect.map(
@@ -530,7 +551,18 @@ export class Destinations extends Context.Service<Destinations, {
         return row ? toClaimed(row) : undefined
       }, mapSqlError)
 
+      const prune = Effect.fn("Destinations.prune")(function*(days: number, limit: number) {
+        const rows = yield* sql`
+          DELETE FROM destination_deliveries WHERE id IN (
+            SELECT id FROM destination_deliveries
+            WHERE status IN ('succeeded', 'parked') AND created_at < now() - make_interval(days => ${days})
+            ORDER BY created_at LIMIT ${limit})
+          RETURNING 1`
+        return rows.length
+      }, mapSqlError)
+
       return Destinations.of({
+        prune,
         create, list, get, update, remove, rotateSecret, deliveries, delivery, replay, active, record, claim, settle, due, nextDueIn, recordTest
       })
     })

@@ -1,0 +1,69 @@
+/**
+ * The Destinations repository at the layer level (real migrated Postgres, no services): a contact's
+ * deliveries are claimable one at a time, in recorded order, whatever the batches; a repeat records
+ * nothing; a replay puts the earliest first again; finished deliveries past the retention are pruned.
+ */
+import { describe, expect, layer } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { uuidv7 } from "../../src/domain/ids.ts"
+import { type ClaimedDelivery, Destinations, type NewDelivery } from "../../src/store/Destinations.ts"
+import { insertProject, TestDatabase } from "../support/database.ts"
+
+const Repository = Destinations.layer.pipe(Layer.provideMerge(TestDatabase))
+const later = new Date(Date.now() + 3_600_000)
+const ok = { ok: true, final: true, statusCode: 200, latencyMs: 5, excerpt: "ok", error: null, nextAttemptAt: null } as const
+
+layer(Repository)("Destinations", (it) => {
+  describe("claims", () => {
+    it.effect("one open delivery per contact at a time, in order; repeats record nothing; replays go first again", () =>
+      Effect.gen(function*() {
+        const store = yield* Destinations
+        const projectId = yield* insertProject
+        const destination = yield* store.create(projectId, { url: "https://example.com/h", events: ["*"] })
+        const [a, b] = [uuidv7(), uuidv7()]
+        const event = (contactId: string | null, n: number): NewDelivery => ({
+          destinationId: destination.id, projectId, eventId: `e${n}`, eventType: "x", contactId, body: JSON.stringify({ n }), eventAt: new Date().toISOString()
+        })
+        expect(yield* store.record([event(a, 1), event(b, 2), event(a, 3)], later)).toEqual([destination.id])
+        yield* store.record([event(a, 4), event(null, 5), event(a, 1)], later)
+        const bodies = (claimed: ReadonlyArray<ClaimedDelivery>) => claimed.map((delivery) => JSON.parse(delivery.body).n)
+        const first = yield* store.claim(destination.id, 10, 60_000)
+        expect(bodies(first)).toEqual([1, 2, 5])
+        expect(yield* store.claim(destination.id, 10, 60_000)).toEqual([])
+        for (const delivery of first) yield* store.settle(delivery, ok, 0)
+        const second = yield* store.claim(destination.id, 10, 60_000)
+        expect(bodies(second)).toEqual([3])
+        // A failure keeps the contact's later deliveries waiting.
+        yield* store.settle(second[0]!, { ...ok, ok: false, final: false, error: "HTTP 500", nextAttemptAt: new Date(Date.now() - 1) }, 0)
+        const retried = yield* store.claim(destination.id, 10, 60_000)
+        expect(bodies(retried)).toEqual([3])
+        yield* store.settle(retried[0]!, ok, 0)
+        const fourth = yield* store.claim(destination.id, 10, 60_000)
+        expect(bodies(fourth)).toEqual([4])
+        // A replay of the first while the fourth is open: the first is the contact's head again.
+        yield* store.replay(projectId, destination.id, { id: first[0]!.id }, later)
+        yield* store.settle(fourth[0]!, ok, 0)
+        const replayed = yield* store.claim(destination.id, 10, 60_000)
+        expect(bodies(replayed)).toEqual([1])
+        expect(replayed[0]!.id).toBe(first[0]!.id)
+      }))
+  })
+
+  it.effect("prunes finished deliveries past the retention, never open ones", () =>
+    Effect.gen(function*() {
+      const store = yield* Destinations
+      const sql = yield* SqlClient.SqlClient
+      const projectId = yield* insertProject
+      const destination = yield* store.create(projectId, { url: "https://example.com/h", events: ["*"] })
+      yield* store.record([1, 2, 3].map((n) => ({
+        destinationId: destination.id, projectId, eventId: `p${n}`, eventType: "x", contactId: null, body: "{}", eventAt: new Date().toISOString()
+      })), later)
+      const claimed = yield* store.claim(destination.id, 2, 60_000)
+      for (const delivery of claimed) yield* store.settle(delivery, ok, 0)
+      yield* sql`UPDATE destination_deliveries SET created_at = now() - interval '20 days' WHERE destination_id = ${destination.id}`
+      expect(yield* store.prune(14, 100)).toBe(2)
+      const left = yield* sql<{ status: string }>`SELECT status FROM destination_deliveries WHERE destination_id = ${destination.id}`
+      expect(left.map((row) => row.status)).toEqual(["pending"])
+    }))
+})
