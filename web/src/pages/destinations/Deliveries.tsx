@@ -1,14 +1,14 @@
 /**
  * A destination's delivery log, newest first, a page at a time, filtered by status: each delivery's event,
  * status, attempts, last HTTP status and latency, opened for its webhook-id, its next attempt, its error
- * and the start of what the endpoint answered; and sent again. It follows the emitted events live and,
- * while deliveries are under way, polls.
+ * and the start of what the endpoint answered; and sent again. It follows the project's events live and
+ * polls (closely while deliveries are under way).
  */
 import { Fragment, useState } from "react"
 import { Link, useSearchParams } from "react-router"
 import { type Delivery as DeliverySchema, DeliveryStatuses } from "../../../../src/http/api/destinations.ts"
 import { useApiMutation, useApiQuery, useProjectId } from "../../api/hooks.ts"
-import { type LiveEvent, useLiveRefresh } from "../../api/live.tsx"
+import { anyChange, useLiveRefresh } from "../../api/live.tsx"
 import { MutationError } from "../../components/Form.tsx"
 import { Badge, cell, Fields, formatDate, Table, wideOnly } from "../../components/Page.tsx"
 import { useCursorPages } from "../../components/Pager.tsx"
@@ -32,8 +32,6 @@ const MEANING: Record<Status, string> = {
 
 const latency = (ms: number | null) => (ms === null ? "—" : ms < 10_000 ? `${ms.toLocaleString()} ms` : `${(ms / 1000).toFixed(1)} s`)
 
-/** The service emitted an event (a delivery may follow), or the stream asks to refetch everything. */
-const emitted = (event: LiveEvent) => event.type === "event"
 
 export function DeliveryLog({ destinationId, enabled }: { readonly destinationId: string; readonly enabled: boolean }) {
   const [params, setParams] = useSearchParams()
@@ -50,10 +48,11 @@ export function DeliveryLog({ destinationId, enabled }: { readonly destinationId
     {
       // While some are under way their status moves by itself (retries, replays): follow it closely.
       refetchInterval: (current) =>
-        current.state.data?.data.some((delivery) => delivery.status === "pending" || delivery.status === "failed") ? 2_000 : 15_000
+        current.state.data?.data.some((delivery) => delivery.status === "pending" || delivery.status === "failed") ? 2_000 : 5_000
     }
   )
-  useLiveRefresh(emitted, [["destinations"]], 1_000)
+  // An event emitted or tracked (a delivery follows it shortly): look again soon.
+  useLiveRefresh(anyChange, [["destinations"]], 1_000)
   const choose = (next: string) =>
     setParams((current) => {
       const updated = new URLSearchParams(current)
