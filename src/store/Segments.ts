@@ -2,6 +2,7 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError, type Statement } from "effect/sql"
 import type { Condition } from "../domain/conditions/types.ts"
+import { segmentSlug } from "../domain/events.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { AppConfig } from "../config.ts"
 import { pgArray } from "../lib/pgArray.ts"
@@ -54,9 +55,8 @@ export const toSegment = (row: SegmentRow): Segment => ({
   updatedAt: new Date(row.updated_at).toISOString()
 })
 
-/** `segment.<slug>.entry`: the name lower-cased, runs of other characters than a-z0-9 as `-`. */
-export const segmentSlug = (name: string): string =>
-  name.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "") || "segment"
+/** `segment.<slug>.entry`: defined with the other emitted names (the dashboard names them too). */
+export { segmentSlug }
 
 /** memberCount: the api's own changes (member_count) plus each lane's share (segment_counts, written by the lanes' actors). */
 const COLUMNS = "id, project_id, name, description, type, condition, track_membership, " +

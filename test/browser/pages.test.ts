@@ -60,6 +60,12 @@ beforeAll(async () => {
   await env.call("POST", "/v1/track", { event: "trial-started", email: "ada@example.com" }, env.project.publicKey)
   ids.execution = (await until(`/workflows/${workflow.id}/executions`, (page) => page.data.length > 0)).data[0].id
   await until(`/campaigns/${ids.sent}`, (body) => (body.data ?? body).status === "SENT")
+
+  // A destination with one delivery in its log: a test event the SSRF guard refuses (a private address).
+  ids.destination = (await env.call("POST", "/destinations", {
+    url: "https://10.20.30.40/hooks/mailstream", events: ["email.*", "segment.*.entry", "signed-up"], description: "CRM sync"
+  })).id
+  await env.call("POST", `/destinations/${ids.destination}/test`)
 }, 90_000)
 
 /** Opens a page and waits until it has shown its heading and its data (no loading state left). */
@@ -114,6 +120,8 @@ describe("every page", () => {
       ["activity", projectPath("/activity")],
       ["analytics", projectPath("/analytics")],
       ["domains", projectPath("/domains")],
+      ["destinations", projectPath("/destinations")],
+      ["destination", projectPath(`/destinations/${ids.destination}`)],
       ["members", projectPath("/settings/members")],
       ["keys", projectPath("/settings/keys")],
       ["sending", projectPath("/settings/sending")],

@@ -8,7 +8,6 @@ import { PlainLayout, ProjectLayout } from "./components/Layout.tsx"
 import { ContactsPage } from "./pages/Contacts.tsx"
 import { HomePage } from "./pages/Home.tsx"
 import { NotFoundPage } from "./pages/NotFound.tsx"
-import { ProjectsPage } from "./pages/Projects.tsx"
 import { AcceptInvitationPage } from "./pages/account/Invitation.tsx"
 import { SignInPage, SignUpPage } from "./pages/account/SignIn.tsx"
 import { ForgotPasswordPage, ResetPasswordPage, VerifyEmailPage } from "./pages/account/Tokens.tsx"
@@ -27,7 +26,8 @@ const account: ReadonlyArray<readonly [DashboardRoot, () => React.ReactNode]> = 
 
 /**
  * A page loaded on demand, in a chunk of its own: the first load carries the shell, the home page, the
- * contacts list and the account pages only (settings pages come on demand too) (test/http/dashboard.test.ts holds it to a size budget).
+ * contacts list and the account pages only (the project list and settings pages come on demand too)
+ * (test/http/dashboard.test.ts holds it to a size budget).
  */
 const page = <M,>(load: () => Promise<M>, pick: (module: M) => React.ComponentType) => ({
   lazy: () => load().then((module) => ({ Component: pick(module) }))
@@ -39,7 +39,7 @@ export const router = createBrowserRouter([
     element: <PlainLayout />,
     errorElement: <RouteError />,
     children: [
-      { path: "/p", element: <ProjectsPage /> },
+      { path: "/p", ...page(() => import("./pages/Projects.tsx"), (module) => module.ProjectsPage) },
       ...account.map(([path, AccountPage]) => ({ path, element: <AccountPage /> })),
       { path: "*", element: <NotFoundPage /> }
     ]
@@ -74,6 +74,8 @@ export const router = createBrowserRouter([
       // uPlot comes with the analytics page only.
       { path: "analytics", ...page(() => import("./pages/Analytics.tsx"), (module) => module.AnalyticsPage) },
       { path: "domains", ...page(() => import("./pages/Domains.tsx"), (module) => module.DomainsPage) },
+      { path: "destinations", ...page(() => import("./pages/Destinations.tsx"), (module) => module.DestinationsPage) },
+      { path: "destinations/:destinationId", ...page(() => import("./pages/destinations/Destination.tsx"), (module) => module.DestinationPage) },
       {
         path: "settings",
         element: <SettingsLayout />,

@@ -4,7 +4,7 @@
  * keyboard and screen-reader users start at the new content.
  */
 import { useQueryClient } from "@tanstack/react-query"
-import { useEffect, useId, useRef, useState } from "react"
+import { lazy, Suspense, useEffect, useId, useRef, useState } from "react"
 import { Link, NavLink, Outlet, useLocation, useNavigate, useParams } from "react-router"
 import { useApiMutation } from "../api/hooks.ts"
 import { LiveEventsProvider } from "../api/live.tsx"
@@ -29,8 +29,12 @@ const NAV: ReadonlyArray<readonly [path: string, label: string, needs: Permissio
   ["activity", "Activity", "content"],
   ["analytics", "Analytics", "content"],
   ["domains", "Domains", "manage"],
+  ["destinations", "Destinations", "manage"],
   ["settings", "Settings", "view"]
 ]
+
+/** On demand, out of the first load (its size budget: test/http/dashboard.test.ts); it shows only now and then. */
+const DestinationsBanner = lazy(() => import("./DestinationsBanner.tsx").then((module) => ({ default: module.DestinationsBanner })))
 
 function Nav({ projectId, onNavigate }: { readonly projectId: string; readonly onNavigate?: () => void }) {
   const { project, can } = useCurrentProject()
@@ -137,6 +141,7 @@ export function ProjectLayout() {
         <div className="mx-auto max-w-6xl">
           <VerifyEmailBanner />
           <LocalDeliveryBanner projectId={projectId} />
+          <Suspense fallback={null}><DestinationsBanner projectId={projectId} /></Suspense>
           <LiveEventsProvider projectId={projectId}>
             <ErrorBoundary key={pathname}>
               <Outlet />
