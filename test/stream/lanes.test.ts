@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { uuidv7 } from "../../src/domain/ids.ts"
 import { makeLanes } from "../../src/stream/lanes.ts"
 import { legacyPartitionOf } from "../../src/stream/subjects.ts"
-import { eventually, laneSubject } from "../support/nats.ts"
+import { eventually, laneSubject, readStream } from "../support/nats.ts"
 import { createStack, request, type Stack, type TestProject } from "../support/stack.ts"
 
 const NATS_URL = process.env.NATS_URL ?? "nats://127.0.0.1:4222"
@@ -106,6 +106,87 @@ describe("one busy project across workers", () => {
     }, 20_000)
     await Promise.all([api.stop(), ...workers.map((worker) => worker.stop())])
   }, 120_000)
+})
+
+describe("a segment edited while two workers apply its project's lanes", () => {
+  it("ends with exactly the members the edited condition picks, its count exact, each entry and exit once", async () => {
+    const api = await stack.start("api")
+    const workers = [await stack.start("worker"), await stack.start("worker")]
+    const project = await stack.createProject("edited")
+    await eventually(async () => {
+      const owners = await stack.query<{ owner: string }>("SELECT DISTINCT owner FROM partition_leases WHERE owner IS NOT NULL")
+      expect(owners).toHaveLength(2)
+    }, 20_000)
+    const contacts = 200
+    await stack.query(`
+      INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
+      SELECT gen_random_uuid(), $1, 'e' || n || '@lanes.test', true, jsonb_build_object('score', n), now(), now()
+      FROM generate_series(0, $2::int - 1) n`, [project.id, contacts])
+    const scoreAbove = (threshold: number) => ({
+      logic: "AND", groups: [{ filters: [{ field: "data.score", operator: "greaterThan", value: threshold }] }]
+    })
+    const created = await request(api.url, "POST", "/segments", { key: project.secretKey, body: { name: "High", condition: scoreAbove(300), trackMembership: true } })
+    expect(created.status, created.text).toBe(201)
+    const segmentId: string = created.json.id
+    const backfilled = () =>
+      eventually(async () => {
+        const [row] = await stack.query<{ backfilled_version: number; version: number }>(
+          "SELECT backfilled_version, version FROM segments WHERE id = $1", [segmentId])
+        expect(row!.backfilled_version).toBe(row!.version)
+      }, 30_000)
+    await backfilled()
+
+    // Every contact's score moves 4 times, one request after the other (so in order), 50 contacts at once;
+    // the condition changes after the first third of the traffic, while both workers' turns run.
+    const finalScore = new Map<number, number>()
+    let sent = 0
+    let edited = false
+    const edit = async () => {
+      edited = true
+      const res = await request(api.url, "PATCH", `/segments/${segmentId}`, { key: project.secretKey, body: { condition: scoreAbove(150) } })
+      expect(res.status, res.text).toBe(200)
+    }
+    const track = async (c: number) => {
+      for (let step = 0; step < 4; step++) {
+        const score = (c * 7 + step * 131) % 400
+        const res = await request(api.url, "POST", "/v1/track", {
+          key: project.publicKey,
+          body: { email: `e${c}@lanes.test`, event: "scored", data: { score } }
+        })
+        expect(res.status, res.text).toBe(200)
+        finalScore.set(c, score)
+        if (++sent >= (contacts * 4) / 3 && !edited) await edit()
+      }
+    }
+    for (let first = 0; first < contacts; first += 50) {
+      await Promise.all(Array.from({ length: 50 }, (_, k) => track(first + k)))
+    }
+    expect(edited).toBe(true)
+    await eventually(async () =>
+      expect(await count("SELECT count(*)::int AS n FROM events WHERE project_id = $1 AND name = 'scored'", [project.id])).toBe(contacts * 4), 30_000)
+    await backfilled()
+
+    const expected = [...finalScore].filter(([, score]) => score > 150).map(([c]) => `e${c}@lanes.test`).sort()
+    await eventually(async () => {
+      const members = await stack.query<{ email: string }>(
+        `SELECT c.email FROM segment_memberships m JOIN contacts c ON c.id = m.contact_id
+         WHERE m.segment_id = $1 AND m.exited_at IS NULL ORDER BY c.email`, [segmentId])
+      expect(members.map((row) => row.email)).toEqual(expected)
+      const read = await request(api.url, "GET", `/segments/${segmentId}`, { key: project.secretKey })
+      expect(read.json.memberCount).toBe(expected.length)
+    }, 20_000)
+    // Each contact's entries and exits on OUT alternate (none twice in a row) and end where it is.
+    const changes = await readStream(`${stack.natsPrefix}_OUT`, `${stack.natsPrefix}.out.${project.id}.segment.high.*`)
+    const byContact = new Map<string, Array<string>>()
+    for (const change of changes) byContact.set(change.data.email, [...byContact.get(change.data.email) ?? [], change.subject.split(".").at(-1)!])
+    expect(byContact.size).toBeGreaterThan(50)
+    const members = new Set(expected)
+    for (const [email, sequence] of byContact) {
+      sequence.forEach((kind, i) => expect(kind, `${email}: ${sequence.join(",")}`).not.toBe(sequence[i - 1]))
+      expect(sequence.at(-1), `${email}: ${sequence.join(",")}`).toBe(members.has(email) ? "entry" : "exit")
+    }
+    await Promise.all([api.stop(), ...workers.map((worker) => worker.stop())])
+  }, 240_000)
 })
 
 describe("upgrading a deployment from per-project subjects", () => {
