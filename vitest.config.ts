@@ -40,7 +40,8 @@ export default defineConfig({
           ...shared,
           name: "integration",
           include: ["test/**/*.test.ts"],
-          exclude: inProcess,
+          // test/faults runs on its own (`npm run test:faults`, vitest.faults.config.ts).
+          exclude: [...inProcess, "test/faults/**"],
           // One migrated template database per run, copied by every stack (test/support/globalSetup.ts).
           globalSetup: ["test/support/globalSetup.ts"],
           // Integration files start several service processes each (workers with 2 s lease heartbeats);
