@@ -15,7 +15,7 @@
  * time when large. An email whose content cannot be read, breaks a size cap (rows queued before the
  * caps) or cannot be composed is FAILED with the reason, and the project's queue moves on.
  */
-import { Cause, Effect } from "effect"
+import { Cause, Duration, Effect, Schedule } from "effect"
 import { createPrivateKey, type KeyObject } from "node:crypto"
 import { SqlClient } from "effect/sql"
 import type Mail from "nodemailer/lib/mailer"
@@ -120,6 +120,12 @@ export const makeSender = (options: {
     const projects = yield* Projects
     const domainRequired = requiresVerifiedDomain(config)
     const loops = new Map<string, ProjectLoop>()
+    /**
+     * Emails this process claimed (SENDING) and has not recorded an outcome for yet: a partition taken
+     * over again (its lease lost while Postgres or NATS was away, and won back) must not re-queue mail
+     * this process is still sending, or has sent and is still recording, or it goes out twice.
+     */
+    const held = new Set<string>()
     const keys = new Map<string, { key: ParsedSigningKey | undefined; expires: number }>()
 
     /** The project's rate (cached a few seconds by Projects), or the deployment's default. */
@@ -326,17 +332,27 @@ export const makeSender = (options: {
             if (loop.dirty) continue
             break
           }
+          for (const row of claimed) held.add(row.id)
           const accepted: Array<EmailRow> = []
-          const small = claimed.filter((row) => row.content_bytes <= BULK_CONTENT_BYTES)
-          const large = claimed.filter((row) => row.content_bytes > BULK_CONTENT_BYTES)
-          const contents = yield* loadSmallContents(small)
-          yield* Effect.all([
-            Effect.forEach(small, (row) => sendOne(row, contents.get(row.id), accepted), { concurrency: "unbounded", discard: true }),
-            Effect.forEach(large, (row) => sendOne(row, undefined, accepted), { concurrency: LARGE_CONCURRENCY, discard: true })
-          ], { concurrency: 2, discard: true })
-          // Until this commits, accepted mail is SENDING: a crash here resends this round only.
-          MailMetrics.sent.inc(accepted.length)
-          yield* markSent(accepted)
+          yield* Effect.gen(function*() {
+            const small = claimed.filter((row) => row.content_bytes <= BULK_CONTENT_BYTES)
+            const large = claimed.filter((row) => row.content_bytes > BULK_CONTENT_BYTES)
+            const contents = yield* loadSmallContents(small)
+            yield* Effect.all([
+              Effect.forEach(small, (row) => sendOne(row, contents.get(row.id), accepted), { concurrency: "unbounded", discard: true }),
+              Effect.forEach(large, (row) => sendOne(row, undefined, accepted), { concurrency: LARGE_CONCURRENCY, discard: true })
+            ], { concurrency: 2, discard: true })
+            // Until this commits, accepted mail is SENDING: a crash here resends this round only. Postgres
+            // away is no crash: the relay took this mail, so it is recorded SENT once Postgres is back (its
+            // rows held meanwhile), never sent again.
+            MailMetrics.sent.inc(accepted.length)
+            yield* markSent(accepted).pipe(
+              Effect.tapError((error) => Effect.logWarning("recording sent mail failed; retrying", { projectId, emails: accepted.length }, error)),
+              Effect.retry({ schedule: Schedule.min([Schedule.exponential(Duration.millis(100), 2), Schedule.spaced(Duration.seconds(2))]) })
+            )
+          }).pipe(Effect.ensuring(Effect.sync(() => {
+            for (const row of claimed) held.delete(row.id)
+          })))
           yield* completeCampaigns(sql, [...new Set(claimed.flatMap((row) => (row.campaign_id ? [row.campaign_id] : [])))])
           if (accepted.length > 0) yield* options.wakeRelay
           yield* options.changed(projectId)
@@ -364,11 +380,13 @@ export const makeSender = (options: {
       })
 
     /**
-     * A partition just taken over: mail its previous owner was sending goes back to the queue. Kept a
+     * A partition just taken over: mail its previous owner was sending goes back to the queue (not the mail
+     * this process still holds: it was the previous owner, and is still at it). Kept a
      * defect: the worker's takeover (src/actors/PartitionLeases.ts) takes it as infallible; map it when that changes.
      */
     const recoverPartition = (partition: number) =>
-      sql`UPDATE emails SET status = 'PENDING' WHERE partition = ${partition} AND status = 'SENDING'`.pipe(Effect.orDie, Effect.asVoid)
+      sql`UPDATE emails SET status = 'PENDING' WHERE partition = ${partition} AND status = 'SENDING'
+            AND NOT (id = ANY(${pgArray([...held])}::uuid[]))`.pipe(Effect.orDie, Effect.asVoid)
 
     /** Wakes the projects of the given partitions that have mail due (retries, missed wake-ups). */
     const sweep = (partitions: ReadonlyArray<number>) =>
