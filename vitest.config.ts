@@ -18,6 +18,7 @@ const inProcess = [
   "test/mail/render.test.ts",
   "test/runtime.test.ts",
   "test/store/**/*.test.ts",
+  "test/stream/outboxRefusal.test.ts",
   "test/structure/**/*.test.ts",
   "test/verify/address.test.ts",
   "test/verify/verifier.test.ts",

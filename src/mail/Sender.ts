@@ -15,7 +15,7 @@
  * time when large. An email whose content cannot be read, breaks a size cap (rows queued before the
  * caps) or cannot be composed is FAILED with the reason, and the project's queue moves on.
  */
-import { Cause, Duration, Effect, Schedule } from "effect"
+import { Cause, Duration, Effect, Exit } from "effect"
 import { createPrivateKey, type KeyObject } from "node:crypto"
 import { SqlClient } from "effect/sql"
 import type Mail from "nodemailer/lib/mailer"
@@ -245,6 +245,17 @@ export const makeSender = (options: {
         }
       })).pipe(Effect.provideService(SqlClient.SqlClient, sql))
 
+    /** markSent until it commits (a failure or a defect: Postgres away), unless interrupted. */
+    const recordSent = (projectId: string, rows: ReadonlyArray<EmailRow>) =>
+      Effect.gen(function*() {
+        for (let attempt = 0;; attempt++) {
+          const exit = yield* Effect.exit(markSent(rows))
+          if (Exit.isSuccess(exit) || Cause.hasInterrupts(exit.cause)) return yield* exit
+          yield* Effect.logWarning("recording sent mail failed; retrying", { projectId, emails: rows.length }, exit.cause)
+          yield* Effect.sleep(Duration.millis(Math.min(2_000, 100 * 2 ** attempt)))
+        }
+      })
+
     const countFailure = (outcome: "retry" | "failed") => Effect.sync(() => MailMetrics.sendFailures.inc(1, { outcome }))
 
     /** FAILED, counted as a send failure. */
@@ -346,10 +357,7 @@ export const makeSender = (options: {
             // away is no crash: the relay took this mail, so it is recorded SENT once Postgres is back (its
             // rows held meanwhile), never sent again.
             MailMetrics.sent.inc(accepted.length)
-            yield* markSent(accepted).pipe(
-              Effect.tapError((error) => Effect.logWarning("recording sent mail failed; retrying", { projectId, emails: accepted.length }, error)),
-              Effect.retry({ schedule: Schedule.min([Schedule.exponential(Duration.millis(100), 2), Schedule.spaced(Duration.seconds(2))]) })
-            )
+            yield* recordSent(projectId, accepted)
           }).pipe(Effect.ensuring(Effect.sync(() => {
             for (const row of claimed) held.delete(row.id)
           })))
@@ -361,8 +369,14 @@ export const makeSender = (options: {
 
     /** The project's lanes: while one records its round, the other is already sending. */
     const runLoop = (projectId: string, loop: ProjectLoop): Effect.Effect<void> =>
-      Effect.all(Array.from({ length: LANES }, () => lane(projectId, loop)), { concurrency: LANES, discard: true }).pipe(
-        Effect.catchCause((cause) => Effect.logWarning("send loop failed; the sweep restarts it", { projectId }, cause)),
+      // A lane that fails stops alone: the other may be recording mail the relay already took, which an
+      // interruption would leave SENDING for a partition's next owner to send again.
+      Effect.all(Array.from({ length: LANES }, () =>
+        lane(projectId, loop).pipe(
+          Effect.catchCause((cause) =>
+            Cause.hasInterrupts(cause) ? Effect.failCause(cause) : Effect.logWarning("send loop failed; the sweep restarts it", { projectId }, cause))
+        )), { concurrency: LANES, discard: true }).pipe(
+        Effect.catchCause((cause) => Effect.logWarning("send loop stopped", { projectId }, cause)),
         Effect.ensuring(Effect.sync(() => loops.delete(projectId)))
       )
 
