@@ -1,9 +1,12 @@
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
 import { ConnectionError, SqlError } from "effect/sql/SqlError"
 import { describe, expect, it } from "vitest"
 import { withRetry } from "../../src/actors/actorRetries.ts"
 
 const connectionLost = () => new SqlError({ reason: new ConnectionError({ cause: new Error("Connection closed"), message: "PgConnection: Connection closed" }) })
+/** The transactions here never touch Postgres. */
+const unused = {} as SqlClient.SqlClient
 const actor = { lane: 1, run: { stopped: false } }
 
 describe("an actor transaction's retries", () => {
@@ -11,7 +14,7 @@ describe("an actor transaction's retries", () => {
     let attempts = 0
     const outcome = await Effect.runPromise(withRetry("p", actor, Effect.suspend(() =>
       ++attempts < 4 ? Effect.die(connectionLost()) : Effect.void
-    ) as Effect.Effect<void, { readonly _tag: "X" }, never>))
+    ) as Effect.Effect<void, { readonly _tag: "X" }, SqlClient.SqlClient>).pipe(Effect.provideService(SqlClient.SqlClient, unused)))
     expect(outcome).toEqual({ _tag: "ok" })
     expect(attempts).toBe(4)
   })
@@ -21,7 +24,7 @@ describe("an actor transaction's retries", () => {
     const outcome = await Effect.runPromise(withRetry("p", actor, Effect.suspend(() => {
       attempts++
       return Effect.die(new Error("a bug"))
-    }) as Effect.Effect<void, { readonly _tag: "X" }, never>))
+    }) as Effect.Effect<void, { readonly _tag: "X" }, SqlClient.SqlClient>).pipe(Effect.provideService(SqlClient.SqlClient, unused)))
     expect(outcome).toMatchObject({ _tag: "poison" })
     expect(attempts).toBe(1)
   })
