@@ -27,6 +27,12 @@ const SEND_RATE = 15
 const LOAD_BEFORE_MS = 1_000
 export const FAULT_MS = 4_000
 const LOAD_AFTER_MS = 1_000
+/**
+ * How long after the fault every accepted event must be stored. Over the consumers' ack_wait (60 s): a
+ * message delivered to the worker while it was cut off, or taken by a batch that could not commit, is
+ * only delivered again once ack_wait is over (see the report of issue 39).
+ */
+const STORED_WITHIN_MS = 90_000
 
 export interface FaultEnvironment {
   readonly postgres: PostgresServer
@@ -138,7 +144,7 @@ export const runFault = async (fault: Fault, options: FaultOptions = {}) => {
         expect(load.ready.some((probe) => probe.at > downAt && probe.at < upAt && probe.status === 503 && probe.body[fault.down!] === false), summary).toBe(true)
       }
       expect(load.ready.at(-1), summary).toMatchObject({ status: 200, body: { postgres: true, nats: true } })
-      const total = await expectStoredExactlyOnce(stack, project, load, DOMAIN)
+      const total = await expectStoredExactlyOnce(stack, project, load, DOMAIN, STORED_WITHIN_MS)
       const storedAt = Date.now()
 
       // The campaign finishes, and each recipient got exactly one mail.
