@@ -174,8 +174,12 @@ export const runFault = async (fault: Fault, options: FaultOptions = {}) => {
       const rows = await stack.query(
         "SELECT to_email, status, attempts, sent_at, created_at FROM emails WHERE to_email IN (SELECT to_email FROM emails GROUP BY to_email HAVING count(*) > 1) OR attempts > 1 ORDER BY to_email"
       ).catch((queryError) => [String(queryError)])
+      const stored = new Set((await stack.query<{ id: string }>("SELECT id FROM events WHERE project_id = $1 AND name = 'step'", [project.id]).catch(() => []))
+        .map((row) => row.id))
+      const missing = [...load.accepted].flatMap(([contact, ids]) => ids.flatMap((id, index) => (stored.has(id) ? [] : [`c${contact} #${index + 1} ${id}`])))
+      const deadLetters = await stack.query("SELECT source, subject, error FROM dead_letters").catch((queryError) => [String(queryError)])
       const arrivals = smtp.messages.map((mail) => `${new Date(mail.receivedAt).toISOString()} ${mail.envelopeTo.join(",")} ${mail.parsed.messageId}`)
-      writeFileSync(file, [`rows ${JSON.stringify(rows, null, 1)}`, "arrivals", ...arrivals, "api", ...api.logs, "worker", ...worker.logs].join("\n"))
+      writeFileSync(file, [`rows ${JSON.stringify(rows, null, 1)}`, `missing ${missing.join("\n")}`, `dead letters ${JSON.stringify(deadLetters)}`, "arrivals", ...arrivals, "api", ...api.logs, "worker", ...worker.logs].join("\n"))
       console.warn(`fault test failed: logs in ${file}`)
       throw error
     } finally {
