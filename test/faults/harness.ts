@@ -138,7 +138,7 @@ export const runFault = async (fault: Fault, options: FaultOptions = {}) => {
       await sleep(LOAD_AFTER_MS)
       await load.stop()
 
-      const summary = summarize(load, { mailsAtFaultStart: smtp.messages.length, recoveredAfterMs: recoveredAt - upAt })
+      const summary = summarize(load, { mailsByRecovery: smtp.messages.length, recoveredAfterMs: recoveredAt - upAt })
       expectRetryableAnswers(load, summary)
       if (fault.down) {
         expect(load.ready.some((probe) => probe.at > downAt && probe.at < upAt && probe.status === 503 && probe.body[fault.down!] === false), summary).toBe(true)
