@@ -19,6 +19,7 @@ const inProcess = [
   "test/mail/render.test.ts",
   "test/runtime.test.ts",
   "test/store/**/*.test.ts",
+  "test/stream/outboxRefusal.test.ts",
   "test/structure/**/*.test.ts",
   "test/verify/address.test.ts",
   "test/verify/verifier.test.ts",
@@ -41,9 +42,8 @@ export default defineConfig({
           ...shared,
           name: "integration",
           include: ["test/**/*.test.ts"],
-          // test/faults (NATS nodes killed under load, a minute or more each) runs in `npm run test:faults`,
-          // which .ci/run calls after `npm test`.
-          exclude: process.env.MS_TEST_FAULTS ? inProcess : [...inProcess, "test/faults/**"],
+          // test/faults runs on its own (`npm run test:faults`, vitest.faults.config.ts).
+          exclude: [...inProcess, "test/faults/**"],
           // One migrated template database per run, copied by every stack (test/support/globalSetup.ts).
           globalSetup: ["test/support/globalSetup.ts"],
           // Integration files start several service processes each (workers with 2 s lease heartbeats);

@@ -237,9 +237,19 @@ export class PartitionFeeds extends Context.Service<PartitionFeeds, {
               return actors.deliver({ delivered: { seq, partition: run.partition, lane, body: decoded.value }, message, run })
             })
           )
+          // Messages the server pushed while the connection was down are lost in transit, and it would deliver
+          // them again only after ack_wait (60 s), behind later ones: after a reconnect the consumer is
+          // recreated at the watermark instead, so they come again at once and in order.
+          const reconnected = Stream.fromAsyncIterable(nats.connection.status(), (error) => error).pipe(
+            Stream.filter((status) => status.type === "reconnect"),
+            Stream.take(1),
+            Stream.runDrain,
+            Effect.ignore,
+            Effect.andThen(Effect.fail(new Error("NATS reconnected: the consumer starts again at its watermark")))
+          )
           yield* Effect.raceFirst(
             splitQueue ? Effect.raceFirst(consumeMessages, runSplitter(run, splitQueue)) : consumeMessages,
-            watchStatus
+            Effect.raceFirst(watchStatus, reconnected)
           )
         }).pipe(Effect.scoped)
 

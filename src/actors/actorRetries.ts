@@ -2,9 +2,9 @@
  * How an actor runs a transaction: transient failures retried until they pass or the lease is gone,
  * anything else three times and then reported as poison for the actor to isolate.
  */
-import { Cause, Duration, Effect, Schedule } from "effect"
+import { Cause, Data, Duration, Effect, Schedule } from "effect"
 import type { SqlClient } from "effect/sql"
-import { isTransient } from "../lib/isolation.ts"
+import { causeIsTransient, isTransient } from "../lib/isolation.ts"
 import { WorkerMetrics } from "../observability/Metrics.ts"
 
 /** The failure and its causes (a SqlError's own message says only "Query failed"). */
@@ -15,6 +15,9 @@ export const describeFailure = (error: unknown): string => {
   }
   return parts.join(": ")
 }
+
+/** A defect that is Postgres being away (isTransient sees through to its SqlError). */
+class TransientDefect extends Data.TaggedError("PersistenceError")<{ readonly cause: unknown }> {}
 
 export type Outcome = { readonly _tag: "ok" } | { readonly _tag: "lease-lost" } | { readonly _tag: "poison"; readonly error: string }
 
@@ -30,6 +33,12 @@ export const withRetry = <E extends { readonly _tag: string }>(
 ) => {
   let failures = 0
   return effect.pipe(
+    // Postgres away surfaces as a defect from code that dies on its errors (a connection lost or refused
+    // mid-batch): retried as the transient failure it is, never isolated as poison (its events dead-lettered).
+    Effect.catchCause((cause): Effect.Effect<void, E | TransientDefect> =>
+      Cause.hasFails(cause) || Cause.hasInterrupts(cause) || !causeIsTransient(cause)
+        ? Effect.failCause(cause)
+        : Effect.fail(new TransientDefect({ cause: Cause.squash(cause) }))),
     Effect.tapError((error) =>
       error._tag === "LeaseLost"
         ? Effect.void

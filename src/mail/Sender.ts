@@ -15,7 +15,7 @@
  * time when large. An email whose content cannot be read, breaks a size cap (rows queued before the
  * caps) or cannot be composed is FAILED with the reason, and the project's queue moves on.
  */
-import { Cause, Effect } from "effect"
+import { Cause, Duration, Effect, Exit } from "effect"
 import { createPrivateKey, type KeyObject } from "node:crypto"
 import { SqlClient } from "effect/sql"
 import type Mail from "nodemailer/lib/mailer"
@@ -120,6 +120,12 @@ export const makeSender = (options: {
     const projects = yield* Projects
     const domainRequired = requiresVerifiedDomain(config)
     const loops = new Map<string, ProjectLoop>()
+    /**
+     * Emails this process claimed (SENDING) and has not recorded an outcome for yet: a partition taken
+     * over again (its lease lost while Postgres or NATS was away, and won back) must not re-queue mail
+     * this process is still sending, or has sent and is still recording, or it goes out twice.
+     */
+    const held = new Set<string>()
     const keys = new Map<string, { key: ParsedSigningKey | undefined; expires: number }>()
 
     /** The project's rate (cached a few seconds by Projects), or the deployment's default. */
@@ -239,6 +245,17 @@ export const makeSender = (options: {
         }
       })).pipe(Effect.provideService(SqlClient.SqlClient, sql))
 
+    /** markSent until it commits (a failure or a defect: Postgres away), unless interrupted. */
+    const recordSent = (projectId: string, rows: ReadonlyArray<EmailRow>) =>
+      Effect.gen(function*() {
+        for (let attempt = 0;; attempt++) {
+          const exit = yield* Effect.exit(markSent(rows))
+          if (Exit.isSuccess(exit) || Cause.hasInterrupts(exit.cause)) return yield* exit
+          yield* Effect.logWarning("recording sent mail failed; retrying", { projectId, emails: rows.length }, exit.cause)
+          yield* Effect.sleep(Duration.millis(Math.min(2_000, 100 * 2 ** attempt)))
+        }
+      })
+
     const countFailure = (outcome: "retry" | "failed") => Effect.sync(() => MailMetrics.sendFailures.inc(1, { outcome }))
 
     /** FAILED, counted as a send failure. */
@@ -326,17 +343,24 @@ export const makeSender = (options: {
             if (loop.dirty) continue
             break
           }
+          for (const row of claimed) held.add(row.id)
           const accepted: Array<EmailRow> = []
-          const small = claimed.filter((row) => row.content_bytes <= BULK_CONTENT_BYTES)
-          const large = claimed.filter((row) => row.content_bytes > BULK_CONTENT_BYTES)
-          const contents = yield* loadSmallContents(small)
-          yield* Effect.all([
-            Effect.forEach(small, (row) => sendOne(row, contents.get(row.id), accepted), { concurrency: "unbounded", discard: true }),
-            Effect.forEach(large, (row) => sendOne(row, undefined, accepted), { concurrency: LARGE_CONCURRENCY, discard: true })
-          ], { concurrency: 2, discard: true })
-          // Until this commits, accepted mail is SENDING: a crash here resends this round only.
-          MailMetrics.sent.inc(accepted.length)
-          yield* markSent(accepted)
+          yield* Effect.gen(function*() {
+            const small = claimed.filter((row) => row.content_bytes <= BULK_CONTENT_BYTES)
+            const large = claimed.filter((row) => row.content_bytes > BULK_CONTENT_BYTES)
+            const contents = yield* loadSmallContents(small)
+            yield* Effect.all([
+              Effect.forEach(small, (row) => sendOne(row, contents.get(row.id), accepted), { concurrency: "unbounded", discard: true }),
+              Effect.forEach(large, (row) => sendOne(row, undefined, accepted), { concurrency: LARGE_CONCURRENCY, discard: true })
+            ], { concurrency: 2, discard: true })
+            // Until this commits, accepted mail is SENDING: a crash here resends this round only. Postgres
+            // away is no crash: the relay took this mail, so it is recorded SENT once Postgres is back (its
+            // rows held meanwhile), never sent again.
+            MailMetrics.sent.inc(accepted.length)
+            yield* recordSent(projectId, accepted)
+          }).pipe(Effect.ensuring(Effect.sync(() => {
+            for (const row of claimed) held.delete(row.id)
+          })))
           yield* completeCampaigns(sql, [...new Set(claimed.flatMap((row) => (row.campaign_id ? [row.campaign_id] : [])))])
           if (accepted.length > 0) yield* options.wakeRelay
           yield* options.changed(projectId)
@@ -345,8 +369,14 @@ export const makeSender = (options: {
 
     /** The project's lanes: while one records its round, the other is already sending. */
     const runLoop = (projectId: string, loop: ProjectLoop): Effect.Effect<void> =>
-      Effect.all(Array.from({ length: LANES }, () => lane(projectId, loop)), { concurrency: LANES, discard: true }).pipe(
-        Effect.catchCause((cause) => Effect.logWarning("send loop failed; the sweep restarts it", { projectId }, cause)),
+      // A lane that fails stops alone: the other may be recording mail the relay already took, which an
+      // interruption would leave SENDING for a partition's next owner to send again.
+      Effect.all(Array.from({ length: LANES }, () =>
+        lane(projectId, loop).pipe(
+          Effect.catchCause((cause) =>
+            Cause.hasInterrupts(cause) ? Effect.failCause(cause) : Effect.logWarning("send loop failed; the sweep restarts it", { projectId }, cause))
+        )), { concurrency: LANES, discard: true }).pipe(
+        Effect.catchCause((cause) => Effect.logWarning("send loop stopped", { projectId }, cause)),
         Effect.ensuring(Effect.sync(() => loops.delete(projectId)))
       )
 
@@ -364,11 +394,13 @@ export const makeSender = (options: {
       })
 
     /**
-     * A partition just taken over: mail its previous owner was sending goes back to the queue. Kept a
+     * A partition just taken over: mail its previous owner was sending goes back to the queue (not the mail
+     * this process still holds: it was the previous owner, and is still at it). Kept a
      * defect: the worker's takeover (src/actors/PartitionLeases.ts) takes it as infallible; map it when that changes.
      */
     const recoverPartition = (partition: number) =>
-      sql`UPDATE emails SET status = 'PENDING' WHERE partition = ${partition} AND status = 'SENDING'`.pipe(Effect.orDie, Effect.asVoid)
+      sql`UPDATE emails SET status = 'PENDING' WHERE partition = ${partition} AND status = 'SENDING'
+            AND NOT (id = ANY(${pgArray([...held])}::uuid[]))`.pipe(Effect.orDie, Effect.asVoid)
 
     /** Wakes the projects of the given partitions that have mail due (retries, missed wake-ups). */
     const sweep = (partitions: ReadonlyArray<number>) =>

@@ -11,7 +11,8 @@
  *   and every RETRY while NATS is unreachable or another relay is publishing.
  * - One row never holds up the others: the rows of a batch are judged one by one, in order. A row
  *   NATS refuses for itself (over the server's max payload, a stream limit) is moved to `dead_letters`
- *   with the reason at once; a row that keeps failing while the rows around it go through is moved
+ *   with the reason at once (a full JetStream store is not the row's fault: the relay waits, as for NATS
+ *   unreachable); a row that keeps failing while the rows around it go through is moved
  *   after MAX_ATTEMPTS. Only when NATS itself is unreachable does the relay wait, and then it stops
  *   at the first failed row, deleting everything published before it, so order is kept.
  * - A lane actor publishes its own batches' rows itself, after the commit (ProjectActors), and hands
@@ -50,14 +51,22 @@ type Verdict =
   | { readonly _tag: "refused"; readonly reason: string }
   | { readonly _tag: "failed"; readonly reason: string }
 
+/**
+ * JetStream errors about the server's storage, not the message: the account's or the server's store is
+ * full (10002 account resources exceeded, 10023 insufficient resources, 10028 memory and 10047 storage
+ * resources exceeded) or could not write (10077 stream store failed). Publishing again once there is
+ * room succeeds.
+ */
+const STORAGE_ERRORS: ReadonlySet<number> = new Set([10002, 10023, 10028, 10047, 10077])
+
 /** Errors that are about the message itself, so publishing it again cannot succeed. */
-const isRefusal = (error: unknown): boolean => {
+export const isRefusal = (error: unknown): boolean => {
   const name = (error as { name?: unknown })?.name
   if (name === "InvalidArgumentError") return true // e.g. max_payload exceeded, checked by the client
   // A JetStream API error answered for this message (e.g. 10054 maximum message size exceeded);
-  // 503 (no responders / not ready) is about the server, not the message.
-  const code = (error as { code?: unknown; api_error?: { err_code?: unknown; code?: unknown } })
-  return name === "JetStreamApiError" && code.api_error?.code !== 503
+  // 503 (no responders / not ready) and a full store are about the server, not the message.
+  const { code, status } = error as { code?: unknown; status?: unknown }
+  return name === "JetStreamApiError" && status !== 503 && !STORAGE_ERRORS.has(code as number)
 }
 
 const describe = (error: unknown) => (error instanceof Error ? `${error.name}: ${error.message}` : String(error))

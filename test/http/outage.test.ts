@@ -11,26 +11,15 @@ import { rm } from "node:fs/promises"
 import { describe, expect, it } from "vitest"
 import { eventually, freePort, NATS_SERVER } from "../support/nats.ts"
 import { POSTGRES_SERVER_AVAILABLE, startPostgresServer } from "../support/postgresServer.ts"
-import { createStack, readResponse, type Service, type Stack, type TestProject } from "../support/stack.ts"
+import { createStack, type Service, type Stack } from "../support/stack.ts"
+import { expectRetryableAnswers, expectStoredExactlyOnce, sleep, startTrackLoad, summarize } from "../support/trackLoad.ts"
 
 const CONTACTS = 12
+const DOMAIN = "outage.test"
 /** Load before the outage, the outage itself, and load after the recovery. */
 const LOAD_BEFORE_MS = 1_500
 const OUTAGE_MS = 3_000
 const LOAD_AFTER_MS = 1_500
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-interface Answer {
-  readonly route: string
-  /** When the request was sent. */
-  readonly sentAt: number
-  /** When it was answered. */
-  readonly at: number
-  readonly status: number
-  readonly code: string | undefined
-  readonly retryAfter: string | null
-}
 
 interface Outage {
   /** Resolves when the dependency should go: by default after LOAD_BEFORE_MS of load. */
@@ -39,72 +28,10 @@ interface Outage {
   readonly start: () => Promise<void>
 }
 
-const call = async (url: string, init: RequestInit, route: string, answers: Array<Answer>) => {
-  const sentAt = Date.now()
-  const { status, json, headers } = await readResponse(await fetch(url, { ...init, signal: AbortSignal.timeout(15_000) }))
-  answers.push({ route, sentAt, at: Date.now(), status, code: json?.error?.code, retryAfter: headers.get("retry-after") })
-  return { status, json, retryAfter: headers.get("retry-after") }
-}
-
-/** Sends one event until the api accepted it (its event id) or refused it for good (undefined). */
-const sendUntilAccepted = async (api: Service, project: TestProject, contact: number, seq: number, answers: Array<Answer>) => {
-  const body = JSON.stringify({ email: `c${contact}@outage.test`, event: "step", data: { seq } })
-  const headers = { authorization: `Bearer ${project.publicKey}`, "content-type": "application/json", "idempotency-key": `c${contact}-${seq}` }
-  for (;;) {
-    let answer
-    try {
-      answer = await call(`${api.url}/v1/track`, { method: "POST", headers, body }, "track with key", answers)
-    } catch {
-      // No answer at all (the connection went away): the key makes the retry safe.
-      await sleep(200)
-      continue
-    }
-    if (answer.status === 200) return answer.json.data.event as string
-    const details = answer.json?.error?.details
-    if (answer.status === 409 && details?.inProgress === false) return details.originalResponse.data.event as string
-    const retry = answer.status === 503 || answer.status === 429 || (answer.status === 409 && details?.inProgress === true)
-    if (!retry) return undefined
-    await sleep(Math.min(1_000, Number(answer.retryAfter ?? 1) * 1_000))
-  }
-}
-
-/** Requests without a key (the /v1/track fast path) and a dashboard read, and /readyz, every 100 ms. */
-const probe = async (api: Service, project: TestProject, running: () => boolean, answers: Array<Answer>, ready: Array<{ at: number; status: number; body: any }>) => {
-  for (let i = 0; running(); i++) {
-    await Promise.all([
-      call(`${api.url}/v1/track`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${project.publicKey}`, "content-type": "application/json" },
-        body: JSON.stringify({ email: `probe${i % 3}@outage.test`, event: "probe" })
-      }, "track without key", answers).catch(() => undefined),
-      call(`${api.url}/contacts?limit=1`, { headers: { authorization: `Bearer ${project.secretKey}` } }, "GET /contacts", answers).catch(() => undefined),
-      fetch(`${api.url}/readyz`, { signal: AbortSignal.timeout(5_000) })
-        .then(async (response) => ready.push({ at: Date.now(), status: response.status, body: await response.json() }))
-        .catch(() => undefined)
-    ])
-    await sleep(100)
-  }
-}
-
 const runOutage = async (stack: Stack, outage: Outage, down: string) => {
   const api = await stack.start("all")
   const project = await stack.createProject()
-  const answers: Array<Answer> = []
-  const ready: Array<{ at: number; status: number; body: any }> = []
-  const accepted = new Map<number, Array<string>>()
-  const lost: Array<string> = []
-  let loading = true
-  const load = async (contact: number) => {
-    const ids: Array<string> = []
-    accepted.set(contact, ids)
-    for (let seq = 1; loading; seq++) {
-      const id = await sendUntilAccepted(api, project, contact, seq, answers)
-      if (id === undefined) lost.push(`c${contact}-${seq}`)
-      else ids.push(id)
-    }
-  }
-  const loads = Array.from({ length: CONTACTS }, (_, contact) => load(contact))
-  const probing = probe(api, project, () => loading, answers, ready)
+  const load = startTrackLoad(api, project, { contacts: CONTACTS, domain: DOMAIN })
 
   await (outage.when ? outage.when(api) : sleep(LOAD_BEFORE_MS))
   const downAt = Date.now()
@@ -113,56 +40,24 @@ const runOutage = async (stack: Stack, outage: Outage, down: string) => {
   await outage.start()
   const upAt = Date.now()
   // Recovered by itself: a new event is accepted at once again.
-  await eventually(async () => {
-    const recent = answers.filter((answer) => answer.route === "track with key" && answer.at > Date.now() - 300)
-    expect(recent.length).toBeGreaterThan(0)
-    expect(recent.every((answer) => answer.status === 200)).toBe(true)
-  }, 20_000)
+  await load.recovered()
   const recoveredAt = Date.now()
   await sleep(LOAD_AFTER_MS)
-  loading = false
-  await Promise.all([...loads, probing])
+  await load.stop()
 
-  const summary = JSON.stringify({
-    down,
-    recoveredAfterMs: recoveredAt - upAt,
-    byRoute: Object.entries(Object.groupBy(answers, (answer) => `${answer.route} ${answer.status} ${answer.code ?? ""}`))
-      .map(([key, list]) => `${key}: ${list!.length}`)
-  })
-
-  // Never a 500: while the dependency is away, a quick 503 with Retry-After, on every route.
-  expect(answers.filter((answer) => ![200, 409, 429, 503].includes(answer.status)), summary).toEqual([])
-  for (const answer of answers.filter((answer) => answer.status === 503)) {
-    expect(answer, summary).toMatchObject({ code: "SERVICE_UNAVAILABLE", retryAfter: expect.stringMatching(/^[1-9]\d*$/) })
-  }
+  const summary = summarize(load, { down, recoveredAfterMs: recoveredAt - upAt })
+  expectRetryableAnswers(load, summary)
   // The outage was felt (a keyed request needs Postgres and NATS both), and said by /readyz: a request in
   // flight during it, sent before the dependency came back and answered after it went (a publish waits up
   // to its timeout for NATS, so one sent just before the kill may be answered after the restart).
-  const during = answers.filter((answer) => answer.at > downAt && answer.sentAt < upAt)
+  const during = load.answers.filter((answer) => answer.at > downAt && answer.sentAt < upAt)
   expect(during.some((answer) => answer.route === "track with key" && answer.status === 503), summary).toBe(true)
-  expect(ready.some((probe) => probe.at > downAt && probe.status === 503 && probe.body[down] === false), summary).toBe(true)
-  expect(ready.at(-1)).toMatchObject({ status: 200, body: { postgres: true, nats: true } })
-  expect(lost, summary).toEqual([])
+  expect(load.ready.some((probe) => probe.at > downAt && probe.status === 503 && probe.body[down] === false), summary).toBe(true)
+  expect(load.ready.at(-1)).toMatchObject({ status: 200, body: { postgres: true, nats: true } })
 
-  // Everything accepted is stored once, each contact's events in the order they were sent.
-  const total = [...accepted.values()].reduce((sum, ids) => sum + ids.length, 0)
-  await eventually(async () => {
-    const [row] = await stack.query<{ n: number }>("SELECT count(*)::int AS n FROM events WHERE project_id = $1 AND name = 'step'", [project.id])
-    expect(row!.n).toBe(total)
-  }, 30_000)
+  const total = await expectStoredExactlyOnce(stack, project, load, DOMAIN)
   console.info(`${summary}: all ${total} stored ${Date.now() - upAt} ms after the restart`)
-  for (const [contact, ids] of accepted) {
-    const stored = await stack.query<{ id: string; seq: number }>(
-      `SELECT e.id, (e.data->>'seq')::int AS seq FROM events e JOIN contacts c ON c.id = e.contact_id
-       WHERE e.project_id = $1 AND c.email = $2 AND e.name = 'step' ORDER BY e.created_at, e.id`,
-      [project.id, `c${contact}@outage.test`])
-    expect(stored.map((row) => row.id)).toEqual(ids)
-    expect(stored.map((row) => row.seq)).toEqual(ids.map((_, index) => index + 1))
-    const [data] = await stack.query<{ seq: number }>(
-      "SELECT (data->>'seq')::int AS seq FROM contacts WHERE project_id = $1 AND email = $2", [project.id, `c${contact}@outage.test`])
-    expect(data!.seq).toBe(ids.length)
-  }
-  return { total, answers }
+  return { total }
 }
 
 // The rate limiter on (it counts in Postgres) but never reached; short leases so a retry whose first

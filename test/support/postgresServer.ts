@@ -43,7 +43,8 @@ export interface PostgresServer {
   remove(): Promise<void>
 }
 
-export const startPostgresServer = async (): Promise<PostgresServer> => {
+/** `maxConnections`: the server's connection limit (200 unless a test wants to reach it). */
+export const startPostgresServer = async (options: { readonly maxConnections?: number } = {}): Promise<PostgresServer> => {
   const dir = mkdtempSync(join(tmpdir(), "mailstream-pg-"))
   if (asRoot) {
     const { uid, gid } = await ownerIds()
@@ -59,7 +60,7 @@ export const startPostgresServer = async (): Promise<PostgresServer> => {
     `port = ${port}`,
     "listen_addresses = '127.0.0.1'",
     `unix_socket_directories = '${dir}'`,
-    "max_connections = 200",
+    `max_connections = ${options.maxConnections ?? 200}`,
     "fsync = off",
     "full_page_writes = off"
   ]

@@ -56,7 +56,13 @@ export const SystemHandlers = HttpApiBuilder.group(Api, "system", Effect.fnUntra
       Effect.gen(function*() {
         const [postgres, natsUp] = yield* Effect.all([
           probe(sql`SELECT 1`),
-          probe(Effect.tryPromise(() => nats.connection.flush()))
+          // Connected, and JetStream can store: a full store (the account's storage limit reached) refuses
+          // every publish while the connection itself is fine; one that answers nothing times out here.
+          probe(Effect.tryPromise(async () => {
+            await nats.connection.flush()
+            const account = await nats.jsm.getAccountInfo()
+            if (account.limits.max_storage >= 0 && account.storage >= account.limits.max_storage) throw new Error("JetStream store full")
+          }))
         ], { concurrency: 2 })
         const ready = postgres && natsUp
         // 503 when a dependency is down, so load balancers stop routing here.
