@@ -69,10 +69,9 @@ const startPool = (size: number): ComposePool & { readonly close: () => Promise<
       const pending = thread.pending.get(reply.id)
       if (!pending) return
       thread.pending.delete(reply.id)
-      if (reply.error !== undefined) return pending.reject(new Error(reply.error))
-      const raw = Buffer.from(reply.raw.buffer, reply.raw.byteOffset, reply.raw.byteLength)
-      pending.resolve({ raw, envelope: reply.envelope })
       if (thread.pending.size === 0) scheduleIdle()
+      if (reply.error !== undefined) return pending.reject(new Error(reply.error))
+      pending.resolve({ raw: Buffer.from(reply.raw.buffer, reply.raw.byteOffset, reply.raw.byteLength), envelope: reply.envelope })
     })
     worker.on("error", (error) => fail(thread, new Error(`the compose thread failed: ${error.message}`)))
     worker.on("exit", (code) => fail(thread, new Error(`the compose thread exited (${code})`)))
