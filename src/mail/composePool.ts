@@ -44,11 +44,13 @@ const composeInline = (): ComposePool => {
   return { compose: (message) => composeRaw(transport, message), threads: () => 0 }
 }
 
-/** A pool of `threads` threads (0: on the event loop), closed with the scope. */
-export const makeComposePool = (threads: number) =>
-  threads <= 0 ? Effect.succeed(composeInline()) : Effect.acquireRelease(Effect.sync(() => startPool(threads)), (pool) => Effect.promise(() => pool.close()))
+/** A pool of `threads` threads (0: on the event loop), closed with the scope; threads stop after `idleMs` without work. */
+export const makeComposePool = (threads: number, idleMs = IDLE_MS) =>
+  threads <= 0
+    ? Effect.succeed(composeInline())
+    : Effect.acquireRelease(Effect.sync(() => startPool(threads, idleMs)), (pool) => Effect.promise(() => pool.close()))
 
-const startPool = (size: number): ComposePool & { readonly close: () => Promise<void> } => {
+const startPool = (size: number, idleMs: number): ComposePool & { readonly close: () => Promise<void> } => {
   const running: Array<Thread> = []
   let nextId = 0
   let closed = false
@@ -87,7 +89,7 @@ const startPool = (size: number): ComposePool & { readonly close: () => Promise<
         idleTimer = undefined
         if (running.some((thread) => thread.pending.size > 0)) return scheduleIdle()
         for (const thread of running.splice(0)) void thread.worker.terminate()
-      }, IDLE_MS)
+      }, idleMs)
       idleTimer.unref()
     }
   }

@@ -42,10 +42,10 @@ const dkimResults = async (raw: Buffer) => {
   return result.dkim.results.map((each: { status: { result: string } }) => each.status.result)
 }
 
-const withPool = <A>(threads: number, use: (pool: Effect.Success<ReturnType<typeof makeComposePool>>) => Promise<A>) =>
+const withPool = <A>(threads: number, use: (pool: Effect.Success<ReturnType<typeof makeComposePool>>) => Promise<A>, idleMs?: number) =>
   Effect.runPromise(Effect.gen(function*() {
     const scope = yield* Scope.make()
-    const pool = yield* makeComposePool(threads).pipe(Scope.provide(scope))
+    const pool = yield* makeComposePool(threads, idleMs).pipe(Scope.provide(scope))
     return yield* Effect.promise(() => use(pool)).pipe(Effect.ensuring(Scope.close(scope, Exit.void)))
   }))
 
@@ -68,6 +68,18 @@ describe("the compose pool", () => {
     // The scope closed: the threads are gone and nothing more is composed.
     expect(closed.threads()).toBe(0)
     await expect(closed.compose(message(0, privateKey))).rejects.toThrow(/closed/)
+  })
+
+  it("stops its threads when idle and starts them again for the next message", async () => {
+    await withPool(2, async (pool) => {
+      await pool.compose(message(5, privateKey))
+      expect(pool.threads()).toBe(1)
+      await new Promise((resolve) => setTimeout(resolve, 600))
+      expect(pool.threads()).toBe(0)
+      const again = await pool.compose(message(6, privateKey))
+      expect(pool.threads()).toBe(1)
+      expect(await dkimResults(again.raw)).toEqual(["pass"])
+    }, 200)
   })
 
   it("composes on the event loop the same way without threads, and unsigned without a key", async () => {
