@@ -19,7 +19,12 @@ const FIGURES: Record<string, ReadonlyArray<string>> = {
     "scale.twoWorkers.appliedEventsPerSecond", "scale.twoWorkers.cpuMicrosPerEvent", "scale.twoWorkers.laneBatches",
     "batch.ratio", "batch.latencyP99Ms", "batch.non2xx"
   ],
-  segments: ["m5", "m5Light", "quickM2"]
+  segments: ["m5", "m5Light", "quickM2"],
+  send: [
+    "service.emailsPerSecond", "baseline.emailsPerSecond", "ratio",
+    "service.cpuMicrosPerEmail.api", "service.cpuMicrosPerEmail.worker", "service.cpuMicrosPerEmail.postgres", "throttle.errorPercent"
+  ],
+  campaigns: ["service.mailsPerSecond", "baseline.emailsPerSecond", "ratio", "service.resolutionSeconds", "service.workerRssMiB"]
 }
 
 const pick = (value: unknown, path: string): unknown =>

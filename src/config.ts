@@ -258,6 +258,10 @@ export const Variables = {
     name: "SMTP_POOL_SIZE", ...wholeNumber(1, 1000), defaultValue: 10, shownDefault: "10",
     meaning: "pooled SMTP connections per worker"
   }),
+  mailThreads: variable({
+    name: "MAIL_THREADS", ...optional(wholeNumber(0, 64)), defaultValue: undefined, shownDefault: "the number of cores",
+    meaning: "threads per worker that compose and DKIM-sign outgoing mail (started on the first mail, stopped when idle); 0 = on the event loop"
+  }),
   sendRatePerSecond: variable({
     name: "SEND_RATE_PER_SECOND", ...number(0, { exclusive: false }), defaultValue: 100, shownDefault: "100",
     meaning: "default send throttle per project (emails/s; 0 = unthrottled)"
@@ -489,6 +493,8 @@ export interface AppConfigShape {
   /** The SMTP relay (`smtp://user:pass@host:port`); unset → mail goes to the file outbox. */
   readonly smtpUrl: Redacted.Redacted<string> | undefined
   readonly smtpPoolSize: number
+  /** Threads composing and signing mail (src/mail/composePool.ts); 0: on the event loop. */
+  readonly mailThreads: number
   /** Where mail is written when no SMTP relay is configured. */
   readonly outboxDir: string
   /** Days sent mail keeps its rendered content (src/mail/contentRetention.ts); 0: forever. */
@@ -632,7 +638,8 @@ export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("app
       s3SecretAccessKey: secret(values.s3SecretAccessKey),
       metricsToken: secret(values.metricsToken),
       natsUrl: values.natsUrl.join(","),
-      publicUrl: values.publicUrl ?? `http://localhost:${values.port}`
+      publicUrl: values.publicUrl ?? `http://localhost:${values.port}`,
+      mailThreads: values.mailThreads ?? availableParallelism()
     })
   })
 

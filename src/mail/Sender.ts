@@ -23,6 +23,7 @@ import { AppConfig } from "../config.ts"
 import { type Attachment, type EmailContent, type EmailRow, emailEventData, summaryColumns, toEmailRecord } from "../store/Emails.ts"
 import { completeCampaigns } from "../store/Campaigns.ts"
 import { Domains, type SigningKey } from "../store/Domains.ts"
+import type { PersistenceError } from "../store/PersistenceError.ts"
 import { Projects } from "../store/Projects.ts"
 import { HELD_MARKETING_SQL } from "../store/ProjectHealth.ts"
 import { OWNER_LANE } from "../stream/lanes.ts"
@@ -126,7 +127,7 @@ export const makeSender = (options: {
      * this process is still sending, or has sent and is still recording, or it goes out twice.
      */
     const held = new Set<string>()
-    const keys = new Map<string, { key: ParsedSigningKey | undefined; expires: number }>()
+    const keys = new Map<string, { lookup: Effect.Effect<ParsedSigningKey | undefined, PersistenceError>; expires: number }>()
 
     /** The project's rate (cached a few seconds by Projects), or the deployment's default. */
     const rateOf = (projectId: string) =>
@@ -136,12 +137,18 @@ export const makeSender = (options: {
       const domain = fromEmail.slice(fromEmail.lastIndexOf("@") + 1)
       const cacheKey = `${projectId} ${domain}`
       const hit = keys.get(cacheKey)
-      if (hit && hit.expires > Date.now()) return hit.key
-      const stored = yield* domains.signingKey(projectId, domain)
-      // Parsed once: signing with a KeyObject takes half the time of signing with the PEM text.
-      const key = stored && { ...stored, privateKey: createPrivateKey(stored.privateKey) }
-      keys.set(cacheKey, { key, expires: Date.now() + SIGNING_KEY_TTL_MS })
-      return key
+      if (hit && hit.expires > Date.now()) return yield* hit.lookup
+      // One lookup for a round's rows at once (they all miss together when the key expires), read and
+      // parsed once: signing with a KeyObject takes half the time of signing with the PEM text.
+      const lookup: Effect.Effect<ParsedSigningKey | undefined, PersistenceError> = yield* Effect.cached(
+        domains.signingKey(projectId, domain).pipe(
+          Effect.map((stored) => stored && { ...stored, privateKey: createPrivateKey(stored.privateKey) }),
+          // A failed lookup is not kept: the next row asks again.
+          Effect.onError(() => Effect.sync(() => keys.get(cacheKey)?.lookup === lookup && keys.delete(cacheKey)))
+        )
+      )
+      keys.set(cacheKey, { lookup, expires: Date.now() + SIGNING_KEY_TTL_MS })
+      return yield* lookup
     })
 
     // Sizes as stored, read without decompressing anything.

@@ -1,7 +1,8 @@
 /**
  * Where mail goes: the SMTP relay named by SMTP_URL (pooled connections), or, when no relay is
  * configured (development), a local file outbox: one `.eml` per message in OUTBOX_DIR.
- * Messages are DKIM-signed by nodemailer with the sending domain's key either way.
+ * Messages are composed and DKIM-signed by nodemailer with the sending domain's key either way, in the
+ * compose pool's threads (src/mail/composePool.ts: MAIL_THREADS), and handed to the relay as bytes.
  */
 import { Context, Effect, Layer, Redacted } from "effect"
 import { mkdir, writeFile } from "node:fs/promises"
@@ -9,6 +10,7 @@ import { join } from "node:path"
 import nodemailer from "nodemailer"
 import type Mail from "nodemailer/lib/mailer"
 import { AppConfig } from "../config.ts"
+import { makeComposePool } from "./composePool.ts"
 
 /** Headers the DKIM signature covers: nodemailer's defaults plus RFC 8058's List-Unsubscribe-Post. */
 export const DKIM_SIGNED_HEADERS = [
@@ -42,6 +44,7 @@ export class MailTransport extends Context.Service<MailTransport, {
     Effect.gen(function*() {
       const config = yield* AppConfig
       const smtpUrl = config.smtpUrl
+      const pool = yield* makeComposePool(config.mailThreads)
       if (smtpUrl) {
         const transport = yield* Effect.acquireRelease(
           Effect.sync(() =>
@@ -60,7 +63,7 @@ export class MailTransport extends Context.Service<MailTransport, {
         return MailTransport.of({
           kind: "smtp",
           send: (message) =>
-            transport.sendMail(message).then(
+            pool.compose(message).then(({ raw, envelope }) => transport.sendMail({ envelope: envelope as Mail.Envelope, raw })).then(
               (info) => String(info.response ?? "accepted"),
               (error) => Promise.reject(classify(error))
             )
@@ -74,7 +77,8 @@ export class MailTransport extends Context.Service<MailTransport, {
         kind: "file",
         send: async (message) => {
           try {
-            const info = await transport.sendMail(message)
+            const { raw, envelope } = await pool.compose(message)
+            const info = await transport.sendMail({ envelope: envelope as Mail.Envelope, raw })
             const name = String(message.messageId ?? Date.now()).replace(/^<|>$/g, "").replace(/[^A-Za-z0-9@._-]/g, "_")
             await writeFile(join(directory, `${name}.eml`), info.message as Buffer)
             return `written to ${directory}`
