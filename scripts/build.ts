@@ -58,7 +58,8 @@ export const buildServer = async (force: boolean, outDir = DIST): Promise<"built
   const started = performance.now()
   await rolldown.build({
     cwd: ROOT,
-    input: { main: join(ROOT, "src/main.ts") },
+    // The compose pool's thread is an entry of its own (src/mail/composePool.ts loads it beside main.js).
+    input: { main: join(ROOT, "src/main.ts"), composeWorker: join(ROOT, "src/mail/composeWorker.ts") },
     platform: "node",
     // Packages other than Effect's are loaded from node_modules, as from the sources (native addons, CommonJS).
     external: (id) => !id.startsWith(".") && !id.startsWith("/") && !BUNDLED.test(id),

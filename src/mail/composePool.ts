@@ -11,10 +11,12 @@
  */
 import { Effect } from "effect"
 import nodemailer from "nodemailer"
-import { extname } from "node:path"
+import { dirname, join } from "node:path"
+import { pathToFileURL } from "node:url"
 import { Worker } from "node:worker_threads"
 import type Mail from "nodemailer/lib/mailer"
 import { type Composed, composeRaw, type ComposeReply, type ComposeRequest } from "./composeRaw.ts"
+import { COMPILED, MAIN_ENTRY } from "../lib/installation.ts"
 
 /** Threads stop after this long without a message. */
 const IDLE_MS = 30_000
@@ -25,8 +27,13 @@ const IDLE_MS = 30_000
  */
 const YOUNG_GENERATION_MB = 4
 
-/** The worker's source beside this module, whatever this module's extension (.ts, or .js when compiled). */
-const WORKER_URL = new URL(`./composeWorker${extname(new URL(import.meta.url).pathname)}`, import.meta.url)
+/**
+ * The thread's entry: beside this module in the sources; once compiled (scripts/build.ts), its own entry
+ * beside the bundle's main.js, since this module lands in a chunk of its own elsewhere.
+ */
+const WORKER_URL = COMPILED
+  ? pathToFileURL(join(dirname(MAIN_ENTRY), "composeWorker.js"))
+  : new URL("./composeWorker.ts", import.meta.url)
 
 interface Pending {
   readonly resolve: (composed: Composed) => void

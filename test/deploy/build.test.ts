@@ -6,7 +6,7 @@
  */
 import { execFile } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { existsSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { builtinModules } from "node:module"
 import { dirname, join, relative } from "node:path"
 import { promisify } from "node:util"
@@ -44,6 +44,21 @@ describe("scripts/build.ts", () => {
     expect(firstBuild).toBe("built")
     expect(existsSync(join(OUT, "main.js"))).toBe(true)
     expect(await buildServer(false, OUT)).toBe("up to date")
+  })
+
+  it("builds the compose pool's thread as an entry beside main.js, and it composes a message", async () => {
+    expect(existsSync(join(OUT, "composeWorker.js"))).toBe(true)
+    const script = `
+      import { Worker } from "node:worker_threads"
+      const worker = new Worker(${JSON.stringify(join(OUT, "composeWorker.js"))})
+      worker.on("message", (reply) => { console.log(JSON.stringify({ error: reply.error, text: Buffer.from(reply.raw ?? []).toString() })); worker.terminate() })
+      worker.postMessage({ id: 1, message: { from: "a@example.com", to: "b@example.com", subject: "compiled", text: "hello" } })`
+    const file = join(OUT, "compose-check.mjs")
+    writeFileSync(file, script)
+    const { stdout } = await run(process.execPath, [file], { cwd: ROOT })
+    const reply = JSON.parse(stdout)
+    expect(reply.error).toBeUndefined()
+    expect(reply.text).toContain("Subject: compiled")
   })
 
   it("loads each command's code when it runs: the entry holds neither role nor the database, `all` neither role", () => {
