@@ -821,7 +821,7 @@ describe(`hostile input, every endpoint of the contract (seed ${SEED})`, () => {
     const groups = new Set(fuzzed.filter((endpoint) => endpoint.body).map((endpoint) => endpoint.group))
     // accounts (behind the session cookie) answer these key-authenticated cases 401; auth's public endpoints are fuzzed whole.
     expect([...groups].sort()).toEqual([
-      "accounts", "auth", "campaigns", "contactJobs", "contacts", "domains", "segments", "send", "templates", "track", "verify", "webhooks", "workflows"
+      "accounts", "auth", "campaigns", "contactJobs", "contacts", "destinations", "domains", "segments", "send", "templates", "track", "verify", "webhooks", "workflows"
     ])
   })
 
