@@ -151,7 +151,8 @@ export const makeProjectActors = (options: {
           if (single._tag === "lease-lost") return single
           if (single._tag === "poison") {
             const parked = yield* withRetry(projectId, actor, deadLetter(contextOf(projectId, actor), item.delivered, single.error))
-            if (parked._tag === "lease-lost") return parked
+            // Stopping: the rest is left to the partition's next owner.
+            if (parked._tag === "lease-lost" || actor.run.stopped) return parked
             if (parked._tag === "poison") return yield* putBack(projectId, actor, batch.slice(index), parked.error)
             yield* Effect.logError("stream message dead-lettered", { projectId, seq: item.delivered.seq, error: single.error })
             WorkerMetrics.deadLettered.inc()
