@@ -31,6 +31,8 @@ const MAILBOX_CAPACITY = 5_000
 
 const MAX_BATCH = 1_000
 const IDLE = Duration.seconds(60)
+/** How long a lane waits before trying again messages it could neither apply nor set aside. */
+const PUT_BACK_PAUSE = Duration.seconds(5)
 
 interface Actor {
   readonly key: string
@@ -121,17 +123,37 @@ export const makeProjectActors = (options: {
 
 
     /**
+     * Messages neither applied nor set aside (their dead letter could not be written) go back to the front
+     * of the lane, tried again after a pause: the lane never moves on past them, since a later batch would
+     * move its offset over them and their redelivery would then be skipped as applied (events lost, silently).
+     */
+    const putBack = (projectId: string, actor: Actor, rest: ReadonlyArray<ActorItem>, error: string) =>
+      Effect.gen(function*() {
+        yield* Effect.logError("stream messages neither applied nor set aside; their lane tries them again", {
+          projectId,
+          lane: actor.lane,
+          seqs: rest.map((item) => item.delivered.seq),
+          error
+        })
+        actor.held.unshift(...rest)
+        yield* Effect.sleep(PUT_BACK_PAUSE)
+        return { _tag: "poison", error } as Outcome
+      })
+
+    /**
      * A batch that keeps failing is applied message by message; the one that still fails on its own is
      * dead-lettered (kept in `dead_letters`), so one bad message never holds up the rest.
      */
     const isolate = (projectId: string, actor: Actor, batch: ReadonlyArray<ActorItem>) =>
       Effect.gen(function*() {
-        for (const item of batch) {
+        for (const [index, item] of batch.entries()) {
           const single = yield* withRetry(projectId, actor, apply(projectId, actor, [item]))
           if (single._tag === "lease-lost") return single
           if (single._tag === "poison") {
             const parked = yield* withRetry(projectId, actor, deadLetter(contextOf(projectId, actor), item.delivered, single.error))
-            if (parked._tag !== "ok") return parked
+            // Stopping: the rest is left to the partition's next owner.
+            if (parked._tag === "lease-lost" || actor.run.stopped) return parked
+            if (parked._tag === "poison") return yield* putBack(projectId, actor, batch.slice(index), parked.error)
             yield* Effect.logError("stream message dead-lettered", { projectId, seq: item.delivered.seq, error: single.error })
             WorkerMetrics.deadLettered.inc()
             item.message.ack()
@@ -225,9 +247,16 @@ export const makeProjectActors = (options: {
           WorkerMetrics.batchFailures.inc()
           yield* Effect.logWarning("actor transaction failed", { projectId, lane: actor.lane, error: describeFailure(error) })
         }
+        // The batch read ahead of this one gives up anyway (this one did not commit): its messages go back in
+        // front of the lane's, so whatever of this batch is put back (see putBack) still comes first.
+        if (next !== undefined) {
+          yield* Fiber.interrupt(next.fiber)
+          WorkerMetrics.readAhead.inc(1, { outcome: "abandoned" })
+          actor.held.unshift(...next.items)
+        }
         let outcome = yield* withRetry(projectId, actor, apply(projectId, actor, attempt.items))
         if (outcome._tag === "poison" && !actor.run.stopped) outcome = yield* isolate(projectId, actor, attempt.items)
-        return { outcome, next }
+        return { outcome, next: undefined }
       })
 
     /** The next batch: messages held back by a read-ahead first, then the mailbox's (waiting up to IDLE for one). */

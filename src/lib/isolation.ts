@@ -38,7 +38,11 @@ const sqlReason = (error: unknown): SqlReason | undefined => {
  */
 export const isTransient = (error: unknown): boolean => {
   const reason = sqlReason(error)
-  return reason !== undefined && TRANSIENT_SQL.has(reason._tag ?? "") && reason.cause?._tag !== "PgProtocolParseError"
+  if (reason === undefined) return false
+  // A connection the server refused ("too many clients already", still starting up) comes back as an
+  // UnknownError carrying the server's SQLSTATE: it is the server being away too, never the data's fault.
+  if (isUnreachable(error)) return true
+  return TRANSIENT_SQL.has(reason._tag ?? "") && reason.cause?._tag !== "PgProtocolParseError"
 }
 
 /**

@@ -14,6 +14,14 @@ afterAll(async () => {
   await stack?.stop()
 })
 
+/** A tracked event's stream message of one contact, published straight to the project's lane subject (past the api's checks). */
+const publishTrack = (js: ReturnType<typeof jetstream>, subject: string, projectId: string, email: string, name: string, data: Record<string, unknown>) =>
+  js.publish(subject, JSON.stringify({
+    kind: "track",
+    projectId,
+    events: [{ eventId: uuidv7(), contactId: uuidv7(), email, name, subscribed: null, set: {}, remove: [], data, at: new Date().toISOString() }]
+  }), { msgID: uuidv7() })
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 const owners = async () =>
@@ -208,15 +216,11 @@ describe("stream backbone", () => {
     const worker = await stack.start("worker")
     const project = await stack.createProject("poison")
     const subject = laneSubject(stack.natsPrefix, project.id, undefined, "track")
-    const event = (name: string, data: Record<string, unknown>) => ({
-      eventId: uuidv7(), contactId: uuidv7(), email: "poison@x.test", name, subscribed: null,
-      set: {}, remove: [], data, at: new Date().toISOString()
-    })
     const nc = await connect({ servers: process.env.NATS_URL ?? "nats://127.0.0.1:4222" })
     const js = jetstream(nc)
     // Postgres refuses U+0000 in jsonb: this one can never be stored (the api rejects it; this bypasses the api).
-    await js.publish(subject, JSON.stringify({ kind: "track", projectId: project.id, events: [event("bad", { k: "a\u0000b" })] }), { msgID: uuidv7() })
-    await js.publish(subject, JSON.stringify({ kind: "track", projectId: project.id, events: [event("good", { k: "fine" })] }), { msgID: uuidv7() })
+    await publishTrack(js, subject, project.id, "poison@x.test", "bad", { k: "a\u0000b" })
+    await publishTrack(js, subject, project.id, "poison@x.test", "good", { k: "fine" })
     await nc.close()
     await eventually(async () => {
       const names = (await stack.query<{ name: string }>("SELECT name FROM events WHERE project_id = $1", [project.id])).map((r) => r.name)
@@ -233,6 +237,43 @@ describe("stream backbone", () => {
     expect(replay.status).toBe(422)
     expect(replay.json.error.errors[0].code).toBe("not_replayable")
     await api.stop()
+    await worker.stop()
+  }, 60_000)
+
+  it("keeps a lane's messages it could neither apply nor set aside, and applies them once it can", async () => {
+    const worker = await stack.start("worker")
+    const project = await stack.createProject("unparkable")
+    const subject = laneSubject(stack.natsPrefix, project.id, undefined, "track")
+    // Writing a dead letter of this project fails (not transiently) until the trigger goes; a sequence, outside
+    // the transactions that roll back, counts the attempts.
+    const attempts = `dl_attempts_${project.id.replaceAll("-", "")}`
+    await stack.query(`CREATE SEQUENCE ${attempts}`)
+    await stack.query(`
+      CREATE FUNCTION ${attempts}() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.project_id = '${project.id}' THEN PERFORM nextval('${attempts}'); RAISE EXCEPTION 'dead letters refused'; END IF;
+        RETURN NEW;
+      END $$`)
+    await stack.query(`CREATE TRIGGER ${attempts} BEFORE INSERT ON dead_letters FOR EACH ROW EXECUTE FUNCTION ${attempts}()`)
+    const nc = await connect({ servers: process.env.NATS_URL ?? "nats://127.0.0.1:4222" })
+    const js = jetstream(nc)
+    await publishTrack(js, subject, project.id, "unparkable@x.test", "bad", { k: "a\u0000b" })
+    await publishTrack(js, subject, project.id, "unparkable@x.test", "good", { k: "fine" })
+    // Its dead letter refused as often as the actor retries a failure that is not transient.
+    await eventually(async () => {
+      const [row] = await stack.query<{ n: string }>(`SELECT last_value AS n FROM ${attempts}`)
+      expect(Number(row!.n)).toBeGreaterThanOrEqual(3)
+    }, 20_000)
+    await stack.query(`DROP TRIGGER ${attempts} ON dead_letters`)
+    // A later message of the lane does not carry its offset past the two.
+    await publishTrack(js, subject, project.id, "unparkable@x.test", "later", { k: "fine" })
+    await nc.close()
+    await eventually(async () => {
+      const names = (await stack.query<{ name: string }>("SELECT name FROM events WHERE project_id = $1", [project.id])).map((r) => r.name)
+      expect(names.sort()).toEqual(["good", "later"])
+      const letters = await stack.query<{ payload: string }>("SELECT payload FROM dead_letters WHERE project_id = $1", [project.id])
+      expect(letters.map((letter) => JSON.parse(letter.payload).events[0].name)).toEqual(["bad"])
+    }, 30_000)
     await worker.stop()
   }, 60_000)
 })
