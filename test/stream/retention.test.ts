@@ -55,12 +55,11 @@ describe("stream retention", () => {
     }, 60_000)
 
   it("sets STREAM_MAX_AGE_HOURS as the streams' max_age, and changes it in place on streams that exist", async () => {
-    const api = await start("api")
+    await start("api")
     expect((await jsm.streams.info(inStream())).config.max_age).toBe(168 * HOUR_NANOS)
-    const other = await stack.start("api", { STREAM_MAX_AGE_HOURS: "2", PORT: "0" })
+    const other = await stack.start("api", { STREAM_MAX_AGE_HOURS: "2" })
     for (const stream of [inStream(), outStream()]) expect((await jsm.streams.info(stream)).config.max_age).toBe(2 * HOUR_NANOS)
     await other.stop()
-    expect(api.url).toBeTruthy()
   }, 60_000)
 
   it("purges what is applied, across a worker SIGKILLed mid-way, and keeps what a lagging reader has not acked", async () => {
@@ -110,7 +109,7 @@ describe("stream retention", () => {
       const all = await state(inStream())
       expect(all.first_seq).toBe(held!.seq)
     }, 30_000)
-    expect((await jsm.streams.getMessage(inStream(), { seq: held!.seq })).subject).toBe(held!.subject)
+    expect((await jsm.streams.getMessage(inStream(), { seq: held!.seq }))?.subject).toBe(held!.subject)
 
     // Acked: stream IN falls to nothing, and OUT to what its destinations' consumer has not acked yet.
     held!.ack()
