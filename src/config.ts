@@ -160,6 +160,14 @@ export const Variables = {
     name: "NATS_REPLICAS", ...wholeNumber(1, 5), defaultValue: 1, shownDefault: "1",
     meaning: "replicas of every stream and consumer the service creates on NATS (3 on a three-node cluster survives a node lost); a stream found with fewer or more is changed to this many at start"
   }),
+  streamMaxAgeHours: variable({
+    name: "STREAM_MAX_AGE_HOURS", ...number(0, { exclusive: false }), defaultValue: 168, shownDefault: "168",
+    meaning: "the oldest a message in streams IN and OUT may get before NATS drops it, applied or not: a safety limit, far above the worker's purges (STREAM_PURGE_SECONDS); a stream found with another limit is changed to this one at start; 0 = no limit"
+  }),
+  streamPurgeSeconds: variable({
+    name: "STREAM_PURGE_SECONDS", ...number(0, { exclusive: true }), defaultValue: 30, shownDefault: "30",
+    meaning: "how often a worker purges from streams IN and OUT what is applied (each leased partition below its saved watermarks) and what every durable reader acked"
+  }),
   partitions: variable({
     name: "PARTITIONS", ...wholeNumber(1, 1024), defaultValue: 32, shownDefault: "32",
     meaning: "stream partitions; fixed per deployment"
@@ -453,6 +461,10 @@ export interface AppConfigShape {
   readonly natsPrefix: string
   /** Replicas of every stream and consumer on NATS (R3 on a three-node cluster). */
   readonly natsReplicas: number
+  /** max_age of streams IN and OUT, in hours; 0: none. */
+  readonly streamMaxAgeHours: number
+  /** How often a worker purges what is applied from streams IN and OUT (actors/StreamPurge.ts). */
+  readonly streamPurgeSeconds: number
   /** Stream partitions; fixed per deployment. */
   readonly partitions: number
   /** Lanes a project's stream traffic is split into by contact; fixed per deployment. */

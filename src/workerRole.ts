@@ -9,6 +9,7 @@ import { LagReportsLive, PartitionLag } from "./actors/PartitionLag.ts"
 import { PartitionLeasesLive } from "./actors/PartitionLeases.ts"
 import { ScheduledWorkLive } from "./actors/ScheduledWork.ts"
 import { ScheduleWakeups } from "./actors/ScheduleWakeups.ts"
+import { StreamPurgeLive } from "./actors/StreamPurge.ts"
 import { StreamUpgrade } from "./actors/upgrade.ts"
 import { MetricsServerLive } from "./observability/MetricsServer.ts"
 import { MailTransport } from "./mail/Transport.ts"
@@ -27,7 +28,7 @@ import { DestinationEngine } from "./destinations/engine.ts"
  * top down, so on shutdown the scheduled work and the lag report stop before the leases hand the
  * partitions over (their consumers first, then their actors).
  */
-export const StreamWorkerLive = Layer.mergeAll(ScheduledWorkLive, LagReportsLive).pipe(
+export const StreamWorkerLive = Layer.mergeAll(ScheduledWorkLive, LagReportsLive, StreamPurgeLive).pipe( // StreamPurgeLive: what is applied and acked leaves streams IN and OUT
   Layer.provideMerge(PartitionLeasesLive), // heartbeat: take, renew, rebalance, hand over (fencing epochs, watermarks)
   Layer.provideMerge(Layer.mergeAll(PartitionConsumers.layer, PartitionLag.layer)), // each leased partition's consumers (lanes, ingest splitter, legacy), their lag
   Layer.provideMerge(StreamUpgrade.layer), // legacy subjects drained before lanes start

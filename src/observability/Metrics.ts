@@ -110,6 +110,11 @@ export const WorkerMetrics = {
     "mailstream_partition_delivery_gaps_total",
     "Partition consumers recreated at their watermark because a delivery was skipped (a NATS node lost mid-delivery, a consumer leader change)"
   ),
+  streamPurged: counter(
+    "mailstream_stream_purged_messages_total",
+    "Messages a worker purged from streams IN and OUT once applied and acked by every durable reader (actors/StreamPurge.ts)",
+    ["stream"]
+  ),
   deadLettered: counter("mailstream_messages_dead_lettered_total", "Stream messages set aside in dead_letters after failing on their own"),
   actorsAlive: gauge("mailstream_actors_alive", "Project actors currently alive in this process"),
   partitionsOwned: gauge("mailstream_partitions_owned", "Partitions leased by this process"),

@@ -47,8 +47,9 @@ export class Nats extends Context.Service<Nats, {
         catch: (cause) => new NatsError({ message: "JetStream is not enabled on the NATS server", cause })
       })
       const names = streamNames(config.natsPrefix)
-      yield* ensureStream(jsm, names.inStream, names.inSubjects, config.natsReplicas)
-      yield* ensureStream(jsm, names.outStream, names.outSubjects, config.natsReplicas)
+      const limits = { replicas: config.natsReplicas, maxAgeNanos: hoursToNanos(config.streamMaxAgeHours) }
+      yield* ensureStream(jsm, names.inStream, names.inSubjects, limits)
+      yield* ensureStream(jsm, names.outStream, names.outSubjects, limits)
       return Nats.of({
         connection,
         js: jetstream(connection),
@@ -62,12 +63,29 @@ export class Nats extends Context.Service<Nats, {
   )
 }
 
+/** STREAM_MAX_AGE_HOURS as JetStream's max_age (nanoseconds; 0: none). */
+export const hoursToNanos = (hours: number): number => Math.round(hours * 3600) * 1_000_000_000
+
+/** JetStream's window for dropping a message published twice (by its Nats-Msg-Id); never above max_age. */
+const DUPLICATE_WINDOW_NANOS = 2 * 60 * 1_000_000_000
+const duplicateWindowOf = (maxAgeNanos: number) =>
+  maxAgeNanos > 0 ? Math.min(DUPLICATE_WINDOW_NANOS, maxAgeNanos) : DUPLICATE_WINDOW_NANOS
+
+interface StreamLimits {
+  /** NATS_REPLICAS. */
+  readonly replicas: number
+  /** STREAM_MAX_AGE_HOURS in nanoseconds; 0: none. */
+  readonly maxAgeNanos: number
+}
+
 /**
  * Creates the stream, or brings an existing one to this configuration: adds the subjects it lacks (a
- * deployment upgraded to lanes) and raises its replicas to NATS_REPLICAS (a deployment moved from one
- * node to a cluster: the server copies the stream to the new replicas in place, README "A NATS cluster").
+ * deployment upgraded to lanes), raises its replicas to NATS_REPLICAS (a deployment moved from one
+ * node to a cluster: the server copies the stream to the new replicas in place, README "A NATS
+ * cluster") and sets its max_age to STREAM_MAX_AGE_HOURS (the safety limit behind the workers' purges,
+ * actors/StreamPurge.ts; README "Stream retention").
  */
-const ensureStream = (jsm: JetStreamManager, name: string, subjects: ReadonlyArray<string>, replicas: number) =>
+const ensureStream = (jsm: JetStreamManager, name: string, subjects: ReadonlyArray<string>, limits: StreamLimits) =>
   Effect.tryPromise({
     try: async () => {
       const existing = await jsm.streams.info(name).catch(() => undefined)
@@ -75,20 +93,28 @@ const ensureStream = (jsm: JetStreamManager, name: string, subjects: ReadonlyArr
         const missing = subjects.filter((subject) => !existing.config.subjects?.includes(subject))
         // Raised, never lowered: during a rolling restart to more replicas, a process still on the old
         // setting must not undo it (fewer replicas is an operator's `nats stream edit --replicas`).
-        const raise = (existing.config.num_replicas ?? 1) < replicas
-        if (missing.length > 0 || raise) {
-          await jsm.streams.update(name, { subjects: [...(existing.config.subjects ?? []), ...missing], num_replicas: Math.max(existing.config.num_replicas ?? 1, replicas) })
+        const raise = (existing.config.num_replicas ?? 1) < limits.replicas
+        // The age limit is this release's setting, whichever way it moves (a release before it never sets one).
+        const reage = (existing.config.max_age ?? 0) !== limits.maxAgeNanos
+        if (missing.length > 0 || raise || reage) {
+          await jsm.streams.update(name, {
+            subjects: [...(existing.config.subjects ?? []), ...missing],
+            num_replicas: Math.max(existing.config.num_replicas ?? 1, limits.replicas),
+            max_age: limits.maxAgeNanos,
+            duplicate_window: duplicateWindowOf(limits.maxAgeNanos)
+          })
         }
         return
       }
       await jsm.streams.add({
         name,
         subjects: [...subjects],
-        num_replicas: replicas,
+        num_replicas: limits.replicas,
         storage: StorageType.File,
         retention: RetentionPolicy.Limits,
         discard: DiscardPolicy.Old,
-        duplicate_window: 2 * 60 * 1_000_000_000
+        max_age: limits.maxAgeNanos,
+        duplicate_window: duplicateWindowOf(limits.maxAgeNanos)
       }).catch(async (error) => {
         // Another process created it between our check and our add.
         if (!(await jsm.streams.info(name).catch(() => undefined))) throw error
