@@ -106,6 +106,10 @@ export const deliveryId = (destinationId: string, eventId: string): string => {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${((parseInt(hex[16]!, 16) & 3) | 8).toString(16)}${hex.slice(17, 20)}-${hex.slice(20, 32)}`
 }
 
+/** The advisory lock class of (destination, contact) pairs (pg_advisory_xact_lock(class, bucket)), and its buckets. */
+const LOCK_CLASS = 37_001
+const LOCK_BUCKETS = 256
+
 const iso = (value: Date | string | null): string | null => (value === null ? null : new Date(value).toISOString())
 
 interface DestinationRow {
@@ -358,6 +362,7 @@ export class Destinations extends Context.Service<Destinations, {
         if (!(yield* owns(projectId, destinationId))) return undefined
         if ("id" in which && !isUuid(which.id)) return undefined
         const rows = yield* sql.withTransaction(Effect.gen(function*() {
+          yield* lockAllPairs
           const reopened = yield* sql<DeliveryRow>`
             UPDATE destination_deliveries SET status = 'pending', next_attempt_at = now(), retry_until = ${retryUntil},
                    replays = replays + 1, claimed_until = NULL, updated_at = now(), ready = contact_id IS NULL
@@ -378,6 +383,23 @@ export class Destinations extends Context.Service<Destinations, {
           SELECT id, events FROM destinations WHERE project_id = ${projectId} AND enabled ORDER BY created_at`
         return rows.map((row) => ({ id: row.id, projectId, events: [...row.events] }))
       }, mapSqlError)
+
+      /**
+       * Serializes, per (destination, contact), everything that decides which delivery is the contact's
+       * ready one: recording (in whatever worker), settling one for good, replaying. Each takes the pair's
+       * transaction-level advisory lock first, so its next statement sees what the other committed (a
+       * settlement racing a recording could otherwise leave the recorded delivery never ready, and two
+       * workers recording one contact's deliveries at once could both mark theirs ready). The pairs share
+       * LOCK_BUCKETS locks, taken in ascending order (no deadlock, a bounded number per transaction).
+       */
+      const lockPairs = (pairs: ReadonlyArray<{ readonly d: string; readonly c: string }>) =>
+        pairs.length === 0 ? Effect.void : sql`
+          SELECT pg_advisory_xact_lock(${LOCK_CLASS}, k) FROM (
+            SELECT DISTINCT hashtext((p->>'d') || ':' || (p->>'c')) & ${LOCK_BUCKETS - 1} AS k
+            FROM jsonb_array_elements(${JSON.stringify(pairs)}::jsonb) AS p
+            ORDER BY k) buckets`.pipe(Effect.asVoid)
+      const lockAllPairs = sql`SELECT pg_advisory_xact_lock(${LOCK_CLASS}, k) FROM generate_series(0, ${LOCK_BUCKETS - 1}) AS k ORDER BY k`
+        .pipe(Effect.asVoid)
 
       /**
        * Marks, for each (destination, contact) pair, its earliest open delivery ready and the others not:
@@ -414,6 +436,7 @@ export class Destinations extends Context.Service<Destinations, {
           a: row.eventAt
         }))
         return yield* sql.withTransaction(Effect.gen(function*() {
+          yield* lockPairs(items.flatMap((item) => (item.c === null ? [] : [{ d: item.d, c: item.c }])))
           const inserted = yield* sql<{ destination_id: string; contact_id: string | null }>`
             INSERT INTO destination_deliveries (id, destination_id, project_id, event_id, event_type, contact_id, payload, event_at, retry_until, ready)
             SELECT (x->>'id')::uuid, (x->>'d')::uuid, (x->>'p')::uuid, x->>'e', x->>'t', (x->>'c')::uuid,
@@ -499,7 +522,7 @@ export class Destinations extends Context.Service<Destinations, {
                        updated_at = CASE WHEN ${disabling} THEN now() ELSE updated_at END
                 WHERE id = ${delivery.destinationId}
                 RETURNING (disabled_reason = 'failures' AND disabled_at = now()) AS disabled`
-        const rows = yield* sql<{ disabled: boolean | null }>`
+        const statement = sql<{ disabled: boolean | null }>`
           WITH done AS (
             UPDATE destination_deliveries SET status = ${status}, claimed_until = NULL, updated_at = now(), ready = ready AND ${!promote},
                    last_status_code = ${outcome.statusCode}, latency_ms = coalesce(${outcome.ok ? outcome.latencyMs : null}, latency_ms),
@@ -518,6 +541,10 @@ export class Destinations extends Context.Service<Destinations, {
             RETURNING id
           ), destination AS (${destination})
           SELECT (SELECT disabled FROM destination) AS disabled, (SELECT count(*) FROM done) + (SELECT count(*) FROM promoted) AS touched`
+        // A retry keeps its place (one statement); settling for good hands over under the pair's lock.
+        const rows = promote
+          ? yield* sql.withTransaction(Effect.andThen(lockPairs([{ d: delivery.destinationId, c: delivery.contactId! }]), statement))
+          : yield* statement
         return rows[0]?.disabled === true
       }, mapSqlError)
 
