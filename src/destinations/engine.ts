@@ -99,12 +99,27 @@ export class DestinationEngine extends Context.Service<DestinationEngine, {
       const leaseMs = config.destinationTimeoutMs + 30_000
 
       // --- sending: one pump per destination --------------------------------------------------------
-      const pumps = new Map<string, { inFlight: number; running: boolean; again: boolean }>()
+      // An attempt holds one of the destination's DESTINATION_CONCURRENCY slots while it talks to the endpoint;
+      // recording its outcome (a database round trip or four) does not: the slot goes to the next due delivery
+      // at once. At most as many outcomes as slots are being recorded at a time, so a slow database holds the
+      // pump back instead of piling up.
+      const wakeup = yield* makeWakeup
+      const pumps = new Map<string, { attempting: number; settling: number; running: boolean; again: boolean }>()
+      const roomOf = (state: { attempting: number; settling: number }) =>
+        state.settling >= config.destinationConcurrency ? 0 : config.destinationConcurrency - state.attempting
 
-      const perform = (delivery: ClaimedDelivery) =>
+      const perform = (delivery: ClaimedDelivery, state: { attempting: number; settling: number }) =>
         Effect.gen(function*() {
-          const outcome = yield* Effect.promise(() => attemptDelivery(delivery, options))
+          const outcome = yield* Effect.promise(() => attemptDelivery(delivery, options)).pipe(
+            Effect.ensuring(Effect.sync(() => {
+              state.attempting--
+              state.settling++
+              wake(delivery.destinationId)
+            }))
+          )
           const disabled = yield* store.settle(delivery, outcome, config.destinationDisableAfterFailures)
+          // A retry is due at its own time: the due loop looks again for the next one (it may be the earliest).
+          if (outcome.nextAttemptAt !== null) yield* wakeup.signal
           if (disabled) {
             yield* Effect.logWarning("event destination disabled after failed attempts in a row", {
               destinationId: delivery.destinationId,
@@ -112,7 +127,12 @@ export class DestinationEngine extends Context.Service<DestinationEngine, {
             })
           }
         }).pipe(
-          Effect.catchCause((cause) => Effect.logWarning("event destination attempt not recorded; retried after its lease", cause))
+          Effect.catchCause((cause) => Effect.logWarning("event destination attempt not recorded; retried after its lease", cause)),
+          Effect.ensuring(Effect.sync(() => {
+            state.settling--
+            // Its settlement may have made the contact's next delivery ready (sent now), or freed room.
+            wake(delivery.destinationId)
+          }))
         )
 
       const pump = (destinationId: string): Effect.Effect<void> =>
@@ -120,16 +140,10 @@ export class DestinationEngine extends Context.Service<DestinationEngine, {
           const state = pumps.get(destinationId)!
           while (state.again) {
             state.again = false
-            const claimed = yield* store.claim(destinationId, config.destinationConcurrency - state.inFlight, leaseMs)
+            const claimed = yield* store.claim(destinationId, roomOf(state), leaseMs)
             for (const delivery of claimed) {
-              state.inFlight++
-              run(perform(delivery).pipe(
-                Effect.ensuring(Effect.sync(() => {
-                  state.inFlight--
-                  // Its settlement may have unblocked the contact's next delivery, or freed a slot.
-                  wake(destinationId)
-                }))
-              ))
+              state.attempting++
+              run(perform(delivery, state))
             }
           }
         }).pipe(
@@ -139,24 +153,23 @@ export class DestinationEngine extends Context.Service<DestinationEngine, {
             if (!state) return
             state.running = false
             if (state.again) wake(destinationId)
-            else if (state.inFlight === 0) pumps.delete(destinationId)
+            else if (state.attempting === 0 && state.settling === 0) pumps.delete(destinationId)
           }))
         )
 
       const wake = (destinationId: string) => {
         let state = pumps.get(destinationId)
         if (!state) {
-          state = { inFlight: 0, running: false, again: false }
+          state = { attempting: 0, settling: 0, running: false, again: false }
           pumps.set(destinationId, state)
         }
         state.again = true
-        if (state.running || state.inFlight >= config.destinationConcurrency) return
+        if (state.running || roomOf(state) <= 0) return
         state.running = true
         run(pump(destinationId))
       }
 
       // --- retries: the due loop ----------------------------------------------------------------------
-      const wakeup = yield* makeWakeup
       yield* Effect.forkScoped(runWhenDue({
         name: "event destinations",
         round: Effect.map(store.due, (due) => {
