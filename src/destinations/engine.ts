@@ -29,7 +29,7 @@ import { matchesAny } from "../domain/destinations.ts"
 import { Dns, hostResolver } from "../lib/dns.ts"
 import { makeWakeup, runWhenDue } from "../lib/dueLoop.ts"
 import { cidrMatcher } from "../lib/safeHttp.ts"
-import { type ActiveDestination, type ClaimedDelivery, Destinations, type NewDelivery } from "../store/Destinations.ts"
+import { type ActiveDestination, type AttemptOutcome, type ClaimedDelivery, Destinations, type NewDelivery } from "../store/Destinations.ts"
 import { Invalidations } from "../stream/Invalidations.ts"
 import type { OutEvent, TrackMessage } from "../stream/messages.ts"
 import { Nats } from "../stream/Nats.ts"
@@ -100,39 +100,71 @@ export class DestinationEngine extends Context.Service<DestinationEngine, {
 
       // --- sending: one pump per destination --------------------------------------------------------
       // An attempt holds one of the destination's DESTINATION_CONCURRENCY slots while it talks to the endpoint;
-      // recording its outcome (a database round trip or four) does not: the slot goes to the next due delivery
-      // at once. At most as many outcomes as slots are being recorded at a time, so a slow database holds the
-      // pump back instead of piling up.
+      // recording its outcome does not: the slot goes to the next due delivery at once, and the outcomes that
+      // came meanwhile are recorded together, in one statement (settleMany). At most as many outcomes as slots
+      // wait to be recorded, so a slow database holds the pump back instead of piling up.
       const wakeup = yield* makeWakeup
-      const pumps = new Map<string, { attempting: number; settling: number; running: boolean; again: boolean }>()
-      const roomOf = (state: { attempting: number; settling: number }) =>
-        state.settling >= config.destinationConcurrency ? 0 : config.destinationConcurrency - state.attempting
+      interface Pump {
+        attempting: number
+        settling: number
+        running: boolean
+        again: boolean
+        recording: boolean
+        readonly outcomes: Array<{ readonly delivery: ClaimedDelivery; readonly outcome: AttemptOutcome }>
+      }
+      const pumps = new Map<string, Pump>()
+      const roomOf = (state: Pump) => (state.settling >= config.destinationConcurrency ? 0 : config.destinationConcurrency - state.attempting)
 
-      const perform = (delivery: ClaimedDelivery, state: { attempting: number; settling: number }) =>
+      /** Records the outcomes waiting, batch after batch, while there are any. */
+      const recordOutcomes = (destinationId: string, state: Pump): Effect.Effect<void> =>
         Effect.gen(function*() {
-          const outcome = yield* Effect.promise(() => attemptDelivery(delivery, options)).pipe(
-            Effect.ensuring(Effect.sync(() => {
+          while (state.outcomes.length > 0) {
+            const batch = state.outcomes.splice(0, state.outcomes.length)
+            const disabled = yield* store.settleMany(destinationId, batch, config.destinationDisableAfterFailures).pipe(
+              Effect.catchCause((cause) =>
+                Effect.as(Effect.logWarning("event destination attempts not recorded; retried after their lease", cause), false)
+              ),
+              Effect.ensuring(Effect.sync(() => {
+                state.settling -= batch.length
+              }))
+            )
+            if (disabled) {
+              yield* Effect.logWarning("event destination disabled after failed attempts in a row", {
+                destinationId,
+                failures: config.destinationDisableAfterFailures
+              })
+            }
+            // A retry is due at its own time: the due loop looks again for the next one (it may be the earliest).
+            if (batch.some(({ outcome }) => outcome.nextAttemptAt !== null)) yield* wakeup.signal
+            // The settlements may have made contacts' next deliveries ready (sent now), and freed room.
+            wake(destinationId)
+          }
+        }).pipe(Effect.ensuring(Effect.sync(() => {
+          state.recording = false
+          if (state.outcomes.length > 0) startRecording(destinationId, state)
+        })))
+      const startRecording = (destinationId: string, state: Pump) => {
+        if (state.recording) return
+        state.recording = true
+        run(recordOutcomes(destinationId, state))
+      }
+
+      const perform = (delivery: ClaimedDelivery, state: Pump) =>
+        Effect.promise(() => attemptDelivery(delivery, options)).pipe(
+          Effect.tapCause((cause) => Effect.logWarning("event destination attempt failed unexpectedly; retried after its lease", cause)),
+          Effect.matchCause({
+            onFailure: () => {
+              state.attempting--
+              wake(delivery.destinationId)
+            },
+            onSuccess: (outcome) => {
               state.attempting--
               state.settling++
+              state.outcomes.push({ delivery, outcome })
+              startRecording(delivery.destinationId, state)
               wake(delivery.destinationId)
-            }))
-          )
-          const disabled = yield* store.settle(delivery, outcome, config.destinationDisableAfterFailures)
-          // A retry is due at its own time: the due loop looks again for the next one (it may be the earliest).
-          if (outcome.nextAttemptAt !== null) yield* wakeup.signal
-          if (disabled) {
-            yield* Effect.logWarning("event destination disabled after failed attempts in a row", {
-              destinationId: delivery.destinationId,
-              failures: config.destinationDisableAfterFailures
-            })
-          }
-        }).pipe(
-          Effect.catchCause((cause) => Effect.logWarning("event destination attempt not recorded; retried after its lease", cause)),
-          Effect.ensuring(Effect.sync(() => {
-            state.settling--
-            // Its settlement may have made the contact's next delivery ready (sent now), or freed room.
-            wake(delivery.destinationId)
-          }))
+            }
+          })
         )
 
       const pump = (destinationId: string): Effect.Effect<void> =>
@@ -153,14 +185,14 @@ export class DestinationEngine extends Context.Service<DestinationEngine, {
             if (!state) return
             state.running = false
             if (state.again) wake(destinationId)
-            else if (state.attempting === 0 && state.settling === 0) pumps.delete(destinationId)
+            else if (state.attempting === 0 && state.settling === 0 && !state.recording) pumps.delete(destinationId)
           }))
         )
 
       const wake = (destinationId: string) => {
         let state = pumps.get(destinationId)
         if (!state) {
-          state = { attempting: 0, settling: 0, running: false, again: false }
+          state = { attempting: 0, settling: 0, running: false, again: false, recording: false, outcomes: [] }
           pumps.set(destinationId, state)
         }
         state.again = true

@@ -230,6 +230,12 @@ export class Destinations extends Context.Service<Destinations, {
   readonly claim: (destinationId: string, room: number, leaseMs: number) => Effect.Effect<ReadonlyArray<ClaimedDelivery>, PersistenceError>
   /** Records an attempt's outcome; answers whether this failure disabled the destination. */
   readonly settle: (delivery: ClaimedDelivery, outcome: AttemptOutcome, disableAfter: number) => Effect.Effect<boolean, PersistenceError>
+  /** Records the outcomes of one destination's attempts, in the order they ended, in one statement; answers whether they disabled it. */
+  readonly settleMany: (
+    destinationId: string,
+    settled: ReadonlyArray<{ readonly delivery: ClaimedDelivery; readonly outcome: AttemptOutcome }>,
+    disableAfter: number
+  ) => Effect.Effect<boolean, PersistenceError>
   /** Enabled destinations with deliveries due now (not in flight). */
   readonly due: Effect.Effect<ReadonlyArray<string>, PersistenceError>
   /** Milliseconds until the next delivery is due (≤ 0: now), undefined when none is open. */
@@ -498,55 +504,89 @@ export class Destinations extends Context.Service<Destinations, {
       }, mapSqlError)
 
       /**
-       * One statement (one round trip, no transaction): the delivery's outcome; when it is settled for
-       * good, its contact's next open delivery made ready; and the destination's run of failures.
+       * One statement for a batch of one destination's attempts: their outcomes; for each settled for good,
+       * its contact's next open delivery made ready (under the pairs' locks, see lockPairs); and the
+       * destination's run of failures, as the attempts ended in order.
        */
-      const settle = Effect.fn("Destinations.settle")(function*(delivery: ClaimedDelivery, outcome: AttemptOutcome, disableAfter: number) {
-        const status: DeliveryStatus = outcome.ok ? "succeeded" : outcome.final ? "parked" : "failed"
-        const promote = status !== "failed" && delivery.contactId !== null
+      const settleMany = Effect.fn("Destinations.settleMany")(function*(
+        destinationId: string,
+        settled: ReadonlyArray<{ readonly delivery: ClaimedDelivery; readonly outcome: AttemptOutcome }>,
+        disableAfter: number
+      ) {
+        if (settled.length === 0) return false
+        const rows = settled.map(({ delivery, outcome }) => {
+          const status: DeliveryStatus = outcome.ok ? "succeeded" : outcome.final ? "parked" : "failed"
+          return {
+            id: delivery.id,
+            c: delivery.contactId,
+            status,
+            promote: status !== "failed" && delivery.contactId !== null,
+            code: outcome.statusCode,
+            latency: outcome.ok ? outcome.latencyMs : null,
+            excerpt: outcome.excerpt,
+            error: outcome.error,
+            next: outcome.nextAttemptAt?.toISOString() ?? null,
+            test: delivery.test
+          }
+        })
+        const promoted = rows.filter((row) => row.promote)
+        // The destination's run of failures: the failed attempts after its last success in this batch.
+        const counted = rows.filter((row) => !row.test)
+        const lastSuccess = counted.findLastIndex((row) => row.status === "succeeded")
+        const trailing = counted.length - lastSuccess - 1
         // A failure counts towards disabling; disabling happens on the attempt that completes the run.
-        const disabling = sql`enabled AND ${disableAfter} > 0 AND consecutive_failures + 1 >= ${disableAfter}`
-        const destination = delivery.test
+        const failures = lastSuccess >= 0 ? sql`${trailing}` : sql`consecutive_failures + ${trailing}`
+        const disabling = sql`enabled AND ${disableAfter} > 0 AND ${trailing} > 0 AND ${failures} >= ${disableAfter}`
+        const destination = counted.length === 0
           ? sql`SELECT false AS disabled`
-          : outcome.ok
+          : trailing === 0
           // The destination's row is shared by all its attempts: written when a run of failures ends, and its
           // last success at most once a second, so concurrent settlements do not queue on its lock.
           ? sql`UPDATE destinations SET consecutive_failures = 0, last_success_at = now()
-                WHERE id = ${delivery.destinationId}
+                WHERE id = ${destinationId}
                   AND (consecutive_failures > 0 OR last_success_at IS NULL OR last_success_at < now() - interval '1 second')
                 RETURNING false AS disabled`
-          : sql`UPDATE destinations SET consecutive_failures = consecutive_failures + 1, last_failure_at = now(),
+          : sql`UPDATE destinations SET consecutive_failures = ${failures}, last_failure_at = now(),
+                       last_success_at = CASE WHEN ${lastSuccess >= 0} THEN now() ELSE last_success_at END,
                        enabled = CASE WHEN ${disabling} THEN false ELSE enabled END,
                        disabled_at = CASE WHEN ${disabling} THEN now() ELSE disabled_at END,
                        disabled_reason = CASE WHEN ${disabling} THEN 'failures' ELSE disabled_reason END,
                        updated_at = CASE WHEN ${disabling} THEN now() ELSE updated_at END
-                WHERE id = ${delivery.destinationId}
+                WHERE id = ${destinationId}
                 RETURNING (disabled_reason = 'failures' AND disabled_at = now()) AS disabled`
         const statement = sql<{ disabled: boolean | null }>`
-          WITH done AS (
-            UPDATE destination_deliveries SET status = ${status}, claimed_until = NULL, updated_at = now(), ready = ready AND ${!promote},
-                   last_status_code = ${outcome.statusCode}, latency_ms = coalesce(${outcome.ok ? outcome.latencyMs : null}, latency_ms),
-                   response_excerpt = ${outcome.excerpt}, error = ${outcome.error},
-                   next_attempt_at = coalesce(${outcome.nextAttemptAt}, next_attempt_at)
-            WHERE id = ${delivery.id}
-            RETURNING id
+          WITH input AS (
+            SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS i(
+              id uuid, c uuid, status text, promote boolean, code integer, latency integer, excerpt text, error text, next timestamptz)
+          ), done AS (
+            UPDATE destination_deliveries x SET status = i.status, claimed_until = NULL, updated_at = now(), ready = x.ready AND NOT i.promote,
+                   last_status_code = i.code, latency_ms = coalesce(i.latency, x.latency_ms),
+                   response_excerpt = i.excerpt, error = i.error, next_attempt_at = coalesce(i.next, x.next_attempt_at)
+            FROM input i
+            WHERE x.id = i.id AND x.destination_id = ${destinationId}
+            RETURNING x.id
           ), promoted AS (
-            -- The statement sees the rows as they were before it: the settled one is left out by its id.
+            -- The statement sees the rows as they were before it: the settled ones are left out by their ids.
             UPDATE destination_deliveries SET ready = true
-            WHERE ${promote} AND id = (
-              SELECT o.id FROM destination_deliveries o
-              WHERE o.destination_id = ${delivery.destinationId} AND o.contact_id = ${delivery.contactId}
-                AND o.status IN ('pending', 'failed') AND o.id <> ${delivery.id}
-              ORDER BY o.seq LIMIT 1)
+            WHERE id IN (
+              SELECT h.id FROM (SELECT DISTINCT c FROM input WHERE promote) p
+              CROSS JOIN LATERAL (
+                SELECT o.id FROM destination_deliveries o
+                WHERE o.destination_id = ${destinationId} AND o.contact_id = p.c AND o.status IN ('pending', 'failed')
+                  AND o.id NOT IN (SELECT id FROM input WHERE promote)
+                ORDER BY o.seq LIMIT 1) h)
             RETURNING id
           ), destination AS (${destination})
           SELECT (SELECT disabled FROM destination) AS disabled, (SELECT count(*) FROM done) + (SELECT count(*) FROM promoted) AS touched`
-        // A retry keeps its place (one statement); settling for good hands over under the pair's lock.
-        const rows = promote
-          ? yield* sql.withTransaction(Effect.andThen(lockPairs([{ d: delivery.destinationId, c: delivery.contactId! }]), statement))
+        // Retries keep their place (one statement); settling for good hands over under the pairs' locks.
+        const result = promoted.length > 0
+          ? yield* sql.withTransaction(Effect.andThen(lockPairs(promoted.map((row) => ({ d: destinationId, c: row.c! }))), statement))
           : yield* statement
-        return rows[0]?.disabled === true
+        return result[0]?.disabled === true
       }, mapSqlError)
+
+      const settle = (delivery: ClaimedDelivery, outcome: AttemptOutcome, disableAfter: number) =>
+        settleMany(delivery.destinationId, [{ delivery, outcome }], disableAfter)
 
       const due = Effect.map(
         sql<{ destination_id: string }>`
@@ -590,7 +630,7 @@ export class Destinations extends Context.Service<Destinations, {
 
       return Destinations.of({
         prune,
-        create, list, get, update, remove, rotateSecret, deliveries, delivery, replay, active, record, claim, settle, due, nextDueIn, recordTest
+        create, list, get, update, remove, rotateSecret, deliveries, delivery, replay, active, record, claim, settle, settleMany, due, nextDueIn, recordTest
       })
     })
   )

@@ -94,6 +94,38 @@ layer(Repository)("Destinations", (it) => {
       expect(delivered).toEqual(order.slice(0, delivered.length).map((row) => Number(row.n)))
     }))
 
+  it.effect("settles a batch of outcomes in one statement: promotions per contact, retries kept, the run of failures in order", () =>
+    Effect.gen(function*() {
+      const store = yield* Destinations
+      const projectId = yield* insertProject
+      const destination = yield* store.create(projectId, { url: "https://example.com/h", events: ["*"] })
+      const [a, b] = [uuidv7(), uuidv7()]
+      const event = (contactId: string | null, n: number): NewDelivery => ({
+        destinationId: destination.id, projectId, eventId: `b${n}`, eventType: "x", contactId, body: JSON.stringify({ n }), eventAt: new Date().toISOString()
+      })
+      yield* store.record([event(a, 1), event(b, 2), event(null, 3), event(a, 4), event(b, 5)], later)
+      const bodies = (claimed: ReadonlyArray<ClaimedDelivery>) => claimed.map((delivery) => JSON.parse(delivery.body).n)
+      const heads = yield* store.claim(destination.id, 10, 60_000)
+      expect(bodies(heads)).toEqual([1, 2, 3])
+      const failed = { ...ok, ok: false, final: false, statusCode: 500, error: "HTTP 500", nextAttemptAt: new Date(Date.now() + 60_000) }
+      const byN = (n: number) => heads.find((delivery) => JSON.parse(delivery.body).n === n)!
+      expect(yield* store.settleMany(destination.id, [
+        { delivery: byN(2), outcome: failed },
+        { delivery: byN(1), outcome: ok },
+        { delivery: byN(3), outcome: ok }
+      ], 3)).toBe(false)
+      // a's next is ready; b's first waits for its retry, and b's second behind it.
+      const next = yield* store.claim(destination.id, 10, 60_000)
+      expect(bodies(next)).toEqual([4])
+      expect((yield* store.get(projectId, destination.id))!.consecutiveFailures).toBe(0)
+      // Two failures after the last success make a run of two; a third disables (DISABLE_AFTER 3).
+      expect(yield* store.settleMany(destination.id, [{ delivery: next[0]!, outcome: ok }, { delivery: next[0]!, outcome: failed }], 3)).toBe(false)
+      expect(yield* store.settleMany(destination.id, [{ delivery: next[0]!, outcome: failed }], 3)).toBe(false)
+      expect(yield* store.settleMany(destination.id, [{ delivery: next[0]!, outcome: failed }], 3)).toBe(true)
+      const disabled = (yield* store.get(projectId, destination.id))!
+      expect(disabled).toMatchObject({ enabled: false, disabledReason: "failures", consecutiveFailures: 3 })
+    }))
+
   it.effect("prunes finished deliveries past the retention, never open ones", () =>
     Effect.gen(function*() {
       const store = yield* Destinations
