@@ -12,10 +12,13 @@
  *   while an earlier one is pending or retrying) up to DESTINATION_CONCURRENCY attempts in flight, and
  *   performs them (attempt.ts) with DESTINATION_TIMEOUT_MS each. A slow or dead endpoint fills only its
  *   own slots: other destinations, of this project or another, are pumped independently. A freshly
- *   recorded delivery is pumped at once, from the consumer's path, without waiting for a poll.
+ *   recorded delivery is pumped at once, from the consumer's path, without waiting for a poll; so is a
+ *   contact's next delivery once the one before it is settled (the store decides it under the
+ *   (destination, contact) pair's lock, so several workers keep the order too). A slot is free again
+ *   when the endpoint answered; the outcomes are recorded in batches (settleMany).
  * - **Retries.** A failed attempt is due again after an exponential backoff, until its retry period
  *   (DESTINATION_RETRY_HOURS) ends, then parked. A due loop (lib/dueLoop.ts) sleeps until the next due
- *   time and wakes the destinations with due deliveries; replays and re-enabling wake it through the
+ *   time (a failed attempt wakes it to look again) and wakes the destinations with due deliveries; replays and re-enabling wake it through the
  *   invalidation topic. A claim is a lease (`claimed_until`): a worker that dies mid-attempt leaves the
  *   delivery claimable again afterwards, so it is sent again with the same `webhook-id`.
  * - **Auto-disable.** DESTINATION_DISABLE_AFTER_FAILURES failed attempts in a row disable the
