@@ -104,8 +104,10 @@ export class DestinationEngine extends Context.Service<DestinationEngine, {
       // --- sending: one pump per destination --------------------------------------------------------
       // An attempt holds one of the destination's DESTINATION_CONCURRENCY slots while it talks to the endpoint;
       // recording its outcome does not: the slot goes to the next due delivery at once, and the outcomes that
-      // came meanwhile are recorded together, in one statement (settleMany). At most as many outcomes as slots
-      // wait to be recorded, so a slow database holds the pump back instead of piling up.
+      // came meanwhile are recorded together, in one statement (settleMany). The pump claims up to a slot's
+      // worth of deliveries ahead, so a freed slot starts the next one without waiting for a claim's round
+      // trip. At most as many outcomes as slots wait to be recorded, so a slow database holds the pump back
+      // instead of piling up.
       const wakeup = yield* makeWakeup
       interface Pump {
         attempting: number
@@ -113,10 +115,20 @@ export class DestinationEngine extends Context.Service<DestinationEngine, {
         running: boolean
         again: boolean
         recording: boolean
+        /** Claimed ahead (at most DESTINATION_CONCURRENCY), started as soon as a slot is free: no claim round trip in between. */
+        readonly queued: Array<ClaimedDelivery>
         readonly outcomes: Array<{ readonly delivery: ClaimedDelivery; readonly outcome: AttemptOutcome }>
       }
       const pumps = new Map<string, Pump>()
-      const roomOf = (state: Pump) => (state.settling >= config.destinationConcurrency ? 0 : config.destinationConcurrency - state.attempting)
+      const roomOf = (state: Pump) =>
+        state.settling >= config.destinationConcurrency ? 0 : 2 * config.destinationConcurrency - state.attempting - state.queued.length
+      /** Starts queued deliveries while slots are free. */
+      const dispatch = (state: Pump) => {
+        while (state.attempting < config.destinationConcurrency && state.queued.length > 0) {
+          state.attempting++
+          run(perform(state.queued.shift()!, state))
+        }
+      }
 
       /** Records the outcomes waiting, batch after batch, while there are any. */
       const recordOutcomes = (destinationId: string, state: Pump): Effect.Effect<void> =>
@@ -158,12 +170,14 @@ export class DestinationEngine extends Context.Service<DestinationEngine, {
           Effect.matchCause({
             onFailure: () => {
               state.attempting--
+              dispatch(state)
               wake(delivery.destinationId)
             },
             onSuccess: (outcome) => {
               state.attempting--
               state.settling++
               state.outcomes.push({ delivery, outcome })
+              dispatch(state)
               startRecording(delivery.destinationId, state)
               wake(delivery.destinationId)
             }
@@ -176,10 +190,8 @@ export class DestinationEngine extends Context.Service<DestinationEngine, {
           while (state.again) {
             state.again = false
             const claimed = yield* store.claim(destinationId, roomOf(state), leaseMs)
-            for (const delivery of claimed) {
-              state.attempting++
-              run(perform(delivery, state))
-            }
+            state.queued.push(...claimed)
+            dispatch(state)
           }
         }).pipe(
           Effect.catchCause((cause) => Effect.logWarning("event destination claim failed; the due loop tries again", cause)),
@@ -188,14 +200,14 @@ export class DestinationEngine extends Context.Service<DestinationEngine, {
             if (!state) return
             state.running = false
             if (state.again) wake(destinationId)
-            else if (state.attempting === 0 && state.settling === 0 && !state.recording) pumps.delete(destinationId)
+            else if (state.attempting === 0 && state.settling === 0 && !state.recording && state.queued.length === 0) pumps.delete(destinationId)
           }))
         )
 
       const wake = (destinationId: string) => {
         let state = pumps.get(destinationId)
         if (!state) {
-          state = { attempting: 0, settling: 0, running: false, again: false, recording: false, outcomes: [] }
+          state = { attempting: 0, settling: 0, running: false, again: false, recording: false, queued: [], outcomes: [] }
           pumps.set(destinationId, state)
         }
         state.again = true
