@@ -535,8 +535,8 @@ export class Destinations extends Context.Service<Destinations, {
         const lastSuccess = counted.findLastIndex((row) => row.status === "succeeded")
         const trailing = counted.length - lastSuccess - 1
         // A failure counts towards disabling; disabling happens on the attempt that completes the run.
-        const failures = lastSuccess >= 0 ? sql`${trailing}` : sql`consecutive_failures + ${trailing}`
-        const disabling = sql`enabled AND ${disableAfter} > 0 AND ${trailing} > 0 AND ${failures} >= ${disableAfter}`
+        const failures = lastSuccess >= 0 ? sql`${trailing}::int` : sql`consecutive_failures + ${trailing}::int`
+        const disabling = sql`enabled AND ${disableAfter}::int > 0 AND ${trailing}::int > 0 AND ${failures} >= ${disableAfter}::int`
         const destination = counted.length === 0
           ? sql`SELECT false AS disabled`
           : trailing === 0
