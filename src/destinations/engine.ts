@@ -3,8 +3,8 @@
  *
  * - **Recording.** One durable JetStream consumer on stream OUT (`<prefix>_destinations`, shared by the
  *   workers) takes the events the service emits. Each batch of messages is matched against its
- *   projects' enabled destinations (cached per project; every change to a project's destinations is
- *   announced on the `destinations` invalidation topic) and recorded in one statement: a row per
+ *   projects' enabled destinations (read once per batch, so a destination gets the events emitted after
+ *   it was created, however late the `destinations` invalidation topic announces the change) and recorded in one statement: a row per
  *   (destination, event), its id the delivery's `webhook-id`, derived from both ids, so a redelivered
  *   message records nothing twice. The messages are acked after the commit (at least once).
  * - **Sending.** Each destination has its own pump: it claims the destination's due deliveries (each
@@ -66,8 +66,6 @@ const parse = <A>(message: JsMsg): A | undefined => {
   }
 }
 
-/** How long a cached project's destinations are trusted without an invalidation (a lost one costs this much at most). */
-const CACHE_TTL_MS = 60_000
 const CONSUMER_BATCH = 1000
 const PRUNE_BATCH = 5000
 
@@ -244,51 +242,55 @@ export class DestinationEngine extends Context.Service<DestinationEngine, {
       }
 
       // --- recording: the OUT consumer ---------------------------------------------------------------
-      const cache = new Map<string, { readonly destinations: ReadonlyArray<ActiveDestination>; readonly at: number }>()
+      // A batch is matched against its projects' destinations as they are when it is recorded (one query per
+      // batch): a destination created just before an event gets it, whenever the change's announcement arrives.
       yield* invalidations.subscribe<DestinationsChanged>(DESTINATIONS_TOPIC, {
         onMessage: (change) => {
-          cache.delete(change.projectId)
           if (change.wake !== undefined) wake(change.wake)
         },
-        onGap: () => cache.clear()
+        onGap: () => undefined
       })
-      const destinationsOf = (projectId: string) => {
-        const cached = cache.get(projectId)
-        if (cached && Date.now() - cached.at < CACHE_TTL_MS) return Effect.succeed(cached.destinations)
-        return Effect.tap(store.active(projectId), (destinations) => Effect.sync(() => cache.set(projectId, { destinations, at: Date.now() })))
+      const projectOf = (item: Received): string | undefined => {
+        if (item.source === "out") return parse<OutEvent>(item.message)?.projectId
+        // <prefix>.ingest.<partition>.<projectId>.track
+        return item.message.subject.split(".")[3]
       }
 
       /** The events a message carries: an OUT event, or an ingest envelope's tracked events (parsed only when its project has destinations). */
-      const eventsOf = (item: Received) =>
-        Effect.gen(function*() {
-          if (item.source === "out") {
-            const event = parse<OutEvent>(item.message)
-            return event !== undefined && typeof event.projectId === "string" && typeof event.name === "string" && typeof event.id === "string"
-              ? [event]
-              : []
-          }
-          // <prefix>.ingest.<partition>.<projectId>.track
-          const projectId = item.message.subject.split(".")[3] ?? ""
-          if ((yield* destinationsOf(projectId)).length === 0) return []
-          const envelope = parse<TrackMessage>(item.message)
-          if (envelope?.kind !== "track" || !Array.isArray(envelope.events)) return []
-          return envelope.events.map((event): OutEvent => ({
-            id: event.eventId,
-            projectId: envelope.projectId,
-            name: event.name,
-            contactId: event.contactId,
-            email: event.email,
-            data: event.data,
-            at: event.at
-          }))
-        })
+      const eventsOf = (item: Received, hasDestinations: (projectId: string) => boolean): ReadonlyArray<OutEvent> => {
+        if (item.source === "out") {
+          const event = parse<OutEvent>(item.message)
+          return event !== undefined && typeof event.projectId === "string" && typeof event.name === "string" && typeof event.id === "string"
+            ? [event]
+            : []
+        }
+        if (!hasDestinations(item.message.subject.split(".")[3] ?? "")) return []
+        const envelope = parse<TrackMessage>(item.message)
+        if (envelope?.kind !== "track" || !Array.isArray(envelope.events)) return []
+        return envelope.events.map((event): OutEvent => ({
+          id: event.eventId,
+          projectId: envelope.projectId,
+          name: event.name,
+          contactId: event.contactId,
+          email: event.email,
+          data: event.data,
+          at: event.at
+        }))
+      }
 
       const record = (items: ReadonlyArray<Received>) =>
         Effect.gen(function*() {
+          const projectIds = new Set<string>()
+          for (const item of items) {
+            const projectId = projectOf(item)
+            if (typeof projectId === "string") projectIds.add(projectId)
+          }
+          const byProject = yield* store.activeIn([...projectIds])
+          const destinationsOf = (projectId: string) => byProject.get(projectId) ?? []
           const rows: Array<NewDelivery> = []
           for (const item of items) {
-            for (const event of yield* eventsOf(item)) {
-              const destinations = yield* destinationsOf(event.projectId)
+            for (const event of eventsOf(item, (projectId) => destinationsOf(projectId).length > 0)) {
+              const destinations = destinationsOf(event.projectId)
               let body: string | undefined
               for (const destination of destinations) {
                 if (!matchesAny(destination.events, event.name)) continue

@@ -224,6 +224,8 @@ export class Destinations extends Context.Service<Destinations, {
 
   // The engine's side.
   readonly active: (projectId: string) => Effect.Effect<ReadonlyArray<ActiveDestination>, PersistenceError>
+  /** The enabled destinations of each of these projects (one query). */
+  readonly activeIn: (projectIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, ReadonlyArray<ActiveDestination>>, PersistenceError>
   /** Records deliveries (a repeat of one already recorded is ignored); answers the destinations that got new ones. */
   readonly record: (deliveries: ReadonlyArray<NewDelivery>, retryUntil: Date) => Effect.Effect<ReadonlyArray<string>, PersistenceError>
   /** Claims up to `room` due deliveries of an enabled destination, each a contact's earliest open one, for `leaseMs`. */
@@ -382,6 +384,17 @@ export class Destinations extends Context.Service<Destinations, {
         }))
         if ("id" in which && rows.length === 0) return undefined
         return rows.map(toDelivery)
+      }, mapSqlError)
+
+      const activeIn = Effect.fn("Destinations.activeIn")(function*(projectIds: ReadonlyArray<string>) {
+        const byProject = new Map<string, Array<ActiveDestination>>(projectIds.map((id) => [id, []]))
+        const uuids = projectIds.filter(isUuid)
+        if (uuids.length === 0) return byProject
+        const rows = yield* sql<{ id: string; project_id: string; events: ReadonlyArray<string> }>`
+          SELECT id, project_id, events FROM destinations
+          WHERE project_id IN (SELECT unnest(${pgArray(uuids)}::uuid[])) AND enabled ORDER BY created_at`
+        for (const row of rows) byProject.get(row.project_id)?.push({ id: row.id, projectId: row.project_id, events: [...row.events] })
+        return byProject
       }, mapSqlError)
 
       const active = Effect.fn("Destinations.active")(function*(projectId: string) {
@@ -630,7 +643,7 @@ export class Destinations extends Context.Service<Destinations, {
 
       return Destinations.of({
         prune,
-        create, list, get, update, remove, rotateSecret, deliveries, delivery, replay, active, record, claim, settle, settleMany, due, nextDueIn, recordTest
+        create, list, get, update, remove, rotateSecret, deliveries, delivery, replay, active, activeIn, record, claim, settle, settleMany, due, nextDueIn, recordTest
       })
     })
   )
