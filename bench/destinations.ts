@@ -108,6 +108,14 @@ export const run = () =>
       const latencies = (path: string, sentAtOf: (body: any) => number) =>
         receiver.arrivals(path).map((arrival) => arrival.at - sentAtOf(arrival.body)).filter(Number.isFinite).sort((a, b) => a - b)
       const destination = latencies("/destination", (body) => valueOf(body?.data?.data?.sentAt))
+      // Where a destination's delivery spent its time: the event's time → its delivery row recorded (the
+      // api, the streams, the worker's consumer) → settled after its attempt (the pump and the endpoint).
+      const [stages] = await env.query<Record<string, number>>(`
+        SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM created_at - event_at))::float8 * 1000 AS "recordedP50Ms",
+               percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM created_at - event_at))::float8 * 1000 AS "recordedP99Ms",
+               percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM updated_at - created_at))::float8 * 1000 AS "recordedToSettledP50Ms",
+               percentile_cont(0.99) WITHIN GROUP (ORDER BY extract(epoch FROM updated_at - created_at))::float8 * 1000 AS "recordedToSettledP99Ms"
+        FROM destination_deliveries WHERE event_type = 'bench_event'`)
       const webhook = latencies("/workflow", (body) => valueOf(body?.event?.sentAt))
 
       // (2) A burst to one destination: deliveries per second it receives.
@@ -139,7 +147,7 @@ export const run = () =>
           rate,
           events: sent,
           sendSeconds,
-          destination: summary(destination),
+          destination: { ...summary(destination), stages: Object.fromEntries(Object.entries(stages ?? {}).map(([key, value]) => [key, Math.round(Number(value))])) },
           baselineWorkflowWebhook: summary(webhook)
         },
         throughput: {

@@ -3,8 +3,8 @@
  *
  * - **Recording.** One durable JetStream consumer on stream OUT (`<prefix>_destinations`, shared by the
  *   workers) takes the events the service emits. Each batch of messages is matched against its
- *   projects' enabled destinations (cached per project; every change to a project's destinations is
- *   announced on the `destinations` invalidation topic) and recorded in one statement: a row per
+ *   projects' enabled destinations (read once per batch, so a destination gets the events emitted after
+ *   it was created, however late the `destinations` invalidation topic announces the change) and recorded in one statement: a row per
  *   (destination, event), its id the delivery's `webhook-id`, derived from both ids, so a redelivered
  *   message records nothing twice. The messages are acked after the commit (at least once).
  * - **Sending.** Each destination has its own pump: it claims the destination's due deliveries (each
@@ -12,10 +12,13 @@
  *   while an earlier one is pending or retrying) up to DESTINATION_CONCURRENCY attempts in flight, and
  *   performs them (attempt.ts) with DESTINATION_TIMEOUT_MS each. A slow or dead endpoint fills only its
  *   own slots: other destinations, of this project or another, are pumped independently. A freshly
- *   recorded delivery is pumped at once, from the consumer's path, without waiting for a poll.
+ *   recorded delivery is pumped at once, from the consumer's path, without waiting for a poll; so is a
+ *   contact's next delivery once the one before it is settled (the store decides it under the
+ *   (destination, contact) pair's lock, so several workers keep the order too). A slot is free again
+ *   when the endpoint answered; the outcomes are recorded in batches (settleMany).
  * - **Retries.** A failed attempt is due again after an exponential backoff, until its retry period
  *   (DESTINATION_RETRY_HOURS) ends, then parked. A due loop (lib/dueLoop.ts) sleeps until the next due
- *   time and wakes the destinations with due deliveries; replays and re-enabling wake it through the
+ *   time (a failed attempt wakes it to look again) and wakes the destinations with due deliveries; replays and re-enabling wake it through the
  *   invalidation topic. A claim is a lease (`claimed_until`): a worker that dies mid-attempt leaves the
  *   delivery claimable again afterwards, so it is sent again with the same `webhook-id`.
  * - **Auto-disable.** DESTINATION_DISABLE_AFTER_FAILURES failed attempts in a row disable the
@@ -29,7 +32,7 @@ import { matchesAny } from "../domain/destinations.ts"
 import { Dns, hostResolver } from "../lib/dns.ts"
 import { makeWakeup, runWhenDue } from "../lib/dueLoop.ts"
 import { cidrMatcher } from "../lib/safeHttp.ts"
-import { type ActiveDestination, type ClaimedDelivery, Destinations, type NewDelivery } from "../store/Destinations.ts"
+import { type ActiveDestination, type AttemptOutcome, type ClaimedDelivery, Destinations, type NewDelivery } from "../store/Destinations.ts"
 import { Invalidations } from "../stream/Invalidations.ts"
 import type { OutEvent, TrackMessage } from "../stream/messages.ts"
 import { Nats } from "../stream/Nats.ts"
@@ -63,8 +66,6 @@ const parse = <A>(message: JsMsg): A | undefined => {
   }
 }
 
-/** How long a cached project's destinations are trusted without an invalidation (a lost one costs this much at most). */
-const CACHE_TTL_MS = 60_000
 const CONSUMER_BATCH = 1000
 const PRUNE_BATCH = 5000
 
@@ -99,20 +100,86 @@ export class DestinationEngine extends Context.Service<DestinationEngine, {
       const leaseMs = config.destinationTimeoutMs + 30_000
 
       // --- sending: one pump per destination --------------------------------------------------------
-      const pumps = new Map<string, { inFlight: number; running: boolean; again: boolean }>()
+      // An attempt holds one of the destination's DESTINATION_CONCURRENCY slots while it talks to the endpoint;
+      // recording its outcome does not: the slot goes to the next due delivery at once, and the outcomes that
+      // came meanwhile are recorded together, in one statement (settleMany). The pump claims up to a slot's
+      // worth of deliveries ahead, so a freed slot starts the next one without waiting for a claim's round
+      // trip. At most as many outcomes as slots wait to be recorded, so a slow database holds the pump back
+      // instead of piling up.
+      const wakeup = yield* makeWakeup
+      interface Pump {
+        attempting: number
+        settling: number
+        running: boolean
+        again: boolean
+        recording: boolean
+        /** Claimed ahead (at most DESTINATION_CONCURRENCY), started as soon as a slot is free: no claim round trip in between. */
+        readonly queued: Array<ClaimedDelivery>
+        readonly outcomes: Array<{ readonly delivery: ClaimedDelivery; readonly outcome: AttemptOutcome }>
+      }
+      const pumps = new Map<string, Pump>()
+      const roomOf = (state: Pump) =>
+        state.settling >= config.destinationConcurrency ? 0 : 2 * config.destinationConcurrency - state.attempting - state.queued.length
+      /** Starts queued deliveries while slots are free. */
+      const dispatch = (state: Pump) => {
+        while (state.attempting < config.destinationConcurrency && state.queued.length > 0) {
+          state.attempting++
+          run(perform(state.queued.shift()!, state))
+        }
+      }
 
-      const perform = (delivery: ClaimedDelivery) =>
+      /** Records the outcomes waiting, batch after batch, while there are any. */
+      const recordOutcomes = (destinationId: string, state: Pump): Effect.Effect<void> =>
         Effect.gen(function*() {
-          const outcome = yield* Effect.promise(() => attemptDelivery(delivery, options))
-          const disabled = yield* store.settle(delivery, outcome, config.destinationDisableAfterFailures)
-          if (disabled) {
-            yield* Effect.logWarning("event destination disabled after failed attempts in a row", {
-              destinationId: delivery.destinationId,
-              failures: config.destinationDisableAfterFailures
-            })
+          while (state.outcomes.length > 0) {
+            const batch = state.outcomes.splice(0, state.outcomes.length)
+            const disabled = yield* store.settleMany(destinationId, batch, config.destinationDisableAfterFailures).pipe(
+              Effect.catchCause((cause) =>
+                Effect.as(Effect.logWarning("event destination attempts not recorded; retried after their lease", cause), false)
+              ),
+              Effect.ensuring(Effect.sync(() => {
+                state.settling -= batch.length
+              }))
+            )
+            if (disabled) {
+              yield* Effect.logWarning("event destination disabled after failed attempts in a row", {
+                destinationId,
+                failures: config.destinationDisableAfterFailures
+              })
+            }
+            // A retry is due at its own time: the due loop looks again for the next one (it may be the earliest).
+            if (batch.some(({ outcome }) => outcome.nextAttemptAt !== null)) yield* wakeup.signal
+            // The settlements may have made contacts' next deliveries ready (sent now), and freed room.
+            wake(destinationId)
           }
-        }).pipe(
-          Effect.catchCause((cause) => Effect.logWarning("event destination attempt not recorded; retried after its lease", cause))
+        }).pipe(Effect.ensuring(Effect.sync(() => {
+          state.recording = false
+          if (state.outcomes.length > 0) startRecording(destinationId, state)
+        })))
+      const startRecording = (destinationId: string, state: Pump) => {
+        if (state.recording) return
+        state.recording = true
+        run(recordOutcomes(destinationId, state))
+      }
+
+      const perform = (delivery: ClaimedDelivery, state: Pump) =>
+        Effect.promise(() => attemptDelivery(delivery, options)).pipe(
+          Effect.tapCause((cause) => Effect.logWarning("event destination attempt failed unexpectedly; retried after its lease", cause)),
+          Effect.matchCause({
+            onFailure: () => {
+              state.attempting--
+              dispatch(state)
+              wake(delivery.destinationId)
+            },
+            onSuccess: (outcome) => {
+              state.attempting--
+              state.settling++
+              state.outcomes.push({ delivery, outcome })
+              dispatch(state)
+              startRecording(delivery.destinationId, state)
+              wake(delivery.destinationId)
+            }
+          })
         )
 
       const pump = (destinationId: string): Effect.Effect<void> =>
@@ -120,17 +187,9 @@ export class DestinationEngine extends Context.Service<DestinationEngine, {
           const state = pumps.get(destinationId)!
           while (state.again) {
             state.again = false
-            const claimed = yield* store.claim(destinationId, config.destinationConcurrency - state.inFlight, leaseMs)
-            for (const delivery of claimed) {
-              state.inFlight++
-              run(perform(delivery).pipe(
-                Effect.ensuring(Effect.sync(() => {
-                  state.inFlight--
-                  // Its settlement may have unblocked the contact's next delivery, or freed a slot.
-                  wake(destinationId)
-                }))
-              ))
-            }
+            const claimed = yield* store.claim(destinationId, roomOf(state), leaseMs)
+            state.queued.push(...claimed)
+            dispatch(state)
           }
         }).pipe(
           Effect.catchCause((cause) => Effect.logWarning("event destination claim failed; the due loop tries again", cause)),
@@ -139,24 +198,23 @@ export class DestinationEngine extends Context.Service<DestinationEngine, {
             if (!state) return
             state.running = false
             if (state.again) wake(destinationId)
-            else if (state.inFlight === 0) pumps.delete(destinationId)
+            else if (state.attempting === 0 && state.settling === 0 && !state.recording && state.queued.length === 0) pumps.delete(destinationId)
           }))
         )
 
       const wake = (destinationId: string) => {
         let state = pumps.get(destinationId)
         if (!state) {
-          state = { inFlight: 0, running: false, again: false }
+          state = { attempting: 0, settling: 0, running: false, again: false, recording: false, queued: [], outcomes: [] }
           pumps.set(destinationId, state)
         }
         state.again = true
-        if (state.running || state.inFlight >= config.destinationConcurrency) return
+        if (state.running || roomOf(state) <= 0) return
         state.running = true
         run(pump(destinationId))
       }
 
       // --- retries: the due loop ----------------------------------------------------------------------
-      const wakeup = yield* makeWakeup
       yield* Effect.forkScoped(runWhenDue({
         name: "event destinations",
         round: Effect.map(store.due, (due) => {
@@ -184,51 +242,55 @@ export class DestinationEngine extends Context.Service<DestinationEngine, {
       }
 
       // --- recording: the OUT consumer ---------------------------------------------------------------
-      const cache = new Map<string, { readonly destinations: ReadonlyArray<ActiveDestination>; readonly at: number }>()
+      // A batch is matched against its projects' destinations as they are when it is recorded (one query per
+      // batch): a destination created just before an event gets it, whenever the change's announcement arrives.
       yield* invalidations.subscribe<DestinationsChanged>(DESTINATIONS_TOPIC, {
         onMessage: (change) => {
-          cache.delete(change.projectId)
           if (change.wake !== undefined) wake(change.wake)
         },
-        onGap: () => cache.clear()
+        onGap: () => undefined
       })
-      const destinationsOf = (projectId: string) => {
-        const cached = cache.get(projectId)
-        if (cached && Date.now() - cached.at < CACHE_TTL_MS) return Effect.succeed(cached.destinations)
-        return Effect.tap(store.active(projectId), (destinations) => Effect.sync(() => cache.set(projectId, { destinations, at: Date.now() })))
+      const projectOf = (item: Received): string | undefined => {
+        if (item.source === "out") return parse<OutEvent>(item.message)?.projectId
+        // <prefix>.ingest.<partition>.<projectId>.track
+        return item.message.subject.split(".")[3]
       }
 
       /** The events a message carries: an OUT event, or an ingest envelope's tracked events (parsed only when its project has destinations). */
-      const eventsOf = (item: Received) =>
-        Effect.gen(function*() {
-          if (item.source === "out") {
-            const event = parse<OutEvent>(item.message)
-            return event !== undefined && typeof event.projectId === "string" && typeof event.name === "string" && typeof event.id === "string"
-              ? [event]
-              : []
-          }
-          // <prefix>.ingest.<partition>.<projectId>.track
-          const projectId = item.message.subject.split(".")[3] ?? ""
-          if ((yield* destinationsOf(projectId)).length === 0) return []
-          const envelope = parse<TrackMessage>(item.message)
-          if (envelope?.kind !== "track" || !Array.isArray(envelope.events)) return []
-          return envelope.events.map((event): OutEvent => ({
-            id: event.eventId,
-            projectId: envelope.projectId,
-            name: event.name,
-            contactId: event.contactId,
-            email: event.email,
-            data: event.data,
-            at: event.at
-          }))
-        })
+      const eventsOf = (item: Received, hasDestinations: (projectId: string) => boolean): ReadonlyArray<OutEvent> => {
+        if (item.source === "out") {
+          const event = parse<OutEvent>(item.message)
+          return event !== undefined && typeof event.projectId === "string" && typeof event.name === "string" && typeof event.id === "string"
+            ? [event]
+            : []
+        }
+        if (!hasDestinations(item.message.subject.split(".")[3] ?? "")) return []
+        const envelope = parse<TrackMessage>(item.message)
+        if (envelope?.kind !== "track" || !Array.isArray(envelope.events)) return []
+        return envelope.events.map((event): OutEvent => ({
+          id: event.eventId,
+          projectId: envelope.projectId,
+          name: event.name,
+          contactId: event.contactId,
+          email: event.email,
+          data: event.data,
+          at: event.at
+        }))
+      }
 
       const record = (items: ReadonlyArray<Received>) =>
         Effect.gen(function*() {
+          const projectIds = new Set<string>()
+          for (const item of items) {
+            const projectId = projectOf(item)
+            if (typeof projectId === "string") projectIds.add(projectId)
+          }
+          const byProject = yield* store.activeIn([...projectIds])
+          const destinationsOf = (projectId: string) => byProject.get(projectId) ?? []
           const rows: Array<NewDelivery> = []
           for (const item of items) {
-            for (const event of yield* eventsOf(item)) {
-              const destinations = yield* destinationsOf(event.projectId)
+            for (const event of eventsOf(item, (projectId) => destinationsOf(projectId).length > 0)) {
+              const destinations = destinationsOf(event.projectId)
               let body: string | undefined
               for (const destination of destinations) {
                 if (!matchesAny(destination.events, event.name)) continue

@@ -106,6 +106,10 @@ export const deliveryId = (destinationId: string, eventId: string): string => {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${((parseInt(hex[16]!, 16) & 3) | 8).toString(16)}${hex.slice(17, 20)}-${hex.slice(20, 32)}`
 }
 
+/** The advisory lock class of (destination, contact) pairs (pg_advisory_xact_lock(class, bucket)), and its buckets. */
+const LOCK_CLASS = 37_001
+const LOCK_BUCKETS = 256
+
 const iso = (value: Date | string | null): string | null => (value === null ? null : new Date(value).toISOString())
 
 interface DestinationRow {
@@ -220,12 +224,20 @@ export class Destinations extends Context.Service<Destinations, {
 
   // The engine's side.
   readonly active: (projectId: string) => Effect.Effect<ReadonlyArray<ActiveDestination>, PersistenceError>
+  /** The enabled destinations of each of these projects (one query). */
+  readonly activeIn: (projectIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, ReadonlyArray<ActiveDestination>>, PersistenceError>
   /** Records deliveries (a repeat of one already recorded is ignored); answers the destinations that got new ones. */
   readonly record: (deliveries: ReadonlyArray<NewDelivery>, retryUntil: Date) => Effect.Effect<ReadonlyArray<string>, PersistenceError>
   /** Claims up to `room` due deliveries of an enabled destination, each a contact's earliest open one, for `leaseMs`. */
   readonly claim: (destinationId: string, room: number, leaseMs: number) => Effect.Effect<ReadonlyArray<ClaimedDelivery>, PersistenceError>
   /** Records an attempt's outcome; answers whether this failure disabled the destination. */
   readonly settle: (delivery: ClaimedDelivery, outcome: AttemptOutcome, disableAfter: number) => Effect.Effect<boolean, PersistenceError>
+  /** Records the outcomes of one destination's attempts, in the order they ended, in one statement; answers whether they disabled it. */
+  readonly settleMany: (
+    destinationId: string,
+    settled: ReadonlyArray<{ readonly delivery: ClaimedDelivery; readonly outcome: AttemptOutcome }>,
+    disableAfter: number
+  ) => Effect.Effect<boolean, PersistenceError>
   /** Enabled destinations with deliveries due now (not in flight). */
   readonly due: Effect.Effect<ReadonlyArray<string>, PersistenceError>
   /** Milliseconds until the next delivery is due (≤ 0: now), undefined when none is open. */
@@ -358,6 +370,7 @@ export class Destinations extends Context.Service<Destinations, {
         if (!(yield* owns(projectId, destinationId))) return undefined
         if ("id" in which && !isUuid(which.id)) return undefined
         const rows = yield* sql.withTransaction(Effect.gen(function*() {
+          yield* lockAllPairs
           const reopened = yield* sql<DeliveryRow>`
             UPDATE destination_deliveries SET status = 'pending', next_attempt_at = now(), retry_until = ${retryUntil},
                    replays = replays + 1, claimed_until = NULL, updated_at = now(), ready = contact_id IS NULL
@@ -373,11 +386,39 @@ export class Destinations extends Context.Service<Destinations, {
         return rows.map(toDelivery)
       }, mapSqlError)
 
+      const activeIn = Effect.fn("Destinations.activeIn")(function*(projectIds: ReadonlyArray<string>) {
+        const byProject = new Map<string, Array<ActiveDestination>>(projectIds.map((id) => [id, []]))
+        const uuids = projectIds.filter(isUuid)
+        if (uuids.length === 0) return byProject
+        const rows = yield* sql<{ id: string; project_id: string; events: ReadonlyArray<string> }>`
+          SELECT id, project_id, events FROM destinations
+          WHERE project_id IN (SELECT unnest(${pgArray(uuids)}::uuid[])) AND enabled ORDER BY created_at`
+        for (const row of rows) byProject.get(row.project_id)?.push({ id: row.id, projectId: row.project_id, events: [...row.events] })
+        return byProject
+      }, mapSqlError)
+
       const active = Effect.fn("Destinations.active")(function*(projectId: string) {
         const rows = yield* sql<{ id: string; events: ReadonlyArray<string> }>`
           SELECT id, events FROM destinations WHERE project_id = ${projectId} AND enabled ORDER BY created_at`
         return rows.map((row) => ({ id: row.id, projectId, events: [...row.events] }))
       }, mapSqlError)
+
+      /**
+       * Serializes, per (destination, contact), everything that decides which delivery is the contact's
+       * ready one: recording (in whatever worker), settling one for good, replaying. Each takes the pair's
+       * transaction-level advisory lock first, so its next statement sees what the other committed (a
+       * settlement racing a recording could otherwise leave the recorded delivery never ready, and two
+       * workers recording one contact's deliveries at once could both mark theirs ready). The pairs share
+       * LOCK_BUCKETS locks, taken in ascending order (no deadlock, a bounded number per transaction).
+       */
+      const lockPairs = (pairs: ReadonlyArray<{ readonly d: string; readonly c: string }>) =>
+        pairs.length === 0 ? Effect.void : sql`
+          SELECT pg_advisory_xact_lock(${LOCK_CLASS}, k) FROM (
+            SELECT DISTINCT hashtext((p->>'d') || ':' || (p->>'c')) & ${LOCK_BUCKETS - 1} AS k
+            FROM jsonb_array_elements(${JSON.stringify(pairs)}::jsonb) AS p
+            ORDER BY k) buckets`.pipe(Effect.asVoid)
+      const lockAllPairs = sql`SELECT pg_advisory_xact_lock(${LOCK_CLASS}, k) FROM generate_series(0, ${LOCK_BUCKETS - 1}) AS k ORDER BY k`
+        .pipe(Effect.asVoid)
 
       /**
        * Marks, for each (destination, contact) pair, its earliest open delivery ready and the others not:
@@ -414,6 +455,7 @@ export class Destinations extends Context.Service<Destinations, {
           a: row.eventAt
         }))
         return yield* sql.withTransaction(Effect.gen(function*() {
+          yield* lockPairs(items.flatMap((item) => (item.c === null ? [] : [{ d: item.d, c: item.c }])))
           const inserted = yield* sql<{ destination_id: string; contact_id: string | null }>`
             INSERT INTO destination_deliveries (id, destination_id, project_id, event_id, event_type, contact_id, payload, event_at, retry_until, ready)
             SELECT (x->>'id')::uuid, (x->>'d')::uuid, (x->>'p')::uuid, x->>'e', x->>'t', (x->>'c')::uuid,
@@ -475,51 +517,89 @@ export class Destinations extends Context.Service<Destinations, {
       }, mapSqlError)
 
       /**
-       * One statement (one round trip, no transaction): the delivery's outcome; when it is settled for
-       * good, its contact's next open delivery made ready; and the destination's run of failures.
+       * One statement for a batch of one destination's attempts: their outcomes; for each settled for good,
+       * its contact's next open delivery made ready (under the pairs' locks, see lockPairs); and the
+       * destination's run of failures, as the attempts ended in order.
        */
-      const settle = Effect.fn("Destinations.settle")(function*(delivery: ClaimedDelivery, outcome: AttemptOutcome, disableAfter: number) {
-        const status: DeliveryStatus = outcome.ok ? "succeeded" : outcome.final ? "parked" : "failed"
-        const promote = status !== "failed" && delivery.contactId !== null
+      const settleMany = Effect.fn("Destinations.settleMany")(function*(
+        destinationId: string,
+        settled: ReadonlyArray<{ readonly delivery: ClaimedDelivery; readonly outcome: AttemptOutcome }>,
+        disableAfter: number
+      ) {
+        if (settled.length === 0) return false
+        const rows = settled.map(({ delivery, outcome }) => {
+          const status: DeliveryStatus = outcome.ok ? "succeeded" : outcome.final ? "parked" : "failed"
+          return {
+            id: delivery.id,
+            c: delivery.contactId,
+            status,
+            promote: status !== "failed" && delivery.contactId !== null,
+            code: outcome.statusCode,
+            latency: outcome.ok ? outcome.latencyMs : null,
+            excerpt: outcome.excerpt,
+            error: outcome.error,
+            next: outcome.nextAttemptAt?.toISOString() ?? null,
+            test: delivery.test
+          }
+        })
+        const promoted = rows.filter((row) => row.promote)
+        // The destination's run of failures: the failed attempts after its last success in this batch.
+        const counted = rows.filter((row) => !row.test)
+        const lastSuccess = counted.findLastIndex((row) => row.status === "succeeded")
+        const trailing = counted.length - lastSuccess - 1
         // A failure counts towards disabling; disabling happens on the attempt that completes the run.
-        const disabling = sql`enabled AND ${disableAfter} > 0 AND consecutive_failures + 1 >= ${disableAfter}`
-        const destination = delivery.test
+        const failures = lastSuccess >= 0 ? sql`${trailing}::int` : sql`consecutive_failures + ${trailing}::int`
+        const disabling = sql`enabled AND ${disableAfter}::int > 0 AND ${trailing}::int > 0 AND ${failures} >= ${disableAfter}::int`
+        const destination = counted.length === 0
           ? sql`SELECT false AS disabled`
-          : outcome.ok
+          : trailing === 0
           // The destination's row is shared by all its attempts: written when a run of failures ends, and its
           // last success at most once a second, so concurrent settlements do not queue on its lock.
           ? sql`UPDATE destinations SET consecutive_failures = 0, last_success_at = now()
-                WHERE id = ${delivery.destinationId}
+                WHERE id = ${destinationId}
                   AND (consecutive_failures > 0 OR last_success_at IS NULL OR last_success_at < now() - interval '1 second')
                 RETURNING false AS disabled`
-          : sql`UPDATE destinations SET consecutive_failures = consecutive_failures + 1, last_failure_at = now(),
+          : sql`UPDATE destinations SET consecutive_failures = ${failures}, last_failure_at = now(),
+                       last_success_at = CASE WHEN ${lastSuccess >= 0} THEN now() ELSE last_success_at END,
                        enabled = CASE WHEN ${disabling} THEN false ELSE enabled END,
                        disabled_at = CASE WHEN ${disabling} THEN now() ELSE disabled_at END,
                        disabled_reason = CASE WHEN ${disabling} THEN 'failures' ELSE disabled_reason END,
                        updated_at = CASE WHEN ${disabling} THEN now() ELSE updated_at END
-                WHERE id = ${delivery.destinationId}
+                WHERE id = ${destinationId}
                 RETURNING (disabled_reason = 'failures' AND disabled_at = now()) AS disabled`
-        const rows = yield* sql<{ disabled: boolean | null }>`
-          WITH done AS (
-            UPDATE destination_deliveries SET status = ${status}, claimed_until = NULL, updated_at = now(), ready = ready AND ${!promote},
-                   last_status_code = ${outcome.statusCode}, latency_ms = coalesce(${outcome.ok ? outcome.latencyMs : null}, latency_ms),
-                   response_excerpt = ${outcome.excerpt}, error = ${outcome.error},
-                   next_attempt_at = coalesce(${outcome.nextAttemptAt}, next_attempt_at)
-            WHERE id = ${delivery.id}
-            RETURNING id
+        const statement = sql<{ disabled: boolean | null }>`
+          WITH input AS (
+            SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS i(
+              id uuid, c uuid, status text, promote boolean, code integer, latency integer, excerpt text, error text, next timestamptz)
+          ), done AS (
+            UPDATE destination_deliveries x SET status = i.status, claimed_until = NULL, updated_at = now(), ready = x.ready AND NOT i.promote,
+                   last_status_code = i.code, latency_ms = coalesce(i.latency, x.latency_ms),
+                   response_excerpt = i.excerpt, error = i.error, next_attempt_at = coalesce(i.next, x.next_attempt_at)
+            FROM input i
+            WHERE x.id = i.id AND x.destination_id = ${destinationId}
+            RETURNING x.id
           ), promoted AS (
-            -- The statement sees the rows as they were before it: the settled one is left out by its id.
+            -- The statement sees the rows as they were before it: the settled ones are left out by their ids.
             UPDATE destination_deliveries SET ready = true
-            WHERE ${promote} AND id = (
-              SELECT o.id FROM destination_deliveries o
-              WHERE o.destination_id = ${delivery.destinationId} AND o.contact_id = ${delivery.contactId}
-                AND o.status IN ('pending', 'failed') AND o.id <> ${delivery.id}
-              ORDER BY o.seq LIMIT 1)
+            WHERE id IN (
+              SELECT h.id FROM (SELECT DISTINCT c FROM input WHERE promote) p
+              CROSS JOIN LATERAL (
+                SELECT o.id FROM destination_deliveries o
+                WHERE o.destination_id = ${destinationId} AND o.contact_id = p.c AND o.status IN ('pending', 'failed')
+                  AND o.id NOT IN (SELECT id FROM input WHERE promote)
+                ORDER BY o.seq LIMIT 1) h)
             RETURNING id
           ), destination AS (${destination})
           SELECT (SELECT disabled FROM destination) AS disabled, (SELECT count(*) FROM done) + (SELECT count(*) FROM promoted) AS touched`
-        return rows[0]?.disabled === true
+        // Retries keep their place (one statement); settling for good hands over under the pairs' locks.
+        const result = promoted.length > 0
+          ? yield* sql.withTransaction(Effect.andThen(lockPairs(promoted.map((row) => ({ d: destinationId, c: row.c! }))), statement))
+          : yield* statement
+        return result[0]?.disabled === true
       }, mapSqlError)
+
+      const settle = (delivery: ClaimedDelivery, outcome: AttemptOutcome, disableAfter: number) =>
+        settleMany(delivery.destinationId, [{ delivery, outcome }], disableAfter)
 
       const due = Effect.map(
         sql<{ destination_id: string }>`
@@ -563,7 +643,7 @@ export class Destinations extends Context.Service<Destinations, {
 
       return Destinations.of({
         prune,
-        create, list, get, update, remove, rotateSecret, deliveries, delivery, replay, active, record, claim, settle, due, nextDueIn, recordTest
+        create, list, get, update, remove, rotateSecret, deliveries, delivery, replay, active, activeIn, record, claim, settle, settleMany, due, nextDueIn, recordTest
       })
     })
   )

@@ -50,6 +50,82 @@ layer(Repository)("Destinations", (it) => {
       }))
   })
 
+  it.effect("concurrent recordings (several workers) and settlements keep exactly one ready delivery per contact, in recorded order", () =>
+    Effect.gen(function*() {
+      const store = yield* Destinations
+      const sql = yield* SqlClient.SqlClient
+      const projectId = yield* insertProject
+      const destination = yield* store.create(projectId, { url: "https://example.com/h", events: ["*"] })
+      const contact = uuidv7()
+      const event = (n: number): NewDelivery => ({
+        destinationId: destination.id, projectId, eventId: `c${n}`, eventType: "x", contactId: contact, body: JSON.stringify({ n }), eventAt: new Date().toISOString()
+      })
+      const elsewhere = yield* store.create(projectId, { url: "https://example.com/h2", events: ["*"] })
+      const readyCount = (contactId = contact) =>
+        Effect.map(
+          sql<{ n: number }>`SELECT count(*)::int AS n FROM destination_deliveries
+            WHERE contact_id = ${contactId} AND ready AND status IN ('pending', 'failed')`,
+          (rows) => rows[0]!.n
+        )
+      // Transactions recording one contact's deliveries at the same moment, as workers sharing the consumer do.
+      for (let round = 0; round < 10; round++) {
+        const other = uuidv7()
+        yield* Effect.all(
+          Array.from({ length: 4 }, (_, n) => store.record([{ ...event(100 + round * 4 + n), destinationId: elsewhere.id, contactId: other }], later)),
+          { concurrency: "unbounded" }
+        )
+        expect(yield* readyCount(other)).toBe(1)
+      }
+      yield* Effect.all(Array.from({ length: 8 }, (_, n) => store.record([event(n)], later)), { concurrency: "unbounded" })
+      expect(yield* readyCount()).toBe(1)
+      // Settling the head while the contact's next deliveries are being recorded: the next one is always made ready.
+      const delivered: Array<number> = []
+      let n = 8
+      for (let round = 0; round < 30; round++) {
+        const [head, ...more] = yield* store.claim(destination.id, 10, 60_000)
+        expect(more).toEqual([])
+        expect(head).toBeDefined()
+        delivered.push(JSON.parse(head!.body).n)
+        yield* Effect.all([store.settle(head!, ok, 0), store.record([event(n++), event(n++)], later)], { concurrency: "unbounded" })
+        expect(yield* readyCount()).toBe(1)
+      }
+      const order = yield* sql<{ n: number }>`SELECT (payload #>> '{}')::jsonb->'n' AS n FROM destination_deliveries
+        WHERE destination_id = ${destination.id} ORDER BY seq`
+      expect(delivered).toEqual(order.slice(0, delivered.length).map((row) => Number(row.n)))
+    }))
+
+  it.effect("settles a batch of outcomes in one statement: promotions per contact, retries kept, the run of failures in order", () =>
+    Effect.gen(function*() {
+      const store = yield* Destinations
+      const projectId = yield* insertProject
+      const destination = yield* store.create(projectId, { url: "https://example.com/h", events: ["*"] })
+      const [a, b] = [uuidv7(), uuidv7()]
+      const event = (contactId: string | null, n: number): NewDelivery => ({
+        destinationId: destination.id, projectId, eventId: `b${n}`, eventType: "x", contactId, body: JSON.stringify({ n }), eventAt: new Date().toISOString()
+      })
+      yield* store.record([event(a, 1), event(b, 2), event(null, 3), event(a, 4), event(b, 5)], later)
+      const bodies = (claimed: ReadonlyArray<ClaimedDelivery>) => claimed.map((delivery) => JSON.parse(delivery.body).n)
+      const heads = yield* store.claim(destination.id, 10, 60_000)
+      expect(bodies(heads)).toEqual([1, 2, 3])
+      const failed = { ...ok, ok: false, final: false, statusCode: 500, error: "HTTP 500", nextAttemptAt: new Date(Date.now() + 60_000) }
+      const byN = (n: number) => heads.find((delivery) => JSON.parse(delivery.body).n === n)!
+      expect(yield* store.settleMany(destination.id, [
+        { delivery: byN(2), outcome: failed },
+        { delivery: byN(1), outcome: ok },
+        { delivery: byN(3), outcome: ok }
+      ], 3)).toBe(false)
+      // a's next is ready; b's first waits for its retry, and b's second behind it.
+      const next = yield* store.claim(destination.id, 10, 60_000)
+      expect(bodies(next)).toEqual([4])
+      expect((yield* store.get(projectId, destination.id))!.consecutiveFailures).toBe(0)
+      // Two failures after the last success make a run of two; a third disables (DISABLE_AFTER 3).
+      expect(yield* store.settleMany(destination.id, [{ delivery: next[0]!, outcome: ok }, { delivery: next[0]!, outcome: failed }], 3)).toBe(false)
+      expect(yield* store.settleMany(destination.id, [{ delivery: next[0]!, outcome: failed }], 3)).toBe(false)
+      expect(yield* store.settleMany(destination.id, [{ delivery: next[0]!, outcome: failed }], 3)).toBe(true)
+      const disabled = (yield* store.get(projectId, destination.id))!
+      expect(disabled).toMatchObject({ enabled: false, disabledReason: "failures", consecutiveFailures: 3 })
+    }))
+
   it.effect("prunes finished deliveries past the retention, never open ones", () =>
     Effect.gen(function*() {
       const store = yield* Destinations
