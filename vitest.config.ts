@@ -29,7 +29,9 @@ const inProcess = [
   "test/workflows/graph.test.ts"
 ]
 
-const shared = { testTimeout: 30_000, hookTimeout: 60_000 }
+// expect.poll's own default (1 s) is shorter than a page takes to follow a change on a loaded 2-core machine:
+// a poll waits up to 10 s for what it expects (it still returns as soon as it holds).
+const shared = { testTimeout: 30_000, hookTimeout: 60_000, expect: { poll: { timeout: 10_000 } } }
 
 export default defineConfig({
   test: {
