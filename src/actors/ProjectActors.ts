@@ -23,6 +23,7 @@ import { makeFactsCache } from "./laneFacts.ts"
 import { makeLaneTurns } from "./laneTurns.ts"
 import type { ActorItem, Delivered } from "./messages.ts"
 import { type Pipeline, ReadAheadAbandoned, readAheadCount, trackedContacts } from "./readAhead.ts"
+import { type Actor, actorKey, type Attempt } from "./actorState.ts"
 import { newWorkflowState, type WorkflowState } from "../workflows/engine.ts"
 import { WorkflowRuntime } from "../workflows/Runtime.ts"
 export { PartitionRun } from "./partitionRun.ts"
@@ -33,46 +34,6 @@ const MAX_BATCH = 1_000
 const IDLE = Duration.seconds(60)
 /** How long a lane waits before trying again messages it could neither apply nor set aside. */
 const PUT_BACK_PAUSE = Duration.seconds(5)
-
-interface Actor {
-  readonly key: string
-  readonly run: PartitionRun
-  readonly lane: number | undefined
-  readonly mailbox: Queue.Queue<ActorItem>
-  readonly segmentState: SegmentState
-  readonly workflowState: WorkflowState
-  fiber?: Fiber.Fiber<void>
-  /** Inside a transaction (a batch, a backfill chunk): a graceful stop lets it finish. */
-  busy: boolean
-  /** Started for its lane's unfinished backfills (see resumeBackfills), not by a message. */
-  readonly resumingBackfills: boolean
-  /**
-   * No row this lane's batches appended waits in the outbox for the relay, so the actor may publish its
-   * next batch's rows itself without overtaking one. False for a new actor (its predecessor, perhaps on
-   * a worker that died, may have left rows), after a batch whose rows the relay publishes, and after a
-   * publish that failed; true again once a `drainNow` emptied the outbox. An actor that passivated clear
-   * hands that on to its lane's next actor on the same run of the partition.
-   */
-  outboxClear: boolean
-  /** Messages taken from the mailbox to look for a batch to read ahead, not in one: the next batch starts with them. */
-  held: Array<ActorItem>
-}
-
-/** A batch whose transaction runs in a fiber of its own, so the next one can be read ahead of its commit (readAhead.ts). */
-interface Attempt {
-  readonly items: ReadonlyArray<ActorItem>
-  readonly fiber: Fiber.Fiber<BatchOutcome, unknown>
-  /** Done when the batch's COMMIT goes out, or it ends. */
-  readonly committing: Deferred.Deferred<void>
-  readonly started: number
-  /** It was read ahead of the batch before it. */
-  readonly ahead: boolean
-  /** It reached its COMMIT (a failure before leaves nothing to read ahead of). */
-  reachedCommit: boolean
-}
-
-/** The actor a message goes to: its lane's, or the project's for messages published before lanes. */
-const actorKey = (projectId: string, lane: number | undefined) => (lane === undefined ? `${projectId}/legacy` : `${projectId}/${lane}`)
 
 export const makeProjectActors = (options: {
   readonly workerId: string
