@@ -2,7 +2,7 @@
  * /v1/track load for tests that take a dependency away under it. Clients send each contact's events one
  * after the other with an Idempotency-Key and retry what the api says to retry (503 and 429 after
  * Retry-After, 409 in progress, no answer at all); a probe sends keyless tracks (the fast path), a
- * dashboard read and /readyz every 100 ms. Then: every answer was one a client can act on, and every
+ * dashboard read every 100 ms, and /readyz every 100 ms in a loop of its own. Then: every answer was one a client can act on, and every
  * event accepted is stored exactly once, in each contact's order.
  */
 import { expect } from "vitest"
@@ -98,15 +98,22 @@ export const startTrackLoad = (api: Service, project: TestProject, options: { re
           headers: { authorization: `Bearer ${project.publicKey}`, "content-type": "application/json" },
           body: JSON.stringify({ email: `probe${i % 3}@${options.domain}`, event: "probe" })
         }, "track without key", answers).catch(() => undefined),
-        call(`${api.url}/contacts?limit=1`, { headers: { authorization: `Bearer ${project.secretKey}` } }, "GET /contacts", answers).catch(() => undefined),
-        fetch(`${api.url}/readyz`, { signal: AbortSignal.timeout(5_000) })
-          .then(async (response) => ready.push({ at: Date.now(), status: response.status, body: await response.json() }))
-          .catch(() => undefined)
+        call(`${api.url}/contacts?limit=1`, { headers: { authorization: `Bearer ${project.secretKey}` } }, "GET /contacts", answers).catch(() => undefined)
       ])
       await sleep(100)
     }
   }
-  const running = [...Array.from({ length: options.contacts }, (_, contact) => client(contact)), probe()]
+  // /readyz in a loop of its own: a track call held while NATS is away must not keep it from asking
+  // during the fault.
+  const readiness = async () => {
+    while (loading) {
+      await fetch(`${api.url}/readyz`, { signal: AbortSignal.timeout(5_000) })
+        .then(async (response) => ready.push({ at: Date.now(), status: response.status, body: await response.json() }))
+        .catch(() => undefined)
+      await sleep(100)
+    }
+  }
+  const running = [...Array.from({ length: options.contacts }, (_, contact) => client(contact)), probe(), readiness()]
   return {
     answers,
     ready,
