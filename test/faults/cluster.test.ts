@@ -10,7 +10,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 import { streamNames } from "../../src/stream/subjects.ts"
 import { eventually, freePort, NATS_SERVER } from "../support/nats.ts"
 import { createStack, type Service, type Stack, type TestProject } from "../support/stack.ts"
@@ -27,6 +27,14 @@ interface Node {
   process: ChildProcess
 }
 
+/** Every cluster started, stopped after the file even when a test timed out before its own `finally` ran. */
+const liveClusters = new Set<{ readonly nodes: ReadonlyArray<Node>; readonly stop: () => Promise<unknown> }>()
+afterAll(() => Promise.all([...liveClusters].map((cluster) => cluster.stop())))
+// And if the test process itself ends first: the nats-servers are not reaped with it.
+process.once("exit", () => {
+  for (const cluster of liveClusters) for (const node of cluster.nodes) node.process?.kill("SIGKILL")
+})
+
 /** Three nats-servers routed to each other, JetStream on, each with its own store under `dir`. */
 const startCluster = async (dir: string) => {
   const nodes: Array<Node> = []
@@ -34,7 +42,10 @@ const startCluster = async (dir: string) => {
     nodes.push({ name: `n${i}`, port: await freePort(), clusterPort: await freePort(), process: undefined as unknown as ChildProcess })
   }
   const routes = nodes.map((node) => `nats://127.0.0.1:${node.clusterPort}`).join(",")
+  let stopped = false
   const start = (node: Node) => {
+    // A test that timed out may still try to bring a node back after the cleanup stopped the cluster.
+    if (stopped) return
     node.process = spawn(NATS_SERVER!, [
       "-a", "127.0.0.1", "-p", String(node.port), "-n", node.name, "-js", "-sd", join(dir, node.name),
       "--cluster_name", "mailstream-test", "--cluster", `nats://127.0.0.1:${node.clusterPort}`, "--routes", routes
@@ -48,8 +59,17 @@ const startCluster = async (dir: string) => {
     await exited
   }
   const url = nodes.map((node) => `nats://127.0.0.1:${node.port}`).join(",")
-  return { nodes, url, start, kill, stop: () => Promise.all(nodes.map(kill)) }
+  const cluster = {
+    nodes, url, start, kill,
+    stop: () => {
+      stopped = true
+      return Promise.all(nodes.map(kill))
+    }
+  }
+  liveClusters.add(cluster)
+  return cluster
 }
+
 
 interface Attempt {
   readonly contact: number
