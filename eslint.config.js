@@ -24,7 +24,7 @@ const { default: tseslint } = await import("typescript-eslint")
 
 export default defineConfig(
   {
-    ignores: ["**/node_modules/", "dist/", "coverage/", "tmp/", ".data/", "bench/results/", "bench/.compare/"]
+    ignores: ["**/node_modules/", "**/dist/", "coverage/", "tmp/", ".data/", "bench/results/", "bench/.compare/"]
   },
   js.configs.recommended,
   tseslint.configs.recommended,
