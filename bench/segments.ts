@@ -12,7 +12,7 @@ import { NATS_URL, setting, sleep } from "./harness/settings.ts"
 import { percentile, round } from "./harness/stats.ts"
 import { resetStatements, topStatements } from "./harness/statements.ts"
 import { laneKeyOf } from "../src/stream/lanes.ts"
-import { CONTACTS, createFiftySegments, drained, quickM2, segmentedBody, segmentsBackfilled, storedEvents, touchEveryContact } from "./workload.ts"
+import { CONTACTS, createFiftySegments, quickM2, segmentedBody, segmentsBackfilled, touchEveryContact } from "./workload.ts"
 
 /** The services' lanes per project (LANES_PER_PROJECT, default 16): which lane a slow probe was in. */
 const LANES = Number(process.env.LANES_PER_PROJECT ?? 16)

@@ -4,7 +4,7 @@
  */
 import { Effect } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
-import { type EventAggregate, windowedSince } from "../domain/conditions/evaluate.ts"
+import type { EventAggregate } from "../domain/conditions/evaluate.ts"
 import { pgArray } from "../lib/pgArray.ts"
 
 /** A contact's custom data is an object; anything else is a corrupt row its segments cannot evaluate. */

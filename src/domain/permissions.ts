@@ -1,5 +1,5 @@
 /**
- * Project member roles and what each may do: the one permission matrix of the dashboard (the README
+ * Project member roles and what each may do: the one permission matrix of the dashboard (docs/api-notes.md
  * shows the same table). Every session-authenticated request is checked here, whether it reaches a
  * project resource (`X-Project-Id`) or a project's account endpoints (`/users/@me/projects/:id/...`).
  */
@@ -29,7 +29,7 @@ export const isRole = (value: unknown): value is Role => typeof value === "strin
 /**
  * API groups (as named in src/http/api) whose endpoints are project content; everything else needs
  * `manage` (so a new group is an ADMIN's until it is listed here). test/accounts/roles.test.ts walks
- * every route with every role against the README's table.
+ * every route with every role against that table.
  */
 const contentGroups: ReadonlySet<string> = new Set([
   "contacts", "contactJobs", "events", "segments", "templates", "campaigns", "workflows", "send", "emails", "verify", "track",

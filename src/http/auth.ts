@@ -57,10 +57,13 @@ export const makeKeyCheck = Effect.fnUntraced(function*(required: KeyKind) {
     })
 })
 
+/** What `makeKeyCheck` builds: the check of one request's presented key. */
+type KeyCheck = Effect.Success<ReturnType<typeof makeKeyCheck>>
+
 /** The key check as HttpApi's security middleware: the credential comes decoded from the bearer header. */
-const asMiddleware = (check: ReturnType<typeof makeKeyCheck> extends Effect.Effect<infer C, any, any> ? C : never) =>
+const asMiddleware = (check: KeyCheck) =>
   <E, R>(httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>, { credential }: { readonly credential: Redacted.Redacted<string> }) =>
-    check(httpEffect, Redacted.value(credential))
+    rendered(check(httpEffect, Redacted.value(credential)))
 
 /** The checks after authentication, whatever the credential: a disabled project, the rate limit. */
 const admit = <A, E, R>(
@@ -78,7 +81,7 @@ const admit = <A, E, R>(
  * The session variant of SecretKeyAuth: cookie + X-Project-Id. Without a cookie the key check answers,
  * so a bad bearer key still gets its own 401.
  */
-const makeSessionCheck = Effect.fnUntraced(function*(keyCheck: ReturnType<typeof makeKeyCheck> extends Effect.Effect<infer C, any, any> ? C : never) {
+const makeSessionCheck = Effect.fnUntraced(function*(keyCheck: KeyCheck) {
   const sessions = yield* DashboardSessions
   const rateLimiter = yield* RateLimiter
   const config = yield* AppConfig
@@ -86,7 +89,7 @@ const makeSessionCheck = Effect.fnUntraced(function*(keyCheck: ReturnType<typeof
     httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
     options: { readonly credential: Redacted.Redacted<string>; readonly endpoint: { readonly identifier: string }; readonly group: { readonly identifier: string } }
   ) =>
-    Effect.gen(function*() {
+    rendered(Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
       const cookie = Redacted.value(options.credential)
       if (cookie === "") {
@@ -109,20 +112,21 @@ const makeSessionCheck = Effect.fnUntraced(function*(keyCheck: ReturnType<typeof
         })
       }
       return yield* admit(rateLimiter, { id: project.id, name: project.name, disabled: project.disabled }, httpEffect)
-    })
+    }))
 })
 
-// ApiError renders itself (see `rendered` in errors.ts), so the middleware's failures need no schema.
+// ApiError renders itself (see `rendered` in errors.ts, which each check above ends in), so the middleware's
+// failures need no schema.
 export const SecretKeyAuthLive = Layer.effect(
   SecretKeyAuth,
   Effect.gen(function*() {
     const check = yield* makeKeyCheck("secret")
     const session = yield* makeSessionCheck(check)
-    return SecretKeyAuth.of({ secretKey: asMiddleware(check) as any, session: session as any })
+    return SecretKeyAuth.of({ secretKey: asMiddleware(check), session })
   })
 )
 
 export const PublicKeyAuthLive = Layer.effect(
   PublicKeyAuth,
-  Effect.map(makeKeyCheck("public"), (check) => PublicKeyAuth.of({ publicKey: asMiddleware(check) as any }))
+  Effect.map(makeKeyCheck("public"), (check) => PublicKeyAuth.of({ publicKey: asMiddleware(check) }))
 )

@@ -4,7 +4,7 @@
  * defect) into the error envelope, and times it into the request-duration histogram (route template and
  * status class). Per-request logging stays off the hot path: only 5xx are logged.
  */
-import { Cause, Context, Effect, Layer } from "effect"
+import { ByteSize, Cause, Context, Effect, Layer, type Types } from "effect"
 import { HttpIncomingMessage, HttpRouter, HttpServerError, HttpServerRequest, HttpServerRespondable, HttpServerResponse } from "effect/http"
 import { HttpApiError } from "effect/http-api"
 import { randomBytesFromPool } from "../domain/ids.ts"
@@ -58,10 +58,12 @@ const toErrorResponse = (
   cause: Cause.Cause<unknown>,
   request: HttpServerRequest.HttpServerRequest,
   state: RequestStateShape
-): Effect.Effect<HttpServerResponse.HttpServerResponse, unknown> => {
+): Effect.Effect<HttpServerResponse.HttpServerResponse, Types.unhandled> => {
   const { requestId } = state
   const failure = cause.reasons.find((reason) => Cause.isFailReason(reason) || Cause.isDieReason(reason))
-  if (!failure) return Effect.failCause(cause) // interrupted: the client went away
+  // Interrupted (the client went away): passed on as it came, nothing but its interruptions (which HttpRouter
+  // types `unhandled`: not this middleware's to answer).
+  if (!failure) return Effect.failCause(Cause.fromReasons(cause.reasons.filter(Cause.isInterruptReason)))
   const error: unknown = Cause.isFailReason(failure) ? failure.error : failure.defect
 
   if (HttpServerRespondable.isRespondable(error) && !HttpServerError.isHttpServerError(error)) {
@@ -111,7 +113,7 @@ export const Gateway = HttpRouter.middleware((httpEffect) =>
     let response = yield* httpEffect.pipe(
       Effect.onExit(() => Effect.map(matchedRoute, (path) => void (route = path))),
       Effect.provideService(RequestState, state),
-      Effect.provideService(HttpIncomingMessage.MaxBodySize, bodyLimitFor(request.url) as any),
+      Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(bodyLimitFor(request.url))),
       Effect.catchCause((cause) => Effect.provideService(toErrorResponse(cause, request, state), RequestState, state))
     )
     if (response.status === 415) {
@@ -129,4 +131,4 @@ export const Gateway = HttpRouter.middleware((httpEffect) =>
     return HttpServerResponse.setHeaders(response, { ...state.headers, "x-request-id": state.requestId })
   }), { global: true })
 
-export const GatewayLive: Layer.Layer<never, never, HttpRouter.HttpRouter> = Gateway as any
+export const GatewayLive: Layer.Layer<never, never, HttpRouter.HttpRouter> = Gateway

@@ -3,6 +3,7 @@ import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer, Scope } from "effect"
 import { HttpRouter, HttpServer } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import type { EventEmitter } from "node:events"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import { AppConfig } from "../config.ts"
 import { envelopeBody } from "./api/errors.ts"
@@ -108,9 +109,9 @@ export const drainableServer = (fastPath: TrackFastPath["Service"]) => Effect.sy
   let draining = false
   // Every request is counted for draining, then offered to /v1/track's fast path; what it declines
   // goes on to the `request` listeners, the Effect app's among them.
-  const emit = server.emit
-  server.emit = function(this: Server, event: string | symbol, ...args: Array<any>) {
-    if (event !== "request") return emit.apply(this, [event, ...args] as any)
+  const emit: EventEmitter["emit"] = server.emit
+  server.emit = function(this: Server, event: string | symbol, ...args: Array<unknown>) {
+    if (event !== "request") return emit.call(this, event, ...args)
     const [request, response] = args as [IncomingMessage, ServerResponse]
     if (server.listenerCount("request") === 0) return answerNotServing(response)
     if (draining) response.setHeader("connection", "close")
@@ -118,7 +119,7 @@ export const drainableServer = (fastPath: TrackFastPath["Service"]) => Effect.sy
       inFlight.add(response)
       response.once("close", () => inFlight.delete(response))
     }
-    return fastPath.take(request, response) || emit.apply(this, [event, ...args] as any)
+    return fastPath.take(request, response) || emit.call(this, event, ...args)
   } as typeof server.emit
   const drain = Effect.sync(() => {
     draining = true

@@ -5,7 +5,7 @@
  * the permission matrix of src/domain/permissions.ts). A non-member gets 404, as for a missing project.
  */
 import { Context, Effect, Layer, Redacted } from "effect"
-import { HttpServerRequest } from "effect/http"
+import { HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { SessionCookie } from "../accounts/SessionCookie.ts"
 import { AppConfig } from "../config.ts"
 import { isUuid } from "../domain/ids.ts"
@@ -119,13 +119,16 @@ export const SessionAuthLive = Layer.effect(
     const sessions = yield* DashboardSessions
     const rateLimiter = yield* RateLimiter
     return SessionAuth.of({
-      session: ((httpEffect: Effect.Effect<any, any, any>, { credential }: { readonly credential: Redacted.Redacted<string> }) =>
-        Effect.gen(function*() {
+      session: <E, R>(
+        httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
+        { credential }: { readonly credential: Redacted.Redacted<string> }
+      ) =>
+        rendered(Effect.gen(function*() {
           const signedIn = yield* rendered(sessions.resolve(Redacted.value(credential)))
           // RATE_LIMIT_PER_MINUTE applies per dashboard user too (their id is the key).
           yield* enforceRateLimit(yield* rateLimiter.check(signedIn.user.id), "", "user")
           return yield* Effect.provideService(httpEffect, CurrentUser, signedIn)
-        })) as any
+        }))
     })
   })
 )

@@ -6,7 +6,6 @@
  * `event.<name>` (domain/conditions/canonical.ts): what callers store is always the canonical tree.
  */
 import { Context, Effect, Layer } from "effect"
-import type { SqlError } from "effect/sql"
 import { canonicalCondition } from "../domain/conditions/canonical.ts"
 import type { Condition } from "../domain/conditions/types.ts"
 import { conditionReads, type ConditionProblem, validateCondition } from "../domain/conditions/validate.ts"

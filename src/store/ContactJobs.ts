@@ -4,7 +4,7 @@
  * message(s); the lanes write progress per lane (contact_job_progress), summed here on read.
  */
 import { Clock, Context, Effect, Layer } from "effect"
-import { SqlClient, type SqlError } from "effect/sql"
+import { SqlClient } from "effect/sql"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
 import type { ImportPlan } from "../domain/imports/plan.ts"
 import type { Lanes } from "../stream/lanes.ts"

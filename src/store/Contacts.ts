@@ -5,7 +5,6 @@
  */
 import { Clock, Context, Data, Effect, Layer } from "effect"
 import { SqlClient, type SqlError, type Statement } from "effect/sql"
-import { AppConfig } from "../config.ts"
 import { type DataPatch, type FieldType, inferFieldTypes, MAX_CONTACT_DATA_BYTES } from "../domain/customData.ts"
 import { DuplicateEmail, InvalidCursor } from "../domain/errors.ts"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
@@ -196,7 +195,6 @@ export class Contacts extends Context.Service<Contacts, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const clock = yield* Clock.Clock
-      const config = yield* AppConfig
       const outbox = yield* Outbox
 
       const fieldTypesJson = (patch: DataPatch) => JSON.stringify(inferFieldTypes(patch.set))

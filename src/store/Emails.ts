@@ -4,10 +4,9 @@
  * which wakes the partition's worker to send it (src/mail/Sender.ts). Status only moves forward.
  */
 import { Clock, Context, Effect, Layer } from "effect"
-import { SqlClient, type SqlError } from "effect/sql"
-import { AppConfig } from "../config.ts"
+import { SqlClient } from "effect/sql"
 import type { EmailDirection, EmailStatus } from "../domain/email.ts"
-import { isUuid, uuidv7 } from "../domain/ids.ts"
+import { isUuid } from "../domain/ids.ts"
 import { Outbox } from "../stream/Outbox.ts"
 import { isoOrNull } from "./columns.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"

@@ -23,7 +23,7 @@ export interface Membership {
   readonly createdAt: Date
 }
 
-export class LastOwner extends Data.TaggedError("LastOwner")<{}> {}
+export class LastOwner extends Data.TaggedError("LastOwner") {}
 
 export class Members extends Context.Service<Members, {
   readonly roleOf: (projectId: string, userId: string) => Effect.Effect<Role | undefined, PersistenceError>

@@ -1,10 +1,9 @@
 /** Segment definitions and reads of their members. Membership changes are the actor's (actors/segments.ts). */
 import { Clock, Context, Effect, Layer } from "effect"
-import { SqlClient, type SqlError, type Statement } from "effect/sql"
+import { SqlClient, type Statement } from "effect/sql"
 import type { Condition } from "../domain/conditions/types.ts"
 import { segmentSlug } from "../domain/events.ts"
 import { uuidv7 } from "../domain/ids.ts"
-import { AppConfig } from "../config.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import { Outbox, type OutboxRow } from "../stream/Outbox.ts"
 import { compileConditionSql, segmentMembersSql } from "./conditionSql.ts"

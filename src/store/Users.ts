@@ -29,7 +29,7 @@ const toUser = (row: UserRow): StoredUser => ({
 })
 
 /** The address already has an account. */
-export class EmailTaken extends Data.TaggedError("EmailTaken")<{}> {}
+export class EmailTaken extends Data.TaggedError("EmailTaken") {}
 
 export class Users extends Context.Service<Users, {
   /** Creates a user (email lower-cased by the caller); EmailTaken when the address has an account. */

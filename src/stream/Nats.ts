@@ -81,9 +81,9 @@ interface StreamLimits {
 /**
  * Creates the stream, or brings an existing one to this configuration: adds the subjects it lacks (a
  * deployment upgraded to lanes), raises its replicas to NATS_REPLICAS (a deployment moved from one
- * node to a cluster: the server copies the stream to the new replicas in place, README "A NATS
+ * node to a cluster: the server copies the stream to the new replicas in place, docs/operations.md "A NATS
  * cluster") and sets its max_age to STREAM_MAX_AGE_HOURS (the safety limit behind the workers' purges,
- * actors/StreamPurge.ts; README "Stream retention").
+ * actors/StreamPurge.ts; docs/operations.md "Stream retention").
  */
 const ensureStream = (jsm: JetStreamManager, name: string, subjects: ReadonlyArray<string>, limits: StreamLimits) =>
   Effect.tryPromise({

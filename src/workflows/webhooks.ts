@@ -14,7 +14,6 @@
  */
 import { Context, Effect, Layer, Result } from "effect"
 import { SqlClient } from "effect/sql"
-import { uuidv7 } from "../domain/ids.ts"
 import { decodeStepDefinition } from "../domain/workflowSteps.ts"
 import { isolateRow, storableReason, storableText } from "../lib/isolation.ts"
 import { safeFetch, type SafeResponse } from "../lib/safeHttp.ts"

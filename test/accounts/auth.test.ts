@@ -10,7 +10,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createStack, type Service, type Stack } from "../support/stack.ts"
-import { Browser, mailedToken, signUp } from "./support.ts"
+import { Browser, mailedToken } from "./support.ts"
 
 let stack: Stack
 let api: Service

@@ -16,7 +16,7 @@ export const startGitHub = async () => {
   const account: { current: GitHubAccount } = { current: { id: 0, emails: [] } }
   const server = new OAuth2Server(undefined, undefined, { endpoints: { authorize: "/login/oauth/authorize", token: "/login/oauth/access_token" } })
   await server.issuer.keys.generate("RS256")
-  const answer = (res: { writeHead: Function; end: Function }, body: unknown) => {
+  const answer = (res: { writeHead(status: number, headers: Record<string, string>): unknown; end(body: string): unknown }, body: unknown) => {
     res.writeHead(200, { "content-type": "application/json" })
     res.end(JSON.stringify(body))
   }

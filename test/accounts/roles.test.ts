@@ -1,7 +1,7 @@
 /**
  * Every route of the HttpApi contract × every kind of caller (a signed-in MEMBER, ADMIN and OWNER of the
  * project, a signed-in user who is not a member, and nobody), through real HTTP with session cookies,
- * checked against the README's permissions table: its rows are read from README.md, each route here names
+ * checked against the permissions table of docs/api-notes.md: its rows are read from there, each route here names
  * the row that grants it. The routes come from the Api definition itself, so a route added without a rule
  * here fails the test. One stack, one session per caller.
  */
@@ -17,7 +17,7 @@ import { type Reply, signUp } from "./support.ts"
 const ROLES = ["MEMBER", "ADMIN", "OWNER"] as const
 type Role = typeof ROLES[number]
 
-/** The README's permission rows this test refers to, by the start of their first cell. */
+/** The permission rows (docs/api-notes.md) this test refers to, by the start of their first cell. */
 const ROW = {
   view: "see the project",
   content: "contacts",
@@ -32,7 +32,7 @@ const ROW = {
  * - `open`: nobody needs to be signed in, and the answer does not depend on who is;
  * - `key`: an API key only (the public key): a session cookie opens nothing;
  * - `signedIn`: any signed-in user (their own account, no project);
- * - a README row: a member of the project whose role that row grants; a non-member is answered 404.
+ * - a row of that table: a member of the project whose role that row grants; a non-member is answered 404.
  */
 type Rule = "open" | "key" | "signedIn" | keyof typeof ROW
 
@@ -124,10 +124,10 @@ const contractRoutes = (): Array<Route> => {
   return routes
 }
 
-/** The README's permissions table: each row's first cell and whether MEMBER, ADMIN and OWNER have a ✓. */
-const readmePermissions = (): Array<{ readonly label: string; readonly grants: Record<Role, boolean> }> => {
-  const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8").split("\n")
-  const after = readme.slice(readme.findIndex((line) => line.startsWith("**Permissions**")))
+/** docs/api-notes.md's permissions table: each row's first cell and whether MEMBER, ADMIN and OWNER have a ✓. */
+const documentedPermissions = (): Array<{ readonly label: string; readonly grants: Record<Role, boolean> }> => {
+  const doc = readFileSync(new URL("../../docs/api-notes.md", import.meta.url), "utf8").split("\n")
+  const after = doc.slice(doc.findIndex((line) => line.startsWith("**Permissions**")))
   const first = after.findIndex((line) => line.startsWith("|"))
   const rows = after.slice(first, after.findIndex((line, index) => index > first && !line.startsWith("|")))
   const cells = (line: string) => line.split("|").slice(1, -1).map((cell) => cell.trim())
@@ -212,15 +212,15 @@ describe("permissions: every route × role", () => {
     expect(Object.keys(RULES).sort()).toEqual(keys)
   })
 
-  it("names only rows the README's permissions table has", () => {
-    const labels = readmePermissions().map((row) => row.label)
+  it("names only rows the documented permissions table has", () => {
+    const labels = documentedPermissions().map((row) => row.label)
     for (const start of Object.values(ROW)) {
       expect(labels.filter((label) => label.startsWith(start)), start).toHaveLength(1)
     }
   })
 
-  it("answers each caller as the README's table says, on every route", async () => {
-    const table = readmePermissions()
+  it("answers each caller as the documented table says, on every route", async () => {
+    const table = documentedPermissions()
     const grants = (rule: keyof typeof ROW) => table.find((row) => row.label.startsWith(ROW[rule]))!.grants
     const routes = contractRoutes().sort((a, b) => LAST.indexOf(a.key) - LAST.indexOf(b.key))
     const wrong: Array<string> = []

@@ -107,7 +107,7 @@ describe("the workflow editor", () => {
     expect(rows.map((row) => row.split(/\s+/).slice(0, 2).join(" "))).toEqual(["Trigger Trigger", "Short pause", "Is pro?", "Send welcome"])
     for (const row of rows) expect(row).toContain("completed")
     expect(new URL(page.url()).searchParams.get("execution")).toMatch(/^[\w-]{36}$/)
-    // The whole page for the README: the condition open in the panel (the shared builder), the execution's
+    // The whole page for docs/dashboard.md: the condition open in the panel (the shared builder), the execution's
     // step marked in the graph, and its history.
     await page.getByLabel("Step", { exact: true }).selectOption({ label: "Condition: Is pro?" })
     await page.getByRole("form", { name: "Edit the step" }).getByLabel("Data key").waitFor()

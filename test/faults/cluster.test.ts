@@ -86,7 +86,7 @@ const load = async (api: Service, project: TestProject, contact: number, running
     for (let attempt = 0;; attempt++) {
       const marker = `c${contact}-${seq}-${attempt}`
       const sentAt = Date.now()
-      let status = 0
+      let status: number
       try {
         const response = await fetch(`${api.url}/v1/track`, {
           method: "POST",

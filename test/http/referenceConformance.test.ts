@@ -4,7 +4,7 @@
  * the reference's own request examples, answering the statuses it documents with bodies of the shapes
  * it documents. The expectations are written here, as JSON Schemas checked with ajv; the reference
  * document itself is not ours and is not copied. Where we answer differently on purpose, the test says
- * so and README.md ("Compatibility with the reference platform") says why.
+ * so and docs/api-notes.md ("Compatibility with the reference platform") says why.
  */
 import { Ajv2020 } from "ajv/dist/2020.js"
 import addFormats from "ajv-formats"
@@ -296,7 +296,7 @@ describe("the reference's 15 operations", () => {
     for (const [name, example] of Object.entries(sendExamples)) {
       const body = substitute(example)
       if (WITHOUT_SENDER.includes(name)) {
-        // Difference (README): no `from` and no template is a 422 naming `from`; with a sender, the example goes out.
+        // Difference (docs/api-notes.md): no `from` and no template is a 422 naming `from`; with a sender, the example goes out.
         const refused = conforms(await secret("POST", "/v1/send", body), 422, ErrorEnvelope)
         expect(refused.error.errors.map((e: { field: string }) => e.field), name).toContain("from")
         body.from = "hello@example.com"

@@ -4,7 +4,7 @@
  * (what it refuses), templates and workflow conditions as projects migrated from it write them, and
  * smaller differences. Black-box over HTTP against a real api + worker, Postgres, NATS and an SMTP
  * sink; each test names the reference test it mirrors. Differences kept on purpose are listed in
- * README.md ("Compatibility with the reference platform").
+ * docs/api-notes.md ("Compatibility with the reference platform").
  */
 import { describe, expect, it } from "vitest"
 import { type MailContext, verifyDomain, withMailStack } from "../support/mail.ts"

@@ -1,5 +1,5 @@
 /**
- * Export, then import into an empty project, gives back the same contacts (the README's promise), as a
+ * Export, then import into an empty project, gives back the same contacts (docs/api-notes.md's promise), as a
  * property over random contacts through HTTP: emails and data keys and values a spreadsheet would run as
  * formulas (`=`, `+`, `-`, `@`, tab, CR, and those behind apostrophes), strings that read as numbers,
  * booleans, JSON or dates, quotes, separators and line breaks, unicode, numbers of every size, booleans,

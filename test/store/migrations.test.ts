@@ -1,6 +1,6 @@
 /**
  * Upgrades: every migration applies to a database holding data, and follows the rolling-upgrade rule
- * (README: Operations, Upgrading) — old and new processes run side by side for a while, so a migration
+ * (docs/operations.md: Upgrading) — old and new processes run side by side for a while, so a migration
  * only adds or relaxes. Migrations run one at a time through the real migrator over rows written after
  * each earlier one; after each, no table, column or row that existed is gone or changed, no column
  * became NOT NULL or changed type, and every earlier writer (the inserts of an older release) still

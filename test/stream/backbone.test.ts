@@ -88,7 +88,7 @@ describe("stream backbone", () => {
 
   it("loses nothing and applies nothing twice when workers are SIGKILLed mid-batch", async () => {
     const api = await stack.start("api")
-    let workers: Array<Service> = [await stack.start("worker"), await stack.start("worker")]
+    const workers: Array<Service> = [await stack.start("worker"), await stack.start("worker")]
     const projects = await Promise.all([1, 2].map((i) => stack.createProject(`kill-${i}`)))
     let done = false
     const chaos = (async () => {

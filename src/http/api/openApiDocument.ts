@@ -1,6 +1,7 @@
 /** Finishing touches on the generated OpenAPI document that no single schema can express. */
 
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value)
+/** A JSON object (not an array) of the document, for walking it. */
+export const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value)
 
 /**
  * Objects of any keys (custom data, `details`, step configs) come out of the schema compiler as a bare
@@ -8,7 +9,7 @@ const isRecord = (value: unknown): value is Record<string, unknown> => typeof va
  * openapi-typescript read it as an object with no properties (`Record<string, never>`), so a client
  * could not send custom data. Saying `additionalProperties: true` makes both readings agree.
  */
-export const explicitOpenObjects = (document: Record<string, any>): Record<string, any> => {
+export const explicitOpenObjects = <D extends Record<string, unknown>>(document: D): D => {
   const stack: Array<unknown> = [document]
   while (stack.length > 0) {
     const node = stack.pop()

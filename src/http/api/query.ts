@@ -6,6 +6,7 @@
  * A typed request schema would turn those fallbacks into 422s; declaring both here keeps them together.
  */
 import { Schema } from "effect"
+import { isRecord } from "./openApiDocument.ts"
 import { Text } from "./schemas.ts"
 
 export interface QueryParam {
@@ -31,7 +32,7 @@ export const QueryParam = {
   })
 }
 
-type Operation = Record<string, any>
+type Operation = Record<string, unknown>
 
 /**
  * `fields` for the endpoint's `query` (every parameter an optional string, so the handler decides what
@@ -44,8 +45,9 @@ export const queryParameters = <const P extends Record<string, QueryParam>>(para
   }
   const document = (operation: Operation): Operation => ({
     ...operation,
-    parameters: (operation.parameters ?? []).map((parameter: Operation) => {
-      const param = parameter.in === "query" && Object.hasOwn(params, parameter.name) ? params[parameter.name] : undefined
+    parameters: (Array.isArray(operation.parameters) ? operation.parameters : []).map((parameter: unknown) => {
+      if (!isRecord(parameter) || parameter.in !== "query" || typeof parameter.name !== "string") return parameter
+      const param = Object.hasOwn(params, parameter.name) ? params[parameter.name] : undefined
       return param === undefined
         ? parameter
         : { name: parameter.name, in: "query", required: false, description: param.description, schema: param.schema }

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { bodyErrors, commonErrors, ErrorDocs, inputErrors } from "./errors.ts"
+import { bodyErrors, commonErrors, ErrorDocs } from "./errors.ts"
 import { CustomData, IdempotencyHeaders, Text, TextRecord, Timestamp } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 

@@ -2,6 +2,7 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { isReservedEventName } from "../../domain/events.ts"
 import { bodyErrors, commonErrors, ErrorDocs } from "./errors.ts"
+import { isRecord } from "./openApiDocument.ts"
 import { Count, CustomData, Email, IdempotencyHeaders, Text, Timestamp } from "./schemas.ts"
 import { PublicKeyAuth } from "./security.ts"
 
@@ -55,9 +56,12 @@ export const MAX_BATCH_EVENTS = 500
 export const TrackBatchEvent = Schema.Unknown
 
 /** Types `events[]` of the batch's request body as the /v1/track body (the TrackEvent component). */
-const withBatchEventsTyped = (operation: Record<string, any>): Record<string, any> => {
-  const events = operation.requestBody?.content?.["application/json"]?.schema?.properties?.events
-  if (!events) throw new Error("POST /v1/track/batch: no events[] in the request body to type")
+const withBatchEventsTyped = (operation: Record<string, unknown>): Record<string, unknown> => {
+  const events = ["requestBody", "content", "application/json", "schema", "properties", "events"].reduce<unknown>(
+    (node, key) => (isRecord(node) ? node[key] : undefined),
+    operation
+  )
+  if (!isRecord(events)) throw new Error("POST /v1/track/batch: no events[] in the request body to type")
   events.items = { $ref: "#/components/schemas/TrackEvent" }
   return operation
 }

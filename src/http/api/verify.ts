@@ -1,7 +1,6 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { bodyErrors, commonErrors } from "./errors.ts"
-import { Text } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 
 const flag = (description: string) => Schema.Boolean.annotate({ description })

@@ -4,7 +4,7 @@ import { bodyErrors, commonErrors } from "./errors.ts"
 import { Count, Text } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 
-/** The generic inbound format, for relays that can call a webhook (see README, "Delivery notifications"). */
+/** The generic inbound format, for relays that can call a webhook (see docs/features.md, "Delivery notifications"). */
 export const GenericNotification = Schema.Struct({
   id: Text.check(Schema.isNonEmpty(), Schema.isMaxLength(255)).annotate({ description: "Unique id of this notification (1 to 255 characters); repeats are ignored" }),
   type: Schema.Literals(["delivered", "bounced", "complained"]),

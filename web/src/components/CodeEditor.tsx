@@ -83,7 +83,7 @@ export function CodeEditor({ value, onChange, label, insertRef, errorId }: {
       editor.destroy()
     }
     // The editor is made once; later values arrive through the effect below.
-  }, [])
+  }, []) // eslint-disable-line react-hooks/exhaustive-deps
 
   // A value from outside (the template loaded, a reset) replaces the text; typing does not come back here.
   useEffect(() => {

@@ -14,7 +14,7 @@ import { LocalDeliveryBanner } from "./Delivery.tsx"
 import { ErrorBoundary } from "./ErrorBoundary.tsx"
 
 /**
- * The project's pages, with the permission each needs (src/domain/permissions.ts, the README's table):
+ * The project's pages, with the permission each needs (src/domain/permissions.ts, the table in docs/api-notes.md):
  * a MEMBER is not offered the domains page.
  */
 const NAV: ReadonlyArray<readonly [path: string, label: string, needs: Permission]> = [

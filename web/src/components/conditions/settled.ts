@@ -7,6 +7,6 @@ export const useSettled = <A,>(value: A, ms: number): A => {
   useEffect(() => {
     const timer = setTimeout(() => setSettled(value), ms)
     return () => clearTimeout(timer)
-  }, [key, ms])
+  }, [key, ms]) // eslint-disable-line react-hooks/exhaustive-deps -- `key` is `value` compared by JSON
   return settled
 }

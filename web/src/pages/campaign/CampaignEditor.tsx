@@ -103,7 +103,7 @@ function CampaignEditor({ campaignId, initial }: { readonly campaignId?: string;
     event.preventDefault()
     save.mutate(undefined)
   }
-  const useTemplate = (id: string) => {
+  const copyTemplate = (id: string) => {
     const template = templates.data?.data.find((entry) => entry.id === id)
     if (!template) return
     set({ ...contentOf(template), ...(draft.name === "" ? { name: template.name } : {}) })
@@ -122,7 +122,7 @@ function CampaignEditor({ campaignId, initial }: { readonly campaignId?: string;
             <Field label="Name" value={draft.name} onChange={(event) => set({ name: event.target.value })} required />
             <label className="block text-sm font-medium text-slate-700">
               Start from a template
-              <select aria-label="Start from a template" className="input mt-1" value="" onChange={(event) => useTemplate(event.target.value)} disabled={!templates.data || templates.data.data.length === 0}>
+              <select aria-label="Start from a template" className="input mt-1" value="" onChange={(event) => copyTemplate(event.target.value)} disabled={!templates.data || templates.data.data.length === 0}>
                 <option value="">{templates.data?.data.length === 0 ? "No templates yet" : "Choose a template to copy…"}</option>
                 {(templates.data?.data ?? []).map((template) => <option key={template.id} value={template.id}>{template.name}</option>)}
               </select>

@@ -28,7 +28,7 @@ export function UPlotChart({ options, data, height = 220, label }: {
       chart.current = null
     }
     // The chart is remade only when its options change; data changes are applied in place below.
-  }, [options, height])
+  }, [options, height]) // eslint-disable-line react-hooks/exhaustive-deps
   useEffect(() => {
     chart.current?.setData(data)
   }, [data])
@@ -53,8 +53,10 @@ export default function BarChart({ labels, values, color = "#6366f1" }: {
   readonly values: ReadonlyArray<number>
   readonly color?: string
 }) {
+  // The arrays are compared by content (a parent may build new ones on every render).
   const key = labels.join("\u0000")
-  const options = useMemo(() => barOptions(labels, color), [key, color])
-  const data = useMemo(() => [labels.map((_, index) => index), [...values]] as uPlot.AlignedData, [key, values.join(",")])
+  const valuesKey = values.join(",")
+  const options = useMemo(() => barOptions(labels, color), [key, color]) // eslint-disable-line react-hooks/exhaustive-deps
+  const data = useMemo(() => [labels.map((_, index) => index), [...values]] as uPlot.AlignedData, [key, valuesKey]) // eslint-disable-line react-hooks/exhaustive-deps
   return <UPlotChart options={options} data={data} label={labels.map((label, index) => `${label} ${values[index]}`).join(", ")} />
 }

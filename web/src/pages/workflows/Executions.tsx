@@ -29,7 +29,6 @@ export const useShownExecution = (workflowId: string) => {
 }
 
 export function Executions({ workflow }: { readonly workflow: WorkflowData }) {
-  const projectId = useProjectId()
   const [params, setParams] = useSearchParams()
   const status = params.get("status") ?? ""
   const [page, setPage] = useState(1)
@@ -43,7 +42,10 @@ export function Executions({ workflow }: { readonly workflow: WorkflowData }) {
   const show = (patch: Record<string, string | null>) =>
     setParams((current) => {
       const next = new URLSearchParams(current)
-      for (const [key, value] of Object.entries(patch)) value === null || value === "" ? next.delete(key) : next.set(key, value)
+      for (const [key, value] of Object.entries(patch)) {
+        if (value === null || value === "") next.delete(key)
+        else next.set(key, value)
+      }
       return next
     }, { replace: true })
   const cancel = useApiMutation(
