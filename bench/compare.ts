@@ -24,6 +24,11 @@ const FIGURES: Record<string, ReadonlyArray<string>> = {
     "service.emailsPerSecond", "baseline.emailsPerSecond", "ratio",
     "service.cpuMicrosPerEmail.api", "service.cpuMicrosPerEmail.worker", "service.cpuMicrosPerEmail.postgres", "throttle.errorPercent"
   ],
+  destinations: [
+    "latency.destination.p50Ms", "latency.destination.p99Ms", "latency.destination.stages.recordedP99Ms",
+    "latency.destination.stages.recordedToSettledP50Ms", "latency.destination.stages.recordedToSettledP99Ms",
+    "latency.baselineWorkflowWebhook.p99Ms", "throughput.deliveriesPerSecond"
+  ],
   campaigns: ["service.mailsPerSecond", "baseline.emailsPerSecond", "ratio", "service.resolutionSeconds", "service.workerRssMiB"]
 }
 

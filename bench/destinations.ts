@@ -6,6 +6,8 @@
  * latency (from the moment its /v1/track/batch request was sent to the receiver's arrival), p50/p99
  * per path. (2) Throughput per endpoint: BENCH_BURST (default 10,000) events tracked as fast as the
  * api takes them, all to one destination; deliveries per second it receives (first to last arrival).
+ * BENCH_DESTINATIONS_BASELINE=0 leaves the baseline workflow out: the destination measured alone (the default
+ * run keeps it, the target's comparison in the same run).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
@@ -52,9 +54,12 @@ export const run = () =>
     // time, so shared contacts would hold its later events back (the destination keeps a contact's order too).
     const contacts = setting("BENCH_CONTACTS", Math.max(500, rate * DURATION))
     const burst = setting("BENCH_BURST", 10_000)
+    const withBaseline = setting("BENCH_DESTINATIONS_BASELINE", 1) !== 0
     const allow = { WEBHOOK_ALLOW_CIDRS: "127.0.0.1/32" }
     const api = await env.start("api", allow)
-    await env.start("worker", { METRICS_PORT: "0", ...allow })
+    // DESTINATION_CONCURRENCY, when set, goes to the worker (attempts in flight per endpoint).
+    const concurrency: Record<string, string> = process.env.DESTINATION_CONCURRENCY ? { DESTINATION_CONCURRENCY: process.env.DESTINATION_CONCURRENCY } : {}
+    await env.start("worker", { METRICS_PORT: "0", ...allow, ...concurrency })
     const receiver = await startReceiver()
     try {
       const call = async (method: string, path: string, body?: unknown, key = env.project.secretKey) => {
@@ -74,10 +79,12 @@ export const run = () =>
 
       // The destination and the baseline workflow, both on `bench_event`.
       await call("POST", "/destinations", { url: receiver.url("/destination"), events: ["bench_event"] })
-      const workflow = await call("POST", "/workflows", { name: "Webhook baseline", eventName: "bench_event", allowReentry: true })
-      const step = await call("POST", `/workflows/${workflow.id}/steps`, { type: "WEBHOOK", config: { url: receiver.url("/workflow") } })
-      await call("POST", `/workflows/${workflow.id}/transitions`, { fromStepId: workflow.steps[0].id, toStepId: step.id })
-      await call("PATCH", `/workflows/${workflow.id}`, { enabled: true })
+      if (withBaseline) {
+        const workflow = await call("POST", "/workflows", { name: "Webhook baseline", eventName: "bench_event", allowReentry: true })
+        const step = await call("POST", `/workflows/${workflow.id}/steps`, { type: "WEBHOOK", config: { url: receiver.url("/workflow") } })
+        await call("POST", `/workflows/${workflow.id}/transitions`, { fromStepId: workflow.steps[0].id, toStepId: step.id })
+        await call("PATCH", `/workflows/${workflow.id}`, { enabled: true })
+      }
       // The contacts exist before the measurement, so it is not about creating them.
       for (let i = 0; i < contacts; i += 500) {
         await track(Array.from({ length: Math.min(500, contacts - i) }, (_, j) => ({ email: `c${i + j}@bench.test`, event: "warm_up" })))
@@ -104,10 +111,19 @@ export const run = () =>
       await Promise.all(inFlight)
       const sent = n
       const sendSeconds = (Date.now() - started) / 1000
-      await waitFor(() => receiver.count("/destination") >= sent && receiver.count("/workflow") >= sent, 180_000, 250)
+      await waitFor(() => receiver.count("/destination") >= sent && (!withBaseline || receiver.count("/workflow") >= sent), 180_000, 250)
       const latencies = (path: string, sentAtOf: (body: any) => number) =>
         receiver.arrivals(path).map((arrival) => arrival.at - sentAtOf(arrival.body)).filter(Number.isFinite).sort((a, b) => a - b)
       const destination = latencies("/destination", (body) => valueOf(body?.data?.data?.sentAt))
+      // The destination's p50 per second of sending: a standing offset (flat) or a backlog growing (rising).
+      const bySecond: Array<Array<number>> = []
+      for (const arrival of receiver.arrivals("/destination")) {
+        const sentAt = valueOf(arrival.body?.data?.data?.sentAt)
+        if (!Number.isFinite(sentAt)) continue
+        const second = Math.max(0, Math.floor((sentAt - started) / 1000))
+        ;(bySecond[second] ??= []).push(arrival.at - sentAt)
+      }
+      const p50BySecond = bySecond.map((list) => percentile(list.sort((a, b) => a - b), 50))
       // Where a destination's delivery spent its time: the event's time → its delivery row recorded (the
       // api, the streams, the worker's consumer) → settled after its attempt (the pump and the endpoint).
       const [stages] = await env.query<Record<string, number>>(`
@@ -147,8 +163,8 @@ export const run = () =>
           rate,
           events: sent,
           sendSeconds,
-          destination: { ...summary(destination), stages: Object.fromEntries(Object.entries(stages ?? {}).map(([key, value]) => [key, Math.round(Number(value))])) },
-          baselineWorkflowWebhook: summary(webhook)
+          destination: { ...summary(destination), p50MsBySecond: p50BySecond, stages: Object.fromEntries(Object.entries(stages ?? {}).map(([key, value]) => [key, Math.round(Number(value))])) },
+          baselineWorkflowWebhook: withBaseline ? summary(webhook) : "left out (BENCH_DESTINATIONS_BASELINE=0)"
         },
         throughput: {
           events: burst,

@@ -327,7 +327,7 @@ export const Variables = {
     meaning: "how long one delivery attempt to an event destination may take (connect, answer, body) before it counts as failed"
   }),
   destinationConcurrency: variable({
-    name: "DESTINATION_CONCURRENCY", ...wholeNumber(1, 1000), defaultValue: 16, shownDefault: "16",
+    name: "DESTINATION_CONCURRENCY", ...wholeNumber(1, 1000), defaultValue: 64, shownDefault: "64",
     meaning: "delivery attempts one worker makes to one event destination at once (each destination has its own, so a slow one holds up only itself)"
   }),
   destinationDisableAfterFailures: variable({

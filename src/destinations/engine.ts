@@ -7,13 +7,15 @@
  *   it was created, however late the `destinations` invalidation topic announces the change) and recorded in one statement: a row per
  *   (destination, event), its id the delivery's `webhook-id`, derived from both ids, so a redelivered
  *   message records nothing twice. The messages are acked after the commit (at least once).
- * - **Sending.** Each destination has its own pump: it claims the destination's due deliveries (each
- *   the earliest open one of its contact, so a contact's events arrive in order: a later one waits
- *   while an earlier one is pending or retrying) up to DESTINATION_CONCURRENCY attempts in flight, and
- *   performs them (attempt.ts) with DESTINATION_TIMEOUT_MS each. A slow or dead endpoint fills only its
- *   own slots: other destinations, of this project or another, are pumped independently. A freshly
- *   recorded delivery is pumped at once, from the consumer's path, without waiting for a poll; so is a
- *   contact's next delivery once the one before it is settled (the store decides it under the
+ * - **Sending.** Each destination has its own pump (pump.ts): it claims the destination's due deliveries
+ *   (each the earliest open one of its contact, so a contact's events arrive in order: a later one waits
+ *   while an earlier one is pending or retrying), up to DESTINATION_CONCURRENCY attempts in flight and
+ *   more claimed ahead (as far as the endpoint's speed allows within a lease), and performs them
+ *   (attempt.ts) with DESTINATION_TIMEOUT_MS each. A slow or dead endpoint fills only its own slots:
+ *   other destinations, of this project or another, are pumped independently. A freshly recorded
+ *   delivery is recorded already claimed for this worker's pump when it has room, and attempted as soon
+ *   as the recording commits, with no claim or poll in between; the others wake the pump. A contact's
+ *   next delivery is pumped once the one before it is settled (the store decides it under the
  *   (destination, contact) pair's lock, so several workers keep the order too). A slot is free again
  *   when the endpoint answered; the outcomes are recorded in batches (settleMany).
  * - **Retries.** A failed attempt is due again after an exponential backoff, until its retry period
@@ -32,11 +34,12 @@ import { matchesAny } from "../domain/destinations.ts"
 import { Dns, hostResolver } from "../lib/dns.ts"
 import { makeWakeup, runWhenDue } from "../lib/dueLoop.ts"
 import { cidrMatcher } from "../lib/safeHttp.ts"
-import { type AttemptOutcome, type ClaimedDelivery, Destinations, type NewDelivery } from "../store/Destinations.ts"
+import { type ClaimedDelivery, Destinations, type NewDelivery } from "../store/Destinations.ts"
 import { Invalidations } from "../stream/Invalidations.ts"
 import type { OutEvent, TrackMessage } from "../stream/messages.ts"
 import { Nats } from "../stream/Nats.ts"
 import { attemptDelivery, type AttemptOptions } from "./attempt.ts"
+import { makePumps, type Settled } from "./pump.ts"
 
 /** The invalidation topic: a project's destinations changed, and perhaps one has deliveries due now (`wake`). */
 export const DESTINATIONS_TOPIC = "destinations"
@@ -99,120 +102,36 @@ export class DestinationEngine extends Context.Service<DestinationEngine, {
       const run = yield* FiberSet.makeRuntime<never, unknown, unknown>()
       const leaseMs = config.destinationTimeoutMs + 30_000
 
-      // --- sending: one pump per destination --------------------------------------------------------
-      // An attempt holds one of the destination's DESTINATION_CONCURRENCY slots while it talks to the endpoint;
-      // recording its outcome does not: the slot goes to the next due delivery at once, and the outcomes that
-      // came meanwhile are recorded together, in one statement (settleMany). The pump claims up to a slot's
-      // worth of deliveries ahead, so a freed slot starts the next one without waiting for a claim's round
-      // trip. At most as many outcomes as slots wait to be recorded, so a slow database holds the pump back
-      // instead of piling up.
+      // --- sending: one pump per destination (pump.ts) ---------------------------------------------------
       const wakeup = yield* makeWakeup
-      interface Pump {
-        attempting: number
-        settling: number
-        running: boolean
-        again: boolean
-        recording: boolean
-        /** Claimed ahead (at most DESTINATION_CONCURRENCY), started as soon as a slot is free: no claim round trip in between. */
-        readonly queued: Array<ClaimedDelivery>
-        readonly outcomes: Array<{ readonly delivery: ClaimedDelivery; readonly outcome: AttemptOutcome }>
-      }
-      const pumps = new Map<string, Pump>()
-      const roomOf = (state: Pump) =>
-        state.settling >= config.destinationConcurrency ? 0 : 2 * config.destinationConcurrency - state.attempting - state.queued.length
-      /** Starts queued deliveries while slots are free. */
-      const dispatch = (state: Pump) => {
-        while (state.attempting < config.destinationConcurrency && state.queued.length > 0) {
-          state.attempting++
-          run(perform(state.queued.shift()!, state))
-        }
-      }
-
-      /** Records the outcomes waiting, batch after batch, while there are any. */
-      const recordOutcomes = (destinationId: string, state: Pump): Effect.Effect<void> =>
+      const settle = (destinationId: string, batch: ReadonlyArray<Settled>) =>
         Effect.gen(function*() {
-          while (state.outcomes.length > 0) {
-            const batch = state.outcomes.splice(0, state.outcomes.length)
-            const disabled = yield* store.settleMany(destinationId, batch, config.destinationDisableAfterFailures).pipe(
-              Effect.catchCause((cause) =>
-                Effect.as(Effect.logWarning("event destination attempts not recorded; retried after their lease", cause), false)
-              ),
-              Effect.ensuring(Effect.sync(() => {
-                state.settling -= batch.length
-              }))
+          const disabled = yield* store.settleMany(destinationId, batch, config.destinationDisableAfterFailures).pipe(
+            Effect.catchCause((cause) =>
+              Effect.as(Effect.logWarning("event destination attempts not recorded; retried after their lease", cause), false)
             )
-            if (disabled) {
-              yield* Effect.logWarning("event destination disabled after failed attempts in a row", {
-                destinationId,
-                failures: config.destinationDisableAfterFailures
-              })
-            }
-            // A retry is due at its own time: the due loop looks again for the next one (it may be the earliest).
-            if (batch.some(({ outcome }) => outcome.nextAttemptAt !== null)) yield* wakeup.signal
-            // The settlements may have made contacts' next deliveries ready (sent now), and freed room.
-            wake(destinationId)
+          )
+          if (disabled) {
+            yield* Effect.logWarning("event destination disabled after failed attempts in a row", {
+              destinationId,
+              failures: config.destinationDisableAfterFailures
+            })
           }
-        }).pipe(Effect.ensuring(Effect.sync(() => {
-          state.recording = false
-          if (state.outcomes.length > 0) startRecording(destinationId, state)
-        })))
-      const startRecording = (destinationId: string, state: Pump) => {
-        if (state.recording) return
-        state.recording = true
-        run(recordOutcomes(destinationId, state))
-      }
-
-      const perform = (delivery: ClaimedDelivery, state: Pump) =>
-        Effect.promise(() => attemptDelivery(delivery, options)).pipe(
-          Effect.tapCause((cause) => Effect.logWarning("event destination attempt failed unexpectedly; retried after its lease", cause)),
-          Effect.matchCause({
-            onFailure: () => {
-              state.attempting--
-              dispatch(state)
-              wake(delivery.destinationId)
-            },
-            onSuccess: (outcome) => {
-              state.attempting--
-              state.settling++
-              state.outcomes.push({ delivery, outcome })
-              dispatch(state)
-              startRecording(delivery.destinationId, state)
-              wake(delivery.destinationId)
-            }
-          })
-        )
-
-      const pump = (destinationId: string): Effect.Effect<void> =>
-        Effect.gen(function*() {
-          const state = pumps.get(destinationId)!
-          while (state.again) {
-            state.again = false
-            const claimed = yield* store.claim(destinationId, roomOf(state), leaseMs)
-            state.queued.push(...claimed)
-            dispatch(state)
-          }
-        }).pipe(
-          Effect.catchCause((cause) => Effect.logWarning("event destination claim failed; the due loop tries again", cause)),
-          Effect.ensuring(Effect.sync(() => {
-            const state = pumps.get(destinationId)
-            if (!state) return
-            state.running = false
-            if (state.again) wake(destinationId)
-            else if (state.attempting === 0 && state.settling === 0 && !state.recording && state.queued.length === 0) pumps.delete(destinationId)
-          }))
-        )
-
-      const wake = (destinationId: string) => {
-        let state = pumps.get(destinationId)
-        if (!state) {
-          state = { attempting: 0, settling: 0, running: false, again: false, recording: false, queued: [], outcomes: [] }
-          pumps.set(destinationId, state)
+          // A retry is due at its own time: the due loop looks again for the next one (it may be the earliest).
+          if (batch.some(({ outcome }) => outcome.nextAttemptAt !== null)) yield* wakeup.signal
+        })
+      const pumps = makePumps({
+        concurrency: config.destinationConcurrency,
+        leaseMs,
+        timeoutMs: config.destinationTimeoutMs,
+        claim: store.claim,
+        attempt: (delivery) => attemptDelivery(delivery, options),
+        settle,
+        run: (effect) => {
+          run(effect)
         }
-        state.again = true
-        if (state.running || roomOf(state) <= 0) return
-        state.running = true
-        run(pump(destinationId))
-      }
+      })
+      const wake = pumps.wake
 
       // --- retries: the due loop ----------------------------------------------------------------------
       yield* Effect.forkScoped(runWhenDue({
@@ -307,9 +226,19 @@ export class DestinationEngine extends Context.Service<DestinationEngine, {
               }
             }
           }
-          const woken = yield* store.record(rows, retryUntilFrom(config.destinationRetryHours))
+          // The fresh deliveries this worker's pumps have room for are recorded claimed, and started once committed.
+          const rooms = new Map<string, number>()
+          for (const row of rows) if (!rooms.has(row.destinationId)) rooms.set(row.destinationId, pumps.room(row.destinationId))
+          const recorded = yield* store.recordAndClaim(rows, retryUntilFrom(config.destinationRetryHours), rooms, leaseMs)
           for (const item of items) item.message.ack()
-          for (const id of woken) wake(id)
+          const claimed = new Map<string, Array<ClaimedDelivery>>()
+          for (const delivery of recorded.claimed) {
+            const list = claimed.get(delivery.destinationId)
+            if (list) list.push(delivery)
+            else claimed.set(delivery.destinationId, [delivery])
+          }
+          for (const [id, deliveries] of claimed) pumps.offer(id, deliveries)
+          for (const id of recorded.waiting) wake(id)
         }).pipe(
           Effect.catchCause((cause) =>
             Effect.andThen(

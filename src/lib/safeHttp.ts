@@ -131,9 +131,12 @@ const checkHost = async (host: string, resolve: Resolve, allow: (address: string
  * endpoint: a new TCP and TLS handshake per delivery was most of an attempt's cost). Safe with the
  * address pinning above: a pooled socket was connected to an address checked for that host, and every
  * request checks its host again before it may use one. Idle sockets close after 15 s and, unref'd by the
- * agent, never keep a process alive.
+ * agent, never keep a process alive. No cap on sockets per host: each caller bounds its own requests in
+ * flight (an event destination's DESTINATION_CONCURRENCY), and a cap shared by every caller would let one
+ * endpoint that never answers hold the sockets another destination on the same host and port needs (its
+ * requests would wait in the agent, and time out there).
  */
-const keepAlive = { keepAlive: true, maxSockets: 64, timeout: 15_000 }
+const keepAlive = { keepAlive: true, maxSockets: Infinity, timeout: 15_000 }
 const agents = { "http:": new http.Agent(keepAlive), "https:": new https.Agent(keepAlive) }
 
 const once = (

@@ -5,14 +5,16 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { createHash } from "node:crypto"
 import { InvalidCursor } from "../domain/errors.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { isUuid } from "../domain/uuid.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import { newWebhookSecret } from "../lib/standardWebhooks.ts"
 import { decodeTimeCursor, encodeCursor, timeKeySql } from "./cursor.ts"
+import { deliveryId, deliveryRecording, type Recorded } from "./deliveryRecording.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
+
+export { deliveryId, type Recorded }
 
 export type DeliveryStatus = "pending" | "succeeded" | "failed" | "parked"
 
@@ -98,17 +100,6 @@ export interface AttemptOutcome {
   readonly error: string | null
   readonly nextAttemptAt: Date | null
 }
-
-/** The `webhook-id` of an event's delivery to a destination: the same however often the event is seen. */
-export const deliveryId = (destinationId: string, eventId: string): string => {
-  const hex = createHash("sha256").update(`${destinationId}:${eventId}`).digest("hex")
-  // An RFC 9562 version 8 (custom) UUID.
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${((parseInt(hex[16]!, 16) & 3) | 8).toString(16)}${hex.slice(17, 20)}-${hex.slice(20, 32)}`
-}
-
-/** The advisory lock class of (destination, contact) pairs (pg_advisory_xact_lock(class, bucket)), and its buckets. */
-const LOCK_CLASS = 37_001
-const LOCK_BUCKETS = 256
 
 const iso = (value: Date | string | null): string | null => (value === null ? null : new Date(value).toISOString())
 
@@ -228,6 +219,13 @@ export class Destinations extends Context.Service<Destinations, {
   readonly activeIn: (projectIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, ReadonlyArray<ActiveDestination>>, PersistenceError>
   /** Records deliveries (a repeat of one already recorded is ignored); answers the destinations that got new ones. */
   readonly record: (deliveries: ReadonlyArray<NewDelivery>, retryUntil: Date) => Effect.Effect<ReadonlyArray<string>, PersistenceError>
+  /** Records deliveries, and claims for the caller, for `leaseMs`, up to `rooms[destination]` of each destination's ready ones. */
+  readonly recordAndClaim: (
+    deliveries: ReadonlyArray<NewDelivery>,
+    retryUntil: Date,
+    rooms: ReadonlyMap<string, number>,
+    leaseMs: number
+  ) => Effect.Effect<Recorded, PersistenceError>
   /** Claims up to `room` due deliveries of an enabled destination, each a contact's earliest open one, for `leaseMs`. */
   readonly claim: (destinationId: string, room: number, leaseMs: number) => Effect.Effect<ReadonlyArray<ClaimedDelivery>, PersistenceError>
   /** Records an attempt's outcome; answers whether this failure disabled the destination. */
@@ -403,72 +401,13 @@ export class Destinations extends Context.Service<Destinations, {
         return rows.map((row) => ({ id: row.id, projectId, events: [...row.events] }))
       }, mapSqlError)
 
-      /**
-       * Serializes, per (destination, contact), everything that decides which delivery is the contact's
-       * ready one: recording (in whatever worker), settling one for good, replaying. Each takes the pair's
-       * transaction-level advisory lock first, so its next statement sees what the other committed (a
-       * settlement racing a recording could otherwise leave the recorded delivery never ready, and two
-       * workers recording one contact's deliveries at once could both mark theirs ready). The pairs share
-       * LOCK_BUCKETS locks, taken in ascending order (no deadlock, a bounded number per transaction).
-       */
-      const lockPairs = (pairs: ReadonlyArray<{ readonly d: string; readonly c: string }>) =>
-        pairs.length === 0 ? Effect.void : sql`
-          SELECT pg_advisory_xact_lock(${LOCK_CLASS}, k) FROM (
-            SELECT DISTINCT hashtext((p->>'d') || ':' || (p->>'c')) & ${LOCK_BUCKETS - 1} AS k
-            FROM jsonb_array_elements(${JSON.stringify(pairs)}::jsonb) AS p
-            ORDER BY k) buckets`.pipe(Effect.asVoid)
-      const lockAllPairs = sql`SELECT pg_advisory_xact_lock(${LOCK_CLASS}, k) FROM generate_series(0, ${LOCK_BUCKETS - 1}) AS k ORDER BY k`
-        .pipe(Effect.asVoid)
-
-      /**
-       * Marks, for each (destination, contact) pair, its earliest open delivery ready and the others not:
-       * after deliveries were recorded, one was settled for good, or some were replayed.
-       */
-      const markHeads = (pairs: ReadonlyArray<{ readonly d: string; readonly c: string }>) =>
-        pairs.length === 0 ? Effect.void : sql`
-          WITH pairs AS (
-            SELECT DISTINCT (p->>'d')::uuid AS destination_id, (p->>'c')::uuid AS contact_id
-            FROM jsonb_array_elements(${JSON.stringify(pairs)}::jsonb) AS p
-          ), heads AS (
-            SELECT pairs.destination_id, pairs.contact_id, h.id AS head
-            FROM pairs CROSS JOIN LATERAL (
-              SELECT id FROM destination_deliveries o
-              WHERE o.destination_id = pairs.destination_id AND o.contact_id = pairs.contact_id AND o.status IN ('pending', 'failed')
-              ORDER BY o.seq LIMIT 1
-            ) h
-          )
-          UPDATE destination_deliveries x SET ready = (x.id = heads.head)
-          FROM heads
-          WHERE x.destination_id = heads.destination_id AND x.contact_id = heads.contact_id
-            AND x.status IN ('pending', 'failed') AND x.ready <> (x.id = heads.head)`.pipe(Effect.asVoid)
-
-      const record = Effect.fn("Destinations.record")(function*(rows: ReadonlyArray<NewDelivery>, retryUntil: Date) {
-        if (rows.length === 0) return []
-        const items = rows.map((row) => ({
-          id: deliveryId(row.destinationId, row.eventId),
-          d: row.destinationId,
-          p: row.projectId,
-          e: row.eventId,
-          t: row.eventType,
-          c: row.contactId,
-          b: row.body,
-          a: row.eventAt
-        }))
-        return yield* sql.withTransaction(Effect.gen(function*() {
-          yield* lockPairs(items.flatMap((item) => (item.c === null ? [] : [{ d: item.d, c: item.c }])))
-          const inserted = yield* sql<{ destination_id: string; contact_id: string | null }>`
-            INSERT INTO destination_deliveries (id, destination_id, project_id, event_id, event_type, contact_id, payload, event_at, retry_until, ready)
-            SELECT (x->>'id')::uuid, (x->>'d')::uuid, (x->>'p')::uuid, x->>'e', x->>'t', (x->>'c')::uuid,
-                   to_jsonb(x->>'b'), (x->>'a')::timestamptz, ${retryUntil}, x->>'c' IS NULL
-            FROM jsonb_array_elements(${JSON.stringify(items)}::jsonb) WITH ORDINALITY AS t(x, n)
-            WHERE EXISTS (SELECT 1 FROM destinations d WHERE d.id = (x->>'d')::uuid AND d.enabled)
-            ORDER BY t.n
-            ON CONFLICT (id) DO NOTHING
-            RETURNING destination_id, contact_id`
-          yield* markHeads(inserted.flatMap((row) => (row.contact_id === null ? [] : [{ d: row.destination_id, c: row.contact_id }])))
-          return [...new Set(inserted.map((row) => row.destination_id))]
-        }))
-      }, mapSqlError)
+      const { lockAllPairs, lockPairs, markHeads, recordAndClaim: recordWith } = deliveryRecording(sql)
+      const recordAndClaim = Effect.fn("Destinations.recordAndClaim")(
+        (rows: ReadonlyArray<NewDelivery>, retryUntil: Date, rooms: ReadonlyMap<string, number>, leaseMs: number) =>
+          mapSqlError(recordWith(rows, retryUntil, rooms, leaseMs))
+      )
+      const record = (rows: ReadonlyArray<NewDelivery>, retryUntil: Date) =>
+        Effect.map(recordAndClaim(rows, retryUntil, new Map(), 0), (done) => done.recorded)
 
       interface ClaimRow {
         id: string
@@ -643,7 +582,7 @@ export class Destinations extends Context.Service<Destinations, {
 
       return Destinations.of({
         prune,
-        create, list, get, update, remove, rotateSecret, deliveries, delivery, replay, active, activeIn, record, claim, settle, settleMany, due, nextDueIn, recordTest
+        create, list, get, update, remove, rotateSecret, deliveries, delivery, replay, active, activeIn, record, recordAndClaim, claim, settle, settleMany, due, nextDueIn, recordTest
       })
     })
   )

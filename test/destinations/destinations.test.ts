@@ -258,6 +258,31 @@ describe("event destinations", () => {
     await call("PATCH", `/destinations/${holeDestination.id}`, { enabled: false })
   }, 120_000)
 
+  it("a blackholed endpoint with every slot taken does not delay another destination on the same host and port", async () => {
+    // One server, two paths: the blackhole's attempts in flight (as many as the HTTP agent's former cap of 64
+    // sockets per host) must not hold the sockets the healthy destination needs.
+    const shared = await receiver((hit) => (hit.path === "/hole" ? null : 200))
+    const holeDestination = await createDestination(shared.url("/hole"), ["samehost.hole"])
+    const healthy = await createDestination(shared.url("/ok"), ["samehost.ok"])
+    const hits = (path: string) => shared.hits.filter((hit) => hit.path === path)
+    for (let n = 0; n < 70; n++) await emit("samehost.hole", randomUUID(), { n })
+    // Every slot of the blackhole is taken (DESTINATION_CONCURRENCY, 64 by default), then the healthy ones come.
+    await waitFor(async () => expect(hits("/hole")).toHaveLength(64))
+    const started = Date.now()
+    for (let n = 0; n < 20; n++) await emit("samehost.ok", randomUUID(), { n })
+    await waitFor(async () => expect(hits("/ok")).toHaveLength(20))
+    // All arrived well before the blackhole's attempts time out (20 s after they started, just before
+    // `started`), each at its first attempt: none waited in the HTTP agent for a socket the blackhole holds.
+    expect(Math.max(...hits("/ok").map((hit) => hit.at)) - started).toBeLessThan(10_000)
+    const log = await waitFor(async () => {
+      const rows = await deliveries(healthy.id)
+      expect(rows.filter((row) => row.status === "succeeded")).toHaveLength(20)
+      return rows
+    })
+    expect(log.map((row) => row.attempts)).toEqual(Array.from({ length: 20 }, () => 1))
+    await call("PATCH", `/destinations/${holeDestination.id}`, { enabled: false })
+  }, 120_000)
+
   it("replays one delivery (same webhook-id) and a time range", async () => {
     const target = await receiver()
     const destination = await createDestination(target.url(), ["replay.*"])

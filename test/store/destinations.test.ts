@@ -126,6 +126,40 @@ layer(Repository)("Destinations", (it) => {
       expect(disabled).toMatchObject({ enabled: false, disabledReason: "failures", consecutiveFailures: 3 })
     }))
 
+  it.effect("records deliveries claimed for the recorder, up to its room per destination, each contact's earliest only", () =>
+    Effect.gen(function*() {
+      const store = yield* Destinations
+      const projectId = yield* insertProject
+      const one = yield* store.create(projectId, { url: "https://example.com/one", events: ["*"] })
+      const two = yield* store.create(projectId, { url: "https://example.com/two", events: ["*"] })
+      const [a, b, c] = [uuidv7(), uuidv7(), uuidv7()]
+      const event = (destinationId: string, contactId: string | null, n: number): NewDelivery => ({
+        destinationId, projectId, eventId: `r${n}`, eventType: "x", contactId, body: JSON.stringify({ n }), eventAt: new Date().toISOString()
+      })
+      const bodies = (claimed: ReadonlyArray<ClaimedDelivery>) => claimed.map((delivery) => JSON.parse(delivery.body).n)
+      // a's second waits behind its first; room for two of one's three ready ones, none for two's.
+      const done = yield* store.recordAndClaim(
+        [event(one.id, a, 1), event(one.id, a, 2), event(one.id, b, 3), event(one.id, null, 4), event(two.id, c, 5)],
+        later,
+        new Map([[one.id, 2]]),
+        60_000
+      )
+      expect(bodies(done.claimed)).toEqual([1, 3])
+      expect(done.claimed[0]).toMatchObject({ destinationId: one.id, contactId: a, url: "https://example.com/one", attempts: 1, test: false })
+      expect(done.claimed[0]!.secrets).toHaveLength(1)
+      expect([...done.recorded].sort()).toEqual([one.id, two.id].sort())
+      expect([...done.waiting].sort()).toEqual([one.id, two.id].sort())
+      // The claimed ones are leased: a claim gets the ready ones left.
+      expect(bodies(yield* store.claim(one.id, 10, 60_000))).toEqual([4])
+      expect(bodies(yield* store.claim(two.id, 10, 60_000))).toEqual([5])
+      // Settling a claimed one hands its contact's next over; a repeat records (and claims) nothing.
+      yield* store.settle(done.claimed[0]!, ok, 0)
+      const again = yield* store.recordAndClaim([event(one.id, a, 1), event(one.id, a, 6)], later, new Map([[one.id, 5]]), 60_000)
+      expect(bodies(again.claimed)).toEqual([])
+      expect(again.recorded).toEqual([one.id])
+      expect(bodies(yield* store.claim(one.id, 10, 60_000))).toEqual([2])
+    }))
+
   it.effect("prunes finished deliveries past the retention, never open ones", () =>
     Effect.gen(function*() {
       const store = yield* Destinations
