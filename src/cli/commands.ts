@@ -139,8 +139,12 @@ const DESCRIPTION = `mailstream: a self-hostable email engagement platform. With
 ENVIRONMENT (read and checked at start; a bad value stops the command with one line naming it; empty = unset)
 ${environmentHelp()}`
 
-export const cli = Command.make("mailstream", {}, () => withConfig(runAll, "all")).pipe(
+export const VERSION = "0.1.0"
+
+/** The whole CLI: run by src/main.ts; its help pages are also rendered at build time (./helpTable.ts). */
+export const command = Command.make("mailstream", {}, () => withConfig(runAll, "all")).pipe(
   Command.withDescription(DESCRIPTION),
-  Command.withSubcommands([all, api, worker, migrate, project, user]),
-  Command.run({ version: "0.1.0" })
+  Command.withSubcommands([all, api, worker, migrate, project, user])
 )
+
+export const cli = Command.run(command, { version: VERSION })

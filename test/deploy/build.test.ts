@@ -6,7 +6,7 @@
  */
 import { execFile } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs"
 import { builtinModules } from "node:module"
 import { dirname, join, relative } from "node:path"
 import { promisify } from "node:util"
@@ -44,6 +44,17 @@ describe("scripts/build.ts", () => {
     expect(firstBuild).toBe("built")
     expect(existsSync(join(OUT, "main.js"))).toBe(true)
     expect(await buildServer(false, OUT)).toBe("up to date")
+  })
+
+  it("an up-to-date look marks the build as current for scripts/cli.js: no input is newer than .build-hash", async () => {
+    const inputs = readFileSync(join(OUT, ".build-inputs"), "utf8").split("\n").filter(Boolean)
+    expect(inputs).toContain("src")
+    const newest = (path: string): number => statSync(path).isDirectory()
+      ? Math.max(statSync(path).mtimeMs, ...readdirSync(path).map((entry) => newest(join(path, entry))))
+      : statSync(path).mtimeMs
+    expect(await buildServer(false, OUT)).toBe("up to date")
+    const builtAt = statSync(join(OUT, ".build-hash")).mtimeMs
+    for (const input of inputs) expect(newest(join(ROOT, input))).toBeLessThanOrEqual(builtAt)
   })
 
   it("builds the compose pool's thread as an entry beside main.js, and it composes a message", async () => {
@@ -111,5 +122,53 @@ describe("scripts/build.ts", () => {
       const { stdout } = await run(process.execPath, [join(OUT, "main.js"), "project", "create", "--name", "compiled"], { cwd: ROOT, env: stack.env })
       expect(JSON.parse(stdout)).toMatchObject({ name: "compiled", publicKey: expect.stringMatching(/^pk_/) })
     })
+  })
+
+  describe("scripts/cli.js (`npm run cli`) on this build", () => {
+    // A checkout of its own whose dist/ is this build: the launcher as `npm run cli` runs it.
+    const CHECKOUT = `${OUT}-checkout`
+    const launch = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
+      run(process.execPath, [join(CHECKOUT, "scripts/cli.js"), ...args], { cwd: CHECKOUT, env: { ...process.env, ...env } })
+    const direct = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
+      run(process.execPath, [join(OUT, "main.js"), ...args], { cwd: ROOT, env: { ...process.env, ...env } })
+    let stack: Stack
+    beforeAll(async () => {
+      mkdirSync(join(CHECKOUT, "scripts"), { recursive: true })
+      copyFileSync(join(ROOT, "scripts/cli.js"), join(CHECKOUT, "scripts/cli.js"))
+      for (const input of ["src", "package-lock.json", "scripts/build.ts", "package.json"]) symlinkSync(join(ROOT, input), join(CHECKOUT, input))
+      symlinkSync(OUT, join(CHECKOUT, "dist"))
+      stack = await createStack()
+    })
+    afterAll(async () => {
+      rmSync(CHECKOUT, { recursive: true, force: true })
+      await stack?.stop()
+    })
+
+    it("prints every help page and the version as the CLI itself does, from the table rendered at build time", async () => {
+      const table = JSON.parse(readFileSync(join(OUT, "help.json"), "utf8")) as { pages: Record<string, unknown> }
+      const paths = Object.keys(table.pages)
+      expect(paths).toEqual(expect.arrayContaining(["", "all", "project", "project create", "project settings", "user create"]))
+      for (const path of paths) {
+        for (const flag of ["--help", "-h"]) {
+          const args = [...path.split(" ").filter(Boolean), flag]
+          expect((await launch(args)).stdout, args.join(" ")).toBe((await direct(args)).stdout)
+        }
+      }
+      expect((await launch(["--version"])).stdout).toBe((await direct(["--version"])).stdout)
+      expect((await launch(["--version"])).stdout).toMatch(/^mailstream v\d/)
+    }, 120_000)
+
+    it("leaves what is not a help page to the CLI: a misplaced --help, a mistake, a command", async () => {
+      const misplaced = ["project", "create", "--name", "x", "--help"]
+      expect((await launch(misplaced)).stdout).toBe((await direct(misplaced)).stdout)
+      expect((await launch(misplaced)).stdout).toContain("mailstream project create")
+      // Not a key of the table, though one of every object's (a lookup by `in` would print nothing).
+      expect((await launch(["constructor", "--help"])).stdout).toBe((await direct(["constructor", "--help"])).stdout)
+      const mistake = await launch(["launch"]).then(() => undefined, (error: { code: number; stdout: string; stderr: string }) => error)
+      expect(mistake).toMatchObject({ code: 1, stdout: "" })
+      expect(mistake!.stderr).toContain('Unknown subcommand "launch"')
+      const { stdout } = await launch(["project", "create", "--name", "launched"], stack.env)
+      expect(JSON.parse(stdout)).toMatchObject({ name: "launched", publicKey: expect.stringMatching(/^pk_/) })
+    }, 60_000)
   })
 })
