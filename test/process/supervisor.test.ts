@@ -1,5 +1,6 @@
 /**
- * `all` as a supervisor: API_PROCESSES api processes and one worker process as its children, on one
+ * `all` as a supervisor (API_PROCESSES above 1; with 1 it is one process, ./allInOne.test.ts):
+ * API_PROCESSES api processes and one worker process as its children, on one
  * port; a crashed child restarted; SIGTERM stopping every child gracefully (exit 0); and SIGKILL of
  * `all` leaving no child behind.
  */
@@ -108,8 +109,8 @@ describe("all", () => {
   })
 
   it("killed by SIGKILL, it leaves no child behind", async () => {
-    const doomed = await stack.start("all", { API_PROCESSES: "1" })
-    const children = ["api-1", "worker"].map((name) => pids(doomed, name)[0]!)
+    const doomed = await stack.start("all", { API_PROCESSES: "2" })
+    const children = ["api-1", "api-2", "worker"].map((name) => pids(doomed, name)[0]!)
     const exited = exitOf(doomed)
     doomed.process.kill("SIGKILL")
     await exited
