@@ -24,7 +24,8 @@ const FIGURES: Record<string, ReadonlyArray<string>> = {
     "service.emailsPerSecond", "baseline.emailsPerSecond", "ratio",
     "service.cpuMicrosPerEmail.api", "service.cpuMicrosPerEmail.worker", "service.cpuMicrosPerEmail.postgres", "throttle.errorPercent"
   ],
-  campaigns: ["service.mailsPerSecond", "baseline.emailsPerSecond", "ratio", "service.resolutionSeconds", "service.workerRssMiB"]
+  campaigns: ["service.mailsPerSecond", "baseline.emailsPerSecond", "ratio", "service.resolutionSeconds", "service.workerRssMiB"],
+  idle: ["service.cpuPercentOfCore", "service.rssMiB", "service.rssMiBMax", "service.pssMiB", "service.processes"]
 }
 
 const pick = (value: unknown, path: string): unknown =>

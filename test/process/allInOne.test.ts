@@ -7,6 +7,7 @@
 import { readdirSync, readFileSync } from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { eventually } from "../support/nats.ts"
+import { logText as text, parsedLogs as parsed } from "../support/logs.ts"
 import { request, type Service, type Stack, createStack } from "../support/stack.ts"
 
 let stack: Stack
@@ -19,17 +20,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.stop()
 })
-
-const parsed = (service: Service): Array<{ process?: string; message?: unknown }> =>
-  service.logs.flatMap((line) => {
-    try {
-      return [JSON.parse(line)]
-    } catch {
-      return []
-    }
-  })
-
-const text = (line: { message?: unknown }) => Array.isArray(line.message) ? String(line.message[0]) : String(line.message)
 
 /** The processes whose parent is `pid`. */
 const childrenOf = (pid: number) =>

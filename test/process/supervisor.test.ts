@@ -7,6 +7,7 @@
 import { existsSync, readFileSync } from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { eventually } from "../support/nats.ts"
+import { logText as text, parsedLogs as parsed } from "../support/logs.ts"
 import { request, type Service, type Stack, createStack } from "../support/stack.ts"
 
 let stack: Stack
@@ -19,23 +20,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.stop()
 })
-
-interface LogLine {
-  readonly process?: string
-  readonly message?: unknown
-}
-
-const parsed = (service: Service): Array<LogLine> =>
-  service.logs.flatMap((line) => {
-    try {
-      return [JSON.parse(line)]
-    } catch {
-      return []
-    }
-  })
-
-/** The text of a log line (Effect logs `[message, annotations]` when a line has annotations). */
-const text = (line: LogLine) => Array.isArray(line.message) ? String(line.message[0]) : String(line.message)
 
 /** The pid of each child as `all` logged them, latest first. */
 const pids = (service: Service, child: string): Array<number> =>
