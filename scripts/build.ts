@@ -4,8 +4,8 @@
  * tree-shaken (Rolldown; effect and @effect/* are bundled, every other package stays in node_modules).
  * Each dynamic `import()` of src/ becomes its own chunk, loaded when it runs: `--help` loads neither the
  * server nor the worker. The inputs' hash is kept in dist/.build-hash, so a start after no change costs
- * one hash of src/ (milliseconds; `npm run cli`, scripts/cli.js, looks at modification times first and runs
- * this only when one is newer than dist/.build-hash). The CLI's help pages are rendered into dist/help.json
+ * one hash of src/ (milliseconds; `npm start` and `npm run cli`, scripts/start.js and scripts/cli.js, look at
+ * modification times first and run this only when one is newer than dist/.build-hash). The CLI's help pages are rendered into dist/help.json
  * (src/cli/helpTable.ts), for scripts/cli.js to print without loading the CLI. The dashboard (web/dist) is checked too (scripts/build-web.ts).
  * Development and the tests keep running src/ directly (`node src/main.ts`).
  *

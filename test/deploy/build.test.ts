@@ -134,7 +134,7 @@ describe("scripts/build.ts", () => {
     let stack: Stack
     beforeAll(async () => {
       mkdirSync(join(CHECKOUT, "scripts"), { recursive: true })
-      copyFileSync(join(ROOT, "scripts/cli.js"), join(CHECKOUT, "scripts/cli.js"))
+      for (const script of ["scripts/cli.js", "scripts/fresh.js"]) copyFileSync(join(ROOT, script), join(CHECKOUT, script))
       for (const input of ["src", "package-lock.json", "scripts/build.ts", "package.json"]) symlinkSync(join(ROOT, input), join(CHECKOUT, input))
       symlinkSync(OUT, join(CHECKOUT, "dist"))
       stack = await createStack()
