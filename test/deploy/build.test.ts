@@ -6,7 +6,7 @@
  */
 import { execFile } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs"
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs"
 import { builtinModules } from "node:module"
 import { dirname, join, relative } from "node:path"
 import { promisify } from "node:util"
@@ -122,6 +122,50 @@ describe("scripts/build.ts", () => {
       const { stdout } = await run(process.execPath, [join(OUT, "main.js"), "project", "create", "--name", "compiled"], { cwd: ROOT, env: stack.env })
       expect(JSON.parse(stdout)).toMatchObject({ name: "compiled", publicKey: expect.stringMatching(/^pk_/) })
     })
+  })
+
+  describe("scripts/fresh.js: whether the launchers run the build script", () => {
+    // A checkout whose build script only notes that it ran, and whose one input is the folder `input`.
+    const CHECKOUT = `${OUT}-fresh`
+    const builds = () => existsSync(join(CHECKOUT, "builds.log")) ? readFileSync(join(CHECKOUT, "builds.log"), "utf8").split("\n").filter(Boolean) : []
+    const launch = () => run(process.execPath, [join(CHECKOUT, "scripts/cli.js"), "--version"], { cwd: CHECKOUT })
+    const at = (path: string, seconds: number) => utimesSync(path, seconds, seconds)
+    beforeAll(() => {
+      mkdirSync(join(CHECKOUT, "scripts"), { recursive: true })
+      mkdirSync(join(CHECKOUT, "input"))
+      mkdirSync(join(CHECKOUT, "dist"))
+      for (const script of ["scripts/cli.js", "scripts/fresh.js"]) copyFileSync(join(ROOT, script), join(CHECKOUT, script))
+      writeFileSync(join(CHECKOUT, "scripts/build.ts"), `import { appendFileSync } from "node:fs"\nappendFileSync(${JSON.stringify(join(CHECKOUT, "builds.log"))}, process.argv.slice(2).join(" ") + "\\n")\n`)
+      for (const file of ["main.js", "help.json"]) copyFileSync(join(OUT, file), join(CHECKOUT, "dist", file))
+      writeFileSync(join(CHECKOUT, "dist/.build-inputs"), "input\n")
+      writeFileSync(join(CHECKOUT, "dist/.build-hash"), "a hash\n")
+      writeFileSync(join(CHECKOUT, "input/a.ts"), "a")
+      // Inputs last modified at 1000 s, the build looked at them at 2000 s.
+      for (const path of ["input/a.ts", "input"]) at(join(CHECKOUT, path), 1_000)
+      at(join(CHECKOUT, "dist/.build-hash"), 2_000)
+    })
+    afterAll(() => rmSync(CHECKOUT, { recursive: true, force: true }))
+
+    it("runs it when an input file or folder is newer than .build-hash, and not otherwise", async () => {
+      expect((await launch()).stdout).toMatch(/^mailstream v/)
+      expect(builds()).toEqual([])
+      at(join(CHECKOUT, "input/a.ts"), 3_000)
+      await launch()
+      expect(builds()).toEqual(["--server --quiet"])
+      at(join(CHECKOUT, "input/a.ts"), 1_000)
+      // A file added (however old) modifies its folder.
+      writeFileSync(join(CHECKOUT, "input/b.ts"), "b")
+      at(join(CHECKOUT, "input/b.ts"), 1_000)
+      await launch()
+      expect(builds()).toHaveLength(2)
+      at(join(CHECKOUT, "input"), 1_000)
+      await launch()
+      expect(builds()).toHaveLength(2)
+      // No record of the inputs: built.
+      rmSync(join(CHECKOUT, "dist/.build-inputs"))
+      await launch()
+      expect(builds()).toHaveLength(3)
+    }, 60_000)
   })
 
   describe("scripts/cli.js (`npm run cli`) on this build", () => {
