@@ -6,7 +6,7 @@
 import { Config, Context, Data, Effect, Layer, LogLevel, Option, Redacted, Struct } from "effect"
 import { isIP } from "node:net"
 import { availableParallelism } from "node:os"
-import { cidrMatcher } from "./lib/safeHttp.ts"
+import { cidrMatcher } from "./lib/addresses.ts"
 import { PREFIX_PATTERN } from "./stream/subjects.ts"
 
 /** What a variable accepts: described for people, parsed for the program. */
