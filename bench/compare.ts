@@ -29,7 +29,8 @@ const FIGURES: Record<string, ReadonlyArray<string>> = {
     "latency.destination.stages.recordedToSettledP50Ms", "latency.destination.stages.recordedToSettledP99Ms",
     "latency.baselineWorkflowWebhook.p99Ms", "throughput.deliveriesPerSecond"
   ],
-  campaigns: ["service.mailsPerSecond", "baseline.emailsPerSecond", "ratio", "service.resolutionSeconds", "service.workerRssMiB"]
+  campaigns: ["service.mailsPerSecond", "baseline.emailsPerSecond", "ratio", "service.resolutionSeconds", "service.workerRssMiB"],
+  idle: ["service.cpuPercentOfCore", "service.rssMiB", "service.rssMiBMax", "service.pssMiB", "service.processes"]
 }
 
 const pick = (value: unknown, path: string): unknown =>

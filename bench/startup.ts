@@ -6,8 +6,9 @@
  *            every process it started has exited (`stopMs`);
  *   command  `npm run cli -- project create --name …` until it exits;
  *   help     `npm run cli -- --help` until it exits.
- * Baseline, in the same run: `npm run` of a script that does nothing (npm's own cost, in every figure
- * above) and a bare `node -e ""`. With `rev` (a commit, e.g. `main`), the same is measured alternately on
+ * The command and help also as CPU time (user + system of every process they ran: what a loaded machine
+ * stretches least). Baseline, in the same run: `npm run` of a script that does nothing (npm's own cost,
+ * in every figure above; its CPU time too) and a bare `node -e ""`. With `rev` (a commit, e.g. `main`), the same is measured alternately on
  * a worktree of it (bench/.compare/, as `compare` makes), so before and after see the same machine.
  * Targets (#40): start ≤ 5 s, command ≤ 1.5 s, help ≤ 0.5 s, stop ≤ 1 s idle.
  */
@@ -38,16 +39,34 @@ const groupMembers = (pgid: number) =>
     }
   })
 
-/** Runs `command` in `cwd` to its exit; its wall time in ms (fails on a non-zero exit). */
-const timed = (cwd: string, command: ReadonlyArray<string>, env: Record<string, string>) =>
-  new Promise<number>((resolve, reject) => {
+/** `times`' `0m1.250s` in ms. */
+const minutesSeconds = (text: string) => {
+  const match = text.match(/^(\d+)m([\d.]+)s$/)
+  return match ? (Number(match[1]) * 60 + Number(match[2])) * 1000 : Number.NaN
+}
+
+/**
+ * Runs `command` in `cwd` to its exit (fails on a non-zero exit): its wall time in ms, and the CPU time
+ * (user + system, ms) of every process it ran, which a loaded machine stretches far less than the wall
+ * time (bash runs it and then reports its children's times with `times`).
+ */
+const timedWithCpu = (cwd: string, command: ReadonlyArray<string>, env: Record<string, string>) =>
+  new Promise<{ ms: number; cpuMs: number }>((resolve, reject) => {
     const started = performance.now()
-    const child = spawn(command[0]!, command.slice(1), { cwd, env, stdio: ["ignore", "ignore", "pipe"] })
+    const script = `"$@"; code=$?; times >&2; exit $code`
+    const child = spawn("bash", ["-c", script, "bash", ...command], { cwd, env, stdio: ["ignore", "ignore", "pipe"] })
     let stderr = ""
     child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
-    child.once("exit", (code) =>
-      code === 0 ? resolve(performance.now() - started) : reject(new Error(`${command.join(" ")} exited ${code}: ${stderr.slice(-2000)}`)))
+    child.once("exit", (code) => {
+      if (code !== 0) return reject(new Error(`${command.join(" ")} exited ${code}: ${stderr.slice(-2000)}`))
+      // The last line of `times`: the children's user and system time.
+      const [user = "", system = ""] = stderr.trim().split("\n").at(-1)!.split(" ")
+      resolve({ ms: performance.now() - started, cpuMs: minutesSeconds(user) + minutesSeconds(system) })
+    })
   })
+
+const timed = (cwd: string, command: ReadonlyArray<string>, env: Record<string, string>) =>
+  timedWithCpu(cwd, command, env).then((result) => result.ms)
 
 /** `npm start` until it listens, then SIGTERM to npm until all it started is gone. */
 const startAndStop = (cwd: string, env: Record<string, string>) =>
@@ -83,9 +102,9 @@ const startAndStop = (cwd: string, env: Record<string, string>) =>
 
 const measure = async (cwd: string, env: Record<string, string>) => {
   const run = await startAndStop(cwd, { ...env, PORT: String(await freePort()) })
-  const commandMs = await timed(cwd, ["npm", "run", "cli", "--", "project", "create", "--name", "startup bench"], env)
-  const helpMs = await timed(cwd, ["npm", "run", "cli", "--", "--help"], env)
-  return { ...run, commandMs, helpMs }
+  const command = await timedWithCpu(cwd, ["npm", "run", "cli", "--", "project", "create", "--name", "startup bench"], env)
+  const help = await timedWithCpu(cwd, ["npm", "run", "cli", "--", "--help"], env)
+  return { ...run, commandMs: command.ms, commandCpuMs: command.cpuMs, helpMs: help.ms, helpCpuMs: help.cpuMs }
 }
 
 type Figures = Awaited<ReturnType<typeof measure>>
@@ -95,6 +114,8 @@ const summarize = (runs: ReadonlyArray<Figures>) => ({
   stopMs: median(runs.map((r) => r.stopMs)),
   commandMs: median(runs.map((r) => r.commandMs)),
   helpMs: median(runs.map((r) => r.helpMs)),
+  commandCpuMs: median(runs.map((r) => r.commandCpuMs)),
+  helpCpuMs: median(runs.map((r) => r.helpCpuMs)),
   leftRunning: Math.max(...runs.map((r) => r.leftRunning)),
   runs: runs.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, round(v)])))
 })
@@ -114,13 +135,15 @@ export const run = (args: ReadonlyArray<string>) =>
     if (args[0]) checkouts.unshift({ code: `before (${worktreeOf(args[0]).sha})`, dir: worktreeOf(args[0]).dir, runs: [] })
     // Once each, unmeasured: builds what a start after no change finds built.
     for (const checkout of checkouts) await measure(checkout.dir, env)
-    const floor = { npmRunNoopMs: [] as Array<number>, bareNodeMs: [] as Array<number> }
+    const floor = { npmRunNoopMs: [] as Array<number>, npmRunNoopCpuMs: [] as Array<number>, bareNodeMs: [] as Array<number> }
     for (let index = 0; index < rounds; index++) {
       for (const checkout of checkouts) {
         checkout.runs.push(await measure(checkout.dir, env))
         console.error(`[startup] round ${index + 1} ${checkout.code}: ${JSON.stringify(checkout.runs.at(-1))}`)
       }
-      floor.npmRunNoopMs.push(await timed(ROOT, ["npm", "run", "env"], env).catch(() => Number.NaN))
+      const noop = await timedWithCpu(ROOT, ["npm", "run", "env"], env).catch(() => ({ ms: Number.NaN, cpuMs: Number.NaN }))
+      floor.npmRunNoopMs.push(noop.ms)
+      floor.npmRunNoopCpuMs.push(noop.cpuMs)
       floor.bareNodeMs.push(await timed(ROOT, [process.execPath, "-e", ""], env))
     }
     return {
@@ -129,6 +152,6 @@ export const run = (args: ReadonlyArray<string>) =>
         `${rounds} rounds; baseline: npm's own cost (npm run of an empty script) and a bare node`,
       targets: TARGETS,
       ...Object.fromEntries(checkouts.map((checkout) => [checkout.code, summarize(checkout.runs)])),
-      baseline: { npmRunMs: median(floor.npmRunNoopMs), bareNodeMs: median(floor.bareNodeMs) }
+      baseline: { npmRunMs: median(floor.npmRunNoopMs), npmRunCpuMs: median(floor.npmRunNoopCpuMs), bareNodeMs: median(floor.bareNodeMs) }
     }
   })

@@ -4,7 +4,9 @@
  * tree-shaken (Rolldown; effect and @effect/* are bundled, every other package stays in node_modules).
  * Each dynamic `import()` of src/ becomes its own chunk, loaded when it runs: `--help` loads neither the
  * server nor the worker. The inputs' hash is kept in dist/.build-hash, so a start after no change costs
- * one hash of src/ (milliseconds). The dashboard (web/dist) is checked too (scripts/build-web.ts).
+ * one hash of src/ (milliseconds; `npm start` and `npm run cli`, scripts/start.js and scripts/cli.js, look at
+ * modification times first and run this only when one is newer than dist/.build-hash). The CLI's help pages are rendered into dist/help.json
+ * (src/cli/helpTable.ts), for scripts/cli.js to print without loading the CLI. The dashboard (web/dist) is checked too (scripts/build-web.ts).
  * Development and the tests keep running src/ directly (`node src/main.ts`).
  *
  *   node scripts/build.ts            build what is out of date (the service and the dashboard)
@@ -13,7 +15,7 @@
  *   --quiet                          says nothing when nothing was built (`npm run cli`)
  */
 import { createHash } from "node:crypto"
-import { existsSync, readFileSync, writeFileSync } from "node:fs"
+import { existsSync, readFileSync, utimesSync, writeFileSync } from "node:fs"
 import { join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
 import { buildWeb, filesUnder } from "./build-web.ts"
@@ -42,7 +44,10 @@ export const buildServer = async (force: boolean, outDir = DIST): Promise<"built
   const hashFile = join(outDir, ".build-hash")
   const hash = serverInputHash()
   const built = existsSync(join(outDir, "main.js")) && existsSync(hashFile) ? readFileSync(hashFile, "utf8").trim() : undefined
-  if (!force && built === hash) {
+  if (!force && built === hash && existsSync(join(outDir, "help.json"))) {
+    // Looked at now: scripts/cli.js takes inputs modified before this as built.
+    const now = new Date()
+    utimesSync(hashFile, now, now)
     if (!quiet) log(`${relative(ROOT, outDir)}/ up to date, build skipped`)
     return "up to date"
   }
@@ -66,6 +71,11 @@ export const buildServer = async (force: boolean, outDir = DIST): Promise<"built
     output: { dir: outDir, format: "esm", chunkFileNames: "chunks/[name]-[hash].js", cleanDir: true, sourcemap: true },
     logLevel: "warn"
   })
+  // The CLI's help pages, for scripts/cli.js to print without loading the CLI.
+  const { renderHelpTable } = await import("../src/cli/helpTable.ts")
+  writeFileSync(join(outDir, "help.json"), JSON.stringify(await renderHelpTable()))
+  writeFileSync(join(outDir, ".build-inputs"), `${INPUTS.join("\n")}\n`)
+  // Last: scripts/cli.js takes a build as current from this file's modification time.
   writeFileSync(hashFile, `${hash}\n`)
   log(`built ${relative(ROOT, outDir)}/ in ${((performance.now() - started) / 1000).toFixed(1)} s`)
   return "built"

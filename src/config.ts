@@ -6,7 +6,7 @@
 import { Config, Context, Data, Effect, Layer, LogLevel, Option, Redacted, Struct } from "effect"
 import { isIP } from "node:net"
 import { availableParallelism } from "node:os"
-import { cidrMatcher } from "./lib/safeHttp.ts"
+import { cidrMatcher } from "./lib/addresses.ts"
 import { PREFIX_PATTERN } from "./stream/subjects.ts"
 
 /** What a variable accepts: described for people, parsed for the program. */
@@ -138,7 +138,7 @@ export const Variables = {
   apiProcesses: variable({
     name: "API_PROCESSES", ...wholeNumber(1, 256),
     defaultValue: Math.max(1, availableParallelism() - 1), shownDefault: "CPU cores - 1 (at least 1)",
-    meaning: "api processes `all` runs beside its worker process; they share PORT"
+    meaning: "api processes `all` runs beside its worker process, sharing PORT; with 1, `all` runs the api and the worker in its own one process"
   }),
   databaseUrl: variable({
     name: "DATABASE_URL", ...url(["postgres", "postgresql"]), secret: true,
@@ -452,7 +452,7 @@ export const Variables = {
 /** Every setting the service reads, each with a default that works on one machine (see README). */
 export interface AppConfigShape {
   readonly port: number
-  /** How many api processes `all` starts. */
+  /** How many api processes `all` starts (1: none, the api runs in `all`'s own process). */
   readonly apiProcesses: number
   readonly databaseUrl: Redacted.Redacted<string>
   /** Comma-separated NATS servers. */

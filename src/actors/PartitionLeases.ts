@@ -57,6 +57,8 @@ export const PartitionLeasesLive = Layer.effectDiscard(Effect.gen(function*() {
   const leasesChanged = yield* makeWakeup
   /** Held by a heartbeat's rebalance and by the shutdown hand-over, so they never overlap. */
   const leaseLock = yield* Semaphore.make(1)
+  /** Set when shutdown begins: a rebalance in progress starts no further partition (see the finalizer). */
+  let stopping = false
 
   yield* sql`INSERT INTO partition_leases (partition)
              SELECT generate_series(0, ${nats.partitions - 1}) ON CONFLICT DO NOTHING`
@@ -181,6 +183,8 @@ export const PartitionLeasesLive = Layer.effectDiscard(Effect.gen(function*() {
         SELECT taken.partition, taken.epoch, renewed.lane_seq, renewed.ingest_seq, renewed.applied_seq, renewed.legacy_drained
         FROM taken JOIN renewed ON renewed.partition = taken.partition`
       for (const row of acquired) {
+        // Stopping: the rest stay leased here, never started, until the finalizer expires them.
+        if (stopping) break
         yield* take(
           row.partition,
           Number(row.epoch),
@@ -215,15 +219,22 @@ export const PartitionLeasesLive = Layer.effectDiscard(Effect.gen(function*() {
   // may run meanwhile (it would take the released partitions back): the lease lock waits out one in
   // progress, then the heartbeat stops before anything is released. The jobs composed above this one
   // in src/workerRole.ts (the scheduled work, the lag report) have stopped already.
+  // A rebalance taking partitions (a worker just started takes all of them, one by one) stops after the
+  // one it is starting, so a stop right after start-up does not wait for them all.
   yield* Effect.addFinalizer(() =>
-    leaseLock.withPermits(1)(Effect.gen(function*() {
+    Effect.sync(() => (stopping = true)).pipe(Effect.andThen(leaseLock.withPermits(1)(Effect.gen(function*() {
       yield* Fiber.interrupt(heartbeat)
       yield* release([...owned.keys()])
+      // Leased here and never started (that rebalance stopped early): expired too, nothing of theirs ran here.
+      yield* sql`
+        UPDATE partition_state s SET expires_at = '-infinity'
+        FROM partition_leases l
+        WHERE l.partition = s.partition AND l.owner = ${workerId} AND s.expires_at > now()`
       yield* actors.stopAll
       yield* sql`DELETE FROM workers WHERE id = ${workerId}`
       yield* sql`SELECT pg_notify(${LEASES_CHANNEL}, ${workerId})`
       yield* Effect.logInfo("worker handed its partitions over")
-    })).pipe(Effect.ignore)
+    }))), Effect.ignore)
   )
   // Others rebalance now rather than at their next heartbeat.
   yield* sql`SELECT pg_notify(${LEASES_CHANNEL}, ${workerId})`

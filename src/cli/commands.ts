@@ -13,11 +13,17 @@ import { LoggingLive } from "./logging.ts"
 
 /**
  * What a command runs is imported when it runs: `--help` and `project create` never load the server or
- * the worker, and `all` (the supervisor) loads neither of them, only what forks its processes.
+ * the worker, and `all` as a supervisor loads neither of them, only what forks its processes.
  */
 const lazy = <M, A, E, R>(load: () => Promise<M>, use: (module: M) => Effect.Effect<A, E, R>) =>
   Effect.flatMap(Effect.promise(load), use)
-const runAll = lazy(() => import("../process/supervisor.ts"), (module) => module.runAll)
+const runSupervisor = lazy(() => import("../process/supervisor.ts"), (module) => module.runAll)
+const runAllInOne = lazy(() => import("./roles.ts"), (module) => module.runAllInOne)
+/** `all`: one process for one api process (API_PROCESSES=1), else a supervisor of api processes and a worker process. */
+const runAll = Effect.gen(function*() {
+  const { apiProcesses } = yield* AppConfig
+  return yield* (apiProcesses === 1 ? runAllInOne : runSupervisor)
+})
 const runApi = lazy(() => import("./roles.ts"), (module) => module.runApi)
 const runWorker = lazy(() => import("./roles.ts"), (module) => module.runWorker)
 const admin = () => import("./admin.ts")
@@ -37,10 +43,11 @@ const withConfig = <A, E, R>(effect: Effect.Effect<A, E, R>, process?: string) =
   )
 
 const all = Command.make("all", {}, () => withConfig(runAll, "all")).pipe(
-  Command.withShortDescription("api processes and a worker process together (the default; npm start)"),
+  Command.withShortDescription("the api and the worker together (the default; npm start)"),
   Command.withDescription(
-    "Run the service: API_PROCESSES api processes sharing PORT and one worker process, started, logged and " +
-      "stopped together (what `npm start` runs, and the default command). A process that dies is restarted."
+    "Run the service (what `npm start` runs, and the default command). With API_PROCESSES=1 the api and " +
+      "the worker run in this one process. With more, API_PROCESSES api processes sharing PORT and one worker " +
+      "process, started, logged and stopped together; a process that dies is restarted."
   )
 )
 
@@ -139,8 +146,12 @@ const DESCRIPTION = `mailstream: a self-hostable email engagement platform. With
 ENVIRONMENT (read and checked at start; a bad value stops the command with one line naming it; empty = unset)
 ${environmentHelp()}`
 
-export const cli = Command.make("mailstream", {}, () => withConfig(runAll, "all")).pipe(
+export const VERSION = "0.1.0"
+
+/** The whole CLI: run by src/main.ts; its help pages are also rendered at build time (./helpTable.ts). */
+export const command = Command.make("mailstream", {}, () => withConfig(runAll, "all")).pipe(
   Command.withDescription(DESCRIPTION),
-  Command.withSubcommands([all, api, worker, migrate, project, user]),
-  Command.run({ version: "0.1.0" })
+  Command.withSubcommands([all, api, worker, migrate, project, user])
 )
+
+export const cli = Command.run(command, { version: VERSION })

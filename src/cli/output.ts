@@ -23,10 +23,14 @@ const presenter: CliOutput.Presenter = {
     })
 }
 
-export const CliOutputLive = Layer.mergeAll(
-  CliOutput.layerPresenter(presenter),
-  // A failed command (a bad variable, an unknown project) prints its message alone.
-  CliOutput.layer({ ...CliOutput.defaultFormatter(), formatError: (error) => error.message }),
-  // --help and --version; LOG_LEVEL, not a flag, sets the log level.
-  CliConfig.layer({ builtIns: [GlobalFlag.Help, GlobalFlag.Version] })
-)
+/** `formatter`: the default one (colors when stdout is a terminal), or another (the build's help table, ./helpTable.ts). */
+export const cliOutputLayer = (formatter: CliOutput.Formatter = CliOutput.defaultFormatter()) =>
+  Layer.mergeAll(
+    CliOutput.layerPresenter(presenter),
+    // A failed command (a bad variable, an unknown project) prints its message alone.
+    CliOutput.layer({ ...formatter, formatError: (error) => error.message }),
+    // --help and --version; LOG_LEVEL, not a flag, sets the log level.
+    CliConfig.layer({ builtIns: [GlobalFlag.Help, GlobalFlag.Version] })
+  )
+
+export const CliOutputLive = cliOutputLayer()

@@ -13,7 +13,7 @@
  */
 import { Effect, Layer } from "effect"
 import type { Resolver } from "mailauth"
-import { type SMTPServerSession, SMTPServer } from "smtp-server"
+import type { SMTPServerSession } from "smtp-server"
 import { AppConfig } from "../config.ts"
 import { isValidEmail, normalizeEmail } from "../domain/email.ts"
 import { type AuthenticationResults, checkAuthentication, dnsResolver } from "./authentication.ts"
@@ -95,6 +95,8 @@ export const startReceiver = (options: ReceiverOptions) =>
       }
     }
 
+    // Loaded when INBOUND_SMTP_PORT is set: without it the api never loads smtp-server.
+    const { SMTPServer } = yield* Effect.promise(() => import("smtp-server"))
     const server = new SMTPServer({
       name: "mailstream",
       banner: "mailstream inbound",

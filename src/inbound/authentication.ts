@@ -3,7 +3,7 @@
  * its email.received event. The DNS resolver is injected: DNS_SERVERS (the tests' local server) or the
  * system's.
  */
-import { authenticate, type Resolver } from "mailauth"
+import type { Resolver } from "mailauth"
 import { Resolver as DnsResolver } from "node:dns/promises"
 import type { AuthenticationResults } from "../domain/email.ts"
 
@@ -21,6 +21,8 @@ export const checkAuthentication = async (
   session: { readonly ip: string; readonly helo: string | undefined; readonly sender: string | undefined },
   resolver: Resolver
 ): Promise<AuthenticationResults> => {
+  // Loaded with the first message: an api without inbound mail never loads mailauth (some 40 MiB).
+  const { authenticate } = await import("mailauth")
   const result = await authenticate(raw, {
     ip: session.ip,
     ...(session.helo ? { helo: session.helo } : {}),

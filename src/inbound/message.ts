@@ -2,7 +2,7 @@
  * A received message as the service records it: its addresses, subject, Message-ID and reply links,
  * body and attachments, parsed with mailparser from the raw RFC 5322 message.
  */
-import { type AddressObject, simpleParser } from "mailparser"
+import type { AddressObject } from "mailparser"
 import { isValidEmail, normalizeEmail } from "../domain/email.ts"
 import type { Attachment } from "../store/Emails.ts"
 
@@ -41,6 +41,8 @@ const firstAddress = (value: AddressObject | ReadonlyArray<AddressObject> | unde
 const escapeHtml = (text: string) => text.replace(/[&<>"]/g, (char) => `&${({ "&": "amp", "<": "lt", ">": "gt", "\"": "quot" })[char]};`)
 
 export const parseInbound = async (raw: Buffer): Promise<InboundMessage> => {
+  // Loaded with the first message: an api that receives none never loads mailparser (some 30 MiB).
+  const { simpleParser } = await import("mailparser")
   const parsed = await simpleParser(raw, { skipImageLinks: true, skipTextToHtml: true })
   const from = firstAddress(parsed.from)
   const references = messageIds(parsed.references).reverse()

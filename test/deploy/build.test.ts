@@ -6,7 +6,7 @@
  */
 import { execFile } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs"
 import { builtinModules } from "node:module"
 import { dirname, join, relative } from "node:path"
 import { promisify } from "node:util"
@@ -44,6 +44,17 @@ describe("scripts/build.ts", () => {
     expect(firstBuild).toBe("built")
     expect(existsSync(join(OUT, "main.js"))).toBe(true)
     expect(await buildServer(false, OUT)).toBe("up to date")
+  })
+
+  it("an up-to-date look marks the build as current for scripts/cli.js: no input is newer than .build-hash", async () => {
+    const inputs = readFileSync(join(OUT, ".build-inputs"), "utf8").split("\n").filter(Boolean)
+    expect(inputs).toContain("src")
+    const newest = (path: string): number => statSync(path).isDirectory()
+      ? Math.max(statSync(path).mtimeMs, ...readdirSync(path).map((entry) => newest(join(path, entry))))
+      : statSync(path).mtimeMs
+    expect(await buildServer(false, OUT)).toBe("up to date")
+    const builtAt = statSync(join(OUT, ".build-hash")).mtimeMs
+    for (const input of inputs) expect(newest(join(ROOT, input))).toBeLessThanOrEqual(builtAt)
   })
 
   it("builds the compose pool's thread as an entry beside main.js, and it composes a message", async () => {
@@ -111,5 +122,97 @@ describe("scripts/build.ts", () => {
       const { stdout } = await run(process.execPath, [join(OUT, "main.js"), "project", "create", "--name", "compiled"], { cwd: ROOT, env: stack.env })
       expect(JSON.parse(stdout)).toMatchObject({ name: "compiled", publicKey: expect.stringMatching(/^pk_/) })
     })
+  })
+
+  describe("scripts/fresh.js: whether the launchers run the build script", () => {
+    // A checkout whose build script only notes that it ran, and whose one input is the folder `input`.
+    const CHECKOUT = `${OUT}-fresh`
+    const builds = () => existsSync(join(CHECKOUT, "builds.log")) ? readFileSync(join(CHECKOUT, "builds.log"), "utf8").split("\n").filter(Boolean) : []
+    const launch = () => run(process.execPath, [join(CHECKOUT, "scripts/cli.js"), "--version"], { cwd: CHECKOUT })
+    const at = (path: string, seconds: number) => utimesSync(path, seconds, seconds)
+    beforeAll(() => {
+      mkdirSync(join(CHECKOUT, "scripts"), { recursive: true })
+      mkdirSync(join(CHECKOUT, "input"))
+      mkdirSync(join(CHECKOUT, "dist"))
+      for (const script of ["scripts/cli.js", "scripts/fresh.js"]) copyFileSync(join(ROOT, script), join(CHECKOUT, script))
+      writeFileSync(join(CHECKOUT, "scripts/build.ts"), `import { appendFileSync } from "node:fs"\nappendFileSync(${JSON.stringify(join(CHECKOUT, "builds.log"))}, process.argv.slice(2).join(" ") + "\\n")\n`)
+      for (const file of ["main.js", "help.json"]) copyFileSync(join(OUT, file), join(CHECKOUT, "dist", file))
+      writeFileSync(join(CHECKOUT, "dist/.build-inputs"), "input\n")
+      writeFileSync(join(CHECKOUT, "dist/.build-hash"), "a hash\n")
+      writeFileSync(join(CHECKOUT, "input/a.ts"), "a")
+      // Inputs last modified at 1000 s, the build looked at them at 2000 s.
+      for (const path of ["input/a.ts", "input"]) at(join(CHECKOUT, path), 1_000)
+      at(join(CHECKOUT, "dist/.build-hash"), 2_000)
+    })
+    afterAll(() => rmSync(CHECKOUT, { recursive: true, force: true }))
+
+    it("runs it when an input file or folder is newer than .build-hash, and not otherwise", async () => {
+      expect((await launch()).stdout).toMatch(/^mailstream v/)
+      expect(builds()).toEqual([])
+      at(join(CHECKOUT, "input/a.ts"), 3_000)
+      await launch()
+      expect(builds()).toEqual(["--server --quiet"])
+      at(join(CHECKOUT, "input/a.ts"), 1_000)
+      // A file added (however old) modifies its folder.
+      writeFileSync(join(CHECKOUT, "input/b.ts"), "b")
+      at(join(CHECKOUT, "input/b.ts"), 1_000)
+      await launch()
+      expect(builds()).toHaveLength(2)
+      at(join(CHECKOUT, "input"), 1_000)
+      await launch()
+      expect(builds()).toHaveLength(2)
+      // No record of the inputs: built.
+      rmSync(join(CHECKOUT, "dist/.build-inputs"))
+      await launch()
+      expect(builds()).toHaveLength(3)
+    }, 60_000)
+  })
+
+  describe("scripts/cli.js (`npm run cli`) on this build", () => {
+    // A checkout of its own whose dist/ is this build: the launcher as `npm run cli` runs it.
+    const CHECKOUT = `${OUT}-checkout`
+    const launch = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
+      run(process.execPath, [join(CHECKOUT, "scripts/cli.js"), ...args], { cwd: CHECKOUT, env: { ...process.env, ...env } })
+    const direct = (args: ReadonlyArray<string>, env: Record<string, string> = {}) =>
+      run(process.execPath, [join(OUT, "main.js"), ...args], { cwd: ROOT, env: { ...process.env, ...env } })
+    let stack: Stack
+    beforeAll(async () => {
+      mkdirSync(join(CHECKOUT, "scripts"), { recursive: true })
+      for (const script of ["scripts/cli.js", "scripts/fresh.js"]) copyFileSync(join(ROOT, script), join(CHECKOUT, script))
+      for (const input of ["src", "package-lock.json", "scripts/build.ts", "package.json"]) symlinkSync(join(ROOT, input), join(CHECKOUT, input))
+      symlinkSync(OUT, join(CHECKOUT, "dist"))
+      stack = await createStack()
+    })
+    afterAll(async () => {
+      rmSync(CHECKOUT, { recursive: true, force: true })
+      await stack?.stop()
+    })
+
+    it("prints every help page and the version as the CLI itself does, from the table rendered at build time", async () => {
+      const table = JSON.parse(readFileSync(join(OUT, "help.json"), "utf8")) as { pages: Record<string, unknown> }
+      const paths = Object.keys(table.pages)
+      expect(paths).toEqual(expect.arrayContaining(["", "all", "project", "project create", "project settings", "user create"]))
+      for (const path of paths) {
+        for (const flag of ["--help", "-h"]) {
+          const args = [...path.split(" ").filter(Boolean), flag]
+          expect((await launch(args)).stdout, args.join(" ")).toBe((await direct(args)).stdout)
+        }
+      }
+      expect((await launch(["--version"])).stdout).toBe((await direct(["--version"])).stdout)
+      expect((await launch(["--version"])).stdout).toMatch(/^mailstream v\d/)
+    }, 120_000)
+
+    it("leaves what is not a help page to the CLI: a misplaced --help, a mistake, a command", async () => {
+      const misplaced = ["project", "create", "--name", "x", "--help"]
+      expect((await launch(misplaced)).stdout).toBe((await direct(misplaced)).stdout)
+      expect((await launch(misplaced)).stdout).toContain("mailstream project create")
+      // Not a key of the table, though one of every object's (a lookup by `in` would print nothing).
+      expect((await launch(["constructor", "--help"])).stdout).toBe((await direct(["constructor", "--help"])).stdout)
+      const mistake = await launch(["launch"]).then(() => undefined, (error: { code: number; stdout: string; stderr: string }) => error)
+      expect(mistake).toMatchObject({ code: 1, stdout: "" })
+      expect(mistake!.stderr).toContain('Unknown subcommand "launch"')
+      const { stdout } = await launch(["project", "create", "--name", "launched"], stack.env)
+      expect(JSON.parse(stdout)).toMatchObject({ name: "launched", publicKey: expect.stringMatching(/^pk_/) })
+    }, 60_000)
   })
 })

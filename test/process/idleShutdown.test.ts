@@ -1,6 +1,6 @@
 /**
- * An idle role exits within 1 s of SIGTERM (exit code 0): `api`, `worker` and `all` (the supervisor and
- * its processes), each started as its own process, ready, left alone a moment, then stopped. Nothing is
+ * An idle role exits within 1 s of SIGTERM (exit code 0): `api`, `worker` and `all` (one process with
+ * API_PROCESSES=1; the supervisor and its processes with 2), each started as its own process, ready, left alone a moment, then stopped. Nothing is
  * in flight, so nothing is worth waiting for: no drain timeout, lease renewal or poll may hold the exit.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
@@ -24,8 +24,13 @@ const stopTimed = (service: Service) =>
   })
 
 describe("an idle role stopped by SIGTERM", () => {
-  it.each(["api", "worker", "all"] as const)(`%s exits 0 within ${EXIT_WITHIN_MS} ms`, async (role) => {
-    const service = await stack.start(role)
+  it.each([
+    ["api", {}],
+    ["worker", {}],
+    ["all", { API_PROCESSES: "1" }],
+    ["all", { API_PROCESSES: "2" }]
+  ] as const)(`%s %j exits 0 within ${EXIT_WITHIN_MS} ms`, async (role, env) => {
+    const service = await stack.start(role, env)
     // Past start-up: its timers (lease renewals, metrics, due loops) are running.
     await new Promise((resolve) => setTimeout(resolve, 3_000))
     const exit = await stopTimed(service)

@@ -1,11 +1,13 @@
 /**
- * `all` as a supervisor: API_PROCESSES api processes and one worker process as its children, on one
+ * `all` as a supervisor (API_PROCESSES above 1; with 1 it is one process, ./allInOne.test.ts):
+ * API_PROCESSES api processes and one worker process as its children, on one
  * port; a crashed child restarted; SIGTERM stopping every child gracefully (exit 0); and SIGKILL of
  * `all` leaving no child behind.
  */
 import { existsSync, readFileSync } from "node:fs"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { eventually } from "../support/nats.ts"
+import { logText as text, parsedLogs as parsed } from "../support/logs.ts"
 import { request, type Service, type Stack, createStack } from "../support/stack.ts"
 
 let stack: Stack
@@ -18,23 +20,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.stop()
 })
-
-interface LogLine {
-  readonly process?: string
-  readonly message?: unknown
-}
-
-const parsed = (service: Service): Array<LogLine> =>
-  service.logs.flatMap((line) => {
-    try {
-      return [JSON.parse(line)]
-    } catch {
-      return []
-    }
-  })
-
-/** The text of a log line (Effect logs `[message, annotations]` when a line has annotations). */
-const text = (line: LogLine) => Array.isArray(line.message) ? String(line.message[0]) : String(line.message)
 
 /** The pid of each child as `all` logged them, latest first. */
 const pids = (service: Service, child: string): Array<number> =>
@@ -108,8 +93,8 @@ describe("all", () => {
   })
 
   it("killed by SIGKILL, it leaves no child behind", async () => {
-    const doomed = await stack.start("all", { API_PROCESSES: "1" })
-    const children = ["api-1", "worker"].map((name) => pids(doomed, name)[0]!)
+    const doomed = await stack.start("all", { API_PROCESSES: "2" })
+    const children = ["api-1", "api-2", "worker"].map((name) => pids(doomed, name)[0]!)
     const exited = exitOf(doomed)
     doomed.process.kill("SIGKILL")
     await exited
