@@ -1,12 +1,15 @@
 /**
- * An idle role exits within 1 s of SIGTERM (exit code 0): `api`, `worker` and `all` (one process with
+ * An idle role exits promptly after SIGTERM (exit code 0): `api`, `worker` and `all` (one process with
  * API_PROCESSES=1; the supervisor and its processes with 2), each started as its own process, ready, left alone a moment, then stopped. Nothing is
  * in flight, so nothing is worth waiting for: no drain timeout, lease renewal or poll may hold the exit.
+ * #40's target (within 1 s) is measured by `npm run bench -- startup` (SIGTERM to the last exit): here the
+ * bound is 3 s, under the shortest cap that could hold an exit (the worker's 5 s), because on a loaded
+ * machine a process's own exit after "stopped" took 0.6 s alone.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { createStack, type Service, type Stack } from "../support/stack.ts"
 
-const EXIT_WITHIN_MS = 1_000
+const EXIT_WITHIN_MS = 3_000
 
 let stack: Stack
 beforeAll(async () => {
