@@ -19,9 +19,12 @@ const CONTACTS = 200_000
 
 const METRIC_ROWS = ["sent", "delivered", "opened", "clicked", "bounced", "complained"]
   .map((m) => `SELECT '${m}' AS metric, ${m}_at AS at FROM emails WHERE project_id = $1 AND ${m}_at >= $4 AND ${m}_at < $3`)
-  .concat(`SELECT 'unsubscribed', created_at FROM events WHERE project_id = $1 AND name = 'contact.unsubscribed' AND created_at >= $4 AND created_at < $3`)
+  .concat(
+    `SELECT 'unsubscribed', created_at FROM events WHERE project_id = $1 AND name = 'contact.unsubscribed' AND created_at >= $4 AND created_at < $3`
+  )
   .join(" UNION ALL ")
-const CUSTOM = `name NOT LIKE 'email.%' AND name NOT IN ('contact.subscribed', 'contact.unsubscribed') AND name !~ '^segment\\.[^.]+\\.(entry|exit)$'`
+const CUSTOM =
+  `name NOT LIKE 'email.%' AND name NOT IN ('contact.subscribed', 'contact.unsubscribed') AND name !~ '^segment\\.[^.]+\\.(entry|exit)$'`
 
 /**
  * The raw aggregations: $1 project, $2 from, $3 to, $4 the previous period's from, $5 the zone.
@@ -39,7 +42,11 @@ const BASELINES: Record<string, string> = {
                     ORDER BY x.sent_at DESC, x.id DESC LIMIT 1) last ON true
       WHERE ev.project_id = $1 AND ev.name = 'contact.unsubscribed' AND ev.created_at >= $2 AND ev.created_at < $3 GROUP BY 1)
     SELECT e.campaign_id, count(*) FILTER (WHERE e.created_at >= $2 AND e.created_at < $3) AS recipients,
-           ${["sent", "delivered", "opened", "clicked", "bounced", "complained"].map((m) => `count(*) FILTER (WHERE e.${m}_at >= $2 AND e.${m}_at < $3) AS ${m}`).join(", ")},
+           ${
+    ["sent", "delivered", "opened", "clicked", "bounced", "complained"].map((m) =>
+      `count(*) FILTER (WHERE e.${m}_at >= $2 AND e.${m}_at < $3) AS ${m}`
+    ).join(", ")
+  },
            COALESCE(max(u.n), 0) AS unsubscribed
     FROM emails e LEFT JOIN unsubscribes u USING (campaign_id)
     WHERE e.project_id = $1 AND e.campaign_id IS NOT NULL GROUP BY e.campaign_id ORDER BY opened DESC LIMIT 5`,
@@ -49,7 +56,11 @@ const BASELINES: Record<string, string> = {
   deliverability: `
     SELECT d.domain, d.sent, d.delivered, d.bounced, d.complained, b.hard, b.soft FROM (
       SELECT lower(substring(e.to_email from '@([^@]*)$')) AS domain,
-             ${["sent", "delivered", "bounced", "complained"].map((m) => `count(*) FILTER (WHERE e.${m}_at >= $2 AND e.${m}_at < $3) AS ${m}`).join(", ")}
+             ${
+    ["sent", "delivered", "bounced", "complained"].map((m) => `count(*) FILTER (WHERE e.${m}_at >= $2 AND e.${m}_at < $3) AS ${m}`).join(
+      ", "
+    )
+  }
       FROM emails e WHERE e.project_id = $1 GROUP BY 1) d
     LEFT JOIN (
       SELECT lower(substring(e.to_email from '@([^@]*)$')) AS domain, count(*) FILTER (WHERE ev.data->>'bounceType' = 'Permanent') AS hard,
@@ -57,13 +68,16 @@ const BASELINES: Record<string, string> = {
       FROM events ev JOIN emails e ON e.id = (ev.data->>'emailId')::uuid
       WHERE ev.project_id = $1 AND ev.name = 'email.bounce' AND ev.created_at >= $2 AND ev.created_at < $3 GROUP BY 1) b USING (domain)
     WHERE $4::timestamptz IS NOT NULL AND $5::text IS NOT NULL ORDER BY d.sent DESC LIMIT 20`,
-  links: `SELECT data->>'link' AS url, count(*) FROM events WHERE project_id = $1 AND name = 'email.click' AND created_at >= $2 AND created_at < $3
+  links:
+    `SELECT data->>'link' AS url, count(*) FROM events WHERE project_id = $1 AND name = 'email.click' AND created_at >= $2 AND created_at < $3
           AND $4::timestamptz IS NOT NULL AND $5::text IS NOT NULL GROUP BY 1 ORDER BY 2 DESC LIMIT 20`,
-  heatmap: `SELECT extract(isodow FROM at AT TIME ZONE $5) AS weekday, extract(hour FROM at AT TIME ZONE $5) AS hour, metric, count(*) FROM (
+  heatmap:
+    `SELECT extract(isodow FROM at AT TIME ZONE $5) AS weekday, extract(hour FROM at AT TIME ZONE $5) AS hour, metric, count(*) FROM (
               SELECT 'opens' AS metric, opened_at AS at FROM emails WHERE project_id = $1 AND opened_at >= $2 AND opened_at < $3
               UNION ALL SELECT 'clicks', clicked_at FROM emails WHERE project_id = $1 AND clicked_at >= $2 AND clicked_at < $3) m
             WHERE $4::timestamptz IS NOT NULL GROUP BY 1, 2, 3`,
-  audience: `SELECT day, sum(new) OVER (ORDER BY day) + (SELECT count(*) FROM contacts WHERE project_id = $1 AND created_at < $2) AS total, new, unsubscribed FROM (
+  audience:
+    `SELECT day, sum(new) OVER (ORDER BY day) + (SELECT count(*) FROM contacts WHERE project_id = $1 AND created_at < $2) AS total, new, unsubscribed FROM (
                SELECT date_trunc('day', at AT TIME ZONE $5) AS day, count(*) FILTER (WHERE kind = 'new') AS new, count(*) FILTER (WHERE kind = 'unsub') AS unsubscribed FROM (
                  SELECT 'new' AS kind, created_at AS at FROM contacts WHERE project_id = $1 AND created_at >= $2 AND created_at < $3
                  UNION ALL SELECT 'unsub', created_at FROM events WHERE project_id = $1 AND name = 'contact.unsubscribed' AND created_at >= $2 AND created_at < $3) x
@@ -112,15 +126,22 @@ export const run = () =>
 
     // ---- data, set-wise: contacts, 50 campaigns, mail and events spread over 400 days before now
     const generation = performance.now()
-    await env.query(`INSERT INTO contacts (id, project_id, email, subscribed, created_at, updated_at)
+    await env.query(
+      `INSERT INTO contacts (id, project_id, email, subscribed, created_at, updated_at)
       SELECT md5('c' || i)::uuid, $1, 'u' || i || '@d' || (i % 40) || '.example', true, now() - ((i::bigint * 7919) % ${SECONDS}) * interval '1 second', now()
-      FROM generate_series(0, ${CONTACTS - 1}) i`, [projectId])
-    await env.query(`INSERT INTO campaigns (id, project_id, partition, name, subject, body, from_email, audience_type, status, created_at, updated_at)
-      SELECT md5('k' || i)::uuid, $1, 0, 'Campaign ' || i, 's', 'b', 'f@x.example', 'ALL', 'SENT', now(), now() FROM generate_series(0, 49) i`, [projectId])
+      FROM generate_series(0, ${CONTACTS - 1}) i`,
+      [projectId]
+    )
+    await env.query(
+      `INSERT INTO campaigns (id, project_id, partition, name, subject, body, from_email, audience_type, status, created_at, updated_at)
+      SELECT md5('k' || i)::uuid, $1, 0, 'Campaign ' || i, 's', 'b', 'f@x.example', 'ALL', 'SENT', now(), now() FROM generate_series(0, 49) i`,
+      [projectId]
+    )
     const chunk = 100_000
     for (let from = 0; from < emails; from += chunk) {
       // Every email sent; 90% delivered, 40% opened, 10% clicked, 2% bounced, 0.2% complained.
-      await env.query(`INSERT INTO emails (id, project_id, partition, contact_id, to_email, from_email, subject, html, type, priority, message_id,
+      await env.query(
+        `INSERT INTO emails (id, project_id, partition, contact_id, to_email, from_email, subject, html, type, priority, message_id,
                          campaign_id, workflow_id, status, created_at, sent_at, delivered_at, opened_at, clicked_at, bounced_at, complained_at)
         SELECT md5('e' || i)::uuid, $1, 0, md5('c' || (i % ${CONTACTS}))::uuid, 'u' || (i % ${CONTACTS}) || '@d' || (i % 40) || '.example',
                'f@x.example', 'Subject', '', 'MARKETING', 1, 'm' || i,
@@ -129,13 +150,16 @@ export const run = () =>
                CASE WHEN i % 10 = 0 THEN t + interval '2 hours' END, CASE WHEN i % 50 = 9 THEN t + interval '5 minutes' END,
                CASE WHEN i % 500 = 8 THEN t + interval '1 day' END
         FROM generate_series(${from}, ${Math.min(emails, from + chunk) - 1}) i
-        CROSS JOIN LATERAL (SELECT now() - ((i::bigint * 104729) % ${SECONDS}) * interval '1 second' AS t) x`, [projectId])
+        CROSS JOIN LATERAL (SELECT now() - ((i::bigint * 104729) % ${SECONDS}) * interval '1 second' AS t) x`,
+        [projectId]
+      )
     }
     const eventChunk = 250_000
     for (let from = 0; from < events; from += eventChunk) {
       // 20% email.sent, 16% email.delivery, 10% email.open, 4% email.click (20 links), 1% unsubscribes,
       // 1% segment entries, 48% custom events of 30 names.
-      await env.query(`INSERT INTO events (id, project_id, contact_id, name, data, created_at)
+      await env.query(
+        `INSERT INTO events (id, project_id, contact_id, name, data, created_at)
         SELECT md5('v' || i)::uuid, $1, md5('c' || (i % ${CONTACTS}))::uuid, n.name, n.data, now() - ((i::bigint * 15485863) % ${SECONDS}) * interval '1 second'
         FROM generate_series(${from}, ${Math.min(events, from + eventChunk) - 1}) i
         CROSS JOIN LATERAL (SELECT CASE
@@ -144,7 +168,9 @@ export const run = () =>
             ELSE 'event_' || (i % 30) END AS name,
           CASE WHEN i % 100 BETWEEN 46 AND 49 THEN jsonb_build_object('emailId', md5('e' || i)::uuid, 'link', 'https://l' || (i % 20) || '.example/p', 'campaignId', md5('k' || (i % 50))::uuid)
                WHEN i % 100 < 46 THEN jsonb_build_object('emailId', md5('e' || i)::uuid, 'subject', 'Subject')
-               ELSE jsonb_build_object('n', i % 7) END AS data) n`, [projectId])
+               ELSE jsonb_build_object('n', i % 7) END AS data) n`,
+        [projectId]
+      )
     }
     const generatedSeconds = round((performance.now() - generation) / 1000, 1)
     const folded = await env.query<{ n: number }>(`SELECT ms_compact_rollups(now() - interval '2 minutes')::float8 AS n`)
@@ -195,7 +221,14 @@ export const run = () =>
         `vs the same answer by GROUP BY over the raw tables (${baselineRuns} runs each), one project with ${emails} emails, ${events} events, ` +
         `${CONTACTS} contacts over ${DAYS} days`,
       targets: TARGETS,
-      data: { emails, events, contacts: CONTACTS, generatedSeconds, foldedRows: Number(folded[0]?.n ?? 0), rows: Object.fromEntries(sizes) },
+      data: {
+        emails,
+        events,
+        contacts: CONTACTS,
+        generatedSeconds,
+        foldedRows: Number(folded[0]?.n ?? 0),
+        rows: Object.fromEntries(sizes)
+      },
       results
     }
   })

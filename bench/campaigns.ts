@@ -20,11 +20,14 @@ export const run = () =>
       fetch(`${api.url}${path}`, { method, headers: auth, body: body === undefined ? undefined : JSON.stringify(body) })
         .then(async (r) => ({ status: r.status, json: await r.json() as any }))
     await env.verifyDomain(api)
-    await env.query(`
+    await env.query(
+      `
       INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
       SELECT gen_random_uuid(), $1, 'c' || n || '@example.org', true, jsonb_build_object('name', 'User ' || n), now(), now()
-      FROM generate_series(1, $2::int) n`, [env.project.id, recipients])
-    const mail = { subject: "News for {{ name ?? \"you\" }}", body: "<p>Hi {{ name }}</p><p><a href=\"https://bench.test/a\">Read</a></p>" }
+      FROM generate_series(1, $2::int) n`,
+      [env.project.id, recipients]
+    )
+    const mail = { subject: 'News for {{ name ?? "you" }}', body: '<p>Hi {{ name }}</p><p><a href="https://bench.test/a">Read</a></p>' }
     const created = await call("POST", "/campaigns", { name: "Bench", ...mail, from: "news@bench.test", audienceType: "ALL" })
     const id = created.json.data.id
 
@@ -32,7 +35,9 @@ export const run = () =>
     const before = (await env.sink.stats()).count
     const sample = () => {
       const pid = worker.process.pid!
-      return env.sink.stats().then((stats) => rssSamples.push({ at: Date.now(), sent: stats.count - before, rssMiB: Math.round(rssBytes(pid) / 2 ** 20) }))
+      return env.sink.stats().then((stats) =>
+        rssSamples.push({ at: Date.now(), sent: stats.count - before, rssMiB: Math.round(rssBytes(pid) / 2 ** 20) })
+      )
     }
     await sample()
     const started = Date.now()
@@ -43,7 +48,8 @@ export const run = () =>
       await sleep(500)
       await sample()
       const stats = (await call("GET", `/campaigns/${id}/stats`)).json
-      if (stats.resolved && resolvedAfter === undefined) resolvedAfter = (Date.parse(stats.resolvedAt) - Date.parse(stats.sendingStartedAt)) / 1000
+      if (stats.resolved && resolvedAfter === undefined)
+        resolvedAfter = (Date.parse(stats.resolvedAt) - Date.parse(stats.sendingStartedAt)) / 1000
       if (stats.queued && queuedAfter === undefined) queuedAfter = (Date.now() - started) / 1000
       if (stats.status === "SENT") break
       if (Date.now() - started > 1_800_000) throw new Error(`campaign not done after 30 minutes: ${JSON.stringify(stats)}`)

@@ -13,28 +13,52 @@ import { ROOT, setting } from "./harness/settings.ts"
 const FIGURES: Record<string, ReadonlyArray<string>> = {
   track: [
     "baseline.requestsPerSecond",
-    "m1.requestsPerSecond", "m1.cpuMicrosPerRequest.server", "m1.apiOverFloor", "m1.perCoreRatio",
-    "m2.ratio", "m2.appliedEventsPerSecond", "m2.latencyP99Ms", "m2.lagGrowing",
-    "scale.oneWorker.appliedEventsPerSecond", "scale.oneWorker.cpuMicrosPerEvent", "scale.oneWorker.laneBatches",
-    "scale.twoWorkers.appliedEventsPerSecond", "scale.twoWorkers.cpuMicrosPerEvent", "scale.twoWorkers.laneBatches",
-    "batch.ratio", "batch.latencyP99Ms", "batch.non2xx"
+    "m1.requestsPerSecond",
+    "m1.cpuMicrosPerRequest.server",
+    "m1.apiOverFloor",
+    "m1.perCoreRatio",
+    "m2.ratio",
+    "m2.appliedEventsPerSecond",
+    "m2.latencyP99Ms",
+    "m2.lagGrowing",
+    "scale.oneWorker.appliedEventsPerSecond",
+    "scale.oneWorker.cpuMicrosPerEvent",
+    "scale.oneWorker.laneBatches",
+    "scale.twoWorkers.appliedEventsPerSecond",
+    "scale.twoWorkers.cpuMicrosPerEvent",
+    "scale.twoWorkers.laneBatches",
+    "batch.ratio",
+    "batch.latencyP99Ms",
+    "batch.non2xx"
   ],
   segments: ["m5", "m5Light", "quickM2"],
   send: [
-    "service.emailsPerSecond", "baseline.emailsPerSecond", "ratio",
-    "service.cpuMicrosPerEmail.api", "service.cpuMicrosPerEmail.worker", "service.cpuMicrosPerEmail.postgres", "throttle.errorPercent"
+    "service.emailsPerSecond",
+    "baseline.emailsPerSecond",
+    "ratio",
+    "service.cpuMicrosPerEmail.api",
+    "service.cpuMicrosPerEmail.worker",
+    "service.cpuMicrosPerEmail.postgres",
+    "throttle.errorPercent"
   ],
   destinations: [
-    "latency.destination.p50Ms", "latency.destination.p99Ms", "latency.destination.stages.recordedP99Ms",
-    "latency.destination.stages.recordedToSettledP50Ms", "latency.destination.stages.recordedToSettledP99Ms",
-    "latency.baselineWorkflowWebhook.p99Ms", "throughput.deliveriesPerSecond"
+    "latency.destination.p50Ms",
+    "latency.destination.p99Ms",
+    "latency.destination.stages.recordedP99Ms",
+    "latency.destination.stages.recordedToSettledP50Ms",
+    "latency.destination.stages.recordedToSettledP99Ms",
+    "latency.baselineWorkflowWebhook.p99Ms",
+    "throughput.deliveriesPerSecond"
   ],
   campaigns: ["service.mailsPerSecond", "baseline.emailsPerSecond", "ratio", "service.resolutionSeconds", "service.workerRssMiB"],
   idle: ["service.cpuPercentOfCore", "service.rssMiB", "service.rssMiBMax", "service.pssMiB", "service.processes"]
 }
 
 const pick = (value: unknown, path: string): unknown =>
-  path.split(".").reduce<unknown>((at, key) => (at !== null && typeof at === "object" ? (at as Record<string, unknown>)[key] : undefined), value)
+  path.split(".").reduce<unknown>(
+    (at, key) => (at !== null && typeof at === "object" ? (at as Record<string, unknown>)[key] : undefined),
+    value
+  )
 
 /** The newest result file of a benchmark in a checkout's bench/results. */
 const newestResult = (root: string, benchmark: string) => {
@@ -68,11 +92,19 @@ export const run = async (args: ReadonlyArray<string>) => {
   for (let round = 1; round <= rounds; round++) {
     for (const [code, root, commit] of [["before", before.dir, before.sha], ["after", ROOT, head]] as const) {
       const started = Date.now()
-      const child = spawnSync(process.execPath, ["bench/run.ts", benchmark, ...rest], { cwd: root, stdio: ["ignore", "ignore", "inherit"], env: process.env })
+      const child = spawnSync(process.execPath, ["bench/run.ts", benchmark, ...rest], {
+        cwd: root,
+        stdio: ["ignore", "ignore", "inherit"],
+        env: process.env
+      })
       const result = child.status === 0 ? newestResult(root, benchmark) : undefined
       runs.push({ round, code, commit, result })
-      const figures = Object.fromEntries((FIGURES[benchmark] ?? []).map((path) => [path, pick(result, path)]).filter(([, value]) => value !== undefined))
-      console.error(`[compare] round ${round} ${code} (${commit}, ${Math.round((Date.now() - started) / 1000)} s): ${JSON.stringify(figures)}`)
+      const figures = Object.fromEntries(
+        (FIGURES[benchmark] ?? []).map((path) => [path, pick(result, path)]).filter(([, value]) => value !== undefined)
+      )
+      console.error(
+        `[compare] round ${round} ${code} (${commit}, ${Math.round((Date.now() - started) / 1000)} s): ${JSON.stringify(figures)}`
+      )
     }
   }
   return {

@@ -58,7 +58,9 @@ export const run = () =>
     const allow = { WEBHOOK_ALLOW_CIDRS: "127.0.0.1/32" }
     const api = await env.start("api", allow)
     // DESTINATION_CONCURRENCY, when set, goes to the worker (attempts in flight per endpoint).
-    const concurrency: Record<string, string> = process.env.DESTINATION_CONCURRENCY ? { DESTINATION_CONCURRENCY: process.env.DESTINATION_CONCURRENCY } : {}
+    const concurrency: Record<string, string> = process.env.DESTINATION_CONCURRENCY
+      ? { DESTINATION_CONCURRENCY: process.env.DESTINATION_CONCURRENCY }
+      : {}
     await env.start("worker", { METRICS_PORT: "0", ...allow, ...concurrency })
     const receiver = await startReceiver()
     try {
@@ -104,7 +106,11 @@ export const run = () =>
         const sentAt = Date.now()
         const events = Array.from({ length: perTick }, () => {
           const i = n++
-          return { email: `c${i % contacts}@bench.test`, event: "bench_event", data: { n: { value: i, persistent: false }, sentAt: { value: sentAt, persistent: false } } }
+          return {
+            email: `c${i % contacts}@bench.test`,
+            event: "bench_event",
+            data: { n: { value: i, persistent: false }, sentAt: { value: sentAt, persistent: false } }
+          }
         })
         inFlight.push(track(events))
       }
@@ -163,7 +169,11 @@ export const run = () =>
           rate,
           events: sent,
           sendSeconds,
-          destination: { ...summary(destination), p50MsBySecond: p50BySecond, stages: Object.fromEntries(Object.entries(stages ?? {}).map(([key, value]) => [key, Math.round(Number(value))])) },
+          destination: {
+            ...summary(destination),
+            p50MsBySecond: p50BySecond,
+            stages: Object.fromEntries(Object.entries(stages ?? {}).map(([key, value]) => [key, Math.round(Number(value))]))
+          },
           baselineWorkflowWebhook: withBaseline ? summary(webhook) : "left out (BENCH_DESTINATIONS_BASELINE=0)"
         },
         throughput: {

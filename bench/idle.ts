@@ -10,7 +10,18 @@ import { spawn } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { withEnvironment } from "./harness/environment.ts"
 import { stopProcess } from "./harness/processes.ts"
-import { cpuBetween, type GroupMemory, memoryOf, postgresOf, processesNamed, processTree, readStat, rssBytes, sampleCpu, treeOf } from "./harness/proc.ts"
+import {
+  cpuBetween,
+  type GroupMemory,
+  memoryOf,
+  postgresOf,
+  processesNamed,
+  processTree,
+  readStat,
+  rssBytes,
+  sampleCpu,
+  treeOf
+} from "./harness/proc.ts"
 import { setting, sleep, waitFor } from "./harness/settings.ts"
 import { round } from "./harness/stats.ts"
 import { buildServer } from "../scripts/build.ts"

@@ -40,7 +40,9 @@ export const run = () =>
     // Warm both processes (connections, first stream messages) on a small import first.
     const warm = new FormData()
     warm.append("file", new Blob(["email,seats\nwarm@example.com,1\n"], { type: "text/csv" }), "warm.csv")
-    const warmJob = (await (await fetch(`${api.url}/contacts/import`, { method: "POST", headers: auth, body: warm })).json()) as { jobId: string }
+    const warmJob = (await (await fetch(`${api.url}/contacts/import`, { method: "POST", headers: auth, body: warm })).json()) as {
+      jobId: string
+    }
     for (;;) {
       const job = await (await fetch(`${api.url}/contacts/import/${warmJob.jobId}`, { headers: auth })).json() as { status: string }
       if (job.status === "COMPLETED") break
@@ -76,7 +78,9 @@ export const run = () =>
     chmodSync(path, 0o644)
     let copySeconds: number
     try {
-      await env.query("CREATE TABLE bench_copy (email text, first_name text, seats text, trial text, signed_up_at text, country text, score text)")
+      await env.query(
+        "CREATE TABLE bench_copy (email text, first_name text, seats text, trial text, signed_up_at text, country text, score text)"
+      )
       const copyStarted = performance.now()
       await env.query(`COPY bench_copy FROM '${path}' WITH (FORMAT csv, HEADER true)`)
       copySeconds = (performance.now() - copyStarted) / 1000

@@ -24,7 +24,15 @@ const message = (i: number) => ({
 
 /** Sends `total` messages over `connections` pooled connections; answers when the last got its 250. */
 const sendAll = async (port: number, total: number, connections: number) => {
-  const transport = nodemailer.createTransport({ host: "127.0.0.1", port, secure: false, ignoreTLS: true, pool: true, maxConnections: connections, maxMessages: Infinity })
+  const transport = nodemailer.createTransport({
+    host: "127.0.0.1",
+    port,
+    secure: false,
+    ignoreTLS: true,
+    pool: true,
+    maxConnections: connections,
+    maxMessages: Infinity
+  })
   let next = 0
   await Promise.all(Array.from({ length: connections }, async () => {
     while (next < total) await transport.sendMail(message(next++))
@@ -47,7 +55,11 @@ export const run = () =>
     await sendAll(port, 20, 2)
     while (await stored() < 20) await sleep(100)
 
-    const window = await cpuWindow([processTree("api", api.process.pid!), processTree("worker", worker.process.pid!), postgresOf("postgres", env.query)])
+    const window = await cpuWindow([
+      processTree("api", api.process.pid!),
+      processTree("worker", worker.process.pid!),
+      postgresOf("postgres", env.query)
+    ])
     const started = Date.now()
     await sendAll(port, total, connections)
     const acceptedSeconds = (Date.now() - started) / 1000

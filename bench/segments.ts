@@ -31,7 +31,10 @@ export const run = () =>
     const backfilled = await segmentsBackfilled(env, 180_000)
     const backfillSeconds = round((performance.now() - backfillStarted) / 1000, 1)
     // Say why in the run's output: the worker's warnings and partition changes (a lease renewed too late).
-    if (!backfilled) console.error(`the backfill did not finish:\n${worker.logs.filter((line) => /WARN|ERROR|partition/.test(line)).slice(-12).join("\n")}`)
+    if (!backfilled)
+      console.error(
+        `the backfill did not finish:\n${worker.logs.filter((line) => /WARN|ERROR|partition/.test(line)).slice(-12).join("\n")}`
+      )
     const m2 = process.env.BENCH_M5_RATE ? undefined : await quickM2(env, api.url)
     // The quick M2 filled the tables seconds ago, before autovacuum's first analyze; a database that has
     // run for a minute has statistics, without which the batch statements take the wrong indexes.
@@ -81,9 +84,11 @@ export const run = () =>
       const statements = statementsUnavailable ?? await topStatements(new URL(env.databaseUrl).pathname.slice(1))
       const metric = (text: string, name: string) => Number(text.match(new RegExp(`^${name} (\\S+)$`, "m"))?.[1] ?? 0)
       const delta = (name: string) => metric(after, name) - metric(before, name)
-      const labelled = (text: string, name: string, labels: string) => Number(text.match(new RegExp(`^${name}\\{${labels}\\} (\\S+)$`, "m"))?.[1] ?? 0)
+      const labelled = (text: string, name: string, labels: string) =>
+        Number(text.match(new RegExp(`^${name}\\{${labels}\\} (\\S+)$`, "m"))?.[1] ?? 0)
       const readAhead = (outcome: string) =>
-        labelled(after, "mailstream_actor_read_ahead_total", `outcome="${outcome}"`) - labelled(before, "mailstream_actor_read_ahead_total", `outcome="${outcome}"`)
+        labelled(after, "mailstream_actor_read_ahead_total", `outcome="${outcome}"`) -
+        labelled(before, "mailstream_actor_read_ahead_total", `outcome="${outcome}"`)
       const latencies = [...answered].flatMap(([email, at]) => {
         const arrived = arrivals.get(email)
         return arrived === undefined ? [] : [Math.max(0, arrived - at)]
@@ -91,7 +96,9 @@ export const run = () =>
       const { summary: legs, laneOf } = await probeLegs(env, probeRound, answeredWall, arrivalsWall)
       const slowest = [...answered].flatMap(([email, at]) => {
         const arrived = arrivals.get(email)
-        return arrived === undefined ? [] : [{ sentAtSecond: round((at - roundStarted) / 1000, 2), ms: round(arrived - at, 1), lane: laneOf.get(email) }]
+        return arrived === undefined
+          ? []
+          : [{ sentAtSecond: round((at - roundStarted) / 1000, 2), ms: round(arrived - at, 1), lane: laneOf.get(email) }]
       }).sort((a, b) => b.ms - a.ms).slice(0, 5)
       // Let the worker catch up before the next round.
       await sleep(10_000)
@@ -148,12 +155,16 @@ export const run = () =>
     await worker.stop()
 
     // Incremental evaluation vs full recompute of one segment over 100k contacts.
-    await env.query(`INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
+    await env.query(
+      `INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
       SELECT gen_random_uuid(), $1, 'bulk' || i || '@bench.test', true, jsonb_build_object('n', i % 60000), now(), now()
-      FROM generate_series(1, 100000) i`, [env.project.id])
+      FROM generate_series(1, 100000) i`,
+      [env.project.id]
+    )
     const cost = await measureEvaluationCost(env.databaseUrl, env.project.id, env.natsPrefix)
     return {
-      description: "M5: /v1/track response → segment.<slug>.entry on OUT, at a background load, 50 segments per project; incremental evaluation vs full recompute",
+      description:
+        "M5: /v1/track response → segment.<slug>.entry on OUT, at a background load, 50 segments per project; incremental evaluation vs full recompute",
       backgroundContacts: CONTACTS,
       // The 50 segments over 16 lanes, after every contact's first event: how long until all were backfilled.
       backfill: { done: backfilled, secondsAfterFirstEvents: backfillSeconds },
@@ -227,7 +238,9 @@ const measureEvaluationCost = async (databaseUrl: string, projectId: string, pre
     return await runtime.runPromise(Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const segments = yield* loadSegments(projectId)
-      const ids = (yield* sql<{ id: string }>`SELECT id FROM contacts WHERE project_id = ${projectId} ORDER BY random() LIMIT 200`).map((r) => r.id)
+      const ids = (yield* sql<{ id: string }>`SELECT id FROM contacts WHERE project_id = ${projectId} ORDER BY random() LIMIT 200`).map((
+        r
+      ) => r.id)
       // Measured as one lane's actor would run it, with the whole project in its lane.
       const context = { projectId, lane: undefined, outbox: yield* Outbox }
       const started = performance.now()
@@ -276,7 +289,9 @@ const measureEvaluationCost = async (databaseUrl: string, projectId: string, pre
       const fullStarted = performance.now()
       const runs = 5
       for (let i = 0; i < runs; i++) {
-        yield* sql`SELECT count(*) FROM contacts c WHERE c.project_id = ${projectId} AND ${compileConditionSql(sql, target.condition, Date.now())}`
+        yield* sql`SELECT count(*) FROM contacts c WHERE c.project_id = ${projectId} AND ${
+          compileConditionSql(sql, target.condition, Date.now())
+        }`
       }
       const fullMs = (performance.now() - fullStarted) / runs
       return {

@@ -17,13 +17,17 @@ export const run = () =>
     const worker = await env.start("worker", { METRICS_PORT: "0" })
     const auth = { authorization: `Bearer ${env.project.secretKey}`, "content-type": "application/json" }
     const post = (path: string, body: unknown) =>
-      fetch(`${api.url}${path}`, { method: "POST", headers: auth, body: JSON.stringify(body) }).then(async (r) => ({ status: r.status, json: await r.json() as any }))
+      fetch(`${api.url}${path}`, { method: "POST", headers: auth, body: JSON.stringify(body) }).then(async (r) => ({
+        status: r.status,
+        json: await r.json() as any
+      }))
     await env.verifyDomain(api)
     const privateKey = await env.dkimKey()
     const mail = {
       from: { name: "Bench", email: "news@bench.test" },
-      subject: "Hello {{ name ?? \"there\" }}",
-      body: "<p>Hi {{ name }}, your plan is {{ plan }}.</p><p><a href=\"https://bench.test/a\">A</a> <a href=\"{{ unsubscribeUrl }}\">Unsubscribe</a></p>"
+      subject: 'Hello {{ name ?? "there" }}',
+      body:
+        '<p>Hi {{ name }}, your plan is {{ plan }}.</p><p><a href="https://bench.test/a">A</a> <a href="{{ unsubscribeUrl }}">Unsubscribe</a></p>'
     }
 
     // Ours: 100 recipients per request, 8 requests at a time; time from the first request to the last arrival.
@@ -36,7 +40,11 @@ export const run = () =>
     await sendBatch(-1)
     await env.sink.waitForCount(100, 60_000)
     // CPU per email of each part (from /proc): the api renders and queues, the worker composes, signs and sends.
-    const window = await cpuWindow([processTree("api", api.process.pid!), processTree("worker", worker.process.pid!), postgresOf("postgres", env.query)])
+    const window = await cpuWindow([
+      processTree("api", api.process.pid!),
+      processTree("worker", worker.process.pid!),
+      postgresOf("postgres", env.query)
+    ])
     const started = Date.now()
     let next = 0
     let accepted = 0
@@ -84,6 +92,11 @@ export const run = () =>
       service,
       baseline,
       ratio: ratio(service.emailsPerSecond, baseline.emailsPerSecond),
-      throttle: { rate, seconds: throttleSeconds, measuredPerSecond: Math.round(measured * 100) / 100, errorPercent: Math.round(((measured - rate) / rate) * 10_000) / 100 }
+      throttle: {
+        rate,
+        seconds: throttleSeconds,
+        measuredPerSecond: Math.round(measured * 100) / 100,
+        errorPercent: Math.round(((measured - rate) / rate) * 10_000) / 100
+      }
     }
   })

@@ -84,7 +84,11 @@ const agent = new Agent({ keepAlive: true, maxSockets: 128 })
 /** One HTTP request over the shared keep-alive agent: status and body text (status 0 when it failed or timed out). */
 const call = (url: string, method: string, headers: Record<string, string>, body?: string | Buffer, timeoutMs?: number) =>
   new Promise<{ status: number; text: string }>((resolve) => {
-    const req = httpRequest(url, { method, headers: body === undefined ? headers : { ...headers, "content-length": String(Buffer.byteLength(body)) }, agent }, (res) => {
+    const req = httpRequest(url, {
+      method,
+      headers: body === undefined ? headers : { ...headers, "content-length": String(Buffer.byteLength(body)) },
+      agent
+    }, (res) => {
       let text = ""
       res.setEncoding("utf8")
       res.on("data", (chunk: string) => void (text += chunk))
@@ -98,7 +102,7 @@ const call = (url: string, method: string, headers: Record<string, string>, body
 
 /** A set-up request: retried while the service answers 503 (busy, e.g. right after the backfill), for a minute at most. */
 const setUp = async (url: string, method: string, headers: Record<string, string>, body?: string) => {
-  for (let attempt = 0; ; attempt++) {
+  for (let attempt = 0;; attempt++) {
     const answer = await call(url, method, headers, body)
     if (answer.status < 300) return JSON.parse(answer.text)
     if (answer.status !== 503 || attempt >= 30) throw new Error(`${method} ${url}: ${answer.status} ${answer.text}`)
@@ -205,7 +209,8 @@ const chainWorkflow = async (api: string, key: string, name: string, eventName: 
 /** A multipart/form-data body with one CSV file field. */
 const csvForm = (csv: string) => {
   const boundary = `soak${Math.random().toString(36).slice(2)}`
-  const body = `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="soak.csv"\r\nContent-Type: text/csv\r\n\r\n${csv}\r\n--${boundary}--\r\n`
+  const body =
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="soak.csv"\r\nContent-Type: text/csv\r\n\r\n${csv}\r\n--${boundary}--\r\n`
   return { body, contentType: `multipart/form-data; boundary=${boundary}` }
 }
 
@@ -229,10 +234,19 @@ const TRACKED_NAMES = ["page_view", "click"]
 
 /** The stored events of the /v1/track load (its event names only: the other traffic stores events too). */
 const storedTracked = async (env: MailEnvironment) =>
-  Number((await env.query<{ n: string }>("SELECT count(*) AS n FROM events WHERE project_id = $1 AND name = ANY($2)", [env.project.id, TRACKED_NAMES]))[0]!.n)
+  Number(
+    (await env.query<{ n: string }>("SELECT count(*) AS n FROM events WHERE project_id = $1 AND name = ANY($2)", [
+      env.project.id,
+      TRACKED_NAMES
+    ]))[0]!.n
+  )
 
 /** The soak's checks over its samples (exported for the tests: pure). */
-export const soakChecks = (samples: ReadonlyArray<Sample>, streamLimits: Record<string, number | undefined>, trackRate: number): Array<Check> => {
+export const soakChecks = (
+  samples: ReadonlyArray<Sample>,
+  streamLimits: Record<string, number | undefined>,
+  trackRate: number
+): Array<Check> => {
   const run = { start: 0, end: samples.at(-1)?.t ?? 0 }
   const series = (pick: (sample: Sample) => number | undefined): Array<Point> =>
     samples.flatMap((sample) => {
@@ -251,12 +265,22 @@ export const soakChecks = (samples: ReadonlyArray<Sample>, streamLimits: Record<
     ...tables.map((table) => growthCheck(`table ${table}`, series((s) => s.tables[table]?.total), run, TOLERANCES.table, " B")),
     growthCheck("database size", series((s) => s.databaseBytes), run, TOLERANCES.table, " B"),
     ...streams.map((stream) =>
-      boundedCheck(`stream ${stream}${streamLimits[stream] === undefined ? " (no retention limit)" : ""}`, series((s) => s.streams[stream]?.bytes), run,
-        streamLimits[stream], TOLERANCES.streamSlack, " B")),
-    levelCheck("track lag", series((s) => s.lag), run, { relative: TOLERANCES.lagRelative, absolute: TOLERANCES.lagSeconds * trackRate }, { unit: " events" }),
+      boundedCheck(
+        `stream ${stream}${streamLimits[stream] === undefined ? " (no retention limit)" : ""}`,
+        series((s) => s.streams[stream]?.bytes),
+        run,
+        streamLimits[stream],
+        TOLERANCES.streamSlack,
+        " B"
+      )
+    ),
+    levelCheck("track lag", series((s) => s.lag), run, { relative: TOLERANCES.lagRelative, absolute: TOLERANCES.lagSeconds * trackRate }, {
+      unit: " events"
+    }),
     // Kinds with a few requests a window: a p99 there is one request's latency, but a trend still shows.
     ...kinds.filter((kind) => kind !== "campaign" && kind !== "import").map((kind) =>
-      levelCheck(`${kind} p99`, series((s) => s.p99[kind]), run, TOLERANCES.p99, { unit: " ms", statistic: "median" }))
+      levelCheck(`${kind} p99`, series((s) => s.p99[kind]), run, TOLERANCES.p99, { unit: " ms", statistic: "median" })
+    )
   ]
 }
 
@@ -273,8 +297,18 @@ export const panelsOf = (samples: ReadonlyArray<Sample>, restarts: ReadonlyArray
   const kinds = [...new Set(samples.flatMap((sample) => Object.keys(sample.p99)))] as Array<Kind>
   const markers = { markers: restarts }
   return [
-    { title: "RSS", unit: "MiB", series: processes.map((name) => ({ name, points: points((s) => s.processes[name]?.rss, MiB) })), ...markers },
-    { title: "V8 heap used", unit: "MiB", series: processes.map((name) => ({ name, points: points((s) => s.processes[name]?.heap, MiB) })), ...markers },
+    {
+      title: "RSS",
+      unit: "MiB",
+      series: processes.map((name) => ({ name, points: points((s) => s.processes[name]?.rss, MiB) })),
+      ...markers
+    },
+    {
+      title: "V8 heap used",
+      unit: "MiB",
+      series: processes.map((name) => ({ name, points: points((s) => s.processes[name]?.heap, MiB) })),
+      ...markers
+    },
     {
       title: "Postgres: largest tables with indexes, and the database",
       unit: "MiB",
@@ -284,9 +318,19 @@ export const panelsOf = (samples: ReadonlyArray<Sample>, restarts: ReadonlyArray
       ],
       ...markers
     },
-    { title: "JetStream storage", unit: "MiB", series: Object.keys(last.streams).map((name) => ({ name, points: points((s) => s.streams[name]?.bytes, MiB) })), ...markers },
+    {
+      title: "JetStream storage",
+      unit: "MiB",
+      series: Object.keys(last.streams).map((name) => ({ name, points: points((s) => s.streams[name]?.bytes, MiB) })),
+      ...markers
+    },
     { title: "Track lag (accepted − stored)", unit: "events", series: [{ name: "lag", points: points((s) => s.lag) }], ...markers },
-    { title: `p99 latency per request kind (${SAMPLE_SECONDS} s windows)`, unit: "ms", series: kinds.map((kind) => ({ name: kind, points: answered(kind) })), ...markers }
+    {
+      title: `p99 latency per request kind (${SAMPLE_SECONDS} s windows)`,
+      unit: "ms",
+      series: kinds.map((kind) => ({ name: kind, points: answered(kind) })),
+      ...markers
+    }
   ]
 }
 
@@ -301,15 +345,28 @@ export const run = () =>
     await env.verifyDomain(api)
 
     // 10,000 contacts in 20 cohorts (the campaigns' audiences), in the 50 segments, each with its first event.
-    await env.query(`
+    await env.query(
+      `
       INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
       SELECT gen_random_uuid(), $1, 'user' || n || '@bench.test', true, jsonb_build_object('n', n * 6, 'cohort', n % 20), now(), now()
-      FROM generate_series(0, $2::int - 1) n`, [env.project.id, CONTACTS])
+      FROM generate_series(0, $2::int - 1) n`,
+      [env.project.id, CONTACTS]
+    )
     await createFiftySegments(api.url, env.project.secretKey)
     await touchEveryContact(env, api.url)
     await segmentsBackfilled(env, 180_000)
-    const template = await setUp(`${api.url}/templates`, "POST", { ...secret, ...json },
-      JSON.stringify({ name: "Later", subject: "A minute later", body: "<p>Hi {{ email }}</p>", from: `hello@${SENDING_DOMAIN}`, type: "TRANSACTIONAL" }))
+    const template = await setUp(
+      `${api.url}/templates`,
+      "POST",
+      { ...secret, ...json },
+      JSON.stringify({
+        name: "Later",
+        subject: "A minute later",
+        body: "<p>Hi {{ email }}</p>",
+        from: `hello@${SENDING_DOMAIN}`,
+        type: "TRANSACTIONAL"
+      })
+    )
     await chainWorkflow(api.url, env.project.secretKey, "Soak", "soak_signup", [
       { type: "DELAY", config: { amount: 1, unit: "minutes" } },
       { type: "SEND_EMAIL", config: { templateId: template.id } },
@@ -321,7 +378,10 @@ export const run = () =>
 
     // Dashboard clients: a user of the project with a session, several tabs of it.
     const { browser, user } = await signUp(api.url, "soak@example.com")
-    await env.query("INSERT INTO project_members (project_id, user_id, role) VALUES ($1, $2, 'MEMBER') ON CONFLICT DO NOTHING", [env.project.id, user.id])
+    await env.query("INSERT INTO project_members (project_id, user_id, role) VALUES ($1, $2, 'MEMBER') ON CONFLICT DO NOTHING", [
+      env.project.id,
+      user.id
+    ])
     const liveUrl = `${api.url}/projects/${env.project.id}/live`
     let sseEvents = 0
     let sseReconnects = 0
@@ -342,7 +402,8 @@ export const run = () =>
     }
     // What broke a loop of the run (a client refused, a worker that did not start again): a failure of the run.
     const broken: Array<string> = []
-    const guard = (what: string, loop: Promise<void>) => loop.catch((error: Error) => void broken.push(`${what}: ${error.message.slice(0, 300)}`))
+    const guard = (what: string, loop: Promise<void>) =>
+      loop.catch((error: Error) => void broken.push(`${what}: ${error.message.slice(0, 300)}`))
     const sseClients = Array.from({ length: SSE_CLIENTS }, () => guard("live client", keepOpen(browser)))
 
     const nc = await connect({ servers: NATS_URL })
@@ -358,19 +419,43 @@ export const run = () =>
     const secretJson = { ...secret, ...json }
     const day = 86_400_000
     const loads = [
-      paced("track", trackRate, (n) => call(`${api.url}/v1/track`, "POST", publicJson, JSON.stringify(segmentedBody(n))), recording.record,
-        (status) => void (status === 200 && accepted++)),
+      paced(
+        "track",
+        trackRate,
+        (n) => call(`${api.url}/v1/track`, "POST", publicJson, JSON.stringify(segmentedBody(n))),
+        recording.record,
+        (status) => void (status === 200 && accepted++)
+      ),
       paced("contact", RATES.contact, (n) =>
-        call(`${api.url}/contacts`, "POST", secretJson, JSON.stringify({
-          email: `user${(n * 7919) % CONTACTS}@bench.test`,
-          data: { n: ((n * 7919) % CONTACTS) * 6, cohort: ((n * 7919) % CONTACTS) % 20, score: n % 100 }
-        })), recording.record),
+        call(
+          `${api.url}/contacts`,
+          "POST",
+          secretJson,
+          JSON.stringify({
+            email: `user${(n * 7919) % CONTACTS}@bench.test`,
+            data: { n: ((n * 7919) % CONTACTS) * 6, cohort: ((n * 7919) % CONTACTS) % 20, score: n % 100 }
+          })
+        ), recording.record),
       paced("send", RATES.send, (n) =>
-        call(`${api.url}/v1/send`, "POST", secretJson, JSON.stringify({
-          to: `tx${n % 1000}@example.org`, from: `news@${SENDING_DOMAIN}`, subject: "Receipt {{ n }}", body: "<p>Receipt {{ n }}</p>", data: { n }
-        })), recording.record),
-      paced("workflow", RATES.workflow, (n) =>
-        call(`${api.url}/v1/track`, "POST", publicJson, JSON.stringify({ email: `wf${n % 1000}@example.org`, event: "soak_signup" })), recording.record),
+        call(
+          `${api.url}/v1/send`,
+          "POST",
+          secretJson,
+          JSON.stringify({
+            to: `tx${n % 1000}@example.org`,
+            from: `news@${SENDING_DOMAIN}`,
+            subject: "Receipt {{ n }}",
+            body: "<p>Receipt {{ n }}</p>",
+            data: { n }
+          })
+        ), recording.record),
+      paced(
+        "workflow",
+        RATES.workflow,
+        (n) =>
+          call(`${api.url}/v1/track`, "POST", publicJson, JSON.stringify({ email: `wf${n % 1000}@example.org`, event: "soak_signup" })),
+        recording.record
+      ),
       paced("analytics", RATES.analytics, (n) => {
         const range = `from=${new Date(Date.now() - 7 * day).toISOString()}&to=${new Date().toISOString()}&tz=UTC`
         return call(`${api.url}/analytics/${n % 2 ? "overview" : "timeseries"}?${range}`, "GET", secret)
@@ -384,42 +469,63 @@ export const run = () =>
 
     // A campaign now and then, to one cohort (~500 recipients).
     const campaigns: Array<string> = []
-    const campaignLoop = guard("campaigns", (async () => {
-      for (let k = 0; !stopping; k++) {
-        const at = performance.now()
-        const created = await call(`${api.url}/campaigns`, "POST", secretJson, JSON.stringify({
-          name: `Soak ${k}`, subject: "News", body: "<p>Hi {{ email }}</p>", from: `news@${SENDING_DOMAIN}`, audienceType: "FILTERED",
-          audienceCondition: { logic: "AND", groups: [{ filters: [{ field: "data.cohort", operator: "equals", value: k % 20 }] }] }
-        }))
-        if (created.status < 300) {
-          const id = JSON.parse(created.text).data.id as string
-          const sent = await call(`${api.url}/campaigns/${id}/send`, "POST", secretJson, "{}")
-          recording.record("campaign", performance.now() - at, sent.status, sent.text)
-          campaigns.push(id)
-        } else recording.record("campaign", performance.now() - at, created.status, created.text)
-        const next = started + (k + 1) * CAMPAIGN_MINUTES * 60_000
-        while (!stopping && performance.now() < next) await sleep(500)
-      }
-    })())
+    const campaignLoop = guard(
+      "campaigns",
+      (async () => {
+        for (let k = 0; !stopping; k++) {
+          const at = performance.now()
+          const created = await call(
+            `${api.url}/campaigns`,
+            "POST",
+            secretJson,
+            JSON.stringify({
+              name: `Soak ${k}`,
+              subject: "News",
+              body: "<p>Hi {{ email }}</p>",
+              from: `news@${SENDING_DOMAIN}`,
+              audienceType: "FILTERED",
+              audienceCondition: { logic: "AND", groups: [{ filters: [{ field: "data.cohort", operator: "equals", value: k % 20 }] }] }
+            })
+          )
+          if (created.status < 300) {
+            const id = JSON.parse(created.text).data.id as string
+            const sent = await call(`${api.url}/campaigns/${id}/send`, "POST", secretJson, "{}")
+            recording.record("campaign", performance.now() - at, sent.status, sent.text)
+            campaigns.push(id)
+          } else recording.record("campaign", performance.now() - at, created.status, created.text)
+          const next = started + (k + 1) * CAMPAIGN_MINUTES * 60_000
+          while (!stopping && performance.now() < next) await sleep(500)
+        }
+      })()
+    )
 
     // A worker restarted every RESTART_MINUTES, alternately.
     const restarts: Array<{ t: number; worker: string; stopSeconds: number; killed: boolean; startSeconds: number }> = []
-    const restartLoop = guard("worker restarts", (async () => {
-      for (let k = 0; ; k++) {
-        const next = started + (k + 1) * RESTART_MINUTES * 60_000
-        while (!stopping && performance.now() < next) await sleep(500)
-        if (stopping) return
-        const index = k % workers.length
-        const t = elapsed()
-        const leaving = workers[index]!
-        await leaving.stop("SIGTERM")
-        // test/support's stop sends SIGKILL when a graceful stop takes over 15 s.
-        const killed = leaving.process.signalCode === "SIGKILL"
-        const stopped = elapsed()
-        workers[index] = await env.start("worker", { METRICS_PORT: String(metricsPorts[index]) })
-        restarts.push({ t: round(t, 1), worker: `worker${index + 1}`, stopSeconds: round(stopped - t, 1), killed, startSeconds: round(elapsed() - stopped, 1) })
-      }
-    })())
+    const restartLoop = guard(
+      "worker restarts",
+      (async () => {
+        for (let k = 0;; k++) {
+          const next = started + (k + 1) * RESTART_MINUTES * 60_000
+          while (!stopping && performance.now() < next) await sleep(500)
+          if (stopping) return
+          const index = k % workers.length
+          const t = elapsed()
+          const leaving = workers[index]!
+          await leaving.stop("SIGTERM")
+          // test/support's stop sends SIGKILL when a graceful stop takes over 15 s.
+          const killed = leaving.process.signalCode === "SIGKILL"
+          const stopped = elapsed()
+          workers[index] = await env.start("worker", { METRICS_PORT: String(metricsPorts[index]) })
+          restarts.push({
+            t: round(t, 1),
+            worker: `worker${index + 1}`,
+            stopSeconds: round(stopped - t, 1),
+            killed,
+            startSeconds: round(elapsed() - stopped, 1)
+          })
+        }
+      })()
+    )
 
     const samples: Array<Sample> = []
     const streamLimits: Record<string, number | undefined> = {}
@@ -456,7 +562,9 @@ export const run = () =>
         processes,
         tables,
         databaseBytes: Number(database!.bytes),
-        streams: Object.fromEntries(Object.entries(streamInfo).map(([name, info]) => [name, { bytes: info.bytes, messages: info.messages }])),
+        streams: Object.fromEntries(
+          Object.entries(streamInfo).map(([name, info]) => [name, { bytes: info.bytes, messages: info.messages }])
+        ),
         accepted,
         stored,
         lag: accepted - stored,
@@ -471,15 +579,21 @@ export const run = () =>
       await sleep(Math.max(0, Math.min(end, started + k * SAMPLE_SECONDS * 1000) - performance.now()))
       await takeSample()
       const last = samples.at(-1)!
-      console.error(`soak ${Math.round(last.t)} s: lag ${last.lag}, api rss ${Math.round((last.processes.api?.rss ?? 0) / MiB)} MiB, ` +
-        `track p99 ${last.p99.track ?? "-"} ms, db ${Math.round(last.databaseBytes / MiB)} MiB, mails ${last.mailsArrived}`)
+      console.error(
+        `soak ${Math.round(last.t)} s: lag ${last.lag}, api rss ${Math.round((last.processes.api?.rss ?? 0) / MiB)} MiB, ` +
+          `track p99 ${last.p99.track ?? "-"} ms, db ${Math.round(last.databaseBytes / MiB)} MiB, mails ${last.mailsArrived}`
+      )
     }
 
     stopping = true
     await Promise.all(loads.map((load) => load.stop()))
     await Promise.all([campaignLoop, restartLoop, ...sseClients])
     const stopAt = performance.now()
-    const caughtUp = await waitFor(async () => (await storedTracked(env)) - trackedBefore >= accepted, TOLERANCES.catchUpSeconds * 1000, 1000)
+    const caughtUp = await waitFor(
+      async () => (await storedTracked(env)) - trackedBefore >= accepted,
+      TOLERANCES.catchUpSeconds * 1000,
+      1000
+    )
     const catchUpSeconds = round((performance.now() - stopAt) / 1000, 1)
     await drained(env, 30_000)
     const mailsArrived = (await env.sink.stats()).count - mailsBefore
@@ -488,8 +602,14 @@ export const run = () =>
     const checks = soakChecks(samples, streamLimits, trackRate)
     const failed = [...failures(checks), ...broken]
     // Thirds of a handful of samples judge nothing (a check without samples in a third passes).
-    if (samples.length < 9) failed.push(`too few samples to judge: ${samples.length} (a run of a few minutes at least, BENCH_SOAK_SAMPLE_SECONDS apart)`)
-    if (!caughtUp) failed.push(`track lag: ${accepted - ((await storedTracked(env)) - trackedBefore)} events still not stored ${TOLERANCES.catchUpSeconds} s after the load stopped`)
+    if (samples.length < 9)
+      failed.push(`too few samples to judge: ${samples.length} (a run of a few minutes at least, BENCH_SOAK_SAMPLE_SECONDS apart)`)
+    if (!caughtUp)
+      failed.push(
+        `track lag: ${
+          accepted - ((await storedTracked(env)) - trackedBefore)
+        } events still not stored ${TOLERANCES.catchUpSeconds} s after the load stopped`
+      )
     const totals = Object.fromEntries(recording.totals)
     for (const [kind, total] of recording.totals) {
       if (total.failed > TOLERANCES.errorShare * (total.ok + total.failed)) {
@@ -500,7 +620,9 @@ export const run = () =>
 
     const stamp = new Date().toISOString().replace(/[:.]/g, "-")
     const plot = `bench/results/soak-${stamp}.png`
-    const title = `soak: ${MINUTES} min, track ${trackRate}/s (${m2 ? "50 % of a quick M2" : "BENCH_SOAK_RATE"}), api + 2 workers, a worker restarted every ${RESTART_MINUTES} min (dashed)`
+    const title = `soak: ${MINUTES} min, track ${trackRate}/s (${
+      m2 ? "50 % of a quick M2" : "BENCH_SOAK_RATE"
+    }), api + 2 workers, a worker restarted every ${RESTART_MINUTES} min (dashed)`
     const svg = chartSvg(title, panelsOf(samples, restarts.map((restart) => restart.t)))
     mkdirSync(`${ROOT}bench/results`, { recursive: true })
     await renderPng(svg, `${ROOT}${plot}`)

@@ -129,7 +129,8 @@ const m6Part = async (env: BenchEnvironment) => {
   const backlog = setting("BENCH_BACKLOG", 100_000)
   const contactId = (await env.query<{ id: string }>(
     "INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at) VALUES ($1, $2, 'drain@bench.test', true, '{}', now(), now()) RETURNING id",
-    [uuidv7(), env.project.id]))[0]!.id
+    [uuidv7(), env.project.id]
+  ))[0]!.id
   const nc = await connect({ servers: NATS_URL })
   const js = jetstream(nc)
   const subject = streamNames(env.natsPrefix).ingestSubject(env.project.id, setting("PARTITIONS", 32))
@@ -139,8 +140,15 @@ const m6Part = async (env: BenchEnvironment) => {
     const publishes = []
     for (let i = 0; i < 50 && sent < backlog; i++, sent += perEnvelope) {
       const events = Array.from({ length: perEnvelope }, (_, k) => ({
-        eventId: uuidv7(), contactId, email: "drain@bench.test", name: "drained", subscribed: null,
-        set: {}, remove: [], data: { k: sent + k }, at
+        eventId: uuidv7(),
+        contactId,
+        email: "drain@bench.test",
+        name: "drained",
+        subscribed: null,
+        set: {},
+        remove: [],
+        data: { k: sent + k },
+        at
       }))
       publishes.push(js.publish(subject, JSON.stringify({ kind: "track", projectId: env.project.id, events }), { msgID: uuidv7() }))
     }
@@ -154,7 +162,6 @@ const m6Part = async (env: BenchEnvironment) => {
   const drainSeconds = (performance.now() - drainStart) / 1000
   return { worker, m6: { events: backlog, seconds: round(drainSeconds, 1), eventsPerSecond: Math.round(backlog / drainSeconds) } }
 }
-
 
 /**
  * Memory: BENCH_MEMORY_CONTACTS (default 1,000,000) distinct contacts, one event each, published to
@@ -174,10 +181,14 @@ const memoryPart = async (env: BenchEnvironment) => {
   await env.query(
     `INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
      SELECT gen_random_uuid(), $1, 'm' || n || '@bench.test', true, jsonb_build_object('n', n % 60000), now(), now()
-     FROM generate_series(1, $2::int) n`, [env.project.id, contacts])
+     FROM generate_series(1, $2::int) n`,
+    [env.project.id, contacts]
+  )
   await analyzed(env)
   const ids = await env.query<{ id: string; email: string }>(
-    "SELECT id, email FROM contacts WHERE project_id = $1 AND email LIKE 'm%@bench.test'", [env.project.id])
+    "SELECT id, email FROM contacts WHERE project_id = $1 AND email LIKE 'm%@bench.test'",
+    [env.project.id]
+  )
   const nc = await connect({ servers: NATS_URL })
   const js = jetstream(nc)
   const subject = streamNames(env.natsPrefix).ingestSubject(env.project.id, setting("PARTITIONS", 32))
@@ -186,8 +197,15 @@ const memoryPart = async (env: BenchEnvironment) => {
     const publishes = []
     for (let i = 0; i < 50 && sent < ids.length; i++, sent += 100) {
       const events = ids.slice(sent, sent + 100).map((contact, k) => ({
-        eventId: uuidv7(), contactId: contact.id, email: contact.email, name: k % 3 ? "page_view" : "click", subscribed: null,
-        set: {}, remove: [], data: {}, at
+        eventId: uuidv7(),
+        contactId: contact.id,
+        email: contact.email,
+        name: k % 3 ? "page_view" : "click",
+        subscribed: null,
+        set: {},
+        remove: [],
+        data: {},
+        at
       }))
       publishes.push(js.publish(subject, JSON.stringify({ kind: "track", projectId: env.project.id, events }), { msgID: uuidv7() }))
     }
@@ -266,7 +284,11 @@ const m2Part = async (env: BenchEnvironment, rate: number, baselineRps: number) 
       groups: [processTree("all", all.process.pid!), ...infrastructure(env)]
     })
     const statements = statementsUnavailable ?? await topStatements(databaseOf(env))
-    return { ...sustainedSummary(sustained, baselineRps), cpu: sustained.window.cpu, ...(statements ? { postgresStatements: statements } : {}) }
+    return {
+      ...sustainedSummary(sustained, baselineRps),
+      cpu: sustained.window.cpu,
+      ...(statements ? { postgresStatements: statements } : {})
+    }
   }
   const cold = await window()
   await drained(env)
@@ -296,8 +318,11 @@ const scaleRun = async (env: BenchEnvironment, workers: number, rate: number, ba
   }
   /** The workers' lane batches and the events they applied so far (from their /metrics). */
   const batchCounts = async () => {
-    const texts = await Promise.all(metricsPorts.map((port) => fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text()).catch(() => "")))
-    const sum = (name: string) => texts.reduce((total, text) => total + Number(text.match(new RegExp(`^${name} (\\S+)$`, "m"))?.[1] ?? 0), 0)
+    const texts = await Promise.all(
+      metricsPorts.map((port) => fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.text()).catch(() => ""))
+    )
+    const sum = (name: string) =>
+      texts.reduce((total, text) => total + Number(text.match(new RegExp(`^${name} (\\S+)$`, "m"))?.[1] ?? 0), 0)
     return {
       batches: sum("mailstream_actor_batch_size_count"),
       // Turns: a project's lane batches applied in one transaction (laneTurns.ts); absent before them.
@@ -388,7 +413,11 @@ const batchPart = async (env: BenchEnvironment, baselineRps: number) => {
     const url = `${api.url}/v1/track/batch`
     const headers = { authorization: `Bearer ${env.project.publicKey}` }
     const body = (n: number) => ({ events: Array.from({ length: BATCH_SIZE }, (_, i) => trackBody(n * BATCH_SIZE + i)) })
-    const probe = await fetch(url, { method: "POST", headers: { ...headers, "content-type": "application/json" }, body: JSON.stringify(body(0)) })
+    const probe = await fetch(url, {
+      method: "POST",
+      headers: { ...headers, "content-type": "application/json" },
+      body: JSON.stringify(body(0))
+    })
     const probeText = await probe.text()
     if (probe.status === 404) return { status: "endpoint missing (404)" }
     if (probe.status !== 200) return { status: `probe answered ${probe.status}`, body: probeText.slice(0, 500) }

@@ -29,7 +29,8 @@ export const run = () =>
     const coldCheck = { timedOut, invalid }
     const noDns = await load("no-dns", url, { body: (n) => ({ email: `not-an-address-${n}` }), headers })
     return {
-      description: "POST /v1/verify: warm DNS cache (100 domains), cold (a new domain per request: NS+MX+A+AAAA), and malformed addresses (no DNS)",
+      description:
+        "POST /v1/verify: warm DNS cache (100 domains), cold (a new domain per request: NS+MX+A+AAAA), and malformed addresses (no DNS)",
       warm: { ...warm, ...warmCheck },
       cold: { ...cold, ...coldCheck, dnsQueriesPerSecond: cold.requestsPerSecond * 4 },
       noDns

@@ -24,7 +24,12 @@ export const run = () =>
         body: body === undefined ? undefined : JSON.stringify(body)
       }).then(async (r) => ({ status: r.status, json: await r.json() as any }))
     await env.verifyDomain(api)
-    const template = await call("POST", "/templates", { name: "Welcome", subject: "Welcome {{ name ?? \"\" }}", body: "<p>Hi {{ event.plan }}</p>", from: "hello@bench.test" })
+    const template = await call("POST", "/templates", {
+      name: "Welcome",
+      subject: 'Welcome {{ name ?? "" }}',
+      body: "<p>Hi {{ event.plan }}</p>",
+      from: "hello@bench.test"
+    })
     /** An enabled workflow: TRIGGER → the given steps in a chain. */
     const chain = async (name: string, eventName: string, steps: Array<{ type: string; config: unknown }>) => {
       const workflow = (await call("POST", "/workflows", { name, eventName, allowReentry: true })).json
@@ -64,32 +69,48 @@ export const run = () =>
     // and sender; the difference is what the event → actor → workflow hop adds.
     const direct: Array<number> = []
     for (let i = 0; i < triggers; i++) {
-      direct.push(await untilArrival("send", () => call("POST", "/v1/send", { to: `d${i}@example.org`, template: template.json.id, data: { plan: "pro" } })))
+      direct.push(
+        await untilArrival(
+          "send",
+          () => call("POST", "/v1/send", { to: `d${i}@example.org`, template: template.json.id, data: { plan: "pro" } })
+        )
+      )
     }
     direct.sort((a, b) => a - b)
 
     // (2) 100k executions waiting in a DELAY, all due at once.
-    const delayed = await chain("Delayed", "never_tracked", [{ type: "DELAY", config: { amount: 1, unit: "days" } }, { type: "EXIT", config: { reason: "done" } }])
+    const delayed = await chain("Delayed", "never_tracked", [{ type: "DELAY", config: { amount: 1, unit: "days" } }, {
+      type: "EXIT",
+      config: { reason: "done" }
+    }])
     // One worker leases every partition here: any partition fires; the timers go to each contact's lane.
     const partition = makeLanes(setting("LANES_PER_PROJECT", 16), setting("PARTITIONS", 32)).partitionOf(env.project.id, OWNER_LANE)
-    await env.query(`
+    await env.query(
+      `
       INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
       SELECT gen_random_uuid(), $1, 'wait' || n || '@example.org', true, '{}'::jsonb, now(), now() FROM generate_series(1, $2::int) n`,
-      [env.project.id, waiting])
-    await env.query(`
+      [env.project.id, waiting]
+    )
+    await env.query(
+      `
       INSERT INTO workflow_executions (id, workflow_id, project_id, partition, contact_id, status, current_step_id, context, timer_id, started_at, updated_at)
       SELECT gen_random_uuid(), $1, $2, $3, c.id, 'WAITING', $4, '{}'::jsonb, gen_random_uuid(), now(), now()
       FROM contacts c WHERE c.project_id = $2 AND c.email LIKE 'wait%@example.org'`,
-      [delayed.id, env.project.id, partition, delayed.ids[0]])
-    await env.query(`
+      [delayed.id, env.project.id, partition, delayed.ids[0]]
+    )
+    await env.query(
+      `
       INSERT INTO workflow_step_executions (id, execution_id, step_id, step_type, project_id, partition, status, started_at)
       SELECT gen_random_uuid(), e.id, $2, 'DELAY', e.project_id, e.partition, 'WAITING', now() FROM workflow_executions e WHERE e.workflow_id = $1`,
-      [delayed.id, delayed.ids[0]])
+      [delayed.id, delayed.ids[0]]
+    )
     const dueAt = Date.now() + 10_000
-    await env.query(`
+    await env.query(
+      `
       INSERT INTO workflow_timers (execution_id, id, project_id, partition, step_id, due_at)
       SELECT e.id, e.timer_id, e.project_id, e.partition, $2, $3::timestamptz FROM workflow_executions e WHERE e.workflow_id = $1`,
-      [delayed.id, delayed.ids[0], new Date(dueAt).toISOString()])
+      [delayed.id, delayed.ids[0], new Date(dueAt).toISOString()]
+    )
     let firedAt: number | undefined
     for (;;) {
       await sleep(250)
@@ -98,25 +119,30 @@ export const run = () =>
         if (left!.n === 0) firedAt = Date.now()
       }
       const [row] = await env.query<{ active: number }>(
-        "SELECT count(*)::int AS active FROM workflow_executions WHERE workflow_id = $1 AND status = 'WAITING'", [delayed.id])
+        "SELECT count(*)::int AS active FROM workflow_executions WHERE workflow_id = $1 AND status = 'WAITING'",
+        [delayed.id]
+      )
       if (row!.active === 0) break
       if (Date.now() - dueAt > 1_800_000) throw new Error(`executions still waiting after 30 minutes: ${row!.active}`)
     }
     const [finished] = await env.query<{ last: Date; exited: number }>(
       "SELECT max(finished_at) AS last, count(*) FILTER (WHERE status = 'EXITED')::int AS exited FROM workflow_executions WHERE workflow_id = $1",
-      [delayed.id])
+      [delayed.id]
+    )
     const seconds = (new Date(finished!.last).getTime() - dueAt) / 1000
     // Baseline for (2): the floor of the same row changes done by Postgres alone, set-wise in one
     // transaction (executions finished, one history row each), with no stream, actor or timers.
     const floorStarted = Date.now()
-    await env.query(`
+    await env.query(
+      `
       WITH done AS (
         UPDATE workflow_executions SET status = 'EXITED', finished_at = now(), updated_at = now()
         WHERE workflow_id = $1 RETURNING id, project_id, partition
       )
       INSERT INTO workflow_step_executions (id, execution_id, step_id, step_type, project_id, partition, status, started_at)
       SELECT gen_random_uuid(), done.id, gen_random_uuid(), 'EXIT', done.project_id, done.partition, 'COMPLETED', now() FROM done`,
-      [delayed.id])
+      [delayed.id]
+    )
     const floorSeconds = (Date.now() - floorStarted) / 1000
     return {
       description: "Workflows: trigger event → SEND_EMAIL → accepted by a local SMTP server (one at a time); " +

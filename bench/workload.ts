@@ -11,10 +11,18 @@ import { round } from "./harness/stats.ts"
 export const CONTACTS = 10_000
 
 /** M1's event: data that changes on every event. */
-export const trackBody = (n: number) => ({ email: `user${n % CONTACTS}@bench.test`, event: n % 3 ? "page_view" : "click", data: { n, plan: "pro" } })
+export const trackBody = (n: number) => ({
+  email: `user${n % CONTACTS}@bench.test`,
+  event: n % 3 ? "page_view" : "click",
+  data: { n, plan: "pro" }
+})
 
 /** The event under segments: a contact keeps its data.n (stable membership of the data segments); its events refresh the window ones. */
-export const segmentedBody = (n: number) => ({ email: `user${n % CONTACTS}@bench.test`, event: n % 3 ? "page_view" : "click", data: { n: (n % CONTACTS) * 6 } })
+export const segmentedBody = (n: number) => ({
+  email: `user${n % CONTACTS}@bench.test`,
+  event: n % 3 ? "page_view" : "click",
+  data: { n: (n % CONTACTS) * 6 }
+})
 
 /**
  * 50 segments: 49 over `data.n` and the page_view/click windows (1–24 h) that the load touches, and one
@@ -35,10 +43,12 @@ export const createFiftySegments = async (apiUrl: string, secretKey: string) => 
       name: `bench ${i}`,
       condition: {
         logic: i % 2 ? "OR" : "AND",
-        groups: [{ filters: [
-          { field: "data.n", operator: "greaterThan", value: i * 1000 },
-          { field: `event.${i % 3 ? "page_view" : "click"}`, operator: "triggeredWithin", value: 1 + (i % 24), unit: "hours" }
-        ] }]
+        groups: [{
+          filters: [
+            { field: "data.n", operator: "greaterThan", value: i * 1000 },
+            { field: `event.${i % 3 ? "page_view" : "click"}`, operator: "triggeredWithin", value: 1 + (i % 24), unit: "hours" }
+          ]
+        }]
       }
     })
   }
@@ -55,20 +65,28 @@ export const storedEvents = async (env: BenchEnvironment) =>
 /** Waits until no event has been stored for a second (the stream is applied); false after `timeoutMs`. */
 export const drained = (env: BenchEnvironment, timeoutMs = 120_000) => {
   let last = -1
-  return waitFor(async () => {
-    const now = await storedEvents(env)
-    const still = now === last
-    last = now
-    return still
-  }, timeoutMs, 1000)
+  return waitFor(
+    async () => {
+      const now = await storedEvents(env)
+      const still = now === last
+      last = now
+      return still
+    },
+    timeoutMs,
+    1000
+  )
 }
 
 /** Segment definitions are backfilled by the workers: waits until every one has caught up (false after 60 s). */
 export const segmentsBackfilled = (env: BenchEnvironment, timeoutMs = 60_000) =>
-  waitFor(async () => {
-    const [row] = await env.query<{ behind: number }>("SELECT count(*)::int AS behind FROM segments WHERE backfilled_version < version")
-    return row!.behind === 0
-  }, timeoutMs, 500).catch(() => false)
+  waitFor(
+    async () => {
+      const [row] = await env.query<{ behind: number }>("SELECT count(*)::int AS behind FROM segments WHERE backfilled_version < version")
+      return row!.behind === 0
+    },
+    timeoutMs,
+    500
+  ).catch(() => false)
 
 /**
  * One event for every contact (through /v1/track/batch), applied: each contact's first event since the
@@ -91,7 +109,8 @@ export const touchEveryContact = async (env: BenchEnvironment, apiUrl: string) =
 /** Segment memberships entered (rows) and exited so far: how much segment churn a run caused. */
 export const segmentChanges = async (env: BenchEnvironment) => {
   const [row] = await env.query<{ entered: string; exited: string }>(
-    "SELECT count(*) AS entered, count(exited_at) AS exited FROM segment_memberships")
+    "SELECT count(*) AS entered, count(exited_at) AS exited FROM segment_memberships"
+  )
   return Number(row!.entered) + Number(row!.exited)
 }
 

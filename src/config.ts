@@ -132,319 +132,572 @@ const DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 /** The table: every variable, in the order `--help` and the README list them. */
 export const Variables = {
   port: variable({
-    name: "PORT", ...wholeNumber(0, 65535), defaultValue: 3000, shownDefault: "3000",
+    name: "PORT",
+    ...wholeNumber(0, 65535),
+    defaultValue: 3000,
+    shownDefault: "3000",
     meaning: "HTTP port (0 picks a free one)"
   }),
   apiProcesses: variable({
-    name: "API_PROCESSES", ...wholeNumber(1, 256),
-    defaultValue: Math.max(1, availableParallelism() - 1), shownDefault: "CPU cores - 1 (at least 1)",
-    meaning: "api processes `all` runs beside its worker process, sharing PORT; with 1, `all` runs the api and the worker in its own one process"
+    name: "API_PROCESSES",
+    ...wholeNumber(1, 256),
+    defaultValue: Math.max(1, availableParallelism() - 1),
+    shownDefault: "CPU cores - 1 (at least 1)",
+    meaning:
+      "api processes `all` runs beside its worker process, sharing PORT; with 1, `all` runs the api and the worker in its own one process"
   }),
   databaseUrl: variable({
-    name: "DATABASE_URL", ...url(["postgres", "postgresql"]), secret: true,
-    defaultValue: DEFAULT_DATABASE_URL, shownDefault: DEFAULT_DATABASE_URL,
+    name: "DATABASE_URL",
+    ...url(["postgres", "postgresql"]),
+    secret: true,
+    defaultValue: DEFAULT_DATABASE_URL,
+    shownDefault: DEFAULT_DATABASE_URL,
     meaning: "Postgres"
   }),
   natsUrl: variable({
     name: "NATS_URL",
     ...listOf("comma-separated NATS servers (nats://host:port, tls://host:port or host:port)", isNatsServer),
-    defaultValue: ["nats://127.0.0.1:4222"], shownDefault: "nats://127.0.0.1:4222",
+    defaultValue: ["nats://127.0.0.1:4222"],
+    shownDefault: "nats://127.0.0.1:4222",
     meaning: "NATS with JetStream (comma-separated for a cluster)"
   }),
   natsPrefix: variable({
-    name: "NATS_PREFIX", ...text("1 to 32 letters, digits, _ or -", PREFIX_PATTERN),
-    defaultValue: "mailstream", shownDefault: "mailstream",
+    name: "NATS_PREFIX",
+    ...text("1 to 32 letters, digits, _ or -", PREFIX_PATTERN),
+    defaultValue: "mailstream",
+    shownDefault: "mailstream",
     meaning: "prefix of every stream, subject, consumer and KV bucket name, so several deployments or test runs share one NATS server"
   }),
   natsReplicas: variable({
-    name: "NATS_REPLICAS", ...wholeNumber(1, 5), defaultValue: 1, shownDefault: "1",
-    meaning: "replicas of every stream and consumer the service creates on NATS (3 on a three-node cluster survives a node lost); a stream found with fewer or more is changed to this many at start"
+    name: "NATS_REPLICAS",
+    ...wholeNumber(1, 5),
+    defaultValue: 1,
+    shownDefault: "1",
+    meaning:
+      "replicas of every stream and consumer the service creates on NATS (3 on a three-node cluster survives a node lost); a stream found with fewer or more is changed to this many at start"
   }),
   streamMaxAgeHours: variable({
-    name: "STREAM_MAX_AGE_HOURS", ...number(0, { exclusive: false }), defaultValue: 168, shownDefault: "168",
-    meaning: "the oldest a message in streams IN and OUT may get before NATS drops it, applied or not: a safety limit, far above the worker's purges (STREAM_PURGE_SECONDS); a stream found with another limit is changed to this one at start; 0 = no limit"
+    name: "STREAM_MAX_AGE_HOURS",
+    ...number(0, { exclusive: false }),
+    defaultValue: 168,
+    shownDefault: "168",
+    meaning:
+      "the oldest a message in streams IN and OUT may get before NATS drops it, applied or not: a safety limit, far above the worker's purges (STREAM_PURGE_SECONDS); a stream found with another limit is changed to this one at start; 0 = no limit"
   }),
   streamPurgeSeconds: variable({
-    name: "STREAM_PURGE_SECONDS", ...number(0, { exclusive: true }), defaultValue: 30, shownDefault: "30",
-    meaning: "how often a worker purges from streams IN and OUT what is applied (each leased partition below its saved watermarks) and what every durable reader acked"
+    name: "STREAM_PURGE_SECONDS",
+    ...number(0, { exclusive: true }),
+    defaultValue: 30,
+    shownDefault: "30",
+    meaning:
+      "how often a worker purges from streams IN and OUT what is applied (each leased partition below its saved watermarks) and what every durable reader acked"
   }),
   partitions: variable({
-    name: "PARTITIONS", ...wholeNumber(1, 1024), defaultValue: 32, shownDefault: "32",
+    name: "PARTITIONS",
+    ...wholeNumber(1, 1024),
+    defaultValue: 32,
+    shownDefault: "32",
     meaning: "stream partitions; fixed per deployment"
   }),
   lanesPerProject: variable({
-    name: "LANES_PER_PROJECT", ...powerOfTwo(1, 256), defaultValue: 16, shownDefault: "16",
-    meaning: "lanes a project's stream traffic is split into by contact, so one project spreads over partitions and workers; fixed per deployment"
+    name: "LANES_PER_PROJECT",
+    ...powerOfTwo(1, 256),
+    defaultValue: 16,
+    shownDefault: "16",
+    meaning:
+      "lanes a project's stream traffic is split into by contact, so one project spreads over partitions and workers; fixed per deployment"
   }),
   batchReadAhead: variable({
-    name: "BATCH_READ_AHEAD", ...boolean, defaultValue: false, shownDefault: "false",
-    meaning: "a lane's next batch of tracked events starts (on a second connection) while the batch before it commits; worth it with Postgres across a network and cores to spare, not with everything on a few local cores (BENCHMARKS.md)"
+    name: "BATCH_READ_AHEAD",
+    ...boolean,
+    defaultValue: false,
+    shownDefault: "false",
+    meaning:
+      "a lane's next batch of tracked events starts (on a second connection) while the batch before it commits; worth it with Postgres across a network and cores to spare, not with everything on a few local cores (BENCHMARKS.md)"
   }),
   trackMaxInFlight: variable({
-    name: "TRACK_MAX_IN_FLIGHT", ...wholeNumber(0), defaultValue: 1024, shownDefault: "1024",
-    meaning: "/v1/track requests one api process works on at once; past it, new ones answer 503 SERVICE_UNAVAILABLE with Retry-After at once instead of waiting in a growing queue (load shedding); 0 = no limit"
+    name: "TRACK_MAX_IN_FLIGHT",
+    ...wholeNumber(0),
+    defaultValue: 1024,
+    shownDefault: "1024",
+    meaning:
+      "/v1/track requests one api process works on at once; past it, new ones answer 503 SERVICE_UNAVAILABLE with Retry-After at once instead of waiting in a growing queue (load shedding); 0 = no limit"
   }),
   liveMaxClients: variable({
-    name: "LIVE_MAX_CLIENTS", ...wholeNumber(0), defaultValue: 1000, shownDefault: "1000",
-    meaning: "live-update streams (GET /projects/:id/live, server-sent events) one api process serves at once; past it a new one answers 429 TOO_MANY_LIVE_STREAMS; 0 turns live updates off"
+    name: "LIVE_MAX_CLIENTS",
+    ...wholeNumber(0),
+    defaultValue: 1000,
+    shownDefault: "1000",
+    meaning:
+      "live-update streams (GET /projects/:id/live, server-sent events) one api process serves at once; past it a new one answers 429 TOO_MANY_LIVE_STREAMS; 0 turns live updates off"
   }),
   liveMaxClientsPerUser: variable({
-    name: "LIVE_MAX_CLIENTS_PER_USER", ...wholeNumber(1), defaultValue: 10, shownDefault: "10",
-    meaning: "live-update streams one dashboard user may hold open on one api process (one per browser tab); past it a new one answers 429 TOO_MANY_LIVE_STREAMS"
+    name: "LIVE_MAX_CLIENTS_PER_USER",
+    ...wholeNumber(1),
+    defaultValue: 10,
+    shownDefault: "10",
+    meaning:
+      "live-update streams one dashboard user may hold open on one api process (one per browser tab); past it a new one answers 429 TOO_MANY_LIVE_STREAMS"
   }),
   liveClientBuffer: variable({
-    name: "LIVE_CLIENT_BUFFER", ...wholeNumber(1), defaultValue: 256, shownDefault: "256",
-    meaning: "live events waiting for one stream's client to read them; a client that falls this far behind is disconnected (it reconnects and refetches) rather than buffered without bound"
+    name: "LIVE_CLIENT_BUFFER",
+    ...wholeNumber(1),
+    defaultValue: 256,
+    shownDefault: "256",
+    meaning:
+      "live events waiting for one stream's client to read them; a client that falls this far behind is disconnected (it reconnects and refetches) rather than buffered without bound"
   }),
   liveHeartbeatSeconds: variable({
-    name: "LIVE_HEARTBEAT_SECONDS", ...wholeNumber(1, 300), defaultValue: 15, shownDefault: "15",
+    name: "LIVE_HEARTBEAT_SECONDS",
+    ...wholeNumber(1, 300),
+    defaultValue: 15,
+    shownDefault: "15",
     meaning: "how often an idle live-update stream carries a comment line, so proxies keep the connection and a vanished client is noticed"
   }),
   workerMaxPendingEvents: variable({
-    name: "WORKER_MAX_PENDING_EVENTS", ...wholeNumber(1), defaultValue: 50_000, shownDefault: "50000",
-    meaning: "events a worker holds delivered from the stream and not yet applied; past it its consumers wait, so a backlog stays in the stream instead of in the worker's memory"
+    name: "WORKER_MAX_PENDING_EVENTS",
+    ...wholeNumber(1),
+    defaultValue: 50_000,
+    shownDefault: "50000",
+    meaning:
+      "events a worker holds delivered from the stream and not yet applied; past it its consumers wait, so a backlog stays in the stream instead of in the worker's memory"
   }),
   factsCacheContacts: variable({
-    name: "FACTS_CACHE_CONTACTS", ...wholeNumber(0), defaultValue: 50_000, shownDefault: "50000",
-    meaning: "contacts whose segment facts (event counts, windowed times, memberships) a worker keeps between batches, about 1 KiB each, so a batch reads them from Postgres only for contacts it has not seen; 0 turns it off"
+    name: "FACTS_CACHE_CONTACTS",
+    ...wholeNumber(0),
+    defaultValue: 50_000,
+    shownDefault: "50000",
+    meaning:
+      "contacts whose segment facts (event counts, windowed times, memberships) a worker keeps between batches, about 1 KiB each, so a batch reads them from Postgres only for contacts it has not seen; 0 turns it off"
   }),
   rateLimitPerMinute: variable({
-    name: "RATE_LIMIT_PER_MINUTE", ...wholeNumber(0), defaultValue: 1000, shownDefault: "1000",
+    name: "RATE_LIMIT_PER_MINUTE",
+    ...wholeNumber(0),
+    defaultValue: 1000,
+    shownDefault: "1000",
     meaning: "requests per minute per project, across all api processes (a /v1/track/batch counts one per accepted event); 0 disables"
   }),
   idempotencyTtlHours: variable({
-    name: "IDEMPOTENCY_TTL_HOURS", ...number(0, { exclusive: true }), defaultValue: 24, shownDefault: "24",
+    name: "IDEMPOTENCY_TTL_HOURS",
+    ...number(0, { exclusive: true }),
+    defaultValue: 24,
+    shownDefault: "24",
     meaning: "how long an Idempotency-Key is remembered"
   }),
   idempotencyLeaseSeconds: variable({
-    name: "IDEMPOTENCY_LEASE_SECONDS", ...number(0, { exclusive: true }), defaultValue: 30, shownDefault: "30",
+    name: "IDEMPOTENCY_LEASE_SECONDS",
+    ...number(0, { exclusive: true }),
+    defaultValue: 30,
+    shownDefault: "30",
     meaning: "how long a claimed Idempotency-Key stays held without renewal; a crashed request's key is free after it"
   }),
   logLevel: variable<LogLevel.LogLevel>({
-    name: "LOG_LEVEL", ...logLevel, defaultValue: "Info", shownDefault: "Info",
+    name: "LOG_LEVEL",
+    ...logLevel,
+    defaultValue: "Info",
+    shownDefault: "Info",
     meaning: "JSON log lines on stderr from this level up"
   }),
   publicUrl: variable({
-    name: "PUBLIC_URL", ...optional(url(["http", "https"])), defaultValue: undefined, shownDefault: "http://localhost:$PORT",
+    name: "PUBLIC_URL",
+    ...optional(url(["http", "https"])),
+    defaultValue: undefined,
+    shownDefault: "http://localhost:$PORT",
     meaning: "base of links the service puts in emails"
   }),
   trustedProxies: variable({
-    name: "TRUSTED_PROXIES", ...listOf("comma-separated IP ranges (172.16.0.0/12, fd00::/8) or addresses", isRange),
-    defaultValue: [], shownDefault: "unset",
-    meaning: "reverse proxies whose X-Forwarded-For is believed: a request's client address is the right-most entry not added by one of them (sign-in throttling); unset, it is always the connection's peer, and X-Forwarded-For is ignored"
+    name: "TRUSTED_PROXIES",
+    ...listOf("comma-separated IP ranges (172.16.0.0/12, fd00::/8) or addresses", isRange),
+    defaultValue: [],
+    shownDefault: "unset",
+    meaning:
+      "reverse proxies whose X-Forwarded-For is believed: a request's client address is the right-most entry not added by one of them (sign-in throttling); unset, it is always the connection's peer, and X-Forwarded-For is ignored"
   }),
   metricsPort: variable({
-    name: "METRICS_PORT", ...optional(wholeNumber(0, 65535)), defaultValue: undefined, shownDefault: "unset",
-    meaning: "/metrics is served on this port instead of PORT (by an api, and by each api process of `all`, sharing it) and by a standalone worker, which has no other"
+    name: "METRICS_PORT",
+    ...optional(wholeNumber(0, 65535)),
+    defaultValue: undefined,
+    shownDefault: "unset",
+    meaning:
+      "/metrics is served on this port instead of PORT (by an api, and by each api process of `all`, sharing it) and by a standalone worker, which has no other"
   }),
   metricsToken: variable({
-    name: "METRICS_TOKEN", ...optional(text("at least 16 characters", /^\S{16,}$/)), secret: true, defaultValue: undefined, shownDefault: "unset",
-    meaning: "when set, /metrics answers only with Authorization: Bearer <token>; unset, only requests made directly (no X-Forwarded-For, Forwarded or X-Real-IP) from a loopback or private address"
+    name: "METRICS_TOKEN",
+    ...optional(text("at least 16 characters", /^\S{16,}$/)),
+    secret: true,
+    defaultValue: undefined,
+    shownDefault: "unset",
+    meaning:
+      "when set, /metrics answers only with Authorization: Bearer <token>; unset, only requests made directly (no X-Forwarded-For, Forwarded or X-Real-IP) from a loopback or private address"
   }),
   clockOffsetMs: variable({
-    name: "CLOCK_OFFSET_MS", ...anyWholeNumber, defaultValue: 0, shownDefault: "0",
-    meaning: "shifts the clock the service reads time through (segment time windows, timers, timestamps); tests use it, never needed in production"
+    name: "CLOCK_OFFSET_MS",
+    ...anyWholeNumber,
+    defaultValue: 0,
+    shownDefault: "0",
+    meaning:
+      "shifts the clock the service reads time through (segment time windows, timers, timestamps); tests use it, never needed in production"
   }),
   dnsServers: variable({
-    name: "DNS_SERVERS", ...listOf("comma-separated resolver addresses (1.2.3.4, 1.2.3.4:53, [::1]:53)", isResolver),
-    defaultValue: [], shownDefault: "unset (the system's resolvers)",
+    name: "DNS_SERVERS",
+    ...listOf("comma-separated resolver addresses (1.2.3.4, 1.2.3.4:53, [::1]:53)", isResolver),
+    defaultValue: [],
+    shownDefault: "unset (the system's resolvers)",
     meaning: "resolvers for /v1/verify and domain checks"
   }),
   smtpUrl: variable({
-    name: "SMTP_URL", ...optional(url(["smtp", "smtps"])), secret: true, defaultValue: undefined, shownDefault: "unset",
-    meaning: "the SMTP relay, e.g. smtp://user:pass@relay:587 (smtps:// for TLS on connect); unset, mail is not sent but written to OUTBOX_DIR (local delivery: no sender domain needs verifying; read the mail on the dashboard's Emails page)"
+    name: "SMTP_URL",
+    ...optional(url(["smtp", "smtps"])),
+    secret: true,
+    defaultValue: undefined,
+    shownDefault: "unset",
+    meaning:
+      "the SMTP relay, e.g. smtp://user:pass@relay:587 (smtps:// for TLS on connect); unset, mail is not sent but written to OUTBOX_DIR (local delivery: no sender domain needs verifying; read the mail on the dashboard's Emails page)"
   }),
   outboxDir: variable({
-    name: "OUTBOX_DIR", ...text("a directory path"), defaultValue: ".data/outbox", shownDefault: ".data/outbox",
+    name: "OUTBOX_DIR",
+    ...text("a directory path"),
+    defaultValue: ".data/outbox",
+    shownDefault: ".data/outbox",
     meaning: "the file outbox used without SMTP_URL"
   }),
   emailContentRetentionDays: variable({
-    name: "EMAIL_CONTENT_RETENTION_DAYS", ...wholeNumber(0), defaultValue: 30, shownDefault: "30",
-    meaning: "days the rendered content of sent mail (HTML, headers, attachments: what the dashboard's Emails page shows and downloads) is kept; past it only the email's record stays (status, timeline); 0 keeps it forever"
+    name: "EMAIL_CONTENT_RETENTION_DAYS",
+    ...wholeNumber(0),
+    defaultValue: 30,
+    shownDefault: "30",
+    meaning:
+      "days the rendered content of sent mail (HTML, headers, attachments: what the dashboard's Emails page shows and downloads) is kept; past it only the email's record stays (status, timeline); 0 keeps it forever"
   }),
   smtpPoolSize: variable({
-    name: "SMTP_POOL_SIZE", ...wholeNumber(1, 1000), defaultValue: 10, shownDefault: "10",
+    name: "SMTP_POOL_SIZE",
+    ...wholeNumber(1, 1000),
+    defaultValue: 10,
+    shownDefault: "10",
     meaning: "pooled SMTP connections per worker"
   }),
   mailThreads: variable({
-    name: "MAIL_THREADS", ...optional(wholeNumber(0, 64)), defaultValue: undefined, shownDefault: "the number of cores",
-    meaning: "threads per worker that compose and DKIM-sign outgoing mail (started on the first mail, stopped when idle); 0 = on the event loop"
+    name: "MAIL_THREADS",
+    ...optional(wholeNumber(0, 64)),
+    defaultValue: undefined,
+    shownDefault: "the number of cores",
+    meaning:
+      "threads per worker that compose and DKIM-sign outgoing mail (started on the first mail, stopped when idle); 0 = on the event loop"
   }),
   sendRatePerSecond: variable({
-    name: "SEND_RATE_PER_SECOND", ...number(0, { exclusive: false }), defaultValue: 100, shownDefault: "100",
+    name: "SEND_RATE_PER_SECOND",
+    ...number(0, { exclusive: false }),
+    defaultValue: 100,
+    shownDefault: "100",
     meaning: "default send throttle per project (emails/s; 0 = unthrottled)"
   }),
   domainRecheckSeconds: variable({
-    name: "DOMAIN_RECHECK_SECONDS", ...wholeNumber(1), defaultValue: 300, shownDefault: "300",
+    name: "DOMAIN_RECHECK_SECONDS",
+    ...wholeNumber(1),
+    defaultValue: 300,
+    shownDefault: "300",
     meaning: "how often workers check every sending domain's DNS records again"
   }),
   snsSigningCertFile: variable({
-    name: "SNS_SIGNING_CERT_FILE", ...optional(text("a file path")), defaultValue: undefined, shownDefault: "unset",
+    name: "SNS_SIGNING_CERT_FILE",
+    ...optional(text("a file path")),
+    defaultValue: undefined,
+    shownDefault: "unset",
     meaning: "pins the certificate SES/SNS notifications are verified with, instead of fetching SigningCertURL"
   }),
   sesTopicArns: variable({
     name: "SES_TOPIC_ARNS",
-    ...listOf("comma-separated SNS topic ARNs (arn:aws:sns:region:account:name), or * for any", (topic) => topic === "*" || isSnsTopic(topic)),
-    defaultValue: [], shownDefault: "unset",
+    ...listOf(
+      "comma-separated SNS topic ARNs (arn:aws:sns:region:account:name), or * for any",
+      (topic) => topic === "*" || isSnsTopic(topic)
+    ),
+    defaultValue: [],
+    shownDefault: "unset",
     meaning: "SNS topics accepted on /webhooks/ses (unset: none; * any topic, the signature still checked)"
   }),
   inboundSmtpPort: variable({
-    name: "INBOUND_SMTP_PORT", ...optional(wholeNumber(0, 65535)), defaultValue: undefined as number | undefined, shownDefault: "unset (off)",
+    name: "INBOUND_SMTP_PORT",
+    ...optional(wholeNumber(0, 65535)),
+    defaultValue: undefined as number | undefined,
+    shownDefault: "unset (off)",
     meaning: "port of the inbound SMTP receiver, run by every api process (they share it; under `all` too): mail to a project's " +
       "verified domains becomes an email.received event on its sender's contact; other recipients are refused at RCPT TO (0 picks a free port)"
   }),
   inboundMaxBytes: variable({
-    name: "INBOUND_MAX_BYTES", ...wholeNumber(1024, 50 * 1024 * 1024), defaultValue: 10 * 1024 * 1024, shownDefault: "10485760",
+    name: "INBOUND_MAX_BYTES",
+    ...wholeNumber(1024, 50 * 1024 * 1024),
+    defaultValue: 10 * 1024 * 1024,
+    shownDefault: "10485760",
     meaning: "largest message the inbound SMTP receiver accepts (announced in EHLO SIZE; larger is refused with 552)"
   }),
   inboundRatePerIp: variable({
-    name: "INBOUND_RATE_PER_IP", ...wholeNumber(0), defaultValue: 120, shownDefault: "120",
-    meaning: "messages per minute one client address may deliver to an api process's inbound receiver (past it 421 at MAIL FROM); 0 = no limit"
+    name: "INBOUND_RATE_PER_IP",
+    ...wholeNumber(0),
+    defaultValue: 120,
+    shownDefault: "120",
+    meaning:
+      "messages per minute one client address may deliver to an api process's inbound receiver (past it 421 at MAIL FROM); 0 = no limit"
   }),
   inboundRatePerProject: variable({
-    name: "INBOUND_RATE_PER_PROJECT", ...wholeNumber(0), defaultValue: 600, shownDefault: "600",
+    name: "INBOUND_RATE_PER_PROJECT",
+    ...wholeNumber(0),
+    defaultValue: 600,
+    shownDefault: "600",
     meaning: "inbound messages per minute one project may receive through an api process (past it 452 at RCPT TO); 0 = no limit"
   }),
   webhookAllowCidrs: variable({
-    name: "WEBHOOK_ALLOW_CIDRS", ...listOf("comma-separated IP ranges (10.0.0.0/8, fd00::/8) or addresses", isRange),
-    defaultValue: [], shownDefault: "unset",
+    name: "WEBHOOK_ALLOW_CIDRS",
+    ...listOf("comma-separated IP ranges (10.0.0.0/8, fd00::/8) or addresses", isRange),
+    defaultValue: [],
+    shownDefault: "unset",
     meaning: "private ranges workflow WEBHOOK steps may call anyway; unset, only public unicast addresses"
   }),
   destinationRetryHours: variable({
-    name: "DESTINATION_RETRY_HOURS", ...number(0, { exclusive: true }), defaultValue: 24, shownDefault: "24",
+    name: "DESTINATION_RETRY_HOURS",
+    ...number(0, { exclusive: true }),
+    defaultValue: 24,
+    shownDefault: "24",
     meaning: "how long an event destination's failing delivery is retried (exponential backoff) before it is parked"
   }),
   destinationRetryBaseMs: variable({
-    name: "DESTINATION_RETRY_BASE_MS", ...wholeNumber(1), defaultValue: 5000, shownDefault: "5000",
+    name: "DESTINATION_RETRY_BASE_MS",
+    ...wholeNumber(1),
+    defaultValue: 5000,
+    shownDefault: "5000",
     meaning: "the wait after a destination delivery's first failed attempt; doubled after each further one, up to DESTINATION_RETRY_MAX_MS"
   }),
   destinationRetryMaxMs: variable({
-    name: "DESTINATION_RETRY_MAX_MS", ...wholeNumber(1), defaultValue: 3_600_000, shownDefault: "3600000",
+    name: "DESTINATION_RETRY_MAX_MS",
+    ...wholeNumber(1),
+    defaultValue: 3_600_000,
+    shownDefault: "3600000",
     meaning: "the longest wait between two attempts of a destination delivery"
   }),
   destinationTimeoutMs: variable({
-    name: "DESTINATION_TIMEOUT_MS", ...wholeNumber(100, 120_000), defaultValue: 10_000, shownDefault: "10000",
+    name: "DESTINATION_TIMEOUT_MS",
+    ...wholeNumber(100, 120_000),
+    defaultValue: 10_000,
+    shownDefault: "10000",
     meaning: "how long one delivery attempt to an event destination may take (connect, answer, body) before it counts as failed"
   }),
   destinationConcurrency: variable({
-    name: "DESTINATION_CONCURRENCY", ...wholeNumber(1, 1000), defaultValue: 64, shownDefault: "64",
-    meaning: "delivery attempts one worker makes to one event destination at once (each destination has its own, so a slow one holds up only itself)"
+    name: "DESTINATION_CONCURRENCY",
+    ...wholeNumber(1, 1000),
+    defaultValue: 64,
+    shownDefault: "64",
+    meaning:
+      "delivery attempts one worker makes to one event destination at once (each destination has its own, so a slow one holds up only itself)"
   }),
   destinationDisableAfterFailures: variable({
-    name: "DESTINATION_DISABLE_AFTER_FAILURES", ...wholeNumber(0), defaultValue: 100, shownDefault: "100",
+    name: "DESTINATION_DISABLE_AFTER_FAILURES",
+    ...wholeNumber(0),
+    defaultValue: 100,
+    shownDefault: "100",
     meaning: "failed delivery attempts in a row after which an event destination is disabled (the dashboard says why); 0 never disables"
   }),
   destinationLogRetentionDays: variable({
-    name: "DESTINATION_LOG_RETENTION_DAYS", ...wholeNumber(0), defaultValue: 14, shownDefault: "14",
-    meaning: "days an event destination's finished deliveries (succeeded, parked) stay in its delivery log (and can be replayed); 0 keeps them forever"
+    name: "DESTINATION_LOG_RETENTION_DAYS",
+    ...wholeNumber(0),
+    defaultValue: 14,
+    shownDefault: "14",
+    meaning:
+      "days an event destination's finished deliveries (succeeded, parked) stay in its delivery log (and can be replayed); 0 keeps them forever"
   }),
   disableSignups: variable({
-    name: "DISABLE_SIGNUPS", ...boolean, defaultValue: false, shownDefault: "false",
+    name: "DISABLE_SIGNUPS",
+    ...boolean,
+    defaultValue: false,
+    shownDefault: "false",
     meaning: "refuse POST /auth/signup (403), except the very first user of an empty installation"
   }),
   requireEmailVerification: variable({
-    name: "REQUIRE_EMAIL_VERIFICATION", ...boolean, defaultValue: false, shownDefault: "false",
+    name: "REQUIRE_EMAIL_VERIFICATION",
+    ...boolean,
+    defaultValue: false,
+    shownDefault: "false",
     meaning: "users who have not verified their email can sign in but not send campaigns or emails from the dashboard"
   }),
   platformFrom: variable({
-    name: "PLATFORM_FROM", ...mailbox, defaultValue: "mailstream <noreply@localhost>", shownDefault: "mailstream <noreply@localhost>",
+    name: "PLATFORM_FROM",
+    ...mailbox,
+    defaultValue: "mailstream <noreply@localhost>",
+    shownDefault: "mailstream <noreply@localhost>",
     meaning: "sender of the platform's own mail (email verification, password reset, invitations)"
   }),
   sessionSecret: variable({
-    name: "SESSION_SECRET", ...text("at least 32 characters", /^.{32,}$/), secret: true, defaultValue: undefined as string | undefined,
+    name: "SESSION_SECRET",
+    ...text("at least 32 characters", /^.{32,}$/),
+    secret: true,
+    defaultValue: undefined as string | undefined,
     shownDefault: "unset (generated once and kept in Postgres)",
     meaning: "key signing session cookies (HS256); every api process must share it"
   }),
   sessionTtlHours: variable({
-    name: "SESSION_TTL_HOURS", ...wholeNumber(1, 8760), defaultValue: 168, shownDefault: "168",
+    name: "SESSION_TTL_HOURS",
+    ...wholeNumber(1, 8760),
+    defaultValue: 168,
+    shownDefault: "168",
     meaning: "how long a dashboard session lasts"
   }),
   githubClientId: variable({
-    name: "GITHUB_CLIENT_ID", ...optional(text("a client id")), defaultValue: undefined, shownDefault: "unset",
+    name: "GITHUB_CLIENT_ID",
+    ...optional(text("a client id")),
+    defaultValue: undefined,
+    shownDefault: "unset",
     meaning: "GitHub OAuth app client id (with GITHUB_CLIENT_SECRET: enables GitHub sign-in)"
   }),
   githubClientSecret: variable({
-    name: "GITHUB_CLIENT_SECRET", ...optional(text("a client secret")), secret: true, defaultValue: undefined, shownDefault: "unset",
+    name: "GITHUB_CLIENT_SECRET",
+    ...optional(text("a client secret")),
+    secret: true,
+    defaultValue: undefined,
+    shownDefault: "unset",
     meaning: "GitHub OAuth app client secret"
   }),
   githubUrl: variable({
-    name: "GITHUB_URL", ...url(["http", "https"]), defaultValue: "https://github.com", shownDefault: "https://github.com",
+    name: "GITHUB_URL",
+    ...url(["http", "https"]),
+    defaultValue: "https://github.com",
+    shownDefault: "https://github.com",
     meaning: "GitHub's web address for OAuth (GitHub Enterprise: your server)"
   }),
   githubApiUrl: variable({
-    name: "GITHUB_API_URL", ...url(["http", "https"]), defaultValue: "https://api.github.com", shownDefault: "https://api.github.com",
+    name: "GITHUB_API_URL",
+    ...url(["http", "https"]),
+    defaultValue: "https://api.github.com",
+    shownDefault: "https://api.github.com",
     meaning: "GitHub's API address (GitHub Enterprise: https://host/api/v3)"
   }),
   googleClientId: variable({
-    name: "GOOGLE_CLIENT_ID", ...optional(text("a client id")), defaultValue: undefined, shownDefault: "unset",
+    name: "GOOGLE_CLIENT_ID",
+    ...optional(text("a client id")),
+    defaultValue: undefined,
+    shownDefault: "unset",
     meaning: "Google OAuth client id (with GOOGLE_CLIENT_SECRET: enables Google sign-in)"
   }),
   googleClientSecret: variable({
-    name: "GOOGLE_CLIENT_SECRET", ...optional(text("a client secret")), secret: true, defaultValue: undefined, shownDefault: "unset",
+    name: "GOOGLE_CLIENT_SECRET",
+    ...optional(text("a client secret")),
+    secret: true,
+    defaultValue: undefined,
+    shownDefault: "unset",
     meaning: "Google OAuth client secret"
   }),
   googleIssuer: variable({
-    name: "GOOGLE_ISSUER", ...url(["http", "https"]), defaultValue: "https://accounts.google.com", shownDefault: "https://accounts.google.com",
+    name: "GOOGLE_ISSUER",
+    ...url(["http", "https"]),
+    defaultValue: "https://accounts.google.com",
+    shownDefault: "https://accounts.google.com",
     meaning: "the OpenID Connect issuer Google sign-in uses (its discovery document is read from it)"
   }),
   maxBounceRate: variable({
-    name: "MAX_BOUNCE_RATE", ...number(0, { exclusive: true }), defaultValue: 5, shownDefault: "5",
+    name: "MAX_BOUNCE_RATE",
+    ...number(0, { exclusive: true }),
+    defaultValue: 5,
+    shownDefault: "5",
     meaning: "percent of a project's emails over 7 days that may bounce (checked from 100 sends on) before the project is disabled"
   }),
   maxComplaintRate: variable({
-    name: "MAX_COMPLAINT_RATE", ...number(0, { exclusive: true }), defaultValue: 0.1, shownDefault: "0.1",
+    name: "MAX_COMPLAINT_RATE",
+    ...number(0, { exclusive: true }),
+    defaultValue: 0.1,
+    shownDefault: "0.1",
     meaning: "percent of a project's emails over 7 days that may draw a complaint before the project is disabled"
   }),
   protectionCheckSeconds: variable({
-    name: "PROTECTION_CHECK_SECONDS", ...wholeNumber(1), defaultValue: 60, shownDefault: "60",
+    name: "PROTECTION_CHECK_SECONDS",
+    ...wholeNumber(1),
+    defaultValue: 60,
+    shownDefault: "60",
     meaning: "how often workers check every project's bounce and complaint rates"
   }),
   heldMailCheckSeconds: variable({
-    name: "HELD_MAIL_CHECK_SECONDS", ...wholeNumber(1), defaultValue: 60, shownDefault: "60",
-    meaning: "how often workers resume campaigns and workflow sends held at a monthly billing limit once there is room (the month turned, queued mail failed)"
+    name: "HELD_MAIL_CHECK_SECONDS",
+    ...wholeNumber(1),
+    defaultValue: 60,
+    shownDefault: "60",
+    meaning:
+      "how often workers resume campaigns and workflow sends held at a monthly billing limit once there is room (the month turned, queued mail failed)"
   }),
   campaignTestSendsPerHour: variable({
-    name: "CAMPAIGN_TEST_SENDS_PER_HOUR", ...wholeNumber(0), defaultValue: 50, shownDefault: "50",
-    meaning: "campaign test sends (POST /campaigns/:id/test, to any address) a project may queue in any hour, beside the campaigns cap they count against; 0 disables the limit"
+    name: "CAMPAIGN_TEST_SENDS_PER_HOUR",
+    ...wholeNumber(0),
+    defaultValue: 50,
+    shownDefault: "50",
+    meaning:
+      "campaign test sends (POST /campaigns/:id/test, to any address) a project may queue in any hour, beside the campaigns cap they count against; 0 disables the limit"
   }),
   stripeSecretKey: variable({
-    name: "STRIPE_SECRET_KEY", ...optional(text("a Stripe secret key")), secret: true, defaultValue: undefined, shownDefault: "unset",
+    name: "STRIPE_SECRET_KEY",
+    ...optional(text("a Stripe secret key")),
+    secret: true,
+    defaultValue: undefined,
+    shownDefault: "unset",
     meaning: "Stripe API key; with STRIPE_WEBHOOK_SECRET enables checkout, the billing portal and invoices (unset: billing is off)"
   }),
   stripeWebhookSecret: variable({
-    name: "STRIPE_WEBHOOK_SECRET", ...optional(text("a webhook signing secret")), secret: true, defaultValue: undefined, shownDefault: "unset",
+    name: "STRIPE_WEBHOOK_SECRET",
+    ...optional(text("a webhook signing secret")),
+    secret: true,
+    defaultValue: undefined,
+    shownDefault: "unset",
     meaning: "signing secret of the endpoint POST /webhooks/incoming/stripe"
   }),
   stripePriceId: variable({
-    name: "STRIPE_PRICE_ID", ...optional(text("a Stripe price id")), defaultValue: undefined, shownDefault: "unset",
+    name: "STRIPE_PRICE_ID",
+    ...optional(text("a Stripe price id")),
+    defaultValue: undefined,
+    shownDefault: "unset",
     meaning: "the subscription price checkout sells"
   }),
   stripeApiUrl: variable({
-    name: "STRIPE_API_URL", ...optional(url(["http", "https"])), defaultValue: undefined, shownDefault: "unset (Stripe's own)",
+    name: "STRIPE_API_URL",
+    ...optional(url(["http", "https"])),
+    defaultValue: undefined,
+    shownDefault: "unset (Stripe's own)",
     meaning: "another address for the Stripe API (tests point it at a local server)"
   }),
   s3Bucket: variable({
-    name: "S3_BUCKET", ...optional(text("a bucket name", /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/)), defaultValue: undefined, shownDefault: "unset",
+    name: "S3_BUCKET",
+    ...optional(text("a bucket name", /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/)),
+    defaultValue: undefined,
+    shownDefault: "unset",
     meaning: "store uploaded images in this S3-compatible bucket instead of Postgres"
   }),
   s3Endpoint: variable({
-    name: "S3_ENDPOINT", ...optional(url(["http", "https"])), defaultValue: undefined, shownDefault: "unset (AWS: https://s3.<S3_REGION>.amazonaws.com)",
+    name: "S3_ENDPOINT",
+    ...optional(url(["http", "https"])),
+    defaultValue: undefined,
+    shownDefault: "unset (AWS: https://s3.<S3_REGION>.amazonaws.com)",
     meaning: "the S3-compatible service (MinIO, R2, ...); objects are addressed path-style, <endpoint>/<bucket>/<key>"
   }),
   s3Region: variable({
-    name: "S3_REGION", ...text("a region name", /^[a-z0-9-]+$/), defaultValue: "us-east-1", shownDefault: "us-east-1",
+    name: "S3_REGION",
+    ...text("a region name", /^[a-z0-9-]+$/),
+    defaultValue: "us-east-1",
+    shownDefault: "us-east-1",
     meaning: "the bucket's region (request signing)"
   }),
   s3AccessKeyId: variable({
-    name: "S3_ACCESS_KEY_ID", ...optional(text("an access key id")), defaultValue: undefined, shownDefault: "unset",
+    name: "S3_ACCESS_KEY_ID",
+    ...optional(text("an access key id")),
+    defaultValue: undefined,
+    shownDefault: "unset",
     meaning: "S3 access key id"
   }),
   s3SecretAccessKey: variable({
-    name: "S3_SECRET_ACCESS_KEY", ...optional(text("a secret access key")), secret: true, defaultValue: undefined, shownDefault: "unset",
+    name: "S3_SECRET_ACCESS_KEY",
+    ...optional(text("a secret access key")),
+    secret: true,
+    defaultValue: undefined,
+    shownDefault: "unset",
     meaning: "S3 secret access key"
   }),
   uploadMaxBytes: variable({
-    name: "UPLOAD_MAX_BYTES", ...wholeNumber(1, 50 * 1024 * 1024), defaultValue: 5 * 1024 * 1024, shownDefault: "5242880",
+    name: "UPLOAD_MAX_BYTES",
+    ...wholeNumber(1, 50 * 1024 * 1024),
+    defaultValue: 5 * 1024 * 1024,
+    shownDefault: "5242880",
     meaning: "largest image POST /uploads/image accepts"
   })
 }
@@ -609,7 +862,8 @@ const reader = (problems: Array<ConfigProblem>) =>
         problems.push({ name: variable.name, value: shown(variable, value), allowed: variable.allowed })
         return variable.defaultValue
       })
-    ))
+    )
+  )
 
 const wrap = (text: string, indent: string, width = 100): string => {
   const lines: Array<string> = []

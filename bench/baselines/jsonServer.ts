@@ -13,7 +13,10 @@ const server = createServer((req, res) => {
   req.on("end", () => {
     try {
       const body = JSON.parse(Buffer.concat(chunks).toString("utf8"))
-      const answer = JSON.stringify({ success: true, data: { contact: randomUUID(), event: randomUUID(), email: body.email, timestamp: new Date().toISOString() } })
+      const answer = JSON.stringify({
+        success: true,
+        data: { contact: randomUUID(), event: randomUUID(), email: body.email, timestamp: new Date().toISOString() }
+      })
       res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(answer) })
       res.end(answer)
     } catch (error) {

@@ -16,7 +16,13 @@ export const bareSendLoop = async (options: {
   const renderer = makeRenderer()
   const subject = renderer.compile(options.mail.subject, "text")
   const body = renderer.compile(options.mail.body, "html")
-  const transport = nodemailer.createTransport({ host: "127.0.0.1", port: Number(options.sink.port), pool: true, maxConnections: 10, maxMessages: Infinity })
+  const transport = nodemailer.createTransport({
+    host: "127.0.0.1",
+    port: Number(options.sink.port),
+    pool: true,
+    maxConnections: 10,
+    maxMessages: Infinity
+  })
   // Parsed once, as the service does (signing with the PEM text parses it every time).
   const privateKey = createPrivateKey(options.key.key)
   const before = (await options.sink.stats()).count

@@ -71,10 +71,18 @@ const panelSvg = (panel: Panel, x0: number, y0: number) => {
   // Minutes on round steps, five or so.
   const step = niceCeiling(tMax / 60 / 5)
   for (let minute = 0; minute * 60 <= tMax + 1e-9; minute += step) {
-    parts.push(`<text x="${x(minute * 60)}" y="${y0 + MARGIN.top + plotHeight + 15}" font-size="11" text-anchor="middle">${tickLabel(minute)} min</text>`)
+    parts.push(
+      `<text x="${x(minute * 60)}" y="${y0 + MARGIN.top + plotHeight + 15}" font-size="11" text-anchor="middle">${
+        tickLabel(minute)
+      } min</text>`
+    )
   }
   for (const marker of panel.markers ?? []) {
-    parts.push(`<line class="marker" x1="${x(marker)}" x2="${x(marker)}" y1="${y0 + MARGIN.top}" y2="${y0 + MARGIN.top + plotHeight}" stroke="#aaa" stroke-dasharray="4 3"/>`)
+    parts.push(
+      `<line class="marker" x1="${x(marker)}" x2="${x(marker)}" y1="${y0 + MARGIN.top}" y2="${
+        y0 + MARGIN.top + plotHeight
+      }" stroke="#aaa" stroke-dasharray="4 3"/>`
+    )
   }
   panel.series.forEach((series, index) => {
     const color = COLORS[index % COLORS.length]!
@@ -95,7 +103,9 @@ const panelSvg = (panel: Panel, x0: number, y0: number) => {
     const ly = y0 + MARGIN.top + plotHeight + 30 + Math.floor(index / 4) * 14
     parts.push(
       `<rect x="${lx}" y="${ly - 8}" width="10" height="3" fill="${color}"/>`,
-      `<text x="${lx + 14}" y="${ly}" font-size="11">${escape(series.name.length > 18 ? `${series.name.slice(0, 17)}…` : series.name)}</text>`
+      `<text x="${lx + 14}" y="${ly}" font-size="11">${
+        escape(series.name.length > 18 ? `${series.name.slice(0, 17)}…` : series.name)
+      }</text>`
     )
   })
   return parts.join("\n")

@@ -12,7 +12,7 @@ let writes = 0
 let commits = 0
 const COMMIT = Buffer.from("COMMIT")
 const write = net.Socket.prototype.write
-net.Socket.prototype.write = function (this: net.Socket, chunk: unknown, ...rest: Array<unknown>) {
+net.Socket.prototype.write = function(this: net.Socket, chunk: unknown, ...rest: Array<unknown>) {
   if (this.remotePort === port) {
     writes++
     const bytes = chunk instanceof Uint8Array ? Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength) : undefined

@@ -70,7 +70,9 @@ export const withMailEnvironment = async <A>(use: (environment: MailEnvironment)
         sink: mail.smtp,
         verifyDomain: async (api) => void await verifyDomain({ api, dns: mail.dns }, environment.project.secretKey, SENDING_DOMAIN),
         dkimKey: async () =>
-          (await environment.query<{ key: string; selector: string }>("SELECT dkim_private_key AS key, dkim_selector AS selector FROM domains"))[0]!
+          (await environment.query<{ key: string; selector: string }>(
+            "SELECT dkim_private_key AS key, dkim_selector AS selector FROM domains"
+          ))[0]!
       })
     } finally {
       await close()

@@ -57,9 +57,8 @@ export const median = (values: ReadonlyArray<number>) => {
 
 const span = (points: ReadonlyArray<Point>) => points.length < 2 ? NaN : points.at(-1)!.value - points[0]!.value
 
-const verdict = (name: string, kind: Check["kind"], middle: number, last: number, limit: number, unit: string): Check =>
-  // Too few samples in a third to judge: not a regression (the report shows NaN).
-  ({ name, kind, ok: !(last > limit), middle, last, limit, unit })
+const verdict = (name: string, kind: Check["kind"], middle: number, last: number, limit: number, unit: string): Check => // Too few samples in a third to judge: not a regression (the report shows NaN).
+({ name, kind, ok: !(last > limit), middle, last, limit, unit })
 
 /** A series that must stay flat: the last third's mean (or median: latencies, whose spikes are noise) within tolerance. */
 export const levelCheck = (
@@ -72,7 +71,14 @@ export const levelCheck = (
   const { middle, last } = thirds(points.filter((p) => Number.isFinite(p.value)), run.start, run.end)
   const statistic = options.statistic === "median" ? median : mean
   const before = statistic(middle.map((p) => p.value))
-  return verdict(name, "level", before, statistic(last.map((p) => p.value)), before * (1 + tolerance.relative) + tolerance.absolute, options.unit ?? "")
+  return verdict(
+    name,
+    "level",
+    before,
+    statistic(last.map((p) => p.value)),
+    before * (1 + tolerance.relative) + tolerance.absolute,
+    options.unit ?? ""
+  )
 }
 
 /** A series that may grow linearly: the last third's growth within tolerance of the middle third's. */
@@ -98,7 +104,15 @@ export const boundedCheck = (
   unit = ""
 ): Check => {
   const { middle, last } = thirds(points, run.start, run.end)
-  if (limit !== undefined) return verdict(name, "bounded", mean(middle.map((p) => p.value)), Math.max(...last.map((p) => p.value)), limit, unit)
+  if (limit !== undefined)
+    return verdict(
+      name,
+      "bounded",
+      mean(middle.map((p) => p.value)),
+      Math.max(...last.map((p) => p.value)),
+      limit,
+      unit
+    )
   const afterWarmup = [...middle, ...last]
   const first = afterWarmup[0]?.value ?? NaN
   return verdict(name, "bounded", first, afterWarmup.at(-1)?.value ?? NaN, first + slack, unit)
@@ -109,5 +123,7 @@ export const failures = (checks: ReadonlyArray<Check>): Array<string> =>
   checks.filter((check) => !check.ok).map((check) => {
     const figure = (value: number) => `${Math.round(value * 100) / 100}${check.unit}`
     const what = check.kind === "growth" ? "grew" : check.kind === "bounded" ? "reached" : "averaged"
-    return `${check.name}: ${what} ${figure(check.last)} in the last third (middle third ${figure(check.middle)}, limit ${figure(check.limit)})`
+    return `${check.name}: ${what} ${figure(check.last)} in the last third (middle third ${figure(check.middle)}, limit ${
+      figure(check.limit)
+    })`
   })

@@ -34,7 +34,10 @@ interface Provider {
 }
 
 const attempt = <A>(what: string, run: () => Promise<A>) =>
-  Effect.tryPromise({ try: run, catch: (cause) => new OAuthFailed({ message: `${what}: ${cause instanceof Error ? cause.message : String(cause)}` }) })
+  Effect.tryPromise({
+    try: run,
+    catch: (cause) => new OAuthFailed({ message: `${what}: ${cause instanceof Error ? cause.message : String(cause)}` })
+  })
 
 const getJson = async (url: string, accessToken: string) => {
   const response = await fetch(url, {
@@ -67,7 +70,11 @@ export class OAuth extends Context.Service<OAuth, {
               const state = generateState()
               const codeVerifier = generateCodeVerifier()
               const url = client.createAuthorizationURLWithPKCE(
-                `${config.githubUrl}/login/oauth/authorize`, state, CodeChallengeMethod.S256, codeVerifier, ["read:user", "user:email"]
+                `${config.githubUrl}/login/oauth/authorize`,
+                state,
+                CodeChallengeMethod.S256,
+                codeVerifier,
+                ["read:user", "user:email"]
               )
               return { url: url.toString(), state, codeVerifier }
             }),
@@ -76,7 +83,8 @@ export class OAuth extends Context.Service<OAuth, {
               const tokens = yield* attempt("GitHub token exchange", () =>
                 client.validateAuthorizationCode(`${config.githubUrl}/login/oauth/access_token`, code, codeVerifier))
               const accessToken = tokens.accessToken()
-              const user = (yield* attempt("GitHub user", () => getJson(`${config.githubApiUrl}/user`, accessToken))) as { id?: unknown }
+              const user = (yield* attempt("GitHub user", () =>
+                getJson(`${config.githubApiUrl}/user`, accessToken))) as { id?: unknown }
               const emails = (yield* attempt("GitHub emails", () => getJson(`${config.githubApiUrl}/user/emails`, accessToken))) as Array<
                 { email?: unknown; primary?: unknown; verified?: unknown }
               >
@@ -94,13 +102,17 @@ export class OAuth extends Context.Service<OAuth, {
         const clientId = config.googleClientId
         const client = new OAuth2Client(clientId, Redacted.value(config.googleClientSecret), redirectUri("google"))
         // Discovery once, lazily (the issuer may be unreachable at start-up).
-        let discovered: Promise<{ authorization_endpoint: string; token_endpoint: string; jwks: ReturnType<typeof createRemoteJWKSet>; issuer: string }> | undefined
+        let discovered:
+          | Promise<{ authorization_endpoint: string; token_endpoint: string; jwks: ReturnType<typeof createRemoteJWKSet>; issuer: string }>
+          | undefined
         const discover = () =>
           attempt("Google discovery", () => {
             discovered ??= fetch(`${config.googleIssuer}/.well-known/openid-configuration`, { signal: AbortSignal.timeout(10_000) })
               .then((response) => {
                 if (!response.ok) throw new Error(`discovery answered ${response.status}`)
-                return response.json() as Promise<{ authorization_endpoint: string; token_endpoint: string; jwks_uri: string; issuer: string }>
+                return response.json() as Promise<
+                  { authorization_endpoint: string; token_endpoint: string; jwks_uri: string; issuer: string }
+                >
               })
               .then((document) => ({ ...document, jwks: createRemoteJWKSet(new URL(document.jwks_uri)) }))
               .catch((error) => {
@@ -117,20 +129,28 @@ export class OAuth extends Context.Service<OAuth, {
               const state = generateState()
               const codeVerifier = generateCodeVerifier()
               const url = client.createAuthorizationURLWithPKCE(
-                document.authorization_endpoint, state, CodeChallengeMethod.S256, codeVerifier, ["openid", "email"]
+                document.authorization_endpoint,
+                state,
+                CodeChallengeMethod.S256,
+                codeVerifier,
+                ["openid", "email"]
               )
               return { url: url.toString(), state, codeVerifier }
             }),
           finish: (code, codeVerifier) =>
             Effect.gen(function*() {
               const document = yield* discover()
-              const tokens = yield* attempt("Google token exchange", () => client.validateAuthorizationCode(document.token_endpoint, code, codeVerifier))
+              const tokens = yield* attempt("Google token exchange", () =>
+                client.validateAuthorizationCode(document.token_endpoint, code, codeVerifier))
               const { payload } = yield* attempt("Google ID token", () =>
                 jwtVerify(tokens.idToken(), document.jwks, { issuer: document.issuer, audience: clientId }))
-              if (typeof payload.sub !== "string") return yield* new OAuthFailed({ message: "the ID token names no subject" })
+              if (typeof payload.sub !== "string")
+                return yield* new OAuthFailed({ message: "the ID token names no subject" })
               return {
                 subject: payload.sub,
-                verifiedEmail: payload.email_verified === true && typeof payload.email === "string" ? payload.email.toLowerCase() : undefined
+                verifiedEmail: payload.email_verified === true && typeof payload.email === "string"
+                  ? payload.email.toLowerCase()
+                  : undefined
               }
             })
         })

@@ -71,10 +71,20 @@ export class PlatformMail extends Context.Service<PlatformMail, {
         if (failure._tag === "None") return yield* queue.remove(row.id)
         const error = failure.value
         if (error.permanent || row.attempts >= MAX_ATTEMPTS) {
-          yield* Effect.logError("platform mail given up", { to: message.to, subject: message.subject, attempts: row.attempts, error: error.message })
+          yield* Effect.logError("platform mail given up", {
+            to: message.to,
+            subject: message.subject,
+            attempts: row.attempts,
+            error: error.message
+          })
           return yield* queue.remove(row.id)
         }
-        yield* Effect.logWarning("platform mail failed; retrying", { to: message.to, subject: message.subject, attempts: row.attempts, error: error.message })
+        yield* Effect.logWarning("platform mail failed; retrying", {
+          to: message.to,
+          subject: message.subject,
+          attempts: row.attempts,
+          error: error.message
+        })
         yield* queue.retryLater(row.id, retryDelaySeconds(row.attempts), error.message, row.kind === "message" ? undefined : message)
       })
 
@@ -84,8 +94,10 @@ export class PlatformMail extends Context.Service<PlatformMail, {
 
       yield* Effect.forkScoped(runWhenDue({
         name: "platform mail",
-        round: Effect.flatMap(queue.claimDue(BATCH, LEASE_SECONDS), (rows) =>
-          Effect.as(Effect.forEach(rows, deliverOrLeave, { discard: true }), rows.length === BATCH)),
+        round: Effect.flatMap(
+          queue.claimDue(BATCH, LEASE_SECONDS),
+          (rows) => Effect.as(Effect.forEach(rows, deliverOrLeave, { discard: true }), rows.length === BATCH)
+        ),
         nextDueIn: queue.nextDueIn,
         wakeup,
         gap: "20 millis",

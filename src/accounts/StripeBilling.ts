@@ -54,11 +54,18 @@ export class StripeBilling extends Context.Service<StripeBilling, {
         maxNetworkRetries: 1,
         telemetry: false,
         ...(api
-          ? { host: api.hostname, port: api.port || (api.protocol === "https:" ? 443 : 80), protocol: api.protocol.slice(0, -1) as "http" | "https" }
+          ? {
+            host: api.hostname,
+            port: api.port || (api.protocol === "https:" ? 443 : 80),
+            protocol: api.protocol.slice(0, -1) as "http" | "https"
+          }
           : {})
       })
       const call = <A>(what: string, run: () => Promise<A>) =>
-        Effect.tryPromise({ try: run, catch: (cause) => new StripeFailed({ message: `${what}: ${cause instanceof Error ? cause.message : String(cause)}` }) })
+        Effect.tryPromise({
+          try: run,
+          catch: (cause) => new StripeFailed({ message: `${what}: ${cause instanceof Error ? cause.message : String(cause)}` })
+        })
 
       const customerFor = Effect.fnUntraced(function*(projectId: string, email: string) {
         const existing = yield* billing.customerOf(projectId)

@@ -17,8 +17,16 @@ import { SessionCookie } from "./SessionCookie.ts"
 import { StripeBilling } from "./StripeBilling.ts"
 
 const Stores = Layer.mergeAll(
-  Users.layer, AccountTokens.layer, LoginThrottle.layer, Members.layer, ProjectCacheInvalidation.layer, ProjectData.layer,
-  ProjectHealth.layer, Uploads.layer, Billing.layer, PlatformMailQueue.layer
+  Users.layer,
+  AccountTokens.layer,
+  LoginThrottle.layer,
+  Members.layer,
+  ProjectCacheInvalidation.layer,
+  ProjectData.layer,
+  ProjectHealth.layer,
+  Uploads.layer,
+  Billing.layer,
+  PlatformMailQueue.layer
 )
 
 export const AccountsLive = Layer.mergeAll(

@@ -23,11 +23,12 @@ export const passwordResetMessage = (stores: ResetStores, link: (path: string, t
     if (!user || (yield* stores.tokens.cooldown("reset_password", user.email)) !== undefined) return undefined
     const token = yield* stores.tokens.issue("reset_password", { userId: user.id, email: user.email, projectId: null, role: null })
     const projects = user.emailVerified ? 0 : yield* projectsLostOnClaim(stores, user.id)
-    const warning = user.emailVerified ? "" :
+    const warning = user.emailVerified ?
+      "" :
       "\n\nThis account's email address was never verified, so it may have been created by someone else with your " +
-        "address. A password set through this link signs everyone out of it" +
-        (projects > 0 ? ` and takes it out of its ${projects === 1 ? "project" : `${projects} projects`}` : "") +
-        ". If you created the account and know its password, sign in and verify your email instead."
+      "address. A password set through this link signs everyone out of it" +
+      (projects > 0 ? ` and takes it out of its ${projects === 1 ? "project" : `${projects} projects`}` : "") +
+      ". If you created the account and know its password, sign in and verify your email instead."
     return {
       to: user.email,
       subject: "Reset your password",

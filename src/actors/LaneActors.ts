@@ -12,7 +12,9 @@ import { OwnedPartitions } from "./OwnedPartitions.ts"
 import { makeProjectActors } from "./ProjectActors.ts"
 import { ScheduleWakeups } from "./ScheduleWakeups.ts"
 
-export class LaneActors extends Context.Service<LaneActors, Effect.Success<ReturnType<typeof makeProjectActors>>>()("app/actors/LaneActors") {
+export class LaneActors
+  extends Context.Service<LaneActors, Effect.Success<ReturnType<typeof makeProjectActors>>>()("app/actors/LaneActors")
+{
   static readonly layer = Layer.effect(
     LaneActors,
     Effect.gen(function*() {

@@ -16,7 +16,12 @@ export class MailSender extends Context.Service<MailSender, Effect.Success<Retur
     Effect.gen(function*() {
       const { owned } = yield* OwnedPartitions
       const relay = yield* OutboxRelay
-      return yield* makeSender({ outbox: yield* Outbox, isOwned: (partition) => owned.has(partition), wakeRelay: relay.wake, changed: (yield* LiveSignals).changed })
+      return yield* makeSender({
+        outbox: yield* Outbox,
+        isOwned: (partition) => owned.has(partition),
+        wakeRelay: relay.wake,
+        changed: (yield* LiveSignals).changed
+      })
     })
   )
 }

@@ -142,7 +142,9 @@ export class PartitionFeeds extends Context.Service<PartitionFeeds, {
           const byLane = Map.groupBy(splitEnvelopes(nats.prefix, outbox.lanes, batch, maxLaneMessageBytes()), (message) => message.lane)
           yield* Effect.forEach(byLane.values(), (messages) =>
             Effect.forEach(messages, (lane) =>
-              Effect.tryPromise(() => nats.js.publish(lane.subject, lane.json, { msgID: lane.msgID, timeout: 5_000 })), {
+              Effect.tryPromise(() =>
+                nats.js.publish(lane.subject, lane.json, { msgID: lane.msgID, timeout: 5_000 })
+              ), {
               discard: true
             }), { concurrency: "unbounded", discard: true })
           for (const envelope of batch) {
@@ -180,8 +182,7 @@ export class PartitionFeeds extends Context.Service<PartitionFeeds, {
           })
           const messages = yield* Effect.acquireRelease(
             Effect.tryPromise(async () => (await nats.js.consumers.getPushConsumer(stream, name)).consume()),
-            (iterator) =>
-              Effect.promise(() => iterator.close().catch(() => undefined)).pipe(Effect.timeout("1 second"), Effect.ignore)
+            (iterator) => Effect.promise(() => iterator.close().catch(() => undefined)).pipe(Effect.timeout("1 second"), Effect.ignore)
           )
           // A consumer that went quiet (two heartbeats missed) or was deleted under us delivers nothing more,
           // and says nothing else: this attempt ends, and the consumer is made again at the watermark.
@@ -229,7 +230,11 @@ export class PartitionFeeds extends Context.Service<PartitionFeeds, {
                 if (body.kind === "command" && body.type === "deleteEvents") {
                   return Effect.asVoid(split({ seq, message, projectId: body.projectId, command: body }))
                 }
-                return setAsideUndecodable(message, run, `an ingest subject carries only tracked events and event deletes, not ${body.kind}`)
+                return setAsideUndecodable(
+                  message,
+                  run,
+                  `an ingest subject carries only tracked events and event deletes, not ${body.kind}`
+                )
               }
               if (lane !== undefined && !(Number.isInteger(lane) && lane >= 0 && lane < outbox.lanes.count)) {
                 return setAsideUndecodable(message, run, `lane ${lane} is not one of this deployment's ${outbox.lanes.count} lanes`)

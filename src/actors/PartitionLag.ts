@@ -21,14 +21,22 @@ export class PartitionLag extends Context.Service<PartitionLag, {
       const nats = yield* Nats
       const { partitions } = yield* OwnedPartitions
       const feeds = yield* PartitionFeeds
-      const report = Effect.suspend(() => Effect.forEach(partitions(), (partition) =>
-        Effect.forEach(["lanes", "ingest"] as const, (feed) =>
-          Effect.tryPromise(() => nats.jsm.consumers.info(nats.names.inStream, feeds.consumerName(partition, feed))).pipe(
-            Effect.map((info) => info.num_pending + info.num_ack_pending),
-            Effect.orElseSucceed(() => 0)
-          )).pipe(
-            Effect.tap((waiting) => Effect.sync(() => WorkerMetrics.partitionLag.set(waiting[0]! + waiting[1]!, { partition })))
-          ), { discard: true, concurrency: 8 }))
+      const report = Effect.suspend(() =>
+        Effect.forEach(
+          partitions(),
+          (partition) =>
+            Effect.forEach(["lanes", "ingest"] as const, (feed) =>
+              Effect.tryPromise(() =>
+                nats.jsm.consumers.info(nats.names.inStream, feeds.consumerName(partition, feed))
+              ).pipe(
+                Effect.map((info) => info.num_pending + info.num_ack_pending),
+                Effect.orElseSucceed(() => 0)
+              )).pipe(
+                Effect.tap((waiting) => Effect.sync(() => WorkerMetrics.partitionLag.set(waiting[0]! + waiting[1]!, { partition })))
+              ),
+          { discard: true, concurrency: 8 }
+        )
+      )
       return PartitionLag.of({ report })
     })
   )

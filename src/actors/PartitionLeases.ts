@@ -72,7 +72,9 @@ export const PartitionLeasesLive = Layer.effectDiscard(Effect.gen(function*() {
     marks.length === 0 ? Effect.void : sql`
       UPDATE partition_state s SET lane_seq = GREATEST(s.lane_seq, x.lanes), ingest_seq = GREATEST(s.ingest_seq, x.ingest),
                                    applied_seq = GREATEST(s.applied_seq, x.legacy)
-      FROM jsonb_to_recordset(${JSON.stringify(marks)}::jsonb) AS x(partition int, epoch bigint, lanes bigint, ingest bigint, legacy bigint),
+      FROM jsonb_to_recordset(${
+      JSON.stringify(marks)
+    }::jsonb) AS x(partition int, epoch bigint, lanes bigint, ingest bigint, legacy bigint),
            partition_leases l
       WHERE s.partition = x.partition AND l.partition = x.partition AND l.owner = ${workerId} AND l.epoch = x.epoch`.pipe(Effect.asVoid)
 
@@ -222,19 +224,24 @@ export const PartitionLeasesLive = Layer.effectDiscard(Effect.gen(function*() {
   // A rebalance taking partitions (a worker just started takes all of them, one by one) stops after the
   // one it is starting, so a stop right after start-up does not wait for them all.
   yield* Effect.addFinalizer(() =>
-    Effect.sync(() => (stopping = true)).pipe(Effect.andThen(leaseLock.withPermits(1)(Effect.gen(function*() {
-      yield* Fiber.interrupt(heartbeat)
-      yield* release([...owned.keys()])
-      // Leased here and never started (that rebalance stopped early): expired too, nothing of theirs ran here.
-      yield* sql`
+    Effect.sync(() => (stopping = true)).pipe(
+      Effect.andThen(
+        leaseLock.withPermits(1)(Effect.gen(function*() {
+          yield* Fiber.interrupt(heartbeat)
+          yield* release([...owned.keys()])
+          // Leased here and never started (that rebalance stopped early): expired too, nothing of theirs ran here.
+          yield* sql`
         UPDATE partition_state s SET expires_at = '-infinity'
         FROM partition_leases l
         WHERE l.partition = s.partition AND l.owner = ${workerId} AND s.expires_at > now()`
-      yield* actors.stopAll
-      yield* sql`DELETE FROM workers WHERE id = ${workerId}`
-      yield* sql`SELECT pg_notify(${LEASES_CHANNEL}, ${workerId})`
-      yield* Effect.logInfo("worker handed its partitions over")
-    }))), Effect.ignore)
+          yield* actors.stopAll
+          yield* sql`DELETE FROM workers WHERE id = ${workerId}`
+          yield* sql`SELECT pg_notify(${LEASES_CHANNEL}, ${workerId})`
+          yield* Effect.logInfo("worker handed its partitions over")
+        }))
+      ),
+      Effect.ignore
+    )
   )
   // Others rebalance now rather than at their next heartbeat.
   yield* sql`SELECT pg_notify(${LEASES_CHANNEL}, ${workerId})`

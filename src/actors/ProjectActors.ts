@@ -60,7 +60,11 @@ export const makeProjectActors = (options: {
     const factsCache = makeFactsCache(config.factsCacheContacts)
 
     const budget = yield* makeDeliveryBudget(config.workerMaxPendingEvents)
-    const { publishCommitted, afterCommit } = makeAfterCommit({ ...options, wakeWebhooks: workflowRuntime.wakeWebhooks, acked: budget.release })
+    const { publishCommitted, afterCommit } = makeAfterCommit({
+      ...options,
+      wakeWebhooks: workflowRuntime.wakeWebhooks,
+      acked: budget.release
+    })
 
     const contextOf = (projectId: string, actor: Actor, pipeline?: Pipeline) => ({
       projectId,
@@ -80,8 +84,6 @@ export const makeProjectActors = (options: {
         const outcome = yield* applyBatch(contextOf(projectId, actor), batch.map((item) => item.delivered))
         yield* afterCommit(projectId, actor, batch, outcome, started)
       })
-
-
 
     /**
      * Messages neither applied nor set aside (their dead letter could not be written) go back to the front
@@ -247,7 +249,10 @@ export const makeProjectActors = (options: {
             const result = yield* withRetry(
               projectId,
               actor,
-              Effect.flatMap(applyBackfillChunk(contextOf(projectId, actor)), (chunk) => publishCommitted(actor, chunk.emitted ? undefined : []))
+              Effect.flatMap(
+                applyBackfillChunk(contextOf(projectId, actor)),
+                (chunk) => publishCommitted(actor, chunk.emitted ? undefined : [])
+              )
             )
             actor.busy = false
             if (result._tag === "lease-lost") break
@@ -335,8 +340,7 @@ export const makeProjectActors = (options: {
      * Starts a lane's actor with no message, for the backfills its lane has left: after a partition
      * changes hands, a lane that gets no traffic would otherwise never finish them (nor its segments).
      */
-    const resumeBackfills = (projectId: string, lane: number, run: PartitionRun) =>
-      Effect.asVoid(actorFor(projectId, lane, run, true))
+    const resumeBackfills = (projectId: string, lane: number, run: PartitionRun) => Effect.asVoid(actorFor(projectId, lane, run, true))
 
     /**
      * Stops the actors of a partition this worker no longer owns. With `finishWithin` (a graceful hand-over)
@@ -366,9 +370,7 @@ export const makeProjectActors = (options: {
         WorkerMetrics.actorsAlive.set(actors.size)
       })
 
-    const stopAll = Effect.suspend(() =>
-      Fiber.interruptAll([...actors.values()].flatMap((actor) => (actor.fiber ? [actor.fiber] : [])))
-    )
+    const stopAll = Effect.suspend(() => Fiber.interruptAll([...actors.values()].flatMap((actor) => (actor.fiber ? [actor.fiber] : []))))
 
     return { deliver, resumeBackfills, stopPartition, stopAll, size: () => actors.size }
   })

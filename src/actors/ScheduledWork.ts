@@ -50,7 +50,8 @@ export const ScheduledWorkLive = Layer.effectDiscard(Effect.gen(function*() {
   /** Milliseconds from `now` until `due` (a timestamp a query answered; null: nothing scheduled). */
   const millisUntil = (due: Date | string | null | undefined, now: number) => (due == null ? undefined : new Date(due).getTime() - now)
   /** A next-due query over the partitions leased now (built afresh each time: its parameters are read at build). */
-  const nextDue = <A>(query: () => Effect.Effect<A, unknown>) => Effect.suspend(() => (owned.size === 0 ? Effect.succeed(undefined) : query()))
+  const nextDue = <A>(query: () => Effect.Effect<A, unknown>) =>
+    Effect.suspend(() => (owned.size === 0 ? Effect.succeed(undefined) : query()))
 
   const loops = [
     {
@@ -60,12 +61,14 @@ export const ScheduledWorkLive = Layer.effectDiscard(Effect.gen(function*() {
       gap: TIMER_GAP,
       atMost: SAFETY_POLL,
       round: Effect.as(Effect.suspend(() => fireSegmentTimers(nats, outbox, partitions())), false),
-      nextDueIn: nextDue(() => Effect.map(
-        sql<{ due: Date | null }>`
+      nextDueIn: nextDue(() =>
+        Effect.map(
+          sql<{ due: Date | null }>`
           SELECT min(t.due) AS due FROM unnest(${ownedArray()}::int[]) AS p(partition),
             LATERAL (SELECT min(due_at) AS due FROM timers WHERE timers.partition = p.partition) t`,
-        ([row]) => millisUntil(row?.due, clock.currentTimeMillisUnsafe())
-      ))
+          ([row]) => millisUntil(row?.due, clock.currentTimeMillisUnsafe())
+        )
+      )
     },
     {
       // Workflows: due DELAY / WAIT_FOR_EVENT timers go back into their partitions (at once again while a round was full).
@@ -74,12 +77,14 @@ export const ScheduledWorkLive = Layer.effectDiscard(Effect.gen(function*() {
       gap: TIMER_GAP,
       atMost: SAFETY_POLL,
       round: Effect.map(Effect.suspend(() => fireWorkflowTimers(nats, outbox, partitions())), (fired) => fired >= TIMERS_PER_ROUND),
-      nextDueIn: nextDue(() => Effect.map(
-        sql<{ due: Date | null }>`
+      nextDueIn: nextDue(() =>
+        Effect.map(
+          sql<{ due: Date | null }>`
           SELECT min(t.due) AS due FROM unnest(${ownedArray()}::int[]) AS p(partition),
             LATERAL (SELECT min(due_at) AS due FROM workflow_timers w WHERE w.partition = p.partition) t`,
-        ([row]) => millisUntil(row?.due, clock.currentTimeMillisUnsafe())
-      ))
+          ([row]) => millisUntil(row?.due, clock.currentTimeMillisUnsafe())
+        )
+      )
     },
     {
       // Scheduled campaigns are durable timers: due ones (by this worker's clock) start sending.
@@ -91,12 +96,14 @@ export const ScheduledWorkLive = Layer.effectDiscard(Effect.gen(function*() {
         Effect.tap((started) => (started > 0 ? relay.wake : Effect.void)),
         Effect.as(false)
       ),
-      nextDueIn: nextDue(() => Effect.map(
-        sql<{ due: Date | null }>`
+      nextDueIn: nextDue(() =>
+        Effect.map(
+          sql<{ due: Date | null }>`
           SELECT min(t.due) AS due FROM unnest(${ownedArray()}::int[]) AS p(partition),
             LATERAL (SELECT min(scheduled_for) AS due FROM campaigns c WHERE c.partition = p.partition AND c.status = 'SCHEDULED') t`,
-        ([row]) => millisUntil(row?.due, clock.currentTimeMillisUnsafe())
-      ))
+          ([row]) => millisUntil(row?.due, clock.currentTimeMillisUnsafe())
+        )
+      )
     },
     {
       // Mail due: retries after their backoff (by Postgres' clock, as the sweep), and missed wake-ups.
@@ -105,12 +112,14 @@ export const ScheduledWorkLive = Layer.effectDiscard(Effect.gen(function*() {
       gap: MAIL_GAP,
       atMost: MAIL_SAFETY_POLL,
       round: Effect.as(Effect.suspend(() => sender.sweep(partitions())), false),
-      nextDueIn: nextDue(() => Effect.map(
-        sql<{ due: Date | null; now: Date }>`
+      nextDueIn: nextDue(() =>
+        Effect.map(
+          sql<{ due: Date | null; now: Date }>`
           SELECT min(next_attempt_at) AS due, now() AS now FROM emails
           WHERE partition = ANY(${ownedArray()}::int[]) AND status = 'PENDING'`,
-        ([row]) => millisUntil(row?.due, new Date(row!.now).getTime())
-      ))
+          ([row]) => millisUntil(row?.due, new Date(row!.now).getTime())
+        )
+      )
     },
     {
       // WEBHOOK steps recorded by actors (they wake this loop) and their retries after backoff.
@@ -119,13 +128,15 @@ export const ScheduledWorkLive = Layer.effectDiscard(Effect.gen(function*() {
       gap: WEBHOOK_GAP,
       atMost: SAFETY_POLL,
       round: Effect.as(Effect.suspend(() => webhooks.sweep(partitions())), false),
-      nextDueIn: nextDue(() => Effect.map(
-        sql<{ due: Date | null; now: Date }>`
+      nextDueIn: nextDue(() =>
+        Effect.map(
+          sql<{ due: Date | null; now: Date }>`
           SELECT min(t.due) AS due, now() AS now FROM unnest(${ownedArray()}::int[]) AS p(partition),
             LATERAL (SELECT min(next_attempt_at) AS due FROM workflow_step_executions s
                      WHERE s.partition = p.partition AND s.step_type = 'WEBHOOK' AND s.status = 'RUNNING' AND NOT s.in_flight) t`,
-        ([row]) => millisUntil(row?.due, new Date(row!.now).getTime())
-      ))
+          ([row]) => millisUntil(row?.due, new Date(row!.now).getTime())
+        )
+      )
     }
   ]
   for (const loop of loops) {

@@ -38,13 +38,15 @@ export const withRetry = <E extends { readonly _tag: string }>(
     Effect.catchCause((cause): Effect.Effect<void, E | TransientDefect> =>
       Cause.hasFails(cause) || Cause.hasInterrupts(cause) || !causeIsTransient(cause)
         ? Effect.failCause(cause)
-        : Effect.fail(new TransientDefect({ cause: Cause.squash(cause) }))),
+        : Effect.fail(new TransientDefect({ cause: Cause.squash(cause) }))
+    ),
     Effect.tapError((error) =>
       error._tag === "LeaseLost"
         ? Effect.void
         : Effect.sync(() => WorkerMetrics.batchFailures.inc()).pipe(
           Effect.andThen(Effect.logWarning("actor transaction failed", { projectId, lane: actor.lane, error: describeFailure(error) }))
-        )),
+        )
+    ),
     Effect.retry({
       while: (error) => {
         if (error._tag === "LeaseLost" || actor.run.stopped) return false
@@ -54,11 +56,13 @@ export const withRetry = <E extends { readonly _tag: string }>(
     }),
     Effect.as({ _tag: "ok" } as Outcome),
     Effect.catch((error): Effect.Effect<Outcome> =>
-      Effect.succeed(error._tag === "LeaseLost" ? { _tag: "lease-lost" } : { _tag: "poison", error: String(error) })),
+      Effect.succeed(error._tag === "LeaseLost" ? { _tag: "lease-lost" } : { _tag: "poison", error: String(error) })
+    ),
     Effect.catchCause((cause) =>
       Effect.as(Effect.logError("actor transaction failed with a defect", { projectId }, cause), {
         _tag: "poison",
         error: String(Cause.squash(cause))
-      } as Outcome))
+      } as Outcome)
+    )
   )
 }

@@ -43,4 +43,7 @@ export interface Attempt {
 }
 
 /** The actor a message goes to: its lane's, or the project's for messages published before lanes. */
-export const actorKey = (projectId: string, lane: number | undefined) => (lane === undefined ? `${projectId}/legacy` : `${projectId}/${lane}`)
+export const actorKey = (
+  projectId: string,
+  lane: number | undefined
+) => (lane === undefined ? `${projectId}/legacy` : `${projectId}/${lane}`)

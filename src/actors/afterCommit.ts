@@ -61,14 +61,21 @@ export const makeAfterCommit = (options: {
     })
 
   /** What follows a batch's commit: its outbox rows out, the loops it concerns woken, its messages acked. */
-  const afterCommit = (projectId: string, actor: CommittingActor, batch: ReadonlyArray<ActorItem>, outcome: BatchOutcome, started: number) =>
+  const afterCommit = (
+    projectId: string,
+    actor: CommittingActor,
+    batch: ReadonlyArray<ActorItem>,
+    outcome: BatchOutcome,
+    started: number
+  ) =>
     Effect.gen(function*() {
       const run = actor.run
       yield* publishCommitted(actor, outcome.ownRows)
       if (outcome.mailQueued) yield* options.wakeSender(projectId)
       if (outcome.webhooksQueued) yield* options.wakeWebhooks
       // The scheduled-work loops sleep up to 30 s: a timer due sooner wakes them to look again.
-      if (outcome.soonestTimerAt !== undefined && outcome.soonestTimerAt - (yield* Clock.currentTimeMillis) < SOON_MS) yield* options.wakeSegmentTimers
+      if (outcome.soonestTimerAt !== undefined && outcome.soonestTimerAt - (yield* Clock.currentTimeMillis) < SOON_MS)
+        yield* options.wakeSegmentTimers
       if (outcome.workflowTimersSet) yield* options.wakeWorkflowTimers
       if (outcome.applied > 0) yield* options.changed(projectId)
       for (const item of batch) item.message.ack()

@@ -49,7 +49,17 @@ export const applyBulk = Effect.fnUntraced(function*(projectId: string, body: Bu
   } else {
     // Rows whose contact the reader created need nothing read: they are evaluated, not written.
     const existing = body.rows.filter((row) => !row.created).map((row) => row.contactId)
-    const rows = existing.length === 0 ? [] : yield* sql<{ id: string; email: string; subscribed: boolean; pinned_at: Record<string, number> | string; data: Record<string, unknown> | string }>`
+    const rows = existing.length === 0 ?
+      [] :
+      yield* sql<
+        {
+          id: string
+          email: string
+          subscribed: boolean
+          pinned_at: Record<string, number> | string
+          data: Record<string, unknown> | string
+        }
+      >`
       SELECT id, email, subscribed, pinned_at, data FROM contacts
       WHERE project_id = ${projectId} AND id = ANY(${pgArray(existing)}::uuid[])
       ORDER BY id FOR UPDATE`
@@ -99,7 +109,11 @@ export const applyBulk = Effect.fnUntraced(function*(projectId: string, body: Bu
       }
       contact.touched = true
     }
-    const changes = [...contacts].filter(([, contact]) => contact.touched).map(([id, contact]) => ({ id, subscribed: contact.subscribed, set: contact.set }))
+    const changes = [...contacts].filter(([, contact]) => contact.touched).map(([id, contact]) => ({
+      id,
+      subscribed: contact.subscribed,
+      set: contact.set
+    }))
     if (changes.length > 0) {
       const now = new Date(yield* Clock.currentTimeMillis).toISOString()
       yield* sql`

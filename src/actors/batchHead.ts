@@ -11,7 +11,10 @@ import { INGEST_POSITIONS } from "../stream/messages.ts"
 import { epochMs, type FactRow, factRowsSql } from "./segmentFacts.ts"
 import { type FactNames } from "./segmentDefs.ts"
 
-export type HeadRow = Omit<FactRow, "kind"> & { readonly kind: FactRow["kind"] | "h" | "e"; readonly pins: Record<string, number> | string | null }
+export type HeadRow = Omit<FactRow, "kind"> & {
+  readonly kind: FactRow["kind"] | "h" | "e"
+  readonly pins: Record<string, number> | string | null
+}
 
 export const batchHeadSql = (
   sql: SqlClient.SqlClient,

@@ -52,7 +52,8 @@ interface HeadData {
 /** The highest ingest position a lane's tracked messages carry (IngestSplitter.ts). */
 const ingestPosOf = (batch: ReadonlyArray<Delivered>) => {
   let pos = 0
-  for (const message of batch) if (message.body.kind === "track") for (const event of message.body.events) pos = Math.max(pos, event.pos ?? 0)
+  for (const message of batch)
+    if (message.body.kind === "track") { for (const event of message.body.events) pos = Math.max(pos, event.pos ?? 0) }
   return pos
 }
 
@@ -106,7 +107,9 @@ export const applyCombined = Effect.fnUntraced(function*(lanes: ReadonlyArray<La
         lease AS (
           SELECT partition FROM partition_leases
           WHERE owner = ${workerId}
-            AND (partition, epoch) IN (SELECT * FROM unnest(${pgArray([...leases.keys()].map(String))}::int[], ${pgArray([...leases.values()].map(String))}::bigint[]))
+            AND (partition, epoch) IN (SELECT * FROM unnest(${pgArray([...leases.keys()].map(String))}::int[], ${
+        pgArray([...leases.values()].map(String))
+      }::bigint[]))
           FOR SHARE
         ), offset_rows AS (
           SELECT lane, applied_seq, ingest_pos FROM lane_offsets
@@ -125,13 +128,21 @@ export const applyCombined = Effect.fnUntraced(function*(lanes: ReadonlyArray<La
     const headRow = rows.find((row) => row.kind === "h")
     const head = (typeof headRow?.data === "string" ? JSON.parse(headRow.data) : headRow?.data) as HeadData
     const held = new Set(head.leases)
-    const offsets = new Map(head.offsets.map(([lane, applied, pos]) => [lane, { applied: Number(applied), pos: pos === null ? 0 : Number(pos) }]))
+    const offsets = new Map(
+      head.offsets.map(([lane, applied, pos]) => [lane, { applied: Number(applied), pos: pos === null ? 0 : Number(pos) }])
+    )
     const resetSeq = head.reset_seq === null ? 0 : Number(head.reset_seq)
     const locked = new Map<string, LockedContact>()
     const stored = new Set<string>()
     for (const row of rows) {
       if (row.kind === "c") {
-        locked.set(row.name, { id: row.contact_id, email: row.name, subscribed: row.subscribed === true, pinned_at: row.pins ?? {}, data: row.data as LockedContact["data"] })
+        locked.set(row.name, {
+          id: row.contact_id,
+          email: row.name,
+          subscribed: row.subscribed === true,
+          pinned_at: row.pins ?? {},
+          data: row.data as LockedContact["data"]
+        })
       } else if (row.kind === "e") {
         stored.add(row.contact_id)
       }
@@ -161,7 +172,14 @@ export const applyCombined = Effect.fnUntraced(function*(lanes: ReadonlyArray<La
       }
       const offset = offsets.get(context.lane!) ?? { applied: 0, pos: 0 }
       const { fresh, unseen } = newInBatch(batch, { appliedSeq: offset.applied, ingestPos: offset.pos, resetSeq })
-      const outcome = { applied: fresh.length, skipped: batch.length - fresh.length, eventsInserted: 0, emitted: 0, mailQueued: false, webhooksQueued: false }
+      const outcome = {
+        applied: fresh.length,
+        skipped: batch.length - fresh.length,
+        eventsInserted: 0,
+        emitted: 0,
+        mailQueued: false,
+        webhooksQueued: false
+      }
       const tracked: Array<TrackedEvent> = []
       let takeable = true
       for (const message of fresh) {
@@ -193,7 +211,9 @@ export const applyCombined = Effect.fnUntraced(function*(lanes: ReadonlyArray<La
     const offsetsPart: Statement.Fragment = sql`moved AS (
       INSERT INTO lane_offsets (project_id, lane, applied_seq, ingest_pos)
       SELECT ${projectId}, x.lane, x.seq, x.pos
-      FROM unnest(${pgArray(moved.map((entry) => String(entry.lane)))}::int[], ${pgArray(moved.map((entry) => String(entry.seq)))}::bigint[],
+      FROM unnest(${pgArray(moved.map((entry) => String(entry.lane)))}::int[], ${
+      pgArray(moved.map((entry) => String(entry.seq)))
+    }::bigint[],
                   ${pgArray(moved.map((entry) => String(entry.pos)))}::bigint[]) AS x(lane, seq, pos)
       ON CONFLICT (project_id, lane) DO UPDATE SET applied_seq = GREATEST(lane_offsets.applied_seq, EXCLUDED.applied_seq),
                                                    ingest_pos = GREATEST(lane_offsets.ingest_pos, EXCLUDED.ingest_pos)

@@ -199,21 +199,25 @@ export const contactWritesSql = (
 }
 
 /** SQL: the oversized events' data changes, set aside as replayable dead letters. */
-export const oversizedSql = (sql: SqlClient.SqlClient, projectId: string, partition: number, oversized: ReadonlyArray<TrackedEvent>) => sql`
+export const oversizedSql = (sql: SqlClient.SqlClient, projectId: string, partition: number, oversized: ReadonlyArray<TrackedEvent>) =>
+  sql`
   INSERT INTO dead_letters (id, project_id, partition, source, payload, error)
   SELECT (x->>'id')::uuid, ${projectId}, ${partition}, 'actor', x->>'payload', x->>'error'
-  FROM jsonb_array_elements(${JSON.stringify(oversized.map((event) => ({
-  id: uuidv7(),
-  payload: JSON.stringify({ kind: "track", projectId, events: [event] }),
-  error: `contact data limit: this change would grow contact ${event.contactId}'s data past ${MAX_CONTACT_DATA_BYTES / 1024} KiB ` +
-    `(the event itself was recorded; replay after making room)`
-})))}::jsonb) x`
+  FROM jsonb_array_elements(${
+    JSON.stringify(oversized.map((event) => ({
+      id: uuidv7(),
+      payload: JSON.stringify({ kind: "track", projectId, events: [event] }),
+      error: `contact data limit: this change would grow contact ${event.contactId}'s data past ${MAX_CONTACT_DATA_BYTES / 1024} KiB ` +
+        `(the event itself was recorded; replay after making room)`
+    })))
+  }::jsonb) x`
 
 /**
  * SQL: CTEs `input`, `ins` (the events stored now; ids already stored are skipped: RETURNING id, contact_id,
  * name, created_at) and `agg` (the inserted ones folded into their per-contact aggregates), for a WITH list.
  */
-export const storeEventsCtes = (sql: SqlClient.SqlClient, projectId: string, events: ReadonlyArray<EventRow>) => sql`
+export const storeEventsCtes = (sql: SqlClient.SqlClient, projectId: string, events: ReadonlyArray<EventRow>) =>
+  sql`
   input AS (
     SELECT * FROM jsonb_to_recordset(${JSON.stringify(events)}::jsonb)
       AS x(id uuid, "contactId" uuid, name text, data jsonb, at timestamptz)

@@ -88,13 +88,16 @@ export const applyGeneralBatch = Effect.fnUntraced(function*(context: BatchConte
         SELECT s.id AS segment_id, s.name, s.track_membership FROM segments s JOIN gone ON s.id = gone.segment_id`
       yield* addMemberCounts(context.outbox.lanes, left.map((row) => ({ segmentId: row.segment_id, contactId, n: -1 })))
       const exits = left.filter((row) => row.track_membership)
-      yield* context.outbox.emit(context.projectId, exits.map((row) => ({
-        name: `segment.${segmentSlug(row.name)}.exit`,
-        contactId,
-        email,
-        data: { segmentId: row.segment_id, segmentName: row.name },
-        at
-      })))
+      yield* context.outbox.emit(
+        context.projectId,
+        exits.map((row) => ({
+          name: `segment.${segmentSlug(row.name)}.exit`,
+          contactId,
+          email,
+          data: { segmentId: row.segment_id, segmentName: row.name },
+          at
+        }))
+      )
       outcome.emitted += exits.length
       changes.delete(contactId)
     })
@@ -120,7 +123,7 @@ export const applyGeneralBatch = Effect.fnUntraced(function*(context: BatchConte
         const change = changeOf(body.contactId)
         change.timer = true
         // Exactly when the window lapsed, not when the message happened to be read.
-        change.at = Math.min(Date.parse(body.dueAt), (yield* Clock.currentTimeMillis))
+        change.at = Math.min(Date.parse(body.dueAt), yield* Clock.currentTimeMillis)
         break
       }
       case "contact":
@@ -164,7 +167,9 @@ export const applyGeneralBatch = Effect.fnUntraced(function*(context: BatchConte
         yield* flushEvents
         if (body.type === "deleteEvents" && unseen(body)) {
           // Each lane deletes its own contacts' events (the command goes to every lane).
-          yield* sql`DELETE FROM events WHERE project_id = ${context.projectId} AND name = ${body.name} AND ${laneOfContact(sql, context, "contact_id")}`
+          yield* sql`DELETE FROM events WHERE project_id = ${context.projectId} AND name = ${body.name} AND ${
+            laneOfContact(sql, context, "contact_id")
+          }`
           yield* sql`DELETE FROM event_aggregates WHERE project_id = ${context.projectId} AND name = ${body.name}
                      AND ${laneOfContact(sql, context, "contact_id")}`
           // Segments reading that event may lose members: recompute them (with entry/exit events).
@@ -227,7 +232,7 @@ export const applyGeneralBatch = Effect.fnUntraced(function*(context: BatchConte
     emit: emitOwn,
     onTimers: (soonest: number) => void (outcome.soonestTimerAt = Math.min(outcome.soonestTimerAt ?? Infinity, soonest))
   }
-  yield* evaluateChanges(segmentContext, segments, changes, (yield* Clock.currentTimeMillis))
+  yield* evaluateChanges(segmentContext, segments, changes, yield* Clock.currentTimeMillis)
   // What the recorded events change (segments reading `contact.subscribed`, `segment.x.entry`, …) is
   // evaluated in turn, a few rounds deep; a longer chain continues through IN, as any event would.
   for (let round = 0; own.length > 0; round++) {
@@ -246,7 +251,7 @@ export const applyGeneralBatch = Effect.fnUntraced(function*(context: BatchConte
       if (!change) followUp.set(event.contactId, change = emptyChange())
       change.events.add(event.name)
     }
-    yield* evaluateChanges(segmentContext, segments, followUp, (yield* Clock.currentTimeMillis))
+    yield* evaluateChanges(segmentContext, segments, followUp, yield* Clock.currentTimeMillis)
   }
 
   const advanced = yield* runWorkflows(

@@ -41,14 +41,17 @@ export const importStep = Effect.fnUntraced(function*(context: ImportStepContext
     WHERE j.id = ${jobId} AND j.project_id = ${context.projectId} AND j.kind = 'import'`
   if (!job || job.failure !== null) return { handedOver: 0 }
   // Claims the range (locked until this batch commits; a rolled-back batch leaves it unread).
-  const claimed = yield* sql`UPDATE contact_job_ranges SET read_at = now() WHERE job_id = ${jobId} AND range = ${range} AND read_at IS NULL RETURNING 1`
+  const claimed =
+    yield* sql`UPDATE contact_job_ranges SET read_at = now() WHERE job_id = ${jobId} AND range = ${range} AND read_at IS NULL RETURNING 1`
   if (claimed.length === 0) return { handedOver: 0 }
 
   // The range's parts in one query, in this transaction; parsed from memory (about RANGE_BYTES of the file).
   const span = job.plan.ranges[range]
   const parts = span === undefined ? [] : yield* sql<{ part: number; bytes: Uint8Array }>`
     SELECT part, bytes FROM contact_job_parts
-    WHERE job_id = ${jobId} AND part BETWEEN ${Math.floor(span.offset / PART_BYTES)} AND ${Math.floor(Math.max(span.offset, span.end - 1) / PART_BYTES)}
+    WHERE job_id = ${jobId} AND part BETWEEN ${Math.floor(span.offset / PART_BYTES)} AND ${
+    Math.floor(Math.max(span.offset, span.end - 1) / PART_BYTES)
+  }
     ORDER BY part`
   // Exactly the range's bytes: a record cut at a part boundary after it must not reach the parser.
   const bytes = parts.map((row) => {
@@ -90,9 +93,11 @@ export const importStep = Effect.fnUntraced(function*(context: ImportStepContext
     const lane = context.outbox.lanes.laneOf(contact.id)
     let rows = byLane.get(lane)
     if (!rows) byLane.set(lane, rows = [])
-    rows.push(contact.created
-      ? { row: pending.row, contactId: contact.id, created: true }
-      : { row: pending.row, contactId: contact.id, subscribed: pending.subscribed, set: pending.set })
+    rows.push(
+      contact.created
+        ? { row: pending.row, contactId: contact.id, created: true }
+        : { row: pending.row, contactId: contact.id, subscribed: pending.subscribed, set: pending.set }
+    )
   }
   // One message per lane, split so none nears NATS's payload limit (a range's rows may carry a lot of data).
   const messages: Array<BulkMessage> = []
@@ -143,7 +148,12 @@ const createOrFind = Effect.fnUntraced(function*(projectId: string, plan: Import
     const missing = pending.filter((row) => !found.has(row.email))
     if (missing.length > 0) {
       const now = new Date(yield* Clock.currentTimeMillis).toISOString()
-      const input = missing.map((row) => ({ id: uuidv7(), email: row.email, subscribed: row.subscribed ?? plan.defaultSubscribed ?? true, data: row.set }))
+      const input = missing.map((row) => ({
+        id: uuidv7(),
+        email: row.email,
+        subscribed: row.subscribed ?? plan.defaultSubscribed ?? true,
+        data: row.set
+      }))
       const inserted = yield* sql<{ id: string; email: string }>`
         INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
         SELECT id, ${projectId}, email, subscribed, data, ${now}::timestamptz, ${now}::timestamptz

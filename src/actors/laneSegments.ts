@@ -13,11 +13,9 @@ import { backfillChunk, backfillChunkPassed, narrowBackfill } from "./segmentBac
 import { loadSegments } from "./segmentDefs.ts"
 import { type Backfill, type BatchContext, LeaseLost, type SegmentState } from "./batchContext.ts"
 
-const isTransientOrLeaseLost = (cause: Cause.Cause<unknown>) =>
-  Cause.squash(cause) instanceof LeaseLost || causeIsTransient(cause)
+const isTransientOrLeaseLost = (cause: Cause.Cause<unknown>) => Cause.squash(cause) instanceof LeaseLost || causeIsTransient(cause)
 
 const FIRST_ID = "00000000-0000-0000-0000-000000000000"
-
 
 /**
  * (Re)loads a project's segment definitions and queues a backfill for each one this lane is behind on:
@@ -47,7 +45,12 @@ export const reloadSegments = Effect.fnUntraced(function*(context: Pick<BatchCon
     const job = state.backfills.find((candidate) => candidate.segmentId === def.id)
     if (!job) {
       // A lane asked to recompute its own contacts (lane version 0: events deleted, a field removed) emits entry/exit.
-      state.backfills.push({ segmentId: def.id, cursor: FIRST_ID, emit: def.backfillEmits || lane?.version === 0, generation: def.backfillGeneration })
+      state.backfills.push({
+        segmentId: def.id,
+        cursor: FIRST_ID,
+        emit: def.backfillEmits || lane?.version === 0,
+        generation: def.backfillGeneration
+      })
     } else if (job.generation < def.backfillGeneration) {
       // Requested again while running: start over so contacts already passed are seen again.
       job.cursor = FIRST_ID
@@ -120,7 +123,7 @@ export const applyBackfillChunk = Effect.fnUntraced(function*(context: BatchCont
       def,
       job.cursor,
       job.emit,
-      (yield* Clock.currentTimeMillis),
+      yield* Clock.currentTimeMillis,
       job.generation,
       job.limit
     )
@@ -132,7 +135,8 @@ export const applyBackfillChunk = Effect.fnUntraced(function*(context: BatchCont
           job: undefined,
           next: undefined
         })
-        : Effect.failCause(cause))
+        : Effect.failCause(cause)
+    )
   )
   if (!outcome.job) return { emitted }
   backfillChunkPassed(outcome.job)

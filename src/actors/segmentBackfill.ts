@@ -50,16 +50,19 @@ export const backfillChunk = Effect.fnUntraced(function*(
   yield* writeMembershipChanges(context.outbox.lanes, context.projectId, entries, exits)
   if (emit && def.trackMembership) {
     const emails = new Map(chunk.map((row) => [row.id, row.email]))
-    yield* context.outbox.emit(context.projectId, [
-      ...entries.map((e) => ({ ...e, kind: "entry" })),
-      ...exits.map((e) => ({ ...e, kind: "exit" }))
-    ].map((change) => ({
-      name: `segment.${def.slug}.${change.kind}`,
-      contactId: change.contactId,
-      email: emails.get(change.contactId) ?? "",
-      data: { segmentId: def.id, segmentName: def.name },
-      at
-    })))
+    yield* context.outbox.emit(
+      context.projectId,
+      [
+        ...entries.map((e) => ({ ...e, kind: "entry" })),
+        ...exits.map((e) => ({ ...e, kind: "exit" }))
+      ].map((change) => ({
+        name: `segment.${def.slug}.${change.kind}`,
+        contactId: change.contactId,
+        email: emails.get(change.contactId) ?? "",
+        data: { segmentId: def.id, segmentName: def.name },
+        at
+      }))
+    )
   }
   if (def.reads.timeDependent && chunk.length > 0) {
     // Exact time boundaries: ask the in-memory evaluator when each contact's answer will flip.
@@ -154,7 +157,12 @@ export const narrowBackfill = <E>(context: SegmentContext, job: BackfillCursor, 
       ORDER BY id LIMIT 1`
     if (!contact) return yield* Effect.failCause(cause)
     // The contact keeps its membership as it was; the segment's other contacts go on.
-    yield* setAsideLogged("segment backfill", { projectId: context.projectId, segmentId: job.segmentId, contactId: contact.id }, reasonOf(cause), cause)
+    yield* setAsideLogged(
+      "segment backfill",
+      { projectId: context.projectId, segmentId: job.segmentId, contactId: contact.id },
+      reasonOf(cause),
+      cause
+    )
     job.cursor = contact.id
     job.strikes = (job.strikes ?? 0) + 1
     job.limit = undefined

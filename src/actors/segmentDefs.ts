@@ -62,7 +62,9 @@ const push = <K, V>(map: Map<K, Array<V>>, key: K, value: V) => {
 
 export const loadSegments = Effect.fnUntraced(function*(projectId: string) {
   const sql = yield* SqlClient.SqlClient
-  const rows = yield* sql<Parameters<typeof toSegment>[0] & { backfilled_version: number; backfill_emits: boolean; backfill_generation: number }>`
+  const rows = yield* sql<
+    Parameters<typeof toSegment>[0] & { backfilled_version: number; backfill_emits: boolean; backfill_generation: number }
+  >`
     SELECT id, project_id, name, description, type, condition, track_membership, member_count, version,
            backfilled_version, backfill_emits, backfill_generation, created_at, updated_at
     FROM segments WHERE project_id = ${projectId} ORDER BY created_at, id`

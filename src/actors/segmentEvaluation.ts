@@ -48,7 +48,6 @@ export const wantedSegments = (segments: ProjectSegments, changes: ReadonlyMap<s
   return wanted
 }
 
-
 /** What evaluating contacts decided: membership changes, each contact's next timer, the entry/exit events to emit. */
 export interface Evaluated {
   readonly entries: Array<MembershipChange>

@@ -66,7 +66,8 @@ export const factRowsSql = (
   windowedNames: ReadonlySet<string>,
   /** Occurrences at or before this time (ms) are not read (windowedSince); undefined reads them all. */
   since: number | undefined
-) => sql`
+) =>
+  sql`
     SELECT 'a', a.contact_id, a.name, a.count, a.t1, a.t2, NULL, NULL, NULL
     FROM ${contactIds} AS k(id) CROSS JOIN LATERAL (
       SELECT contact_id, name, count, ${epochMs(sql, "first_at")} AS t1, ${epochMs(sql, "last_at")} AS t2

@@ -33,7 +33,12 @@ export const membershipWrites = (transitions: ReadonlyArray<MembershipTransition
   const exits: Array<MembershipChange> = []
   for (const state of last.values()) {
     if (state.entry !== undefined) {
-      upserts.push({ segmentId: state.segmentId, contactId: state.contactId, enteredAt: state.entry, exitedAt: state.member ? null : state.exit ?? null })
+      upserts.push({
+        segmentId: state.segmentId,
+        contactId: state.contactId,
+        enteredAt: state.entry,
+        exitedAt: state.member ? null : state.exit ?? null
+      })
     } else if (state.exit !== undefined) {
       exits.push({ segmentId: state.segmentId, contactId: state.contactId, at: state.exit })
     }
@@ -73,24 +78,30 @@ export interface TimerRow {
 }
 
 /** Timers with the partition that fires them: whoever leases the contact's lane. */
-export const timerRows = (context: Pick<SegmentContext, "projectId" | "outbox">, timers: ReadonlyArray<{ contactId: string; dueAt: string; id: string }>): Array<TimerRow> => {
+export const timerRows = (
+  context: Pick<SegmentContext, "projectId" | "outbox">,
+  timers: ReadonlyArray<{ contactId: string; dueAt: string; id: string }>
+): Array<TimerRow> => {
   const { lanes } = context.outbox
   return timers.map((timer) => ({ ...timer, partition: lanes.partitionOf(context.projectId, lanes.laneOf(timer.contactId)) }))
 }
 
 /** Sets each contact's timer, only ever moving it earlier (see migrations/0004_segments.sql). */
-export const timersSql = (sql: SqlClient.SqlClient, projectId: string, timers: ReadonlyArray<TimerRow>) => sql`
+export const timersSql = (sql: SqlClient.SqlClient, projectId: string, timers: ReadonlyArray<TimerRow>) =>
+  sql`
   INSERT INTO timers (contact_id, id, project_id, partition, due_at)
   SELECT (x->>'contactId')::uuid, (x->>'id')::uuid, ${projectId}, (x->>'partition')::int, (x->>'dueAt')::timestamptz
   FROM jsonb_array_elements(${JSON.stringify(timers)}::jsonb) x
   ON CONFLICT (contact_id) DO UPDATE SET due_at = EXCLUDED.due_at, id = EXCLUDED.id
     WHERE EXCLUDED.due_at < timers.due_at`
 
-export const setTimers = Effect.fnUntraced(function*(context: SegmentContext, timers: ReadonlyArray<{ contactId: string; dueAt: string; id: string }>) {
-  if (timers.length === 0) return
-  const sql = yield* SqlClient.SqlClient
-  yield* timersSql(sql, context.projectId, timerRows(context, timers))
-})
+export const setTimers = Effect.fnUntraced(
+  function*(context: SegmentContext, timers: ReadonlyArray<{ contactId: string; dueAt: string; id: string }>) {
+    if (timers.length === 0) return
+    const sql = yield* SqlClient.SqlClient
+    yield* timersSql(sql, context.projectId, timerRows(context, timers))
+  }
+)
 
 export const writeMembershipChanges = Effect.fnUntraced(function*(
   lanes: Lanes,
@@ -124,10 +135,12 @@ export const countDeltas = (
     else delta.set(key, { segmentId: change.segmentId, lane, n: change.n })
   }
   return [...delta.values()].filter((entry) => entry.n !== 0).sort((a, b) =>
-    a.segmentId < b.segmentId ? -1 : a.segmentId > b.segmentId ? 1 : a.lane - b.lane)
+    a.segmentId < b.segmentId ? -1 : a.segmentId > b.segmentId ? 1 : a.lane - b.lane
+  )
 }
 
-export const countsSql = (sql: SqlClient.SqlClient, counts: ReturnType<typeof countDeltas>) => sql`
+export const countsSql = (sql: SqlClient.SqlClient, counts: ReturnType<typeof countDeltas>) =>
+  sql`
   INSERT INTO segment_counts (segment_id, lane, members)
   SELECT x."segmentId", x.lane, x.n FROM jsonb_to_recordset(${JSON.stringify(counts)}::jsonb) AS x("segmentId" uuid, lane int, n int)
   ON CONFLICT (segment_id, lane) DO UPDATE SET members = segment_counts.members + EXCLUDED.members`

@@ -14,7 +14,17 @@ import type { EmittedEvent, OutboxRow } from "../stream/Outbox.ts"
 import type { TrackedEvent } from "../stream/messages.ts"
 import { runWorkflows, type WorkflowInput } from "../workflows/engine.ts"
 import type { BatchContext, BatchOutcome } from "./batchContext.ts"
-import { type ContactState, contactStateOf, contactWritesSql, type EventRow, foldTrackedEvents, type LockedContact, oversizedSql, storeEventsCtes, type SubscriptionEmitted } from "./contactFold.ts"
+import {
+  type ContactState,
+  contactStateOf,
+  contactWritesSql,
+  type EventRow,
+  foldTrackedEvents,
+  type LockedContact,
+  oversizedSql,
+  storeEventsCtes,
+  type SubscriptionEmitted
+} from "./contactFold.ts"
 import { type ContactChange, emptyChange, evaluateFacts, wantedSegments } from "./segmentEvaluation.ts"
 import { countDeltas, countsSql, membershipCtes, type MembershipTransition, timerRows, timersSql } from "./segmentWrites.ts"
 import { factNames, type ProjectSegments } from "./segmentDefs.ts"
@@ -212,13 +222,16 @@ export const trackedWriteSql = (
   const counts = countDeltas(outbox.lanes, transitions.map(({ entered, change }) => ({ ...change, n: entered ? 1 : -1 })))
   const timerList = timerRows(
     { projectId, outbox },
-    plans.flatMap((plan) => [...plan.timers].map(([contactId, dueAt]) => ({ contactId, dueAt: new Date(dueAt).toISOString(), id: uuidv7() })))
+    plans.flatMap((plan) =>
+      [...plan.timers].map(([contactId, dueAt]) => ({ contactId, dueAt: new Date(dueAt).toISOString(), id: uuidv7() }))
+    )
   )
   const outRows = plans.flatMap((plan) => plan.outRows)
   // Only the parts with rows: a part over an empty list still costs its plan and its triggers, and a
   // statement's text per combination keeps each one's cached plan fitting (a few combinations in practice).
   const parts: Array<Statement.Fragment> = []
-  if (contactWrites.count > 0) parts.push(sql`updated AS (${contactWrites.updated} RETURNING 1)`, sql`fields AS (${contactWrites.fields} RETURNING 1)`)
+  if (contactWrites.count > 0)
+    parts.push(sql`updated AS (${contactWrites.updated} RETURNING 1)`, sql`fields AS (${contactWrites.fields} RETURNING 1)`)
   const toInsert = plans.flatMap((plan) => plan.toInsert)
   parts.push(storeEventsCtes(sql, projectId, toInsert))
   // The analytics rollups of the events stored now, counted here instead of by the insert's trigger
@@ -239,7 +252,8 @@ export const trackedWriteSql = (
  * trigger would (per activity type, and per name for tracked events; 15-minute buckets for types, hours
  * and days for both), and mark the statement so that trigger skips its rows.
  */
-const rollupsCountedSql = (sql: SqlClient.SqlClient, projectId: string) => sql`
+const rollupsCountedSql = (sql: SqlClient.SqlClient, projectId: string) =>
+  sql`
   rollups_counted AS (SELECT set_config('mailstream.rollups_counted', statement_timestamp()::text, true) AS marker),
   rolled AS (
     INSERT INTO analytics_counters AS r (project_id, kind, stream, grain, bucket, key, shard, n)

@@ -75,9 +75,10 @@ export class StreamUpgrade extends Context.Service<StreamUpgrade, {
         if (upgrade.drained) return
         for (const [partition, entry] of owned) {
           if (entry.legacyDrained || !entry.legacy) continue
-          const info = yield* Effect.tryPromise(() => nats.jsm.consumers.info(nats.names.inStream, feeds.consumerName(partition, "legacy"))).pipe(
-            Effect.option
-          )
+          const info = yield* Effect.tryPromise(() => nats.jsm.consumers.info(nats.names.inStream, feeds.consumerName(partition, "legacy")))
+            .pipe(
+              Effect.option
+            )
           if (info._tag === "Some" && info.value.num_pending === 0 && info.value.num_ack_pending === 0 && entry.legacy.run.caughtUp()) {
             yield* sql`UPDATE partition_state SET legacy_drained = true WHERE partition = ${partition}`
             entry.legacyDrained = true

@@ -61,7 +61,8 @@ export const resumeHeldMail = (
         RETURNING execution_id`
       executions = pulled.length
       // Without a cap nothing can be held again; with one, the sends (or the extra one held) settle it.
-      if (workflowRoom === null) yield* sql`UPDATE workflows SET billing_hold = NULL WHERE project_id = ${projectId} AND billing_hold IS NOT NULL`
+      if (workflowRoom === null)
+        yield* sql`UPDATE workflows SET billing_hold = NULL WHERE project_id = ${projectId} AND billing_hold IS NOT NULL`
     }
     return { campaigns, executions }
   })).pipe(mapSqlError)

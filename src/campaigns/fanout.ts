@@ -168,10 +168,13 @@ const queuePage = Effect.fnUntraced(function*(
   const gone = page.filter((recipient) => recipient.email === null).map((recipient) => recipient.contact_id)
   // A recipient whose mail cannot be made (the template fails on their data, a size cap) gets none; the rest go on.
   const failed: Array<{ contact_id: string; reason: string }> = []
-  const rendered = yield* Effect.forEach(present, (recipient) =>
-    mail.render(content, { contactId: recipient.contact_id, email: recipient.email!, name: null, data: recipient.data ?? {} }).pipe(
-      Effect.catch((error) => Effect.sync(() => void failed.push({ contact_id: recipient.contact_id, reason: reasonOf(error) })))
-    ))
+  const rendered = yield* Effect.forEach(
+    present,
+    (recipient) =>
+      mail.render(content, { contactId: recipient.contact_id, email: recipient.email!, name: null, data: recipient.data ?? {} }).pipe(
+        Effect.catch((error) => Effect.sync(() => void failed.push({ contact_id: recipient.contact_id, reason: reasonOf(error) })))
+      )
+  )
   const emails = rendered.filter((email) => email !== undefined)
   if (failed.length > 0) {
     yield* sql`

@@ -15,8 +15,7 @@ import { LoggingLive } from "./logging.ts"
  * What a command runs is imported when it runs: `--help` and `project create` never load the server or
  * the worker, and `all` as a supervisor loads neither of them, only what forks its processes.
  */
-const lazy = <M, A, E, R>(load: () => Promise<M>, use: (module: M) => Effect.Effect<A, E, R>) =>
-  Effect.flatMap(Effect.promise(load), use)
+const lazy = <M, A, E, R>(load: () => Promise<M>, use: (module: M) => Effect.Effect<A, E, R>) => Effect.flatMap(Effect.promise(load), use)
 const runSupervisor = lazy(() => import("../process/supervisor.ts"), (module) => module.runAll)
 const runAllInOne = lazy(() => import("./roles.ts"), (module) => module.runAllInOne)
 /** `all`: one process for one api process (API_PROCESSES=1), else a supervisor of api processes and a worker process. */
@@ -39,7 +38,8 @@ const withConfig = <A, E, R>(effect: Effect.Effect<A, E, R>, process?: string) =
         Effect.provide(ClockLive),
         Effect.provideService(AppConfig, config),
         Effect.provide(LoggingLive(config.logLevel, process))
-      ))
+      )
+    )
   )
 
 const all = Command.make("all", {}, () => withConfig(runAll, "all")).pipe(
@@ -67,11 +67,10 @@ const worker = Command.make("worker", {}, () => withConfig(runWorker)).pipe(
   )
 )
 
-const migrate = Command.make("migrate", {}, () =>
-  withConfig(lazy(admin, (module) => module.migrate))).pipe(
-    Command.withShortDescription("apply database migrations and exit"),
-    Command.withDescription("Apply migrations/*.sql and exit (every role also migrates at start-up).")
-  )
+const migrate = Command.make("migrate", {}, () => withConfig(lazy(admin, (module) => module.migrate))).pipe(
+  Command.withShortDescription("apply database migrations and exit"),
+  Command.withDescription("Apply migrations/*.sql and exit (every role also migrates at start-up).")
+)
 
 const create = Command.make("create", {
   name: Flag.String("name").pipe(
@@ -79,13 +78,13 @@ const create = Command.make("create", {
     Flag.filterMap((name) => Option.liftPredicate(name.trim(), (trimmed) => trimmed !== ""), () => "Expected a non-empty name")
   )
 }, ({ name }) => withConfig(lazy(admin, (module) => module.createProject(name)))).pipe(
-    Command.withShortDescription("create a project; prints { id, name, publicKey, secretKey }"),
-    Command.withDescription(
-      "Create a project and its two keys. Prints only { id, name, publicKey, secretKey } as JSON on stdout " +
-        "(logs go to stderr)."
-    ),
-    Command.withExamples([{ command: "npm run cli -- project create --name \"My app\"" }])
-  )
+  Command.withShortDescription("create a project; prints { id, name, publicKey, secretKey }"),
+  Command.withDescription(
+    "Create a project and its two keys. Prints only { id, name, publicKey, secretKey } as JSON on stdout " +
+      "(logs go to stderr)."
+  ),
+  Command.withExamples([{ command: 'npm run cli -- project create --name "My app"' }])
+)
 
 /** `default` (the deployment's SEND_RATE_PER_SECOND) or emails per second, 0 meaning unthrottled. */
 const sendRate = (text: string): Option.Option<"default" | number> =>
@@ -107,14 +106,15 @@ const settings = Command.make("settings", {
     Flag.optional
   )
 }, ({ id, sendRate, tracking }) => withConfig(lazy(admin, (module) => module.projectSettings(id, sendRate, tracking)))).pipe(
-    Command.validate(({ sendRate, tracking }) =>
-      Option.isNone(sendRate) && Option.isNone(tracking)
-        ? Effect.fail(new CliError.ValidationError({ message: "Nothing to change: give --send-rate, --tracking or both" }))
-        : Effect.void),
-    Command.withShortDescription("a project's send throttle and open/click tracking"),
-    Command.withDescription("Change a project's send throttle and open/click tracking; prints its settings as JSON."),
-    Command.withExamples([{ command: "npm run cli -- project settings --id <id> --send-rate 20 --tracking off" }])
-  )
+  Command.validate(({ sendRate, tracking }) =>
+    Option.isNone(sendRate) && Option.isNone(tracking)
+      ? Effect.fail(new CliError.ValidationError({ message: "Nothing to change: give --send-rate, --tracking or both" }))
+      : Effect.void
+  ),
+  Command.withShortDescription("a project's send throttle and open/click tracking"),
+  Command.withDescription("Change a project's send throttle and open/click tracking; prints its settings as JSON."),
+  Command.withExamples([{ command: "npm run cli -- project settings --id <id> --send-rate 20 --tracking off" }])
+)
 
 const createUser = Command.make("create", {
   email: Flag.String("email").pipe(
@@ -123,13 +123,13 @@ const createUser = Command.make("create", {
   ),
   passwordStdin: Flag.Boolean("password-stdin").pipe(Flag.withDescription("read the password from standard input (required)"))
 }, ({ email, passwordStdin }) => withConfig(lazy(admin, (module) => module.createUser(email, passwordStdin)))).pipe(
-    Command.withShortDescription("create a dashboard user; prints { id, email }"),
-    Command.withDescription(
-      "Create a dashboard user (email verified) for scripted installs; the password is read from standard input. " +
-        "The first user of an installation owns the projects created so far (or a first project)."
-    ),
-    Command.withExamples([{ command: "printf %s \"$PASSWORD\" | npm run cli -- user create --email ops@example.com --password-stdin" }])
-  )
+  Command.withShortDescription("create a dashboard user; prints { id, email }"),
+  Command.withDescription(
+    "Create a dashboard user (email verified) for scripted installs; the password is read from standard input. " +
+      "The first user of an installation owns the projects created so far (or a first project)."
+  ),
+  Command.withExamples([{ command: 'printf %s "$PASSWORD" | npm run cli -- user create --email ops@example.com --password-stdin' }])
+)
 
 const user = Command.make("user").pipe(
   Command.withDescription("Create dashboard users."),

@@ -52,8 +52,7 @@ const printed = (args: ReadonlyArray<string>, colors: boolean) =>
     return out[0]!
   })
 
-const page = (args: ReadonlyArray<string>) =>
-  Effect.all({ plain: printed(args, false), colored: printed(args, true) })
+const page = (args: ReadonlyArray<string>) => Effect.all({ plain: printed(args, false), colored: printed(args, true) })
 
 export const helpTable: Effect.Effect<HelpTable> = Effect.gen(function*() {
   const pages: Record<string, HelpPage> = {}

@@ -5,8 +5,7 @@
 import { Console, Effect, Layer } from "effect"
 import { CliConfig, CliOutput, GlobalFlag } from "effect/cli"
 
-const usageHint = (commandPath: ReadonlyArray<string>) =>
-  `Run "npm run cli -- ${[...commandPath.slice(1), "--help"].join(" ")}" for usage.`
+const usageHint = (commandPath: ReadonlyArray<string>) => `Run "npm run cli -- ${[...commandPath.slice(1), "--help"].join(" ")}" for usage.`
 
 const presenter: CliOutput.Presenter = {
   present: (event) =>

@@ -34,11 +34,17 @@ const serve = <A, E>(
 // actors, the worker never loads the HTTP handlers, and the other commands, `all` itself, neither.
 const listening = HttpServer.addressFormattedWith((address) => Effect.logInfo(`Listening on ${address}`))
 
-export const runApi = Effect.flatMap(Effect.promise(() => import("../apiRole.ts")), ({ ApiRoleLive }) => serve("api", ApiRoleLive, listening))
+export const runApi = Effect.flatMap(
+  Effect.promise(() => import("../apiRole.ts")),
+  ({ ApiRoleLive }) => serve("api", ApiRoleLive, listening)
+)
 
 /** Alone, the worker serves /metrics on METRICS_PORT; under `all` its metrics reach the api's /metrics. */
-export const runWorker = Effect.flatMap(Effect.promise(() => import("../workerRole.ts")), ({ StandaloneWorkerLive, WorkerRoleLive }) =>
-  isSupervised() ? serve("worker", WorkerRoleLive, Effect.void) : serve("worker", StandaloneWorkerLive, Effect.void))
+export const runWorker = Effect.flatMap(
+  Effect.promise(() => import("../workerRole.ts")),
+  ({ StandaloneWorkerLive, WorkerRoleLive }) =>
+    isSupervised() ? serve("worker", WorkerRoleLive, Effect.void) : serve("worker", StandaloneWorkerLive, Effect.void)
+)
 
 /**
  * `all` as one process (API_PROCESSES=1): the api and the worker on one event loop, sharing Postgres,

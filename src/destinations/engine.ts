@@ -179,7 +179,8 @@ export class DestinationEngine extends Context.Service<DestinationEngine, {
       const eventsOf = (item: Received, hasDestinations: (projectId: string) => boolean): ReadonlyArray<OutEvent> => {
         if (item.source === "out") {
           const event = parse<OutEvent>(item.message)
-          return event !== undefined && typeof event.projectId === "string" && typeof event.name === "string" && typeof event.id === "string"
+          return event !== undefined && typeof event.projectId === "string" && typeof event.name === "string" &&
+              typeof event.id === "string"
             ? [event]
             : []
         }

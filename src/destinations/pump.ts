@@ -78,13 +78,17 @@ export const makePumps = (options: PumpOptions): Pumps => {
   /** Attempts in flight and queued: a slot's worth ahead at least, as many as are started within a quarter of a lease at most. */
   const windowOf = (destinationId: string) =>
     concurrency +
-    Math.max(concurrency, Math.min(MAX_AHEAD, Math.floor((concurrency * leaseMs) / (4 * Math.max(1, attemptMs.get(destinationId) ?? timeoutMs)))))
+    Math.max(
+      concurrency,
+      Math.min(MAX_AHEAD, Math.floor((concurrency * leaseMs) / (4 * Math.max(1, attemptMs.get(destinationId) ?? timeoutMs))))
+    )
   const roomOf = (destinationId: string, state: Pump) => {
     const window = windowOf(destinationId)
     // Outcomes waiting to be recorded hold the pump back (a slow database) rather than pile up.
     return state.settling >= window ? 0 : Math.max(0, window - state.attempting - state.queued.length)
   }
-  const idle = (state: Pump) => !state.running && state.attempting === 0 && state.settling === 0 && !state.recording && state.queued.length === 0
+  const idle = (state: Pump) =>
+    !state.running && state.attempting === 0 && state.settling === 0 && !state.recording && state.queued.length === 0
 
   /** Starts queued deliveries while slots are free. */
   const dispatch = (state: Pump) => {

@@ -70,8 +70,7 @@ export const eventVariables = (patch: DataPatch): Record<string, unknown> => ({ 
 const DAY = /^\d{4}-\d{2}-\d{2}$/
 const ISO_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})$/
 
-export const isDateString = (value: string): boolean =>
-  (DAY.test(value) || ISO_TIMESTAMP.test(value)) && !Number.isNaN(Date.parse(value))
+export const isDateString = (value: string): boolean => (DAY.test(value) || ISO_TIMESTAMP.test(value)) && !Number.isNaN(Date.parse(value))
 
 export const inferFieldType = (value: unknown): FieldType => {
   if (typeof value === "number") return "number"

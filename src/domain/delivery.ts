@@ -6,8 +6,7 @@
  */
 export type DeliveryMode = "local" | "smtp"
 
-export const deliveryMode = (config: { readonly smtpUrl: unknown }): DeliveryMode =>
-  config.smtpUrl === undefined ? "local" : "smtp"
+export const deliveryMode = (config: { readonly smtpUrl: unknown }): DeliveryMode => config.smtpUrl === undefined ? "local" : "smtp"
 
 /** Whether saving templates and campaigns and sending mail needs the sender's domain verified. */
 export const requiresVerifiedDomain = (config: { readonly smtpUrl: unknown }): boolean => deliveryMode(config) === "smtp"

@@ -15,7 +15,17 @@ export const normalizeEmail = (value: string): string => value.trim().toLowerCas
  * final. RECEIVED is received mail's only status (direction inbound, src/inbound/InboundMail.ts).
  */
 export const EMAIL_STATUSES = [
-  "PENDING", "SENDING", "SENT", "DELIVERED", "OPENED", "CLICKED", "BOUNCED", "COMPLAINED", "FAILED", "SUPPRESSED", "RECEIVED"
+  "PENDING",
+  "SENDING",
+  "SENT",
+  "DELIVERED",
+  "OPENED",
+  "CLICKED",
+  "BOUNCED",
+  "COMPLAINED",
+  "FAILED",
+  "SUPPRESSED",
+  "RECEIVED"
 ] as const
 
 /** Mail we sent, or mail we received. */

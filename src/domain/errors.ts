@@ -76,8 +76,7 @@ export class ExecutionActive extends Schema.TaggedError<ExecutionActive>()("Exec
   static readonly status = 409
   static readonly code = "EXECUTION_ACTIVE"
   static readonly tag = "ExecutionActive"
-  static readonly of = () =>
-    new ExecutionActive({ message: "The contact already has a running or waiting execution of this workflow" })
+  static readonly of = () => new ExecutionActive({ message: "The contact already has a running or waiting execution of this workflow" })
 }
 
 /** A manual start for a contact who went through the workflow once, when allowReentry is false. */
@@ -85,8 +84,7 @@ export class ReentryNotAllowed extends Schema.TaggedError<ReentryNotAllowed>()("
   static readonly status = 409
   static readonly code = "REENTRY_NOT_ALLOWED"
   static readonly tag = "ReentryNotAllowed"
-  static readonly of = () =>
-    new ReentryNotAllowed({ message: "The contact already went through this workflow and allowReentry is false" })
+  static readonly of = () => new ReentryNotAllowed({ message: "The contact already went through this workflow and allowReentry is false" })
 }
 
 /** A cancellation of an execution that is no longer RUNNING or WAITING. */
@@ -118,9 +116,7 @@ export class TransitionExists extends Schema.TaggedError<TransitionExists>()("Tr
  * storable, or neither an IN message nor an OUT event). Answered as the 422 naming the `id` field, the
  * body the API has always given it.
  */
-export class DeadLetterNotReplayable
-  extends Schema.TaggedError<DeadLetterNotReplayable>()("DeadLetterNotReplayable", domainErrorFields)
-{
+export class DeadLetterNotReplayable extends Schema.TaggedError<DeadLetterNotReplayable>()("DeadLetterNotReplayable", domainErrorFields) {
   static readonly status = 422
   static readonly code = "VALIDATION_ERROR"
   static readonly tag = "DeadLetterNotReplayable"

@@ -9,5 +9,4 @@ const RESERVED = [
 export const isReservedEventName = (name: string): boolean => RESERVED.some((pattern) => pattern.test(name.trim()))
 
 /** `segment.<slug>.entry`: the name lower-cased, runs of other characters than a-z0-9 as `-`. */
-export const segmentSlug = (name: string): string =>
-  name.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "") || "segment"
+export const segmentSlug = (name: string): string => name.toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "") || "segment"

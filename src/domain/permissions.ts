@@ -32,8 +32,20 @@ export const isRole = (value: unknown): value is Role => typeof value === "strin
  * every route with every role against that table.
  */
 const contentGroups: ReadonlySet<string> = new Set([
-  "contacts", "contactJobs", "events", "segments", "templates", "campaigns", "workflows", "send", "emails", "verify", "track",
-  "uploads", "activity", "analytics"
+  "contacts",
+  "contactJobs",
+  "events",
+  "segments",
+  "templates",
+  "campaigns",
+  "workflows",
+  "send",
+  "emails",
+  "verify",
+  "track",
+  "uploads",
+  "activity",
+  "analytics"
 ])
 
 /** Endpoints of content groups that touch project secrets or delivery plumbing anyway. */

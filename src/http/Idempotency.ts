@@ -131,7 +131,12 @@ export class Idempotency extends Context.Service<Idempotency, {
       const ours = (projectId: string, key: string, token: string) =>
         sql`project_id = ${projectId} AND key = ${key} AND claim_token = ${token} AND status_code IS NULL`
 
-      const once = <A, E, R>(projectId: string, key: string | undefined, request: string, work: (claim: Claim) => Effect.Effect<A, E, R>) => {
+      const once = <A, E, R>(
+        projectId: string,
+        key: string | undefined,
+        request: string,
+        work: (claim: Claim) => Effect.Effect<A, E, R>
+      ) => {
         if (key === undefined) return work({ operationId: uuidv7(), repeatable: false, complete: () => Effect.void })
         if (!PRINTABLE_ASCII.test(key)) {
           // 400, as the reference documents an invalid Idempotency-Key (a header, not a body field).
@@ -151,7 +156,9 @@ export class Idempotency extends Context.Service<Idempotency, {
                   return Effect.void
                 }
                 // Our lease ran out and a retry took the key over: this attempt must not commit.
-                return Effect.fail(ApiError.conflict("IDEMPOTENCY_KEY_REUSED", "A retry with this Idempotency-Key took it over", { key, inProgress: true }))
+                return Effect.fail(
+                  ApiError.conflict("IDEMPOTENCY_KEY_REUSED", "A retry with this Idempotency-Key took it over", { key, inProgress: true })
+                )
               })
             )
           const renew = sql`UPDATE idempotency_keys SET locked_until = now() + make_interval(secs => ${idempotencyLeaseSeconds})

@@ -109,7 +109,9 @@ export class RateLimiter extends Context.Service<RateLimiter, {
           const keys = [...byKey.keys()].sort()
           const checks = keys.map((key) => ({ key, counts: byKey.get(key)!.map((item) => item.count) }))
           const now = clock.currentTimeMillisUnsafe()
-          const rows = yield* sql<{ key: string; granted: Array<number>; remaining: Array<number>; retry_ms: Array<number>; reset_ms: number }>`
+          const rows = yield* sql<
+            { key: string; granted: Array<number>; remaining: Array<number>; retry_ms: Array<number>; reset_ms: number }
+          >`
             INSERT INTO rate_limit_rings AS r (key, state)
             SELECT c.key, ms_rate_limit_step(NULL, ${now}::bigint, ${windowMs}::integer, ${limit}::integer, c.counts, ${leasing})
             FROM jsonb_to_recordset(${JSON.stringify(checks)}::jsonb) AS c(key uuid, counts integer[])
@@ -132,8 +134,10 @@ export class RateLimiter extends Context.Service<RateLimiter, {
           Effect.catchCause((cause) =>
             Effect.andThen(
               Effect.logWarning("rate limit counter unavailable; allowing requests", cause),
-              Effect.forEach(batch, (item) =>
-                Deferred.succeed(item.taken, { granted: item.count, remaining: limit, retryMs: 0, resetMs: 0 }))
+              Effect.forEach(
+                batch,
+                (item) => Deferred.succeed(item.taken, { granted: item.count, remaining: limit, retryMs: 0, resetMs: 0 })
+              )
             )
           )
         )
@@ -170,7 +174,9 @@ export class RateLimiter extends Context.Service<RateLimiter, {
         const known = full.get(key)
         if (known === undefined || now >= known.until) return undefined
         return {
-          allowed: false, limit, remaining: 0,
+          allowed: false,
+          limit,
+          remaining: 0,
           resetSeconds: seconds(known.resetAt - now),
           retryAfterSeconds: seconds(known.until - now)
         }

@@ -62,8 +62,10 @@ type KeyCheck = Effect.Success<ReturnType<typeof makeKeyCheck>>
 
 /** The key check as HttpApi's security middleware: the credential comes decoded from the bearer header. */
 const asMiddleware = (check: KeyCheck) =>
-  <E, R>(httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>, { credential }: { readonly credential: Redacted.Redacted<string> }) =>
-    rendered(check(httpEffect, Redacted.value(credential)))
+<E, R>(
+  httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
+  { credential }: { readonly credential: Redacted.Redacted<string> }
+) => rendered(check(httpEffect, Redacted.value(credential)))
 
 /** The checks after authentication, whatever the credential: a disabled project, the rate limit. */
 const admit = <A, E, R>(
@@ -72,10 +74,10 @@ const admit = <A, E, R>(
   httpEffect: Effect.Effect<A, E, R>
 ) =>
   Effect.gen(function*() {
-      if (project.disabled) return yield* projectDisabled
-      yield* enforceRateLimit(yield* rateLimiter.check(project.id))
-      return yield* Effect.provideService(httpEffect, CurrentProject, project)
-    })
+    if (project.disabled) return yield* projectDisabled
+    yield* enforceRateLimit(yield* rateLimiter.check(project.id))
+    return yield* Effect.provideService(httpEffect, CurrentProject, project)
+  })
 
 /**
  * The session variant of SecretKeyAuth: cookie + X-Project-Id. Without a cookie the key check answers,
@@ -87,7 +89,11 @@ const makeSessionCheck = Effect.fnUntraced(function*(keyCheck: KeyCheck) {
   const config = yield* AppConfig
   return <E, R>(
     httpEffect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
-    options: { readonly credential: Redacted.Redacted<string>; readonly endpoint: { readonly identifier: string }; readonly group: { readonly identifier: string } }
+    options: {
+      readonly credential: Redacted.Redacted<string>
+      readonly endpoint: { readonly identifier: string }
+      readonly group: { readonly identifier: string }
+    }
   ) =>
     rendered(Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest

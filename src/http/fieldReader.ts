@@ -13,12 +13,14 @@ export const fieldReader = () => {
       const value = nonEmpty(raw)
       if (value === undefined) return undefined
       const time = parseInstant(value)
-      if (time === undefined) problems.push({ field, message: "expected an ISO 8601 date-time (1970 to 9999)", code: "invalid_date", received: value })
+      if (time === undefined)
+        problems.push({ field, message: "expected an ISO 8601 date-time (1970 to 9999)", code: "invalid_date", received: value })
       return time
     },
     uuid: (field: string, raw: string | undefined) => {
       const value = nonEmpty(raw)
-      if (value !== undefined && !isUuid(value)) problems.push({ field, message: "expected a UUID", code: "invalid_string", received: value })
+      if (value !== undefined && !isUuid(value))
+        problems.push({ field, message: "expected a UUID", code: "invalid_string", received: value })
       return value?.toLowerCase()
     },
     /** A comma-separated list of `allowed` values (`name` says what they are in the message). */
@@ -29,7 +31,12 @@ export const fieldReader = () => {
       const known = (item: string): item is T => (allowed as ReadonlyArray<string>).includes(item)
       const unknown = items.filter((item) => !known(item))
       if (unknown.length > 0) {
-        problems.push({ field, message: `unknown ${name} ${unknown.join(", ")}; expected any of ${allowed.join(", ")}`, code: "invalid_enum_value", received: value })
+        problems.push({
+          field,
+          message: `unknown ${name} ${unknown.join(", ")}; expected any of ${allowed.join(", ")}`,
+          code: "invalid_enum_value",
+          received: value
+        })
       }
       return items.filter(known)
     },

@@ -10,7 +10,14 @@ import { HttpApiError } from "effect/http-api"
 import { randomBytesFromPool } from "../domain/ids.ts"
 import { HttpMetrics } from "../observability/Metrics.ts"
 import { isUnreachable } from "../lib/isolation.ts"
-import { databaseUnavailable, type EnvelopeFields, envelopeResponse, type FieldError, RequestState, type RequestStateShape } from "./errors.ts"
+import {
+  databaseUnavailable,
+  type EnvelopeFields,
+  envelopeResponse,
+  type FieldError,
+  RequestState,
+  type RequestStateShape
+} from "./errors.ts"
 import { issueToFieldErrors } from "./api/fieldErrors.ts"
 
 const KiB = 1024
@@ -21,7 +28,15 @@ const MiB = 1024 * KiB
  * an SNS notification is at most 256 KiB; an image upload is bounded by UPLOAD_MAX_BYTES in its handler.
  */
 export const bodyLimitFor = (url: string): number =>
-  url.startsWith("/v1/send") ? 60 * MiB : url.startsWith("/uploads/image") ? 51 * MiB : url.startsWith("/contacts/import") ? 6 * MiB : url.startsWith("/webhooks/ses") ? 256 * KiB : 1 * MiB
+  url.startsWith("/v1/send")
+    ? 60 * MiB
+    : url.startsWith("/uploads/image")
+    ? 51 * MiB
+    : url.startsWith("/contacts/import")
+    ? 6 * MiB
+    : url.startsWith("/webhooks/ses")
+    ? 256 * KiB
+    : 1 * MiB
 
 const sizeOf = (bytes: number) => (bytes >= MiB ? `${bytes / MiB} MiB` : `${bytes / KiB} KiB`)
 
@@ -88,9 +103,11 @@ const toErrorResponse = (
       }, requestId))
     }
     if (reason._tag === "RequestParseError") {
-      return Effect.succeed(reason.reason === "BodyTooLarge"
-        ? envelopeResponse(payloadTooLarge(request.url), requestId)
-        : envelopeResponse({ status: 400, code: "BAD_REQUEST", message: "Could not read the request body" }, requestId))
+      return Effect.succeed(
+        reason.reason === "BodyTooLarge"
+          ? envelopeResponse(payloadTooLarge(request.url), requestId)
+          : envelopeResponse({ status: 400, code: "BAD_REQUEST", message: "Could not read the request body" }, requestId)
+      )
     }
   }
   if (isUnreachable(error)) {

@@ -12,7 +12,6 @@ export const parsePositive = (raw: string | undefined, fallback: number, max = N
   return Number.isFinite(value) && value >= 1 ? Math.min(max, value) : fallback
 }
 
-export const parseBoolean = (raw: string | undefined): boolean | undefined =>
-  raw === "true" ? true : raw === "false" ? false : undefined
+export const parseBoolean = (raw: string | undefined): boolean | undefined => raw === "true" ? true : raw === "false" ? false : undefined
 
 export const nonEmpty = (raw: string | undefined): string | undefined => (raw === undefined || raw === "" ? undefined : raw)

@@ -63,13 +63,31 @@ import { LiveHub } from "./live/LiveHub.ts"
 const ApiRoutes = HttpApiBuilder.layer(Api, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([SystemHandlers, TrackHandlers, ContactsHandlers, EventsHandlers, SegmentsHandlers, VerifyHandlers]),
   Layer.provide([SendHandlers, EmailsHandlers, TemplatesHandlers, DomainsHandlers, LinksHandlers, WebhooksHandlers, CampaignsHandlers]),
-  Layer.provide([WorkflowsHandlers, DeadLettersHandlers, DestinationsHandlers, ContactJobsHandlers, ActivityHandlers, AnalyticsHandlers, LiveHandlers]),
+  Layer.provide([
+    WorkflowsHandlers,
+    DeadLettersHandlers,
+    DestinationsHandlers,
+    ContactJobsHandlers,
+    ActivityHandlers,
+    AnalyticsHandlers,
+    LiveHandlers
+  ]),
   Layer.provide([AuthHandlers, AccountsHandlers, BillingWebhookHandlers, UploadsHandlers, UploadedFilesHandlers]),
   Layer.provide([SecretKeyAuthLive, PublicKeyAuthLive, SessionAuthLive]),
   Layer.provide(SendMail.layer),
   Layer.provide(DashboardSessions.layer),
   Layer.provide(AccountsLive),
-  Layer.provide([RateLimiter.layer, Idempotency.layer, ContactDirectory.layer, EventPublisher.layer, Events.layer, Verifier.layer, ConditionCheck.layer.pipe(Layer.provideMerge(Segments.layer)), DeadLetters.layer, ContactJobs.layer]),
+  Layer.provide([
+    RateLimiter.layer,
+    Idempotency.layer,
+    ContactDirectory.layer,
+    EventPublisher.layer,
+    Events.layer,
+    Verifier.layer,
+    ConditionCheck.layer.pipe(Layer.provideMerge(Segments.layer)),
+    DeadLetters.layer,
+    ContactJobs.layer
+  ]),
   Layer.provide(Notifications.layer),
   Layer.provide(Workflows.layer),
   Layer.provide(EmailHistory.layer),
@@ -103,30 +121,31 @@ const Routes = Layer.mergeAll(
  * shutdown) is answered 503 with Retry-After at once: with no `request` listener Node would hold it
  * until the client gave up.
  */
-export const drainableServer = (fastPath: TrackFastPath["Service"]) => Effect.sync(() => {
-  const server = createServer()
-  const inFlight = new Set<ServerResponse>()
-  let draining = false
-  // Every request is counted for draining, then offered to /v1/track's fast path; what it declines
-  // goes on to the `request` listeners, the Effect app's among them.
-  const emit: EventEmitter["emit"] = server.emit
-  server.emit = function(this: Server, event: string | symbol, ...args: Array<unknown>) {
-    if (event !== "request") return emit.call(this, event, ...args)
-    const [request, response] = args as [IncomingMessage, ServerResponse]
-    if (server.listenerCount("request") === 0) return answerNotServing(response)
-    if (draining) response.setHeader("connection", "close")
-    else {
-      inFlight.add(response)
-      response.once("close", () => inFlight.delete(response))
-    }
-    return fastPath.take(request, response) || emit.call(this, event, ...args)
-  } as typeof server.emit
-  const drain = Effect.sync(() => {
-    draining = true
-    for (const response of inFlight) if (!response.headersSent) response.setHeader("connection", "close")
+export const drainableServer = (fastPath: TrackFastPath["Service"]) =>
+  Effect.sync(() => {
+    const server = createServer()
+    const inFlight = new Set<ServerResponse>()
+    let draining = false
+    // Every request is counted for draining, then offered to /v1/track's fast path; what it declines
+    // goes on to the `request` listeners, the Effect app's among them.
+    const emit: EventEmitter["emit"] = server.emit
+    server.emit = function(this: Server, event: string | symbol, ...args: Array<unknown>) {
+      if (event !== "request") return emit.call(this, event, ...args)
+      const [request, response] = args as [IncomingMessage, ServerResponse]
+      if (server.listenerCount("request") === 0) return answerNotServing(response)
+      if (draining) response.setHeader("connection", "close")
+      else {
+        inFlight.add(response)
+        response.once("close", () => inFlight.delete(response))
+      }
+      return fastPath.take(request, response) || emit.call(this, event, ...args)
+    } as typeof server.emit
+    const drain = Effect.sync(() => {
+      draining = true
+      for (const response of inFlight) if (!response.headersSent) response.setHeader("connection", "close")
+    })
+    return { server, drain }
   })
-  return { server, drain }
-})
 
 const answerNotServing = (response: ServerResponse) => {
   const fields = serviceUnavailable("The server is starting or stopping")

@@ -27,7 +27,10 @@ export interface ProjectAccess {
   readonly role: Role
 }
 
-const toSessionUser = (user: { id: string; email: string; emailVerified: boolean; hasPassword: boolean; createdAt: Date }, sessionId: string): SessionUser => ({
+const toSessionUser = (
+  user: { id: string; email: string; emailVerified: boolean; hasPassword: boolean; createdAt: Date },
+  sessionId: string
+): SessionUser => ({
   user: { id: user.id, email: user.email, emailVerified: user.emailVerified, hasPassword: user.hasPassword, createdAt: user.createdAt },
   sessionId
 })

@@ -116,7 +116,8 @@ export class TrackFastPath extends Context.Service<TrackFastPath, {
 
       const runForValue: RunForValue = (effect) =>
         new Promise((resolve, reject) =>
-          run(effect).addObserver((exit) => Exit.isSuccess(exit) ? resolve(exit.value) : reject(new EffectFailed(exit.cause))))
+          run(effect).addObserver((exit) => Exit.isSuccess(exit) ? resolve(exit.value) : reject(new EffectFailed(exit.cause)))
+        )
 
       /**
        * The HttpApi endpoint's steps in its order (auth.ts's key check and rate limit, then the body,

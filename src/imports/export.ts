@@ -43,7 +43,12 @@ export const exportContacts = Effect.fnUntraced(function*(projectId: string, mem
       const text = stringify(
         rows.map((row) => {
           const data = typeof row.data === "string" ? JSON.parse(row.data) as Record<string, unknown> : row.data
-          return [escapeFormula(row.email), String(row.subscribed), new Date(row.created_at).toISOString(), ...keys.map((key) => valueCell(data[key]))]
+          return [
+            escapeFormula(row.email),
+            String(row.subscribed),
+            new Date(row.created_at).toISOString(),
+            ...keys.map((key) => valueCell(data[key]))
+          ]
         })
       )
       const last = rows[rows.length - 1]

@@ -19,7 +19,12 @@ export interface DataRow {
 
 /** The rows of a range, from its bytes. */
 export const readRange = async (bytes: ReadonlyArray<Uint8Array>, plan: ImportPlan, range: ImportRange): Promise<Array<DataRow>> => {
-  const records = csvRecords((async function*() { yield* bytes })(), plan.delimiter)
+  const records = csvRecords(
+    (async function*() {
+      yield* bytes
+    })(),
+    plan.delimiter
+  )
   const first = range.firstRow
   const rows: Array<DataRow> = []
   try {

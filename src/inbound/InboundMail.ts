@@ -76,7 +76,12 @@ export class InboundMail extends Context.Service<InboundMail, {
           if (known) return known.id
           // A new contact who wrote to us has not subscribed to anything.
           const created = yield* contacts.upsert({
-            projectId, email, subscribed: undefined, subscribedByDefault: false, patch: emptyPatch, source: "inbound"
+            projectId,
+            email,
+            subscribed: undefined,
+            subscribedByDefault: false,
+            patch: emptyPatch,
+            source: "inbound"
           }).pipe(Effect.catchTag("ContactDataTooLarge", Effect.die))
           return created.contact.id
         })
@@ -141,7 +146,9 @@ export class InboundMail extends Context.Service<InboundMail, {
           }])
           return { _tag: "Recorded", emailId, contactId, inReplyTo } as const
         })).pipe(
-          Effect.catchDefect((defect) => defect instanceof DuplicateRace ? Effect.succeed({ _tag: "Duplicate" } as const) : Effect.die(defect)),
+          Effect.catchDefect((defect) =>
+            defect instanceof DuplicateRace ? Effect.succeed({ _tag: "Duplicate" } as const) : Effect.die(defect)
+          ),
           mapSqlError
         )
         if (outcome._tag === "Recorded") yield* relay.wake

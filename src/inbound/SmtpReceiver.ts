@@ -89,9 +89,14 @@ export const startReceiver = (options: ReceiverOptions) =>
       const sender = message.from ?? (isValidEmail(envelopeFrom) ? normalizeEmail(envelopeFrom) : undefined)
       if (sender === undefined) throw reply(550, "5.1.7 The message has no valid sender address (From or MAIL FROM)")
       for (const [projectId, recipients] of await recipientsByProject(session)) {
-        await run(inbound.record({ projectId, recipients, sender, message, authentication, raw, via: "smtp" }).pipe(
-          Effect.catchTag("BillingLimitExceeded", () => Effect.fail(reply(452, "4.2.2 The recipient's monthly inbound mail limit is reached")))
-        ))
+        await run(
+          inbound.record({ projectId, recipients, sender, message, authentication, raw, via: "smtp" }).pipe(
+            Effect.catchTag(
+              "BillingLimitExceeded",
+              () => Effect.fail(reply(452, "4.2.2 The recipient's monthly inbound mail limit is reached"))
+            )
+          )
+        )
       }
     }
 

@@ -32,13 +32,14 @@ const firstAddress = (value: AddressObject | ReadonlyArray<AddressObject> | unde
   const objects = Array.isArray(value) ? value : value === undefined ? [] : [value as AddressObject]
   for (const object of objects) {
     for (const entry of object.value) {
-      if (entry.address && isValidEmail(entry.address.trim())) return { address: normalizeEmail(entry.address), name: entry.name || undefined }
+      if (entry.address && isValidEmail(entry.address.trim()))
+        return { address: normalizeEmail(entry.address), name: entry.name || undefined }
     }
   }
   return undefined
 }
 
-const escapeHtml = (text: string) => text.replace(/[&<>"]/g, (char) => `&${({ "&": "amp", "<": "lt", ">": "gt", "\"": "quot" })[char]};`)
+const escapeHtml = (text: string) => text.replace(/[&<>"]/g, (char) => `&${({ "&": "amp", "<": "lt", ">": "gt", '"': "quot" })[char]};`)
 
 export const parseInbound = async (raw: Buffer): Promise<InboundMessage> => {
   // Loaded with the first message: an api that receives none never loads mailparser (some 30 MiB).

@@ -133,7 +133,9 @@ export class ContactDirectory extends Context.Service<ContactDirectory, {
           })
           if (misses.length === 0) return Effect.succeed(results)
           return Effect.map(
-            batcher.submitAll(misses.map((index) => ({ projectId, email: lookups[index]!.email, subscribed: lookups[index]!.subscribedIfNew }))),
+            batcher.submitAll(
+              misses.map((index) => ({ projectId, email: lookups[index]!.email, subscribed: lookups[index]!.subscribedIfNew }))
+            ),
             (resolved) => {
               misses.forEach((index, n) => (results[index] = resolved[n]!))
               return results

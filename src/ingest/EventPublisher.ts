@@ -55,7 +55,11 @@ export class EventPublisher extends Context.Service<EventPublisher, {
   /** Several events of one project (a batch request), stored on the stream in this order. */
   readonly publishAll: (projectId: string, events: ReadonlyArray<TrackedEvent>) => Effect.Effect<void, StreamUnavailable>
   /** `publishAll` for plain code: `done` is called once, after the PubAck (undefined) or with the failure. */
-  readonly publishNow: (projectId: string, events: ReadonlyArray<TrackedEvent>, done: (error: StreamUnavailable | undefined) => void) => void
+  readonly publishNow: (
+    projectId: string,
+    events: ReadonlyArray<TrackedEvent>,
+    done: (error: StreamUnavailable | undefined) => void
+  ) => void
 }>()("app/ingest/EventPublisher") {
   static readonly layer = Layer.effect(
     EventPublisher,
@@ -104,7 +108,8 @@ export class EventPublisher extends Context.Service<EventPublisher, {
         batcher.submit(events.map((event) => ({ projectId, event })), done)
       const publishAll = (projectId: string, events: ReadonlyArray<TrackedEvent>) =>
         Effect.callback<void, StreamUnavailable>((resume) =>
-          publishNow(projectId, events, (error) => resume(error === undefined ? Effect.void : Effect.fail(error))))
+          publishNow(projectId, events, (error) => resume(error === undefined ? Effect.void : Effect.fail(error)))
+        )
 
       return EventPublisher.of({ publish: (projectId, event) => publishAll(projectId, [event]), publishAll, publishNow })
     })

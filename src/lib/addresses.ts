@@ -29,7 +29,7 @@ const judgedAs = (address: string): ipaddr.IPv4 | ipaddr.IPv6 => {
 }
 
 /** Parses `a.b.c.d/n, x::/n` into a test of addresses (judged as by `judgedAs`); throws on a bad range. */
-export const cidrMatcher = (ranges: ReadonlyArray<string>): ((address: string) => boolean) => {
+export const cidrMatcher = (ranges: ReadonlyArray<string>): (address: string) => boolean => {
   const parsed = ranges.map((range) => ipaddr.parseCIDR(range.includes("/") ? range : `${range}/${range.includes(":") ? 128 : 32}`))
   if (parsed.length === 0) return () => false
   return (address) => {

@@ -9,8 +9,7 @@ import ipaddr from "ipaddr.js"
 import { cidrMatcher } from "./addresses.ts"
 
 /** The canonical form of an address (IPv4-mapped IPv6 as IPv4, IPv6 shortest), or undefined. */
-export const canonicalAddress = (text: string): string | undefined =>
-  ipaddr.isValid(text) ? ipaddr.process(text).toString() : undefined
+export const canonicalAddress = (text: string): string | undefined => ipaddr.isValid(text) ? ipaddr.process(text).toString() : undefined
 
 /** An X-Forwarded-For entry as proxies write it: an address, possibly `[v6]`, `[v6]:port` or `v4:port`. */
 const forwardedAddress = (entry: string): string | undefined => {

@@ -110,8 +110,11 @@ export class Dns extends Context.Service<Dns, DnsShape>()("app/lib/Dns") {
     return Dns.of({
       a: lookup("a", (name) => resolver.resolve4(name)),
       aaaa: lookup("aaaa", (name) => resolver.resolve6(name)),
-      mx: lookup("mx", async (name) =>
-        (await resolver.resolveMx(name)).map(({ exchange, priority }) => ({ exchange: exchange === "." ? "" : exchange, priority }))),
+      mx: lookup(
+        "mx",
+        async (name) =>
+          (await resolver.resolveMx(name)).map(({ exchange, priority }) => ({ exchange: exchange === "." ? "" : exchange, priority }))
+      ),
       ns: lookup("ns", (name) => resolver.resolveNs(name)),
       txt: lookup("txt", async (name) => (await resolver.resolveTxt(name)).map((chunks) => chunks.join("")))
     })

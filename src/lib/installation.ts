@@ -9,7 +9,7 @@ import { dirname, join, resolve } from "node:path"
 import { fileURLToPath } from "node:url"
 
 const rootAbove = (start: string): string => {
-  for (let dir = start; ; dir = dirname(dir)) {
+  for (let dir = start;; dir = dirname(dir)) {
     if (existsSync(join(dir, "package.json"))) return dir
     if (dirname(dir) === dir) throw new Error(`no package.json above ${start}`)
   }

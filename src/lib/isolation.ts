@@ -83,12 +83,17 @@ export const reasonOf = (failure: unknown): string => {
   const message = error instanceof Error ? error.message : typeof error === "object" && error !== null && "message" in error
     ? String((error as { message: unknown }).message)
     : String(error)
-  const inner = sqlReason(error)?.cause?.message ?? (error instanceof Error && error.cause instanceof Error ? error.cause.message : undefined)
+  const inner = sqlReason(error)?.cause?.message ??
+    (error instanceof Error && error.cause instanceof Error ? error.cause.message : undefined)
   return storableReason(inner && !message.includes(inner) ? `${message}: ${inner}` : message)
 }
 
 export const IsolationMetrics = {
-  isolated: counter("mailstream_rows_isolated_total", "Rows a background loop could not process, set aside with their reason (label: loop)", ["loop"])
+  isolated: counter(
+    "mailstream_rows_isolated_total",
+    "Rows a background loop could not process, set aside with their reason (label: loop)",
+    ["loop"]
+  )
 }
 
 /** Logs and counts a row set aside (the caller records the reason on the row). */
@@ -142,7 +147,8 @@ export const isolateRow = <A, E, R, R2>(
         Effect.catchCause((failed) =>
           Cause.hasInterrupts(failed)
             ? Effect.failCause(failed as Cause.Cause<never>)
-            : Effect.logError("could not record why a row was set aside", { loop, ...row, reason }, failed)),
+            : Effect.logError("could not record why a row was set aside", { loop, ...row, reason }, failed)
+        ),
         Effect.as(undefined)
       )
     })

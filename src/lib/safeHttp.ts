@@ -61,7 +61,11 @@ export const DEFAULT_TIMEOUT_MS = 10_000
 export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024
 
 /** The address to connect to for a URL's host, or why there is none. */
-const checkHost = async (host: string, resolve: Resolve, allow: (address: string) => boolean): Promise<{ address: string; family: 4 | 6 } | { blocked: string } | { failed: string }> => {
+const checkHost = async (
+  host: string,
+  resolve: Resolve,
+  allow: (address: string) => boolean
+): Promise<{ address: string; family: 4 | 6 } | { blocked: string } | { failed: string }> => {
   const bare = host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host
   let addresses: ReadonlyArray<string>
   if (ipaddr.isValid(bare)) {
@@ -111,7 +115,9 @@ const once = (
     const client = url.protocol === "https:" ? https : http
     const req = client.request(url, {
       method: request.method,
-      headers: request.body === undefined ? request.headers : { ...request.headers, "content-length": String(Buffer.byteLength(request.body)) },
+      headers: request.body === undefined
+        ? request.headers
+        : { ...request.headers, "content-length": String(Buffer.byteLength(request.body)) },
       lookup,
       timeout: remaining,
       agent: url.protocol === "https:" ? agents["https:"] : agents["http:"]
@@ -177,7 +183,7 @@ const fetchChecked = async (request: SafeRequest, resolve: Resolve): Promise<Saf
   let method = request.method.toUpperCase()
   let body = request.body
   let headers = { ...request.headers }
-  for (let hop = 0; ; hop++) {
+  for (let hop = 0;; hop++) {
     if (url.protocol !== "http:" && url.protocol !== "https:") return { _tag: "Blocked", reason: `${url.protocol} URLs are not allowed` }
     if (url.username || url.password) return { _tag: "Blocked", reason: "URLs with credentials are not allowed" }
     const target = await checkHost(url.hostname, resolve, request.allow ?? (() => false))

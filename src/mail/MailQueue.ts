@@ -39,18 +39,20 @@ export class MailQueue extends Context.Service<MailQueue, {
       const projects = yield* Projects
       const { publicUrl } = yield* AppConfig
 
-      const forProject = Effect.fn("MailQueue.forProject")(function*(projectId: string, options: { readonly trackingEnabled?: boolean } = {}) {
-        const settings = yield* projects.mailSettings(projectId)
-        const project = {
-          projectId,
-          linkSecret: settings.linkSecret,
-          trackingEnabled: options.trackingEnabled ?? settings.trackingEnabled,
-          publicUrl
+      const forProject = Effect.fn("MailQueue.forProject")(
+        function*(projectId: string, options: { readonly trackingEnabled?: boolean } = {}) {
+          const settings = yield* projects.mailSettings(projectId)
+          const project = {
+            projectId,
+            linkSecret: settings.linkSecret,
+            trackingEnabled: options.trackingEnabled ?? settings.trackingEnabled,
+            publicUrl
+          }
+          return {
+            render: (content, recipient, sendData) => prepareEmail(project, content, recipient, sendData)
+          } satisfies ProjectMail
         }
-        return {
-          render: (content, recipient, sendData) => prepareEmail(project, content, recipient, sendData)
-        } satisfies ProjectMail
-      })
+      )
 
       const queue = Effect.fn("MailQueue.queue")(function*(projectId: string, emails: ReadonlyArray<NewEmail>) {
         if (emails.length === 0) return

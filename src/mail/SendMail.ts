@@ -47,7 +47,10 @@ export type SendFailure =
   | ContactDataTooLarge
 
 export class SendMail extends Context.Service<SendMail, {
-  readonly send: <A, E>(input: SendInput, commit: (queued: ReadonlyArray<Queued>) => Effect.Effect<A, E>) => Effect.Effect<A, E | SendFailure | PersistenceError>
+  readonly send: <A, E>(
+    input: SendInput,
+    commit: (queued: ReadonlyArray<Queued>) => Effect.Effect<A, E>
+  ) => Effect.Effect<A, E | SendFailure | PersistenceError>
 }>()("app/mail/SendMail") {
   static readonly layer = Layer.effect(
     SendMail,
@@ -80,14 +83,21 @@ export class SendMail extends Context.Service<SendMail, {
                 unsubscribed.push({ index, email: contact.email })
                 continue
               }
-              const email = yield* projectMail.render(input.content, { contactId: contact.id, email: contact.email, name: recipient.name, data: contact.data }, sendData)
+              const email = yield* projectMail.render(input.content, {
+                contactId: contact.id,
+                email: contact.email,
+                name: recipient.name,
+                data: contact.data
+              }, sendData)
               // Checked as each recipient is rendered, so a request never holds more than the cap.
               storedBytes += messageBytes(email)
               if (storedBytes > MAX_BYTES_PER_REQUEST) {
                 return yield* new RequestTooLarge({
                   limit: MAX_BYTES_PER_REQUEST,
                   message: `The emails of this request (rendered bodies, headers and each recipient's copy of the attachments) pass ` +
-                    `${MAX_BYTES_PER_REQUEST} bytes (50 MB) at recipient ${prepared.length + 1} of ${input.recipients.length}: send fewer recipients per request`
+                    `${MAX_BYTES_PER_REQUEST} bytes (50 MB) at recipient ${
+                      prepared.length + 1
+                    } of ${input.recipients.length}: send fewer recipients per request`
                 })
               }
               prepared.push({ contact: { id: contact.id, email: contact.email }, email })

@@ -75,7 +75,11 @@ export interface ParsedSigningKey extends Omit<SigningKey, "privateKey"> {
  * HTML as stored, links tracked; none when the HTML has no text), DKIM-signed with the domain's key
  * when there is one (under local delivery an unverified domain has none: the message is not signed).
  */
-export const composeMessage = (row: Pick<EmailRow, "from_name" | "from_email" | "to_name" | "to_email" | "reply_to" | "message_id">, content: EmailContent, key: ParsedSigningKey | undefined): Mail.Options => {
+export const composeMessage = (
+  row: Pick<EmailRow, "from_name" | "from_email" | "to_name" | "to_email" | "reply_to" | "message_id">,
+  content: EmailContent,
+  key: ParsedSigningKey | undefined
+): Mail.Options => {
   const text = htmlToPlainText(content.html)
   return {
     from: row.from_name ? { name: row.from_name, address: row.from_email } : row.from_email,
@@ -181,12 +185,16 @@ export const makeSender = (options: {
         ? Effect.succeed(new Map<string, EmailContent>())
         : sql<EmailContent & { id: string }>`
             SELECT id, subject, html, headers, attachments FROM emails WHERE id = ANY(${pgArray(rows.map((row) => row.id))}::uuid[])`.pipe(
-            Effect.map((found) => new Map(found.map(({ id, ...content }) => [id, content]))),
-            Effect.catchCause((cause) =>
-              Cause.hasInterrupts(cause)
-                ? Effect.failCause(cause)
-                : Effect.as(Effect.logWarning("reading a round's mail content failed; reading each alone", cause), new Map<string, EmailContent>()))
+          Effect.map((found) => new Map(found.map(({ id, ...content }) => [id, content]))),
+          Effect.catchCause((cause) =>
+            Cause.hasInterrupts(cause)
+              ? Effect.failCause(cause)
+              : Effect.as(
+                Effect.logWarning("reading a round's mail content failed; reading each alone", cause),
+                new Map<string, EmailContent>()
+              )
           )
+        )
 
     /** One email's content, its attachments one row each (each stays far below the client's 16 MiB message limit). */
     const loadContent = Effect.fnUntraced(function*(id: string) {
@@ -242,13 +250,16 @@ export const makeSender = (options: {
           byProject.set(row.project_id, list)
         }
         for (const [projectId, sent] of byProject) {
-          yield* options.outbox.emit(projectId, sent.map((row) => ({
-            name: "email.sent",
-            contactId: row.contact_id!,
-            email: row.to_email,
-            data: emailEventData(toEmailRecord(row)),
-            at: (row.sent_at ?? new Date()).toISOString()
-          })))
+          yield* options.outbox.emit(
+            projectId,
+            sent.map((row) => ({
+              name: "email.sent",
+              contactId: row.contact_id!,
+              email: row.to_email,
+              data: emailEventData(toEmailRecord(row)),
+              at: (row.sent_at ?? new Date()).toISOString()
+            }))
+          )
         }
       })).pipe(Effect.provideService(SqlClient.SqlClient, sql))
 
@@ -308,7 +319,13 @@ export const makeSender = (options: {
         }
       }).pipe(
         // A row that cannot be read, checked or composed fails alone, with the reason.
-        (work) => isolateRow("sender", { emailId: row.id, projectId: row.project_id }, work, (reason) => finish(row, "FAILED", `cannot be sent: ${reason}`)),
+        (work) =>
+          isolateRow(
+            "sender",
+            { emailId: row.id, projectId: row.project_id },
+            work,
+            (reason) => finish(row, "FAILED", `cannot be sent: ${reason}`)
+          ),
         // A database hiccup: the row goes back to the queue (counted as an attempt), or stays SENDING
         // until the partition's next owner re-queues it when even that fails.
         Effect.catchCause((cause) =>
@@ -317,7 +334,8 @@ export const makeSender = (options: {
             : Effect.logWarning("sending an email failed; retrying later", { emailId: row.id }, cause).pipe(
               Effect.andThen(retryLater(row, reasonOf(cause))),
               Effect.ignoreCause
-            ))
+            )
+        )
       )
 
     /**
@@ -378,11 +396,17 @@ export const makeSender = (options: {
     const runLoop = (projectId: string, loop: ProjectLoop): Effect.Effect<void> =>
       // A lane that fails stops alone: the other may be recording mail the relay already took, which an
       // interruption would leave SENDING for a partition's next owner to send again.
-      Effect.all(Array.from({ length: LANES }, () =>
-        lane(projectId, loop).pipe(
-          Effect.catchCause((cause) =>
-            Cause.hasInterrupts(cause) ? Effect.failCause(cause) : Effect.logWarning("send loop failed; the sweep restarts it", { projectId }, cause))
-        )), { concurrency: LANES, discard: true }).pipe(
+      Effect.all(
+        Array.from({ length: LANES }, () =>
+          lane(projectId, loop).pipe(
+            Effect.catchCause((cause) =>
+              Cause.hasInterrupts(cause)
+                ? Effect.failCause(cause)
+                : Effect.logWarning("send loop failed; the sweep restarts it", { projectId }, cause)
+            )
+          )),
+        { concurrency: LANES, discard: true }
+      ).pipe(
         Effect.catchCause((cause) => Effect.logWarning("send loop stopped", { projectId }, cause)),
         Effect.ensuring(Effect.sync(() => loops.delete(projectId)))
       )

@@ -14,8 +14,20 @@ import { makeComposePool } from "./composePool.ts"
 
 /** Headers the DKIM signature covers: nodemailer's defaults plus RFC 8058's List-Unsubscribe-Post. */
 export const DKIM_SIGNED_HEADERS = [
-  "From", "Sender", "Reply-To", "Subject", "Date", "Message-ID", "To", "Cc", "MIME-Version", "Content-Type",
-  "Content-Transfer-Encoding", "List-Unsubscribe", "List-Unsubscribe-Post", "List-Id"
+  "From",
+  "Sender",
+  "Reply-To",
+  "Subject",
+  "Date",
+  "Message-ID",
+  "To",
+  "Cc",
+  "MIME-Version",
+  "Content-Type",
+  "Content-Transfer-Encoding",
+  "List-Unsubscribe",
+  "List-Unsubscribe-Post",
+  "List-Id"
 ].join(":")
 
 export class SendFailure extends Error {

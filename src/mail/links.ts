@@ -52,7 +52,7 @@ export const clickUrl = (publicUrl: string, secret: string, emailId: string, url
   `${publicUrl}/t/c/${emailId}/${clickSignature(secret, emailId, url)}?u=${encodeURIComponent(url)}`
 
 const decodeAttribute = (value: string) =>
-  value.replace(/&amp;/g, "&").replace(/&quot;/g, "\"").replace(/&#39;/g, "'").replace(/&lt;/g, "<").replace(/&gt;/g, ">")
+  value.replace(/&amp;/g, "&").replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&lt;/g, "<").replace(/&gt;/g, ">")
 
 const encodeAttribute = (value: string) => value.replace(/&/g, "&amp;").replace(/"/g, "&quot;")
 

@@ -4,10 +4,10 @@
  */
 import { type Locale, pageStrings } from "./locales.ts"
 
-const escape = (text: string) =>
-  text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;")
+const escape = (text: string) => text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;")
 
-const page = (locale: Locale, title: string, body: string) => `<!doctype html>
+const page = (locale: Locale, title: string, body: string) =>
+  `<!doctype html>
 <html lang="${locale}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="robots" content="noindex"><title>${escape(title)}</title>
 <style>body{font-family:system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#222}
@@ -30,12 +30,20 @@ export interface PageLinks {
  */
 export const confirmUnsubscribePage = (locale: Locale, email: string, links: PageLinks) => {
   const text = pageStrings(locale)
-  return page(locale, text.unsubscribeTitle, `<p>${text.unsubscribeQuestion(strong(email))}</p>${form(links.unsubscribeUrl, text.unsubscribeButton)}`)
+  return page(
+    locale,
+    text.unsubscribeTitle,
+    `<p>${text.unsubscribeQuestion(strong(email))}</p>${form(links.unsubscribeUrl, text.unsubscribeButton)}`
+  )
 }
 
 export const confirmSubscribePage = (locale: Locale, email: string, links: PageLinks) => {
   const text = pageStrings(locale)
-  return page(locale, text.subscribeTitle, `<p>${text.subscribeQuestion(strong(email))}</p>${form(links.subscribeUrl, text.subscribeButton)}`)
+  return page(
+    locale,
+    text.subscribeTitle,
+    `<p>${text.subscribeQuestion(strong(email))}</p>${form(links.subscribeUrl, text.subscribeButton)}`
+  )
 }
 
 export const managePage = (locale: Locale, email: string, subscribed: boolean, links: PageLinks) => {

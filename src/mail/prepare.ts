@@ -28,10 +28,18 @@ export const MAX_HTML_BYTES = 5 * 1024 * 1024
 export const MAX_MESSAGE_BYTES = 40 * 1024 * 1024
 
 const subjectTooLong = (to: string, detail: string) =>
-  new MailTooLarge({ part: "subject", limit: MAX_SUBJECT_CHARS, message: `The subject for ${to} renders to ${detail}; a subject is at most ${MAX_SUBJECT_CHARS} characters` })
+  new MailTooLarge({
+    part: "subject",
+    limit: MAX_SUBJECT_CHARS,
+    message: `The subject for ${to} renders to ${detail}; a subject is at most ${MAX_SUBJECT_CHARS} characters`
+  })
 
 const bodyTooLarge = (to: string, detail: string) =>
-  new MailTooLarge({ part: "body", limit: MAX_HTML_BYTES, message: `The body for ${to} renders to ${detail}; an email's HTML body is at most ${MAX_HTML_BYTES} bytes (5 MB)` })
+  new MailTooLarge({
+    part: "body",
+    limit: MAX_HTML_BYTES,
+    message: `The body for ${to} renders to ${detail}; an email's HTML body is at most ${MAX_HTML_BYTES} bytes (5 MB)`
+  })
 
 /** The body cap, from the body's size alone (the sender checks stored rows before reading them). */
 export const htmlTooLarge = (to: string, bytes: number): MailTooLarge | undefined =>
@@ -47,7 +55,11 @@ export const messageBytes = (email: Pick<NewEmail, "subject" | "html" | "headers
 export const capExceeded = (email: Pick<NewEmail, "to" | "subject" | "html" | "headers" | "attachments">): MailTooLarge | undefined => {
   if (email.subject.length > MAX_SUBJECT_CHARS) return subjectTooLong(email.to, `${email.subject.length} characters`)
   if (/[\r\n]/.test(email.subject)) {
-    return new MailTooLarge({ part: "subject", limit: MAX_SUBJECT_CHARS, message: `The subject for ${email.to} spans several lines; a subject is one line` })
+    return new MailTooLarge({
+      part: "subject",
+      limit: MAX_SUBJECT_CHARS,
+      message: `The subject for ${email.to} spans several lines; a subject is one line`
+    })
   }
   const html = htmlTooLarge(email.to, Buffer.byteLength(email.html))
   if (html) return html
@@ -56,7 +68,8 @@ export const capExceeded = (email: Pick<NewEmail, "to" | "subject" | "html" | "h
     return new MailTooLarge({
       part: "message",
       limit: MAX_MESSAGE_BYTES,
-      message: `The message for ${email.to} would be ${size} bytes; a whole message (body, headers and attachments) is at most ${MAX_MESSAGE_BYTES} bytes (40 MB)`
+      message:
+        `The message for ${email.to} would be ${size} bytes; a whole message (body, headers and attachments) is at most ${MAX_MESSAGE_BYTES} bytes (40 MB)`
     })
   }
   return undefined
@@ -122,13 +135,16 @@ export const prepareEmail = Effect.fnUntraced(function*(
   })
   // Subjects never span lines, whatever the data held; line breaks and surrounding spaces are dropped
   // after rendering, so leave room for them.
-  const subject = (yield* renderPart(content.subject, variables, MAX_SUBJECT_CHARS * 4, (limit) => subjectTooLong(recipient.email, `more than ${limit} characters`)))
+  const subject = (yield* renderPart(content.subject, variables, MAX_SUBJECT_CHARS * 4, (limit) =>
+    subjectTooLong(recipient.email, `more than ${limit} characters`)))
     .replace(/[\r\n]+/g, " ").trim()
   // Characters never outnumber UTF-8 bytes: stopping at MAX_HTML_BYTES characters bounds the work.
-  let html = yield* renderPart(content.body, variables, MAX_HTML_BYTES, (limit) => bodyTooLarge(recipient.email, `more than ${limit} characters`))
+  let html = yield* renderPart(content.body, variables, MAX_HTML_BYTES, (limit) =>
+    bodyTooLarge(recipient.email, `more than ${limit} characters`))
   // A body that lets the recipient opt out (its unsubscribe or manage link) gets one-click too, whatever the mail's type.
   const letsRecipientOptOut = html.includes(links.unsubscribeUrl) || html.includes(links.manageUrl)
-  if (settings.trackingEnabled) html = addTracking(html, { publicUrl: settings.publicUrl, secret: settings.linkSecret, emailId: id })
+  if (settings.trackingEnabled)
+    html = addTracking(html, { publicUrl: settings.publicUrl, secret: settings.linkSecret, emailId: id })
   const headers = mailHeaders({
     bulk: content.type === "MARKETING" || (content.campaignId ?? null) !== null,
     unsubscribeUrl: content.type === "MARKETING" || letsRecipientOptOut ? links.unsubscribeUrl : undefined,
@@ -136,7 +152,8 @@ export const prepareEmail = Effect.fnUntraced(function*(
   })
   const domain = content.from.slice(content.from.lastIndexOf("@") + 1)
   const tooLarge = capExceeded({ to: recipient.email, subject, html, headers, attachments: content.attachments })
-  if (tooLarge) return yield* tooLarge
+  if (tooLarge)
+    return yield* tooLarge
   return {
     id,
     projectId: settings.projectId,

@@ -144,7 +144,7 @@ const splitFallbacks = (expression: string): Array<string> => {
     const char = expression[i]!
     if (quote) {
       if (char === quote) quote = undefined
-    } else if (char === "\"" || char === "'") {
+    } else if (char === '"' || char === "'") {
       quote = char
     } else if (char === "?" && expression[i + 1] === "?") {
       parts.push(expression.slice(start, i))
@@ -163,10 +163,10 @@ const splitFallbacks = (expression: string): Array<string> => {
  */
 const fallbackLiteral = (raw: string): string => {
   const value = raw.trim()
-  if (value.length >= 2 && (value[0] === "\"" || value[0] === "'") && value.at(-1) === value[0]) return value
-  if (!value.includes("\"")) return `"${value}"`
+  if (value.length >= 2 && (value[0] === '"' || value[0] === "'") && value.at(-1) === value[0]) return value
+  if (!value.includes('"')) return `"${value}"`
   if (!value.includes("'")) return `'${value}'`
-  return `"${value.replaceAll("\"", "&quot;")}"`
+  return `"${value.replaceAll('"', "&quot;")}"`
 }
 
 /** Rewrites our dialect inside `{{ … }}` output tags into plain Liquid. */
@@ -188,7 +188,7 @@ const findTopLevelPipe = (expression: string): number => {
     const char = expression[i]!
     if (quote) {
       if (char === quote) quote = undefined
-    } else if (char === "\"" || char === "'") {
+    } else if (char === '"' || char === "'") {
       quote = char
     } else if (char === "|") {
       return i

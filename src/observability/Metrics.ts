@@ -4,7 +4,16 @@
  * Call sites use a small facade (`inc(value, labels)`, `set(value, labels)`, `observe(value, labels)`,
  * `remove(labels)`) whose label names are declared with the metric, so a label typo fails to compile.
  */
-import { AggregatorRegistry, collectDefaultMetrics, Counter, Gauge, Histogram, type MetricObjectWithValues, type MetricValue, Registry } from "prom-client"
+import {
+  AggregatorRegistry,
+  collectDefaultMetrics,
+  Counter,
+  Gauge,
+  Histogram,
+  type MetricObjectWithValues,
+  type MetricValue,
+  Registry
+} from "prom-client"
 
 /** A metric's labels; a metric declared without label names takes none (passing some fails to compile). */
 type Labels<L extends string> = [L] extends [never] ? never : Readonly<Record<L, string | number>>
@@ -91,7 +100,10 @@ export const WorkerMetrics = {
   messagesApplied: counter("mailstream_messages_applied_total", "Stream messages applied by project actors"),
   messagesSkipped: counter("mailstream_messages_skipped_total", "Redelivered stream messages skipped (already applied)"),
   emitted: counter("mailstream_events_emitted_total", "Events emitted into the outbox (contact.subscribed, ...)"),
-  publishedByActors: counter("mailstream_outbox_published_by_actors_total", "Outbox rows a lane actor published itself after its batch's commit, not through the relay"),
+  publishedByActors: counter(
+    "mailstream_outbox_published_by_actors_total",
+    "Outbox rows a lane actor published itself after its batch's commit, not through the relay"
+  ),
   batchSize: histogram("mailstream_actor_batch_size", "Messages per actor transaction", [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000]),
   batchSeconds: histogram("mailstream_actor_batch_seconds", "Duration of actor transactions", secondsBuckets),
   batchFailures: counter("mailstream_actor_batch_failures_total", "Actor transactions that failed and were retried"),
@@ -122,8 +134,12 @@ export const WorkerMetrics = {
     "mailstream_partitions_acquired_total",
     "Partition leases taken by this process (at start, on a takeover or a rebalance); a steady rise with no worker joining or leaving is lease churn"
   ),
-  partitionLag: gauge("mailstream_partition_lag", "Messages in the partition not yet applied (stream last seq minus watermark)", ["partition"]),
-  partitionWatermark: gauge("mailstream_partition_watermark", "Highest stream sequence of the partition applied contiguously", ["partition"])
+  partitionLag: gauge("mailstream_partition_lag", "Messages in the partition not yet applied (stream last seq minus watermark)", [
+    "partition"
+  ]),
+  partitionWatermark: gauge("mailstream_partition_watermark", "Highest stream sequence of the partition applied contiguously", [
+    "partition"
+  ])
 } as const
 
 // The api's metrics: one histogram observed by the gateway (or /v1/track's fast path) for every request.
@@ -141,7 +157,10 @@ export const HttpMetrics = {
     "mailstream_http_live_dropped_total",
     "Live-update streams cut off because their client fell LIVE_CLIENT_BUFFER events behind"
   ),
-  liveRefused: counter("mailstream_http_live_refused_total", "Live-update streams refused past LIVE_MAX_CLIENTS or LIVE_MAX_CLIENTS_PER_USER"),
+  liveRefused: counter(
+    "mailstream_http_live_refused_total",
+    "Live-update streams refused past LIVE_MAX_CLIENTS or LIVE_MAX_CLIENTS_PER_USER"
+  ),
   requestSeconds: histogram(
     "mailstream_http_request_duration_seconds",
     "HTTP requests by method, route template (unmatched: no route) and status class (2xx, 4xx, ...), until the response is ready",

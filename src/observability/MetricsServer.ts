@@ -45,9 +45,10 @@ export const MetricsServerLive = Layer.effectDiscard(Effect.gen(function*() {
       // reusePort: the api processes of `all` share it, as they share PORT.
       server.listen({ port, host: "0.0.0.0", reusePort: port !== 0 }, () => resume(Effect.void))
     }),
-    () => Effect.callback<void>((resume) => {
-      server.close(() => resume(Effect.void))
-    })
+    () =>
+      Effect.callback<void>((resume) => {
+        server.close(() => resume(Effect.void))
+      })
   )
   yield* Effect.logInfo("metrics on /metrics", { port })
 }))

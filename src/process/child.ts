@@ -45,7 +45,9 @@ export const reportReady: Effect.Effect<void, never, Scope.Scope> = Effect.gen(f
     sentAt = Date.now()
     return await snapshot()
   }).pipe(
-    Effect.flatMap((current) => current === undefined ? Effect.void : send({ _tag: "Metrics", snapshot: current as unknown as WireMetrics })),
+    Effect.flatMap((current) =>
+      current === undefined ? Effect.void : send({ _tag: "Metrics", snapshot: current as unknown as WireMetrics })
+    ),
     Effect.repeat(Schedule.spaced(METRICS_EVERY)),
     Effect.forkScoped
   )

@@ -83,8 +83,10 @@ const spawnChild = (spec: ChildSpec, port: number, metrics: MetricsExchange) =>
     if (child.stderr) relayLines(child.stderr, process.stderr, spec.name)
     const ready = new Promise<void>((resolve) => {
       child.on("message", (raw) => {
-        Option.map(decodeChildMessage(raw), (message) =>
-          message._tag === "Ready" ? resolve() : metrics.publish(spec.name, message.snapshot))
+        Option.map(
+          decodeChildMessage(raw),
+          (message) => message._tag === "Ready" ? resolve() : metrics.publish(spec.name, message.snapshot)
+        )
       })
     })
     const exited = new Promise<ExitInfo>((resolve) => {

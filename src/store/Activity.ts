@@ -110,17 +110,21 @@ export class Activity extends Context.Service<Activity, {
         const eventTypes = query.types?.filter((type) => EVENT_TYPES.has(type))
         if (eventTypes === undefined || eventTypes.length > 0) {
           sources.push(sql<SourceRow>`
-            SELECT e.id, ms_activity_type(e.name) AS type, ${sql.literal(timeKeySql("e.created_at"))} AS at_key, e.contact_id, e.name AS event,
+            SELECT e.id, ms_activity_type(e.name) AS type, ${
+            sql.literal(timeKeySql("e.created_at"))
+          } AS at_key, e.contact_id, e.name AS event,
                    e.data->>'subject' AS subject, ms_try_uuid(e.data->>'campaignId') AS campaign_id,
                    ms_try_uuid(e.data->>'workflowId') AS workflow_id, e.data
             FROM events e
-            WHERE ${sql.and([
+            WHERE ${
+            sql.and([
               sql`e.project_id = ${projectId}`,
               ...common("e.created_at", "e.id", "e.contact_id"),
               eventTypes ? sql`ms_activity_type(e.name) = ANY(${pgArray(eventTypes)}::text[])` : sql`true`,
               query.campaignId ? sql`e.data->>'campaignId' = ${query.campaignId}` : sql`true`,
               query.workflowId ? sql`e.data->>'workflowId' = ${query.workflowId}` : sql`true`
-            ])}
+            ])
+          }
             ORDER BY e.created_at DESC, e.id DESC LIMIT ${window}`)
         }
         if (wants("contact.created") && !query.campaignId && !query.workflowId) {
@@ -137,13 +141,15 @@ export class Activity extends Context.Service<Activity, {
             SELECT a.id, a.type, ${sql.literal(timeKeySql("a.occurred_at"))} AS at_key, a.contact_id, NULL AS event, a.subject,
                    a.campaign_id, a.workflow_id, a.data
             FROM activity_log a
-            WHERE ${sql.and([
+            WHERE ${
+            sql.and([
               sql`a.project_id = ${projectId}`,
               ...common("a.occurred_at", "a.id", "a.contact_id"),
               logTypes ? sql`a.type = ANY(${pgArray(logTypes)}::text[])` : sql`true`,
               query.campaignId ? sql`a.campaign_id = ${query.campaignId}` : sql`true`,
               query.workflowId ? sql`a.workflow_id = ${query.workflowId}` : sql`true`
-            ])}
+            ])
+          }
             ORDER BY a.occurred_at DESC, a.id DESC LIMIT ${window}`)
         }
         const rows = (yield* Effect.all(sources, { concurrency: "unbounded" })).flat().sort(newestFirst)
@@ -155,18 +161,22 @@ export class Activity extends Context.Service<Activity, {
         const namesById = new Map<string, string>()
         const contactIdsOnPage = distinct(page.map((row) => row.contact_id))
         if (contactIdsOnPage.length > 0) {
-          for (const row of yield* sql<{ id: string; email: string }>`
-            SELECT id, email FROM contacts WHERE project_id = ${projectId} AND id = ANY(${pgArray(contactIdsOnPage)}::uuid[])`) {
+          for (
+            const row of yield* sql<{ id: string; email: string }>`
+            SELECT id, email FROM contacts WHERE project_id = ${projectId} AND id = ANY(${pgArray(contactIdsOnPage)}::uuid[])`
+          ) {
             contactsById.set(row.id, row.email)
           }
         }
         const campaignIds = distinct(page.map((row) => row.campaign_id))
         const workflowIds = distinct(page.map((row) => row.workflow_id))
         if (campaignIds.length + workflowIds.length > 0) {
-          for (const row of yield* sql<{ id: string; name: string }>`
+          for (
+            const row of yield* sql<{ id: string; name: string }>`
             SELECT id, name FROM campaigns WHERE project_id = ${projectId} AND id = ANY(${pgArray(campaignIds)}::uuid[])
             UNION ALL
-            SELECT id, name FROM workflows WHERE project_id = ${projectId} AND id = ANY(${pgArray(workflowIds)}::uuid[])`) {
+            SELECT id, name FROM workflows WHERE project_id = ${projectId} AND id = ANY(${pgArray(workflowIds)}::uuid[])`
+          ) {
             namesById.set(row.id, row.name)
           }
         }
@@ -190,7 +200,11 @@ export class Activity extends Context.Service<Activity, {
         Effect.gen(function*() {
           const bounds = (column: string) =>
             sql.and([
-              from === null ? sql`true` : exclusiveFrom ? sql`${sql.literal(column)} > ${iso(from)}::timestamptz` : sql`${sql.literal(column)} >= ${iso(from)}::timestamptz`,
+              from === null
+                ? sql`true`
+                : exclusiveFrom
+                ? sql`${sql.literal(column)} > ${iso(from)}::timestamptz`
+                : sql`${sql.literal(column)} >= ${iso(from)}::timestamptz`,
               to === null ? sql`true` : sql`${sql.literal(column)} < ${iso(to)}::timestamptz`
             ])
           const rows = yield* sql<{ type: string; n: number }>`
@@ -204,27 +218,36 @@ export class Activity extends Context.Service<Activity, {
           return new Map(rows.map((row) => [row.type, Number(row.n)]))
         })
 
-      const counts = Effect.fn("Activity.counts")(function*(projectId: string, from: number | null, to: number | null, exclusiveFrom = false) {
-        const quarter = GRAIN_MS[15]
-        // The rollups cover whole quarter hours; what lies before the first or after the last is counted raw.
-        const inner = {
-          from: from === null ? null : exclusiveFrom ? Math.floor(from / quarter) * quarter + quarter : Math.ceil(from / quarter) * quarter,
-          to: to === null ? null : Math.floor(to / quarter) * quarter
-        }
-        const parts: Array<Map<string, number>> = []
-        if (inner.from !== null && inner.to !== null && inner.from >= inner.to) {
-          parts.push(yield* rawCounts(projectId, from, to, exclusiveFrom))
-        } else {
-          parts.push(yield* analytics.counterTotals(projectId, "type", "ALL", inner.from, inner.to))
-          if (from !== null && inner.from !== from) parts.push(yield* rawCounts(projectId, from, inner.from, exclusiveFrom))
-          if (to !== null && inner.to !== to) parts.push(yield* rawCounts(projectId, inner.to, to, false))
-        }
-        const total = new Map<ActivityType, number>(ACTIVITY_TYPES.map((type) => [type, 0]))
-        for (const part of parts) {
-          for (const [type, n] of part) if (total.has(type as ActivityType)) total.set(type as ActivityType, total.get(type as ActivityType)! + n)
-        }
-        return total
-      }, mapSqlError)
+      const counts = Effect.fn("Activity.counts")(
+        function*(projectId: string, from: number | null, to: number | null, exclusiveFrom = false) {
+          const quarter = GRAIN_MS[15]
+          // The rollups cover whole quarter hours; what lies before the first or after the last is counted raw.
+          const inner = {
+            from: from === null
+              ? null
+              : exclusiveFrom
+              ? Math.floor(from / quarter) * quarter + quarter
+              : Math.ceil(from / quarter) * quarter,
+            to: to === null ? null : Math.floor(to / quarter) * quarter
+          }
+          const parts: Array<Map<string, number>> = []
+          if (inner.from !== null && inner.to !== null && inner.from >= inner.to) {
+            parts.push(yield* rawCounts(projectId, from, to, exclusiveFrom))
+          } else {
+            parts.push(yield* analytics.counterTotals(projectId, "type", "ALL", inner.from, inner.to))
+            if (from !== null && inner.from !== from) parts.push(yield* rawCounts(projectId, from, inner.from, exclusiveFrom))
+            if (to !== null && inner.to !== to) parts.push(yield* rawCounts(projectId, inner.to, to, false))
+          }
+          const total = new Map<ActivityType, number>(ACTIVITY_TYPES.map((type) => [type, 0]))
+          for (const part of parts) {
+            for (const [type, n] of part)
+              if (total.has(type as ActivityType))
+                total.set(type as ActivityType, total.get(type as ActivityType)! + n)
+          }
+          return total
+        },
+        mapSqlError
+      )
 
       const upcoming = Effect.fn("Activity.upcoming")(function*(projectId: string, hours: number, limit: number) {
         const rows = yield* sql<{

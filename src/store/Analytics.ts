@@ -10,7 +10,16 @@ import { pgArray } from "../lib/pgArray.ts"
 import { iso } from "./columns.ts"
 
 export const EMAIL_METRICS = [
-  "queued", "sent", "delivered", "opened", "clicked", "bounced", "hard_bounced", "soft_bounced", "complained", "unsubscribed"
+  "queued",
+  "sent",
+  "delivered",
+  "opened",
+  "clicked",
+  "bounced",
+  "hard_bounced",
+  "soft_bounced",
+  "complained",
+  "unsubscribed"
 ] as const
 export type EmailMetric = (typeof EMAIL_METRICS)[number]
 export type EmailTotals = Record<EmailMetric, number>
@@ -61,7 +70,11 @@ export class Analytics extends Context.Service<Analytics, {
     readonly current: EmailTotals & { readonly newContacts: number }
     readonly previous: EmailTotals & { readonly newContacts: number }
   }, SqlError.SqlError>
-  readonly campaigns: (projectId: string, range: AnalyticsRange, campaignId?: string) => Effect.Effect<ReadonlyArray<CampaignStats>, SqlError.SqlError>
+  readonly campaigns: (
+    projectId: string,
+    range: AnalyticsRange,
+    campaignId?: string
+  ) => Effect.Effect<ReadonlyArray<CampaignStats>, SqlError.SqlError>
   readonly topEvents: (projectId: string, range: AnalyticsRange, limit: number) => Effect.Effect<
     ReadonlyArray<{ readonly name: string; readonly count: number; readonly previousCount: number }>,
     SqlError.SqlError
@@ -79,12 +92,20 @@ export class Analytics extends Context.Service<Analytics, {
     SqlError.SqlError
   >
   readonly audience: (projectId: string, range: AnalyticsRange) => Effect.Effect<
-    ReadonlyArray<{ readonly start: string; readonly local: string; readonly total: number; readonly new: number; readonly unsubscribed: number }>,
+    ReadonlyArray<
+      { readonly start: string; readonly local: string; readonly total: number; readonly new: number; readonly unsubscribed: number }
+    >,
     SqlError.SqlError
   >
   /** Counters of one kind over [from, to) (quarter-hour ends, or unbounded), per key. */
-  readonly counterTotals: (projectId: string, kind: string, stream: Stream, from: number | null, to: number | null, keys?: ReadonlyArray<string>) =>
-    Effect.Effect<Map<string, number>, SqlError.SqlError>
+  readonly counterTotals: (
+    projectId: string,
+    kind: string,
+    stream: Stream,
+    from: number | null,
+    to: number | null,
+    keys?: ReadonlyArray<string>
+  ) => Effect.Effect<Map<string, number>, SqlError.SqlError>
   /** Folds the shards of closed buckets (called by the worker's compaction loop). */
   readonly compact: (closedBefore: Date) => Effect.Effect<number, SqlError.SqlError>
 }>()("app/store/Analytics") {
@@ -103,7 +124,14 @@ export class Analytics extends Context.Service<Analytics, {
         ))
 
       /** Email metrics per key over [from, to). */
-      const emailTotals = (projectId: string, kind: "p" | "c" | "d", stream: Stream, from: number, to: number, keys?: ReadonlyArray<string>) =>
+      const emailTotals = (
+        projectId: string,
+        kind: "p" | "c" | "d",
+        stream: Stream,
+        from: number,
+        to: number,
+        keys?: ReadonlyArray<string>
+      ) =>
         Effect.gen(function*() {
           const pieces = piecesOf(from, to)
           if (pieces.length === 0) return new Map<string, EmailTotals>()
@@ -130,7 +158,14 @@ export class Analytics extends Context.Service<Analytics, {
           return buckets.map((_, index) => byIndex.get(index + 1) ?? zero())
         })
 
-      const counterTotals = (projectId: string, kind: string, stream: Stream, from: number | null, to: number | null, keys?: ReadonlyArray<string>) =>
+      const counterTotals = (
+        projectId: string,
+        kind: string,
+        stream: Stream,
+        from: number | null,
+        to: number | null,
+        keys?: ReadonlyArray<string>
+      ) =>
         Effect.gen(function*() {
           const pieces = piecesOf(from, to)
           if (pieces.length === 0) return new Map<string, number>()
@@ -173,7 +208,9 @@ export class Analytics extends Context.Service<Analytics, {
           Effect.all({
             email: emailTotals(projectId, "p", range.stream, period.from, period.to),
             contacts: counterTotals(projectId, "type", "ALL", period.from, period.to, ["contact.created"])
-          }).pipe(Effect.map(({ email, contacts }) => ({ ...(email.get("") ?? zero()), newContacts: contacts.get("contact.created") ?? 0 })))
+          }).pipe(
+            Effect.map(({ email, contacts }) => ({ ...(email.get("") ?? zero()), newContacts: contacts.get("contact.created") ?? 0 }))
+          )
         return {
           current: yield* totalsOf(periodOf(range.buckets)),
           previous: yield* totalsOf(periodOf(range.previous))

@@ -78,7 +78,10 @@ export class BillingLimitExceeded extends Data.TaggedError("BillingLimitExceeded
 export class Billing extends Context.Service<Billing, {
   readonly limits: (projectId: string) => Effect.Effect<Limits, PersistenceError>
   readonly setLimits: (projectId: string, limits: Limits) => Effect.Effect<Limits, PersistenceError>
-  readonly consumption: (projectId: string, now?: Date) => Effect.Effect<{ readonly periodStart: Date; readonly periodEnd: Date; readonly usage: Consumption }, PersistenceError>
+  readonly consumption: (
+    projectId: string,
+    now?: Date
+  ) => Effect.Effect<{ readonly periodStart: Date; readonly periodEnd: Date; readonly usage: Consumption }, PersistenceError>
   /** How many more emails of the category may be queued this month; null = no cap. */
   readonly remaining: (projectId: string, category: Category) => Effect.Effect<number | null, PersistenceError>
   /**
@@ -91,7 +94,10 @@ export class Billing extends Context.Service<Billing, {
    * this month; null when there is no cap. For callers that hand out the room one email at a time
    * (the workflow engine, whose mail of a batch is inserted only at its end).
    */
-  readonly allowance: (projectId: string, category: Category) => Effect.Effect<{ readonly limit: number; readonly remaining: number } | null, PersistenceError>
+  readonly allowance: (
+    projectId: string,
+    category: Category
+  ) => Effect.Effect<{ readonly limit: number; readonly remaining: number } | null, PersistenceError>
   /**
    * Like `reserve`, but grants what fits: the number of emails (0..count) the caller may queue now.
    * For campaign and workflow queueing, which stop at the cap instead of failing.
@@ -107,7 +113,12 @@ export class Billing extends Context.Service<Billing, {
   readonly setCustomer: (projectId: string, customerId: string) => Effect.Effect<void, PersistenceError>
   /** Records a subscription's state (from Stripe's webhook) on the project it was bought for. */
   readonly recordSubscription: (
-    change: { readonly projectId?: string | undefined; readonly customerId: string; readonly subscriptionId: string | null; readonly status: string }
+    change: {
+      readonly projectId?: string | undefined
+      readonly customerId: string
+      readonly subscriptionId: string | null
+      readonly status: string
+    }
   ) => Effect.Effect<void, PersistenceError>
 }>()("app/store/Billing") {
   static readonly layer = Layer.effect(
@@ -127,10 +138,11 @@ export class Billing extends Context.Service<Billing, {
         return next
       }, mapSqlError)
 
-      const consumption = Effect.fn("Billing.consumption")(function*(projectId: string, now: Date = new Date(clock.currentTimeMillisUnsafe())) {
-        const periodStart = monthStart(now)
-        const periodEnd = monthTurn(now)
-        const rows = yield* sql<{ category: Category; n: number }>`
+      const consumption = Effect.fn("Billing.consumption")(
+        function*(projectId: string, now: Date = new Date(clock.currentTimeMillisUnsafe())) {
+          const periodStart = monthStart(now)
+          const periodEnd = monthTurn(now)
+          const rows = yield* sql<{ category: Category; n: number }>`
           SELECT category, sum(n)::int AS n FROM (
             SELECT ${categoryOf(sql)} AS category, count(*) AS n FROM emails
             WHERE project_id = ${projectId} AND created_at >= ${periodStart}
@@ -141,10 +153,12 @@ export class Billing extends Context.Service<Billing, {
             UNION ALL
             SELECT category, sent FROM billing_carryover WHERE project_id = ${projectId} AND month = ${monthKey(now)}::date
           ) counted GROUP BY category`
-        const usage: Record<Category, number> = { transactional: 0, campaigns: 0, workflows: 0, inbound: 0 }
-        for (const row of rows) usage[row.category] = row.n
-        return { periodStart, periodEnd, usage }
-      }, mapSqlError)
+          const usage: Record<Category, number> = { transactional: 0, campaigns: 0, workflows: 0, inbound: 0 }
+          for (const row of rows) usage[row.category] = row.n
+          return { periodStart, periodEnd, usage }
+        },
+        mapSqlError
+      )
 
       /** What the month's cap already holds: sent or still queued mail of the category, and what resets deleted. */
       const used = (projectId: string, category: Category) => {
@@ -154,9 +168,10 @@ export class Billing extends Context.Service<Billing, {
                    WHERE project_id = ${projectId} AND created_at >= ${monthStart(now)}
                      AND status NOT IN ('FAILED', 'SUPPRESSED') AND ${categoryOf(sql)} = ${category})
                 + COALESCE((SELECT queued FROM billing_carryover
-                            WHERE project_id = ${projectId} AND month = ${monthKey(now)}::date AND category = ${category}), 0))::int AS n`.pipe(
-          Effect.map((rows) => rows[0]!.n)
-        )
+                            WHERE project_id = ${projectId} AND month = ${monthKey(now)}::date AND category = ${category}), 0))::int AS n`
+          .pipe(
+            Effect.map((rows) => rows[0]!.n)
+          )
       }
 
       const lock = (projectId: string, category: Category) =>
@@ -197,7 +212,10 @@ export class Billing extends Context.Service<Billing, {
           mapSqlError
         )
       const setCustomer = (projectId: string, customerId: string) =>
-        sql`UPDATE projects SET stripe_customer_id = ${customerId}, updated_at = now() WHERE id = ${projectId}`.pipe(Effect.asVoid, mapSqlError)
+        sql`UPDATE projects SET stripe_customer_id = ${customerId}, updated_at = now() WHERE id = ${projectId}`.pipe(
+          Effect.asVoid,
+          mapSqlError
+        )
       const recordSubscription = (change: {
         readonly projectId?: string | undefined
         readonly customerId: string
@@ -212,7 +230,19 @@ export class Billing extends Context.Service<Billing, {
           mapSqlError
         )
 
-      return Billing.of({ limits, setLimits, consumption, remaining, reserve, allowance, grant, recordHold, customerOf, setCustomer, recordSubscription })
+      return Billing.of({
+        limits,
+        setLimits,
+        consumption,
+        remaining,
+        reserve,
+        allowance,
+        grant,
+        recordHold,
+        customerOf,
+        setCustomer,
+        recordSubscription
+      })
     })
   )
 }

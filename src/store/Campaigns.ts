@@ -80,14 +80,19 @@ export interface CampaignStats {
   readonly pending: number
   /** Frozen into the audience but not mailed, and why (deleted: the contact was deleted before its mail was queued). */
   readonly skipped: { readonly unsubscribed: number; readonly suppressed: number; readonly deleted: number }
-  readonly rates: { readonly delivery: number; readonly open: number; readonly click: number; readonly bounce: number; readonly unsubscribe: number }
+  readonly rates: {
+    readonly delivery: number
+    readonly open: number
+    readonly click: number
+    readonly bounce: number
+    readonly unsubscribe: number
+  }
   readonly sendingStartedAt: string | null
   readonly resolvedAt: string | null
   readonly sentAt: string | null
   /** Why the service stopped the campaign (CANCELLED), when it did. */
   readonly error: string | null
 }
-
 
 /** A `jsonb` condition as stored (validated when it was written): an object. */
 const StoredCondition = Schema.declare((input: unknown): input is Condition => typeof input === "object" && input !== null)
@@ -129,11 +134,41 @@ export const decodeCampaignRows = Schema.decodeUnknownEffect(Schema.Array(Campai
 
 /** The columns a CampaignRow carries, selected by name (the table has more: cursors, cancelled_at, ...). */
 export const CAMPAIGN_COLUMNS = [
-  "id", "project_id", "name", "description", "subject", "body", "from_email", "from_name", "reply_to", "type",
-  "status", "audience_type", "segment_id", "audience_condition", "scheduled_for", "resolved", "queued",
-  "total_recipients", "sent_count", "delivered_count", "opened_count", "clicked_count", "bounced_count",
-  "complained_count", "unsubscribed_count", "failed_count", "skipped_unsubscribed", "skipped_suppressed", "sending_started_at",
-  "resolved_at", "sent_at", "created_at", "updated_at", "error", "billing_hold"
+  "id",
+  "project_id",
+  "name",
+  "description",
+  "subject",
+  "body",
+  "from_email",
+  "from_name",
+  "reply_to",
+  "type",
+  "status",
+  "audience_type",
+  "segment_id",
+  "audience_condition",
+  "scheduled_for",
+  "resolved",
+  "queued",
+  "total_recipients",
+  "sent_count",
+  "delivered_count",
+  "opened_count",
+  "clicked_count",
+  "bounced_count",
+  "complained_count",
+  "unsubscribed_count",
+  "failed_count",
+  "skipped_unsubscribed",
+  "skipped_suppressed",
+  "sending_started_at",
+  "resolved_at",
+  "sent_at",
+  "created_at",
+  "updated_at",
+  "error",
+  "billing_hold"
 ].join(", ")
 
 export const toCampaign = (row: CampaignRow): Campaign => ({
@@ -186,7 +221,7 @@ export const audienceOf = Effect.fnUntraced(function*(sql: SqlClient.SqlClient, 
     case "ALL":
       return sql.literal("TRUE")
     case "FILTERED":
-      return compileConditionSql(sql, campaign.audience_condition as Condition, (yield* Clock.currentTimeMillis))
+      return compileConditionSql(sql, campaign.audience_condition as Condition, yield* Clock.currentTimeMillis)
     case "SEGMENT": {
       const [segment] = yield* sql<{ id: string; type: string; condition: Condition | null }>`
         SELECT id, type, condition FROM segments WHERE id = ${campaign.segment_id} AND project_id = ${campaign.project_id}`
@@ -230,9 +265,16 @@ export interface ListQuery extends SortedPage {
 export class Campaigns extends Context.Service<Campaigns, {
   readonly create: (projectId: string, input: CampaignInput) => Effect.Effect<Campaign, PersistenceError>
   readonly get: (projectId: string, id: string) => Effect.Effect<Campaign | undefined, PersistenceError>
-  readonly list: (projectId: string, query: ListQuery) => Effect.Effect<{ readonly data: ReadonlyArray<Campaign>; readonly total: number }, PersistenceError>
+  readonly list: (
+    projectId: string,
+    query: ListQuery
+  ) => Effect.Effect<{ readonly data: ReadonlyArray<Campaign>; readonly total: number }, PersistenceError>
   /** Replaces the content and audience; only while DRAFT or SCHEDULED (InvalidCampaignState otherwise). Undefined: no such campaign. */
-  readonly replace: (projectId: string, id: string, input: CampaignInput) => Effect.Effect<Campaign | undefined, InvalidCampaignState | PersistenceError>
+  readonly replace: (
+    projectId: string,
+    id: string,
+    input: CampaignInput
+  ) => Effect.Effect<Campaign | undefined, InvalidCampaignState | PersistenceError>
   /** Deletes a DRAFT only (InvalidCampaignState otherwise), as the reference does: what was sent keeps its record. */
   readonly remove: (projectId: string, id: string) => Effect.Effect<true | undefined, InvalidCampaignState | PersistenceError>
   /**
@@ -251,21 +293,32 @@ export class Campaigns extends Context.Service<Campaigns, {
   readonly cancel: (projectId: string, id: string) => Effect.Effect<Campaign | undefined, InvalidCampaignState | PersistenceError>
   readonly stats: (projectId: string, id: string) => Effect.Effect<CampaignStats | undefined, PersistenceError>
   /** Who it goes to (or would, sent now), a page at a time; undefined when the campaign does not exist. */
-  readonly recipients: (projectId: string, id: string, page: number, pageSize: number) => Effect.Effect<RecipientsPage | undefined, PersistenceError>
+  readonly recipients: (
+    projectId: string,
+    id: string,
+    page: number,
+    pageSize: number
+  ) => Effect.Effect<RecipientsPage | undefined, PersistenceError>
   /**
    * Scheduled campaigns of these partitions due at `now`: moved to SENDING, their fan-out started. A
    * round of the worker's loop, which retries a failed round: its SqlError is left as the loop's other rounds have it.
    */
   readonly startDue: (partitions: ReadonlyArray<number>, now: Date) => Effect.Effect<number, SqlError.SqlError>
   /** Campaigns that use the segment and are SCHEDULED or SENDING. */
-  readonly activeUsingSegment: (projectId: string, segmentId: string) => Effect.Effect<ReadonlyArray<{ id: string; name: string }>, PersistenceError>
+  readonly activeUsingSegment: (
+    projectId: string,
+    segmentId: string
+  ) => Effect.Effect<ReadonlyArray<{ id: string; name: string }>, PersistenceError>
   readonly all: (projectId: string) => Effect.Effect<ReadonlyArray<Campaign>, PersistenceError>
   /**
    * The project's campaign test sends of the last hour, for their hourly limit: locked for the caller's
    * transaction (two requests cannot both take the last one), counted up to `limit`, with the seconds
    * until the oldest of those counted leaves the hour.
    */
-  readonly recentTestSends: (projectId: string, limit: number) => Effect.Effect<{ readonly count: number; readonly freeInSeconds: number }, PersistenceError>
+  readonly recentTestSends: (
+    projectId: string,
+    limit: number
+  ) => Effect.Effect<{ readonly count: number; readonly freeInSeconds: number }, PersistenceError>
   /**
    * Counts an unsubscribe for the campaign of `emailId`: call it in the transaction that unsubscribes
    * the contact, before that write. It counts only when the contact is subscribed (its row locked until
@@ -292,7 +345,9 @@ export class Campaigns extends Context.Service<Campaigns, {
                                  type, audience_type, segment_id, audience_condition, created_at, updated_at)
           VALUES (${uuidv7()}, ${projectId}, ${outbox.lanes.partitionOf(projectId, OWNER_LANE)}, ${input.name}, ${input.description},
                   ${input.subject}, ${input.body}, ${input.from}, ${input.fromName}, ${input.replyTo}, ${input.type},
-                  ${input.audienceType}, ${input.segmentId}, ${input.audienceCondition === null ? null : JSON.stringify(input.audienceCondition)}::jsonb,
+                  ${input.audienceType}, ${input.segmentId}, ${
+          input.audienceCondition === null ? null : JSON.stringify(input.audienceCondition)
+        }::jsonb,
                   ${now}, ${now})
           RETURNING ${sql.literal(CAMPAIGN_COLUMNS)}`.pipe(Effect.flatMap(decodeCampaignRows))
         return toCampaign(row!)
@@ -349,14 +404,16 @@ export class Campaigns extends Context.Service<Campaigns, {
 
       const replace = (projectId: string, id: string, input: CampaignInput) =>
         transition(projectId, id, ["DRAFT", "SCHEDULED"], (status) => InvalidCampaignState.of(status, "edited"), () =>
-          Effect.map(sql`
+          Effect.map(
+            sql`
             UPDATE campaigns SET name = ${input.name}, description = ${input.description}, subject = ${input.subject},
                    body = ${input.body}, from_email = ${input.from}, from_name = ${input.fromName}, reply_to = ${input.replyTo},
                    type = ${input.type}, audience_type = ${input.audienceType}, segment_id = ${input.segmentId},
                    audience_condition = ${input.audienceCondition === null ? null : JSON.stringify(input.audienceCondition)}::jsonb,
                    updated_at = now()
-            WHERE id = ${id} RETURNING ${sql.literal(CAMPAIGN_COLUMNS)}`.pipe(Effect.flatMap(decodeCampaignRows)), (rows) =>
-            toCampaign(rows[0]!)))
+            WHERE id = ${id} RETURNING ${sql.literal(CAMPAIGN_COLUMNS)}`.pipe(Effect.flatMap(decodeCampaignRows)),
+            (rows) => toCampaign(rows[0]!)
+          ))
 
       const remove = (projectId: string, id: string) =>
         transition(
@@ -364,7 +421,10 @@ export class Campaigns extends Context.Service<Campaigns, {
           id,
           ["DRAFT"],
           (status) =>
-            InvalidCampaignState.of(status, status === "SCHEDULED" || status === "SENDING" ? "deleted: cancel it first" : "deleted: only drafts can"),
+            InvalidCampaignState.of(
+              status,
+              status === "SCHEDULED" || status === "SENDING" ? "deleted: cancel it first" : "deleted: only drafts can"
+            ),
           () => Effect.as(sql`DELETE FROM campaigns WHERE id = ${id}`, true as const)
         )
 
@@ -388,27 +448,35 @@ export class Campaigns extends Context.Service<Campaigns, {
             // As the reference refuses it: a campaign nobody would get is not sent (nor scheduled).
             if (!(yield* hasRecipients(sql, row).pipe(Effect.provideService(Clock.Clock, clock)))) return yield* CampaignAudienceEmpty.of()
             return at && at.getTime() > clock.currentTimeMillisUnsafe()
-              ? toCampaign((yield* sql`
+              ? toCampaign(
+                (yield* sql`
                   UPDATE campaigns SET status = 'SCHEDULED', scheduled_for = ${at.toISOString()}, updated_at = now()
-                  WHERE id = ${id} RETURNING ${sql.literal(CAMPAIGN_COLUMNS)}`.pipe(Effect.flatMap(decodeCampaignRows)))[0]!)
+                  WHERE id = ${id} RETURNING ${sql.literal(CAMPAIGN_COLUMNS)}`.pipe(Effect.flatMap(decodeCampaignRows)))[0]!
+              )
               : yield* startSending(row)
           }))
 
       const cancel = (projectId: string, id: string) =>
-        transition(projectId, id, ["SCHEDULED", "SENDING"], (status) => InvalidCampaignState.of(status, "cancelled"), (row) =>
-          Effect.gen(function*() {
-            if (row.status === "SCHEDULED") {
-              // Nothing was sent: an editable draft again, as the reference returns it. The due loop reads
-              // SCHEDULED rows only, so it will not start it.
-              const [draft] = yield* sql`
+        transition(
+          projectId,
+          id,
+          ["SCHEDULED", "SENDING"],
+          (status) => InvalidCampaignState.of(status, "cancelled"),
+          (row) =>
+            Effect.gen(function*() {
+              if (row.status === "SCHEDULED") {
+                // Nothing was sent: an editable draft again, as the reference returns it. The due loop reads
+                // SCHEDULED rows only, so it will not start it.
+                const [draft] = yield* sql`
                 UPDATE campaigns SET status = 'DRAFT', scheduled_for = NULL, updated_at = now()
                 WHERE id = ${id} RETURNING ${sql.literal(CAMPAIGN_COLUMNS)}`.pipe(Effect.flatMap(decodeCampaignRows))
-              return toCampaign(draft!)
-            }
-            // The fan-out step locks the campaign too, so no mail is queued after this commits.
-            const [updated] = yield* dropQueuedMail(sql, id, "the campaign was cancelled", null)
-            return toCampaign(updated!)
-          }))
+                return toCampaign(draft!)
+              }
+              // The fan-out step locks the campaign too, so no mail is queued after this commits.
+              const [updated] = yield* dropQueuedMail(sql, id, "the campaign was cancelled", null)
+              return toCampaign(updated!)
+            })
+        )
 
       const recipients = Effect.fn("Campaigns.recipients")(function*(projectId: string, id: string, page: number, pageSize: number) {
         const row = yield* getRow(projectId, id)
@@ -482,7 +550,8 @@ export class Campaigns extends Context.Service<Campaigns, {
         return active
           .filter((row) =>
             row.segment_id === segmentId ||
-            (row.audience_condition !== null && conditionReads(row.audience_condition).segments.has(segmentId)))
+            (row.audience_condition !== null && conditionReads(row.audience_condition).segments.has(segmentId))
+          )
           .map(({ id, name }) => ({ id, name }))
       }, mapSqlError)
 
@@ -508,7 +577,22 @@ export class Campaigns extends Context.Service<Campaigns, {
             AND c.id = e.campaign_id AND e.bounced_at IS NULL AND e.complained_at IS NULL`
       }, mapSqlError)
 
-      return Campaigns.of({ create, get, list, replace, remove, send, cancel, stats, recipients, startDue, activeUsingSegment, all, recentTestSends, countUnsubscribe })
+      return Campaigns.of({
+        create,
+        get,
+        list,
+        replace,
+        remove,
+        send,
+        cancel,
+        stats,
+        recipients,
+        startDue,
+        activeUsingSegment,
+        all,
+        recentTestSends,
+        countUnsubscribe
+      })
     })
   )
 }

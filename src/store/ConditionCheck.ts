@@ -53,7 +53,12 @@ export class ConditionCheck extends Context.Service<ConditionCheck, {
         if (unknown.length > 0) {
           return {
             _tag: "invalid",
-            problems: unknown.map((id) => ({ path, message: `Segment ${id} does not exist in this project`, code: "unknown_segment", received: id }))
+            problems: unknown.map((id) => ({
+              path,
+              message: `Segment ${id} does not exist in this project`,
+              code: "unknown_segment",
+              received: id
+            }))
           } as CheckedCondition
         }
         const self = options?.segmentId

@@ -67,13 +67,14 @@ export const importStepCommand = (
   lane: range % context.outbox.lanes.count
 })
 
-
 /** SQL inserting error rows for a job, keeping about the first MAX_JOB_ERRORS. */
 export const insertJobErrors = (sql: SqlClient.SqlClient, jobId: string, errors: ReadonlyArray<JobError>) =>
   errors.length === 0 ? Effect.void : sql`
     INSERT INTO contact_job_errors (job_id, row, email, contact_id, reason)
     SELECT ${jobId}, x.row, x.email, x."contactId", x.reason
-    FROM jsonb_to_recordset(${JSON.stringify(errors.slice(0, MAX_JOB_ERRORS))}::jsonb) AS x(row int, email text, "contactId" text, reason text)
+    FROM jsonb_to_recordset(${
+    JSON.stringify(errors.slice(0, MAX_JOB_ERRORS))
+  }::jsonb) AS x(row int, email text, "contactId" text, reason text)
     WHERE (SELECT count(*) FROM contact_job_errors WHERE job_id = ${jobId}) < ${MAX_JOB_ERRORS}
     ON CONFLICT DO NOTHING`.pipe(Effect.asVoid)
 
@@ -104,7 +105,7 @@ export const addJobProgress = (sql: SqlClient.SqlClient, jobId: string, lane: nu
 /** An uploaded file's parts, read one query at a time as the reader needs them (outside any transaction). */
 const partSource = (sql: SqlClient.SqlClient, jobId: string): AsyncIterable<Uint8Array> => ({
   async *[Symbol.asyncIterator]() {
-    for (let part = 0; ; part++) {
+    for (let part = 0;; part++) {
       const rows = await Effect.runPromise(sql<{ bytes: Uint8Array }>`
         SELECT bytes FROM contact_job_parts WHERE job_id = ${jobId} AND part = ${part}`)
       if (!rows[0]) return
@@ -213,7 +214,15 @@ export class ContactJobs extends Context.Service<ContactJobs, {
             yield* insertJobErrors(sql, id, errors)
             yield* addJobProgress(sql, id, -1, { processed: errors.length, skipped: errors.length })
           }
-          const messages: Array<BulkMessage> = [...byLane].map(([lane, rows]) => ({ kind: "bulk", projectId, jobId: id, op: kind, lane, at, rows }))
+          const messages: Array<BulkMessage> = [...byLane].map(([lane, rows]) => ({
+            kind: "bulk",
+            projectId,
+            jobId: id,
+            op: kind,
+            lane,
+            at,
+            rows
+          }))
           yield* outbox.append(messages)
           return id
         }))
@@ -286,12 +295,23 @@ export class ContactJobs extends Context.Service<ContactJobs, {
         return ids.length === 0
           ? Effect.succeed([])
           : Effect.map(
-            sql<{ email: string }>`SELECT email FROM contacts WHERE project_id = ${projectId} AND id = ANY(${`{${ids.join(",")}}`}::uuid[])`,
+            sql<{ email: string }>`SELECT email FROM contacts WHERE project_id = ${projectId} AND id = ANY(${`{${
+              ids.join(",")
+            }}`}::uuid[])`,
             (rows) => rows.map((row) => row.email)
           ).pipe(mapSqlError)
       }
 
-      return ContactJobs.of({ beginUpload, appendPart, parts: (jobId) => partSource(sql, jobId), discard, queueImport, queueBulk, emailsOf, view })
+      return ContactJobs.of({
+        beginUpload,
+        appendPart,
+        parts: (jobId) => partSource(sql, jobId),
+        discard,
+        queueImport,
+        queueBulk,
+        emailsOf,
+        view
+      })
     })
   )
 }

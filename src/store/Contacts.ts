@@ -104,7 +104,6 @@ interface ContactRow {
   readonly updated_at: Date | string
 }
 
-
 export const toContact = (row: ContactRow): Contact => ({
   id: row.id,
   email: row.email,
@@ -278,7 +277,7 @@ export class Contacts extends Context.Service<Contacts, {
       }
 
       const upsert = Effect.fn("Contacts.upsert")(function*(input: UpsertInput) {
-        for (let attempt = 1; ; attempt++) {
+        for (let attempt = 1;; attempt++) {
           const [row] = yield* upsertOnce(input)
           if (row?.too_large) return yield* new ContactDataTooLarge({ contactId: row.id })
           if (row) {
@@ -357,8 +356,11 @@ export class Contacts extends Context.Service<Contacts, {
           UNION ALL
           SELECT patched.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM patched
           WHERE NOT EXISTS (SELECT 1 FROM up)`.pipe(
-          Effect.catchTag("SqlError", (error): Effect.Effect<never, DuplicateEmail | SqlError.SqlError> =>
-            error.reason._tag === "UniqueViolation" ? Effect.fail(DuplicateEmail.of()) : Effect.fail(error))
+          Effect.catchTag(
+            "SqlError",
+            (error): Effect.Effect<never, DuplicateEmail | SqlError.SqlError> =>
+              error.reason._tag === "UniqueViolation" ? Effect.fail(DuplicateEmail.of()) : Effect.fail(error)
+          )
         )
         if (rows[0]?.too_large) return yield* new ContactDataTooLarge({ contactId: rows[0].id })
         return rows[0] ? toContact(rows[0]) : undefined
@@ -391,9 +393,11 @@ export class Contacts extends Context.Service<Contacts, {
         if (query.segment) conditions.push(segmentMembersSql(sql, query.segment, yield* Clock.currentTimeMillis))
         if (query.data) {
           const value = sql`(c.data #> ${pgArray(query.data.path)}::text[])`
-          conditions.push(query.data.equals === undefined
-            ? sql`${value} IS NOT NULL AND ${value} <> 'null'::jsonb`
-            : sql`${value} #>> '{}' = ${query.data.equals}`)
+          conditions.push(
+            query.data.equals === undefined
+              ? sql`${value} IS NOT NULL AND ${value} <> 'null'::jsonb`
+              : sql`${value} #>> '{}' = ${query.data.equals}`
+          )
         }
         const filters = [...conditions]
         const after = query.dir === "asc" ? ">" : "<"
@@ -418,7 +422,10 @@ export class Contacts extends Context.Service<Contacts, {
             SELECT id, email, subscribed, snoozed_until, data, created_at, updated_at
             FROM contacts c WHERE ${sql.and(conditions)} ORDER BY ${orderBy} LIMIT ${query.limit + 1}`,
           query.cursor === undefined
-            ? Effect.map(sql<{ n: number }>`SELECT count(*)::int AS n FROM contacts c WHERE ${sql.and(filters)}`, ([count]) => count?.n ?? 0)
+            ? Effect.map(
+              sql<{ n: number }>`SELECT count(*)::int AS n FROM contacts c WHERE ${sql.and(filters)}`,
+              ([count]) => count?.n ?? 0
+            )
             : Effect.succeed(0)
         ], { concurrency: 2 })
         const hasMore = rows.length > query.limit
@@ -536,7 +543,9 @@ export class Contacts extends Context.Service<Contacts, {
           JOIN segments s ON s.id = m.segment_id AND s.project_id = ${projectId}
           WHERE m.contact_id = ${id} AND m.exited_at IS NULL
           ORDER BY s.name, s.id`
-        const executions = yield* sql<{ id: string; workflow_id: string; name: string; status: string; started_at: Date; finished_at: Date | null }>`
+        const executions = yield* sql<
+          { id: string; workflow_id: string; name: string; status: string; started_at: Date; finished_at: Date | null }
+        >`
           SELECT x.id, w.id AS workflow_id, w.name, x.status, x.started_at, x.finished_at
           FROM workflows w JOIN workflow_executions x ON x.workflow_id = w.id AND x.contact_id = ${id}
           WHERE w.project_id = ${projectId}

@@ -104,13 +104,15 @@ const toDeadLetter = (row: Row): DeadLetter => ({
   createdAt: new Date(row.created_at).toISOString()
 })
 
-
 export class DeadLetters extends Context.Service<DeadLetters, {
   readonly list: (projectId: string, query: {
     readonly limit: number
     readonly cursor: string | undefined
     readonly replayed: boolean | undefined
-  }) => Effect.Effect<{ readonly data: ReadonlyArray<DeadLetter>; readonly cursor: string | null; readonly hasMore: boolean; readonly total: number }, InvalidCursor | PersistenceError>
+  }) => Effect.Effect<
+    { readonly data: ReadonlyArray<DeadLetter>; readonly cursor: string | null; readonly hasMore: boolean; readonly total: number },
+    InvalidCursor | PersistenceError
+  >
   readonly get: (projectId: string, id: string) => Effect.Effect<DeadLetterDetail | undefined, PersistenceError>
   /**
    * Publishes the message again (through the outbox); undefined when there is no such letter,
@@ -132,7 +134,8 @@ export class DeadLetters extends Context.Service<DeadLetters, {
         readonly cursor: string | undefined
         readonly replayed: boolean | undefined
       }) {
-        if (query.cursor !== undefined && !isUuid(query.cursor)) return yield* InvalidCursor.of("The cursor is not one this endpoint returned")
+        if (query.cursor !== undefined && !isUuid(query.cursor))
+          return yield* InvalidCursor.of("The cursor is not one this endpoint returned")
         const filters = [sql`project_id = ${projectId}`]
         if (query.replayed !== undefined) filters.push(query.replayed ? sql`replayed_at IS NOT NULL` : sql`replayed_at IS NULL`)
         const page = query.cursor === undefined ? filters : [...filters, sql`id < ${query.cursor}::uuid`]
@@ -182,7 +185,8 @@ export class DeadLetters extends Context.Service<DeadLetters, {
             FROM dead_letters WHERE project_id = ${projectId} AND id = ${id} FOR UPDATE`
           if (!row) return undefined
           const body = parse(row.payload)
-          if (typeof body !== "object" || body === null || (body as { projectId?: unknown }).projectId !== projectId) return yield* DeadLetterNotReplayable.of()
+          if (typeof body !== "object" || body === null || (body as { projectId?: unknown }).projectId !== projectId)
+            return yield* DeadLetterNotReplayable.of()
           // What Postgres (and so the outbox) cannot hold can never be applied either.
           if (storableProblem(body, Number.MAX_SAFE_INTEGER) !== undefined) return yield* DeadLetterNotReplayable.of()
           if (!(yield* requeue(row, body))) return yield* DeadLetterNotReplayable.of()

@@ -198,25 +198,46 @@ export interface DestinationInput {
 }
 
 export class Destinations extends Context.Service<Destinations, {
-  readonly create: (projectId: string, input: DestinationInput) => Effect.Effect<DestinationView & { readonly secret: string }, PersistenceError>
+  readonly create: (
+    projectId: string,
+    input: DestinationInput
+  ) => Effect.Effect<DestinationView & { readonly secret: string }, PersistenceError>
   readonly list: (projectId: string) => Effect.Effect<ReadonlyArray<DestinationView>, PersistenceError>
   readonly get: (projectId: string, id: string) => Effect.Effect<DestinationView | undefined, PersistenceError>
-  readonly update: (projectId: string, id: string, patch: Partial<DestinationInput>) => Effect.Effect<DestinationView | undefined, PersistenceError>
+  readonly update: (
+    projectId: string,
+    id: string,
+    patch: Partial<DestinationInput>
+  ) => Effect.Effect<DestinationView | undefined, PersistenceError>
   readonly remove: (projectId: string, id: string) => Effect.Effect<boolean, PersistenceError>
-  readonly rotateSecret: (projectId: string, id: string, overlapSeconds: number) => Effect.Effect<(DestinationView & { readonly secret: string }) | undefined, PersistenceError>
+  readonly rotateSecret: (
+    projectId: string,
+    id: string,
+    overlapSeconds: number
+  ) => Effect.Effect<(DestinationView & { readonly secret: string }) | undefined, PersistenceError>
   readonly deliveries: (projectId: string, id: string, query: {
     readonly limit: number
     readonly cursor: string | undefined
     readonly status: DeliveryStatus | undefined
-  }) => Effect.Effect<{ readonly data: ReadonlyArray<DeliveryView>; readonly cursor: string | null; readonly hasMore: boolean } | undefined, InvalidCursor | PersistenceError>
+  }) => Effect.Effect<
+    { readonly data: ReadonlyArray<DeliveryView>; readonly cursor: string | null; readonly hasMore: boolean } | undefined,
+    InvalidCursor | PersistenceError
+  >
   readonly delivery: (projectId: string, destinationId: string, id: string) => Effect.Effect<DeliveryView | undefined, PersistenceError>
   /** Puts deliveries back to pending (a new retry period from now); answers those it found. */
-  readonly replay: (projectId: string, destinationId: string, which: { readonly id: string } | { readonly from: Date; readonly to: Date }, retryUntil: Date) => Effect.Effect<ReadonlyArray<DeliveryView> | undefined, PersistenceError>
+  readonly replay: (
+    projectId: string,
+    destinationId: string,
+    which: { readonly id: string } | { readonly from: Date; readonly to: Date },
+    retryUntil: Date
+  ) => Effect.Effect<ReadonlyArray<DeliveryView> | undefined, PersistenceError>
 
   // The engine's side.
   readonly active: (projectId: string) => Effect.Effect<ReadonlyArray<ActiveDestination>, PersistenceError>
   /** The enabled destinations of each of these projects (one query). */
-  readonly activeIn: (projectIds: ReadonlyArray<string>) => Effect.Effect<ReadonlyMap<string, ReadonlyArray<ActiveDestination>>, PersistenceError>
+  readonly activeIn: (
+    projectIds: ReadonlyArray<string>
+  ) => Effect.Effect<ReadonlyMap<string, ReadonlyArray<ActiveDestination>>, PersistenceError>
   /** Records deliveries (a repeat of one already recorded is ignored); answers the destinations that got new ones. */
   readonly record: (deliveries: ReadonlyArray<NewDelivery>, retryUntil: Date) => Effect.Effect<ReadonlyArray<string>, PersistenceError>
   /** Records deliveries, and claims for the caller, for `leaseMs`, up to `rooms[destination]` of each destination's ready ones. */
@@ -243,14 +264,21 @@ export class Destinations extends Context.Service<Destinations, {
   /** Deletes up to `limit` finished deliveries created more than `days` days ago; answers how many. */
   readonly prune: (days: number, limit: number) => Effect.Effect<number, PersistenceError>
   /** A test event's delivery, recorded already claimed. */
-  readonly recordTest: (projectId: string, destinationId: string, eventId: string, body: string, eventAt: string) => Effect.Effect<ClaimedDelivery | undefined, PersistenceError>
+  readonly recordTest: (
+    projectId: string,
+    destinationId: string,
+    eventId: string,
+    body: string,
+    eventAt: string
+  ) => Effect.Effect<ClaimedDelivery | undefined, PersistenceError>
 }>()("app/store/Destinations") {
   static readonly layer = Layer.effect(
     Destinations,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
 
-      const selectDestinations = (where: ReturnType<typeof sql.and>) => sql<DestinationRow>`
+      const selectDestinations = (where: ReturnType<typeof sql.and>) =>
+        sql<DestinationRow>`
         SELECT d.id, d.url, d.description, d.events, d.enabled, d.disabled_at, d.disabled_reason, d.consecutive_failures,
                d.secret_rotated_at, d.previous_secret_expires_at, d.last_success_at, d.last_failure_at, d.created_at, d.updated_at,
                coalesce(s.pending, 0)::int AS pending, coalesce(s.succeeded, 0)::int AS succeeded,
@@ -300,7 +328,11 @@ export class Destinations extends Context.Service<Destinations, {
           // Re-enabling (also after an automatic disable) starts a new run of failures.
           sets.push(sql`enabled = true`, sql`disabled_at = NULL`, sql`disabled_reason = NULL`, sql`consecutive_failures = 0`)
         } else if (patch.enabled === false) {
-          sets.push(sql`enabled = false`, sql`disabled_at = coalesce(disabled_at, now())`, sql`disabled_reason = coalesce(disabled_reason, 'manual')`)
+          sets.push(
+            sql`enabled = false`,
+            sql`disabled_at = coalesce(disabled_at, now())`,
+            sql`disabled_reason = coalesce(disabled_reason, 'manual')`
+          )
         }
         const updated = yield* sql`UPDATE destinations SET ${sql.csv(sets)} WHERE project_id = ${projectId} AND id = ${id} RETURNING id`
         if (updated.length === 0) return undefined
@@ -555,9 +587,10 @@ export class Destinations extends Context.Service<Destinations, {
         (rows) => (rows[0]?.ms === null || rows[0] === undefined ? undefined : Number(rows[0].ms))
       ).pipe(mapSqlError)
 
-      const recordTest = Effect.fn("Destinations.recordTest")(function*(projectId: string, destinationId: string, eventId: string, body: string, eventAt: string) {
-        if (!isUuid(destinationId)) return undefined
-        const [row] = yield* sql<ClaimRow>`
+      const recordTest = Effect.fn("Destinations.recordTest")(
+        function*(projectId: string, destinationId: string, eventId: string, body: string, eventAt: string) {
+          if (!isUuid(destinationId)) return undefined
+          const [row] = yield* sql<ClaimRow>`
           INSERT INTO destination_deliveries (id, destination_id, project_id, event_id, event_type, contact_id, payload, event_at,
                                               retry_until, attempts, claimed_until)
           SELECT ${deliveryId(destinationId, eventId)}, d.id, d.project_id, ${eventId}, 'destination.test', NULL, to_jsonb(${body}::text),
@@ -567,8 +600,10 @@ export class Destinations extends Context.Service<Destinations, {
                     (SELECT secret FROM destinations WHERE id = ${destinationId}) AS secret,
                     (SELECT CASE WHEN previous_secret_expires_at > now() THEN previous_secret END FROM destinations WHERE id = ${destinationId}) AS previous_secret,
                     payload #>> '{}' AS payload, event_at, attempts, retry_until, event_type`
-        return row ? toClaimed(row) : undefined
-      }, mapSqlError)
+          return row ? toClaimed(row) : undefined
+        },
+        mapSqlError
+      )
 
       const prune = Effect.fn("Destinations.prune")(function*(days: number, limit: number) {
         const rows = yield* sql`
@@ -582,7 +617,25 @@ export class Destinations extends Context.Service<Destinations, {
 
       return Destinations.of({
         prune,
-        create, list, get, update, remove, rotateSecret, deliveries, delivery, replay, active, activeIn, record, recordAndClaim, claim, settle, settleMany, due, nextDueIn, recordTest
+        create,
+        list,
+        get,
+        update,
+        remove,
+        rotateSecret,
+        deliveries,
+        delivery,
+        replay,
+        active,
+        activeIn,
+        record,
+        recordAndClaim,
+        claim,
+        settle,
+        settleMany,
+        due,
+        nextDueIn,
+        recordTest
       })
     })
   )

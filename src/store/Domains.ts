@@ -7,14 +7,7 @@ import { uuidv7 } from "../domain/ids.ts"
 import { AppConfig } from "../config.ts"
 import { Dns } from "../lib/dns.ts"
 import { isolateRow } from "../lib/isolation.ts"
-import {
-  type DnsRecord,
-  type DomainStatus,
-  domainStatus,
-  generateDkimKeys,
-  recordsFor,
-  recordStatus
-} from "./domainRecords.ts"
+import { type DnsRecord, type DomainStatus, domainStatus, generateDkimKeys, recordsFor, recordStatus } from "./domainRecords.ts"
 import { NullableTimestamp, Timestamp } from "./columns.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
@@ -138,13 +131,18 @@ export class Domains extends Context.Service<Domains, {
       }, mapSqlError)
 
       const recheck = Effect.fnUntraced(function*(row: DomainRow) {
-        const records = yield* Effect.forEach(row.records, (record) =>
-          Effect.map(dns.txt(record.name), (answer) => ({ ...record, status: recordStatus(record, answer) })), {
-          concurrency: "unbounded"
-        })
+        const records = yield* Effect.forEach(
+          row.records,
+          (record) => Effect.map(dns.txt(record.name), (answer) => ({ ...record, status: recordStatus(record, answer) })),
+          {
+            concurrency: "unbounded"
+          }
+        )
         const status = domainStatus(row.status, records)
         const updated = yield* sql`
-          UPDATE domains SET records = ${JSON.stringify(records)}::jsonb, status = ${status}, last_checked_at = now(), last_check_error = NULL,
+          UPDATE domains SET records = ${
+          JSON.stringify(records)
+        }::jsonb, status = ${status}, last_checked_at = now(), last_check_error = NULL,
                  verified_at = CASE WHEN ${status} = 'VERIFIED' THEN COALESCE(verified_at, now()) ELSE NULL END
           WHERE id = ${row.id}
           RETURNING ${sql.literal(COLUMNS)}`.pipe(Effect.flatMap(decodeRows))

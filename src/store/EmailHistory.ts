@@ -66,7 +66,6 @@ export interface EmailPage {
   readonly hasMore: boolean
 }
 
-
 export class EmailHistory extends Context.Service<EmailHistory, {
   readonly list: (projectId: string, query: EmailListQuery) => Effect.Effect<EmailPage, InvalidCursor | PersistenceError>
   /** The email with its content but the attachments' (their names and sizes only), or undefined when the project has none such. */
@@ -113,14 +112,16 @@ export class EmailHistory extends Context.Service<EmailHistory, {
       const detail = Effect.fn("EmailHistory.detail")(function*(projectId: string, id: string, maxHtmlBytes: number) {
         if (!isUuid(id)) return undefined
         // Everything but the attachments' content; an HTML body over the cap (a row stored before the caps) is not read.
-        const rows = yield* sql<EmailRow & {
-          html: string | null
-          headers: Readonly<Record<string, string>>
-          attachment_list: ReadonlyArray<AttachmentSummary>
-          content_expired_at: Date | null
-          auth_results: AuthenticationResults | null
-          raw_head: Uint8Array | null
-        }>`
+        const rows = yield* sql<
+          EmailRow & {
+            html: string | null
+            headers: Readonly<Record<string, string>>
+            attachment_list: ReadonlyArray<AttachmentSummary>
+            content_expired_at: Date | null
+            auth_results: AuthenticationResults | null
+            raw_head: Uint8Array | null
+          }
+        >`
           SELECT ${sql.literal(summaryColumns("e"))},
                  CASE WHEN octet_length(e.html) <= ${maxHtmlBytes} THEN e.html END AS html, e.headers, e.content_expired_at,
                  e.auth_results, substring(e.raw_message from 1 for 65536) AS raw_head,

@@ -114,9 +114,32 @@ export interface EmailRow {
 export const summaryColumns = (alias?: string) => {
   const column = (name: string) => (alias ? `${alias}.${name}` : name)
   return [
-    "id", "project_id", "partition", "contact_id", "to_email", "to_name", "from_email", "from_name", "reply_to", "type",
-    "template_id", "campaign_id", "workflow_id", "message_id", "status", "attempts", "error", "created_at", "sent_at",
-    "delivered_at", "opened_at", "clicked_at", "bounced_at", "complained_at", "direction", "in_reply_to_email_id"
+    "id",
+    "project_id",
+    "partition",
+    "contact_id",
+    "to_email",
+    "to_name",
+    "from_email",
+    "from_name",
+    "reply_to",
+    "type",
+    "template_id",
+    "campaign_id",
+    "workflow_id",
+    "message_id",
+    "status",
+    "attempts",
+    "error",
+    "created_at",
+    "sent_at",
+    "delivered_at",
+    "opened_at",
+    "clicked_at",
+    "bounced_at",
+    "complained_at",
+    "direction",
+    "in_reply_to_email_id"
   ].map(column).concat(`left(${column("subject")}, 998) AS subject`).join(", ")
 }
 
@@ -251,7 +274,9 @@ export class Emails extends Context.Service<Emails, {
       const outbox = yield* Outbox
 
       const get = Effect.fn("Emails.get")(function*(projectId: string, id: string) {
-        const rows = yield* sql<EmailRow>`SELECT ${sql.literal(summaryColumns())} FROM emails WHERE project_id = ${projectId} AND id = ${id}`
+        const rows = yield* sql<EmailRow>`SELECT ${
+          sql.literal(summaryColumns())
+        } FROM emails WHERE project_id = ${projectId} AND id = ${id}`
         return rows[0] ? toEmailRecord(rows[0]) : undefined
       }, mapSqlError)
 

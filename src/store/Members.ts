@@ -107,7 +107,10 @@ export class Members extends Context.Service<Members, {
             true
           ).pipe(Effect.map((removed) => removed === true)),
         leaveAll: (userId) =>
-          sql`DELETE FROM project_members WHERE user_id = ${userId} RETURNING project_id`.pipe(Effect.map((rows) => rows.length), mapSqlError)
+          sql`DELETE FROM project_members WHERE user_id = ${userId} RETURNING project_id`.pipe(
+            Effect.map((rows) => rows.length),
+            mapSqlError
+          )
       })
     })
   )

@@ -19,11 +19,23 @@ export type QueuedMail =
   | { readonly id: string; readonly kind: "message"; readonly message: PlatformMessage; readonly attempts: number }
   | { readonly id: string; readonly kind: "password_reset"; readonly email: string; readonly attempts: number }
 
-type Row = { id: string; kind: "message" | "password_reset"; recipient: string; subject: string | null; body: string | null; attempts: number }
+type Row = {
+  id: string
+  kind: "message" | "password_reset"
+  recipient: string
+  subject: string | null
+  body: string | null
+  attempts: number
+}
 
 const toQueued = (row: Row): QueuedMail =>
   row.kind === "message"
-    ? { id: row.id, kind: "message", message: { to: row.recipient, subject: row.subject ?? "", text: row.body ?? "" }, attempts: row.attempts }
+    ? {
+      id: row.id,
+      kind: "message",
+      message: { to: row.recipient, subject: row.subject ?? "", text: row.body ?? "" },
+      attempts: row.attempts
+    }
     : { id: row.id, kind: "password_reset", email: row.recipient, attempts: row.attempts }
 
 export class PlatformMailQueue extends Context.Service<PlatformMailQueue, {
@@ -51,7 +63,10 @@ export class PlatformMailQueue extends Context.Service<PlatformMailQueue, {
           sql`INSERT INTO platform_mail (id, kind, recipient, subject, body)
               VALUES (${uuidv7()}, 'message', ${message.to}, ${message.subject}, ${message.text})`.pipe(Effect.asVoid, mapSqlError),
         enqueuePasswordReset: (email) =>
-          sql`INSERT INTO platform_mail (id, kind, recipient) VALUES (${uuidv7()}, 'password_reset', ${email})`.pipe(Effect.asVoid, mapSqlError),
+          sql`INSERT INTO platform_mail (id, kind, recipient) VALUES (${uuidv7()}, 'password_reset', ${email})`.pipe(
+            Effect.asVoid,
+            mapSqlError
+          ),
         claimDue: (limit, leaseSeconds) =>
           sql<Row>`
             UPDATE platform_mail SET next_attempt_at = now() + make_interval(secs => ${leaseSeconds}), attempts = attempts + 1

@@ -30,8 +30,7 @@ export class ProjectCacheInvalidation extends Context.Service<ProjectCacheInvali
         onGap: () => Effect.runSync(projects.forgetAll)
       })
       return ProjectCacheInvalidation.of({
-        announce: (projectId) =>
-          Effect.andThen(projects.forget(projectId), invalidations.publish(TOPIC, { projectId } satisfies Changed))
+        announce: (projectId) => Effect.andThen(projects.forget(projectId), invalidations.publish(TOPIC, { projectId } satisfies Changed))
       })
     })
   )

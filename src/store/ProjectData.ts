@@ -22,10 +22,21 @@ import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
  * stream bookkeeping (project_offsets).
  */
 const WIPED_TABLES = [
-  "workflow_step_executions", "workflow_timers", "workflow_executions", "workflows",
-  "campaigns", "segment_memberships", "segments", "timers",
-  "templates", "event_aggregates", "events", "contact_fields", "contacts",
-  "dead_letters", "idempotency_keys"
+  "workflow_step_executions",
+  "workflow_timers",
+  "workflow_executions",
+  "workflows",
+  "campaigns",
+  "segment_memberships",
+  "segments",
+  "timers",
+  "templates",
+  "event_aggregates",
+  "events",
+  "contact_fields",
+  "contacts",
+  "dead_letters",
+  "idempotency_keys"
 ] as const
 
 export interface ResetResult {

@@ -118,7 +118,9 @@ export class ProjectHealth extends Context.Service<ProjectHealth, {
 
       const rates = Effect.fn("ProjectHealth.rates")(function*(projectId: string) {
         const [row] = yield* rateRows(projectId)
-        return toRates(row ?? { project_id: projectId, window_start: new Date(yield* Clock.currentTimeMillis), sends: 0, bounces: 0, complaints: 0 })
+        return toRates(
+          row ?? { project_id: projectId, window_start: new Date(yield* Clock.currentTimeMillis), sends: 0, bounces: 0, complaints: 0 }
+        )
       }, mapSqlError)
 
       const suspensions = Effect.fn("ProjectHealth.suspensions")(function*(projectId: string) {
@@ -169,7 +171,8 @@ export class ProjectHealth extends Context.Service<ProjectHealth, {
           const reason = protectionVerdict(measured, thresholds)
           if (!reason) continue
           const changed = yield* sql.withTransaction(Effect.gen(function*() {
-            const updated = yield* sql`UPDATE projects SET disabled = true, disabled_reason = ${reason}, disabled_at = now(), updated_at = now()
+            const updated =
+              yield* sql`UPDATE projects SET disabled = true, disabled_reason = ${reason}, disabled_at = now(), updated_at = now()
                                        WHERE id = ${row.project_id} AND NOT disabled RETURNING id`
             if (updated.length === 0) return false
             yield* sql`INSERT INTO project_suspensions (id, project_id, reason, bounce_rate, complaint_rate, sends)

@@ -244,7 +244,20 @@ export class Projects extends Context.Service<Projects, {
       }, mapSqlError)
 
       return Projects.of({
-        create, details, rename, remove, rotateKeys, rotateKey, publicKey, setDisabled, forget, forgetAll, authenticate, authenticateCached, mailSettings, updateMailSettings
+        create,
+        details,
+        rename,
+        remove,
+        rotateKeys,
+        rotateKey,
+        publicKey,
+        setDisabled,
+        forget,
+        forgetAll,
+        authenticate,
+        authenticateCached,
+        mailSettings,
+        updateMailSettings
       })
     })
   )

@@ -101,7 +101,11 @@ export class Segments extends Context.Service<Segments, {
    * Without writing anything: how many contacts match now (a condition, a segment's members, or all
    * contacts when given neither), how many of them a marketing campaign would mail, and a sample.
    */
-  readonly preview: (projectId: string, audience: { readonly condition?: Condition; readonly segment?: Segment }, sampleSize: number) => Effect.Effect<
+  readonly preview: (
+    projectId: string,
+    audience: { readonly condition?: Condition; readonly segment?: Segment },
+    sampleSize: number
+  ) => Effect.Effect<
     { readonly total: number; readonly reachable: number; readonly sample: ReadonlyArray<Contact> },
     PersistenceError
   >
@@ -226,13 +230,16 @@ export class Segments extends Context.Service<Segments, {
       /** segment.<slug>.entry|exit for a manual change of a tracked segment. */
       const emitMembership = (segment: Segment, kind: "entry" | "exit", contacts: ReadonlyArray<{ id: string; email: string }>) =>
         segment.trackMembership
-          ? outbox.emit(segment.projectId, contacts.map((contact) => ({
-            name: `segment.${segmentSlug(segment.name)}.${kind}`,
-            contactId: contact.id,
-            email: contact.email,
-            data: { segmentId: segment.id, segmentName: segment.name },
-            at: new Date(clock.currentTimeMillisUnsafe()).toISOString()
-          })))
+          ? outbox.emit(
+            segment.projectId,
+            contacts.map((contact) => ({
+              name: `segment.${segmentSlug(segment.name)}.${kind}`,
+              contactId: contact.id,
+              email: contact.email,
+              data: { segmentId: segment.id, segmentName: segment.name },
+              at: new Date(clock.currentTimeMillisUnsafe()).toISOString()
+            }))
+          )
           : Effect.void
 
       /** Dynamic segments reading this one's membership are recomputed by the actor (with events). */
@@ -261,7 +268,9 @@ export class Segments extends Context.Service<Segments, {
             const inserted = yield* sql<{ id: string }>`
               WITH ins AS (
                 INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
-                SELECT gen_random_uuid(), ${segment.projectId}, e, ${options.subscribed ?? true}, '{}'::jsonb, ${now}::timestamptz, ${now}::timestamptz
+                SELECT gen_random_uuid(), ${segment.projectId}, e, ${
+              options.subscribed ?? true
+            }, '{}'::jsonb, ${now}::timestamptz, ${now}::timestamptz
                 FROM jsonb_array_elements_text(${emailsJson(emails)}::jsonb) e
                 ON CONFLICT (project_id, email) DO NOTHING
                 RETURNING id, email, subscribed
@@ -350,7 +359,20 @@ export class Segments extends Context.Service<Segments, {
         return { total: counts?.total ?? 0, reachable: counts?.reachable ?? 0, sample: sample.map(toContact) }
       }, mapSqlError)
 
-      return Segments.of({ create, list, get, update, remove, contacts, membersSql: members, preview, refreshCount, requestCompute, addMembers, removeMembers })
+      return Segments.of({
+        create,
+        list,
+        get,
+        update,
+        remove,
+        contacts,
+        membersSql: members,
+        preview,
+        refreshCount,
+        requestCompute,
+        addMembers,
+        removeMembers
+      })
     })
   )
 }

@@ -133,7 +133,8 @@ export class Templates extends Context.Service<Templates, {
             FROM workflow_steps s JOIN workflows w ON w.id = s.workflow_id
             WHERE w.project_id = ${projectId} AND s.type = 'SEND_EMAIL' AND s.config ->> 'templateId' = ${id}
             ORDER BY w.created_at, w.id, s.created_at`
-          if (users.length > 0) return yield* TemplateInUse.of(users.map((user) => ({ id: user.id, name: user.name, stepId: user.step_id })))
+          if (users.length > 0)
+            return yield* TemplateInUse.of(users.map((user) => ({ id: user.id, name: user.name, stepId: user.step_id })))
           yield* sql`DELETE FROM templates WHERE id = ${id}`
           return true
         }))

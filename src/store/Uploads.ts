@@ -32,7 +32,9 @@ const postgresBackend = (sql: SqlClient.SqlClient): Backend => ({
     )
 })
 
-const s3Backend = (options: { endpoint: string; bucket: string; region: string; accessKeyId: string; secretAccessKey: string }): Backend => {
+const s3Backend = (
+  options: { endpoint: string; bucket: string; region: string; accessKeyId: string; secretAccessKey: string }
+): Backend => {
   const client = new AwsClient({
     accessKeyId: options.accessKeyId,
     secretAccessKey: options.secretAccessKey,
@@ -43,7 +45,11 @@ const s3Backend = (options: { endpoint: string; bucket: string; region: string; 
   return {
     put: (id, bytes, contentType) =>
       Effect.promise(async () => {
-        const response = await client.fetch(objectUrl(id), { method: "PUT", body: new Uint8Array(bytes), headers: { "content-type": contentType } })
+        const response = await client.fetch(objectUrl(id), {
+          method: "PUT",
+          body: new Uint8Array(bytes),
+          headers: { "content-type": contentType }
+        })
         if (!response.ok) throw new Error(`S3 PUT ${id} answered ${response.status}: ${(await response.text()).slice(0, 200)}`)
       }),
     get: (id) =>
@@ -51,7 +57,11 @@ const s3Backend = (options: { endpoint: string; bucket: string; region: string; 
         const response = await client.fetch(objectUrl(id))
         if (response.status === 404) return undefined
         if (!response.ok) throw new Error(`S3 GET ${id} answered ${response.status}`)
-        return { id, contentType: response.headers.get("content-type") ?? "application/octet-stream", bytes: new Uint8Array(await response.arrayBuffer()) }
+        return {
+          id,
+          contentType: response.headers.get("content-type") ?? "application/octet-stream",
+          bytes: new Uint8Array(await response.arrayBuffer())
+        }
       })
   }
 }

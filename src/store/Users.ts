@@ -48,7 +48,10 @@ export class Users extends Context.Service<Users, {
   readonly unlinkIdentities: (userId: string) => Effect.Effect<void, PersistenceError>
   /** Whether the user is the installation's first (who owns it whatever else happens). */
   readonly isFirst: (userId: string) => Effect.Effect<boolean, PersistenceError>
-  readonly createSession: (userId: string, ttlHours: number) => Effect.Effect<{ readonly id: string; readonly expiresAt: Date }, PersistenceError>
+  readonly createSession: (
+    userId: string,
+    ttlHours: number
+  ) => Effect.Effect<{ readonly id: string; readonly expiresAt: Date }, PersistenceError>
   /** The user of a live session (not revoked, not expired). */
   readonly sessionUser: (sessionId: string) => Effect.Effect<StoredUser | undefined, PersistenceError>
   readonly revokeSession: (sessionId: string) => Effect.Effect<void, PersistenceError>
@@ -71,7 +74,9 @@ export class Users extends Context.Service<Users, {
       }) {
         const rows = yield* sql`
           INSERT INTO users AS u (id, email, password_hash, email_verified_at)
-          VALUES (${uuidv7()}, ${input.email}, ${input.passwordHash}, ${input.emailVerified ? new Date(yield* Clock.currentTimeMillis) : null})
+          VALUES (${uuidv7()}, ${input.email}, ${input.passwordHash}, ${
+          input.emailVerified ? new Date(yield* Clock.currentTimeMillis) : null
+        })
           ON CONFLICT (email) DO NOTHING
           RETURNING ${columns}`.pipe(Effect.flatMap(decodeRows))
         const row = rows[0]

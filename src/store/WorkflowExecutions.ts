@@ -105,7 +105,11 @@ export class WorkflowExecutions extends Context.Service<WorkflowExecutions, {
   /** Locks (FOR UPDATE, in id order) and loads executions by id. */
   readonly lock: (projectId: string, ids: ReadonlyArray<string>) => Sql<ReadonlyArray<ExecutionState>>
   /** Locks and loads the contacts' executions waiting for one of the events. */
-  readonly lockWaiting: (projectId: string, eventNames: ReadonlyArray<string>, contactIds: ReadonlyArray<string>) => Sql<ReadonlyArray<ExecutionState>>
+  readonly lockWaiting: (
+    projectId: string,
+    eventNames: ReadonlyArray<string>,
+    contactIds: ReadonlyArray<string>
+  ) => Sql<ReadonlyArray<ExecutionState>>
   /**
    * Starts an execution at the TRIGGER step, unless one is active for the contact, or (without
    * reentry) one ever ran, or the contact is gone; the source event id makes a second start impossible.
@@ -152,7 +156,9 @@ export class WorkflowExecutions extends Context.Service<WorkflowExecutions, {
         )
         const ids = workflows.map((row) => row.id)
         const [steps, transitions] = ids.length === 0 ? [[], []] : yield* Effect.all([
-          sql`SELECT ${sql.literal(Rows.STEP_COLUMNS)} FROM workflow_steps WHERE workflow_id IN ${sql.in(ids)}`.pipe(Effect.flatMap(Rows.decodeStepRows)),
+          sql`SELECT ${sql.literal(Rows.STEP_COLUMNS)} FROM workflow_steps WHERE workflow_id IN ${sql.in(ids)}`.pipe(
+            Effect.flatMap(Rows.decodeStepRows)
+          ),
           sql`SELECT ${sql.literal(Rows.TRANSITION_COLUMNS)} FROM workflow_transitions WHERE workflow_id IN ${sql.in(ids)}`.pipe(
             Effect.flatMap(Rows.decodeTransitionRows)
           )
@@ -163,7 +169,9 @@ export class WorkflowExecutions extends Context.Service<WorkflowExecutions, {
       const lock = Effect.fn("WorkflowExecutions.lock")(function*(projectId: string, ids: ReadonlyArray<string>) {
         if (ids.length === 0) return []
         const rows = yield* sql`
-          SELECT ${sql.literal(Rows.EXECUTION_COLUMNS)} FROM workflow_executions WHERE id = ANY(${pgArray(ids)}::uuid[]) AND project_id = ${projectId}
+          SELECT ${sql.literal(Rows.EXECUTION_COLUMNS)} FROM workflow_executions WHERE id = ANY(${
+          pgArray(ids)
+        }::uuid[]) AND project_id = ${projectId}
           ORDER BY id FOR UPDATE`.pipe(Effect.flatMap(Rows.decodeExecutionRows))
         return rows.map(toExecutionState)
       }, mapSqlError)
@@ -202,8 +210,9 @@ export class WorkflowExecutions extends Context.Service<WorkflowExecutions, {
         return row ? toExecutionState(row) : undefined
       }, mapSqlError)
 
-      const claimStep = Effect.fn("WorkflowExecutions.claimStep")(function*(input: Parameters<WorkflowExecutions["Service"]["claimStep"]>[0]) {
-        const rows = yield* sql`
+      const claimStep = Effect.fn("WorkflowExecutions.claimStep")(
+        function*(input: Parameters<WorkflowExecutions["Service"]["claimStep"]>[0]) {
+          const rows = yield* sql`
           INSERT INTO workflow_step_executions (id, execution_id, step_id, step_type, project_id, partition, status, output,
                                                 next_attempt_at, started_at, finished_at)
           VALUES (${uuidv7()}, ${input.executionId}, ${input.stepId}, ${input.stepType}, ${input.projectId},
@@ -215,8 +224,10 @@ export class WorkflowExecutions extends Context.Service<WorkflowExecutions, {
             error = NULL, finished_at = EXCLUDED.finished_at
           WHERE workflow_step_executions.status = 'WAITING'
           RETURNING id`
-        return rows.length > 0
-      }, mapSqlError)
+          return rows.length > 0
+        },
+        mapSqlError
+      )
 
       const skipOpenSteps = Effect.fn("WorkflowExecutions.skipOpenSteps")(function*(executionIds: ReadonlyArray<string>, error: string) {
         if (executionIds.length === 0) return
@@ -283,7 +294,9 @@ export class WorkflowExecutions extends Context.Service<WorkflowExecutions, {
             INSERT INTO workflow_timers (execution_id, id, project_id, partition, step_id, due_at)
             SELECT x."executionId", x.id, ${projectId}, (SELECT e.partition FROM workflow_executions e WHERE e.id = x."executionId"),
                    x."stepId", x."dueAt"
-            FROM jsonb_to_recordset(${JSON.stringify(batch.newTimers)}::jsonb) AS x("executionId" uuid, id uuid, "stepId" uuid, "dueAt" timestamptz)
+            FROM jsonb_to_recordset(${
+            JSON.stringify(batch.newTimers)
+          }::jsonb) AS x("executionId" uuid, id uuid, "stepId" uuid, "dueAt" timestamptz)
             ON CONFLICT (execution_id) DO UPDATE SET id = EXCLUDED.id, step_id = EXCLUDED.step_id, due_at = EXCLUDED.due_at`
         }
         if (batch.holds.length > 0) {

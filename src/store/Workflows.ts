@@ -164,25 +164,56 @@ export interface WorkflowChanges {
 type Sql<A, E = never> = Effect.Effect<A, E | PersistenceError>
 
 export class Workflows extends Context.Service<Workflows, {
-  readonly create: (projectId: string, input: { name: string; description: string | null; eventName: string | null; allowReentry: boolean }) => Sql<WorkflowDetail>
+  readonly create: (
+    projectId: string,
+    input: { name: string; description: string | null; eventName: string | null; allowReentry: boolean }
+  ) => Sql<WorkflowDetail>
   readonly list: (projectId: string) => Sql<ReadonlyArray<WorkflowDetail>>
   readonly get: (projectId: string, id: string) => Sql<WorkflowDetail | undefined>
   readonly update: (projectId: string, id: string, input: WorkflowChanges) => Sql<WorkflowDetail | undefined>
   readonly remove: (projectId: string, id: string) => Sql<boolean, WorkflowHasActiveExecutions>
   /** Structural edits run under the workflow's row lock and are refused while executions are active. */
-  readonly structural: <A, E>(projectId: string, workflowId: string, edit: Effect.Effect<A, E, SqlClient.SqlClient>) => Sql<A, E | WorkflowHasActiveExecutions>
+  readonly structural: <A, E>(
+    projectId: string,
+    workflowId: string,
+    edit: Effect.Effect<A, E, SqlClient.SqlClient>
+  ) => Sql<A, E | WorkflowHasActiveExecutions>
   /** A SEND_EMAIL step's template must be the project's (TemplateNotFound), and cannot be deleted until this commits. */
-  readonly insertStep: (projectId: string, workflowId: string, input: { type: StepType; name: string; config: Record<string, unknown>; position: unknown }) => Sql<StoredStep, TemplateNotFound>
-  readonly updateStep: (projectId: string, workflowId: string, stepId: string, input: { name?: string | undefined; config?: Record<string, unknown> | undefined; position?: unknown }) => Sql<StoredStep | undefined, TemplateNotFound>
+  readonly insertStep: (
+    projectId: string,
+    workflowId: string,
+    input: { type: StepType; name: string; config: Record<string, unknown>; position: unknown }
+  ) => Sql<StoredStep, TemplateNotFound>
+  readonly updateStep: (
+    projectId: string,
+    workflowId: string,
+    stepId: string,
+    input: { name?: string | undefined; config?: Record<string, unknown> | undefined; position?: unknown }
+  ) => Sql<StoredStep | undefined, TemplateNotFound>
   readonly deleteStep: (workflowId: string, stepId: string, spliceTo: string | undefined) => Sql<void>
   /** Fails with TransitionExists when that way out of the step is taken (the unique index, under concurrent edits). */
-  readonly insertTransition: (workflowId: string, input: { fromStepId: string; toStepId: string; branch: string | null; waitOutcome: string | null }) => Sql<StoredTransition, TransitionExists>
+  readonly insertTransition: (
+    workflowId: string,
+    input: { fromStepId: string; toStepId: string; branch: string | null; waitOutcome: string | null }
+  ) => Sql<StoredTransition, TransitionExists>
   readonly deleteTransition: (workflowId: string, transitionId: string) => Sql<boolean>
   /** Records a manual start (RUNNING at the TRIGGER step) and tells the actor to advance it. */
   /** Only while the workflow is enabled (WorkflowDisabled otherwise), as its triggers start executions. */
-  readonly startExecution: (workflow: WorkflowDetail, contactId: string, context: Record<string, unknown>) => Sql<Execution, WorkflowDisabled | ExecutionActive | ReentryNotAllowed>
-  readonly listExecutions: (workflowId: string, status: ExecutionStatus | undefined, page: number, pageSize: number) => Sql<{ data: ReadonlyArray<ListedExecution>; total: number }>
-  readonly getExecution: (workflowId: string, executionId: string) => Sql<(ListedExecution & { steps: ReadonlyArray<StepExecution> }) | undefined>
+  readonly startExecution: (
+    workflow: WorkflowDetail,
+    contactId: string,
+    context: Record<string, unknown>
+  ) => Sql<Execution, WorkflowDisabled | ExecutionActive | ReentryNotAllowed>
+  readonly listExecutions: (
+    workflowId: string,
+    status: ExecutionStatus | undefined,
+    page: number,
+    pageSize: number
+  ) => Sql<{ data: ReadonlyArray<ListedExecution>; total: number }>
+  readonly getExecution: (
+    workflowId: string,
+    executionId: string
+  ) => Sql<(ListedExecution & { steps: ReadonlyArray<StepExecution> }) | undefined>
   /** Cancels one active execution (its timer goes; a due timer or a late webhook outcome is then a no-op). */
   readonly cancel: (workflowId: string, executionId: string) => Sql<Execution | undefined, ExecutionNotActive>
   readonly cancelAll: (workflowId: string) => Sql<number>
@@ -216,9 +247,10 @@ export class Workflows extends Context.Service<Workflows, {
             Effect.flatMap(decodeStepRows)
           ),
           sql`
-            SELECT ${sql.literal(TRANSITION_COLUMNS)} FROM workflow_transitions WHERE workflow_id IN ${sql.in(ids)} ORDER BY created_at, id`.pipe(
-            Effect.flatMap(decodeTransitionRows)
-          )
+            SELECT ${sql.literal(TRANSITION_COLUMNS)} FROM workflow_transitions WHERE workflow_id IN ${sql.in(ids)} ORDER BY created_at, id`
+            .pipe(
+              Effect.flatMap(decodeTransitionRows)
+            )
         ], { concurrency: 2 })
         return rows.map((row): WorkflowDetail => ({
           ...toWorkflow(row),
@@ -234,28 +266,33 @@ export class Workflows extends Context.Service<Workflows, {
         return (yield* details(rows))[0]
       }, mapSqlError)
 
-      const create = Effect.fn("Workflows.create")(function*(projectId: string, input: { name: string; description: string | null; eventName: string | null; allowReentry: boolean }) {
-        const id = uuidv7()
-        const now = new Date().toISOString()
-        const triggerConfig = JSON.stringify(input.eventName === null ? {} : { eventName: input.eventName })
-        const commands: Array<Command> = []
-        yield* sql.withTransaction(Effect.gen(function*() {
-          yield* sql`INSERT INTO workflows (id, project_id, name, description, trigger_type, trigger_config, enabled, allow_reentry, created_at, updated_at)
+      const create = Effect.fn("Workflows.create")(
+        function*(projectId: string, input: { name: string; description: string | null; eventName: string | null; allowReentry: boolean }) {
+          const id = uuidv7()
+          const now = new Date().toISOString()
+          const triggerConfig = JSON.stringify(input.eventName === null ? {} : { eventName: input.eventName })
+          const commands: Array<Command> = []
+          yield* sql.withTransaction(Effect.gen(function*() {
+            yield* sql`INSERT INTO workflows (id, project_id, name, description, trigger_type, trigger_config, enabled, allow_reentry, created_at, updated_at)
                      VALUES (${id}, ${projectId}, ${input.name}, ${input.description}, 'EVENT', ${triggerConfig}::jsonb, false,
                              ${input.allowReentry}, ${now}::timestamptz, ${now}::timestamptz)`
-          yield* sql`INSERT INTO workflow_steps (id, workflow_id, type, name, config, created_at)
+            yield* sql`INSERT INTO workflow_steps (id, workflow_id, type, name, config, created_at)
                      VALUES (${uuidv7()}, ${id}, 'TRIGGER', 'Trigger', ${triggerConfig}::jsonb, ${now}::timestamptz)`
-          yield* changed(projectId, commands)
-        }))
-        yield* publishNow(commands)
-        return (yield* get(projectId, id))!
-      }, mapSqlError)
+            yield* changed(projectId, commands)
+          }))
+          yield* publishNow(commands)
+          return (yield* get(projectId, id))!
+        },
+        mapSqlError
+      )
 
       const list = Effect.fn("Workflows.list")(function*(projectId: string) {
-        return yield* details(yield* sql`
+        return yield* details(
+          yield* sql`
           SELECT ${sql.literal(WORKFLOW_COLUMNS)} FROM workflows WHERE project_id = ${projectId} ORDER BY created_at DESC, id DESC`.pipe(
-          Effect.flatMap(decodeWorkflowRows)
-        ))
+            Effect.flatMap(decodeWorkflowRows)
+          )
+        )
       }, mapSqlError)
 
       const update = Effect.fn("Workflows.update")(function*(projectId: string, id: string, input: WorkflowChanges) {
@@ -302,10 +339,14 @@ export class Workflows extends Context.Service<Workflows, {
       }
 
       const remove = Effect.fn("Workflows.remove")(function*(projectId: string, id: string) {
-        return yield* structural(projectId, id, Effect.map(
-          sql`DELETE FROM workflows WHERE project_id = ${projectId} AND id = ${id} RETURNING id`,
-          (rows) => rows.length > 0
-        ))
+        return yield* structural(
+          projectId,
+          id,
+          Effect.map(
+            sql`DELETE FROM workflows WHERE project_id = ${projectId} AND id = ${id} RETURNING id`,
+            (rows) => rows.length > 0
+          )
+        )
       }, mapSqlError)
 
       /**
@@ -322,37 +363,56 @@ export class Workflows extends Context.Service<Workflows, {
           if (found.length === 0) return yield* TemplateNotFound.of()
         })
 
-      const insertStep = Effect.fn("Workflows.insertStep")(function*(projectId: string, workflowId: string, input: { type: StepType; name: string; config: Record<string, unknown>; position: unknown }) {
-        if (input.type === "SEND_EMAIL") yield* holdTemplate(projectId, input.config)
-        const [row] = yield* sql`
+      const insertStep = Effect.fn("Workflows.insertStep")(
+        function*(
+          projectId: string,
+          workflowId: string,
+          input: { type: StepType; name: string; config: Record<string, unknown>; position: unknown }
+        ) {
+          if (input.type === "SEND_EMAIL") yield* holdTemplate(projectId, input.config)
+          const [row] = yield* sql`
           INSERT INTO workflow_steps (id, workflow_id, type, name, config, position, created_at)
           VALUES (${uuidv7()}, ${workflowId}, ${input.type}, ${input.name}, ${JSON.stringify(input.config)}::jsonb,
                   ${input.position === undefined || input.position === null ? null : JSON.stringify(input.position)}::jsonb, now())
           RETURNING ${sql.literal(STEP_COLUMNS)}`.pipe(Effect.flatMap(decodeStepRows))
-        return toStep(row!)
-      }, mapSqlError)
+          return toStep(row!)
+        },
+        mapSqlError
+      )
 
-      const updateStep = Effect.fn("Workflows.updateStep")(function*(projectId: string, workflowId: string, stepId: string, input: { name?: string | undefined; config?: Record<string, unknown> | undefined; position?: unknown }) {
-        const commands: Array<Command> = []
-        return yield* sql.withTransaction(Effect.gen(function*() {
-          if (input.config !== undefined) {
-            const [step] = yield* sql<{ type: string }>`SELECT type FROM workflow_steps WHERE workflow_id = ${workflowId} AND id = ${stepId}`
-            if (step?.type === "SEND_EMAIL") yield* holdTemplate(projectId, input.config)
-          }
-          const [row] = yield* sql`
+      const updateStep = Effect.fn("Workflows.updateStep")(
+        function*(
+          projectId: string,
+          workflowId: string,
+          stepId: string,
+          input: { name?: string | undefined; config?: Record<string, unknown> | undefined; position?: unknown }
+        ) {
+          const commands: Array<Command> = []
+          return yield* sql.withTransaction(Effect.gen(function*() {
+            if (input.config !== undefined) {
+              const [step] = yield* sql<
+                { type: string }
+              >`SELECT type FROM workflow_steps WHERE workflow_id = ${workflowId} AND id = ${stepId}`
+              if (step?.type === "SEND_EMAIL") yield* holdTemplate(projectId, input.config)
+            }
+            const [row] = yield* sql`
             UPDATE workflow_steps SET
               name = COALESCE(${input.name ?? null}, name),
               config = COALESCE(${input.config === undefined ? null : JSON.stringify(input.config)}::jsonb, config),
-              position = CASE WHEN ${input.position !== undefined} THEN ${input.position === undefined || input.position === null ? null : JSON.stringify(input.position)}::jsonb ELSE position END
+              position = CASE WHEN ${input.position !== undefined} THEN ${
+              input.position === undefined || input.position === null ? null : JSON.stringify(input.position)
+            }::jsonb ELSE position END
             WHERE workflow_id = ${workflowId} AND id = ${stepId}
             RETURNING ${sql.literal(STEP_COLUMNS)}`.pipe(Effect.flatMap(decodeStepRows))
-          if (row) {
-            yield* sql`UPDATE workflows SET updated_at = now() WHERE id = ${workflowId}`
-            yield* changed(projectId, commands)
-          }
-          return row ? toStep(row) : undefined
-        })).pipe(Effect.tap(() => publishNow(commands)))
-      }, mapSqlError)
+            if (row) {
+              yield* sql`UPDATE workflows SET updated_at = now() WHERE id = ${workflowId}`
+              yield* changed(projectId, commands)
+            }
+            return row ? toStep(row) : undefined
+          })).pipe(Effect.tap(() => publishNow(commands)))
+        },
+        mapSqlError
+      )
 
       const deleteStep = Effect.fn("Workflows.deleteStep")(function*(workflowId: string, stepId: string, spliceTo: string | undefined) {
         if (spliceTo !== undefined) {
@@ -361,63 +421,83 @@ export class Workflows extends Context.Service<Workflows, {
         yield* sql`DELETE FROM workflow_steps WHERE workflow_id = ${workflowId} AND id = ${stepId}`
       }, mapSqlError)
 
-      const insertTransition = Effect.fn("Workflows.insertTransition")(function*(workflowId: string, input: { fromStepId: string; toStepId: string; branch: string | null; waitOutcome: string | null }) {
-        const [row] = yield* sql`
+      const insertTransition = Effect.fn("Workflows.insertTransition")(
+        function*(workflowId: string, input: { fromStepId: string; toStepId: string; branch: string | null; waitOutcome: string | null }) {
+          const [row] = yield* sql`
           INSERT INTO workflow_transitions (id, workflow_id, from_step_id, to_step_id, branch, wait_outcome, created_at)
           VALUES (${uuidv7()}, ${workflowId}, ${input.fromStepId}, ${input.toStepId}, ${input.branch}, ${input.waitOutcome}, now())
           RETURNING ${sql.literal(TRANSITION_COLUMNS)}`.pipe(
-          // A concurrent edit took the same way out first (unique index): the graph rule, not a 500.
-          Effect.catchTag("SqlError", (error): Effect.Effect<never, SqlError.SqlError | TransitionExists> =>
-            error.reason._tag === "UniqueViolation" ? Effect.fail(TransitionExists.of()) : Effect.fail(error)),
-          Effect.flatMap(decodeTransitionRows)
-        )
-        return toTransition(row!)
-      }, mapSqlError)
+            // A concurrent edit took the same way out first (unique index): the graph rule, not a 500.
+            Effect.catchTag(
+              "SqlError",
+              (error): Effect.Effect<never, SqlError.SqlError | TransitionExists> =>
+                error.reason._tag === "UniqueViolation" ? Effect.fail(TransitionExists.of()) : Effect.fail(error)
+            ),
+            Effect.flatMap(decodeTransitionRows)
+          )
+          return toTransition(row!)
+        },
+        mapSqlError
+      )
 
       const deleteTransition = Effect.fn("Workflows.deleteTransition")(function*(workflowId: string, transitionId: string) {
         const rows = yield* sql`DELETE FROM workflow_transitions WHERE workflow_id = ${workflowId} AND id = ${transitionId} RETURNING id`
         return rows.length > 0
       }, mapSqlError)
 
-      const startExecution = Effect.fn("Workflows.startExecution")(function*(workflow: WorkflowDetail, contactId: string, context: Record<string, unknown>) {
-        const trigger = workflow.steps.find((step) => step.type === "TRIGGER")
-        const id = uuidv7()
-        const commands: Array<Command> = []
-        return yield* sql.withTransaction(Effect.gen(function*() {
-          // As the actor's starts do: a concurrent structural edit sees this execution or precedes it.
-          const [current] = yield* sql<{ enabled: boolean }>`SELECT enabled FROM workflows WHERE id = ${workflow.id} FOR SHARE`
-          // Read under the lock: a workflow being disabled concurrently is either seen disabled or disabled after this start.
-          if (!current?.enabled) return yield* WorkflowDisabled.of()
-          const previous = yield* sql<{ status: string }>`
+      const startExecution = Effect.fn("Workflows.startExecution")(
+        function*(workflow: WorkflowDetail, contactId: string, context: Record<string, unknown>) {
+          const trigger = workflow.steps.find((step) => step.type === "TRIGGER")
+          const id = uuidv7()
+          const commands: Array<Command> = []
+          return yield* sql.withTransaction(Effect.gen(function*() {
+            // As the actor's starts do: a concurrent structural edit sees this execution or precedes it.
+            const [current] = yield* sql<{ enabled: boolean }>`SELECT enabled FROM workflows WHERE id = ${workflow.id} FOR SHARE`
+            // Read under the lock: a workflow being disabled concurrently is either seen disabled or disabled after this start.
+            if (!current?.enabled) return yield* WorkflowDisabled.of()
+            const previous = yield* sql<{ status: string }>`
             SELECT status FROM workflow_executions WHERE workflow_id = ${workflow.id} AND contact_id = ${contactId}
             ORDER BY (status IN ('RUNNING', 'WAITING')) DESC LIMIT 1`
-          if (previous[0] && (previous[0].status === "RUNNING" || previous[0].status === "WAITING")) return yield* ExecutionActive.of()
-          if (previous[0] && !workflow.allowReentry) return yield* ReentryNotAllowed.of()
-          const rows = yield* sql`
+            if (previous[0] && (previous[0].status === "RUNNING" || previous[0].status === "WAITING")) return yield* ExecutionActive.of()
+            if (previous[0] && !workflow.allowReentry) return yield* ReentryNotAllowed.of()
+            const rows = yield* sql`
             INSERT INTO workflow_executions (id, workflow_id, project_id, partition, contact_id, status, current_step_id, context, started_at, updated_at)
-            VALUES (${id}, ${workflow.id}, ${workflow.projectId}, ${outbox.lanes.partitionOf(workflow.projectId, outbox.lanes.laneOf(contactId))}, ${contactId},
+            VALUES (${id}, ${workflow.id}, ${workflow.projectId}, ${
+              outbox.lanes.partitionOf(workflow.projectId, outbox.lanes.laneOf(contactId))
+            }, ${contactId},
                     'RUNNING', ${trigger?.id ?? null}, ${JSON.stringify(context)}::jsonb, now(), now())
             ON CONFLICT DO NOTHING
             RETURNING ${sql.literal(EXECUTION_COLUMNS)}`.pipe(Effect.flatMap(decodeExecutionRows))
-          if (rows.length === 0) return yield* ExecutionActive.of()
-          commands.push(...(yield* notify({ kind: "workflow", projectId: workflow.projectId, type: "advance", executionId: id, contactId })))
-          return toExecution(rows[0]!)
-        })).pipe(Effect.tap(() => publishNow(commands)))
-      }, mapSqlError)
+            if (rows.length === 0) return yield* ExecutionActive.of()
+            commands.push(
+              ...(yield* notify({ kind: "workflow", projectId: workflow.projectId, type: "advance", executionId: id, contactId }))
+            )
+            return toExecution(rows[0]!)
+          })).pipe(Effect.tap(() => publishNow(commands)))
+        },
+        mapSqlError
+      )
 
-      const listExecutions = Effect.fn("Workflows.listExecutions")(function*(workflowId: string, status: ExecutionStatus | undefined, page: number, pageSize: number) {
-        const where = status === undefined ? sql`workflow_id = ${workflowId}` : sql`workflow_id = ${workflowId} AND status = ${status}`
-        const [rows, [count]] = yield* Effect.all([
-          sql`SELECT ${sql.literal(EXECUTION_WITH_EMAIL_COLUMNS)} FROM workflow_executions WHERE ${where}
-              ORDER BY started_at DESC, id DESC LIMIT ${pageSize} OFFSET ${(page - 1) * pageSize}`.pipe(Effect.flatMap(decodeListedExecutionRows)),
-          sql<{ n: number }>`SELECT count(*)::int AS n FROM workflow_executions WHERE ${where}`
-        ], { concurrency: 2 })
-        return { data: rows.map(toListedExecution), total: count?.n ?? 0 }
-      }, mapSqlError)
+      const listExecutions = Effect.fn("Workflows.listExecutions")(
+        function*(workflowId: string, status: ExecutionStatus | undefined, page: number, pageSize: number) {
+          const where = status === undefined ? sql`workflow_id = ${workflowId}` : sql`workflow_id = ${workflowId} AND status = ${status}`
+          const [rows, [count]] = yield* Effect.all([
+            sql`SELECT ${sql.literal(EXECUTION_WITH_EMAIL_COLUMNS)} FROM workflow_executions WHERE ${where}
+              ORDER BY started_at DESC, id DESC LIMIT ${pageSize} OFFSET ${(page - 1) * pageSize}`.pipe(
+              Effect.flatMap(decodeListedExecutionRows)
+            ),
+            sql<{ n: number }>`SELECT count(*)::int AS n FROM workflow_executions WHERE ${where}`
+          ], { concurrency: 2 })
+          return { data: rows.map(toListedExecution), total: count?.n ?? 0 }
+        },
+        mapSqlError
+      )
 
       const getExecution = Effect.fn("Workflows.getExecution")(function*(workflowId: string, executionId: string) {
         const [row] = yield* sql`
-          SELECT ${sql.literal(EXECUTION_WITH_EMAIL_COLUMNS)} FROM workflow_executions WHERE workflow_id = ${workflowId} AND id = ${executionId}`.pipe(
+          SELECT ${
+          sql.literal(EXECUTION_WITH_EMAIL_COLUMNS)
+        } FROM workflow_executions WHERE workflow_id = ${workflowId} AND id = ${executionId}`.pipe(
           Effect.flatMap(decodeListedExecutionRows)
         )
         if (!row) return undefined
@@ -475,8 +555,24 @@ export class Workflows extends Context.Service<Workflows, {
       }, mapSqlError)
 
       return Workflows.of({
-        create, list, get, update, remove, structural, insertStep, updateStep, deleteStep, insertTransition, deleteTransition,
-        startExecution, listExecutions, getExecution, cancel, cancelAll, eventFields, webhookSecret
+        create,
+        list,
+        get,
+        update,
+        remove,
+        structural,
+        insertStep,
+        updateStep,
+        deleteStep,
+        insertTransition,
+        deleteTransition,
+        startExecution,
+        listExecutions,
+        getExecution,
+        cancel,
+        cancelAll,
+        eventFields,
+        webhookSecret
       })
     })
   ).pipe(Layer.provide(WorkflowExecutions.layer))

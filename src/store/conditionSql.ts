@@ -10,7 +10,6 @@ import { iso } from "./columns.ts"
 
 type Fragment = Statement.Fragment
 
-
 /** A Postgres text[] literal for a JSON path (sent as a parameter). */
 const pgPath = (path: ReadonlyArray<string>) => `{${path.map((p) => `"${p.replace(/["\\]/g, "\\$&")}"`).join(",")}}`
 
@@ -20,8 +19,7 @@ export const compileConditionSql = (sql: SqlClient.SqlClient, condition: Conditi
   const not = (fragment: Fragment) => sql`NOT COALESCE(${fragment}, FALSE)`
 
   /** The stored JSON value of a data field, NULL when missing or JSON null. */
-  const dataValue = (path: ReadonlyArray<string>) =>
-    sql`NULLIF(c.data #> ${pgPath(path)}::text[], 'null'::jsonb)`
+  const dataValue = (path: ReadonlyArray<string>) => sql`NULLIF(c.data #> ${pgPath(path)}::text[], 'null'::jsonb)`
 
   /** The stored value as an instant: timestamps are; data values must be date strings. */
   const instant = (ref: FieldRef): Fragment | undefined => {

@@ -56,7 +56,9 @@ export const PgLive = Layer.unwrap(
 
 /** Postgres, migrated before anything else uses it. */
 export const DatabaseLive = Layer.effectDiscard(
-  runMigrations.pipe(Effect.tap((applied) =>
-    applied.length > 0 ? Effect.logInfo("migrations applied", applied.map(([id, name]) => `${id}_${name}`)) : Effect.void
-  ))
+  runMigrations.pipe(
+    Effect.tap((applied) =>
+      applied.length > 0 ? Effect.logInfo("migrations applied", applied.map(([id, name]) => `${id}_${name}`)) : Effect.void
+    )
+  )
 ).pipe(Layer.provideMerge(PgLive))

@@ -14,7 +14,9 @@ import type { ClaimedDelivery, NewDelivery } from "./Destinations.ts"
 export const deliveryId = (destinationId: string, eventId: string): string => {
   const hex = createHash("sha256").update(`${destinationId}:${eventId}`).digest("hex")
   // An RFC 9562 version 8 (custom) UUID.
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${((parseInt(hex[16]!, 16) & 3) | 8).toString(16)}${hex.slice(17, 20)}-${hex.slice(20, 32)}`
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-8${hex.slice(13, 16)}-${((parseInt(hex[16]!, 16) & 3) | 8).toString(16)}${
+    hex.slice(17, 20)
+  }-${hex.slice(20, 32)}`
 }
 
 /** The advisory lock class of (destination, contact) pairs (pg_advisory_xact_lock(class, bucket)), and its buckets. */
@@ -84,7 +86,16 @@ export const deliveryRecording = (sql: SqlClient.SqlClient) => {
       for (const row of rows) {
         const id = deliveryId(row.destinationId, row.eventId)
         if (!items.has(id)) {
-          items.set(id, { id, d: row.destinationId, p: row.projectId, e: row.eventId, t: row.eventType, c: row.contactId, b: row.body, a: row.eventAt })
+          items.set(id, {
+            id,
+            d: row.destinationId,
+            p: row.projectId,
+            e: row.eventId,
+            t: row.eventType,
+            c: row.contactId,
+            b: row.body,
+            a: row.eventAt
+          })
         }
       }
       const room: Record<string, number> = {}

@@ -65,10 +65,12 @@ export const recordsFor = (domain: string, keys: Pick<DkimKeys, "selector" | "pu
 export type TxtAnswer = DnsAnswer<string>
 
 const tags = (record: string): Map<string, string> =>
-  new Map(record.split(";").map((part) => part.trim()).filter(Boolean).map((part) => {
-    const at = part.indexOf("=")
-    return [part.slice(0, at).trim().toLowerCase(), part.slice(at + 1).replace(/\s+/g, "")] as const
-  }))
+  new Map(
+    record.split(";").map((part) => part.trim()).filter(Boolean).map((part) => {
+      const at = part.indexOf("=")
+      return [part.slice(0, at).trim().toLowerCase(), part.slice(at + 1).replace(/\s+/g, "")] as const
+    })
+  )
 
 /** One record's status from the TXT answer at its name. */
 export const recordStatus = (record: DnsRecord, answer: TxtAnswer): RecordStatus => {

@@ -28,7 +28,7 @@ export class Invalidations extends Context.Service<Invalidations, {
 
       yield* Effect.forkScoped(Effect.promise(async () => {
         for await (const status of nats.connection.status()) {
-          if (status.type === "reconnect") for (const listener of gapListeners) listener()
+          if (status.type === "reconnect") { for (const listener of gapListeners) listener() }
         }
       }))
 

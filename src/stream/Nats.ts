@@ -68,8 +68,7 @@ export const hoursToNanos = (hours: number): number => Math.round(hours * 3600) 
 
 /** JetStream's window for dropping a message published twice (by its Nats-Msg-Id); never above max_age. */
 const DUPLICATE_WINDOW_NANOS = 2 * 60 * 1_000_000_000
-const duplicateWindowOf = (maxAgeNanos: number) =>
-  maxAgeNanos > 0 ? Math.min(DUPLICATE_WINDOW_NANOS, maxAgeNanos) : DUPLICATE_WINDOW_NANOS
+const duplicateWindowOf = (maxAgeNanos: number) => maxAgeNanos > 0 ? Math.min(DUPLICATE_WINDOW_NANOS, maxAgeNanos) : DUPLICATE_WINDOW_NANOS
 
 interface StreamLimits {
   /** NATS_REPLICAS. */

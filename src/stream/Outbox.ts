@@ -111,8 +111,8 @@ export class Outbox extends Context.Service<Outbox, {
         return rows
       }
 
-
-      const rowsSql = (rows: ReadonlyArray<OutboxRow>) => sql`
+      const rowsSql = (rows: ReadonlyArray<OutboxRow>) =>
+        sql`
         INSERT INTO outbox (id, subject, payload)
         SELECT (t.x->>'id')::uuid, t.x->>'subject', (t.x->>'payload')::jsonb
         FROM jsonb_array_elements(${JSON.stringify(rows)}::jsonb) WITH ORDINALITY AS t(x, n)
@@ -127,15 +127,16 @@ export class Outbox extends Context.Service<Outbox, {
       }
 
       const publishCommitted = (rows: ReadonlyArray<OutboxRow>) =>
-        rows.length === 0 ? Effect.succeed(true) : Effect.tryPromise(() =>
-          Promise.all(rows.map((row) => nats.js.publish(row.subject, row.payload, { msgID: row.id, timeout: 3000 })))
-        ).pipe(Effect.as(true), Effect.orElseSucceed(() => false))
+        rows.length === 0 ?
+          Effect.succeed(true) :
+          Effect.tryPromise(() =>
+            Promise.all(rows.map((row) => nats.js.publish(row.subject, row.payload, { msgID: row.id, timeout: 3000 })))
+          ).pipe(Effect.as(true), Effect.orElseSucceed(() => false))
 
       const publishNow = (rows: ReadonlyArray<OutboxRow>) => Effect.asVoid(publishCommitted(rows))
 
       const outRows = (events: ReadonlyArray<OutEvent>): Array<OutboxRow> =>
         events.map((event) => ({ id: event.id, subject: `${prefix}.out.${event.projectId}.${event.name}`, payload: JSON.stringify(event) }))
-
 
       const outEvents = (projectId: string, events: ReadonlyArray<EmittedEvent>) => {
         const out: Array<OutEvent> = events.map((event) => ({ id: uuidv7(), projectId, ...event }))
@@ -154,7 +155,16 @@ export class Outbox extends Context.Service<Outbox, {
         for (const event of events) {
           const id = uuidv7()
           out.push({ id, projectId, ...event })
-          feedback.push({ kind: "event", projectId, eventId: id, contactId: event.contactId, email: event.email, name: event.name, data: event.data, at: event.at })
+          feedback.push({
+            kind: "event",
+            projectId,
+            eventId: id,
+            contactId: event.contactId,
+            email: event.email,
+            name: event.name,
+            data: event.data,
+            at: event.at
+          })
         }
         return insert([...outRows(out), ...rowsOf(feedback)])
       }
@@ -162,10 +172,24 @@ export class Outbox extends Context.Service<Outbox, {
       const contactSubjectSql = (projectId: string, idColumn: string, kind: InKind) => {
         const partitions = `{${lanes.partitionsOf(projectId).join(",")}}`
         const lane = `(get_byte(uuid_send(${idColumn}), 15) % ${lanes.count})`
-        return sql`(${`${prefix}.lane.`} || (${partitions}::int[])[${sql.literal(lane)} + 1] || '.' || ${projectId}::text || '.' || ${sql.literal(lane)} || ${`.${kind}`})`
+        return sql`(${`${prefix}.lane.`} || (${partitions}::int[])[${sql.literal(lane)} + 1] || '.' || ${projectId}::text || '.' || ${
+          sql.literal(lane)
+        } || ${`.${kind}`})`
       }
 
-      return Outbox.of({ lanes, append, publishNow, publishCommitted, emit, emitOut, outEvents, rowsSql, rowsOf, contactSubjectSql, subject })
+      return Outbox.of({
+        lanes,
+        append,
+        publishNow,
+        publishCommitted,
+        emit,
+        emitOut,
+        outEvents,
+        rowsSql,
+        rowsOf,
+        contactSubjectSql,
+        subject
+      })
     })
   )
 }

@@ -132,54 +132,56 @@ export class OutboxRelay extends Context.Service<OutboxRelay, {
        * Publishes one batch: how many rows it moved, and whether it got through them all (not when
        * another relay holds the lock or a row could not be published: the caller tries again later).
        */
-      const publishBatch = (waitForLock: boolean) => sql.withTransaction(Effect.gen(function*() {
-        const [lock] = waitForLock
-          ? yield* sql<{ locked: boolean }>`SELECT true AS locked FROM (SELECT pg_advisory_xact_lock(${RELAY_LOCK})) l`
-          : yield* sql<{ locked: boolean }>`SELECT pg_try_advisory_xact_lock(${RELAY_LOCK}) AS locked`
-        if (!lock?.locked) return { moved: 0, complete: false }
-        const rows = yield* sql<OutboxRow>`
+      const publishBatch = (waitForLock: boolean) =>
+        sql.withTransaction(Effect.gen(function*() {
+          const [lock] = waitForLock
+            ? yield* sql<{ locked: boolean }>`SELECT true AS locked FROM (SELECT pg_advisory_xact_lock(${RELAY_LOCK})) l`
+            : yield* sql<{ locked: boolean }>`SELECT pg_try_advisory_xact_lock(${RELAY_LOCK}) AS locked`
+          if (!lock?.locked) return { moved: 0, complete: false }
+          const rows = yield* sql<OutboxRow>`
           SELECT seq, id, subject, payload::text AS payload, attempts FROM outbox ORDER BY seq LIMIT ${BATCH} FOR UPDATE`
-        if (rows.length === 0) return { moved: 0, complete: true }
-        // Pipelined on one connection: JetStream stores them in this order.
-        const verdicts = yield* Effect.promise(() => Promise.all(rows.map(publishOne)))
-        const anyPublished = verdicts.some((verdict) => verdict._tag === "published")
-        const done: Array<string> = []
-        const refused: Array<{ row: OutboxRow; reason: string }> = []
-        let retry: { row: OutboxRow; reason: string } | undefined
-        for (let i = 0; i < rows.length; i++) {
-          const row = rows[i]!
-          const verdict = verdicts[i]!
-          if (verdict._tag === "published") done.push(row.id)
-          else if (verdict._tag === "refused") refused.push({ row, reason: verdict.reason })
-          else if (anyPublished && row.attempts + 1 >= MAX_ATTEMPTS) {
-            // NATS is up (others went through) and this row keeps failing on its own.
-            refused.push({ row, reason: `${verdict.reason} (failed ${row.attempts + 1} times while other messages were published)` })
-          } else {
-            // Stop here, keeping order: later rows stay in the outbox (a republish is deduplicated).
-            retry = { row, reason: verdict.reason }
-            break
+          if (rows.length === 0) return { moved: 0, complete: true }
+          // Pipelined on one connection: JetStream stores them in this order.
+          const verdicts = yield* Effect.promise(() => Promise.all(rows.map(publishOne)))
+          const anyPublished = verdicts.some((verdict) => verdict._tag === "published")
+          const done: Array<string> = []
+          const refused: Array<{ row: OutboxRow; reason: string }> = []
+          let retry: { row: OutboxRow; reason: string } | undefined
+          for (let i = 0; i < rows.length; i++) {
+            const row = rows[i]!
+            const verdict = verdicts[i]!
+            if (verdict._tag === "published") done.push(row.id)
+            else if (verdict._tag === "refused") refused.push({ row, reason: verdict.reason })
+            else if (anyPublished && row.attempts + 1 >= MAX_ATTEMPTS) {
+              // NATS is up (others went through) and this row keeps failing on its own.
+              refused.push({ row, reason: `${verdict.reason} (failed ${row.attempts + 1} times while other messages were published)` })
+            } else {
+              // Stop here, keeping order: later rows stay in the outbox (a republish is deduplicated).
+              retry = { row, reason: verdict.reason }
+              break
+            }
           }
-        }
-        if (done.length > 0) yield* sql`DELETE FROM outbox WHERE id IN ${sql.in(done)}`
-        yield* setAside(refused)
-        if (retry) {
-          if (anyPublished) yield* sql`UPDATE outbox SET attempts = attempts + 1 WHERE id = ${retry.row.id}`
-          yield* Effect.logWarning("outbox relay could not publish; will retry", { id: retry.row.id, reason: retry.reason })
-          return { moved: done.length + refused.length, complete: false }
-        }
-        return { moved: rows.length, complete: true }
-      }))
+          if (done.length > 0) yield* sql`DELETE FROM outbox WHERE id IN ${sql.in(done)}`
+          yield* setAside(refused)
+          if (retry) {
+            if (anyPublished) yield* sql`UPDATE outbox SET attempts = attempts + 1 WHERE id = ${retry.row.id}`
+            yield* Effect.logWarning("outbox relay could not publish; will retry", { id: retry.row.id, reason: retry.reason })
+            return { moved: done.length + refused.length, complete: false }
+          }
+          return { moved: rows.length, complete: true }
+        }))
 
       /** Publishes until the outbox is empty; answers false when it could not (try again after RETRY). */
-      const drainWith = (waitForLock: boolean): Effect.Effect<boolean> => Effect.gen(function*() {
-        while (true) {
-          const { moved, complete } = yield* publishBatch(waitForLock)
-          if (!complete) return false
-          if (moved < BATCH) return true
-        }
-      }).pipe(
-        Effect.catchCause((cause) => Effect.as(Effect.logWarning("outbox relay batch failed; will retry", cause), false))
-      )
+      const drainWith = (waitForLock: boolean): Effect.Effect<boolean> =>
+        Effect.gen(function*() {
+          while (true) {
+            const { moved, complete } = yield* publishBatch(waitForLock)
+            if (!complete) return false
+            if (moved < BATCH) return true
+          }
+        }).pipe(
+          Effect.catchCause((cause) => Effect.as(Effect.logWarning("outbox relay batch failed; will retry", cause), false))
+        )
 
       const drain = drainWith(false)
       const drainNow = drainWith(true)

@@ -78,7 +78,13 @@ export const EmittedEventMessage = Schema.Struct({
 })
 
 const command = <Type extends string, Fields extends Schema.Struct.Fields>(type: Type, fields: Fields) =>
-  Schema.Struct({ kind: Schema.Literal("command"), projectId: Schema.String, commandId: Schema.String, type: Schema.Literal(type), ...fields })
+  Schema.Struct({
+    kind: Schema.Literal("command"),
+    projectId: Schema.String,
+    commandId: Schema.String,
+    type: Schema.Literal(type),
+    ...fields
+  })
 
 export const CommandMessage = Schema.Union([
   /** Delete every event with this name (each lane its own contacts'), recomputing the segments that read it. */

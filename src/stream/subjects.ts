@@ -51,7 +51,8 @@ export const streamNames = (prefix: string): StreamNames => ({
   laneFilter: (partition) => `${prefix}.lane.${partition}.>`,
   legacyFilter: (partition) => `${prefix}.in.${partition}.>`,
   ingestFilter: (partition) => `${prefix}.ingest.${partition}.>`,
-  ingestSubject: (projectId, partitions, kind = "track") => `${prefix}.ingest.${legacyPartitionOf(projectId, partitions)}.${projectId}.${kind}`,
+  ingestSubject: (projectId, partitions, kind = "track") =>
+    `${prefix}.ingest.${legacyPartitionOf(projectId, partitions)}.${projectId}.${kind}`,
   outSubject: (projectId, eventName) => `${prefix}.out.${projectId}.${eventName}`,
   outAll: `${prefix}.out.>`,
   liveSubject: (projectId) => `${prefix}.live.${projectId}`,

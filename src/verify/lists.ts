@@ -46,7 +46,7 @@ export const ALIAS_DOMAINS: ReadonlySet<string> = new Set([
 
 /** The domain itself or one of its parents (down to two labels) is in the set. */
 const matchesWithParents = (set: ReadonlySet<string>, domain: string): boolean => {
-  for (let name = domain; ; ) {
+  for (let name = domain;;) {
     if (set.has(name)) return true
     const dot = name.indexOf(".")
     if (dot < 0 || name.indexOf(".", dot + 1) < 0) return false

@@ -10,7 +10,15 @@ import { compileCondition, type ContactFacts } from "../domain/conditions/evalua
 import { conditionReads, type ConditionReads } from "../domain/conditions/validate.ts"
 import { normalizeEmail } from "../domain/email.ts"
 import { decodeStepDefinition, type StepDefinition } from "../domain/workflowSteps.ts"
-import { canonicalEventName, type Choice, conditionOf, CONTEXT_DATA_KEY, DELAY_UNITS, type ExecutionStatus, type StepType } from "./graph.ts"
+import {
+  canonicalEventName,
+  type Choice,
+  conditionOf,
+  CONTEXT_DATA_KEY,
+  DELAY_UNITS,
+  type ExecutionStatus,
+  type StepType
+} from "./graph.ts"
 
 /** A step of a loaded workflow: its stored type, and its definition decoded (or why it does not decode). */
 export interface RunnableStep {
@@ -20,7 +28,9 @@ export interface RunnableStep {
   readonly definition: Result.Result<StepDefinition, string>
 }
 
-export const runnableStep = (step: { readonly id: string; readonly type: StepType; readonly name: string; readonly config: unknown }): RunnableStep => ({
+export const runnableStep = (
+  step: { readonly id: string; readonly type: StepType; readonly name: string; readonly config: unknown }
+): RunnableStep => ({
   id: step.id,
   type: step.type,
   name: step.name,
@@ -97,7 +107,8 @@ export const decideStep = (step: RunnableStep, input: StepInput): StepDecision =
       return { _tag: "CallWebhook" }
     case "UPDATE_CONTACT": {
       const config = definition.config
-      const action = config.subscriptionAction ?? (config.subscribed === undefined ? "none" : config.subscribed ? "subscribe" : "unsubscribe")
+      const action = config.subscriptionAction ??
+        (config.subscribed === undefined ? "none" : config.subscribed ? "subscribe" : "unsubscribe")
       return {
         _tag: "UpdateContact",
         updates: config.updates ?? config.data ?? {},

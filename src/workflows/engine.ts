@@ -179,7 +179,7 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
   for (const input of relevant) {
     if (input.kind !== "workflow") continue
     if (input.type === "advance" || input.type === "webhookDone") byIds.add(input.executionId)
-    if (input.type === "timers") for (const timer of input.timers) byIds.add(timer.executionId)
+    if (input.type === "timers") { for (const timer of input.timers) byIds.add(timer.executionId) }
   }
   for (const exec of yield* repository.lock(projectId, [...byIds])) executions.set(exec.id, exec)
   /** Executions waiting for an event, by contact. */
@@ -231,14 +231,24 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
     if (templates.has(id)) return templates.get(id)
     const template = yield* runtime.templates.get(projectId, id)
     const compiled = template
-      ? yield* Effect.try(() => ({ template, subject: renderer.compile(template.subject, "text"), body: renderer.compile(template.body, "html") }))
+      ? yield* Effect.try(() => ({
+        template,
+        subject: renderer.compile(template.subject, "text"),
+        body: renderer.compile(template.body, "html")
+      }))
         .pipe(Effect.orElseSucceed(() => undefined))
       : undefined
     templates.set(id, compiled)
     return compiled
   })
 
-  const record = (exec: ExecutionState, step: RunnableStep, status: StepRecord["status"], output: unknown = null, error: string | null = null) => {
+  const record = (
+    exec: ExecutionState,
+    step: RunnableStep,
+    status: StepRecord["status"],
+    output: unknown = null,
+    error: string | null = null
+  ) => {
     const key = `${exec.id} ${step.id}`
     const existing = steps.get(key)
     const at = stamp()
@@ -296,48 +306,50 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
   }
 
   /** Queues a SEND_EMAIL step's mail; false when the step failed (recorded) or waits at the billing cap. */
-  const sendEmail = Effect.fnUntraced(function*(exec: ExecutionState, def: Def, step: RunnableStep, templateId: string, customRecipient: string | null) {
-    const compiled = yield* templateOf(templateId)
-    if (!compiled) return fail(exec, step, "the template no longer exists (or no longer parses)"), false
-    const contact = yield* factsOf(exec.contactId)
-    if (!contact) return fail(exec, step, "the contact no longer exists"), false
-    if (capRoom === undefined) {
-      const room = yield* runtime.billing.allowance(projectId, "workflows")
-      capRoom = room && { ...room }
+  const sendEmail = Effect.fnUntraced(
+    function*(exec: ExecutionState, def: Def, step: RunnableStep, templateId: string, customRecipient: string | null) {
+      const compiled = yield* templateOf(templateId)
+      if (!compiled) return fail(exec, step, "the template no longer exists (or no longer parses)"), false
+      const contact = yield* factsOf(exec.contactId)
+      if (!contact) return fail(exec, step, "the contact no longer exists"), false
+      if (capRoom === undefined) {
+        const room = yield* runtime.billing.allowance(projectId, "workflows")
+        capRoom = room && { ...room }
+      }
+      if (capRoom !== null && capRoom.remaining === 0) return holdAtCap(exec, def, step, capRoom.limit), false
+      mail ??= yield* runtime.mail.forProject(projectId)
+      const { template } = compiled
+      const prepared = yield* mail.render(
+        {
+          subject: compiled.subject,
+          body: compiled.body,
+          from: template.from,
+          fromName: template.fromName,
+          replyTo: template.replyTo,
+          headers: {},
+          attachments: [],
+          // Workflow mail is marketing (not sent to unsubscribed contacts, one-click unsubscribe) unless
+          // its template is TRANSACTIONAL; a CUSTOM recipient is not the contact, so it is not marketing
+          // to them either (and must not carry the contact's unsubscribe link in its headers).
+          type: template.type === "TRANSACTIONAL" || customRecipient !== null ? "TRANSACTIONAL" : "MARKETING",
+          templateId: template.id,
+          workflowId: def.workflow.id
+        },
+        { contactId: contact.id, email: contact.email, name: null, data: contact.data },
+        { ...exec.context, event: exec.context }
+      ).pipe(Effect.result)
+      if (Result.isFailure(prepared)) return fail(exec, step, prepared.failure.message), false
+      const email: NewEmail = customRecipient === null ? prepared.success : { ...prepared.success, to: customRecipient, contactId: null }
+      if (!(yield* claim(exec, step, "COMPLETED", { emailId: email.id, to: email.to }))) return false
+      if (capRoom !== null) {
+        capRoom.remaining--
+        sentUnderCap.add(def.workflow.id)
+      }
+      emails.push(email)
+      outcome.mailQueued = true
+      return true
     }
-    if (capRoom !== null && capRoom.remaining === 0) return holdAtCap(exec, def, step, capRoom.limit), false
-    mail ??= yield* runtime.mail.forProject(projectId)
-    const { template } = compiled
-    const prepared = yield* mail.render(
-      {
-        subject: compiled.subject,
-        body: compiled.body,
-        from: template.from,
-        fromName: template.fromName,
-        replyTo: template.replyTo,
-        headers: {},
-        attachments: [],
-        // Workflow mail is marketing (not sent to unsubscribed contacts, one-click unsubscribe) unless
-        // its template is TRANSACTIONAL; a CUSTOM recipient is not the contact, so it is not marketing
-        // to them either (and must not carry the contact's unsubscribe link in its headers).
-        type: template.type === "TRANSACTIONAL" || customRecipient !== null ? "TRANSACTIONAL" : "MARKETING",
-        templateId: template.id,
-        workflowId: def.workflow.id
-      },
-      { contactId: contact.id, email: contact.email, name: null, data: contact.data },
-      { ...exec.context, event: exec.context }
-    ).pipe(Effect.result)
-    if (Result.isFailure(prepared)) return fail(exec, step, prepared.failure.message), false
-    const email: NewEmail = customRecipient === null ? prepared.success : { ...prepared.success, to: customRecipient, contactId: null }
-    if (!(yield* claim(exec, step, "COMPLETED", { emailId: email.id, to: email.to }))) return false
-    if (capRoom !== null) {
-      capRoom.remaining--
-      sentUnderCap.add(def.workflow.id)
-    }
-    emails.push(email)
-    outcome.mailQueued = true
-    return true
-  })
+  )
 
   /**
    * Advances an execution from `from` (already done) along `choice`, step by step, until it waits,
@@ -433,11 +445,18 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
         if (exec.timerId !== null) clearedTimers.add(exec.id)
         finish(exec, "CANCELLED", { error: reason })
       }
-      const others = yield* repository.cancel({ projectId, contactId: input.contactId, except: loaded.map((exec) => exec.id), error: reason, stepError: reason })
+      const others = yield* repository.cancel({
+        projectId,
+        contactId: input.contactId,
+        except: loaded.map((exec) => exec.id),
+        error: reason,
+        stepError: reason
+      })
       // The step each was on ends with it (as on a cancel through the api).
       const ids = [...loaded.map((exec) => exec.id), ...others.map((row) => row.id)]
       for (const record of steps.values()) {
-        if (ids.includes(record.executionId) && record.status === "WAITING") Object.assign(record, { status: "SKIPPED", error: reason, finishedAt: nowIso() })
+        if (ids.includes(record.executionId) && record.status === "WAITING")
+          Object.assign(record, { status: "SKIPPED", error: reason, finishedAt: nowIso() })
       }
       yield* repository.skipOpenSteps(loaded.map((exec) => exec.id), reason)
       continue

@@ -30,7 +30,10 @@ export const factsToLoad = (loaded: LoadedFacts | undefined, reads: StepReads, n
   if (!loaded) return { events: reads.events, windowed: new Set(reads.windows.keys()), since }
   const windowed = new Set([...loaded.windowed, ...reads.windows.keys()])
   // Far enough back for both: the earlier bound, unless either reads every occurrence.
-  const from = loaded.windowed.size === 0 ? since : reads.windows.size === 0 ? loaded.since
-    : loaded.since === undefined || since === undefined ? undefined : Math.min(loaded.since, since)
+  const from = loaded.windowed.size === 0 ? since : reads.windows.size === 0 ?
+    loaded.since
+    : loaded.since === undefined || since === undefined
+    ? undefined
+    : Math.min(loaded.since, since)
   return { events: new Set([...loaded.events, ...reads.events]), windowed, since: from }
 }

@@ -9,7 +9,14 @@ import { validateCondition } from "../domain/conditions/validate.ts"
 import { dataPayloadProblems, isPlainObject } from "../domain/customData.ts"
 import { isValidEmail } from "../domain/email.ts"
 import { isUuid } from "../domain/ids.ts"
-import { decodeStepDefinition, STEP_TYPES, type Step, type StepType, type Transition, WEBHOOK_METHOD_NAMES } from "../domain/workflowSteps.ts"
+import {
+  decodeStepDefinition,
+  STEP_TYPES,
+  type Step,
+  type StepType,
+  type Transition,
+  WEBHOOK_METHOD_NAMES
+} from "../domain/workflowSteps.ts"
 import { templateSyntaxProblem } from "../mail/render.ts"
 
 /** The stored shapes (step types, statuses, steps, transitions) live in src/domain/workflowSteps.ts, for the store too. */
@@ -159,11 +166,14 @@ const checkStepFields = (type: StepType, input: unknown): { config: Record<strin
     case "TRIGGER":
       break
     case "SEND_EMAIL": {
-      if (typeof config.templateId !== "string" || !isUuid(config.templateId)) problem("templateId", "templateId is required (a template id)", "required")
+      if (typeof config.templateId !== "string" || !isUuid(config.templateId))
+        problem("templateId", "templateId is required (a template id)", "required")
       const recipient = config.recipient === undefined ? { type: "CONTACT" } : config.recipient
       if (!isPlainObject(recipient) || (recipient.type !== "CONTACT" && recipient.type !== "CUSTOM")) {
         problem("recipient.type", "recipient.type must be CONTACT or CUSTOM")
-      } else if (recipient.type === "CUSTOM" && (typeof recipient.customEmail !== "string" || !isValidEmail(recipient.customEmail.trim()))) {
+      } else if (
+        recipient.type === "CUSTOM" && (typeof recipient.customEmail !== "string" || !isValidEmail(recipient.customEmail.trim()))
+      ) {
         problem("recipient.customEmail", "A CUSTOM recipient needs a valid customEmail", "invalid_string")
       }
       config.recipient = recipient
@@ -173,7 +183,10 @@ const checkStepFields = (type: StepType, input: unknown): { config: Record<strin
       const unit = config.unit
       if (typeof unit !== "string" || !(unit in DELAY_UNITS)) problem("unit", "unit must be minutes, hours or days")
       if (!positiveNumber(config.amount)) problem("amount", "amount must be a positive number")
-      else if (typeof unit === "string" && unit in DELAY_UNITS && (config.amount as number) * DELAY_UNITS[unit as keyof typeof DELAY_UNITS] > MAX_DELAY_MS) {
+      else if (
+        typeof unit === "string" && unit in DELAY_UNITS &&
+        (config.amount as number) * DELAY_UNITS[unit as keyof typeof DELAY_UNITS] > MAX_DELAY_MS
+      ) {
         problem("amount", "A delay is at most 365 days", "too_big")
       }
       break
@@ -228,7 +241,8 @@ const checkStepFields = (type: StepType, input: unknown): { config: Record<strin
         else {
           for (const [name, value] of Object.entries(config.headers)) {
             if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name)) problem(`headers.${name}`, "Invalid header name")
-            else if (typeof value !== "string" || /[\r\n\0]/.test(value)) problem(`headers.${name}`, "Header values are strings without CR, LF or NUL")
+            else if (typeof value !== "string" || /[\r\n\0]/.test(value))
+              problem(`headers.${name}`, "Header values are strings without CR, LF or NUL")
             else {
               const found = liquidProblem(`config.headers.${name}`, value, "text")
               if (found) problems.push(found)
@@ -251,7 +265,8 @@ const checkStepFields = (type: StepType, input: unknown): { config: Record<strin
       const updates = config.updates ?? config.data
       if (updates !== undefined && !isPlainObject(updates)) problem("updates", "updates must be an object of custom fields", "invalid_type")
       else if (updates !== undefined) {
-        for (const [field, message] of dataPayloadProblems(updates)) problems.push({ field: `config.updates${field === "data" ? "" : `.${field}`}`, message, code: "too_big" })
+        for (const [field, message] of dataPayloadProblems(updates))
+          problems.push({ field: `config.updates${field === "data" ? "" : `.${field}`}`, message, code: "too_big" })
       }
       let action = config.subscriptionAction
       if (action === undefined && typeof config.subscribed === "boolean") action = config.subscribed ? "subscribe" : "unsubscribe"
@@ -262,7 +277,8 @@ const checkStepFields = (type: StepType, input: unknown): { config: Record<strin
       return { config: normalized, problems }
     }
     case "EXIT":
-      if (config.reason !== undefined && config.reason !== null && typeof config.reason !== "string") problem("reason", "reason must be a string", "invalid_type")
+      if (config.reason !== undefined && config.reason !== null && typeof config.reason !== "string")
+        problem("reason", "reason must be a string", "invalid_type")
       break
   }
   return { config, problems }
@@ -294,8 +310,7 @@ export const makeGraph = <S extends GraphStep>(steps: ReadonlyArray<S>, transiti
  * The name events are recorded under: engagement events accept both spellings, as conditions do
  * (`email.opened` is `email.open`, `email.delivered` is `email.delivery`, …).
  */
-export const canonicalEventName = (name: string): string =>
-  name.startsWith("email.") ? (ENGAGEMENT_EVENTS[name.slice(6)] ?? name) : name
+export const canonicalEventName = (name: string): string => name.startsWith("email.") ? (ENGAGEMENT_EVENTS[name.slice(6)] ?? name) : name
 
 /** The step after `stepId` (along `branch` / `waitOutcome` where the step has several ways out). */
 export const nextStep = <S extends GraphStep>(graph: Graph<S>, stepId: string, choice: Choice = {}): S | undefined => {
@@ -324,7 +339,12 @@ const reaches = (graph: Graph<GraphStep>, from: string, target: string): boolean
 /** Problems with adding a transition to the graph (field paths of the request body). */
 export const checkTransition = (
   graph: Graph,
-  input: { readonly fromStepId: string; readonly toStepId: string; readonly branch?: string | undefined; readonly waitOutcome?: string | undefined }
+  input: {
+    readonly fromStepId: string
+    readonly toStepId: string
+    readonly branch?: string | undefined
+    readonly waitOutcome?: string | undefined
+  }
 ): Array<ConfigProblem> => {
   const from = graph.steps.get(input.fromStepId)
   const to = graph.steps.get(input.toStepId)
@@ -334,29 +354,50 @@ export const checkTransition = (
   if (!from || !to) return problems
   if (from.id === to.id) return [{ field: "toStepId", message: "A step cannot lead to itself", code: "cycle" }]
   if (to.type === "TRIGGER") return [{ field: "toStepId", message: "Nothing can lead into the TRIGGER step", code: "invalid_target" }]
-  if (from.type === "EXIT") return [{ field: "fromStepId", message: "An EXIT step ends the execution: it has no way out", code: "invalid_source" }]
+  if (from.type === "EXIT")
+    return [{ field: "fromStepId", message: "An EXIT step ends the execution: it has no way out", code: "invalid_source" }]
   const existing = graph.outgoing.get(from.id) ?? []
   if (from.type === "CONDITION") {
     if (input.branch !== "yes" && input.branch !== "no") {
       return [{ field: "branch", message: "A transition from a CONDITION step needs branch yes or no", code: "required" }]
     }
-    if (input.waitOutcome !== undefined) problems.push({ field: "waitOutcome", message: "waitOutcome only applies to WAIT_FOR_EVENT steps", code: "invalid_value" })
+    if (input.waitOutcome !== undefined)
+      problems.push({ field: "waitOutcome", message: "waitOutcome only applies to WAIT_FOR_EVENT steps", code: "invalid_value" })
     if (existing.some((transition) => transition.branch === input.branch)) {
-      problems.push({ field: "branch", message: `The ${input.branch} branch of this step already has a transition`, code: "duplicate_transition" })
+      problems.push({
+        field: "branch",
+        message: `The ${input.branch} branch of this step already has a transition`,
+        code: "duplicate_transition"
+      })
     }
   } else if (from.type === "WAIT_FOR_EVENT") {
     if (input.waitOutcome !== "EVENT" && input.waitOutcome !== "TIMEOUT") {
-      return [{ field: "waitOutcome", message: "A transition from a WAIT_FOR_EVENT step needs waitOutcome EVENT or TIMEOUT", code: "required" }]
+      return [{
+        field: "waitOutcome",
+        message: "A transition from a WAIT_FOR_EVENT step needs waitOutcome EVENT or TIMEOUT",
+        code: "required"
+      }]
     }
-    if (input.branch !== undefined) problems.push({ field: "branch", message: "branch only applies to CONDITION steps", code: "invalid_value" })
+    if (input.branch !== undefined)
+      problems.push({ field: "branch", message: "branch only applies to CONDITION steps", code: "invalid_value" })
     if (existing.some((transition) => transition.waitOutcome === input.waitOutcome)) {
-      problems.push({ field: "waitOutcome", message: `The ${input.waitOutcome} outcome of this step already has a transition`, code: "duplicate_transition" })
+      problems.push({
+        field: "waitOutcome",
+        message: `The ${input.waitOutcome} outcome of this step already has a transition`,
+        code: "duplicate_transition"
+      })
     }
   } else {
-    if (input.branch !== undefined) problems.push({ field: "branch", message: "branch only applies to CONDITION steps", code: "invalid_value" })
-    if (input.waitOutcome !== undefined) problems.push({ field: "waitOutcome", message: "waitOutcome only applies to WAIT_FOR_EVENT steps", code: "invalid_value" })
+    if (input.branch !== undefined)
+      problems.push({ field: "branch", message: "branch only applies to CONDITION steps", code: "invalid_value" })
+    if (input.waitOutcome !== undefined)
+      problems.push({ field: "waitOutcome", message: "waitOutcome only applies to WAIT_FOR_EVENT steps", code: "invalid_value" })
     if (existing.length > 0) {
-      problems.push({ field: "fromStepId", message: `A ${from.type} step has one outgoing transition, and this one has it already`, code: "duplicate_transition" })
+      problems.push({
+        field: "fromStepId",
+        message: `A ${from.type} step has one outgoing transition, and this one has it already`,
+        code: "duplicate_transition"
+      })
     }
   }
   if (problems.length === 0 && reaches(graph, to.id, from.id)) {

@@ -86,7 +86,11 @@ export const makeWebhookRunner = (options: { readonly outbox: Outbox["Service"];
     const inFlight = new Set<string>()
 
     /** The outcome goes to the execution's contact's lane, where the execution lives. */
-    const report = (row: { execution_id: string; step_id: string; project_id: string; contact_id: string }, ok: boolean, error?: string) => {
+    const report = (
+      row: { execution_id: string; step_id: string; project_id: string; contact_id: string },
+      ok: boolean,
+      error?: string
+    ) => {
       const message: WorkflowMessage = {
         kind: "workflow",
         projectId: row.project_id,
@@ -150,10 +154,14 @@ export const makeWebhookRunner = (options: { readonly outbox: Outbox["Service"];
                      finished_at = now() WHERE id = ${row.id} AND in_flight`
         return
       }
-      if (found.config === null || found.email === null) return yield* settle(row, { _tag: "failed", error: "the step or the contact no longer exists" })
+      if (found.config === null || found.email === null)
+        return yield* settle(row, { _tag: "failed", error: "the step or the contact no longer exists" })
       const decoded = decodeStepDefinition("WEBHOOK", typeof found.config === "string" ? JSON.parse(found.config) : found.config)
       if (Result.isFailure(decoded) || decoded.success.type !== "WEBHOOK") {
-        return yield* settle(row, { _tag: "failed", error: `the step's config is not valid: ${Result.isFailure(decoded) ? decoded.failure : "not a WEBHOOK"}` })
+        return yield* settle(row, {
+          _tag: "failed",
+          error: `the step's config is not valid: ${Result.isFailure(decoded) ? decoded.failure : "not a WEBHOOK"}`
+        })
       }
       const config = decoded.success.config
       const context = typeof found.context === "string" ? JSON.parse(found.context) : found.context

@@ -46,8 +46,13 @@ describe("signup", () => {
   it("lets the very first user in despite DISABLE_SIGNUPS, as owner of a first project, and refuses the next", async () => {
     const legacy = await stack.createProject("Made with the CLI")
     // Three at once on the empty installation: exactly one of them is first.
-    const contenders = ["Founder@Example.com", "rival1@example.com", "rival2@example.com"].map((email) => ({ email, browser: new Browser(api.url) }))
-    const replies = await Promise.all(contenders.map(({ email, browser }) => browser.post("/auth/signup", { email, password: "correct horse battery" })))
+    const contenders = ["Founder@Example.com", "rival1@example.com", "rival2@example.com"].map((email) => ({
+      email,
+      browser: new Browser(api.url)
+    }))
+    const replies = await Promise.all(
+      contenders.map(({ email, browser }) => browser.post("/auth/signup", { email, password: "correct horse battery" }))
+    )
     expect(replies.map((reply) => reply.status).sort()).toEqual([201, 403, 403])
     const winner = replies.findIndex((reply) => reply.status === 201)
     const { browser } = contenders[winner]!
@@ -220,7 +225,9 @@ describe("email verification and password reset", () => {
     await stack.query("UPDATE account_tokens SET created_at = now() - interval '2 minutes'")
     await new Browser(api.url).post("/auth/request-password-reset", { email: "ops@example.com" })
     const token = await mailedToken(outbox, "ops@example.com", "/reset-password", 1)
-    await stack.query("UPDATE account_tokens SET expires_at = now() - interval '1 second' WHERE purpose = 'reset_password' AND used_at IS NULL")
+    await stack.query(
+      "UPDATE account_tokens SET expires_at = now() - interval '1 second' WHERE purpose = 'reset_password' AND used_at IS NULL"
+    )
     const reply = await new Browser(api.url).post("/auth/reset-password", { token, password: "too late for it" })
     expect(reply.status).toBe(400)
     expect(reply.json.error.code).toBe("INVALID_TOKEN")
@@ -262,7 +269,9 @@ describe("reset links are spent together", () => {
     expect(wrong.json.error.code).toBe("WRONG_PASSWORD")
     const short = await here.post("/auth/change-password", { currentPassword: "the first password", newPassword: "short" })
     expect(short.status).toBe(422)
-    const crossSite = await here.post("/auth/change-password", { currentPassword: "the first password", newPassword: "x".repeat(12) }, { origin: "https://evil.example" })
+    const crossSite = await here.post("/auth/change-password", { currentPassword: "the first password", newPassword: "x".repeat(12) }, {
+      origin: "https://evil.example"
+    })
     expect(crossSite.json.error.code).toBe("CSRF_REJECTED")
     expect((await here.post("/auth/change-password", { currentPassword: "the first password", newPassword: "the second password" })).json)
       .toEqual({ success: true })

@@ -72,7 +72,9 @@ describe("billing limits", () => {
       details: { category: "transactional", limit: 3, used: 2 }
     })
     // Nothing of the refused request was queued (not even its contacts' mail).
-    const queued = await context.stack.query<{ n: number }>("SELECT count(*)::int AS n FROM emails WHERE project_id = $1", [context.project.id])
+    const queued = await context.stack.query<{ n: number }>("SELECT count(*)::int AS n FROM emails WHERE project_id = $1", [
+      context.project.id
+    ])
     expect(queued[0]!.n).toBe(2)
     const third = await send(["c@example.org"])
     expect(third.status).toBe(200)
@@ -100,11 +102,13 @@ describe("billing limits", () => {
   it("answers 404 BILLING_DISABLED for checkout, portal, invoices and the Stripe webhook without Stripe settings", async () => {
     const owner = new Browser(context.api.url)
     await owner.post("/auth/login", { email: "boss@example.com", password: "boss password" })
-    for (const [method, path] of [
-      ["POST", `/users/@me/projects/${context.project.id}/checkout`],
-      ["POST", `/users/@me/projects/${context.project.id}/billing-portal`],
-      ["GET", `/users/@me/projects/${context.project.id}/billing-invoices`]
-    ] as const) {
+    for (
+      const [method, path] of [
+        ["POST", `/users/@me/projects/${context.project.id}/checkout`],
+        ["POST", `/users/@me/projects/${context.project.id}/billing-portal`],
+        ["GET", `/users/@me/projects/${context.project.id}/billing-invoices`]
+      ] as const
+    ) {
       const reply = await owner.call(method, path, method === "POST" ? {} : undefined)
       expect(reply.status, path).toBe(404)
       expect(reply.json.error.code).toBe("BILLING_DISABLED")
@@ -133,11 +137,15 @@ describe("campaign test sends", () => {
     const over = await test(addresses[2]!)
     expect(over.status).toBe(403)
     expect(over.json.error).toMatchObject({ code: "BILLING_LIMIT_EXCEEDED", details: { category: "campaigns", limit: 2, used: 2 } })
-    const queued = await context.stack.query<{ to_email: string }>("SELECT to_email FROM emails WHERE project_id = $1 ORDER BY to_email", [project.id])
+    const queued = await context.stack.query<{ to_email: string }>("SELECT to_email FROM emails WHERE project_id = $1 ORDER BY to_email", [
+      project.id
+    ])
     expect(queued.map((row) => row.to_email)).toEqual([addresses[0], addresses[1]].sort())
     // The two went out, and count as the month's campaign mail.
     await eventually(async () => expect(delivered(addresses)).toEqual(addresses.slice(0, 2)))
-    await eventually(async () => expect(await usage(owner, project.id)).toEqual({ transactional: 0, campaigns: 2, workflows: 0, inbound: 0 }))
+    await eventually(async () =>
+      expect(await usage(owner, project.id)).toEqual({ transactional: 0, campaigns: 2, workflows: 0, inbound: 0 })
+    )
     expect(delivered(addresses)).toEqual(addresses.slice(0, 2))
   })
 
@@ -172,11 +180,18 @@ describe("project reset", () => {
     const { browser: owner } = await signUp(context.api.url, "resetter@example.com")
     const project = await ownedProject(owner, "Reset caps", { transactional: 2 })
     const send = (to: string) =>
-      request(context.api.url, "POST", "/v1/send", { key: project.key, body: { from: project.from, subject: "Hi", body: "<p>Hello</p>", to: [to] } })
+      request(context.api.url, "POST", "/v1/send", {
+        key: project.key,
+        body: { from: project.from, subject: "Hi", body: "<p>Hello</p>", to: [to] }
+      })
     for (const to of ["first@reset.example", "second@reset.example"]) {
       const sent = await send(to)
       expect(sent.status).toBe(200)
-      await emailStatus({ api: context.api, project: { ...context.project, secretKey: project.key } }, sent.json.data.emails[0].email, "SENT")
+      await emailStatus(
+        { api: context.api, project: { ...context.project, secretKey: project.key } },
+        sent.json.data.emails[0].email,
+        "SENT"
+      )
     }
     expect((await send("third@reset.example")).status).toBe(403)
 

@@ -85,12 +85,18 @@ describe("automatic protection", () => {
     const browser = await ownerOf()
     await secret("POST", "/contacts", { email: "held@example.org" })
     const campaign = (await secret("POST", "/campaigns", {
-      name: "Held", subject: "Held", body: "<p>held</p>", from: "news@acme.test", audienceType: "ALL"
+      name: "Held",
+      subject: "Held",
+      body: "<p>held</p>",
+      from: "news@acme.test",
+      audienceType: "ALL"
     })).json.data
     // Scheduled while the project is enabled; disabled before it is due, as automatic protection would.
     const due = new Date(Date.now() + 3_000)
     expect((await secret("POST", `/campaigns/${campaign.id}/send`, { scheduledFor: due.toISOString() })).status).toBe(200)
-    await context.stack.query("UPDATE projects SET disabled = true, disabled_reason = 'test', disabled_at = now() WHERE id = $1", [context.project.id])
+    await context.stack.query("UPDATE projects SET disabled = true, disabled_reason = 'test', disabled_at = now() WHERE id = $1", [
+      context.project.id
+    ])
     const heldMail = () => context.smtp.messages.filter((mail) => mail.envelopeTo.includes("held@example.org"))
     // Queued by the fan-out, but held by the sender: PENDING, nothing delivered, nothing dropped.
     await eventually(async () => {
@@ -111,10 +117,13 @@ describe("project reset and the stream", () => {
     const browser = await ownerOf()
     await request(context.api.url, "POST", "/v1/track", { key: context.project.publicKey, body: { email: "w@example.org", event: "seen" } })
     expect((await browser.post(`/users/@me/projects/${context.project.id}/reset`)).status).toBe(200)
-    const watermarks = await withSql(context.stack.databaseUrl, Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      return yield* sql.withTransaction(resetWatermarks(sql, [context.project.id, "00000000-0000-7000-8000-000000000000"]))
-    }))
+    const watermarks = await withSql(
+      context.stack.databaseUrl,
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        return yield* sql.withTransaction(resetWatermarks(sql, [context.project.id, "00000000-0000-7000-8000-000000000000"]))
+      })
+    )
     expect(watermarks.size).toBe(1)
     expect(watermarks.get(context.project.id)).toBeGreaterThan(0)
   })
@@ -158,10 +167,18 @@ describe("billing caps in the engine", () => {
 
   it("grants what fits under a cap and records why a campaign is held", async () => {
     const browser = await ownerOf()
-    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`,
-      { transactional: null, campaigns: 3, workflows: null, inbound: null })
+    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`, {
+      transactional: null,
+      campaigns: 3,
+      workflows: null,
+      inbound: null
+    })
     const campaign = (await secret("POST", "/campaigns", {
-      name: "Capped", subject: "s", body: "<p>b</p>", from: "news@acme.test", audienceType: "ALL"
+      name: "Capped",
+      subject: "s",
+      body: "<p>b</p>",
+      from: "news@acme.test",
+      audienceType: "ALL"
     })).json.data
     await context.stack.query(
       `INSERT INTO emails (id, project_id, partition, to_email, from_email, subject, html, type, priority, message_id, campaign_id)
@@ -169,17 +186,20 @@ describe("billing caps in the engine", () => {
               '<' || gen_random_uuid() || '@acme.test>', $2 FROM generate_series(1, 2) AS i`,
       [context.project.id, campaign.id]
     )
-    const granted = await withSql(context.stack.databaseUrl, Effect.gen(function*() {
-      const billing = yield* Billing
-      const sql = yield* SqlClient.SqlClient
-      return yield* sql.withTransaction(Effect.gen(function*() {
-        const first = yield* billing.grant(context.project.id, "campaigns", 5)
-        const unlimited = yield* billing.grant(context.project.id, "transactional", 5)
-        const remaining = yield* billing.remaining(context.project.id, "campaigns")
-        yield* billing.recordHold("campaign", campaign.id, holdReason("campaigns", 3))
-        return { first, unlimited, remaining }
-      }))
-    }).pipe(Effect.provide(Billing.layer)))
+    const granted = await withSql(
+      context.stack.databaseUrl,
+      Effect.gen(function*() {
+        const billing = yield* Billing
+        const sql = yield* SqlClient.SqlClient
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          const first = yield* billing.grant(context.project.id, "campaigns", 5)
+          const unlimited = yield* billing.grant(context.project.id, "transactional", 5)
+          const remaining = yield* billing.remaining(context.project.id, "campaigns")
+          yield* billing.recordHold("campaign", campaign.id, holdReason("campaigns", 3))
+          return { first, unlimited, remaining }
+        }))
+      }).pipe(Effect.provide(Billing.layer))
+    )
     expect(granted).toEqual({ first: 1, unlimited: 5, remaining: 1 })
     const [row] = await context.stack.query<{ billing_hold: string }>("SELECT billing_hold FROM campaigns WHERE id = $1", [campaign.id])
     expect(row!.billing_hold).toMatch(/Monthly campaigns email limit \(3\) reached/)
@@ -190,17 +210,27 @@ describe("billing caps in the engine", () => {
   it("stops a campaign at the campaigns cap, records why, and resumes when the cap is raised", async () => {
     const browser = await ownerOf()
     for (let i = 0; i < 5; i++) await secret("POST", "/contacts", { email: `cap${i}@example.org` })
-    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`,
-      { transactional: null, campaigns: 2, workflows: null, inbound: null })
+    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`, {
+      transactional: null,
+      campaigns: 2,
+      workflows: null,
+      inbound: null
+    })
     const campaign = (await secret("POST", "/campaigns", {
-      name: "Over cap", subject: "s", body: "<p>b</p>", from: "news@acme.test", audienceType: "ALL"
+      name: "Over cap",
+      subject: "s",
+      body: "<p>b</p>",
+      from: "news@acme.test",
+      audienceType: "ALL"
     })).json.data
     expect((await secret("POST", `/campaigns/${campaign.id}/send`, {})).status).toBe(200)
     const queuedCount = async () =>
       (await context.stack.query<{ n: number }>("SELECT count(*)::int AS n FROM emails WHERE campaign_id = $1", [campaign.id]))[0]!.n
     await eventually(async () => {
       const [row] = await context.stack.query<{ billing_hold: string | null; n: number }>(
-        "SELECT billing_hold, (SELECT count(*)::int FROM emails WHERE campaign_id = c.id) AS n FROM campaigns c WHERE id = $1", [campaign.id])
+        "SELECT billing_hold, (SELECT count(*)::int FROM emails WHERE campaign_id = c.id) AS n FROM campaigns c WHERE id = $1",
+        [campaign.id]
+      )
       expect(row!.n).toBe(2)
       expect(row!.billing_hold).toMatch(/limit/)
     })
@@ -215,15 +245,23 @@ describe("billing caps in the engine", () => {
     expect(await stepStamp()).toBe(heldSince)
 
     // Raised to 4: two more, and held again.
-    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`,
-      { transactional: null, campaigns: 4, workflows: null, inbound: null })
+    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`, {
+      transactional: null,
+      campaigns: 4,
+      workflows: null,
+      inbound: null
+    })
     await eventually(async () => {
       expect(await queuedCount()).toBe(4)
       expect((await secret("GET", `/campaigns/${campaign.id}`)).json.billingHold).toBe(holdReason("campaigns", 4))
     }, 20_000)
 
-    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`,
-      { transactional: null, campaigns: null, workflows: null, inbound: null })
+    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`, {
+      transactional: null,
+      campaigns: null,
+      workflows: null,
+      inbound: null
+    })
     await eventually(async () => {
       expect(await queuedCount()).toBe(5)
       expect((await secret("GET", `/campaigns/${campaign.id}`)).json).toMatchObject({ status: "SENT", billingHold: null })
@@ -235,18 +273,30 @@ describe("billing caps in the engine", () => {
   // SEND_EMAIL takes one of the workflows cap (src/workflows/engine.ts); held executions wait on the step.
   it("holds workflow sends at the workflows cap (the executions wait on the step) and sends them when the cap is raised", async () => {
     const browser = await ownerOf()
-    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`,
-      { transactional: null, campaigns: null, workflows: 2, inbound: null })
+    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`, {
+      transactional: null,
+      campaigns: null,
+      workflows: 2,
+      inbound: null
+    })
     const template = (await secret("POST", "/templates", {
-      name: "Capped welcome", subject: "Welcome", body: "<p>hi</p>", from: "hello@acme.test", type: "MARKETING"
+      name: "Capped welcome",
+      subject: "Welcome",
+      body: "<p>hi</p>",
+      from: "hello@acme.test",
+      type: "MARKETING"
     })).json
     const { workflowId, ids } = await buildWorkflow({ url: context.api.url, key: context.project.secretKey }, {
-      name: "Capped", eventName: "capped_signup", first: "send", steps: { send: { type: "SEND_EMAIL", config: { templateId: template.id } } }
+      name: "Capped",
+      eventName: "capped_signup",
+      first: "send",
+      steps: { send: { type: "SEND_EMAIL", config: { templateId: template.id } } }
     })
     const people = Array.from({ length: 4 }, (_, i) => `wcap${i}@example.org`)
     for (const email of people) {
       const tracked = await request(context.api.url, "POST", "/v1/track", {
-        key: context.project.publicKey, body: { email, event: "capped_signup", subscribed: true }
+        key: context.project.publicKey,
+        body: { email, event: "capped_signup", subscribed: true }
       })
       expect(tracked.status).toBe(200)
     }
@@ -270,8 +320,12 @@ describe("billing caps in the engine", () => {
     expect(timer!.due_at.toISOString()).toBe(monthTurn.toISOString())
 
     // Room for one more: one sends, the other stays held (the hold recorded again).
-    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`,
-      { transactional: null, campaigns: null, workflows: 3, inbound: null })
+    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`, {
+      transactional: null,
+      campaigns: null,
+      workflows: 3,
+      inbound: null
+    })
     // The two held executions retry on their own timers: the one left over records the hold again once
     // its retry has run, which may be a moment after the other one completed.
     await eventually(async () => {
@@ -280,8 +334,12 @@ describe("billing caps in the engine", () => {
       expect((await secret("GET", `/workflows/${workflowId}`)).json.billingHold).toBe(holdReason("workflows", 3))
     }, 20_000)
 
-    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`,
-      { transactional: null, campaigns: null, workflows: null, inbound: null })
+    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`, {
+      transactional: null,
+      campaigns: null,
+      workflows: null,
+      inbound: null
+    })
     await eventually(async () => {
       expect(await statuses()).toEqual(["COMPLETED", "COMPLETED", "COMPLETED", "COMPLETED"])
       expect((await secret("GET", `/workflows/${workflowId}`)).json.billingHold).toBeNull()
@@ -301,15 +359,25 @@ describe("billing caps in the engine", () => {
     const turnTheMonth = () =>
       context.stack.query("UPDATE emails SET created_at = created_at - interval '40 days' WHERE project_id = $1", [context.project.id])
     await turnTheMonth()
-    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`,
-      { transactional: null, campaigns: 1, workflows: null, inbound: null })
+    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`, {
+      transactional: null,
+      campaigns: 1,
+      workflows: null,
+      inbound: null
+    })
     const campaign = (await secret("POST", "/campaigns", {
-      name: "Month turn", subject: "s", body: "<p>b</p>", from: "news@acme.test", audienceType: "ALL"
+      name: "Month turn",
+      subject: "s",
+      body: "<p>b</p>",
+      from: "news@acme.test",
+      audienceType: "ALL"
     })).json.data
     expect((await secret("POST", `/campaigns/${campaign.id}/send`, {})).status).toBe(200)
     const state = async () => {
       const [row] = await context.stack.query<{ billing_hold: string | null; n: number }>(
-        "SELECT billing_hold, (SELECT count(*)::int FROM emails WHERE campaign_id = c.id) AS n FROM campaigns c WHERE id = $1", [campaign.id])
+        "SELECT billing_hold, (SELECT count(*)::int FROM emails WHERE campaign_id = c.id) AS n FROM campaigns c WHERE id = $1",
+        [campaign.id]
+      )
       return row!
     }
     await eventually(async () => expect(await state()).toEqual({ billing_hold: holdReason("campaigns", 1), n: 1 }))
@@ -318,8 +386,12 @@ describe("billing caps in the engine", () => {
     expect((await state()).n).toBe(1)
     await turnTheMonth()
     await eventually(async () => expect(await state()).toEqual({ billing_hold: holdReason("campaigns", 1), n: 2 }), 15_000)
-    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`,
-      { transactional: null, campaigns: null, workflows: null, inbound: null })
+    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`, {
+      transactional: null,
+      campaigns: null,
+      workflows: null,
+      inbound: null
+    })
     await eventually(async () => expect((await secret("GET", `/campaigns/${campaign.id}`)).json.status).toBe("SENT"), 20_000)
   })
 })

@@ -56,8 +56,16 @@ const startStripe = () =>
           url: "/v1/invoices",
           has_more: false,
           data: [{
-            id: "in_test_1", object: "invoice", number: "MS-0001", status: "paid", amount_due: 2900, amount_paid: 2900,
-            currency: "eur", created: 1_767_225_600, hosted_invoice_url: "https://invoice.stripe.test/i/1", invoice_pdf: null
+            id: "in_test_1",
+            object: "invoice",
+            number: "MS-0001",
+            status: "paid",
+            amount_due: 2900,
+            amount_paid: 2900,
+            currency: "eur",
+            created: 1_767_225_600,
+            hosted_invoice_url: "https://invoice.stripe.test/i/1",
+            invoice_pdf: null
           }]
         })
       }
@@ -142,7 +150,10 @@ describe("OAuth sign-in (OpenID Connect)", () => {
   })
 
   it("signs in through GitHub with the account's primary verified email", async () => {
-    setGitHubAccount({ id: 4242, emails: [{ email: "old@example.com", primary: false, verified: true }, { email: "Octo@Example.com", primary: true, verified: true }] })
+    setGitHubAccount({
+      id: 4242,
+      emails: [{ email: "old@example.com", primary: false, verified: true }, { email: "Octo@Example.com", primary: true, verified: true }]
+    })
     const browser = new Browser(api.url)
     expect((await signInWith("github", browser)).status).toBe(302)
     const me = await browser.get("/users/@me")
@@ -198,14 +209,16 @@ describe("Stripe billing", () => {
     await owner.post(`/users/@me/projects/${projectId}/checkout`)
     expect(stripeCalls.filter((call) => call.path === "/v1/customers")).toHaveLength(1)
 
-    expect((await owner.post(`/users/@me/projects/${projectId}/billing-portal`)).json).toEqual({ url: "https://billing.stripe.test/p/bps_test_1" })
+    expect((await owner.post(`/users/@me/projects/${projectId}/billing-portal`)).json).toEqual({
+      url: "https://billing.stripe.test/p/bps_test_1"
+    })
     const portal = new URLSearchParams(stripeCalls.findLast((call) => call.path === "/v1/billing_portal/sessions")!.body)
     expect(returnsTo(portal.get("return_url"))).toBe(billingPage)
     for (const url of [form.get("success_url"), form.get("cancel_url"), portal.get("return_url")]) {
       const page = await fetch(`${api.url}${returnsTo(url)}`)
       expect(page.status, url!).toBe(200)
       expect(page.headers.get("content-type"), url!).toContain("text/html")
-      expect(await page.text(), url!).toContain("<div id=\"root\">")
+      expect(await page.text(), url!).toContain('<div id="root">')
     }
     const invoices = await owner.get(`/users/@me/projects/${projectId}/billing-invoices`)
     expect(invoices.json.data).toEqual([expect.objectContaining({ id: "in_test_1", number: "MS-0001", amountPaid: 2900, currency: "eur" })])
@@ -220,7 +233,15 @@ describe("Stripe billing", () => {
       id: "evt_1",
       object: "event",
       type: "checkout.session.completed",
-      data: { object: { id: "cs_test_1", object: "checkout.session", client_reference_id: projectId, customer: "cus_test_1", subscription: "sub_1" } }
+      data: {
+        object: {
+          id: "cs_test_1",
+          object: "checkout.session",
+          client_reference_id: projectId,
+          customer: "cus_test_1",
+          subscription: "sub_1"
+        }
+      }
     })
     const post = (body: string, signature: string) =>
       request(api.url, "POST", "/webhooks/incoming/stripe", { rawBody: body, headers: { "stripe-signature": signature } })
@@ -228,7 +249,9 @@ describe("Stripe billing", () => {
     expect(good.status, good.text).toBe(200)
     expect(good.json).toEqual({ received: true })
     const [row] = await stack.query<{ stripe_subscription_id: string; subscription_status: string }>(
-      "SELECT stripe_subscription_id, subscription_status FROM projects WHERE id = $1", [projectId])
+      "SELECT stripe_subscription_id, subscription_status FROM projects WHERE id = $1",
+      [projectId]
+    )
     expect(row).toEqual({ stripe_subscription_id: "sub_1", subscription_status: "active" })
 
     const forged = await post(payload, signer.webhooks.generateTestHeaderString({ payload, secret: "whsec_someone_else" }))
@@ -238,11 +261,17 @@ describe("Stripe billing", () => {
     expect((await post(tampered, signer.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET }))).status).toBe(400)
 
     const cancelled = JSON.stringify({
-      id: "evt_2", object: "event", type: "customer.subscription.deleted",
+      id: "evt_2",
+      object: "event",
+      type: "customer.subscription.deleted",
       data: { object: { id: "sub_1", object: "subscription", customer: "cus_test_1", status: "canceled" } }
     })
-    expect((await post(cancelled, signer.webhooks.generateTestHeaderString({ payload: cancelled, secret: WEBHOOK_SECRET }))).status).toBe(200)
-    const [after] = await stack.query<{ subscription_status: string }>("SELECT subscription_status FROM projects WHERE id = $1", [projectId])
+    expect((await post(cancelled, signer.webhooks.generateTestHeaderString({ payload: cancelled, secret: WEBHOOK_SECRET }))).status).toBe(
+      200
+    )
+    const [after] = await stack.query<{ subscription_status: string }>("SELECT subscription_status FROM projects WHERE id = $1", [
+      projectId
+    ])
     expect(after!.subscription_status).toBe("canceled")
   })
 })
@@ -263,7 +292,9 @@ describe("REQUIRE_EMAIL_VERIFICATION", () => {
 
 describe("image uploads", () => {
   const PNG = Buffer.from(
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==", "base64")
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==",
+    "base64"
+  )
   let project: { id: string; secretKey: string }
   beforeAll(async () => {
     project = await stack.createProject("Uploads")
@@ -291,7 +322,11 @@ describe("image uploads", () => {
   })
 
   it("refuses SVG, a forged type, an oversized file, no file and a missing key", async () => {
-    const svg = await upload(Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>'), "x.svg", "image/svg+xml")
+    const svg = await upload(
+      Buffer.from('<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>'),
+      "x.svg",
+      "image/svg+xml"
+    )
     expect(svg.status).toBe(422)
     expect(((await svg.json()) as any).error.code).toBe("UNSUPPORTED_IMAGE")
     const forged = await upload(Buffer.from("<html><script>alert(1)</script></html>"), "x.png", "image/png")
@@ -300,7 +335,11 @@ describe("image uploads", () => {
     const oversized = await upload(big, "big.png", "image/png")
     expect(oversized.status).toBe(413)
     expect(((await oversized.json()) as any).error.code).toBe("PAYLOAD_TOO_LARGE")
-    const none = await fetch(`${api.url}/uploads/image`, { method: "POST", headers: { authorization: `Bearer ${project.secretKey}` }, body: new FormData() })
+    const none = await fetch(`${api.url}/uploads/image`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${project.secretKey}` },
+      body: new FormData()
+    })
     expect(none.status).toBe(422)
     expect((await upload(PNG, "p.png", "image/png", "sk_nope")).status).toBe(401)
     expect((await fetch(`${api.url}/uploads/${"0".repeat(64)}.png`)).status).toBe(404)
@@ -315,16 +354,40 @@ describe("the OpenAPI document", () => {
     expect(document.paths["/contacts"].get.security).toEqual(expect.arrayContaining([{ secretKey: [] }, { session: [] }]))
     expect(document.paths["/users/@me/projects"].get.security).toEqual([{ session: [] }])
     expect(document.paths["/auth/login"].post.security ?? []).toEqual([])
-    for (const path of [
-      "/auth/signup", "/auth/login", "/auth/logout", "/auth/oauth-config", "/auth/verify-email", "/auth/request-verification",
-      "/auth/request-password-reset", "/auth/reset-password", "/users/@me", "/users/@me/projects", "/users/@me/projects/{id}",
-      "/users/@me/projects/{id}/regenerate-keys", "/users/@me/projects/{id}/reset", "/users/@me/projects/{id}/security",
-      "/projects/{id}/security", "/projects/{id}/setup-state", "/projects/{id}/members", "/projects/{id}/members/{userId}",
-      "/users/@me/projects/{id}/billing-limits", "/users/@me/projects/{id}/billing-consumption", "/users/@me/projects/{id}/checkout",
-      "/users/@me/projects/{id}/billing-portal", "/users/@me/projects/{id}/billing-invoices", "/webhooks/incoming/stripe",
-      "/uploads/image", "/config", "/auth/change-password", "/projects/{id}/invitations", "/projects/{id}/invitations/{invitationId}",
-      "/projects/{id}/invitations/{invitationId}/resend"
-    ]) expect(document.paths, path).toHaveProperty([path])
+    for (
+      const path of [
+        "/auth/signup",
+        "/auth/login",
+        "/auth/logout",
+        "/auth/oauth-config",
+        "/auth/verify-email",
+        "/auth/request-verification",
+        "/auth/request-password-reset",
+        "/auth/reset-password",
+        "/users/@me",
+        "/users/@me/projects",
+        "/users/@me/projects/{id}",
+        "/users/@me/projects/{id}/regenerate-keys",
+        "/users/@me/projects/{id}/reset",
+        "/users/@me/projects/{id}/security",
+        "/projects/{id}/security",
+        "/projects/{id}/setup-state",
+        "/projects/{id}/members",
+        "/projects/{id}/members/{userId}",
+        "/users/@me/projects/{id}/billing-limits",
+        "/users/@me/projects/{id}/billing-consumption",
+        "/users/@me/projects/{id}/checkout",
+        "/users/@me/projects/{id}/billing-portal",
+        "/users/@me/projects/{id}/billing-invoices",
+        "/webhooks/incoming/stripe",
+        "/uploads/image",
+        "/config",
+        "/auth/change-password",
+        "/projects/{id}/invitations",
+        "/projects/{id}/invitations/{invitationId}",
+        "/projects/{id}/invitations/{invitationId}/resend"
+      ]
+    ) expect(document.paths, path).toHaveProperty([path])
     // Logout is a POST; the GET that answers 405 is not part of the API.
     expect(Object.keys(document.paths["/auth/logout"])).toEqual(["post"])
     expect(document.paths["/uploads/image"].post.requestBody.content).toHaveProperty(["multipart/form-data"])

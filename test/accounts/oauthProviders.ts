@@ -14,9 +14,14 @@ export interface GitHubAccount {
 /** A GitHub whose signed-in account is whatever `account` holds when the service asks. */
 export const startGitHub = async () => {
   const account: { current: GitHubAccount } = { current: { id: 0, emails: [] } }
-  const server = new OAuth2Server(undefined, undefined, { endpoints: { authorize: "/login/oauth/authorize", token: "/login/oauth/access_token" } })
+  const server = new OAuth2Server(undefined, undefined, {
+    endpoints: { authorize: "/login/oauth/authorize", token: "/login/oauth/access_token" }
+  })
   await server.issuer.keys.generate("RS256")
-  const answer = (res: { writeHead(status: number, headers: Record<string, string>): unknown; end(body: string): unknown }, body: unknown) => {
+  const answer = (
+    res: { writeHead(status: number, headers: Record<string, string>): unknown; end(body: string): unknown },
+    body: unknown
+  ) => {
     res.writeHead(200, { "content-type": "application/json" })
     res.end(JSON.stringify(body))
   }
@@ -27,7 +32,11 @@ export const startGitHub = async () => {
   server.service.addRoute("GET", "/user/emails", (_req, res) => answer(res, account.current.emails))
   await server.start(0, "127.0.0.1")
   const url = server.issuer.url!.replace(/\/$/, "")
-  return { server, account, env: { GITHUB_CLIENT_ID: "gh-client", GITHUB_CLIENT_SECRET: "gh-secret", GITHUB_URL: url, GITHUB_API_URL: url } }
+  return {
+    server,
+    account,
+    env: { GITHUB_CLIENT_ID: "gh-client", GITHUB_CLIENT_SECRET: "gh-secret", GITHUB_URL: url, GITHUB_API_URL: url }
+  }
 }
 
 /** Follows the whole sign-in: our redirect, the provider's consent (automatic here), our callback. */

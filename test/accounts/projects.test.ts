@@ -67,7 +67,11 @@ describe("projects", () => {
     expect(byAdmin.status).toBe(403)
     expect(byAdmin.json.error.code).toBe("FORBIDDEN")
     for (const path of ["", "/security", "/billing-limits"]) {
-      const reply = await stranger.call(path === "" ? "PATCH" : "GET", `/users/@me/projects/${project.id}${path}`, path === "" ? { name: "x" } : undefined)
+      const reply = await stranger.call(
+        path === "" ? "PATCH" : "GET",
+        `/users/@me/projects/${project.id}${path}`,
+        path === "" ? { name: "x" } : undefined
+      )
       expect(reply.status, path).toBe(404)
     }
     expect((await stranger.get(`/projects/${project.id}/setup-state`)).status).toBe(404)
@@ -82,7 +86,12 @@ describe("projects", () => {
   it("shows setup state and security to every member", async () => {
     const state = await member.get(`/projects/${project.id}/setup-state`)
     expect(state.json).toEqual({
-      hasVerifiedDomain: false, hasTemplate: false, hasContact: false, hasTrackedEvent: false, hasSentEmail: false, complete: false
+      hasVerifiedDomain: false,
+      hasTemplate: false,
+      hasContact: false,
+      hasTrackedEvent: false,
+      hasSentEmail: false,
+      complete: false
     })
     await request(api.url, "POST", "/contacts", { key: project.secretKey, body: { email: "someone@example.com" } })
     expect((await member.get(`/projects/${project.id}/setup-state`)).json.hasContact).toBe(true)
@@ -99,7 +108,9 @@ describe("project resources with the session cookie", () => {
   it("accepts cookie + X-Project-Id for members, by role", async () => {
     const created = await asProject(member, "POST", "/contacts", { email: "via-dashboard@example.com" })
     expect(created.status).toBe(201)
-    expect((await asProject(member, "GET", "/contacts")).json.data.map((c: { email: string }) => c.email)).toContain("via-dashboard@example.com")
+    expect((await asProject(member, "GET", "/contacts")).json.data.map((c: { email: string }) => c.email)).toContain(
+      "via-dashboard@example.com"
+    )
     // MEMBER manages content, not domains or secrets.
     const domains = await asProject(member, "GET", `/domains/project/${project.id}`)
     expect(domains.status).toBe(403)
@@ -121,7 +132,10 @@ describe("project resources with the session cookie", () => {
   })
 
   it("refuses a cross-site state change made with the cookie, but not a cross-site read", async () => {
-    const evil = await member.call("POST", "/contacts", { email: "csrf@example.com" }, { "x-project-id": project.id, origin: "https://evil.example" })
+    const evil = await member.call("POST", "/contacts", { email: "csrf@example.com" }, {
+      "x-project-id": project.id,
+      origin: "https://evil.example"
+    })
     expect(evil.status).toBe(403)
     expect(evil.json.error.code).toBe("CSRF_REJECTED")
     const noOrigin = await member.call("POST", "/contacts", { email: "csrf@example.com" }, { "x-project-id": project.id, origin: "" })
@@ -131,7 +145,9 @@ describe("project resources with the session cookie", () => {
     expect((await stack.query("SELECT 1 FROM contacts WHERE email = 'csrf@example.com'")).length).toBe(0)
     expect((await asProject(member, "GET", "/contacts")).status).toBe(200)
     // An API key needs no Origin: it is not a browser credential.
-    expect((await request(api.url, "POST", "/contacts", { key: project.secretKey, body: { email: "server@example.com" } })).status).toBe(201)
+    expect((await request(api.url, "POST", "/contacts", { key: project.secretKey, body: { email: "server@example.com" } })).status).toBe(
+      201
+    )
   })
 })
 
@@ -144,7 +160,9 @@ describe("members", () => {
     expect(invitationToken(invited)).toBe(await mailedToken(outbox, "newcomer@example.com", "/accept-invitation"))
     const listed = await member.get(`/projects/${project.id}/members`)
     expect(listed.json.members.map((m: { email: string; role: string }) => `${m.email}:${m.role}`)).toEqual([
-      "owner@example.com:OWNER", "admin@example.com:ADMIN", "member@example.com:MEMBER"
+      "owner@example.com:OWNER",
+      "admin@example.com:ADMIN",
+      "member@example.com:MEMBER"
     ])
     expect(listed.json.invitations).toEqual([expect.objectContaining({ email: "newcomer@example.com" })])
 
@@ -157,7 +175,11 @@ describe("members", () => {
     expect((await joined.get("/users/@me/projects")).json).toEqual([expect.objectContaining({ id: project.id, role: "MEMBER" })])
     expect((await member.get(`/projects/${project.id}/members`)).json.invitations).toEqual([])
     // Used once: a second signup with it is refused.
-    const again = await new Browser(api.url).post("/auth/signup", { email: "newcomer@example.com", password: "whatever it is", inviteToken: token })
+    const again = await new Browser(api.url).post("/auth/signup", {
+      email: "newcomer@example.com",
+      password: "whatever it is",
+      inviteToken: token
+    })
     expect(again.status).toBe(400)
   })
 
@@ -193,7 +215,8 @@ describe("members", () => {
     expect((await admin.call("PATCH", `/projects/${project.id}/members/${ids.member}`, { role: "OWNER" })).status).toBe(403)
     expect((await admin.call("DELETE", `/projects/${project.id}/members/${ids.owner}`)).status).toBe(403)
     expect((await member.call("PATCH", `/projects/${project.id}/members/${ids.member}`, { role: "ADMIN" })).status).toBe(403)
-    expect((await owner.call("PATCH", `/projects/${project.id}/members/00000000-0000-7000-8000-000000000000`, { role: "ADMIN" })).status).toBe(404)
+    expect((await owner.call("PATCH", `/projects/${project.id}/members/00000000-0000-7000-8000-000000000000`, { role: "ADMIN" })).status)
+      .toBe(404)
     expect((await owner.post(`/projects/${project.id}/members`, { email: "member@example.com" })).status).toBe(409)
   })
 
@@ -260,7 +283,8 @@ describe("one key at a time", () => {
     const publicRotated = await admin.post(path("public"))
     expect(publicRotated.status).toBe(200)
     expect(publicRotated.json).toEqual({ id: project.id, kind: "public", key: expect.stringMatching(/^pk_/) })
-    const track = (base: string, key: string) => request(base, "POST", "/v1/track", { key, body: { email: "keys@example.com", event: "rotated" } })
+    const track = (base: string, key: string) =>
+      request(base, "POST", "/v1/track", { key, body: { email: "keys@example.com", event: "rotated" } })
     for (const base of [api.url, api2.url]) {
       await expectSoon(async () => expect((await track(base, project.publicKey)).status).toBe(401))
       expect((await track(base, publicRotated.json.key)).status).toBe(200)

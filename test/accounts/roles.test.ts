@@ -43,21 +43,67 @@ const RULES: Record<string, Rule> = {
   ...rules("open", "system", ["config", "healthz", "readyz", "metrics"]),
   ...rules("key", "track", ["track", "trackAlias", "trackBatch"]),
   ...rules("content", "contacts", [
-    "upsert", "list", "lookup", "fields", "fieldValues", "fieldUsage", "deleteField", "get", "memberships", "update", "delete"
+    "upsert",
+    "list",
+    "lookup",
+    "fields",
+    "fieldValues",
+    "fieldUsage",
+    "deleteField",
+    "get",
+    "memberships",
+    "update",
+    "delete"
   ]),
   ...rules("content", "contactJobs", ["import", "importStatus", "export", "bulkSubscribe", "bulkUnsubscribe", "bulkDelete", "bulkStatus"]),
   ...rules("content", "events", ["list", "stats", "names", "forContact", "usage", "delete"]),
   ...rules("content", "segments", [
-    "create", "preview", "list", "get", "update", "delete", "contacts", "addMembers", "removeMembers", "compute", "refresh"
+    "create",
+    "preview",
+    "list",
+    "get",
+    "update",
+    "delete",
+    "contacts",
+    "addMembers",
+    "removeMembers",
+    "compute",
+    "refresh"
   ]),
   ...rules("content", "verify", ["verify"]),
   ...rules("content", "send", ["send"]),
   ...rules("content", "emails", ["list", "get", "raw"]),
   ...rules("content", "templates", ["preview", "create", "list", "get", "update", "delete", "duplicate", "usage"]),
-  ...rules("content", "campaigns", ["create", "list", "get", "replace", "delete", "duplicate", "test", "stats", "recipients", "send", "cancel"]),
+  ...rules("content", "campaigns", [
+    "create",
+    "list",
+    "get",
+    "replace",
+    "delete",
+    "duplicate",
+    "test",
+    "stats",
+    "recipients",
+    "send",
+    "cancel"
+  ]),
   ...rules("content", "workflows", [
-    "list", "fields", "create", "get", "update", "delete", "addStep", "updateStep", "deleteStep", "addTransition",
-    "deleteTransition", "startExecution", "listExecutions", "cancelAll", "getExecution", "cancelExecution"
+    "list",
+    "fields",
+    "create",
+    "get",
+    "update",
+    "delete",
+    "addStep",
+    "updateStep",
+    "deleteStep",
+    "addTransition",
+    "deleteTransition",
+    "startExecution",
+    "listExecutions",
+    "cancelAll",
+    "getExecution",
+    "cancelExecution"
   ]),
   ...rules("delivery", "workflows", ["webhookSecret"]),
   ...rules("delivery", "domains", ["create", "list", "get", "verify", "delete"]),
@@ -65,19 +111,49 @@ const RULES: Record<string, Rule> = {
   ...rules("delivery", "webhooks", ["generic"]),
   ...rules("delivery", "deadLetters", ["list", "get", "replay", "delete"]),
   ...rules("delivery", "destinations", [
-    "create", "list", "get", "update", "delete", "rotateSecret", "test", "deliveries", "replayDelivery", "replayRange"
+    "create",
+    "list",
+    "get",
+    "update",
+    "delete",
+    "rotateSecret",
+    "test",
+    "deliveries",
+    "replayDelivery",
+    "replayRange"
   ]),
   ...rules("open", "auth", [
-    "signup", "login", "logout", "logoutByGet", "oauthConfig", "oauthStart", "oauthCallback", "requestPasswordReset", "resetPassword"
+    "signup",
+    "login",
+    "logout",
+    "logoutByGet",
+    "oauthConfig",
+    "oauthStart",
+    "oauthCallback",
+    "requestPasswordReset",
+    "resetPassword"
   ]),
   ...rules("signedIn", "auth", ["requestVerification", "verifyEmail", "changePassword", "acceptInvitation", "me"]),
   ...rules("signedIn", "accounts", ["listProjects", "createProject"]),
   ...rules("view", "accounts", [
-    "userProjectSecurity", "projectSecurity", "setupState", "listMembers", "listInvitations", "getBillingLimits", "billingConsumption",
+    "userProjectSecurity",
+    "projectSecurity",
+    "setupState",
+    "listMembers",
+    "listInvitations",
+    "getBillingLimits",
+    "billingConsumption",
     "publicKey"
   ]),
   ...rules("settings", "accounts", [
-    "updateProject", "regenerateKeys", "rotateKey", "resetProject", "putBillingLimits", "checkout", "billingPortal", "billingInvoices"
+    "updateProject",
+    "regenerateKeys",
+    "rotateKey",
+    "resetProject",
+    "putBillingLimits",
+    "checkout",
+    "billingPortal",
+    "billingInvoices"
   ]),
   ...rules("members", "accounts", ["addMember", "withdrawInvitation", "resendInvitation", "updateMember", "removeMember"]),
   ...rules("owners", "accounts", ["deleteProject"]),
@@ -87,7 +163,15 @@ const RULES: Record<string, Rule> = {
   ...rules("content", "activity", ["feed", "types", "stats", "recentCount", "upcoming"]),
   ...rules("content", "live", ["stream"]),
   ...rules("content", "analytics", [
-    "timeseries", "overview", "topCampaigns", "campaignStats", "topEvents", "deliverability", "links", "heatmap", "audience"
+    "timeseries",
+    "overview",
+    "topCampaigns",
+    "campaignStats",
+    "topEvents",
+    "deliverability",
+    "links",
+    "heatmap",
+    "audience"
   ])
 }
 
@@ -135,7 +219,10 @@ const documentedPermissions = (): Array<{ readonly label: string; readonly grant
   return rows.slice(2).map((line) => {
     const [label, ...marks] = cells(line)
     for (const mark of marks) expect(mark, line).toMatch(/^(✓|–)/)
-    return { label: label!, grants: Object.fromEntries(ROLES.map((role, index) => [role, marks[index]!.startsWith("✓")])) as Record<Role, boolean> }
+    return {
+      label: label!,
+      grants: Object.fromEntries(ROLES.map((role, index) => [role, marks[index]!.startsWith("✓")])) as Record<Role, boolean>
+    }
   })
 }
 
@@ -152,14 +239,19 @@ beforeAll(async () => {
   api = await stack.start("api")
   const sessions: Record<string, Awaited<ReturnType<typeof signUp>>> = {}
   // One after the other: the first user of an installation gets a first project of their own.
-  for (const caller of ["OWNER", "ADMIN", "MEMBER", "stranger"]) sessions[caller] = await signUp(api.url, `${caller.toLowerCase()}@example.com`)
+  for (const caller of ["OWNER", "ADMIN", "MEMBER", "stranger"])
+    sessions[caller] = await signUp(api.url, `${caller.toLowerCase()}@example.com`)
   for (const [caller, session] of Object.entries(sessions)) cookies[caller] = session.browser.cookieHeader()
   cookies.nobody = ""
   const owner = sessions.OWNER!.browser
   projectId = (await owner.post("/users/@me/projects", { name: "Walked project" })).json.id
   // Memberships straight in the table: how a member joins is not what this test is about.
   for (const role of ["ADMIN", "MEMBER"] as const) {
-    await stack.query("INSERT INTO project_members (project_id, user_id, role) VALUES ($1, $2, $3)", [projectId, sessions[role]!.user.id, role])
+    await stack.query("INSERT INTO project_members (project_id, user_id, role) VALUES ($1, $2, $3)", [
+      projectId,
+      sessions[role]!.user.id,
+      role
+    ])
   }
 })
 afterAll(async () => {
@@ -230,11 +322,19 @@ describe("permissions: every route × role", () => {
       for (const caller of CALLERS) replies[caller] = await call(route, caller)
       const check = (caller: Caller, ok: boolean, what: string) => {
         const reply = replies[caller]
-        if (!ok) wrong.push(`${route.method} ${route.path} (${route.key}) as ${caller}: expected ${what}, got ${reply.status} ${reply.text.slice(0, 160)}`)
+        if (!ok)
+          wrong.push(
+            `${route.method} ${route.path} (${route.key}) as ${caller}: expected ${what}, got ${reply.status} ${reply.text.slice(0, 160)}`
+          )
       }
       if (rule === "open") {
         // Whoever asks, the same answer: the session plays no part.
-        for (const caller of CALLERS) check(caller, replies[caller].status === replies.nobody.status && !isForbidden(replies[caller]), `${replies.nobody.status} as for nobody`)
+        for (const caller of CALLERS)
+          check(
+            caller,
+            replies[caller].status === replies.nobody.status && !isForbidden(replies[caller]),
+            `${replies.nobody.status} as for nobody`
+          )
         continue
       }
       check("nobody", isUnauthenticated(replies.nobody), "401")

@@ -27,7 +27,9 @@ export class Browser {
     for (const line of headers.getSetCookie()) {
       const [pair, ...attributes] = line.split(";")
       const [name, ...rest] = pair!.split("=")
-      const expired = attributes.some((attribute) => /max-age=0\b/i.test(attribute.trim()) || /expires=thu, 01 jan 1970/i.test(attribute.trim()))
+      const expired = attributes.some((attribute) =>
+        /max-age=0\b/i.test(attribute.trim()) || /expires=thu, 01 jan 1970/i.test(attribute.trim())
+      )
       if (expired) this.cookies.delete(name!.trim())
       else this.cookies.set(name!.trim(), rest.join("="))
     }
@@ -95,7 +97,13 @@ export const invitationToken = (reply: Reply): string => {
 }
 
 /** `inviter` invites `email` to the project and `invitee`, signed in as that email, accepts: how every member joins. */
-export const joinProject = async (inviter: Browser, projectId: string, invitee: Browser, email: string, role?: "OWNER" | "ADMIN" | "MEMBER") => {
+export const joinProject = async (
+  inviter: Browser,
+  projectId: string,
+  invitee: Browser,
+  email: string,
+  role?: "OWNER" | "ADMIN" | "MEMBER"
+) => {
   const token = invitationToken(await inviter.post(`/projects/${projectId}/members`, { email, ...(role ? { role } : {}) }))
   const accepted = await invitee.post("/auth/accept-invitation", { token })
   if (accepted.status !== 200) throw new Error(`accept ${email}: ${accepted.status} ${accepted.text}`)

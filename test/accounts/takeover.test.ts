@@ -40,7 +40,8 @@ const githubOf = (id: number, email: string) => void (github.account.current = {
 const signInWithGitHub = (browser: Browser) => signInWith("github", browser, github.server.issuer.url!)
 const identitiesOf = async (email: string) =>
   (await stack.query("SELECT 1 FROM user_identities i JOIN users u ON u.id = i.user_id WHERE u.email = $1", [email])).length
-const projectIdsOf = async (browser: Browser) => (await browser.get("/users/@me/projects")).json.map((project: { id: string }) => project.id)
+const projectIdsOf = async (browser: Browser) =>
+  (await browser.get("/users/@me/projects")).json.map((project: { id: string }) => project.id)
 
 describe("classic federated merge and unexpired session", () => {
   const victim = "victim@example.com"
@@ -75,7 +76,8 @@ describe("classic federated merge and unexpired session", () => {
     // The mail says what the link will do, for a creator who is the owner after all (they can verify instead).
     expect(mail.text).toMatch(/never verified/)
     expect(mail.text).toMatch(/takes it out of its project/)
-    expect((await new Browser(api.url).post("/auth/reset-password", { token: mail.token, password: "the victim's own password" })).status).toBe(200)
+    expect((await new Browser(api.url).post("/auth/reset-password", { token: mail.token, password: "the victim's own password" })).status)
+      .toBe(200)
 
     expect((await attacker.get("/users/@me")).status).toBe(401)
     expect((await new Browser(api.url).post("/auth/login", { email: victim, password: "the attacker's password" })).status).toBe(401)
@@ -151,7 +153,10 @@ describe("an invitation to the victim's address", () => {
 
     // The victim takes their address back (reset), then joins with the link mailed to them.
     await new Browser(api.url).post("/auth/request-password-reset", { email: victim })
-    await new Browser(api.url).post("/auth/reset-password", { token: await mailedToken(outbox, victim, "/reset-password"), password: "the victim's password" })
+    await new Browser(api.url).post("/auth/reset-password", {
+      token: await mailedToken(outbox, victim, "/reset-password"),
+      password: "the victim's password"
+    })
     expect((await attacker.get("/users/@me")).status).toBe(401)
     const owner = new Browser(api.url)
     await owner.post("/auth/login", { email: victim, password: "the victim's password" })

@@ -36,7 +36,11 @@ afterAll(async () => {
 it("stores the image in the bucket, not in Postgres, and serves it under PUBLIC_URL", async () => {
   const form = new FormData()
   form.append("file", new Blob([PNG], { type: "image/png" }), "pixel.png")
-  const reply = await fetch(`${api.url}/uploads/image`, { method: "POST", headers: { authorization: `Bearer ${project.secretKey}` }, body: form })
+  const reply = await fetch(`${api.url}/uploads/image`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${project.secretKey}` },
+    body: form
+  })
   expect(reply.status).toBe(201)
   const { url } = await reply.json() as { url: string }
   const name = new URL(url).pathname.split("/").pop()!

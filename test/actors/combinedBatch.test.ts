@@ -59,7 +59,8 @@ layer(BatchRuntime, { timeout: 120_000 })("lane batches combined in one transact
           Effect.gen(function*() {
             const { projectId, lanes } = yield* laneProject
             const batches = lanes.map(({ lane, partition, contacts }, index) =>
-              batchesFor(projectId, contacts, base, { lane, partition, seed: 42 + index, batches: 8 }))
+              batchesFor(projectId, contacts, base, { lane, partition, seed: 42 + index, batches: 8 })
+            )
             let combinedLanes = 0
             for (let turn = 0; turn < 8; turn++) {
               yield* TestClock.setTime(base + 61 * 60_000 + turn * 1000)
@@ -109,11 +110,15 @@ layer(BatchRuntime, { timeout: 120_000 })("lane batches combined in one transact
         }
         const stored = (batch: ReadonlyArray<Delivered>) => {
           const ids = batch.flatMap((message) => (message.body.kind === "track" ? message.body.events.map((event) => event.eventId) : []))
-          return Effect.map(sql<{ n: number }>`SELECT count(*)::int AS n FROM events WHERE id = ANY(${pgArray(ids)}::uuid[])`, ([row]) => row!.n)
+          return Effect.map(sql<{ n: number }>`SELECT count(*)::int AS n FROM events WHERE id = ANY(${pgArray(ids)}::uuid[])`, ([row]) =>
+            row!.n)
         }
         const offsetOf = (lane: number) =>
-          Effect.map(sql<{ applied_seq: string }>`SELECT applied_seq FROM lane_offsets WHERE project_id = ${projectId} AND lane = ${lane}`, (rows) =>
-            rows.length === 0 ? 0 : Number(rows[0]!.applied_seq))
+          Effect.map(
+            sql<{ applied_seq: string }>`SELECT applied_seq FROM lane_offsets WHERE project_id = ${projectId} AND lane = ${lane}`,
+            (rows) =>
+              rows.length === 0 ? 0 : Number(rows[0]!.applied_seq)
+          )
 
         // Lane 1's partition now leased by another worker; lane 2 tracks an email with no contact (its
         // actor creates it alone); lane 3 repeats an email of lane 0 (the first lane takes it).
@@ -139,7 +144,10 @@ layer(BatchRuntime, { timeout: 120_000 })("lane batches combined in one transact
         }
 
         // Applied again (redelivered), lane 0's messages are skipped: nothing twice.
-        const again = yield* applyCombined([{ context: lanes[0]!.context, batch: batches[0]! }, { context: lanes[2]!.context, batch: batchOf(2) }])
+        const again = yield* applyCombined([{ context: lanes[0]!.context, batch: batches[0]! }, {
+          context: lanes[2]!.context,
+          batch: batchOf(2)
+        }])
         expect(again[0]).toMatchObject({ applied: 0, skipped: 3 })
         expect(again[1]).toMatchObject({ applied: 3, skipped: 0 })
         expect(yield* stored(batches[0]!)).toBe(18)

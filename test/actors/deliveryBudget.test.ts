@@ -16,7 +16,15 @@ const tracked = (seq: number, events: number): Delivered => ({
     kind: "track",
     projectId: "p",
     events: Array.from({ length: events }, (_, i) => ({
-      eventId: `${seq}-${i}`, contactId: "c", email: "a@b.c", name: "e", subscribed: null, set: {}, remove: [], data: {}, at: ""
+      eventId: `${seq}-${i}`,
+      contactId: "c",
+      email: "a@b.c",
+      name: "e",
+      subscribed: null,
+      set: {},
+      remove: [],
+      data: {},
+      at: ""
     }))
   }
 })

@@ -53,7 +53,17 @@ const planOf = (projectId: string, contactIds: ReadonlyArray<string>) =>
       EXPLAIN (FORMAT JSON)
       SELECT 'c'::text, NULL::uuid, NULL::text, NULL::bigint, NULL::float8, NULL::float8, NULL::boolean, NULL::jsonb, NULL::jsonb WHERE false
       UNION ALL
-      ${factRowsSql(sql, projectId, sql`unnest(${pgArray(contactIds)}::uuid[])`, true, new Set(["click", "page_view"]), new Set(["click"]), Date.now() - HOUR)}`
+      ${
+      factRowsSql(
+        sql,
+        projectId,
+        sql`unnest(${pgArray(contactIds)}::uuid[])`,
+        true,
+        new Set(["click", "page_view"]),
+        new Set(["click"]),
+        Date.now() - HOUR
+      )
+    }`
     const nodes: Array<{ type: string; relation?: string }> = []
     const visit = (node: Record<string, unknown>) => {
       nodes.push({ type: String(node["Node Type"]), ...(node["Relation Name"] ? { relation: String(node["Relation Name"]) } : {}) })
@@ -90,7 +100,9 @@ layer(TestDatabase, { timeout: 120_000 })("fact reads", (it) => {
         yield* sql`
           INSERT INTO event_aggregates (project_id, contact_id, name, count, first_at, last_at)
           VALUES (${otherProject}, ${first!.id}, 'click', 99, now(), now())`
-        yield* sql`INSERT INTO events (id, project_id, contact_id, name, created_at) VALUES (${uuidv7()}, ${otherProject}, ${first!.id}, 'click', now())`
+        yield* sql`INSERT INTO events (id, project_id, contact_id, name, created_at) VALUES (${uuidv7()}, ${otherProject}, ${
+          first!.id
+        }, 'click', now())`
 
         const facts = yield* loadFacts(projectId, [first!.id, second!.id], new Set(["click"]), new Set(["click"]))
         const one = facts.get(first!.id)!
@@ -127,7 +139,10 @@ layer(TestDatabase, { timeout: 120_000 })("fact reads", (it) => {
         yield* sql`ANALYZE events`
         const now = Date.now()
         const clicks = (since: number | undefined) =>
-          Effect.map(loadFacts(projectId, [contactId], new Set(["click"]), new Set(["click"]), since), (facts) => facts.get(contactId)!.eventTimes.get("click") ?? [])
+          Effect.map(
+            loadFacts(projectId, [contactId], new Set(["click"]), new Set(["click"]), since),
+            (facts) => facts.get(contactId)!.eventTimes.get("click") ?? []
+          )
 
         // A window of an hour evaluated now: the three recent clicks.
         const lastHour = yield* clicks(now - HOUR)
@@ -142,10 +157,21 @@ layer(TestDatabase, { timeout: 120_000 })("fact reads", (it) => {
           EXPLAIN (ANALYZE, FORMAT JSON)
           SELECT 'c'::text, NULL::uuid, NULL::text, NULL::bigint, NULL::float8, NULL::float8, NULL::boolean, NULL::jsonb, NULL::jsonb WHERE false
           UNION ALL
-          ${factRowsSql(sql, projectId, sql`unnest(${pgArray([contactId])}::uuid[])`, true, new Set(["click"]), new Set(["click"]), now - HOUR)}`
+          ${
+          factRowsSql(
+            sql,
+            projectId,
+            sql`unnest(${pgArray([contactId])}::uuid[])`,
+            true,
+            new Set(["click"]),
+            new Set(["click"]),
+            now - HOUR
+          )
+        }`
         const rowsOfEvents: Array<number> = []
         const visit = (node: Record<string, unknown>) => {
-          if (node["Relation Name"] === "events") rowsOfEvents.push(Number(node["Actual Rows"]) + Number(node["Rows Removed by Filter"] ?? 0))
+          if (node["Relation Name"] === "events")
+            rowsOfEvents.push(Number(node["Actual Rows"]) + Number(node["Rows Removed by Filter"] ?? 0))
           for (const child of (node["Plans"] as Array<Record<string, unknown>> | undefined) ?? []) visit(child)
         }
         const json = plan!["QUERY PLAN"]

@@ -84,7 +84,12 @@ const run = (capacity: number, base: number) =>
         yield* reloadSegments(entry.context, entry.context.segmentState)
       })
     for (const entry of lanes) yield* newActor(entry)
-    const message = (entry: Lane, body: Delivered["body"]): Delivered => ({ seq: ++seq, partition: entry.partition, lane: entry.lane, body })
+    const message = (entry: Lane, body: Delivered["body"]): Delivered => ({
+      seq: ++seq,
+      partition: entry.partition,
+      lane: entry.lane,
+      body
+    })
     /** Applies one message on its own (the actor's general path), then whatever backfills it left, as the actor would. */
     const alone = (entry: Lane, body: Delivered["body"]) =>
       Effect.gen(function*() {
@@ -142,12 +147,28 @@ const run = (capacity: number, base: number) =>
           // The sender's events come back to the lane as `event` messages: counted in the aggregates.
           const entry = lanes[Math.floor(random() * lanes.length)]!
           const contact = entry.contacts[0]!
-          yield* alone(entry, { kind: "event", projectId, eventId: uuidv7(), contactId: contact.id, email: contact.email, name: "purchase", data: {}, at: at(clock) })
+          yield* alone(entry, {
+            kind: "event",
+            projectId,
+            eventId: uuidv7(),
+            contactId: contact.id,
+            email: contact.email,
+            name: "purchase",
+            data: {},
+            at: at(clock)
+          })
           break
         }
         case "deleteEvents": {
           for (const entry of lanes) {
-            yield* alone(entry, { kind: "command", projectId, commandId: uuidv7(), type: "deleteEvents", name: "purchase", pos: (seq + 1) * INGEST_POSITIONS })
+            yield* alone(entry, {
+              kind: "command",
+              projectId,
+              commandId: uuidv7(),
+              type: "deleteEvents",
+              name: "purchase",
+              pos: (seq + 1) * INGEST_POSITIONS
+            })
           }
           break
         }
@@ -192,7 +213,10 @@ const run = (capacity: number, base: number) =>
           break
         }
         case "redelivered": {
-          const turn = lanes.filter((entry) => entry.sent.length > 0).map((entry) => ({ context: entry.context, batch: entry.sent.at(-1)! }))
+          const turn = lanes.filter((entry) => entry.sent.length > 0).map((entry) => ({
+            context: entry.context,
+            batch: entry.sent.at(-1)!
+          }))
           if (turn.length === 0) break
           const outcomes = yield* applyCombined(turn)
           for (const outcome of outcomes) if (outcome !== undefined) expect(outcome.applied).toBe(0)
@@ -214,7 +238,11 @@ layer(BatchRuntime, { timeout: 180_000 })("facts kept between turns", (it) => {
         assert(kept.hits > 100, `the cache served facts (${kept.hits} hits)`)
         expect(read.hits).toBe(0)
         for (const [index, snapshot] of kept.snapshots.entries()) {
-          expect({ step: snapshot.step, index, rows: snapshot.rows }).toEqual({ step: snapshot.step, index, rows: read.snapshots[index]!.rows })
+          expect({ step: snapshot.step, index, rows: snapshot.rows }).toEqual({
+            step: snapshot.step,
+            index,
+            rows: read.snapshots[index]!.rows
+          })
         }
       }).pipe(Effect.provide(TestClock.layer())))
   })

@@ -31,8 +31,12 @@ import { one, prng, segmentCreator } from "../support/actorFixtures.ts"
 import { insertProject, OutboxWithoutNats, TestDatabase } from "../support/database.ts"
 
 const Runtime = WorkflowRuntime.layer.pipe(
-  Layer.provideMerge(Layer.mergeAll(Contacts.layer, Templates.layer, Billing.layer, MailQueue.layer.pipe(Layer.provide(Projects.layer)), Dns.layer)),
-  Layer.provideMerge(Segments.layer.pipe(Layer.provideMerge(OutboxWithoutNats), Layer.provideMerge(AppConfig.layer), Layer.provideMerge(TestDatabase)))
+  Layer.provideMerge(
+    Layer.mergeAll(Contacts.layer, Templates.layer, Billing.layer, MailQueue.layer.pipe(Layer.provide(Projects.layer)), Dns.layer)
+  ),
+  Layer.provideMerge(
+    Segments.layer.pipe(Layer.provideMerge(OutboxWithoutNats), Layer.provideMerge(AppConfig.layer), Layer.provideMerge(TestDatabase))
+  )
 )
 
 const LANE = 0
@@ -76,7 +80,12 @@ describe("which messages may be read ahead", () => {
   })
 
   it("anything but tracked events waits, before or behind", () => {
-    const contact: Delivered = { seq: 2, partition: 1, lane: LANE, body: { kind: "contact", type: "contact.updated", projectId: "p", contactId: "id-c", at: c.at } }
+    const contact: Delivered = {
+      seq: 2,
+      partition: 1,
+      lane: LANE,
+      body: { kind: "contact", type: "contact.updated", projectId: "p", contactId: "id-c", at: c.at }
+    }
     expect(readAheadCount([track(1, [a])], [contact, track(3, [b])], 1000)).toBe(0)
     expect(readAheadCount([track(1, [a]), contact], [track(3, [b])], 1000)).toBe(0)
   })
@@ -121,7 +130,13 @@ const createSegments = (projectId: string) =>
  * batch has a next batch to read ahead), while each contact's events spread over many messages (order
  * matters: the last `n` set wins, counts cross thresholds at a given event). Times a second apart from `base`.
  */
-const streamFor = (projectId: string, partition: number, contacts: ReadonlyArray<{ id: string; email: string }>, rounds: number, base: number) => {
+const streamFor = (
+  projectId: string,
+  partition: number,
+  contacts: ReadonlyArray<{ id: string; email: string }>,
+  rounds: number,
+  base: number
+) => {
   const random = prng(7)
   const stream: Array<Delivered> = []
   let seq = 0
@@ -167,7 +182,11 @@ const snapshot = (projectId: string) =>
       // Who has a timer; not when: a timer is only ever moved earlier, to the soonest lapse any batch saw.
       timers: sql`SELECT c.email FROM timers t JOIN contacts c ON c.id = t.contact_id WHERE t.project_id = ${projectId} ORDER BY c.email`,
       laneOffset: sql`SELECT applied_seq::int FROM lane_offsets WHERE project_id = ${projectId}`
-    }).pipe(Effect.map((parts) => JSON.parse(JSON.stringify(parts, (_, value) => typeof value === "bigint" ? String(value) : value)) as { readonly [K in keyof typeof parts]: Array<Record<string, unknown>> }))
+    }).pipe(Effect.map((parts) =>
+      JSON.parse(JSON.stringify(parts, (_, value) => typeof value === "bigint" ? String(value) : value)) as {
+        readonly [K in keyof typeof parts]: Array<Record<string, unknown>>
+      }
+    ))
   })
 
 /**
@@ -257,7 +276,14 @@ const runLane = (options: {
         }
         for (const message of phase.slice(start, start + options.slice)) {
           run.delivered(message.seq)
-          yield* actors.deliver({ delivered: message, message: { ack: () => void acked.push(message.seq) } as unknown as JsMsg, run })
+          yield* actors.deliver({
+            delivered: message,
+            message: {
+              ack: () =>
+                void acked.push(message.seq)
+            } as unknown as JsMsg,
+            run
+          })
         }
         yield* Effect.sleep("2 millis")
       }
@@ -329,10 +355,13 @@ layer(Runtime, { timeout: 180_000, excludeTestServices: true })("read-ahead", (i
       const before = yield* Effect.promise(readAheadCounts)
       // One message first, so the actor has its segments loaded (a new actor's first batch takes the general path).
       const partition = 13
-      const stream = contacts.map((contact, index) => track(index + 1, [event(contact.id, contact.email, index === 1 ? "boom" : "page_view")]))
+      const stream = contacts.map((contact, index) =>
+        track(index + 1, [event(contact.id, contact.email, index === 1 ? "boom" : "page_view")])
+      )
         .map((message) => ({ ...message, partition, body: { ...message.body, projectId } } as Delivered))
       const lane = yield* runLane({ phases: [stream.slice(0, 1), stream.slice(1)], partition, readAhead: true, slice: 1_300 })
-      for (const drop of [`DROP TRIGGER ${sequence} ON events`, `DROP FUNCTION ${sequence}()`, `DROP SEQUENCE ${sequence}`]) yield* sql.unsafe(drop)
+      for (const drop of [`DROP TRIGGER ${sequence} ON events`, `DROP FUNCTION ${sequence}()`, `DROP SEQUENCE ${sequence}`])
+        yield* sql.unsafe(drop)
       const after = yield* Effect.promise(readAheadCounts)
       expect(lane.acked).toEqual(stream.map((message) => message.seq))
       const stored = yield* sql<{ name: string; n: number }>`
@@ -369,7 +398,9 @@ layer(Runtime, { timeout: 180_000, excludeTestServices: true })("read-ahead", (i
       expect(second.watermark).toBe(stream.length)
       // Every event once, and each contact's data as its last event in the stream left it.
       const ids = stream.flatMap((message) => message.body.kind === "track" ? message.body.events.map((event) => event.eventId) : []).sort()
-      const stored = yield* sql<{ id: string }>`SELECT id FROM events WHERE project_id = ${projectId} AND name NOT LIKE 'segment.%' ORDER BY id`
+      const stored = yield* sql<
+        { id: string }
+      >`SELECT id FROM events WHERE project_id = ${projectId} AND name NOT LIKE 'segment.%' ORDER BY id`
       expect(stored.map((row) => row.id)).toEqual(ids)
       const [aggregates] = yield* sql<{ n: number }>`
         SELECT sum(count)::int AS n FROM event_aggregates WHERE project_id = ${projectId} AND name NOT LIKE 'segment.%'`
@@ -377,11 +408,14 @@ layer(Runtime, { timeout: 180_000, excludeTestServices: true })("read-ahead", (i
       const last = new Map<string, unknown>()
       for (const message of stream) {
         if (message.body.kind !== "track") continue
-        for (const event of message.body.events) if ((event.set as { seq?: number }).seq !== undefined) last.set(event.email, (event.set as { seq: number }).seq)
+        for (const event of message.body.events)
+          if ((event.set as { seq?: number }).seq !== undefined) last.set(event.email, (event.set as { seq: number }).seq)
       }
       const data = yield* sql<{ email: string; seq: number | null }>`
         SELECT email, (data->>'seq')::int AS seq FROM contacts WHERE project_id = ${projectId}`
       expect(new Map(data.filter((row) => row.seq !== null).map((row) => [row.email, row.seq]))).toEqual(last)
-      expect(yield* sql`SELECT applied_seq::int FROM lane_offsets WHERE project_id = ${projectId}`).toEqual([{ applied_seq: stream.length }])
+      expect(yield* sql`SELECT applied_seq::int FROM lane_offsets WHERE project_id = ${projectId}`).toEqual([{
+        applied_seq: stream.length
+      }])
     }))
 })

@@ -48,7 +48,12 @@ const emailArb = fc.record({
 const eventArb = fc.oneof(
   fc.record({ kind: fc.constant("custom" as const), name: fc.constantFrom(...NAMES), contact: fc.integer({ min: 0, max: 5 }), at: offset }),
   fc.record({ kind: fc.constant("click" as const), link: fc.constantFrom(...LINKS), email: fc.nat(), at: offset }),
-  fc.record({ kind: fc.constant("bounce" as const), type: fc.constantFrom("Permanent", "Transient", "Undetermined"), email: fc.nat(), at: offset }),
+  fc.record({
+    kind: fc.constant("bounce" as const),
+    type: fc.constantFrom("Permanent", "Transient", "Undetermined"),
+    email: fc.nat(),
+    at: offset
+  }),
   fc.record({ kind: fc.constant("unsubscribe" as const), contact: fc.integer({ min: 0, max: 5 }), at: offset }),
   fc.record({ kind: fc.constant("segment" as const), contact: fc.integer({ min: 0, max: 5 }), at: offset })
 )
@@ -66,21 +71,44 @@ type History = typeof historyArb extends fc.Arbitrary<infer T> ? T : never
 
 /** Empties the project and writes the history the way the service would (triggers do the counting). */
 const writeHistory = async (projectId: string, history: History) => {
-  for (const table of ["events", "emails", "campaigns", "workflows", "contacts", "activity_log", "analytics_email_rollups", "analytics_counters"]) {
+  for (
+    const table of [
+      "events",
+      "emails",
+      "campaigns",
+      "workflows",
+      "contacts",
+      "activity_log",
+      "analytics_email_rollups",
+      "analytics_counters"
+    ]
+  ) {
     await q(`DELETE FROM ${table} WHERE project_id = $1`, [projectId])
   }
-  const contacts = history.contacts.map((created, index) => ({ id: randomUUID(), email: `c${index}@${DOMAINS[index % 3]!.toLowerCase()}`, created: T0 + created }))
-  await q(`INSERT INTO contacts (id, project_id, email, subscribed, created_at, updated_at)
+  const contacts = history.contacts.map((created, index) => ({
+    id: randomUUID(),
+    email: `c${index}@${DOMAINS[index % 3]!.toLowerCase()}`,
+    created: T0 + created
+  }))
+  await q(
+    `INSERT INTO contacts (id, project_id, email, subscribed, created_at, updated_at)
            SELECT x.id, $1, x.email, true, x.created, x.created FROM jsonb_to_recordset($2::jsonb) x(id uuid, email text, created timestamptz)`,
-    [projectId, JSON.stringify(contacts.map((c) => ({ ...c, created: iso(c.created) })))])
+    [projectId, JSON.stringify(contacts.map((c) => ({ ...c, created: iso(c.created) })))]
+  )
   const campaigns = [randomUUID(), randomUUID()]
   for (const [index, id] of campaigns.entries()) {
-    await q(`INSERT INTO campaigns (id, project_id, partition, name, subject, body, from_email, audience_type, status, created_at, updated_at)
-             VALUES ($1, $2, 0, $3, 's', 'b', 'f@x.example', 'ALL', 'DRAFT', now(), now())`, [id, projectId, `Campaign ${index}`])
+    await q(
+      `INSERT INTO campaigns (id, project_id, partition, name, subject, body, from_email, audience_type, status, created_at, updated_at)
+             VALUES ($1, $2, 0, $3, 's', 'b', 'f@x.example', 'ALL', 'DRAFT', now(), now())`,
+      [id, projectId, `Campaign ${index}`]
+    )
     await q(`UPDATE campaigns SET status = 'SENDING' WHERE id = $1`, [id])
   }
   const workflowId = randomUUID()
-  await q(`INSERT INTO workflows (id, project_id, name, created_at, updated_at) VALUES ($1, $2, 'Flow', now(), now())`, [workflowId, projectId])
+  await q(`INSERT INTO workflows (id, project_id, name, created_at, updated_at) VALUES ($1, $2, 'Flow', now(), now())`, [
+    workflowId,
+    projectId
+  ])
   const emails = history.emails.map((email, index) => {
     const id = randomUUID()
     let at = T0 + email.created
@@ -101,15 +129,18 @@ const writeHistory = async (projectId: string, history: History) => {
   const columns = ["sent_at", "delivered_at", "opened_at", "clicked_at", "bounced_at", "complained_at"]
   for (const email of emails) {
     const values = email.viaUpdates ? [null, null, null, null, null, null] : email.stamps
-    await q(`INSERT INTO emails (id, project_id, partition, contact_id, to_email, from_email, subject, html, type, priority, message_id,
+    await q(
+      `INSERT INTO emails (id, project_id, partition, contact_id, to_email, from_email, subject, html, type, priority, message_id,
                                  campaign_id, workflow_id, created_at, ${columns.join(", ")})
              VALUES ($1::uuid, $2, 0, $3, $4, 'f@x.example', 'Hello', '<p>', 'MARKETING', 1, $1::text, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
-      [email.id, projectId, email.contact, email.to, email.campaign, email.workflow, email.created, ...values])
+      [email.id, projectId, email.contact, email.to, email.campaign, email.workflow, email.created, ...values]
+    )
     if (email.viaUpdates) {
       // As the sender and engagement do: one column per statement, plus status-only updates that count nothing.
       await q(`UPDATE emails SET status = 'SENDING' WHERE id = $1`, [email.id])
       for (const [index, column] of columns.entries()) {
-        if (email.stamps[index]) await q(`UPDATE emails SET ${column} = COALESCE(${column}, $2) WHERE id = $1`, [email.id, email.stamps[index]])
+        if (email.stamps[index])
+          await q(`UPDATE emails SET ${column} = COALESCE(${column}, $2) WHERE id = $1`, [email.id, email.stamps[index]])
       }
     }
   }
@@ -127,7 +158,12 @@ const writeHistory = async (projectId: string, history: History) => {
       case "bounce": {
         const email = emails[event.email % Math.max(1, emails.length)]
         if (!email) return []
-        const data = { emailId: email.id, subject: "Hello", ...(email.campaign ? { campaignId: email.campaign } : {}), ...(email.workflow ? { workflowId: email.workflow } : {}) }
+        const data = {
+          emailId: email.id,
+          subject: "Hello",
+          ...(email.campaign ? { campaignId: email.campaign } : {}),
+          ...(email.workflow ? { workflowId: email.workflow } : {})
+        }
         return event.kind === "click"
           ? [{ ...base, contact: email.contact, name: "email.click", data: { ...data, link: event.link, isFirstClick: false } }]
           : [{ ...base, contact: email.contact, name: "email.bounce", data: { ...data, bounceType: event.type } }]
@@ -135,9 +171,12 @@ const writeHistory = async (projectId: string, history: History) => {
     }
   })
   const insertEvents = () =>
-    q(`INSERT INTO events (id, project_id, contact_id, name, data, created_at)
+    q(
+      `INSERT INTO events (id, project_id, contact_id, name, data, created_at)
        SELECT x.id, $1, x.contact, x.name, x.data, x.at FROM jsonb_to_recordset($2::jsonb) x(id uuid, contact uuid, name text, data jsonb, at timestamptz)
-       ON CONFLICT (id) DO NOTHING`, [projectId, JSON.stringify(events)])
+       ON CONFLICT (id) DO NOTHING`,
+      [projectId, JSON.stringify(events)]
+    )
   await insertEvents()
   // Redelivery: the same events again store nothing and count nothing.
   await insertEvents()
@@ -153,29 +192,55 @@ const METRICS = ["sent", "delivered", "opened", "clicked", "bounced", "complaine
 /** Mail metrics over [from, to) straight from emails and events, optionally grouped. */
 const rawMail = async (projectId: string, stream: string, from: number, to: number, groupBy?: "campaign_id" | "domain") => {
   const group = groupBy === "domain" ? "lower(substring(to_email from '@([^@]*)$'))" : groupBy ?? "''"
-  const rows = await q(`
+  const rows = await q(
+    `
     SELECT ${group}::text AS key, count(*) FILTER (WHERE created_at >= $3 AND created_at < $4)::int AS queued,
            ${METRICS.map((m) => `count(*) FILTER (WHERE ${m === "sent" ? "sent" : m}_at >= $3 AND ${m}_at < $4)::int AS ${m}`).join(", ")}
-    FROM emails WHERE project_id = $1 AND ($2 = 'ALL' OR ${STREAM_SQL} = $2) GROUP BY 1`, [projectId, stream, iso(from), iso(to)])
-  const unsubscribes = await q(`
-    SELECT ${groupBy === "domain" ? "lower(substring(last.to_email from '@([^@]*)$'))" : groupBy === "campaign_id" ? "last.campaign_id" : "''"}::text AS key,
+    FROM emails WHERE project_id = $1 AND ($2 = 'ALL' OR ${STREAM_SQL} = $2) GROUP BY 1`,
+    [projectId, stream, iso(from), iso(to)]
+  )
+  const unsubscribes = await q(
+    `
+    SELECT ${
+      groupBy === "domain" ? "lower(substring(last.to_email from '@([^@]*)$'))" : groupBy === "campaign_id" ? "last.campaign_id" : "''"
+    }::text AS key,
            count(*)::int AS n
     FROM events ev LEFT JOIN LATERAL (
       SELECT true AS found, campaign_id, workflow_id, to_email, ${STREAM_SQL} AS stream FROM emails e
       WHERE e.contact_id = ev.contact_id AND e.project_id = ev.project_id AND e.sent_at <= ev.created_at
       ORDER BY e.sent_at DESC, e.id DESC LIMIT 1) last ON true
     WHERE ev.project_id = $1 AND ev.name = 'contact.unsubscribed' AND ev.created_at >= $3 AND ev.created_at < $4
-      AND ($2 = 'ALL' OR last.stream = $2) GROUP BY 1`, [projectId, stream, iso(from), iso(to)])
-  const bounces = await q(`
-    SELECT ${groupBy === "domain" ? "lower(substring(e.to_email from '@([^@]*)$'))" : groupBy === "campaign_id" ? "e.campaign_id" : "''"}::text AS key,
+      AND ($2 = 'ALL' OR last.stream = $2) GROUP BY 1`,
+    [projectId, stream, iso(from), iso(to)]
+  )
+  const bounces = await q(
+    `
+    SELECT ${
+      groupBy === "domain" ? "lower(substring(e.to_email from '@([^@]*)$'))" : groupBy === "campaign_id" ? "e.campaign_id" : "''"
+    }::text AS key,
            count(*) FILTER (WHERE ev.data->>'bounceType' = 'Permanent')::int AS hard, count(*) FILTER (WHERE ev.data->>'bounceType' <> 'Permanent')::int AS soft
     FROM events ev JOIN emails e ON e.id = (ev.data->>'emailId')::uuid
     WHERE ev.project_id = $1 AND ev.name = 'email.bounce' AND ev.created_at >= $3 AND ev.created_at < $4
-      AND ($2 = 'ALL' OR ${STREAM_SQL.replaceAll("campaign_id", "e.campaign_id").replaceAll("workflow_id", "e.workflow_id")} = $2) GROUP BY 1`,
-    [projectId, stream, iso(from), iso(to)])
+      AND ($2 = 'ALL' OR ${
+      STREAM_SQL.replaceAll("campaign_id", "e.campaign_id").replaceAll("workflow_id", "e.workflow_id")
+    } = $2) GROUP BY 1`,
+    [projectId, stream, iso(from), iso(to)]
+  )
   const result = new Map<string | null, Record<string, number>>()
   const entry = (key: string | null) => {
-    if (!result.has(key)) result.set(key, { queued: 0, sent: 0, delivered: 0, opened: 0, clicked: 0, bounced: 0, complained: 0, unsubscribed: 0, hard: 0, soft: 0 })
+    if (!result.has(key))
+      result.set(key, {
+        queued: 0,
+        sent: 0,
+        delivered: 0,
+        opened: 0,
+        clicked: 0,
+        bounced: 0,
+        complained: 0,
+        unsubscribed: 0,
+        hard: 0,
+        soft: 0
+      })
     return result.get(key)!
   }
   for (const row of rows) Object.assign(entry(row.key), Object.fromEntries(["queued", ...METRICS].map((m) => [m, row[m]])))
@@ -186,27 +251,41 @@ const rawMail = async (projectId: string, stream: string, from: number, to: numb
 
 const zeros = { queued: 0, sent: 0, delivered: 0, opened: 0, clicked: 0, bounced: 0, complained: 0, unsubscribed: 0, hard: 0, soft: 0 }
 const pick = (values: Record<string, number>) => ({
-  sent: values.sent, delivered: values.delivered, opened: values.opened, clicked: values.clicked,
-  bounced: values.bounced, complained: values.complained, unsubscribed: values.unsubscribed
+  sent: values.sent,
+  delivered: values.delivered,
+  opened: values.opened,
+  clicked: values.clicked,
+  bounced: values.bounced,
+  complained: values.complained,
+  unsubscribed: values.unsubscribed
 })
 
 const ACTIVITY_OF: Record<string, string> = {
-  "email.sent": "email.sent", "email.delivery": "email.delivered", "email.open": "email.opened", "email.click": "email.clicked",
-  "email.bounce": "email.bounced", "email.complaint": "email.complained", "email.received": "email.received",
-  "contact.subscribed": "contact.subscribed", "contact.unsubscribed": "contact.unsubscribed"
+  "email.sent": "email.sent",
+  "email.delivery": "email.delivered",
+  "email.open": "email.opened",
+  "email.click": "email.clicked",
+  "email.bounce": "email.bounced",
+  "email.complaint": "email.complained",
+  "email.received": "email.received",
+  "contact.subscribed": "contact.subscribed",
+  "contact.unsubscribed": "contact.unsubscribed"
 }
 const activityOf = (name: string) =>
-  ACTIVITY_OF[name] ?? (/^segment\.[^.]+\.entry$/.test(name) ? "segment.entry" : /^segment\.[^.]+\.exit$/.test(name) ? "segment.exit" : "event")
+  ACTIVITY_OF[name] ??
+    (/^segment\.[^.]+\.entry$/.test(name) ? "segment.entry" : /^segment\.[^.]+\.exit$/.test(name) ? "segment.exit" : "event")
 
 /** Feed items per type in a range, from events, contacts and activity_log. */
 const rawActivity = async (projectId: string, from: number, to: number, exclusiveFrom = false) => {
   const op = exclusiveFrom ? ">" : ">="
-  const rows = await q(`
+  const rows = await q(
+    `
     SELECT name, count(*)::int AS n FROM (
       SELECT name FROM events WHERE project_id = $1 AND created_at ${op} $2 AND created_at < $3
       UNION ALL SELECT '@contact.created' FROM contacts WHERE project_id = $1 AND created_at ${op} $2 AND created_at < $3
       UNION ALL SELECT '@' || type FROM activity_log WHERE project_id = $1 AND occurred_at ${op} $2 AND occurred_at < $3) x GROUP BY name`,
-    [projectId, iso(from), iso(to)])
+    [projectId, iso(from), iso(to)]
+  )
   const counts = new Map<string, number>()
   for (const row of rows) {
     const type = row.name.startsWith("@") ? row.name.slice(1) : activityOf(row.name)
@@ -219,12 +298,14 @@ const rawActivity = async (projectId: string, from: number, to: number, exclusiv
 
 const checkEverything = async (projectId: string, campaigns: ReadonlyArray<string>) => {
   const base = `from=${iso(T0 - 86_400_000)}&to=${iso(T0 + WINDOW + 86_400_000)}`
-  for (const [tz, stream, range] of [
-    ["UTC", "ALL", base],
-    ["America/New_York", "CAMPAIGN", base],
-    ["Asia/Kolkata", "ALL", `from=${iso(T0 + 3 * 86_400_000 + 600_000)}&to=${iso(T0 + 4 * 86_400_000)}`],
-    ["Asia/Kolkata", "TRANSACTIONAL", base]
-  ] as const) {
+  for (
+    const [tz, stream, range] of [
+      ["UTC", "ALL", base],
+      ["America/New_York", "CAMPAIGN", base],
+      ["Asia/Kolkata", "ALL", `from=${iso(T0 + 3 * 86_400_000 + 600_000)}&to=${iso(T0 + 4 * 86_400_000)}`],
+      ["Asia/Kolkata", "TRANSACTIONAL", base]
+    ] as const
+  ) {
     const series = await get(`/analytics/timeseries?${range}&tz=${tz}&stream=${stream}`)
     for (const [buckets, end] of [[series.buckets, series.to], [series.previous.buckets, series.previous.to]]) {
       for (const [index, bucket] of buckets.entries()) {
@@ -237,7 +318,10 @@ const checkEverything = async (projectId: string, campaigns: ReadonlyArray<strin
     const to = Date.parse(series.to)
     const overview = await get(`/analytics/overview?${range}&tz=${tz}&stream=${stream}`)
     expect(pick(overview.current)).toEqual(pick((await rawMail(projectId, stream, from, to)).get("") ?? zeros))
-    const { n: newContacts } = await one(`SELECT count(*)::int AS n FROM contacts WHERE project_id = $1 AND created_at >= $2 AND created_at < $3`, [projectId, iso(from), iso(to)])
+    const { n: newContacts } = await one(
+      `SELECT count(*)::int AS n FROM contacts WHERE project_id = $1 AND created_at >= $2 AND created_at < $3`,
+      [projectId, iso(from), iso(to)]
+    )
     expect(overview.current.newContacts).toBe(newContacts)
 
     const deliverability = await get(`/analytics/deliverability?${range}&tz=${tz}&stream=${stream}&limit=100`)
@@ -246,36 +330,56 @@ const checkEverything = async (projectId: string, campaigns: ReadonlyArray<strin
     const perDomain = await rawMail(projectId, stream, Date.parse(deliverability.from), Date.parse(deliverability.to), "domain")
     for (const domain of deliverability.domains) {
       const raw = perDomain.get(domain.domain)!
-      expect(domain).toMatchObject({ sent: raw.sent, delivered: raw.delivered, bounced: raw.bounced, complaints: raw.complained, hardBounces: raw.hard, softBounces: raw.soft })
+      expect(domain).toMatchObject({
+        sent: raw.sent,
+        delivered: raw.delivered,
+        bounced: raw.bounced,
+        complaints: raw.complained,
+        hardBounces: raw.hard,
+        softBounces: raw.soft
+      })
     }
     expect(deliverability.domains.map((d: any) => d.domain).sort()).toEqual(
       [...perDomain].filter(([k, v]) => k !== null && Object.values(v).some((n) => n !== 0)).map(([k]) => k).sort()
     )
 
     const links = await get(`/analytics/links?${range}&tz=${tz}&stream=${stream}`)
-    const rawLinks = await q(`SELECT data->>'link' AS url, count(*)::int AS clicks FROM events
+    const rawLinks = await q(
+      `SELECT data->>'link' AS url, count(*)::int AS clicks FROM events
       WHERE project_id = $1 AND name = 'email.click' AND created_at >= $2 AND created_at < $3
         AND ($4 = 'ALL' OR CASE WHEN data ? 'campaignId' THEN 'CAMPAIGN' WHEN data ? 'workflowId' THEN 'WORKFLOW' ELSE 'TRANSACTIONAL' END = $4)
-      GROUP BY 1 ORDER BY 2 DESC, 1`, [projectId, links.from, links.to, stream])
+      GROUP BY 1 ORDER BY 2 DESC, 1`,
+      [projectId, links.from, links.to, stream]
+    )
     expect(links.links).toEqual(rawLinks)
 
     const heatmap = await get(`/analytics/heatmap?${range}&tz=${tz}&stream=${stream}`)
-    const rawHeat = await q(`SELECT weekday, hour, sum(opens)::int AS opens, sum(clicks)::int AS clicks FROM (
+    const rawHeat = await q(
+      `SELECT weekday, hour, sum(opens)::int AS opens, sum(clicks)::int AS clicks FROM (
         SELECT extract(isodow FROM opened_at AT TIME ZONE $5)::int AS weekday, extract(hour FROM opened_at AT TIME ZONE $5)::int AS hour, 1 AS opens, 0 AS clicks
         FROM emails WHERE project_id = $1 AND opened_at >= $2 AND opened_at < $3 AND ($4 = 'ALL' OR ${STREAM_SQL} = $4)
         UNION ALL
         SELECT extract(isodow FROM clicked_at AT TIME ZONE $5)::int, extract(hour FROM clicked_at AT TIME ZONE $5)::int, 0, 1
         FROM emails WHERE project_id = $1 AND clicked_at >= $2 AND clicked_at < $3 AND ($4 = 'ALL' OR ${STREAM_SQL} = $4)) x GROUP BY 1, 2`,
-      [projectId, iso(from), iso(to), stream, tz])
-    expect(heatmap.cells.filter((cell: any) => cell.opens + cell.clicks > 0).sort((a: any, b: any) => a.weekday - b.weekday || a.hour - b.hour))
+      [projectId, iso(from), iso(to), stream, tz]
+    )
+    expect(
+      heatmap.cells.filter((cell: any) => cell.opens + cell.clicks > 0).sort((a: any, b: any) => a.weekday - b.weekday || a.hour - b.hour)
+    )
       .toEqual(rawHeat.sort((a: any, b: any) => a.weekday - b.weekday || a.hour - b.hour))
 
     const audience = await get(`/analytics/audience?${range}&tz=${tz}`)
     for (const [index, bucket] of audience.buckets.entries()) {
       const end = audience.buckets[index + 1]?.start ?? audience.to
-      const raw = await one(`SELECT count(*) FILTER (WHERE created_at < $3)::int AS total, count(*) FILTER (WHERE created_at >= $2 AND created_at < $3)::int AS new
-        FROM contacts WHERE project_id = $1`, [projectId, bucket.start, end])
-      const unsub = await one(`SELECT count(*)::int AS n FROM events WHERE project_id = $1 AND name = 'contact.unsubscribed' AND created_at >= $2 AND created_at < $3`, [projectId, bucket.start, end])
+      const raw = await one(
+        `SELECT count(*) FILTER (WHERE created_at < $3)::int AS total, count(*) FILTER (WHERE created_at >= $2 AND created_at < $3)::int AS new
+        FROM contacts WHERE project_id = $1`,
+        [projectId, bucket.start, end]
+      )
+      const unsub = await one(
+        `SELECT count(*)::int AS n FROM events WHERE project_id = $1 AND name = 'contact.unsubscribed' AND created_at >= $2 AND created_at < $3`,
+        [projectId, bucket.start, end]
+      )
       expect(bucket).toMatchObject({ total: raw.total, new: raw.new, unsubscribed: unsub.n })
     }
   }
@@ -287,15 +391,21 @@ const checkEverything = async (projectId: string, campaigns: ReadonlyArray<strin
     const raw = perCampaign.get(campaign.id)!
     expect(campaign).toMatchObject({ recipients: raw.queued, ...pick(raw) })
   }
-  expect(stats.campaigns.map((c: any) => c.id).sort()).toEqual(campaigns.filter((id) => Object.values(perCampaign.get(id) ?? zeros).some((n) => n !== 0)).sort())
+  expect(stats.campaigns.map((c: any) => c.id).sort()).toEqual(
+    campaigns.filter((id) => Object.values(perCampaign.get(id) ?? zeros).some((n) => n !== 0)).sort()
+  )
   const top = await get(`/analytics/top-campaigns?${range}&sort=sent&limit=1`)
   expect(top.campaigns.length).toBe(Math.min(1, stats.campaigns.length))
   if (top.campaigns[0]) expect(top.campaigns[0].sent).toBe(Math.max(...stats.campaigns.map((c: any) => c.sent)))
 
   const events = await get(`/analytics/top-events?${range}`)
   const rawEvents = async (from: string, to: string) =>
-    new Map((await q(`SELECT name, count(*)::int AS n FROM events WHERE project_id = $1 AND name = ANY($4) AND created_at >= $2 AND created_at < $3 GROUP BY 1`,
-      [projectId, from, to, NAMES])).map((row) => [row.name, row.n]))
+    new Map(
+      (await q(
+        `SELECT name, count(*)::int AS n FROM events WHERE project_id = $1 AND name = ANY($4) AND created_at >= $2 AND created_at < $3 GROUP BY 1`,
+        [projectId, from, to, NAMES]
+      )).map((row) => [row.name, row.n])
+    )
   const current = await rawEvents(events.from, events.to)
   const previousFrom = iso(2 * Date.parse(events.from) - Date.parse(events.to))
   const previous = await rawEvents(previousFrom, events.from)
@@ -322,15 +432,20 @@ const checkEverything = async (projectId: string, campaigns: ReadonlyArray<strin
 
 describe("analytics answer what the raw tables say", () => {
   it("for random histories, in UTC, a DST zone and a half-hour zone, per stream, after redelivery and deletes", async () => {
-    await fc.assert(fc.asyncProperty(historyArb, async (history) => {
-      const { campaigns } = await writeHistory(context.project.id, history)
-      await checkEverything(context.project.id, campaigns)
-      // Folding the shards changes no answer.
-      await q(`SELECT ms_compact_rollups(now() + interval '10 years')`)
-      const { n } = await one(`SELECT count(*)::int AS n FROM analytics_counters WHERE project_id = $1 AND shard <> 0`, [context.project.id])
-      expect(n).toBe(0)
-      await checkEverything(context.project.id, campaigns)
-    }), { numRuns: 6 })
+    await fc.assert(
+      fc.asyncProperty(historyArb, async (history) => {
+        const { campaigns } = await writeHistory(context.project.id, history)
+        await checkEverything(context.project.id, campaigns)
+        // Folding the shards changes no answer.
+        await q(`SELECT ms_compact_rollups(now() + interval '10 years')`)
+        const { n } = await one(`SELECT count(*)::int AS n FROM analytics_counters WHERE project_id = $1 AND shard <> 0`, [
+          context.project.id
+        ])
+        expect(n).toBe(0)
+        await checkEverything(context.project.id, campaigns)
+      }),
+      { numRuns: 6 }
+    )
   }, 600_000)
 
   it("the migration's backfill rebuilds the same rollups from the raw tables", async () => {
@@ -359,8 +474,11 @@ describe("the activity feed", () => {
       cursor = page.cursor
       expect(page.hasMore).toBe(cursor !== null)
     } while (cursor)
-    const { n } = await one(`SELECT ((SELECT count(*) FROM events WHERE project_id = $1) + (SELECT count(*) FROM contacts WHERE project_id = $1)
-      + (SELECT count(*) FROM activity_log WHERE project_id = $1))::int AS n`, [context.project.id])
+    const { n } = await one(
+      `SELECT ((SELECT count(*) FROM events WHERE project_id = $1) + (SELECT count(*) FROM contacts WHERE project_id = $1)
+      + (SELECT count(*) FROM activity_log WHERE project_id = $1))::int AS n`,
+      [context.project.id]
+    )
     expect(all.length).toBe(n)
     expect(new Set(all.map((item) => `${item.type}:${item.id}`)).size).toBe(n)
     for (let i = 1; i < all.length; i++) expect(all[i - 1].occurredAt >= all[i].occurredAt).toBe(true)
@@ -392,17 +510,33 @@ describe("the activity feed", () => {
 
   it("lists scheduled campaigns and workflow delays and timeouts due soon", async () => {
     const projectId = context.project.id
-    const { workflowId, contacts } = await writeHistory(projectId, { contacts: [0, 0, 0, 0, 0, 0], emails: [], events: [], deleteViews: false })
+    const { workflowId, contacts } = await writeHistory(projectId, {
+      contacts: [0, 0, 0, 0, 0, 0],
+      emails: [],
+      events: [],
+      deleteViews: false
+    })
     const campaignId = randomUUID()
-    await q(`INSERT INTO campaigns (id, project_id, partition, name, subject, body, from_email, audience_type, status, scheduled_for, created_at, updated_at)
-             VALUES ($1, $2, 0, 'Soon', 's', 'b', 'f@x.example', 'ALL', 'SCHEDULED', now() + interval '30 minutes', now(), now())`, [campaignId, projectId])
+    await q(
+      `INSERT INTO campaigns (id, project_id, partition, name, subject, body, from_email, audience_type, status, scheduled_for, created_at, updated_at)
+             VALUES ($1, $2, 0, 'Soon', 's', 'b', 'f@x.example', 'ALL', 'SCHEDULED', now() + interval '30 minutes', now(), now())`,
+      [campaignId, projectId]
+    )
     const stepId = randomUUID()
     const executionId = randomUUID()
-    await q(`INSERT INTO workflow_steps (id, workflow_id, type, name, config, created_at) VALUES ($1, $2, 'DELAY', 'Wait a bit', '{}', now())`, [stepId, workflowId])
-    await q(`INSERT INTO workflow_executions (id, workflow_id, project_id, partition, contact_id, status, current_step_id, started_at, updated_at)
-             VALUES ($1, $2, $3, 0, $4, 'WAITING', $5, now(), now())`, [executionId, workflowId, projectId, contacts[0]!.id, stepId])
-    await q(`INSERT INTO workflow_timers (execution_id, id, project_id, partition, step_id, due_at) VALUES ($1, $2, $3, 0, $4, now() + interval '2 hours')`,
-      [executionId, randomUUID(), projectId, stepId])
+    await q(
+      `INSERT INTO workflow_steps (id, workflow_id, type, name, config, created_at) VALUES ($1, $2, 'DELAY', 'Wait a bit', '{}', now())`,
+      [stepId, workflowId]
+    )
+    await q(
+      `INSERT INTO workflow_executions (id, workflow_id, project_id, partition, contact_id, status, current_step_id, started_at, updated_at)
+             VALUES ($1, $2, $3, 0, $4, 'WAITING', $5, now(), now())`,
+      [executionId, workflowId, projectId, contacts[0]!.id, stepId]
+    )
+    await q(
+      `INSERT INTO workflow_timers (execution_id, id, project_id, partition, step_id, due_at) VALUES ($1, $2, $3, 0, $4, now() + interval '2 hours')`,
+      [executionId, randomUUID(), projectId, stepId]
+    )
     const soon = await get(`/activity/upcoming?hours=1`)
     expect(soon.items).toEqual([expect.objectContaining({ type: "campaign.scheduled", campaign: { id: campaignId, name: "Soon" } })])
     const day = await get(`/activity/upcoming`)
@@ -430,7 +564,9 @@ describe("isolation and input", () => {
     expect((await get(`/analytics/campaign-stats?${range}`, other.secretKey)).campaigns).toEqual([])
     expect((await get(`/activity`, other.secretKey)).data).toEqual([])
     expect((await get(`/activity/recent-count?since=${iso(0)}`, other.secretKey)).count).toBe(0)
-    const response = await request(context.api.url, "GET", `/analytics/campaign-stats?${range}&campaignId=${campaigns[0]}`, { key: other.secretKey })
+    const response = await request(context.api.url, "GET", `/analytics/campaign-stats?${range}&campaignId=${campaigns[0]}`, {
+      key: other.secretKey
+    })
     expect(response.status).toBe(404)
     expect((await get(`/analytics/campaign-stats?${range}&campaignId=${campaigns[0]}`)).campaigns.length).toBe(1)
   }, 60_000)
@@ -462,9 +598,24 @@ describe("isolation and input", () => {
 
   it("documents every endpoint in /openapi.json", async () => {
     const doc = (await request(context.api.url, "GET", "/openapi.json")).json
-    for (const path of ["/activity", "/activity/stats", "/activity/recent-count", "/activity/types", "/activity/upcoming", "/analytics/timeseries",
-      "/analytics/top-campaigns", "/analytics/campaign-stats", "/analytics/top-events", "/analytics/overview", "/analytics/deliverability",
-      "/analytics/links", "/analytics/heatmap", "/analytics/audience"]) {
+    for (
+      const path of [
+        "/activity",
+        "/activity/stats",
+        "/activity/recent-count",
+        "/activity/types",
+        "/activity/upcoming",
+        "/analytics/timeseries",
+        "/analytics/top-campaigns",
+        "/analytics/campaign-stats",
+        "/analytics/top-events",
+        "/analytics/overview",
+        "/analytics/deliverability",
+        "/analytics/links",
+        "/analytics/heatmap",
+        "/analytics/audience"
+      ]
+    ) {
       expect(doc.paths[path]?.get?.responses?.["422"], path).toBeDefined()
     }
     expect(doc.paths["/analytics/timeseries"].get.parameters.map((p: any) => p.name).sort()).toEqual(["from", "stream", "to", "tz"])
@@ -488,8 +639,10 @@ describe("concurrent writers", () => {
       const a = clients[0]!
       const b = clients[shards.findIndex((shard) => shard !== shards[0])]!
       const insert = (client: pg.Client, name: string) =>
-        client.query(`INSERT INTO events (id, project_id, contact_id, name, data, created_at) VALUES (gen_random_uuid(), $1, $2, $3, '{}', $4)`,
-          [projectId, contactId, name, iso(T0 + 3_600_000)])
+        client.query(
+          `INSERT INTO events (id, project_id, contact_id, name, data, created_at) VALUES (gen_random_uuid(), $1, $2, $3, '{}', $4)`,
+          [projectId, contactId, name, iso(T0 + 3_600_000)]
+        )
       // A batch holds its rows until it commits; another worker's batch in the same bucket goes on meanwhile.
       await a.query("BEGIN")
       await insert(a, "race")
@@ -514,7 +667,10 @@ describe("concurrent writers", () => {
     }
     const events = await get(`/analytics/top-events?from=${iso(T0)}&to=${iso(T0 + WINDOW)}`)
     expect(events.events.map((e: any) => [e.name, e.count])).toEqual([["burst", 240], ["race", 2]])
-    const { rows } = await one(`SELECT count(DISTINCT shard)::int AS rows FROM analytics_counters WHERE project_id = $1 AND key = 'burst' AND grain = 60`, [projectId])
+    const { rows } = await one(
+      `SELECT count(DISTINCT shard)::int AS rows FROM analytics_counters WHERE project_id = $1 AND key = 'burst' AND grain = 60`,
+      [projectId]
+    )
     expect(rows).toBeGreaterThan(1)
   }, 60_000)
 })

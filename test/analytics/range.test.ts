@@ -66,22 +66,25 @@ describe("local buckets", () => {
 
   it("covers the range with whole, contiguous buckets in any zone", () => {
     const zones = ["UTC", "America/New_York", "Europe/London", "Asia/Kolkata", "Australia/Adelaide", "Asia/Kathmandu", "Pacific/Chatham"]
-    fc.assert(fc.property(
-      fc.constantFrom(...zones),
-      fc.integer({ min: Date.UTC(2023, 0, 1), max: Date.UTC(2025, 0, 1) }),
-      fc.integer({ min: 1, max: 60 * DAY }),
-      fc.constantFrom("hour" as const, "day" as const),
-      (zone, from, length, granularity) => {
-        const to = from + (granularity === "hour" ? length % (3 * DAY) + 1 : length)
-        const buckets = localBuckets(zone, from, to, granularity)
-        expect(buckets[0]!.start).toBeLessThanOrEqual(from)
-        expect(buckets.at(-1)!.end).toBeGreaterThanOrEqual(to)
-        buckets.forEach((bucket, index) => {
-          if (index > 0) expect(bucket.start).toBe(buckets[index - 1]!.end)
-          expect(bucket.start % QUARTER).toBe(0)
-        })
-      }
-    ), { numRuns: 200 })
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...zones),
+        fc.integer({ min: Date.UTC(2023, 0, 1), max: Date.UTC(2025, 0, 1) }),
+        fc.integer({ min: 1, max: 60 * DAY }),
+        fc.constantFrom("hour" as const, "day" as const),
+        (zone, from, length, granularity) => {
+          const to = from + (granularity === "hour" ? length % (3 * DAY) + 1 : length)
+          const buckets = localBuckets(zone, from, to, granularity)
+          expect(buckets[0]!.start).toBeLessThanOrEqual(from)
+          expect(buckets.at(-1)!.end).toBeGreaterThanOrEqual(to)
+          buckets.forEach((bucket, index) => {
+            if (index > 0) expect(bucket.start).toBe(buckets[index - 1]!.end)
+            expect(bucket.start % QUARTER).toBe(0)
+          })
+        }
+      ),
+      { numRuns: 200 }
+    )
   })
 })
 

@@ -135,7 +135,10 @@ describe("SMTP sink, counting only", () => {
     const mail = { from: "a@bench.test", to: "b@example.org", subject: "Hi", text: "Hello" }
     try {
       await transport.sendMail(mail)
-      await transport.sendMail({ ...mail, dkim: { domainName: "bench.test", keySelector: "s1", privateKey: privateKey.export({ type: "pkcs8", format: "pem" }) as string } })
+      await transport.sendMail({
+        ...mail,
+        dkim: { domainName: "bench.test", keySelector: "s1", privateKey: privateKey.export({ type: "pkcs8", format: "pem" }) as string }
+      })
       await sink.waitFor(2)
       expect(sink.arrivals).toHaveLength(2)
       expect(sink.dkimSigned()).toBe(1)

@@ -36,7 +36,9 @@ describe("the regression check", () => {
     expect(leak.ok).toBe(false)
     expect(leak.middle).toBeCloseTo(189.75, 1)
     expect(leak.last).toBeCloseTo(250, 0)
-    expect(failures([leak])).toEqual([expect.stringMatching(/^api RSS: averaged 250(\.\d+)? MB in the last third \(middle third 189\.75 MB, limit 213\.73 MB\)$/)])
+    expect(failures([leak])).toEqual([
+      expect.stringMatching(/^api RSS: averaged 250(\.\d+)? MB in the last third \(middle third 189\.75 MB, limit 213\.73 MB\)$/)
+    ])
   })
 
   it("judges latencies by the median, so one spike is noise and a trend is not", () => {
@@ -97,7 +99,15 @@ describe("the soak's checks over its samples", () => {
   it("checks each process, the tables above 1 MiB, the streams, the lag and the p99s, and names what failed", () => {
     const steady = soakChecks(Array.from({ length: 181 }, (_, i) => sample(i * 10, 0)), { t1_IN: 32 * MiB }, 100)
     expect(steady.map((check) => check.name).sort()).toEqual([
-      "api RSS", "api heap used", "database size", "stream t1_IN", "table events", "track lag", "track p99", "worker1 RSS", "worker1 heap used"
+      "api RSS",
+      "api heap used",
+      "database size",
+      "stream t1_IN",
+      "table events",
+      "track lag",
+      "track p99",
+      "worker1 RSS",
+      "worker1 heap used"
     ])
     expect(failures(steady)).toEqual([])
     const leaking = soakChecks(Array.from({ length: 181 }, (_, i) => sample(i * 10, 200_000)), {}, 100)
@@ -152,6 +162,12 @@ describe("the plot", () => {
 
   it("labels the axes in short numbers on a nice scale", () => {
     expect([niceCeiling(0), niceCeiling(0.7), niceCeiling(3), niceCeiling(101), niceCeiling(4.2e6)]).toEqual([1, 1, 5, 200, 5e6])
-    expect([tickLabel(0), tickLabel(0.25), tickLabel(250), tickLabel(12_500), tickLabel(2_500_000)]).toEqual(["0", "0.25", "250", "12.5k", "2.5M"])
+    expect([tickLabel(0), tickLabel(0.25), tickLabel(250), tickLabel(12_500), tickLabel(2_500_000)]).toEqual([
+      "0",
+      "0.25",
+      "250",
+      "12.5k",
+      "2.5M"
+    ])
   })
 })

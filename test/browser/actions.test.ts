@@ -28,14 +28,21 @@ const check = async (page: Page, name: string, shown?: Locator) => {
 beforeAll(async () => {
   await verifyDomain({ api: env.api, dns: env.dns }, env.project.secretKey, "acme.test")
   for (const [index, plan] of ["pro", "pro", "free", "free"].entries()) {
-    await env.call("POST", "/contacts", { email: `member-${index}@example.com`, subscribed: index !== 1, data: { plan, firstName: `Member ${index}` } })
+    await env.call("POST", "/contacts", {
+      email: `member-${index}@example.com`,
+      subscribed: index !== 1,
+      data: { plan, firstName: `Member ${index}` }
+    })
   }
 }, 60_000)
 
 describe("templates", () => {
   it("warns before unsaved edits are lost (another page, closing the tab), then deletes the template after confirming", async () => {
     const template = await env.call("POST", "/templates", {
-      name: "Welcome", subject: "Hi {{ firstName }}", body: "<p>Hello {{ firstName }}</p>", from: "hello@acme.test"
+      name: "Welcome",
+      subject: "Hi {{ firstName }}",
+      body: "<p>Hello {{ firstName }}</p>",
+      from: "hello@acme.test"
     })
     const page = await env.page()
     await page.goto(projectPath(`/templates/${template.id}`))
@@ -55,10 +62,12 @@ describe("templates", () => {
     expect(await page.getByLabel("Subject", { exact: true }).inputValue()).toBe("Hi again {{ firstName }}")
 
     // Closing or reloading the tab: the browser asks (beforeunload); dismissed, the page and its edits stay.
-    const asked = new Promise<string>((resolve) => page.once("dialog", (dialog) => {
-      resolve(dialog.type())
-      void dialog.dismiss()
-    }))
+    const asked = new Promise<string>((resolve) =>
+      page.once("dialog", (dialog) => {
+        resolve(dialog.type())
+        void dialog.dismiss()
+      })
+    )
     await page.evaluate(() => {
       // A real user gesture is needed for the browser to ask: the click above was one.
       location.reload()
@@ -124,7 +133,11 @@ describe("keys", () => {
     expect(newPublic).not.toBe(env.project.publicKey)
     // The secret key still works; the new public key tracks, the old one no longer does.
     const track = (key: string) =>
-      fetch(`${env.api.url}/v1/track`, { method: "POST", headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: JSON.stringify({ email: "keys@example.com", event: "rotated" }) })
+      fetch(`${env.api.url}/v1/track`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify({ email: "keys@example.com", event: "rotated" })
+      })
     expect((await track(newPublic)).status).toBe(200)
     await expect.poll(async () => (await track(env.project.publicKey)).status, { timeout: 3_000 }).toBe(401)
 
@@ -175,7 +188,8 @@ describe("contacts", () => {
 
   it("filters the table by segment, subscription and a custom field's value, kept in the URL", async () => {
     const segment = await env.call("POST", "/segments", {
-      name: "Pro plan", condition: { logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "pro" }] }] }
+      name: "Pro plan",
+      condition: { logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "pro" }] }] }
     })
     const page = await env.page()
     await page.goto(projectPath("/contacts"))
@@ -210,7 +224,9 @@ describe("contacts", () => {
 })
 
 describe("campaigns", () => {
-  it("composes in the template editor with its preview, then shows a draft's and a sent campaign's body and recipients", { timeout: 90_000 }, async () => {
+  it("composes in the template editor with its preview, then shows a draft's and a sent campaign's body and recipients", {
+    timeout: 90_000
+  }, async () => {
     const readers = await env.call("POST", "/segments", { name: "Spring readers", type: "STATIC" })
     await env.call("POST", `/segments/${readers.id}/members`, { emails: ["member-2@example.com", "member-3@example.com"] })
     const page = await env.page()
@@ -250,7 +266,10 @@ describe("campaigns", () => {
     expect(await page.getByTestId("campaign-source").innerText()).toBe("<p>Blossoms for {{ firstName }}</p>")
     const recipients = page.getByRole("region", { name: "Recipients" })
     await recipients.getByText("Sent now, it would go to 2 contacts.").waitFor()
-    expect((await recipients.getByRole("table").locator("tbody tr").allInnerTexts()).map((row) => row.trim())).toEqual(["member-2@example.com", "member-3@example.com"])
+    expect((await recipients.getByRole("table").locator("tbody tr").allInnerTexts()).map((row) => row.trim())).toEqual([
+      "member-2@example.com",
+      "member-3@example.com"
+    ])
     await check(page, "campaign-draft-recipients-1280", recipients)
 
     // Sent: the frozen recipients with their mail's status.
@@ -279,7 +298,9 @@ describe("home", () => {
     const { total } = await env.call("GET", "/contacts?limit=1")
     await expect.poll(() => page.getByTestId("home-contact-totals").innerText()).toBe(`${total} new · 0 unsubscribed`)
     const { sentCount } = (await env.call("GET", "/campaigns?status=SENT")).data.reduce(
-      (sum: { sentCount: number }, campaign: { sentCount: number }) => ({ sentCount: sum.sentCount + campaign.sentCount }), { sentCount: 0 })
+      (sum: { sentCount: number }, campaign: { sentCount: number }) => ({ sentCount: sum.sentCount + campaign.sentCount }),
+      { sentCount: 0 }
+    )
     await expect.poll(() => page.getByTestId("home-mail-totals").innerText()).toMatch(new RegExp(`^${sentCount} sent · `))
     const recent = page.getByRole("list", { name: "Recent activity" })
     await recent.waitFor()

@@ -15,7 +15,8 @@ const ZONE = "Pacific/Kiritimati"
 const SENT = ["ana@example.com", "ben@example.com", "cy@example.org"]
 
 /** Today's date in the zone. */
-const todayIn = (tz: string) => new Intl.DateTimeFormat("en-CA", { timeZone: tz, year: "numeric", month: "2-digit", day: "2-digit" }).format(new Date())
+const todayIn = (tz: string) =>
+  new Intl.DateTimeFormat("en-CA", { timeZone: tz, year: "numeric", month: "2-digit", day: "2-digit" }).format(new Date())
 
 const eventually = async <A>(check: () => Promise<A | undefined>, what: string, ms = 20_000): Promise<A> => {
   const deadline = Date.now() + ms
@@ -42,7 +43,11 @@ beforeAll(async () => {
   }, "the sends to be counted")
   // A workflow whose one-day delay is upcoming once its event is tracked.
   const workflow = await env.call("POST", "/workflows", { name: "Nurture", eventName: "joined" })
-  const delay = await env.call("POST", `/workflows/${workflow.id}/steps`, { type: "DELAY", name: "A day later", config: { amount: 1, unit: "days" } })
+  const delay = await env.call("POST", `/workflows/${workflow.id}/steps`, {
+    type: "DELAY",
+    name: "A day later",
+    config: { amount: 1, unit: "days" }
+  })
   await env.call("POST", `/workflows/${workflow.id}/transitions`, { fromStepId: workflow.steps[0].id, toStepId: delay.id })
   await env.call("PATCH", `/workflows/${workflow.id}`, { enabled: true })
 }, 60_000)

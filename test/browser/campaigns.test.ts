@@ -85,7 +85,12 @@ describe("campaigns", () => {
     await page.getByRole("button", { name: "Save draft" }).click()
     await heading(page, "November news")
     const campaignId = new URL(page.url()).pathname.split("/").pop()!
-    expect(await env.call("GET", `/campaigns/${campaignId}`)).toMatchObject({ status: "DRAFT", audienceType: "SEGMENT", segmentId, audienceCondition: null })
+    expect(await env.call("GET", `/campaigns/${campaignId}`)).toMatchObject({
+      status: "DRAFT",
+      audienceType: "SEGMENT",
+      segmentId,
+      audienceCondition: null
+    })
 
     await page.getByLabel("Test address").fill("tester@example.com")
     await page.getByRole("button", { name: "Send test" }).click()
@@ -103,7 +108,11 @@ describe("campaigns", () => {
       .toEqual(["3", "3"])
     await expect.poll(() => page.getByTestId("campaign-status").innerText(), { timeout: 20_000 }).toBe("sent")
     expect(await page.getByTestId("progress-sent").innerText()).toBe("3")
-    await expect.poll(() => mailTo(/^reader-/).map((mail) => mail.envelopeTo[0]).sort(), { timeout: 15_000 }).toEqual([email(0), email(1), email(2)])
+    await expect.poll(() => mailTo(/^reader-/).map((mail) => mail.envelopeTo[0]).sort(), { timeout: 15_000 }).toEqual([
+      email(0),
+      email(1),
+      email(2)
+    ])
     const mails = mailTo(/^reader-/)
     expect(mails.map((mail) => mail.parsed.subject).sort()).toEqual(["News for Reader 0", "News for Reader 1", "News for Reader 2"])
 
@@ -153,7 +162,12 @@ describe("campaigns", () => {
 
   it("cancels a scheduled campaign back to a draft, which can then be deleted (only drafts can)", async () => {
     const created = await env.call("POST", "/campaigns", {
-      name: "Spring teaser", subject: "Soon", body: "<p>Soon</p>", from: "news@acme.test", audienceType: "SEGMENT", segmentId
+      name: "Spring teaser",
+      subject: "Soon",
+      body: "<p>Soon</p>",
+      from: "news@acme.test",
+      audienceType: "SEGMENT",
+      segmentId
     })
     const id = created.data.id
     await env.call("POST", `/campaigns/${id}/send`, { scheduledFor: new Date(Date.now() + 86_400_000).toISOString() })

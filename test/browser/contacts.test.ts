@@ -180,7 +180,7 @@ describe("contacts in the dashboard", () => {
     await add("renewsAt", "date")
     await editor.getByLabel("Value of renewsAt").fill("2026-03-01T10:00:00Z")
     await add("prefs", "json")
-    await editor.getByLabel("Value of prefs").fill("{\"news\": true, \"topics\": [\"a\", 2]}")
+    await editor.getByLabel("Value of prefs").fill('{"news": true, "topics": ["a", 2]}')
     await add("code", "text")
     await editor.getByLabel("Value of code").fill("007")
     // A number field with text in it is refused here, before any request.
@@ -192,7 +192,12 @@ describe("contacts in the dashboard", () => {
     await editor.getByRole("button", { name: "Save data" }).click()
     await page.getByRole("button", { name: "Edit data" }).waitFor()
     expect((await getContact(created.id)).data).toEqual({
-      plan: "pro", seats: 10, vip: true, renewsAt: "2026-03-01T10:00:00.000Z", prefs: { news: true, topics: ["a", 2] }, code: "007"
+      plan: "pro",
+      seats: 10,
+      vip: true,
+      renewsAt: "2026-03-01T10:00:00.000Z",
+      prefs: { news: true, topics: ["a", 2] },
+      code: "007"
     })
     const rows = await page.getByRole("table", { name: "Custom data" }).locator("tbody tr").allInnerTexts()
     expect(rows.join("\n")).toMatch(/seats\s+number\s+10/)
@@ -307,7 +312,11 @@ describe("contacts in the dashboard", () => {
 describe("templates in the dashboard", () => {
   it("uploads an image into the body through the typed client, saves it, and a duplicate carries it", async () => {
     const template = await env.call("POST", "/templates", {
-      name: "With picture", subject: "Look", body: "<p>Before</p>\n", from: verifiedFrom, type: "MARKETING"
+      name: "With picture",
+      subject: "Look",
+      body: "<p>Before</p>\n",
+      from: verifiedFrom,
+      type: "MARKETING"
     })
     const page = await env.page()
     await page.goto(projectPath(`/templates/${template.id}`))
@@ -367,7 +376,8 @@ describe("the contacts page over 100,000 contacts", () => {
       [env.project.id]
     )
     await env.stack.query("ANALYZE contacts")
-    const n = (await env.stack.query<{ n: number }>("SELECT count(*)::int AS n FROM contacts WHERE project_id = $1", [env.project.id]))[0]!.n
+    const n =
+      (await env.stack.query<{ n: number }>("SELECT count(*)::int AS n FROM contacts WHERE project_id = $1", [env.project.id]))[0]!.n
     expect(n).toBeGreaterThanOrEqual(100_000)
 
     /** One load in a fresh context (nothing cached): ms from navigation start to the table's first rows. */
@@ -392,7 +402,9 @@ describe("the contacts page over 100,000 contacts", () => {
           `document ${Math.round(navigation.responseEnd)}, interactive ${Math.round(navigation.domInteractive)}`,
           `modules evaluated ${Math.round(performance.getEntriesByName("mailstream:modules-evaluated")[0]?.startTime ?? -1)}`,
           ...(performance.getEntriesByType("resource") as Array<PerformanceResourceTiming>).map((entry) =>
-            `${new URL(entry.name).pathname.replace(/^\/assets\/|\?.*$/g, "")} ${Math.round(entry.startTime)}–${Math.round(entry.responseEnd)}`
+            `${new URL(entry.name).pathname.replace(/^\/assets\/|\?.*$/g, "")} ${Math.round(entry.startTime)}–${
+              Math.round(entry.responseEnd)
+            }`
           )
         ].join("; ")
       })
@@ -407,7 +419,11 @@ describe("the contacts page over 100,000 contacts", () => {
     await page.goto(projectPath("/contacts"))
     await page.getByTestId("contact-total").waitFor()
     await screenshot(page, "contacts-100k-1280")
-    console.log(`[contacts first load] ${n} contacts: ${times.map((ms) => `${Math.round(ms)} ms`).join(", ")} (cold contexts); load average ${loadavg().map((load) => load.toFixed(1)).join(" ")}`)
+    console.log(
+      `[contacts first load] ${n} contacts: ${times.map((ms) => `${Math.round(ms)} ms`).join(", ")} (cold contexts); load average ${
+        loadavg().map((load) => load.toFixed(1)).join(" ")
+      }`
+    )
     // The 1 s target is a benchmark figure (BENCHMARKS.md, "Dashboard: contacts first load"), read from the
     // lines printed above on a quiet machine: a timed assertion would fail on a busy CI machine, not on the page.
     expect(times).toHaveLength(5)

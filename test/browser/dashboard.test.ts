@@ -19,7 +19,11 @@ let featured: { id: string; email: string }
 
 beforeAll(async () => {
   for (let index = 0; index < CONTACTS; index++) {
-    await env.call("POST", "/contacts", { email: email(index), subscribed: index % 3 !== 0, data: { plan: index % 2 ? "pro" : "free", seats: index } })
+    await env.call("POST", "/contacts", {
+      email: email(index),
+      subscribed: index % 3 !== 0,
+      data: { plan: index % 2 ? "pro" : "free", seats: index }
+    })
   }
   featured = await env.call("GET", `/contacts?search=${encodeURIComponent(email(7))}`).then((page) => page.data[0])
   await env.call("POST", "/v1/track", { event: "signed-up", email: email(7), data: { source: "ads" } }, env.project.publicKey)
@@ -59,7 +63,10 @@ describe("the dashboard", () => {
     const headersSent = new Map<string, Record<string, string>>()
     cdp.on("Network.requestWillBeSent", (event) => urls.set(event.requestId, event.request.url))
     cdp.on("Network.requestWillBeSentExtraInfo", (event) => {
-      headersSent.set(event.requestId, Object.fromEntries(Object.entries(event.headers).map(([name, value]) => [name.toLowerCase(), String(value)])))
+      headersSent.set(
+        event.requestId,
+        Object.fromEntries(Object.entries(event.headers).map(([name, value]) => [name.toLowerCase(), String(value)]))
+      )
     })
     const sentTo = (matches: (url: URL) => boolean) =>
       [...headersSent].filter(([id]) => urls.has(id) && matches(new URL(urls.get(id)!))).map(([, headers]) => headers)
@@ -190,7 +197,9 @@ describe("the dashboard", () => {
     // Publish the DKIM record in the test DNS and check now: the domain turns verified.
     env.dns.addTxt(dkim.name, dkim.value)
     await page.getByRole("button", { name: "Check now" }).click()
-    await page.getByRole("article", { name: "mail.acme.test" }).locator("header").getByText("verified", { exact: true }).waitFor({ timeout: 15_000 })
+    await page.getByRole("article", { name: "mail.acme.test" }).locator("header").getByText("verified", { exact: true }).waitFor({
+      timeout: 15_000
+    })
     expect((await env.call("GET", `/domains/${domain.id}`)).status).toBe("VERIFIED")
   })
 
@@ -307,7 +316,10 @@ describe("the dashboard", () => {
     await heading(page, "Onboarding")
     const templateId = new URL(page.url()).pathname.split("/").pop()
     expect(await env.call("GET", `/templates/${templateId}`)).toMatchObject({
-      name: "Onboarding", subject: "Your {{ plan }} plan", body: "<p>Seats: {{ seats }}</p>", from: "hi@editor.acme.test"
+      name: "Onboarding",
+      subject: "Your {{ plan }} plan",
+      body: "<p>Seats: {{ seats }}</p>",
+      from: "hi@editor.acme.test"
     })
     await page.getByRole("button", { name: "Duplicate" }).click()
     await heading(page, "Onboarding (Copy)")

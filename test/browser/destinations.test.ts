@@ -120,7 +120,10 @@ describe("event destinations", () => {
     await page.getByRole("button", { name: "Copy signing secret" }).getByText("Copy", { exact: true }).waitFor()
     const table = page.getByRole("table", { name: "Destinations" })
     await table.getByRole("link", { name: `${receiverUrl}/ok` }).waitFor()
-    expect(await table.getByRole("list", { name: "Events" }).getByRole("listitem").allInnerTexts()).toEqual(["order-placed", "segment.*.entry"])
+    expect(await table.getByRole("list", { name: "Events" }).getByRole("listitem").allInnerTexts()).toEqual([
+      "order-placed",
+      "segment.*.entry"
+    ])
     await table.getByText("enabled", { exact: true }).waitFor()
     await screenshot(page, "destinations-created-1280")
     expect(await seriousAxeFindings(page)).toEqual([])
@@ -210,12 +213,18 @@ describe("event destinations", () => {
   }, 120_000)
 
   it("disabled after failures: a banner on the project's pages, flagged in the list, re-enabled, edited and deleted", async () => {
-    const failing = await env.call("POST", "/destinations", { url: `${receiverUrl}/down`, events: ["email.*", "invoice-failed"], description: "Billing hook" })
+    const failing = await env.call("POST", "/destinations", {
+      url: `${receiverUrl}/down`,
+      events: ["email.*", "invoice-failed"],
+      description: "Billing hook"
+    })
     // A test event is never retried (failed, it is parked at once), nor counted towards disabling.
     expect((await env.call("POST", `/destinations/${failing.id}/test`)).status).toBe("parked")
     // A real event's attempts are: three failed in a row (DESTINATION_DISABLE_AFTER_FAILURES) disable it.
     await env.call("POST", "/v1/track", { event: "invoice-failed", email: "payer@example.com" }, env.project.publicKey)
-    await expect.poll(async () => (await env.call("GET", `/destinations/${failing.id}`)).disabledReason, { timeout: 20_000 }).toBe("failures")
+    await expect.poll(async () => (await env.call("GET", `/destinations/${failing.id}`)).disabledReason, { timeout: 20_000 }).toBe(
+      "failures"
+    )
 
     const page = await env.page()
     await page.goto(projectPath("/contacts"))
@@ -249,7 +258,11 @@ describe("event destinations", () => {
     await alert.getByRole("button", { name: "Re-enable" }).click()
     await alert.waitFor({ state: "hidden" })
     await deliveryRow(page, "invoice-failed", "succeeded")
-    expect(await env.call("GET", `/destinations/${failing.id}`)).toMatchObject({ enabled: true, disabledReason: null, consecutiveFailures: 0 })
+    expect(await env.call("GET", `/destinations/${failing.id}`)).toMatchObject({
+      enabled: true,
+      disabledReason: null,
+      consecutiveFailures: 0
+    })
 
     // Edited: the address fixed and a pattern added; leaving with unsaved edits asks first.
     const edit = page.getByRole("form", { name: "Save changes" })
@@ -260,7 +273,10 @@ describe("event destinations", () => {
     await edit.getByRole("checkbox", { name: /Subscription changes/ }).check()
     await edit.getByRole("button", { name: "Save changes" }).click()
     await page.getByText("Saved: new events follow the new settings.").waitFor()
-    expect(await env.call("GET", `/destinations/${failing.id}`)).toMatchObject({ url: `${receiverUrl}/ok/billing`, events: ["email.*", "invoice-failed", "contact.*"] })
+    expect(await env.call("GET", `/destinations/${failing.id}`)).toMatchObject({
+      url: `${receiverUrl}/ok/billing`,
+      events: ["email.*", "invoice-failed", "contact.*"]
+    })
 
     await page.getByRole("button", { name: "Delete destination" }).click()
     const confirm = page.getByRole("dialog", { name: "Delete this destination?" })

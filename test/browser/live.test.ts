@@ -16,7 +16,9 @@ const projectPath = (path = "") => `/p/${env.project.id}${path}`
 
 /** Opens `path` and resolves once the tab's live stream answered (its events can then reach the page). */
 const openLive = async (page: Page, path: string, title: string) => {
-  const stream = page.waitForResponse((response) => response.url().endsWith(`/projects/${env.project.id}/live`) && response.status() === 200)
+  const stream = page.waitForResponse((response) =>
+    response.url().endsWith(`/projects/${env.project.id}/live`) && response.status() === 200
+  )
   await page.goto(projectPath(path))
   await heading(page, title)
   await stream

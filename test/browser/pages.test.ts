@@ -30,18 +30,26 @@ const until = async (path: string, done: (body: any) => boolean) => {
 
 beforeAll(async () => {
   await verifyDomain({ api: env.api, dns: env.dns }, env.project.secretKey, "acme.test")
-  const ada = await env.call("POST", "/contacts", { email: "ada@example.com", data: { plan: "pro", seats: 3, beta: true, tags: ["early", "vip"] } })
+  const ada = await env.call("POST", "/contacts", {
+    email: "ada@example.com",
+    data: { plan: "pro", seats: 3, beta: true, tags: ["early", "vip"] }
+  })
   await env.call("POST", "/contacts", { email: "bob@example.com", subscribed: false, data: { plan: "free", seats: 1 } })
   ids.contact = ada.id
   await env.call("POST", "/v1/track", { event: "signed-up", email: "ada@example.com", data: { source: "ads" } }, env.project.publicKey)
   await until(`/events/contact/${ada.id}`, (page) => page.data.length > 0)
 
   ids.template = (await env.call("POST", "/templates", {
-    name: "Welcome", subject: "Welcome, {{ email }}", body: "<h1>Hello</h1><p>Thanks for joining.</p>", from: "hello@acme.test", type: "TRANSACTIONAL"
+    name: "Welcome",
+    subject: "Welcome, {{ email }}",
+    body: "<h1>Hello</h1><p>Thanks for joining.</p>",
+    from: "hello@acme.test",
+    type: "TRANSACTIONAL"
   })).id
   await env.call("POST", "/v1/send", { to: "ada@example.com", from: "hello@acme.test", subject: "Your receipt", body: "<p>Thanks</p>" })
   ids.segment = (await env.call("POST", "/segments", {
-    name: "Pro plan", condition: { logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "pro" }] }] }
+    name: "Pro plan",
+    condition: { logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "pro" }] }] }
   })).id
   ids.staticSegment = (await env.call("POST", "/segments", { name: "Early readers", type: "STATIC" })).id
   await env.call("POST", `/segments/${ids.staticSegment}/members`, { emails: ["ada@example.com"] })
@@ -54,7 +62,11 @@ beforeAll(async () => {
   // A workflow whose execution waits on a one-hour delay.
   const workflow = await env.call("POST", "/workflows", { name: "Onboarding", eventName: "trial-started" })
   ids.workflow = workflow.id
-  const delay = await env.call("POST", `/workflows/${workflow.id}/steps`, { type: "DELAY", name: "Pause", config: { amount: 1, unit: "hours" } })
+  const delay = await env.call("POST", `/workflows/${workflow.id}/steps`, {
+    type: "DELAY",
+    name: "Pause",
+    config: { amount: 1, unit: "hours" }
+  })
   await env.call("POST", `/workflows/${workflow.id}/transitions`, { fromStepId: workflow.steps[0].id, toStepId: delay.id })
   await env.call("PATCH", `/workflows/${workflow.id}`, { enabled: true })
   await env.call("POST", "/v1/track", { event: "trial-started", email: "ada@example.com" }, env.project.publicKey)
@@ -63,7 +75,9 @@ beforeAll(async () => {
 
   // A destination with one delivery in its log: a test event the SSRF guard refuses (a private address).
   ids.destination = (await env.call("POST", "/destinations", {
-    url: "https://10.20.30.40/hooks/mailstream", events: ["email.*", "segment.*.entry", "signed-up"], description: "CRM sync"
+    url: "https://10.20.30.40/hooks/mailstream",
+    events: ["email.*", "segment.*.entry", "signed-up"],
+    description: "CRM sync"
   })).id
   await env.call("POST", `/destinations/${ids.destination}/test`)
 }, 90_000)
@@ -72,7 +86,9 @@ beforeAll(async () => {
 const open = async (page: Page, path: string) => {
   await page.goto(path)
   await page.locator("h1").first().waitFor()
-  await page.waitForFunction(() => ![...document.querySelectorAll("[role=status]")].some((element) => element.textContent?.includes("Loading")))
+  await page.waitForFunction(() =>
+    ![...document.querySelectorAll("[role=status]")].some((element) => element.textContent?.includes("Loading"))
+  )
   // Charts, previews and counts that follow the first data.
   await page.waitForLoadState("networkidle", { timeout: 5_000 }).catch(() => undefined)
 }

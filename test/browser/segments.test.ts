@@ -22,7 +22,12 @@ beforeAll(async () => {
     await env.call("POST", "/v1/track", { event: "purchase", email: email(index), data: { total: 10 * index } }, env.project.publicKey)
   }
   for (const index of [4, 5]) {
-    await env.call("POST", "/v1/track", { event: "trial.started", email: email(index), data: { source: "ads", day: index } }, env.project.publicKey)
+    await env.call(
+      "POST",
+      "/v1/track",
+      { event: "trial.started", email: email(index), data: { source: "ads", day: index } },
+      env.project.publicKey
+    )
   }
   const deadline = Date.now() + 20_000
   while ((await env.call("GET", "/events")).total < 5) {
@@ -34,7 +39,13 @@ beforeAll(async () => {
 const node = (page: Page, path: string) => page.locator(`[data-path="${path}"]`)
 
 /** Fills one filter of the builder: its field's family and name, its operator, then each [label, value] input or select. */
-const fillFilter = async (filter: Locator, family: string, field: readonly [string, string], operator: string, inputs: ReadonlyArray<readonly [string, string]>) => {
+const fillFilter = async (
+  filter: Locator,
+  family: string,
+  field: readonly [string, string],
+  operator: string,
+  inputs: ReadonlyArray<readonly [string, string]>
+) => {
   await filter.getByLabel("Field type").selectOption(family)
   await filter.getByLabel(field[0]).fill(field[1])
   await filter.getByLabel("Operator").selectOption(operator)
@@ -72,10 +83,16 @@ describe("segments", () => {
     const event = node(page, "condition.groups[0].conditions.groups[0].filters[0]")
     await fillFilter(event, "event", ["Event name", "purchase"], "triggeredWithin", [["Amount", "7"], ["Unit", "days"]])
     await node(page, "condition.groups[0].conditions").getByRole("button", { name: "Add group" }).click()
-    await fillFilter(node(page, "condition.groups[0].conditions.groups[1].filters[0]"), "data", ["Data key", "seats"], "greaterThanOrEqual", [
-      ["Value type", "number"],
-      ["Value", "8"]
-    ])
+    await fillFilter(
+      node(page, "condition.groups[0].conditions.groups[1].filters[0]"),
+      "data",
+      ["Data key", "seats"],
+      "greaterThanOrEqual",
+      [
+        ["Value type", "number"],
+        ["Value", "8"]
+      ]
+    )
     expect(await node(page, "condition.groups[0].conditions").getByLabel("Nested match").inputValue()).toBe("OR")
 
     const condition = {
@@ -143,7 +160,10 @@ describe("segments", () => {
     await table.getByText(email(3)).waitFor()
     expect((await table.locator("tbody tr").allInnerTexts()).length).toBe(2)
     const id = new URL(page.url()).pathname.split("/").pop()!
-    expect((await env.call("GET", `/segments/${id}/contacts`)).data.map((contact: { email: string }) => contact.email).sort()).toEqual([email(1), email(3)])
+    expect((await env.call("GET", `/segments/${id}/contacts`)).data.map((contact: { email: string }) => contact.email).sort()).toEqual([
+      email(1),
+      email(3)
+    ])
     await screenshot(page, "segment-static-1280")
 
     await table.getByRole("button", { name: `Remove ${email(1)}` }).click()
@@ -189,7 +209,9 @@ describe("events", () => {
     await dialog.getByRole("textbox").fill("trial.started")
     await confirm.click()
     await page.getByText("the name leaves the list once they are gone").waitFor()
-    await expect.poll(async () => (await env.call("GET", "/events/names")).names.map((name: { name: string }) => name.name), { timeout: 15_000 })
+    await expect.poll(async () => (await env.call("GET", "/events/names")).names.map((name: { name: string }) => name.name), {
+      timeout: 15_000
+    })
       .not.toContain("trial.started")
     await names.getByRole("button", { name: "trial.started" }).waitFor({ state: "detached", timeout: 15_000 })
     expect(await names.getByRole("button", { name: "purchase" }).count()).toBe(1)

@@ -219,7 +219,10 @@ describe("settings", () => {
     const month = page.getByRole("table", { name: "This month" })
     await month.getByText("1,000").waitFor()
     expect((await month.locator("tbody tr").allInnerTexts()).map((row) => row.split(/\s+/).join(" "))).toEqual([
-      "Transactional 0 1,000", "Campaigns 0 none", "Workflows 0 50", "Inbound 0 none"
+      "Transactional 0 1,000",
+      "Campaigns 0 none",
+      "Workflows 0 50",
+      "Inbound 0 none"
     ])
     await screenshot(page, "billing-1280")
     // Where Stripe's checkout sends the user back: this page, saying how the checkout ended.
@@ -254,7 +257,9 @@ describe("settings", () => {
     await screenshot(page, "danger-1280")
     await confirm.click()
     await page.getByText("The project's data was reset").waitFor()
-    const contacts = await fetch(`${env.api.url}/contacts`, { headers: { authorization: `Bearer ${created.secretKey}` } }).then((r) => r.json())
+    const contacts = await fetch(`${env.api.url}/contacts`, { headers: { authorization: `Bearer ${created.secretKey}` } }).then((r) =>
+      r.json()
+    )
     expect(contacts.total).toBe(0)
 
     await page.getByRole("button", { name: "Delete project…" }).click()
@@ -279,7 +284,17 @@ describe("settings", () => {
     const nav = page.getByRole("navigation", { name: "Project" })
     // The links follow the role, which arrives with the project list.
     await expect.poll(() => nav.getByRole("link").allInnerTexts()).toEqual([
-      "Home", "Contacts", "Templates", "Segments", "Campaigns", "Workflows", "Emails", "Events", "Activity", "Analytics", "Settings"
+      "Home",
+      "Contacts",
+      "Templates",
+      "Segments",
+      "Campaigns",
+      "Workflows",
+      "Emails",
+      "Events",
+      "Activity",
+      "Analytics",
+      "Settings"
     ])
     /** Until the page has loaded what it shows: no spinner left, and no error in its place. */
     const settled = async (what: string) => {
@@ -316,10 +331,16 @@ describe("settings", () => {
     await page.goto("/p")
     await page.getByRole("table", { name: "Projects" }).waitFor()
     expect(await scrollsSideways(page)).toBe(false)
-    for (const [tab, ready] of [
-      ["members", "Invite someone"], ["keys", "Rotate both keys"], ["sending", "Send rate"],
-      ["billing", "Monthly caps"], ["security", "Sending health"], ["danger", "Reset data"]
-    ] as const) {
+    for (
+      const [tab, ready] of [
+        ["members", "Invite someone"],
+        ["keys", "Rotate both keys"],
+        ["sending", "Send rate"],
+        ["billing", "Monthly caps"],
+        ["security", "Sending health"],
+        ["danger", "Reset data"]
+      ] as const
+    ) {
       await page.goto(settings(env.project.id, tab))
       await page.getByRole("heading", { level: 2, name: ready }).or(page.getByRole("button", { name: ready })).first().waitFor()
       expect(await scrollsSideways(page), tab).toBe(false)

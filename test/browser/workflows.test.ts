@@ -19,7 +19,13 @@ beforeAll(async () => {
   const dkim = domain.records.find((record: { purpose: string }) => record.purpose === "DKIM")
   env.dns.addTxt(dkim.name, dkim.value)
   expect((await env.call("GET", `/domains/${domain.id}/verify`)).status).toBe("VERIFIED")
-  await env.call("POST", "/templates", { name: "Welcome", subject: "Welcome", body: "<p>Hello</p>", from: "hello@flows.acme.test", type: "MARKETING" })
+  await env.call("POST", "/templates", {
+    name: "Welcome",
+    subject: "Welcome",
+    body: "<p>Hello</p>",
+    from: "hello@flows.acme.test",
+    type: "MARKETING"
+  })
   await env.call("POST", "/contacts", { email: "pro@example.com", subscribed: true, data: { plan: "pro" } })
 }, 60_000)
 
@@ -68,7 +74,12 @@ describe("the workflow editor", () => {
     })
     // After a CONDITION the panel offers its yes outlet first.
     expect(await form.getByLabel("After").locator("option:checked").innerText()).toBe("Is pro? (yes)")
-    await addStep(page, "Send email", "Send welcome", () => form.getByLabel("Template").selectOption({ label: "Welcome" }).then(() => undefined))
+    await addStep(
+      page,
+      "Send email",
+      "Send welcome",
+      () => form.getByLabel("Template").selectOption({ label: "Welcome" }).then(() => undefined)
+    )
     await addStep(page, "Exit", "Not pro", () => form.getByLabel("Reason (optional)").fill("free plan"), "Is pro? (no)")
 
     // The graph: five steps, four arrows, the condition's two labelled.
@@ -81,9 +92,16 @@ describe("the workflow editor", () => {
     const stored = await env.call("GET", `/workflows/${(await workflowNamed("Onboarding")).id}`)
     const byName = (name: string) => stored.steps.find((step: { name: string }) => step.name === name)
     expect(byName("Short pause").config).toEqual({ amount: 0.05, unit: "minutes" })
-    expect(byName("Is pro?").config).toEqual({ condition: { logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "pro" }] }] } })
-    const links = stored.transitions.map((transition: { fromStepId: string; toStepId: string; branch: string | null }) =>
-      [stored.steps.find((step: { id: string }) => step.id === transition.fromStepId).name, transition.branch, stored.steps.find((step: { id: string }) => step.id === transition.toStepId).name])
+    expect(byName("Is pro?").config).toEqual({
+      condition: { logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "pro" }] }] }
+    })
+    const links = stored.transitions.map((
+      transition: { fromStepId: string; toStepId: string; branch: string | null }
+    ) => [
+      stored.steps.find((step: { id: string }) => step.id === transition.fromStepId).name,
+      transition.branch,
+      stored.steps.find((step: { id: string }) => step.id === transition.toStepId).name
+    ])
     expect(links.sort()).toEqual([
       ["Is pro?", "no", "Not pro"],
       ["Is pro?", "yes", "Send welcome"],
@@ -95,7 +113,12 @@ describe("the workflow editor", () => {
     await page.getByRole("button", { name: "Disable" }).waitFor()
     await page.getByText("No executions yet").waitFor()
 
-    await env.call("POST", "/v1/track", { event: "trial-started", email: "pro@example.com", data: { source: "ads" } }, env.project.publicKey)
+    await env.call(
+      "POST",
+      "/v1/track",
+      { event: "trial-started", email: "pro@example.com", data: { source: "ads" } },
+      env.project.publicKey
+    )
     const executions = page.getByRole("table", { name: "Executions" })
     // The execution appears (waiting on the delay or already past it) and ends completed.
     await executions.locator("tbody tr").first().waitFor({ timeout: 15_000 })
@@ -166,12 +189,15 @@ describe("the workflow editor", () => {
     await addStep(page, "Exit", "Gave up", async () => undefined, "Wait for payment (timeout)")
 
     const stored = async () => env.call("GET", `/workflows/${workflow.id}`)
-    const step = (found: { steps: Array<{ name: string; id: string; config: unknown }> }, name: string) => found.steps.find((candidate) => candidate.name === name)!
+    const step = (found: { steps: Array<{ name: string; id: string; config: unknown }> }, name: string) =>
+      found.steps.find((candidate) => candidate.name === name)!
     let current = await stored()
     expect(step(current, "Wait for payment").config).toEqual({ eventName: "paid", timeout: 7200 })
     expect(step(current, "Tell CRM").config).toEqual({ url: "https://crm.example.com/hooks/paid", method: "PUT" })
     expect(step(current, "Mark paid").config).toMatchObject({ updates: { paid: 1 }, subscriptionAction: "subscribe" })
-    expect(current.transitions.map((transition: { waitOutcome: string | null }) => transition.waitOutcome).sort()).toEqual(["EVENT", "TIMEOUT", null, null].sort())
+    expect(current.transitions.map((transition: { waitOutcome: string | null }) => transition.waitOutcome).sort()).toEqual(
+      ["EVENT", "TIMEOUT", null, null].sort()
+    )
 
     // Keyboard: pick the webhook in the step list, delete it; its predecessor now leads to its successor.
     await page.getByLabel("Step", { exact: true }).selectOption({ label: "Webhook: Tell CRM" })
@@ -181,14 +207,19 @@ describe("the workflow editor", () => {
     await page.getByTestId("step-Tell CRM").waitFor({ state: "detached" })
     current = await stored()
     const wait = step(current, "Wait for payment")
-    expect(current.transitions.find((transition: { fromStepId: string; waitOutcome: string }) => transition.fromStepId === wait.id && transition.waitOutcome === "EVENT").toStepId)
+    expect(
+      current.transitions.find((transition: { fromStepId: string; waitOutcome: string }) =>
+        transition.fromStepId === wait.id && transition.waitOutcome === "EVENT"
+      ).toStepId
+    )
       .toBe(step(current, "Mark paid").id)
 
     // Reconnect by the panel: the timeout outlet of the wait goes to "Mark paid" instead of "Gave up".
     await page.getByLabel("Step", { exact: true }).selectOption({ label: "Wait for event: Wait for payment" })
     await page.getByLabel("On timeout", { exact: true }).selectOption({ label: "Update contact: Mark paid" })
     await expect.poll(async () =>
-      (await stored()).transitions.filter((transition: { toStepId: string }) => transition.toStepId === step(current, "Mark paid").id).length
+      (await stored()).transitions.filter((transition: { toStepId: string }) => transition.toStepId === step(current, "Mark paid").id)
+        .length
     ).toBe(2)
 
     // A waiting execution, cancelled from its row after the confirmation.

@@ -11,7 +11,7 @@ const secret = (method: string, path: string, body?: unknown, key = context.proj
 
 const campaignBody = (overrides: Record<string, unknown> = {}) => ({
   name: "Launch",
-  subject: "Hello {{ first ?? \"there\" }}",
+  subject: 'Hello {{ first ?? "there" }}',
   body: "<p>News for {{ email }}</p>",
   from: "news@acme.test",
   audienceType: "ALL",
@@ -66,7 +66,13 @@ describe("campaign API", () => {
     })
     const missing = await secret("POST", "/campaigns", {})
     expect(missing.status).toBe(422)
-    expect(missing.json.error.errors.map((e: { field: string }) => e.field).sort()).toEqual(["audienceType", "body", "from", "name", "subject"])
+    expect(missing.json.error.errors.map((e: { field: string }) => e.field).sort()).toEqual([
+      "audienceType",
+      "body",
+      "from",
+      "name",
+      "subject"
+    ])
     const noSegment = await secret("POST", "/campaigns", campaignBody({ audienceType: "SEGMENT" }))
     expect(noSegment.status).toBe(400)
     expect(noSegment.json.error).toMatchObject({ code: "BAD_REQUEST", statusCode: 400 })
@@ -75,12 +81,20 @@ describe("campaign API", () => {
     const noSegmentNorName = await secret("POST", "/campaigns", campaignBody({ audienceType: "SEGMENT", name: "" }))
     expect(noSegmentNorName.status).toBe(422)
     expect(noSegmentNorName.json.error.errors.map((e: { field: string }) => e.field).sort()).toEqual(["name", "segmentId"])
-    const unknownSegment = await secret("POST", "/campaigns", campaignBody({ audienceType: "SEGMENT", segmentId: "0190c3a4-0000-7000-8000-000000000000" }))
+    const unknownSegment = await secret(
+      "POST",
+      "/campaigns",
+      campaignBody({ audienceType: "SEGMENT", segmentId: "0190c3a4-0000-7000-8000-000000000000" })
+    )
     expect(unknownSegment.json.error.errors[0]).toMatchObject({ field: "segmentId", code: "unknown_segment" })
     const noCondition = await secret("POST", "/campaigns", campaignBody({ audienceType: "FILTERED" }))
     expect(noCondition.status).toBe(400)
     expect(noCondition.json.error.errors[0]).toMatchObject({ field: "audienceCondition", code: "required" })
-    const badCondition = await secret("POST", "/campaigns", campaignBody({ audienceType: "FILTERED", audienceCondition: { logic: "XOR", groups: [] } }))
+    const badCondition = await secret(
+      "POST",
+      "/campaigns",
+      campaignBody({ audienceType: "FILTERED", audienceCondition: { logic: "XOR", groups: [] } })
+    )
     expect(badCondition.status).toBe(422)
     expect(badCondition.json.error.errors[0].field).toMatch(/^audienceCondition/)
     const badSubject = await secret("POST", "/campaigns", campaignBody({ subject: "a\nb" }))
@@ -119,8 +133,14 @@ describe("campaign API", () => {
     expect(copy.json.data).toMatchObject({ name: "Replaced (Copy)", status: "DRAFT" })
     expect(copy.json.data.id).not.toBe(campaign.id)
     const other = await context.stack.createProject("other")
-    for (const [method, path] of [["GET", ""], ["DELETE", ""], ["GET", "/stats"], ["POST", "/send"], ["POST", "/cancel"], ["POST", "/duplicate"]] as const) {
-      expect((await secret(method, `/campaigns/${campaign.id}${path}`, method === "POST" ? {} : undefined, other.secretKey)).status, path).toBe(404)
+    for (
+      const [method, path] of [["GET", ""], ["DELETE", ""], ["GET", "/stats"], ["POST", "/send"], ["POST", "/cancel"], [
+        "POST",
+        "/duplicate"
+      ]] as const
+    ) {
+      expect((await secret(method, `/campaigns/${campaign.id}${path}`, method === "POST" ? {} : undefined, other.secretKey)).status, path)
+        .toBe(404)
     }
     expect((await secret("DELETE", `/campaigns/${campaign.id}`)).json).toEqual({ success: true })
     expect((await secret("GET", `/campaigns/${campaign.id}`)).status).toBe(404)
@@ -213,7 +233,11 @@ describe("sending", () => {
     })
     const edit = await secret("PUT", `/campaigns/${campaign.id}`, campaignBody())
     expect(edit.status).toBe(409)
-    expect(edit.json.error).toMatchObject({ code: "INVALID_CAMPAIGN_STATE", message: "A SENT campaign cannot be edited", details: { status: "SENT" } })
+    expect(edit.json.error).toMatchObject({
+      code: "INVALID_CAMPAIGN_STATE",
+      message: "A SENT campaign cannot be edited",
+      details: { status: "SENT" }
+    })
     const cancel = await secret("POST", `/campaigns/${campaign.id}/cancel`)
     expect(cancel.status).toBe(409)
     expect(cancel.json.error).toMatchObject({ code: "INVALID_CAMPAIGN_STATE", message: "A SENT campaign cannot be cancelled" })
@@ -226,11 +250,17 @@ describe("sending", () => {
     const campaign = await create({ audienceType: "FILTERED", audienceCondition: byTag("rcpt-") })
     const draft = await secret("GET", `/campaigns/${campaign.id}/recipients?pageSize=2`)
     expect(draft.json).toMatchObject({ frozen: false, page: 1, pageSize: 2, total: 3, totalPages: 2 })
-    expect(draft.json.data).toEqual([0, 1].map((i) => ({ contactId: expect.any(String), email: `rcpt-${i}@example.org`, status: null, skipped: null })))
+    expect(draft.json.data).toEqual(
+      [0, 1].map((i) => ({ contactId: expect.any(String), email: `rcpt-${i}@example.org`, status: null, skipped: null }))
+    )
     expect((await secret("GET", `/campaigns/${campaign.id}/recipients?page=2&pageSize=2`)).json.data.map((r: { email: string }) => r.email))
       .toEqual(["rcpt-2@example.org"])
     // Past the last page: no rows, the total still told.
-    expect((await secret("GET", `/campaigns/${campaign.id}/recipients?page=3&pageSize=2`)).json).toMatchObject({ data: [], total: 3, totalPages: 2 })
+    expect((await secret("GET", `/campaigns/${campaign.id}/recipients?page=3&pageSize=2`)).json).toMatchObject({
+      data: [],
+      total: 3,
+      totalPages: 2
+    })
 
     await secret("POST", `/campaigns/${campaign.id}/send`, {})
     await waitStatus(campaign.id, "SENT")
@@ -309,7 +339,13 @@ describe("sending", () => {
     const scheduled = await secret("POST", `/campaigns/${campaign.id}/send`, { scheduledFor: future.toUTCString() })
     expect(scheduled.json.data).toMatchObject({ status: "SCHEDULED", scheduledFor: new Date(future.toUTCString()).toISOString() })
     expect(scheduled.json.message).toContain("scheduled")
-    expect((await secret("PUT", `/campaigns/${campaign.id}`, campaignBody({ audienceType: "FILTERED", audienceCondition: byTag("sched-"), name: "Rescheduled" }))).status).toBe(200)
+    expect(
+      (await secret(
+        "PUT",
+        `/campaigns/${campaign.id}`,
+        campaignBody({ audienceType: "FILTERED", audienceCondition: byTag("sched-"), name: "Rescheduled" })
+      )).status
+    ).toBe(200)
     const now = await secret("POST", `/campaigns/${campaign.id}/send`, { scheduledFor: "2001-01-01" })
     expect(now.json.data.status).toBe("SENDING")
     await waitStatus(campaign.id, "SENT")

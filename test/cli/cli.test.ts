@@ -50,10 +50,26 @@ describe("mistakes: one line and a pointer to --help on stderr, nothing on stdou
     [["launch"], 'Unknown subcommand "launch" for "mailstream"', "--help"],
     [["project", "create"], "Missing required flag: --name", "project create --help"],
     [["project", "create", "--name", " "], 'Invalid value for flag --name: " ". Expected a non-empty name', "project create --help"],
-    [["project", "settings", "--id", "p1", "--tracking", "on"], 'Invalid value for flag --id: "p1". Expected a project id (a UUID)', "project settings --help"],
-    [["project", "settings", "--id", "0190a3c2-0000-7000-8000-000000000000", "--tracking", "maybe"], "Invalid value for flag --tracking", "project settings --help"],
-    [["project", "settings", "--id", "0190a3c2-0000-7000-8000-000000000000", "--send-rate", "-2"], "Expected a number of emails per second of at least 0, or default", "project settings --help"],
-    [["project", "settings", "--id", "0190a3c2-0000-7000-8000-000000000000"], "Nothing to change: give --send-rate, --tracking or both", "project settings --help"]
+    [
+      ["project", "settings", "--id", "p1", "--tracking", "on"],
+      'Invalid value for flag --id: "p1". Expected a project id (a UUID)',
+      "project settings --help"
+    ],
+    [
+      ["project", "settings", "--id", "0190a3c2-0000-7000-8000-000000000000", "--tracking", "maybe"],
+      "Invalid value for flag --tracking",
+      "project settings --help"
+    ],
+    [
+      ["project", "settings", "--id", "0190a3c2-0000-7000-8000-000000000000", "--send-rate", "-2"],
+      "Expected a number of emails per second of at least 0, or default",
+      "project settings --help"
+    ],
+    [
+      ["project", "settings", "--id", "0190a3c2-0000-7000-8000-000000000000"],
+      "Nothing to change: give --send-rate, --tracking or both",
+      "project settings --help"
+    ]
   ])("%j", async (args, message, help) => {
     const { code, stdout, stderr } = await cli(args)
     expect(code).toBe(1)
@@ -68,7 +84,10 @@ describe("mistakes: one line and a pointer to --help on stderr, nothing on stdou
     for (const args of [["migrate"], ["api"], []]) {
       const { code, stdout, stderr } = await cli(args, { PARTITIONS: "abc" })
       expect({ args, code, stdout, stderr }).toEqual({
-        args, code: 1, stdout: "", stderr: "PARTITIONS=abc: expected a whole number from 1 to 1024\n"
+        args,
+        code: 1,
+        stdout: "",
+        stderr: "PARTITIONS=abc: expected a whole number from 1 to 1024\n"
       })
     }
   })
@@ -92,7 +111,9 @@ describe("project commands", () => {
     const reset = await cli(["project", "settings", "--id", project.id, "--send-rate", "default"])
     expect(JSON.parse(reset.stdout)).toEqual({ id: project.id, sendRatePerSecond: null, trackingEnabled: false })
     const [row] = await stack.query<{ rate: string | null; tracking: boolean }>(
-      "SELECT send_rate_per_second::text AS rate, tracking_enabled AS tracking FROM projects WHERE id = $1", [project.id])
+      "SELECT send_rate_per_second::text AS rate, tracking_enabled AS tracking FROM projects WHERE id = $1",
+      [project.id]
+    )
     expect(row).toEqual({ rate: null, tracking: false })
 
     const unknown = await cli(["project", "settings", "--id", "0190a3c2-0000-7000-8000-000000000000", "--tracking", "on"])

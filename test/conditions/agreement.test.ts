@@ -40,8 +40,17 @@ afterAll(async () => {
 })
 
 const dateStrings = fc.constantFrom(
-  "2026-01-15", "2026-01-14", "2026-01-16", "2026-01-15T12:00:00Z", "2026-01-15T11:50:00.500Z",
-  "2026-01-15T13:00:00+01:00", "2026-01-10T00:00:00Z", "2026-02-30", "2026-01-15T24:00:00Z", "15/01/2026", "2026-01-15T12:00Z"
+  "2026-01-15",
+  "2026-01-14",
+  "2026-01-16",
+  "2026-01-15T12:00:00Z",
+  "2026-01-15T11:50:00.500Z",
+  "2026-01-15T13:00:00+01:00",
+  "2026-01-10T00:00:00Z",
+  "2026-02-30",
+  "2026-01-15T24:00:00Z",
+  "15/01/2026",
+  "2026-01-15T12:00Z"
 )
 const scalar = fc.oneof(
   fc.integer({ min: -5, max: 5 }),
@@ -65,14 +74,29 @@ const contactArb = fc.record({
   updatedAt: fc.integer({ min: -60, max: 0 }).map((m) => BASE + m * MINUTE),
   data: fc.dictionary(fc.constantFrom(...keys), dataValue, { maxKeys: 3 }),
   // minutes before BASE of each occurrence, per event name
-  events: fc.dictionary(fc.constantFrom("click", "buy"), fc.array(fc.integer({ min: 0, max: 3 * 24 * 60 }), { minLength: 1, maxLength: 4 }), { maxKeys: 2 }),
+  events: fc.dictionary(
+    fc.constantFrom("click", "buy"),
+    fc.array(fc.integer({ min: 0, max: 3 * 24 * 60 }), { minLength: 1, maxLength: 4 }),
+    { maxKeys: 2 }
+  ),
   member: fc.boolean()
 })
 
 const unit = fc.constantFrom("minutes", "hours", "days") as fc.Arbitrary<"minutes" | "hours" | "days">
 const filterArb: fc.Arbitrary<Filter> = fc.oneof(
   fc.record({
-    field: fc.constantFrom("email", "data.plan", "data.score", "data.since", "data.plan.tier", "subscribed", "data.plan.0", "data.score.-1", "data.constructor", "data.plan.length"),
+    field: fc.constantFrom(
+      "email",
+      "data.plan",
+      "data.score",
+      "data.since",
+      "data.plan.tier",
+      "subscribed",
+      "data.plan.0",
+      "data.score.-1",
+      "data.constructor",
+      "data.plan.length"
+    ),
     operator: fc.constantFrom("equals", "notEquals", "exists", "notExists"),
     value: scalar
   }),
@@ -104,7 +128,11 @@ const filterArb: fc.Arbitrary<Filter> = fc.oneof(
     value: fc.integer({ min: 1, max: 48 }),
     unit
   }),
-  fc.record({ field: fc.constantFrom("event.click", "event.buy"), operator: fc.constant("triggeredAtLeast"), value: fc.integer({ min: 1, max: 4 }) }),
+  fc.record({
+    field: fc.constantFrom("event.click", "event.buy"),
+    operator: fc.constant("triggeredAtLeast"),
+    value: fc.integer({ min: 1, max: 4 })
+  }),
   fc.record({
     field: fc.constantFrom("event.click", "event.buy"),
     operator: fc.constant("triggeredAtLeast"),
@@ -186,7 +214,15 @@ describe("condition evaluators", () => {
             await stack.query(
               `INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
                VALUES ($1, $2, $3, $4, $5::jsonb, $6::timestamptz, $7::timestamptz)`,
-              [id, projectId, email, contact.subscribed, JSON.stringify(data), new Date(contact.createdAt).toISOString(), new Date(contact.updatedAt).toISOString()]
+              [
+                id,
+                projectId,
+                email,
+                contact.subscribed,
+                JSON.stringify(data),
+                new Date(contact.createdAt).toISOString(),
+                new Date(contact.updatedAt).toISOString()
+              ]
             )
             const events = new Map<string, { count: number; firstAt: number; lastAt: number }>()
             const eventTimes = new Map<string, Array<number>>()
@@ -232,12 +268,15 @@ describe("condition evaluators", () => {
             checked++
             const evaluate = compileCondition(condition)
             const inMemory = facts.filter((f) => evaluate(f, now).matches).map((f) => f.id).sort()
-            const inSql = await withSql(stack.databaseUrl, Effect.gen(function*() {
-              const sql = yield* SqlClient.SqlClient
-              const rows = yield* sql<{ id: string }>`
+            const inSql = await withSql(
+              stack.databaseUrl,
+              Effect.gen(function*() {
+                const sql = yield* SqlClient.SqlClient
+                const rows = yield* sql<{ id: string }>`
                 SELECT c.id FROM contacts c WHERE c.project_id = ${projectId} AND ${compileConditionSql(sql, condition, now)}`
-              return rows.map((row) => row.id).sort()
-            }))
+                return rows.map((row) => row.id).sort()
+              })
+            )
             expect(inSql, JSON.stringify({ condition, now: new Date(now).toISOString(), contacts })).toEqual(inMemory)
             const inWorkflow = workflowYes(condition, spelling, facts, now).map((f) => f.id).sort()
             expect(inWorkflow, JSON.stringify({ condition, spelling, now: new Date(now).toISOString(), contacts })).toEqual(inMemory)

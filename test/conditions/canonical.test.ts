@@ -8,7 +8,9 @@ const tree = (...filters: Array<Record<string, unknown>>) => ({ logic: "AND", gr
 
 describe("canonical event filters", () => {
   it("writes a bare event name as event.<name> under every event operator, and nothing else", () => {
-    for (const operator of ["triggered", "notTriggered", "triggeredWithin", "triggeredOlderThan", "notTriggeredWithin", "triggeredAtLeast"]) {
+    for (
+      const operator of ["triggered", "notTriggered", "triggeredWithin", "triggeredOlderThan", "notTriggeredWithin", "triggeredAtLeast"]
+    ) {
       expect(canonicalField("purchase", operator), operator).toBe("event.purchase")
     }
     // Already an event: ours, and the engagement fields in both spellings.
@@ -31,7 +33,13 @@ describe("canonical event filters", () => {
     const input = {
       logic: "OR",
       groups: [
-        { filters: [{ field: "purchase", operator: "triggeredWithin", value: 7, unit: "days" }, { field: "data.plan", operator: "equals", value: "pro" }] },
+        {
+          filters: [{ field: "purchase", operator: "triggeredWithin", value: 7, unit: "days" }, {
+            field: "data.plan",
+            operator: "equals",
+            value: "pro"
+          }]
+        },
         { filters: [], conditions: tree({ field: "signup", operator: "triggered" }) }
       ]
     }
@@ -39,18 +47,32 @@ describe("canonical event filters", () => {
     expect(canonical).toEqual({
       logic: "OR",
       groups: [
-        { filters: [{ field: "event.purchase", operator: "triggeredWithin", value: 7, unit: "days" }, { field: "data.plan", operator: "equals", value: "pro" }] },
+        {
+          filters: [{ field: "event.purchase", operator: "triggeredWithin", value: 7, unit: "days" }, {
+            field: "data.plan",
+            operator: "equals",
+            value: "pro"
+          }]
+        },
         { filters: [], conditions: tree({ field: "event.signup", operator: "triggered" }) }
       ]
     })
     expect(validateCondition(canonical)).toEqual([])
     // The bare form alone is what validation used to refuse.
-    expect(validateCondition(input).map((problem) => problem.path)).toEqual(["groups[0].filters[0].field", "groups[1].conditions.groups[0].filters[0].field"])
+    expect(validateCondition(input).map((problem) => problem.path)).toEqual([
+      "groups[0].filters[0].field",
+      "groups[1].conditions.groups[0].filters[0].field"
+    ])
     expect(input.groups[0]!.filters[0]!.field).toBe("purchase") // not mutated
   })
 
   it("leaves malformed trees for validation to report at the same paths", () => {
-    for (const input of [null, "x", [], { logic: "AND" }, { logic: "AND", groups: [null, { filters: "x" }, { filters: [7, { operator: "triggered" }] }] }]) {
+    for (
+      const input of [null, "x", [], { logic: "AND" }, {
+        logic: "AND",
+        groups: [null, { filters: "x" }, { filters: [7, { operator: "triggered" }] }]
+      }]
+    ) {
       const canonical = canonicalCondition(input)
       expect(validateCondition(canonical, "condition")).toEqual(validateCondition(input, "condition"))
     }
@@ -60,8 +82,12 @@ describe("canonical event filters", () => {
     const single = checkStepConfig("CONDITION", { field: "purchase", operator: "triggeredWithin", value: 2, unit: "hours" })
     expect(single.problems).toEqual([])
     expect(single.config).toEqual({ field: "event.purchase", operator: "triggeredWithin", value: 2, unit: "hours" })
-    const nested = checkStepConfig("CONDITION", { condition: tree({ field: "purchase", operator: "notTriggered" }, { field: "context.plan", operator: "equals", value: "pro" }) })
+    const nested = checkStepConfig("CONDITION", {
+      condition: tree({ field: "purchase", operator: "notTriggered" }, { field: "context.plan", operator: "equals", value: "pro" })
+    })
     expect(nested.problems).toEqual([])
-    expect(nested.config.condition).toEqual(tree({ field: "event.purchase", operator: "notTriggered" }, { field: "context.plan", operator: "equals", value: "pro" }))
+    expect(nested.config.condition).toEqual(
+      tree({ field: "event.purchase", operator: "notTriggered" }, { field: "context.plan", operator: "equals", value: "pro" })
+    )
   })
 })

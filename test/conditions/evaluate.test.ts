@@ -64,7 +64,11 @@ describe("in-memory evaluator", () => {
     ["notTriggeredWithin", { field: "event.purchase", operator: "notTriggeredWithin", value: 1, unit: "hours" }, true],
     ["triggeredAtLeast", { field: "event.purchase", operator: "triggeredAtLeast", value: 3 }, true],
     ["triggeredAtLeast in a window", { field: "event.purchase", operator: "triggeredAtLeast", value: 2, within: 7, unit: "days" }, true],
-    ["triggeredAtLeast in a short window", { field: "event.purchase", operator: "triggeredAtLeast", value: 2, within: 1, unit: "days" }, false],
+    [
+      "triggeredAtLeast in a short window",
+      { field: "event.purchase", operator: "triggeredAtLeast", value: 2, within: 1, unit: "days" },
+      false
+    ],
     ["engagement field", { field: "email.opened", operator: "notTriggered" }, true],
     ["memberOfSegment", { field: "segment.seg-1", operator: "memberOfSegment" }, true],
     ["notMemberOfSegment by value", { field: "segment", operator: "notMemberOfSegment", value: "seg-2" }, true]
@@ -77,15 +81,22 @@ describe("in-memory evaluator", () => {
     const no: Filter = { field: "data.seats", operator: "equals", value: 4 }
     expect(run({ logic: "AND", groups: [{ filters: [yes, no] }] }).matches).toBe(false)
     expect(run({ logic: "OR", groups: [{ filters: [no] }, { filters: [yes] }] }).matches).toBe(true)
-    expect(run({ logic: "AND", groups: [{ filters: [yes], conditions: { logic: "OR", groups: [{ filters: [no] }] } }] }).matches).toBe(false)
-    expect(run({ logic: "AND", groups: [{ filters: [yes], conditions: { logic: "OR", groups: [{ filters: [no] }, { filters: [yes] }] } }] }).matches).toBe(true)
+    expect(run({ logic: "AND", groups: [{ filters: [yes], conditions: { logic: "OR", groups: [{ filters: [no] }] } }] }).matches).toBe(
+      false
+    )
+    expect(
+      run({ logic: "AND", groups: [{ filters: [yes], conditions: { logic: "OR", groups: [{ filters: [no] }, { filters: [yes] }] } }] })
+        .matches
+    ).toBe(true)
   })
 
   it("names the instant a time window lapses", () => {
     const login = run(one({ field: "data.lastLogin", operator: "within", value: 10, unit: "minutes" }))
     expect(login.nextChangeAt).toBe(Date.parse("2026-01-15T11:55:00Z") + 10 * MIN)
     expect(run(one({ field: "data.lastLogin", operator: "within", value: 10, unit: "minutes" }), login.nextChangeAt!).matches).toBe(false)
-    expect(run(one({ field: "data.lastLogin", operator: "within", value: 10, unit: "minutes" }), login.nextChangeAt! - 1).matches).toBe(true)
+    expect(run(one({ field: "data.lastLogin", operator: "within", value: 10, unit: "minutes" }), login.nextChangeAt! - 1).matches).toBe(
+      true
+    )
     const recent = run(one({ field: "event.purchase", operator: "triggeredWithin", value: 3, unit: "hours" }))
     expect(recent.nextChangeAt).toBe(NOW - 2 * HOUR + 3 * HOUR)
     const windowed = run(one({ field: "event.purchase", operator: "triggeredAtLeast", value: 2, within: 7, unit: "days" }))

@@ -11,7 +11,8 @@ import { request } from "../support/stack.ts"
 let context: MailContext
 withMailStack((ready) => (context = ready))
 
-const secret = (method: string, path: string, body?: unknown) => request(context.api.url, method, path, { key: context.project.secretKey, body })
+const secret = (method: string, path: string, body?: unknown) =>
+  request(context.api.url, method, path, { key: context.project.secretKey, body })
 const track = (email: string, event: string) =>
   request(context.api.url, "POST", "/v1/track", { key: context.project.publicKey, body: { email, event } })
 
@@ -30,7 +31,9 @@ describe("bare event names in conditions", () => {
     expect(created.status, created.text).toBe(201)
     expect(created.json.condition).toEqual(tree("event.purchase"))
     expect((await secret("GET", `/segments/${created.json.id}`)).json.condition).toEqual(tree("event.purchase"))
-    expect((await secret("GET", "/segments")).json.find((s: { id: string }) => s.id === created.json.id).condition).toEqual(tree("event.purchase"))
+    expect((await secret("GET", "/segments")).json.find((s: { id: string }) => s.id === created.json.id).condition).toEqual(
+      tree("event.purchase")
+    )
 
     expect((await track("buyer@example.com", "purchase")).status).toBe(200)
     expect((await track("browser@example.com", "page_view")).status).toBe(200)
@@ -69,12 +72,19 @@ describe("bare event names in conditions", () => {
     })
     expect(single.status, single.text).toBe(201)
     expect(single.json.config).toEqual({ field: "event.purchase", operator: "triggeredWithin", value: 1, unit: "days" })
-    const nested = await secret("POST", `/workflows/${workflow.json.id}/steps`, { type: "CONDITION", config: { condition: tree("purchase", "triggered") } })
+    const nested = await secret("POST", `/workflows/${workflow.json.id}/steps`, {
+      type: "CONDITION",
+      config: { condition: tree("purchase", "triggered") }
+    })
     expect(nested.status, nested.text).toBe(201)
     expect(nested.json.config.condition).toEqual(tree("event.purchase", "triggered"))
-    const updated = await secret("PATCH", `/workflows/${workflow.json.id}/steps/${nested.json.id}`, { config: { condition: tree("refund", "triggered") } })
+    const updated = await secret("PATCH", `/workflows/${workflow.json.id}/steps/${nested.json.id}`, {
+      config: { condition: tree("refund", "triggered") }
+    })
     expect(updated.json.config.condition).toEqual(tree("event.refund", "triggered"))
-    const stored = (await secret("GET", `/workflows/${workflow.json.id}`)).json.steps.filter((step: { type: string }) => step.type === "CONDITION")
+    const stored = (await secret("GET", `/workflows/${workflow.json.id}`)).json.steps.filter((step: { type: string }) =>
+      step.type === "CONDITION"
+    )
     expect(stored.map((step: { config: unknown }) => step.config)).toEqual([single.json.config, updated.json.config])
   })
 })

@@ -6,7 +6,18 @@
  */
 import { execFile } from "node:child_process"
 import { randomBytes } from "node:crypto"
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from "node:fs"
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync
+} from "node:fs"
 import { builtinModules } from "node:module"
 import { dirname, join, relative } from "node:path"
 import { promisify } from "node:util"
@@ -24,7 +35,8 @@ beforeAll(async () => {
 }, 120_000)
 afterAll(() => rmSync(OUT, { recursive: true, force: true }))
 
-const chunkFiles = () => [join(OUT, "main.js"), ...readdirSync(join(OUT, "chunks")).filter((f) => f.endsWith(".js")).map((f) => join(OUT, "chunks", f))]
+const chunkFiles =
+  () => [join(OUT, "main.js"), ...readdirSync(join(OUT, "chunks")).filter((f) => f.endsWith(".js")).map((f) => join(OUT, "chunks", f))]
 const staticImports = (file: string) =>
   [...readFileSync(file, "utf8").matchAll(/^(?:import|export)\b[^;"']*?(?:from\s*)?["']([^"']+)["']/gm)].map((match) => match[1]!)
 
@@ -49,9 +61,10 @@ describe("scripts/build.ts", () => {
   it("an up-to-date look marks the build as current for scripts/cli.js: no input is newer than .build-hash", async () => {
     const inputs = readFileSync(join(OUT, ".build-inputs"), "utf8").split("\n").filter(Boolean)
     expect(inputs).toContain("src")
-    const newest = (path: string): number => statSync(path).isDirectory()
-      ? Math.max(statSync(path).mtimeMs, ...readdirSync(path).map((entry) => newest(join(path, entry))))
-      : statSync(path).mtimeMs
+    const newest = (path: string): number =>
+      statSync(path).isDirectory()
+        ? Math.max(statSync(path).mtimeMs, ...readdirSync(path).map((entry) => newest(join(path, entry))))
+        : statSync(path).mtimeMs
     expect(await buildServer(false, OUT)).toBe("up to date")
     const builtAt = statSync(join(OUT, ".build-hash")).mtimeMs
     for (const input of inputs) expect(newest(join(ROOT, input))).toBeLessThanOrEqual(builtAt)
@@ -74,7 +87,17 @@ describe("scripts/build.ts", () => {
 
   it("loads each command's code when it runs: the entry holds neither role nor the database, `all` neither role", () => {
     const entry = names(staticClosure(join(OUT, "main.js")))
-    for (const lazy of ["chunks/apiRole", "chunks/workerRole", "chunks/core", "chunks/db", "chunks/admin", "chunks/supervisor", "chunks/httpApiScalar"]) {
+    for (
+      const lazy of [
+        "chunks/apiRole",
+        "chunks/workerRole",
+        "chunks/core",
+        "chunks/db",
+        "chunks/admin",
+        "chunks/supervisor",
+        "chunks/httpApiScalar"
+      ]
+    ) {
       expect(entry).not.toContain(lazy)
     }
     const supervisor = chunkFiles().find((file) => /chunks\/supervisor-/.test(file))!
@@ -119,7 +142,10 @@ describe("scripts/build.ts", () => {
     })
 
     it("project create finds the migrations from its chunk and prints the project", async () => {
-      const { stdout } = await run(process.execPath, [join(OUT, "main.js"), "project", "create", "--name", "compiled"], { cwd: ROOT, env: stack.env })
+      const { stdout } = await run(process.execPath, [join(OUT, "main.js"), "project", "create", "--name", "compiled"], {
+        cwd: ROOT,
+        env: stack.env
+      })
       expect(JSON.parse(stdout)).toMatchObject({ name: "compiled", publicKey: expect.stringMatching(/^pk_/) })
     })
   })
@@ -127,7 +153,8 @@ describe("scripts/build.ts", () => {
   describe("scripts/fresh.js: whether the launchers run the build script", () => {
     // A checkout whose build script only notes that it ran, and whose one input is the folder `input`.
     const CHECKOUT = `${OUT}-fresh`
-    const builds = () => existsSync(join(CHECKOUT, "builds.log")) ? readFileSync(join(CHECKOUT, "builds.log"), "utf8").split("\n").filter(Boolean) : []
+    const builds = () =>
+      existsSync(join(CHECKOUT, "builds.log")) ? readFileSync(join(CHECKOUT, "builds.log"), "utf8").split("\n").filter(Boolean) : []
     const launch = () => run(process.execPath, [join(CHECKOUT, "scripts/cli.js"), "--version"], { cwd: CHECKOUT })
     const at = (path: string, seconds: number) => utimesSync(path, seconds, seconds)
     beforeAll(() => {
@@ -135,7 +162,12 @@ describe("scripts/build.ts", () => {
       mkdirSync(join(CHECKOUT, "input"))
       mkdirSync(join(CHECKOUT, "dist"))
       for (const script of ["scripts/cli.js", "scripts/fresh.js"]) copyFileSync(join(ROOT, script), join(CHECKOUT, script))
-      writeFileSync(join(CHECKOUT, "scripts/build.ts"), `import { appendFileSync } from "node:fs"\nappendFileSync(${JSON.stringify(join(CHECKOUT, "builds.log"))}, process.argv.slice(2).join(" ") + "\\n")\n`)
+      writeFileSync(
+        join(CHECKOUT, "scripts/build.ts"),
+        `import { appendFileSync } from "node:fs"\nappendFileSync(${
+          JSON.stringify(join(CHECKOUT, "builds.log"))
+        }, process.argv.slice(2).join(" ") + "\\n")\n`
+      )
       for (const file of ["main.js", "help.json"]) copyFileSync(join(OUT, file), join(CHECKOUT, "dist", file))
       writeFileSync(join(CHECKOUT, "dist/.build-inputs"), "input\n")
       writeFileSync(join(CHECKOUT, "dist/.build-hash"), "a hash\n")
@@ -179,7 +211,8 @@ describe("scripts/build.ts", () => {
     beforeAll(async () => {
       mkdirSync(join(CHECKOUT, "scripts"), { recursive: true })
       for (const script of ["scripts/cli.js", "scripts/fresh.js"]) copyFileSync(join(ROOT, script), join(CHECKOUT, script))
-      for (const input of ["src", "package-lock.json", "scripts/build.ts", "package.json"]) symlinkSync(join(ROOT, input), join(CHECKOUT, input))
+      for (const input of ["src", "package-lock.json", "scripts/build.ts", "package.json"])
+        symlinkSync(join(ROOT, input), join(CHECKOUT, input))
       symlinkSync(OUT, join(CHECKOUT, "dist"))
       stack = await createStack()
     })

@@ -42,7 +42,12 @@ type Resolved = {
   networks: Record<string, { readonly ipam?: { readonly config: ReadonlyArray<{ readonly subnet: string }> } }>
 }
 const resolve = async (env: Record<string, string>, profiles: ReadonlyArray<string> = []) => {
-  const { stdout } = await run(dockerCompose, ["-f", "docker-compose.yml", ...profiles.flatMap((profile) => ["--profile", profile]), "config"], {
+  const { stdout } = await run(dockerCompose, [
+    "-f",
+    "docker-compose.yml",
+    ...profiles.flatMap((profile) => ["--profile", profile]),
+    "config"
+  ], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/tmp", ...env }
   })
@@ -57,12 +62,26 @@ beforeAll(async () => {
 describe("docker-compose.yml", () => {
   it("is valid for docker-compose: schema, every depends_on and named volume resolves", async () => {
     const { services, volumes } = await resolved()
-    expect(Object.keys(services).sort()).toEqual(["api", "inbound", "migrate", "nats", "nats-1", "nats-2", "nats-3", "postgres", "proxy", "worker"])
+    expect(Object.keys(services).sort()).toEqual([
+      "api",
+      "inbound",
+      "migrate",
+      "nats",
+      "nats-1",
+      "nats-2",
+      "nats-3",
+      "postgres",
+      "proxy",
+      "worker"
+    ])
     // A plain `up` starts one NATS node; the three of the cluster only with `--profile cluster`, the inbound
     // SMTP receiver only with `--profile inbound`.
     const profiled = Object.entries(services).filter(([, service]) => service.profiles !== undefined)
     expect(Object.fromEntries(profiled.map(([name, service]) => [name, service.profiles]))).toEqual({
-      inbound: ["inbound"], "nats-1": ["cluster"], "nats-2": ["cluster"], "nats-3": ["cluster"]
+      inbound: ["inbound"],
+      "nats-1": ["cluster"],
+      "nats-2": ["cluster"],
+      "nats-3": ["cluster"]
     })
     expect(Object.keys(volumes).sort()).toEqual(["caddy_data", "natsdata", "natsdata1", "natsdata2", "natsdata3", "outbox", "pgdata"])
   })
@@ -73,8 +92,21 @@ describe("docker-compose.yml", () => {
     const routes = "nats://nats-1:6222,nats://nats-2:6222,nats://nats-3:6222"
     for (const n of [1, 2, 3]) {
       const node = services[`nats-${n}`]!
-      expect(node.command).toEqual(["-js", "-sd", "/data", "-m", "8222", "-n", `nats-${n}`, "--cluster_name", "mailstream",
-        "--cluster", "nats://0.0.0.0:6222", "--routes", routes])
+      expect(node.command).toEqual([
+        "-js",
+        "-sd",
+        "/data",
+        "-m",
+        "8222",
+        "-n",
+        `nats-${n}`,
+        "--cluster_name",
+        "mailstream",
+        "--cluster",
+        "nats://0.0.0.0:6222",
+        "--routes",
+        routes
+      ])
       expect(node.volumes).toContain(`natsdata${n}:/data:rw`)
       expect(node.healthcheck!.test).toContain("http://127.0.0.1:8222/healthz")
       expect(node.ports, `nats-${n}`).toBeUndefined()
@@ -164,7 +196,9 @@ describe("docker-compose.yml", () => {
       expect(services[role]!.environment!.METRICS_TOKEN, role).toBeNull()
     }
     expect(services.api!.environment!.PORT).toBe("3000")
-    expect((await resolved({ METRICS_TOKEN: "t0ken-from-the-shell-123" })).services.api!.environment!.METRICS_TOKEN).toBe("t0ken-from-the-shell-123")
+    expect((await resolved({ METRICS_TOKEN: "t0ken-from-the-shell-123" })).services.api!.environment!.METRICS_TOKEN).toBe(
+      "t0ken-from-the-shell-123"
+    )
     // The worker's health check does not need the token.
     expect(services.worker!.healthcheck!.test.join(" ")).toContain("http://127.0.0.1:9464/healthz")
   })
@@ -174,7 +208,8 @@ describe("docker-compose.yml", () => {
     const plain = await resolved()
     expect(Object.keys(plain.services.proxy!.networks!)).toEqual(["edge"])
     expect(Object.keys(plain.services.api!.networks!).sort()).toEqual(["default", "edge"])
-    for (const name of ["postgres", "nats", "migrate", "worker"]) expect(Object.keys(plain.services[name]!.networks ?? { default: null }), name).toEqual(["default"])
+    for (const name of ["postgres", "nats", "migrate", "worker"])
+      expect(Object.keys(plain.services[name]!.networks ?? { default: null }), name).toEqual(["default"])
     expect(subnetOf(plain)).toEqual(["172.30.253.0/24"])
     expect(plain.services.api!.environment!.TRUSTED_PROXIES).toBe("172.30.253.0/24")
     // One setting moves both.

@@ -8,8 +8,7 @@ import { promisify } from "node:util"
 
 const run = promisify(execFile)
 
-const found = (command: string) =>
-  run("sh", ["-c", `command -v ${command}`]).then(({ stdout }) => stdout.trim(), () => undefined)
+const found = (command: string) => run("sh", ["-c", `command -v ${command}`]).then(({ stdout }) => stdout.trim(), () => undefined)
 
 let updated: Promise<unknown> | undefined
 

@@ -26,7 +26,10 @@ let current: Array<Instruction> = []
 for (const instruction of dockerfile.getInstructions()) {
   if (instruction.getKeyword() === "FROM") {
     current = []
-    stages.set(dockerfile.getFROMs().find((from) => from.getRange().start.line === instruction.getRange().start.line)!.getBuildStage() ?? "", current)
+    stages.set(
+      dockerfile.getFROMs().find((from) => from.getRange().start.line === instruction.getRange().start.line)!.getBuildStage() ?? "",
+      current
+    )
   }
   current.push(instruction)
 }
@@ -35,7 +38,6 @@ const keyword = (stage: ReadonlyArray<Instruction>, name: string) => stage.filte
 const argumentsOf = (instruction: Instruction) => instruction.getArgumentsContent() ?? ""
 /** The JSON (exec) form of ENTRYPOINT, CMD or HEALTHCHECK CMD. */
 const execForm = (instruction: Instruction) => JSON.parse(argumentsOf(instruction).replace(/^CMD\s+/, "")) as Array<string>
-
 
 describe("the Dockerfile", () => {
   it("lints clean", () => {
@@ -62,7 +64,11 @@ describe("the Dockerfile", () => {
       expect(copy.args.join(" ")).not.toMatch(/node_modules/)
       if (copy.from === undefined) expect(copy.args.slice(0, -1)).toEqual(["package.json", "package-lock.json"])
     }
-    expect(copies.filter((copy) => copy.from === "build").map((copy) => copy.args[0])).toEqual(["/app/dist", "/app/migrations", "/app/web/dist"])
+    expect(copies.filter((copy) => copy.from === "build").map((copy) => copy.args[0])).toEqual([
+      "/app/dist",
+      "/app/migrations",
+      "/app/web/dist"
+    ])
   })
 
   it("builds the service and the web dashboard in the build stage, after the sources are in place", () => {
@@ -116,7 +122,9 @@ describe("the Dockerfile", () => {
 })
 
 describe(".dockerignore", () => {
-  const patterns = readFileSync(join(ROOT, ".dockerignore"), "utf8").split("\n").map((line) => line.trim()).filter((line) => line && !line.startsWith("#"))
+  const patterns = readFileSync(join(ROOT, ".dockerignore"), "utf8").split("\n").map((line) => line.trim()).filter((line) =>
+    line && !line.startsWith("#")
+  )
 
   it("keeps local state, installed trees, results and secrets out of the build context", () => {
     for (const pattern of ["**/node_modules", ".data", ".git", "bench/results", ".env"]) expect(patterns).toContain(pattern)

@@ -52,7 +52,6 @@ const exposedNames = (types: ReadonlyMap<string, string>) =>
 const find = (samples: ReadonlyArray<Sample>, name: string, labels: Record<string, string> = {}) =>
   samples.filter((sample) => sample.name === name && Object.entries(labels).every(([key, value]) => sample.labels[key] === value))
 
-
 let mail: MailStack
 let stack: Stack
 let all: Service
@@ -116,7 +115,12 @@ describe("/metrics", () => {
     mail.smtp.failures.set("rejected@example.org", { code: 550, times: 99 })
     const sent = await request(all.url, "POST", "/v1/send", {
       key: project.secretKey,
-      body: { to: ["flaky@example.org", "rejected@example.org", "fine@example.org"], from: "hello@acme.test", subject: "M", body: "<p>m</p>" }
+      body: {
+        to: ["flaky@example.org", "rejected@example.org", "fine@example.org"],
+        from: "hello@acme.test",
+        subject: "M",
+        body: "<p>m</p>"
+      }
     })
     expect(sent.status).toBe(200)
     const [flaky, rejected, fine] = sent.json.data.emails.map((email: { email: string }) => email.email)
@@ -135,7 +139,14 @@ describe("/metrics", () => {
 
   it("exposes the process's CPU, memory and event-loop lag", async () => {
     const { samples } = await scrape()
-    for (const name of ["process_cpu_seconds_total", "process_resident_memory_bytes", "nodejs_heap_size_used_bytes", "nodejs_eventloop_lag_p99_seconds"]) {
+    for (
+      const name of [
+        "process_cpu_seconds_total",
+        "process_resident_memory_bytes",
+        "nodejs_heap_size_used_bytes",
+        "nodejs_eventloop_lag_p99_seconds"
+      ]
+    ) {
       expect(find(samples, name), name).toHaveLength(1)
     }
     expect(find(samples, "process_cpu_seconds_total")[0]!.value).toBeGreaterThan(0)
@@ -154,7 +165,10 @@ describe("/metrics", () => {
     expect([kind, command]).toEqual(["CMD", "node"])
     expect(compose.services.worker.environment.METRICS_PORT).toBe("9464")
     const check = (target: number) =>
-      run(process.execPath, args.map((arg) => arg.replace("9464", String(target))), { timeout: 10_000 }).then(() => 0, (error) => error.code)
+      run(process.execPath, args.map((arg) => arg.replace("9464", String(target))), { timeout: 10_000 }).then(
+        () => 0,
+        (error) => error.code
+      )
     expect(await check(port)).toBe(0)
     await worker.stop()
     expect(await check(port)).toBe(1)
@@ -162,8 +176,9 @@ describe("/metrics", () => {
 })
 
 describe("deploy/prometheus/alerts.yml", () => {
-  const rules = (parse(readFileSync(join(ROOT, "deploy/prometheus/alerts.yml"), "utf8")).groups as Array<{ name: string; rules: Array<any> }>)
-    .flatMap((group) => group.rules)
+  const rules =
+    (parse(readFileSync(join(ROOT, "deploy/prometheus/alerts.yml"), "utf8")).groups as Array<{ name: string; rules: Array<any> }>)
+      .flatMap((group) => group.rules)
 
   /** The metric names an expression selects, or the parse errors' positions. */
   const selectedMetrics = (expr: string) => {
@@ -203,7 +218,14 @@ describe("deploy/prometheus/alerts.yml", () => {
       }
     }
     // The issue's four: partition lag, dead letters, send failures, lease churn.
-    for (const name of ["mailstream_partition_lag", "mailstream_messages_dead_lettered_total", "mailstream_email_send_failures_total", "mailstream_partitions_acquired_total"]) {
+    for (
+      const name of [
+        "mailstream_partition_lag",
+        "mailstream_messages_dead_lettered_total",
+        "mailstream_email_send_failures_total",
+        "mailstream_partitions_acquired_total"
+      ]
+    ) {
       expect(used).toContain(name)
     }
   })

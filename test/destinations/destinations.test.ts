@@ -113,13 +113,27 @@ const createDestination = async (url: string, events: Array<string>) => {
 
 /** Publishes an event to stream OUT as the outbox relay does (subject, payload, message id). */
 const emit = async (name: string, contactId: string, data: Record<string, unknown> = {}, projectId = project.id) => {
-  const event = { id: randomUUID(), projectId, name, contactId, email: `${contactId.slice(0, 8)}@example.com`, data, at: new Date().toISOString() }
+  const event = {
+    id: randomUUID(),
+    projectId,
+    name,
+    contactId,
+    email: `${contactId.slice(0, 8)}@example.com`,
+    data,
+    at: new Date().toISOString()
+  }
   await js.publish(`${stack.natsPrefix}.out.${projectId}.${name}`, JSON.stringify(event), { msgID: event.id })
   return event
 }
 
 const verified = (secret: string, hit: Hit) =>
-  verifyWebhook(secret, String(hit.headers["webhook-id"]), Number(hit.headers["webhook-timestamp"]), hit.body, String(hit.headers["webhook-signature"]))
+  verifyWebhook(
+    secret,
+    String(hit.headers["webhook-id"]),
+    Number(hit.headers["webhook-timestamp"]),
+    hit.body,
+    String(hit.headers["webhook-signature"])
+  )
 
 const deliveries = async (destinationId: string, query = "") => {
   const listed = await call("GET", `/destinations/${destinationId}/deliveries?limit=100${query}`)
@@ -144,7 +158,10 @@ describe("event destinations", () => {
     const c = await createDestination(everything.url(), ["*"])
     const d = await createDestination(mail.url(), ["email.*", "signed_up"])
 
-    const tracked = await request(api.url, "POST", "/v1/track", { key: project.publicKey, body: { email: "vip@example.com", event: "upgraded", data: { tier: "vip" } } })
+    const tracked = await request(api.url, "POST", "/v1/track", {
+      key: project.publicKey,
+      body: { email: "vip@example.com", event: "upgraded", data: { tier: "vip" } }
+    })
     expect(tracked.status).toBe(200)
     await waitFor(async () => expect(entries.hits.length).toBe(1))
     const entry = entries.hits[0]!
@@ -166,7 +183,10 @@ describe("event destinations", () => {
     await emit("signed_up", contact)
     await emit("signed_up.twice", contact)
     // A tracked event's own name (it never goes through stream OUT: it is taken from the api's ingest envelopes).
-    const signedUp = await request(api.url, "POST", "/v1/track", { key: project.publicKey, body: { email: "vip@example.com", event: "signed_up", data: { plan: "pro" } } })
+    const signedUp = await request(api.url, "POST", "/v1/track", {
+      key: project.publicKey,
+      body: { email: "vip@example.com", event: "signed_up", data: { plan: "pro" } }
+    })
     expect(signedUp.status).toBe(200)
     // "*": the tracked "upgraded" and "signed_up", the segment entry and the 7 published.
     await waitFor(async () => expect(everything.hits.length).toBe(10))
@@ -314,7 +334,13 @@ describe("event destinations", () => {
     const destination = await createDestination(target.url(), ["rotate.*"])
     const tested = await call("POST", `/destinations/${destination.id}/test`)
     expect(tested.status, tested.text).toBe(200)
-    expect(tested.json).toMatchObject({ eventType: "destination.test", status: "succeeded", lastStatusCode: 200, attempts: 1, latencyMs: expect.any(Number) })
+    expect(tested.json).toMatchObject({
+      eventType: "destination.test",
+      status: "succeeded",
+      lastStatusCode: 200,
+      attempts: 1,
+      latencyMs: expect.any(Number)
+    })
     expect(target.hits[0]!.json.type).toBe("destination.test")
     expect(verified(destination.secret, target.hits[0]!)).toBe(true)
 
@@ -378,17 +404,19 @@ describe("event destinations", () => {
 
     const mine = await createDestination("https://example.com/hook", ["*"])
     const key = other.secretKey
-    for (const [method, path, body] of [
-      ["GET", `/destinations/${mine.id}`],
-      ["PATCH", `/destinations/${mine.id}`, { enabled: false }],
-      ["DELETE", `/destinations/${mine.id}`],
-      ["POST", `/destinations/${mine.id}/rotate-secret`, {}],
-      ["POST", `/destinations/${mine.id}/test`],
-      ["GET", `/destinations/${mine.id}/deliveries`],
-      ["POST", `/destinations/${mine.id}/replay`, { from: "2026-01-01T00:00:00Z", to: "2026-01-02T00:00:00Z" }],
-      ["POST", `/destinations/${mine.id}/deliveries/${randomUUID()}/replay`],
-      ["GET", "/destinations/not-a-uuid"]
-    ] as const) {
+    for (
+      const [method, path, body] of [
+        ["GET", `/destinations/${mine.id}`],
+        ["PATCH", `/destinations/${mine.id}`, { enabled: false }],
+        ["DELETE", `/destinations/${mine.id}`],
+        ["POST", `/destinations/${mine.id}/rotate-secret`, {}],
+        ["POST", `/destinations/${mine.id}/test`],
+        ["GET", `/destinations/${mine.id}/deliveries`],
+        ["POST", `/destinations/${mine.id}/replay`, { from: "2026-01-01T00:00:00Z", to: "2026-01-02T00:00:00Z" }],
+        ["POST", `/destinations/${mine.id}/deliveries/${randomUUID()}/replay`],
+        ["GET", "/destinations/not-a-uuid"]
+      ] as const
+    ) {
       const answered = await call(method, path, body, key)
       expect(answered.status, `${method} ${path}`).toBe(404)
     }

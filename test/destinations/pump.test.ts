@@ -60,7 +60,8 @@ const harness = (overrides: Partial<PumpOptions> = {}) => {
   return { pumps, log, claims, answers, settled, backlog, answer }
 }
 
-const flush = () => new Promise<void>((resolve) => setTimeout(resolve, 0)).then(() => new Promise<void>((resolve) => setTimeout(resolve, 0)))
+const flush = () =>
+  new Promise<void>((resolve) => setTimeout(resolve, 0)).then(() => new Promise<void>((resolve) => setTimeout(resolve, 0)))
 
 describe("destination pumps", () => {
   it("attempts a delivery handed over by the recording before any claim", async () => {

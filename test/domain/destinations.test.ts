@@ -31,7 +31,8 @@ describe("destination patterns", () => {
   })
 
   it("refuses empty tokens, ** and odd characters; URLs must be http(s) without credentials", () => {
-    for (const bad of ["", "a..b", "email.**", "email.", ".x", "a b", "a/b", "x".repeat(201)]) expect(patternProblem(bad), bad).toBeDefined()
+    for (const bad of ["", "a..b", "email.**", "email.", ".x", "a b", "a/b", "x".repeat(201)])
+      expect(patternProblem(bad), bad).toBeDefined()
     for (const good of ["*", "email.*", "segment.*.entry", "order:paid", "a-b_c.$x@y"]) expect(patternProblem(good), good).toBeUndefined()
     expect(urlProblem("https://example.com/hook")).toBeUndefined()
     expect(urlProblem("http://127.0.0.2:8080/x")).toBeUndefined()

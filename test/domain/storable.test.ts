@@ -17,7 +17,10 @@ describe("what the service can store", () => {
   it("names the path of the first problem: strings, keys, __proto__, non-finite numbers", () => {
     expect(storableProblem({ a: [1, { b: "x\u0000" }] })).toMatchObject({ path: ["a", 1, "b"], code: "invalid_string" })
     expect(storableProblem({ profile: { "k\ud800": 1 } })).toMatchObject({ path: ["profile", "k\ud800"], code: "invalid_key" })
-    expect(storableProblem(JSON.parse('{"profile":{"__proto__":{"x":1}}}'))).toMatchObject({ path: ["profile", "__proto__"], code: "forbidden_key" })
+    expect(storableProblem(JSON.parse('{"profile":{"__proto__":{"x":1}}}'))).toMatchObject({
+      path: ["profile", "__proto__"],
+      code: "forbidden_key"
+    })
     expect(storableProblem({ n: JSON.parse("1e400") })).toMatchObject({ path: ["n"], code: "invalid_number" })
     expect(storableProblem({ constructor: { prototype: 1 }, ok: [true, null, 1.5, "ü"] })).toBeUndefined()
   })

@@ -47,8 +47,21 @@ const startCluster = async (dir: string) => {
     // A test that timed out may still try to bring a node back after the cleanup stopped the cluster.
     if (stopped) return
     node.process = spawn(NATS_SERVER!, [
-      "-a", "127.0.0.1", "-p", String(node.port), "-n", node.name, "-js", "-sd", join(dir, node.name),
-      "--cluster_name", "mailstream-test", "--cluster", `nats://127.0.0.1:${node.clusterPort}`, "--routes", routes
+      "-a",
+      "127.0.0.1",
+      "-p",
+      String(node.port),
+      "-n",
+      node.name,
+      "-js",
+      "-sd",
+      join(dir, node.name),
+      "--cluster_name",
+      "mailstream-test",
+      "--cluster",
+      `nats://127.0.0.1:${node.clusterPort}`,
+      "--routes",
+      routes
     ], { stdio: "ignore" })
   }
   nodes.forEach(start)
@@ -60,7 +73,10 @@ const startCluster = async (dir: string) => {
   }
   const url = nodes.map((node) => `nats://127.0.0.1:${node.port}`).join(",")
   const cluster = {
-    nodes, url, start, kill,
+    nodes,
+    url,
+    start,
+    kill,
     stop: () => {
       stopped = true
       return Promise.all(nodes.map(kill))
@@ -69,7 +85,6 @@ const startCluster = async (dir: string) => {
   liveClusters.add(cluster)
   return cluster
 }
-
 
 interface Attempt {
   readonly contact: number
@@ -145,7 +160,10 @@ describe("a three-node JetStream cluster under /v1/track load", () => {
       mark("JetStream up")
       // 8 partitions, not 32: each is three R3 consumers to create, slow on a loaded machine.
       stack = await createStack({
-        NATS_URL: cluster.url, NATS_REPLICAS: "3", RATE_LIMIT_PER_MINUTE: "0", PARTITIONS: process.env.CLUSTER_TEST_PARTITIONS ?? "8"
+        NATS_URL: cluster.url,
+        NATS_REPLICAS: "3",
+        RATE_LIMIT_PER_MINUTE: "0",
+        PARTITIONS: process.env.CLUSTER_TEST_PARTITIONS ?? "8"
       })
       const names = streamNames(stack.natsPrefix)
       const inStream = names.inStream
@@ -220,8 +238,20 @@ describe("a three-node JetStream cluster under /v1/track load", () => {
       const restarts = workers.flatMap((worker) => worker.logs.filter((line) => line.includes("partition consumer stopped")))
       console.info(`consumers restarted: ${restarts.length}\n${restarts.map((line) => line.slice(0, 600)).join("\n")}`)
       if (missing().length > 0) {
-        console.info(`missing events found in stream IN: ${JSON.stringify(await whereInStream(nc, inStream, missing().map((attempt) => attempt.marker)))}`)
-        console.info(`partition state: ${JSON.stringify(await stack.query("SELECT partition, lane_seq::int, ingest_seq::int FROM partition_state"))}`)
+        console.info(
+          `missing events found in stream IN: ${
+            JSON.stringify(
+              await whereInStream(
+                nc,
+                inStream,
+                missing().map((attempt) => attempt.marker)
+              )
+            )
+          }`
+        )
+        console.info(
+          `partition state: ${JSON.stringify(await stack.query("SELECT partition, lane_seq::int, ingest_seq::int FROM partition_state"))}`
+        )
         for (const [index, worker] of workers.entries()) {
           console.info(`worker ${index}:\n${worker.logs.filter((line) => !line.includes('"level":"INFO"')).slice(-40).join("\n")}`)
         }
@@ -234,16 +264,18 @@ describe("a three-node JetStream cluster under /v1/track load", () => {
         const rows = await stack.query<{ seq: number; m: string }>(
           `SELECT (e.data->>'seq')::int AS seq, e.data->>'m' AS m FROM events e JOIN contacts c ON c.id = e.contact_id
            WHERE e.project_id = $1 AND c.email = $2 AND e.name = 'step' ORDER BY e.created_at, e.id`,
-          [project.id, `c${contact}@cluster.test`])
+          [project.id, `c${contact}@cluster.test`]
+        )
         const acceptedMarkers = new Set(accepted.filter((attempt) => attempt.contact === contact).map((attempt) => attempt.marker))
         const seqs = rows.filter((row) => acceptedMarkers.has(row.m)).map((row) => row.seq)
         expect(seqs).toEqual(seqs.map((_, index) => index + 1))
         const [data] = await stack.query<{ seq: number }>(
-          "SELECT (data->>'seq')::int AS seq FROM contacts WHERE project_id = $1 AND email = $2", [project.id, `c${contact}@cluster.test`])
+          "SELECT (data->>'seq')::int AS seq FROM contacts WHERE project_id = $1 AND email = $2",
+          [project.id, `c${contact}@cluster.test`]
+        )
         expect(data!.seq).toBe(Math.max(...rows.map((row) => row.seq)))
       }
       mark("checked")
-
     } finally {
       // CLUSTER_TEST_LOGS=<dir>: every process's log lines there, to look into a failure.
       if (process.env.CLUSTER_TEST_LOGS) {

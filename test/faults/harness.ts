@@ -64,7 +64,11 @@ const secret = (env: { api: Service; project: TestProject }, method: string, pat
 const prepareCampaign = async (env: { api: Service; project: TestProject }) => {
   for (let from = 0; from < RECIPIENTS; from += 20) {
     await Promise.all(Array.from({ length: Math.min(20, RECIPIENTS - from) }, async (_, i) => {
-      const created = await secret(env, "POST", "/contacts", { email: `r${from + i}@example.org`, subscribed: true, data: { tag: "fault" } })
+      const created = await secret(env, "POST", "/contacts", {
+        email: `r${from + i}@example.org`,
+        subscribed: true,
+        data: { tag: "fault" }
+      })
       expect(created.status, created.text).toBeLessThan(300)
     }))
   }
@@ -141,7 +145,10 @@ export const runFault = async (fault: Fault, options: FaultOptions = {}) => {
       const summary = summarize(load, { mailsByRecovery: smtp.messages.length, recoveredAfterMs: recoveredAt - upAt })
       expectRetryableAnswers(load, summary)
       if (fault.down) {
-        expect(load.ready.some((probe) => probe.at > downAt && probe.at < upAt && probe.status === 503 && probe.body[fault.down!] === false), summary).toBe(true)
+        expect(
+          load.ready.some((probe) => probe.at > downAt && probe.at < upAt && probe.status === 503 && probe.body[fault.down!] === false),
+          summary
+        ).toBe(true)
       }
       expect(load.ready.at(-1), summary).toMatchObject({ status: 200, body: { postgres: true, nats: true } })
       const total = await expectStoredExactlyOnce(stack, project, load, DOMAIN, STORED_WITHIN_MS)
@@ -174,12 +181,31 @@ export const runFault = async (fault: Fault, options: FaultOptions = {}) => {
       const rows = await stack.query(
         "SELECT to_email, status, attempts, sent_at, created_at FROM emails WHERE to_email IN (SELECT to_email FROM emails GROUP BY to_email HAVING count(*) > 1) OR attempts > 1 ORDER BY to_email"
       ).catch((queryError) => [String(queryError)])
-      const stored = new Set((await stack.query<{ id: string }>("SELECT id FROM events WHERE project_id = $1 AND name = 'step'", [project.id]).catch(() => []))
-        .map((row) => row.id))
-      const missing = [...load.accepted].flatMap(([contact, ids]) => ids.flatMap((id, index) => (stored.has(id) ? [] : [`c${contact} #${index + 1} ${id}`])))
+      const stored = new Set(
+        (await stack.query<{ id: string }>("SELECT id FROM events WHERE project_id = $1 AND name = 'step'", [project.id]).catch(() => []))
+          .map((row) => row.id)
+      )
+      const missing = [...load.accepted].flatMap(([contact, ids]) =>
+        ids.flatMap((id, index) => (stored.has(id) ? [] : [`c${contact} #${index + 1} ${id}`]))
+      )
       const deadLetters = await stack.query("SELECT source, subject, error FROM dead_letters").catch((queryError) => [String(queryError)])
-      const arrivals = smtp.messages.map((mail) => `${new Date(mail.receivedAt).toISOString()} ${mail.envelopeTo.join(",")} ${mail.parsed.messageId}`)
-      writeFileSync(file, [`rows ${JSON.stringify(rows, null, 1)}`, `missing ${missing.join("\n")}`, `dead letters ${JSON.stringify(deadLetters)}`, "arrivals", ...arrivals, "api", ...api.logs, "worker", ...worker.logs].join("\n"))
+      const arrivals = smtp.messages.map((mail) =>
+        `${new Date(mail.receivedAt).toISOString()} ${mail.envelopeTo.join(",")} ${mail.parsed.messageId}`
+      )
+      writeFileSync(
+        file,
+        [
+          `rows ${JSON.stringify(rows, null, 1)}`,
+          `missing ${missing.join("\n")}`,
+          `dead letters ${JSON.stringify(deadLetters)}`,
+          "arrivals",
+          ...arrivals,
+          "api",
+          ...api.logs,
+          "worker",
+          ...worker.logs
+        ].join("\n")
+      )
       console.warn(`fault test failed: logs in ${file}`)
       throw error
     } finally {

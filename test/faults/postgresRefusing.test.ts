@@ -30,15 +30,23 @@ it.skipIf(!POSTGRES_SERVER_AVAILABLE)("Postgres at max_connections under load, a
     down: "postgres",
     begin: async ({ postgres }) => {
       await takeEverySlot(postgres.adminUrl)
-      const ours = await Promise.all(held.map(async (client) => (await client.query("SELECT pg_backend_pid() AS pid")).rows[0].pid as number))
+      const ours = await Promise.all(
+        held.map(async (client) => (await client.query("SELECT pg_backend_pid() AS pid")).rows[0].pid as number)
+      )
       // Until no other client holds a connection: the service reconnects as fast as it can.
       for (let round = 0; round < 50; round++) {
         const { rows } = await held[0]!.query(
           `SELECT count(pg_terminate_backend(pid))::int AS cut FROM pg_stat_activity
-           WHERE backend_type = 'client backend' AND NOT (pid = ANY($1::int[]))`, [ours])
+           WHERE backend_type = 'client backend' AND NOT (pid = ANY($1::int[]))`,
+          [ours]
+        )
         await takeEverySlot(postgres.adminUrl)
         if (rows[0].cut === 0) return
-        ours.push(...await Promise.all(held.slice(ours.length).map(async (client) => (await client.query("SELECT pg_backend_pid() AS pid")).rows[0].pid as number)))
+        ours.push(
+          ...await Promise.all(
+            held.slice(ours.length).map(async (client) => (await client.query("SELECT pg_backend_pid() AS pid")).rows[0].pid as number)
+          )
+        )
       }
       throw new Error("the service's connections kept coming back")
     },

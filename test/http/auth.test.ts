@@ -34,7 +34,9 @@ describe("API keys", () => {
 
   it("accepts each key where it belongs", async () => {
     expect((await request(api.url, "GET", "/contacts", { key: project.secretKey })).status).toBe(200)
-    expect((await request(api.url, "POST", "/v1/track", { key: project.publicKey, body: { email: "a@b.co", event: "x" } })).status).toBe(200)
+    expect((await request(api.url, "POST", "/v1/track", { key: project.publicKey, body: { email: "a@b.co", event: "x" } })).status).toBe(
+      200
+    )
   })
 })
 

@@ -97,7 +97,7 @@ describe("POST /contacts", () => {
   })
 
   it("answers 400 for malformed JSON and 413 for an oversized body, never 500", async () => {
-    const bad = await call("POST", "/contacts", { rawBody: "{\"email\": " })
+    const bad = await call("POST", "/contacts", { rawBody: '{"email": ' })
     expect(bad.status).toBe(400)
     expect(bad.json.error.code).toBe("INVALID_JSON")
     const big = await call("POST", "/contacts", { body: { email: "big@example.com", data: { blob: "x".repeat(2 * 1024 * 1024) } } })
@@ -151,8 +151,7 @@ describe("GET/PATCH/DELETE /contacts/:id", () => {
   it("keeps projects apart: another project's contact is 404 and unchanged", async () => {
     const mine = await call("POST", "/contacts", { body: { email: "private@example.com", data: { secret: 1 } } })
     const id = mine.json.id
-    const theirs = (method: string, body?: unknown) =>
-      request(api.url, method, `/contacts/${id}`, { key: other.secretKey, body })
+    const theirs = (method: string, body?: unknown) => request(api.url, method, `/contacts/${id}`, { key: other.secretKey, body })
     expect((await theirs("GET")).status).toBe(404)
     expect((await theirs("PATCH", { data: { secret: 2 } })).status).toBe(404)
     expect((await theirs("DELETE")).status).toBe(404)
@@ -241,7 +240,10 @@ describe("GET /contacts filtered by segment and custom data", () => {
     expect(dynamic.status).toBe(201)
     const staticSegment = await request(api.url, "POST", "/segments", { key, body: { name: "Picked", type: "STATIC" } })
     expect(staticSegment.status).toBe(201)
-    const added = await request(api.url, "POST", `/segments/${staticSegment.json.id}/members`, { key, body: { emails: ["c@filter.test", "d@filter.test"] } })
+    const added = await request(api.url, "POST", `/segments/${staticSegment.json.id}/members`, {
+      key,
+      body: { emails: ["c@filter.test", "d@filter.test"] }
+    })
     expect(added.status, JSON.stringify(added.json)).toBeLessThan(300)
 
     const pro = await list(`&segment=${dynamic.json.id}`)
@@ -259,12 +261,14 @@ describe("GET /contacts filtered by segment and custom data", () => {
 
     // Another project's segment, an unknown one, a field that is not custom data, a value without a field: 422 at the parameter.
     const otherSegment = await request(api.url, "POST", "/segments", { key: other.secretKey, body: { name: "Theirs", type: "STATIC" } })
-    for (const [query, field] of [
-      [`&segment=${otherSegment.json.id}`, "segment"],
-      ["&segment=not-a-segment", "segment"],
-      ["&field=email&value=a@filter.test", "field"],
-      ["&value=pro", "value"]
-    ] as const) {
+    for (
+      const [query, field] of [
+        [`&segment=${otherSegment.json.id}`, "segment"],
+        ["&segment=not-a-segment", "segment"],
+        ["&field=email&value=a@filter.test", "field"],
+        ["&value=pro", "value"]
+      ] as const
+    ) {
       const refused = await list(query)
       expect(refused.status, query).toBe(422)
       expect(refused.json.error.errors[0].field, query).toBe(field)

@@ -45,7 +45,9 @@ const expectEnvelope404 = (json: any) => {
 
 describe("app roots", () => {
   it("are disjoint from every endpoint of the contract and the routes beside it", async () => {
-    const document = await fetch(`${api.url}/openapi.json`).then((response) => response.json() as Promise<{ paths: Record<string, unknown> }>)
+    const document = await fetch(`${api.url}/openapi.json`).then((response) =>
+      response.json() as Promise<{ paths: Record<string, unknown> }>
+    )
     const apiPaths = [...Object.keys(document.paths), "/docs", "/openapi.json", "/webhooks/ses"]
     expect(apiPaths.length).toBeGreaterThan(50)
     for (const path of apiPaths) {
@@ -59,7 +61,12 @@ describe("app roots", () => {
 })
 
 describe("the page", () => {
-  const paths = ["/", ...DASHBOARD_ROOTS, ...DASHBOARD_ROOTS.map((root) => `${root}/anything/below`), "/p/0190a5c4-7d2e-7b1a-9f3e-2c4d5e6f7a8b/contacts"]
+  const paths = [
+    "/",
+    ...DASHBOARD_ROOTS,
+    ...DASHBOARD_ROOTS.map((root) => `${root}/anything/below`),
+    "/p/0190a5c4-7d2e-7b1a-9f3e-2c4d5e6f7a8b/contacts"
+  ]
 
   it.each(paths)("is served at %s, never cached", async (path) => {
     const response = await fetch(`${api.url}${path}`)
@@ -82,7 +89,8 @@ describe("the page", () => {
 })
 
 describe("assets", () => {
-  const assetsOfPage = () => [...readFileSync(join(ROOT, "web/dist/index.html"), "utf8").matchAll(/(?:src|href)="(\/assets\/[^"]+)"/g)].map((match) => match[1]!)
+  const assetsOfPage = () =>
+    [...readFileSync(join(ROOT, "web/dist/index.html"), "utf8").matchAll(/(?:src|href)="(\/assets\/[^"]+)"/g)].map((match) => match[1]!)
 
   it("are served with a year-long immutable cache", async () => {
     const assets = assetsOfPage()
@@ -111,7 +119,14 @@ describe("assets", () => {
   })
 
   it("never reach outside web/dist/assets", async () => {
-    for (const path of ["/assets/../../package.json", "/assets/..%2F..%2Fpackage.json", "/assets/%2e%2e/%2e%2e/package.json", "/assets/..%5C..%5Cpackage.json"]) {
+    for (
+      const path of [
+        "/assets/../../package.json",
+        "/assets/..%2F..%2Fpackage.json",
+        "/assets/%2e%2e/%2e%2e/package.json",
+        "/assets/..%5C..%5Cpackage.json"
+      ]
+    ) {
       const response = await rawGet(path)
       expect(response.status, path).toBe(404)
       expect(response.body).not.toContain('"name": "mailstream"')

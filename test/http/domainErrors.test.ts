@@ -33,12 +33,15 @@ const TestApi = HttpApi.make("test").add(Group as HttpApiGroup.Top)
 const Handlers = HttpApiBuilder.group(TestApi as any, "errors", (handlers: any) => {
   let built: any = handlers
   for (const sample of samples) built = built.handle(sample._tag, () => rendered(Effect.fail(sample)))
-  return built.handle("persistence", () =>
-    rendered(Effect.fail(new PersistenceError({ cause: new Error("connection terminated") }))))
+  return built.handle("persistence", () => rendered(Effect.fail(new PersistenceError({ cause: new Error("connection terminated") }))))
 })
 
 const { dispose, handler } = HttpRouter.toWebHandler(
-  Layer.mergeAll(HttpApiBuilder.layer(TestApi).pipe(Layer.provide(Handlers)), GatewayLive) as Layer.Layer<never, never, HttpRouter.HttpRouter>,
+  Layer.mergeAll(HttpApiBuilder.layer(TestApi).pipe(Layer.provide(Handlers)), GatewayLive) as Layer.Layer<
+    never,
+    never,
+    HttpRouter.HttpRouter
+  >,
   { disableLogger: true }
 )
 afterAll(() => dispose())

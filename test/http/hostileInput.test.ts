@@ -299,7 +299,9 @@ const arbitraryOf = (ast: SchemaAST.AST, name: string, complete = false): fc.Arb
           ? customData
           : name === "headers"
           ? fc.constant({ "X-Tag": "v" })
-          : fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), arbitraryOf(ast.indexSignatures[0]!.type, name, complete), { maxKeys: 3 })
+          : fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), arbitraryOf(ast.indexSignatures[0]!.type, name, complete), {
+            maxKeys: 3
+          })
       }
       return unknownFor(name)
     }
@@ -343,7 +345,7 @@ const DEEP_OBJECT = "@@deep-object@@"
 const serialize = (body: unknown) =>
   JSON.stringify(body)
     .replaceAll(`"${DEEP_ARRAY}"`, "[".repeat(DEEP) + "]".repeat(DEEP))
-    .replaceAll(`"${DEEP_OBJECT}"`, "{\"a\":".repeat(DEEP) + "1" + "}".repeat(DEEP))
+    .replaceAll(`"${DEEP_OBJECT}"`, '{"a":'.repeat(DEEP) + "1" + "}".repeat(DEEP))
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value)
 
@@ -501,29 +503,35 @@ const mutateBody = (base: Case, path: Path, mutation: Mutation): Case => ({
 const hostileCase = (endpoint: Endpoint): fc.Arbitrary<Case> => {
   const slots: Array<fc.Arbitrary<Case>> = []
   if (endpoint.body) {
-    slots.push(fc.tuple(baseOf(endpoint), fc.nat(), fc.nat()).map(([base, nodeIndex, mutationIndex]) => {
-      const nodes = nodesOf(base.body)
-      const node = nodes[nodeIndex % nodes.length]!
-      const applicable = MUTATIONS.filter((mutation) => mutation.applies(node.value))
-      return mutateBody(base, node.path, applicable[mutationIndex % applicable.length]!)
-    }))
+    slots.push(
+      fc.tuple(baseOf(endpoint), fc.nat(), fc.nat()).map(([base, nodeIndex, mutationIndex]) => {
+        const nodes = nodesOf(base.body)
+        const node = nodes[nodeIndex % nodes.length]!
+        const applicable = MUTATIONS.filter((mutation) => mutation.applies(node.value))
+        return mutateBody(base, node.path, applicable[mutationIndex % applicable.length]!)
+      })
+    )
   }
   for (const property of endpoint.params?.propertySignatures ?? []) {
     const name = String(property.name)
-    slots.push(fc.tuple(baseOf(endpoint), fc.constantFrom(...URL_VALUES)).map(([base, value]) => ({
-      ...base,
-      description: `path :${name} = ${value.slice(0, 20)}`,
-      params: { ...base.params, [name]: value }
-    })))
+    slots.push(
+      fc.tuple(baseOf(endpoint), fc.constantFrom(...URL_VALUES)).map(([base, value]) => ({
+        ...base,
+        description: `path :${name} = ${value.slice(0, 20)}`,
+        params: { ...base.params, [name]: value }
+      }))
+    )
   }
   for (const property of endpoint.query?.propertySignatures ?? []) {
     const name = String(property.name)
     const values = name === "cursor" ? [...CURSOR_VALUES, ...URL_VALUES] : URL_VALUES
-    slots.push(fc.tuple(baseOf(endpoint), fc.constantFrom(...values)).map(([base, value]) => ({
-      ...base,
-      description: `query ${name} = ${value.slice(0, 40)}`,
-      query: { ...base.query, [name]: value }
-    })))
+    slots.push(
+      fc.tuple(baseOf(endpoint), fc.constantFrom(...values)).map(([base, value]) => ({
+        ...base,
+        description: `query ${name} = ${value.slice(0, 40)}`,
+        query: { ...base.query, [name]: value }
+      }))
+    )
   }
   return fc.oneof(...slots)
 }
@@ -535,7 +543,9 @@ const hostileCase = (endpoint: Endpoint): fc.Arbitrary<Case> => {
  */
 const sweepBody = (base: Case): Array<Case> =>
   nodesOf(base.body).flatMap((node) =>
-    SWEEP.filter((mutation) => mutation.applies(node.value) && (isObject(node.value) ? mutation.name === "a __proto__ key" : !Array.isArray(node.value)))
+    SWEEP.filter((mutation) =>
+      mutation.applies(node.value) && (isObject(node.value) ? mutation.name === "a __proto__ key" : !Array.isArray(node.value))
+    )
       .map((mutation) => mutateBody(base, node.path, mutation))
   )
 
@@ -550,7 +560,11 @@ const sweepUrl = (base: Case): Array<Case> => {
   )
   const cursors = "limit" in base.query
     ? CURSOR_VALUES.flatMap((cursor) =>
-      ["createdAt", "email"].map((sort) => ({ ...base, description: `query sort=${sort}, cursor = ${cursor}`, query: { ...base.query, sort, cursor } }))
+      ["createdAt", "email"].map((sort) => ({
+        ...base,
+        description: `query sort=${sort}, cursor = ${cursor}`,
+        query: { ...base.query, sort, cursor }
+      }))
     )
     : []
   return [...params, ...query, ...cursors]
@@ -613,9 +627,11 @@ const missingData = (stored: unknown, expected: Map<string, unknown>): Array<str
 const refusalProblem = (endpoint: Endpoint, status: number, json: any): string | undefined => {
   if (status >= 500) return `answered ${status}`
   const statuses = documented.get(operationKey(endpoint))
-  if (!statuses?.has(String(status))) return `answered ${status}, which ${operationKey(endpoint)} does not document (${[...statuses ?? []].join(", ")})`
+  if (!statuses?.has(String(status)))
+    return `answered ${status}, which ${operationKey(endpoint)} does not document (${[...statuses ?? []].join(", ")})`
   if (status < 400 || endpoint.page) return undefined
-  if (endpoint.bare && status === 400 && isObject(json) && typeof json.error === "string" && Object.keys(json).length === 1) return undefined
+  if (endpoint.bare && status === 400 && isObject(json) && typeof json.error === "string" && Object.keys(json).length === 1)
+    return undefined
   const error = json?.error
   if (json?.success === false && typeof error?.code === "string" && error.statusCode === status && typeof error.requestId === "string") {
     return undefined
@@ -633,7 +649,10 @@ interface Accepted {
 const exercise = async (endpoint: Endpoint, hostile: Case, failures: Array<string>, accepted: Array<Accepted>) => {
   const key = endpoint.publicKey ? context.project.publicKey : context.project.secretKey
   const rawBody = hostile.hasBody ? serialize(hostile.body) : undefined
-  const response = await request(context.api.url, endpoint.method, urlOf(endpoint, hostile), { key, ...(rawBody === undefined ? {} : { rawBody }) })
+  const response = await request(context.api.url, endpoint.method, urlOf(endpoint, hostile), {
+    key,
+    ...(rawBody === undefined ? {} : { rawBody })
+  })
   const problem = refusalProblem(endpoint, response.status, response.json)
   if (problem) {
     failures.push(`${hostile.description}: ${problem}: ${response.text.slice(0, 200)}`)
@@ -657,7 +676,11 @@ const exercise = async (endpoint: Endpoint, hostile: Case, failures: Array<strin
       })
     }
   } else if (endpoint.group === "track") {
-    accepted.push({ description: hostile.description, recorded: { contactId: response.json.data.contact, eventId: response.json.data.event }, data })
+    accepted.push({
+      description: hostile.description,
+      recorded: { contactId: response.json.data.contact, eventId: response.json.data.event },
+      data
+    })
   } else if (endpoint.group === "contacts" && (endpoint.name === "upsert" || endpoint.name === "update")) {
     const stored = await call("GET", `/contacts/${response.json.id}`)
     const missing = missingData(stored.json?.data, data)
@@ -708,11 +731,17 @@ const deep = (levels: number) => "[".repeat(levels) + "]".repeat(levels)
 describe("the edge refuses what Postgres cannot store", () => {
   it("a lone surrogate in /v1/track data, a non-persistent value or the event name: 422 with the field, nothing dead-lettered", async () => {
     refused(await track({ email: "edge@example.com", event: "x", data: { plan: "a\ud800" } }), "data.plan", "invalid_string")
-    refused(await track({ email: "edge@example.com", event: "x", data: { once: { value: "\udc00", persistent: false } } }), "data.once.value")
+    refused(
+      await track({ email: "edge@example.com", event: "x", data: { once: { value: "\udc00", persistent: false } } }),
+      "data.once.value"
+    )
     refused(await track({ email: "edge@example.com", event: "x\ud800" }), "event")
     refused(await call("POST", "/contacts", { email: "edge@example.com", data: { plan: "\ud800" } }), "data.plan")
     refused(await call("POST", "/v1/send", { ...mail, data: { plan: "\ud800" } }), "data.plan")
-    refused(await call("POST", `/workflows/${ids.workflow}/executions`, { contactId: ids.contact, context: { note: "\udc00" } }), "context.note")
+    refused(
+      await call("POST", `/workflows/${ids.workflow}/executions`, { contactId: ids.contact, context: { note: "\udc00" } }),
+      "context.note"
+    )
     // A well-formed event after them is recorded, and nothing of this project ever went to dead_letters.
     const accepted = await track({ email: "edge@example.com", event: "after_refusals", data: { plan: "ok \ud83d\ude00" } })
     expect(accepted.status).toBe(200)
@@ -739,7 +768,12 @@ describe("the edge refuses what Postgres cannot store", () => {
       ["POST", "/segments", { name: "a\u0000", type: "STATIC" }, "name"],
       ["PATCH", `/segments/${ids.segment}`, { description: "a\u0000" }, "description"],
       ["POST", "/campaigns", { name: "a\u0000", subject: "S", body: "B", from: "news@acme.test", audienceType: "ALL" }, "name"],
-      ["PUT", `/campaigns/${ids.campaign}`, { name: "C", subject: "S", body: "a\u0000", from: "news@acme.test", audienceType: "ALL" }, "body"],
+      [
+        "PUT",
+        `/campaigns/${ids.campaign}`,
+        { name: "C", subject: "S", body: "a\u0000", from: "news@acme.test", audienceType: "ALL" },
+        "body"
+      ],
       ["POST", "/workflows", { name: "a\u0000" }, "name"],
       ["PATCH", workflow, { description: "a\u0000" }, "description"],
       ["POST", `${workflow}/steps`, { type: "EXIT", name: "a\u0000", config: {} }, "name"],
@@ -759,7 +793,9 @@ describe("the edge refuses what Postgres cannot store", () => {
   })
 
   it("a forged cursor is the list's 400 INVALID_CURSOR, whatever its JSON holds", async () => {
-    for (const path of ["/contacts?sort=email&cursor=WyJcdTAwMDAiXQ", `/events?cursor=${forgedCursor(["2024-01-01T00:00:00.000Z", "\ud800"])}`]) {
+    for (
+      const path of ["/contacts?sort=email&cursor=WyJcdTAwMDAiXQ", `/events?cursor=${forgedCursor(["2024-01-01T00:00:00.000Z", "\ud800"])}`]
+    ) {
       const response = await call("GET", path)
       expect(response.status, path).toBe(400)
       expect(response.json.error).toMatchObject({ code: "INVALID_CURSOR", statusCode: 400 })
@@ -774,14 +810,24 @@ describe("the edge refuses what Postgres cannot store", () => {
     const stored = await nested(31)
     expect(stored.status).toBe(201)
     expect(JSON.stringify(stored.json.data.a)).toBe(deep(31))
-    refused(await raw("POST", `/workflows/${ids.workflow}/executions`, `{"contactId":"${ids.contact}","context":{"a":${deep(5_000)}}}`), `context.a${"[0]".repeat(31)}`, "too_deep")
-    refused(await raw("POST", "/v1/track", `{"email":"deep@example.com","event":"x","data":{"a":${deep(5_000)}}}`, context.project.publicKey), `data.a${"[0]".repeat(31)}`)
-    refused(await raw("PATCH", `/workflows/${ids.workflow}/steps/${ids.step}`, `{"config":{"reason":${deep(5_000)}}}`), `config.reason${"[0]".repeat(31)}`)
+    refused(
+      await raw("POST", `/workflows/${ids.workflow}/executions`, `{"contactId":"${ids.contact}","context":{"a":${deep(5_000)}}}`),
+      `context.a${"[0]".repeat(31)}`,
+      "too_deep"
+    )
+    refused(
+      await raw("POST", "/v1/track", `{"email":"deep@example.com","event":"x","data":{"a":${deep(5_000)}}}`, context.project.publicKey),
+      `data.a${"[0]".repeat(31)}`
+    )
+    refused(
+      await raw("PATCH", `/workflows/${ids.workflow}/steps/${ids.step}`, `{"config":{"reason":${deep(5_000)}}}`),
+      `config.reason${"[0]".repeat(31)}`
+    )
   })
 })
 
 describe("/webhooks/ses body size", () => {
-  it("answers 413 PAYLOAD_TOO_LARGE in the envelope for a notification over 256 KiB, also past 1 MiB (not 400 \"not JSON\")", async () => {
+  it('answers 413 PAYLOAD_TOO_LARGE in the envelope for a notification over 256 KiB, also past 1 MiB (not 400 "not JSON")', async () => {
     for (const size of [300 * 1024, 2 * 1024 * 1024]) {
       const response = await request(context.api.url, "POST", "/webhooks/ses", {
         rawBody: JSON.stringify({ Type: "Notification", Message: "x".repeat(size) }),
@@ -797,11 +843,24 @@ describe("__proto__ as a data key", () => {
   it("is refused with 422 naming the key, at any depth and on every writer of data", async () => {
     const proto = `{"__proto__":{"polluted":true}}`
     refused(await raw("POST", "/contacts", `{"email":"proto@example.com","data":${proto}}`), "data.__proto__", "forbidden_key")
-    refused(await raw("POST", "/contacts", `{"email":"proto@example.com","data":{"profile":${proto}}}`), "data.profile.__proto__", "forbidden_key")
+    refused(
+      await raw("POST", "/contacts", `{"email":"proto@example.com","data":{"profile":${proto}}}`),
+      "data.profile.__proto__",
+      "forbidden_key"
+    )
     refused(await raw("PATCH", `/contacts/${ids.contact}`, `{"data":${proto}}`), "data.__proto__")
-    refused(await raw("POST", "/v1/track", `{"email":"proto@example.com","event":"x","data":${proto}}`, context.project.publicKey), "data.__proto__")
-    refused(await raw("POST", "/v1/send", `{"to":"proto@example.com","from":"news@acme.test","subject":"S","body":"B","data":${proto}}`), "data.__proto__")
-    refused(await raw("POST", `/workflows/${ids.workflow}/executions`, `{"contactId":"${ids.contact}","context":${proto}}`), "context.__proto__")
+    refused(
+      await raw("POST", "/v1/track", `{"email":"proto@example.com","event":"x","data":${proto}}`, context.project.publicKey),
+      "data.__proto__"
+    )
+    refused(
+      await raw("POST", "/v1/send", `{"to":"proto@example.com","from":"news@acme.test","subject":"S","body":"B","data":${proto}}`),
+      "data.__proto__"
+    )
+    refused(
+      await raw("POST", `/workflows/${ids.workflow}/executions`, `{"contactId":"${ids.contact}","context":${proto}}`),
+      "context.__proto__"
+    )
     refused(
       await raw("POST", `/workflows/${ids.workflow}/steps`, `{"type":"UPDATE_CONTACT","config":{"updates":${proto}}}`),
       "config.updates.__proto__"
@@ -821,7 +880,20 @@ describe(`hostile input, every endpoint of the contract (seed ${SEED})`, () => {
     const groups = new Set(fuzzed.filter((endpoint) => endpoint.body).map((endpoint) => endpoint.group))
     // accounts (behind the session cookie) answer these key-authenticated cases 401; auth's public endpoints are fuzzed whole.
     expect([...groups].sort()).toEqual([
-      "accounts", "auth", "campaigns", "contactJobs", "contacts", "destinations", "domains", "segments", "send", "templates", "track", "verify", "webhooks", "workflows"
+      "accounts",
+      "auth",
+      "campaigns",
+      "contactJobs",
+      "contacts",
+      "destinations",
+      "domains",
+      "segments",
+      "send",
+      "templates",
+      "track",
+      "verify",
+      "webhooks",
+      "workflows"
     ])
   })
 

@@ -42,14 +42,17 @@ const lockContacts = async () => {
   const released = new Promise<void>((resolve) => (release = resolve))
   let locked!: () => void
   const isLocked = new Promise<void>((resolve) => (locked = resolve))
-  const holding = withSql(mail.stack.databaseUrl, Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    yield* sql.withTransaction(Effect.gen(function*() {
-      yield* sql`LOCK TABLE contacts IN SHARE MODE`
-      locked()
-      yield* Effect.promise(() => released)
-    }))
-  }))
+  const holding = withSql(
+    mail.stack.databaseUrl,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql.withTransaction(Effect.gen(function*() {
+        yield* sql`LOCK TABLE contacts IN SHARE MODE`
+        locked()
+        yield* Effect.promise(() => released)
+      }))
+    })
+  )
   await isLocked
   return async () => {
     release()
@@ -85,7 +88,10 @@ describe("Idempotency-Key leases", () => {
     await new Promise((resolve) => setTimeout(resolve, LEASE_SECONDS * 2_000 + 500))
     const duplicate = await send(main.url, recipients, "slow-1")
     expect(duplicate.status).toBe(409)
-    expect(duplicate.json.error).toMatchObject({ code: "IDEMPOTENCY_KEY_REUSED", details: { key: "slow-1", inProgress: true, originalStatusCode: null } })
+    expect(duplicate.json.error).toMatchObject({
+      code: "IDEMPOTENCY_KEY_REUSED",
+      details: { key: "slow-1", inProgress: true, originalStatusCode: null }
+    })
     expect(Number(duplicate.headers.get("retry-after"))).toBeGreaterThan(0)
     await unlock()
     const done = await first

@@ -23,7 +23,11 @@ describe("a worker killed mid-import", () => {
     for (let i = 0; i < rows; i++) lines.push(`kill${i}@example.com,${i % 3 === 0 ? "pro" : "free"},${i},City ${i % 97}`)
     const form = new FormData()
     form.append("file", new Blob([lines.join("\n")], { type: "text/csv" }), "big.csv")
-    const accepted = await fetch(`${api.url}/contacts/import`, { method: "POST", headers: { authorization: `Bearer ${project.secretKey}` }, body: form })
+    const accepted = await fetch(`${api.url}/contacts/import`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${project.secretKey}` },
+      body: form
+    })
     expect(accepted.status).toBe(202)
     const { jobId } = await accepted.json() as { jobId: string }
 
@@ -56,7 +60,10 @@ describe("a worker killed mid-import", () => {
         [project.id]
       )
       expect(counts).toEqual({ n: rows, emails: rows })
-      const [sample] = await stack.query<{ data: unknown }>("SELECT data FROM contacts WHERE project_id = $1 AND email = 'kill59999@example.com'", [project.id])
+      const [sample] = await stack.query<{ data: unknown }>(
+        "SELECT data FROM contacts WHERE project_id = $1 AND email = 'kill59999@example.com'",
+        [project.id]
+      )
       expect(sample!.data).toEqual({ plan: "free", score: 59999, city: "City 53" })
       // The file is dropped once fully read.
       expect(await stack.query("SELECT 1 FROM contact_job_parts WHERE job_id = $1", [jobId])).toEqual([])

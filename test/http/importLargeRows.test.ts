@@ -19,7 +19,11 @@ afterAll(async () => {
 const importFile = async (text: string) => {
   const form = new FormData()
   form.append("file", new Blob([text], { type: "text/csv" }), "large.csv")
-  const accepted = await fetch(`${api.url}/contacts/import`, { method: "POST", headers: { authorization: `Bearer ${project.secretKey}` }, body: form })
+  const accepted = await fetch(`${api.url}/contacts/import`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${project.secretKey}` },
+    body: form
+  })
   expect(accepted.status).toBe(202)
   const { jobId } = await accepted.json() as { jobId: string }
   return eventually(async () => {

@@ -54,7 +54,10 @@ afterAll(async () => {
 /** Membership straight in the table: how a member joins is not what this test is about. */
 const join = async (email: string) => {
   const [user] = await stack.query<{ id: string }>("SELECT id FROM users WHERE email = $1", [email])
-  await stack.query("INSERT INTO project_members (project_id, user_id, role) VALUES ($1, $2, 'MEMBER') ON CONFLICT DO NOTHING", [project.id, user!.id])
+  await stack.query("INSERT INTO project_members (project_id, user_id, role) VALUES ($1, $2, 'MEMBER') ON CONFLICT DO NOTHING", [
+    project.id,
+    user!.id
+  ])
 }
 
 afterEach(async () => {
@@ -149,11 +152,33 @@ describe("GET /projects/:id/live", () => {
     const name = `test.${"x".repeat(16_000)}`
     const subject = `${stack.natsPrefix}.out.${project.id}.test`
     for (let i = 0; i < 2_000; i++) {
-      nats.publish(subject, JSON.stringify({ id: String(i), projectId: project.id, name, contactId: String(i), email: "", data: {}, at: new Date().toISOString() }))
+      nats.publish(
+        subject,
+        JSON.stringify({
+          id: String(i),
+          projectId: project.id,
+          name,
+          contactId: String(i),
+          email: "",
+          data: {},
+          at: new Date().toISOString()
+        })
+      )
       // In step with the client that reads: it is never more than 10 events behind.
       if (i % 10 === 9) await fast.waitFor((event) => event.contactId === String(i), 10_000)
     }
-    nats.publish(subject, JSON.stringify({ id: "last", projectId: project.id, name: "test.last", contactId: "last", email: "", data: {}, at: new Date().toISOString() }))
+    nats.publish(
+      subject,
+      JSON.stringify({
+        id: "last",
+        projectId: project.id,
+        name: "test.last",
+        contactId: "last",
+        email: "",
+        data: {},
+        at: new Date().toISOString()
+      })
+    )
     await nats.flush()
     await fast.waitFor((event) => event.name === "test.last", 10_000)
     slow.resume()

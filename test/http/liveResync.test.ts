@@ -38,7 +38,15 @@ describe("live updates across a NATS reconnect", () => {
       // Subscribed again: an event emitted now arrives.
       const publisher = await connect({ servers: `nats://127.0.0.1:${port}` })
       const subject = `${stack.natsPrefix}.out.${project.id}.contact.subscribed`
-      const event = { id: "1", projectId: project.id, name: "contact.subscribed", contactId: "c1", email: "", data: {}, at: new Date().toISOString() }
+      const event = {
+        id: "1",
+        projectId: project.id,
+        name: "contact.subscribed",
+        contactId: "c1",
+        email: "",
+        data: {},
+        at: new Date().toISOString()
+      }
       // The api resubscribes as it reconnects; publish until it hears (a message before that is not kept).
       const heard = stream.waitFor((received) => received.type === "event" && received.name === "contact.subscribed", 10_000)
       const publishing = setInterval(() => publisher.publish(subject, JSON.stringify(event)), 200)

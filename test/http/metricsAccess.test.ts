@@ -33,7 +33,9 @@ describe("/metrics on PORT", () => {
     const direct = await metrics(plain.url)
     expect(direct.status).toBe(200)
     expect(direct.text).toContain("mailstream_http_request_duration_seconds")
-    const forwardings: Array<Record<string, string>> = [{ "x-forwarded-for": "203.0.113.9" }, { forwarded: "for=203.0.113.9" }, { "x-real-ip": "203.0.113.9" }]
+    const forwardings: Array<Record<string, string>> = [{ "x-forwarded-for": "203.0.113.9" }, { forwarded: "for=203.0.113.9" }, {
+      "x-real-ip": "203.0.113.9"
+    }]
     for (const headers of forwardings) {
       const proxied = await metrics(plain.url, headers)
       expect(proxied.status, JSON.stringify(headers)).toBe(403)
@@ -83,7 +85,9 @@ describe("METRICS_PORT", () => {
 describe("the access rule", () => {
   const open = metricsAccess(undefined)
   it("lets direct requests from loopback and private networks in, and nothing public or forwarded", () => {
-    for (const peer of ["127.0.0.1", "::1", "::ffff:127.0.0.1", "10.1.2.3", "172.30.253.7", "192.168.1.9", "fd00::5", "fe80::1", "100.64.0.1"]) {
+    for (
+      const peer of ["127.0.0.1", "::1", "::ffff:127.0.0.1", "10.1.2.3", "172.30.253.7", "192.168.1.9", "fd00::5", "fe80::1", "100.64.0.1"]
+    ) {
       expect(open({ authorization: undefined, forwarded: false, peer }), peer).toBe("allowed")
       expect(open({ authorization: undefined, forwarded: true, peer }), peer).toBe("forbidden")
     }

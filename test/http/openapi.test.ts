@@ -61,7 +61,11 @@ describe("/openapi.json", () => {
 
   it("types counts as integers and amounts as finite numbers: no Infinity or NaN anywhere", () => {
     const all = nodes(document)
-    expect(all.filter((node) => Array.isArray(node.enum) && node.enum.some((value: unknown) => ["NaN", "Infinity", "-Infinity"].includes(value as string))))
+    expect(
+      all.filter((node) =>
+        Array.isArray(node.enum) && node.enum.some((value: unknown) => ["NaN", "Infinity", "-Infinity"].includes(value as string))
+      )
+    )
       .toEqual([])
     const page = document.paths["/templates"].get.responses["200"].content["application/json"].schema.properties
     for (const key of ["page", "pageSize", "total", "totalPages"]) expect(page[key], key).toMatchObject({ type: "integer", minimum: 0 })
@@ -78,7 +82,9 @@ describe("/openapi.json", () => {
     // The batch decodes its events one by one, yet documents each as the /v1/track body.
     expect(batch.requestBody.content["application/json"].schema.properties.events)
       .toMatchObject({ type: "array", minItems: 1, maxItems: 500, items: { $ref: "#/components/schemas/TrackEvent" } })
-    expect(document.paths["/v1/track"].post.requestBody.content["application/json"].schema).toEqual({ $ref: "#/components/schemas/TrackEvent" })
+    expect(document.paths["/v1/track"].post.requestBody.content["application/json"].schema).toEqual({
+      $ref: "#/components/schemas/TrackEvent"
+    })
   })
 
   it("types query parameters: integers with their bounds, booleans, enums and date-times", () => {
@@ -103,7 +109,10 @@ describe("/openapi.json", () => {
     expect(query("/campaigns").status).toEqual({ type: "string", enum: ["DRAFT", "SCHEDULED", "SENDING", "SENT", "CANCELLED"] })
     expect(query("/events/stats")).toEqual({ from: { type: "string", format: "date-time" }, to: { type: "string", format: "date-time" } })
     expect(query("/dead-letters").replayed).toEqual({ type: "boolean" })
-    expect(query("/destinations/{id}/deliveries").status).toMatchObject({ type: "string", enum: ["pending", "succeeded", "failed", "parked"] })
+    expect(query("/destinations/{id}/deliveries").status).toMatchObject({
+      type: "string",
+      enum: ["pending", "succeeded", "failed", "parked"]
+    })
     expect(query("/workflows/{id}/steps/{stepId}", "delete").splice).toEqual({ type: "boolean" })
     // Plain strings are left only to free text: no number, flag, choice or date is typed as a string.
     const plain = operations().flatMap(({ operation }) =>
@@ -115,7 +124,20 @@ describe("/openapi.json", () => {
     // tz is a zone name, types and status comma-separated lists of activity types and email statuses (described
     // on the parameter), recipient part of an address; field a custom field's name and value the text its value
     // reads as (GET /contacts).
-    expect([...new Set(plain)].sort()).toEqual(["code", "cursor", "error", "field", "name", "recipient", "search", "state", "status", "types", "tz", "value"])
+    expect([...new Set(plain)].sort()).toEqual([
+      "code",
+      "cursor",
+      "error",
+      "field",
+      "name",
+      "recipient",
+      "search",
+      "state",
+      "status",
+      "types",
+      "tz",
+      "value"
+    ])
   })
 
   it("keeps the lenient reading the spec asks for: unusable sort, dir, limit and page values fall back to defaults", async () => {
@@ -131,11 +153,13 @@ describe("/openapi.json", () => {
   it("answers the statuses it documents for every body: 415 for another media type, 413 past the limit, 400 for malformed JSON", async () => {
     const send = (body: string, contentType = "application/json") =>
       request(api.url, "POST", "/contacts/lookup", { key: project.secretKey, rawBody: body, headers: { "content-type": contentType } })
-    for (const [response, status, code] of [
-      [await send("{\"emails\":[]}", "text/plain"), 415, "UNSUPPORTED_MEDIA_TYPE"],
-      [await send(JSON.stringify({ emails: ["x".repeat(2 * 1024 * 1024)] })), 413, "PAYLOAD_TOO_LARGE"],
-      [await send("{\"emails\":"), 400, "INVALID_JSON"]
-    ] as const) {
+    for (
+      const [response, status, code] of [
+        [await send('{"emails":[]}', "text/plain"), 415, "UNSUPPORTED_MEDIA_TYPE"],
+        [await send(JSON.stringify({ emails: ["x".repeat(2 * 1024 * 1024)] })), 413, "PAYLOAD_TOO_LARGE"],
+        [await send('{"emails":'), 400, "INVALID_JSON"]
+      ] as const
+    ) {
       expect(response.status, response.text).toBe(status)
       expect(response.json.error).toMatchObject({ code, statusCode: status })
       expect(document.paths["/contacts/lookup"].post.responses).toHaveProperty(String(status))
@@ -163,7 +187,9 @@ describe("/openapi.json", () => {
         const schema = response.content?.["application/json"]?.schema
         if (!schema) continue // the HTML pages of links in mail
         const refs = (schema.anyOf ?? [schema]).map((member: any) => member.$ref)
-        expect(refs, `${where} ${status}`).toContain(status === "503" && path === "/readyz" ? "#/components/schemas/NotReady" : `#/components/schemas/Error${status}`)
+        expect(refs, `${where} ${status}`).toContain(
+          status === "503" && path === "/readyz" ? "#/components/schemas/NotReady" : `#/components/schemas/Error${status}`
+        )
       }
     }
     expect(missing).toEqual([])
@@ -174,7 +200,11 @@ describe("/openapi.json", () => {
       .filter(({ operation }) => JSON.stringify(operation.responses).includes("#/components/schemas/LegacyError"))
       .map(({ method, path }) => `${method} ${path}`)
     expect(legacy.sort()).toEqual(["POST /contacts", "POST /segments", "POST /templates"])
-    expect(document.components.schemas.LegacyError).toMatchObject({ type: "object", properties: { error: { type: "string" } }, required: ["error"] })
+    expect(document.components.schemas.LegacyError).toMatchObject({
+      type: "object",
+      properties: { error: { type: "string" } },
+      required: ["error"]
+    })
     expect(document.info.description).toContain("LegacyError")
   })
 
@@ -197,8 +227,20 @@ describe("/openapi.json", () => {
   })
 
   it("answers 201 on every creation", () => {
-    const created = ["/contacts", "/templates", "/campaigns", "/segments", "/workflows", "/workflows/{id}/steps", "/workflows/{id}/transitions",
-      "/workflows/{id}/executions", "/domains", "/templates/{id}/duplicate", "/campaigns/{id}/duplicate", "/destinations"]
+    const created = [
+      "/contacts",
+      "/templates",
+      "/campaigns",
+      "/segments",
+      "/workflows",
+      "/workflows/{id}/steps",
+      "/workflows/{id}/transitions",
+      "/workflows/{id}/executions",
+      "/domains",
+      "/templates/{id}/duplicate",
+      "/campaigns/{id}/duplicate",
+      "/destinations"
+    ]
     for (const path of created) expect(Object.keys(document.paths[path].post.responses), path).toContain("201")
   })
 
@@ -210,7 +252,9 @@ describe("/openapi.json", () => {
     const dir = await mkdtemp(join(tmpdir(), "openapi-types-"))
     try {
       await writeFile(join(dir, "api.ts"), types)
-      await writeFile(join(dir, "check.ts"), `
+      await writeFile(
+        join(dir, "check.ts"),
+        `
 import type { operations } from "./api.ts"
 type Query<K extends keyof operations> = NonNullable<operations[K]["parameters"]["query"]>
 type Json<K extends keyof operations, S extends keyof operations[K]["responses"]> =
@@ -238,12 +282,26 @@ export const checks: Array<true> = [
   true as Same<Exclude<Json<"contacts.upsert", 400>, { error: string }>["error"]["statusCode"], 400>,
   true as Same<Exclude<Json<"contacts.upsert", 400>, { error: string }>["error"]["details"], { [key: string]: unknown } | undefined>
 ]
-`)
+`
+      )
       const tsc = join(ROOT, "node_modules/.bin/tsc")
-      await promisify(execFile)(tsc, ["--noEmit", "--strict", "--target", "ES2024", "--module", "NodeNext", "--moduleResolution", "NodeNext",
-        "--allowImportingTsExtensions", "--skipLibCheck", join(dir, "check.ts")],
-        // From the temporary directory: TypeScript refuses file arguments beside a tsconfig.json (TS5112).
-        { cwd: dir }).catch((error) => {
+      await promisify(execFile)(
+        tsc,
+        [
+          "--noEmit",
+          "--strict",
+          "--target",
+          "ES2024",
+          "--module",
+          "NodeNext",
+          "--moduleResolution",
+          "NodeNext",
+          "--allowImportingTsExtensions",
+          "--skipLibCheck",
+          join(dir, "check.ts")
+        ], // From the temporary directory: TypeScript refuses file arguments beside a tsconfig.json (TS5112).
+        { cwd: dir }
+      ).catch((error) => {
         throw new Error(`the generated types do not say what the document means:\n${error.stdout}${error.stderr}`)
       })
     } finally {

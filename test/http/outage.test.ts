@@ -65,57 +65,65 @@ const runOutage = async (stack: Stack, outage: Outage, down: string) => {
 const ENV = { RATE_LIMIT_PER_MINUTE: "1000000", IDEMPOTENCY_LEASE_SECONDS: "2" }
 
 describe("a dependency lost under /v1/track load", () => {
-  it.skipIf(!POSTGRES_SERVER_AVAILABLE)("Postgres crashed and restarted: 503 with Retry-After meanwhile, nothing lost or doubled, recovers by itself", async () => {
-    const postgres = await startPostgresServer()
-    let stack: Stack | undefined
-    let up = true
-    try {
-      stack = await createStack(ENV, { adminUrl: postgres.adminUrl })
-      const { total } = await runOutage(stack, {
-        // While the worker is still taking its partitions (it starts them one by one after `Listening`):
-        // the ones it leased but could not start yet must not stay leased to it, unread.
-        when: (all) => eventually(async () => expect(all.logs.some((line) => line.includes('"partition acquired"'))).toBe(true), 20_000),
-        stop: async () => {
-          up = false
-          await postgres.stop("immediate")
-        },
-        start: async () => {
-          await postgres.start()
-          up = true
-        }
-      }, "postgres")
-      expect(total).toBeGreaterThan(CONTACTS)
-    } finally {
-      if (!up) await postgres.start().catch(() => undefined)
-      await stack?.stop().catch(() => undefined)
-      await postgres.remove()
-    }
-  }, 90_000)
+  it.skipIf(!POSTGRES_SERVER_AVAILABLE)(
+    "Postgres crashed and restarted: 503 with Retry-After meanwhile, nothing lost or doubled, recovers by itself",
+    async () => {
+      const postgres = await startPostgresServer()
+      let stack: Stack | undefined
+      let up = true
+      try {
+        stack = await createStack(ENV, { adminUrl: postgres.adminUrl })
+        const { total } = await runOutage(stack, {
+          // While the worker is still taking its partitions (it starts them one by one after `Listening`):
+          // the ones it leased but could not start yet must not stay leased to it, unread.
+          when: (all) => eventually(async () => expect(all.logs.some((line) => line.includes('"partition acquired"'))).toBe(true), 20_000),
+          stop: async () => {
+            up = false
+            await postgres.stop("immediate")
+          },
+          start: async () => {
+            await postgres.start()
+            up = true
+          }
+        }, "postgres")
+        expect(total).toBeGreaterThan(CONTACTS)
+      } finally {
+        if (!up) await postgres.start().catch(() => undefined)
+        await stack?.stop().catch(() => undefined)
+        await postgres.remove()
+      }
+    },
+    90_000
+  )
 
-  it.skipIf(!NATS_SERVER)("nats-server killed and restarted: 503 with Retry-After meanwhile, nothing lost or doubled, recovers by itself", async () => {
-    const port = await freePort()
-    const dir = `/tmp/mailstream-nats-${port}`
-    const startNats = () => spawn(NATS_SERVER!, ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", dir], { stdio: "ignore" })
-    let nats = startNats()
-    let stack: Stack | undefined
-    try {
-      await sleep(500)
-      stack = await createStack({ ...ENV, NATS_URL: `nats://127.0.0.1:${port}` })
-      const { total } = await runOutage(stack, {
-        stop: async () => {
-          const exited = new Promise((resolve) => nats.once("exit", resolve))
-          nats.kill("SIGKILL")
-          await exited
-        },
-        start: async () => {
-          nats = startNats()
-        }
-      }, "nats")
-      expect(total).toBeGreaterThan(CONTACTS)
-    } finally {
-      await stack?.stop().catch(() => undefined)
-      nats.kill("SIGKILL")
-      await rm(dir, { recursive: true, force: true })
-    }
-  }, 90_000)
+  it.skipIf(!NATS_SERVER)(
+    "nats-server killed and restarted: 503 with Retry-After meanwhile, nothing lost or doubled, recovers by itself",
+    async () => {
+      const port = await freePort()
+      const dir = `/tmp/mailstream-nats-${port}`
+      const startNats = () => spawn(NATS_SERVER!, ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", dir], { stdio: "ignore" })
+      let nats = startNats()
+      let stack: Stack | undefined
+      try {
+        await sleep(500)
+        stack = await createStack({ ...ENV, NATS_URL: `nats://127.0.0.1:${port}` })
+        const { total } = await runOutage(stack, {
+          stop: async () => {
+            const exited = new Promise((resolve) => nats.once("exit", resolve))
+            nats.kill("SIGKILL")
+            await exited
+          },
+          start: async () => {
+            nats = startNats()
+          }
+        }, "nats")
+        expect(total).toBeGreaterThan(CONTACTS)
+      } finally {
+        await stack?.stop().catch(() => undefined)
+        nats.kill("SIGKILL")
+        await rm(dir, { recursive: true, force: true })
+      }
+    },
+    90_000
+  )
 })

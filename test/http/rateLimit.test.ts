@@ -22,8 +22,10 @@ afterAll(async () => {
 describe("rate limit", () => {
   it("holds one budget per project across two api processes", async () => {
     const responses = await Promise.all(
-      Array.from({ length: LIMIT + 10 }, (_, i) =>
-        request(i % 2 === 0 ? first.url : second.url, "GET", "/contacts", { key: project.secretKey }))
+      Array.from(
+        { length: LIMIT + 10 },
+        (_, i) => request(i % 2 === 0 ? first.url : second.url, "GET", "/contacts", { key: project.secretKey })
+      )
     )
     const ok = responses.filter((r) => r.status === 200)
     const limited = responses.filter((r) => r.status === 429)
@@ -54,8 +56,9 @@ describe("rate limit", () => {
     const msIntoMinute = Date.now() % 60_000
     if (msIntoMinute < 1_000 || msIntoMinute > 55_000) await sleep(60_000 - msIntoMinute + 1_000)
     const burst = () =>
-      Promise.all(Array.from({ length: LIMIT }, (_, i) =>
-        request(i % 2 === 0 ? first.url : second.url, "GET", "/contacts", { key: fresh.secretKey })))
+      Promise.all(
+        Array.from({ length: LIMIT }, (_, i) => request(i % 2 === 0 ? first.url : second.url, "GET", "/contacts", { key: fresh.secretKey }))
+      )
 
     const started = Date.now()
     expect((await burst()).filter((r) => r.status === 200)).toHaveLength(LIMIT)

@@ -47,9 +47,27 @@ const LegacyError = { ...object({ error: string }), additionalProperties: false 
 const Filter = object({
   field: string,
   operator: {
-    enum: ["equals", "notEquals", "contains", "notContains", "greaterThan", "lessThan", "greaterThanOrEqual", "lessThanOrEqual", "exists",
-      "notExists", "within", "olderThan", "triggered", "triggeredWithin", "triggeredOlderThan", "notTriggered", "notTriggeredWithin",
-      "memberOfSegment", "notMemberOfSegment"]
+    enum: [
+      "equals",
+      "notEquals",
+      "contains",
+      "notContains",
+      "greaterThan",
+      "lessThan",
+      "greaterThanOrEqual",
+      "lessThanOrEqual",
+      "exists",
+      "notExists",
+      "within",
+      "olderThan",
+      "triggered",
+      "triggeredWithin",
+      "triggeredOlderThan",
+      "notTriggered",
+      "notTriggeredWithin",
+      "memberOfSegment",
+      "notMemberOfSegment"
+    ]
   },
   value: {},
   unit: { enum: ["days", "hours", "minutes"] }
@@ -58,7 +76,11 @@ const FilterCondition = {
   $id: "FilterCondition",
   ...object({
     logic: { enum: ["AND", "OR"] },
-    groups: { type: "array", minItems: 1, items: object({ filters: { type: "array", items: Filter }, conditions: { $ref: "FilterCondition" } }, ["filters"]) }
+    groups: {
+      type: "array",
+      minItems: 1,
+      items: object({ filters: { type: "array", items: Filter }, conditions: { $ref: "FilterCondition" } }, ["filters"])
+    }
   })
 }
 
@@ -106,11 +128,15 @@ const Segment = object({
   createdAt: dateTime,
   updatedAt: dateTime
 })
-const page = (item: unknown) => object({ data: { type: "array", items: item }, total: integer, page: integer, pageSize: integer, totalPages: integer })
+const page = (item: unknown) =>
+  object({ data: { type: "array", items: item }, total: integer, page: integer, pageSize: integer, totalPages: integer })
 
 const SendSuccess = object({
   success: boolean,
-  data: object({ emails: { type: "array", minItems: 1, items: object({ contact: object({ id: string, email: string }), email: string }) }, timestamp: dateTime })
+  data: object({
+    emails: { type: "array", minItems: 1, items: object({ contact: object({ id: string, email: string }), email: string }) },
+    timestamp: dateTime
+  })
 })
 const TrackSuccess = object({ success: boolean, data: object({ contact: string, event: string, timestamp: dateTime }) })
 const VerifySuccess = object({
@@ -128,7 +154,19 @@ const VerifySuccess = object({
     hasMxRecords: boolean,
     suggestedEmail: nullable(email),
     reasons: { type: "array", items: string }
-  }, ["email", "valid", "isDisposable", "isAlias", "isTypo", "isPlusAddressed", "isPersonalEmail", "domainExists", "hasWebsite", "hasMxRecords", "reasons"])
+  }, [
+    "email",
+    "valid",
+    "isDisposable",
+    "isAlias",
+    "isTypo",
+    "isPlusAddressed",
+    "isPersonalEmail",
+    "domainExists",
+    "hasWebsite",
+    "hasMxRecords",
+    "reasons"
+  ])
 })
 const ContactList = object({ data: { type: "array", items: Contact }, cursor: nullable(string), hasMore: boolean, total: integer })
 const CampaignCreated = object({ success: boolean, data: Campaign })
@@ -192,14 +230,22 @@ const sendExamples: Record<string, Record<string, unknown>> = {
     subject: "Your Invoice",
     body: "<h1>Invoice Attached</h1><p>Please find your invoice attached.</p>",
     // The reference's example elides the content ("JVBERi0xLjQKJeLjz9MKMSAwIG9iago8PC9UeXBlL..."); a whole base64 value stands in.
-    attachments: [{ filename: "invoice.pdf", content: Buffer.from("%PDF-1.4\n%âãÏÓ\n1 0 obj\n<</Type/Catalog>>\nendobj\n").toString("base64"), contentType: "application/pdf" }]
+    attachments: [{
+      filename: "invoice.pdf",
+      content: Buffer.from("%PDF-1.4\n%âãÏÓ\n1 0 obj\n<</Type/Catalog>>\nendobj\n").toString("base64"),
+      contentType: "application/pdf"
+    }]
   }
 }
 /** The examples with neither `from` nor a template: the reference's own description says `from` is then required. */
 const WITHOUT_SENDER = ["simple", "marketingEmail", "withAttachment"]
 
 const trackExample = { email: "user@example.com", event: "purchase", data: { product: "Premium Plan", amount: 99 } }
-const verifyExamples = { validEmail: { email: "user@gmail.com" }, typoEmail: { email: "user@gmial.com" }, disposableEmail: { email: "user@tempmail.com" } }
+const verifyExamples = {
+  validEmail: { email: "user@gmail.com" },
+  typoEmail: { email: "user@gmial.com" },
+  disposableEmail: { email: "user@tempmail.com" }
+}
 const contactExample = { email: "user@example.com", subscribed: true, data: { firstName: "John", lastName: "Doe", plan: "premium" } }
 const templateExample = {
   name: "Password reset",
@@ -234,7 +280,14 @@ const campaignExamples: Record<string, Record<string, unknown>> = {
     audienceType: "FILTERED",
     audienceCondition: {
       logic: "AND",
-      groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "premium" }, { field: "createdAt", operator: "within", value: 30, unit: "days" }] }]
+      groups: [{
+        filters: [{ field: "data.plan", operator: "equals", value: "premium" }, {
+          field: "createdAt",
+          operator: "within",
+          value: 30,
+          unit: "days"
+        }]
+      }]
     }
   }
 }
@@ -251,7 +304,9 @@ const segmentExamples: Record<string, Record<string, unknown>> = {
     condition: {
       logic: "OR",
       groups: [
-        { filters: [{ field: "data.plan", operator: "equals", value: "premium" }, { field: "subscribed", operator: "equals", value: true }] },
+        {
+          filters: [{ field: "data.plan", operator: "equals", value: "premium" }, { field: "subscribed", operator: "equals", value: true }]
+        },
         { filters: [{ field: "createdAt", operator: "within", value: 7, unit: "days" }] }
       ]
     }
@@ -272,7 +327,8 @@ const call = (method: string, path: string, body?: unknown, key?: string, header
   request(context.api.url, method, path, { key: key ?? context.project.secretKey, body, ...(headers ? { headers } : {}) })
 const secret = (method: string, path: string, body?: unknown) => call(method, path, body)
 const withPublicKey = (method: string, path: string, body?: unknown) => call(method, path, body, context.project.publicKey)
-const raw = (method: string, path: string, rawBody: string) => request(context.api.url, method, path, { key: context.project.secretKey, rawBody })
+const raw = (method: string, path: string, rawBody: string) =>
+  request(context.api.url, method, path, { key: context.project.secretKey, rawBody })
 const NO_SUCH_ID = "0190c3a4-0000-7000-8000-000000000000"
 
 /** Ids the examples point at, replaced by real ones of this project. */
@@ -303,14 +359,21 @@ describe("the reference's 15 operations", () => {
       }
       conforms(await secret("POST", "/v1/send", body), 200, SendSuccess)
     }
-    conforms(await raw("POST", "/v1/send", "{\"to\":"), 400, ErrorEnvelope)
+    conforms(await raw("POST", "/v1/send", '{"to":'), 400, ErrorEnvelope)
     const simple = { ...sendExamples.simple, from: "hello@example.com" }
     conforms(await call("POST", "/v1/send", simple, undefined, { "Idempotency-Key": "x".repeat(256) }), 400, ErrorEnvelope)
     conforms(await withPublicKey("POST", "/v1/send", simple), 401, ErrorEnvelope)
     conforms(await secret("POST", "/v1/send", { ...sendExamples.withTemplate, template: NO_SUCH_ID }), 404, ErrorEnvelope)
     conforms(await call("POST", "/v1/send", simple, undefined, { "Idempotency-Key": "order-1234-receipt" }), 200, SendSuccess)
-    const reused = conforms(await call("POST", "/v1/send", simple, undefined, { "Idempotency-Key": "order-1234-receipt" }), 409, ErrorEnvelope)
-    expect(reused.error).toMatchObject({ code: "IDEMPOTENCY_KEY_REUSED", details: { key: "order-1234-receipt", originalRequest: "POST /v1/send", originalStatusCode: 200 } })
+    const reused = conforms(
+      await call("POST", "/v1/send", simple, undefined, { "Idempotency-Key": "order-1234-receipt" }),
+      409,
+      ErrorEnvelope
+    )
+    expect(reused.error).toMatchObject({
+      code: "IDEMPOTENCY_KEY_REUSED",
+      details: { key: "order-1234-receipt", originalRequest: "POST /v1/send", originalStatusCode: 200 }
+    })
     conforms(await secret("POST", "/v1/send", { ...simple, to: "not-an-address" }), 422, ErrorEnvelope)
     // A disabled project cannot send.
     const disabled: TestProject = await context.stack.createProject("disabled")
@@ -331,12 +394,22 @@ describe("the reference's 15 operations", () => {
     // preserveExistingSubscription: `subscribed` applies to a contact this request creates, and to no other.
     conforms(await secret("POST", "/contacts", { email: "optout@example.com", subscribed: false }), 201, ContactWithMeta)
     const kept = conforms(
-      await withPublicKey("POST", "/v1/track", { email: "optout@example.com", event: "visit", subscribed: true, preserveExistingSubscription: true }),
+      await withPublicKey("POST", "/v1/track", {
+        email: "optout@example.com",
+        event: "visit",
+        subscribed: true,
+        preserveExistingSubscription: true
+      }),
       200,
       TrackSuccess
     )
     const fresh = conforms(
-      await withPublicKey("POST", "/v1/track", { email: "doi@example.com", event: "signup", subscribed: false, preserveExistingSubscription: true }),
+      await withPublicKey("POST", "/v1/track", {
+        email: "doi@example.com",
+        event: "signup",
+        subscribed: false,
+        preserveExistingSubscription: true
+      }),
       200,
       TrackSuccess
     )
@@ -397,12 +470,20 @@ describe("the reference's 15 operations", () => {
       conforms(await secret("POST", "/templates", without), 400, LegacyError)
     }
     conforms(await withPublicKey("POST", "/templates", templateExample), 401, ErrorEnvelope)
-    const unverified = conforms(await secret("POST", "/templates", { ...templateExample, from: "hello@unverified.example" }), 403, ErrorEnvelope)
+    const unverified = conforms(
+      await secret("POST", "/templates", { ...templateExample, from: "hello@unverified.example" }),
+      403,
+      ErrorEnvelope
+    )
     expect(unverified.error).toMatchObject({ code: "INTERNAL_SERVER_ERROR", message: expect.stringContaining("unverified.example") })
   })
 
   it("GET /templates: the page with its query parameters; 401", async () => {
-    const list = conforms(await secret("GET", "/templates?page=1&pageSize=5&type=TRANSACTIONAL&search=reset&sort=name&dir=asc"), 200, page(Template))
+    const list = conforms(
+      await secret("GET", "/templates?page=1&pageSize=5&type=TRANSACTIONAL&search=reset&sort=name&dir=asc"),
+      200,
+      page(Template)
+    )
     expect(list.data.length).toBeGreaterThan(0)
     conforms(await withPublicKey("GET", "/templates"), 401, ErrorEnvelope)
   })
@@ -432,7 +513,17 @@ describe("the reference's 15 operations", () => {
     // One reader: a campaign nobody would receive is a 400, as the reference refuses it (test/http/referenceGuards.test.ts).
     await secret("POST", "/contacts", { email: "reader@conformance.test", subscribed: true, data: { plan: "conformance-reader" } })
     const draft = async () =>
-      conforms(await secret("POST", "/campaigns", { ...campaignExamples.filtered, audienceCondition: { logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "conformance-reader" }] }] } }), 201, CampaignCreated).data.id as string
+      conforms(
+        await secret("POST", "/campaigns", {
+          ...campaignExamples.filtered,
+          audienceCondition: {
+            logic: "AND",
+            groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "conformance-reader" }] }]
+          }
+        }),
+        201,
+        CampaignCreated
+      ).data.id as string
     for (const example of Object.values(sendCampaignExamples)) {
       const id = await draft()
       const sent = conforms(await secret("POST", `/campaigns/${id}/send`, example), 200, CampaignSent)

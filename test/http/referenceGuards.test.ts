@@ -67,7 +67,11 @@ const campaignStatus = (id: string, status: string, timeoutMs = 15_000) =>
   }, timeoutMs)
 
 /** The error envelope without what differs between two requests (request id, time). */
-const errorBody = (response: { json: any }) => ({ ...response.json, timestamp: undefined, error: { ...response.json.error, requestId: undefined } })
+const errorBody = (response: { json: any }) => ({
+  ...response.json,
+  timestamp: undefined,
+  error: { ...response.json.error, requestId: undefined }
+})
 
 describe("guards the reference has", () => {
   // Mirrors TemplateService.test.ts "should BLOCK deleting template used in workflow steps" and
@@ -161,58 +165,92 @@ describe("guards the reference has", () => {
   })
 
   // Mirrors CampaignService.cancel.test.ts "returns a scheduled campaign to an editable draft".
-  it("cancelling a SCHEDULED campaign returns it to an unscheduled DRAFT that never sends, and can be edited and scheduled again", async () => {
-    await secret("POST", "/contacts", { email: "later@guards.test", subscribed: true, data: { tag: "later" } })
-    const scheduled = await campaign({ name: "Soon", audienceType: "FILTERED", audienceCondition: byTag("later") })
-    const due = new Date(Date.now() + 3_000).toISOString()
-    expect((await secret("POST", `/campaigns/${scheduled.id}/send`, { scheduledFor: due })).json.data).toMatchObject({ status: "SCHEDULED", scheduledFor: due })
-    const cancelled = await secret("POST", `/campaigns/${scheduled.id}/cancel`)
-    expect(cancelled.status).toBe(200)
-    expect(cancelled.json.data).toMatchObject({ status: "DRAFT", scheduledFor: null })
-    // Past the time it was due: nothing went out, and it is still a draft.
-    await new Promise((resolve) => setTimeout(resolve, 5_000))
-    expect(mailsTo("later@guards.test")).toHaveLength(0)
-    expect((await secret("GET", `/campaigns/${scheduled.id}`)).json).toMatchObject({ status: "DRAFT", scheduledFor: null, sentAt: null })
-    // Editable and schedulable again; this time it goes.
-    const edited = await secret("PUT", `/campaigns/${scheduled.id}`, {
-      name: "Soon, edited",
-      subject: "Edited news",
-      body: "<p>Edited</p>",
-      from: "news@acme.test",
-      audienceType: "FILTERED",
-      audienceCondition: byTag("later")
-    })
-    expect(edited.status, edited.text).toBe(200)
-    expect((await secret("POST", `/campaigns/${scheduled.id}/send`, { scheduledFor: new Date(Date.now() + 1_000).toISOString() })).json.data.status)
-      .toBe("SCHEDULED")
-    await campaignStatus(scheduled.id, "SENT")
-    expect((await oneMailTo("later@guards.test")).parsed.subject).toBe("Edited news")
-    // A SENDING campaign still cancels for good (covered with the mid-send test in test/campaigns/campaigns.test.ts).
-  }, 40_000)
+  it(
+    "cancelling a SCHEDULED campaign returns it to an unscheduled DRAFT that never sends, and can be edited and scheduled again",
+    async () => {
+      await secret("POST", "/contacts", { email: "later@guards.test", subscribed: true, data: { tag: "later" } })
+      const scheduled = await campaign({ name: "Soon", audienceType: "FILTERED", audienceCondition: byTag("later") })
+      const due = new Date(Date.now() + 3_000).toISOString()
+      expect((await secret("POST", `/campaigns/${scheduled.id}/send`, { scheduledFor: due })).json.data).toMatchObject({
+        status: "SCHEDULED",
+        scheduledFor: due
+      })
+      const cancelled = await secret("POST", `/campaigns/${scheduled.id}/cancel`)
+      expect(cancelled.status).toBe(200)
+      expect(cancelled.json.data).toMatchObject({ status: "DRAFT", scheduledFor: null })
+      // Past the time it was due: nothing went out, and it is still a draft.
+      await new Promise((resolve) => setTimeout(resolve, 5_000))
+      expect(mailsTo("later@guards.test")).toHaveLength(0)
+      expect((await secret("GET", `/campaigns/${scheduled.id}`)).json).toMatchObject({ status: "DRAFT", scheduledFor: null, sentAt: null })
+      // Editable and schedulable again; this time it goes.
+      const edited = await secret("PUT", `/campaigns/${scheduled.id}`, {
+        name: "Soon, edited",
+        subject: "Edited news",
+        body: "<p>Edited</p>",
+        from: "news@acme.test",
+        audienceType: "FILTERED",
+        audienceCondition: byTag("later")
+      })
+      expect(edited.status, edited.text).toBe(200)
+      expect(
+        (await secret("POST", `/campaigns/${scheduled.id}/send`, { scheduledFor: new Date(Date.now() + 1_000).toISOString() })).json.data
+          .status
+      )
+        .toBe("SCHEDULED")
+      await campaignStatus(scheduled.id, "SENT")
+      expect((await oneMailTo("later@guards.test")).parsed.subject).toBe("Edited news")
+      // A SENDING campaign still cancels for good (covered with the mid-send test in test/campaigns/campaigns.test.ts).
+    },
+    40_000
+  )
 
   // Mirrors templateValidation.test.ts "rejects the file-system tags" and "rejects an unclosed tag with a 400
   // naming the field and position" (the field and line here, in our 422), and template.test.ts "refuses the
   // {% render %} tag, which reads from disk".
   it("refuses {% render %} and {% include %} wherever a template is saved, naming the field and the line", async () => {
-    const withRender = await secret("POST", "/templates", { name: "r", subject: "s", body: "<p>hi</p>\n{% render 'footer' %}", from: "hello@acme.test" })
+    const withRender = await secret("POST", "/templates", {
+      name: "r",
+      subject: "s",
+      body: "<p>hi</p>\n{% render 'footer' %}",
+      from: "hello@acme.test"
+    })
     expect(withRender.status).toBe(422)
     expect(withRender.json.error.errors).toEqual([
       { field: "body", code: "invalid_template", message: expect.stringMatching(/\{% render %\} tag is not available.*\(line 2\)/) }
     ])
-    const withInclude = await secret("POST", "/templates", { name: "i", subject: "{% include 'x' %}", body: "<p>hi</p>", from: "hello@acme.test" })
+    const withInclude = await secret("POST", "/templates", {
+      name: "i",
+      subject: "{% include 'x' %}",
+      body: "<p>hi</p>",
+      from: "hello@acme.test"
+    })
     expect(withInclude.json.error.errors).toEqual([
       { field: "subject", code: "invalid_template", message: expect.stringMatching(/\{% include %\} tag is not available.*\(line 1\)/) }
     ])
-    const unclosed = await secret("POST", "/templates", { name: "u", subject: "s", body: "<p>ok</p>\n\n{% if plan == 'pro' %}Pro", from: "hello@acme.test" })
+    const unclosed = await secret("POST", "/templates", {
+      name: "u",
+      subject: "s",
+      body: "<p>ok</p>\n\n{% if plan == 'pro' %}Pro",
+      from: "hello@acme.test"
+    })
     expect(unclosed.json.error.errors[0]).toMatchObject({ field: "body", message: expect.stringContaining("(line 3)") })
     const saved = await template()
     expect((await secret("PATCH", `/templates/${saved.id}`, { body: "{% include 'x' %}" })).status).toBe(422)
     const inCampaign = await secret("POST", "/campaigns", {
-      name: "c", subject: "s", body: "<p>a</p>\n<p>b</p>\n{% render 'x' %}", from: "news@acme.test", audienceType: "ALL"
+      name: "c",
+      subject: "s",
+      body: "<p>a</p>\n<p>b</p>\n{% render 'x' %}",
+      from: "news@acme.test",
+      audienceType: "ALL"
     })
     expect(inCampaign.status).toBe(422)
     expect(inCampaign.json.error.errors[0]).toMatchObject({ field: "body", message: expect.stringContaining("(line 3)") })
-    const inSend = await secret("POST", "/v1/send", { to: "x@guards.test", from: "hello@acme.test", subject: "s", body: "{% include 'x' %}" })
+    const inSend = await secret("POST", "/v1/send", {
+      to: "x@guards.test",
+      from: "hello@acme.test",
+      subject: "s",
+      body: "{% include 'x' %}"
+    })
     expect(inSend.status).toBe(422)
     expect(inSend.json.error.errors[0]).toMatchObject({ field: "body", code: "invalid_template" })
     const workflow = await secret("POST", "/workflows", { name: "Hooks", eventName: "hook" })
@@ -221,7 +259,11 @@ describe("guards the reference has", () => {
       config: { url: "https://example.org/hook", body: "{\"a\": 1}\n{% render 'x' %}" }
     })
     expect(hook.status).toBe(422)
-    expect(hook.json.error.errors[0]).toMatchObject({ field: "config.body", code: "invalid_template", message: expect.stringContaining("(line 2)") })
+    expect(hook.json.error.errors[0]).toMatchObject({
+      field: "config.body",
+      code: "invalid_template",
+      message: expect.stringContaining("(line 2)")
+    })
   })
 })
 
@@ -245,9 +287,17 @@ describe("templates and workflow conditions as migrated projects write them", ()
   // fallback as a literal, not a variable reference", "keeps a fallback containing spaces intact" and
   // templateValidation.test.ts "accepts legacy placeholder syntax".
   it("renders an unquoted ?? fallback as the bare words, never as a variable or blank", async () => {
-    const saved = await template({ subject: "Hi {{ firstName ?? there }}", body: "<p>{{ title ?? Dear customer }}, your plan: {{ plan ?? free }}</p>" })
+    const saved = await template({
+      subject: "Hi {{ firstName ?? there }}",
+      body: "<p>{{ title ?? Dear customer }}, your plan: {{ plan ?? free }}</p>"
+    })
     // A MARKETING template goes to subscribed contacts only (issue 34, item 1): this new one opts in.
-    const sent = await secret("POST", "/v1/send", { to: "fallback@guards.test", subscribed: true, template: saved.id, data: { free: "NOT THIS" } })
+    const sent = await secret("POST", "/v1/send", {
+      to: "fallback@guards.test",
+      subscribed: true,
+      template: saved.id,
+      data: { free: "NOT THIS" }
+    })
     expect(sent.status, sent.text).toBe(200)
     const mail = await oneMailTo("fallback@guards.test")
     expect(mail.parsed.subject).toBe("Hi there")
@@ -281,10 +331,15 @@ describe("templates and workflow conditions as migrated projects write them", ()
     })
     // Stored under this service's names; an event operator keeps `contact.subscribed` as the event it names.
     const stored = (await secret("GET", `/workflows/${workflowId}`)).json.steps
-    expect(stored.find((step: { id: string }) => step.id === ids.who).config.condition.groups[0].filters.map((f: { field: string }) => f.field))
+    expect(
+      stored.find((step: { id: string }) => step.id === ids.who).config.condition.groups[0].filters.map((f: { field: string }) => f.field)
+    )
       .toEqual(["email", "subscribed", "data.tier"])
     expect(stored.find((step: { id: string }) => step.id === ids.plan).config).toMatchObject({ field: "context.plan" })
-    const asEvent = await secret("POST", `/workflows/${workflowId}/steps`, { type: "CONDITION", config: { field: "contact.subscribed", operator: "triggered" } })
+    const asEvent = await secret("POST", `/workflows/${workflowId}/steps`, {
+      type: "CONDITION",
+      config: { field: "contact.subscribed", operator: "triggered" }
+    })
     expect(asEvent.status, asEvent.text).toBe(201)
     expect(asEvent.json.config.field).toBe("event.contact.subscribed")
 
@@ -293,12 +348,24 @@ describe("templates and workflow conditions as migrated projects write them", ()
     await track("ada@migrated.test", "upgraded", { plan: "pro" })
     await track("bob@migrated.test", "upgraded", { plan: "pro" })
     const executions = await settled(client, workflowId, "EXITED", 2)
-    const reasons = await Promise.all(executions.map(async (execution) =>
-      [(await secret("GET", `/contacts/${execution.contactId}`)).json.email, execution.exitReason]))
+    const reasons = await Promise.all(
+      executions.map(async (execution) => [(await secret("GET", `/contacts/${execution.contactId}`)).json.email, execution.exitReason])
+    )
     expect(Object.fromEntries(reasons)).toEqual({ "ada@migrated.test": "gold pro", "bob@migrated.test": "other" })
 
     const fields = (await secret("GET", "/workflows/fields")).json
-    expect(fields.fields).toEqual(expect.arrayContaining(["email", "contact.email", "subscribed", "contact.subscribed", "data.tier", "contact.data.tier", "context.plan", "event.plan"]))
+    expect(fields.fields).toEqual(
+      expect.arrayContaining([
+        "email",
+        "contact.email",
+        "subscribed",
+        "contact.subscribed",
+        "data.tier",
+        "contact.data.tier",
+        "context.plan",
+        "event.plan"
+      ])
+    )
     expect(fields.typedFields).toContainEqual({ field: "contact.data.tier", type: "string", category: "Custom Data" })
     expect(fields.typedFields).toContainEqual({ field: "event.plan", type: "string", category: "Event Data" })
     expect(fields.count).toBe(fields.typedFields.length)
@@ -313,7 +380,11 @@ describe("templates and workflow conditions as migrated projects write them", ()
       eventName: "checked",
       first: "check",
       steps: {
-        check: { type: "CONDITION", config: { field: "data.company", operator: "notContains", value: "Acme" }, next: { yes: "yes", no: "no" } },
+        check: {
+          type: "CONDITION",
+          config: { field: "data.company", operator: "notContains", value: "Acme" },
+          next: { yes: "yes", no: "no" }
+        },
         yes: { type: "EXIT", config: { reason: "yes" } },
         no: { type: "EXIT", config: { reason: "no" } }
       }
@@ -322,8 +393,9 @@ describe("templates and workflow conditions as migrated projects write them", ()
     for (const [email, data] of Object.entries(people)) await secret("POST", "/contacts", { email, data: { ...data, nc: true } })
     for (const email of Object.keys(people)) await track(email, "checked")
     const executions = await settled(client, workflowId, "EXITED", 3)
-    const branches = await Promise.all(executions.map(async (execution) =>
-      [(await secret("GET", `/contacts/${execution.contactId}`)).json.email, execution.exitReason]))
+    const branches = await Promise.all(
+      executions.map(async (execution) => [(await secret("GET", `/contacts/${execution.contactId}`)).json.email, execution.exitReason])
+    )
     expect(Object.fromEntries(branches)).toEqual({ "none@nc.test": "no", "other@nc.test": "yes", "acme@nc.test": "no" })
 
     const segment = await secret("POST", "/segments", {
@@ -351,8 +423,14 @@ describe("smaller differences", () => {
     })
     expect(theirs.status, theirs.text).toBe(201)
     const workflow = await secret("POST", "/workflows", { name: "Sends", eventName: "sends" })
-    const foreign = await secret("POST", `/workflows/${workflow.json.id}/steps`, { type: "SEND_EMAIL", config: { templateId: theirs.json.id } })
-    const missing = await secret("POST", `/workflows/${workflow.json.id}/steps`, { type: "SEND_EMAIL", config: { templateId: "0190a3c2-0000-7000-8000-000000000000" } })
+    const foreign = await secret("POST", `/workflows/${workflow.json.id}/steps`, {
+      type: "SEND_EMAIL",
+      config: { templateId: theirs.json.id }
+    })
+    const missing = await secret("POST", `/workflows/${workflow.json.id}/steps`, {
+      type: "SEND_EMAIL",
+      config: { templateId: "0190a3c2-0000-7000-8000-000000000000" }
+    })
     expect(foreign.status).toBe(404)
     expect(foreign.json.error).toMatchObject({ code: "NOT_FOUND", message: "Template not found", statusCode: 404 })
     expect(errorBody(missing)).toEqual(errorBody(foreign))

@@ -38,8 +38,7 @@ const refused = (port: number) =>
         socket.destroy()
         setTimeout(attempt, 20)
       })
-      socket.once("error", (error: NodeJS.ErrnoException) =>
-        error.code === "ECONNREFUSED" ? resolve(Date.now()) : setTimeout(attempt, 20))
+      socket.once("error", (error: NodeJS.ErrnoException) => error.code === "ECONNREFUSED" ? resolve(Date.now()) : setTimeout(attempt, 20))
     }
     attempt()
   })
@@ -76,14 +75,16 @@ describe("api graceful shutdown", () => {
 
     const slow = SLOW_DOMAINS.map((domain) =>
       request(api.url, "POST", "/v1/verify", { key: project.secretKey, body: { email: `ada@${domain}` } })
-        .then((answer) => ({ ...answer, at: Date.now() })))
+        .then((answer) => ({ ...answer, at: Date.now() }))
+    )
     // In flight: the api has asked the DNS server about every slow domain.
     await eventually(async () => {
       for (const domain of SLOW_DOMAINS) expect(dns.queries.some((query) => query.name === domain)).toBe(true)
     })
 
     const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
-      api.process.once("exit", (code, signal) => resolve({ code, signal })))
+      api.process.once("exit", (code, signal) => resolve({ code, signal }))
+    )
     const termAt = Date.now()
     api.process.kill("SIGTERM")
     const refusedAt = await refused(port)

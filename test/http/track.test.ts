@@ -14,7 +14,11 @@ withStack("all", (context) => ({ stack, api, project } = context))
 
 describe("POST /v1/track", () => {
   it("creates the contact subscribed, answers the ids, and keeps non-persistent values off the contact", async () => {
-    const res = await track({ email: "Track@Example.com", event: "signed_up", data: { plan: "pro", coupon: { value: "X1", persistent: false } } })
+    const res = await track({
+      email: "Track@Example.com",
+      event: "signed_up",
+      data: { plan: "pro", coupon: { value: "X1", persistent: false } }
+    })
     expect(res.status).toBe(200)
     expect(res.json).toEqual({
       success: true,

@@ -17,7 +17,9 @@ const secret = (method: string, path: string, body?: unknown) => request(api.url
 const eventsNamed = async (name: string): Promise<Array<{ id: string; contactId: string; email: string; data: Record<string, unknown> }>> =>
   (await secret("GET", `/events?name=${encodeURIComponent(name)}&limit=100`)).json.data.reverse()
 
-const contactsMatching = async (search: string): Promise<Array<{ id: string; email: string; data: Record<string, unknown>; subscribed: boolean }>> =>
+const contactsMatching = async (
+  search: string
+): Promise<Array<{ id: string; email: string; data: Record<string, unknown>; subscribed: boolean }>> =>
   (await secret("GET", `/contacts?search=${encodeURIComponent(search)}&limit=100`)).json.data
 
 const refusedWith = (response: Awaited<ReturnType<typeof request>>, status: number, code: string) => {
@@ -39,16 +41,23 @@ describe("POST /v1/track/batch refuses", () => {
     for (const events of [[], Array.from({ length: 501 }, (_, i) => ({ email: `e${i}@example.com`, event: "too_many" }))]) {
       const response = await batch({ events })
       refusedWith(response, 422, "VALIDATION_ERROR")
-      expect(response.json.error.errors).toEqual([expect.objectContaining({ field: "events", code: events.length === 0 ? "too_small" : "too_big" })])
+      expect(response.json.error.errors).toEqual([
+        expect.objectContaining({ field: "events", code: events.length === 0 ? "too_small" : "too_big" })
+      ])
     }
     // 500 is allowed.
-    const full = await batch({ events: Array.from({ length: 500 }, (_, i) => ({ email: `full${i % 7}@example.com`, event: "five_hundred" })) })
+    const full = await batch({
+      events: Array.from({ length: 500 }, (_, i) => ({ email: `full${i % 7}@example.com`, event: "five_hundred" }))
+    })
     expect(full.status, full.text).toBe(200)
     expect(full.json.data).toEqual({ accepted: 500, rejected: [] })
   })
 
   it("a body over 1 MiB with 413 PAYLOAD_TOO_LARGE", async () => {
-    const events = Array.from({ length: 20 }, (_, i) => ({ email: `big${i}@example.com`, event: "big", data: { blob: "x".repeat(60 * 1024) } }))
+    const events = Array.from(
+      { length: 20 },
+      (_, i) => ({ email: `big${i}@example.com`, event: "big", data: { blob: "x".repeat(60 * 1024) } })
+    )
     refusedWith(await batch({ events }), 413, "PAYLOAD_TOO_LARGE")
   })
 
@@ -56,7 +65,7 @@ describe("POST /v1/track/batch refuses", () => {
     for (const body of [{ events: one.events[0] }, { events: "x" }, { events: null }, {}, one.events, "events"]) {
       refusedWith(await batch(body), 422, "VALIDATION_ERROR")
     }
-    refusedWith(await raw("{\"events\":["), 400, "INVALID_JSON")
+    refusedWith(await raw('{"events":['), 400, "INVALID_JSON")
     expect(await eventsNamed("refused")).toEqual([])
   })
 })
@@ -70,7 +79,10 @@ describe("POST /v1/track/batch records", () => {
       "not an object",
       { event: "mixed" }
     ]
-    const events = [{ email: "good1@example.com", event: "mixed", data: { plan: "pro" } }, ...bad, { email: "good2@example.com", event: "mixed" }]
+    const events = [{ email: "good1@example.com", event: "mixed", data: { plan: "pro" } }, ...bad, {
+      email: "good2@example.com",
+      event: "mixed"
+    }]
     const response = await batch({ events })
     expect(response.status, response.text).toBe(200)
     expect(response.json.success).toBe(true)
@@ -120,24 +132,33 @@ describe("POST /v1/track/batch records", () => {
       ]
     })
     expect(response.json.data).toEqual({ accepted: 4, rejected: [] })
-    await eventually(async () => expect((await eventsNamed("repeat_c"))).toHaveLength(1))
+    await eventually(async () => expect(await eventsNamed("repeat_c")).toHaveLength(1))
     const contacts = await contactsMatching("repeat@example.com")
     expect(contacts.map((contact) => contact.email).sort()).toEqual(["other-repeat@example.com", "repeat@example.com"])
     const repeat = contacts.find((contact) => contact.email === "repeat@example.com")!
     // The last event's data wins, `step` deleted by it; the explicit subscribed: false of the second applied.
     expect(repeat).toMatchObject({ subscribed: false, data: { plan: "team" } })
     expect(repeat.data.step).toBeUndefined()
-    const history: Array<string> = (await secret("GET", `/events/contact/${repeat.id}`)).json.data.map((event: { name: string }) => event.name)
+    const history: Array<string> = (await secret("GET", `/events/contact/${repeat.id}`)).json.data.map((event: { name: string }) =>
+      event.name
+    )
     expect(history.filter((name) => name.startsWith("repeat_")).sort()).toEqual(["repeat_a", "repeat_b", "repeat_c"])
     expect(history).toContain("contact.unsubscribed")
-    expect((await stack.query("SELECT count(*)::int AS n FROM contacts WHERE project_id = $1 AND email = 'repeat@example.com'", [project.id]))[0])
+    expect(
+      (await stack.query("SELECT count(*)::int AS n FROM contacts WHERE project_id = $1 AND email = 'repeat@example.com'", [project.id]))[0]
+    )
       .toEqual({ n: 1 })
   })
 })
 
 describe("POST /v1/track/batch with an Idempotency-Key", () => {
   it("answers a repeat with 409 and the original answer, and records the batch once", async () => {
-    const body = { events: [{ email: "idem1@example.com", event: "idem_batch" }, { email: "idem2@example.com", event: "idem_batch" }, { email: "x", event: "idem_batch" }] }
+    const body = {
+      events: [{ email: "idem1@example.com", event: "idem_batch" }, { email: "idem2@example.com", event: "idem_batch" }, {
+        email: "x",
+        event: "idem_batch"
+      }]
+    }
     const first = await batch(body, { "Idempotency-Key": "batch-1" })
     expect(first.json.data).toMatchObject({ accepted: 2 })
     const repeat = await batch(body, { "Idempotency-Key": "batch-1" })
@@ -161,7 +182,11 @@ describe("POST /v1/track/batch with an Idempotency-Key", () => {
     const retried = await batch(body, { "Idempotency-Key": "batch-crash" })
     expect(retried.json.data).toEqual({ accepted: 2, rejected: [] })
     // A later event of the same contacts is applied after the retry's: by then the retry was dropped.
-    expect((await batch({ events: [{ email: "crash1@example.com", event: "batch_crash_marker" }, { email: "crash2@example.com", event: "batch_crash_marker" }] })).status).toBe(200)
+    expect(
+      (await batch({
+        events: [{ email: "crash1@example.com", event: "batch_crash_marker" }, { email: "crash2@example.com", event: "batch_crash_marker" }]
+      })).status
+    ).toBe(200)
     await eventually(async () => expect(await eventsNamed("batch_crash_marker")).toHaveLength(2))
     expect((await eventsNamed("batch_crash")).map((event) => event.id)).toEqual(firstIds)
   })
@@ -174,32 +199,36 @@ describe("POST /v1/track/batch with an Idempotency-Key", () => {
   })
 })
 
-
 describe("POST /v1/track/batch without JetStream", () => {
-  it.skipIf(!NATS_SERVER)("answers 503 SERVICE_UNAVAILABLE within a bounded time, and the retry with the key succeeds once it is back", async () => {
-    const port = await freePort()
-    const startNats = () => spawn(NATS_SERVER!, ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", `/tmp/mailstream-nats-${port}`], { stdio: "ignore" })
-    let nats = startNats()
-    try {
-      await new Promise((resolve) => setTimeout(resolve, 500))
-      const own = await stack.start("api", { NATS_URL: `nats://127.0.0.1:${port}` })
-      const send = () =>
-        request(own.url, "POST", "/v1/track/batch", {
-          key: project.publicKey,
-          body: { events: [{ email: "down1@example.com", event: "down" }, { email: "down2@example.com", event: "down" }] },
-          headers: { "Idempotency-Key": "while-down" }
-        })
-      nats.kill("SIGKILL")
-      const started = Date.now()
-      refusedWith(await send(), 503, "SERVICE_UNAVAILABLE")
-      expect(Date.now() - started).toBeLessThan(6_000)
-      nats = startNats()
-      // The 503 released the key: the retry performs the batch.
-      await eventually(async () => expect((await send()).json.data).toEqual({ accepted: 2, rejected: [] }), 15_000)
-      await own.stop()
-    } finally {
-      nats.kill("SIGKILL")
-      await rm(`/tmp/mailstream-nats-${port}`, { recursive: true, force: true })
-    }
-  }, 60_000)
+  it.skipIf(!NATS_SERVER)(
+    "answers 503 SERVICE_UNAVAILABLE within a bounded time, and the retry with the key succeeds once it is back",
+    async () => {
+      const port = await freePort()
+      const startNats = () =>
+        spawn(NATS_SERVER!, ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", `/tmp/mailstream-nats-${port}`], { stdio: "ignore" })
+      let nats = startNats()
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 500))
+        const own = await stack.start("api", { NATS_URL: `nats://127.0.0.1:${port}` })
+        const send = () =>
+          request(own.url, "POST", "/v1/track/batch", {
+            key: project.publicKey,
+            body: { events: [{ email: "down1@example.com", event: "down" }, { email: "down2@example.com", event: "down" }] },
+            headers: { "Idempotency-Key": "while-down" }
+          })
+        nats.kill("SIGKILL")
+        const started = Date.now()
+        refusedWith(await send(), 503, "SERVICE_UNAVAILABLE")
+        expect(Date.now() - started).toBeLessThan(6_000)
+        nats = startNats()
+        // The 503 released the key: the retry performs the batch.
+        await eventually(async () => expect((await send()).json.data).toEqual({ accepted: 2, rejected: [] }), 15_000)
+        await own.stop()
+      } finally {
+        nats.kill("SIGKILL")
+        await rm(`/tmp/mailstream-nats-${port}`, { recursive: true, force: true })
+      }
+    },
+    60_000
+  )
 })

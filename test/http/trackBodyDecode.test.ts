@@ -28,8 +28,27 @@ const email = fc.oneof(
 )
 
 const eventName = fc.oneof(
-  fc.constantFrom("page_view", "Signed Up", " padded ", "x".repeat(255), "x".repeat(256), "", "   ", "tab\there", "nul\u0000", "lone\udc00"),
-  fc.constantFrom("email.sent", " email.opened", "contact.subscribed", "contact.unsubscribed", "segment.vip.entry", "segment.vip.exit", "segment.vip.other"),
+  fc.constantFrom(
+    "page_view",
+    "Signed Up",
+    " padded ",
+    "x".repeat(255),
+    "x".repeat(256),
+    "",
+    "   ",
+    "tab\there",
+    "nul\u0000",
+    "lone\udc00"
+  ),
+  fc.constantFrom(
+    "email.sent",
+    " email.opened",
+    "contact.subscribed",
+    "contact.unsubscribed",
+    "segment.vip.entry",
+    "segment.vip.exit",
+    "segment.vip.other"
+  ),
   fc.string({ maxLength: 300 }),
   fc.constantFrom(null, 7, false, ["click"])
 )

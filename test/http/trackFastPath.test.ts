@@ -56,8 +56,18 @@ const CASES: ReadonlyArray<Case> = [
     body: json({ email: "b@example.com", event: "x" }),
     fast: true
   },
-  { name: "an unknown key", headers: () => ({ authorization: "Bearer pk_unknown", "content-type": "application/json" }), body: "{", fast: true },
-  { name: "the secret key", headers: (keys) => ({ ...publicKey(keys), authorization: `Bearer ${keys.secretKey}` }), body: "{}", fast: true },
+  {
+    name: "an unknown key",
+    headers: () => ({ authorization: "Bearer pk_unknown", "content-type": "application/json" }),
+    body: "{",
+    fast: true
+  },
+  {
+    name: "the secret key",
+    headers: (keys) => ({ ...publicKey(keys), authorization: `Bearer ${keys.secretKey}` }),
+    body: "{}",
+    fast: true
+  },
   { name: "a blank key", headers: () => ({ authorization: "Bearer  ", "content-type": "application/json" }), body: "{}", fast: false },
   { name: "no key", headers: () => ({ "content-type": "application/json" }), body: "{}", fast: false },
   { name: "invalid JSON", headers: publicKey, body: "{nope", fast: true },
@@ -66,11 +76,31 @@ const CASES: ReadonlyArray<Case> = [
   { name: "one invalid field", headers: publicKey, body: json({ email: "nope", event: "x" }), fast: true },
   { name: "several invalid fields", headers: publicKey, body: json({ email: 3, event: "", subscribed: "yes" }), fast: true },
   { name: "a reserved event name", headers: publicKey, body: json({ email: "c@example.com", event: "email.sent" }), fast: true },
-  { name: "invalid custom data", headers: publicKey, body: json({ email: "c@example.com", event: "x", data: { email: 1, "": 2 } }), fast: true },
-  { name: "a body over 1 MiB", headers: publicKey, body: json({ email: "d@example.com", event: "x", data: { s: "x".repeat(MiB) } }), fast: true },
-  { name: "a body over 1 MiB with an unknown key", headers: () => ({ authorization: "Bearer pk_x", "content-type": "application/json" }), body: "x".repeat(MiB + 1), fast: true },
+  {
+    name: "invalid custom data",
+    headers: publicKey,
+    body: json({ email: "c@example.com", event: "x", data: { email: 1, "": 2 } }),
+    fast: true
+  },
+  {
+    name: "a body over 1 MiB",
+    headers: publicKey,
+    body: json({ email: "d@example.com", event: "x", data: { s: "x".repeat(MiB) } }),
+    fast: true
+  },
+  {
+    name: "a body over 1 MiB with an unknown key",
+    headers: () => ({ authorization: "Bearer pk_x", "content-type": "application/json" }),
+    body: "x".repeat(MiB + 1),
+    fast: true
+  },
   { name: "text/plain", headers: (keys) => ({ ...publicKey(keys), "content-type": "text/plain" }), body: "{}", fast: false },
-  { name: "an Idempotency-Key", headers: (keys) => ({ ...publicKey(keys), "idempotency-key": `k-${Math.random()}` }), body: json({ email: "e@example.com", event: "x" }), fast: false }
+  {
+    name: "an Idempotency-Key",
+    headers: (keys) => ({ ...publicKey(keys), "idempotency-key": `k-${Math.random()}` }),
+    body: json({ email: "e@example.com", event: "x" }),
+    fast: false
+  }
 ]
 
 /** Status, headers and body with what differs between any two requests masked. */
@@ -94,18 +124,22 @@ const answerOf = async (response: Response) => {
 const postOversized = (url: string, headers: Record<string, string>, body: string | Uint8Array) =>
   new Promise<Response>((resolve, reject) => {
     let answered = false
-    const outgoing = request(url, { method: "POST", headers: { ...headers, "content-length": String(Buffer.byteLength(body)) } }, (incoming) => {
-      answered = true
-      const chunks: Array<Buffer> = []
-      incoming.on("data", (chunk: Buffer) => chunks.push(chunk))
-      incoming.on("end", () => {
-        outgoing.destroy()
-        const answerHeaders = new Headers()
-        for (const [name, value] of Object.entries(incoming.headers)) if (value !== undefined) answerHeaders.set(name, String(value))
-        resolve(new Response(Buffer.concat(chunks), { status: incoming.statusCode!, headers: answerHeaders }))
-      })
-      incoming.on("error", reject)
-    })
+    const outgoing = request(
+      url,
+      { method: "POST", headers: { ...headers, "content-length": String(Buffer.byteLength(body)) } },
+      (incoming) => {
+        answered = true
+        const chunks: Array<Buffer> = []
+        incoming.on("data", (chunk: Buffer) => chunks.push(chunk))
+        incoming.on("end", () => {
+          outgoing.destroy()
+          const answerHeaders = new Headers()
+          for (const [name, value] of Object.entries(incoming.headers)) if (value !== undefined) answerHeaders.set(name, String(value))
+          resolve(new Response(Buffer.concat(chunks), { status: incoming.statusCode!, headers: answerHeaders }))
+        })
+        incoming.on("error", reject)
+      }
+    )
     outgoing.on("error", (error) => answered || reject(error))
     outgoing.flushHeaders()
     setTimeout(() => answered || outgoing.end(body), 5_000)

@@ -26,17 +26,56 @@ afterAll(async () => {
 
 /** Text a spreadsheet or our own cell typing could misread. */
 const TRICKY_TEXT = [
-  "-5", "+5", "5", "-1.5", "007", "1e5", "12345678901234567890", "true", "TRUE", "False", "null", "NaN", "Infinity", "-0",
-  "{\"a\":1}", "[1,2]", "{not json}", "\"hi\"", "\"", "\"\"", "'", "''", "'=2+5", "=2+5", "'-5", "''=x", "'''+1", "@SUM(A1)",
-  "=HYPERLINK(\"http://x\")", "\tlead", "\rcr", "line\nbreak", "crlf\r\nbreak", "a,b;c\td", "2024-05-01", "2024-05-01T10:00:00Z",
-  " spaced ", "é ü 😀 中文", "'abc", "ignore"
+  "-5",
+  "+5",
+  "5",
+  "-1.5",
+  "007",
+  "1e5",
+  "12345678901234567890",
+  "true",
+  "TRUE",
+  "False",
+  "null",
+  "NaN",
+  "Infinity",
+  "-0",
+  '{"a":1}',
+  "[1,2]",
+  "{not json}",
+  '"hi"',
+  '"',
+  '""',
+  "'",
+  "''",
+  "'=2+5",
+  "=2+5",
+  "'-5",
+  "''=x",
+  "'''+1",
+  "@SUM(A1)",
+  '=HYPERLINK("http://x")',
+  "\tlead",
+  "\rcr",
+  "line\nbreak",
+  "crlf\r\nbreak",
+  "a,b;c\td",
+  "2024-05-01",
+  "2024-05-01T10:00:00Z",
+  " spaced ",
+  "é ü 😀 中文",
+  "'abc",
+  "ignore"
 ]
 
 /** Strings Postgres can store in jsonb (no NUL). */
 const text = fc.oneof(
   { weight: 3, arbitrary: fc.constantFrom(...TRICKY_TEXT) },
   { weight: 2, arbitrary: fc.string({ unit: "grapheme", maxLength: 12 }) },
-  { weight: 1, arbitrary: fc.string({ unit: fc.constantFrom("=", "+", "-", "@", "'", "\"", "\t", "\r", "\n", ",", ";", "1", "e", " "), maxLength: 6 }) }
+  {
+    weight: 1,
+    arbitrary: fc.string({ unit: fc.constantFrom("=", "+", "-", "@", "'", '"', "\t", "\r", "\n", ",", ";", "1", "e", " "), maxLength: 6 })
+  }
 ).filter((value) => !value.includes("\u0000"))
 
 const number = fc.oneof(
@@ -50,16 +89,46 @@ const scalar = fc.oneof(text, number, fc.boolean())
 const value = fc.oneof(
   { weight: 4, arbitrary: scalar },
   { weight: 1, arbitrary: fc.array(fc.oneof(scalar, fc.constant(null)), { maxLength: 3 }) },
-  { weight: 1, arbitrary: fc.dictionary(text.filter((key) => key !== "__proto__"), fc.oneof(scalar, fc.constant(null), fc.array(scalar, { maxLength: 2 })), { maxKeys: 3 }) }
+  {
+    weight: 1,
+    arbitrary: fc.dictionary(
+      text.filter((key) => key !== "__proto__"),
+      fc.oneof(scalar, fc.constant(null), fc.array(scalar, { maxLength: 2 })),
+      { maxKeys: 3 }
+    )
+  }
 )
 
 const KEYS = [
-  "plan", "Email", "E-Mail Address", "subscribed", "Subscribed", "createdAt", "updatedAt", "a.b", "profile.tier", " padded ",
-  "=sum", "-minus", "+plus", "@at", "'=quoted", "\"quoted\"", "\tkey", "ignore", "中文", "emoji 😀"
+  "plan",
+  "Email",
+  "E-Mail Address",
+  "subscribed",
+  "Subscribed",
+  "createdAt",
+  "updatedAt",
+  "a.b",
+  "profile.tier",
+  " padded ",
+  "=sum",
+  "-minus",
+  "+plus",
+  "@at",
+  "'=quoted",
+  '"quoted"',
+  "\tkey",
+  "ignore",
+  "中文",
+  "emoji 😀"
 ]
 const key = fc.oneof(
   { weight: 3, arbitrary: fc.constantFrom(...KEYS) },
-  { weight: 1, arbitrary: fc.string({ unit: "grapheme", minLength: 1, maxLength: 10 }).filter((name) => !name.includes("\u0000") && name !== "__proto__") }
+  {
+    weight: 1,
+    arbitrary: fc.string({ unit: "grapheme", minLength: 1, maxLength: 10 }).filter((name) =>
+      !name.includes("\u0000") && name !== "__proto__"
+    )
+  }
 )
 
 /** Local parts of valid addresses that start as formulas do, or behind apostrophes. */

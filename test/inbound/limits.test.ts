@@ -23,7 +23,7 @@ describe("the inbound receiver's per-minute limits", () => {
 describe("a received message as recorded", () => {
   it("reads the sender, reply links (In-Reply-To first, then References newest first) and a text body as HTML", async () => {
     const message = await parseInbound(Buffer.from([
-      "From: \"Ada L.\" <Ada@Example.ORG>",
+      'From: "Ada L." <Ada@Example.ORG>',
       "To: support@acme.test",
       "Subject: Re: <b>news</b>",
       "Message-ID: <m3@example.org>",

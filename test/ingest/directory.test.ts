@@ -35,7 +35,10 @@ describe("contact id cache", () => {
     const renamedId = first.json.data.contact
     expect(await eventContact(first.json.data.event)).toBe(renamedId)
 
-    const renamed = await request(api1.url, "PATCH", `/contacts/${renamedId}`, { key: project.secretKey, body: { email: "new@example.com" } })
+    const renamed = await request(api1.url, "PATCH", `/contacts/${renamedId}`, {
+      key: project.secretKey,
+      body: { email: "new@example.com" }
+    })
     expect(renamed.status).toBe(200)
 
     await eventually(async () => {
@@ -59,7 +62,9 @@ describe("contact id cache", () => {
       const again = await track(api2, "gone@example.com")
       const stored = await eventContact(again.json.data.event)
       expect(stored).toBe(again.json.data.contact)
-      const [holder] = await stack.query<{ id: string }>("SELECT id FROM contacts WHERE project_id = $1 AND email = 'gone@example.com'", [project.id])
+      const [holder] = await stack.query<{ id: string }>("SELECT id FROM contacts WHERE project_id = $1 AND email = 'gone@example.com'", [
+        project.id
+      ])
       expect(holder?.id).toBe(again.json.data.contact)
     }, 5_000)
   })

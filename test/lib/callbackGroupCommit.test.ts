@@ -132,7 +132,8 @@ describe("makeCallbackGroupCommit", () => {
       batcher.submit([1], (error) => {
         calls++
         resolve({ error, ms: Date.now() - started })
-      }))
+      })
+    )
     expect(waited.error).toBe("timed out")
     expect(waited.ms).toBeGreaterThanOrEqual(300)
     expect(waited.ms).toBeLessThan(300 + 250 + 200)

@@ -31,8 +31,11 @@ describe("safeFetch", () => {
     const before = connections
     for (let n = 0; n < 5; n++) {
       const response = await safeFetch({
-        url: `http://receiver.test:${port}/hook`, method: "POST", headers: { "content-type": "application/json" },
-        body: JSON.stringify({ n }), allow: () => true
+        url: `http://receiver.test:${port}/hook`,
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ n }),
+        allow: () => true
       }, local)
       expect(response).toMatchObject({ _tag: "Response", status: 200, body: "ok" })
     }

@@ -18,7 +18,8 @@ withMailStack((ready) => {
   client = { url: ready.api.url, key: ready.project.secretKey }
 })
 
-const secret = (method: string, path: string, body?: unknown) => request(context.api.url, method, path, { key: context.project.secretKey, body })
+const secret = (method: string, path: string, body?: unknown) =>
+  request(context.api.url, method, path, { key: context.project.secretKey, body })
 const mailsTo = (address: string) => context.smtp.messages.filter((mail) => mail.envelopeTo.includes(address))
 const emailsTo = async (address: string) =>
   Number((await context.stack.query<{ n: string }>("SELECT count(*) AS n FROM emails WHERE to_email = $1", [address]))[0]!.n)
@@ -30,10 +31,12 @@ const loopBody = (times: number) => LOOP.replace("{{times}}", String(times))
 describe("/v1/send caps the rendered mail", () => {
   it("a subject rendering past 998 characters is 422 on `subject`, naming the limit; nothing is stored or sent", async () => {
     const base = { from: "hello@acme.test", body: "<p>hi</p>" }
-    for (const [to, subject, data] of [
-      ["loop@caps.test", "{% for i in (1..100) %}{{ word }}{% endfor %}", { word: "x".repeat(500) }],
-      ["exact@caps.test", "{{ word }}", { word: "y".repeat(999) }]
-    ] as const) {
+    for (
+      const [to, subject, data] of [
+        ["loop@caps.test", "{% for i in (1..100) %}{{ word }}{% endfor %}", { word: "x".repeat(500) }],
+        ["exact@caps.test", "{{ word }}", { word: "y".repeat(999) }]
+      ] as const
+    ) {
       const res = await secret("POST", "/v1/send", { ...base, to, subject, data })
       expect(res.status, JSON.stringify(res.json)).toBe(422)
       expect(res.json.error.code).toBe("VALIDATION_ERROR")
@@ -41,7 +44,12 @@ describe("/v1/send caps the rendered mail", () => {
       expect(await emailsTo(to)).toBe(0)
     }
     // 998 characters after rendering pass; line breaks from the data become spaces.
-    const ok = await secret("POST", "/v1/send", { ...base, to: "fits@caps.test", subject: "{{ word }}", data: { word: `${"z".repeat(500)}\r\n${"z".repeat(496)}` } })
+    const ok = await secret("POST", "/v1/send", {
+      ...base,
+      to: "fits@caps.test",
+      subject: "{{ word }}",
+      data: { word: `${"z".repeat(500)}\r\n${"z".repeat(496)}` }
+    })
     expect(ok.status, JSON.stringify(ok.json)).toBe(200)
     const [mail] = await eventually(async () => {
       const mails = mailsTo("fits@caps.test")
@@ -122,7 +130,9 @@ describe("campaigns cap each recipient's mail", () => {
     expect(mailsTo("wordy@caps.test")).toHaveLength(0)
     const failed = await context.stack.query<{ email: string; skipped: string; error: string }>(
       `SELECT c.email, r.skipped, r.error FROM campaign_recipients r JOIN contacts c ON c.id = r.contact_id
-       WHERE r.campaign_id = $1 AND r.skipped IS NOT NULL ORDER BY c.email`, [id])
+       WHERE r.campaign_id = $1 AND r.skipped IS NOT NULL ORDER BY c.email`,
+      [id]
+    )
     expect(failed).toEqual([
       { email: "bulky@caps.test", skipped: "failed", error: expect.stringContaining(`${MAX_HTML_BYTES} bytes`) },
       { email: "wordy@caps.test", skipped: "failed", error: expect.stringContaining("998 characters") }
@@ -147,7 +157,10 @@ describe("workflow SEND_EMAIL caps the mail", () => {
       steps: { send: { type: "SEND_EMAIL", config: { templateId: template.json.id } } }
     })
     const track = (email: string, title: string) =>
-      request(context.api.url, "POST", "/v1/track", { key: context.project.publicKey, body: { email, event: "caps_event", data: { title } } })
+      request(context.api.url, "POST", "/v1/track", {
+        key: context.project.publicKey,
+        body: { email, event: "caps_event", data: { title } }
+      })
     expect((await track("wf-long@caps.test", "L".repeat(2_000))).status).toBe(200)
     expect((await track("wf-short@caps.test", "short")).status).toBe(200)
     const executions = await eventually(async () => {
@@ -158,7 +171,10 @@ describe("workflow SEND_EMAIL caps the mail", () => {
     const failed = executions.find((execution) => execution.status === "FAILED")!
     expect(failed.error).toMatch(/^SEND_EMAIL step failed: The subject for wf-long@caps\.test renders to .*998 characters/)
     const detail = (await call(client, "GET", `/workflows/${workflowId}/executions/${failed.id}`)).json
-    expect(detail.steps.find((step: { stepType: string }) => step.stepType === "SEND_EMAIL")).toMatchObject({ status: "FAILED", error: expect.stringContaining("998") })
+    expect(detail.steps.find((step: { stepType: string }) => step.stepType === "SEND_EMAIL")).toMatchObject({
+      status: "FAILED",
+      error: expect.stringContaining("998")
+    })
     await eventually(async () => expect(mailsTo("wf-short@caps.test")).toHaveLength(1))
     expect(mailsTo("wf-long@caps.test")).toHaveLength(0)
     expect(await emailsTo("wf-long@caps.test")).toBe(0)

@@ -47,8 +47,11 @@ beforeAll(async () => {
   other = await stack.createProject("Other")
 
   const template = await secret("POST", "/templates", {
-    name: "Welcome", subject: "Welcome {{ name }}", from: "hello@never-verified.test", type: "TRANSACTIONAL",
-    body: "<html><body><h1>Hi {{ name }}</h1><p>Read <a href=\"https://example.com/guide?a=1&b=2\">the guide</a>.</p></body></html>"
+    name: "Welcome",
+    subject: "Welcome {{ name }}",
+    from: "hello@never-verified.test",
+    type: "TRANSACTIONAL",
+    body: '<html><body><h1>Hi {{ name }}</h1><p>Read <a href="https://example.com/guide?a=1&b=2">the guide</a>.</p></body></html>'
   })
   expect(template.status, template.text).toBe(201)
   templateId = template.json.id
@@ -57,12 +60,21 @@ beforeAll(async () => {
     expect(sent.status, sent.text).toBe(200)
     ids[name] = sent.json.data.emails[0].email
   }
-  const plain = await secret("POST", "/v1/send", { to: "dee@example.org", from: "ops@never-verified.test", subject: "Plain", body: "<p>Just text</p>" })
+  const plain = await secret("POST", "/v1/send", {
+    to: "dee@example.org",
+    from: "ops@never-verified.test",
+    subject: "Plain",
+    body: "<p>Just text</p>"
+  })
   expect(plain.status, plain.text).toBe(200)
   ids.dee = plain.json.data.emails[0].email
 
   const campaign = await secret("POST", "/campaigns", {
-    name: "Launch", subject: "Launch day", body: "<p>We launched</p>", from: "news@never-verified.test", audienceType: "ALL"
+    name: "Launch",
+    subject: "Launch day",
+    body: "<p>We launched</p>",
+    from: "news@never-verified.test",
+    audienceType: "ALL"
   })
   expect(campaign.status, campaign.text).toBe(201)
   campaignId = campaign.json.data.id
@@ -107,7 +119,11 @@ describe("GET /emails", () => {
     const times = all.map((email) => email.createdAt)
     expect([...times].sort().reverse()).toEqual(times)
     expect(all.find((email) => email.id === ids.ann)).toMatchObject({
-      to: "ann@example.org", from: "hello@never-verified.test", subject: "Welcome ann", templateId, status: "SENT"
+      to: "ann@example.org",
+      from: "hello@never-verified.test",
+      subject: "Welcome ann",
+      templateId,
+      status: "SENT"
     })
     expect(all.find((email) => email.id === ids.ann)).not.toHaveProperty("projectId")
   })
@@ -154,7 +170,7 @@ describe("GET /emails/:id and /emails/:id/raw", () => {
     // The preview: no pixel, the link where it leads.
     expect(email.previewHtml).not.toContain("/t/o/")
     expect(email.previewHtml).not.toContain("/t/c/")
-    expect(email.previewHtml).toContain("href=\"https://example.com/guide?a=1&amp;b=2\"")
+    expect(email.previewHtml).toContain('href="https://example.com/guide?a=1&amp;b=2"')
     expect(email.text).toContain("Hi ann")
     const header = (name: string) => email.headers.find((line: { name: string }) => line.name.toLowerCase() === name.toLowerCase())?.value
     expect(header("Subject")).toBe("Welcome ann")
@@ -188,7 +204,13 @@ describe("GET /emails/:id and /emails/:id/raw", () => {
     const detail = await secret("GET", `/emails/${row!.id}`)
     expect(detail.status, detail.text.slice(0, 300)).toBe(200)
     expect(detail.json).toMatchObject({ html: null, previewHtml: null, text: null, status: "FAILED" })
-    expect(detail.json.attachments).toEqual([{ filename: "big.bin", contentType: null, contentId: null, disposition: "attachment", size: 17 * 1024 * 1024 * 3 / 4 }])
+    expect(detail.json.attachments).toEqual([{
+      filename: "big.bin",
+      contentType: null,
+      contentId: null,
+      disposition: "attachment",
+      size: 17 * 1024 * 1024 * 3 / 4
+    }])
     const raw = await secret("GET", `/emails/${row!.id}/raw`)
     expect(raw.status).toBe(404)
     expect(raw.json.error.message).toContain("size caps")
@@ -196,13 +218,22 @@ describe("GET /emails/:id and /emails/:id/raw", () => {
 
   it("downloads a message with its attachment", async () => {
     const sent = await secret("POST", "/v1/send", {
-      to: "fay@example.org", from: "ops@never-verified.test", subject: "Report", body: "<p>Attached</p>",
+      to: "fay@example.org",
+      from: "ops@never-verified.test",
+      subject: "Report",
+      body: "<p>Attached</p>",
       attachments: [{ filename: "report.txt", content: Buffer.from("the report").toString("base64"), contentType: "text/plain" }]
     })
     const id = sent.json.data.emails[0].email
     await emailStatus({ api, project }, id, "SENT")
     const detail = (await secret("GET", `/emails/${id}`)).json
-    expect(detail.attachments).toEqual([{ filename: "report.txt", contentType: "text/plain", contentId: null, disposition: "attachment", size: 10 }])
+    expect(detail.attachments).toEqual([{
+      filename: "report.txt",
+      contentType: "text/plain",
+      contentId: null,
+      disposition: "attachment",
+      size: 10
+    }])
     expect(detail.headers.find((line: { name: string }) => line.name === "Content-Type").value).toMatch(/^multipart\/mixed/)
     const raw = await secret("GET", `/emails/${id}/raw`)
     expect(raw.text).toContain("filename=report.txt")
@@ -259,12 +290,14 @@ describe("with a relay (SMTP_URL)", () => {
     expect(config.json.delivery).toEqual({ mode: "smtp", verifiedDomainRequired: true })
     const key = (await mail.stack.createProject()).secretKey
     const template = await request(relayed.url, "POST", "/templates", {
-      key, body: { name: "W", subject: "S", body: "<p>B</p>", from: "hello@never-verified.test" }
+      key,
+      body: { name: "W", subject: "S", body: "<p>B</p>", from: "hello@never-verified.test" }
     })
     expect(template.status).toBe(403)
     expect(template.json.error.message).toContain("never-verified.test")
     const sent = await request(relayed.url, "POST", "/v1/send", {
-      key, body: { to: "a@example.org", from: "hello@never-verified.test", subject: "S", body: "<p>B</p>" }
+      key,
+      body: { to: "a@example.org", from: "hello@never-verified.test", subject: "S", body: "<p>B</p>" }
     })
     expect(sent.status).toBe(403)
   })

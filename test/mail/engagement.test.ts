@@ -59,7 +59,7 @@ describe("open and click tracking", () => {
       condition: { logic: "AND", groups: [{ filters: [{ field: "email.opened", operator: "triggered" }] }] }
     })
     expect(openers.status).toBe(201)
-    const { emailId, contactId, html } = await sendTo("reader@example.org", "<a href=\"https://shop.example.org/item?id=7&amp;x=1\">Item</a>")
+    const { emailId, contactId, html } = await sendTo("reader@example.org", '<a href="https://shop.example.org/item?id=7&amp;x=1">Item</a>')
     await emailStatus(context, emailId, "SENT")
     const pixel = html.match(/src="([^"]+\.gif)"/)![1]!
     const opened = await fetch(pixel)
@@ -92,7 +92,7 @@ describe("open and click tracking", () => {
   })
 
   it("collapses repeated opens of one email, across api processes: one email.open per hour", async () => {
-    const { emailId, contactId, html } = await sendTo("prefetch@example.org", "<a href=\"https://shop.example.org/\">Shop</a>")
+    const { emailId, contactId, html } = await sendTo("prefetch@example.org", '<a href="https://shop.example.org/">Shop</a>')
     const pixel = new URL(html.match(/src="([^"]+\.gif)"/)![1]!)
     const click = hrefs(html).find((href) => href.includes("/t/c/"))!
     const second = await context.stack.start("api", { PORT: "0" })
@@ -121,7 +121,7 @@ describe("open and click tracking", () => {
   })
 
   it("refuses a tampered click URL and records nothing", async () => {
-    const { emailId, contactId, html } = await sendTo("tamper@example.org", "<a href=\"https://good.example.org/\">Go</a>")
+    const { emailId, contactId, html } = await sendTo("tamper@example.org", '<a href="https://good.example.org/">Go</a>')
     const click = new URL(hrefs(html).find((href) => href.includes("/t/c/"))!)
     click.searchParams.set("u", "https://evil.example.org/")
     const res = await fetch(click, { redirect: "manual" })
@@ -137,8 +137,8 @@ describe("open and click tracking", () => {
     await context.stack.cli("project", "settings", "--id", context.project.id, "--tracking", "off")
     // Settings are cached for up to 5 s per process.
     await new Promise((resolve) => setTimeout(resolve, 5_500))
-    const { html } = await sendTo("untracked@example.org", "<a href=\"https://plain.example.org/\">Go</a>")
-    expect(html).toContain("href=\"https://plain.example.org/\"")
+    const { html } = await sendTo("untracked@example.org", '<a href="https://plain.example.org/">Go</a>')
+    expect(html).toContain('href="https://plain.example.org/"')
     expect(html).not.toContain("/t/o/")
     await context.stack.cli("project", "settings", "--id", context.project.id, "--tracking", "on")
   })
@@ -147,13 +147,13 @@ describe("open and click tracking", () => {
 describe("subscription pages", () => {
   it("unsubscribes with RFC 8058 one-click; a GET only asks; manage and subscribe work", async () => {
     await secret("POST", "/contacts", { email: "oneclick@example.org", subscribed: true })
-    const { contactId, mail } = await sendTo("oneclick@example.org", "<p>Hi</p><a href=\"{{ unsubscribeUrl }}\">Unsubscribe</a>")
+    const { contactId, mail } = await sendTo("oneclick@example.org", '<p>Hi</p><a href="{{ unsubscribeUrl }}">Unsubscribe</a>')
     const header = mail.parsed.headerLines.find((line) => line.key === "list-unsubscribe")!.line
     const url = header.match(/<([^>]+)>/)![1]!
 
     const page = await fetch(url)
     expect(page.status).toBe(200)
-    expect(await page.text()).toContain("<form method=\"post\"")
+    expect(await page.text()).toContain('<form method="post"')
     expect((await secret("GET", `/contacts/${contactId}`)).json.subscribed).toBe(true)
 
     const oneClick = await fetch(url, {
@@ -290,7 +290,9 @@ describe("delivery notifications", () => {
     expect((await postSes(sesNotification(email.messageId, { MessageId: "scoped-1" }))).json.data.outcome).toBe("applied")
     await emailStatus(context, sent.emailId, "COMPLAINED")
     expect((await secret("GET", `/contacts/${sent.contactId}`)).json.subscribed).toBe(false)
-    const suppressed = await context.stack.query<{ project_id: string }>("SELECT project_id FROM suppressions WHERE email = 'shared@example.org'")
+    const suppressed = await context.stack.query<{ project_id: string }>(
+      "SELECT project_id FROM suppressions WHERE email = 'shared@example.org'"
+    )
     expect(suppressed.map((row) => row.project_id)).toEqual([context.project.id])
     const untouched = await request(context.api.url, "GET", `/contacts/${theirs.json.id}`, { key: other.secretKey })
     expect(untouched.json.subscribed).toBe(true)

@@ -42,9 +42,11 @@ afterAll(async () => {
   await mail?.stop()
 })
 
-const secret = (method: string, path: string, body?: unknown) => request(context.api.url, method, path, { key: context.project.secretKey, body })
+const secret = (method: string, path: string, body?: unknown) =>
+  request(context.api.url, method, path, { key: context.project.secretKey, body })
 
-const transport = () => nodemailer.createTransport({ host: "127.0.0.1", port: inboundPort, secure: false, ignoreTLS: true, name: "client.sender.test" })
+const transport = () =>
+  nodemailer.createTransport({ host: "127.0.0.1", port: inboundPort, secure: false, ignoreTLS: true, name: "client.sender.test" })
 
 const contactByEmail = async (email: string) => {
   const found = await secret("GET", `/contacts?search=${encodeURIComponent(email)}`)
@@ -53,7 +55,9 @@ const contactByEmail = async (email: string) => {
 
 const receivedEvents = async (contactId: string) => {
   const res = await secret("GET", `/events/contact/${contactId}`)
-  return ((res.json.data ?? res.json) as Array<{ name: string; data: Record<string, any> }>).filter((event) => event.name === "email.received")
+  return ((res.json.data ?? res.json) as Array<{ name: string; data: Record<string, any> }>).filter((event) =>
+    event.name === "email.received"
+  )
 }
 
 const inboundEmails = async () => (await secret("GET", "/emails?direction=inbound")).json.data as Array<Record<string, any>>
@@ -97,19 +101,35 @@ describe("inbound SMTP", () => {
     await settled(client, workflowId, "EXITED")
 
     const [email] = (await inboundEmails()).filter((row) => row.id === event!.data.emailId)
-    expect(email).toMatchObject({ direction: "inbound", status: "RECEIVED", from: "ada@writer.test", to: "support@acme.test", subject: "Help with my order" })
+    expect(email).toMatchObject({
+      direction: "inbound",
+      status: "RECEIVED",
+      from: "ada@writer.test",
+      to: "support@acme.test",
+      subject: "Help with my order"
+    })
     const detail = await secret("GET", `/emails/${email!.id}`)
     expect(detail.json.timeline.map((step: { step: string }) => step.step)).toEqual(["RECEIVED"])
     expect(detail.json.text).toContain("Where is my parcel?")
     expect(detail.json.headers).toContainEqual({ name: "Subject", value: "Help with my order" })
-    const raw = await fetch(`${context.api.url}/emails/${email!.id}/raw`, { headers: { authorization: `Bearer ${context.project.secretKey}` } })
+    const raw = await fetch(`${context.api.url}/emails/${email!.id}/raw`, {
+      headers: { authorization: `Bearer ${context.project.secretKey}` }
+    })
     expect(await raw.text()).toContain("Message-ID: <first-message@writer.test>")
     expect((await secret("GET", "/emails?direction=sideways")).status).toBe(422)
     // Sent-mail filters leave it out.
-    expect(((await secret("GET", "/emails?direction=outbound")).json.data as Array<{ id: string }>).map((row) => row.id)).not.toContain(email!.id)
+    expect(((await secret("GET", "/emails?direction=outbound")).json.data as Array<{ id: string }>).map((row) => row.id)).not.toContain(
+      email!.id
+    )
 
     // The same message delivered again (a sender retrying after a lost 250) is recorded once.
-    await transport().sendMail({ from: "ada@writer.test", to: "support@acme.test", subject: "Help with my order", text: "again", messageId: "<first-message@writer.test>" })
+    await transport().sendMail({
+      from: "ada@writer.test",
+      to: "support@acme.test",
+      subject: "Help with my order",
+      text: "again",
+      messageId: "<first-message@writer.test>"
+    })
     await new Promise((resolve) => setTimeout(resolve, 500))
     expect(await receivedEvents(contact.id)).toHaveLength(1)
 
@@ -124,14 +144,22 @@ describe("inbound SMTP", () => {
     expect(error?.code).toBe("EENVELOPE")
     expect(error?.responseCode).toBe(550)
     // A mix: only the verified domain's recipient is accepted.
-    const info = await transport().sendMail({ from: "x@writer.test", to: ["a@acme.test", "b@elsewhere.test"], subject: "mixed", text: "hi" })
+    const info = await transport().sendMail({
+      from: "x@writer.test",
+      to: ["a@acme.test", "b@elsewhere.test"],
+      subject: "mixed",
+      text: "hi"
+    })
     expect(info.accepted).toEqual(["a@acme.test"])
     expect(info.rejected).toEqual(["b@elsewhere.test"])
   })
 
   it("refuses a message over INBOUND_MAX_BYTES (552)", async () => {
     const error = await transport().sendMail({
-      from: "big@writer.test", to: "support@acme.test", subject: "huge", text: "x".repeat(MAX_BYTES * 2)
+      from: "big@writer.test",
+      to: "support@acme.test",
+      subject: "huge",
+      text: "x".repeat(MAX_BYTES * 2)
     }).then(() => undefined, (failure: { responseCode?: number }) => failure)
     expect(error?.responseCode).toBe(552)
     expect(await contactByEmail("big@writer.test")).toBeUndefined()
@@ -144,10 +172,20 @@ describe("inbound SMTP", () => {
     context.dns.addTxt("signed.test", "v=spf1 ip4:127.0.0.1 ip6:::1 -all")
     context.dns.addTxt("_dmarc.signed.test", "v=DMARC1; p=reject")
     const signed = nodemailer.createTransport({
-      host: "127.0.0.1", port: inboundPort, secure: false, ignoreTLS: true, name: "mx.signed.test",
+      host: "127.0.0.1",
+      port: inboundPort,
+      secure: false,
+      ignoreTLS: true,
+      name: "mx.signed.test",
       dkim: { domainName: "signed.test", keySelector: "mail", privateKey: privateKey.export({ type: "pkcs8", format: "pem" }).toString() }
     })
-    await signed.sendMail({ from: "grace@signed.test", to: "support@acme.test", subject: "Signed", text: "authentic", envelope: { from: "grace@signed.test", to: "support@acme.test" } })
+    await signed.sendMail({
+      from: "grace@signed.test",
+      to: "support@acme.test",
+      subject: "Signed",
+      text: "authentic",
+      envelope: { from: "grace@signed.test", to: "support@acme.test" }
+    })
     const email = await eventually(async () => {
       const found = (await inboundEmails()).find((row) => row.from === "grace@signed.test")
       expect(found).toBeDefined()
@@ -159,7 +197,10 @@ describe("inbound SMTP", () => {
     // Tampered in transit (the body changed after signing): DKIM fails, and so does DMARC's alignment through it.
     const tampered = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: "windows" })
     const built = await tampered.sendMail({
-      from: "grace@signed.test", to: "support@acme.test", subject: "Tampered", text: "original",
+      from: "grace@signed.test",
+      to: "support@acme.test",
+      subject: "Tampered",
+      text: "original",
       dkim: { domainName: "signed.test", keySelector: "mail", privateKey: privateKey.export({ type: "pkcs8", format: "pem" }).toString() }
     })
     const raw = (built.message as Buffer).toString().replace("original", "changed!")
@@ -176,7 +217,12 @@ describe("inbound SMTP", () => {
   })
 
   it("links a reply to the email it answers (In-Reply-To)", async () => {
-    const sent = await secret("POST", "/v1/send", { to: "linus@reader.test", from: "hello@acme.test", subject: "Our news", body: "<p>Hi</p>" })
+    const sent = await secret("POST", "/v1/send", {
+      to: "linus@reader.test",
+      from: "hello@acme.test",
+      subject: "Our news",
+      body: "<p>Hi</p>"
+    })
     expect(sent.status, sent.text).toBe(200)
     const emailId: string = sent.json.data.emails[0].email
     const original = await eventually(async () => {
@@ -217,7 +263,12 @@ describe("inbound SMTP", () => {
 })
 
 /** An SES receipt notification (AWS: "Amazon SES email receiving notification contents"), SNS action. */
-const sesReceipt = (raw: string, recipients: Array<string>, snsId: string, action: Record<string, string> = { type: "SNS", topicArn: SES_TOPIC, encoding: "BASE64" }) =>
+const sesReceipt = (
+  raw: string,
+  recipients: Array<string>,
+  snsId: string,
+  action: Record<string, string> = { type: "SNS", topicArn: SES_TOPIC, encoding: "BASE64" }
+) =>
   signedSns({
     Type: "Notification",
     MessageId: snsId,
@@ -241,7 +292,10 @@ const sesReceipt = (raw: string, recipients: Array<string>, snsId: string, actio
         messageId: "ses-internal-1",
         destination: recipients,
         headersTruncated: false,
-        headers: raw.split("\r\n\r\n")[0]!.split("\r\n").map((line) => ({ name: line.slice(0, line.indexOf(":")), value: line.slice(line.indexOf(":") + 2) })),
+        headers: raw.split("\r\n\r\n")[0]!.split("\r\n").map((line) => ({
+          name: line.slice(0, line.indexOf(":")),
+          value: line.slice(line.indexOf(":") + 2)
+        })),
         commonHeaders: { from: ["carol@ses-sender.test"], to: recipients, subject: "Via SES" }
       },
       ...(action.type === "SNS" ? { content: Buffer.from(raw).toString("base64") } : {})
@@ -261,7 +315,10 @@ describe("SES inbound through the SNS webhook", () => {
       ""
     ].join("\r\n")
     const post = (message: Record<string, string>) =>
-      request(context.api.url, "POST", "/webhooks/ses", { rawBody: JSON.stringify(message), headers: { "content-type": "text/plain; charset=UTF-8" } })
+      request(context.api.url, "POST", "/webhooks/ses", {
+        rawBody: JSON.stringify(message),
+        headers: { "content-type": "text/plain; charset=UTF-8" }
+      })
 
     const forged = sesReceipt(raw, ["sales@acme.test"], "sns-forged")
     forged.Message = forged.Message!.replace("Via SES", "Forged")
@@ -285,13 +342,16 @@ describe("SES inbound through the SNS webhook", () => {
       return found
     })
     expect(events[0]!.data).toMatchObject({
-      subject: "Via SES", to: ["sales@acme.test"], via: "ses",
+      subject: "Via SES",
+      to: ["sales@acme.test"],
+      via: "ses",
       authentication: { spf: "pass", dkim: "gray", dmarc: "pass" }
     })
   })
 
   it("records an S3-action notification from its headers (the body stays in the bucket)", async () => {
-    const raw = "From: dave@ses-sender.test\r\nTo: sales@acme.test\r\nSubject: Stored in S3\r\nMessage-ID: <s3-1@ses-sender.test>\r\n\r\nbody\r\n"
+    const raw =
+      "From: dave@ses-sender.test\r\nTo: sales@acme.test\r\nSubject: Stored in S3\r\nMessage-ID: <s3-1@ses-sender.test>\r\n\r\nbody\r\n"
     const res = await request(context.api.url, "POST", "/webhooks/ses", {
       rawBody: JSON.stringify(sesReceipt(raw, ["sales@acme.test"], "sns-s3-1", { type: "S3", bucketName: "mail", objectKey: "k1" })),
       headers: { "content-type": "text/plain; charset=UTF-8" }

@@ -26,7 +26,7 @@ const mailedContact = async (email: string, locale?: string) => {
     to: email,
     from: "hello@acme.test",
     subject: "Locale {{ locale }}",
-    body: "<p id=\"locale\">{{ locale }}</p><a href=\"{{ unsubscribeUrl }}\">u</a> <a href=\"{{ manageUrl }}\">m</a>"
+    body: '<p id="locale">{{ locale }}</p><a href="{{ unsubscribeUrl }}">u</a> <a href="{{ manageUrl }}">m</a>'
   })
   expect(sent.status, sent.text).toBe(200)
   const emailId: string = sent.json.data.emails[0].email
@@ -70,7 +70,7 @@ describe("subscription pages follow the contact's locale", () => {
     expect(ask.lang).toBe("de")
     expect(ask.title).toBe("Abmelden")
     expect(ask.text).toContain("<p>Keine Marketing-E-Mails mehr an <strong>anna@example.de</strong> erhalten?</p>")
-    expect(ask.text).toContain("<button type=\"submit\">Abmelden</button>")
+    expect(ask.text).toContain('<button type="submit">Abmelden</button>')
 
     const manage = await page(links.manageUrl)
     expect(manage.lang).toBe("de")
@@ -85,7 +85,7 @@ describe("subscription pages follow the contact's locale", () => {
 
     const after = await page(links.manageUrl)
     expect(after.text).toContain("ist derzeit abgemeldet.")
-    expect(after.text).toContain("<button type=\"submit\">Anmelden</button>")
+    expect(after.text).toContain('<button type="submit">Anmelden</button>')
     expect((await page(links.subscribeUrl)).text).toContain("<p>E-Mails an <strong>anna@example.de</strong> erhalten?</p>")
     const resubscribed = await page(links.subscribeUrl, "POST")
     expect(resubscribed.title).toBe("Sie sind angemeldet")
@@ -102,7 +102,7 @@ describe("subscription pages follow the contact's locale", () => {
     expect(manage.lang).toBe("fr")
     expect(manage.title).toBe("Préférences e-mail")
     expect(manage.text).toContain("L’adresse <strong>jeanne@example.fr</strong> est actuellement abonnée.")
-    expect(manage.text).toContain("<button type=\"submit\">Se désabonner</button>")
+    expect(manage.text).toContain('<button type="submit">Se désabonner</button>')
 
     const done = await page(links.unsubscribeUrl, "POST")
     expect(done.title).toBe("Désabonnement confirmé")
@@ -136,7 +136,11 @@ describe("{{ locale }} in templates", () => {
 
   it("renders in the template preview, for a contact of the project and for the sample contact", async () => {
     const created = await secret("POST", "/contacts", { email: "joao@example.pt", data: { locale: "pt-PT" } })
-    const forContact = await secret("POST", "/templates/preview", { subject: "{{ locale }}", body: "<p>{{ locale }}</p>", contactId: created.json.id })
+    const forContact = await secret("POST", "/templates/preview", {
+      subject: "{{ locale }}",
+      body: "<p>{{ locale }}</p>",
+      contactId: created.json.id
+    })
     expect(forContact.status, forContact.text).toBe(200)
     expect(forContact.json).toMatchObject({ subject: "pt-PT", html: "<p>pt-PT</p>" })
     const sample = await secret("POST", "/templates/preview", { subject: "{{ locale }}", body: "<p>{{ locale }}</p>" })

@@ -15,7 +15,8 @@ import { buildWorkflow, settled } from "../workflows/support.ts"
 let context: MailContext
 withMailStack((ready) => (context = ready))
 
-const secret = (method: string, path: string, body?: unknown) => request(context.api.url, method, path, { key: context.project.secretKey, body })
+const secret = (method: string, path: string, body?: unknown) =>
+  request(context.api.url, method, path, { key: context.project.secretKey, body })
 const send = (body: Record<string, unknown>) => secret("POST", "/v1/send", { from: "hello@acme.test", ...body })
 
 const mailsTo = (address: string) => context.smtp.messages.filter((mail) => mail.envelopeTo.includes(address))
@@ -27,14 +28,22 @@ const mailOf = (emailId: string) =>
   })
 /** Every value of a header, as received (its lines unfolded). */
 const headerValues = (mail: ReceivedMail, name: string) =>
-  mail.parsed.headerLines.filter((line) => line.key === name.toLowerCase()).map((line) => line.line.slice(line.line.indexOf(":") + 1).replace(/\r?\n\s+/g, " ").trim())
+  mail.parsed.headerLines.filter((line) => line.key === name.toLowerCase()).map((line) =>
+    line.line.slice(line.line.indexOf(":") + 1).replace(/\r?\n\s+/g, " ").trim()
+  )
 const header = (mail: ReceivedMail, name: string) => headerValues(mail, name)[0]
 const unsubscribeUrlOf = (mail: ReceivedMail) => header(mail, "List-Unsubscribe")!.match(/<([^>]+)>/)![1]!
 const oneClick = (url: string) =>
   fetch(url, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: "List-Unsubscribe=One-Click" })
 
 const template = async (type: string, body = "<p>Our spring offers, {{ email }}</p>") => {
-  const created = await secret("POST", "/templates", { name: `${type} ${Math.random()}`, subject: "Offers", body, from: "news@acme.test", type })
+  const created = await secret("POST", "/templates", {
+    name: `${type} ${Math.random()}`,
+    subject: "Offers",
+    body,
+    from: "news@acme.test",
+    type
+  })
   expect(created.status, JSON.stringify(created.json)).toBe(201)
   return created.json.id as string
 }
@@ -48,7 +57,7 @@ const subscribedOf = async (contactId: string) => (await secret("GET", `/contact
 const byTag = (tag: string) => ({ logic: "AND", groups: [{ filters: [{ field: "data.tag", operator: "equals", value: tag }] }] })
 const CAMPAIGN_CONTENT = {
   subject: "Spring news",
-  body: "<p>News for {{ email }}</p><p><a href=\"{{ unsubscribeUrl }}\">Unsubscribe</a></p>",
+  body: '<p>News for {{ email }}</p><p><a href="{{ unsubscribeUrl }}">Unsubscribe</a></p>',
   from: "news@acme.test"
 }
 /** A DRAFT campaign to the contacts tagged `tag`; its id. */
@@ -106,7 +115,12 @@ describe("marketing content and opted-out contacts (item 1)", () => {
     // template, a HEADLESS one, or no template at all.
     const optedIn = await send({ to: "newcomer@example.org", template: marketing, subscribed: true })
     expect(optedIn.status, JSON.stringify(optedIn.json)).toBe(200)
-    for (const body of [{ template: await template("TRANSACTIONAL") }, { template: await template("HEADLESS") }, { subject: "Receipt", body: "<p>Paid</p>" }]) {
+    for (
+      const body of [{ template: await template("TRANSACTIONAL") }, { template: await template("HEADLESS") }, {
+        subject: "Receipt",
+        body: "<p>Paid</p>"
+      }]
+    ) {
       const sent = await send({ to: "optedout@example.org", ...body })
       expect(sent.status, JSON.stringify(sent.json)).toBe(200)
       await emailStatus(context, sent.json.data.emails[0].email, "SENT")
@@ -132,7 +146,8 @@ describe("marketing content and opted-out contacts (item 1)", () => {
     const receiptId = receipt.json.data.emails[0].email
     await backInQueue(offerId)
     await backInQueue(receiptId)
-    for (const id of [offerContact, receiptContact]) expect((await secret("PATCH", `/contacts/${id}`, { subscribed: false })).status).toBe(200)
+    for (const id of [offerContact, receiptContact])
+      expect((await secret("PATCH", `/contacts/${id}`, { subscribed: false })).status).toBe(200)
 
     expect((await emailStatus(context, offerId, "SUPPRESSED")).error).toMatch(/unsubscribed/)
     await emailStatus(context, receiptId, "SENT")
@@ -150,7 +165,9 @@ describe("marketing content and opted-out contacts (item 1)", () => {
     await secret("POST", `/campaigns/${campaignId}/send`, {})
     const leavingEmail = await eventually(async () => {
       const rows = await context.stack.query<{ id: string; status: string; attempts: number }>(
-        "SELECT id, status, attempts FROM emails WHERE campaign_id = $1 AND contact_id = $2", [campaignId, leaving])
+        "SELECT id, status, attempts FROM emails WHERE campaign_id = $1 AND contact_id = $2",
+        [campaignId, leaving]
+      )
       expect(rows[0]).toMatchObject({ status: "PENDING", attempts: 1 })
       return rows[0]!.id
     })
@@ -167,8 +184,7 @@ describe("marketing content and opted-out contacts (item 1)", () => {
 
 describe("bulk-mail headers (item 2)", () => {
   const BULK = { precedence: "bulk", "auto-submitted": "auto-generated", "x-auto-response-suppress": "OOF, AutoReply" }
-  const bulkOf = (mail: ReceivedMail) =>
-    Object.fromEntries(Object.keys(BULK).map((name) => [name, header(mail, name)]))
+  const bulkOf = (mail: ReceivedMail) => Object.fromEntries(Object.keys(BULK).map((name) => [name, header(mail, name)]))
 
   // Mirrors EmailHeaderService.test.ts › "gives a marketing campaign the full set (unsubscribe + suppression)", "adds the
   // bulk suppression headers to a transactional campaign, but no List-Unsubscribe", "still gets the full set — marketing
@@ -219,10 +235,10 @@ describe("the text/plain alternative (item 3)", () => {
   // blocks separated, layout tables flattened, images dropped, headings not upper-cased).
   it("every message carries a text part made from its HTML, before the HTML; none when the HTML has no text", async () => {
     const html = "<h1>Your invoice is ready</h1>" +
-      "<p>First paragraph</p><p>Please <a href=\"https://shop.example.org/reset\">reset your password</a>.</p>" +
+      '<p>First paragraph</p><p>Please <a href="https://shop.example.org/reset">reset your password</a>.</p>' +
       "<table><tr><td>Hello</td></tr><tr><td>World</td></tr></table>" +
-      "<p><a href=\"https://shop.example.org\">https://shop.example.org</a></p>" +
-      "<img src=\"https://cdn.example.org/banner.png\" alt=\"Banner\">"
+      '<p><a href="https://shop.example.org">https://shop.example.org</a></p>' +
+      '<img src="https://cdn.example.org/banner.png" alt="Banner">'
     const sent = await send({ to: "text@example.org", subject: "Invoice", body: html })
     const mail = await mailOf(sent.json.data.emails[0].email)
     const text = mail.parsed.text!
@@ -248,7 +264,11 @@ describe("the text/plain alternative (item 3)", () => {
     expect(attachedMail.parsed.text?.trim()).toBe("See the file")
     expect(attachedMail.raw).toMatch(/multipart\/alternative[\s\S]*text\/plain[\s\S]*text\/html[\s\S]*a\.txt/)
 
-    const imageOnly = await send({ to: "text@example.org", subject: "Picture", body: "<html><body><img src=\"https://cdn.example.org/p.png\"></body></html>" })
+    const imageOnly = await send({
+      to: "text@example.org",
+      subject: "Picture",
+      body: '<html><body><img src="https://cdn.example.org/p.png"></body></html>'
+    })
     const imageMail = await mailOf(imageOnly.json.data.emails[0].email)
     expect(imageMail.raw).not.toContain("text/plain")
     expect(imageMail.raw).toContain("text/html")
@@ -280,7 +300,10 @@ describe("transient bounces (item 4)", () => {
       return found
     })
     expect(bounceEvents[0].data).toMatchObject({ bounceType: "Transient", campaignId })
-    const softEmail = (await context.stack.query<{ id: string }>("SELECT id FROM emails WHERE campaign_id = $1 AND contact_id = $2", [campaignId, soft]))[0]!.id
+    const softEmail =
+      (await context.stack.query<{ id: string }>("SELECT id FROM emails WHERE campaign_id = $1 AND contact_id = $2", [campaignId, soft]))[
+        0
+      ]!.id
     expect((await secret("GET", `/emails/${softEmail}`)).json).toMatchObject({ status: "SENT", bouncedAt: null })
     expect(await subscribedOf(soft)).toBe(true)
     expect((await secret("GET", `/campaigns/${campaignId}`)).json.bouncedCount).toBe(0)
@@ -296,7 +319,7 @@ describe("transient bounces (item 4)", () => {
 })
 
 describe("a sender's own List-Unsubscribe on /v1/send (item 5)", () => {
-  const linkingBody = "<p>Hi</p><a href=\"{{ unsubscribeUrl }}\">Unsubscribe</a>"
+  const linkingBody = '<p>Hi</p><a href="{{ unsubscribeUrl }}">Unsubscribe</a>'
   const received = async (headers: Record<string, string>) => {
     const sent = await send({ to: "byo@example.org", subject: "Yours", body: linkingBody, headers })
     expect(sent.status, JSON.stringify(sent.json)).toBe(200)
@@ -332,7 +355,12 @@ describe("a sender's own List-Unsubscribe on /v1/send (item 5)", () => {
     expect(headerValues(postOnly, "List-Unsubscribe-Post")).toEqual([])
 
     // The header rules that remain: no CR/LF, at most 998 characters.
-    const injected = await send({ to: "byo@example.org", subject: "x", body: "<p>x</p>", headers: { "List-Unsubscribe": "<https://a.test>\r\nBcc: x@evil.test" } })
+    const injected = await send({
+      to: "byo@example.org",
+      subject: "x",
+      body: "<p>x</p>",
+      headers: { "List-Unsubscribe": "<https://a.test>\r\nBcc: x@evil.test" }
+    })
     expect(injected.status).toBe(422)
     expect(injected.json.error.errors[0]).toMatchObject({ field: "headers.List-Unsubscribe", code: "header_injection" })
   })
@@ -342,7 +370,7 @@ describe("a deleted contact's unsubscribe link (item 6)", () => {
   // Mirrors Unsubscribe.test.ts › "reports success for an unknown contact id rather than 404 or 500".
   it("answers success: nothing to unsubscribe is no error to the recipient; a forged one is still refused", async () => {
     const contactId = await contact("deleted@example.org", true)
-    const sent = await send({ to: "deleted@example.org", subject: "News", body: "<p>Hi</p><a href=\"{{ unsubscribeUrl }}\">Unsubscribe</a>" })
+    const sent = await send({ to: "deleted@example.org", subject: "News", body: '<p>Hi</p><a href="{{ unsubscribeUrl }}">Unsubscribe</a>' })
     const url = unsubscribeUrlOf(await mailOf(sent.json.data.emails[0].email))
     expect((await secret("DELETE", `/contacts/${contactId}`)).status).toBe(204)
     expect((await secret("GET", `/contacts/${contactId}`)).status).toBe(404)
@@ -365,8 +393,13 @@ describe("a campaign's opt-outs (item 7)", () => {
   // suppression from a complaint", "does not count an unsubscribe from another campaign" and "reports the rate against
   // sent mail"; Unsubscribe.test.ts › "is idempotent — a provider retry still succeeds and fires no second event".
   it("unsubscribedCount counts unsubscribes through the campaign's links, once each, not bounces, complaints or other ways out", async () => {
-    const ids = Object.fromEntries(await Promise.all(["oneclick", "page", "patched", "bounced", "complained"].map(async (name) =>
-      [name, await contact(`optout-${name}@example.org`, true, { tag: "optouts" })] as const)))
+    const ids = Object.fromEntries(
+      await Promise.all(
+        ["oneclick", "page", "patched", "bounced", "complained"].map(async (name) =>
+          [name, await contact(`optout-${name}@example.org`, true, { tag: "optouts" })] as const
+        )
+      )
+    )
     const campaignId = await sendCampaign("optouts")
     const mailOfContact = (name: string) => campaignMailTo(`optout-${name}@example.org`, name)
     const count = async () => (await secret("GET", `/campaigns/${campaignId}`)).json.unsubscribedCount
@@ -393,7 +426,12 @@ describe("a campaign's opt-outs (item 7)", () => {
     // (once subscribed again) is not an opt-out of this campaign's either.
     for (const [name, type] of [["bounced", "bounced"], ["complained", "complained"]] as const) {
       const mail = await mailOfContact(name)
-      const notified = await secret("POST", "/webhooks/generic", { id: `optout-${name}`, type, messageId: mail.parsed.messageId, ...(type === "bounced" ? { bounceType: "hard" } : {}) })
+      const notified = await secret("POST", "/webhooks/generic", {
+        id: `optout-${name}`,
+        type,
+        messageId: mail.parsed.messageId,
+        ...(type === "bounced" ? { bounceType: "hard" } : {})
+      })
       expect(notified.json.data.applied).toBe(1)
       await eventually(async () => expect(await subscribedOf(ids[name]!)).toBe(false))
       await secret("PATCH", `/contacts/${ids[name]}`, { subscribed: true })

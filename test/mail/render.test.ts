@@ -16,7 +16,7 @@ const text = (source: string) => renderer.render(source, "text", variables)
 
 describe("rendering", () => {
   it("reads contact data, send data, nested keys and keys with spaces", async () => {
-    expect(await html("{{ first name }} {{ data[\"first name\"] }} {{ profile.tier }} {{ code }} {{ email }} {{ id }}"))
+    expect(await html('{{ first name }} {{ data["first name"] }} {{ profile.tier }} {{ code }} {{ email }} {{ id }}'))
       .toBe("Ann Ann gold X-1 ann@example.org c1")
     expect(await html("{{ unsubscribeUrl }} {{ manageUrl }}")).toBe("https://u https://m")
   })
@@ -24,15 +24,15 @@ describe("rendering", () => {
   it("falls back with ?? only for missing or null values", async () => {
     expect(await text("{{ missing ?? \"friend\" }}|{{ nothing ?? 'n' }}|{{ empty ?? 'e' }}|{{ first name ?? 'x' }}"))
       .toBe("friend|n||Ann")
-    expect(await text("{{ missing ?? \"a | b\" | upcase }}")).toBe("A | B")
-    expect(toLiquid("{{ a ?? \"x\" }}")).toBe("{{ a  | __fallback: \"x\" }}")
+    expect(await text('{{ missing ?? "a | b" | upcase }}')).toBe("A | B")
+    expect(toLiquid('{{ a ?? "x" }}')).toBe('{{ a  | __fallback: "x" }}')
   })
 
   it("reads an unquoted fallback as literal words, as the reference platform does (never a variable)", async () => {
     expect(await text("{{ missing ?? there }}|{{ missing ?? Dear customer }}|{{ missing ?? code }}|{{ code ?? other }}"))
       .toBe("there|Dear customer|code|X-1")
     // Of several fallbacks the first applies; filters apply to the value with its fallback.
-    expect(await text("{{ missing ?? first ?? second }}|{{ missing ?? shout | upcase }}|{{ missing ?? it's }}|{{ missing ?? \"a ?? b\" }}"))
+    expect(await text('{{ missing ?? first ?? second }}|{{ missing ?? shout | upcase }}|{{ missing ?? it\'s }}|{{ missing ?? "a ?? b" }}'))
       .toBe("first|SHOUT|it's|a ?? b")
   })
 
@@ -50,7 +50,9 @@ describe("rendering", () => {
   })
 
   it("supports Liquid conditionals, loops and filters", async () => {
-    expect(await text("{% if profile.tier == 'gold' %}VIP{% else %}-{% endif %} {% for i in (1..3) %}{{ i }}{% endfor %} {{ 'abc' | upcase }}"))
+    expect(
+      await text("{% if profile.tier == 'gold' %}VIP{% else %}-{% endif %} {% for i in (1..3) %}{{ i }}{% endfor %} {{ 'abc' | upcase }}")
+    )
       .toBe("VIP 123 ABC")
   })
 
@@ -111,9 +113,9 @@ describe("signed links", () => {
     const signature = clickSignature(secret, "e1", "https://a.example/x?y=1&z=2")
     expect(out).toContain(`href="https://app.test/t/c/e1/${signature}?u=https%3A%2F%2Fa.example%2Fx%3Fy%3D1%26z%3D2"`)
     expect(out).toContain("href='mailto:x@y.z'")
-    expect(out).toContain("href=\"tel:+1\"")
-    expect(out).toContain("href=\"#top\"")
-    expect(out).toContain("href=\"https://app.test/unsubscribe/t\"")
+    expect(out).toContain('href="tel:+1"')
+    expect(out).toContain('href="#top"')
+    expect(out).toContain('href="https://app.test/unsubscribe/t"')
     expect(out).toMatch(/<img src="https:\/\/app\.test\/t\/o\/e1\/[\w-]+\.gif"[^>]*\/><\/body>$/)
   })
 

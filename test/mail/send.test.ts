@@ -23,8 +23,7 @@ const expectValidation = async (body: unknown, field: string, code?: string) => 
   if (code) expect(match.code).toBe(code)
 }
 
-const mailsTo = (address: string) =>
-  context.smtp.messages.filter((mail) => mail.envelopeTo.includes(address))
+const mailsTo = (address: string) => context.smtp.messages.filter((mail) => mail.envelopeTo.includes(address))
 
 describe("POST /v1/send: bad input", () => {
   it("rejects a public key with 401 INVALID_API_KEY", async () => {
@@ -52,7 +51,11 @@ describe("POST /v1/send: bad input", () => {
   })
 
   it("refuses header injection and overriding our headers", async () => {
-    await expectValidation({ ...base, to: "a@example.org", headers: { "X-Test": "a\r\nBcc: victim@example.org" } }, "headers.X-Test", "header_injection")
+    await expectValidation(
+      { ...base, to: "a@example.org", headers: { "X-Test": "a\r\nBcc: victim@example.org" } },
+      "headers.X-Test",
+      "header_injection"
+    )
     await expectValidation({ ...base, to: "a@example.org", headers: { "X-Test\r\nBcc": "x" } }, "headers.X-Test\r\nBcc", "header_injection")
     await expectValidation({ ...base, to: "a@example.org", headers: { "X Bad": "x" } }, "headers.X Bad", "invalid_header")
     await expectValidation({ ...base, to: "a@example.org", headers: { "X-Long": "x".repeat(999) } }, "headers.X-Long", "too_big")
@@ -64,13 +67,24 @@ describe("POST /v1/send: bad input", () => {
   it("limits attachments: at most 10 (422), 10 MB in total (413)", async () => {
     const small = { filename: "a.txt", content: Buffer.from("hello").toString("base64") }
     await expectValidation({ ...base, to: "a@example.org", attachments: Array.from({ length: 11 }, () => small) }, "attachments", "too_big")
-    await expectValidation({ ...base, to: "a@example.org", attachments: [{ filename: "a.txt", content: "!!not base64!!" }] }, "attachments[0].content")
+    await expectValidation(
+      { ...base, to: "a@example.org", attachments: [{ filename: "a.txt", content: "!!not base64!!" }] },
+      "attachments[0].content"
+    )
     const big = Buffer.alloc(6 * 1024 * 1024, 1).toString("base64")
-    const res = await send({ ...base, to: "a@example.org", attachments: [{ filename: "a.bin", content: big }, { filename: "b.bin", content: big }] })
+    const res = await send({
+      ...base,
+      to: "a@example.org",
+      attachments: [{ filename: "a.bin", content: big }, { filename: "b.bin", content: big }]
+    })
     expect(res.status).toBe(413)
     expect(res.json.error.message).toMatch(/10 MB/)
     // 6 MB to 10 recipients would be 60 MB of stored mail.
-    const many = await send({ ...base, to: Array.from({ length: 10 }, (_, i) => `m${i}@example.org`), attachments: [{ filename: "a.bin", content: big }] })
+    const many = await send({
+      ...base,
+      to: Array.from({ length: 10 }, (_, i) => `m${i}@example.org`),
+      attachments: [{ filename: "a.bin", content: big }]
+    })
     expect(many.status).toBe(413)
     expect(many.json.error.message).toMatch(/fewer recipients/)
   })
@@ -79,16 +93,27 @@ describe("POST /v1/send: bad input", () => {
     const png = { filename: "logo.png", content: Buffer.from("png").toString("base64"), contentType: "image/png" }
     const to = "a@example.org"
     await expectValidation({ ...base, to, attachments: [{ ...png, disposition: "inline" }] }, "attachments[0].contentId", "required")
-    await expectValidation({ ...base, to, attachments: [{ ...png, contentId: "logo\r\nBcc: x@evil.test" }] }, "attachments[0].contentId", "invalid_string")
+    await expectValidation(
+      { ...base, to, attachments: [{ ...png, contentId: "logo\r\nBcc: x@evil.test" }] },
+      "attachments[0].contentId",
+      "invalid_string"
+    )
     await expectValidation({ ...base, to, attachments: [{ ...png, contentId: "my logo" }] }, "attachments[0].contentId", "invalid_string")
     await expectValidation({ ...base, to, attachments: [{ ...png, contentId: "" }] }, "attachments[0].contentId", "invalid_string")
-    await expectValidation({ ...base, to, attachments: [{ ...png, contentId: "x".repeat(201) }] }, "attachments[0].contentId", "invalid_string")
+    await expectValidation(
+      { ...base, to, attachments: [{ ...png, contentId: "x".repeat(201) }] },
+      "attachments[0].contentId",
+      "invalid_string"
+    )
     await expectValidation(
       { ...base, to, attachments: [{ ...png, contentId: "logo" }, { ...png, filename: "b.png", contentId: "<logo>" }] },
       "attachments[1].contentId",
       "duplicate"
     )
-    await expectValidation({ ...base, to, attachments: [{ ...png, contentId: "logo", disposition: "sideways" }] }, "attachments[0].disposition")
+    await expectValidation(
+      { ...base, to, attachments: [{ ...png, contentId: "logo", disposition: "sideways" }] },
+      "attachments[0].disposition"
+    )
     expect(mailsTo(to)).toHaveLength(0)
   })
 
@@ -143,7 +168,7 @@ describe("POST /v1/send: recipients and contacts", () => {
   it("uses a template with explicit overrides, the deprecated name, and non-persistent data", async () => {
     const template = await secret("POST", "/templates", {
       name: "Welcome",
-      subject: "Welcome {{ name ?? \"friend\" }}",
+      subject: 'Welcome {{ name ?? "friend" }}',
       body: "<p>Code {{ code }} for {{ email }}, tier {{ profile.tier }}</p>",
       from: "team@acme.test",
       fromName: "Team",
@@ -194,9 +219,15 @@ describe("POST /v1/send: recipients and contacts", () => {
     const res = await send({
       ...base,
       to: "inline@example.org",
-      body: "<p>Hello</p><img src=\"cid:logo.png@acme\" alt=\"Acme\">",
+      body: '<p>Hello</p><img src="cid:logo.png@acme" alt="Acme">',
       attachments: [
-        { filename: "logo.png", content: logo.toString("base64"), contentType: "image/png", contentId: "logo.png@acme", disposition: "inline" },
+        {
+          filename: "logo.png",
+          content: logo.toString("base64"),
+          contentType: "image/png",
+          contentId: "logo.png@acme",
+          disposition: "inline"
+        },
         { filename: "terms.txt", content: Buffer.from("the terms").toString("base64"), contentType: "text/plain" }
       ]
     })
@@ -214,7 +245,13 @@ describe("POST /v1/send: recipients and contacts", () => {
     expect(logoHead).toMatch(/^Content-Id: <logo\.png@acme>\r?$/im)
     expect(logoHead).toMatch(/^Content-Disposition: inline/im)
     const [inline, attached] = parsed.attachments
-    expect(inline).toMatchObject({ filename: "logo.png", contentId: "<logo.png@acme>", cid: "logo.png@acme", contentDisposition: "inline", related: true })
+    expect(inline).toMatchObject({
+      filename: "logo.png",
+      contentId: "<logo.png@acme>",
+      cid: "logo.png@acme",
+      contentDisposition: "inline",
+      related: true
+    })
     expect(inline!.content.equals(logo)).toBe(true)
     expect(attached).toMatchObject({ filename: "terms.txt", contentDisposition: "attachment" })
     expect(attached!.related).toBeFalsy()
@@ -235,7 +272,11 @@ describe("POST /v1/send: recipients and contacts", () => {
     // Refused as it is read, before anything renders (issue 34: file tags are refused when a body is saved).
     expect(include.json.error.errors[0]).toMatchObject({ field: "body", code: "invalid_template" })
     const started = Date.now()
-    const loop = await send({ ...base, to: "h@example.org", body: "{% for i in (1..1000000) %}{% for j in (1..1000000) %}x{% endfor %}{% endfor %}" })
+    const loop = await send({
+      ...base,
+      to: "h@example.org",
+      body: "{% for i in (1..1000000) %}{% for j in (1..1000000) %}x{% endfor %}{% endfor %}"
+    })
     expect(loop.status).toBe(422)
     expect(Date.now() - started).toBeLessThan(5_000)
     expect(mailsTo("h@example.org")).toHaveLength(0)

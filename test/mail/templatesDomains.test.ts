@@ -53,7 +53,11 @@ describe("templates", () => {
   it("lists with type filter, case-insensitive search, sort, direction and fallbacks", async () => {
     const names = ["Alpha receipt", "beta news", "Gamma Receipt"]
     for (const [index, name] of names.entries()) {
-      await secret("POST", "/templates", template({ name, type: index === 1 ? "MARKETING" : "TRANSACTIONAL", description: `about ${name}` }))
+      await secret(
+        "POST",
+        "/templates",
+        template({ name, type: index === 1 ? "MARKETING" : "TRANSACTIONAL", description: `about ${name}` })
+      )
     }
     const receipts = await secret("GET", "/templates?search=RECEIPT&sort=name&dir=asc")
     expect(receipts.json.data.map((t: { name: string }) => t.name)).toEqual(["Alpha receipt", "Gamma Receipt"])
@@ -94,7 +98,7 @@ describe("templates", () => {
 
   it("previews a subject and body for a contact of the project or a sample one; 422 names a broken field", async () => {
     const { json: contact } = await secret("POST", "/contacts", { email: "ada@example.com", data: { firstName: "Ada", plan: "<pro>" } })
-    const body = "<p>Hi {{ firstName }}, plan {{ plan ?? \"free\" }}</p><a href=\"{{ unsubscribeUrl }}\">stop</a>"
+    const body = '<p>Hi {{ firstName }}, plan {{ plan ?? "free" }}</p><a href="{{ unsubscribeUrl }}">stop</a>'
     const preview = await secret("POST", "/templates/preview", { subject: "Hello\n{{ firstName }}", body, contactId: contact.id })
     expect(preview.status).toBe(200)
     expect(preview.json.subject).toBe("Hello Ada")
@@ -102,7 +106,7 @@ describe("templates", () => {
     expect(preview.json.html).toMatch(/^<p>Hi Ada, plan &lt;pro&gt;<\/p><a href="http[^"]+\/unsubscribe\/[^"]+">stop<\/a>$/)
     expect(preview.json.contact).toEqual({ id: contact.id, email: "ada@example.com" })
 
-    const sample = await secret("POST", "/templates/preview", { subject: "For {{ email }}", body: "<p>{{ plan ?? \"free\" }}</p>" })
+    const sample = await secret("POST", "/templates/preview", { subject: "For {{ email }}", body: '<p>{{ plan ?? "free" }}</p>' })
     expect(sample.json).toMatchObject({ subject: "For jane@example.com", html: "<p>free</p>", contact: { id: null } })
 
     const broken = await secret("POST", "/templates/preview", { subject: "{{ x", body: "{% if %}" })

@@ -23,8 +23,7 @@ afterAll(async () => {
 
 /** The processes whose parent is `pid`. */
 const childrenOf = (pid: number) =>
-  readdirSync(`/proc/${pid}/task`).flatMap((task) =>
-    readFileSync(`/proc/${pid}/task/${task}/children`, "utf8").split(" ").filter(Boolean))
+  readdirSync(`/proc/${pid}/task`).flatMap((task) => readFileSync(`/proc/${pid}/task/${task}/children`, "utf8").split(" ").filter(Boolean))
 
 describe("all as one process", () => {
   it("runs the api and the worker itself, no child process, listening once both are up", async () => {
@@ -49,7 +48,8 @@ describe("all as one process", () => {
 
   it("SIGTERM stops the api and the worker gracefully, then exits 0", async () => {
     const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-      all.process.once("exit", (code, signal) => resolve({ code, signal })))
+      all.process.once("exit", (code, signal) => resolve({ code, signal }))
+    )
     all.process.kill("SIGTERM")
     expect(await exited).toEqual({ code: 0, signal: null })
     const said = parsed(all).map(text)

@@ -27,12 +27,14 @@ const stopTimed = (service: Service) =>
   })
 
 describe("an idle role stopped by SIGTERM", () => {
-  it.each([
-    ["api", {}],
-    ["worker", {}],
-    ["all", { API_PROCESSES: "1" }],
-    ["all", { API_PROCESSES: "2" }]
-  ] as const)(`%s %j exits 0 within ${EXIT_WITHIN_MS} ms`, async (role, env) => {
+  it.each(
+    [
+      ["api", {}],
+      ["worker", {}],
+      ["all", { API_PROCESSES: "1" }],
+      ["all", { API_PROCESSES: "2" }]
+    ] as const
+  )(`%s %j exits 0 within ${EXIT_WITHIN_MS} ms`, async (role, env) => {
     const service = await stack.start(role, env)
     // Past start-up: its timers (lease renewals, metrics, due loops) are running.
     await new Promise((resolve) => setTimeout(resolve, 3_000))

@@ -98,7 +98,8 @@ const startAndStop = async (role: "api" | "all") => {
     stdio: ["ignore", "pipe", "pipe"]
   })
   const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
-    child.once("exit", (code, signal) => resolve({ code, signal })))
+    child.once("exit", (code, signal) => resolve({ code, signal }))
+  )
   let output = ""
   const listening = new Promise<void>((resolve) => {
     const onData = (chunk: Buffer) => {
@@ -110,10 +111,13 @@ const startAndStop = async (role: "api" | "all") => {
   })
   try {
     // From the spawn until it says it listens, then a little longer.
-    const starting = await probeUntil(port, Promise.race([
-      listening.then(() => new Promise((resolve) => setTimeout(resolve, 300))),
-      exited
-    ]))
+    const starting = await probeUntil(
+      port,
+      Promise.race([
+        listening.then(() => new Promise((resolve) => setTimeout(resolve, 300))),
+        exited
+      ])
+    )
     expect(child.exitCode, output).toBeNull()
     const stoppedAt = Date.now()
     child.kill("SIGTERM")
@@ -125,12 +129,16 @@ const startAndStop = async (role: "api" | "all") => {
 }
 
 describe("start-up and shutdown", () => {
-  it.each(["api", "all"] as const)("%s: every connection from the spawn to the exit is refused or answered at once, never held", async (role) => {
-    const { starting, stopping, exit } = await startAndStop(role)
-    expectNoHang(starting)
-    expectNoHang(stopping)
-    // Once it said it listens, /readyz answers 200.
-    expect(starting.at(-1)).toMatchObject({ status: 200 })
-    expect(exit).toEqual({ code: 0, signal: null })
-  }, 60_000)
+  it.each(["api", "all"] as const)(
+    "%s: every connection from the spawn to the exit is refused or answered at once, never held",
+    async (role) => {
+      const { starting, stopping, exit } = await startAndStop(role)
+      expectNoHang(starting)
+      expectNoHang(stopping)
+      // Once it said it listens, /readyz answers 200.
+      expect(starting.at(-1)).toMatchObject({ status: 200 })
+      expect(exit).toEqual({ code: 0, signal: null })
+    },
+    60_000
+  )
 })

@@ -56,7 +56,7 @@ const load = (isRunning: () => boolean, loader: number, accepted: { count: numbe
         data: { n: `${loader}-${batch}-${i}` }
       }))
       // Retried with the same Idempotency-Key until accepted, so each event is recorded once.
-      for (let attempt = 0; ; attempt++) {
+      for (let attempt = 0;; attempt++) {
         const answer = await request(api.url, "POST", "/v1/track/batch", {
           key: project.publicKey,
           body: { events },

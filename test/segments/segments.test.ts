@@ -17,7 +17,9 @@ const outEvents = async (name: string) =>
 const stored = async (segmentId: string) =>
   (await stack.query<{ email: string }>(
     `SELECT c.email FROM segment_memberships m JOIN contacts c ON c.id = m.contact_id
-     WHERE m.segment_id = $1 AND m.exited_at IS NULL ORDER BY c.email`, [segmentId])).map((r) => r.email)
+     WHERE m.segment_id = $1 AND m.exited_at IS NULL ORDER BY c.email`,
+    [segmentId]
+  )).map((r) => r.email)
 /** Live members (the segment's contacts endpoint), by email. */
 const members = async (segmentId: string) =>
   (await secret("GET", `/segments/${segmentId}/contacts?pageSize=100`)).json.data.map((c: { email: string }) => c.email).sort()
@@ -26,7 +28,14 @@ describe("segments API", () => {
   it("creates, lists newest first, reads, updates and deletes", async () => {
     const a = await secret("POST", "/segments", { name: "Pro users", condition: pro })
     expect(a.status).toBe(201)
-    expect(a.json).toMatchObject({ name: "Pro users", type: "DYNAMIC", trackMembership: false, memberCount: 0, projectId: project.id, description: null })
+    expect(a.json).toMatchObject({
+      name: "Pro users",
+      type: "DYNAMIC",
+      trackMembership: false,
+      memberCount: 0,
+      projectId: project.id,
+      description: null
+    })
     const b = await secret("POST", "/segments", { name: "Hand picked", type: "STATIC", condition: pro, description: "VIPs" })
     expect(b.json).toMatchObject({ type: "STATIC", condition: null, description: "VIPs" })
     const list = await secret("GET", "/segments")
@@ -51,18 +60,29 @@ describe("segments API", () => {
     }
     const bad = await secret("POST", "/segments", {
       name: "Bad",
-      condition: { logic: "AND", groups: [{ filters: [{ field: "data.a", operator: "equals", value: 1 }] }, { filters: [{ field: "data.a", operator: "around" }] }] }
+      condition: {
+        logic: "AND",
+        groups: [{ filters: [{ field: "data.a", operator: "equals", value: 1 }] }, { filters: [{ field: "data.a", operator: "around" }] }]
+      }
     })
     expect(bad.status).toBe(422)
     expect(bad.json.error.errors).toEqual([expect.objectContaining({ field: "condition.groups[1].filters[0].operator" })])
     expect((await secret("POST", "/segments", { name: "x".repeat(101), condition: pro })).status).toBe(422)
     expect((await secret("POST", "/segments", { name: "x", description: "y".repeat(501), condition: pro })).status).toBe(422)
     const unknown = await secret("POST", "/segments", {
-      name: "Ref", condition: { logic: "AND", groups: [{ filters: [{ field: "segment.0190a3c2-0000-7000-8000-000000000000", operator: "memberOfSegment" }] }] }
+      name: "Ref",
+      condition: {
+        logic: "AND",
+        groups: [{ filters: [{ field: "segment.0190a3c2-0000-7000-8000-000000000000", operator: "memberOfSegment" }] }]
+      }
     })
     expect(unknown.status).toBe(422)
     const huge = await secret("POST", "/segments", {
-      name: "Huge", condition: { logic: "AND", groups: [{ filters: [{ field: "event.x", operator: "triggeredAtLeast", value: 1, within: 1e300, unit: "days" }] }] }
+      name: "Huge",
+      condition: {
+        logic: "AND",
+        groups: [{ filters: [{ field: "event.x", operator: "triggeredAtLeast", value: 1, within: 1e300, unit: "days" }] }]
+      }
     })
     expect(huge.status).toBe(422)
   })
@@ -101,14 +121,18 @@ describe("dynamic membership", () => {
     expect(entry.data).toEqual({ segmentId: tracked.json.id, segmentName: "Gold Tier!" })
     const stored = await eventually(async () => {
       const [row] = await stack.query<{ n: number }>(
-        "SELECT count(*)::int AS n FROM segment_memberships WHERE segment_id = $1 AND exited_at IS NULL", [silent.json.id])
+        "SELECT count(*)::int AS n FROM segment_memberships WHERE segment_id = $1 AND exited_at IS NULL",
+        [silent.json.id]
+      )
       expect(row!.n).toBe(1)
       return row
     })
     expect(stored).toBeDefined()
 
     await track({ email: "gold@seg.test", event: "downgraded", data: { plan: "free" } })
-    await eventually(async () => expect((await outEvents("segment.gold-tier.exit")).filter((e) => e.email === "gold@seg.test")).toHaveLength(1))
+    await eventually(async () =>
+      expect((await outEvents("segment.gold-tier.exit")).filter((e) => e.email === "gold@seg.test")).toHaveLength(1)
+    )
     await eventually(async () => expect((await secret("GET", `/segments/${tracked.json.id}`)).json.memberCount).toBe(0))
     expect(await outEvents("segment.silent.entry")).toEqual([])
     // Entry and exit are recorded as the contact's events too (usable as workflow triggers).
@@ -128,16 +152,30 @@ describe("dynamic membership", () => {
     // The stored membership, written by the actor (the live list would match as soon as the contact exists).
     await eventually(async () => {
       const [row] = await stack.query<{ n: number }>(
-        "SELECT count(*)::int AS n FROM segment_memberships WHERE segment_id = $1 AND exited_at IS NULL", [segment.json.id])
+        "SELECT count(*)::int AS n FROM segment_memberships WHERE segment_id = $1 AND exited_at IS NULL",
+        [segment.json.id]
+      )
       expect(row!.n).toBe(1)
     })
   })
 
   it("follows direct contact writes and segments that read other segments", async () => {
-    const base = await secret("POST", "/segments", { name: "Direct base", condition: { logic: "AND", groups: [{ filters: [{ field: "data.vip", operator: "equals", value: true }] }] } })
+    const base = await secret("POST", "/segments", {
+      name: "Direct base",
+      condition: { logic: "AND", groups: [{ filters: [{ field: "data.vip", operator: "equals", value: true }] }] }
+    })
     const derived = await secret("POST", "/segments", {
       name: "Derived",
-      condition: { logic: "AND", groups: [{ filters: [{ field: `segment.${base.json.id}`, operator: "memberOfSegment" }, { field: "subscribed", operator: "equals", value: true }] }] }
+      condition: {
+        logic: "AND",
+        groups: [{
+          filters: [{ field: `segment.${base.json.id}`, operator: "memberOfSegment" }, {
+            field: "subscribed",
+            operator: "equals",
+            value: true
+          }]
+        }]
+      }
     })
     await secret("POST", "/contacts", { email: "vip@seg.test", data: { vip: true } })
     await eventually(async () => expect(await members(derived.json.id)).toEqual(["vip@seg.test"]))
@@ -145,13 +183,17 @@ describe("dynamic membership", () => {
     // segment (a backfill of the base may have found the contact first).
     await eventually(async () => {
       const [membership] = await stack.query<{ n: number }>(
-        "SELECT count(*)::int AS n FROM segment_memberships WHERE segment_id = $1 AND exited_at IS NULL", [derived.json.id])
+        "SELECT count(*)::int AS n FROM segment_memberships WHERE segment_id = $1 AND exited_at IS NULL",
+        [derived.json.id]
+      )
       expect(membership!.n).toBe(1)
     })
     await secret("POST", "/contacts", { email: "vip@seg.test", subscribed: false })
     await eventually(async () => {
       const [row] = await stack.query<{ n: number }>(
-        "SELECT count(*)::int AS n FROM segment_memberships WHERE segment_id = $1 AND exited_at IS NULL", [derived.json.id])
+        "SELECT count(*)::int AS n FROM segment_memberships WHERE segment_id = $1 AND exited_at IS NULL",
+        [derived.json.id]
+      )
       expect(row!.n).toBe(0)
     })
   })
@@ -171,7 +213,9 @@ describe("dynamic membership", () => {
     const refreshed = await secret("POST", `/segments/${segment.json.id}/refresh`)
     expect(refreshed.json.memberCount).toBe(12)
     const [before] = await stack.query<{ n: number }>(
-      "SELECT count(*)::int AS n FROM segment_memberships WHERE segment_id = $1 AND exited_at IS NULL", [segment.json.id])
+      "SELECT count(*)::int AS n FROM segment_memberships WHERE segment_id = $1 AND exited_at IS NULL",
+      [segment.json.id]
+    )
     expect(before!.n).toBe(10)
     expect((await secret("POST", `/segments/${segment.json.id}/compute`)).status).toBe(202)
     await eventually(async () => {
@@ -185,9 +229,15 @@ describe("static segments", () => {
   it("adds and removes members by email, with events when tracked; 422 on a dynamic segment", async () => {
     const segment = await secret("POST", "/segments", { name: "Beta testers", type: "STATIC", trackMembership: true })
     await secret("POST", "/contacts", { email: "known@static.test" })
-    const added = await secret("POST", `/segments/${segment.json.id}/members`, { emails: ["KNOWN@static.test", "new@static.test", "ghost@static.test"] })
+    const added = await secret("POST", `/segments/${segment.json.id}/members`, {
+      emails: ["KNOWN@static.test", "new@static.test", "ghost@static.test"]
+    })
     expect(added.json).toEqual({ added: 1, created: 0, notFound: ["new@static.test", "ghost@static.test"] })
-    const created = await secret("POST", `/segments/${segment.json.id}/members`, { emails: ["new@static.test"], createMissing: true, subscribed: false })
+    const created = await secret("POST", `/segments/${segment.json.id}/members`, {
+      emails: ["new@static.test"],
+      createMissing: true,
+      subscribed: false
+    })
     expect(created.json).toEqual({ added: 1, created: 1, notFound: [] })
     expect(await members(segment.json.id)).toEqual(["known@static.test", "new@static.test"])
     expect((await secret("GET", `/segments/${segment.json.id}`)).json.memberCount).toBe(2)
@@ -197,7 +247,9 @@ describe("static segments", () => {
       expect((await outEvents("segment.beta-testers.entry")).map((e) => e.email).sort()).toEqual(["known@static.test", "new@static.test"])
       expect((await outEvents("segment.beta-testers.exit")).map((e) => e.email)).toEqual(["known@static.test"])
     })
-    expect((await secret("POST", `/segments/${segment.json.id}/members`, { emails: ["not-an-email"], createMissing: true })).status).toBe(422)
+    expect((await secret("POST", `/segments/${segment.json.id}/members`, { emails: ["not-an-email"], createMissing: true })).status).toBe(
+      422
+    )
     const dynamic = await secret("POST", "/segments", { name: "Dyn", condition: pro })
     expect((await secret("POST", `/segments/${dynamic.json.id}/members`, { emails: ["a@b.co"] })).status).toBe(422)
   })
@@ -217,7 +269,8 @@ describe("recomputation after indirect changes", () => {
     await eventually(async () => expect(await stored(invited.json.id)).toEqual([]))
 
     const clickers = await secret("POST", "/segments", {
-      name: "Clickers", condition: { logic: "AND", groups: [{ filters: [{ field: "event.indirect_click", operator: "triggered" }] }] }
+      name: "Clickers",
+      condition: { logic: "AND", groups: [{ filters: [{ field: "event.indirect_click", operator: "triggered" }] }] }
     })
     await track({ email: "guest@indirect.test", event: "indirect_click" })
     await eventually(async () => expect(await stored(clickers.json.id)).toEqual(["guest@indirect.test"]))
@@ -225,7 +278,8 @@ describe("recomputation after indirect changes", () => {
     await eventually(async () => expect(await stored(clickers.json.id)).toEqual([]))
 
     const vips = await secret("POST", "/segments", {
-      name: "VIP tier", condition: { logic: "AND", groups: [{ filters: [{ field: "data.tier", operator: "equals", value: "vip" }] }] }
+      name: "VIP tier",
+      condition: { logic: "AND", groups: [{ filters: [{ field: "data.tier", operator: "equals", value: "vip" }] }] }
     })
     await eventually(async () => expect(await stored(vips.json.id)).toContain("guest@indirect.test"))
     await secret("DELETE", "/contacts/fields/data.tier")
@@ -260,7 +314,12 @@ describe("usage", () => {
     await secret("POST", "/contacts", { email: "usage@seg.test", data: { region: "eu" } })
     const segment = await secret("POST", "/segments", {
       name: "EU buyers",
-      condition: { logic: "AND", groups: [{ filters: [{ field: "data.region", operator: "equals", value: "eu" }, { field: "event.checkout", operator: "triggered" }] }] }
+      condition: {
+        logic: "AND",
+        groups: [{
+          filters: [{ field: "data.region", operator: "equals", value: "eu" }, { field: "event.checkout", operator: "triggered" }]
+        }]
+      }
     })
     const field = await secret("GET", "/contacts/fields/data.region/usage")
     expect(field.json.segments).toEqual([{ id: segment.json.id, name: "EU buyers" }])

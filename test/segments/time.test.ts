@@ -26,9 +26,15 @@ describe("time boundaries", () => {
     const segment = await secret("POST", "/segments", {
       name: "Visited recently",
       trackMembership: true,
-      condition: { logic: "AND", groups: [{ filters: [{ field: "event.visit", operator: "triggeredWithin", value: 10, unit: "minutes" }] }] }
+      condition: {
+        logic: "AND",
+        groups: [{ filters: [{ field: "event.visit", operator: "triggeredWithin", value: 10, unit: "minutes" }] }]
+      }
     })
-    const tracked = await request(api.url, "POST", "/v1/track", { key: project.publicKey, body: { email: "clock@time.test", event: "visit" } })
+    const tracked = await request(api.url, "POST", "/v1/track", {
+      key: project.publicKey,
+      body: { email: "clock@time.test", event: "visit" }
+    })
     const visitedAt = Date.parse(tracked.json.data.timestamp)
     const contactId = tracked.json.data.contact
     const lapse = new Date(visitedAt + TEN_MINUTES).toISOString()
@@ -39,7 +45,9 @@ describe("time boundaries", () => {
       expect(timer && new Date(timer.due_at).toISOString()).toBe(lapse)
     })
     const [entered] = await stack.query<{ exited_at: Date | null }>(
-      "SELECT exited_at FROM segment_memberships WHERE segment_id = $1 AND contact_id = $2", [segment.json.id, contactId])
+      "SELECT exited_at FROM segment_memberships WHERE segment_id = $1 AND contact_id = $2",
+      [segment.json.id, contactId]
+    )
     expect(entered!.exited_at).toBeNull()
 
     // Move the worker's clock past the lapse: the timer fires and the exit is stamped at the lapse itself.
@@ -47,13 +55,17 @@ describe("time boundaries", () => {
     worker = await stack.start("worker", { CLOCK_OFFSET_MS: String(TEN_MINUTES + 1_000) })
     const [exited] = await eventually(async () => {
       const rows = await stack.query<{ exited_at: Date | null }>(
-        "SELECT exited_at FROM segment_memberships WHERE segment_id = $1 AND contact_id = $2", [segment.json.id, contactId])
+        "SELECT exited_at FROM segment_memberships WHERE segment_id = $1 AND contact_id = $2",
+        [segment.json.id, contactId]
+      )
       expect(rows[0]!.exited_at).not.toBeNull()
       return rows
     }, 15_000)
     expect(new Date(exited!.exited_at!).toISOString()).toBe(lapse)
     const exitEvents = await eventually(async () => {
-      const out = (await readStream(`${stack.natsPrefix}_OUT`, `${stack.natsPrefix}.out.${project.id}.segment.visited-recently.exit`)).map((m) => m.data)
+      const out = (await readStream(`${stack.natsPrefix}_OUT`, `${stack.natsPrefix}.out.${project.id}.segment.visited-recently.exit`)).map((
+        m
+      ) => m.data)
       expect(out).toHaveLength(1)
       return out
     })
@@ -84,7 +96,9 @@ describe("time boundaries", () => {
     const visitsLapse = new Date(Date.parse(firstVisit.json.data.timestamp) + 60 * 60_000).toISOString()
     const membership = () =>
       stack.query<{ exited_at: Date | null }>(
-        "SELECT exited_at FROM segment_memberships WHERE segment_id = $1 AND contact_id = $2", [segment.json.id, contactId])
+        "SELECT exited_at FROM segment_memberships WHERE segment_id = $1 AND contact_id = $2",
+        [segment.json.id, contactId]
+      )
 
     // The soonest change is the click's lapse: the visits still count then, so the contact stays.
     await eventually(async () => {
@@ -114,7 +128,10 @@ describe("time boundaries", () => {
       name: "Upper half",
       condition: { logic: "AND", groups: [{ filters: [{ field: "data.n", operator: "greaterThan", value: 50000 }] }] }
     })
-    const tracked = await request(api.url, "POST", "/v1/track", { key: project.publicKey, body: { email: "during@bulk.test", event: "ping" } })
+    const tracked = await request(api.url, "POST", "/v1/track", {
+      key: project.publicKey,
+      body: { email: "during@bulk.test", event: "ping" }
+    })
     let eventStoredAt: number | undefined
     let backfillDoneAt: number | undefined
     const deadline = Date.now() + 60_000
@@ -124,7 +141,9 @@ describe("time boundaries", () => {
         if (rows.length > 0) eventStoredAt = Date.now()
       }
       if (backfillDoneAt === undefined) {
-        const [row] = await stack.query<{ done: boolean }>("SELECT backfilled_version >= version AS done FROM segments WHERE id = $1", [segment.json.id])
+        const [row] = await stack.query<{ done: boolean }>("SELECT backfilled_version >= version AS done FROM segments WHERE id = $1", [
+          segment.json.id
+        ])
         if (row!.done) backfillDoneAt = Date.now()
       }
       await new Promise((resolve) => setTimeout(resolve, 20))
@@ -134,7 +153,9 @@ describe("time boundaries", () => {
     expect(eventStoredAt).toBeDefined()
     expect(eventStoredAt!).toBeLessThanOrEqual(backfillDoneAt!)
     const [count] = await stack.query<{ n: number }>(
-      "SELECT count(*)::int AS n FROM segment_memberships WHERE segment_id = $1 AND exited_at IS NULL", [segment.json.id])
+      "SELECT count(*)::int AS n FROM segment_memberships WHERE segment_id = $1 AND exited_at IS NULL",
+      [segment.json.id]
+    )
     expect(count!.n).toBe(50000)
     expect((await secret("GET", `/segments/${segment.json.id}`)).json.memberCount).toBe(50000)
     const page = await secret("GET", `/segments/${segment.json.id}/contacts?page=2&pageSize=100`)
@@ -156,10 +177,14 @@ describe("time boundaries", () => {
       segments.push(created.json.id)
     }
     const behind = async () =>
-      (await stack.query<{ n: number }>("SELECT count(*)::int AS n FROM segments WHERE project_id = $1 AND backfilled_version < version", [quiet.id]))[0]!.n
+      (await stack.query<{ n: number }>("SELECT count(*)::int AS n FROM segments WHERE project_id = $1 AND backfilled_version < version", [
+        quiet.id
+      ]))[0]!.n
     const lanesDone = async () =>
       (await stack.query<{ n: number }>(
-        "SELECT count(*)::int AS n FROM segment_backfills b JOIN segments s ON s.id = b.segment_id WHERE s.project_id = $1", [quiet.id]))[0]!.n
+        "SELECT count(*)::int AS n FROM segment_backfills b JOIN segments s ON s.id = b.segment_id WHERE s.project_id = $1",
+        [quiet.id]
+      ))[0]!.n
     // Killed once some lanes have done their part and the rest have not.
     await eventually(async () => expect(await lanesDone()).toBeGreaterThan(0), 30_000)
     await worker.stop("SIGKILL")
@@ -169,7 +194,9 @@ describe("time boundaries", () => {
     await eventually(async () => expect(await behind()).toBe(0), 60_000)
     for (const [index, id] of segments.entries()) {
       const [count] = await stack.query<{ n: number }>(
-        "SELECT count(*)::int AS n FROM segment_memberships WHERE segment_id = $1 AND exited_at IS NULL", [id])
+        "SELECT count(*)::int AS n FROM segment_memberships WHERE segment_id = $1 AND exited_at IS NULL",
+        [id]
+      )
       expect(count!.n).toBe(75000 - index * 25000)
     }
     await successor.stop()

@@ -37,7 +37,10 @@ const upsert = (projectId: string, email: string, set: Record<string, unknown> =
     return yield* contacts.upsert({ projectId, email, subscribed, subscribedByDefault: true, patch: patch(set), source: "api.contacts" })
   })
 
-const byPlan = (plan: string): Condition => ({ logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "equals", value: plan }] }] })
+const byPlan = (plan: string): Condition => ({
+  logic: "AND",
+  groups: [{ filters: [{ field: "data.plan", operator: "equals", value: plan }] }]
+})
 
 const firstPage: ListQuery = { limit: 2, cursor: undefined, search: undefined, subscribed: undefined, sort: "createdAt", dir: "desc" }
 
@@ -48,9 +51,17 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("contacts an
         const outbox = yield* Outbox
         const project = yield* insertProject
         const created = yield* upsert(project, "ada@example.com", { plan: "free", visits: 1 })
-        expect(created).toMatchObject({ isNew: true, previousSubscribed: undefined, contact: { email: "ada@example.com", subscribed: true } })
+        expect(created).toMatchObject({
+          isNew: true,
+          previousSubscribed: undefined,
+          contact: { email: "ada@example.com", subscribed: true }
+        })
         const updated = yield* upsert(project, "ada@example.com", { plan: "pro" }, false)
-        expect(updated).toMatchObject({ isNew: false, previousSubscribed: true, contact: { subscribed: false, data: { plan: "pro", visits: 1 } } })
+        expect(updated).toMatchObject({
+          isNew: false,
+          previousSubscribed: true,
+          contact: { subscribed: false, data: { plan: "pro", visits: 1 } }
+        })
         expect(updated.contact.id).toBe(created.contact.id)
 
         const messages = yield* outboxOf(project)
@@ -105,7 +116,8 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("contacts an
       Effect.gen(function*() {
         const contacts = yield* Contacts
         const [project, other] = [yield* insertProject, yield* insertProject]
-        for (const email of ["c@example.com", "a@example.com", "b@example.com"]) yield* upsert(project, email, {}, email !== "b@example.com")
+        for (const email of ["c@example.com", "a@example.com", "b@example.com"])
+          yield* upsert(project, email, {}, email !== "b@example.com")
         yield* upsert(other, "d@example.com")
 
         const first = yield* contacts.list(project, firstPage)
@@ -119,8 +131,12 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("contacts an
         expect(byEmail.data.map((contact) => contact.email)).toEqual(["a@example.com", "b@example.com"])
         const rest = yield* contacts.list(project, { ...firstPage, sort: "email", dir: "asc", cursor: byEmail.cursor! })
         expect(rest.data.map((contact) => contact.email)).toEqual(["c@example.com"])
-        expect((yield* contacts.list(project, { ...firstPage, subscribed: false })).data.map((contact) => contact.email)).toEqual(["b@example.com"])
-        expect((yield* contacts.list(project, { ...firstPage, search: "C@" })).data.map((contact) => contact.email)).toEqual(["c@example.com"])
+        expect((yield* contacts.list(project, { ...firstPage, subscribed: false })).data.map((contact) => contact.email)).toEqual([
+          "b@example.com"
+        ])
+        expect((yield* contacts.list(project, { ...firstPage, search: "C@" })).data.map((contact) => contact.email)).toEqual([
+          "c@example.com"
+        ])
 
         // A createdAt cursor is not an email cursor, and a forged one is refused.
         for (const cursor of ["nope", first.cursor!]) {
@@ -166,7 +182,13 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("contacts an
         yield* upsert(other, "d@example.com", { plan: "pro" })
         const before = (yield* outboxOf(project)).length
 
-        const pro = yield* segments.create(project, { name: "Pro users", description: null, type: "DYNAMIC", condition: byPlan("pro"), trackMembership: false })
+        const pro = yield* segments.create(project, {
+          name: "Pro users",
+          description: null,
+          type: "DYNAMIC",
+          condition: byPlan("pro"),
+          trackMembership: false
+        })
         expect(pro).toMatchObject({ name: "Pro users", type: "DYNAMIC", condition: byPlan("pro"), memberCount: 0, version: 1 })
         const members = yield* segments.contacts(pro, 1, 1)
         expect([members.data.map((contact) => contact.email), members.total]).toEqual([["c@example.com"], 2])
@@ -184,7 +206,9 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("contacts an
 
         // Three changes, each told to every lane of the project (each lane caches the definitions).
         const commands = (yield* outboxOf(project)).slice(before)
-        expect(new Set(commands.map((row) => `${row.payload["kind"]} ${row.payload["type"]}`))).toEqual(new Set(["command segmentsChanged"]))
+        expect(new Set(commands.map((row) => `${row.payload["kind"]} ${row.payload["type"]}`))).toEqual(
+          new Set(["command segmentsChanged"])
+        )
         expect(new Set(commands.map((row) => row.payload["commandId"])).size).toBe(3)
         expect(commands).toHaveLength(3 * outbox.lanes.count)
       }))
@@ -194,7 +218,13 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("contacts an
         const segments = yield* Segments
         const project = yield* insertProject
         yield* upsert(project, "known@example.com")
-        const vip = yield* segments.create(project, { name: "VIP list!", description: "hand-picked", type: "STATIC", condition: null, trackMembership: true })
+        const vip = yield* segments.create(project, {
+          name: "VIP list!",
+          description: "hand-picked",
+          type: "STATIC",
+          condition: null,
+          trackMembership: true
+        })
         const before = (yield* outboxOf(project)).length // a static segment has nothing to compute: no command
 
         expect(yield* segments.addMembers(vip, ["known@example.com", "new@example.com"], { createMissing: false, subscribed: undefined }))
@@ -202,15 +232,23 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("contacts an
         expect(yield* segments.addMembers(vip, ["known@example.com", "new@example.com"], { createMissing: true, subscribed: false }))
           .toEqual({ added: 1, created: 1, notFound: [] })
         const members = yield* segments.contacts(vip, 1, 10)
-        expect(members.data.map((contact) => [contact.email, contact.subscribed])).toEqual([["new@example.com", false], ["known@example.com", true]])
+        expect(members.data.map((contact) => [contact.email, contact.subscribed])).toEqual([["new@example.com", false], [
+          "known@example.com",
+          true
+        ]])
         expect((yield* segments.get(project, vip.id))?.memberCount).toBe(2)
 
-        expect(yield* segments.removeMembers(vip, ["known@example.com", "nobody@example.com"])).toEqual({ removed: 1, notFound: ["nobody@example.com"] })
+        expect(yield* segments.removeMembers(vip, ["known@example.com", "nobody@example.com"])).toEqual({
+          removed: 1,
+          notFound: ["nobody@example.com"]
+        })
         expect((yield* segments.contacts(vip, 1, 10)).data.map((contact) => contact.email)).toEqual(["new@example.com"])
         expect((yield* segments.get(project, vip.id))?.memberCount).toBe(1)
 
         // Tracked: entries and exits are events about the contact (stream OUT, and back to its lane), named by the slug.
-        const names = (yield* outboxOf(project)).slice(before).flatMap((row) => row.payload["kind"] === "event" ? [row.payload["name"]] : [])
+        const names = (yield* outboxOf(project)).slice(before).flatMap((row) =>
+          row.payload["kind"] === "event" ? [row.payload["name"]] : []
+        )
         expect(names).toEqual(["segment.vip-list.entry", "segment.vip-list.entry", "segment.vip-list.exit"])
       }))
 
@@ -243,7 +281,10 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("contacts an
       data: [],
       defaultSubscribed: null,
       duplicates: {},
-      ranges: Array.from({ length: ranges }, (_, range) => ({ offset: range * 100, end: (range + 1) * 100, rows: 10, firstRow: 2 + range * 10 }))
+      ranges: Array.from(
+        { length: ranges },
+        (_, range) => ({ offset: range * 100, end: (range + 1) * 100, rows: 10, firstRow: 2 + range * 10 })
+      )
     })
 
     it.effect("an upload is kept part by part and invisible until queued; queuing commits the first ranges' steps, each on its lane", () =>
@@ -264,7 +305,14 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("contacts an
 
         yield* jobs.queueImport(project, jobId, 60, planOf(6), [{ row: 3, email: "bad", reason: "invalid email" }])
         const view = yield* jobs.view(project, jobId, ["import"])
-        expect(view).toMatchObject({ id: jobId, type: "import", status: "PENDING", progress: { processed: 0, total: 60 }, startedAt: null, finishedAt: null })
+        expect(view).toMatchObject({
+          id: jobId,
+          type: "import",
+          status: "PENDING",
+          progress: { processed: 0, total: 60 },
+          startedAt: null,
+          finishedAt: null
+        })
         expect(view!.errors).toEqual([{ row: 3, email: "bad", reason: "invalid email" }])
         expect(yield* jobs.view(project, jobId, ["delete"])).toBeUndefined()
         const [ranges] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM contact_job_ranges WHERE job_id = ${jobId}`
@@ -310,7 +358,11 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("contacts an
         // One message per lane, carrying its contacts with their rows in the request.
         const messages = (yield* outboxOf(project)).slice(before)
         const rows = messages.flatMap((row) => {
-          const payload = row.payload as { readonly lane: number; readonly op: string; readonly rows: ReadonlyArray<{ row: number; contactId: string }> }
+          const payload = row.payload as {
+            readonly lane: number
+            readonly op: string
+            readonly rows: ReadonlyArray<{ row: number; contactId: string }>
+          }
           expect(row.subject).toBe(outbox.subject(project, payload.lane, "bulk"))
           expect(payload.op).toBe("unsubscribe")
           return payload.rows.map((entry) => [entry.row, entry.contactId, payload.lane])

@@ -25,7 +25,7 @@ const Repositories = Layer.mergeAll(Templates.layer, Campaigns.layer).pipe(
 
 const content = {
   description: null,
-  subject: "Hello {{ firstName ?? \"there\" }}",
+  subject: 'Hello {{ firstName ?? "there" }}',
   body: "<p>Hi</p>",
   from: "news@mail.example.com",
   fromName: "News",
@@ -69,7 +69,10 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("templates a
         expect(yield* templates.update(other, created.id, template("Theirs"))).toBeUndefined()
         expect(yield* templates.remove(other, created.id)).toBe(false)
 
-        const updated = yield* templates.update(project, created.id, { ...template("Welcome back", "TRANSACTIONAL"), replyTo: "help@example.com" })
+        const updated = yield* templates.update(project, created.id, {
+          ...template("Welcome back", "TRANSACTIONAL"),
+          replyTo: "help@example.com"
+        })
         expect(updated).toMatchObject({ id: created.id, name: "Welcome back", replyTo: "help@example.com", createdAt: created.createdAt })
         expect(yield* templates.remove(project, created.id)).toBe(true)
         expect(yield* templates.get(project, created.id)).toBeUndefined()
@@ -97,11 +100,15 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("templates a
         yield* templates.create(project, { ...template("receipt", "TRANSACTIONAL"), subject: "Your 100% receipt" })
         yield* templates.create(other, template("alpha 2"))
 
-        const names = (result: { readonly data: ReadonlyArray<{ readonly name: string }>; readonly total: number }) =>
-          [result.data.map((row) => row.name), result.total]
+        const names = (
+          result: { readonly data: ReadonlyArray<{ readonly name: string }>; readonly total: number }
+        ) => [result.data.map((row) => row.name), result.total]
         expect(names(yield* templates.list(project, { ...page, type: undefined }))).toEqual([["Alpha", "beta", "gamma", "receipt"], 4])
         expect(names(yield* templates.list(project, { ...page, type: "MARKETING", pageSize: 2, page: 2 }))).toEqual([["gamma"], 3])
-        expect(names(yield* templates.list(project, { ...page, type: undefined, direction: "desc", pageSize: 1 }))).toEqual([["receipt"], 4])
+        expect(names(yield* templates.list(project, { ...page, type: undefined, direction: "desc", pageSize: 1 }))).toEqual([
+          ["receipt"],
+          4
+        ])
         expect(names(yield* templates.list(project, { ...page, type: undefined, search: "ALPHA" }))).toEqual([["Alpha"], 1])
         // The search is text, not a pattern: `%` matches itself only.
         expect(names(yield* templates.list(project, { ...page, type: undefined, search: "100%" }))).toEqual([["receipt"], 1])
@@ -123,7 +130,11 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("templates a
         expect(row!.partition).toBe(outbox.lanes.partitionOf(project, OWNER_LANE))
         expect(yield* campaigns.send(other, draft.id, undefined)).toBeUndefined()
 
-        const replaced = yield* campaigns.replace(project, draft.id, campaign("Launch!", { audienceType: "FILTERED", audienceCondition: proReaders }))
+        const replaced = yield* campaigns.replace(
+          project,
+          draft.id,
+          campaign("Launch!", { audienceType: "FILTERED", audienceCondition: proReaders })
+        )
         expect(replaced).toMatchObject({ id: draft.id, name: "Launch!", audienceType: "FILTERED", status: "DRAFT" })
 
         const later = new Date(Date.now() + 86_400_000)
@@ -165,7 +176,10 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("templates a
         yield* insertReader(project)
         const partition = outbox.lanes.partitionOf(project, OWNER_LANE)
         const soon = new Date(Date.now() + 60_000)
-        const [due, cancelled] = [yield* campaigns.create(project, campaign("due")), yield* campaigns.create(project, campaign("cancelled"))]
+        const [due, cancelled] = [
+          yield* campaigns.create(project, campaign("due")),
+          yield* campaigns.create(project, campaign("cancelled"))
+        ]
         for (const { id } of [due, cancelled]) yield* campaigns.send(project, id, soon)
         // Cancelling a SCHEDULED campaign makes it a draft again, unscheduled (issue 34, as the reference does).
         expect(yield* campaigns.cancel(project, cancelled.id)).toMatchObject({ status: "DRAFT", scheduledFor: null })
@@ -187,9 +201,15 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("templates a
         const campaigns = yield* Campaigns
         const project = yield* insertProject
         const segment = uuidv7()
-        const condition = { logic: "AND" as const, groups: [{ filters: [{ field: "segment", operator: "memberOfSegment" as const, value: segment }] }] }
+        const condition = {
+          logic: "AND" as const,
+          groups: [{ filters: [{ field: "segment", operator: "memberOfSegment" as const, value: segment }] }]
+        }
         const bySegment = yield* campaigns.create(project, campaign("by segment", { audienceType: "SEGMENT", segmentId: segment }))
-        const byCondition = yield* campaigns.create(project, campaign("by condition", { audienceType: "FILTERED", audienceCondition: condition }))
+        const byCondition = yield* campaigns.create(
+          project,
+          campaign("by condition", { audienceType: "FILTERED", audienceCondition: condition })
+        )
         const draft = yield* campaigns.create(project, campaign("draft", { audienceType: "SEGMENT", segmentId: segment }))
         yield* campaigns.create(project, campaign("everyone"))
         // Scheduled as a send would leave them (the segment has no members: send itself would refuse them).

@@ -23,7 +23,13 @@ layer(Repository)("Destinations", (it) => {
         const destination = yield* store.create(projectId, { url: "https://example.com/h", events: ["*"] })
         const [a, b] = [uuidv7(), uuidv7()]
         const event = (contactId: string | null, n: number): NewDelivery => ({
-          destinationId: destination.id, projectId, eventId: `e${n}`, eventType: "x", contactId, body: JSON.stringify({ n }), eventAt: new Date().toISOString()
+          destinationId: destination.id,
+          projectId,
+          eventId: `e${n}`,
+          eventType: "x",
+          contactId,
+          body: JSON.stringify({ n }),
+          eventAt: new Date().toISOString()
         })
         expect(yield* store.record([event(a, 1), event(b, 2), event(a, 3)], later)).toEqual([destination.id])
         yield* store.record([event(a, 4), event(null, 5), event(a, 1)], later)
@@ -58,7 +64,13 @@ layer(Repository)("Destinations", (it) => {
       const destination = yield* store.create(projectId, { url: "https://example.com/h", events: ["*"] })
       const contact = uuidv7()
       const event = (n: number): NewDelivery => ({
-        destinationId: destination.id, projectId, eventId: `c${n}`, eventType: "x", contactId: contact, body: JSON.stringify({ n }), eventAt: new Date().toISOString()
+        destinationId: destination.id,
+        projectId,
+        eventId: `c${n}`,
+        eventType: "x",
+        contactId: contact,
+        body: JSON.stringify({ n }),
+        eventAt: new Date().toISOString()
       })
       const elsewhere = yield* store.create(projectId, { url: "https://example.com/h2", events: ["*"] })
       const readyCount = (contactId = contact) =>
@@ -71,7 +83,10 @@ layer(Repository)("Destinations", (it) => {
       for (let round = 0; round < 10; round++) {
         const other = uuidv7()
         yield* Effect.all(
-          Array.from({ length: 4 }, (_, n) => store.record([{ ...event(100 + round * 4 + n), destinationId: elsewhere.id, contactId: other }], later)),
+          Array.from(
+            { length: 4 },
+            (_, n) => store.record([{ ...event(100 + round * 4 + n), destinationId: elsewhere.id, contactId: other }], later)
+          ),
           { concurrency: "unbounded" }
         )
         expect(yield* readyCount(other)).toBe(1)
@@ -101,7 +116,13 @@ layer(Repository)("Destinations", (it) => {
       const destination = yield* store.create(projectId, { url: "https://example.com/h", events: ["*"] })
       const [a, b] = [uuidv7(), uuidv7()]
       const event = (contactId: string | null, n: number): NewDelivery => ({
-        destinationId: destination.id, projectId, eventId: `b${n}`, eventType: "x", contactId, body: JSON.stringify({ n }), eventAt: new Date().toISOString()
+        destinationId: destination.id,
+        projectId,
+        eventId: `b${n}`,
+        eventType: "x",
+        contactId,
+        body: JSON.stringify({ n }),
+        eventAt: new Date().toISOString()
       })
       yield* store.record([event(a, 1), event(b, 2), event(null, 3), event(a, 4), event(b, 5)], later)
       const bodies = (claimed: ReadonlyArray<ClaimedDelivery>) => claimed.map((delivery) => JSON.parse(delivery.body).n)
@@ -109,17 +130,20 @@ layer(Repository)("Destinations", (it) => {
       expect(bodies(heads)).toEqual([1, 2, 3])
       const failed = { ...ok, ok: false, final: false, statusCode: 500, error: "HTTP 500", nextAttemptAt: new Date(Date.now() + 60_000) }
       const byN = (n: number) => heads.find((delivery) => JSON.parse(delivery.body).n === n)!
-      expect(yield* store.settleMany(destination.id, [
-        { delivery: byN(2), outcome: failed },
-        { delivery: byN(1), outcome: ok },
-        { delivery: byN(3), outcome: ok }
-      ], 3)).toBe(false)
+      expect(
+        yield* store.settleMany(destination.id, [
+          { delivery: byN(2), outcome: failed },
+          { delivery: byN(1), outcome: ok },
+          { delivery: byN(3), outcome: ok }
+        ], 3)
+      ).toBe(false)
       // a's next is ready; b's first waits for its retry, and b's second behind it.
       const next = yield* store.claim(destination.id, 10, 60_000)
       expect(bodies(next)).toEqual([4])
       expect((yield* store.get(projectId, destination.id))!.consecutiveFailures).toBe(0)
       // Two failures after the last success make a run of two; a third disables (DISABLE_AFTER 3).
-      expect(yield* store.settleMany(destination.id, [{ delivery: next[0]!, outcome: ok }, { delivery: next[0]!, outcome: failed }], 3)).toBe(false)
+      expect(yield* store.settleMany(destination.id, [{ delivery: next[0]!, outcome: ok }, { delivery: next[0]!, outcome: failed }], 3))
+        .toBe(false)
       expect(yield* store.settleMany(destination.id, [{ delivery: next[0]!, outcome: failed }], 3)).toBe(false)
       expect(yield* store.settleMany(destination.id, [{ delivery: next[0]!, outcome: failed }], 3)).toBe(true)
       const disabled = (yield* store.get(projectId, destination.id))!
@@ -134,7 +158,13 @@ layer(Repository)("Destinations", (it) => {
       const two = yield* store.create(projectId, { url: "https://example.com/two", events: ["*"] })
       const [a, b, c] = [uuidv7(), uuidv7(), uuidv7()]
       const event = (destinationId: string, contactId: string | null, n: number): NewDelivery => ({
-        destinationId, projectId, eventId: `r${n}`, eventType: "x", contactId, body: JSON.stringify({ n }), eventAt: new Date().toISOString()
+        destinationId,
+        projectId,
+        eventId: `r${n}`,
+        eventType: "x",
+        contactId,
+        body: JSON.stringify({ n }),
+        eventAt: new Date().toISOString()
       })
       const bodies = (claimed: ReadonlyArray<ClaimedDelivery>) => claimed.map((delivery) => JSON.parse(delivery.body).n)
       // a's second waits behind its first; room for two of one's three ready ones, none for two's.
@@ -145,7 +175,13 @@ layer(Repository)("Destinations", (it) => {
         60_000
       )
       expect(bodies(done.claimed)).toEqual([1, 3])
-      expect(done.claimed[0]).toMatchObject({ destinationId: one.id, contactId: a, url: "https://example.com/one", attempts: 1, test: false })
+      expect(done.claimed[0]).toMatchObject({
+        destinationId: one.id,
+        contactId: a,
+        url: "https://example.com/one",
+        attempts: 1,
+        test: false
+      })
       expect(done.claimed[0]!.secrets).toHaveLength(1)
       expect([...done.recorded].sort()).toEqual([one.id, two.id].sort())
       expect([...done.waiting].sort()).toEqual([one.id, two.id].sort())
@@ -166,9 +202,18 @@ layer(Repository)("Destinations", (it) => {
       const sql = yield* SqlClient.SqlClient
       const projectId = yield* insertProject
       const destination = yield* store.create(projectId, { url: "https://example.com/h", events: ["*"] })
-      yield* store.record([1, 2, 3].map((n) => ({
-        destinationId: destination.id, projectId, eventId: `p${n}`, eventType: "x", contactId: null, body: "{}", eventAt: new Date().toISOString()
-      })), later)
+      yield* store.record(
+        [1, 2, 3].map((n) => ({
+          destinationId: destination.id,
+          projectId,
+          eventId: `p${n}`,
+          eventType: "x",
+          contactId: null,
+          body: "{}",
+          eventAt: new Date().toISOString()
+        })),
+        later
+      )
       const claimed = yield* store.claim(destination.id, 2, 60_000)
       for (const delivery of claimed) yield* store.settle(delivery, ok, 0)
       yield* sql`UPDATE destination_deliveries SET created_at = now() - interval '20 days' WHERE destination_id = ${destination.id}`

@@ -50,8 +50,10 @@ const queue = (projectId: string, emails: ReadonlyArray<NewEmail>) =>
 
 /** The email.* events emitted about a project (their feedback messages into IN), in order. */
 const emitted = (projectId: string) =>
-  Effect.map(outboxOf(projectId), (rows) =>
-    rows.filter((row) => row.payload.kind === "event").map((row) => [row.payload.name, row.payload.data] as const))
+  Effect.map(
+    outboxOf(projectId),
+    (rows) => rows.filter((row) => row.payload.kind === "event").map((row) => [row.payload.name, row.payload.data] as const)
+  )
 
 layer(Repositories, { timeout: 60_000, excludeTestServices: true })("Emails", (it) => {
   describe("reads", () => {
@@ -120,7 +122,13 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("Emails", (i
 
         const events = yield* emitted(project)
         expect(events.map(([name]) => name)).toEqual(["email.click", "email.click", "email.open"])
-        expect(events[0]![1]).toMatchObject({ emailId: email.id, subject: "Hello", campaignId: campaign, url: "https://example.org", isFirstClick: true })
+        expect(events[0]![1]).toMatchObject({
+          emailId: email.id,
+          subject: "Hello",
+          campaignId: campaign,
+          url: "https://example.org",
+          isFirstClick: true
+        })
         expect(events[1]![1]).toMatchObject({ isFirstClick: false })
 
         expect(yield* emails.engage({ ...record, id: uuidv7() }, "open")).toBeUndefined()

@@ -87,7 +87,10 @@ const hex = () => randomUUID().replace(/-/g, "")
 
 const insertProject = async () => {
   const id = randomUUID()
-  await q(`INSERT INTO projects (id, name, public_key_hash, secret_key_hash) VALUES ($1, 'Upgrade', decode($2, 'hex'), decode($3, 'hex'))`, [id, hex(), hex()])
+  await q(
+    `INSERT INTO projects (id, name, public_key_hash, secret_key_hash) VALUES ($1, 'Upgrade', decode($2, 'hex'), decode($3, 'hex'))`,
+    [id, hex(), hex()]
+  )
   return id
 }
 
@@ -108,15 +111,28 @@ const fixtures: ReadonlyArray<readonly [migration: number, write: () => Promise<
     await q(`INSERT INTO contact_fields (project_id, key, type) VALUES ($1, 'plan', 'string')`, [projectId])
     await q(`INSERT INTO outbox (id, subject, payload) VALUES ($1, 'ms.in.0.x.contact', '{"type":"contact.created"}')`, [randomUUID()])
     await q(`INSERT INTO rate_limit_windows (project_id, window_start, count) VALUES ($1, date_trunc('minute', now()), 3)`, [projectId])
-    await q(`INSERT INTO idempotency_keys (project_id, key, request, expires_at, status_code) VALUES ($1, 'done', 'POST /v1/track', now() + interval '1 day', 200)`, [projectId])
-    await q(`INSERT INTO idempotency_keys (project_id, key, request, expires_at) VALUES ($1, 'running', 'POST /v1/send', now() + interval '1 day')`, [projectId])
+    await q(
+      `INSERT INTO idempotency_keys (project_id, key, request, expires_at, status_code) VALUES ($1, 'done', 'POST /v1/track', now() + interval '1 day', 200)`,
+      [projectId]
+    )
+    await q(
+      `INSERT INTO idempotency_keys (project_id, key, request, expires_at) VALUES ($1, 'running', 'POST /v1/send', now() + interval '1 day')`,
+      [projectId]
+    )
   }],
   [2, async () => {
     const projectId = await insertProject()
     const contactId = await insertContact(projectId)
     const partition = partitionCounter++
-    await q(`INSERT INTO events (id, project_id, contact_id, name, data, created_at) VALUES ($1, $2, $3, 'signed_up', '{"n":1}', ${NOW})`, [randomUUID(), projectId, contactId])
-    await q(`INSERT INTO event_aggregates (project_id, contact_id, name, count, first_at, last_at) VALUES ($1, $2, 'signed_up', 1, ${NOW}, ${NOW})`, [projectId, contactId])
+    await q(`INSERT INTO events (id, project_id, contact_id, name, data, created_at) VALUES ($1, $2, $3, 'signed_up', '{"n":1}', ${NOW})`, [
+      randomUUID(),
+      projectId,
+      contactId
+    ])
+    await q(
+      `INSERT INTO event_aggregates (project_id, contact_id, name, count, first_at, last_at) VALUES ($1, $2, 'signed_up', 1, ${NOW}, ${NOW})`,
+      [projectId, contactId]
+    )
     await q(`INSERT INTO partition_leases (partition, owner, epoch) VALUES ($1, 'worker-a', 3)`, [partition])
     await q(`INSERT INTO partition_state (partition, expires_at, applied_seq) VALUES ($1, now(), 42)`, [partition])
     await q(`INSERT INTO project_offsets (project_id, applied_seq) VALUES ($1, 42)`, [projectId])
@@ -139,11 +155,22 @@ const fixtures: ReadonlyArray<readonly [migration: number, write: () => Promise<
        VALUES ($1, $2, 'Pro', 'DYNAMIC', '{"logic":"AND","groups":[]}', true, ${NOW}, ${NOW})`,
       [segmentId, projectId]
     )
-    await q(`INSERT INTO segment_memberships (segment_id, contact_id, project_id, entered_at) VALUES ($1, $2, $3, ${NOW})`, [segmentId, contactId, projectId])
-    await q(`INSERT INTO timers (contact_id, id, project_id, partition, due_at) VALUES ($1, $2, $3, 0, now() + interval '1 day')`, [contactId, randomUUID(), projectId])
+    await q(`INSERT INTO segment_memberships (segment_id, contact_id, project_id, entered_at) VALUES ($1, $2, $3, ${NOW})`, [
+      segmentId,
+      contactId,
+      projectId
+    ])
+    await q(`INSERT INTO timers (contact_id, id, project_id, partition, due_at) VALUES ($1, $2, $3, 0, now() + interval '1 day')`, [
+      contactId,
+      randomUUID(),
+      projectId
+    ])
   }],
   [5, async () => {
-    await q(`INSERT INTO dead_letters (id, project_id, partition, seq, payload, error) VALUES ($1, $2, 0, 7, '{}', 'boom')`, [randomUUID(), randomUUID()])
+    await q(`INSERT INTO dead_letters (id, project_id, partition, seq, payload, error) VALUES ($1, $2, 0, 7, '{}', 'boom')`, [
+      randomUUID(),
+      randomUUID()
+    ])
   }],
   [6, async () => {
     const projectId = await insertProject()
@@ -183,9 +210,20 @@ const fixtures: ReadonlyArray<readonly [migration: number, write: () => Promise<
     const projectId = await insertProject()
     const contactId = await insertContact(projectId)
     const [workflowId, triggerId, delayId, executionId] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()]
-    await q(`INSERT INTO workflows (id, project_id, name, trigger_config, enabled, created_at, updated_at) VALUES ($1, $2, 'Onboarding', '{"eventName":"signed_up"}', true, ${NOW}, ${NOW})`, [workflowId, projectId])
-    await q(`INSERT INTO workflow_steps (id, workflow_id, type, name, config, created_at) VALUES ($1, $3, 'TRIGGER', 'Start', '{}', ${NOW}), ($2, $3, 'DELAY', 'Wait', '{"amount":1,"unit":"days"}', ${NOW})`, [triggerId, delayId, workflowId])
-    await q(`INSERT INTO workflow_transitions (id, workflow_id, from_step_id, to_step_id, created_at) VALUES ($1, $2, $3, $4, ${NOW})`, [randomUUID(), workflowId, triggerId, delayId])
+    await q(
+      `INSERT INTO workflows (id, project_id, name, trigger_config, enabled, created_at, updated_at) VALUES ($1, $2, 'Onboarding', '{"eventName":"signed_up"}', true, ${NOW}, ${NOW})`,
+      [workflowId, projectId]
+    )
+    await q(
+      `INSERT INTO workflow_steps (id, workflow_id, type, name, config, created_at) VALUES ($1, $3, 'TRIGGER', 'Start', '{}', ${NOW}), ($2, $3, 'DELAY', 'Wait', '{"amount":1,"unit":"days"}', ${NOW})`,
+      [triggerId, delayId, workflowId]
+    )
+    await q(`INSERT INTO workflow_transitions (id, workflow_id, from_step_id, to_step_id, created_at) VALUES ($1, $2, $3, $4, ${NOW})`, [
+      randomUUID(),
+      workflowId,
+      triggerId,
+      delayId
+    ])
     await q(
       `INSERT INTO workflow_executions (id, workflow_id, project_id, partition, contact_id, status, current_step_id, source_event_id, timer_id, started_at, updated_at)
        VALUES ($1, $2, $3, 0, $4, 'WAITING', $5, $6, $7, ${NOW}, ${NOW})`,
@@ -196,10 +234,16 @@ const fixtures: ReadonlyArray<readonly [migration: number, write: () => Promise<
        VALUES ($1, $2, $3, 'DELAY', $4, 0, 'WAITING', ${NOW})`,
       [randomUUID(), executionId, delayId, projectId]
     )
-    await q(`INSERT INTO workflow_timers (execution_id, id, project_id, partition, step_id, due_at) VALUES ($1, $2, $3, 0, $4, now() + interval '1 day')`, [executionId, randomUUID(), projectId, delayId])
+    await q(
+      `INSERT INTO workflow_timers (execution_id, id, project_id, partition, step_id, due_at) VALUES ($1, $2, $3, 0, $4, now() + interval '1 day')`,
+      [executionId, randomUUID(), projectId, delayId]
+    )
   }],
   [9, async () => {
-    await q(`INSERT INTO dead_letters (id, project_id, payload, error, source, subject) VALUES ($1, $2, '{}', 'too large', 'outbox', 'ms.in.0.x.contact')`, [randomUUID(), randomUUID()])
+    await q(
+      `INSERT INTO dead_letters (id, project_id, payload, error, source, subject) VALUES ($1, $2, '{}', 'too large', 'outbox', 'ms.in.0.x.contact')`,
+      [randomUUID(), randomUUID()]
+    )
     await q(`INSERT INTO outbox (id, subject, payload, attempts) VALUES ($1, 'ms.in.0.x.contact', '{}', 2)`, [randomUUID()])
   }],
   [11, async () => {
@@ -232,14 +276,16 @@ describe("migrations on a database holding data", () => {
       const isRemoved = (column: Column) => removed.includes(column.table) || removed.includes(`${column.table}.${column.column}`)
       const before = (await columns()).filter((column) => !isRemoved(column))
       const tables = byTable(before)
-      const digests = new Map(await Promise.all([...tables].map(async ([table, list]) => [table, await tableDigest(table, list.map((c) => c.column))] as const)))
+      const digests = new Map(
+        await Promise.all([...tables].map(async ([table, list]) => [table, await tableDigest(table, list.map((c) => c.column))] as const))
+      )
 
       const ran = await migrateThrough(index + 1)
       expect(ran.map(([ranId]) => ranId), "the migrator applied exactly this file").toEqual([id])
       applied = [...applied, id]
 
       const schema = await columns()
-      if (id <= FIXTURES_THROUGH) for (const column of schema) tablesWithFixtures.add(column.table)
+      if (id <= FIXTURES_THROUGH) { for (const column of schema) tablesWithFixtures.add(column.table) }
       const after = new Map(schema.map((column) => [`${column.table}.${column.column}`, column]))
       for (const old of before) {
         const current = after.get(`${old.table}.${old.column}`)

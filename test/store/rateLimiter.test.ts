@@ -29,43 +29,46 @@ const anotherProcess = Effect.gen(function*() {
   return context.mapUnsafe.get(RateLimiter.key) as RateLimiter["Service"]
 })
 
-layer(RateLimiter.layer.pipe(Layer.provideMerge(Config), Layer.provideMerge(TestDatabase)), { timeout: 120_000 })("leased rate limit", (it) => {
-  describe("two processes over one window", () => {
-    it.effect("admit no more than the limit, and all but a block per process", () =>
-      Effect.scoped(Effect.gen(function*() {
-        const projectId = yield* insertProject
-        const first = yield* RateLimiter
-        const second = yield* anotherProcess
-        const decisions = yield* Effect.forEach(
-          Array.from({ length: LIMIT + 500 }, (_, i) => (i % 3 === 0 ? second : first)),
-          (limiter) => limiter.check(projectId),
-          { concurrency: 64 }
-        )
-        const allowed = decisions.filter((decision) => decision.allowed).length
-        expect(allowed).toBeLessThanOrEqual(LIMIT)
-        expect(allowed).toBeGreaterThanOrEqual(LIMIT - 2 * BLOCK)
-        const refused = decisions.filter((decision) => !decision.allowed)
-        expect(refused.length).toBe(decisions.length - allowed)
-        for (const decision of refused) {
-          expect(decision).toMatchObject({ limit: LIMIT, remaining: 0 })
-          expect(decision.resetSeconds).toBeGreaterThanOrEqual(1)
-        }
-        // Once the window is spent, a refusal costs no round trip and a batch that does not fit is refused whole.
-        expect((yield* first.check(projectId, 5)).allowed).toBe(false)
-      })))
+layer(RateLimiter.layer.pipe(Layer.provideMerge(Config), Layer.provideMerge(TestDatabase)), { timeout: 120_000 })(
+  "leased rate limit",
+  (it) => {
+    describe("two processes over one window", () => {
+      it.effect("admit no more than the limit, and all but a block per process", () =>
+        Effect.scoped(Effect.gen(function*() {
+          const projectId = yield* insertProject
+          const first = yield* RateLimiter
+          const second = yield* anotherProcess
+          const decisions = yield* Effect.forEach(
+            Array.from({ length: LIMIT + 500 }, (_, i) => (i % 3 === 0 ? second : first)),
+            (limiter) => limiter.check(projectId),
+            { concurrency: 64 }
+          )
+          const allowed = decisions.filter((decision) => decision.allowed).length
+          expect(allowed).toBeLessThanOrEqual(LIMIT)
+          expect(allowed).toBeGreaterThanOrEqual(LIMIT - 2 * BLOCK)
+          const refused = decisions.filter((decision) => !decision.allowed)
+          expect(refused.length).toBe(decisions.length - allowed)
+          for (const decision of refused) {
+            expect(decision).toMatchObject({ limit: LIMIT, remaining: 0 })
+            expect(decision.resetSeconds).toBeGreaterThanOrEqual(1)
+          }
+          // Once the window is spent, a refusal costs no round trip and a batch that does not fit is refused whole.
+          expect((yield* first.check(projectId, 5)).allowed).toBe(false)
+        })))
 
-    it.effect("counts a batch's events together, and another project has its own window", () =>
-      Effect.gen(function*() {
-        const limiter = yield* RateLimiter
-        const [busy, quiet] = [yield* insertProject, yield* insertProject]
-        const big = yield* limiter.check(busy, LIMIT - 10)
-        expect(big.allowed).toBe(true)
-        expect(big.remaining).toBeLessThanOrEqual(10)
-        expect((yield* limiter.check(busy, 11)).allowed).toBe(false)
-        expect((yield* limiter.check(quiet)).allowed).toBe(true)
-      }))
-  })
-})
+      it.effect("counts a batch's events together, and another project has its own window", () =>
+        Effect.gen(function*() {
+          const limiter = yield* RateLimiter
+          const [busy, quiet] = [yield* insertProject, yield* insertProject]
+          const big = yield* limiter.check(busy, LIMIT - 10)
+          expect(big.allowed).toBe(true)
+          expect(big.remaining).toBeLessThanOrEqual(10)
+          expect((yield* limiter.check(busy, 11)).allowed).toBe(false)
+          expect((yield* limiter.check(quiet)).allowed).toBe(true)
+        }))
+    })
+  }
+)
 
 /** A limiter of its own (an api process) with the given limit per minute. */
 const processWith = (limit: number) =>
@@ -80,7 +83,9 @@ const processWith = (limit: number) =>
 /** Moments, each some time after the one before, with checks made at once on three processes. */
 interface Plan {
   readonly startMs: number
-  readonly steps: ReadonlyArray<{ readonly afterMs: number; readonly checks: ReadonlyArray<{ readonly process: number; readonly count: number }> }>
+  readonly steps: ReadonlyArray<
+    { readonly afterMs: number; readonly checks: ReadonlyArray<{ readonly process: number; readonly count: number }> }
+  >
 }
 const planOf = (maxCount: number): fc.Arbitrary<Plan> =>
   fc.record({
@@ -88,7 +93,9 @@ const planOf = (maxCount: number): fc.Arbitrary<Plan> =>
     steps: fc.array(
       fc.record({
         afterMs: fc.oneof(fc.integer({ min: 0, max: 1_500 }), fc.integer({ min: 1_500, max: 25_000 })),
-        checks: fc.array(fc.record({ process: fc.integer({ min: 0, max: 2 }), count: fc.integer({ min: 1, max: maxCount }) }), { maxLength: 12 })
+        checks: fc.array(fc.record({ process: fc.integer({ min: 0, max: 2 }), count: fc.integer({ min: 1, max: maxCount }) }), {
+          maxLength: 12
+        })
       }),
       { minLength: 5, maxLength: 40 }
     )
@@ -120,7 +127,9 @@ const runPlan = (limit: number, plan: Plan) =>
     for (const step of plan.steps) {
       now += step.afterMs
       yield* TestClock.setTime(now)
-      const decisions = yield* Effect.forEach(step.checks, ({ process, count }) => decide(processes[process]!, process, key, count), { concurrency: "unbounded" })
+      const decisions = yield* Effect.forEach(step.checks, ({ process, count }) => decide(processes[process]!, process, key, count), {
+        concurrency: "unbounded"
+      })
       decisions.forEach((decision, index) => decided.push({ at: now, count: step.checks[index]!.count, allowed: decision.allowed }))
     }
     return decided
@@ -134,13 +143,15 @@ const admittedWithin = (decided: ReadonlyArray<Decided>, at: number, spanMs: num
 const everyPlan = (limit: number, maxCount: number, runs: number, expectations: (limit: number, decided: ReadonlyArray<Decided>) => void) =>
   Effect.gen(function*() {
     const context = yield* Effect.context<never>()
-    const run = (plan: Plan) => Effect.runPromise(Effect.provideContext(runPlan(limit, plan), context as any) as Effect.Effect<Array<Decided>>)
+    const run = (plan: Plan) =>
+      Effect.runPromise(Effect.provideContext(runPlan(limit, plan), context as any) as Effect.Effect<Array<Decided>>)
     yield* Effect.promise(() =>
       fc.assert(
         fc.asyncProperty(planOf(maxCount), (plan) => run(plan).then((decided) => expectations(limit, decided))),
         // Shrinking replays plans against Postgres for minutes: the first counterexample is enough.
         { numRuns: runs, endOnFailure: true }
-      ))
+      )
+    )
   })
 
 layer(TestDatabase, { timeout: 300_000 })("sliding window", (it) => {

@@ -114,7 +114,17 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("repositorie
       Effect.gen(function*() {
         const activity = yield* Activity
         const project = yield* newProject
-        const query = { limit: 10, cursor: "forged", types: undefined, contactId: undefined, campaignId: undefined, workflowId: undefined, from: undefined, to: undefined, search: undefined }
+        const query = {
+          limit: 10,
+          cursor: "forged",
+          types: undefined,
+          contactId: undefined,
+          campaignId: undefined,
+          workflowId: undefined,
+          from: undefined,
+          to: undefined,
+          search: undefined
+        }
         const error = yield* Effect.flip(activity.feed(project, query as never))
         assert.instanceOf(error, InvalidCursor)
         expect((yield* activity.feed(project, { ...query, cursor: undefined } as never)).data).toEqual([])

@@ -60,7 +60,13 @@ describe("WorkflowExecutions", () => {
         const event = uuidv7()
         const first = yield* start(f, event)
         assert(first !== undefined)
-        expect(first).toMatchObject({ workflowId: f.workflow, contactId: f.contact, status: "RUNNING", currentStepId: f.trigger, context: { plan: "pro" } })
+        expect(first).toMatchObject({
+          workflowId: f.workflow,
+          contactId: f.contact,
+          status: "RUNNING",
+          currentStepId: f.trigger,
+          context: { plan: "pro" }
+        })
         // The same event again, or another while one is active: nothing.
         expect(yield* start(f, event)).toBeUndefined()
         expect(yield* start(f)).toBeUndefined()
@@ -98,7 +104,15 @@ describe("WorkflowExecutions", () => {
         const f = yield* fixture
         const exec = (yield* start(f))!
         const claim = (status: "COMPLETED" | "RUNNING") =>
-          executions.claimStep({ projectId: f.project, executionId: exec.id, stepId: f.delay, stepType: "DELAY", status, output: { n: 1 }, at: NOW })
+          executions.claimStep({
+            projectId: f.project,
+            executionId: exec.id,
+            stepId: f.delay,
+            stepType: "DELAY",
+            status,
+            output: { n: 1 },
+            at: NOW
+          })
         expect(yield* claim("COMPLETED")).toBe(true)
         expect(yield* claim("COMPLETED")).toBe(false)
         yield* sql`UPDATE workflow_step_executions SET status = 'WAITING' WHERE execution_id = ${exec.id}`
@@ -122,8 +136,14 @@ describe("WorkflowExecutions", () => {
                    (${uuidv7()}, ${a.id}, ${f.delay}, 'DELAY', ${f.project}, 3, 'WAITING', false, now()),
                    (${uuidv7()}, ${a.id}, ${uuidv7()}, 'WEBHOOK', ${f.project}, 3, 'RUNNING', true, now())`
         // Excepted: nothing happens to it.
-        expect(yield* executions.cancel({ projectId: f.project, contactId: f.contact, except: [a.id], error: "gone", stepError: "gone" })).toEqual([])
-        const cancelled = yield* executions.cancel({ projectId: f.project, contactId: f.contact, error: "the contact was deleted", stepError: "the contact was deleted" })
+        expect(yield* executions.cancel({ projectId: f.project, contactId: f.contact, except: [a.id], error: "gone", stepError: "gone" }))
+          .toEqual([])
+        const cancelled = yield* executions.cancel({
+          projectId: f.project,
+          contactId: f.contact,
+          error: "the contact was deleted",
+          stepError: "the contact was deleted"
+        })
         expect(cancelled.map((row) => [row.id, row.status, row.error])).toEqual([[a.id, "CANCELLED", "the contact was deleted"]])
         expect(yield* sql`SELECT 1 FROM workflow_timers WHERE execution_id = ${a.id}`).toEqual([])
         const steps = yield* sql<{ step_type: string; status: string; error: string | null }>`
@@ -135,9 +155,15 @@ describe("WorkflowExecutions", () => {
         // The other project's execution is untouched; cancelling it through its workflow keeps its error as it was.
         const [untouched] = yield* sql<{ status: string }>`SELECT status FROM workflow_executions WHERE id = ${b.id}`
         expect(untouched!.status).toBe("RUNNING")
-        const [byWorkflow] = yield* executions.cancel({ workflowId: b.workflowId, executionId: b.id, error: null, stepError: "execution cancelled" })
+        const [byWorkflow] = yield* executions.cancel({
+          workflowId: b.workflowId,
+          executionId: b.id,
+          error: null,
+          stepError: "execution cancelled"
+        })
         expect(byWorkflow).toMatchObject({ id: b.id, status: "CANCELLED", error: null })
-        expect(yield* executions.cancel({ workflowId: b.workflowId, executionId: b.id, error: null, stepError: "execution cancelled" })).toEqual([])
+        expect(yield* executions.cancel({ workflowId: b.workflowId, executionId: b.id, error: null, stepError: "execution cancelled" }))
+          .toEqual([])
       }))
 
     it.effect("writes a batch back: changed executions, step history, timers and billing holds", () =>
@@ -155,8 +181,15 @@ describe("WorkflowExecutions", () => {
             { ...untouched, status: "FAILED" as const, dirty: false }
           ],
           steps: [{
-            id: stepId, executionId: exec.id, stepId: f.delay, stepType: "DELAY", status: "WAITING" as const,
-            output: { dueAt: NOW }, error: null, startedAt: NOW, finishedAt: null
+            id: stepId,
+            executionId: exec.id,
+            stepId: f.delay,
+            stepType: "DELAY",
+            status: "WAITING" as const,
+            output: { dueAt: NOW },
+            error: null,
+            startedAt: NOW,
+            finishedAt: null
           }],
           clearedTimers: [],
           newTimers: [{ executionId: exec.id, id: timerId, stepId: f.delay, dueAt: "2026-03-02T12:00:00.000Z" }],
@@ -168,7 +201,9 @@ describe("WorkflowExecutions", () => {
         expect(row).toMatchObject({ status: "WAITING", currentStepId: f.delay, timerId, context: { plan: "pro", seen: 1 } })
         const [other] = yield* sql<{ status: string }>`SELECT status FROM workflow_executions WHERE id = ${untouched.id}`
         expect(other!.status).toBe("RUNNING")
-        const [timer] = yield* sql<{ id: string; partition: number; due_at: Date }>`SELECT id, partition, due_at FROM workflow_timers WHERE execution_id = ${exec.id}`
+        const [timer] = yield* sql<
+          { id: string; partition: number; due_at: Date }
+        >`SELECT id, partition, due_at FROM workflow_timers WHERE execution_id = ${exec.id}`
         expect(timer).toMatchObject({ id: timerId, partition: 3 })
         expect(timer!.due_at.toISOString()).toBe("2026-03-02T12:00:00.000Z")
         const [hold] = yield* sql<{ billing_hold: string | null }>`SELECT billing_hold FROM workflows WHERE id = ${f.workflow}`

@@ -179,7 +179,13 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("Workflows",
                    VALUES (${uuidv7()}, ${b.id}, ${trigger.id}, 'TRIGGER', ${project}, 0, 'COMPLETED', '{"ok":true}', now(), now())`
         const detail = yield* workflows.getExecution(workflow.id, b.id)
         expect(detail).toMatchObject({ id: b.id, status: "CANCELLED" })
-        expect(detail!.steps).toMatchObject([{ stepId: trigger.id, stepType: "TRIGGER", status: "COMPLETED", output: { ok: true }, error: null }])
+        expect(detail!.steps).toMatchObject([{
+          stepId: trigger.id,
+          stepType: "TRIGGER",
+          status: "COMPLETED",
+          output: { ok: true },
+          error: null
+        }])
         expect(detail!.steps[0]!.completedAt).toMatch(/Z$/)
       }))
   })

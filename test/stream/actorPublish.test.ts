@@ -43,7 +43,11 @@ const outSubjects = async () =>
 const createEventSegment = async (apiUrl: string, name: string, event: string) => {
   const res = await request(apiUrl, "POST", "/segments", {
     key: project.secretKey,
-    body: { name, trackMembership: true, condition: { logic: "AND", groups: [{ filters: [{ field: `event.${event}`, operator: "triggered" }] }] } }
+    body: {
+      name,
+      trackMembership: true,
+      condition: { logic: "AND", groups: [{ filters: [{ field: `event.${event}`, operator: "triggered" }] }] }
+    }
   })
   expect(res.status, res.text).toBe(201)
 }
@@ -61,8 +65,13 @@ describe("a lane actor's own publishing", () => {
     // left rows there), and its next one has the relay drain the outbox before the actor publishes.
     for (const round of [1, 2]) {
       for (const email of contacts) await track(api.url, email, "hello")
-      await eventually(async () => expect((await stack.query<{ n: number }>(
-        "SELECT count(*)::int AS n FROM events WHERE project_id = $1", [project.id]))[0]!.n).toBe(round * contacts.length), 20_000)
+      await eventually(async () =>
+        expect(
+          (await stack.query<{ n: number }>(
+            "SELECT count(*)::int AS n FROM events WHERE project_id = $1",
+            [project.id]
+          ))[0]!.n
+        ).toBe(round * contacts.length), 20_000)
     }
     const before = await publishedByActors(metricsPort)
 
@@ -94,9 +103,13 @@ describe("a lane actor's own publishing", () => {
     const metricsPort = await freePort()
     worker = await stack.start("worker", { METRICS_PORT: String(metricsPort) })
     await track(api.url, "second@publish.test", "hello")
-    await eventually(async () => expect((await stack.query<{ n: number }>(
-      "SELECT count(*)::int AS n FROM events WHERE project_id = $1 AND contact_id = (SELECT id FROM contacts WHERE email = $2)",
-      [project.id, "second@publish.test"]))[0]!.n).toBe(1), 20_000)
+    await eventually(async () =>
+      expect(
+        (await stack.query<{ n: number }>(
+          "SELECT count(*)::int AS n FROM events WHERE project_id = $1 AND contact_id = (SELECT id FROM contacts WHERE email = $2)",
+          [project.id, "second@publish.test"]
+        ))[0]!.n
+      ).toBe(1), 20_000)
     // As if that batch's row still waited for the relay (another process holding its lock, or a worker
     // that died before publishing): written quietly, as a batch's rows are, so no NOTIFY wakes a relay.
     const leftover = uuidv7()
@@ -107,7 +120,10 @@ describe("a lane actor's own publishing", () => {
     )
     // The lane's next batch has the relay publish what waits, in order, before its own entry.
     await track(api.url, "second@publish.test", "probe")
-    await eventually(async () => expect((await outSubjects()).some((message) => message.email === "second@publish.test")).toBe(true), 20_000)
+    await eventually(
+      async () => expect((await outSubjects()).some((message) => message.email === "second@publish.test")).toBe(true),
+      20_000
+    )
     const subjects = await outSubjects()
     const at = (predicate: (message: (typeof subjects)[number]) => boolean) => subjects.findIndex(predicate)
     expect(at((message) => message.msgId === leftover)).toBeGreaterThanOrEqual(0)
@@ -116,8 +132,13 @@ describe("a lane actor's own publishing", () => {
 
     // With nothing left, the one after is published by the actor itself.
     await track(api.url, "second@publish.test", "again")
-    await eventually(async () => expect((await outSubjects()).some((message) =>
-      message.subject === "segment.again.entry" && message.email === "second@publish.test")).toBe(true), 20_000)
+    await eventually(
+      async () =>
+        expect(
+          (await outSubjects()).some((message) => message.subject === "segment.again.entry" && message.email === "second@publish.test")
+        ).toBe(true),
+      20_000
+    )
     expect(await publishedByActors(metricsPort)).toBeGreaterThanOrEqual(1)
     await Promise.all([api.stop(), worker.stop()])
   }, 90_000)
@@ -134,15 +155,22 @@ describe("a lane actor's own publishing", () => {
     // Two batches first: the lane's actor publishes its own rows from its third on.
     for (const n of [1, 2]) {
       await track(api.url, "wf@publish.test", "hello")
-      await eventually(async () => expect((await stack.query<{ n: number }>(
-        "SELECT count(*)::int AS n FROM events WHERE project_id = $1 AND contact_id = (SELECT id FROM contacts WHERE email = $2)",
-        [project.id, "wf@publish.test"]))[0]!.n).toBe(n), 20_000)
+      await eventually(async () =>
+        expect(
+          (await stack.query<{ n: number }>(
+            "SELECT count(*)::int AS n FROM events WHERE project_id = $1 AND contact_id = (SELECT id FROM contacts WHERE email = $2)",
+            [project.id, "wf@publish.test"]
+          ))[0]!.n
+        ).toBe(n), 20_000)
     }
     await eventually(async () => expect(await outboxRows()).toBe(0))
     // The step's contact update appends a row the batch does not list: the relay must publish it now,
     // not at its 30 s safety poll.
     await track(api.url, "wf@publish.test", "upgrade")
-    await eventually(async () => expect((await executionsOf({ url: api.url, key: project.secretKey }, workflowId, "EXITED")).length).toBe(1), 10_000)
+    await eventually(
+      async () => expect((await executionsOf({ url: api.url, key: project.secretKey }, workflowId, "EXITED")).length).toBe(1),
+      10_000
+    )
     await eventually(async () => expect(await outboxRows()).toBe(0), 3_000)
     await Promise.all([api.stop(), worker.stop()])
   }, 90_000)

@@ -15,12 +15,33 @@ afterAll(async () => {
 })
 
 /** A tracked event's stream message of one contact, published straight to the project's lane subject (past the api's checks). */
-const publishTrack = (js: ReturnType<typeof jetstream>, subject: string, projectId: string, email: string, name: string, data: Record<string, unknown>) =>
-  js.publish(subject, JSON.stringify({
-    kind: "track",
-    projectId,
-    events: [{ eventId: uuidv7(), contactId: uuidv7(), email, name, subscribed: null, set: {}, remove: [], data, at: new Date().toISOString() }]
-  }), { msgID: uuidv7() })
+const publishTrack = (
+  js: ReturnType<typeof jetstream>,
+  subject: string,
+  projectId: string,
+  email: string,
+  name: string,
+  data: Record<string, unknown>
+) =>
+  js.publish(
+    subject,
+    JSON.stringify({
+      kind: "track",
+      projectId,
+      events: [{
+        eventId: uuidv7(),
+        contactId: uuidv7(),
+        email,
+        name,
+        subscribed: null,
+        set: {},
+        remove: [],
+        data,
+        at: new Date().toISOString()
+      }]
+    }),
+    { msgID: uuidv7() }
+  )
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -145,17 +166,26 @@ describe("stream backbone", () => {
     const project = await stack.createProject("api-kill")
     const accepted: Array<string> = []
     let killed: Promise<void> | undefined
-    await Promise.all(Array.from({ length: 300 }, (_, i) =>
-      request(api.url, "POST", "/v1/track", { key: project.publicKey, body: { email: `k${i % 20}@api.test`, event: "e" } })
-        .then((res) => {
-          if (res.status === 200) accepted.push(res.json.data.event)
-          if (accepted.length === 100) killed = api.stop("SIGKILL")
-        })
-        .catch(() => undefined)))
+    await Promise.all(
+      Array.from(
+        { length: 300 },
+        (_, i) =>
+          request(api.url, "POST", "/v1/track", { key: project.publicKey, body: { email: `k${i % 20}@api.test`, event: "e" } })
+            .then((res) => {
+              if (res.status === 200)
+                accepted.push(res.json.data.event)
+              if (accepted.length === 100)
+                killed = api.stop("SIGKILL")
+            })
+            .catch(() => undefined)
+      )
+    )
     await killed
     expect(accepted.length).toBeGreaterThanOrEqual(100)
     await eventually(async () => {
-      const stored = new Set((await stack.query<{ id: string }>("SELECT id FROM events WHERE project_id = $1", [project.id])).map((r) => r.id))
+      const stored = new Set(
+        (await stack.query<{ id: string }>("SELECT id FROM events WHERE project_id = $1", [project.id])).map((r) => r.id)
+      )
       for (const id of accepted) expect(stored.has(id)).toBe(true)
     }, 15_000)
     await worker.stop()
@@ -164,10 +194,20 @@ describe("stream backbone", () => {
   it("drops a duplicate Nats-Msg-Id and stores a replayed event once", async () => {
     const worker = await stack.start("worker")
     const project = await stack.createProject("dupes")
-    const contact = await request((await stack.start("api")).url, "POST", "/contacts", { key: project.secretKey, body: { email: "dup@x.test" } })
+    const contact = await request((await stack.start("api")).url, "POST", "/contacts", {
+      key: project.secretKey,
+      body: { email: "dup@x.test" }
+    })
     const event = {
-      eventId: uuidv7(), contactId: contact.json.id, email: "dup@x.test", name: "dup", subscribed: null,
-      set: {}, remove: [], data: {}, at: new Date().toISOString()
+      eventId: uuidv7(),
+      contactId: contact.json.id,
+      email: "dup@x.test",
+      name: "dup",
+      subscribed: null,
+      set: {},
+      remove: [],
+      data: {},
+      at: new Date().toISOString()
     }
     const envelope = JSON.stringify({ kind: "track", projectId: project.id, events: [event] })
     const subject = laneSubject(stack.natsPrefix, project.id, contact.json.id, "track")
@@ -181,10 +221,12 @@ describe("stream backbone", () => {
     // The same event in a different envelope (a republish with a new message id) is stored once.
     await js.publish(subject, envelope, { msgID: uuidv7() })
     await nc.close()
-    expect((await readStream(`${stack.natsPrefix}_IN`, subject))).toHaveLength(2)
+    expect(await readStream(`${stack.natsPrefix}_IN`, subject)).toHaveLength(2)
     await eventually(async () => {
       const [row] = await stack.query<{ count: number }>(
-        "SELECT count::int AS count FROM event_aggregates WHERE project_id = $1 AND name = 'dup'", [project.id])
+        "SELECT count::int AS count FROM event_aggregates WHERE project_id = $1 AND name = 'dup'",
+        [project.id]
+      )
       expect(row?.count).toBe(1)
     })
     expect(await storedEvents(project.id)).toBe(1)
@@ -226,7 +268,9 @@ describe("stream backbone", () => {
       const names = (await stack.query<{ name: string }>("SELECT name FROM events WHERE project_id = $1", [project.id])).map((r) => r.name)
       expect(names).toEqual(["good"])
     }, 20_000)
-    const letters = await stack.query<{ payload: string; error: string }>("SELECT payload, error FROM dead_letters WHERE project_id = $1", [project.id])
+    const letters = await stack.query<{ payload: string; error: string }>("SELECT payload, error FROM dead_letters WHERE project_id = $1", [
+      project.id
+    ])
     expect(letters).toHaveLength(1)
     expect(JSON.parse(letters[0]!.payload).events[0].name).toBe("bad")
     // Listed through the API; data Postgres can never hold is refused for replay with the reason.

@@ -22,8 +22,7 @@ afterAll(async () => {
   await stack?.stop()
 })
 
-const count = async (text: string, params: Array<unknown> = []) =>
-  (await stack.query<{ n: number }>(text, params))[0]!.n
+const count = async (text: string, params: Array<unknown> = []) => (await stack.query<{ n: number }>(text, params))[0]!.n
 
 describe("outbox relay", () => {
   it("sets aside a row over NATS' max payload and publishes everything behind it once", async () => {
@@ -73,7 +72,10 @@ describe("contact data limit", () => {
     expect(grow.json.error.errors[0]).toMatchObject({ field: "data", code: "data_too_large" })
     const patch = await request(api.url, "PATCH", `/contacts/${first.json.id}`, { key: noisy.secretKey, body: { data: { b: kib(100) } } })
     expect(patch.status).toBe(422)
-    const send = await request(api.url, "PATCH", `/contacts/${first.json.id}`, { key: noisy.secretKey, body: { data: { a: null, b: kib(100) } } })
+    const send = await request(api.url, "PATCH", `/contacts/${first.json.id}`, {
+      key: noisy.secretKey,
+      body: { data: { a: null, b: kib(100) } }
+    })
     expect(send.status).toBe(200)
     expect(Object.keys(send.json.data)).toEqual(["b"])
   })
@@ -95,7 +97,8 @@ describe("contact data limit", () => {
     expect(Object.keys(contact.json.data)).toEqual(["a"])
     expect(contact.json.subscribed).toBe(false)
     const [letter] = await stack.query<{ error: string; payload: string }>(
-      "SELECT error, payload FROM dead_letters WHERE source = 'actor' AND project_id = $1", [noisy.id]
+      "SELECT error, payload FROM dead_letters WHERE source = 'actor' AND project_id = $1",
+      [noisy.id]
     )
     expect(letter!.error).toMatch(/256 KiB/)
     expect(JSON.parse(letter!.payload).events[0]).toMatchObject({ eventId: tracked.json.data.event, subscribed: null })
@@ -105,8 +108,14 @@ describe("contact data limit", () => {
 describe("GET/POST/DELETE /dead-letters", () => {
   it("lists the project's letters only, replays one in order once the cause is fixed, and deletes", async () => {
     const email = "replay@example.com"
-    const created = await request(api.url, "POST", "/contacts", { key: quiet.secretKey, body: { email, data: { a: "x".repeat(200 * 1024) } } })
-    const tracked = await request(api.url, "POST", "/v1/track", { key: quiet.publicKey, body: { email, event: "grew", data: { b: "y".repeat(100 * 1024) } } })
+    const created = await request(api.url, "POST", "/contacts", {
+      key: quiet.secretKey,
+      body: { email, data: { a: "x".repeat(200 * 1024) } }
+    })
+    const tracked = await request(api.url, "POST", "/v1/track", {
+      key: quiet.publicKey,
+      body: { email, event: "grew", data: { b: "y".repeat(100 * 1024) } }
+    })
     const letter = await eventually(async () => {
       const list = await request(api.url, "GET", "/dead-letters", { key: quiet.secretKey })
       expect(list.status).toBe(200)

@@ -43,7 +43,6 @@ describe("emitted events", () => {
   })
 })
 
-
 describe("events API", () => {
   it("lists, filters, pages, counts and names events", async () => {
     for (let i = 0; i < 5; i++) await track({ email: `list${i % 2}@events.test`, event: i % 2 ? "clicked" : "viewed", data: { i } })
@@ -95,7 +94,9 @@ describe("events API", () => {
       expect(res.json.data[0].data).toEqual({ after: true })
     })
     const [aggregate] = await stack.query<{ count: number }>(
-      "SELECT count::int AS count FROM event_aggregates WHERE project_id = $1 AND name = 'doomed'", [project.id])
+      "SELECT count::int AS count FROM event_aggregates WHERE project_id = $1 AND name = 'doomed'",
+      [project.id]
+    )
     expect(aggregate?.count).toBe(1)
   })
 })
@@ -132,7 +133,6 @@ describe("standalone worker metrics", () => {
     await worker.stop()
   })
 })
-
 
 describe("backpressure", () => {
   it.skipIf(!NATS_SERVER)("answers 503 within a bounded time when JetStream is unavailable, and recovers", async () => {

@@ -142,7 +142,9 @@ describe("ingest through a worker", () => {
       expect(ingestSubjects).toHaveLength(1)
       expect(ingestSubjects[0]).toMatch(new RegExp(`^${stack.natsPrefix}\\.ingest\\.\\d+\\.${project.id}\\.track$`))
       const offsets = await stack.query<{ lane: number; ingest_pos: string }>(
-        "SELECT lane, ingest_pos::text FROM lane_offsets WHERE project_id = $1", [project.id])
+        "SELECT lane, ingest_pos::text FROM lane_offsets WHERE project_id = $1",
+        [project.id]
+      )
       expect(offsets.length).toBeGreaterThanOrEqual(8)
       for (const offset of offsets) expect(Number(offset.ingest_pos)).toBeGreaterThan(0)
       await eventually(async () => {
@@ -152,21 +154,32 @@ describe("ingest through a worker", () => {
 
       // A split redone after a crash republishes positions the lane applied: skipped, whatever they carry.
       const [contact] = await stack.query<{ id: string; email: string }>(
-        "SELECT id, email FROM contacts WHERE project_id = $1 ORDER BY email LIMIT 1", [project.id])
+        "SELECT id, email FROM contacts WHERE project_id = $1 ORDER BY email LIMIT 1",
+        [project.id]
+      )
       const lane = lanes.laneOf(contact!.id)
       const [applied] = await stack.query<{ ingest_pos: string }>(
-        "SELECT ingest_pos::text FROM lane_offsets WHERE project_id = $1 AND lane = $2", [project.id, lane])
+        "SELECT ingest_pos::text FROM lane_offsets WHERE project_id = $1 AND lane = $2",
+        [project.id, lane]
+      )
       const appliedPos = Number(applied!.ingest_pos)
       const replayed = { ...tracked(contact!.id, 99), email: contact!.email, name: "replayed", pos: appliedPos }
       const fresh = { ...tracked(contact!.id, 100), email: contact!.email, name: "fresh", pos: appliedPos + 1 }
-      await js.publish(laneSubject(stack.natsPrefix, project.id, contact!.id, "track"),
-        JSON.stringify({ kind: "track", projectId: project.id, events: [replayed, fresh] }), { msgID: uuidv7() })
+      await js.publish(
+        laneSubject(stack.natsPrefix, project.id, contact!.id, "track"),
+        JSON.stringify({ kind: "track", projectId: project.id, events: [replayed, fresh] }),
+        { msgID: uuidv7() }
+      )
       await eventually(async () => {
         const names = await stack.query<{ name: string }>(
-          "SELECT name FROM events WHERE project_id = $1 AND contact_id = $2 ORDER BY created_at, name", [project.id, contact!.id])
+          "SELECT name FROM events WHERE project_id = $1 AND contact_id = $2 ORDER BY created_at, name",
+          [project.id, contact!.id]
+        )
         expect(names.map((row) => row.name)).toEqual(["signup", "fresh"])
       }, 20_000)
-      const [data] = await stack.query<{ counter: number }>("SELECT (data->>'counter')::int AS counter FROM contacts WHERE id = $1", [contact!.id])
+      const [data] = await stack.query<{ counter: number }>("SELECT (data->>'counter')::int AS counter FROM contacts WHERE id = $1", [
+        contact!.id
+      ])
       expect(data!.counter).toBe(100)
     } finally {
       await nc.close()
@@ -190,44 +203,68 @@ describe("ingest through a worker", () => {
     // Before: 1, 2; after the delete: none; then 3 alone (sent to the lanes directly, the delete found nothing: 1, 2, 3).
     await eventually(async () => {
       const events = await stack.query<{ n: number }>(
-        "SELECT (data->>'n')::int AS n FROM events WHERE project_id = $1 AND name = 'doomed'", [project.id])
+        "SELECT (data->>'n')::int AS n FROM events WHERE project_id = $1 AND name = 'doomed'",
+        [project.id]
+      )
       expect(events).toEqual([{ n: 3 }])
     }, 30_000)
     // Every lane gets the delete, and moves its position past it (lanes without events on their own time).
     await eventually(async () => {
       const [offsets] = await stack.query<{ lanes: number }>(
-        "SELECT count(*)::int AS lanes FROM lane_offsets WHERE project_id = $1 AND ingest_pos > 0", [project.id])
+        "SELECT count(*)::int AS lanes FROM lane_offsets WHERE project_id = $1 AND ingest_pos > 0",
+        [project.id]
+      )
       expect(offsets!.lanes).toBe(lanes.count)
     }, 20_000)
 
     // The delete split again (a splitter crashed before acking) carries the position the lanes applied: skipped.
     const [contact] = await stack.query<{ id: string }>("SELECT id FROM contacts WHERE project_id = $1", [project.id])
     const [applied] = await stack.query<{ pos: string }>(
-      "SELECT ingest_pos::text AS pos FROM lane_offsets WHERE project_id = $1 AND lane = $2", [project.id, lanes.laneOf(contact!.id)])
+      "SELECT ingest_pos::text AS pos FROM lane_offsets WHERE project_id = $1 AND lane = $2",
+      [project.id, lanes.laneOf(contact!.id)]
+    )
     // The lanes without events applied nothing but the delete: their position is the delete's.
     const [other] = await stack.query<{ pos: string }>(
-      "SELECT ingest_pos::text AS pos FROM lane_offsets WHERE project_id = $1 AND lane <> $2 LIMIT 1", [project.id, lanes.laneOf(contact!.id)])
+      "SELECT ingest_pos::text AS pos FROM lane_offsets WHERE project_id = $1 AND lane <> $2 LIMIT 1",
+      [project.id, lanes.laneOf(contact!.id)]
+    )
     const deletePos = Number(other!.pos)
     expect(deletePos).toBeLessThan(Number(applied!.pos))
     const nc = await connect({ servers: NATS_URL })
     try {
       const js = jetstream(nc)
-      await js.publish(laneSubject(stack.natsPrefix, project.id, contact!.id, "command"), JSON.stringify({
-        kind: "command", type: "deleteEvents", projectId: project.id, commandId: uuidv7(), name: "doomed", pos: deletePos
-      }), { msgID: uuidv7() })
+      await js.publish(
+        laneSubject(stack.natsPrefix, project.id, contact!.id, "command"),
+        JSON.stringify({
+          kind: "command",
+          type: "deleteEvents",
+          projectId: project.id,
+          commandId: uuidv7(),
+          name: "doomed",
+          pos: deletePos
+        }),
+        { msgID: uuidv7() }
+      )
       const marker = { ...tracked(contact!.id, 4), email: "del@ingest.test", name: "marker", pos: Number(applied!.pos) + 1 }
-      await js.publish(laneSubject(stack.natsPrefix, project.id, contact!.id, "track"),
-        JSON.stringify({ kind: "track", projectId: project.id, events: [marker] }), { msgID: uuidv7() })
+      await js.publish(
+        laneSubject(stack.natsPrefix, project.id, contact!.id, "track"),
+        JSON.stringify({ kind: "track", projectId: project.id, events: [marker] }),
+        { msgID: uuidv7() }
+      )
     } finally {
       await nc.close()
     }
     await eventually(async () => {
       const names = await stack.query<{ name: string }>(
-        "SELECT name FROM events WHERE project_id = $1 ORDER BY name", [project.id])
+        "SELECT name FROM events WHERE project_id = $1 ORDER BY name",
+        [project.id]
+      )
       expect(names.map((row) => row.name)).toEqual(["doomed", "marker"])
     }, 20_000)
     const [aggregate] = await stack.query<{ count: number }>(
-      "SELECT sum(count)::int AS count FROM event_aggregates WHERE project_id = $1 AND name = 'doomed'", [project.id])
+      "SELECT sum(count)::int AS count FROM event_aggregates WHERE project_id = $1 AND name = 'doomed'",
+      [project.id]
+    )
     expect(aggregate!.count).toBe(1)
     await Promise.all([api.stop(), worker.stop()])
   }, 120_000)

@@ -51,12 +51,19 @@ describe("one busy project across workers", () => {
     const contacts = 32
     const events = 12
     await trackInOrder(api.url, project, contacts, events)
-    await eventually(async () => expect(await count("SELECT count(*)::int AS n FROM events WHERE project_id = $1", [project.id])).toBe(contacts * events), 30_000)
+    await eventually(
+      async () => expect(await count("SELECT count(*)::int AS n FROM events WHERE project_id = $1", [project.id])).toBe(contacts * events),
+      30_000
+    )
     const counters = await stack.query<{ counter: number }>(
-      "SELECT (data->>'counter')::int AS counter FROM contacts WHERE project_id = $1", [project.id])
+      "SELECT (data->>'counter')::int AS counter FROM contacts WHERE project_id = $1",
+      [project.id]
+    )
     expect(counters.map((row) => row.counter)).toEqual(Array(contacts).fill(events))
     const [aggregate] = await stack.query<{ total: number }>(
-      "SELECT sum(count)::int AS total FROM event_aggregates WHERE project_id = $1 AND name = 'step'", [project.id])
+      "SELECT sum(count)::int AS total FROM event_aggregates WHERE project_id = $1 AND name = 'step'",
+      [project.id]
+    )
     expect(aggregate!.total).toBe(contacts * events)
     // The project's events went through many lanes, whose partitions the two workers share.
     const applied = await stack.query<{ lane: number }>("SELECT lane FROM lane_offsets WHERE project_id = $1", [project.id])
@@ -73,18 +80,26 @@ describe("one busy project across workers", () => {
     const api = await stack.start("api")
     const workers = [await stack.start("worker"), await stack.start("worker")]
     const project = await stack.createProject("backfill")
-    await stack.query(`
+    await stack.query(
+      `
       INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
       SELECT gen_random_uuid(), $1, 'b' || n || '@lanes.test', true, jsonb_build_object('score', n), now(), now()
-      FROM generate_series(1, 3000) n`, [project.id])
+      FROM generate_series(1, 3000) n`,
+      [project.id]
+    )
     const segment = await request(api.url, "POST", "/segments", {
       key: project.secretKey,
-      body: { name: "Top", condition: { logic: "AND", groups: [{ filters: [{ field: "data.score", operator: "greaterThan", value: 1234 }] }] } }
+      body: {
+        name: "Top",
+        condition: { logic: "AND", groups: [{ filters: [{ field: "data.score", operator: "greaterThan", value: 1234 }] }] }
+      }
     })
     expect(segment.status).toBe(201)
     await eventually(async () => {
       const [row] = await stack.query<{ backfilled_version: number; version: number }>(
-        "SELECT backfilled_version, version FROM segments WHERE id = $1", [segment.json.id])
+        "SELECT backfilled_version, version FROM segments WHERE id = $1",
+        [segment.json.id]
+      )
       expect(row!.backfilled_version).toBe(row!.version)
     }, 30_000)
     expect(await count("SELECT count(*)::int AS n FROM segment_backfills WHERE segment_id = $1", [segment.json.id])).toBe(16)
@@ -118,20 +133,29 @@ describe("a segment edited while two workers apply its project's lanes", () => {
       expect(owners).toHaveLength(2)
     }, 20_000)
     const contacts = 200
-    await stack.query(`
+    await stack.query(
+      `
       INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
       SELECT gen_random_uuid(), $1, 'e' || n || '@lanes.test', true, jsonb_build_object('score', n), now(), now()
-      FROM generate_series(0, $2::int - 1) n`, [project.id, contacts])
+      FROM generate_series(0, $2::int - 1) n`,
+      [project.id, contacts]
+    )
     const scoreAbove = (threshold: number) => ({
-      logic: "AND", groups: [{ filters: [{ field: "data.score", operator: "greaterThan", value: threshold }] }]
+      logic: "AND",
+      groups: [{ filters: [{ field: "data.score", operator: "greaterThan", value: threshold }] }]
     })
-    const created = await request(api.url, "POST", "/segments", { key: project.secretKey, body: { name: "High", condition: scoreAbove(300), trackMembership: true } })
+    const created = await request(api.url, "POST", "/segments", {
+      key: project.secretKey,
+      body: { name: "High", condition: scoreAbove(300), trackMembership: true }
+    })
     expect(created.status, created.text).toBe(201)
     const segmentId: string = created.json.id
     const backfilled = () =>
       eventually(async () => {
         const [row] = await stack.query<{ backfilled_version: number; version: number }>(
-          "SELECT backfilled_version, version FROM segments WHERE id = $1", [segmentId])
+          "SELECT backfilled_version, version FROM segments WHERE id = $1",
+          [segmentId]
+        )
         expect(row!.backfilled_version).toBe(row!.version)
       }, 30_000)
     await backfilled()
@@ -143,7 +167,10 @@ describe("a segment edited while two workers apply its project's lanes", () => {
     let edited = false
     const edit = async () => {
       edited = true
-      const res = await request(api.url, "PATCH", `/segments/${segmentId}`, { key: project.secretKey, body: { condition: scoreAbove(150) } })
+      const res = await request(api.url, "PATCH", `/segments/${segmentId}`, {
+        key: project.secretKey,
+        body: { condition: scoreAbove(150) }
+      })
       expect(res.status, res.text).toBe(200)
     }
     const track = async (c: number) => {
@@ -162,15 +189,22 @@ describe("a segment edited while two workers apply its project's lanes", () => {
       await Promise.all(Array.from({ length: 50 }, (_, k) => track(first + k)))
     }
     expect(edited).toBe(true)
-    await eventually(async () =>
-      expect(await count("SELECT count(*)::int AS n FROM events WHERE project_id = $1 AND name = 'scored'", [project.id])).toBe(contacts * 4), 30_000)
+    await eventually(
+      async () =>
+        expect(await count("SELECT count(*)::int AS n FROM events WHERE project_id = $1 AND name = 'scored'", [project.id])).toBe(
+          contacts * 4
+        ),
+      30_000
+    )
     await backfilled()
 
     const expected = [...finalScore].filter(([, score]) => score > 150).map(([c]) => `e${c}@lanes.test`).sort()
     await eventually(async () => {
       const members = await stack.query<{ email: string }>(
         `SELECT c.email FROM segment_memberships m JOIN contacts c ON c.id = m.contact_id
-         WHERE m.segment_id = $1 AND m.exited_at IS NULL ORDER BY c.email`, [segmentId])
+         WHERE m.segment_id = $1 AND m.exited_at IS NULL ORDER BY c.email`,
+        [segmentId]
+      )
       expect(members.map((row) => row.email)).toEqual(expected)
       const read = await request(api.url, "GET", `/segments/${segmentId}`, { key: project.secretKey })
       expect(read.json.memberCount).toBe(expected.length)
@@ -178,7 +212,8 @@ describe("a segment edited while two workers apply its project's lanes", () => {
     // Each contact's entries and exits on OUT alternate (none twice in a row) and end where it is.
     const changes = await readStream(`${stack.natsPrefix}_OUT`, `${stack.natsPrefix}.out.${project.id}.segment.high.*`)
     const byContact = new Map<string, Array<string>>()
-    for (const change of changes) byContact.set(change.data.email, [...byContact.get(change.data.email) ?? [], change.subject.split(".").at(-1)!])
+    for (const change of changes)
+      byContact.set(change.data.email, [...byContact.get(change.data.email) ?? [], change.subject.split(".").at(-1)!])
     expect(byContact.size).toBeGreaterThan(50)
     const members = new Set(expected)
     for (const [email, sequence] of byContact) {
@@ -198,8 +233,15 @@ describe("upgrading a deployment from per-project subjects", () => {
     await stack.query("UPDATE partition_state SET legacy_drained = false")
     const contactId = uuidv7()
     const event = (n: number) => ({
-      eventId: uuidv7(), contactId, email: "old@lanes.test", name: "step", subscribed: null,
-      set: { counter: n }, remove: [], data: { counter: n }, at: new Date(Date.now() + n).toISOString()
+      eventId: uuidv7(),
+      contactId,
+      email: "old@lanes.test",
+      name: "step",
+      subscribed: null,
+      set: { counter: n },
+      remove: [],
+      data: { counter: n },
+      at: new Date(Date.now() + n).toISOString()
     })
     const nc = await connect({ servers: NATS_URL })
     const js = jetstream(nc)
@@ -221,20 +263,27 @@ describe("upgrading a deployment from per-project subjects", () => {
       await eventually(async () => {
         expect(await count("SELECT count(*)::int AS n FROM events WHERE project_id = $1", [project.id])).toBe(8)
         const [contact] = await stack.query<{ counter: number }>(
-          "SELECT (data->>'counter')::int AS counter FROM contacts WHERE project_id = $1", [project.id])
+          "SELECT (data->>'counter')::int AS counter FROM contacts WHERE project_id = $1",
+          [project.id]
+        )
         // Applied in the order accepted: the lane messages after every older one.
         expect(contact!.counter).toBe(8)
       }, 30_000)
       // An api of the previous release still running after the drain: its messages are applied too.
       await js.publish(legacySubject, JSON.stringify({ kind: "track", projectId: project.id, events: [event(9)] }), { msgID: uuidv7() })
-      await eventually(async () => expect(await count("SELECT count(*)::int AS n FROM events WHERE project_id = $1", [project.id])).toBe(9), 20_000)
+      await eventually(
+        async () => expect(await count("SELECT count(*)::int AS n FROM events WHERE project_id = $1", [project.id])).toBe(9),
+        20_000
+      )
       // Redelivered copies change nothing: restart the worker (consumers recreated at the watermarks).
       await worker.stop("SIGKILL")
       const again = await stack.start("worker")
       await sleep(3_000)
       expect(await count("SELECT count(*)::int AS n FROM events WHERE project_id = $1", [project.id])).toBe(9)
       const [aggregate] = await stack.query<{ total: number }>(
-        "SELECT sum(count)::int AS total FROM event_aggregates WHERE project_id = $1", [project.id])
+        "SELECT sum(count)::int AS total FROM event_aggregates WHERE project_id = $1",
+        [project.id]
+      )
       expect(aggregate!.total).toBe(9)
       await again.stop()
     } finally {

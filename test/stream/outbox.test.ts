@@ -44,14 +44,17 @@ describe("contact changes on JetStream", () => {
     const writes = 400
     let accepted = 0
     let killed: Promise<void> | undefined
-    const inFlight = Array.from({ length: writes }, (_, i) =>
-      request(api.url, "POST", "/contacts", { key: project.secretKey, body: { email: `crash${i}@example.com` } })
-        .then((res) => {
-          if (res.status === 201) accepted++
-          // Kill it hard while requests and publishes are still in flight.
-          if (accepted === 100) killed = api.stop("SIGKILL")
-        })
-        .catch(() => undefined))
+    const inFlight = Array.from(
+      { length: writes },
+      (_, i) =>
+        request(api.url, "POST", "/contacts", { key: project.secretKey, body: { email: `crash${i}@example.com` } })
+          .then((res) => {
+            if (res.status === 201) accepted++
+            // Kill it hard while requests and publishes are still in flight.
+            if (accepted === 100) killed = api.stop("SIGKILL")
+          })
+          .catch(() => undefined)
+    )
     await Promise.all(inFlight)
     await killed
     expect(accepted).toBeGreaterThanOrEqual(100)

@@ -98,7 +98,13 @@ describe("campaign fan-out", () => {
     await secret(a, "POST", "/contacts", { email: "fan@poison.test", subscribed: true })
     await secret(b, "POST", "/contacts", { email: "fan@poison.test", subscribed: true })
     const campaign = async (project: TestProject, name: string, from: string) => {
-      const res = await secret(project, "POST", "/campaigns", { name, subject: name, body: "<p>{{ email }}</p>", from, audienceType: "ALL" })
+      const res = await secret(project, "POST", "/campaigns", {
+        name,
+        subject: name,
+        body: "<p>{{ email }}</p>",
+        from,
+        audienceType: "ALL"
+      })
       expect(res.status, JSON.stringify(res.json)).toBe(201)
       return res.json.data.id as string
     }
@@ -140,18 +146,26 @@ describe("scheduled campaigns", () => {
     await query("UPDATE campaigns SET scheduled_for = now() WHERE id = ANY($1::uuid[])", [[good, other]])
     await eventually(async () => {
       const rows = await query<{ id: string; status: string; error: string | null }>(
-        "SELECT id, status, error FROM campaigns WHERE id = ANY($1::uuid[])", [[poison, good, other]])
+        "SELECT id, status, error FROM campaigns WHERE id = ANY($1::uuid[])",
+        [[poison, good, other]]
+      )
       const byId = Object.fromEntries(rows.map((row) => [row.id, row]))
       expect(byId[good]!.status).not.toBe("SCHEDULED")
       expect(byId[other]!.status).not.toBe("SCHEDULED")
-      expect(byId[poison]).toMatchObject({ status: "CANCELLED", error: expect.stringMatching(/^the campaign could not be started: [\s\S]*created_at/) })
+      expect(byId[poison]).toMatchObject({
+        status: "CANCELLED",
+        error: expect.stringMatching(/^the campaign could not be started: [\s\S]*created_at/)
+      })
     }, 15_000)
   })
 })
 
 describe("segment timers", () => {
   it("drop a timer that cannot be fired (logged); the timers behind it, in its project and another, fire", async () => {
-    const condition = { logic: "AND", groups: [{ filters: [{ field: "event.visit", operator: "triggeredWithin", value: 10, unit: "minutes" }] }] }
+    const condition = {
+      logic: "AND",
+      groups: [{ filters: [{ field: "event.visit", operator: "triggeredWithin", value: 10, unit: "minutes" }] }]
+    }
     const segmentA = (await secret(a, "POST", "/segments", { name: "Visited", condition })).json.id
     const segmentB = (await secret(b, "POST", "/segments", { name: "Visited", condition })).json.id
     const poison = (await track(a, "timer-poison@poison.test", "visit")).contact
@@ -161,12 +175,18 @@ describe("segment timers", () => {
     await eventually(async () => expect(await query("SELECT 1 FROM timers WHERE contact_id = ANY($1::uuid[])", [contacts])).toHaveLength(3))
     // Their visits were 11 minutes ago, and their timers are due: they leave the segments. The poison's
     // timer is due at a time no JavaScript Date can hold, first of all.
-    await query("UPDATE event_aggregates SET first_at = first_at - interval '11 minutes', last_at = last_at - interval '11 minutes' WHERE contact_id = ANY($1::uuid[])", [contacts])
+    await query(
+      "UPDATE event_aggregates SET first_at = first_at - interval '11 minutes', last_at = last_at - interval '11 minutes' WHERE contact_id = ANY($1::uuid[])",
+      [contacts]
+    )
     await query("UPDATE events SET created_at = created_at - interval '11 minutes' WHERE contact_id = ANY($1::uuid[])", [contacts])
     await query("UPDATE timers SET due_at = now() WHERE contact_id = ANY($1::uuid[])", [[behind, other]])
     await query("UPDATE timers SET due_at = '-infinity' WHERE contact_id = $1", [poison])
     const exited = (segment: string, contact: string) =>
-      query<{ exited_at: Date | null }>("SELECT exited_at FROM segment_memberships WHERE segment_id = $1 AND contact_id = $2", [segment, contact])
+      query<{ exited_at: Date | null }>("SELECT exited_at FROM segment_memberships WHERE segment_id = $1 AND contact_id = $2", [
+        segment,
+        contact
+      ])
         .then((rows) => rows[0]?.exited_at ?? null)
     await eventually(async () => {
       expect(await exited(segmentA, behind)).not.toBeNull()
@@ -213,7 +233,10 @@ describe("workflow timers", () => {
       for (const execution of waiting.filter((candidate) => candidate.id !== poison.id)) {
         expect(byId[execution.id]).toMatchObject({ status: "EXITED", exitReason: "timed out" })
       }
-      expect(byId[poison.id]).toMatchObject({ status: "FAILED", error: expect.stringMatching(/^its timer could not be fired: .*Invalid time value/) })
+      expect(byId[poison.id]).toMatchObject({
+        status: "FAILED",
+        error: expect.stringMatching(/^its timer could not be fired: .*Invalid time value/)
+      })
     }, 15_000)
     const detail = (await call(clientOf(a), "GET", `/workflows/${workflowA}/executions/${poison.id}`)).json
     expect(detail.steps.find((step: { stepType: string }) => step.stepType === "WAIT_FOR_EVENT")).toMatchObject({
@@ -240,7 +263,9 @@ describe("the webhook runner", () => {
     const [step] = await eventually(async () => {
       const rows = await query<{ id: string }>(
         `SELECT s.id FROM workflow_step_executions s JOIN workflow_executions e ON e.id = s.execution_id
-         WHERE e.workflow_id = $1 AND s.step_type = 'WEBHOOK' AND s.attempts = 1 AND NOT s.in_flight AND s.status = 'RUNNING'`, [poisonFlow])
+         WHERE e.workflow_id = $1 AND s.step_type = 'WEBHOOK' AND s.attempts = 1 AND NOT s.in_flight AND s.status = 'RUNNING'`,
+        [poisonFlow]
+      )
       expect(rows).toHaveLength(1)
       return rows
     })
@@ -274,18 +299,30 @@ describe("segment backfills", () => {
     // Time-dependent, so each chunk also reads its contacts' data in memory (for their timers).
     const condition = {
       logic: "AND",
-      groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "gold" }, { field: "createdAt", operator: "within", value: 1, unit: "days" }] }]
+      groups: [{
+        filters: [{ field: "data.plan", operator: "equals", value: "gold" }, {
+          field: "createdAt",
+          operator: "within",
+          value: 1,
+          unit: "days"
+        }]
+      }]
     }
     const segmentA = (await secret(a, "POST", "/segments", { name: "Gold", condition })).json.id
     const segmentB = (await secret(b, "POST", "/segments", { name: "Gold", condition })).json.id
     const members = (segment: string) =>
-      query<{ contact_id: string }>("SELECT contact_id FROM segment_memberships WHERE segment_id = $1 AND exited_at IS NULL ORDER BY contact_id", [segment])
+      query<{ contact_id: string }>(
+        "SELECT contact_id FROM segment_memberships WHERE segment_id = $1 AND exited_at IS NULL ORDER BY contact_id",
+        [segment]
+      )
         .then((rows) => rows.map((row) => row.contact_id))
     await eventually(async () => {
       expect(await members(segmentA)).toEqual([first, last])
       expect(await members(segmentB)).toEqual([other])
       // The poison is in a lane of its own: that lane narrows its chunk down to it, then sets it aside.
-      expect(api.logs.some((line) => line.includes("row set aside") && line.includes(poison) && line.includes("segment backfill"))).toBe(true)
+      expect(api.logs.some((line) => line.includes("row set aside") && line.includes(poison) && line.includes("segment backfill"))).toBe(
+        true
+      )
     }, 30_000)
   })
 })
@@ -308,7 +345,9 @@ describe("domain re-checks", () => {
     }
     await eventually(async () => {
       const rows = await query<{ id: string; status: string; last_check_error: string | null }>(
-        "SELECT id, status, last_check_error FROM domains WHERE id = ANY($1::uuid[])", [[poison.id, good.id, other.id]])
+        "SELECT id, status, last_check_error FROM domains WHERE id = ANY($1::uuid[])",
+        [[poison.id, good.id, other.id]]
+      )
       const byId = Object.fromEntries(rows.map((row) => [row.id, row]))
       expect(byId[good.id]).toMatchObject({ status: "VERIFIED", last_check_error: null })
       expect(byId[other.id]).toMatchObject({ status: "VERIFIED", last_check_error: null })

@@ -50,7 +50,8 @@ describe("stream retention", () => {
     eventually(async () => {
       const [row] = await stack.query<{ n: number; distinct: number }>(
         "SELECT count(*)::int AS n, count(DISTINCT contact_id)::int AS distinct FROM events WHERE project_id = $1 AND name = $2",
-        [projectId, name])
+        [projectId, name]
+      )
       expect(row).toEqual({ n: count, distinct: count })
     }, 60_000)
 
@@ -94,7 +95,10 @@ describe("stream retention", () => {
     await late
     // Contacts unsubscribed through the api: their `contact.unsubscribed` events go to stream OUT.
     for (let n = 0; n < 5; n++) {
-      const res = await request(api.url, "POST", "/contacts", { key: project.secretKey, body: { email: `early0-${n}@retention.test`, subscribed: false } })
+      const res = await request(api.url, "POST", "/contacts", {
+        key: project.secretKey,
+        body: { email: `early0-${n}@retention.test`, subscribed: false }
+      })
       expect(res.status, res.text).toBeLessThan(300)
     }
     await eventually(async () => expect((await state(outStream())).last_seq).toBeGreaterThanOrEqual(5), 30_000)

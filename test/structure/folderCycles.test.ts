@@ -79,7 +79,9 @@ const cycles = (edges: Map<string, Map<string, string>>): Array<Array<string>> =
 
 /** Folders that import each other directly (both ways), as "a <-> b". */
 const mutual = (edges: Map<string, Map<string, string>>): Array<string> =>
-  [...edges].flatMap(([from, out]) => [...out.keys()].filter((to) => from < to && edges.get(to)?.has(from)).map((to) => `${from} <-> ${to}`)).sort()
+  [...edges].flatMap(([from, out]) =>
+    [...out.keys()].filter((to) => from < to && edges.get(to)?.has(from)).map((to) => `${from} <-> ${to}`)
+  ).sort()
 
 describe("src/ folders", () => {
   const edges = folderGraph()

@@ -27,12 +27,17 @@ export const prng = (seed: number) => () => {
 }
 
 /** A condition of one filter. */
-export const one = (filter: Record<string, unknown>): Condition => ({ logic: "AND", groups: [{ filters: [filter] }] } as unknown as Condition)
+export const one = (
+  filter: Record<string, unknown>
+): Condition => ({ logic: "AND", groups: [{ filters: [filter] }] } as unknown as Condition)
 
 /** Creates a project's dynamic segments that track membership (entry/exit events). */
 export const segmentCreator = (projectId: string) =>
-  Effect.map(Effect.service(Segments), (segments) => (name: string, condition: Condition) =>
-    segments.create(projectId, { name, description: null, type: "DYNAMIC", condition, trackMembership: true }))
+  Effect.map(
+    Effect.service(Segments),
+    (segments) => (name: string, condition: Condition) =>
+      segments.create(projectId, { name, description: null, type: "DYNAMIC", condition, trackMembership: true })
+  )
 
 /**
  * The segments the batch tests evaluate: data fields, time windows (timers), windowed counts, a segment of
@@ -47,10 +52,15 @@ export const createSegments = (projectId: string) =>
     yield* create("Frequent", one({ field: "event.page_view", operator: "triggeredAtLeast", value: 3, within: 1, unit: "days" }))
     yield* create("Subscribed big", {
       logic: "AND",
-      groups: [{ filters: [{ field: `segment.${big.id}`, operator: "memberOfSegment" }, { field: "subscribed", operator: "equals", value: true }] }]
+      groups: [{
+        filters: [{ field: `segment.${big.id}`, operator: "memberOfSegment" }, { field: "subscribed", operator: "equals", value: true }]
+      }]
     } as unknown as Condition)
     // Read the batch's own emitted events: recorded and evaluated in the same batch, rounds deep.
-    const entered = yield* create("Entered big", one({ field: `event.segment.${segmentSlug("Big spenders")}.entry`, operator: "triggered" }))
+    const entered = yield* create(
+      "Entered big",
+      one({ field: `event.segment.${segmentSlug("Big spenders")}.entry`, operator: "triggered" })
+    )
     yield* create("Twice entered", one({ field: `event.segment.${segmentSlug("Entered big")}.entry`, operator: "triggered" }))
     // All-time counts: an event stored twice would be counted twice.
     yield* create("Clicked twice", one({ field: "event.click", operator: "triggeredAtLeast", value: 2 }))
@@ -122,9 +132,12 @@ export const TEST_WORKER = "test-worker"
 
 /** The partition's lease held by TEST_WORKER at epoch 1. */
 export const leaseFor = (partition: number) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql`INSERT INTO partition_leases (partition, owner, epoch) VALUES (${partition}, ${TEST_WORKER}, 1)
-        ON CONFLICT (partition) DO UPDATE SET owner = EXCLUDED.owner, epoch = EXCLUDED.epoch`)
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) =>
+      sql`INSERT INTO partition_leases (partition, owner, epoch) VALUES (${partition}, ${TEST_WORKER}, 1)
+        ON CONFLICT (partition) DO UPDATE SET owner = EXCLUDED.owner, epoch = EXCLUDED.epoch`
+  )
 
 /** `count` contacts whose ids fall in `lane` (as the api's ids for that lane would), named c<lane>-<i>@example.org. */
 export const createContacts = (projectId: string, lanes: number, lane: number, count = 12) =>
@@ -187,7 +200,12 @@ export const batchesFor = (
       if (b === 1 && m === 0) events.push(...replayed.map((event, index) => ({ ...event, pos: envelope * INGEST_POSITIONS + 99 + index })))
       envelope++
       if (b === 0 && m === 1) replayed = [...events]
-      const message: Delivered = { seq: ++seq, partition: options.partition, lane: options.lane, body: { kind: "track", projectId, events } }
+      const message: Delivered = {
+        seq: ++seq,
+        partition: options.partition,
+        lane: options.lane,
+        body: { kind: "track", projectId, events }
+      }
       batch.push(message)
     }
     // The previous batch's last message again (ack_wait redelivery): skipped.

@@ -31,7 +31,9 @@ export const TestDatabase = Layer.unwrap(Effect.gen(function*() {
  * Needs AppConfig (lanes, prefix) and the database.
  */
 export const OutboxWithoutNats = Outbox.layer.pipe(
-  Layer.provide(Layer.succeed(Nats, { js: { publish: () => Promise.reject(new Error("no NATS in layer-level tests")) } } as unknown as Nats["Service"]))
+  Layer.provide(
+    Layer.succeed(Nats, { js: { publish: () => Promise.reject(new Error("no NATS in layer-level tests")) } } as unknown as Nats["Service"])
+  )
 )
 
 /** A project row, as `project create` leaves it (keys are hashes; layer-level tests never authenticate). */

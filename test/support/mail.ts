@@ -30,7 +30,11 @@ export interface MailContext {
 }
 
 /** Adds the domain to the project, publishes its DKIM record in the test DNS and verifies it. */
-export const verifyDomain = async (context: { readonly api: Pick<Service, "url">; readonly dns: TestDnsServer }, key: string, domain: string) => {
+export const verifyDomain = async (
+  context: { readonly api: Pick<Service, "url">; readonly dns: TestDnsServer },
+  key: string,
+  domain: string
+) => {
   const created = await request(context.api.url, "POST", "/domains", { key, body: { domain } })
   if (created.status !== 201) throw new Error(`POST /domains answered ${created.status}: ${created.text}`)
   const dkim = created.json.records.find((record: { purpose: string }) => record.purpose === "DKIM")

@@ -33,13 +33,17 @@ export const startNatsServer = async (): Promise<NatsServer> => {
   const port = await freePort()
   const configFile = join(dir, "nats.conf")
   const logFile = join(dir, "nats.log")
-  const writeConfig = (maxFile: number) => writeFileSync(configFile, [
-    `listen: 127.0.0.1:${port}`,
-    `jetstream { store_dir: "${join(dir, "store")}" }`,
-    `accounts { APP: { jetstream: { max_file: ${maxFile}, max_mem: ${UNLIMITED} }, users: [{ user: app, password: app }] } }`,
-    "no_auth_user: app",
-    ""
-  ].join("\n"))
+  const writeConfig = (maxFile: number) =>
+    writeFileSync(
+      configFile,
+      [
+        `listen: 127.0.0.1:${port}`,
+        `jetstream { store_dir: "${join(dir, "store")}" }`,
+        `accounts { APP: { jetstream: { max_file: ${maxFile}, max_mem: ${UNLIMITED} }, users: [{ user: app, password: app }] } }`,
+        "no_auth_user: app",
+        ""
+      ].join("\n")
+    )
   writeConfig(UNLIMITED)
   let child: ChildProcess | undefined
   const start = async () => {

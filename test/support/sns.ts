@@ -11,8 +11,19 @@ import { join } from "node:path"
 export const makeSnsSigner = () => {
   const certDir = mkdtempSync(join(tmpdir(), "sns-"))
   execFileSync("openssl", [
-    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=sns.test", "-days", "2",
-    "-keyout", join(certDir, "key.pem"), "-out", join(certDir, "cert.pem")
+    "req",
+    "-x509",
+    "-newkey",
+    "rsa:2048",
+    "-nodes",
+    "-subj",
+    "/CN=sns.test",
+    "-days",
+    "2",
+    "-keyout",
+    join(certDir, "key.pem"),
+    "-out",
+    join(certDir, "cert.pem")
   ], { stdio: "ignore" })
   const key = readFileSync(join(certDir, "key.pem"), "utf8")
   /** An SNS message signed with the certificate's key; a given Signature is kept (forgeries). */

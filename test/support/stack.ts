@@ -83,15 +83,20 @@ export const createStack = async (
   }
   // Migrate once up front so parallel starts do not race on an empty database (a copy of the run's
   // template is migrated already).
-  if (!template) await cli("migrate").catch(async (error) => {
-    await pg.close(databaseUrl)
-    await pg.exec(adminUrl, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
-    throw error
-  })
+  if (!template)
+    await cli("migrate").catch(async (error) => {
+      await pg.close(databaseUrl)
+      await pg.exec(adminUrl, `DROP DATABASE IF EXISTS ${database} WITH (FORCE)`)
+      throw error
+    })
 
   const start = (role: "api" | "worker" | "all" = "all", extra: Record<string, string> = {}, nodeArgs: ReadonlyArray<string> = []) =>
     new Promise<Service>((resolve, reject) => {
-      const child = spawn(process.execPath, [...nodeArgs, entry, role], { cwd: ROOT, env: { ...baseEnv, ...extra }, stdio: ["ignore", "pipe", "pipe"] })
+      const child = spawn(process.execPath, [...nodeArgs, entry, role], {
+        cwd: ROOT,
+        env: { ...baseEnv, ...extra },
+        stdio: ["ignore", "pipe", "pipe"]
+      })
       const logs: Array<string> = []
       let settled = false
       const exited = new Promise<void>((done) => child.once("exit", () => done()))

@@ -75,7 +75,11 @@ export interface TrackLoad {
 export const emailOf = (domain: string, contact: number) => `c${contact}@${domain}`
 
 /** `contacts` clients (one per contact of `domain`) and the probe, running until `stop`. */
-export const startTrackLoad = (api: Service, project: TestProject, options: { readonly contacts: number; readonly domain: string }): TrackLoad => {
+export const startTrackLoad = (
+  api: Service,
+  project: TestProject,
+  options: { readonly contacts: number; readonly domain: string }
+): TrackLoad => {
   const answers: Array<Answer> = []
   const ready: Array<ReadyProbe> = []
   const accepted = new Map<number, Array<string>>()
@@ -93,12 +97,19 @@ export const startTrackLoad = (api: Service, project: TestProject, options: { re
   const probe = async () => {
     for (let i = 0; loading; i++) {
       await Promise.all([
-        call(`${api.url}/v1/track`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${project.publicKey}`, "content-type": "application/json" },
-          body: JSON.stringify({ email: `probe${i % 3}@${options.domain}`, event: "probe" })
-        }, "track without key", answers).catch(() => undefined),
-        call(`${api.url}/contacts?limit=1`, { headers: { authorization: `Bearer ${project.secretKey}` } }, "GET /contacts", answers).catch(() => undefined)
+        call(
+          `${api.url}/v1/track`,
+          {
+            method: "POST",
+            headers: { authorization: `Bearer ${project.publicKey}`, "content-type": "application/json" },
+            body: JSON.stringify({ email: `probe${i % 3}@${options.domain}`, event: "probe" })
+          },
+          "track without key",
+          answers
+        ).catch(() => undefined),
+        call(`${api.url}/contacts?limit=1`, { headers: { authorization: `Bearer ${project.secretKey}` } }, "GET /contacts", answers).catch(
+          () => undefined
+        )
       ])
       await sleep(100)
     }
@@ -154,18 +165,23 @@ export const expectRetryableAnswers = (load: TrackLoad, summary: string) => {
 export const expectStoredExactlyOnce = async (stack: Stack, project: TestProject, load: TrackLoad, domain: string, timeoutMs = 30_000) => {
   const total = load.total()
   await eventually(async () => {
-    const [row] = await stack.query<{ n: number }>("SELECT count(*)::int AS n FROM events WHERE project_id = $1 AND name = 'step'", [project.id])
+    const [row] = await stack.query<{ n: number }>("SELECT count(*)::int AS n FROM events WHERE project_id = $1 AND name = 'step'", [
+      project.id
+    ])
     expect(row!.n).toBe(total)
   }, timeoutMs)
   for (const [contact, ids] of load.accepted) {
     const stored = await stack.query<{ id: string; seq: number }>(
       `SELECT e.id, (e.data->>'seq')::int AS seq FROM events e JOIN contacts c ON c.id = e.contact_id
        WHERE e.project_id = $1 AND c.email = $2 AND e.name = 'step' ORDER BY e.created_at, e.id`,
-      [project.id, emailOf(domain, contact)])
+      [project.id, emailOf(domain, contact)]
+    )
     expect(stored.map((row) => row.id)).toEqual(ids)
     expect(stored.map((row) => row.seq)).toEqual(ids.map((_, index) => index + 1))
     const [data] = await stack.query<{ seq: number }>(
-      "SELECT (data->>'seq')::int AS seq FROM contacts WHERE project_id = $1 AND email = $2", [project.id, emailOf(domain, contact)])
+      "SELECT (data->>'seq')::int AS seq FROM contacts WHERE project_id = $1 AND email = $2",
+      [project.id, emailOf(domain, contact)]
+    )
     expect(data!.seq).toBe(ids.length)
   }
   return total

@@ -154,17 +154,20 @@ describe("property: any string", () => {
   )
 
   it("never throws; answers a reason when invalid, a normalised ASCII-domain address when valid", () => {
-    fc.assert(fc.property(strings, (input) => {
-      const result = checkAddress(input)
-      if (!result.syntaxValid) {
-        expect(result.reason.length).toBeGreaterThan(0)
-        return
-      }
-      expect(result.email.length).toBeLessThanOrEqual(254)
-      expect(result.email).toBe(`${result.local}@${result.domain}`)
-      expect(result.domain).toMatch(/^[a-z0-9.-]+$/)
-      // Checking the normalised form again changes nothing.
-      expect(checkAddress(result.email)).toEqual(result)
-    }), { numRuns: 3000 })
+    fc.assert(
+      fc.property(strings, (input) => {
+        const result = checkAddress(input)
+        if (!result.syntaxValid) {
+          expect(result.reason.length).toBeGreaterThan(0)
+          return
+        }
+        expect(result.email.length).toBeLessThanOrEqual(254)
+        expect(result.email).toBe(`${result.local}@${result.domain}`)
+        expect(result.domain).toMatch(/^[a-z0-9.-]+$/)
+        // Checking the normalised form again changes nothing.
+        expect(checkAddress(result.email)).toEqual(result)
+      }),
+      { numRuns: 3000 }
+    )
   })
 })

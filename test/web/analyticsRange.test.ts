@@ -34,7 +34,10 @@ describe("analytics ranges", () => {
     expect(daysOf("today", "Pacific/Kiritimati", now, { from: "", to: "" })).toEqual({ first: "2026-11-26", last: "2026-11-26" })
     expect(daysOf("7d", "UTC", now, { from: "", to: "" })).toEqual({ first: "2026-11-19", last: "2026-11-25" })
     expect(daysOf("custom", "UTC", now, { from: "2026-11-20", to: "2026-11-02" })).toEqual({ first: "2026-11-02", last: "2026-11-20" })
-    expect(rangeOf({ first: "2026-11-26", last: "2026-11-26" }, "Asia/Kolkata")).toEqual({ from: "2026-11-25T18:30:00.000Z", to: "2026-11-26T18:30:00.000Z" })
+    expect(rangeOf({ first: "2026-11-26", last: "2026-11-26" }, "Asia/Kolkata")).toEqual({
+      from: "2026-11-25T18:30:00.000Z",
+      to: "2026-11-26T18:30:00.000Z"
+    })
   })
 
   it("tells a zone the runtime knows from one it does not", () => {

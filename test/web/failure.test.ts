@@ -14,7 +14,15 @@ import { fieldError, shownAtFields } from "../../web/src/api/fieldErrors.ts"
 import { retryUnlessClientError } from "../../web/src/api/hooks.ts"
 
 const PROJECT = "0190a5c4-7d2e-7b1a-9f3e-2c4d5e6f7a8b"
-const CONTACT = { id: "c1", email: "a@example.com", subscribed: true, snoozedUntil: null, data: {}, createdAt: "2026-01-01T00:00:00.000Z", updatedAt: "2026-01-01T00:00:00.000Z" }
+const CONTACT = {
+  id: "c1",
+  email: "a@example.com",
+  subscribed: true,
+  snoozedUntil: null,
+  data: {},
+  createdAt: "2026-01-01T00:00:00.000Z",
+  updatedAt: "2026-01-01T00:00:00.000Z"
+}
 
 const envelope = (status: number, code: string, message: string, requestId: string) => ({
   success: false,
@@ -53,7 +61,12 @@ const failureOf = async (promise: Promise<unknown>): Promise<ApiFailure> => {
   return error as ApiFailure
 }
 
-const fields = (failure: ApiFailure) => ({ message: failure.message, code: failure.code, status: failure.status, requestId: failure.requestId })
+const fields = (failure: ApiFailure) => ({
+  message: failure.message,
+  code: failure.code,
+  status: failure.status,
+  requestId: failure.requestId
+})
 
 describe("callApi", () => {
   it("resolves with the decoded success and sends the project id as X-Project-Id inside a project", async () => {
@@ -90,9 +103,21 @@ describe("callApi", () => {
       status: 400,
       requestId: "req_400"
     })
-    answers.set("PATCH /contacts/c4", json(409, envelope(409, "CONTACT_EXISTS", "Another contact in this project already has this email", "req_409"), { "x-request-id": "req_409" }))
-    const conflict = await failureOf(callApi(PROJECT, (client) => client.contacts.update({ params: { id: "c4" }, payload: { email: "b@example.com" } })))
-    expect(fields(conflict)).toEqual({ message: "Another contact in this project already has this email", code: "CONTACT_EXISTS", status: 409, requestId: "req_409" })
+    answers.set(
+      "PATCH /contacts/c4",
+      json(409, envelope(409, "CONTACT_EXISTS", "Another contact in this project already has this email", "req_409"), {
+        "x-request-id": "req_409"
+      })
+    )
+    const conflict = await failureOf(
+      callApi(PROJECT, (client) => client.contacts.update({ params: { id: "c4" }, payload: { email: "b@example.com" } }))
+    )
+    expect(fields(conflict)).toEqual({
+      message: "Another contact in this project already has this email",
+      code: "CONTACT_EXISTS",
+      status: 409,
+      requestId: "req_409"
+    })
   })
 
   it("turns the flat { error } 400 into a failure carrying the x-request-id header", async () => {
@@ -119,7 +144,12 @@ describe("callApi", () => {
       response.end("<h1>Bad gateway</h1>")
     })
     const proxy = await failureOf(callApi(undefined, (client) => client.healthz({})))
-    expect(fields(proxy)).toEqual({ message: "The server answered 502: try again in a moment", code: "SERVER_ERROR", status: 502, requestId: "req_proxy" })
+    expect(fields(proxy)).toEqual({
+      message: "The server answered 502: try again in a moment",
+      code: "SERVER_ERROR",
+      status: 502,
+      requestId: "req_proxy"
+    })
     expect(proxy.isClientError).toBe(false)
   })
 
@@ -146,7 +176,9 @@ describe("callApi", () => {
 
   /** The field errors the server's gateway answers for this payload (it decodes it with the same schema). */
   const serverFieldErrors = (group: keyof typeof Api.groups, endpoint: string, payload: unknown) => {
-    const schema = (Api.groups[group].endpoints as Record<string, { readonly payload: HttpApiEndpoint.PayloadMap }>)[endpoint]!.payload.values().next().value!.schemas[0]
+    const schema =
+      (Api.groups[group].endpoints as Record<string, { readonly payload: HttpApiEndpoint.PayloadMap }>)[endpoint]!.payload.values().next()
+        .value!.schemas[0]
     const decoded = Schema.decodeUnknownExit(schema as Schema.Codec<unknown, unknown>)(payload)
     if (decoded._tag === "Success") throw new Error("the payload decoded")
     const error = decoded.cause.reasons[0]! as unknown as { error: Schema.SchemaError }
@@ -155,14 +187,23 @@ describe("callApi", () => {
 
   it("refuses a request the contract's schemas refuse before sending it, naming the field as the server would", async () => {
     const before = received.length
-    const contact = await failureOf(callApi(PROJECT, (client) => client.contacts.upsert({ payload: { email: "bob@bar", subscribed: true } })))
-    const invite = await failureOf(callApi(PROJECT, (client) => client.accounts.addMember({ params: { id: PROJECT }, payload: { email: "x@y", role: "MEMBER" } })))
+    const contact = await failureOf(
+      callApi(PROJECT, (client) => client.contacts.upsert({ payload: { email: "bob@bar", subscribed: true } }))
+    )
+    const invite = await failureOf(
+      callApi(PROJECT, (client) => client.accounts.addMember({ params: { id: PROJECT }, payload: { email: "x@y", role: "MEMBER" } }))
+    )
     expect(received.length, "nothing reached the server").toBe(before)
 
     expect(contact.fieldErrors).toEqual(serverFieldErrors("contacts", "upsert", { email: "bob@bar", subscribed: true }))
     expect(invite.fieldErrors).toEqual(serverFieldErrors("accounts", "addMember", { email: "x@y", role: "MEMBER" }))
     for (const failure of [contact, invite]) {
-      expect(fields(failure)).toEqual({ message: "Expected a valid email address (at most 254 characters)", code: "VALIDATION_ERROR", status: 422, requestId: null })
+      expect(fields(failure)).toEqual({
+        message: "Expected a valid email address (at most 254 characters)",
+        code: "VALIDATION_ERROR",
+        status: 422,
+        requestId: null
+      })
       expect(failure.fieldErrors.map((error) => error.field)).toEqual(["email"])
       expect(failure.local).toBe(true)
       expect(failure.isClientError).toBe(true)
@@ -171,22 +212,40 @@ describe("callApi", () => {
   })
 
   it("keeps a 422's field errors and a 403's details (the unverified sender domain)", async () => {
-    answers.set("POST /domains", json(422, {
-      ...envelope(422, "VALIDATION_ERROR", "Request validation failed", "req_422"),
-      error: {
-        ...envelope(422, "VALIDATION_ERROR", "Request validation failed", "req_422").error,
-        errors: [{ field: "domain", message: "Expected a domain name such as example.com", code: "invalid_string", received: "not a domain" }]
-      }
-    }))
+    answers.set(
+      "POST /domains",
+      json(422, {
+        ...envelope(422, "VALIDATION_ERROR", "Request validation failed", "req_422"),
+        error: {
+          ...envelope(422, "VALIDATION_ERROR", "Request validation failed", "req_422").error,
+          errors: [{
+            field: "domain",
+            message: "Expected a domain name such as example.com",
+            code: "invalid_string",
+            received: "not a domain"
+          }]
+        }
+      })
+    )
     const invalid = await failureOf(callApi(PROJECT, (client) => client.domains.create({ payload: { domain: "not a domain" } })))
-    expect(invalid.fieldErrors).toEqual([{ field: "domain", message: "Expected a domain name such as example.com", code: "invalid_string" }])
+    expect(invalid.fieldErrors).toEqual([{
+      field: "domain",
+      message: "Expected a domain name such as example.com",
+      code: "invalid_string"
+    }])
     expect(invalid.local).toBe(false)
 
     const unverified = envelope(403, "INTERNAL_SERVER_ERROR", "The domain acme.test is not verified for this project", "req_403")
     answers.set("POST /templates", json(403, { ...unverified, error: { ...unverified.error, details: { domain: "acme.test" } } }))
-    const forbidden = await failureOf(callApi(PROJECT, (client) =>
-      client.templates.create({ payload: { name: "t", subject: "s", body: "b", from: "a@acme.test" } })))
-    expect(fields(forbidden)).toEqual({ message: "The domain acme.test is not verified for this project", code: "INTERNAL_SERVER_ERROR", status: 403, requestId: "req_403" })
+    const forbidden = await failureOf(
+      callApi(PROJECT, (client) => client.templates.create({ payload: { name: "t", subject: "s", body: "b", from: "a@acme.test" } }))
+    )
+    expect(fields(forbidden)).toEqual({
+      message: "The domain acme.test is not verified for this project",
+      code: "INTERNAL_SERVER_ERROR",
+      status: 403,
+      requestId: "req_403"
+    })
     expect(forbidden.details).toEqual({ domain: "acme.test" })
   })
 
@@ -195,7 +254,9 @@ describe("callApi", () => {
     await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve))
     const port = (closed.address() as AddressInfo).port
     await new Promise<void>((resolve) => closed.close(() => resolve()))
-    const failure = await failureOf(makeCallApi(`http://127.0.0.1:${port}`)(PROJECT, (client) => client.contacts.get({ params: { id: "c1" } })))
+    const failure = await failureOf(
+      makeCallApi(`http://127.0.0.1:${port}`)(PROJECT, (client) => client.contacts.get({ params: { id: "c1" } }))
+    )
     expect(fields(failure)).toEqual({
       message: "Could not reach the server. Check your connection and try again.",
       code: "NETWORK_ERROR",

@@ -36,18 +36,30 @@ describe("words", () => {
 
 describe("a contact job's counts", () => {
   const job = (type: "import" | "subscribe" | "unsubscribe" | "delete", progress: Partial<Record<string, number>>) => ({
-    id: "j", type, status: "COMPLETED" as const, errors: [], createdAt: "", startedAt: null, finishedAt: null,
+    id: "j",
+    type,
+    status: "COMPLETED" as const,
+    errors: [],
+    createdAt: "",
+    startedAt: null,
+    finishedAt: null,
     progress: { processed: 0, total: 0, created: 0, updated: 0, skipped: 0, failed: 0, ...progress }
   })
 
   it("are an import's rows created, updated, skipped and failed", () => {
-    expect(countsOf(job("import", { processed: 4, total: 4, created: 3, skipped: 1 }))).toBe("4 of 4 rows · 3 created · 0 updated · 1 skipped · 0 failed")
-    expect(countsOf(job("import", { processed: 1, total: 1, created: 1 }))).toBe("1 of 1 row · 1 created · 0 updated · 0 skipped · 0 failed")
+    expect(countsOf(job("import", { processed: 4, total: 4, created: 3, skipped: 1 }))).toBe(
+      "4 of 4 rows · 3 created · 0 updated · 1 skipped · 0 failed"
+    )
+    expect(countsOf(job("import", { processed: 1, total: 1, created: 1 }))).toBe(
+      "1 of 1 row · 1 created · 0 updated · 0 skipped · 0 failed"
+    )
   })
 
   it("are a bulk action's contacts in the action's words, naming those not found or failed only when there are some", () => {
     expect(countsOf(job("unsubscribe", { processed: 2, total: 2, updated: 2 }))).toBe("2 of 2 contacts · 2 now unsubscribed")
     expect(countsOf(job("subscribe", { processed: 1, total: 1, updated: 1 }))).toBe("1 of 1 contact · 1 now subscribed")
-    expect(countsOf(job("delete", { processed: 3, total: 3, updated: 1, skipped: 1, failed: 1 }))).toBe("3 of 3 contacts · 1 deleted · 1 not found · 1 failed")
+    expect(countsOf(job("delete", { processed: 3, total: 3, updated: 1, skipped: 1, failed: 1 }))).toBe(
+      "3 of 3 contacts · 1 deleted · 1 not found · 1 failed"
+    )
   })
 })

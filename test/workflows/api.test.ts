@@ -13,7 +13,8 @@ withStack("api", (context) => ({ stack, api, project } = context))
 
 const secret = (method: string, path: string, body?: unknown, key = project.secretKey) => request(api.url, method, path, { key, body })
 
-const fields = (response: { json: any }) => (response.json.error.errors as Array<{ field: string; code: string }>).map((error) => error.field)
+const fields = (response: { json: any }) =>
+  (response.json.error.errors as Array<{ field: string; code: string }>).map((error) => error.field)
 
 const newWorkflow = async (body: Record<string, unknown> = { name: "Onboarding", eventName: "signed_up" }) => {
   const created = await secret("POST", "/workflows", body)
@@ -33,13 +34,22 @@ describe("workflows API", () => {
     const workflow = await secret("POST", "/workflows", { name: "Welcome", eventName: "signed_up" })
     expect(workflow.status).toBe(201)
     expect(workflow.json).toMatchObject({
-      name: "Welcome", triggerType: "EVENT", triggerConfig: { eventName: "signed_up" }, enabled: false, allowReentry: false, projectId: project.id
+      name: "Welcome",
+      triggerType: "EVENT",
+      triggerConfig: { eventName: "signed_up" },
+      enabled: false,
+      allowReentry: false,
+      projectId: project.id
     })
     expect(workflow.json.steps).toEqual([expect.objectContaining({ type: "TRIGGER", config: { eventName: "signed_up" } })])
     expect(workflow.json.transitions).toEqual([])
     const list = await secret("GET", "/workflows")
     expect(list.json.map((w: { id: string }) => w.id)).toContain(workflow.json.id)
-    const updated = await secret("PATCH", `/workflows/${workflow.json.id}`, { enabled: true, allowReentry: true, triggerConfig: { eventName: "registered" } })
+    const updated = await secret("PATCH", `/workflows/${workflow.json.id}`, {
+      enabled: true,
+      allowReentry: true,
+      triggerConfig: { eventName: "registered" }
+    })
     expect(updated.json).toMatchObject({ enabled: true, allowReentry: true, triggerConfig: { eventName: "registered" } })
     expect(updated.json.steps[0].config).toEqual({ eventName: "registered" })
     expect((await secret("PATCH", `/workflows/${workflow.json.id}`, { triggerType: "MANUAL" })).json.triggerType).toBe("MANUAL")
@@ -59,7 +69,9 @@ describe("workflows API", () => {
     const workflow = await newWorkflow()
     const cases: Array<[string, unknown, Array<string>]> = [
       ["SEND_EMAIL", {}, ["config.templateId"]],
-      ["SEND_EMAIL", { templateId: "00000000-0000-7000-8000-000000000000", recipient: { type: "CUSTOM", customEmail: "nope" } }, ["config.recipient.customEmail"]],
+      ["SEND_EMAIL", { templateId: "00000000-0000-7000-8000-000000000000", recipient: { type: "CUSTOM", customEmail: "nope" } }, [
+        "config.recipient.customEmail"
+      ]],
       ["DELAY", { amount: 0, unit: "hours" }, ["config.amount"]],
       ["DELAY", { amount: 366, unit: "days" }, ["config.amount"]],
       ["DELAY", { amount: 5, unit: "weeks" }, ["config.unit"]],
@@ -67,7 +79,9 @@ describe("workflows API", () => {
       ["WAIT_FOR_EVENT", { eventName: "paid", timeout: -1 }, ["config.timeout"]],
       ["CONDITION", {}, ["config.condition"]],
       ["CONDITION", { field: "data.plan", operator: "bogus", value: "pro" }, ["config.operator"]],
-      ["CONDITION", { condition: { logic: "AND", groups: [{ filters: [{ field: "nope", operator: "equals", value: 1 }] }] } }, ["config.condition.groups[0].filters[0].field"]],
+      ["CONDITION", { condition: { logic: "AND", groups: [{ filters: [{ field: "nope", operator: "equals", value: 1 }] }] } }, [
+        "config.condition.groups[0].filters[0].field"
+      ]],
       ["WEBHOOK", { url: "ftp://example.com" }, ["config.url"]],
       ["WEBHOOK", { url: "https://example.com", method: "TRACE" }, ["config.method"]],
       ["WEBHOOK", { url: "https://example.com", headers: { "x-a": "line\nbreak" } }, ["config.headers.x-a"]],
@@ -84,10 +98,17 @@ describe("workflows API", () => {
       expect(fields(response), `${type} ${JSON.stringify(config)}`).toEqual(expected)
     }
     // A template that is not the project's is a 404, as the reference answers it (test/http/referenceGuards.test.ts).
-    expect((await secret("POST", `/workflows/${workflow.id}/steps`, { type: "SEND_EMAIL", config: { templateId: "00000000-0000-7000-8000-000000000000" } })).status).toBe(404)
+    expect(
+      (await secret("POST", `/workflows/${workflow.id}/steps`, {
+        type: "SEND_EMAIL",
+        config: { templateId: "00000000-0000-7000-8000-000000000000" }
+      })).status
+    ).toBe(404)
     // Valid ones, including the issue's spellings and context fields in conditions.
     await addStep(workflow.id, "CONDITION", { field: "context.plan", operator: "equals", value: "pro" })
-    await addStep(workflow.id, "CONDITION", { condition: { logic: "OR", groups: [{ filters: [{ field: "event.paid", operator: "triggered" }] }] } })
+    await addStep(workflow.id, "CONDITION", {
+      condition: { logic: "OR", groups: [{ filters: [{ field: "event.paid", operator: "triggered" }] }] }
+    })
     const update = await addStep(workflow.id, "UPDATE_CONTACT", { data: { plan: "pro" }, subscribed: false })
     expect(update.config).toEqual({ updates: { plan: "pro" }, subscriptionAction: "unsubscribe" })
     const webhook = await addStep(workflow.id, "WEBHOOK", { url: "https://example.com/{{ id }}", method: "put" })
@@ -154,7 +175,10 @@ describe("workflows API", () => {
     // A CONDITION with both branches cannot be spliced; without splice its transitions go with it.
     const condition = (await addStep(workflow.id, "CONDITION", { field: "subscribed", operator: "equals", value: true })).id
     const d = (await addStep(workflow.id, "EXIT", {})).id
-    await secret("DELETE", `/workflows/${workflow.id}/transitions/${detail.transitions.find((t: { fromStepId: string }) => t.fromStepId === b).id}`)
+    await secret(
+      "DELETE",
+      `/workflows/${workflow.id}/transitions/${detail.transitions.find((t: { fromStepId: string }) => t.fromStepId === b).id}`
+    )
     await connect(workflow.id, b, condition)
     await connect(workflow.id, condition, c, { branch: "yes" })
     await connect(workflow.id, condition, d, { branch: "no" })
@@ -192,7 +216,8 @@ describe("workflows API", () => {
       },
       timestamp: again.json.timestamp
     }))
-    expect((await secret("POST", `/workflows/${workflow.id}/executions`, { contactId: "00000000-0000-7000-8000-000000000000" })).status).toBe(422)
+    expect((await secret("POST", `/workflows/${workflow.id}/executions`, { contactId: "00000000-0000-7000-8000-000000000000" })).status)
+      .toBe(422)
     expect((await secret("POST", `/workflows/${workflow.id}/executions`, {})).status).toBe(422)
 
     // Structural edits and deletion are refused while it is active; config edits are not.
@@ -208,7 +233,10 @@ describe("workflows API", () => {
     const running = await secret("GET", `/workflows/${workflow.id}/executions?status=running`)
     expect(running.json).toMatchObject({ total: 2, page: 1, pageSize: 20 })
     // Listed with each contact's email, for the dashboard to show people rather than ids.
-    expect(running.json.data.map((execution: { contactEmail: string }) => execution.contactEmail).sort()).toEqual(["ada@wf.test", "bob@wf.test"])
+    expect(running.json.data.map((execution: { contactEmail: string }) => execution.contactEmail).sort()).toEqual([
+      "ada@wf.test",
+      "bob@wf.test"
+    ])
     expect((await secret("GET", `/workflows/${workflow.id}/executions?status=bogus`)).status).toBe(422)
     const one = await secret("GET", `/workflows/${workflow.id}/executions/${started.json.id}`)
     expect(one.json).toMatchObject({ id: started.json.id, status: "RUNNING", steps: [], contactEmail: "ada@wf.test" })
@@ -253,7 +281,10 @@ describe("workflows API", () => {
     await addStep(workflow.id, "CONDITION", { field: "data.plan", operator: "equals", value: "pro" })
     await addStep(workflow.id, "WAIT_FOR_EVENT", { eventName: "order_shipped" })
     await secret("POST", "/contacts", { email: "fields@wf.test", data: { plan: "pro" } })
-    await request(api.url, "POST", "/v1/track", { key: project.publicKey, body: { email: "fields@wf.test", event: "order_placed", data: { total: 12 } } })
+    await request(api.url, "POST", "/v1/track", {
+      key: project.publicKey,
+      body: { email: "fields@wf.test", event: "order_placed", data: { total: 12 } }
+    })
 
     const byEvent = await secret("GET", "/events/order_placed/usage")
     expect(byEvent.json.workflows).toEqual([{ id: workflow.id, name: "Scoped" }])
@@ -263,7 +294,9 @@ describe("workflows API", () => {
 
     const available = await secret("GET", "/workflows/fields")
     expect(available.status).toBe(200)
-    expect(available.json.contactFields).toEqual(expect.arrayContaining([{ field: "email", type: "string" }, { field: "data.plan", type: "string" }]))
+    expect(available.json.contactFields).toEqual(
+      expect.arrayContaining([{ field: "email", type: "string" }, { field: "data.plan", type: "string" }])
+    )
     // Events reach the table through the worker; none runs here, so only the shape is checked.
     expect(Array.isArray(available.json.events)).toBe(true)
     const secretKey = await secret("GET", "/workflows/webhook-secret")
@@ -274,7 +307,10 @@ describe("workflows API", () => {
 describe("conditions checked like segments and campaigns", () => {
   it("refuses a CONDITION on a segment of another project or of none, in either config form (422 unknown_segment)", async () => {
     const workflow = await newWorkflow({ name: "Segment checks", eventName: "x" })
-    const own = await secret("POST", "/segments", { name: "Mine", condition: { logic: "AND", groups: [{ filters: [{ field: "email", operator: "contains", value: "@" }] }] } })
+    const own = await secret("POST", "/segments", {
+      name: "Mine",
+      condition: { logic: "AND", groups: [{ filters: [{ field: "email", operator: "contains", value: "@" }] }] }
+    })
     expect(own.status).toBeLessThan(300)
     const { stdout } = await stack.cli("project", "create", "--name", "Other")
     const other = JSON.parse(stdout) as TestProject

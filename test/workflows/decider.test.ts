@@ -4,7 +4,15 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { ContactFacts } from "../../src/domain/conditions/evaluate.ts"
-import { decideResume, decideStep, type ExecutionView, factsRead, type ResumeInput, runnableStep, type StepDecision } from "../../src/workflows/decider.ts"
+import {
+  decideResume,
+  decideStep,
+  type ExecutionView,
+  factsRead,
+  type ResumeInput,
+  runnableStep,
+  type StepDecision
+} from "../../src/workflows/decider.ts"
 import { checkStepConfig, type StepType } from "../../src/workflows/graph.ts"
 
 const NOW = Date.parse("2026-03-01T12:00:00.000Z")
@@ -33,17 +41,42 @@ describe("decideStep", () => {
     readonly contact?: ContactFacts
     readonly decision: StepDecision
   }> = [
-    { name: "SEND_EMAIL to the contact", type: "SEND_EMAIL", config: { templateId: TEMPLATE }, decision: { _tag: "SendEmail", templateId: TEMPLATE, customRecipient: null } },
+    {
+      name: "SEND_EMAIL to the contact",
+      type: "SEND_EMAIL",
+      config: { templateId: TEMPLATE },
+      decision: { _tag: "SendEmail", templateId: TEMPLATE, customRecipient: null }
+    },
     {
       name: "SEND_EMAIL to a custom address, normalised",
       type: "SEND_EMAIL",
       config: { templateId: TEMPLATE, recipient: { type: "CUSTOM", customEmail: " Ops@Example.ORG " } },
       decision: { _tag: "SendEmail", templateId: TEMPLATE, customRecipient: "ops@example.org" }
     },
-    { name: "DELAY in hours", type: "DELAY", config: { amount: 2, unit: "hours" }, decision: { _tag: "Wait", waitEvent: null, dueAt: at(7_200_000), output: { dueAt: at(7_200_000) } } },
-    { name: "DELAY in minutes, fractional", type: "DELAY", config: { amount: 1.5, unit: "minutes" }, decision: { _tag: "Wait", waitEvent: null, dueAt: at(90_000), output: { dueAt: at(90_000) } } },
-    { name: "DELAY with an unknown unit", type: "DELAY", config: { amount: 2, unit: "weeks" }, decision: { _tag: "Fail", error: expect.stringContaining("the step's config is not valid") } },
-    { name: "DELAY with amount as a string", type: "DELAY", config: { amount: "2", unit: "days" }, decision: { _tag: "Fail", error: expect.stringContaining("the step's config is not valid") } },
+    {
+      name: "DELAY in hours",
+      type: "DELAY",
+      config: { amount: 2, unit: "hours" },
+      decision: { _tag: "Wait", waitEvent: null, dueAt: at(7_200_000), output: { dueAt: at(7_200_000) } }
+    },
+    {
+      name: "DELAY in minutes, fractional",
+      type: "DELAY",
+      config: { amount: 1.5, unit: "minutes" },
+      decision: { _tag: "Wait", waitEvent: null, dueAt: at(90_000), output: { dueAt: at(90_000) } }
+    },
+    {
+      name: "DELAY with an unknown unit",
+      type: "DELAY",
+      config: { amount: 2, unit: "weeks" },
+      decision: { _tag: "Fail", error: expect.stringContaining("the step's config is not valid") }
+    },
+    {
+      name: "DELAY with amount as a string",
+      type: "DELAY",
+      config: { amount: "2", unit: "days" },
+      decision: { _tag: "Fail", error: expect.stringContaining("the step's config is not valid") }
+    },
     {
       name: "WAIT_FOR_EVENT without a timeout, engagement name canonical",
       type: "WAIT_FOR_EVENT",
@@ -99,7 +132,12 @@ describe("decideStep", () => {
       contact: contact({}, { login: 5 }),
       decision: { _tag: "Continue", output: { branch: "yes" }, choice: { branch: "yes" } }
     },
-    { name: "CONDITION for a contact gone", type: "CONDITION", config: { field: "email", operator: "contains", value: "@" }, decision: { _tag: "Fail", error: "the contact no longer exists" } },
+    {
+      name: "CONDITION for a contact gone",
+      type: "CONDITION",
+      config: { field: "email", operator: "contains", value: "@" },
+      decision: { _tag: "Fail", error: "the contact no longer exists" }
+    },
     { name: "WEBHOOK", type: "WEBHOOK", config: { url: "https://hooks.example.org/x", method: "POST" }, decision: { _tag: "CallWebhook" } },
     {
       name: "UPDATE_CONTACT with updates and unsubscribe",
@@ -107,12 +145,32 @@ describe("decideStep", () => {
       config: { updates: { plan: "pro" }, subscriptionAction: "unsubscribe" },
       decision: { _tag: "UpdateContact", updates: { plan: "pro" }, subscribed: false }
     },
-    { name: "UPDATE_CONTACT, subscription left alone", type: "UPDATE_CONTACT", config: { updates: {}, subscriptionAction: "none" }, decision: { _tag: "UpdateContact", updates: {}, subscribed: undefined } },
-    { name: "UPDATE_CONTACT stored before normalisation", type: "UPDATE_CONTACT", config: { data: { vip: true }, subscribed: true }, decision: { _tag: "UpdateContact", updates: { vip: true }, subscribed: true } },
+    {
+      name: "UPDATE_CONTACT, subscription left alone",
+      type: "UPDATE_CONTACT",
+      config: { updates: {}, subscriptionAction: "none" },
+      decision: { _tag: "UpdateContact", updates: {}, subscribed: undefined }
+    },
+    {
+      name: "UPDATE_CONTACT stored before normalisation",
+      type: "UPDATE_CONTACT",
+      config: { data: { vip: true }, subscribed: true },
+      decision: { _tag: "UpdateContact", updates: { vip: true }, subscribed: true }
+    },
     { name: "EXIT with a reason", type: "EXIT", config: { reason: "done" }, decision: { _tag: "Exit", reason: "done" } },
     { name: "EXIT without one", type: "EXIT", config: {}, decision: { _tag: "Exit", reason: null } },
-    { name: "back into the TRIGGER", type: "TRIGGER", config: {}, decision: { _tag: "Fail", error: "a transition leads back into the trigger" } },
-    { name: "a config that is not an object", type: "EXIT", config: "nope", decision: { _tag: "Fail", error: expect.stringContaining("the step's config is not valid") } }
+    {
+      name: "back into the TRIGGER",
+      type: "TRIGGER",
+      config: {},
+      decision: { _tag: "Fail", error: "a transition leads back into the trigger" }
+    },
+    {
+      name: "a config that is not an object",
+      type: "EXIT",
+      config: "nope",
+      decision: { _tag: "Fail", error: expect.stringContaining("the step's config is not valid") }
+    }
   ]
 
   for (const row of table) {
@@ -127,7 +185,10 @@ describe("decideStep", () => {
     expect([...factsRead(step("CONDITION", { field: "event.login", operator: "triggeredAtLeast", value: 1 }))!.events]).toEqual(["login"])
     // A count in a window: the occurrences are read only as far back as the window reaches.
     const windowed = factsRead(step("CONDITION", {
-      condition: { logic: "AND", groups: [{ filters: [{ field: "event.visit", operator: "triggeredAtLeast", value: 2, within: 3, unit: "hours" }] }] }
+      condition: {
+        logic: "AND",
+        groups: [{ filters: [{ field: "event.visit", operator: "triggeredAtLeast", value: 2, within: 3, unit: "hours" }] }]
+      }
     }))!
     expect([...windowed.events]).toEqual(["visit"])
     expect([...windowed.windows]).toEqual([["visit", 3 * 3_600_000]])
@@ -152,7 +213,12 @@ describe("decideStep", () => {
 })
 
 describe("decideResume", () => {
-  const waiting = (overrides: Partial<ExecutionView> = {}): ExecutionView => ({ status: "WAITING", timerId: "t1", waitEvent: null, ...overrides })
+  const waiting = (overrides: Partial<ExecutionView> = {}): ExecutionView => ({
+    status: "WAITING",
+    timerId: "t1",
+    waitEvent: null,
+    ...overrides
+  })
   const delay = step("DELAY", { amount: 1, unit: "days" }, "delay")
   const waitFor = step("WAIT_FOR_EVENT", { eventName: "paid", timeout: 60 }, "wait")
   const send = step("SEND_EMAIL", { templateId: TEMPLATE }, "send")
@@ -162,11 +228,18 @@ describe("decideResume", () => {
 
   const table: ReadonlyArray<[string, ExecutionView, ReturnType<typeof step> | undefined, ResumeInput, ReturnType<typeof decideResume>]> = [
     ["a due DELAY goes on", waiting(), delay, timer, { _tag: "Resume", output: { dueAt: at(0) }, choice: {} }],
-    ["a WAIT_FOR_EVENT timeout takes the TIMEOUT way", waiting({ waitEvent: "paid" }), waitFor, timer, { _tag: "Resume", output: { outcome: "TIMEOUT" }, choice: { waitOutcome: "TIMEOUT" } }],
+    ["a WAIT_FOR_EVENT timeout takes the TIMEOUT way", waiting({ waitEvent: "paid" }), waitFor, timer, {
+      _tag: "Resume",
+      output: { outcome: "TIMEOUT" },
+      choice: { waitOutcome: "TIMEOUT" }
+    }],
     ["a send held at the cap is retried", waiting(), send, timer, { _tag: "Resume", choice: {}, retry: true }],
     ["a timer that is not the current one is stale", waiting({ timerId: "t2" }), delay, timer, { _tag: "Ignore" }],
     ["a timer for a cancelled execution is stale", waiting({ status: "CANCELLED", timerId: null }), delay, timer, { _tag: "Ignore" }],
-    ["a timer whose step was deleted fails the execution", waiting(), undefined, timer, { _tag: "Fail", error: "the step it waited on no longer exists" }],
+    ["a timer whose step was deleted fails the execution", waiting(), undefined, timer, {
+      _tag: "Fail",
+      error: "the step it waited on no longer exists"
+    }],
     [
       "the awaited event takes the EVENT way with its data",
       waiting({ waitEvent: "paid" }),
@@ -174,8 +247,14 @@ describe("decideResume", () => {
       { kind: "event", id: "e1", name: "paid", data: { amount: 5 } },
       { _tag: "Resume", output: { outcome: "EVENT", eventId: "e1" }, choice: { waitOutcome: "EVENT" }, context: { amount: 5 } }
     ],
-    ["another event does nothing", waiting({ waitEvent: "paid" }), waitFor, { kind: "event", id: "e1", name: "refunded", data: {} }, { _tag: "Ignore" }],
-    ["a webhook that succeeded goes on", waiting({ status: "RUNNING", timerId: null }), hook, { kind: "webhookDone", stepId: "hook", ok: true }, { _tag: "Resume", choice: {} }],
+    ["another event does nothing", waiting({ waitEvent: "paid" }), waitFor, { kind: "event", id: "e1", name: "refunded", data: {} }, {
+      _tag: "Ignore"
+    }],
+    ["a webhook that succeeded goes on", waiting({ status: "RUNNING", timerId: null }), hook, {
+      kind: "webhookDone",
+      stepId: "hook",
+      ok: true
+    }, { _tag: "Resume", choice: {} }],
     [
       "a webhook that failed fails the execution",
       waiting({ status: "RUNNING", timerId: null }),
@@ -183,9 +262,19 @@ describe("decideResume", () => {
       { kind: "webhookDone", stepId: "hook", ok: false, error: "HTTP 500" },
       { _tag: "Fail", error: "WEBHOOK step failed: HTTP 500" }
     ],
-    ["a late webhook outcome after a cancel does nothing", waiting({ status: "CANCELLED", timerId: null }), hook, { kind: "webhookDone", stepId: "hook", ok: true }, { _tag: "Ignore" }],
-    ["a manual start at the TRIGGER claims it once", waiting({ status: "RUNNING", timerId: null }), trigger, { kind: "advance" }, { _tag: "Resume", choice: {}, claim: { manual: true } }],
-    ["a manual start already past the TRIGGER does nothing", waiting({ status: "RUNNING", timerId: null }), delay, { kind: "advance" }, { _tag: "Ignore" }]
+    ["a late webhook outcome after a cancel does nothing", waiting({ status: "CANCELLED", timerId: null }), hook, {
+      kind: "webhookDone",
+      stepId: "hook",
+      ok: true
+    }, { _tag: "Ignore" }],
+    ["a manual start at the TRIGGER claims it once", waiting({ status: "RUNNING", timerId: null }), trigger, { kind: "advance" }, {
+      _tag: "Resume",
+      choice: {},
+      claim: { manual: true }
+    }],
+    ["a manual start already past the TRIGGER does nothing", waiting({ status: "RUNNING", timerId: null }), delay, { kind: "advance" }, {
+      _tag: "Ignore"
+    }]
   ]
 
   for (const [name, execution, current, input, expected] of table) {

@@ -70,7 +70,10 @@ describe("workflow durability", () => {
       name: "Later",
       eventName: "later",
       first: "delay",
-      steps: { delay: { type: "DELAY", config: { amount: 10, unit: "minutes" }, next: "send" }, send: { type: "SEND_EMAIL", config: { templateId } } }
+      steps: {
+        delay: { type: "DELAY", config: { amount: 10, unit: "minutes" }, next: "send" },
+        send: { type: "SEND_EMAIL", config: { templateId } }
+      }
     })
     await track("later@wf.test", "later")
     await settled(client, workflowId, "WAITING")
@@ -106,7 +109,10 @@ describe("workflow durability", () => {
   it("a worker SIGKILLed while executions send never makes a workflow email twice", async () => {
     const templateId = await template("<p>Once only</p>")
     const { workflowId } = await buildWorkflow(client, {
-      name: "Crash", eventName: "crash", first: "send", steps: { send: { type: "SEND_EMAIL", config: { templateId } } }
+      name: "Crash",
+      eventName: "crash",
+      first: "send",
+      steps: { send: { type: "SEND_EMAIL", config: { templateId } } }
     })
     const count = 300
     const before = smtp.messages.length
@@ -121,10 +127,14 @@ describe("workflow durability", () => {
       `SELECT count(*)::int AS n, count(DISTINCT contact_id)::int AS contacts,
               (SELECT count(*)::int FROM workflow_step_executions s JOIN workflow_executions e ON e.id = s.execution_id
                WHERE e.workflow_id = $1 AND s.step_type = 'SEND_EMAIL') AS steps
-       FROM emails WHERE workflow_id = $1`, [workflowId])
+       FROM emails WHERE workflow_id = $1`,
+      [workflowId]
+    )
     expect(rows[0]).toEqual({ n: count, contacts: count, steps: count })
     await eventually(async () => {
-      const [sent] = await stack.query<{ n: number }>("SELECT count(*)::int AS n FROM emails WHERE workflow_id = $1 AND status = 'SENT'", [workflowId])
+      const [sent] = await stack.query<{ n: number }>("SELECT count(*)::int AS n FROM emails WHERE workflow_id = $1 AND status = 'SENT'", [
+        workflowId
+      ])
       expect(sent!.n).toBe(count)
     }, 30_000)
     // Each recipient got one email (one Message-ID). The sender may repeat the round that was in flight
@@ -142,7 +152,10 @@ describe("workflow durability", () => {
 
   it("a WEBHOOK request in flight when the worker is SIGKILLed is not repeated: the step fails", async () => {
     const { workflowId } = await buildWorkflow(client, {
-      name: "Hang", eventName: "hang", first: "hook", steps: { hook: { type: "WEBHOOK", config: { url: `http://127.0.0.2:${(hung.address() as AddressInfo).port}/hang` } } }
+      name: "Hang",
+      eventName: "hang",
+      first: "hook",
+      steps: { hook: { type: "WEBHOOK", config: { url: `http://127.0.0.2:${(hung.address() as AddressInfo).port}/hang` } } }
     })
     await track("hang@wf.test", "hang")
     await eventually(async () => expect(hungHits).toBe(1), 15_000)

@@ -16,7 +16,10 @@ withMailStack((ready) => {
 })
 
 const track = async (email: string, event: string, data?: Record<string, unknown>, subscribed?: boolean) => {
-  const response = await request(context.api.url, "POST", "/v1/track", { key: context.project.publicKey, body: { email, event, data, subscribed } })
+  const response = await request(context.api.url, "POST", "/v1/track", {
+    key: context.project.publicKey,
+    body: { email, event, data, subscribed }
+  })
   expect(response.status).toBe(200)
   return response.json.data as { contact: string; event: string }
 }
@@ -48,17 +51,38 @@ describe("workflow executions", () => {
     })
     expect(mail!.parsed.html).toContain("Welcome on the pro plan")
     // Marketing mail: one-click unsubscribe headers; the email row names the workflow.
-    expect(mail!.parsed.headerLines.find((line) => line.key === "list-unsubscribe-post")?.line).toBe("List-Unsubscribe-Post: List-Unsubscribe=One-Click")
+    expect(mail!.parsed.headerLines.find((line) => line.key === "list-unsubscribe-post")?.line).toBe(
+      "List-Unsubscribe-Post: List-Unsubscribe=One-Click"
+    )
     const email = await call(client, "GET", `/emails/${emailId}`)
     expect(email.json).toMatchObject({ workflowId, type: "MARKETING" })
-    expect((await call(client, "GET", `/templates/${templateId}/usage`)).json.workflows).toEqual([{ id: workflowId, name: "Welcome", stepId: ids.send }])
+    expect((await call(client, "GET", `/templates/${templateId}/usage`)).json.workflows).toEqual([{
+      id: workflowId,
+      name: "Welcome",
+      stepId: ids.send
+    }])
   })
 
   it("reentry: one execution per contact unless allowReentry, never two at once, never two per source event", async () => {
-    const once = await buildWorkflow(client, { name: "Once", eventName: "visit", first: "exit", steps: { exit: { type: "EXIT", config: { reason: "seen" } } } })
-    const again = await buildWorkflow(client, { name: "Again", eventName: "visit", allowReentry: true, first: "exit", steps: { exit: { type: "EXIT" } } })
+    const once = await buildWorkflow(client, {
+      name: "Once",
+      eventName: "visit",
+      first: "exit",
+      steps: { exit: { type: "EXIT", config: { reason: "seen" } } }
+    })
+    const again = await buildWorkflow(client, {
+      name: "Again",
+      eventName: "visit",
+      allowReentry: true,
+      first: "exit",
+      steps: { exit: { type: "EXIT" } }
+    })
     const waits = await buildWorkflow(client, {
-      name: "Waits", eventName: "visit", allowReentry: true, first: "wait", steps: { wait: { type: "WAIT_FOR_EVENT", config: { eventName: "never" } } }
+      name: "Waits",
+      eventName: "visit",
+      allowReentry: true,
+      first: "wait",
+      steps: { wait: { type: "WAIT_FOR_EVENT", config: { eventName: "never" } } }
     })
     await track("re@wf.test", "visit")
     await settled(client, once.workflowId, "EXITED")
@@ -70,7 +94,9 @@ describe("workflow executions", () => {
     // Still waiting from the first visit: the second started nothing.
     expect((await executionsOf(client, waits.workflowId)).map((e) => e.status)).toEqual(["WAITING"])
     const sources = await context.stack.query<{ n: number }>(
-      "SELECT count(DISTINCT source_event_id)::int AS n FROM workflow_executions WHERE workflow_id = $1", [again.workflowId])
+      "SELECT count(DISTINCT source_event_id)::int AS n FROM workflow_executions WHERE workflow_id = $1",
+      [again.workflowId]
+    )
     expect(sources[0]!.n).toBe(2)
     // A disabled workflow starts nothing.
     await call(client, "PATCH", `/workflows/${again.workflowId}`, { enabled: false })
@@ -87,13 +113,21 @@ describe("workflow executions", () => {
       allowReentry: true,
       first: "big",
       steps: {
-        big: { type: "CONDITION", config: { field: "context.total", operator: "greaterThan", value: 100 }, next: { yes: "vip", no: "tier" } },
+        big: {
+          type: "CONDITION",
+          config: { field: "context.total", operator: "greaterThan", value: 100 },
+          next: { yes: "vip", no: "tier" }
+        },
         tier: {
           type: "CONDITION",
           config: { condition: { logic: "AND", groups: [{ filters: [{ field: "data.plan", operator: "equals", value: "pro" }] }] } },
           next: { yes: "proExit", no: "freeExit" }
         },
-        vip: { type: "UPDATE_CONTACT", config: { updates: { vip: true, note: "", plan: null }, subscriptionAction: "unsubscribe" }, next: "vipExit" },
+        vip: {
+          type: "UPDATE_CONTACT",
+          config: { updates: { vip: true, note: "", plan: null }, subscriptionAction: "unsubscribe" },
+          next: "vipExit"
+        },
         vipExit: { type: "EXIT", config: { reason: "vip" } },
         proExit: { type: "EXIT", config: { reason: "pro" } },
         freeExit: { type: "EXIT", config: { reason: "free" } }
@@ -106,10 +140,12 @@ describe("workflow executions", () => {
     await track("pro@wf.test", "purchase", { total: 20 })
     await track("free@wf.test", "purchase", { total: 20 })
     const executions = await settled(client, workflowId, "EXITED", 3)
-    const reasons = Object.fromEntries(await Promise.all(executions.map(async (execution) => {
-      const contact = await call(client, "GET", `/contacts/${execution.contactId}`)
-      return [contact.json.email, execution.exitReason]
-    })))
+    const reasons = Object.fromEntries(
+      await Promise.all(executions.map(async (execution) => {
+        const contact = await call(client, "GET", `/contacts/${execution.contactId}`)
+        return [contact.json.email, execution.exitReason]
+      }))
+    )
     expect(reasons).toEqual({ "big@wf.test": "vip", "pro@wf.test": "pro", "free@wf.test": "free" })
     const vip = executions.find((execution) => execution.contactId === big.contact)!
     expect(vip.steps.map((step) => step.stepId)).toEqual([ids.trigger, ids.big, ids.vip, ids.vipExit])
@@ -161,7 +197,12 @@ describe("workflow executions", () => {
     // A transactional template's mail goes as transactional (no List-Unsubscribe).
     expect(mail!.parsed.headerLines.some((line) => line.key === "list-unsubscribe")).toBe(false)
     // The event's timer went with the resumption.
-    expect(await context.stack.query("SELECT 1 FROM workflow_timers t JOIN workflow_executions e ON e.id = t.execution_id WHERE e.workflow_id = $1", [workflowId])).toEqual([])
+    expect(
+      await context.stack.query(
+        "SELECT 1 FROM workflow_timers t JOIN workflow_executions e ON e.id = t.execution_id WHERE e.workflow_id = $1",
+        [workflowId]
+      )
+    ).toEqual([])
   })
 
   it("DELAY waits on a durable timer; cancel one and cancel all stop waiting executions, and their timers come to nothing", async () => {
@@ -169,14 +210,19 @@ describe("workflow executions", () => {
       name: "Delays",
       eventName: "nudge",
       first: "delay",
-      steps: { delay: { type: "DELAY", config: { amount: 1, unit: "minutes" }, next: "exit" }, exit: { type: "EXIT", config: { reason: "after delay" } } }
+      steps: {
+        delay: { type: "DELAY", config: { amount: 1, unit: "minutes" }, next: "exit" },
+        exit: { type: "EXIT", config: { reason: "after delay" } }
+      }
     })
     await track("d1@wf.test", "nudge")
     await track("d2@wf.test", "nudge")
     await track("d3@wf.test", "nudge")
     const waiting = await settled(client, workflowId, "WAITING", 3)
     const timers = await context.stack.query<{ due_at: Date }>(
-      "SELECT t.due_at FROM workflow_timers t JOIN workflow_executions e ON e.id = t.execution_id WHERE e.workflow_id = $1", [workflowId])
+      "SELECT t.due_at FROM workflow_timers t JOIN workflow_executions e ON e.id = t.execution_id WHERE e.workflow_id = $1",
+      [workflowId]
+    )
     expect(timers).toHaveLength(3)
     for (const timer of timers) expect(new Date(timer.due_at).getTime()).toBeGreaterThan(Date.now() + 30_000)
     const cancelled = await call(client, "DELETE", `/workflows/${workflowId}/executions/${waiting[0]!.id}`)
@@ -192,8 +238,11 @@ describe("workflow executions", () => {
     await context.stack.query(
       `INSERT INTO workflow_timers (execution_id, id, project_id, partition, step_id, due_at)
        SELECT id, gen_random_uuid(), project_id, partition, current_step_id, now() FROM workflow_executions WHERE id = $1`,
-      [waiting[2]!.id])
-    await eventually(async () => expect(await context.stack.query("SELECT 1 FROM workflow_timers WHERE execution_id = $1", [waiting[2]!.id])).toEqual([]))
+      [waiting[2]!.id]
+    )
+    await eventually(async () =>
+      expect(await context.stack.query("SELECT 1 FROM workflow_timers WHERE execution_id = $1", [waiting[2]!.id])).toEqual([])
+    )
     await new Promise((resolve) => setTimeout(resolve, 500))
     const final = Object.fromEntries((await executionsOf(client, workflowId)).map((e) => [e.id, e.status]))
     expect(final[waiting[2]!.id]).toBe("CANCELLED")
@@ -203,7 +252,10 @@ describe("workflow executions", () => {
 
   it("deleting a contact cancels its active executions (a wait without timeout would otherwise last forever)", async () => {
     const { workflowId } = await buildWorkflow(client, {
-      name: "Forever", eventName: "forever", first: "wait", steps: { wait: { type: "WAIT_FOR_EVENT", config: { eventName: "never" } } }
+      name: "Forever",
+      eventName: "forever",
+      first: "wait",
+      steps: { wait: { type: "WAIT_FOR_EVENT", config: { eventName: "never" } } }
     })
     const tracked = await track("gone@wf.test", "forever")
     await track("stays@wf.test", "forever")
@@ -255,7 +307,10 @@ describe("workflow executions", () => {
     // Started by hand only: a MANUAL trigger, enabled (a disabled workflow starts nothing, by hand either).
     expect((await call(client, "PATCH", `/workflows/${workflowId}`, { triggerType: "MANUAL", enabled: true })).status).toBe(200)
     const contact = await call(client, "POST", "/contacts", { email: "lead@wf.test" })
-    const started = await call(client, "POST", `/workflows/${workflowId}/executions`, { contactId: contact.json.id, context: { what: "a demo" } })
+    const started = await call(client, "POST", `/workflows/${workflowId}/executions`, {
+      contactId: contact.json.id,
+      context: { what: "a demo" }
+    })
     expect(started.status).toBe(201)
     const [execution] = await settled(client, workflowId, "COMPLETED")
     expect(execution!.steps[0]!.output).toEqual({ manual: true })

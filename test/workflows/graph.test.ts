@@ -1,10 +1,26 @@
 /** The pure graph rules and step configs (no processes). */
 import { describe, expect, it } from "vitest"
-import { canonicalEventName, checkStepConfig, checkTransition, conditionOf, makeGraph, nextStep, spliceTarget, type Step, type Transition } from "../../src/workflows/graph.ts"
+import {
+  canonicalEventName,
+  checkStepConfig,
+  checkTransition,
+  conditionOf,
+  makeGraph,
+  nextStep,
+  spliceTarget,
+  type Step,
+  type Transition
+} from "../../src/workflows/graph.ts"
 
 const step = (id: string, type: Step["type"], config: Record<string, unknown> = {}): Step => ({ id, type, name: id, config })
-const transition = (from: string, to: string, extra: Partial<Transition> = {}): Transition =>
-  ({ id: `${from}-${to}`, fromStepId: from, toStepId: to, branch: null, waitOutcome: null, ...extra })
+const transition = (from: string, to: string, extra: Partial<Transition> = {}): Transition => ({
+  id: `${from}-${to}`,
+  fromStepId: from,
+  toStepId: to,
+  branch: null,
+  waitOutcome: null,
+  ...extra
+})
 
 describe("workflow graphs", () => {
   const steps = [step("t", "TRIGGER"), step("c", "CONDITION"), step("w", "WAIT_FOR_EVENT"), step("d", "DELAY"), step("x", "EXIT")]
@@ -24,7 +40,8 @@ describe("workflow graphs", () => {
   })
 
   it("refuses cycles, second ways out, wrong branch kinds, EXIT sources and TRIGGER targets", () => {
-    const codes = (input: Parameters<typeof checkTransition>[1]) => checkTransition(graph, input).map((problem) => `${problem.field}:${problem.code}`)
+    const codes = (input: Parameters<typeof checkTransition>[1]) =>
+      checkTransition(graph, input).map((problem) => `${problem.field}:${problem.code}`)
     expect(codes({ fromStepId: "d", toStepId: "c" })).toEqual(["toStepId:cycle"])
     expect(codes({ fromStepId: "d", toStepId: "d" })).toEqual(["toStepId:cycle"])
     expect(codes({ fromStepId: "t", toStepId: "d" })).toEqual(["fromStepId:duplicate_transition"])
@@ -46,7 +63,9 @@ describe("workflow graphs", () => {
   it("reads context fields in conditions and both spellings of engagement events", () => {
     const tree = conditionOf({ field: "context.order.total", operator: "greaterThan", value: 10 })
     expect(tree.groups[0]!.filters[0]!.field).toBe("data.$context.order.total")
-    expect(checkStepConfig("CONDITION", { field: "context.total", operator: "bogus" }).problems.map((p) => p.field)).toEqual(["config.operator"])
+    expect(checkStepConfig("CONDITION", { field: "context.total", operator: "bogus" }).problems.map((p) => p.field)).toEqual([
+      "config.operator"
+    ])
     // One filter counts in a window as a tree's filter does; a bad window is refused at its own path.
     const windowed = { field: "event.visit", operator: "triggeredAtLeast", value: 2, within: 1, unit: "hours" }
     expect(conditionOf(windowed).groups[0]!.filters[0]).toMatchObject({ within: 1, unit: "hours" })
@@ -70,7 +89,7 @@ describe("webhook verdicts", () => {
     const { Webhook } = await import("standardwebhooks")
     const secret = `whsec_${Buffer.from("0123456789abcdef0123456789abcdef").toString("base64")}`
     const timestamp = Math.floor(Date.now() / 1000)
-    const body = "{\"a\":1}"
+    const body = '{"a":1}'
     expect(new Webhook(secret).verify(body, {
       "webhook-id": "msg_1",
       "webhook-timestamp": String(timestamp),

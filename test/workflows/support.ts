@@ -8,7 +8,8 @@ export interface Client {
   readonly key: string
 }
 
-export const call = (client: Client, method: string, path: string, body?: unknown) => request(client.url, method, path, { key: client.key, body })
+export const call = (client: Client, method: string, path: string, body?: unknown) =>
+  request(client.url, method, path, { key: client.key, body })
 
 export interface StepSpec {
   readonly type: string
@@ -24,7 +25,11 @@ export const buildWorkflow = async (
   client: Client,
   options: { name: string; eventName?: string; allowReentry?: boolean; enabled?: boolean; first: string; steps: Record<string, StepSpec> }
 ) => {
-  const created = await call(client, "POST", "/workflows", { name: options.name, eventName: options.eventName, allowReentry: options.allowReentry })
+  const created = await call(client, "POST", "/workflows", {
+    name: options.name,
+    eventName: options.eventName,
+    allowReentry: options.allowReentry
+  })
   expect(created.status, JSON.stringify(created.json)).toBe(201)
   const workflowId = created.json.id as string
   const ids: Record<string, string> = { trigger: created.json.steps[0].id }
@@ -34,7 +39,11 @@ export const buildWorkflow = async (
     ids[key] = step.json.id
   }
   const connect = async (from: string, to: string, extra: Record<string, unknown> = {}) => {
-    const transition = await call(client, "POST", `/workflows/${workflowId}/transitions`, { fromStepId: ids[from], toStepId: ids[to], ...extra })
+    const transition = await call(client, "POST", `/workflows/${workflowId}/transitions`, {
+      fromStepId: ids[from],
+      toStepId: ids[to],
+      ...extra
+    })
     expect(transition.status, JSON.stringify(transition.json)).toBe(201)
   }
   await connect("trigger", options.first)
@@ -69,7 +78,8 @@ export const settled = (client: Client, workflowId: string, status: string, coun
   eventually(async () => {
     if (count > 100) {
       // Beyond one page: compare the totals only.
-      const total = async (filter: string) => (await call(client, "GET", `/workflows/${workflowId}/executions?pageSize=1${filter}`)).json.total
+      const total = async (filter: string) =>
+        (await call(client, "GET", `/workflows/${workflowId}/executions?pageSize=1${filter}`)).json.total
       expect([await total(`&status=${status}`), await total("")]).toEqual([count, count])
       return []
     }

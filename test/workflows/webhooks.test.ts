@@ -41,7 +41,11 @@ const listen = async (host: string, handle: (received: Received) => Answer) => {
     })
   })
   await new Promise<void>((resolve) => server.listen(0, host, resolve))
-  return { received, port: (server.address() as AddressInfo).port, close: () => new Promise<void>((resolve) => server.close(() => resolve())) }
+  return {
+    received,
+    port: (server.address() as AddressInfo).port,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve()))
+  }
 }
 
 let context: MailContext
@@ -113,7 +117,7 @@ describe("WEBHOOK steps", () => {
     expect(verified).toEqual(body)
     const step = execution!.steps.find((candidate) => candidate.stepType === "WEBHOOK")!
     expect(hit.headers["webhook-id"]).toBe(step.id)
-    expect(step).toMatchObject({ status: "COMPLETED", attempts: 1, output: { status: 200, body: "{\"ok\":true}" } })
+    expect(step).toMatchObject({ status: "COMPLETED", attempts: 1, output: { status: 200, body: '{"ok":true}' } })
     // A tampered body does not verify.
     expect(() => new Webhook(secret).verify(`${hit.body} `, hit.headers as Record<string, string>)).toThrow()
   })
@@ -122,7 +126,7 @@ describe("WEBHOOK steps", () => {
     const custom = await webhookWorkflow("custom", {
       url: `http://127.0.0.2:${receiver.port}/custom`,
       method: "PUT",
-      body: "{\"email\": \"{{ email }}\", \"total\": {{ event.total }}}"
+      body: '{"email": "{{ email }}", "total": {{ event.total }}}'
     })
     const get = await webhookWorkflow("get", { url: `http://127.0.0.2:${receiver.port}/get?e={{ email | url_encode }}`, method: "GET" })
     const flaky = await webhookWorkflow("flaky", { url: `http://127.0.0.2:${receiver.port}/flaky/{{ id }}` })
@@ -167,7 +171,9 @@ describe("WEBHOOK steps", () => {
       compatibleMetadata: "http://[::a9fe:a9fe]/latest/meta-data/",
       nat64: `http://[64:ff9b::7f00:1]:${canary.port}/probe`
     }
-    const workflows = await Promise.all(Object.entries(probes).map(async ([name, url]) => [name, (await webhookWorkflow(`ssrf_${name}`, { url })).workflowId] as const))
+    const workflows = await Promise.all(
+      Object.entries(probes).map(async ([name, url]) => [name, (await webhookWorkflow(`ssrf_${name}`, { url })).workflowId] as const)
+    )
     for (const [name] of workflows) await track(`ssrf@wf.test`, `hook_ssrf_${name}`)
     for (const [name, workflowId] of workflows) {
       const [execution] = await settled(client, workflowId, "FAILED")
@@ -215,21 +221,59 @@ describe("WEBHOOK steps", () => {
   })
 
   it("the address rules themselves", async () => {
-    for (const address of ["127.0.0.1", "10.0.0.1", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "::1", "::", "fe80::1", "fc00::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "2002:7f00:1::", "224.0.0.1", "255.255.255.255"]) {
+    for (
+      const address of [
+        "127.0.0.1",
+        "10.0.0.1",
+        "172.16.0.1",
+        "192.168.1.1",
+        "169.254.169.254",
+        "100.64.0.1",
+        "0.0.0.0",
+        "::1",
+        "::",
+        "fe80::1",
+        "fc00::1",
+        "::ffff:127.0.0.1",
+        "::ffff:10.0.0.1",
+        "2002:7f00:1::",
+        "224.0.0.1",
+        "255.255.255.255"
+      ]
+    ) {
       expect(isPublicAddress(address), address).toBe(false)
     }
     // IPv6 forms that carry an IPv4 address: IPv4-compatible (::/96), NAT64 of a private address,
     // 6to4 and Teredo (refused whatever they carry), RFC 6145, the local NAT64 prefix; the rest of ::/8.
     const embedding = [
-      "::7f00:1", "::127.0.0.1", "::a9fe:a9fe", "::a00:1", "::5db8:d822", "64:ff9b::7f00:1", "64:ff9b::a9fe:a9fe", "64:ff9b::a00:1",
-      "2002:5db8:d822::1", "2001:0:5db8:d822::1", "::ffff:0:5db8:d822", "64:ff9b:1::5db8:d822", "::1:0:0:1", "100::1"
+      "::7f00:1",
+      "::127.0.0.1",
+      "::a9fe:a9fe",
+      "::a00:1",
+      "::5db8:d822",
+      "64:ff9b::7f00:1",
+      "64:ff9b::a9fe:a9fe",
+      "64:ff9b::a00:1",
+      "2002:5db8:d822::1",
+      "2001:0:5db8:d822::1",
+      "::ffff:0:5db8:d822",
+      "64:ff9b:1::5db8:d822",
+      "::1:0:0:1",
+      "100::1"
     ]
     for (const address of embedding) expect(isPublicAddress(address), address).toBe(false)
     for (const address of ["93.184.216.34", "1.1.1.1", "2606:4700:4700::1111", "::ffff:93.184.216.34", "64:ff9b::5db8:d822"]) {
       expect(isPublicAddress(address), address).toBe(true)
     }
     const allow = cidrMatcher(["127.0.0.2/32", "fd00::/8"])
-    expect([allow("127.0.0.2"), allow("::ffff:127.0.0.2"), allow("64:ff9b::7f00:2"), allow("::7f00:2"), allow("127.0.0.1"), allow("fd12::1")])
+    expect([
+      allow("127.0.0.2"),
+      allow("::ffff:127.0.0.2"),
+      allow("64:ff9b::7f00:2"),
+      allow("::7f00:2"),
+      allow("127.0.0.1"),
+      allow("fd12::1")
+    ])
       .toEqual([true, true, true, false, false, true])
     // Without the allowance, even the test receiver is refused; a hung server times out.
     const refused = await safeFetch({ url: `http://127.0.0.2:${receiver.port}/`, method: "GET", headers: {} }, async () => [])
@@ -249,7 +293,13 @@ describe("WEBHOOK steps", () => {
     const big = createServer((_req, res) => res.end("x".repeat(1_000_000)))
     await new Promise<void>((resolve) => big.listen(0, "127.0.0.2", resolve))
     const capped = await safeFetch(
-      { url: `http://127.0.0.2:${(big.address() as AddressInfo).port}/`, method: "GET", headers: {}, maxResponseBytes: 1000, allow: () => true },
+      {
+        url: `http://127.0.0.2:${(big.address() as AddressInfo).port}/`,
+        method: "GET",
+        headers: {},
+        maxResponseBytes: 1000,
+        allow: () => true
+      },
       async () => []
     )
     expect(capped).toMatchObject({ _tag: "Response", status: 200, truncated: true })

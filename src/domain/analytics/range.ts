@@ -43,7 +43,14 @@ const formatterFor = (zone: string): Intl.DateTimeFormat | undefined => {
   if (formatter) return formatter
   try {
     formatter = new Intl.DateTimeFormat("en-US", {
-      timeZone: zone, hourCycle: "h23", year: "numeric", month: "numeric", day: "numeric", hour: "numeric", minute: "numeric", second: "numeric"
+      timeZone: zone,
+      hourCycle: "h23",
+      year: "numeric",
+      month: "numeric",
+      day: "numeric",
+      hour: "numeric",
+      minute: "numeric",
+      second: "numeric"
     })
   } catch {
     return undefined
@@ -53,12 +60,20 @@ const formatterFor = (zone: string): Intl.DateTimeFormat | undefined => {
 }
 
 /** True for an IANA zone name this runtime knows (Asia/Kolkata, America/New_York, UTC). */
-export const isTimeZone = (zone: string): boolean => zone.length <= 64 && /^[A-Za-z0-9_+\-/]+$/.test(zone) && formatterFor(zone) !== undefined
+export const isTimeZone = (zone: string): boolean =>
+  zone.length <= 64 && /^[A-Za-z0-9_+\-/]+$/.test(zone) && formatterFor(zone) !== undefined
 
 /** The zone's wall clock at `instant`, as if it were UTC (so `wall - instant` is the offset). */
 const wallClock = (zone: string, instant: number): number => {
   const parts = Object.fromEntries(formatterFor(zone)!.formatToParts(new Date(instant)).map((part) => [part.type, part.value]))
-  return Date.UTC(Number(parts.year), Number(parts.month) - 1, Number(parts.day), Number(parts.hour), Number(parts.minute), Number(parts.second)) +
+  return Date.UTC(
+    Number(parts.year),
+    Number(parts.month) - 1,
+    Number(parts.day),
+    Number(parts.hour),
+    Number(parts.minute),
+    Number(parts.second)
+  ) +
     (instant % 1000 + 1000) % 1000
 }
 
@@ -86,8 +101,7 @@ export interface Bucket {
   readonly local: string
 }
 
-const label = (wall: number, granularity: "hour" | "day") =>
-  new Date(wall).toISOString().slice(0, granularity === "day" ? 10 : 16)
+const label = (wall: number, granularity: "hour" | "day") => new Date(wall).toISOString().slice(0, granularity === "day" ? 10 : 16)
 
 /**
  * The local days (or hours) of `zone` that cover [from, to): from the start of the one holding `from`
@@ -178,9 +192,12 @@ export const piecesOf = (from: number | null, to: number | null): Array<Piece> =
 
 /** The largest grain every boundary sits on, so one grain's rows fall wholly into buckets. */
 export const grainFor = (boundaries: ReadonlyArray<number>): Grain | undefined =>
-  boundaries.every((time) => time % DAY === 0) ? 1440
-    : boundaries.every((time) => time % HOUR === 0) ? 60
-    : boundaries.every((time) => time % GRAIN_MS[15] === 0) ? 15
+  boundaries.every((time) => time % DAY === 0) ?
+    1440
+    : boundaries.every((time) => time % HOUR === 0) ?
+    60
+    : boundaries.every((time) => time % GRAIN_MS[15] === 0) ?
+    15
     : undefined
 
 // ------------------------------------------------------------------------------------------ queries
@@ -213,13 +230,15 @@ export const analyticsRange = (query: RangeQuery, now: number): AnalyticsRange |
   const instant = (field: "from" | "to", raw: string | undefined) => {
     if (raw === undefined || raw === "") return undefined
     const time = parseInstant(raw)
-    if (time === undefined) problems.push({ field, message: "expected an ISO 8601 date-time (1970 to 9999)", code: "invalid_date", received: raw })
+    if (time === undefined)
+      problems.push({ field, message: "expected an ISO 8601 date-time (1970 to 9999)", code: "invalid_date", received: raw })
     return time
   }
   const toRaw = instant("to", query.to)
   const fromRaw = instant("from", query.from)
   const tz = query.tz === undefined || query.tz === "" ? "UTC" : query.tz
-  if (!isTimeZone(tz)) problems.push({ field: "tz", message: "expected an IANA time zone name such as Europe/Paris", code: "invalid_time_zone", received: tz })
+  if (!isTimeZone(tz))
+    problems.push({ field: "tz", message: "expected an IANA time zone name such as Europe/Paris", code: "invalid_time_zone", received: tz })
   const stream = query.stream === undefined || query.stream === "" ? "ALL" : query.stream.toUpperCase()
   if (!(STREAMS as ReadonlyArray<string>).includes(stream)) {
     problems.push({ field: "stream", message: `expected one of ${STREAMS.join(", ")}`, code: "invalid_enum_value", received: query.stream })
@@ -236,10 +255,20 @@ export const analyticsRange = (query: RangeQuery, now: number): AnalyticsRange |
   const first = buckets[0]!
   const previous = granularity === "hour"
     ? localBuckets(tz, first.start - buckets.length * HOUR, first.start, "hour")
-    : localBuckets(tz, instantOfWallClock(tz, Math.floor(wallClock(tz, first.start) / DAY) * DAY - buckets.length * DAY), first.start, "day")
+    : localBuckets(
+      tz,
+      instantOfWallClock(tz, Math.floor(wallClock(tz, first.start) / DAY) * DAY - buckets.length * DAY),
+      first.start,
+      "day"
+    )
   const edges = [...buckets, ...previous].flatMap((bucket) => [bucket.start, bucket.end])
   if (grainFor(edges) === undefined) {
-    return [{ field: "tz", message: "this zone's offset in the range is not a whole number of quarter hours", code: "unsupported_time_zone", received: tz }]
+    return [{
+      field: "tz",
+      message: "this zone's offset in the range is not a whole number of quarter hours",
+      code: "unsupported_time_zone",
+      received: tz
+    }]
   }
   return { from: first.start, to: buckets.at(-1)!.end, tz, stream: stream as Stream, granularity, buckets, previous }
 }

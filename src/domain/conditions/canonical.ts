@@ -10,8 +10,7 @@
  */
 import { EVENT_OPERATORS, parseField } from "./types.ts"
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value)
 
 const isEventOperator = (operator: unknown): boolean =>
   typeof operator === "string" && (EVENT_OPERATORS as ReadonlyArray<string>).includes(operator)
@@ -48,4 +47,5 @@ export const renameFields = (input: unknown, rename: (field: string, operator: u
 }
 
 /** The tree with every bare event name written `event.<name>`. */
-export const canonicalCondition = (input: unknown): unknown => renameFields(input, (field, operator) => canonicalField(field, operator) as string)
+export const canonicalCondition = (input: unknown): unknown =>
+  renameFields(input, (field, operator) => canonicalField(field, operator) as string)

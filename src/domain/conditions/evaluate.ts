@@ -49,8 +49,7 @@ export interface Evaluation {
 
 type Compiled = (facts: ContactFacts, now: number) => Evaluation
 
-const earliest = (a: number | undefined, b: number | undefined) =>
-  a === undefined ? b : b === undefined ? a : Math.min(a, b)
+const earliest = (a: number | undefined, b: number | undefined) => a === undefined ? b : b === undefined ? a : Math.min(a, b)
 
 const result = (matches: boolean, nextChangeAt?: number): Evaluation => ({ matches, nextChangeAt })
 
@@ -251,6 +250,5 @@ export const compileCondition = (condition: Condition): Compiled => {
     return parts
   })
   const any = condition.logic === "OR"
-  return (facts, now) =>
-    combine(groups.map((parts) => combine(parts.map((part) => part(facts, now)), false)), any)
+  return (facts, now) => combine(groups.map((parts) => combine(parts.map((part) => part(facts, now)), false)), any)
 }

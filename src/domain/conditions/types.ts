@@ -119,7 +119,6 @@ export const parseField = (field: string): FieldRef | undefined => {
 }
 
 /** The segment a membership filter refers to: `segment.<id>`, or `segment` with the id as value. */
-export const membershipTarget = (filter: Filter, ref: FieldRef & { kind: "segment" }): string =>
-  ref.segmentId ?? String(filter.value)
+export const membershipTarget = (filter: Filter, ref: FieldRef & { kind: "segment" }): string => ref.segmentId ?? String(filter.value)
 
 export const windowMs = (filter: Filter): number => Number(filter.value) * UNITS[filter.unit!]

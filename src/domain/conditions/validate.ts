@@ -24,8 +24,7 @@ export interface ConditionProblem {
   readonly code: string
 }
 
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value)
 
 const isScalar = (value: unknown) => ["string", "number", "boolean"].includes(typeof value)
 
@@ -121,7 +120,11 @@ export const validateCondition = (input: unknown, basePath = ""): Array<Conditio
       case "equals":
       case "notEquals":
         if (value === undefined || !isScalar(value) || (typeof value === "number" && !(Math.abs(value) <= 1e15))) {
-          return problem(valuePath, `${operator} needs a string, number or boolean value`, value === undefined ? "required" : "invalid_value")
+          return problem(
+            valuePath,
+            `${operator} needs a string, number or boolean value`,
+            value === undefined ? "required" : "invalid_value"
+          )
         }
         if (typeof value === "string" && value.includes("\u0000")) return problem(valuePath, "values must not contain NUL characters")
         if (ref.kind === "subscribed" && typeof value !== "boolean") return problem(valuePath, "subscribed compares with true or false")

@@ -14,7 +14,7 @@ export const detectDelimiter = (head: string): Delimiter => {
   const counts = new Map<Delimiter, number>(DELIMITERS.map((d) => [d, 0]))
   let quoted = false
   for (const char of head.replace(/^\uFEFF/, "")) {
-    if (char === "\"") quoted = !quoted
+    if (char === '"') quoted = !quoted
     else if (!quoted && (char === "\n" || char === "\r")) break
     else if (!quoted && counts.has(char as Delimiter)) counts.set(char as Delimiter, counts.get(char as Delimiter)! + 1)
   }
@@ -40,7 +40,7 @@ const NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/
 
 /** A JSON string literal (`"…"`, the quotes part of the text) as the string it stands for. */
 const jsonString = (text: string): string | undefined => {
-  if (text.length < 2 || !text.startsWith("\"") || !text.endsWith("\"")) return undefined
+  if (text.length < 2 || !text.startsWith('"') || !text.endsWith('"')) return undefined
   try {
     const parsed: unknown = JSON.parse(text)
     return typeof parsed === "string" ? parsed : undefined

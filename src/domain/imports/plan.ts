@@ -150,7 +150,8 @@ export const readRow = (plan: ImportPlan, record: ReadonlyArray<string>): RowOut
   const cell = plan.subscribed === null ? undefined : record[plan.subscribed]
   if (cell !== undefined && cell.trim() !== "") {
     const value = subscriptionValue(cell)
-    if (value === undefined) return { _tag: "bad", email, reason: `subscribed must be true/false, yes/no or 1/0 (got "${cell.slice(0, 40)}")` }
+    if (value === undefined)
+      return { _tag: "bad", email, reason: `subscribed must be true/false, yes/no or 1/0 (got "${cell.slice(0, 40)}")` }
     subscribed = value
   }
   const set: Record<string, unknown> = {}

@@ -57,8 +57,7 @@ export class Api extends HttpApi.make("mailstream")
   .annotateMerge(OpenApi.annotations({
     title: "mailstream",
     version: "0.1.0",
-    description:
-      "Self-hostable email engagement platform. Authenticate with `Authorization: Bearer <key>`: " +
+    description: "Self-hostable email engagement platform. Authenticate with `Authorization: Bearer <key>`: " +
       "the public key (pk_) on /v1/track only, the secret key (sk_) everywhere else. The dashboard uses the session " +
       "cookie (`mailstream_session`, from POST /auth/login) instead: on project resources together with an `X-Project-Id` " +
       "header, checked against the user's membership and role (OWNER, ADMIN, MEMBER); a project the user is not a member " +

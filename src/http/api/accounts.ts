@@ -13,7 +13,14 @@ const Percent = Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0))
 const Amount = Schema.Int
 const Ok = Schema.Struct({ success: Schema.Literal(true) })
 
-const sessionErrors = [ErrorDocs.unauthorized, ErrorDocs.forbidden, ErrorDocs.rateLimited, ErrorDocs.notFound, ...inputErrors, ...serverErrors] as const
+const sessionErrors = [
+  ErrorDocs.unauthorized,
+  ErrorDocs.forbidden,
+  ErrorDocs.rateLimited,
+  ErrorDocs.notFound,
+  ...inputErrors,
+  ...serverErrors
+] as const
 
 const ProjectView = Schema.Struct({
   id: Schema.String,
@@ -108,7 +115,11 @@ export class AccountsApi extends HttpApiGroup.make("accounts")
     }).annotate(OpenApi.Description, "Renames the project, turns tracking on or off (ADMIN), or re-enables it (OWNER)."),
     HttpApiEndpoint.delete("deleteProject", "/users/@me/projects/:id", { params: ProjectId, success: Ok, error: sessionErrors })
       .annotate(OpenApi.Description, "Deletes the project and everything in it (OWNER)."),
-    HttpApiEndpoint.post("regenerateKeys", "/users/@me/projects/:id/regenerate-keys", { params: ProjectId, success: Keys, error: sessionErrors })
+    HttpApiEndpoint.post("regenerateKeys", "/users/@me/projects/:id/regenerate-keys", {
+      params: ProjectId,
+      success: Keys,
+      error: sessionErrors
+    })
       .annotate(
         OpenApi.Description,
         "Replaces both keys (ADMIN). The old ones answer 401 on every api process within 2 seconds; no grace period."
@@ -140,11 +151,21 @@ export class AccountsApi extends HttpApiGroup.make("accounts")
       "Irreversibly wipes contacts, events, emails, segments, campaigns, workflows, templates, dead letters and idempotency " +
         "keys (ADMIN). Keys, members, domains, suppressions and billing stay; stream messages queued before the reset are skipped."
     ),
-    HttpApiEndpoint.get("userProjectSecurity", "/users/@me/projects/:id/security", { params: ProjectId, success: Security, error: sessionErrors }),
+    HttpApiEndpoint.get("userProjectSecurity", "/users/@me/projects/:id/security", {
+      params: ProjectId,
+      success: Security,
+      error: sessionErrors
+    }),
     HttpApiEndpoint.get("projectSecurity", "/projects/:id/security", { params: ProjectId, success: Security, error: sessionErrors })
-      .annotate(OpenApi.Description, "Bounce and complaint rates over the last 7 days (since the last lifted suspension), and suspensions."),
+      .annotate(
+        OpenApi.Description,
+        "Bounce and complaint rates over the last 7 days (since the last lifted suspension), and suspensions."
+      ),
     HttpApiEndpoint.get("setupState", "/projects/:id/setup-state", { params: ProjectId, success: SetupState, error: sessionErrors })
-      .annotate(OpenApi.Description, "What a new project still lacks: a verified domain, a template, a contact, a tracked event, a sent email."),
+      .annotate(
+        OpenApi.Description,
+        "What a new project still lacks: a verified domain, a template, a contact, a tracked event, a sent email."
+      ),
     HttpApiEndpoint.get("listMembers", "/projects/:id/members", {
       params: ProjectId,
       success: Schema.Struct({ members: Schema.Array(MemberView), invitations: Schema.Array(InvitationView) }),
@@ -198,7 +219,11 @@ export class AccountsApi extends HttpApiGroup.make("accounts")
       OpenApi.Description,
       "Removes a member (ADMIN; OWNER to remove an owner) or lets a member leave (their own id). 409 LAST_OWNER for the last owner."
     ),
-    HttpApiEndpoint.get("getBillingLimits", "/users/@me/projects/:id/billing-limits", { params: ProjectId, success: BillingLimits, error: sessionErrors })
+    HttpApiEndpoint.get("getBillingLimits", "/users/@me/projects/:id/billing-limits", {
+      params: ProjectId,
+      success: BillingLimits,
+      error: sessionErrors
+    })
       .annotate(OpenApi.Description, "The per-category monthly caps (any member; null = none)."),
     HttpApiEndpoint.put("putBillingLimits", "/users/@me/projects/:id/billing-limits", {
       params: ProjectId,
@@ -210,7 +235,11 @@ export class AccountsApi extends HttpApiGroup.make("accounts")
       "Sets the per-category monthly caps (ADMIN). A /v1/send over the transactional cap, or a campaign test send over the " +
         "campaigns cap, answers 403 BILLING_LIMIT_EXCEEDED."
     ),
-    HttpApiEndpoint.get("billingConsumption", "/users/@me/projects/:id/billing-consumption", { params: ProjectId, success: Consumption, error: sessionErrors })
+    HttpApiEndpoint.get("billingConsumption", "/users/@me/projects/:id/billing-consumption", {
+      params: ProjectId,
+      success: Consumption,
+      error: sessionErrors
+    })
       .annotate(OpenApi.Description, "This month's emails accepted by the sender, per category (each email counted once; any member)."),
     HttpApiEndpoint.post("checkout", "/users/@me/projects/:id/checkout", {
       params: ProjectId,

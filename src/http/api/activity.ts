@@ -13,7 +13,10 @@ const ActivityType = Schema.Literals(ACTIVITY_TYPES)
 const Named = Schema.Struct({ id: Schema.String, name: Schema.NullOr(Schema.String) })
 
 export const ActivityItem = Schema.Struct({
-  id: Schema.String.annotate({ description: "The event's id (email and subscription items, segment entries and exits, custom events), the contact's (contact.created) or the activity entry's" }),
+  id: Schema.String.annotate({
+    description:
+      "The event's id (email and subscription items, segment entries and exits, custom events), the contact's (contact.created) or the activity entry's"
+  }),
   type: ActivityType,
   occurredAt: Timestamp,
   event: Schema.optionalKey(Schema.String).annotate({ description: "type event: the custom event's name" }),
@@ -64,16 +67,21 @@ export class ActivityApi extends HttpApiGroup.make("activity")
       query: FeedQuery.fields,
       success: Schema.Struct({ data: Schema.Array(ActivityItem), cursor: Schema.NullOr(Schema.String), hasMore: Schema.Boolean }),
       error: [...errors, declared(InvalidCursor), ErrorDocs.badRequest]
-    }).annotate(OpenApi.Description,
+    }).annotate(
+      OpenApi.Description,
       "What happened in the project, newest first, in cursor pages: mail sent, delivered, opened, clicked, bounced, complained, " +
         "received, failed and suppressed; contacts created, subscribed and unsubscribed; segment entries and exits; workflow " +
-        "executions started, finished and failed; campaign state changes; custom events.")
+        "executions started, finished and failed; campaign state changes; custom events."
+    )
       .annotate(OpenApi.Transform, FeedQuery.document),
     HttpApiEndpoint.get("types", "/activity/types", {
       query: RangeQuery.fields,
       success: Schema.Struct({ types: TypeCounts }),
       error: errors
-    }).annotate(OpenApi.Description, "Every activity type with its count (all time, or in the range given), most frequent first: the feed's type filter.")
+    }).annotate(
+      OpenApi.Description,
+      "Every activity type with its count (all time, or in the range given), most frequent first: the feed's type filter."
+    )
       .annotate(OpenApi.Transform, RangeQuery.document),
     HttpApiEndpoint.get("stats", "/activity/stats", {
       query: StatsQuery.fields,
@@ -85,7 +93,7 @@ export class ActivityApi extends HttpApiGroup.make("activity")
       query: RecentQuery.fields,
       success: Schema.Struct({ since: Timestamp, count: Count }),
       error: errors
-    }).annotate(OpenApi.Description, "How many feed items occurred after `since` (what a dashboard polls to show \"N new\").")
+    }).annotate(OpenApi.Description, 'How many feed items occurred after `since` (what a dashboard polls to show "N new").')
       .annotate(OpenApi.Transform, RecentQuery.document),
     HttpApiEndpoint.get("upcoming", "/activity/upcoming", {
       query: UpcomingQuery.fields,
@@ -102,7 +110,10 @@ export class ActivityApi extends HttpApiGroup.make("activity")
         }))
       }),
       error: errors
-    }).annotate(OpenApi.Description, "Scheduled campaigns and workflow delays and timeouts due in the next `hours`, soonest first (overdue ones too).")
+    }).annotate(
+      OpenApi.Description,
+      "Scheduled campaigns and workflow delays and timeouts due in the next `hours`, soonest first (overdue ones too)."
+    )
       .annotate(OpenApi.Transform, UpcomingQuery.document)
   )
   .middleware(SecretKeyAuth)

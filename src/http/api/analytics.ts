@@ -8,8 +8,12 @@ import { Count, Timestamp } from "./schemas.ts"
 import { SecretKeyAuth } from "./security.ts"
 
 const rangeParams = {
-  from: QueryParam.dateTime("Start of the range (ISO 8601); default 30 days before `to`. Widened to the start of its local day (hour when the range is at most 2 days)"),
-  to: QueryParam.dateTime(`End of the range (ISO 8601); default now; at most ${MAX_RANGE_DAYS} days after \`from\`. Widened to the end of its local day (hour)`),
+  from: QueryParam.dateTime(
+    "Start of the range (ISO 8601); default 30 days before `to`. Widened to the start of its local day (hour when the range is at most 2 days)"
+  ),
+  to: QueryParam.dateTime(
+    `End of the range (ISO 8601); default now; at most ${MAX_RANGE_DAYS} days after \`from\`. Widened to the end of its local day (hour)`
+  ),
   tz: QueryParam.text("IANA time zone the buckets are local days and hours of (Asia/Kolkata, America/New_York); default UTC"),
   stream: QueryParam.literals(STREAMS, "Which mail: ALL, TRANSACTIONAL (/v1/send), CAMPAIGN, WORKFLOW; default ALL", "ALL")
 }
@@ -35,7 +39,8 @@ const Metrics = {
   bounced: Count,
   complained: Count,
   unsubscribed: Count.annotate({
-    description: "contact.unsubscribed events; with a stream other than ALL, those attributed to that stream (the last mail the contact was sent before unsubscribing)"
+    description:
+      "contact.unsubscribed events; with a stream other than ALL, those attributed to that stream (the last mail the contact was sent before unsubscribing)"
   })
 }
 
@@ -85,77 +90,129 @@ const CampaignStatsQuery = queryParameters({
 
 export class AnalyticsApi extends HttpApiGroup.make("analytics")
   .add(
-    endpoint("timeseries", "/analytics/timeseries", {}, Schema.Struct({
-      ...Range,
-      granularity: Schema.Literals(["hour", "day"]),
-      buckets: Schema.Array(Point),
-      previous: Schema.Struct({ from: Timestamp, to: Timestamp, buckets: Schema.Array(Point) })
-    }), "Per local hour (ranges up to 2 days) or day: sent, delivered, unique opens and clicks, bounces, complaints and unsubscribes, " +
-      "and the same series for the previous period of equal length (bucket i of `previous` precedes bucket i by the range's length)."),
-    endpoint("overview", "/analytics/overview", {}, Schema.Struct({
-      ...Range,
-      current: Totals,
-      previous: Totals,
-      rates: Rates,
-      change: Schema.Record(Schema.String, Schema.NullOr(Schema.Finite)).annotate({
-        description: "Per metric: (current - previous) / previous, null when the previous period had none"
-      })
-    }), "Headline numbers for the range and the previous period of equal length."),
-    endpoint("topCampaigns", "/analytics/top-campaigns", {
-      limit: limitParam(5, 50),
-      sort: QueryParam.literals(["sent", "delivered", "opened", "clicked", "openRate", "clickRate"], "Ranking; default opened", "opened")
-    }, Schema.Struct({ ...Range, campaigns: Schema.Array(CampaignStats) }), "Campaigns with mail activity in the range, best first."),
+    endpoint(
+      "timeseries",
+      "/analytics/timeseries",
+      {},
+      Schema.Struct({
+        ...Range,
+        granularity: Schema.Literals(["hour", "day"]),
+        buckets: Schema.Array(Point),
+        previous: Schema.Struct({ from: Timestamp, to: Timestamp, buckets: Schema.Array(Point) })
+      }),
+      "Per local hour (ranges up to 2 days) or day: sent, delivered, unique opens and clicks, bounces, complaints and unsubscribes, " +
+        "and the same series for the previous period of equal length (bucket i of `previous` precedes bucket i by the range's length)."
+    ),
+    endpoint(
+      "overview",
+      "/analytics/overview",
+      {},
+      Schema.Struct({
+        ...Range,
+        current: Totals,
+        previous: Totals,
+        rates: Rates,
+        change: Schema.Record(Schema.String, Schema.NullOr(Schema.Finite)).annotate({
+          description: "Per metric: (current - previous) / previous, null when the previous period had none"
+        })
+      }),
+      "Headline numbers for the range and the previous period of equal length."
+    ),
+    endpoint(
+      "topCampaigns",
+      "/analytics/top-campaigns",
+      {
+        limit: limitParam(5, 50),
+        sort: QueryParam.literals(["sent", "delivered", "opened", "clicked", "openRate", "clickRate"], "Ranking; default opened", "opened")
+      },
+      Schema.Struct({ ...Range, campaigns: Schema.Array(CampaignStats) }),
+      "Campaigns with mail activity in the range, best first."
+    ),
     HttpApiEndpoint.get("campaignStats", "/analytics/campaign-stats", {
       query: CampaignStatsQuery.fields,
       success: Schema.Struct({ ...Range, campaigns: Schema.Array(CampaignStats) }),
       error: [...errors, ErrorDocs.notFound]
-    }).annotate(OpenApi.Description,
+    }).annotate(
+      OpenApi.Description,
       "Per campaign with activity in the range (or the one asked for): recipients, sent, delivered, unique opens and clicks, " +
-        "bounces, complaints, unsubscribes and rates; most sent first.")
+        "bounces, complaints, unsubscribes and rates; most sent first."
+    )
       .annotate(OpenApi.Transform, CampaignStatsQuery.document),
-    endpoint("topEvents", "/analytics/top-events", { limit: limitParam(10, 100) }, Schema.Struct({
-      ...Range,
-      events: Schema.Array(Schema.Struct({ name: Schema.String, count: Count, previousCount: Count }))
-    }), "Custom (tracked) events by count in the range, with their count in the previous period of equal length."),
-    endpoint("deliverability", "/analytics/deliverability", { limit: limitParam(20, 100) }, Schema.Struct({
-      ...Range,
-      domains: Schema.Array(Schema.Struct({
-        domain: Schema.String,
-        sent: Count,
-        delivered: Count,
-        bounced: Count,
-        hardBounces: Count.annotate({ description: "email.bounce events of type Permanent" }),
-        softBounces: Count.annotate({ description: "email.bounce events of type Transient or Undetermined" }),
-        complaints: Count,
-        deliveryRate: Rate,
-        bounceRate: Rate,
-        complaintRate: Rate
-      }))
-    }), "Bounces and complaints per recipient domain, most sent first."),
-    endpoint("links", "/analytics/links", { limit: limitParam(20, 100) }, Schema.Struct({
-      ...Range,
-      links: Schema.Array(Schema.Struct({ url: Schema.String, clicks: Count.annotate({ description: "Every recorded click on the link" }) }))
-    }), "Most clicked links (URLs cut to 500 characters)."),
-    endpoint("heatmap", "/analytics/heatmap", {}, Schema.Struct({
-      ...Range,
-      cells: Schema.Array(Schema.Struct({
-        weekday: Schema.Int.annotate({ description: "ISO weekday in `tz`: 1 Monday … 7 Sunday" }),
-        hour: Schema.Int.annotate({ description: "Local hour 0..23" }),
-        opens: Count.annotate({ description: "First opens" }),
-        clicks: Count.annotate({ description: "First clicks" })
-      }))
-    }), "First opens and clicks by local weekday × hour (all 168 cells)."),
-    endpoint("audience", "/analytics/audience", {}, Schema.Struct({
-      ...Range,
-      granularity: Schema.Literals(["hour", "day"]),
-      buckets: Schema.Array(Schema.Struct({
-        start: Timestamp,
-        local: Schema.String,
-        total: Count.annotate({ description: "Contacts created before the bucket's end (of those that still exist)" }),
-        new: Count,
-        unsubscribed: Count
-      }))
-    }), "Contacts in total, new and unsubscribed per local hour or day.")
+    endpoint(
+      "topEvents",
+      "/analytics/top-events",
+      { limit: limitParam(10, 100) },
+      Schema.Struct({
+        ...Range,
+        events: Schema.Array(Schema.Struct({ name: Schema.String, count: Count, previousCount: Count }))
+      }),
+      "Custom (tracked) events by count in the range, with their count in the previous period of equal length."
+    ),
+    endpoint(
+      "deliverability",
+      "/analytics/deliverability",
+      { limit: limitParam(20, 100) },
+      Schema.Struct({
+        ...Range,
+        domains: Schema.Array(Schema.Struct({
+          domain: Schema.String,
+          sent: Count,
+          delivered: Count,
+          bounced: Count,
+          hardBounces: Count.annotate({ description: "email.bounce events of type Permanent" }),
+          softBounces: Count.annotate({ description: "email.bounce events of type Transient or Undetermined" }),
+          complaints: Count,
+          deliveryRate: Rate,
+          bounceRate: Rate,
+          complaintRate: Rate
+        }))
+      }),
+      "Bounces and complaints per recipient domain, most sent first."
+    ),
+    endpoint(
+      "links",
+      "/analytics/links",
+      { limit: limitParam(20, 100) },
+      Schema.Struct({
+        ...Range,
+        links: Schema.Array(
+          Schema.Struct({ url: Schema.String, clicks: Count.annotate({ description: "Every recorded click on the link" }) })
+        )
+      }),
+      "Most clicked links (URLs cut to 500 characters)."
+    ),
+    endpoint(
+      "heatmap",
+      "/analytics/heatmap",
+      {},
+      Schema.Struct({
+        ...Range,
+        cells: Schema.Array(Schema.Struct({
+          weekday: Schema.Int.annotate({ description: "ISO weekday in `tz`: 1 Monday … 7 Sunday" }),
+          hour: Schema.Int.annotate({ description: "Local hour 0..23" }),
+          opens: Count.annotate({ description: "First opens" }),
+          clicks: Count.annotate({ description: "First clicks" })
+        }))
+      }),
+      "First opens and clicks by local weekday × hour (all 168 cells)."
+    ),
+    endpoint(
+      "audience",
+      "/analytics/audience",
+      {},
+      Schema.Struct({
+        ...Range,
+        granularity: Schema.Literals(["hour", "day"]),
+        buckets: Schema.Array(Schema.Struct({
+          start: Timestamp,
+          local: Schema.String,
+          total: Count.annotate({ description: "Contacts created before the bucket's end (of those that still exist)" }),
+          new: Count,
+          unsubscribed: Count
+        }))
+      }),
+      "Contacts in total, new and unsubscribed per local hour or day."
+    )
   )
   .middleware(SecretKeyAuth)
   .annotateMerge(OpenApi.annotations({

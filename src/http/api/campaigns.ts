@@ -19,7 +19,9 @@ export const Campaign = Schema.Struct({
   status: Status,
   audienceType: Schema.Literals(["ALL", "SEGMENT", "FILTERED"]),
   segmentId: Schema.NullOr(Schema.String),
-  audienceCondition: Schema.NullOr(Schema.Unknown).annotate({ description: "The FILTERED audience's condition tree (event filters as event.<name>)" }),
+  audienceCondition: Schema.NullOr(Schema.Unknown).annotate({
+    description: "The FILTERED audience's condition tree (event filters as event.<name>)"
+  }),
   scheduledFor: Schema.NullOr(Timestamp),
   totalRecipients: Count,
   sentCount: Count,
@@ -28,10 +30,12 @@ export const Campaign = Schema.Struct({
   clickedCount: Count,
   bouncedCount: Count,
   unsubscribedCount: Count.annotate({
-    description: "Recipients who unsubscribed through a link of this campaign's mail (the List-Unsubscribe one-click too); bounces and complaints, which unsubscribe as well, are not counted here"
+    description:
+      "Recipients who unsubscribed through a link of this campaign's mail (the List-Unsubscribe one-click too); bounces and complaints, which unsubscribe as well, are not counted here"
   }),
   billingHold: Schema.NullOr(Schema.String).annotate({
-    description: "Why a SENDING campaign stopped queueing mail: the project's monthly campaigns limit is reached. It resumes by itself when the limit is raised or the month turns; null otherwise"
+    description:
+      "Why a SENDING campaign stopped queueing mail: the project's monthly campaigns limit is reached. It resumes by itself when the limit is raised or the month turns; null otherwise"
   }),
   projectId: Schema.String,
   sentAt: Schema.NullOr(Timestamp),
@@ -59,7 +63,9 @@ export const CampaignStats = Schema.Struct({
   clicked: Count,
   bounced: Count,
   complained: Count,
-  unsubscribedCount: Count.annotate({ description: "Recipients who unsubscribed through a link of this campaign's mail (not bounces or complaints)" }),
+  unsubscribedCount: Count.annotate({
+    description: "Recipients who unsubscribed through a link of this campaign's mail (not bounces or complaints)"
+  }),
   failed: Count,
   pending: Count,
   skipped: Schema.Struct({ unsubscribed: Count, suppressed: Count, deleted: Count }),
@@ -75,7 +81,12 @@ export const CampaignStats = Schema.Struct({
 const IdParam = { id: Text }
 /** POST /campaigns/:id/send checks the id's form first, as the reference does (422 for one that is not a UUID). */
 const UuidParam = {
-  id: Text.check(Schema.makeFilter((value: string) => isUuid(value), { expected: "a campaign id (a UUID)", code: "invalid_string" } as Schema.Annotations.Filter))
+  id: Text.check(
+    Schema.makeFilter(
+      (value: string) => isUuid(value),
+      { expected: "a campaign id (a UUID)", code: "invalid_string" } as Schema.Annotations.Filter
+    )
+  )
     .annotate({ format: "uuid" } as Schema.Annotations.Documentation<string>)
 }
 const Wrapped = Schema.Struct({ success: Schema.Literal(true), data: Campaign })
@@ -106,7 +117,11 @@ export class CampaignsApi extends HttpApiGroup.make("campaigns")
       success: Schema.Struct(pageFields(Campaign)),
       error: [...commonErrors, ...inputErrors, ErrorDocs.badRequest]
     }).annotate(OpenApi.Transform, ListQuery.document),
-    HttpApiEndpoint.get("get", "/campaigns/:id", { params: IdParam, success: Campaign, error: [...commonErrors, ...inputErrors, ErrorDocs.notFound] }),
+    HttpApiEndpoint.get("get", "/campaigns/:id", {
+      params: IdParam,
+      success: Campaign,
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
+    }),
     HttpApiEndpoint.put("replace", "/campaigns/:id", {
       params: IdParam,
       payload: CampaignBody,
@@ -117,7 +132,10 @@ export class CampaignsApi extends HttpApiGroup.make("campaigns")
       params: IdParam,
       success: Schema.Struct({ success: Schema.Literal(true) }),
       error: [...commonErrors, ...inputErrors, ErrorDocs.notFound, declared(InvalidCampaignState), ErrorDocs.conflict]
-    }).annotate(OpenApi.Description, "Deletes a DRAFT; any other status is a 409 INVALID_CAMPAIGN_STATE (what was scheduled or sent keeps its record)."),
+    }).annotate(
+      OpenApi.Description,
+      "Deletes a DRAFT; any other status is a 409 INVALID_CAMPAIGN_STATE (what was scheduled or sent keeps its record)."
+    ),
     HttpApiEndpoint.post("duplicate", "/campaigns/:id/duplicate", {
       params: IdParam,
       success: Created,
@@ -134,13 +152,22 @@ export class CampaignsApi extends HttpApiGroup.make("campaigns")
         "against the month's campaigns cap (403 BILLING_LIMIT_EXCEEDED over it, nothing queued), and a project may queue " +
         "CAMPAIGN_TEST_SENDS_PER_HOUR of them in any hour (429 RATE_LIMIT_EXCEEDED with Retry-After)."
     ),
-    HttpApiEndpoint.get("stats", "/campaigns/:id/stats", { params: IdParam, success: CampaignStats, error: [...commonErrors, ...inputErrors, ErrorDocs.notFound] })
-      .annotate(OpenApi.Description, "Progress and outcome: recipients, sent, delivered, opened, clicked, bounced, complained, unsubscribed (`unsubscribedCount`), failed, pending, skipped and why."),
+    HttpApiEndpoint.get("stats", "/campaigns/:id/stats", {
+      params: IdParam,
+      success: CampaignStats,
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
+    })
+      .annotate(
+        OpenApi.Description,
+        "Progress and outcome: recipients, sent, delivered, opened, clicked, bounced, complained, unsubscribed (`unsubscribedCount`), failed, pending, skipped and why."
+      ),
     HttpApiEndpoint.get("recipients", "/campaigns/:id/recipients", {
       params: IdParam,
       query: PageQuery.fields,
       success: Schema.Struct({
-        frozen: Schema.Boolean.annotate({ description: "true once sending started: the recorded recipients; false: who it would go to if sent now" }),
+        frozen: Schema.Boolean.annotate({
+          description: "true once sending started: the recorded recipients; false: who it would go to if sent now"
+        }),
         ...pageFields(Schema.Struct({
           contactId: Schema.String,
           email: Schema.NullOr(Schema.String).annotate({ description: "null: the contact was deleted since" }),

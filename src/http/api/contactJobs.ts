@@ -63,7 +63,7 @@ export class ContactJobsApi extends HttpApiGroup.make("contactJobs", { topLevel:
       payload: Schema.Struct({
         file: Multipart.SingleFileSchema.annotate({ description: "The CSV file (at most 5 MB)" }),
         subscribed: Schema.optional(Schema.String).annotate({ description: "true/false: the subscription of rows without one" }),
-        mapping: Schema.optional(Schema.String).annotate({ description: "JSON: { \"<column>\": \"<key>\" | \"ignore\" }" })
+        mapping: Schema.optional(Schema.String).annotate({ description: 'JSON: { "<column>": "<key>" | "ignore" }' })
       }).pipe(HttpApiSchema.asMultipart()),
       success: JobAccepted,
       error: [...commonErrors, ...bodyErrors]
@@ -73,7 +73,7 @@ export class ContactJobsApi extends HttpApiGroup.make("contactJobs", { topLevel:
         "not CSV text or has no email column). Delimiter `,` `;` or tab (detected), UTF-8 with or without BOM, quoted fields, " +
         "CRLF. The header names the columns: `email` (or `Email Address`), `subscribed` (true/false, yes/no, 1/0), every " +
         "other column a custom data key named by its header in lower case, words one space apart (`First Name` is the key " +
-        "`first name`; a header written as a JSON string literal, `\"First Name\"`, or a key given in `mapping` is taken " +
+        '`first name`; a header written as a JSON string literal, `"First Name"`, or a key given in `mapping` is taken ' +
         "exactly). Types are inferred; empty cells leave a field unchanged; `createdAt`/`updatedAt` are ignored. " +
         "Answers 202 `{ jobId }` at once; poll GET /contacts/import/:jobId."
     ),
@@ -101,5 +101,7 @@ export class ContactJobsApi extends HttpApiGroup.make("contactJobs", { topLevel:
     })
   )
   .middleware(SecretKeyAuth)
-  .annotateMerge(OpenApi.annotations({ title: "Contact jobs", description: "CSV import and export, bulk subscribe/unsubscribe/delete (secret key)" }))
+  .annotateMerge(
+    OpenApi.annotations({ title: "Contact jobs", description: "CSV import and export, bulk subscribe/unsubscribe/delete (secret key)" })
+  )
 {}

@@ -9,8 +9,7 @@ import { SecretKeyAuth } from "./security.ts"
 const Meta = <const New extends boolean>(isNew: New) =>
   Schema.Struct({ isNew: Schema.Literal(isNew), isUpdate: Schema.Literal(!isNew as boolean) })
 
-const ContactWithMeta = <const New extends boolean>(isNew: New) =>
-  Schema.Struct({ ...Contact.fields, _meta: Meta(isNew) })
+const ContactWithMeta = <const New extends boolean>(isNew: New) => Schema.Struct({ ...Contact.fields, _meta: Meta(isNew) })
 
 const FieldParam = { field: Text.annotate({ description: "`email`, `subscribed`, `createdAt`, `updatedAt` or `data.<key>`" }) }
 const IdParam = { id: Text }
@@ -28,7 +27,9 @@ const ListQuery = queryParameters({
   subscribed: QueryParam.boolean("Only subscribed (true) or unsubscribed (false) contacts; omit for both (other values: both)"),
   segment: QueryParam.text("Only the current members of this segment (its id; another project's or an unknown id is a 422)", "uuid"),
   field: QueryParam.text("Only contacts that have this custom field, `data.<key>` (`data.a.b` for nested data; another form is a 422)"),
-  value: QueryParam.text("With `field`: only contacts whose value of it reads as this text (`pro`, `42`, `true`); a value without a field is a 422"),
+  value: QueryParam.text(
+    "With `field`: only contacts whose value of it reads as this text (`pro`, `42`, `true`); a value without a field is a 422"
+  ),
   sort: QueryParam.literals(["createdAt", "email"], "Column to sort by; unrecognised values fall back to `createdAt`", "createdAt"),
   dir: QueryParam.literals(["asc", "desc"], "Sort direction; unrecognised values fall back to `desc`", "desc")
 })
@@ -78,7 +79,9 @@ export class ContactsApi extends HttpApiGroup.make("contacts", { topLevel: false
           field: Schema.String,
           type: Schema.String,
           isCustom: Schema.Boolean,
-          coverage: Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 1 })).annotate({ description: "Share of contacts that have the field" })
+          coverage: Schema.Finite.check(Schema.isBetween({ minimum: 0, maximum: 1 })).annotate({
+            description: "Share of contacts that have the field"
+          })
         }))
       }),
       error: commonErrors

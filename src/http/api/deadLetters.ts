@@ -43,21 +43,32 @@ export class DeadLettersApi extends HttpApiGroup.make("deadLetters")
   .add(
     HttpApiEndpoint.get("list", "/dead-letters", {
       query: ListQuery.fields,
-      success: Schema.Struct({ data: Schema.Array(DeadLetter), cursor: Schema.NullOr(Schema.String), hasMore: Schema.Boolean, total: Count }),
+      success: Schema.Struct({
+        data: Schema.Array(DeadLetter),
+        cursor: Schema.NullOr(Schema.String),
+        hasMore: Schema.Boolean,
+        total: Count
+      }),
       error: [...commonErrors, ...inputErrors, declared(InvalidCursor), ErrorDocs.badRequest]
     }).annotate(OpenApi.Description, "Messages of this project set aside because they could not be applied or published, newest first.")
       .annotate(OpenApi.Transform, ListQuery.document),
-    HttpApiEndpoint.get("get", "/dead-letters/:id", { params: IdParam, success: DeadLetterDetail, error: [...commonErrors, ...inputErrors, ErrorDocs.notFound] })
+    HttpApiEndpoint.get("get", "/dead-letters/:id", {
+      params: IdParam,
+      success: DeadLetterDetail,
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
+    })
       .annotate(OpenApi.Description, "One dead letter with its whole payload."),
     HttpApiEndpoint.post("replay", "/dead-letters/:id/replay", {
       params: IdParam,
       success: DeadLetter,
       error: [...commonErrors, ...inputErrors, ErrorDocs.notFound, declared(DeadLetterNotReplayable)]
-    }).annotate(OpenApi.Description,
+    }).annotate(
+      OpenApi.Description,
       "Publishes the message again, on its own subject (its project's partition): it is applied after every message " +
         "already there and before any later one, so a contact's messages stay in order. Events keep their ids, so a " +
         "replay never stores one twice. The letter stays (with replays and replayedAt) until deleted; if it fails " +
-        "again, a new letter records why."),
+        "again, a new letter records why."
+    ),
     HttpApiEndpoint.delete("delete", "/dead-letters/:id", {
       params: IdParam,
       success: Schema.Struct({ success: Schema.Literal(true) }),
@@ -65,5 +76,10 @@ export class DeadLettersApi extends HttpApiGroup.make("deadLetters")
     })
   )
   .middleware(SecretKeyAuth)
-  .annotateMerge(OpenApi.annotations({ title: "Dead letters", description: "Messages that could not be applied or published, for inspection and replay (secret key)" }))
+  .annotateMerge(
+    OpenApi.annotations({
+      title: "Dead letters",
+      description: "Messages that could not be applied or published, for inspection and replay (secret key)"
+    })
+  )
 {}

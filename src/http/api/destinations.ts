@@ -94,7 +94,9 @@ export const Delivery = Schema.Struct({
   }),
   attempts: Count,
   lastStatusCode: Schema.NullOr(Schema.Int),
-  latencyMs: Schema.NullOr(Count).annotate({ description: "From the event's emission to its successful delivery (test events: the request's duration)" }),
+  latencyMs: Schema.NullOr(Count).annotate({
+    description: "From the event's emission to its successful delivery (test events: the request's duration)"
+  }),
   responseExcerpt: Schema.NullOr(Schema.String).annotate({ description: "The start of the last response's body (at most 500 characters)" }),
   error: Schema.NullOr(Schema.String),
   nextAttemptAt: Schema.NullOr(Timestamp),
@@ -130,7 +132,8 @@ export const UpdateDestination = Schema.Struct({
 
 export const RotateSecret = Schema.Struct({
   overlapSeconds: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 0, maximum: MAX_OVERLAP_SECONDS }))).annotate({
-    description: `How long the previous secret keeps signing too (default ${DEFAULT_OVERLAP_SECONDS}, at most ${MAX_OVERLAP_SECONDS}; 0 ends it now)`
+    description:
+      `How long the previous secret keeps signing too (default ${DEFAULT_OVERLAP_SECONDS}, at most ${MAX_OVERLAP_SECONDS}; 0 ends it now)`
   })
 }).annotate({ identifier: "RotateDestinationSecret" })
 
@@ -150,7 +153,11 @@ export class DestinationsApi extends HttpApiGroup.make("destinations")
       success: Schema.Struct({ data: Schema.Array(Destination) }),
       error: [...commonErrors]
     }).annotate(OpenApi.Description, "The project's destinations, oldest first, with their delivery counts."),
-    HttpApiEndpoint.get("get", "/destinations/:id", { params: IdParam, success: Destination, error: [...commonErrors, ...inputErrors, ErrorDocs.notFound] }),
+    HttpApiEndpoint.get("get", "/destinations/:id", {
+      params: IdParam,
+      success: Destination,
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
+    }),
     HttpApiEndpoint.patch("update", "/destinations/:id", {
       params: IdParam,
       payload: UpdateDestination,
@@ -167,16 +174,20 @@ export class DestinationsApi extends HttpApiGroup.make("destinations")
       payload: RotateSecret,
       success: DestinationWithSecret,
       error: [...commonErrors, ...bodyErrors, ErrorDocs.notFound]
-    }).annotate(OpenApi.Description,
+    }).annotate(
+      OpenApi.Description,
       "Makes a new signing secret. Until previousSecretExpiresAt every delivery carries two signatures in " +
-        "`webhook-signature` (space-separated, the new secret's first), so the receiver can switch over at its own pace."),
+        "`webhook-signature` (space-separated, the new secret's first), so the receiver can switch over at its own pace."
+    ),
     HttpApiEndpoint.post("test", "/destinations/:id/test", {
       params: IdParam,
       success: Delivery,
       error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
-    }).annotate(OpenApi.Description,
+    }).annotate(
+      OpenApi.Description,
       `Sends a synthetic \`${TEST_EVENT_TYPE}\` event now (also to a disabled destination), once, and answers its delivery ` +
-        "with the outcome (status, lastStatusCode, latencyMs, responseExcerpt); it is kept in the delivery log, not retried."),
+        "with the outcome (status, lastStatusCode, latencyMs, responseExcerpt); it is kept in the delivery log, not retried."
+    ),
     HttpApiEndpoint.get("deliveries", "/destinations/:id/deliveries", {
       params: IdParam,
       query: DeliveryQuery.fields,
@@ -188,17 +199,21 @@ export class DestinationsApi extends HttpApiGroup.make("destinations")
       params: DeliveryParams,
       success: Delivery.pipe(HttpApiSchema.status(202)),
       error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
-    }).annotate(OpenApi.Description,
+    }).annotate(
+      OpenApi.Description,
       "Sends the delivery again (same `webhook-id`, same body), whatever its status: it goes back to pending with a new " +
-        "retry period, behind any earlier delivery to the same contact still pending."),
+        "retry period, behind any earlier delivery to the same contact still pending."
+    ),
     HttpApiEndpoint.post("replayRange", "/destinations/:id/replay", {
       params: IdParam,
       payload: ReplayRange,
       success: Schema.Struct({ replayed: Count }).pipe(HttpApiSchema.status(202)),
       error: [...commonErrors, ...bodyErrors, ErrorDocs.notFound]
-    }).annotate(OpenApi.Description,
+    }).annotate(
+      OpenApi.Description,
       "Sends again every delivery of this destination whose event was emitted in [from, to) (at most 31 days), in their " +
-        "order, each with its own `webhook-id`; answers how many.")
+        "order, each with its own `webhook-id`; answers how many."
+    )
   )
   .middleware(SecretKeyAuth)
   .annotateMerge(OpenApi.annotations({

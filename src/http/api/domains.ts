@@ -40,7 +40,11 @@ export class DomainsApi extends HttpApiGroup.make("domains")
       success: Schema.Array(Domain),
       error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
     }).annotate(OpenApi.Description, "The project's domains, verified and pending (only the key's own project)."),
-    HttpApiEndpoint.get("get", "/domains/:id", { params: IdParam, success: Domain, error: [...commonErrors, ...inputErrors, ErrorDocs.notFound] }),
+    HttpApiEndpoint.get("get", "/domains/:id", {
+      params: IdParam,
+      success: Domain,
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
+    }),
     HttpApiEndpoint.get("verify", "/domains/:id/verify", {
       params: IdParam,
       success: Domain,
@@ -53,5 +57,7 @@ export class DomainsApi extends HttpApiGroup.make("domains")
     })
   )
   .middleware(SecretKeyAuth)
-  .annotateMerge(OpenApi.annotations({ title: "Domains", description: "Sending domains and their DKIM, SPF and DMARC records (secret key)" }))
+  .annotateMerge(
+    OpenApi.annotations({ title: "Domains", description: "Sending domains and their DKIM, SPF and DMARC records (secret key)" })
+  )
 {}

@@ -20,7 +20,9 @@ export const EmailRecord = Schema.Struct({
   subject: Schema.String,
   type: Schema.String,
   status: Schema.String,
-  direction: Schema.Literals(EMAIL_DIRECTIONS).annotate({ description: "outbound: mail the project sent; inbound: mail it received (status RECEIVED)" }),
+  direction: Schema.Literals(EMAIL_DIRECTIONS).annotate({
+    description: "outbound: mail the project sent; inbound: mail it received (status RECEIVED)"
+  }),
   inReplyTo: Schema.NullOr(Schema.String).annotate({
     description: "Received mail: the id of the project's email it answers (its In-Reply-To or References), else null"
   }),
@@ -39,7 +41,18 @@ export const EmailRecord = Schema.Struct({
   complainedAt: Schema.NullOr(Timestamp)
 }).annotate({ identifier: "Email" })
 
-export const TIMELINE_STEPS = ["RECEIVED", "QUEUED", "SENT", "DELIVERED", "OPENED", "CLICKED", "BOUNCED", "COMPLAINED", "FAILED", "SUPPRESSED"] as const
+export const TIMELINE_STEPS = [
+  "RECEIVED",
+  "QUEUED",
+  "SENT",
+  "DELIVERED",
+  "OPENED",
+  "CLICKED",
+  "BOUNCED",
+  "COMPLAINED",
+  "FAILED",
+  "SUPPRESSED"
+] as const
 
 export const EmailDetail = Schema.Struct({
   ...EmailRecord.fields,
@@ -65,7 +78,9 @@ export const EmailDetail = Schema.Struct({
   attachments: Schema.Array(Schema.Struct({
     filename: Schema.String,
     contentType: Schema.NullOr(Schema.String),
-    contentId: Schema.NullOr(Schema.String).annotate({ description: "The part's Content-ID, for a part the HTML shows as cid:<contentId>" }),
+    contentId: Schema.NullOr(Schema.String).annotate({
+      description: "The part's Content-ID, for a part the HTML shows as cid:<contentId>"
+    }),
     disposition: Schema.Literals(["attachment", "inline"]),
     size: Count
   })),
@@ -85,7 +100,10 @@ export const EmailDetail = Schema.Struct({
 const ListQuery = queryParameters({
   ...cursorParams,
   status: QueryParam.text(`Comma-separated statuses: ${EMAIL_STATUSES.join(", ")}`),
-  direction: QueryParam.literals(EMAIL_DIRECTIONS, "outbound: mail the project sent; inbound: mail it received; both when omitted (another value is a 422)"),
+  direction: QueryParam.literals(
+    EMAIL_DIRECTIONS,
+    "outbound: mail the project sent; inbound: mail it received; both when omitted (another value is a 422)"
+  ),
   recipient: QueryParam.text("Only mail whose recipient address contains this text (case-insensitive)"),
   templateId: QueryParam.text("Only mail made from this template", "uuid"),
   campaignId: QueryParam.text("Only this campaign's mail", "uuid"),
@@ -100,25 +118,31 @@ export class EmailsApi extends HttpApiGroup.make("emails")
       query: ListQuery.fields,
       success: Schema.Struct({ data: Schema.Array(EmailRecord), cursor: Schema.NullOr(Schema.String), hasMore: Schema.Boolean }),
       error: [...commonErrors, ...inputErrors, declared(InvalidCursor), ErrorDocs.badRequest]
-    }).annotate(OpenApi.Description,
+    }).annotate(
+      OpenApi.Description,
       "Every email the project sent or queued (transactional, campaign and workflow mail) and received (direction inbound), " +
-        "newest first, in cursor pages; filtered by direction, status, recipient, template, campaign, workflow and time.")
+        "newest first, in cursor pages; filtered by direction, status, recipient, template, campaign, workflow and time."
+    )
       .annotate(OpenApi.Transform, ListQuery.document),
     HttpApiEndpoint.get("get", "/emails/:id", {
       params: { id: Text },
       success: EmailDetail,
       error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
-    }).annotate(OpenApi.Description,
+    }).annotate(
+      OpenApi.Description,
       "One email: its status (PENDING → SENDING → SENT → DELIVERED …) and timestamps, what it carried (HTML, text part, " +
-        "headers, attachments) and its timeline."),
+        "headers, attachments) and its timeline."
+    ),
     HttpApiEndpoint.get("raw", "/emails/:id/raw", {
       params: { id: Text },
       success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "message/rfc822" })),
       error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
-    }).annotate(OpenApi.Description,
+    }).annotate(
+      OpenApi.Description,
       "The email as a message/rfc822 file (an .eml): received mail as it arrived; sent mail composed from what is stored " +
         "exactly as the sender composes it, dated when it was sent; without a DKIM signature (the signature is made when the message is handed to the relay). 404 " +
-        "once its content is no longer kept (EMAIL_CONTENT_RETENTION_DAYS), and for a row stored before the size caps.")
+        "once its content is no longer kept (EMAIL_CONTENT_RETENTION_DAYS), and for a row stored before the size caps."
+    )
   )
   .middleware(SecretKeyAuth)
   .annotateMerge(OpenApi.annotations({ title: "Emails", description: "The mail the project sent (secret key)" }))

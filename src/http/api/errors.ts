@@ -128,16 +128,18 @@ export const bodyErrors = [ErrorDocs.badRequest, ErrorDocs.payloadTooLarge, Erro
 export const inputErrors = [ErrorDocs.validation] as const
 
 /** A domain error's class as the contract declares it: its schema and the status and code it answers with. */
-type DeclarableError = DomainErrorClass & Schema.Codec<
-  { readonly _tag: string },
-  {
-    readonly _tag: string
-    readonly message: string
-    readonly errors?: ReadonlyArray<typeof FieldErrorSchema.Encoded>
-    readonly details?: { readonly [x: string]: unknown }
-    readonly suggestion?: string
-  }
->
+type DeclarableError =
+  & DomainErrorClass
+  & Schema.Codec<
+    { readonly _tag: string },
+    {
+      readonly _tag: string
+      readonly message: string
+      readonly errors?: ReadonlyArray<typeof FieldErrorSchema.Encoded>
+      readonly details?: { readonly [x: string]: unknown }
+      readonly suggestion?: string
+    }
+  >
 
 /**
  * Declares a domain error on an endpoint: in /openapi.json its envelope (status, `code` literal), and

@@ -47,10 +47,19 @@ export class EventsApi extends HttpApiGroup.make("events")
         to: Timestamp,
         total: Count,
         byName: Schema.Array(Schema.Struct({ name: Schema.String, count: Count })),
-        byDay: Schema.Array(Schema.Struct({ day: Schema.String.annotate({ format: "date" } as Schema.Annotations.Documentation<string>), name: Schema.String, count: Count }))
+        byDay: Schema.Array(
+          Schema.Struct({
+            day: Schema.String.annotate({ format: "date" } as Schema.Annotations.Documentation<string>),
+            name: Schema.String,
+            count: Count
+          })
+        )
       }),
       error: [...commonErrors, ...inputErrors, ErrorDocs.badRequest]
-    }).annotate(OpenApi.Description, "Event counts per name and per UTC day over a range.").annotate(OpenApi.Transform, StatsQuery.document),
+    }).annotate(OpenApi.Description, "Event counts per name and per UTC day over a range.").annotate(
+      OpenApi.Transform,
+      StatsQuery.document
+    ),
     HttpApiEndpoint.get("names", "/events/names", {
       success: Schema.Struct({
         names: Schema.Array(Schema.Struct({ name: Schema.String, count: Count, lastSeenAt: Timestamp }))

@@ -24,17 +24,36 @@ export class LinksApi extends HttpApiGroup.make("links", { topLevel: true })
       params: EmailParams,
       success: Schema.String.pipe(HttpApiSchema.asText({ contentType: "image/gif" })),
       error: errors
-    }).annotate(OpenApi.Description, "Open pixel (1×1 GIF, answered to every fetch); records email.open when the signature is valid, at most once per email per 60 minutes (repeated fetches by mail proxies and re-reads collapse)."),
+    }).annotate(
+      OpenApi.Description,
+      "Open pixel (1×1 GIF, answered to every fetch); records email.open when the signature is valid, at most once per email per 60 minutes (repeated fetches by mail proxies and re-reads collapse)."
+    ),
     HttpApiEndpoint.get("click", "/t/c/:emailId/:signature", {
       params: EmailParams,
       query: ClickQuery.fields,
       success: HttpApiSchema.Empty(302).annotate({ description: "Redirect to `u`" }),
       error: pageErrors
-    }).annotate(OpenApi.Transform, ClickQuery.document).annotate(OpenApi.Description, "Click redirect: 302 to `u` only when it is the link the mail carried (signed); records email.click."),
-    HttpApiEndpoint.get("unsubscribePage", "/unsubscribe/:token", { params: TokenParam, query: SourceQuery.fields, success: Html, error: pageErrors })
+    }).annotate(OpenApi.Transform, ClickQuery.document).annotate(
+      OpenApi.Description,
+      "Click redirect: 302 to `u` only when it is the link the mail carried (signed); records email.click."
+    ),
+    HttpApiEndpoint.get("unsubscribePage", "/unsubscribe/:token", {
+      params: TokenParam,
+      query: SourceQuery.fields,
+      success: Html,
+      error: pageErrors
+    })
       .annotate(OpenApi.Transform, SourceQuery.document)
-      .annotate(OpenApi.Description, "Asks whether to unsubscribe (a GET changes nothing). A contact deleted since the link was sent: a page saying there is nothing to unsubscribe (200)."),
-    HttpApiEndpoint.post("unsubscribe", "/unsubscribe/:token", { params: TokenParam, query: SourceQuery.fields, success: Html, error: pageErrors })
+      .annotate(
+        OpenApi.Description,
+        "Asks whether to unsubscribe (a GET changes nothing). A contact deleted since the link was sent: a page saying there is nothing to unsubscribe (200)."
+      ),
+    HttpApiEndpoint.post("unsubscribe", "/unsubscribe/:token", {
+      params: TokenParam,
+      query: SourceQuery.fields,
+      success: Html,
+      error: pageErrors
+    })
       .annotate(OpenApi.Transform, SourceQuery.document)
       .annotate(
         OpenApi.Description,

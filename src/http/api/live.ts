@@ -56,5 +56,7 @@ export class LiveApi extends HttpApiGroup.make("live")
     )
   )
   .middleware(SessionAuth)
-  .annotateMerge(OpenApi.annotations({ title: "Live updates", description: "Server-sent events that tell the dashboard what changed (session cookie)" }))
+  .annotateMerge(
+    OpenApi.annotations({ title: "Live updates", description: "Server-sent events that tell the dashboard what changed (session cookie)" })
+  )
 {}

@@ -1,7 +1,8 @@
 /** Finishing touches on the generated OpenAPI document that no single schema can express. */
 
 /** A JSON object (not an array) of the document, for walking it. */
-export const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null && !Array.isArray(value)
+export const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
 
 /**
  * Objects of any keys (custom data, `details`, step configs) come out of the schema compiler as a bare

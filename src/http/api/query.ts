@@ -16,7 +16,10 @@ export interface QueryParam {
 }
 
 export const QueryParam = {
-  integer: (description: string, bounds: { readonly minimum: number; readonly maximum?: number; readonly default?: number }): QueryParam => ({
+  integer: (
+    description: string,
+    bounds: { readonly minimum: number; readonly maximum?: number; readonly default?: number }
+  ): QueryParam => ({
     schema: { type: "integer", ...bounds },
     description
   }),

@@ -42,8 +42,7 @@ export const Email = Text.check(
 
 /** Custom data: see the custom-data rules (patch, null deletes, "" ignored, { value, persistent:false }). */
 export const CustomData = JsonObject.annotate({
-  description:
-    "Custom fields (patch): primitives and objects are stored, null deletes a key, \"\" is ignored, " +
+  description: 'Custom fields (patch): primitives and objects are stored, null deletes a key, "" is ignored, ' +
     "{ value, persistent: false } is used for this call only; reserved keys are dropped. At most " +
     `${MAX_JSON_DEPTH} levels deep; strings and keys without NUL or unpaired surrogates; the key __proto__ is refused.`
 })

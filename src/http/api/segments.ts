@@ -21,7 +21,9 @@ export const Segment = Schema.Struct({
   name: Schema.String,
   description: Schema.NullOr(Schema.String),
   type: Schema.Literals(["DYNAMIC", "STATIC"]),
-  condition: Schema.NullOr(Schema.Unknown).annotate({ description: "The DYNAMIC segment's condition tree (event filters as event.<name>); null for STATIC" }),
+  condition: Schema.NullOr(Schema.Unknown).annotate({
+    description: "The DYNAMIC segment's condition tree (event filters as event.<name>); null for STATIC"
+  }),
   trackMembership: Schema.Boolean,
   memberCount: Count,
   projectId: Schema.String,
@@ -70,7 +72,11 @@ export class SegmentsApi extends HttpApiGroup.make("segments")
     ),
     HttpApiEndpoint.get("list", "/segments", { success: Schema.Array(Segment), error: commonErrors })
       .annotate(OpenApi.Description, "All segments, newest first (not paginated)."),
-    HttpApiEndpoint.get("get", "/segments/:id", { params: IdParam, success: Segment, error: [...commonErrors, ...inputErrors, ErrorDocs.notFound] }),
+    HttpApiEndpoint.get("get", "/segments/:id", {
+      params: IdParam,
+      success: Segment,
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
+    }),
     HttpApiEndpoint.patch("update", "/segments/:id", {
       params: IdParam,
       payload: Schema.Struct({
@@ -96,7 +102,11 @@ export class SegmentsApi extends HttpApiGroup.make("segments")
       .annotate(OpenApi.Transform, PageQuery.document),
     HttpApiEndpoint.post("addMembers", "/segments/:id/members", {
       params: IdParam,
-      payload: Schema.Struct({ emails: Emails, createMissing: Schema.optional(Schema.Boolean), subscribed: Schema.optional(Schema.Boolean) }),
+      payload: Schema.Struct({
+        emails: Emails,
+        createMissing: Schema.optional(Schema.Boolean),
+        subscribed: Schema.optional(Schema.Boolean)
+      }),
       success: Schema.Struct({ added: Count, created: Count, notFound: Schema.Array(Schema.String) }),
       error: [...commonErrors, ...bodyErrors, ErrorDocs.notFound]
     }).annotate(OpenApi.Description, "Static segments only (422 for dynamic). Emits segment.<slug>.entry when tracked."),

@@ -15,7 +15,7 @@ const Attachment = Schema.Struct({
   content: Text.annotate({ description: "base64" }),
   contentType: Schema.optional(Text),
   contentId: Schema.optional(Text).annotate({
-    description: "Makes the part one the HTML shows as `<img src=\"cid:<contentId>\">`: sent beside the HTML in multipart/related " +
+    description: 'Makes the part one the HTML shows as `<img src="cid:<contentId>">`: sent beside the HTML in multipart/related ' +
       "with this `Content-ID`. 1 to 200 letters, digits and `. _ - + @`; unique within the request"
   }),
   disposition: Schema.optional(Schema.Literals(["attachment", "inline"])).annotate({

@@ -12,7 +12,8 @@ export class SystemApi extends HttpApiGroup.make("system", { topLevel: true })
         signupsEnabled: Schema.Boolean.annotate({ description: "false when DISABLE_SIGNUPS is set (the first user can still sign up)" }),
         emailVerificationRequired: Schema.Boolean,
         emailVerificationPossible: Schema.Boolean.annotate({
-          description: "A verification mail can reach its user: the platform's mail goes out through SMTP_URL (without it, it is only written to the file outbox)"
+          description:
+            "A verification mail can reach its user: the platform's mail goes out through SMTP_URL (without it, it is only written to the file outbox)"
         }),
         oauthProviders: Schema.Array(Schema.Literals(["github", "google"])),
         billing: Schema.Boolean.annotate({ description: "Stripe checkout, portal and invoices are available" }),

@@ -95,7 +95,11 @@ export class TemplatesApi extends HttpApiGroup.make("templates")
       error: [...commonErrors, ...inputErrors]
     }).annotate(OpenApi.Description, "Unrecognised type, sort or dir values fall back to their defaults.")
       .annotate(OpenApi.Transform, ListQuery.document),
-    HttpApiEndpoint.get("get", "/templates/:id", { params: IdParam, success: Template, error: [...commonErrors, ...inputErrors, ErrorDocs.notFound] }),
+    HttpApiEndpoint.get("get", "/templates/:id", {
+      params: IdParam,
+      success: Template,
+      error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
+    }),
     HttpApiEndpoint.patch("update", "/templates/:id", {
       params: IdParam,
       payload: Schema.Struct(TemplateFields),
@@ -114,12 +118,15 @@ export class TemplatesApi extends HttpApiGroup.make("templates")
       params: IdParam,
       success: Schema.Struct({ id: Schema.String }).pipe(HttpApiSchema.status(201)),
       error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
-    }).annotate(OpenApi.Description, "Copies the template (name suffixed \" (Copy)\", as the reference names copies); 201 with the new id."),
+    }).annotate(OpenApi.Description, 'Copies the template (name suffixed " (Copy)", as the reference names copies); 201 with the new id.'),
     HttpApiEndpoint.get("usage", "/templates/:id/usage", {
       params: IdParam,
       success: Usage,
       error: [...commonErrors, ...inputErrors, ErrorDocs.notFound]
-    }).annotate(OpenApi.Description, "Workflow SEND_EMAIL steps that use the template. `campaigns` stays empty: campaigns carry their own content.")
+    }).annotate(
+      OpenApi.Description,
+      "Workflow SEND_EMAIL steps that use the template. `campaigns` stays empty: campaigns carry their own content."
+    )
   )
   .middleware(SecretKeyAuth)
   .annotateMerge(OpenApi.annotations({ title: "Templates", description: "Email templates with Liquid placeholders (secret key)" }))

@@ -9,14 +9,18 @@ export const VerificationResult = Schema.Struct({
   email: Schema.String.annotate({ description: "The address as checked: trimmed, lower case, an IDN domain in its ASCII (xn--) form" }),
   valid: flag("Syntactically valid, not disposable, and the domain exists and can receive mail"),
   isDisposable: flag("The domain is a disposable (throw-away) email service"),
-  isAlias: flag("The domain is an alias / relay service (Apple Hide My Email, Firefox Relay, SimpleLogin, addy.io, DuckDuckGo, Proton Pass, ...)"),
+  isAlias: flag(
+    "The domain is an alias / relay service (Apple Hide My Email, Firefox Relay, SimpleLogin, addy.io, DuckDuckGo, Proton Pass, ...)"
+  ),
   isTypo: flag("The domain looks like a misspelling of a popular one; see suggestedEmail"),
   isPlusAddressed: flag("The local part carries a +tag"),
   isPersonalEmail: flag("The domain is a personal / free mail provider"),
   domainExists: flag("DNS knows the domain"),
   hasWebsite: flag("The domain has an A or AAAA record (DNS only; the site is not fetched)"),
   hasMxRecords: flag("The domain has MX records, or no MX but an address that serves as its implicit MX (RFC 5321), noted in reasons"),
-  reasons: Schema.Array(Schema.String).annotate({ description: "Plain words for every flag that counts against the address, including unanswered DNS lookups" }),
+  reasons: Schema.Array(Schema.String).annotate({
+    description: "Plain words for every flag that counts against the address, including unanswered DNS lookups"
+  }),
   suggestedEmail: Schema.optional(Schema.String).annotate({ description: "The corrected address, when isTypo" })
 }).annotate({ identifier: "EmailVerification" })
 

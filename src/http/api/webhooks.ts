@@ -6,7 +6,9 @@ import { SecretKeyAuth } from "./security.ts"
 
 /** The generic inbound format, for relays that can call a webhook (see docs/features.md, "Delivery notifications"). */
 export const GenericNotification = Schema.Struct({
-  id: Text.check(Schema.isNonEmpty(), Schema.isMaxLength(255)).annotate({ description: "Unique id of this notification (1 to 255 characters); repeats are ignored" }),
+  id: Text.check(Schema.isNonEmpty(), Schema.isMaxLength(255)).annotate({
+    description: "Unique id of this notification (1 to 255 characters); repeats are ignored"
+  }),
   type: Schema.Literals(["delivered", "bounced", "complained"]),
   messageId: Text.check(Schema.isMaxLength(998)).annotate({ description: "The Message-ID header of the email (angle brackets optional)" }),
   bounceType: Schema.optional(Schema.Literals(["hard", "soft"])).annotate({ description: "bounced only; default hard" })

@@ -46,7 +46,8 @@ export const Workflow = Schema.Struct({
   enabled: Schema.Boolean,
   allowReentry: Schema.Boolean,
   billingHold: Schema.NullOr(Schema.String).annotate({
-    description: "Why the workflow's SEND_EMAIL steps wait: the project's monthly workflows limit is reached. Its executions wait on the step (WAITING) and send when the limit is raised or the month turns; null otherwise"
+    description:
+      "Why the workflow's SEND_EMAIL steps wait: the project's monthly workflows limit is reached. Its executions wait on the step (WAITING) and send when the limit is raised or the month turns; null otherwise"
   }),
   createdAt: Timestamp,
   updatedAt: Timestamp,
@@ -145,7 +146,11 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
       success: Workflow.pipe(HttpApiSchema.status(201)),
       error: [...commonErrors, ...bodyErrors]
     }).annotate(OpenApi.Description, "Always starts with triggerType EVENT, enabled false, and a TRIGGER step to connect onwards."),
-    HttpApiEndpoint.get("get", "/workflows/:id", { params: IdParam, success: Workflow, error: [...commonErrors, ...inputErrors, notFound] }),
+    HttpApiEndpoint.get("get", "/workflows/:id", {
+      params: IdParam,
+      success: Workflow,
+      error: [...commonErrors, ...inputErrors, notFound]
+    }),
     HttpApiEndpoint.patch("update", "/workflows/:id", {
       params: IdParam,
       payload: Schema.Struct({
@@ -208,7 +213,15 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
       params: IdParam,
       payload: Schema.Struct({ contactId: Text, context: Schema.optional(JsonObject) }),
       success: Execution.pipe(HttpApiSchema.status(201)),
-      error: [...commonErrors, ...bodyErrors, notFound, declared(WorkflowDisabled), declared(ExecutionActive), declared(ReentryNotAllowed), conflict]
+      error: [
+        ...commonErrors,
+        ...bodyErrors,
+        notFound,
+        declared(WorkflowDisabled),
+        declared(ExecutionActive),
+        declared(ReentryNotAllowed),
+        conflict
+      ]
     }).annotate(
       OpenApi.Description,
       "Records an execution (RUNNING); the project's worker advances it. 400 WORKFLOW_DISABLED unless the workflow is enabled " +
@@ -237,5 +250,7 @@ export class WorkflowsApi extends HttpApiGroup.make("workflows")
     }).annotate(OpenApi.Description, "Cancels a RUNNING or WAITING execution (409 otherwise).")
   )
   .middleware(SecretKeyAuth)
-  .annotateMerge(OpenApi.annotations({ title: "Workflows", description: "Workflows, their steps, transitions and executions (secret key)" }))
+  .annotateMerge(
+    OpenApi.annotations({ title: "Workflows", description: "Workflows, their steps, transitions and executions (secret key)" })
+  )
 {}

@@ -6,20 +6,27 @@ import { StripeBilling } from "../../accounts/StripeBilling.ts"
 import { Api } from "../api/Api.ts"
 import { ApiError, rendered } from "../errors.ts"
 
-export const BillingWebhookHandlers = HttpApiBuilder.group(Api, "billingWebhook", Effect.fnUntraced(function*(handlers) {
-  const stripe = yield* StripeBilling
-  return handlers.handle("stripe", () =>
-    rendered(Effect.gen(function*() {
-      if (!stripe.enabled) {
-        return yield* new ApiError({ status: 404, code: "BILLING_DISABLED", message: "Billing is not enabled on this installation" })
-      }
-      const request = yield* HttpServerRequest.HttpServerRequest
-      // The signature covers the exact bytes Stripe sent: read the body as text, unparsed.
-      const body = yield* request.text.pipe(Effect.mapError(() => ApiError.badRequest("Could not read the request body")))
-      const type = yield* stripe.enabled.webhook(body, request.headers["stripe-signature"] ?? "").pipe(
-        Effect.catchTag("InvalidSignature", (error) => new ApiError({ status: 400, code: "INVALID_SIGNATURE", message: `Stripe signature check failed: ${error.message}` }))
-      )
-      yield* Effect.logInfo("stripe event applied", { type })
-      return { received: true as const }
-    })))
-}))
+export const BillingWebhookHandlers = HttpApiBuilder.group(
+  Api,
+  "billingWebhook",
+  Effect.fnUntraced(function*(handlers) {
+    const stripe = yield* StripeBilling
+    return handlers.handle("stripe", () =>
+      rendered(Effect.gen(function*() {
+        if (!stripe.enabled) {
+          return yield* new ApiError({ status: 404, code: "BILLING_DISABLED", message: "Billing is not enabled on this installation" })
+        }
+        const request = yield* HttpServerRequest.HttpServerRequest
+        // The signature covers the exact bytes Stripe sent: read the body as text, unparsed.
+        const body = yield* request.text.pipe(Effect.mapError(() => ApiError.badRequest("Could not read the request body")))
+        const type = yield* stripe.enabled.webhook(body, request.headers["stripe-signature"] ?? "").pipe(
+          Effect.catchTag(
+            "InvalidSignature",
+            (error) => new ApiError({ status: 400, code: "INVALID_SIGNATURE", message: `Stripe signature check failed: ${error.message}` })
+          )
+        )
+        yield* Effect.logInfo("stripe event applied", { type })
+        return { received: true as const }
+      })))
+  })
+)

@@ -26,67 +26,71 @@ const uploadError = (problem: UploadProblem): ApiError => {
   }
 }
 
-export const ContactJobsHandlers = HttpApiBuilder.group(Api, "contactJobs", Effect.fnUntraced(function*(handlers) {
-  const jobs = yield* ContactJobs
-  const sql = yield* SqlClient.SqlClient
-  const relay = yield* OutboxRelay
-  const segments = yield* Segments
-  const directory = yield* ContactDirectory
+export const ContactJobsHandlers = HttpApiBuilder.group(
+  Api,
+  "contactJobs",
+  Effect.fnUntraced(function*(handlers) {
+    const jobs = yield* ContactJobs
+    const sql = yield* SqlClient.SqlClient
+    const relay = yield* OutboxRelay
+    const segments = yield* Segments
+    const directory = yield* ContactDirectory
 
-  const status = (jobId: string, kinds: ReadonlyArray<JobKind>, what: string) =>
-    rendered(Effect.gen(function*() {
-      const project = yield* CurrentProject
-      const job = yield* jobs.view(project.id, jobId, kinds)
-      return job ?? (yield* ApiError.notFound(what))
-    }))
-
-  const bulk = (kind: Exclude<JobKind, "import">, contactIds: ReadonlyArray<string>) =>
-    rendered(Effect.gen(function*() {
-      const project = yield* CurrentProject
-      if (contactIds.length === 0 || contactIds.length > MAX_BULK_IDS) {
-        return yield* ApiError.invalidField("contactIds", `1 to ${MAX_BULK_IDS} contact ids`, "too_big", contactIds.length)
-      }
-      const jobId = yield* jobs.queueBulk(project.id, kind, contactIds)
-      if (kind === "delete") {
-        // The api caches email → id for /v1/track: ids about to be deleted must not be served from it.
-        const gone = yield* jobs.emailsOf(project.id, contactIds)
-        yield* Effect.forEach(gone, (email) => directory.forget(project.id, email), { discard: true })
-      }
-      yield* relay.wake
-      return { jobId }
-    }))
-
-  return handlers
-    .handleRaw("import", ({ request }) =>
+    const status = (jobId: string, kinds: ReadonlyArray<JobKind>, what: string) =>
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
-        const jobId = yield* receiveImport(project.id, request.multipartStream).pipe(
-          Effect.provideService(ContactJobs, jobs),
-          // The repository's PersistenceError: the logged 500 (its cause, as `rendered` has it).
-          Effect.catchTag("PersistenceError", (error) => Effect.die(error.cause)),
-          Effect.mapError(uploadError)
-        )
+        const job = yield* jobs.view(project.id, jobId, kinds)
+        return job ?? (yield* ApiError.notFound(what))
+      }))
+
+    const bulk = (kind: Exclude<JobKind, "import">, contactIds: ReadonlyArray<string>) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        if (contactIds.length === 0 || contactIds.length > MAX_BULK_IDS) {
+          return yield* ApiError.invalidField("contactIds", `1 to ${MAX_BULK_IDS} contact ids`, "too_big", contactIds.length)
+        }
+        const jobId = yield* jobs.queueBulk(project.id, kind, contactIds)
+        if (kind === "delete") {
+          // The api caches email → id for /v1/track: ids about to be deleted must not be served from it.
+          const gone = yield* jobs.emailsOf(project.id, contactIds)
+          yield* Effect.forEach(gone, (email) => directory.forget(project.id, email), { discard: true })
+        }
         yield* relay.wake
         return { jobId }
-      })))
-    .handle("importStatus", ({ params }) => status(params.jobId, ["import"], "Import job"))
-    .handle("export", ({ query }) =>
-      rendered(Effect.gen(function*() {
-        const project = yield* CurrentProject
-        let members = undefined
-        if (query.segmentId !== undefined && query.segmentId !== "") {
-          const segment = isUuid(query.segmentId) ? yield* segments.get(project.id, query.segmentId) : undefined
-          if (!segment) return yield* ApiError.notFound("Segment")
-          members = segments.membersSql(segment)
-        }
-        const body = yield* exportContacts(project.id, members).pipe(Effect.provideService(SqlClient.SqlClient, sql))
-        return HttpServerResponse.stream(body, {
-          contentType: "text/csv; charset=utf-8",
-          headers: { "content-disposition": "attachment; filename=\"contacts.csv\"" }
-        })
-      })))
-    .handle("bulkSubscribe", ({ payload }) => bulk("subscribe", payload.contactIds))
-    .handle("bulkUnsubscribe", ({ payload }) => bulk("unsubscribe", payload.contactIds))
-    .handle("bulkDelete", ({ payload }) => bulk("delete", payload.contactIds))
-    .handle("bulkStatus", ({ params }) => status(params.jobId, ["subscribe", "unsubscribe", "delete"], "Bulk job"))
-}))
+      }))
+
+    return handlers
+      .handleRaw("import", ({ request }) =>
+        rendered(Effect.gen(function*() {
+          const project = yield* CurrentProject
+          const jobId = yield* receiveImport(project.id, request.multipartStream).pipe(
+            Effect.provideService(ContactJobs, jobs),
+            // The repository's PersistenceError: the logged 500 (its cause, as `rendered` has it).
+            Effect.catchTag("PersistenceError", (error) => Effect.die(error.cause)),
+            Effect.mapError(uploadError)
+          )
+          yield* relay.wake
+          return { jobId }
+        })))
+      .handle("importStatus", ({ params }) => status(params.jobId, ["import"], "Import job"))
+      .handle("export", ({ query }) =>
+        rendered(Effect.gen(function*() {
+          const project = yield* CurrentProject
+          let members = undefined
+          if (query.segmentId !== undefined && query.segmentId !== "") {
+            const segment = isUuid(query.segmentId) ? yield* segments.get(project.id, query.segmentId) : undefined
+            if (!segment) return yield* ApiError.notFound("Segment")
+            members = segments.membersSql(segment)
+          }
+          const body = yield* exportContacts(project.id, members).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+          return HttpServerResponse.stream(body, {
+            contentType: "text/csv; charset=utf-8",
+            headers: { "content-disposition": 'attachment; filename="contacts.csv"' }
+          })
+        })))
+      .handle("bulkSubscribe", ({ payload }) => bulk("subscribe", payload.contactIds))
+      .handle("bulkUnsubscribe", ({ payload }) => bulk("unsubscribe", payload.contactIds))
+      .handle("bulkDelete", ({ payload }) => bulk("delete", payload.contactIds))
+      .handle("bulkStatus", ({ params }) => status(params.jobId, ["subscribe", "unsubscribe", "delete"], "Bulk job"))
+  })
+)

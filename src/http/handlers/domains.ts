@@ -9,44 +9,49 @@ import { ApiError, rendered } from "../errors.ts"
 
 const notFound = ApiError.notFound("Domain")
 
-export const DomainsHandlers = HttpApiBuilder.group(Api, "domains", Effect.fnUntraced(function*(handlers) {
-  const domains = yield* Domains
+export const DomainsHandlers = HttpApiBuilder.group(
+  Api,
+  "domains",
+  Effect.fnUntraced(function*(handlers) {
+    const domains = yield* Domains
 
-  const find = Effect.fnUntraced(function*(id: string) {
-    const project = yield* CurrentProject
-    if (!isUuid(id)) return yield* notFound
-    return (yield* domains.get(project.id, id)) ?? (yield* notFound)
+    const find = Effect.fnUntraced(function*(id: string) {
+      const project = yield* CurrentProject
+      if (!isUuid(id)) return yield* notFound
+      return (yield* domains.get(project.id, id)) ?? (yield* notFound)
+    })
+
+    return handlers
+      .handle("create", ({ payload }) =>
+        rendered(Effect.gen(function*() {
+          const project = yield* CurrentProject
+          if (payload.projectId !== undefined && payload.projectId !== project.id) {
+            return yield* new ApiError({ status: 403, code: "FORBIDDEN", message: "projectId must be the API key's own project" })
+          }
+          const domain = normalizeDomain(payload.domain)
+          if (!domain)
+            return yield* ApiError.invalidField("domain", "Expected a domain name such as example.com", "invalid_string", payload.domain)
+          return yield* domains.create(project.id, domain)
+        })))
+      .handle("list", ({ params }) =>
+        rendered(Effect.gen(function*() {
+          const project = yield* CurrentProject
+          if (params.projectId !== project.id) return yield* ApiError.notFound("Project")
+          return yield* domains.list(project.id)
+        })))
+      .handle("get", ({ params }) => rendered(find(params.id)))
+      .handle("verify", ({ params }) =>
+        rendered(Effect.gen(function*() {
+          const project = yield* CurrentProject
+          const domain = yield* find(params.id)
+          return (yield* domains.check(project.id, domain.id)) ?? (yield* notFound)
+        })))
+      .handle("delete", ({ params }) =>
+        rendered(Effect.gen(function*() {
+          const project = yield* CurrentProject
+          const domain = yield* find(params.id)
+          if (!(yield* domains.remove(project.id, domain.id))) return yield* notFound
+          return { success: true as const }
+        })))
   })
-
-  return handlers
-    .handle("create", ({ payload }) =>
-      rendered(Effect.gen(function*() {
-        const project = yield* CurrentProject
-        if (payload.projectId !== undefined && payload.projectId !== project.id) {
-          return yield* new ApiError({ status: 403, code: "FORBIDDEN", message: "projectId must be the API key's own project" })
-        }
-        const domain = normalizeDomain(payload.domain)
-        if (!domain) return yield* ApiError.invalidField("domain", "Expected a domain name such as example.com", "invalid_string", payload.domain)
-        return yield* domains.create(project.id, domain)
-      })))
-    .handle("list", ({ params }) =>
-      rendered(Effect.gen(function*() {
-        const project = yield* CurrentProject
-        if (params.projectId !== project.id) return yield* ApiError.notFound("Project")
-        return yield* domains.list(project.id)
-      })))
-    .handle("get", ({ params }) => rendered(find(params.id)))
-    .handle("verify", ({ params }) =>
-      rendered(Effect.gen(function*() {
-        const project = yield* CurrentProject
-        const domain = yield* find(params.id)
-        return (yield* domains.check(project.id, domain.id)) ?? (yield* notFound)
-      })))
-    .handle("delete", ({ params }) =>
-      rendered(Effect.gen(function*() {
-        const project = yield* CurrentProject
-        const domain = yield* find(params.id)
-        if (!(yield* domains.remove(project.id, domain.id))) return yield* notFound
-        return { success: true as const }
-      })))
-}))
+)

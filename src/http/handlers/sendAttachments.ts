@@ -43,13 +43,18 @@ const attachmentProblem = (attachment: AttachmentInput, field: string): FieldErr
   if (attachment.contentId !== undefined && !CONTENT_ID.test(bareContentId(attachment.contentId))) {
     return {
       field: `${field}.contentId`,
-      message: "A content id is 1 to 200 letters, digits and . _ - + @ (such as logo or logo.png@acme), referenced in the body as cid:<contentId>",
+      message:
+        "A content id is 1 to 200 letters, digits and . _ - + @ (such as logo or logo.png@acme), referenced in the body as cid:<contentId>",
       code: "invalid_string",
       received: attachment.contentId
     }
   }
   if (attachment.disposition === "inline" && attachment.contentId === undefined) {
-    return { field: `${field}.contentId`, message: "An inline attachment needs a contentId, which the body references as cid:<contentId>", code: "required" }
+    return {
+      field: `${field}.contentId`,
+      message: "An inline attachment needs a contentId, which the body references as cid:<contentId>",
+      code: "required"
+    }
   }
   return undefined
 }
@@ -67,7 +72,12 @@ export const attachmentProblems = (attachments: ReadonlyArray<AttachmentInput>):
     // Two parts under one Content-ID would leave the body's cid: reference ambiguous.
     const id = bareContentId(attachment.contentId)
     if (seen.has(id)) {
-      return [{ field: `${field}.contentId`, message: `Another attachment already has the content id ${id}`, code: "duplicate", received: attachment.contentId }]
+      return [{
+        field: `${field}.contentId`,
+        message: `Another attachment already has the content id ${id}`,
+        code: "duplicate",
+        received: attachment.contentId
+      }]
     }
     seen.add(id)
     return []

@@ -12,63 +12,67 @@ import { deliveryMode, requiresVerifiedDomain } from "../../domain/delivery.ts"
 import { Api } from "../api/Api.ts"
 import { ApiError, rendered } from "../errors.ts"
 
-export const SystemHandlers = HttpApiBuilder.group(Api, "system", Effect.fnUntraced(function*(handlers) {
-  const sql = yield* SqlClient.SqlClient
-  const nats = yield* Nats
-  const config = yield* AppConfig
-  const oauth = yield* OAuth
-  const billing = (yield* StripeBilling).enabled !== undefined
-  const metricsAllowed = metricsAccess(config.metricsToken)
-  const probe = <A, E>(effect: Effect.Effect<A, E>) =>
-    effect.pipe(Effect.timeout("2 seconds"), Effect.as(true), Effect.orElseSucceed(() => false))
-  return handlers
-    .handle("config", () =>
-      Effect.succeed({
-        features: { tracking: true, contacts: true, signups: !config.disableSignups, billing, oauth: oauth.providers.length > 0 },
-        signupsEnabled: !config.disableSignups,
-        emailVerificationRequired: config.requireEmailVerification,
-        emailVerificationPossible: config.smtpUrl !== undefined,
-        oauthProviders: oauth.providers.map((provider) => provider.id),
-        billing,
-        trackingDefault: true,
-        delivery: { mode: deliveryMode(config), verifiedDomainRequired: requiresVerifiedDomain(config) },
-        version: "0.1.0"
-      }))
-    .handle("healthz", () => Effect.succeed({ status: "ok" as const }))
-    .handle("metrics", () =>
-      rendered(Effect.gen(function*() {
-        if (config.metricsPort !== undefined) return yield* ApiError.notFound("Metrics (served on METRICS_PORT)")
-        const request = yield* HttpServerRequest.HttpServerRequest
-        const access = metricsAllowed({
-          authorization: request.headers.authorization,
-          forwarded: FORWARDING_HEADERS.some((name) => request.headers[name] !== undefined),
-          peer: Option.getOrUndefined(request.remoteAddress)
-        })
-        if (access !== "allowed") {
-          return yield* new ApiError({
-            ...metricsRefusal[access],
-            ...(access === "unauthorized" ? { headers: { "www-authenticate": "Bearer" } } : {})
+export const SystemHandlers = HttpApiBuilder.group(
+  Api,
+  "system",
+  Effect.fnUntraced(function*(handlers) {
+    const sql = yield* SqlClient.SqlClient
+    const nats = yield* Nats
+    const config = yield* AppConfig
+    const oauth = yield* OAuth
+    const billing = (yield* StripeBilling).enabled !== undefined
+    const metricsAllowed = metricsAccess(config.metricsToken)
+    const probe = <A, E>(effect: Effect.Effect<A, E>) =>
+      effect.pipe(Effect.timeout("2 seconds"), Effect.as(true), Effect.orElseSucceed(() => false))
+    return handlers
+      .handle("config", () =>
+        Effect.succeed({
+          features: { tracking: true, contacts: true, signups: !config.disableSignups, billing, oauth: oauth.providers.length > 0 },
+          signupsEnabled: !config.disableSignups,
+          emailVerificationRequired: config.requireEmailVerification,
+          emailVerificationPossible: config.smtpUrl !== undefined,
+          oauthProviders: oauth.providers.map((provider) => provider.id),
+          billing,
+          trackingDefault: true,
+          delivery: { mode: deliveryMode(config), verifiedDomainRequired: requiresVerifiedDomain(config) },
+          version: "0.1.0"
+        }))
+      .handle("healthz", () => Effect.succeed({ status: "ok" as const }))
+      .handle("metrics", () =>
+        rendered(Effect.gen(function*() {
+          if (config.metricsPort !== undefined) return yield* ApiError.notFound("Metrics (served on METRICS_PORT)")
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const access = metricsAllowed({
+            authorization: request.headers.authorization,
+            forwarded: FORWARDING_HEADERS.some((name) => request.headers[name] !== undefined),
+            peer: Option.getOrUndefined(request.remoteAddress)
           })
-        }
-        return yield* Effect.promise(renderPrometheus)
-      })))
-    .handle("readyz", () =>
-      Effect.gen(function*() {
-        const [postgres, natsUp] = yield* Effect.all([
-          probe(sql`SELECT 1`),
-          // Connected, and JetStream can store: a full store (the account's storage limit reached) refuses
-          // every publish while the connection itself is fine; one that answers nothing times out here.
-          probe(Effect.tryPromise(async () => {
-            await nats.connection.flush()
-            const account = await nats.jsm.getAccountInfo()
-            if (account.limits.max_storage >= 0 && account.storage >= account.limits.max_storage) throw new Error("JetStream store full")
-          }))
-        ], { concurrency: 2 })
-        const ready = postgres && natsUp
-        // 503 when a dependency is down, so load balancers stop routing here.
-        return HttpServerResponse.jsonUnsafe(
-          { status: ready ? "ready" : "unavailable", postgres, nats: natsUp },
-          { status: ready ? 200 : 503 }
-        )
-      }))
-}))
+          if (access !== "allowed") {
+            return yield* new ApiError({
+              ...metricsRefusal[access],
+              ...(access === "unauthorized" ? { headers: { "www-authenticate": "Bearer" } } : {})
+            })
+          }
+          return yield* Effect.promise(renderPrometheus)
+        })))
+      .handle("readyz", () =>
+        Effect.gen(function*() {
+          const [postgres, natsUp] = yield* Effect.all([
+            probe(sql`SELECT 1`),
+            // Connected, and JetStream can store: a full store (the account's storage limit reached) refuses
+            // every publish while the connection itself is fine; one that answers nothing times out here.
+            probe(Effect.tryPromise(async () => {
+              await nats.connection.flush()
+              const account = await nats.jsm.getAccountInfo()
+              if (account.limits.max_storage >= 0 && account.storage >= account.limits.max_storage) throw new Error("JetStream store full")
+            }))
+          ], { concurrency: 2 })
+          const ready = postgres && natsUp
+          // 503 when a dependency is down, so load balancers stop routing here.
+          return HttpServerResponse.jsonUnsafe(
+            { status: ready ? "ready" : "unavailable", postgres, nats: natsUp },
+            { status: ready ? 200 : 503 }
+          )
+        }))
+  })
+)

@@ -74,82 +74,86 @@ const inputOf = (template: Template): TemplateInput => ({
   type: template.type
 })
 
-export const TemplatesHandlers = HttpApiBuilder.group(Api, "templates", Effect.fnUntraced(function*(handlers) {
-  const templates = yield* Templates
-  const workflows = yield* Workflows
-  const requireVerifiedDomain = yield* verifiedDomainRule
-  const preview = yield* makeTemplatePreview
+export const TemplatesHandlers = HttpApiBuilder.group(
+  Api,
+  "templates",
+  Effect.fnUntraced(function*(handlers) {
+    const templates = yield* Templates
+    const workflows = yield* Workflows
+    const requireVerifiedDomain = yield* verifiedDomainRule
+    const preview = yield* makeTemplatePreview
 
-  const find = Effect.fnUntraced(function*(id: string) {
-    const project = yield* CurrentProject
-    if (!isUuid(id)) return yield* notFound
-    return (yield* templates.get(project.id, id)) ?? (yield* notFound)
+    const find = Effect.fnUntraced(function*(id: string) {
+      const project = yield* CurrentProject
+      if (!isUuid(id)) return yield* notFound
+      return (yield* templates.get(project.id, id)) ?? (yield* notFound)
+    })
+
+    /** Validates the whole template, then that its sender domain is verified here (403 after 422). */
+    const validated = Effect.fnUntraced(function*(projectId: string, input: TemplateInput) {
+      const problems = checkTemplate(input)
+      if (problems.length > 0) return yield* ApiError.validation(problems)
+      yield* requireVerifiedDomain(projectId, input.from)
+      return input
+    })
+
+    return handlers
+      .handle("create", ({ payload }) =>
+        rendered(Effect.gen(function*() {
+          const project = yield* CurrentProject
+          // The reference's hand-validated fields: a missing one is its flat LegacyError 400.
+          const missing = (["name", "subject", "body", "from"] as const).filter((field) => !payload[field]?.trim())
+          if (missing.length > 0) {
+            return yield* new BareBadRequest({ message: `${missing.join(", ")} ${missing.length === 1 ? "is" : "are"} required` })
+          }
+          const input = yield* validated(project.id, merge(EMPTY, payload))
+          return yield* templates.create(project.id, input)
+        })))
+      .handle("list", ({ query }) =>
+        rendered(Effect.gen(function*() {
+          const project = yield* CurrentProject
+          const page = parsePositive(query.page, 1)
+          const pageSize = parsePositive(query.pageSize, 20, 100)
+          const type = TEMPLATE_TYPES.find((known) => known === query.type?.toUpperCase())
+          const sort = query.sort === "name" || query.sort === "updatedAt" ? query.sort : "createdAt"
+          const direction = query.dir?.toLowerCase() === "asc" ? "asc" : "desc"
+          const search = query.search?.trim() || undefined
+          const { data, total } = yield* templates.list(project.id, { page, pageSize, type, search, sort, direction })
+          return { data, page, pageSize, total, totalPages: Math.ceil(total / pageSize) }
+        })))
+      .handle("get", ({ params }) => rendered(find(params.id)))
+      .handle("update", ({ params, payload }) =>
+        rendered(Effect.gen(function*() {
+          const project = yield* CurrentProject
+          const template = yield* find(params.id)
+          const input = yield* validated(project.id, merge(inputOf(template), payload))
+          return (yield* templates.update(project.id, template.id, input)) ?? (yield* notFound)
+        })))
+      .handle("delete", ({ params }) =>
+        rendered(Effect.gen(function*() {
+          const project = yield* CurrentProject
+          const template = yield* find(params.id)
+          if (!(yield* templates.remove(project.id, template.id))) return yield* notFound
+          return { success: true as const }
+        })))
+      .handle("duplicate", ({ params }) =>
+        rendered(Effect.gen(function*() {
+          const project = yield* CurrentProject
+          const template = yield* find(params.id)
+          const copy = yield* templates.create(project.id, { ...inputOf(template), name: `${template.name} (Copy)`.slice(0, 255) })
+          return { id: copy.id }
+        })))
+      .handle("preview", ({ payload }) =>
+        rendered(Effect.gen(function*() {
+          const project = yield* CurrentProject
+          return yield* preview(project.id, payload)
+        })))
+      .handle("usage", ({ params }) =>
+        rendered(Effect.gen(function*() {
+          const template = yield* find(params.id)
+          const project = yield* CurrentProject
+          // Campaigns carry their own subject and body (the spec's Campaign has no template), so none uses one.
+          return { campaigns: [], workflows: templateUsage(yield* workflows.list(project.id), template.id) }
+        })))
   })
-
-  /** Validates the whole template, then that its sender domain is verified here (403 after 422). */
-  const validated = Effect.fnUntraced(function*(projectId: string, input: TemplateInput) {
-    const problems = checkTemplate(input)
-    if (problems.length > 0) return yield* ApiError.validation(problems)
-    yield* requireVerifiedDomain(projectId, input.from)
-    return input
-  })
-
-  return handlers
-    .handle("create", ({ payload }) =>
-      rendered(Effect.gen(function*() {
-        const project = yield* CurrentProject
-        // The reference's hand-validated fields: a missing one is its flat LegacyError 400.
-        const missing = (["name", "subject", "body", "from"] as const).filter((field) => !payload[field]?.trim())
-        if (missing.length > 0) {
-          return yield* new BareBadRequest({ message: `${missing.join(", ")} ${missing.length === 1 ? "is" : "are"} required` })
-        }
-        const input = yield* validated(project.id, merge(EMPTY, payload))
-        return yield* templates.create(project.id, input)
-      })))
-    .handle("list", ({ query }) =>
-      rendered(Effect.gen(function*() {
-        const project = yield* CurrentProject
-        const page = parsePositive(query.page, 1)
-        const pageSize = parsePositive(query.pageSize, 20, 100)
-        const type = TEMPLATE_TYPES.find((known) => known === query.type?.toUpperCase())
-        const sort = query.sort === "name" || query.sort === "updatedAt" ? query.sort : "createdAt"
-        const direction = query.dir?.toLowerCase() === "asc" ? "asc" : "desc"
-        const search = query.search?.trim() || undefined
-        const { data, total } = yield* templates.list(project.id, { page, pageSize, type, search, sort, direction })
-        return { data, page, pageSize, total, totalPages: Math.ceil(total / pageSize) }
-      })))
-    .handle("get", ({ params }) => rendered(find(params.id)))
-    .handle("update", ({ params, payload }) =>
-      rendered(Effect.gen(function*() {
-        const project = yield* CurrentProject
-        const template = yield* find(params.id)
-        const input = yield* validated(project.id, merge(inputOf(template), payload))
-        return (yield* templates.update(project.id, template.id, input)) ?? (yield* notFound)
-      })))
-    .handle("delete", ({ params }) =>
-      rendered(Effect.gen(function*() {
-        const project = yield* CurrentProject
-        const template = yield* find(params.id)
-        if (!(yield* templates.remove(project.id, template.id))) return yield* notFound
-        return { success: true as const }
-      })))
-    .handle("duplicate", ({ params }) =>
-      rendered(Effect.gen(function*() {
-        const project = yield* CurrentProject
-        const template = yield* find(params.id)
-        const copy = yield* templates.create(project.id, { ...inputOf(template), name: `${template.name} (Copy)`.slice(0, 255) })
-        return { id: copy.id }
-      })))
-    .handle("preview", ({ payload }) =>
-      rendered(Effect.gen(function*() {
-        const project = yield* CurrentProject
-        return yield* preview(project.id, payload)
-      })))
-    .handle("usage", ({ params }) =>
-      rendered(Effect.gen(function*() {
-        const template = yield* find(params.id)
-        const project = yield* CurrentProject
-        // Campaigns carry their own subject and body (the spec's Campaign has no template), so none uses one.
-        return { campaigns: [], workflows: templateUsage(yield* workflows.list(project.id), template.id) }
-      })))
-}))
+)

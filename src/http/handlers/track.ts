@@ -48,13 +48,14 @@ export const makeTrack = Effect.gen(function*() {
       `POST ${path}`,
       // The claim's operation id, the same for every attempt at one key: an attempt repeated after a
       // crash that followed the PubAck carries the event the actor already stored, and is dropped.
-      ({ operationId: eventId }) => Effect.gen(function*() {
-        const contact = yield* directory.resolve(project.id, email, payload.subscribed ?? true).pipe(Effect.orDie)
-        yield* publisher.publish(project.id, toTrackedEvent(payload, { eventId, contact, at: timestamp })).pipe(
-          Effect.catchTag("StreamUnavailable", () => Effect.fail(streamUnavailable))
-        )
-        return { success: true as const, data: { contact: contact.id, event: eventId, timestamp } }
-      })
+      ({ operationId: eventId }) =>
+        Effect.gen(function*() {
+          const contact = yield* directory.resolve(project.id, email, payload.subscribed ?? true).pipe(Effect.orDie)
+          yield* publisher.publish(project.id, toTrackedEvent(payload, { eventId, contact, at: timestamp })).pipe(
+            Effect.catchTag("StreamUnavailable", () => Effect.fail(streamUnavailable))
+          )
+          return { success: true as const, data: { contact: contact.id, event: eventId, timestamp } }
+        })
     )
   })
 })
@@ -84,18 +85,26 @@ export const makeTrackNow = Effect.gen(function*() {
     const contact = directory.cached(project.id, email) ??
       await runForValue(Effect.orDie(directory.resolve(project.id, email, subscribedIfNew)))
     await new Promise<void>((resolve, reject) =>
-      publisher.publishNow(project.id, [toTrackedEvent(payload, { eventId, contact, at: timestamp })], (error) =>
-        error === undefined ? resolve() : reject(streamUnavailable)))
+      publisher.publishNow(
+        project.id,
+        [toTrackedEvent(payload, { eventId, contact, at: timestamp })],
+        (error) => error === undefined ? resolve() : reject(streamUnavailable)
+      )
+    )
     return { success: true as const, data: { contact: contact.id, event: eventId, timestamp } }
   }
 })
 
-export const TrackHandlers = HttpApiBuilder.group(Api, "track", Effect.fnUntraced(function*(handlers) {
-  const track = yield* makeTrack
-  const trackBatch = yield* makeTrackBatch
+export const TrackHandlers = HttpApiBuilder.group(
+  Api,
+  "track",
+  Effect.fnUntraced(function*(handlers) {
+    const track = yield* makeTrack
+    const trackBatch = yield* makeTrackBatch
 
-  return handlers
-    .handle("track", (request) => rendered(track(request, "/v1/track")))
-    .handle("trackAlias", (request) => rendered(track(request, "/events/track")))
-    .handle("trackBatch", (request) => rendered(trackBatch(request)))
-}))
+    return handlers
+      .handle("track", (request) => rendered(track(request, "/v1/track")))
+      .handle("trackAlias", (request) => rendered(track(request, "/events/track")))
+      .handle("trackBatch", (request) => rendered(trackBatch(request)))
+  })
+)

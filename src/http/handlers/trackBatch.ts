@@ -35,10 +35,11 @@ const resolveContacts = (directory: ContactDirectory["Service"], projectId: stri
   const firsts = new Map<string, Valid>()
   for (const event of events) if (!firsts.has(event.email)) firsts.set(event.email, event)
   const emails = [...firsts.keys()]
-  return directory.resolveAll(projectId, emails.map((email) => ({ email, subscribedIfNew: firsts.get(email)!.payload.subscribed ?? true }))).pipe(
-    Effect.map((contacts) => new Map<string, ResolvedContact>(emails.map((email, index) => [email, contacts[index]!]))),
-    Effect.orDie
-  )
+  return directory.resolveAll(projectId, emails.map((email) => ({ email, subscribedIfNew: firsts.get(email)!.payload.subscribed ?? true })))
+    .pipe(
+      Effect.map((contacts) => new Map<string, ResolvedContact>(emails.map((email, index) => [email, contacts[index]!]))),
+      Effect.orDie
+    )
 }
 
 export const makeTrackBatch = Effect.gen(function*() {
@@ -66,31 +67,32 @@ export const makeTrackBatch = Effect.gen(function*() {
       "POST /v1/track/batch",
       // With a key, event ids derive from the claim's operation id (the same for every attempt at the
       // key) and the index, so a retried batch repeats its ids and the actor drops what it already stored.
-      ({ operationId, repeatable }) => Effect.gen(function*() {
-        // The auth middleware counted the request as one; each further accepted event counts too.
-        if (valid.length > 1) {
-          yield* enforceRateLimit(
-            yield* rateLimiter.check(project.id, valid.length - 1),
-            " (a batch counts one request per accepted event)"
+      ({ operationId, repeatable }) =>
+        Effect.gen(function*() {
+          // The auth middleware counted the request as one; each further accepted event counts too.
+          if (valid.length > 1) {
+            yield* enforceRateLimit(
+              yield* rateLimiter.check(project.id, valid.length - 1),
+              " (a batch counts one request per accepted event)"
+            )
+          }
+          const contacts = yield* resolveContacts(directory, project.id, valid)
+          // Without a key the batch is never attempted again: its ids need not be derivable, only unique.
+          const eventIdOf = repeatable ? derivedUuidv7 : indexedUuidv7
+          const announced = new Set<string>()
+          const events = valid.map(({ index, payload, email }) => {
+            const contact = contacts.get(email)!
+            // Only the contact's first event says the api created it (the actor then evaluates its segments).
+            const created = contact.created && !announced.has(email)
+            announced.add(email)
+            return toTrackedEvent(payload, { eventId: eventIdOf(operationId, index), contact: { id: contact.id, created }, at })
+          })
+          // In one flush, in batch order: each contact's events reach the stream in the order given.
+          yield* publisher.publishAll(project.id, events).pipe(
+            Effect.catchTag("StreamUnavailable", () => Effect.fail(streamUnavailable))
           )
-        }
-        const contacts = yield* resolveContacts(directory, project.id, valid)
-        // Without a key the batch is never attempted again: its ids need not be derivable, only unique.
-        const eventIdOf = repeatable ? derivedUuidv7 : indexedUuidv7
-        const announced = new Set<string>()
-        const events = valid.map(({ index, payload, email }) => {
-          const contact = contacts.get(email)!
-          // Only the contact's first event says the api created it (the actor then evaluates its segments).
-          const created = contact.created && !announced.has(email)
-          announced.add(email)
-          return toTrackedEvent(payload, { eventId: eventIdOf(operationId, index), contact: { id: contact.id, created }, at })
+          return { success: true as const, data: { accepted: valid.length, rejected } }
         })
-        // In one flush, in batch order: each contact's events reach the stream in the order given.
-        yield* publisher.publishAll(project.id, events).pipe(
-          Effect.catchTag("StreamUnavailable", () => Effect.fail(streamUnavailable))
-        )
-        return { success: true as const, data: { accepted: valid.length, rejected } }
-      })
     )
   })
 })

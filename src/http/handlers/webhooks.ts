@@ -8,7 +8,15 @@ import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { AppConfig, type AppConfigShape } from "../../config.ts"
 import { type Notification, Notifications } from "../../mail/Notifications.ts"
-import { isSnsUrl, parseSnsMessage, sesNotification, type SesReceived, sesReceived, topicRefusal, verifySnsMessage } from "../../mail/sns.ts"
+import {
+  isSnsUrl,
+  parseSnsMessage,
+  sesNotification,
+  type SesReceived,
+  sesReceived,
+  topicRefusal,
+  verifySnsMessage
+} from "../../mail/sns.ts"
 import { InboundMail } from "../../inbound/InboundMail.ts"
 import { parseInbound } from "../../inbound/message.ts"
 import { isValidEmail, normalizeEmail } from "../../domain/email.ts"
@@ -17,29 +25,33 @@ import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
 import { envelopeResponse, rendered, RequestState } from "../errors.ts"
 
-export const WebhooksHandlers = HttpApiBuilder.group(Api, "webhooks", Effect.fnUntraced(function*(handlers) {
-  const notifications = yield* Notifications
-  const relay = yield* OutboxRelay
-  return handlers.handle("generic", ({ payload }) =>
-    rendered(Effect.gen(function*() {
-      const project = yield* CurrentProject
-      const items = Array.isArray(payload) ? payload : [payload]
-      const counts = { applied: 0, duplicates: 0, unknown: 0 }
-      for (const item of items) {
-        const notification: Notification = item.type === "delivered"
-          ? { id: item.id, kind: "delivery", messageId: item.messageId }
-          : item.type === "complained"
-          ? { id: item.id, kind: "complaint", messageId: item.messageId }
-          : { id: item.id, kind: "bounce", messageId: item.messageId, bounceType: item.bounceType === "soft" ? "Transient" : "Permanent" }
-        const outcome = yield* notifications.apply("generic", notification, project.id)
-        if (outcome === "applied") counts.applied++
-        else if (outcome === "duplicate") counts.duplicates++
-        else counts.unknown++
-      }
-      yield* relay.wake
-      return { success: true as const, data: counts }
-    })))
-}))
+export const WebhooksHandlers = HttpApiBuilder.group(
+  Api,
+  "webhooks",
+  Effect.fnUntraced(function*(handlers) {
+    const notifications = yield* Notifications
+    const relay = yield* OutboxRelay
+    return handlers.handle("generic", ({ payload }) =>
+      rendered(Effect.gen(function*() {
+        const project = yield* CurrentProject
+        const items = Array.isArray(payload) ? payload : [payload]
+        const counts = { applied: 0, duplicates: 0, unknown: 0 }
+        for (const item of items) {
+          const notification: Notification = item.type === "delivered"
+            ? { id: item.id, kind: "delivery", messageId: item.messageId }
+            : item.type === "complained"
+            ? { id: item.id, kind: "complaint", messageId: item.messageId }
+            : { id: item.id, kind: "bounce", messageId: item.messageId, bounceType: item.bounceType === "soft" ? "Transient" : "Permanent" }
+          const outcome = yield* notifications.apply("generic", notification, project.id)
+          if (outcome === "applied") counts.applied++
+          else if (outcome === "duplicate") counts.duplicates++
+          else counts.unknown++
+        }
+        yield* relay.wake
+        return { success: true as const, data: counts }
+      })))
+  })
+)
 
 /** POST /webhooks/ses: SNS notifications carrying SES bounce, complaint and delivery notifications. */
 export const SesWebhookRoute = HttpRouter.use((router) =>

@@ -25,8 +25,10 @@ const recordResponse = HttpClient.tap((response) =>
 )
 
 const withProjectHeader = HttpClient.mapRequestEffect((request: HttpClientRequest.HttpClientRequest) =>
-  Effect.map(Effect.service(ProjectOfCall), (projectId) =>
-    projectId === undefined ? request : HttpClientRequest.setHeader(request, "x-project-id", projectId))
+  Effect.map(
+    Effect.service(ProjectOfCall),
+    (projectId) => projectId === undefined ? request : HttpClientRequest.setHeader(request, "x-project-id", projectId)
+  )
 )
 
 export type CallApi = <A>(
@@ -62,7 +64,9 @@ export const makeCallApi = (baseUrl?: string): CallApi => {
         const key = `${group}.${name}`
         let method = endpoints.get(key)
         if (method === undefined) {
-          method = Effect.runSync(HttpApiClient.endpoint(Api, { group: group as never, endpoint: name as never, httpClient: http, baseUrl }))
+          method = Effect.runSync(
+            HttpApiClient.endpoint(Api, { group: group as never, endpoint: name as never, httpClient: http, baseUrl })
+          )
           endpoints.set(key, method)
         }
         return method

@@ -151,7 +151,9 @@ export const toApiFailure = (error: unknown, seen: ResponseSeen): Effect.Effect<
     )
   }
   if (isLegacy(error)) {
-    return Effect.succeed(new ApiFailure({ message: error.error, code: "BAD_REQUEST", status: seen.status ?? 400, requestId: seen.requestId }))
+    return Effect.succeed(
+      new ApiFailure({ message: error.error, code: "BAD_REQUEST", status: seen.status ?? 400, requestId: seen.requestId })
+    )
   }
   if (HttpClientError.isHttpClientError(error)) {
     if (error.response !== undefined) return fromResponse(error, seen)
@@ -159,12 +161,14 @@ export const toApiFailure = (error: unknown, seen: ResponseSeen): Effect.Effect<
   }
   // Before any response, a schema failure is the request's own (encoding it); after one, the answer's.
   if (Schema.isSchemaError(error)) return Effect.succeed(seen.status === null ? requestInvalid(error.issue) : contractMismatch(seen))
-  return Effect.succeed(new ApiFailure({
-    message: error instanceof Error ? error.message : "Something went wrong in this page",
-    code: "CLIENT_ERROR",
-    status: seen.status ?? 0,
-    requestId: seen.requestId
-  }))
+  return Effect.succeed(
+    new ApiFailure({
+      message: error instanceof Error ? error.message : "Something went wrong in this page",
+      code: "CLIENT_ERROR",
+      status: seen.status ?? 0,
+      requestId: seen.requestId
+    })
+  )
 }
 
 /** The failure of a cause: its first failure, else its first defect (interruptions stay interruptions). */

@@ -11,7 +11,7 @@ import type { Effect } from "effect"
 
 export const accountKey = (...key: ReadonlyArray<string>) => ["account", ...key]
 
-export const useAccountQuery = <A,>(key: ReadonlyArray<string>, call: (client: ApiClient) => Effect.Effect<A, unknown>) =>
+export const useAccountQuery = <A>(key: ReadonlyArray<string>, call: (client: ApiClient) => Effect.Effect<A, unknown>) =>
   useQuery<A, ApiFailure>({
     queryKey: accountKey(...key),
     queryFn: ({ signal }) => callApi(undefined, call, signal),
@@ -36,8 +36,7 @@ export const useCurrentProject = () => {
 /** The pages a visitor without a session may see: sign-in and the other account pages. */
 const ACCOUNT_ROOTS = DASHBOARD_ROOTS.filter((root) => root !== "/p")
 
-export const isAccountPage = (pathname: string) =>
-  ACCOUNT_ROOTS.some((root) => pathname === root || pathname.startsWith(`${root}/`))
+export const isAccountPage = (pathname: string) => ACCOUNT_ROOTS.some((root) => pathname === root || pathname.startsWith(`${root}/`))
 
 /** Where to go after signing in: a path of this app only (never another site). */
 export const safeNext = (next: string | null): string =>

@@ -13,7 +13,9 @@ export const countsOf = (job: typeof Job.Type): string => {
   const { processed, total, created, updated, skipped, failed } = job.progress
   const n = (value: number) => value.toLocaleString()
   if (job.type === "import") {
-    return `${n(processed)} of ${countOf(total, "row")} · ${n(created)} created · ${n(updated)} updated · ${n(skipped)} skipped · ${n(failed)} failed`
+    return `${n(processed)} of ${countOf(total, "row")} · ${n(created)} created · ${n(updated)} updated · ${n(skipped)} skipped · ${
+      n(failed)
+    } failed`
   }
   return [
     `${n(processed)} of ${countOf(total, "contact")}`,

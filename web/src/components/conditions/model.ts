@@ -97,7 +97,12 @@ export const valueTypeOf = (filter: Filter, fieldTypes: ReadonlyMap<string, stri
 /** The operator's value when it changes: keeps what still fits, else a fresh default. */
 /** Operators that take no value: the field (or event, or segment) alone says it. */
 export const VALUELESS_OPERATORS: ReadonlySet<Operator> = new Set([
-  "exists", "notExists", "triggered", "notTriggered", "memberOfSegment", "notMemberOfSegment"
+  "exists",
+  "notExists",
+  "triggered",
+  "notTriggered",
+  "memberOfSegment",
+  "notMemberOfSegment"
 ])
 
 export const withOperator = (filter: Filter, operator: Operator): Filter => {

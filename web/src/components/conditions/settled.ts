@@ -1,7 +1,7 @@
 /** A value that follows its input once the input has been still for `ms` (compared by JSON: trees are rebuilt on every edit). */
 import { useEffect, useState } from "react"
 
-export const useSettled = <A,>(value: A, ms: number): A => {
+export const useSettled = <A>(value: A, ms: number): A => {
   const [settled, setSettled] = useState(value)
   const key = JSON.stringify(value)
   useEffect(() => {

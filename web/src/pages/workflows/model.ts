@@ -12,7 +12,15 @@ export type ExecutionData = typeof ListedExecution.Type
 export type StepType = Step["type"]
 
 /** The types a user adds (TRIGGER comes with the workflow). */
-export const ADDABLE_TYPES = ["SEND_EMAIL", "DELAY", "WAIT_FOR_EVENT", "CONDITION", "WEBHOOK", "UPDATE_CONTACT", "EXIT"] as const satisfies ReadonlyArray<StepType>
+export const ADDABLE_TYPES = [
+  "SEND_EMAIL",
+  "DELAY",
+  "WAIT_FOR_EVENT",
+  "CONDITION",
+  "WEBHOOK",
+  "UPDATE_CONTACT",
+  "EXIT"
+] as const satisfies ReadonlyArray<StepType>
 
 export const TYPE_LABELS: Record<StepType, string> = {
   TRIGGER: "Trigger",
@@ -51,13 +59,27 @@ export const outletsOf = (type: StepType): ReadonlyArray<Outlet> => {
 export const outletOf = (transition: Transition): string => transition.branch ?? transition.waitOutcome ?? "next"
 
 export const outletLabel = (transition: Transition): string | undefined =>
-  transition.branch === "yes" ? "yes" : transition.branch === "no" ? "no" : transition.waitOutcome === "EVENT" ? "event" : transition.waitOutcome === "TIMEOUT" ? "timeout" : undefined
+  transition.branch === "yes"
+    ? "yes"
+    : transition.branch === "no"
+    ? "no"
+    : transition.waitOutcome === "EVENT"
+    ? "event"
+    : transition.waitOutcome === "TIMEOUT"
+    ? "timeout"
+    : undefined
 
 const text = (value: unknown) => (typeof value === "string" ? value : value === undefined || value === null ? "" : JSON.stringify(value))
 
 /** A duration in seconds as words: 90 → "1.5 minutes". */
 export const secondsAsWords = (seconds: number): string => {
-  const [amount, unit] = seconds % 86_400 === 0 ? [seconds / 86_400, "day"] : seconds % 3_600 === 0 ? [seconds / 3_600, "hour"] : seconds >= 60 ? [seconds / 60, "minute"] : [seconds, "second"]
+  const [amount, unit] = seconds % 86_400 === 0
+    ? [seconds / 86_400, "day"]
+    : seconds % 3_600 === 0
+    ? [seconds / 3_600, "hour"]
+    : seconds >= 60
+    ? [seconds / 60, "minute"]
+    : [seconds, "second"]
   return `${Number(amount.toFixed(2))} ${unit}${amount === 1 ? "" : "s"}`
 }
 
@@ -79,7 +101,9 @@ export const summary = (step: Step, templates: ReadonlyMap<string, string>, even
     case "DELAY":
       return amountOf(config.amount, text(config.unit))
     case "WAIT_FOR_EVENT":
-      return typeof config.timeout === "number" ? `${text(config.eventName)}, up to ${secondsAsWords(config.timeout)}` : text(config.eventName)
+      return typeof config.timeout === "number"
+        ? `${text(config.eventName)}, up to ${secondsAsWords(config.timeout)}`
+        : text(config.eventName)
     case "CONDITION": {
       if (config.condition !== undefined) {
         const tree = config.condition as { logic?: string; groups?: ReadonlyArray<{ filters?: ReadonlyArray<unknown> }> }
@@ -93,7 +117,9 @@ export const summary = (step: Step, templates: ReadonlyMap<string, string>, even
     case "UPDATE_CONTACT": {
       const updates = Object.keys((config.updates ?? config.data ?? {}) as object)
       const action = text(config.subscriptionAction)
-      return [updates.length > 0 ? `set ${updates.join(", ")}` : "", action && action !== "none" ? action : ""].filter(Boolean).join("; ") || "No changes"
+      return [updates.length > 0 ? `set ${updates.join(", ")}` : "", action && action !== "none" ? action : ""].filter(Boolean).join(
+        "; "
+      ) || "No changes"
     }
     case "EXIT":
       return text(config.reason) || "End"
@@ -103,7 +129,9 @@ export const summary = (step: Step, templates: ReadonlyMap<string, string>, even
 const describeFilter = (filter: unknown): string => {
   if (typeof filter !== "object" || filter === null) return ""
   const { field, operator, value, unit } = filter as Record<string, unknown>
-  return [text(field), text(operator), value === undefined ? "" : text(value), unit === undefined ? "" : text(unit)].filter(Boolean).join(" ")
+  return [text(field), text(operator), value === undefined ? "" : text(value), unit === undefined ? "" : text(unit)].filter(Boolean).join(
+    " "
+  )
 }
 
 export const COLUMN = 260
@@ -134,14 +162,26 @@ export const layout = (workflow: WorkflowData): Map<string, { x: number; y: numb
   }
   const positions = new Map<string, { x: number; y: number }>()
   for (const [level, steps] of rows) {
-    steps.forEach((step, index) => positions.set(step.id, step.position ?? { x: (index - (steps.length - 1) / 2) * COLUMN, y: level * ROW }))
+    steps.forEach((step, index) =>
+      positions.set(step.id, step.position ?? { x: (index - (steps.length - 1) / 2) * COLUMN, y: level * ROW })
+    )
   }
   return positions
 }
 
-export const EXECUTION_STATUSES = ["RUNNING", "WAITING", "COMPLETED", "EXITED", "FAILED", "CANCELLED"] as const satisfies ReadonlyArray<ExecutionData["status"]>
+export const EXECUTION_STATUSES = ["RUNNING", "WAITING", "COMPLETED", "EXITED", "FAILED", "CANCELLED"] as const satisfies ReadonlyArray<
+  ExecutionData["status"]
+>
 
 export const isActive = (status: string) => status === "RUNNING" || status === "WAITING"
 
 export const statusTone = (status: string): "slate" | "green" | "amber" | "red" | "indigo" =>
-  status === "COMPLETED" ? "green" : status === "FAILED" ? "red" : status === "RUNNING" || status === "WAITING" || status === "SCHEDULED" ? "indigo" : status === "CANCELLED" ? "amber" : "slate"
+  status === "COMPLETED"
+    ? "green"
+    : status === "FAILED"
+    ? "red"
+    : status === "RUNNING" || status === "WAITING" || status === "SCHEDULED"
+    ? "indigo"
+    : status === "CANCELLED"
+    ? "amber"
+    : "slate"
