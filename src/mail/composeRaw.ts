@@ -35,9 +35,9 @@ export type ComposeReply =
   | { readonly id: number; readonly raw: Buffer | Uint8Array; readonly envelope: Envelope; readonly error?: undefined }
   | { readonly id: number; readonly error: string }
 
-/** The message with its text/plain alternative when asked for and the HTML has text. */
+/** The message with its text/plain alternative when asked for, the HTML has text and the message none yet. */
 const completed = (message: Mail.Options, options: ComposeOptions): Mail.Options => {
-  if (!options.textFromHtml || typeof message.html !== "string") return message
+  if (!options.textFromHtml || typeof message.html !== "string" || message.text !== undefined) return message
   const text = htmlToPlainText(message.html)
   return text === "" ? message : { ...message, text }
 }
