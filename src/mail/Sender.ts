@@ -16,13 +16,12 @@
  * caps) or cannot be composed is FAILED with the reason, and the project's queue moves on.
  */
 import { Cause, Duration, Effect, Exit } from "effect"
-import { createPrivateKey, type KeyObject } from "node:crypto"
+import { createPrivateKey } from "node:crypto"
 import { SqlClient } from "effect/sql"
-import type Mail from "nodemailer/lib/mailer"
 import { AppConfig } from "../config.ts"
 import { type Attachment, type EmailContent, type EmailRow, emailEventData, summaryColumns, toEmailRecord } from "../store/Emails.ts"
 import { completeCampaigns } from "../store/Campaigns.ts"
-import { Domains, type SigningKey } from "../store/Domains.ts"
+import { Domains } from "../store/Domains.ts"
 import type { PersistenceError } from "../store/PersistenceError.ts"
 import { Projects } from "../store/Projects.ts"
 import { HELD_MARKETING_SQL } from "../store/ProjectHealth.ts"
@@ -32,10 +31,10 @@ import { isolateRow, reasonOf, storableReason } from "../lib/isolation.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import { MailMetrics } from "./metrics.ts"
 import { requiresVerifiedDomain } from "../domain/delivery.ts"
-import { htmlToPlainText } from "./plainText.ts"
 import { capExceeded, htmlTooLarge } from "./prepare.ts"
 import { TokenBucket } from "./throttle.ts"
-import { DKIM_SIGNED_HEADERS, MailTransport, SendFailure } from "./Transport.ts"
+import { composeMessage, type ParsedSigningKey } from "./composeMessage.ts"
+import { MailTransport, SendFailure } from "./Transport.ts"
 
 /** Rows claimed per round (and sent concurrently). */
 const CLAIM_BATCH = 64
@@ -63,51 +62,6 @@ interface ClaimedRow extends EmailRow {
 interface ProjectLoop {
   dirty: boolean
   bucket: TokenBucket | undefined
-}
-
-/** A verified domain's signing key, its private key parsed. */
-export interface ParsedSigningKey extends Omit<SigningKey, "privateKey"> {
-  readonly privateKey: KeyObject
-}
-
-/**
- * The message as handed to nodemailer: the HTML with its text/plain alternative (made here, from the
- * HTML as stored, links tracked; none when the HTML has no text), DKIM-signed with the domain's key
- * when there is one (under local delivery an unverified domain has none: the message is not signed).
- */
-export const composeMessage = (
-  row: Pick<EmailRow, "from_name" | "from_email" | "to_name" | "to_email" | "reply_to" | "message_id">,
-  content: EmailContent,
-  key: ParsedSigningKey | undefined
-): Mail.Options => {
-  const text = htmlToPlainText(content.html)
-  return {
-    from: row.from_name ? { name: row.from_name, address: row.from_email } : row.from_email,
-    to: row.to_name ? { name: row.to_name, address: row.to_email } : row.to_email,
-    ...(row.reply_to ? { replyTo: row.reply_to } : {}),
-    subject: content.subject,
-    ...(text === "" ? {} : { text }),
-    html: content.html,
-    messageId: `<${row.message_id}>`,
-    headers: content.headers,
-    attachments: content.attachments.map((attachment) => ({
-      filename: attachment.filename,
-      content: attachment.content,
-      encoding: "base64",
-      ...(attachment.contentType ? { contentType: attachment.contentType } : {}),
-      // With a cid nodemailer puts the part in multipart/related beside the HTML, under that Content-ID.
-      ...(attachment.contentId ? { cid: attachment.contentId, contentDisposition: attachment.disposition ?? "inline" } : {})
-    })),
-    ...(key === undefined ? {} : {
-      dkim: {
-        domainName: key.domain,
-        keySelector: key.selector,
-        // nodemailer hands the key to crypto's sign(), which takes a KeyObject; its types say string.
-        privateKey: key.privateKey as unknown as string,
-        headerFieldNames: DKIM_SIGNED_HEADERS
-      }
-    })
-  }
 }
 
 export const makeSender = (options: {
@@ -303,9 +257,9 @@ export const makeSender = (options: {
         const key = yield* signingKeyOf(row.project_id, row.from_email)
         // Local delivery (the file outbox) writes what an unverified domain sends, unsigned; a relay gets signed mail only.
         if (!key && domainRequired) return yield* failed(row, `the sender domain of ${row.from_email} is not verified`)
-        const message = composeMessage(row, content, key)
+        const message = composeMessage(row, content, key, "by the composer")
         const outcome = yield* Effect.promise(() =>
-          transport.send(message).then(
+          transport.send(message, { textFromHtml: true }).then(
             () => undefined,
             (error: unknown) => error instanceof SendFailure ? error : new SendFailure(String(error), false)
           )

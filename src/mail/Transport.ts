@@ -11,6 +11,7 @@ import nodemailer from "nodemailer"
 import type Mail from "nodemailer/lib/mailer"
 import { AppConfig } from "../config.ts"
 import { makeComposePool } from "./composePool.ts"
+import type { ComposeOptions } from "./composeRaw.ts"
 
 /** Headers the DKIM signature covers: nodemailer's defaults plus RFC 8058's List-Unsubscribe-Post. */
 export const DKIM_SIGNED_HEADERS = [
@@ -49,7 +50,7 @@ const classify = (error: unknown): SendFailure => {
 export class MailTransport extends Context.Service<MailTransport, {
   readonly kind: "smtp" | "file"
   /** Resolves with the relay's reply; fails with a SendFailure saying whether to retry. */
-  readonly send: (message: Mail.Options) => Promise<string>
+  readonly send: (message: Mail.Options, options?: ComposeOptions) => Promise<string>
 }>()("app/mail/MailTransport") {
   static readonly layer = Layer.effect(
     MailTransport,
@@ -74,11 +75,12 @@ export class MailTransport extends Context.Service<MailTransport, {
         )
         return MailTransport.of({
           kind: "smtp",
-          send: (message) =>
-            pool.compose(message).then(({ raw, envelope }) => transport.sendMail({ envelope: envelope as Mail.Envelope, raw })).then(
-              (info) => String(info.response ?? "accepted"),
-              (error) => Promise.reject(classify(error))
-            )
+          send: (message, options) =>
+            pool.compose(message, options).then(({ raw, envelope }) => transport.sendMail({ envelope: envelope as Mail.Envelope, raw }))
+              .then(
+                (info) => String(info.response ?? "accepted"),
+                (error) => Promise.reject(classify(error))
+              )
         })
       }
       const directory = config.outboxDir
@@ -87,9 +89,9 @@ export class MailTransport extends Context.Service<MailTransport, {
       yield* Effect.logInfo("no SMTP_URL: mail is written to the file outbox", { directory })
       return MailTransport.of({
         kind: "file",
-        send: async (message) => {
+        send: async (message, options) => {
           try {
-            const { raw, envelope } = await pool.compose(message)
+            const { raw, envelope } = await pool.compose(message, options)
             const info = await transport.sendMail({ envelope: envelope as Mail.Envelope, raw })
             const name = String(message.messageId ?? Date.now()).replace(/^<|>$/g, "").replace(/[^A-Za-z0-9@._-]/g, "_")
             await writeFile(join(directory, `${name}.eml`), info.message as Buffer)

@@ -15,7 +15,7 @@ import { dirname, join } from "node:path"
 import { pathToFileURL } from "node:url"
 import { Worker } from "node:worker_threads"
 import type Mail from "nodemailer/lib/mailer"
-import { type Composed, composeRaw, type ComposeReply, type ComposeRequest } from "./composeRaw.ts"
+import { type Composed, type ComposeOptions, composeRaw, type ComposeReply, type ComposeRequest } from "./composeRaw.ts"
 import { COMPILED, MAIN_ENTRY } from "../lib/installation.ts"
 
 /** Threads stop after this long without a message. */
@@ -47,14 +47,14 @@ interface Thread {
 
 export interface ComposePool {
   /** The message's bytes, composed and (when it has a `dkim` key) signed; rejects when it cannot be composed. */
-  readonly compose: (message: Mail.Options) => Promise<Composed>
+  readonly compose: (message: Mail.Options, options?: ComposeOptions) => Promise<Composed>
   /** Threads running now (0 when idle). */
   readonly threads: () => number
 }
 
 const composeInline = (): ComposePool => {
   const transport = nodemailer.createTransport({ streamTransport: true, buffer: true })
-  return { compose: (message) => composeRaw(transport, message), threads: () => 0 }
+  return { compose: (message, options) => composeRaw(transport, message, options), threads: () => 0 }
 }
 
 /** A pool of `threads` threads (0: on the event loop), closed with the scope; threads stop after `idleMs` without work. */
@@ -115,14 +115,14 @@ const startPool = (size: number, idleMs: number): ComposePool & { readonly close
   }
 
   return {
-    compose: (message) =>
+    compose: (message, options = {}) =>
       new Promise<Composed>((resolve, reject) => {
         if (closed) return reject(new Error("the compose pool is closed"))
         const thread = pick()
         const id = nextId++
         thread.pending.set(id, { resolve, reject })
         try {
-          thread.worker.postMessage({ id, message } satisfies ComposeRequest)
+          thread.worker.postMessage({ id, message, options } satisfies ComposeRequest)
         } catch (error) {
           thread.pending.delete(id)
           reject(error instanceof Error ? error : new Error(String(error)))

@@ -4,6 +4,7 @@
  */
 import type { Transporter } from "nodemailer"
 import type Mail from "nodemailer/lib/mailer"
+import { htmlToPlainText } from "./plainText.ts"
 
 export interface Envelope {
   readonly from: string | false
@@ -16,17 +17,36 @@ export interface Composed {
   readonly envelope: Envelope
 }
 
+export interface ComposeOptions {
+  /**
+   * Make the text/plain alternative from the message's HTML here (none when the HTML has no text), so
+   * the conversion runs in the compose thread rather than on the sender's event loop.
+   */
+  readonly textFromHtml?: boolean
+}
+
 export interface ComposeRequest {
   readonly id: number
   readonly message: Mail.Options
+  readonly options: ComposeOptions
 }
 
 export type ComposeReply =
   | { readonly id: number; readonly raw: Buffer | Uint8Array; readonly envelope: Envelope; readonly error?: undefined }
   | { readonly id: number; readonly error: string }
 
+/** The message with its text/plain alternative when asked for, the HTML has text and the message none yet. */
+const completed = (message: Mail.Options, options: ComposeOptions): Mail.Options => {
+  if (!options.textFromHtml || typeof message.html !== "string" || message.text !== undefined) return message
+  const text = htmlToPlainText(message.html)
+  return text === "" ? message : { ...message, text }
+}
+
 /** Composes through a buffering stream transport (`streamTransport: true, buffer: true`, no newline option). */
-export const composeRaw = async (transport: Transporter, message: Mail.Options): Promise<Composed> => {
-  const info = await transport.sendMail(message) as unknown as { message: Buffer; envelope: { from: string | false; to: Array<string> } }
+export const composeRaw = async (transport: Transporter, message: Mail.Options, options: ComposeOptions = {}): Promise<Composed> => {
+  const info = await transport.sendMail(completed(message, options)) as unknown as {
+    message: Buffer
+    envelope: { from: string | false; to: Array<string> }
+  }
   return { raw: info.message, envelope: { from: info.envelope.from, to: info.envelope.to } }
 }

@@ -1,7 +1,7 @@
 /**
  * A thread of the compose pool (src/mail/composePool.ts): builds each message it is handed (nodemailer's
  * MIME composer) and DKIM-signs it (nodemailer's signer, RSA in this thread), exactly as nodemailer does
- * on its way to a relay, and answers with the message's bytes (CRLF line breaks) and its envelope.
+ * on its way to a relay (its text/plain alternative made from the HTML first when asked), and answers with the message's bytes (CRLF line breaks) and its envelope.
  */
 import nodemailer from "nodemailer"
 import { parentPort } from "node:worker_threads"
@@ -14,7 +14,7 @@ const failed = (id: number, error: unknown) =>
   port.postMessage({ id, error: error instanceof Error ? error.message : String(error) } satisfies ComposeReply)
 
 port.on("message", (request: ComposeRequest) => {
-  composeRaw(transport, request.message).then(
+  composeRaw(transport, request.message, request.options).then(
     ({ raw, envelope }) => {
       // The bytes move to the caller's thread without a second copy; a slice of Node's shared buffer
       // pool cannot be transferred, so small messages get an ArrayBuffer of their own first.

@@ -7,8 +7,8 @@
 import { compile } from "html-to-text"
 
 /**
- * HTML past either bound gets no text part. The conversion runs on the sender's event loop and costs
- * about 10 µs of CPU per tag (measured on the 2-core development machine): these bounds keep one
+ * HTML past either bound gets no text part. The conversion runs in a compose thread (src/mail/composeRaw.ts)
+ * and costs about 10 µs of CPU per tag (measured on the 2-core development machine): these bounds keep one
  * message under about 50 ms, far above real mail (a 16 KB newsletter has a few hundred tags and takes
  * 0.5 ms; Gmail clips HTML past ~100 KB), while a 5 MB body of tiny elements would take seconds.
  */

@@ -1,11 +1,11 @@
 /**
  * A stored email as a message file: composed from the stored content by the sender's own composer
- * (src/mail/Sender.ts), dated when it was sent, without the DKIM signature the sender adds on the way
+ * (src/mail/composeMessage.ts), dated when it was sent, without the DKIM signature the sender adds on the way
  * to the relay. What the Emails page shows and downloads.
  */
 import MailComposer from "nodemailer/lib/mail-composer"
 import type { EmailContent, EmailRow } from "../store/Emails.ts"
-import { composeMessage } from "./Sender.ts"
+import { composeMessage } from "./composeMessage.ts"
 
 type Addressing = Pick<EmailRow, "from_name" | "from_email" | "to_name" | "to_email" | "reply_to" | "message_id">
 

@@ -1,7 +1,8 @@
 /**
  * The compose pool (src/mail/composePool.ts): mail composed and DKIM-signed in worker threads verifies
  * with mailauth like mail signed on the event loop, concurrent messages come back to their own callers,
- * the threads start on the first message, and closing the pool stops them.
+ * the threads start on the first message, closing the pool stops them, and the text/plain alternative is
+ * made from the HTML in the thread when asked.
  */
 import { Effect, Exit, Scope } from "effect"
 import { authenticate } from "mailauth"
@@ -97,5 +98,25 @@ describe("the compose pool", () => {
       await expect(pool.compose({ ...message(3, privateKey), attachments: [{ path: "/nonexistent/file" }] })).rejects.toThrow()
       expect(await dkimResults((await pool.compose(message(4, privateKey))).raw)).toEqual(["pass"])
     })
+  })
+
+  it("makes the text/plain alternative from the HTML when asked, in a thread and on the event loop alike", async () => {
+    for (const threads of [1, 0]) {
+      await withPool(threads, async (pool) => {
+        // No text part, and no attachment (a .txt one is text/plain too).
+        const { text: _, attachments: __, ...htmlOnly } = message(7, privateKey)
+        const html = { ...htmlOnly, html: '<p>Please <a href="https://acme.test/r">reset</a>.</p>' }
+        const made = (await pool.compose(html, { textFromHtml: true })).raw.toString("utf8")
+        expect(made).toMatch(/text\/plain[\s\S]*Please reset \[https:\/\/acme\.test\/r\]\.[\s\S]*text\/html/)
+        expect(await dkimResults(Buffer.from(made))).toEqual(["pass"])
+        // Not asked: HTML only. Asked, with no text in the HTML, or with a text of the caller's: no other.
+        expect((await pool.compose(html)).raw.toString("utf8")).not.toContain("text/plain")
+        const image = { ...htmlOnly, html: '<img src="https://acme.test/p.png">' }
+        expect((await pool.compose(image, { textFromHtml: true })).raw.toString("utf8")).not.toContain("text/plain")
+        const own = (await pool.compose({ ...html, text: "Mine" }, { textFromHtml: true })).raw.toString("utf8")
+        expect(own).toContain("Mine")
+        expect(own).not.toContain("Please reset")
+      })
+    }
   })
 })
