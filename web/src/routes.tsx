@@ -63,10 +63,7 @@ export const router = createBrowserRouter([
       { path: "campaigns", ...page(() => import("./pages/Campaigns.tsx"), (module) => module.CampaignsPage) },
       { path: "campaigns/new", ...page(() => import("./pages/campaign/CampaignEditor.tsx"), (module) => module.NewCampaignPage) },
       { path: "campaigns/:campaignId", ...page(() => import("./pages/Campaigns.tsx"), (module) => module.CampaignPage) },
-      {
-        path: "campaigns/:campaignId/edit",
-        ...page(() => import("./pages/campaign/CampaignEditor.tsx"), (module) => module.EditCampaignPage)
-      },
+      { path: "campaigns/:campaignId/edit", ...page(() => import("./pages/campaign/CampaignEditor.tsx"), (module) => module.EditCampaignPage) },
       { path: "workflows", ...page(() => import("./pages/Workflows.tsx"), (module) => module.WorkflowsPage) },
       // The graph editor brings @xyflow/react.
       { path: "workflows/:workflowId", ...page(() => import("./pages/workflows/Workflow.tsx"), (module) => module.WorkflowPage) },
@@ -78,10 +75,7 @@ export const router = createBrowserRouter([
       { path: "analytics", ...page(() => import("./pages/Analytics.tsx"), (module) => module.AnalyticsPage) },
       { path: "domains", ...page(() => import("./pages/Domains.tsx"), (module) => module.DomainsPage) },
       { path: "destinations", ...page(() => import("./pages/Destinations.tsx"), (module) => module.DestinationsPage) },
-      {
-        path: "destinations/:destinationId",
-        ...page(() => import("./pages/destinations/Destination.tsx"), (module) => module.DestinationPage)
-      },
+      { path: "destinations/:destinationId", ...page(() => import("./pages/destinations/Destination.tsx"), (module) => module.DestinationPage) },
       {
         path: "settings",
         element: <SettingsLayout />,

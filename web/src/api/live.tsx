@@ -89,10 +89,9 @@ export const useLiveEvents = (filter: (event: LiveEvent) => boolean, onEvent: (e
   const live = useContext(LiveContext)
   const latest = useRef({ filter, onEvent })
   latest.current = { filter, onEvent }
-  useEffect(() =>
-    live?.subscribe((event) => {
-      if (event.type === "resync" || latest.current.filter(event)) latest.current.onEvent(event)
-    }), [live])
+  useEffect(() => live?.subscribe((event) => {
+    if (event.type === "resync" || latest.current.filter(event)) latest.current.onEvent(event)
+  }), [live])
 }
 
 /**

@@ -101,9 +101,7 @@ export function CodeEditor({ value, onChange, label, insertRef, errorId }: {
     <div
       ref={host}
       data-testid="code-editor"
-      className={`overflow-hidden rounded-md border ${
-        errorId === undefined ? "border-slate-300" : "border-red-500"
-      } shadow-sm focus-within:border-indigo-500 focus-within:ring-2 focus-within:ring-indigo-500/30`}
+      className={`overflow-hidden rounded-md border ${errorId === undefined ? "border-slate-300" : "border-red-500"} shadow-sm focus-within:border-indigo-500 focus-within:ring-2 focus-within:ring-indigo-500/30`}
     />
   )
 }

@@ -60,13 +60,7 @@ export function Confirm({
         {typed !== undefined && (
           <label className="mt-4 block text-sm text-slate-700">
             Type <strong className="font-mono">{typed}</strong> to confirm
-            <input
-              className="input mt-1 font-mono"
-              value={text}
-              onChange={(event) => setText(event.target.value)}
-              autoComplete="off"
-              spellCheck={false}
-            />
+            <input className="input mt-1 font-mono" value={text} onChange={(event) => setText(event.target.value)} autoComplete="off" spellCheck={false} />
           </label>
         )}
         <div className="mt-6 flex justify-end gap-2">

@@ -9,12 +9,7 @@ export function CopyButton({ value, label }: { readonly value: string; readonly 
     setTimeout(() => setCopied(false), 1500)
   }
   return (
-    <button
-      type="button"
-      onClick={() => void copy()}
-      className="btn-secondary shrink-0 px-2 py-1 text-xs"
-      aria-label={`Copy ${label}`}
-    >
+    <button type="button" onClick={() => void copy()} className="btn-secondary shrink-0 px-2 py-1 text-xs" aria-label={`Copy ${label}`}>
       <span aria-live="polite">{copied ? "Copied" : "Copy"}</span>
     </button>
   )

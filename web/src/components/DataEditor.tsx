@@ -19,13 +19,7 @@ interface Row {
 
 /** The type a stored value is edited and shown as: ISO 8601 strings are dates. */
 export const valueTypeOf = (value: unknown): string =>
-  typeof value === "string" && ISO_DATE.test(value) && !Number.isNaN(Date.parse(value))
-    ? "date"
-    : value === null
-    ? "null"
-    : Array.isArray(value)
-    ? "list"
-    : typeof value
+  typeof value === "string" && ISO_DATE.test(value) && !Number.isNaN(Date.parse(value)) ? "date" : value === null ? "null" : Array.isArray(value) ? "list" : typeof value
 
 const ISO_DATE = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/
 
@@ -51,8 +45,7 @@ export const parseValue = (type: ValueType, text: string): { value: unknown } | 
       return { value: text === "true" }
     case "date": {
       const trimmed = text.trim()
-      if (!ISO_DATE.test(trimmed) || Number.isNaN(Date.parse(trimmed)))
-        return { error: "A date such as 2026-01-31 or 2026-01-31T09:30:00Z" }
+      if (!ISO_DATE.test(trimmed) || Number.isNaN(Date.parse(trimmed))) return { error: "A date such as 2026-01-31 or 2026-01-31T09:30:00Z" }
       return { value: /^\d{4}-\d{2}-\d{2}$/.test(trimmed) ? trimmed : new Date(trimmed).toISOString() }
     }
     case "json":
@@ -121,10 +114,7 @@ export function DataFields({ fields, children }: { readonly fields: DataFieldsSt
           const id = `${idPrefix}-${row.id}`
           const problem = problems.get(row.id)
           return (
-            <li
-              key={row.id}
-              className="grid grid-cols-1 gap-2 border-b border-slate-100 pb-3 sm:grid-cols-[12rem_8rem_1fr_auto] sm:items-start"
-            >
+            <li key={row.id} className="grid grid-cols-1 gap-2 border-b border-slate-100 pb-3 sm:grid-cols-[12rem_8rem_1fr_auto] sm:items-start">
               <input
                 className="input font-mono"
                 aria-label="Field name"
@@ -146,12 +136,7 @@ export function DataFields({ fields, children }: { readonly fields: DataFieldsSt
               <div className="min-w-0">
                 {row.type === "boolean"
                   ? (
-                    <select
-                      className="input"
-                      aria-label={`Value of ${row.key || "the new field"}`}
-                      value={row.text}
-                      onChange={(event) => change(row.id, { text: event.target.value })}
-                    >
+                    <select className="input" aria-label={`Value of ${row.key || "the new field"}`} value={row.text} onChange={(event) => change(row.id, { text: event.target.value })}>
                       <option value="true">true</option>
                       <option value="false">false</option>
                     </select>
@@ -181,7 +166,7 @@ export function DataFields({ fields, children }: { readonly fields: DataFieldsSt
                 {problem && <p id={`${id}-problem`} role="alert" className="mt-1 text-xs text-red-700">{problem}</p>}
               </div>
               <button type="button" className="btn-secondary px-2 py-1 text-xs" onClick={() => remove(row.id)}>
-                Remove<span className="sr-only">{row.key}</span>
+                Remove<span className="sr-only"> {row.key}</span>
               </button>
             </li>
           )

@@ -12,9 +12,9 @@ export function LocalDeliveryBanner({ projectId }: { readonly projectId: string 
   if (delivery?.mode !== "local") return null
   return (
     <p data-testid="local-delivery" className="mb-6 rounded-md border border-sky-200 bg-sky-50 px-4 py-2 text-sm text-sky-900">
-      <strong className="font-semibold">Local delivery.</strong>{" "}
-      No SMTP relay is configured, so no mail leaves this machine and any sender address works without a verified domain. Read what was sent
-      on the <Link className="link" to={`/p/${projectId}/emails`}>Emails</Link> page.
+      <strong className="font-semibold">Local delivery.</strong> No SMTP relay is configured, so no mail leaves this
+      machine and any sender address works without a verified domain. Read what was sent on the{" "}
+      <Link className="link" to={`/p/${projectId}/emails`}>Emails</Link> page.
     </p>
   )
 }
@@ -23,11 +23,7 @@ export function LocalDeliveryBanner({ projectId }: { readonly projectId: string 
 export function SenderHint({ projectId }: { readonly projectId: string }) {
   const delivery = useDelivery()
   if (delivery && !delivery.verifiedDomainRequired) return <>Any address: under local delivery no domain needs verifying</>
-  return (
-    <>
-      An address at a <Link className="link" to={`/p/${projectId}/domains`}>verified domain</Link>
-    </>
-  )
+  return <>An address at a <Link className="link" to={`/p/${projectId}/domains`}>verified domain</Link></>
 }
 
 /** On the Domains page: what verifying means under the current delivery. */
@@ -36,9 +32,8 @@ export function DomainsDeliveryNote() {
   if (delivery?.mode !== "local") return null
   return (
     <p data-testid="domains-local-delivery" className="mb-6 rounded-md border border-sky-200 bg-sky-50 px-4 py-3 text-sm text-sky-900">
-      Mail is delivered locally (no{" "}
-      <code>SMTP_URL</code>): nothing is sent out, so sending does not need a verified domain yet. Once a relay is configured, mail is sent
-      only from domains verified here.
+      Mail is delivered locally (no <code>SMTP_URL</code>): nothing is sent out, so sending does not need a verified domain
+      yet. Once a relay is configured, mail is sent only from domains verified here.
     </p>
   )
 }

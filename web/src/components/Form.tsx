@@ -5,8 +5,7 @@ import { shownAtFields } from "../api/fieldErrors.ts"
 import { ErrorState } from "./States.tsx"
 
 /** An input's onChange that also clears the mutation's failure: once edited, its messages no longer describe the value. */
-export const changeClearing =
-  (mutation: { readonly isError: boolean; readonly reset: () => void }, set: (value: string) => void) =>
+export const changeClearing = (mutation: { readonly isError: boolean; readonly reset: () => void }, set: (value: string) => void) =>
   (event: ChangeEvent<HTMLInputElement>) => {
     if (mutation.isError) mutation.reset()
     set(event.target.value)
@@ -41,9 +40,7 @@ export function Field({ label, hint, error, ...input }: {
   )
 }
 
-export function Card(
-  { title, children, tone = "plain" }: { readonly title?: string; readonly children: ReactNode; readonly tone?: "plain" | "danger" }
-) {
+export function Card({ title, children, tone = "plain" }: { readonly title?: string; readonly children: ReactNode; readonly tone?: "plain" | "danger" }) {
   const border = tone === "danger" ? "border-red-200" : "border-slate-200"
   return (
     <section aria-label={title} className={`rounded-lg border ${border} bg-white p-5 sm:p-6`}>
@@ -59,11 +56,7 @@ export function Card(
  */
 export function MutationError({ error, fields = [] }: { readonly error: ApiFailure | null; readonly fields?: ReadonlyArray<string> }) {
   if (!error || shownAtFields(error, fields)) return null
-  return (
-    <div className="mt-4">
-      <ErrorState failure={error} />
-    </div>
-  )
+  return <div className="mt-4"><ErrorState failure={error} /></div>
 }
 
 export function Notice({ children }: { readonly children: ReactNode }) {

@@ -49,10 +49,7 @@ export function JobProgress({ job, label }: { readonly job: ContactJob; readonly
         aria-valuenow={percent}
         className="h-3 overflow-hidden rounded-full bg-slate-200"
       >
-        <div
-          className={`h-full transition-all ${job.status === "FAILED" ? "bg-red-600" : "bg-indigo-600"}`}
-          style={{ width: `${percent}%` }}
-        />
+        <div className={`h-full transition-all ${job.status === "FAILED" ? "bg-red-600" : "bg-indigo-600"}`} style={{ width: `${percent}%` }} />
       </div>
       <p className="text-sm text-slate-700" data-testid="job-counts">{countsOf(job)}</p>
     </div>

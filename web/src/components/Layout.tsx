@@ -50,9 +50,7 @@ function Nav({ projectId, onNavigate }: { readonly projectId: string; readonly o
               end={path === ""}
               onClick={onNavigate}
               className={({ isActive }) =>
-                `block rounded-md px-3 py-2 text-sm font-medium ${
-                  isActive ? "bg-indigo-50 text-indigo-800" : "text-slate-700 hover:bg-slate-100"
-                }`}
+                `block rounded-md px-3 py-2 text-sm font-medium ${isActive ? "bg-indigo-50 text-indigo-800" : "text-slate-700 hover:bg-slate-100"}`}
             >
               {label}
             </NavLink>
@@ -78,10 +76,7 @@ function useFocusOnNavigation() {
 
 function SkipLink() {
   return (
-    <a
-      href="#main"
-      className="sr-only rounded-md bg-white px-3 py-2 text-sm font-medium text-indigo-800 shadow focus:not-sr-only focus:fixed focus:left-3 focus:top-3 focus:z-50"
-    >
+    <a href="#main" className="sr-only rounded-md bg-white px-3 py-2 text-sm font-medium text-indigo-800 shadow focus:not-sr-only focus:fixed focus:left-3 focus:top-3 focus:z-50">
       Skip to content
     </a>
   )
@@ -146,9 +141,7 @@ export function ProjectLayout() {
         <div className="mx-auto max-w-6xl">
           <VerifyEmailBanner />
           <LocalDeliveryBanner projectId={projectId} />
-          <Suspense fallback={null}>
-            <DestinationsBanner projectId={projectId} />
-          </Suspense>
+          <Suspense fallback={null}><DestinationsBanner projectId={projectId} /></Suspense>
           <LiveEventsProvider projectId={projectId}>
             <ErrorBoundary key={pathname}>
               <Outlet />
@@ -163,14 +156,10 @@ export function ProjectLayout() {
 function Sidebar({ projectId, onNavigate }: { readonly projectId: string; readonly onNavigate?: () => void }) {
   return (
     <>
-      <div className="mb-4 px-3">
-        <Brand projectId={projectId} />
-      </div>
+      <div className="mb-4 px-3"><Brand projectId={projectId} /></div>
       <ProjectSwitcher projectId={projectId} />
       <Nav projectId={projectId} {...(onNavigate ? { onNavigate } : {})} />
-      <div className="mt-8 border-t border-slate-200 px-3 pt-4">
-        <AccountMenu />
-      </div>
+      <div className="mt-8 border-t border-slate-200 px-3 pt-4"><AccountMenu /></div>
     </>
   )
 }
@@ -185,9 +174,7 @@ function ProjectSwitcher({ projectId }: { readonly projectId: string }) {
     <div className="mb-5 px-3">
       <label htmlFor={id} className="block text-xs font-medium uppercase tracking-wide text-slate-500">Project</label>
       <select id={id} className="input mt-1 py-1.5" value={projectId} onChange={(event) => void navigate(`/p/${event.target.value}`)}>
-        {list.some((project) => project.id === projectId)
-          ? null
-          : <option value={projectId}>{projects.isPending ? "Loading…" : projectId}</option>}
+        {list.some((project) => project.id === projectId) ? null : <option value={projectId}>{projects.isPending ? "Loading…" : projectId}</option>}
         {list.map((project) => <option key={project.id} value={project.id}>{project.name}</option>)}
       </select>
       <Link to="/p" className="link mt-1 inline-block text-xs">All projects</Link>
@@ -235,11 +222,7 @@ export function PlainLayout() {
       <SkipLink />
       <header className="flex items-center justify-between gap-4 border-b border-slate-200 bg-white px-4 py-3 sm:px-8">
         <Brand />
-        {!isAccountPage(pathname) && (
-          <div className="min-w-0 text-right">
-            <AccountMenu />
-          </div>
-        )}
+        {!isAccountPage(pathname) && <div className="min-w-0 text-right"><AccountMenu /></div>}
       </header>
       <main id="main" ref={main} tabIndex={-1} className="px-4 py-8 outline-none sm:px-8">
         <div className="mx-auto max-w-2xl">

@@ -40,9 +40,7 @@ export function Fields({ items }: { readonly items: ReadonlyArray<readonly [stri
   )
 }
 
-export function Badge(
-  { tone = "slate", children }: { readonly tone?: "slate" | "green" | "amber" | "red" | "indigo"; readonly children: ReactNode }
-) {
+export function Badge({ tone = "slate", children }: { readonly tone?: "slate" | "green" | "amber" | "red" | "indigo"; readonly children: ReactNode }) {
   const tones = {
     slate: "bg-slate-100 text-slate-700",
     green: "bg-green-100 text-green-800",
@@ -102,11 +100,7 @@ export function Table({
           <tr>
             {head.map((heading, index) => {
               const [text, className] = typeof heading === "string" ? [heading, ""] : heading
-              return (
-                <th key={index} scope="col" className={`whitespace-nowrap px-4 py-2.5 text-left font-medium text-slate-600 ${className}`}>
-                  {text}
-                </th>
-              )
+              return <th key={index} scope="col" className={`whitespace-nowrap px-4 py-2.5 text-left font-medium text-slate-600 ${className}`}>{text}</th>
             })}
           </tr>
         </thead>

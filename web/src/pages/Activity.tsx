@@ -34,10 +34,7 @@ export function ActivityPage() {
 
   const feed = useApiQuery(
     ["activity", "feed", typesParam, cursor ?? null],
-    (client) =>
-      client.activity.feed({
-        query: { limit: String(PAGE_SIZE), ...(typesParam ? { types: typesParam } : {}), ...(cursor ? { cursor } : {}) }
-      })
+    (client) => client.activity.feed({ query: { limit: String(PAGE_SIZE), ...(typesParam ? { types: typesParam } : {}), ...(cursor ? { cursor } : {}) } })
   )
   const counts = useApiQuery(["activity", "types"], (client) => client.activity.types({ query: {} }))
   // New since the newest item shown on the first page (or since the page opened, while the feed is empty).
@@ -75,40 +72,23 @@ export function ActivityPage() {
           <fieldset className="mb-4">
             <legend className="mb-2 text-sm font-medium text-slate-700">Types</legend>
             {counts.isError
-              ? (
-                <p className="text-sm text-red-800">
-                  Types could not be loaded: {counts.error.message}
-                  {counts.error.requestId ? ` (request id ${counts.error.requestId})` : ""}
-                </p>
-              )
+              ? <p className="text-sm text-red-800">Types could not be loaded: {counts.error.message}{counts.error.requestId ? ` (request id ${counts.error.requestId})` : ""}</p>
               : (
                 <div className="flex flex-wrap gap-2">
                   {/* Types that have happened (and any chosen): the rest would be a wall of zeros. */}
                   {(counts.data?.types ?? []).filter(({ type, count }) => count > 0 || types.includes(type)).map(({ type, count }) => (
-                    <label
-                      key={type}
-                      className={`inline-flex cursor-pointer items-center gap-1.5 rounded-full border px-3 py-1 text-xs font-medium has-[:focus-visible]:outline-2 has-[:focus-visible]:outline-indigo-600 ${
-                        types.includes(type) ? "border-indigo-600 bg-indigo-50 text-indigo-800" : "border-slate-300 bg-white text-slate-700"
-                      }`}
-                    >
+                    <label key={type} className={`inline-flex cursor-pointer items-center gap-1.5 rounded-full border px-3 py-1 text-xs font-medium has-[:focus-visible]:outline-2 has-[:focus-visible]:outline-indigo-600 ${types.includes(type) ? "border-indigo-600 bg-indigo-50 text-indigo-800" : "border-slate-300 bg-white text-slate-700"}`}>
                       <input type="checkbox" className="sr-only" checked={types.includes(type)} onChange={() => toggle(type)} />
                       {typeLabel(type)} <span className="tabular-nums text-slate-500">{count.toLocaleString()}</span>
                     </label>
                   ))}
-                  {types.length > 0 && (
-                    <button type="button" className="link text-xs" onClick={() => setParams({}, { replace: true })}>Show every type</button>
-                  )}
+                  {types.length > 0 && <button type="button" className="link text-xs" onClick={() => setParams({}, { replace: true })}>Show every type</button>}
                 </div>
               )}
           </fieldset>
           <div aria-live="polite">
             {fresh > 0 && (
-              <button
-                type="button"
-                data-testid="new-activity"
-                onClick={showNew}
-                className="mb-3 w-full rounded-md border border-indigo-200 bg-indigo-50 px-4 py-2 text-sm font-medium text-indigo-800 hover:bg-indigo-100"
-              >
+              <button type="button" data-testid="new-activity" onClick={showNew} className="mb-3 w-full rounded-md border border-indigo-200 bg-indigo-50 px-4 py-2 text-sm font-medium text-indigo-800 hover:bg-indigo-100">
                 {fresh.toLocaleString()} new {fresh === 1 ? "item" : "items"}: show
               </button>
             )}
@@ -116,11 +96,7 @@ export function ActivityPage() {
           <QueryView
             query={feed}
             isEmpty={(page) => page.data.length === 0}
-            empty={
-              <Empty title={types.length > 0 ? "Nothing of these types yet" : "No activity yet"}>
-                Mail sent, events tracked and contacts added show here as they happen.
-              </Empty>
-            }
+            empty={<Empty title={types.length > 0 ? "Nothing of these types yet" : "No activity yet"}>Mail sent, events tracked and contacts added show here as they happen.</Empty>}
           >
             {(page) => (
               <>
@@ -154,11 +130,7 @@ const UPCOMING_LABELS = { "campaign.scheduled": "Campaign", "workflow.delay": "D
 function Upcoming() {
   const projectId = useProjectId()
   const [hours, setHours] = useState(24)
-  const upcoming = useApiQuery(
-    ["activity", "upcoming", hours],
-    (client) => client.activity.upcoming({ query: { hours: String(hours), limit: "50" } }),
-    { refetchInterval: 30_000 }
-  )
+  const upcoming = useApiQuery(["activity", "upcoming", hours], (client) => client.activity.upcoming({ query: { hours: String(hours), limit: "50" } }), { refetchInterval: 30_000 })
   return (
     <Section title="Upcoming">
       <label htmlFor="upcoming-hours" className="block text-sm font-medium text-slate-700">Within</label>
@@ -179,20 +151,9 @@ function Upcoming() {
                 </p>
                 <p className="mt-1 flex flex-wrap gap-x-2 text-slate-800">
                   {item.campaign && <Link to={`/p/${projectId}/campaigns/${item.campaign.id}`} className="link">{item.campaign.name}</Link>}
-                  {item.workflow && (
-                    <Link
-                      to={`/p/${projectId}/workflows/${item.workflow.id}${item.executionId ? `?execution=${item.executionId}` : ""}`}
-                      className="link"
-                    >
-                      {item.workflow.name}
-                    </Link>
-                  )}
+                  {item.workflow && <Link to={`/p/${projectId}/workflows/${item.workflow.id}${item.executionId ? `?execution=${item.executionId}` : ""}`} className="link">{item.workflow.name}</Link>}
                   {item.step && <span className="text-slate-600">{item.step.name}</span>}
-                  {item.contact && (
-                    <Link to={`/p/${projectId}/contacts/${item.contact.id}`} className="link break-all">
-                      {item.contact.email ?? item.contact.id}
-                    </Link>
-                  )}
+                  {item.contact && <Link to={`/p/${projectId}/contacts/${item.contact.id}`} className="link break-all">{item.contact.email ?? item.contact.id}</Link>}
                 </p>
               </li>
             ))}

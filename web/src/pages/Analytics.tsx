@@ -15,12 +15,7 @@ import { number, percent, query, type Range } from "./analytics/common.ts"
 import { addDays, browserZone, daysOf, isKnownZone, localDay, type Preset, PRESETS, rangeOf, zones } from "./analytics/range.ts"
 import { Deliverability, Heatmap, Links, TopCampaigns, TopEvents } from "./analytics/Tables.tsx"
 
-const STREAM_LABELS: Record<Stream, string> = {
-  ALL: "All mail",
-  TRANSACTIONAL: "Transactional",
-  CAMPAIGN: "Campaigns",
-  WORKFLOW: "Workflows"
-}
+const STREAM_LABELS: Record<Stream, string> = { ALL: "All mail", TRANSACTIONAL: "Transactional", CAMPAIGN: "Campaigns", WORKFLOW: "Workflows" }
 
 export function AnalyticsPage() {
   const [params, setParams] = useSearchParams()
@@ -44,11 +39,7 @@ export function AnalyticsPage() {
 
   return (
     <Page title="Analytics">
-      <form
-        aria-label="Analytics choices"
-        className="mb-6 grid gap-3 sm:grid-cols-2 lg:grid-cols-4"
-        onSubmit={(event) => event.preventDefault()}
-      >
+      <form aria-label="Analytics choices" className="mb-6 grid gap-3 sm:grid-cols-2 lg:grid-cols-4" onSubmit={(event) => event.preventDefault()}>
         <div>
           <label htmlFor="analytics-range" className="block text-sm font-medium text-slate-700">Range</label>
           <select id="analytics-range" className="input mt-1" value={preset} onChange={(event) => set({ range: event.target.value })}>
@@ -71,31 +62,17 @@ export function AnalyticsPage() {
           <div className="grid grid-cols-2 gap-2">
             <div>
               <label htmlFor="analytics-from" className="block text-sm font-medium text-slate-700">From</label>
-              <input
-                id="analytics-from"
-                type="date"
-                className="input mt-1"
-                value={custom.from}
-                max={today}
-                onChange={(event) => event.target.value && set({ from: event.target.value })}
-              />
+              <input id="analytics-from" type="date" className="input mt-1" value={custom.from} max={today} onChange={(event) => event.target.value && set({ from: event.target.value })} />
             </div>
             <div>
               <label htmlFor="analytics-to" className="block text-sm font-medium text-slate-700">To</label>
-              <input
-                id="analytics-to"
-                type="date"
-                className="input mt-1"
-                value={custom.to}
-                onChange={(event) => event.target.value && set({ to: event.target.value })}
-              />
+              <input id="analytics-to" type="date" className="input mt-1" value={custom.to} onChange={(event) => event.target.value && set({ to: event.target.value })} />
             </div>
           </div>
         )}
       </form>
       <p className="-mt-3 mb-6 text-sm text-slate-600" data-testid="range-label">
-        {days.first === days.last ? days.first : `${days.first} to ${days.last}`} in {tz}, compared with the{" "}
-        {days.first === days.last ? "day" : "period"} before
+        {days.first === days.last ? days.first : `${days.first} to ${days.last}`} in {tz}, compared with the {days.first === days.last ? "day" : "period"} before
       </p>
       <Overview range={range} />
       <Timeseries range={range} />
@@ -146,28 +123,16 @@ function Overview({ range }: { readonly range: Range }) {
                 <div key={metric} className="rounded-lg border border-slate-200 bg-white p-4" data-testid={`overview-${metric}`}>
                   <dt className="text-sm text-slate-600">{label}</dt>
                   <dd className="mt-1 text-2xl font-semibold tabular-nums text-slate-900">{number(result.current[metric])}</dd>
-                  <dd className="mt-0.5">
-                    <Change metric={metric} change={result.change[metric]} />
-                  </dd>
+                  <dd className="mt-0.5"><Change metric={metric} change={result.change[metric]} /></dd>
                 </div>
               ))}
             </dl>
             <p className="mt-3 flex flex-wrap gap-x-5 gap-y-1 text-sm text-slate-700">
-              <span>
-                Delivery rate <strong className="tabular-nums">{percent(result.rates.deliveryRate)}</strong>
-              </span>
-              <span>
-                Open rate <strong className="tabular-nums">{percent(result.rates.openRate)}</strong>
-              </span>
-              <span>
-                Click rate <strong className="tabular-nums">{percent(result.rates.clickRate)}</strong>
-              </span>
-              <span>
-                Bounce rate <strong className="tabular-nums">{percent(result.rates.bounceRate)}</strong>
-              </span>
-              <span>
-                Complaint rate <strong className="tabular-nums">{percent(result.rates.complaintRate)}</strong>
-              </span>
+              <span>Delivery rate <strong className="tabular-nums">{percent(result.rates.deliveryRate)}</strong></span>
+              <span>Open rate <strong className="tabular-nums">{percent(result.rates.openRate)}</strong></span>
+              <span>Click rate <strong className="tabular-nums">{percent(result.rates.clickRate)}</strong></span>
+              <span>Bounce rate <strong className="tabular-nums">{percent(result.rates.bounceRate)}</strong></span>
+              <span>Complaint rate <strong className="tabular-nums">{percent(result.rates.complaintRate)}</strong></span>
             </p>
           </>
         )}
@@ -190,17 +155,8 @@ function Timeseries({ range }: { readonly range: Range }) {
   const mail = useMemo(() => {
     const data = timeseries.data
     if (!data) return undefined
-    const series: Array<Series> = METRIC_SERIES.map(([metric, label, colour]) => ({
-      label,
-      colour,
-      values: data.buckets.map((bucket) => bucket[metric])
-    }))
-    series.push({
-      label: "Sent, previous period",
-      colour: "#94a3b8",
-      dashed: true,
-      values: data.previous.buckets.map((bucket) => bucket.sent)
-    })
+    const series: Array<Series> = METRIC_SERIES.map(([metric, label, colour]) => ({ label, colour, values: data.buckets.map((bucket) => bucket[metric]) }))
+    series.push({ label: "Sent, previous period", colour: "#94a3b8", dashed: true, values: data.previous.buckets.map((bucket) => bucket.sent) })
     return { times: data.buckets.map((bucket) => Date.parse(bucket.start)), series, hourly: data.granularity === "hour" }
   }, [timeseries.data])
   const contacts = useMemo(() => {
@@ -221,22 +177,11 @@ function Timeseries({ range }: { readonly range: Range }) {
         <QueryView query={timeseries}>
           {(data) => (
             <div className="rounded-lg border border-slate-200 bg-white p-3">
-              {mail && (
-                <LineChart
-                  label={`Mail per ${data.granularity} in ${data.tz}`}
-                  times={mail.times}
-                  series={mail.series}
-                  tz={data.tz}
-                  hourly={mail.hourly}
-                />
-              )}
+              {mail && <LineChart label={`Mail per ${data.granularity} in ${data.tz}`} times={mail.times} series={mail.series} tz={data.tz} hourly={mail.hourly} />}
               <details className="mt-2">
                 <summary className="cursor-pointer text-sm font-medium text-slate-700">Figures per {data.granularity}</summary>
                 <div className="mt-2">
-                  <Table
-                    label="Mail per bucket"
-                    head={[data.granularity === "hour" ? "Hour" : "Day", "Sent", "Delivered", "Opened", "Clicked", ["Bounced", wideOnly]]}
-                  >
+                  <Table label="Mail per bucket" head={[data.granularity === "hour" ? "Hour" : "Day", "Sent", "Delivered", "Opened", "Clicked", ["Bounced", wideOnly]]}>
                     {data.buckets.map((bucket) => (
                       <tr key={bucket.start}>
                         <td className={`${cell} whitespace-nowrap font-mono text-xs`}>{bucket.local}</td>
@@ -258,15 +203,7 @@ function Timeseries({ range }: { readonly range: Range }) {
         <QueryView query={audience}>
           {(data) => (
             <div className="rounded-lg border border-slate-200 bg-white p-3">
-              {contacts && (
-                <LineChart
-                  label={`New and unsubscribed contacts per ${data.granularity} in ${data.tz}`}
-                  times={contacts.times}
-                  series={contacts.series}
-                  tz={data.tz}
-                  hourly={contacts.hourly}
-                />
-              )}
+              {contacts && <LineChart label={`New and unsubscribed contacts per ${data.granularity} in ${data.tz}`} times={contacts.times} series={contacts.series} tz={data.tz} hourly={contacts.hourly} />}
               <p className="mt-2 text-sm text-slate-600">{number(data.buckets.at(-1)?.total ?? 0)} contacts at the end of the range.</p>
             </div>
           )}

@@ -54,9 +54,7 @@ export function CampaignsPage() {
             type="button"
             aria-pressed={status === value}
             onClick={() => choose(value)}
-            className={`rounded-full border px-3 py-1 text-sm ${
-              status === value ? "border-indigo-600 bg-indigo-600 text-white" : "border-slate-300 bg-white text-slate-700 hover:bg-slate-50"
-            }`}
+            className={`rounded-full border px-3 py-1 text-sm ${status === value ? "border-indigo-600 bg-indigo-600 text-white" : "border-slate-300 bg-white text-slate-700 hover:bg-slate-50"}`}
           >
             {value === undefined ? "All" : value.charAt(0) + value.slice(1).toLowerCase()}
           </button>
@@ -65,26 +63,15 @@ export function CampaignsPage() {
       <QueryView
         query={query}
         isEmpty={(result) => result.total === 0}
-        empty={
-          <Empty title={status ? `No ${status.toLowerCase()} campaigns` : "No campaigns yet"}>
-            <Link className="link" to={`/p/${projectId}/campaigns/new`}>Compose one</Link>.
-          </Empty>
-        }
+        empty={<Empty title={status ? `No ${status.toLowerCase()} campaigns` : "No campaigns yet"}><Link className="link" to={`/p/${projectId}/campaigns/new`}>Compose one</Link>.</Empty>}
       >
         {(result) => (
           <>
-            <Table
-              label="Campaigns"
-              head={["Name", "Status", "Recipients", ["Sent", wideOnly], ["Opened", wideOnly], ["Created", wideOnly]]}
-            >
+            <Table label="Campaigns" head={["Name", "Status", "Recipients", ["Sent", wideOnly], ["Opened", wideOnly], ["Created", wideOnly]]}>
               {result.data.map((campaign) => (
                 <tr key={campaign.id} className="hover:bg-slate-50">
-                  <td className={cell}>
-                    <Link to={`/p/${projectId}/campaigns/${campaign.id}`} className="link break-words">{campaign.name}</Link>
-                  </td>
-                  <td className={cell}>
-                    <Badge tone={statusTone(campaign.status)}>{campaign.status.toLowerCase()}</Badge>
-                  </td>
+                  <td className={cell}><Link to={`/p/${projectId}/campaigns/${campaign.id}`} className="link break-words">{campaign.name}</Link></td>
+                  <td className={cell}><Badge tone={statusTone(campaign.status)}>{campaign.status.toLowerCase()}</Badge></td>
                   <td className={`${cell} tabular-nums`}>{campaign.totalRecipients.toLocaleString()}</td>
                   <td className={`${cell} ${wideOnly} tabular-nums`}>{campaign.sentCount.toLocaleString()}</td>
                   <td className={`${cell} ${wideOnly} tabular-nums`}>{campaign.openedCount.toLocaleString()}</td>
@@ -121,9 +108,7 @@ export function CampaignPage() {
   )
 }
 
-function CampaignDetail(
-  { campaign, stats }: { readonly campaign: CampaignData; readonly stats: Parameters<typeof ProgressBar>[0]["query"] }
-) {
+function CampaignDetail({ campaign, stats }: { readonly campaign: CampaignData; readonly stats: Parameters<typeof ProgressBar>[0]["query"] }) {
   const projectId = useProjectId()
   const navigate = useNavigate()
   const [confirm, setConfirm] = useState<"delete" | "cancel" | null>(null)
@@ -149,31 +134,18 @@ function CampaignDetail(
       actions={
         <>
           {editable && <Link to={`/p/${projectId}/campaigns/${campaign.id}/edit`} className="btn-secondary">Edit</Link>}
-          <button type="button" className="btn-secondary" disabled={duplicate.isPending} onClick={() => duplicate.mutate(undefined)}>
-            Duplicate
-          </button>
-          {isLive(campaign.status) && (
-            <button type="button" className="btn-danger" onClick={() => setConfirm("cancel")}>{cancelAction}</button>
-          )}
-          {campaign.status === "DRAFT" && (
-            <button type="button" className="btn-secondary" onClick={() => setConfirm("delete")}>Delete</button>
-          )}
+          <button type="button" className="btn-secondary" disabled={duplicate.isPending} onClick={() => duplicate.mutate(undefined)}>Duplicate</button>
+          {isLive(campaign.status) && <button type="button" className="btn-danger" onClick={() => setConfirm("cancel")}>{cancelAction}</button>}
+          {campaign.status === "DRAFT" && <button type="button" className="btn-secondary" onClick={() => setConfirm("delete")}>Delete</button>}
         </>
       }
     >
-      <p className="-mt-4 mb-6 text-sm">
-        <Link to={`/p/${projectId}/campaigns`} className="link">All campaigns</Link>
-      </p>
+      <p className="-mt-4 mb-6 text-sm"><Link to={`/p/${projectId}/campaigns`} className="link">All campaigns</Link></p>
       <MutationError error={duplicate.error} />
       <Section title="Campaign">
         <Fields
           items={[
-            [
-              "Status",
-              <Badge tone={statusTone(campaign.status)}>
-                <span data-testid="campaign-status">{campaign.status.toLowerCase()}</span>
-              </Badge>
-            ],
+            ["Status", <Badge tone={statusTone(campaign.status)}><span data-testid="campaign-status">{campaign.status.toLowerCase()}</span></Badge>],
             ["Subject", campaign.subject],
             ["From", campaign.fromName ? `${campaign.fromName} <${campaign.from}>` : campaign.from],
             ["Audience", <AudienceLabel campaign={campaign} />],
@@ -181,18 +153,12 @@ function CampaignDetail(
             ["Sent", formatDate(campaign.sentAt)]
           ]}
         />
-        {campaign.billingHold && (
-          <div className="mt-3">
-            <Notice>Paused: {campaign.billingHold}</Notice>
-          </div>
-        )}
+        {campaign.billingHold && <div className="mt-3"><Notice>Paused: {campaign.billingHold}</Notice></div>}
       </Section>
       {editable && <SendPanel campaign={campaign} />}
       {campaign.status !== "DRAFT" && campaign.status !== "SCHEDULED" && (
         <>
-          <Section title="Progress">
-            <ProgressBar query={stats} />
-          </Section>
+          <Section title="Progress"><ProgressBar query={stats} /></Section>
           <Outcome campaign={campaign} stats={stats} />
         </>
       )}
@@ -201,10 +167,7 @@ function CampaignDetail(
           <MailPreview subject={campaign.subject} body={campaign.body} />
           <details className="mt-3">
             <summary className="cursor-pointer text-sm font-medium text-slate-700">Source (HTML with Liquid)</summary>
-            <pre
-              className="mt-2 max-h-96 overflow-auto rounded bg-slate-50 p-3 font-mono text-xs text-slate-800"
-              data-testid="campaign-source"
-            >{campaign.body}</pre>
+            <pre className="mt-2 max-h-96 overflow-auto rounded bg-slate-50 p-3 font-mono text-xs text-slate-800" data-testid="campaign-source">{campaign.body}</pre>
           </details>
         </div>
       </Section>
@@ -291,30 +254,16 @@ function SendPanel({ campaign }: { readonly campaign: CampaignData }) {
             }}
           >
             <div className="min-w-0 flex-1">
-              <Field
-                label="Test address"
-                type="email"
-                value={testTo}
-                onChange={changeClearing(test, setTestTo)}
-                required
-                error={fieldError(test.error, "email")}
-              />
+              <Field label="Test address" type="email" value={testTo} onChange={changeClearing(test, setTestTo)} required error={fieldError(test.error, "email")} />
             </div>
             <button type="submit" className="btn-secondary" disabled={test.isPending}>Send test</button>
           </form>
-          {test.data && (
-            <div className="mt-3">
-              <Notice>Test sent to {test.data.data.email}.</Notice>
-            </div>
-          )}
+          {test.data && <div className="mt-3"><Notice>Test sent to {test.data.data.email}.</Notice></div>}
           <MutationError error={test.error} fields={["email"]} />
         </Card>
         <Card title={campaign.status === "SCHEDULED" ? "Reschedule or send now" : "Schedule or send now"}>
           <p className="mb-3 text-sm text-slate-600">
-            <span data-testid="recipient-count" className="font-semibold tabular-nums text-slate-900">
-              {recipients === undefined ? "…" : recipients.toLocaleString()}
-            </span>{" "}
-            {nounFor(recipients ?? 0, "recipient")} now.
+            <span data-testid="recipient-count" className="font-semibold tabular-nums text-slate-900">{recipients === undefined ? "…" : recipients.toLocaleString()}</span> {nounFor(recipients ?? 0, "recipient")} now.
           </p>
           <form
             className="flex flex-wrap items-end gap-2"
@@ -324,13 +273,7 @@ function SendPanel({ campaign }: { readonly campaign: CampaignData }) {
             }}
           >
             <div className="min-w-0 flex-1">
-              <Field
-                label="Send at"
-                type="datetime-local"
-                value={when}
-                onChange={(event) => setWhen(event.target.value)}
-                hint={`In your time zone, ${timeZone()}`}
-              />
+              <Field label="Send at" type="datetime-local" value={when} onChange={(event) => setWhen(event.target.value)} hint={`In your time zone, ${timeZone()}`} />
             </div>
             <button type="submit" className="btn-secondary" disabled={when === "" || send.isPending}>Schedule</button>
           </form>
@@ -347,10 +290,7 @@ function SendPanel({ campaign }: { readonly campaign: CampaignData }) {
         onCancel={() => setConfirming(false)}
       >
         <p>
-          It goes to {recipients === undefined
-            ? "its audience"
-            : <strong>{recipients.toLocaleString()} {recipients === 1 ? "recipient" : "recipients"}</strong>}{" "}
-          right away, as “{campaign.subject}” from {campaign.from}.
+          It goes to {recipients === undefined ? "its audience" : <strong>{recipients.toLocaleString()} {recipients === 1 ? "recipient" : "recipients"}</strong>} right away, as “{campaign.subject}” from {campaign.from}.
         </p>
         <MutationError error={send.error} />
       </Confirm>

@@ -24,8 +24,7 @@ export function ContactPage() {
   const [editing, setEditing] = useState(false)
   const contact = useApiQuery(["contacts", "get", contactId], (client) => client.contacts.get({ params: { id: contactId } }))
   const update = useApiMutation(
-    (client, payload: { subscribed?: boolean; data?: Record<string, unknown> }) =>
-      client.contacts.update({ params: { id: contactId }, payload }),
+    (client, payload: { subscribed?: boolean; data?: Record<string, unknown> }) => client.contacts.update({ params: { id: contactId }, payload }),
     { invalidates: [CONTACTS, ["activity"]], onSuccess: () => setEditing(false) }
   )
   const remove = useApiMutation((client, id: string) => client.contacts.delete({ params: { id } }), {
@@ -39,9 +38,7 @@ export function ContactPage() {
           title={contact.email}
           actions={<button type="button" className="btn-danger" onClick={() => setDeleting(true)}>Delete contact</button>}
         >
-          <p className="-mt-4 mb-6 text-sm">
-            <Link to={`/p/${projectId}/contacts`} className="link">All contacts</Link>
-          </p>
+          <p className="-mt-4 mb-6 text-sm"><Link to={`/p/${projectId}/contacts`} className="link">All contacts</Link></p>
           <Section title="Contact">
             <Fields
               items={[
@@ -116,8 +113,7 @@ export function ContactPage() {
             onConfirm={() => remove.mutate(contact.id)}
             onCancel={() => setDeleting(false)}
           >
-            The contact, its data and its place in segments go at once; its running workflow executions are cancelled. This cannot be
-            undone.
+            The contact, its data and its place in segments go at once; its running workflow executions are cancelled. This cannot be undone.
             <MutationError error={remove.error} />
           </Confirm>
         </Page>
@@ -131,10 +127,7 @@ const executionTone = (status: string) =>
 
 function Memberships({ contactId }: { readonly contactId: string }) {
   const projectId = useProjectId()
-  const memberships = useApiQuery(
-    ["contacts", "memberships", contactId],
-    (client) => client.contacts.memberships({ params: { id: contactId } })
-  )
+  const memberships = useApiQuery(["contacts", "memberships", contactId], (client) => client.contacts.memberships({ params: { id: contactId } }))
   return (
     <>
       <Section title="Segments">
@@ -152,21 +145,13 @@ function Memberships({ contactId }: { readonly contactId: string }) {
         </QueryView>
       </Section>
       <Section title="Workflow executions">
-        <QueryView
-          query={memberships}
-          isEmpty={(found) => found.executions.length === 0}
-          empty={<Empty title="No workflow has run for this contact" />}
-        >
+        <QueryView query={memberships} isEmpty={(found) => found.executions.length === 0} empty={<Empty title="No workflow has run for this contact" />}>
           {({ executions }) => (
             <Table label="Workflow executions" head={["Workflow", "Status", ["Started", wideOnly], ["Finished", wideOnly]]}>
               {executions.map((execution) => (
                 <tr key={execution.id}>
-                  <td className={`${cell} break-words`}>
-                    <Link to={`/p/${projectId}/workflows/${execution.workflow.id}`} className="link">{execution.workflow.name}</Link>
-                  </td>
-                  <td className={cell}>
-                    <Badge tone={executionTone(execution.status)}>{execution.status.toLowerCase()}</Badge>
-                  </td>
+                  <td className={`${cell} break-words`}><Link to={`/p/${projectId}/workflows/${execution.workflow.id}`} className="link">{execution.workflow.name}</Link></td>
+                  <td className={cell}><Badge tone={executionTone(execution.status)}>{execution.status.toLowerCase()}</Badge></td>
                   <td className={`${cell} ${wideOnly} whitespace-nowrap text-slate-600`}>{formatDate(execution.startedAt)}</td>
                   <td className={`${cell} ${wideOnly} whitespace-nowrap text-slate-600`}>{formatDate(execution.finishedAt)}</td>
                 </tr>
@@ -182,21 +167,13 @@ function Memberships({ contactId }: { readonly contactId: string }) {
 const timelineTone = (type: string) =>
   type === "email.bounced" || type === "email.complained" || type === "email.failed" || type === "workflow.failed"
     ? "red"
-    : type.startsWith("email.")
-    ? "indigo"
-    : type === "contact.unsubscribed"
-    ? "amber"
-    : type === "event"
-    ? "slate"
-    : "green"
+    : type.startsWith("email.") ? "indigo" : type === "contact.unsubscribed" ? "amber" : type === "event" ? "slate" : "green"
 
 /**
  * What an item's data adds to its line: an event's own data all; of the platform's items (mail, workflows,
  * campaigns) not the ids, whose names the line shows, nor the subject shown beside them.
  */
-const extraData = (
-  item: { readonly type: string; readonly event?: string | null | undefined; readonly data: Readonly<Record<string, unknown>> }
-) => {
+const extraData = (item: { readonly type: string; readonly event?: string | null | undefined; readonly data: Readonly<Record<string, unknown>> }) => {
   if (item.type === "event") return readableEventData(item.event ?? "", item.data)
   const { subject: _shown, ...rest } = withoutIds(item.data)
   return rest
@@ -212,11 +189,7 @@ function Timeline({ contactId }: { readonly contactId: string }) {
   )
   return (
     <Section title="Timeline">
-      <QueryView
-        query={feed}
-        isEmpty={(page) => page.data.length === 0 && cursor === undefined}
-        empty={<Empty title="Nothing has happened yet" />}
-      >
+      <QueryView query={feed} isEmpty={(page) => page.data.length === 0 && cursor === undefined} empty={<Empty title="Nothing has happened yet" />}>
         {(page) => (
           <>
             <ol className="space-y-2" aria-label="Timeline">

@@ -32,21 +32,13 @@ interface Sample {
 type Choice = { readonly mode: "auto" | "email" | "subscribed" | "ignore" } | { readonly mode: "key"; readonly key: string }
 
 const readSample = async (file: File): Promise<Sample | string> => {
-  if (file.size > MAX_IMPORT_BYTES)
-    return `The file is ${(file.size / 1024 / 1024).toFixed(1)} MB: at most ${MAX_IMPORT_BYTES / 1024 / 1024} MB per import`
+  if (file.size > MAX_IMPORT_BYTES) return `The file is ${(file.size / 1024 / 1024).toFixed(1)} MB: at most ${MAX_IMPORT_BYTES / 1024 / 1024} MB per import`
   let text = await file.slice(0, PREVIEW_BYTES).text()
   // Whole records only: cut after the last line break of what was read (unless that is the whole file).
   if (file.size > PREVIEW_BYTES) text = text.slice(0, Math.max(text.lastIndexOf("\n"), 0))
   const delimiter = detectDelimiter(text)
   try {
-    const records = parse(text, {
-      bom: true,
-      delimiter,
-      relax_column_count: true,
-      relax_quotes: true,
-      skip_empty_lines: true,
-      to: PREVIEW_ROWS + 1
-    })
+    const records = parse(text, { bom: true, delimiter, relax_column_count: true, relax_quotes: true, skip_empty_lines: true, to: PREVIEW_ROWS + 1 })
     const [header, ...rows] = records
     if (!header) return "The file is empty"
     return { file, delimiter, header, rows }
@@ -87,21 +79,14 @@ export function ContactImportPage() {
 
   return (
     <Page title="Import contacts">
-      <p className="-mt-4 mb-6 text-sm">
-        <Link to={`/p/${projectId}/contacts`} className="link">All contacts</Link>
-      </p>
+      <p className="-mt-4 mb-6 text-sm"><Link to={`/p/${projectId}/contacts`} className="link">All contacts</Link></p>
       {jobId !== undefined
-        ? (
-          <ImportJob
-            jobId={jobId}
-            onAnother={() => {
-              setSample(null)
-              setChoices({})
-              start.reset()
-              setParams({})
-            }}
-          />
-        )
+        ? <ImportJob jobId={jobId} onAnother={() => {
+          setSample(null)
+          setChoices({})
+          start.reset()
+          setParams({})
+        }} />
         : (
           <div className="space-y-6">
             <Card title="1. Choose a CSV file">
@@ -126,11 +111,9 @@ export function ContactImportPage() {
                 />
               </label>
               <p className="mt-2 text-xs text-slate-500">
-                At most 5 MB; comma, semicolon or tab separated; a header row naming the columns: <code>email</code> (or{" "}
-                <code>Email Address</code>), <code>subscribed</code>{" "}
-                (true/false, yes/no, 1/0), every other column a custom field named by its header in lower case (<code>First Name</code> is
-                {" "}
-                <code>first name</code>).
+                At most 5 MB; comma, semicolon or tab separated; a header row naming the columns: <code>email</code> (or <code>Email Address</code>),{" "}
+                <code>subscribed</code> (true/false, yes/no, 1/0), every other column a custom field named by its header in lower case
+                {" "}(<code>First Name</code> is <code>first name</code>).
               </p>
               {reading && <Loading label="Reading the file…" />}
               {problem && <p role="alert" className="mt-3 text-sm text-red-700">{problem}</p>}
@@ -138,8 +121,8 @@ export function ContactImportPage() {
             {sample && (
               <Card title="2. Check the columns">
                 <p className="mb-3 text-sm text-slate-600">
-                  The first {sample.rows.length} row{sample.rows.length === 1 ? "" : "s"} of{" "}
-                  <strong className="break-all">{sample.file.name}</strong>, as they will be imported. Empty cells leave a field unchanged.
+                  The first {sample.rows.length} row{sample.rows.length === 1 ? "" : "s"} of <strong className="break-all">{sample.file.name}</strong>, as they will be imported.
+                  Empty cells leave a field unchanged.
                 </p>
                 <Table label="Column mapping" head={["Column", "Imports as", ...sample.rows.map((_, index) => `Row ${index + 2}`)]}>
                   {sample.header.map((name, index) => {
@@ -147,11 +130,7 @@ export function ContactImportPage() {
                     const choice = choices[column] ?? { mode: "auto" }
                     const role = plan === null
                       ? null
-                      : plan.email === index
-                      ? "email"
-                      : plan.subscribed === index
-                      ? "subscribed"
-                      : plan.data.find(([at]) => at === index)?.[1]
+                      : plan.email === index ? "email" : plan.subscribed === index ? "subscribed" : plan.data.find(([at]) => at === index)?.[1]
                     return (
                       <tr key={index}>
                         <td className={`${cell} break-words font-mono`}>{column || <span className="text-slate-400">(no name)</span>}</td>
@@ -187,26 +166,15 @@ export function ContactImportPage() {
                               ? "not imported"
                               : role === "email" || role === "subscribed"
                               ? role
-                              : (
-                                <>
-                                  field <code className="whitespace-pre-wrap rounded bg-slate-100 px-1 text-slate-800">{role}</code>
-                                </>
-                              )}
+                              : <>field <code className="whitespace-pre-wrap rounded bg-slate-100 px-1 text-slate-800">{role}</code></>}
                           </p>
                         </td>
                         {sample.rows.map((row, rowIndex) => {
                           const text = row[index] ?? ""
                           const value = role && role !== "email" && role !== "subscribed" && text !== "" ? cellValue(text) : undefined
                           return (
-                            <td
-                              key={rowIndex}
-                              className={`${cell} max-w-56 break-words font-mono text-xs ${role === undefined ? "text-slate-400" : ""}`}
-                            >
-                              {value === undefined ? text : (
-                                <>
-                                  {displayValue(value)} <span className="whitespace-nowrap text-slate-500">({valueTypeOf(value)})</span>
-                                </>
-                              )}
+                            <td key={rowIndex} className={`${cell} max-w-56 break-words font-mono text-xs ${role === undefined ? "text-slate-400" : ""}`}>
+                              {value === undefined ? text : <>{displayValue(value)} <span className="whitespace-nowrap text-slate-500">({valueTypeOf(value)})</span></>}
                             </td>
                           )
                         })}
@@ -216,19 +184,13 @@ export function ContactImportPage() {
                 </Table>
                 <label className="mt-4 block max-w-md text-sm font-medium text-slate-700">
                   Rows without a subscription
-                  <select
-                    className="input mt-1"
-                    value={defaultSubscribed}
-                    onChange={(event) => setDefaultSubscribed(event.target.value as typeof defaultSubscribed)}
-                  >
+                  <select className="input mt-1" value={defaultSubscribed} onChange={(event) => setDefaultSubscribed(event.target.value as typeof defaultSubscribed)}>
                     <option value="">new contacts subscribed, existing ones unchanged</option>
                     <option value="true">subscribed</option>
                     <option value="false">unsubscribed</option>
                   </select>
                 </label>
-                {planned && "message" in planned && (
-                  <p role="alert" className="mt-3 text-sm text-red-700">This file cannot be imported: {planned.message}.</p>
-                )}
+                {planned && "message" in planned && <p role="alert" className="mt-3 text-sm text-red-700">This file cannot be imported: {planned.message}.</p>}
                 {planned && "reserved" in planned && planned.reserved.length > 0 && (
                   <p className="mt-3 text-sm text-amber-800">Reserved field names are not imported: {planned.reserved.join(", ")}.</p>
                 )}

@@ -123,11 +123,7 @@ export function ContactsPage() {
         </>
       }
     >
-      {adding && (
-        <Suspense fallback={<Loading />}>
-          <AddContact onClose={() => setAdding(false)} />
-        </Suspense>
-      )}
+      {adding && <Suspense fallback={<Loading />}><AddContact onClose={() => setAdding(false)} /></Suspense>}
       <div className="mb-4 flex flex-col gap-3 sm:flex-row sm:flex-wrap sm:items-end">
         <div className="flex-1">
           <label htmlFor="contact-search" className="mb-1 block text-sm font-medium text-slate-700">Search by email</label>
@@ -172,13 +168,7 @@ export function ContactsPage() {
         {field && (
           <div>
             <label htmlFor="contact-value" className="mb-1 block text-sm font-medium text-slate-700">Value of {field.slice(5)}</label>
-            <input
-              id="contact-value"
-              className="input"
-              value={valueText}
-              onChange={(event) => setValueText(event.target.value)}
-              placeholder="any value"
-            />
+            <input id="contact-value" className="input" value={valueText} onChange={(event) => setValueText(event.target.value)} placeholder="any value" />
           </div>
         )}
         {custom.length > 0 && (
@@ -209,11 +199,7 @@ export function ContactsPage() {
           <Empty title={filtered ? "No contact matches" : "No contacts yet"}>
             {filtered
               ? "Try another search or filter."
-              : (
-                <>
-                  Add one above, import a CSV file, or create them with <code>POST /contacts</code> or by tracking their events.
-                </>
-              )}
+              : <>Add one above, import a CSV file, or create them with <code>POST /contacts</code> or by tracking their events.</>}
           </Empty>
         }
       >
@@ -249,8 +235,7 @@ export function ContactsPage() {
                         checked={selected.has(contact.id)}
                         onChange={(event) => {
                           const next = new Set(selected)
-                          if (event.target.checked)
-                            next.add(contact.id)
+                          if (event.target.checked) next.add(contact.id)
                           else next.delete(contact.id)
                           setSelected(next)
                         }}
@@ -262,9 +247,7 @@ export function ContactsPage() {
                     <td className={cell}>{contact.subscribed ? <Badge tone="green">Subscribed</Badge> : <Badge>Unsubscribed</Badge>}</td>
                     {columns.map((column) => (
                       <td key={column} className={`${cell} ${wideOnly} max-w-48 truncate font-mono text-xs text-slate-700`}>
-                        {Object.hasOwn(contact.data, column)
-                          ? displayValue(contact.data[column])
-                          : <span className="text-slate-400">—</span>}
+                        {Object.hasOwn(contact.data, column) ? displayValue(contact.data[column]) : <span className="text-slate-400">—</span>}
                       </td>
                     ))}
                     <td className={`${cell} ${wideOnly} whitespace-nowrap text-slate-600`}>{formatDate(contact.createdAt)}</td>
@@ -323,36 +306,18 @@ function BulkBar({ selected, onDone }: { readonly selected: ReadonlySet<string>;
   return (
     <div className="mb-4 space-y-3">
       {selected.size > 0 && (
-        <div
-          role="region"
-          aria-label="Bulk actions"
-          className="flex flex-wrap items-center gap-2 rounded-lg border border-indigo-200 bg-indigo-50 px-4 py-3"
-        >
+        <div role="region" aria-label="Bulk actions" className="flex flex-wrap items-center gap-2 rounded-lg border border-indigo-200 bg-indigo-50 px-4 py-3">
           <span className="mr-auto text-sm font-medium text-indigo-900">{selected.size} selected</span>
-          <button type="button" className="btn-secondary" disabled={start.isPending} onClick={() => start.mutate("subscribe")}>
-            {BULK_LABELS.subscribe}
-          </button>
-          <button type="button" className="btn-secondary" disabled={start.isPending} onClick={() => start.mutate("unsubscribe")}>
-            {BULK_LABELS.unsubscribe}
-          </button>
-          <button type="button" className="btn-danger" disabled={start.isPending} onClick={() => setConfirmDelete(true)}>
-            {BULK_LABELS.delete}
-          </button>
+          <button type="button" className="btn-secondary" disabled={start.isPending} onClick={() => start.mutate("subscribe")}>{BULK_LABELS.subscribe}</button>
+          <button type="button" className="btn-secondary" disabled={start.isPending} onClick={() => start.mutate("unsubscribe")}>{BULK_LABELS.unsubscribe}</button>
+          <button type="button" className="btn-danger" disabled={start.isPending} onClick={() => setConfirmDelete(true)}>{BULK_LABELS.delete}</button>
         </div>
       )}
       {!confirmDelete && <MutationError error={start.error} />}
       {jobId !== undefined && (
         <Card title={`Bulk ${job.data?.type ?? "action"}`}>
-          {job.data
-            ? <JobProgress job={job.data} label="Bulk action progress" />
-            : job.isError
-            ? <MutationError error={job.error} />
-            : <p className="text-sm text-slate-600">Starting…</p>}
-          {job.data && finished && (
-            <div className="mt-3">
-              <JobErrors job={job.data} />
-            </div>
-          )}
+          {job.data ? <JobProgress job={job.data} label="Bulk action progress" /> : job.isError ? <MutationError error={job.error} /> : <p className="text-sm text-slate-600">Starting…</p>}
+          {job.data && finished && <div className="mt-3"><JobErrors job={job.data} /></div>}
           {finished && <button type="button" className="btn-secondary mt-3" onClick={() => setJobId(undefined)}>Dismiss</button>}
         </Card>
       )}
@@ -382,11 +347,7 @@ function ExportButton() {
       <button type="button" className="btn-secondary" disabled={download.isPending} onClick={() => download.mutate()}>
         {download.isPending ? "Exporting…" : "Export CSV"}
       </button>
-      {download.error && (
-        <div className="basis-full">
-          <MutationError error={download.error} />
-        </div>
-      )}
+      {download.error && <div className="basis-full"><MutationError error={download.error} /></div>}
     </>
   )
 }

@@ -27,8 +27,8 @@ export function DestinationsPage() {
     <Page title="Destinations" actions={creating ? undefined : newButton}>
       <RequiresRole permission="manage">
         <p className="mb-6 max-w-3xl text-sm text-slate-600">
-          Your own endpoints receiving the events this project emits, as they happen: email, segment and subscription events and your
-          tracked events, each signed per Standard Webhooks, retried for a day when the endpoint fails.
+          Your own endpoints receiving the events this project emits, as they happen: email, segment and subscription
+          events and your tracked events, each signed per Standard Webhooks, retried for a day when the endpoint fails.
         </p>
         <Destinations creating={creating} onCreating={setCreating} newButton={newButton} />
       </RequiresRole>
@@ -47,15 +47,10 @@ function Destinations({ creating, onCreating, newButton }: {
   const [created, setCreated] = useState<{ readonly id: string; readonly url: string; readonly secret: string } | undefined>(undefined)
   return (
     <div className="space-y-6">
-      {creating && (
-        <NewDestination
-          onCancel={() => onCreating(false)}
-          onCreated={(destination) => {
-            setCreated(destination)
-            onCreating(false)
-          }}
-        />
-      )}
+      {creating && <NewDestination onCancel={() => onCreating(false)} onCreated={(destination) => {
+        setCreated(destination)
+        onCreating(false)
+      }} />}
       {created && (
         <SecretShownOnce secret={created.secret}>
           <p className="text-sm text-amber-900">
@@ -67,12 +62,7 @@ function Destinations({ creating, onCreating, newButton }: {
       <QueryView
         query={list}
         isEmpty={(result) => result.data.length === 0}
-        empty={creating ? null : (
-          <Empty title="No destinations yet">
-            <p>Add an endpoint to receive events as they happen.</p>
-            <div className="mt-3">{newButton}</div>
-          </Empty>
-        )}
+        empty={creating ? null : <Empty title="No destinations yet"><p>Add an endpoint to receive events as they happen.</p><div className="mt-3">{newButton}</div></Empty>}
       >
         {(result) => <DestinationsTable destinations={result.data} projectId={projectId} />}
       </QueryView>
@@ -107,9 +97,7 @@ function NewDestination({ onCancel, onCreated }: {
   )
 }
 
-function DestinationsTable(
-  { destinations, projectId }: { readonly destinations: ReadonlyArray<DestinationView>; readonly projectId: string }
-) {
+function DestinationsTable({ destinations, projectId }: { readonly destinations: ReadonlyArray<DestinationView>; readonly projectId: string }) {
   return (
     <Table label="Destinations" head={["Endpoint", "Events", "State", ["Deliveries", wideOnly], ["Last success", wideOnly]]}>
       {destinations.map((destination) => {
@@ -125,9 +113,7 @@ function DestinationsTable(
             </td>
             <td className={cell}>
               <DestinationState destination={destination} />
-              {destination.disabledAt && (
-                <p className="mt-1 whitespace-nowrap text-xs text-slate-600">since {formatDate(destination.disabledAt)}</p>
-              )}
+              {destination.disabledAt && <p className="mt-1 whitespace-nowrap text-xs text-slate-600">since {formatDate(destination.disabledAt)}</p>}
             </td>
             <td className={`${cell} ${wideOnly} text-xs text-slate-700`}>
               <DeliveryCounts stats={destination.stats} />

@@ -13,23 +13,11 @@ import { RequiresRole } from "./settings/Settings.tsx"
 
 type Status = DomainView["status"] | DomainView["records"][number]["status"]
 const tone = (status: Status) =>
-  status === "VERIFIED"
-    ? "green"
-    : status === "FAILED" || status === "MISMATCH"
-    ? "red"
-    : status === "PENDING" || status === "MISSING"
-    ? "amber"
-    : "slate"
+  status === "VERIFIED" ? "green" : status === "FAILED" || status === "MISMATCH" ? "red" : status === "PENDING" || status === "MISSING" ? "amber" : "slate"
 
 export function DomainsPage() {
   // The navigation offers this page to admins and owners only; a MEMBER following a link is told why.
-  return (
-    <Page title="Domains">
-      <RequiresRole permission="manage">
-        <Domains />
-      </RequiresRole>
-    </Page>
-  )
+  return <Page title="Domains"><RequiresRole permission="manage"><Domains /></RequiresRole></Page>
 }
 
 function Domains() {
@@ -111,16 +99,8 @@ function DomainCard({ domain }: { readonly domain: DomainView }) {
         </div>
       </header>
       <div className="p-5">
-        {check.isError && (
-          <div className="mb-4">
-            <ErrorState failure={check.error} />
-          </div>
-        )}
-        {remove.isError && (
-          <div className="mb-4">
-            <ErrorState failure={remove.error} />
-          </div>
-        )}
+        {check.isError && <div className="mb-4"><ErrorState failure={check.error} /></div>}
+        {remove.isError && <div className="mb-4"><ErrorState failure={remove.error} /></div>}
         <Table label={`DNS records of ${domain.domain}`} head={["Record", "Type", "Name", "Value", "Status"]}>
           {domain.records.map((record) => (
             <tr key={record.purpose}>
@@ -141,9 +121,7 @@ function DomainCard({ domain }: { readonly domain: DomainView }) {
                   <CopyButton value={record.value} label={`${record.purpose} value`} />
                 </div>
               </td>
-              <td className={cell}>
-                <Badge tone={tone(record.status)}>{record.status.toLowerCase()}</Badge>
-              </td>
+              <td className={cell}><Badge tone={tone(record.status)}>{record.status.toLowerCase()}</Badge></td>
             </tr>
           ))}
         </Table>
@@ -158,8 +136,7 @@ function DomainCard({ domain }: { readonly domain: DomainView }) {
         onConfirm={() => remove.mutate(domain.id)}
         onCancel={() => setDeleting(false)}
       >
-        Mail from addresses at {domain.domain}{" "}
-        can no longer be sent, and its DKIM key is gone: adding the domain again makes a new key, to publish anew.
+        Mail from addresses at {domain.domain} can no longer be sent, and its DKIM key is gone: adding the domain again makes a new key, to publish anew.
       </Confirm>
     </article>
   )

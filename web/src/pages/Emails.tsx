@@ -20,16 +20,11 @@ import { Empty, QueryView } from "../components/States.tsx"
 const PAGE_SIZE = 25
 
 export const statusTone = (status: string) =>
-  status === "DELIVERED" || status === "SENT" ?
-    "green"
-    : status === "OPENED" || status === "CLICKED" ?
-    "indigo"
-    : status === "BOUNCED" || status === "COMPLAINED" || status === "FAILED" ?
-    "red"
-    : status === "SUPPRESSED" || status === "PENDING" || status === "SENDING" ?
-    "amber"
-    : status === "RECEIVED" ?
-    "indigo"
+  status === "DELIVERED" || status === "SENT" ? "green"
+    : status === "OPENED" || status === "CLICKED" ? "indigo"
+    : status === "BOUNCED" || status === "COMPLAINED" || status === "FAILED" ? "red"
+    : status === "SUPPRESSED" || status === "PENDING" || status === "SENDING" ? "amber"
+    : status === "RECEIVED" ? "indigo"
     : "slate"
 
 const FILTERS = ["direction", "status", "recipient", "templateId", "campaignId", "since", "until"] as const
@@ -100,25 +95,16 @@ export function EmailsPage() {
               {page.data.map((email) => (
                 <tr key={email.id}>
                   <td className={cell}>
-                    {email.direction === "inbound" && (
-                      <>
-                        <Badge tone="indigo">received</Badge>
-                        {" "}
-                      </>
-                    )}
+                    {email.direction === "inbound" && <><Badge tone="indigo">received</Badge>{" "}</>}
                     <Link className="link break-words" to={`/p/${projectId}/emails/${email.id}`}>{email.subject || "(no subject)"}</Link>
                   </td>
                   <td className={`${cell} break-all`}>{email.to}</td>
-                  <td className={cell}>
-                    <Badge tone={statusTone(email.status)}>{email.status.toLowerCase()}</Badge>
-                  </td>
+                  <td className={cell}><Badge tone={statusTone(email.status)}>{email.status.toLowerCase()}</Badge></td>
                   <td className={`${cell} ${wideOnly} break-all`}>{email.from}</td>
                   <td className={`${cell} ${wideOnly}`}>
                     <Source email={email} projectId={projectId} templateNames={templateNames} campaignNames={campaignNames} />
                   </td>
-                  <td className={`${cell} whitespace-nowrap`}>
-                    <time dateTime={email.createdAt}>{formatDate(email.createdAt)}</time>
-                  </td>
+                  <td className={`${cell} whitespace-nowrap`}><time dateTime={email.createdAt}>{formatDate(email.createdAt)}</time></td>
                 </tr>
               ))}
             </Table>
@@ -144,19 +130,10 @@ function Filters({ values, onChange, onClear, templates, campaigns }: {
     event.preventDefault()
     onChange("recipient", recipient.trim())
   }
-  const select = (
-    name: "direction" | "status" | "templateId" | "campaignId",
-    label: string,
-    options: ReadonlyArray<readonly [string, string]>
-  ) => (
+  const select = (name: "direction" | "status" | "templateId" | "campaignId", label: string, options: ReadonlyArray<readonly [string, string]>) => (
     <div>
       <label htmlFor={`emails-${name}`} className="block text-sm font-medium text-slate-700">{label}</label>
-      <select
-        id={`emails-${name}`}
-        className="input mt-1"
-        value={values[name] ?? ""}
-        onChange={(event) => onChange(name, event.target.value)}
-      >
+      <select id={`emails-${name}`} className="input mt-1" value={values[name] ?? ""} onChange={(event) => onChange(name, event.target.value)}>
         <option value="">Any</option>
         {options.map(([value, text]) => <option key={value} value={value}>{text}</option>)}
       </select>
@@ -165,13 +142,7 @@ function Filters({ values, onChange, onClear, templates, campaigns }: {
   const day = (name: "since" | "until", label: string) => (
     <div>
       <label htmlFor={`emails-${name}`} className="block text-sm font-medium text-slate-700">{label}</label>
-      <input
-        id={`emails-${name}`}
-        type="date"
-        className="input mt-1"
-        value={values[name] ?? ""}
-        onChange={(event) => onChange(name, event.target.value)}
-      />
+      <input id={`emails-${name}`} type="date" className="input mt-1" value={values[name] ?? ""} onChange={(event) => onChange(name, event.target.value)} />
     </div>
   )
   return (
@@ -179,14 +150,7 @@ function Filters({ values, onChange, onClear, templates, campaigns }: {
       <form role="search" aria-label="Filter emails" onSubmit={submit} className="mb-4 flex flex-col gap-2 sm:flex-row sm:items-end">
         <div className="flex-1">
           <label htmlFor="emails-recipient" className="block text-sm font-medium text-slate-700">Recipient</label>
-          <input
-            id="emails-recipient"
-            className="input mt-1"
-            type="search"
-            value={recipient}
-            placeholder="Part of an address"
-            onChange={(event) => setRecipient(event.target.value)}
-          />
+          <input id="emails-recipient" className="input mt-1" type="search" value={recipient} placeholder="Part of an address" onChange={(event) => setRecipient(event.target.value)} />
         </div>
         <button type="submit" className="btn-secondary">Search</button>
       </form>
@@ -199,16 +163,10 @@ function Filters({ values, onChange, onClear, templates, campaigns }: {
         {day("until", "To day")}
       </div>
       {Object.keys(values).length > 0 && (
-        <button
-          type="button"
-          className="link mt-3 text-sm"
-          onClick={() => {
-            setRecipient("")
-            onClear()
-          }}
-        >
-          Clear filters
-        </button>
+        <button type="button" className="link mt-3 text-sm" onClick={() => {
+          setRecipient("")
+          onClear()
+        }}>Clear filters</button>
       )}
     </div>
   )
@@ -221,15 +179,11 @@ function Source({ email, projectId, templateNames, campaignNames }: {
   readonly campaignNames: ReadonlyMap<string, string>
 }) {
   if (email.campaignId) {
-    return (
-      <Link className="link" to={`/p/${projectId}/campaigns/${email.campaignId}`}>{campaignNames.get(email.campaignId) ?? "Campaign"}</Link>
-    )
+    return <Link className="link" to={`/p/${projectId}/campaigns/${email.campaignId}`}>{campaignNames.get(email.campaignId) ?? "Campaign"}</Link>
   }
   if (email.workflowId) return <Link className="link" to={`/p/${projectId}/workflows/${email.workflowId}`}>Workflow</Link>
   if (email.templateId) {
-    return (
-      <Link className="link" to={`/p/${projectId}/templates/${email.templateId}`}>{templateNames.get(email.templateId) ?? "Template"}</Link>
-    )
+    return <Link className="link" to={`/p/${projectId}/templates/${email.templateId}`}>{templateNames.get(email.templateId) ?? "Template"}</Link>
   }
   return <span className="text-slate-600">Sent directly</span>
 }
@@ -252,12 +206,7 @@ export function EmailPage() {
         <>
           <Link className="btn-secondary" to={`/p/${projectId}/emails`}>All emails</Link>
           {email.data?.contentExpiredAt === null && (
-            <button
-              type="button"
-              className="btn-secondary"
-              disabled={download.isPending}
-              onClick={() => download.mutate(emailId)}
-            >
+            <button type="button" className="btn-secondary" disabled={download.isPending} onClick={() => download.mutate(emailId)}>
               {download.isPending ? "Preparing…" : "Download .eml"}
             </button>
           )}
@@ -281,37 +230,15 @@ function EmailView({ email, projectId }: { readonly email: Detail; readonly proj
         <Fields
           items={[
             // Received mail's contact is its sender; sent mail's its recipient.
-            [
-              "From",
-              email.direction === "inbound" && email.contactId
-                ? <Link className="link" to={`/p/${projectId}/contacts/${email.contactId}`}>{mailbox(email.fromName, email.from)}</Link>
-                : mailbox(email.fromName, email.from)
-            ],
-            [
-              "To",
-              email.direction === "outbound" && email.contactId
-                ? <Link className="link" to={`/p/${projectId}/contacts/${email.contactId}`}>{mailbox(email.toName, email.to)}</Link>
-                : mailbox(email.toName, email.to)
-            ],
+            ["From", email.direction === "inbound" && email.contactId
+              ? <Link className="link" to={`/p/${projectId}/contacts/${email.contactId}`}>{mailbox(email.fromName, email.from)}</Link>
+              : mailbox(email.fromName, email.from)],
+            ["To", email.direction === "outbound" && email.contactId ? <Link className="link" to={`/p/${projectId}/contacts/${email.contactId}`}>{mailbox(email.toName, email.to)}</Link> : mailbox(email.toName, email.to)],
             ["Direction", email.direction === "inbound" ? "received" : "sent"],
-            ...(email.inReplyTo
-              ? [
-                [
-                  "In reply to",
-                  <Link className="link" to={`/p/${projectId}/emails/${email.inReplyTo}`}>the email it answers</Link>
-                ] as const
-              ]
-              : []),
+            ...(email.inReplyTo ? [["In reply to", <Link className="link" to={`/p/${projectId}/emails/${email.inReplyTo}`}>the email it answers</Link>] as const] : []),
             ...(email.authentication
-              ? [
-                [
-                  "Authentication",
-                  `SPF ${email.authentication.spf}, DKIM ${email.authentication.dkim}` +
-                  `${
-                    email.authentication.dkimDomains.length > 0 ? ` (${email.authentication.dkimDomains.join(", ")})` : ""
-                  }, DMARC ${email.authentication.dmarc}`
-                ] as const
-              ]
+              ? [["Authentication", `SPF ${email.authentication.spf}, DKIM ${email.authentication.dkim}` +
+                `${email.authentication.dkimDomains.length > 0 ? ` (${email.authentication.dkimDomains.join(", ")})` : ""}, DMARC ${email.authentication.dmarc}`] as const]
               : []),
             ...(email.replyTo ? [["Reply to", email.replyTo] as const] : []),
             ["Status", <Badge tone={statusTone(email.status)}>{email.status.toLowerCase()}</Badge>],
@@ -345,32 +272,19 @@ function EmailView({ email, projectId }: { readonly email: Detail; readonly proj
           ? <p className="text-sm text-slate-600">This email has no HTML body.</p>
           : (
             // sandbox with no permissions: the mail's HTML runs no script and cannot reach this page.
-            <iframe
-              title={`Body of “${email.subject}”`}
-              sandbox=""
-              srcDoc={email.previewHtml}
-              className="h-[32rem] w-full rounded-lg border border-slate-200 bg-white"
-            />
+            <iframe title={`Body of “${email.subject}”`} sandbox="" srcDoc={email.previewHtml} className="h-[32rem] w-full rounded-lg border border-slate-200 bg-white" />
           )}
       </Section>
       <Section title="Text part">
         {email.text === null
           ? <p className="text-sm text-slate-600">The HTML has no text, so none was sent beside it.</p>
-          : (
-            <pre className="max-h-96 overflow-auto whitespace-pre-wrap break-words rounded-lg border border-slate-200 bg-white p-4 text-sm text-slate-800">{email.text}</pre>
-          )}
+          : <pre className="max-h-96 overflow-auto whitespace-pre-wrap break-words rounded-lg border border-slate-200 bg-white p-4 text-sm text-slate-800">{email.text}</pre>}
       </Section>
       {email.attachments.length > 0 && (
         <Section title="Attachments">
           <ul className="list-inside list-disc text-sm text-slate-800">
             {email.attachments.map((attachment, index) => (
-              <li key={index}>
-                {attachment.filename}{" "}
-                <span className="text-slate-600">
-                  ({attachment.contentType ?? "unknown type"}, {attachment.size.toLocaleString()}{" "}
-                  bytes{attachment.disposition === "inline" ? `, shown in the body as cid:${attachment.contentId}` : ""})
-                </span>
-              </li>
+              <li key={index}>{attachment.filename} <span className="text-slate-600">({attachment.contentType ?? "unknown type"}, {attachment.size.toLocaleString()} bytes{attachment.disposition === "inline" ? `, shown in the body as cid:${attachment.contentId}` : ""})</span></li>
             ))}
           </ul>
         </Section>

@@ -23,35 +23,20 @@ export function EventsPage() {
   const choose = (name: string | null) => setParams(name === null ? {} : { name }, { replace: true })
   return (
     <Page title="Events">
-      {deleted && (
-        <div className="mb-4">
-          <Notice>
-            Deleting every <code>{deleted}</code> event: the name leaves the list once they are gone.
-          </Notice>
-        </div>
-      )}
+      {deleted && <div className="mb-4"><Notice>Deleting every <code>{deleted}</code> event: the name leaves the list once they are gone.</Notice></div>}
       <div className="grid min-w-0 gap-6 lg:grid-cols-2">
         <Section title="Names">
           <QueryView
             query={query}
             isEmpty={(result) => result.names.length === 0}
-            empty={
-              <Empty title="No events yet">
-                Track one with <code>POST /v1/track</code>.
-              </Empty>
-            }
+            empty={<Empty title="No events yet">Track one with <code>POST /v1/track</code>.</Empty>}
           >
             {(result) => (
               <Table label="Event names" head={["Name", "Count", ["Last seen", wideOnly]]}>
                 {result.names.map((name) => (
                   <tr key={name.name} className={name.name === chosen ? "bg-indigo-50" : "hover:bg-slate-50"}>
                     <td className={`${cell} break-words font-mono`}>
-                      <button
-                        type="button"
-                        className="link text-left"
-                        aria-current={name.name === chosen || undefined}
-                        onClick={() => choose(name.name)}
-                      >
+                      <button type="button" className="link text-left" aria-current={name.name === chosen || undefined} onClick={() => choose(name.name)}>
                         {name.name}
                       </button>
                     </td>
@@ -111,14 +96,10 @@ function EventName({ name, onClose, onDeleted }: { readonly name: string; readon
               : (
                 <ul className="space-y-1 text-sm" aria-label="Used by">
                   {usage.segments.map((segment) => (
-                    <li key={segment.id}>
-                      Segment <Link className="link" to={`/p/${projectId}/segments/${segment.id}`}>{segment.name}</Link>
-                    </li>
+                    <li key={segment.id}>Segment <Link className="link" to={`/p/${projectId}/segments/${segment.id}`}>{segment.name}</Link></li>
                   ))}
                   {usage.workflows.map((workflow) => (
-                    <li key={workflow.id}>
-                      Workflow <Link className="link" to={`/p/${projectId}/workflows/${workflow.id}`}>{workflow.name}</Link>
-                    </li>
+                    <li key={workflow.id}>Workflow <Link className="link" to={`/p/${projectId}/workflows/${workflow.id}`}>{workflow.name}</Link></li>
                   ))}
                 </ul>
               )}
@@ -138,8 +119,7 @@ function EventName({ name, onClose, onDeleted }: { readonly name: string; readon
         <p>Every event with this name and its counts are deleted, for every contact. Segments and workflows that read it then see none.</p>
         {usage.data && usage.data.segments.length + usage.data.workflows.length > 0 && (
           <p className="mt-2 font-medium text-amber-900">
-            Used by {usage.data.segments.length} {usage.data.segments.length === 1 ? "segment" : "segments"} and{" "}
-            {usage.data.workflows.length} {usage.data.workflows.length === 1 ? "workflow" : "workflows"}.
+            Used by {usage.data.segments.length} {usage.data.segments.length === 1 ? "segment" : "segments"} and {usage.data.workflows.length} {usage.data.workflows.length === 1 ? "workflow" : "workflows"}.
           </p>
         )}
         <MutationError error={remove.error} />
@@ -169,9 +149,7 @@ function Recent({ name }: { readonly name: string | null }) {
                     <span className="break-all font-mono font-medium text-slate-900">{event.name}</span>
                     <span className="whitespace-nowrap text-slate-500">{formatDate(event.createdAt)}</span>
                   </div>
-                  <Link to={`/p/${projectId}/contacts/${event.contactId}`} className="link break-all text-sm">
-                    {event.email ?? event.contactId}
-                  </Link>
+                  <Link to={`/p/${projectId}/contacts/${event.contactId}`} className="link break-all text-sm">{event.email ?? event.contactId}</Link>
                   {Object.keys(readableEventData(event.name, event.data)).length > 0 && (
                     <DataPairs data={readableEventData(event.name, event.data)} label={`Data of ${event.name}`} />
                   )}

@@ -38,11 +38,7 @@ export function HomePage() {
   const workflows = useApiQuery(["workflows", "list"], (client) => client.workflows.list({}))
   const events = useApiQuery(["events", "names"], (client) => client.events.names({}))
   // The counts the project's data moves follow it live (templates, workflows and domains change only here).
-  useLiveRefresh(anyChange, [["contacts", "count"], ["segments", "list"], ["campaigns", "count"], ["events", "names"], ["setup-state"], [
-    "activity",
-    "feed",
-    "home"
-  ]])
+  useLiveRefresh(anyChange, [["contacts", "count"], ["segments", "list"], ["campaigns", "count"], ["events", "names"], ["setup-state"], ["activity", "feed", "home"]])
   // Domains are an ADMIN's: a MEMBER's home page leaves them out rather than showing a 403.
   const managesDomains = useCurrentProject().can("manage")
   const domains = useApiQuery(["domains", "list"], (client) => client.domains.list({ params: { projectId } }), { enabled: managesDomains })
@@ -54,18 +50,10 @@ export function HomePage() {
   return (
     <Page title="Home">
       <SetupChecklist />
-      {firstError && (
-        <div className="mb-6">
-          <ErrorState failure={firstError} />
-        </div>
-      )}
+      {firstError && <div className="mb-6"><ErrorState failure={firstError} /></div>}
       <div className="grid grid-cols-1 gap-4 sm:grid-cols-2 xl:grid-cols-4">
         <Count label="Contacts" to={`${base}/contacts`} query={show(contacts, (page) => page.total.toLocaleString())} />
-        <Count
-          label="Events"
-          to={`${base}/events`}
-          query={show(events, (result) => result.names.reduce((sum, name) => sum + name.count, 0).toLocaleString())}
-        />
+        <Count label="Events" to={`${base}/events`} query={show(events, (result) => result.names.reduce((sum, name) => sum + name.count, 0).toLocaleString())} />
         <Count label="Templates" to={`${base}/templates`} query={show(templates, (page) => page.total.toLocaleString())} />
         <Count label="Segments" to={`${base}/segments`} query={show(segments, (list) => list.length.toLocaleString())} />
         <Count label="Campaigns" to={`${base}/campaigns`} query={show(campaigns, (page) => page.total.toLocaleString())} />
@@ -81,9 +69,7 @@ export function HomePage() {
       <p className="mt-4 text-sm text-slate-500">Domains count verified / all. Counts update as contacts, events and mail arrive.</p>
       <div className="mt-8">
         <Section title="Last two weeks">
-          <Suspense fallback={<Loading />}>
-            <HomeCharts />
-          </Suspense>
+          <Suspense fallback={<Loading />}><HomeCharts /></Suspense>
         </Section>
         <RecentActivity />
       </div>
@@ -103,9 +89,7 @@ function RecentActivity() {
       >
         {(page) => <ActivityList label="Recent activity" items={page.data} />}
       </QueryView>
-      <p className="mt-2 text-sm">
-        <Link to={`/p/${projectId}/activity`} className="link">All activity</Link>
-      </p>
+      <p className="mt-2 text-sm"><Link to={`/p/${projectId}/activity`} className="link">All activity</Link></p>
     </Section>
   )
 }

@@ -30,15 +30,9 @@ export function ProjectsPage() {
                 <tr key={project.id}>
                   <td className={cell}>
                     <Link className="link" to={`/p/${project.id}`}>{project.name}</Link>
-                    {project.disabled && (
-                      <span className="ml-2">
-                        <Badge tone="red">disabled</Badge>
-                      </span>
-                    )}
+                    {project.disabled && <span className="ml-2"><Badge tone="red">disabled</Badge></span>}
                   </td>
-                  <td className={cell}>
-                    <Badge tone={project.role === "MEMBER" ? "slate" : "indigo"}>{project.role}</Badge>
-                  </td>
+                  <td className={cell}><Badge tone={project.role === "MEMBER" ? "slate" : "indigo"}>{project.role}</Badge></td>
                   <td className={`${cell} ${wideOnly} text-slate-600`}>{formatDate(project.createdAt)}</td>
                 </tr>
               ))}

@@ -29,23 +29,12 @@ export function SegmentsPage() {
   useLiveRefresh(anyChange, [["segments"]])
   return (
     <Page title="Segments" actions={<Link to={`/p/${projectId}/segments/new`} className="btn-primary">New segment</Link>}>
-      <QueryView
-        query={query}
-        isEmpty={(list) => list.length === 0}
-        empty={
-          <Empty title="No segments yet">
-            Group contacts by their data, events and engagement with{" "}
-            <Link className="link" to={`/p/${projectId}/segments/new`}>a new segment</Link>.
-          </Empty>
-        }
-      >
+      <QueryView query={query} isEmpty={(list) => list.length === 0} empty={<Empty title="No segments yet">Group contacts by their data, events and engagement with <Link className="link" to={`/p/${projectId}/segments/new`}>a new segment</Link>.</Empty>}>
         {(list) => (
           <Table label="Segments" head={["Name", "Type", "Members", ["Tracked", wideOnly], ["Updated", wideOnly]]}>
             {list.map((segment) => (
               <tr key={segment.id} className="hover:bg-slate-50">
-                <td className={cell}>
-                  <Link to={`/p/${projectId}/segments/${segment.id}`} className="link break-words">{segment.name}</Link>
-                </td>
+                <td className={cell}><Link to={`/p/${projectId}/segments/${segment.id}`} className="link break-words">{segment.name}</Link></td>
                 <td className={cell}>{typeBadge(segment.type)}</td>
                 <td className={`${cell} tabular-nums`} data-testid="member-count">{segment.memberCount.toLocaleString()}</td>
                 <td className={`${cell} ${wideOnly}`}>{segment.trackMembership ? "Yes" : "No"}</td>
@@ -70,12 +59,7 @@ function ConditionEditor({ condition, onChange, saveErrors }: {
   useLiveRefresh(anyChange, [["segments", "preview"]])
   return (
     <div className="grid min-w-0 gap-4 lg:grid-cols-[minmax(0,1fr)_18rem]">
-      <ConditionBuilder
-        value={condition}
-        onChange={onChange}
-        path="condition"
-        errors={previewErrors.length > 0 ? previewErrors : saveErrors}
-      />
+      <ConditionBuilder value={condition} onChange={onChange} path="condition" errors={previewErrors.length > 0 ? previewErrors : saveErrors} />
       <div className="min-w-0 lg:sticky lg:top-4 lg:self-start">
         <AudiencePreview audience={{ condition }} label="contacts match" onFieldErrors={setPreviewErrors} />
       </div>
@@ -94,13 +78,7 @@ export function NewSegmentPage() {
   const create = useApiMutation(
     (client) =>
       client.segments.create({
-        payload: {
-          name,
-          description: description.trim() === "" ? null : description,
-          type,
-          trackMembership,
-          ...(type === "DYNAMIC" ? { condition } : {})
-        }
+        payload: { name, description: description.trim() === "" ? null : description, type, trackMembership, ...(type === "DYNAMIC" ? { condition } : {}) }
       }),
     { invalidates: [["segments"]], onSuccess: (segment) => navigate(`/p/${projectId}/segments/${segment.id}`) }
   )
@@ -110,9 +88,7 @@ export function NewSegmentPage() {
   }
   return (
     <Page title="New segment">
-      <p className="-mt-4 mb-6 text-sm">
-        <Link to={`/p/${projectId}/segments`} className="link">All segments</Link>
-      </p>
+      <p className="-mt-4 mb-6 text-sm"><Link to={`/p/${projectId}/segments`} className="link">All segments</Link></p>
       <form onSubmit={submit} className="space-y-6">
         <Card>
           <div className="grid gap-4 sm:grid-cols-2">
@@ -122,14 +98,8 @@ export function NewSegmentPage() {
           <fieldset className="mt-4">
             <legend className="text-sm font-medium text-slate-700">Type</legend>
             <div className="mt-2 flex flex-wrap gap-4 text-sm">
-              <label className="flex items-center gap-2">
-                <input type="radio" name="type" checked={type === "DYNAMIC"} onChange={() => setType("DYNAMIC")} />{" "}
-                Dynamic: contacts matching a condition
-              </label>
-              <label className="flex items-center gap-2">
-                <input type="radio" name="type" checked={type === "STATIC"} onChange={() => setType("STATIC")} />{" "}
-                Static: contacts added by hand
-              </label>
+              <label className="flex items-center gap-2"><input type="radio" name="type" checked={type === "DYNAMIC"} onChange={() => setType("DYNAMIC")} /> Dynamic: contacts matching a condition</label>
+              <label className="flex items-center gap-2"><input type="radio" name="type" checked={type === "STATIC"} onChange={() => setType("STATIC")} /> Static: contacts added by hand</label>
             </div>
           </fieldset>
           <label className="mt-4 flex items-center gap-2 text-sm text-slate-700">
@@ -190,55 +160,37 @@ function SegmentDetail({ segment }: { readonly segment: SegmentData }) {
       actions={
         <>
           {segment.type === "DYNAMIC" && (
-            <button
-              type="button"
-              className="btn-secondary"
-              disabled={compute.isPending}
-              onClick={() => compute.mutate(undefined)}
-            >
-              Compute now
-            </button>
+            <button type="button" className="btn-secondary" disabled={compute.isPending} onClick={() => compute.mutate(undefined)}>Compute now</button>
           )}
           <button type="button" className="btn-danger" onClick={() => setDeleting(true)}>Delete</button>
         </>
       }
     >
-      <p className="-mt-4 mb-6 text-sm">
-        <Link to={`/p/${projectId}/segments`} className="link">All segments</Link>
-      </p>
-      {compute.isSuccess && (
-        <div className="mb-4">
-          <Notice>
-            Recomputing: members who entered or left will show shortly{segment.trackMembership ? ", with their entry and exit events" : ""}.
-          </Notice>
-        </div>
-      )}
+      <p className="-mt-4 mb-6 text-sm"><Link to={`/p/${projectId}/segments`} className="link">All segments</Link></p>
+      {compute.isSuccess && <div className="mb-4"><Notice>Recomputing: members who entered or left will show shortly{segment.trackMembership ? ", with their entry and exit events" : ""}.</Notice></div>}
       <MutationError error={compute.error} />
       <Section title="Segment">
         <Fields
           items={[
             ["Type", typeBadge(segment.type)],
             ["Members", <span data-testid="segment-members" className="tabular-nums">{segment.memberCount.toLocaleString()}</span>],
-            [
-              "Tracks entries and exits",
-              (
-                <label className="flex items-center gap-2">
-                  <input
-                    type="checkbox"
-                    checked={trackChosen ?? segment.trackMembership}
-                    disabled={track.isPending}
-                    onChange={(event) => {
-                      // Shown at once (a controlled box whose value waited for the mutation's state flickered
-                      // back for a render); the saved value takes over once the segment is read again.
-                      const chosen = event.target.checked
-                      setTrackChosen(chosen)
-                      track.mutate(chosen, { onSettled: () => setTrackChosen(undefined) })
-                    }}
-                  />
-                  {segment.trackMembership ? "Yes: segment entry and exit events are emitted" : "No"}
-                </label>
-              )
-            ],
+            ["Tracks entries and exits", (
+              <label className="flex items-center gap-2">
+                <input
+                  type="checkbox"
+                  checked={trackChosen ?? segment.trackMembership}
+                  disabled={track.isPending}
+                  onChange={(event) => {
+                    // Shown at once (a controlled box whose value waited for the mutation's state flickered
+                    // back for a render); the saved value takes over once the segment is read again.
+                    const chosen = event.target.checked
+                    setTrackChosen(chosen)
+                    track.mutate(chosen, { onSettled: () => setTrackChosen(undefined) })
+                  }}
+                />
+                {segment.trackMembership ? "Yes: segment entry and exit events are emitted" : "No"}
+              </label>
+            )],
             ["Description", segment.description ?? "—"],
             ["Updated", formatDate(segment.updatedAt)]
           ]}
@@ -276,12 +228,8 @@ function EditCondition({ segment }: { readonly segment: SegmentData }) {
     <Section title="Condition">
       <ConditionEditor condition={draft} onChange={setDraft} saveErrors={save.error?.fieldErrors ?? NO_ERRORS} />
       <div className="mt-3 flex flex-wrap items-center gap-2">
-        <button type="button" className="btn-primary" disabled={!changed || save.isPending} onClick={() => save.mutate(undefined)}>
-          Save condition
-        </button>
-        {changed && (
-          <button type="button" className="btn-secondary" onClick={() => setDraft(asCondition(segment.condition))}>Discard changes</button>
-        )}
+        <button type="button" className="btn-primary" disabled={!changed || save.isPending} onClick={() => save.mutate(undefined)}>Save condition</button>
+        {changed && <button type="button" className="btn-secondary" onClick={() => setDraft(asCondition(segment.condition))}>Discard changes</button>}
         {save.isSuccess && !changed && <span role="status" className="text-sm text-green-800">Saved: membership is being recomputed.</span>}
       </div>
       <MutationError error={save.error} />
@@ -295,8 +243,7 @@ function AddMembers({ segmentId }: { readonly segmentId: string }) {
   const [text, setText] = useState("")
   const [createMissing, setCreateMissing] = useState(false)
   const add = useApiMutation(
-    (client, emails: ReadonlyArray<string>) =>
-      client.segments.addMembers({ params: { id: segmentId }, payload: { emails, createMissing } }),
+    (client, emails: ReadonlyArray<string>) => client.segments.addMembers({ params: { id: segmentId }, payload: { emails, createMissing } }),
     { invalidates: [["segments"]], onSuccess: () => setText("") }
   )
   return (
@@ -311,13 +258,7 @@ function AddMembers({ segmentId }: { readonly segmentId: string }) {
       >
         <label className="block text-sm font-medium text-slate-700">
           Emails (one per line, or separated by commas)
-          <textarea
-            className="input mt-1 font-mono"
-            rows={3}
-            value={text}
-            onChange={(event) => setText(event.target.value)}
-            spellCheck={false}
-          />
+          <textarea className="input mt-1 font-mono" rows={3} value={text} onChange={(event) => setText(event.target.value)} spellCheck={false} />
         </label>
         <label className="mt-3 flex items-center gap-2 text-sm text-slate-700">
           <input type="checkbox" checked={createMissing} onChange={(event) => setCreateMissing(event.target.checked)} />
@@ -327,13 +268,8 @@ function AddMembers({ segmentId }: { readonly segmentId: string }) {
         {add.data && (
           <div className="mt-4">
             <Notice>
-              Added {add.data.added}
-              {add.data.created > 0 ? ` (${add.data.created} new contacts)` : ""}.
-              {add.data.notFound.length > 0 && (
-                <>
-                  Not found: <span className="break-all">{add.data.notFound.join(", ")}</span>.
-                </>
-              )}
+              Added {add.data.added}{add.data.created > 0 ? ` (${add.data.created} new contacts)` : ""}.
+              {add.data.notFound.length > 0 && <> Not found: <span className="break-all">{add.data.notFound.join(", ")}</span>.</>}
             </Notice>
           </div>
         )}
@@ -358,30 +294,18 @@ function Members({ segment }: { readonly segment: SegmentData }) {
   return (
     <Section title="Members">
       <MutationError error={remove.error} />
-      <QueryView
-        query={members}
-        isEmpty={(result) => result.total === 0}
-        empty={<Empty title="No members">{isStatic ? "Add some by email above." : "No contact matches the condition now."}</Empty>}
-      >
+      <QueryView query={members} isEmpty={(result) => result.total === 0} empty={<Empty title="No members">{isStatic ? "Add some by email above." : "No contact matches the condition now."}</Empty>}>
         {(result) => (
           <>
             <Table label="Members" head={["Email", "Subscription", ["Created", wideOnly], ...(isStatic ? [""] : [])]}>
               {result.data.map((contact) => (
                 <tr key={contact.id}>
-                  <td className={cell}>
-                    <Link to={`/p/${projectId}/contacts/${contact.id}`} className="link break-all">{contact.email}</Link>
-                  </td>
+                  <td className={cell}><Link to={`/p/${projectId}/contacts/${contact.id}`} className="link break-all">{contact.email}</Link></td>
                   <td className={cell}>{contact.subscribed ? <Badge tone="green">Subscribed</Badge> : <Badge>Unsubscribed</Badge>}</td>
                   <td className={`${cell} ${wideOnly} whitespace-nowrap text-slate-600`}>{formatDate(contact.createdAt)}</td>
                   {isStatic && (
                     <td className={`${cell} text-right`}>
-                      <button
-                        type="button"
-                        className="btn-secondary py-1"
-                        aria-label={`Remove ${contact.email}`}
-                        disabled={remove.isPending}
-                        onClick={() => remove.mutate(contact.email)}
-                      >
+                      <button type="button" className="btn-secondary py-1" aria-label={`Remove ${contact.email}`} disabled={remove.isPending} onClick={() => remove.mutate(contact.email)}>
                         Remove
                       </button>
                     </td>

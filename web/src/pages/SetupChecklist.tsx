@@ -18,12 +18,7 @@ export function SetupChecklist() {
   // Under local delivery no domain needs verifying: that step is shown as not needed, and counts as done.
   const config = useServerConfig()
   const domainNeeded = config.data?.delivery.verifiedDomainRequired !== false
-  if (state.isError)
-    return (
-      <div className="mb-6">
-        <ErrorState failure={state.error} />
-      </div>
-    )
+  if (state.isError) return <div className="mb-6"><ErrorState failure={state.error} /></div>
   if (!state.data || state.data.complete || config.isPending) return null
   const data = state.data
   const isDone = (key: (typeof STEPS)[number][0]) => data[key] || (key === "hasVerifiedDomain" && !domainNeeded)
@@ -42,21 +37,14 @@ export function SetupChecklist() {
             <li key={key} className="flex items-center gap-3" data-done={finished}>
               <span
                 aria-hidden="true"
-                className={`flex size-5 shrink-0 items-center justify-center rounded-full text-xs ${
-                  finished ? "bg-green-600 text-white" : "border border-slate-300"
-                }`}
+                className={`flex size-5 shrink-0 items-center justify-center rounded-full text-xs ${finished ? "bg-green-600 text-white" : "border border-slate-300"}`}
               >
                 {finished ? "✓" : ""}
               </span>
               {finished
                 ? notNeeded
                   ? <span className="text-slate-500">{label}: not needed while mail is delivered locally</span>
-                  : (
-                    <span className="text-slate-500 line-through">
-                      {label}
-                      <span className="sr-only">(done)</span>
-                    </span>
-                  )
+                  : <span className="text-slate-500 line-through">{label}<span className="sr-only"> (done)</span></span>
                 : <Link className="link" to={`/p/${projectId}/${path}`}>{label}</Link>}
             </li>
           )

@@ -33,9 +33,8 @@ interface Draft {
 
 const EMPTY: Draft = {
   name: "",
-  subject: 'Hello {{ firstName ?? "there" }}',
-  body:
-    '<h1>Hello {{ firstName ?? "there" }}</h1>\n<p>Write your message here.</p>\n<p><a href="{{ unsubscribeUrl }}">Unsubscribe</a></p>\n',
+  subject: "Hello {{ firstName ?? \"there\" }}",
+  body: "<h1>Hello {{ firstName ?? \"there\" }}</h1>\n<p>Write your message here.</p>\n<p><a href=\"{{ unsubscribeUrl }}\">Unsubscribe</a></p>\n",
   from: "",
   fromName: "",
   replyTo: "",
@@ -107,9 +106,7 @@ function TemplateEditor({ templateId, initial }: { readonly templateId?: string;
     setDraft((current) => ({ ...current, [field]: value }))
   }
   /** The save's error for a field, else what the live preview found in it (half-typed Liquid). */
-  const errorAt = (field: string) =>
-    fieldError(save.error, field) ??
-      (field === "subject" || field === "body" ? fieldError({ fieldErrors: previewErrors }, field) : undefined)
+  const errorAt = (field: string) => fieldError(save.error, field) ?? (field === "subject" || field === "body" ? fieldError({ fieldErrors: previewErrors }, field) : undefined)
 
   const duplicate = useApiMutation((client, id: string) => client.templates.duplicate({ params: { id } }), {
     invalidates: [["templates"]],
@@ -128,16 +125,12 @@ function TemplateEditor({ templateId, initial }: { readonly templateId?: string;
       title={templateId === undefined ? "New template" : initial.name}
       actions={templateId !== undefined && (
         <div className="flex gap-2">
-          <button type="button" className="btn-secondary" disabled={duplicate.isPending} onClick={() => duplicate.mutate(templateId)}>
-            Duplicate
-          </button>
+          <button type="button" className="btn-secondary" disabled={duplicate.isPending} onClick={() => duplicate.mutate(templateId)}>Duplicate</button>
           <button type="button" className="btn-danger" onClick={() => setDeleting(true)}>Delete</button>
         </div>
       )}
     >
-      <p className="-mt-4 mb-6 text-sm">
-        <Link to={base} className="link">All templates</Link>
-      </p>
+      <p className="-mt-4 mb-6 text-sm"><Link to={base} className="link">All templates</Link></p>
       <div className="grid grid-cols-1 gap-6 xl:grid-cols-2">
         <form
           className="min-w-0 space-y-4"
@@ -149,66 +142,28 @@ function TemplateEditor({ templateId, initial }: { readonly templateId?: string;
         >
           <Card>
             <div className="grid grid-cols-1 gap-4 sm:grid-cols-2">
-              <Field
-                label="Name"
-                value={draft.name}
-                onChange={(event) => set("name")(event.target.value)}
-                required
-                maxLength={255}
-                error={errorAt("name")}
-              />
+              <Field label="Name" value={draft.name} onChange={(event) => set("name")(event.target.value)} required maxLength={255} error={errorAt("name")} />
               <label className="block text-sm font-medium text-slate-700">
                 Type
                 <select className="input mt-1" value={draft.type} onChange={(event) => set("type")(event.target.value)}>
                   {TYPES.map((type) => <option key={type} value={type}>{type.toLowerCase()}</option>)}
                 </select>
               </label>
-              <Field
-                label="From"
-                type="email"
-                value={draft.from}
-                onChange={(event) => set("from")(event.target.value)}
-                required
-                hint={<SenderHint projectId={projectId} />}
-                error={errorAt("from")}
-              />
-              <Field
-                label="From name"
-                value={draft.fromName}
-                onChange={(event) => set("fromName")(event.target.value)}
-                error={errorAt("fromName")}
-              />
-              <Field
-                label="Reply to"
-                type="email"
-                value={draft.replyTo}
-                onChange={(event) => set("replyTo")(event.target.value)}
-                error={errorAt("replyTo")}
-              />
+              <Field label="From" type="email" value={draft.from} onChange={(event) => set("from")(event.target.value)} required hint={<SenderHint projectId={projectId} />} error={errorAt("from")} />
+              <Field label="From name" value={draft.fromName} onChange={(event) => set("fromName")(event.target.value)} error={errorAt("fromName")} />
+              <Field label="Reply to" type="email" value={draft.replyTo} onChange={(event) => set("replyTo")(event.target.value)} error={errorAt("replyTo")} />
             </div>
             <div className="mt-4">
-              <Field
-                label="Subject"
-                value={draft.subject}
-                onChange={(event) => set("subject")(event.target.value)}
-                required
-                error={errorAt("subject")}
-              />
+              <Field label="Subject" value={draft.subject} onChange={(event) => set("subject")(event.target.value)} required error={errorAt("subject")} />
             </div>
             <div className="mt-4">
               <BodyEditor value={draft.body} onChange={set("body")} error={errorAt("body")} />
             </div>
             <div className="mt-5 flex flex-wrap items-center gap-3">
-              <button type="submit" className="btn-primary" disabled={save.isPending}>
-                {templateId === undefined ? "Create template" : "Save"}
-              </button>
+              <button type="submit" className="btn-primary" disabled={save.isPending}>{templateId === undefined ? "Create template" : "Save"}</button>
               {dirty && <span className="text-sm text-amber-800" data-testid="unsaved">Unsaved changes</span>}
             </div>
-            {save.isSuccess && !dirty && templateId !== undefined && (
-              <div className="mt-4">
-                <Notice>Saved.</Notice>
-              </div>
-            )}
+            {save.isSuccess && !dirty && templateId !== undefined && <div className="mt-4"><Notice>Saved.</Notice></div>}
             <MutationError error={save.error} fields={FIELDS} />
             <MutationError error={duplicate.error} />
             <MutationError error={remove.error} />
@@ -228,8 +183,7 @@ function TemplateEditor({ templateId, initial }: { readonly templateId?: string;
           onConfirm={() => remove.mutate(templateId)}
           onCancel={() => setDeleting(false)}
         >
-          The template is deleted for good; mail already sent with it is kept. A template that a workflow step sends cannot be deleted:
-          change those steps first.
+          The template is deleted for good; mail already sent with it is kept. A template that a workflow step sends cannot be deleted: change those steps first.
         </Confirm>
       )}
     </Page>
@@ -247,11 +201,7 @@ function Usage({ templateId }: { readonly templateId: string }) {
         ? <p className="text-sm text-slate-600">No workflow sends this template.</p>
         : (
           <ul className="space-y-1 text-sm">
-            {steps.map((step) => (
-              <li key={step.stepId}>
-                <Link className="link" to={`/p/${projectId}/workflows/${step.id}`}>{step.name}</Link>
-              </li>
-            ))}
+            {steps.map((step) => <li key={step.stepId}><Link className="link" to={`/p/${projectId}/workflows/${step.id}`}>{step.name}</Link></li>)}
           </ul>
         )}
     </Card>

@@ -42,12 +42,8 @@ export function TemplatesPage() {
             <Table label="Templates" head={["Name", "Type", "Subject", "Updated"]}>
               {result.data.map((template) => (
                 <tr key={template.id} className="hover:bg-slate-50">
-                  <td className={cell}>
-                    <Link to={`/p/${projectId}/templates/${template.id}`} className="link">{template.name}</Link>
-                  </td>
-                  <td className={cell}>
-                    <Badge tone="indigo">{template.type.toLowerCase()}</Badge>
-                  </td>
+                  <td className={cell}><Link to={`/p/${projectId}/templates/${template.id}`} className="link">{template.name}</Link></td>
+                  <td className={cell}><Badge tone="indigo">{template.type.toLowerCase()}</Badge></td>
                   <td className={`${cell} text-slate-700`}>{template.subject}</td>
                   <td className={`${cell} whitespace-nowrap text-slate-600`}>{formatDate(template.updatedAt)}</td>
                 </tr>

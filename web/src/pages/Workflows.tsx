@@ -20,8 +20,7 @@ function NewWorkflow() {
   const [name, setName] = useState("")
   const [eventName, setEventName] = useState("")
   const create = useApiMutation(
-    (client, _: void) =>
-      client.workflows.create({ payload: { name: name.trim(), ...(eventName.trim() ? { eventName: eventName.trim() } : {}) } }),
+    (client, _: void) => client.workflows.create({ payload: { name: name.trim(), ...(eventName.trim() ? { eventName: eventName.trim() } : {}) } }),
     { invalidates: [["workflows"]], onSuccess: (workflow) => void navigate(`/p/${projectId}/workflows/${workflow.id}`) }
   )
   const submit = (event: FormEvent) => {
@@ -37,14 +36,7 @@ function NewWorkflow() {
         </div>
         <div>
           <label htmlFor={ids.event} className="block text-sm font-medium text-slate-700">Trigger event</label>
-          <input
-            id={ids.event}
-            list={ids.list}
-            className="input mt-1 font-mono"
-            placeholder="signed-up"
-            value={eventName}
-            onChange={(event) => setEventName(event.target.value)}
-          />
+          <input id={ids.event} list={ids.list} className="input mt-1 font-mono" placeholder="signed-up" value={eventName} onChange={(event) => setEventName(event.target.value)} />
           <EventNameSuggestions id={ids.list} />
         </div>
         <button type="submit" className="btn-primary" disabled={create.isPending}>Create workflow</button>
@@ -59,21 +51,13 @@ export function WorkflowsPage() {
   const query = useApiQuery(["workflows", "list"], (client) => client.workflows.list({}))
   return (
     <Page title="Workflows">
-      <div className="mb-6">
-        <NewWorkflow />
-      </div>
-      <QueryView
-        query={query}
-        isEmpty={(list) => list.length === 0}
-        empty={<Empty title="No workflows yet">Create one above: it starts with its trigger, disabled.</Empty>}
-      >
+      <div className="mb-6"><NewWorkflow /></div>
+      <QueryView query={query} isEmpty={(list) => list.length === 0} empty={<Empty title="No workflows yet">Create one above: it starts with its trigger, disabled.</Empty>}>
         {(list) => (
           <Table label="Workflows" head={["Name", "Trigger", "State", ["Steps", wideOnly], ["Updated", wideOnly]]}>
             {list.map((workflow) => (
               <tr key={workflow.id} className="hover:bg-slate-50">
-                <td className={cell}>
-                  <Link to={`/p/${projectId}/workflows/${workflow.id}`} className="link">{workflow.name}</Link>
-                </td>
+                <td className={cell}><Link to={`/p/${projectId}/workflows/${workflow.id}`} className="link">{workflow.name}</Link></td>
                 <td className={`${cell} break-all font-mono text-xs`}>{trigger(workflow)}</td>
                 <td className={cell}>{workflow.enabled ? <Badge tone="green">enabled</Badge> : <Badge>disabled</Badge>}</td>
                 <td className={`${cell} ${wideOnly} tabular-nums`}>{workflow.steps.length}</td>

@@ -22,10 +22,7 @@ const NO_ERRORS: ReadonlyArray<FieldError> = []
 export const usePreview = (audience: Audience | null, sampleSize: number) => {
   const projectId = useProjectId()
   const settled = useSettled(audience, 400)
-  return useQuery<
-    { total: number; reachable: number; sample: ReadonlyArray<{ id: string; email: string; subscribed: boolean }> },
-    ApiFailure
-  >({
+  return useQuery<{ total: number; reachable: number; sample: ReadonlyArray<{ id: string; email: string; subscribed: boolean }> }, ApiFailure>({
     queryKey: projectKey(projectId, ["segments", "preview", settled, sampleSize]),
     queryFn: ({ signal }) =>
       callApi(projectId, (client) =>
@@ -63,16 +60,12 @@ export function AudiencePreview({
   return (
     <section aria-label="Live count" aria-busy={preview.isFetching} className="rounded-lg border border-slate-200 bg-white p-4">
       <p className="text-sm text-slate-600" aria-live="polite">
-        <span data-testid="live-count" className="text-2xl font-semibold tabular-nums text-slate-900">
-          {count === undefined ? "—" : count.toLocaleString()}
-        </span>{" "}
-        {label === "recipients" ? nounFor(count ?? 0, "recipient") : count === 1 ? "contact matches" : "contacts match"}
+        <span data-testid="live-count" className="text-2xl font-semibold tabular-nums text-slate-900">{count === undefined ? "—" : count.toLocaleString()}</span>
+        {" "}{label === "recipients" ? nounFor(count ?? 0, "recipient") : count === 1 ? "contact matches" : "contacts match"}
         {preview.isFetching && <span className="ml-2 text-xs text-slate-400">updating…</span>}
       </p>
       {data && label === "recipients" && data.total !== data.reachable && (
-        <p className="mt-1 text-xs text-slate-500">
-          {(data.total - data.reachable).toLocaleString()} more match but are unsubscribed or suppressed.
-        </p>
+        <p className="mt-1 text-xs text-slate-500">{(data.total - data.reachable).toLocaleString()} more match but are unsubscribed or suppressed.</p>
       )}
       {data && label === "contacts match" && data.total > 0 && (
         <p className="mt-1 text-xs text-slate-500">
@@ -81,14 +74,8 @@ export function AudiencePreview({
             : `${data.reachable.toLocaleString()} of them subscribed and reachable.`}
         </p>
       )}
-      {preview.isError && fieldErrors.length === 0 && (
-        <div className="mt-3">
-          <ErrorState failure={preview.error} />
-        </div>
-      )}
-      {preview.isError && fieldErrors.length > 0 && (
-        <p className="mt-2 text-sm text-red-700">Fix the marked {fieldErrors.length === 1 ? "filter" : "filters"} to see the count.</p>
-      )}
+      {preview.isError && fieldErrors.length === 0 && <div className="mt-3"><ErrorState failure={preview.error} /></div>}
+      {preview.isError && fieldErrors.length > 0 && <p className="mt-2 text-sm text-red-700">Fix the marked {fieldErrors.length === 1 ? "filter" : "filters"} to see the count.</p>}
       {data && data.sample.length > 0 && (
         <ul aria-label="Sample of matching contacts" className="mt-3 space-y-1 text-sm">
           {data.sample.map((contact) => (

@@ -9,7 +9,17 @@
 import { MAX_DEPTH } from "../../../../src/domain/conditions/types.ts"
 import type { FieldError } from "../../api/failure.ts"
 import { FilterRow } from "./FilterRow.tsx"
-import { childPath, type Condition, errorsAt, GROUP_KEYS, type Group, newCondition, newFilter, newGroup, TREE_KEYS } from "./model.ts"
+import {
+  childPath,
+  type Condition,
+  errorsAt,
+  GROUP_KEYS,
+  type Group,
+  newCondition,
+  newFilter,
+  newGroup,
+  TREE_KEYS
+} from "./model.ts"
 import { type Suggestions, useSuggestions } from "./suggestions.ts"
 
 export { asCondition, newCondition } from "./model.ts"
@@ -53,8 +63,7 @@ function Tree({ condition, onChange, path, errors, depth, suggestions, onRemove 
   readonly suggestions: Suggestions
   readonly onRemove?: () => void
 }) {
-  const setGroup = (index: number, group: Group) =>
-    onChange({ ...condition, groups: condition.groups.map((g, i) => (i === index ? group : g)) })
+  const setGroup = (index: number, group: Group) => onChange({ ...condition, groups: condition.groups.map((g, i) => (i === index ? group : g)) })
   const removeGroup = (index: number) => onChange({ ...condition, groups: condition.groups.filter((_, i) => i !== index) })
   const joiner = condition.logic === "OR" ? "or" : "and"
   return (
@@ -93,11 +102,7 @@ function Tree({ condition, onChange, path, errors, depth, suggestions, onRemove 
           </li>
         ))}
       </ol>
-      <button
-        type="button"
-        className="btn-secondary mt-2"
-        onClick={() => onChange({ ...condition, groups: [...condition.groups, newGroup()] })}
-      >
+      <button type="button" className="btn-secondary mt-2" onClick={() => onChange({ ...condition, groups: [...condition.groups, newGroup()] })}>
         Add group
       </button>
     </div>
@@ -121,21 +126,14 @@ function GroupBox({ group, index, path, errors, depth, suggestions, onChange, on
     onChange(rest)
   }
   return (
-    <div
-      role="group"
-      aria-label={`Group ${index + 1}`}
-      data-path={path}
-      className="rounded-md border border-slate-200 bg-slate-50 p-2 sm:p-3"
-    >
+    <div role="group" aria-label={`Group ${index + 1}`} data-path={path} className="rounded-md border border-slate-200 bg-slate-50 p-2 sm:p-3">
       <Errors errors={errorsAt(errors, path, GROUP_KEYS)} />
       <div className="space-y-2">
         {filters.map((filter, filterIndex) => {
           const filterPath = childPath(path, `filters[${filterIndex}]`)
           return (
             <div key={filterIndex}>
-              {filterIndex > 0 && (
-                <p className="mb-2 text-xs font-semibold uppercase tracking-wide text-slate-500" aria-hidden="true">and</p>
-              )}
+              {filterIndex > 0 && <p className="mb-2 text-xs font-semibold uppercase tracking-wide text-slate-500" aria-hidden="true">and</p>}
               <FilterRow
                 filter={filter}
                 path={filterPath}
@@ -149,9 +147,7 @@ function GroupBox({ group, index, path, errors, depth, suggestions, onChange, on
         })}
         {group.conditions !== undefined && (
           <div>
-            {filters.length > 0 && (
-              <p className="mb-2 text-xs font-semibold uppercase tracking-wide text-slate-500" aria-hidden="true">and</p>
-            )}
+            {filters.length > 0 && <p className="mb-2 text-xs font-semibold uppercase tracking-wide text-slate-500" aria-hidden="true">and</p>}
             <Tree
               condition={group.conditions}
               path={childPath(path, "conditions")}
@@ -167,11 +163,7 @@ function GroupBox({ group, index, path, errors, depth, suggestions, onChange, on
       <div className="mt-2 flex flex-wrap gap-2">
         <button type="button" className="btn-secondary" onClick={() => setFilters([...filters, newFilter()])}>Add filter</button>
         {group.conditions === undefined && depth < MAX_DEPTH && (
-          <button
-            type="button"
-            className="btn-secondary"
-            onClick={() => onChange({ ...group, conditions: { ...newCondition(), logic: "OR" } })}
-          >
+          <button type="button" className="btn-secondary" onClick={() => onChange({ ...group, conditions: { ...newCondition(), logic: "OR" } })}>
             Add nested group
           </button>
         )}

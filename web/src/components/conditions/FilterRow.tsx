@@ -109,23 +109,13 @@ function FieldName({ filter, kind, suggestions, onChange }: {
   switch (kind) {
     case "contact":
       return (
-        <select
-          aria-label="Field"
-          className={sized("sm:w-36")}
-          value={filter.field}
-          onChange={(event) => onChange(event.target.value)}
-        >
+        <select aria-label="Field" className={sized("sm:w-36")} value={filter.field} onChange={(event) => onChange(event.target.value)}>
           {CONTACT_FIELDS.map((field) => <option key={field} value={field}>{CONTACT_LABELS[field]}</option>)}
         </select>
       )
     case "engagement":
       return (
-        <select
-          aria-label="Field"
-          className={sized("sm:w-36")}
-          value={filter.field}
-          onChange={(event) => onChange(event.target.value)}
-        >
+        <select aria-label="Field" className={sized("sm:w-36")} value={filter.field} onChange={(event) => onChange(event.target.value)}>
           {ENGAGEMENT_FIELDS.map((field) => <option key={field} value={`email.${field}`}>email {field}</option>)}
         </select>
       )
@@ -133,12 +123,7 @@ function FieldName({ filter, kind, suggestions, onChange }: {
       const current = filter.field.slice("segment.".length)
       const known = suggestions.segments.some((segment) => segment.id === current)
       return (
-        <select
-          aria-label="Segment"
-          className={sized("sm:w-48")}
-          value={current}
-          onChange={(event) => onChange(`segment.${event.target.value}`)}
-        >
+        <select aria-label="Segment" className={sized("sm:w-48")} value={current} onChange={(event) => onChange(`segment.${event.target.value}`)}>
           {!known && <option value={current}>{current === "" ? "Choose a segment" : current}</option>}
           {suggestions.segments.map((segment) => <option key={segment.id} value={segment.id}>{segment.name}</option>)}
         </select>
@@ -196,14 +181,7 @@ function ValueInputs({ filter, fieldTypes, onChange }: {
   if (WINDOW_OPERATORS.has(operator)) {
     return (
       <>
-        <input
-          aria-label="Amount"
-          type="number"
-          min={1}
-          className={sized("sm:w-20")}
-          value={String(filter.value ?? "")}
-          onChange={(event) => set({ value: numberValue(event.target.value) })}
-        />
+        <input aria-label="Amount" type="number" min={1} className={sized("sm:w-20")} value={String(filter.value ?? "")} onChange={(event) => set({ value: numberValue(event.target.value) })} />
         <UnitSelect unit={filter.unit} onChange={(unit) => set({ unit })} />
       </>
     )
@@ -214,15 +192,7 @@ function ValueInputs({ filter, fieldTypes, onChange }: {
       const windowed = filter.within !== undefined
       return (
         <>
-          <input
-            aria-label="Times"
-            type="number"
-            min={1}
-            step={1}
-            className={sized("sm:w-20")}
-            value={String(filter.value ?? "")}
-            onChange={(event) => set({ value: numberValue(event.target.value) })}
-          />
+          <input aria-label="Times" type="number" min={1} step={1} className={sized("sm:w-20")} value={String(filter.value ?? "")} onChange={(event) => set({ value: numberValue(event.target.value) })} />
           <span className="text-sm text-slate-600">times</span>
           <label className="flex items-center gap-1.5 text-sm text-slate-700">
             <input
@@ -240,14 +210,7 @@ function ValueInputs({ filter, fieldTypes, onChange }: {
           </label>
           {windowed && (
             <>
-              <input
-                aria-label="Within"
-                type="number"
-                min={1}
-                className={sized("sm:w-20")}
-                value={String(filter.within ?? "")}
-                onChange={(event) => set({ within: numberValue(event.target.value) as number })}
-              />
+              <input aria-label="Within" type="number" min={1} className={sized("sm:w-20")} value={String(filter.within ?? "")} onChange={(event) => set({ within: numberValue(event.target.value) as number })} />
               <UnitSelect unit={filter.unit} onChange={(unit) => set({ unit })} />
             </>
           )}
@@ -256,30 +219,17 @@ function ValueInputs({ filter, fieldTypes, onChange }: {
     }
     case "contains":
     case "notContains":
-      return (
-        <input
-          aria-label="Value"
-          className={sized("sm:w-40")}
-          value={String(filter.value ?? "")}
-          onChange={(event) => set({ value: event.target.value })}
-        />
-      )
+      return <input aria-label="Value" className={sized("sm:w-40")} value={String(filter.value ?? "")} onChange={(event) => set({ value: event.target.value })} />
     default: {
       const type = valueTypeOf(filter, fieldTypes)
       const comparison = operator !== "equals" && operator !== "notEquals"
-      const fixed = filter.field === "subscribed" || filter.field === "createdAt" || filter.field === "updatedAt" ||
-        filter.field === "email"
+      const fixed = filter.field === "subscribed" || filter.field === "createdAt" || filter.field === "updatedAt" || filter.field === "email"
       const types: ReadonlyArray<ValueType> = comparison ? ["number", "date"] : ["text", "number", "boolean", "date"]
       const shown: ValueType = types.includes(type) ? type : types[0]!
       return (
         <>
           {!fixed && (
-            <select
-              aria-label="Value type"
-              className={sized("sm:w-28")}
-              value={shown}
-              onChange={(event) => set({ value: convert(filter.value, event.target.value as ValueType) })}
-            >
+            <select aria-label="Value type" className={sized("sm:w-28")} value={shown} onChange={(event) => set({ value: convert(filter.value, event.target.value as ValueType) })}>
               {types.map((option) => <option key={option} value={option}>{TYPE_LABELS[option]}</option>)}
             </select>
           )}
@@ -290,62 +240,27 @@ function ValueInputs({ filter, fieldTypes, onChange }: {
   }
 }
 
-function TypedValue(
-  { type, value, onChange }: { readonly type: ValueType; readonly value: unknown; readonly onChange: (value: unknown) => void }
-) {
+function TypedValue({ type, value, onChange }: { readonly type: ValueType; readonly value: unknown; readonly onChange: (value: unknown) => void }) {
   switch (type) {
     case "boolean":
       return (
-        <select
-          aria-label="Value"
-          className={sized("sm:w-24")}
-          value={String(value === true)}
-          onChange={(event) => onChange(event.target.value === "true")}
-        >
+        <select aria-label="Value" className={sized("sm:w-24")} value={String(value === true)} onChange={(event) => onChange(event.target.value === "true")}>
           <option value="true">true</option>
           <option value="false">false</option>
         </select>
       )
     case "number":
-      return (
-        <input
-          aria-label="Value"
-          type="number"
-          className={sized("sm:w-28")}
-          value={String(value ?? "")}
-          onChange={(event) => onChange(event.target.value === "" ? "" : Number(event.target.value))}
-        />
-      )
+      return <input aria-label="Value" type="number" className={sized("sm:w-28")} value={String(value ?? "")} onChange={(event) => onChange(event.target.value === "" ? "" : Number(event.target.value))} />
     case "date":
-      return (
-        <input
-          aria-label="Value"
-          type="date"
-          className={sized("sm:w-40")}
-          value={typeof value === "string" ? value.slice(0, 10) : ""}
-          onChange={(event) => onChange(event.target.value)}
-        />
-      )
+      return <input aria-label="Value" type="date" className={sized("sm:w-40")} value={typeof value === "string" ? value.slice(0, 10) : ""} onChange={(event) => onChange(event.target.value)} />
     case "text":
-      return (
-        <input
-          aria-label="Value"
-          className={sized("sm:w-40")}
-          value={String(value ?? "")}
-          onChange={(event) => onChange(event.target.value)}
-        />
-      )
+      return <input aria-label="Value" className={sized("sm:w-40")} value={String(value ?? "")} onChange={(event) => onChange(event.target.value)} />
   }
 }
 
 function UnitSelect({ unit, onChange }: { readonly unit: Unit | undefined; readonly onChange: (unit: Unit) => void }) {
   return (
-    <select
-      aria-label="Unit"
-      className={sized("sm:w-28")}
-      value={unit ?? "days"}
-      onChange={(event) => onChange(event.target.value as Unit)}
-    >
+    <select aria-label="Unit" className={sized("sm:w-28")} value={unit ?? "days"} onChange={(event) => onChange(event.target.value as Unit)}>
       {(Object.keys(UNITS) as Array<Unit>).map((option) => <option key={option} value={option}>{option}</option>)}
     </select>
   )

@@ -9,9 +9,7 @@ import { fieldOf } from "./Frame.tsx"
 
 export function ChangePassword() {
   const me = useMe()
-  const change = useApiMutation((client, payload: { currentPassword: string; newPassword: string }) =>
-    client.auth.changePassword({ payload })
-  )
+  const change = useApiMutation((client, payload: { currentPassword: string; newPassword: string }) => client.auth.changePassword({ payload }))
   if (!me.data?.hasPassword) return null
   return (
     <Card title="Your password">
@@ -28,11 +26,7 @@ export function ChangePassword() {
         <button type="submit" className="btn-primary" disabled={change.isPending}>Change password</button>
       </form>
       <p className="mt-2 text-xs text-slate-500">Your other sessions are signed out, and reset links mailed to you stop working.</p>
-      {change.isSuccess && (
-        <div className="mt-4">
-          <Notice>Your password is changed; your other sessions are signed out.</Notice>
-        </div>
-      )}
+      {change.isSuccess && <div className="mt-4"><Notice>Your password is changed; your other sessions are signed out.</Notice></div>}
       <MutationError error={change.error} />
     </Card>
   )

@@ -2,9 +2,7 @@
 import type { ReactNode } from "react"
 import { Page } from "../../components/Page.tsx"
 
-export function AccountFrame(
-  { title, children, footer }: { readonly title: string; readonly children: ReactNode; readonly footer?: ReactNode }
-) {
+export function AccountFrame({ title, children, footer }: { readonly title: string; readonly children: ReactNode; readonly footer?: ReactNode }) {
   return (
     <div className="mx-auto max-w-md">
       <Page title={title}>

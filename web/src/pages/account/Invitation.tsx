@@ -23,11 +23,7 @@ export function AcceptInvitationPage() {
   })
 
   if (token === null) {
-    return (
-      <AccountFrame title="Join a project">
-        <p className="text-slate-700">This page needs the link from the invitation mail.</p>
-      </AccountFrame>
-    )
+    return <AccountFrame title="Join a project"><p className="text-slate-700">This page needs the link from the invitation mail.</p></AccountFrame>
   }
   const here = `/accept-invitation?token=${encodeURIComponent(token)}`
   return (
@@ -37,20 +33,14 @@ export function AcceptInvitationPage() {
         : me.isSuccess
         ? (
           <>
-            <p className="text-slate-700">
-              You are signed in as <strong>{me.data.email}</strong>. The invitation must be addressed to this email.
-            </p>
-            <button type="button" className="btn-primary mt-4 w-full" disabled={accept.isPending} onClick={() => accept.mutate(token)}>
-              Join the project
-            </button>
+            <p className="text-slate-700">You are signed in as <strong>{me.data.email}</strong>. The invitation must be addressed to this email.</p>
+            <button type="button" className="btn-primary mt-4 w-full" disabled={accept.isPending} onClick={() => accept.mutate(token)}>Join the project</button>
             <MutationError error={accept.error} />
           </>
         )
         : (
           <>
-            <p className="text-slate-700">
-              You were invited to a project. Create an account with the invited email, or sign in if you have one.
-            </p>
+            <p className="text-slate-700">You were invited to a project. Create an account with the invited email, or sign in if you have one.</p>
             <div className="mt-4 grid gap-2">
               <Link className="btn-primary" to={`/signup?invite=${encodeURIComponent(token)}`}>Create an account</Link>
               <Link className="btn-secondary" to={signInPath(here)}>Sign in</Link>

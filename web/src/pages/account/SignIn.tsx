@@ -43,20 +43,14 @@ function OAuthButtons() {
 export function SignInPage() {
   const [params] = useSearchParams()
   const enter = useEnter()
-  const login = useApiMutation((client, payload: { email: string; password: string }) => client.auth.login({ payload }), {
-    onSuccess: enter
-  })
+  const login = useApiMutation((client, payload: { email: string; password: string }) => client.auth.login({ payload }), { onSuccess: enter })
   return (
     <AccountFrame
       title="Sign in"
       footer={
         <>
-          <p>
-            No account yet? <Link className="link" to={withNext("/signup", params)}>Create one</Link>
-          </p>
-          <p>
-            <Link className="link" to="/forgot-password">Forgot your password?</Link>
-          </p>
+          <p>No account yet? <Link className="link" to={withNext("/signup", params)}>Create one</Link></p>
+          <p><Link className="link" to="/forgot-password">Forgot your password?</Link></p>
         </>
       }
     >
@@ -68,14 +62,7 @@ export function SignInPage() {
         }}
       >
         <Field label="Email" name="email" type="email" autoComplete="email" required error={fieldError(login.error, "email")} />
-        <Field
-          label="Password"
-          name="password"
-          type="password"
-          autoComplete="current-password"
-          required
-          error={fieldError(login.error, "password")}
-        />
+        <Field label="Password" name="password" type="password" autoComplete="current-password" required error={fieldError(login.error, "password")} />
         <button type="submit" className="btn-primary w-full" disabled={login.isPending}>Sign in</button>
       </form>
       <MutationError error={login.error} fields={["email", "password"]} />
@@ -95,15 +82,9 @@ export function SignUpPage() {
   return (
     <AccountFrame
       title="Create an account"
-      footer={
-        <p>
-          Have an account? <Link className="link" to={withNext("/signin", params)}>Sign in</Link>
-        </p>
-      }
+      footer={<p>Have an account? <Link className="link" to={withNext("/signin", params)}>Sign in</Link></p>}
     >
-      {inviteToken && (
-        <p className="mb-4 text-sm text-slate-600">Sign up with the email address the invitation was sent to, and you join its project.</p>
-      )}
+      {inviteToken && <p className="mb-4 text-sm text-slate-600">Sign up with the email address the invitation was sent to, and you join its project.</p>}
       <form
         className="space-y-4"
         onSubmit={(event) => {

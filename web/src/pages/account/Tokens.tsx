@@ -33,14 +33,7 @@ export function VerifyEmailPage() {
 
   const here = token === null ? "/verify-email" : `/verify-email?token=${encodeURIComponent(token)}`
   return (
-    <AccountFrame
-      title="Verify your email"
-      footer={
-        <p>
-          <Link className="link" to="/p">Go to your projects</Link>
-        </p>
-      }
-    >
+    <AccountFrame title="Verify your email" footer={<p><Link className="link" to="/p">Go to your projects</Link></p>}>
       {me.isPending
         ? <Loading />
         : !signedIn
@@ -62,11 +55,7 @@ export function VerifyEmailPage() {
         <div className="mt-4">
           {resend.isSuccess
             ? <Notice>We mailed you a new link.</Notice>
-            : (
-              <button type="button" className="btn-secondary" disabled={resend.isPending} onClick={() => resend.mutate()}>
-                Send a new link
-              </button>
-            )}
+            : <button type="button" className="btn-secondary" disabled={resend.isPending} onClick={() => resend.mutate()}>Send a new link</button>}
           <MutationError error={resend.error} />
         </div>
       )}
@@ -77,20 +66,9 @@ export function VerifyEmailPage() {
 export function ForgotPasswordPage() {
   const request = useApiMutation((client, email: string) => client.auth.requestPasswordReset({ payload: { email } }))
   return (
-    <AccountFrame
-      title="Forgot your password"
-      footer={
-        <p>
-          <Link className="link" to="/signin">Back to sign in</Link>
-        </p>
-      }
-    >
+    <AccountFrame title="Forgot your password" footer={<p><Link className="link" to="/signin">Back to sign in</Link></p>}>
       {request.isSuccess
-        ? (
-          <Notice>
-            If an account exists for {request.variables}, we mailed it a link to choose a new password. The link works once, for an hour.
-          </Notice>
-        )
+        ? <Notice>If an account exists for {request.variables}, we mailed it a link to choose a new password. The link works once, for an hour.</Notice>
         : (
           <form
             className="space-y-4"
@@ -112,22 +90,11 @@ export function ResetPasswordPage() {
   const token = useSearchParams()[0].get("token")
   const reset = useApiMutation((client, payload: { token: string; password: string }) => client.auth.resetPassword({ payload }))
   return (
-    <AccountFrame
-      title="Choose a new password"
-      footer={
-        <p>
-          <Link className="link" to="/forgot-password">Ask for a new link</Link>
-        </p>
-      }
-    >
+    <AccountFrame title="Choose a new password" footer={<p><Link className="link" to="/forgot-password">Ask for a new link</Link></p>}>
       {token === null
         ? <p className="text-slate-700">This page needs the link from the reset mail.</p>
         : reset.isSuccess
-        ? (
-          <Notice>
-            Your password is changed and your other sessions are signed out. <Link className="link" to="/signin">Sign in</Link>
-          </Notice>
-        )
+        ? <Notice>Your password is changed and your other sessions are signed out. <Link className="link" to="/signin">Sign in</Link></Notice>
         : (
           <form
             className="space-y-4"
@@ -136,16 +103,7 @@ export function ResetPasswordPage() {
               reset.mutate({ token, password: fieldOf(event.currentTarget, "password") })
             }}
           >
-            <Field
-              label="New password"
-              name="password"
-              type="password"
-              autoComplete="new-password"
-              required
-              minLength={8}
-              maxLength={256}
-              hint="At least 8 characters"
-            />
+            <Field label="New password" name="password" type="password" autoComplete="new-password" required minLength={8} maxLength={256} hint="At least 8 characters" />
             <button type="submit" className="btn-primary w-full" disabled={reset.isPending}>Set password</button>
           </form>
         )}

@@ -39,10 +39,7 @@ export function LineChart({ label, times, series, tz, hourly }: {
             space: 60,
             // Ticks on bucket starts (local midnights or hours), not on uPlot's own UTC-based steps.
             splits: () => {
-              const every = Math.max(
-                1,
-                Math.ceil(times.length / Math.max(2, Math.floor(Math.max(box.current?.clientWidth ?? 600, 200) / 70)))
-              )
+              const every = Math.max(1, Math.ceil(times.length / Math.max(2, Math.floor(Math.max(box.current?.clientWidth ?? 600, 200) / 70))))
               return times.filter((_, index) => index % every === 0).map((time) => time / 1000)
             }
           },
@@ -50,13 +47,7 @@ export function LineChart({ label, times, series, tz, hourly }: {
         ],
         series: [
           { value: hourly ? "{MMM} {D} {HH}:{mm}" : "{MMM} {D}" },
-          ...series.map((one) => ({
-            label: one.label,
-            stroke: one.colour,
-            width: 2,
-            ...(one.dashed ? { dash: [6, 4] } : {}),
-            points: { show: times.length < 40 }
-          }))
+          ...series.map((one) => ({ label: one.label, stroke: one.colour, width: 2, ...(one.dashed ? { dash: [6, 4] } : {}), points: { show: times.length < 40 } }))
         ]
       },
       [times.map((time) => time / 1000), ...series.map((one) => [...one.values])],

@@ -9,10 +9,7 @@ import { number, percent, query, type Range } from "./common.ts"
 export function TopCampaigns({ range }: { readonly range: Range }) {
   const projectId = useProjectId()
   const [sort, setSort] = useState<"opened" | "sent" | "clicked" | "openRate" | "clickRate">("sent")
-  const campaigns = useApiQuery(
-    ["analytics", "top-campaigns", range, sort],
-    (client) => client.analytics.topCampaigns({ query: { ...query(range), limit: "10", sort } })
-  )
+  const campaigns = useApiQuery(["analytics", "top-campaigns", range, sort], (client) => client.analytics.topCampaigns({ query: { ...query(range), limit: "10", sort } }))
   return (
     <Section title="Top campaigns">
       <label htmlFor="campaign-sort" className="sr-only">Rank campaigns by</label>
@@ -23,18 +20,12 @@ export function TopCampaigns({ range }: { readonly range: Range }) {
         <option value="openRate">By open rate</option>
         <option value="clickRate">By click rate</option>
       </select>
-      <QueryView
-        query={campaigns}
-        isEmpty={(result) => result.campaigns.length === 0}
-        empty={<Empty title="No campaign mail in this range" />}
-      >
+      <QueryView query={campaigns} isEmpty={(result) => result.campaigns.length === 0} empty={<Empty title="No campaign mail in this range" />}>
         {(result) => (
           <Table label="Top campaigns" head={["Campaign", "Sent", "Open rate", "Click rate", ["Bounces", wideOnly]]}>
             {result.campaigns.map((campaign) => (
               <tr key={campaign.id}>
-                <td className={cell}>
-                  <Link to={`/p/${projectId}/campaigns/${campaign.id}`} className="link">{campaign.name}</Link>
-                </td>
+                <td className={cell}><Link to={`/p/${projectId}/campaigns/${campaign.id}`} className="link">{campaign.name}</Link></td>
                 <td className={`${cell} tabular-nums`}>{number(campaign.sent)}</td>
                 <td className={`${cell} tabular-nums`}>{percent(campaign.rates.openRate)}</td>
                 <td className={`${cell} tabular-nums`}>{percent(campaign.rates.clickRate)}</td>
@@ -81,9 +72,7 @@ export function Deliverability({ range }: { readonly range: Range }) {
                 <td className={`${cell} whitespace-nowrap`}>{domain.domain}</td>
                 <td className={`${cell} tabular-nums`}>{number(domain.sent)}</td>
                 <td className={`${cell} tabular-nums`}>{percent(domain.deliveryRate)}</td>
-                <td className={`${cell} tabular-nums`} title={`${domain.hardBounces} hard, ${domain.softBounces} soft`}>
-                  {number(domain.bounced)}
-                </td>
+                <td className={`${cell} tabular-nums`} title={`${domain.hardBounces} hard, ${domain.softBounces} soft`}>{number(domain.bounced)}</td>
                 <td className={`${cell} ${wideOnly} tabular-nums`}>{number(domain.complaints)}</td>
               </tr>
             ))}
@@ -123,12 +112,7 @@ export function Heatmap({ range }: { readonly range: Range }) {
     <Section title="When mail is opened">
       <div role="radiogroup" aria-label="Measure" className="mb-3 inline-flex rounded-md border border-slate-300 bg-white p-0.5 text-sm">
         {(["opens", "clicks"] as const).map((value) => (
-          <label
-            key={value}
-            className={`cursor-pointer rounded px-3 py-1 has-[:focus-visible]:outline-2 has-[:focus-visible]:outline-indigo-600 ${
-              measure === value ? "bg-indigo-600 text-white" : "text-slate-700"
-            }`}
-          >
+          <label key={value} className={`cursor-pointer rounded px-3 py-1 has-[:focus-visible]:outline-2 has-[:focus-visible]:outline-indigo-600 ${measure === value ? "bg-indigo-600 text-white" : "text-slate-700"}`}>
             <input type="radio" name="heatmap-measure" className="sr-only" checked={measure === value} onChange={() => setMeasure(value)} />
             {value === "opens" ? "First opens" : "First clicks"}
           </label>
@@ -137,25 +121,14 @@ export function Heatmap({ range }: { readonly range: Range }) {
       <QueryView query={heatmap}>
         {(result) => {
           const max = Math.max(1, ...result.cells.map((one) => one[measure]))
-          const at = (weekday: number, hour: number) =>
-            result.cells.find((one) => one.weekday === weekday && one.hour === hour)?.[measure] ?? 0
+          const at = (weekday: number, hour: number) => result.cells.find((one) => one.weekday === weekday && one.hour === hour)?.[measure] ?? 0
           return (
             <div className="overflow-x-auto rounded-lg border border-slate-200 bg-white p-3">
-              <table
-                aria-label={`${measure === "opens" ? "First opens" : "First clicks"} by weekday and hour in ${result.tz}`}
-                className="border-separate border-spacing-0.5 text-[10px] text-slate-500"
-              >
+              <table aria-label={`${measure === "opens" ? "First opens" : "First clicks"} by weekday and hour in ${result.tz}`} className="border-separate border-spacing-0.5 text-[10px] text-slate-500">
                 <thead>
                   <tr>
-                    <th scope="col">
-                      <span className="sr-only">Weekday</span>
-                    </th>
-                    {Array.from({ length: 24 }, (_, hour) => (
-                      <th key={hour} scope="col" className="w-5 font-normal">
-                        {hour % 3 === 0 ? hour : ""}
-                        <span className="sr-only">{hour % 3 === 0 ? "" : hour}:00</span>
-                      </th>
-                    ))}
+                    <th scope="col"><span className="sr-only">Weekday</span></th>
+                    {Array.from({ length: 24 }, (_, hour) => <th key={hour} scope="col" className="w-5 font-normal">{hour % 3 === 0 ? hour : ""}<span className="sr-only">{hour % 3 === 0 ? "" : hour}:00</span></th>)}
                   </tr>
                 </thead>
                 <tbody>
@@ -165,12 +138,7 @@ export function Heatmap({ range }: { readonly range: Range }) {
                       {Array.from({ length: 24 }, (_, hour) => {
                         const count = at(index + 1, hour)
                         return (
-                          <td
-                            key={hour}
-                            title={`${day} ${hour}:00: ${count}`}
-                            className="size-5 rounded-sm"
-                            style={{ backgroundColor: count === 0 ? "#f1f5f9" : `rgba(79, 70, 229, ${0.2 + 0.8 * (count / max)})` }}
-                          >
+                          <td key={hour} title={`${day} ${hour}:00: ${count}`} className="size-5 rounded-sm" style={{ backgroundColor: count === 0 ? "#f1f5f9" : `rgba(79, 70, 229, ${0.2 + 0.8 * (count / max)})` }}>
                             <span className="sr-only">{count}</span>
                           </td>
                         )

@@ -35,8 +35,7 @@ interface Draft extends MailContentDraft {
 const EMPTY: Draft = {
   name: "",
   subject: "",
-  body:
-    '<h1>Hello {{ firstName ?? "there" }}</h1>\n<p>Write your message here.</p>\n<p><a href="{{ unsubscribeUrl }}">Unsubscribe</a></p>\n',
+  body: "<h1>Hello {{ firstName ?? \"there\" }}</h1>\n<p>Write your message here.</p>\n<p><a href=\"{{ unsubscribeUrl }}\">Unsubscribe</a></p>\n",
   from: "",
   fromName: "",
   replyTo: "",
@@ -82,11 +81,7 @@ export function NewCampaignPage() {
 export function EditCampaignPage() {
   const { campaignId = "" } = useParams()
   const campaign = useApiQuery(["campaigns", "get", campaignId], (client) => client.campaigns.get({ params: { id: campaignId } }))
-  return (
-    <QueryView query={campaign}>
-      {(campaign) => <CampaignEditor key={campaign.id} campaignId={campaign.id} initial={draftOf(campaign)} />}
-    </QueryView>
-  )
+  return <QueryView query={campaign}>{(campaign) => <CampaignEditor key={campaign.id} campaignId={campaign.id} initial={draftOf(campaign)} />}</QueryView>
 }
 
 function CampaignEditor({ campaignId, initial }: { readonly campaignId?: string; readonly initial: Draft }) {
@@ -127,13 +122,7 @@ function CampaignEditor({ campaignId, initial }: { readonly campaignId?: string;
             <Field label="Name" value={draft.name} onChange={(event) => set({ name: event.target.value })} required />
             <label className="block text-sm font-medium text-slate-700">
               Start from a template
-              <select
-                aria-label="Start from a template"
-                className="input mt-1"
-                value=""
-                onChange={(event) => copyTemplate(event.target.value)}
-                disabled={!templates.data || templates.data.data.length === 0}
-              >
+              <select aria-label="Start from a template" className="input mt-1" value="" onChange={(event) => copyTemplate(event.target.value)} disabled={!templates.data || templates.data.data.length === 0}>
                 <option value="">{templates.data?.data.length === 0 ? "No templates yet" : "Choose a template to copy…"}</option>
                 {(templates.data?.data ?? []).map((template) => <option key={template.id} value={template.id}>{template.name}</option>)}
               </select>
@@ -141,31 +130,17 @@ function CampaignEditor({ campaignId, initial }: { readonly campaignId?: string;
             <Field label="Subject" value={draft.subject} onChange={(event) => set({ subject: event.target.value })} required />
             <label className="block text-sm font-medium text-slate-700">
               Kind
-              <select
-                aria-label="Kind"
-                className="input mt-1"
-                value={draft.type}
-                onChange={(event) => set({ type: event.target.value as MailType })}
-              >
+              <select aria-label="Kind" className="input mt-1" value={draft.type} onChange={(event) => set({ type: event.target.value as MailType })}>
                 <option value="MARKETING">Marketing (skips unsubscribed contacts)</option>
                 <option value="TRANSACTIONAL">Transactional</option>
               </select>
             </label>
-            <Field
-              label="From address"
-              type="email"
-              value={draft.from}
-              onChange={(event) => set({ from: event.target.value })}
-              required
-              hint="On a verified sending domain"
-            />
+            <Field label="From address" type="email" value={draft.from} onChange={(event) => set({ from: event.target.value })} required hint="On a verified sending domain" />
             <Field label="From name" value={draft.fromName} onChange={(event) => set({ fromName: event.target.value })} />
             <Field label="Reply-to" type="email" value={draft.replyTo} onChange={(event) => set({ replyTo: event.target.value })} />
           </div>
           <div className="mt-4 grid min-w-0 gap-6 xl:grid-cols-2">
-            <div className="min-w-0">
-              <BodyEditor value={draft.body} onChange={(body) => set({ body })} />
-            </div>
+            <div className="min-w-0"><BodyEditor value={draft.body} onChange={(body) => set({ body })} /></div>
             <MailPreview subject={draft.subject} body={draft.body} />
           </div>
         </Card>
@@ -173,41 +148,22 @@ function CampaignEditor({ campaignId, initial }: { readonly campaignId?: string;
           <fieldset>
             <legend className="sr-only">Who receives it</legend>
             <div className="flex flex-wrap gap-4 text-sm">
-              {([["ALL", "All contacts"], ["SEGMENT", "A segment"], ["FILTERED", "Contacts matching a filter"]] as const).map((
-                [value, label]
-              ) => (
+              {([["ALL", "All contacts"], ["SEGMENT", "A segment"], ["FILTERED", "Contacts matching a filter"]] as const).map(([value, label]) => (
                 <label key={value} className="flex items-center gap-2">
-                  <input
-                    type="radio"
-                    name="audience"
-                    checked={draft.audienceType === value}
-                    onChange={() => set({ audienceType: value })}
-                  />{" "}
-                  {label}
+                  <input type="radio" name="audience" checked={draft.audienceType === value} onChange={() => set({ audienceType: value })} /> {label}
                 </label>
               ))}
             </div>
           </fieldset>
           <div className="mt-4 grid min-w-0 gap-4 lg:grid-cols-[minmax(0,1fr)_18rem]">
             <div className="min-w-0">
-              {draft.audienceType === "ALL" && (
-                <p className="text-sm text-slate-600">
-                  Every contact of the project{draft.type === "MARKETING" ? " who is subscribed" : ""} and not suppressed.
-                </p>
-              )}
+              {draft.audienceType === "ALL" && <p className="text-sm text-slate-600">Every contact of the project{draft.type === "MARKETING" ? " who is subscribed" : ""} and not suppressed.</p>}
               {draft.audienceType === "SEGMENT" && (
                 <label className="block text-sm font-medium text-slate-700">
                   Segment
-                  <select
-                    aria-label="Segment"
-                    className="input mt-1"
-                    value={draft.segmentId}
-                    onChange={(event) => set({ segmentId: event.target.value })}
-                  >
+                  <select aria-label="Segment" className="input mt-1" value={draft.segmentId} onChange={(event) => set({ segmentId: event.target.value })}>
                     <option value="">Choose a segment…</option>
-                    {(segments.data ?? []).map((segment) => (
-                      <option key={segment.id} value={segment.id}>{segment.name} ({segment.memberCount.toLocaleString()})</option>
-                    ))}
+                    {(segments.data ?? []).map((segment) => <option key={segment.id} value={segment.id}>{segment.name} ({segment.memberCount.toLocaleString()})</option>)}
                   </select>
                 </label>
               )}
@@ -217,9 +173,7 @@ function CampaignEditor({ campaignId, initial }: { readonly campaignId?: string;
                   path="audienceCondition"
                   value={draft.audienceCondition}
                   onChange={(audienceCondition) => set({ audienceCondition })}
-                  errors={previewErrors.length > 0
-                    ? previewErrors.map((error) => ({ ...error, field: error.field.replace(/^condition/, "audienceCondition") }))
-                    : saveErrors}
+                  errors={previewErrors.length > 0 ? previewErrors.map((error) => ({ ...error, field: error.field.replace(/^condition/, "audienceCondition") })) : saveErrors}
                 />
               )}
             </div>
@@ -227,9 +181,7 @@ function CampaignEditor({ campaignId, initial }: { readonly campaignId?: string;
           </div>
         </Card>
         <div>
-          <button type="submit" className="btn-primary" disabled={save.isPending}>
-            {campaignId === undefined ? "Save draft" : "Save changes"}
-          </button>
+          <button type="submit" className="btn-primary" disabled={save.isPending}>{campaignId === undefined ? "Save draft" : "Save changes"}</button>
           <MutationError error={save.error} />
         </div>
       </form>

@@ -126,9 +126,7 @@ function Figures({ stats }: { readonly stats: CampaignStats }) {
         {figures.map(([label, value, rate]) => (
           <div key={label} className="rounded-lg border border-slate-200 bg-white p-4">
             <dt className="text-sm text-slate-500">{label}</dt>
-            <dd className="mt-1 text-lg font-semibold tabular-nums" data-testid={`figure-${label.toLowerCase()}`}>
-              {value.toLocaleString()}
-            </dd>
+            <dd className="mt-1 text-lg font-semibold tabular-nums" data-testid={`figure-${label.toLowerCase()}`}>{value.toLocaleString()}</dd>
             {rate && <dd className="text-xs text-slate-500">{rate}</dd>}
           </div>
         ))}

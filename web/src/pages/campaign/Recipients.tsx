@@ -32,7 +32,7 @@ export function Recipients({ campaignId, status }: { readonly campaignId: string
       <QueryView
         query={recipients}
         isEmpty={(result) => result.total === 0}
-        empty={<Empty title="No recipients">No contact is in the audience (or every one is unsubscribed or suppressed).</Empty>}
+        empty={<Empty title="No recipients">No contact is in the audience{" "}(or every one is unsubscribed or suppressed).</Empty>}
       >
         {(result) => (
           <>
@@ -53,11 +53,7 @@ export function Recipients({ campaignId, status }: { readonly campaignId: string
                     <td className={cell}>
                       {recipient.status === null
                         ? <span className="text-slate-500">not queued yet</span>
-                        : (
-                          <Badge tone={tone(recipient.status)}>
-                            {recipient.skipped ? `skipped: ${recipient.skipped}` : recipient.status.toLowerCase()}
-                          </Badge>
-                        )}
+                        : <Badge tone={tone(recipient.status)}>{recipient.skipped ? `skipped: ${recipient.skipped}` : recipient.status.toLowerCase()}</Badge>}
                     </td>
                   )}
                 </tr>

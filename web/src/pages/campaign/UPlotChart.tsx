@@ -41,19 +41,8 @@ export const barOptions = (labels: ReadonlyArray<string>, color: string): Omit<u
   cursor: { show: false },
   scales: { x: { time: false, range: [-0.5, labels.length - 0.5] }, y: { range: (_u, _min, max) => [0, Math.max(1, max * 1.1)] } },
   axes: [
-    {
-      splits: () => labels.map((_, index) => index),
-      values: (_u, splits) => splits.map((index) => labels[index] ?? ""),
-      grid: { show: false },
-      size: 36,
-      font: "11px system-ui, sans-serif"
-    },
-    {
-      grid: { stroke: "#e2e8f0" },
-      font: "11px system-ui, sans-serif",
-      size: 40,
-      values: (_u, splits) => splits.map((value) => (Number.isInteger(value) ? value.toLocaleString() : ""))
-    }
+    { splits: () => labels.map((_, index) => index), values: (_u, splits) => splits.map((index) => labels[index] ?? ""), grid: { show: false }, size: 36, font: "11px system-ui, sans-serif" },
+    { grid: { stroke: "#e2e8f0" }, font: "11px system-ui, sans-serif", size: 40, values: (_u, splits) => splits.map((value) => (Number.isInteger(value) ? value.toLocaleString() : "")) }
   ],
   series: [{}, { label: "Count", fill: color, stroke: color, paths: uPlot.paths.bars!({ size: [0.6, 64] }), points: { show: false } }]
 })

@@ -28,17 +28,7 @@ export default function AddContact({ onClose }: { readonly onClose: () => void }
           }}
         >
           <div className="flex flex-col gap-3 sm:flex-row sm:items-end">
-            <div className="flex-1">
-              <Field
-                label="Email"
-                type="email"
-                value={email}
-                onChange={changeClearing(create, setEmail)}
-                required
-                autoFocus
-                error={fieldError(create.error, "email")}
-              />
-            </div>
+            <div className="flex-1"><Field label="Email" type="email" value={email} onChange={changeClearing(create, setEmail)} required autoFocus error={fieldError(create.error, "email")} /></div>
             <label className="flex items-center gap-2 pb-2 text-sm text-slate-700">
               <input type="checkbox" checked={subscribed} onChange={(event) => setSubscribed(event.target.checked)} />
               Subscribed

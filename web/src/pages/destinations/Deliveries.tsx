@@ -19,7 +19,8 @@ type Status = Delivery["status"]
 
 const PAGE_SIZE = 25
 
-const tone = (status: Status) => status === "succeeded" ? "green" : status === "failed" ? "amber" : status === "parked" ? "red" : "slate"
+const tone = (status: Status) =>
+  status === "succeeded" ? "green" : status === "failed" ? "amber" : status === "parked" ? "red" : "slate"
 
 /** What each status means, for the filter and the badges' titles. */
 const MEANING: Record<Status, string> = {
@@ -30,6 +31,7 @@ const MEANING: Record<Status, string> = {
 }
 
 const latency = (ms: number | null) => (ms === null ? "—" : ms < 10_000 ? `${ms.toLocaleString()} ms` : `${(ms / 1000).toFixed(1)} s`)
+
 
 export function DeliveryLog({ destinationId, enabled }: { readonly destinationId: string; readonly enabled: boolean }) {
   const [params, setParams] = useSearchParams()
@@ -75,9 +77,7 @@ export function DeliveryLog({ destinationId, enabled }: { readonly destinationId
         isEmpty={(page) => page.data.length === 0}
         empty={
           <Empty title={status ? `No ${status} delivery` : "No delivery yet"}>
-            {status
-              ? "Choose another status to see the others."
-              : "Events the destination subscribes to show here as they are delivered; a test event too."}
+            {status ? "Choose another status to see the others." : "Events the destination subscribes to show here as they are delivered; a test event too."}
           </Empty>
         }
       >
@@ -113,15 +113,11 @@ function DeliveriesTable({ destinationId, enabled, deliveries }: {
           <Fragment key={delivery.id}>
             <tr className={expanded ? "bg-slate-50" : "hover:bg-slate-50"} data-testid="delivery">
               <td className={`${cell} break-all font-mono text-xs`}>{delivery.eventType}</td>
-              <td className={cell}>
-                <Badge tone={tone(delivery.status)}>{delivery.status}</Badge>
-              </td>
+              <td className={cell}><Badge tone={tone(delivery.status)}>{delivery.status}</Badge></td>
               <td className={`${cell} ${wideOnly} tabular-nums`}>{delivery.attempts}</td>
               <td className={`${cell} ${wideOnly} tabular-nums`}>{delivery.lastStatusCode ?? "—"}</td>
               <td className={`${cell} ${wideOnly} whitespace-nowrap tabular-nums`}>{latency(delivery.latencyMs)}</td>
-              <td className={`${cell} whitespace-nowrap text-slate-600`}>
-                <time dateTime={delivery.createdAt}>{formatDate(delivery.createdAt)}</time>
-              </td>
+              <td className={`${cell} whitespace-nowrap text-slate-600`}><time dateTime={delivery.createdAt}>{formatDate(delivery.createdAt)}</time></td>
               <td className={`${cell} text-right`}>
                 {/* relative: the hidden words stay inside the table's scrolling box (absolute, they would widen the page) */}
                 <button
@@ -150,9 +146,7 @@ function DeliveriesTable({ destinationId, enabled, deliveries }: {
   )
 }
 
-function DeliveryDetails(
-  { destinationId, enabled, delivery }: { readonly destinationId: string; readonly enabled: boolean; readonly delivery: Delivery }
-) {
+function DeliveryDetails({ destinationId, enabled, delivery }: { readonly destinationId: string; readonly enabled: boolean; readonly delivery: Delivery }) {
   const projectId = useProjectId() ?? ""
   const [replayed, setReplayed] = useState(false)
   const replay = useApiMutation(
@@ -165,34 +159,17 @@ function DeliveryDetails(
         items={[
           ["webhook-id", <code className="break-all font-mono text-xs">{delivery.id}</code>],
           ["Status", `${delivery.status}: ${MEANING[delivery.status]}`],
-          [
-            "Attempts",
-            `${delivery.attempts.toLocaleString()}${
-              delivery.replays > 0 ? ` (sent again ${delivery.replays.toLocaleString()} times by hand)` : ""
-            }`
-          ],
+          ["Attempts", `${delivery.attempts.toLocaleString()}${delivery.replays > 0 ? ` (sent again ${delivery.replays.toLocaleString()} times by hand)` : ""}`],
           ["Last HTTP status", delivery.lastStatusCode === null ? "No answer" : String(delivery.lastStatusCode)],
           ["Latency", `${latency(delivery.latencyMs)}${delivery.latencyMs === null ? "" : " from the event to its delivery"}`],
-          [
-            "Next attempt",
-            !delivery.nextAttemptAt || delivery.status === "succeeded" || delivery.status === "parked"
-              ? "None planned"
-              : enabled
-              ? formatDate(delivery.nextAttemptAt)
-              : `${formatDate(delivery.nextAttemptAt)}, once the destination is enabled again`
-          ],
-          [
-            "Contact",
-            delivery.contactId
-              ? <Link className="link" to={`/p/${projectId}/contacts/${delivery.contactId}`}>Open contact</Link>
-              : "None (a test event)"
-          ],
+          ["Next attempt", !delivery.nextAttemptAt || delivery.status === "succeeded" || delivery.status === "parked"
+            ? "None planned"
+            : enabled ? formatDate(delivery.nextAttemptAt) : `${formatDate(delivery.nextAttemptAt)}, once the destination is enabled again`],
+          ["Contact", delivery.contactId ? <Link className="link" to={`/p/${projectId}/contacts/${delivery.contactId}`}>Open contact</Link> : "None (a test event)"],
           ["Last change", formatDate(delivery.updatedAt)]
         ]}
       />
-      {delivery.error && (
-        <p className="break-words rounded-md border border-red-200 bg-red-50 px-3 py-2 text-sm text-red-900">{delivery.error}</p>
-      )}
+      {delivery.error && <p className="break-words rounded-md border border-red-200 bg-red-50 px-3 py-2 text-sm text-red-900">{delivery.error}</p>}
       <DeliveryOutcome delivery={delivery} />
       <div className="flex flex-wrap items-center gap-3">
         <button type="button" className="btn-secondary" disabled={replay.isPending} onClick={() => replay.mutate()}>
@@ -211,11 +188,7 @@ export function DeliveryOutcome({ delivery }: { readonly delivery: Delivery }) {
   return (
     <div>
       <p className="text-xs font-medium uppercase tracking-wide text-slate-500">Response (start)</p>
-      <pre
-        aria-label="Response excerpt"
-        tabIndex={0}
-        className="mt-1 max-h-48 overflow-auto whitespace-pre-wrap break-all rounded-md border border-slate-200 bg-white p-3 font-mono text-xs text-slate-800"
-      >
+      <pre aria-label="Response excerpt" tabIndex={0} className="mt-1 max-h-48 overflow-auto whitespace-pre-wrap break-all rounded-md border border-slate-200 bg-white p-3 font-mono text-xs text-slate-800">
         {delivery.responseExcerpt}
       </pre>
     </div>

@@ -30,13 +30,9 @@ const titleOf = (destination: DestinationView) => {
 
 export function DestinationPage() {
   const { destinationId = "" } = useParams()
-  const destination = useApiQuery(
-    ["destinations", "get", destinationId],
-    (client) => client.destinations.get({ params: { id: destinationId } }),
-    {
-      refetchInterval: 10_000
-    }
-  )
+  const destination = useApiQuery(["destinations", "get", destinationId], (client) => client.destinations.get({ params: { id: destinationId } }), {
+    refetchInterval: 10_000
+  })
   return (
     <Page title={destination.data ? titleOf(destination.data) : "Destination"}>
       <RequiresRole permission="manage">
@@ -63,27 +59,15 @@ function DestinationDetail({ destination }: { readonly destination: DestinationV
       <StateNotice destination={destination} busy={setEnabled.isPending} onEnable={() => setEnabled.mutate(true)} />
       <MutationError error={setEnabled.error} />
       <div className="flex flex-wrap gap-2">
-        <button
-          type="button"
-          className="btn-primary"
-          disabled={test.isPending}
-          onClick={() => {
-            setTested(undefined)
-            test.mutate()
-          }}
-        >
+        <button type="button" className="btn-primary" disabled={test.isPending} onClick={() => {
+          setTested(undefined)
+          test.mutate()
+        }}>
           {test.isPending ? "Sending…" : "Send test event"}
         </button>
         <RotateSecret destinationId={id} onRotated={setSecret} />
         {destination.enabled && (
-          <button
-            type="button"
-            className="btn-secondary"
-            disabled={setEnabled.isPending}
-            onClick={() => setEnabled.mutate(false)}
-          >
-            Disable
-          </button>
+          <button type="button" className="btn-secondary" disabled={setEnabled.isPending} onClick={() => setEnabled.mutate(false)}>Disable</button>
         )}
       </div>
       <MutationError error={test.error} />
@@ -106,16 +90,9 @@ function DestinationDetail({ destination }: { readonly destination: DestinationV
             ["Deliveries", <DeliveryCounts stats={destination.stats} />],
             ["Last success", formatDate(destination.stats.lastSuccessAt)],
             ["Last failure", formatDate(destination.stats.lastFailureAt)],
-            [
-              "Secret",
-              destination.previousSecretExpiresAt && Date.parse(destination.previousSecretExpiresAt) > Date.now()
-                ? `Rotated ${formatDate(destination.secretRotatedAt)}; the previous one also signs until ${
-                  formatDate(destination.previousSecretExpiresAt)
-                }`
-                : destination.secretRotatedAt
-                ? `Rotated ${formatDate(destination.secretRotatedAt)}`
-                : "Made with the destination"
-            ],
+            ["Secret", destination.previousSecretExpiresAt && Date.parse(destination.previousSecretExpiresAt) > Date.now()
+              ? `Rotated ${formatDate(destination.secretRotatedAt)}; the previous one also signs until ${formatDate(destination.previousSecretExpiresAt)}`
+              : destination.secretRotatedAt ? `Rotated ${formatDate(destination.secretRotatedAt)}` : "Made with the destination"],
             ["Created", formatDate(destination.createdAt)]
           ]}
         />
@@ -131,23 +108,17 @@ function DestinationDetail({ destination }: { readonly destination: DestinationV
 }
 
 /** Why it is disabled, when it is, and the way back. */
-function StateNotice(
-  { destination, busy, onEnable }: { readonly destination: DestinationView; readonly busy: boolean; readonly onEnable: () => void }
-) {
+function StateNotice({ destination, busy, onEnable }: { readonly destination: DestinationView; readonly busy: boolean; readonly onEnable: () => void }) {
   if (destination.enabled) return null
   const automatic = destination.disabledReason === "failures"
   return (
     <div
       role={automatic ? "alert" : "status"}
-      className={`rounded-lg border px-5 py-4 ${
-        automatic ? "border-red-200 bg-red-50 text-red-900" : "border-slate-200 bg-white text-slate-800"
-      }`}
+      className={`rounded-lg border px-5 py-4 ${automatic ? "border-red-200 bg-red-50 text-red-900" : "border-slate-200 bg-white text-slate-800"}`}
     >
       <p className="font-medium">
         {automatic
-          ? `Disabled automatically on ${formatDate(destination.disabledAt)} after ${
-            countOf(destination.consecutiveFailures, "failed attempt")
-          } in a row.`
+          ? `Disabled automatically on ${formatDate(destination.disabledAt)} after ${countOf(destination.consecutiveFailures, "failed attempt")} in a row.`
           : `Disabled on ${formatDate(destination.disabledAt)}.`}
       </p>
       <p className="mt-1 text-sm">
@@ -165,9 +136,7 @@ function TestOutcome({ delivery }: { readonly delivery: Delivery }) {
   return (
     <section
       aria-label="Test event"
-      className={`rounded-lg border px-5 py-4 ${
-        ok ? "border-green-200 bg-green-50 text-green-900" : "border-red-200 bg-red-50 text-red-900"
-      }`}
+      className={`rounded-lg border px-5 py-4 ${ok ? "border-green-200 bg-green-50 text-green-900" : "border-red-200 bg-red-50 text-red-900"}`}
     >
       <p role="status" className="font-medium" data-testid="test-outcome">
         {ok ? "The test event was delivered" : "The test event was not delivered"}
@@ -203,16 +172,10 @@ function RotateSecret({ destinationId, onRotated }: { readonly destinationId: st
   )
   return (
     <>
-      <button
-        type="button"
-        className="btn-secondary"
-        onClick={() => {
-          rotate.reset()
-          setOpen(true)
-        }}
-      >
-        Rotate secret
-      </button>
+      <button type="button" className="btn-secondary" onClick={() => {
+        rotate.reset()
+        setOpen(true)
+      }}>Rotate secret</button>
       <Confirm
         open={open}
         title="Rotate the signing secret?"
@@ -226,14 +189,8 @@ function RotateSecret({ destinationId, onRotated }: { readonly destinationId: st
         <select id={overlapId} className="input mt-1" value={overlap} onChange={(event) => setOverlap(Number(event.target.value))}>
           {OVERLAPS.map(([seconds, label]) => <option key={seconds} value={seconds}>{label}</option>)}
         </select>
-        <p className="mt-1 text-xs text-slate-500">
-          Meanwhile each delivery carries both signatures, so your endpoint can switch over at its own pace.
-        </p>
-        {rotate.error && (
-          <div className="mt-3">
-            <ErrorState failure={rotate.error} />
-          </div>
-        )}
+        <p className="mt-1 text-xs text-slate-500">Meanwhile each delivery carries both signatures, so your endpoint can switch over at its own pace.</p>
+        {rotate.error && <div className="mt-3"><ErrorState failure={rotate.error} /></div>}
       </Confirm>
     </>
   )
@@ -259,8 +216,7 @@ function ReplayRange({ destinationId }: { readonly destinationId: string }) {
   const [to, setTo] = useState(() => localHour(0))
   const [replayed, setReplayed] = useState<number | undefined>(undefined)
   const replay = useApiMutation(
-    (client, range: { readonly from: string; readonly to: string }) =>
-      client.destinations.replayRange({ params: { id: destinationId }, payload: range }),
+    (client, range: { readonly from: string; readonly to: string }) => client.destinations.replayRange({ params: { id: destinationId }, payload: range }),
     { invalidates: [["destinations"]], onSuccess: (result) => setReplayed(result.replayed) }
   )
   const submit = (event: FormEvent) => {
@@ -275,24 +231,18 @@ function ReplayRange({ destinationId }: { readonly destinationId: string }) {
   return (
     <Card title="Replay a time range">
       <p className="mb-4 text-sm text-slate-600">
-        Sends again every delivery of the events emitted in this range (at most 31 days), in order, each with its own webhook-id: for an
-        endpoint that lost what it received.
+        Sends again every delivery of the events emitted in this range (at most 31 days), in order, each with its own webhook-id:
+        for an endpoint that lost what it received.
       </p>
       <form onSubmit={submit} aria-label="Replay a time range" className="grid gap-3 sm:grid-cols-[1fr_1fr_auto] sm:items-start">
         <Field label="From" type="datetime-local" required value={from} error={fieldError(replay.error, "from")} onChange={edit(setFrom)} />
         <Field label="To" type="datetime-local" required value={to} error={fieldError(replay.error, "to")} onChange={edit(setTo)} />
-        <button type="submit" className="btn-secondary sm:mt-6" disabled={replay.isPending}>
-          {replay.isPending ? "Replaying…" : "Replay range"}
-        </button>
+        <button type="submit" className="btn-secondary sm:mt-6" disabled={replay.isPending}>{replay.isPending ? "Replaying…" : "Replay range"}</button>
       </form>
       <MutationError error={replay.error} fields={["from", "to"]} />
       {replayed !== undefined && (
         <div className="mt-4">
-          <Notice>
-            {replayed === 0
-              ? "No delivery in that range."
-              : `${countOf(replayed, "delivery", "deliveries")} sent again: follow them in the log.`}
-          </Notice>
+          <Notice>{replayed === 0 ? "No delivery in that range." : `${countOf(replayed, "delivery", "deliveries")} sent again: follow them in the log.`}</Notice>
         </div>
       )}
     </Card>
@@ -312,11 +262,7 @@ function Edit({ destination }: { readonly destination: DestinationView }) {
   const initial = { url: destination.url, description: destination.description ?? "", events: destination.events }
   return (
     <Card title="Endpoint and events">
-      {saved && (
-        <div className="mb-4">
-          <Notice>Saved: new events follow the new settings.</Notice>
-        </div>
-      )}
+      {saved && <div className="mb-4"><Notice>Saved: new events follow the new settings.</Notice></div>}
       <DestinationForm
         // A save (or another tab's) changes these: the form starts from them anew (deliveries, which move
         // updatedAt, leave an edit in progress alone).
@@ -358,14 +304,8 @@ function Delete({ destination, listPath }: { readonly destination: DestinationVi
         onConfirm={() => remove.mutate()}
         onCancel={() => setOpen(false)}
       >
-        <p className="break-all">
-          <span className="font-mono">{destination.url}</span> stops receiving events now; its delivery log is deleted.
-        </p>
-        {remove.error && (
-          <div className="mt-3">
-            <ErrorState failure={remove.error} />
-          </div>
-        )}
+        <p className="break-all"><span className="font-mono">{destination.url}</span> stops receiving events now; its delivery log is deleted.</p>
+        {remove.error && <div className="mt-3"><ErrorState failure={remove.error} /></div>}
       </Confirm>
     </Card>
   )

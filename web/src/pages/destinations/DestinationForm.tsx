@@ -101,12 +101,7 @@ export function SecretShownOnce({ secret, children }: { readonly secret: string;
     <div role="status" className="space-y-3 rounded-lg border border-amber-200 bg-amber-50 p-4">
       <p className="text-sm font-medium text-amber-900">Copy the signing secret now: it is not shown again.</p>
       <div className="flex items-center gap-2">
-        <code
-          className="min-w-0 flex-1 truncate rounded bg-white px-2 py-1.5 font-mono text-sm text-slate-900"
-          data-testid="signing-secret"
-        >
-          {secret}
-        </code>
+        <code className="min-w-0 flex-1 truncate rounded bg-white px-2 py-1.5 font-mono text-sm text-slate-900" data-testid="signing-secret">{secret}</code>
         <CopyButton value={secret} label="signing secret" />
       </div>
       {children}

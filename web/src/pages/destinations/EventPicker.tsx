@@ -26,13 +26,7 @@ const isFamily = (pattern: string) => FAMILIES.some(([family]) => family === pat
 function useSuggestions(): ReadonlyArray<string> {
   const names = useApiQuery(["events", "names"], (client) => client.events.names({}))
   const segments = useApiQuery(["segments", "list"], (client) => client.segments.list({}))
-  const emitted = [
-    "email.sent",
-    "email.received",
-    ...new Set(Object.values(ENGAGEMENT_EVENTS)),
-    "contact.subscribed",
-    "contact.unsubscribed"
-  ]
+  const emitted = ["email.sent", "email.received", ...new Set(Object.values(ENGAGEMENT_EVENTS)), "contact.subscribed", "contact.unsubscribed"]
   const segmentNames = (segments.data ?? [])
     .filter((segment) => segment.trackMembership)
     .flatMap((segment) => [`segment.${segmentSlug(segment.name)}.entry`, `segment.${segmentSlug(segment.name)}.exit`])
@@ -51,7 +45,8 @@ export function EventPicker({ value, onChange, error }: {
   const suggestions = useSuggestions()
   const others = value.filter((pattern) => !isFamily(pattern))
 
-  const toggle = (pattern: string, on: boolean) => onChange(on ? [...value, pattern] : value.filter((entry) => entry !== pattern))
+  const toggle = (pattern: string, on: boolean) =>
+    onChange(on ? [...value, pattern] : value.filter((entry) => entry !== pattern))
   const add = () => {
     const pattern = typed.trim()
     if (pattern === "") return
@@ -74,16 +69,9 @@ export function EventPicker({ value, onChange, error }: {
       <div className="mt-2 grid gap-2 sm:grid-cols-2">
         {FAMILIES.map(([pattern, label, covers]) => (
           <label key={pattern} className="flex items-start gap-2 rounded-md border border-slate-200 px-3 py-2 text-sm hover:bg-slate-50">
-            <input
-              type="checkbox"
-              className="mt-0.5"
-              checked={value.includes(pattern)}
-              onChange={(event) =>
-                toggle(pattern, event.target.checked)}
-            />
+            <input type="checkbox" className="mt-0.5" checked={value.includes(pattern)} onChange={(event) => toggle(pattern, event.target.checked)} />
             <span>
-              <span className="font-medium text-slate-800">{label}</span>{" "}
-              <code className="font-mono text-xs text-slate-600">{pattern}</code>
+              <span className="font-medium text-slate-800">{label}</span> <code className="font-mono text-xs text-slate-600">{pattern}</code>
               <span className="block text-xs text-slate-500">{covers}</span>
             </span>
           </label>
@@ -113,9 +101,9 @@ export function EventPicker({ value, onChange, error }: {
         <datalist id={ids.list}>{suggestions.map((name) => <option key={name} value={name} />)}</datalist>
         <FieldMessage id={ids.problem} message={problem} />
         <p id={ids.hint} className="mt-1 text-xs text-slate-500">
-          A tracked event's name, or a pattern: <code className="font-mono">*</code>{" "}
-          stands for one part (<code className="font-mono">segment.*.entry</code>), a last <code className="font-mono">*</code>{" "}
-          for the rest (<code className="font-mono">email.*</code>).
+          A tracked event's name, or a pattern: <code className="font-mono">*</code> stands for one part
+          (<code className="font-mono">segment.*.entry</code>), a last <code className="font-mono">*</code> for the rest
+          (<code className="font-mono">email.*</code>).
         </p>
       </div>
       {others.length > 0 && (
@@ -127,8 +115,7 @@ export function EventPicker({ value, onChange, error }: {
                 type="button"
                 className="rounded-full px-1.5 text-indigo-700 hover:bg-indigo-100"
                 aria-label={`Remove ${pattern}`}
-                onClick={() =>
-                  toggle(pattern, false)}
+                onClick={() => toggle(pattern, false)}
               >
                 ×
               </button>

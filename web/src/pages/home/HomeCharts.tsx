@@ -19,30 +19,24 @@ export default function HomeCharts() {
     const last = localDay(new Date(), tz)
     return { ...rangeOf({ first: addDays(last, 1 - DAYS), last }, tz), tz, stream: "ALL" as const }
   })
-  const mail = useApiQuery(["analytics", "timeseries", range], (client) => client.analytics.timeseries({ query: range }), {
-    refetchInterval: 60_000
-  })
-  const audience = useApiQuery(["analytics", "audience", range], (client) => client.analytics.audience({ query: range }), {
-    refetchInterval: 60_000
-  })
-  const mailSeries = useMemo(() =>
-    mail.data && {
-      times: mail.data.buckets.map((bucket) => Date.parse(bucket.start)),
-      series: [
-        { label: "Sent", colour: "#4f46e5", values: mail.data.buckets.map((bucket) => bucket.sent) },
-        { label: "Delivered", colour: "#16a34a", values: mail.data.buckets.map((bucket) => bucket.delivered) },
-        { label: "Opened", colour: "#0891b2", values: mail.data.buckets.map((bucket) => bucket.opened) },
-        { label: "Clicked", colour: "#d97706", values: mail.data.buckets.map((bucket) => bucket.clicked) }
-      ]
-    }, [mail.data])
-  const contactSeries = useMemo(() =>
-    audience.data && {
-      times: audience.data.buckets.map((bucket) => Date.parse(bucket.start)),
-      series: [
-        { label: "New", colour: "#16a34a", values: audience.data.buckets.map((bucket) => bucket.new) },
-        { label: "Unsubscribed", colour: "#dc2626", values: audience.data.buckets.map((bucket) => bucket.unsubscribed) }
-      ]
-    }, [audience.data])
+  const mail = useApiQuery(["analytics", "timeseries", range], (client) => client.analytics.timeseries({ query: range }), { refetchInterval: 60_000 })
+  const audience = useApiQuery(["analytics", "audience", range], (client) => client.analytics.audience({ query: range }), { refetchInterval: 60_000 })
+  const mailSeries = useMemo(() => mail.data && {
+    times: mail.data.buckets.map((bucket) => Date.parse(bucket.start)),
+    series: [
+      { label: "Sent", colour: "#4f46e5", values: mail.data.buckets.map((bucket) => bucket.sent) },
+      { label: "Delivered", colour: "#16a34a", values: mail.data.buckets.map((bucket) => bucket.delivered) },
+      { label: "Opened", colour: "#0891b2", values: mail.data.buckets.map((bucket) => bucket.opened) },
+      { label: "Clicked", colour: "#d97706", values: mail.data.buckets.map((bucket) => bucket.clicked) }
+    ]
+  }, [mail.data])
+  const contactSeries = useMemo(() => audience.data && {
+    times: audience.data.buckets.map((bucket) => Date.parse(bucket.start)),
+    series: [
+      { label: "New", colour: "#16a34a", values: audience.data.buckets.map((bucket) => bucket.new) },
+      { label: "Unsubscribed", colour: "#dc2626", values: audience.data.buckets.map((bucket) => bucket.unsubscribed) }
+    ]
+  }, [audience.data])
   const total = (values: ReadonlyArray<number>) => values.reduce((sum, value) => sum + value, 0).toLocaleString()
   return (
     <div className="grid grid-cols-1 gap-4 xl:grid-cols-2">
@@ -51,15 +45,7 @@ export default function HomeCharts() {
         <QueryView query={mail}>
           {(data) => (
             <>
-              {mailSeries && (
-                <LineChart
-                  label={`Mail per day in ${data.tz}`}
-                  times={mailSeries.times}
-                  series={mailSeries.series}
-                  tz={data.tz}
-                  hourly={false}
-                />
-              )}
+              {mailSeries && <LineChart label={`Mail per day in ${data.tz}`} times={mailSeries.times} series={mailSeries.series} tz={data.tz} hourly={false} />}
               <p className="mt-2 text-sm text-slate-600" data-testid="home-mail-totals">
                 {mailSeries?.series.map((one) => `${total(one.values)} ${one.label.toLowerCase()}`).join(" · ")}
               </p>
@@ -72,15 +58,7 @@ export default function HomeCharts() {
         <QueryView query={audience}>
           {(data) => (
             <>
-              {contactSeries && (
-                <LineChart
-                  label={`Contacts per day in ${data.tz}`}
-                  times={contactSeries.times}
-                  series={contactSeries.series}
-                  tz={data.tz}
-                  hourly={false}
-                />
-              )}
+              {contactSeries && <LineChart label={`Contacts per day in ${data.tz}`} times={contactSeries.times} series={contactSeries.series} tz={data.tz} hourly={false} />}
               <p className="mt-2 text-sm text-slate-600" data-testid="home-contact-totals">
                 {contactSeries?.series.map((one) => `${total(one.values)} ${one.label.toLowerCase()}`).join(" · ")}
               </p>
@@ -88,9 +66,7 @@ export default function HomeCharts() {
           )}
         </QueryView>
       </figure>
-      <p className="text-sm xl:col-span-2">
-        <Link to={`/p/${projectId}/analytics`} className="link">More in Analytics</Link>
-      </p>
+      <p className="text-sm xl:col-span-2"><Link to={`/p/${projectId}/analytics`} className="link">More in Analytics</Link></p>
     </div>
   )
 }

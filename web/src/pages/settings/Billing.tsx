@@ -44,10 +44,7 @@ export function BillingPage() {
                     <span className="tabular-nums">{used.toLocaleString()}</span>
                     {cap !== null && (
                       <span className="mt-1 block h-1.5 w-32 overflow-hidden rounded bg-slate-100" aria-hidden="true">
-                        <span
-                          className={`block h-full ${used >= cap ? "bg-red-500" : "bg-indigo-500"}`}
-                          style={{ width: `${Math.min(100, cap === 0 ? 100 : (used / cap) * 100)}%` }}
-                        />
+                        <span className={`block h-full ${used >= cap ? "bg-red-500" : "bg-indigo-500"}`} style={{ width: `${Math.min(100, cap === 0 ? 100 : (used / cap) * 100)}%` }} />
                       </span>
                     )}
                   </td>
@@ -59,9 +56,7 @@ export function BillingPage() {
         )}
       </QueryView>
       {consumption.data && (
-        <p className="text-sm text-slate-500">
-          {monthOf(consumption.data.periodStart)} (the calendar month in UTC); each email counts once, whatever its retries.
-        </p>
+        <p className="text-sm text-slate-500">{monthOf(consumption.data.periodStart)} (the calendar month in UTC); each email counts once, whatever its retries.</p>
       )}
       <LimitsForm />
     </div>
@@ -75,9 +70,7 @@ function LimitsForm() {
   const [draft, setDraft] = useState<Record<Category, string> | null>(null)
   useEffect(() => {
     if (limits.data && draft === null) {
-      setDraft(
-        Object.fromEntries(CATEGORIES.map(([category]) => [category, limits.data[category]?.toString() ?? ""])) as Record<Category, string>
-      )
+      setDraft(Object.fromEntries(CATEGORIES.map(([category]) => [category, limits.data[category]?.toString() ?? ""])) as Record<Category, string>)
     }
   }, [limits.data, draft])
   const save = useApiMutation((client, payload: Limits) => client.accounts.putBillingLimits({ params: { id: projectId }, payload }), {
@@ -91,16 +84,11 @@ function LimitsForm() {
             <form
               onSubmit={(event) => {
                 event.preventDefault()
-                save.mutate(
-                  Object.fromEntries(
-                    CATEGORIES.map(([category]) => [category, draft[category] === "" ? null : Number(draft[category])])
-                  ) as Limits
-                )
+                save.mutate(Object.fromEntries(CATEGORIES.map(([category]) => [category, draft[category] === "" ? null : Number(draft[category])])) as Limits)
               }}
             >
               <p className="mb-4 text-sm text-slate-600">
-                Leave a cap empty for none. Over the transactional cap, sends are refused; campaigns and workflows wait at theirs and resume
-                when there is room.
+                Leave a cap empty for none. Over the transactional cap, sends are refused; campaigns and workflows wait at theirs and resume when there is room.
               </p>
               <div className="grid grid-cols-1 gap-4 sm:grid-cols-2">
                 {CATEGORIES.map(([category, label]) => (
@@ -123,11 +111,7 @@ function LimitsForm() {
               {can("manage")
                 ? <button type="submit" className="btn-primary mt-4" disabled={save.isPending}>Save caps</button>
                 : <p className="mt-4 text-sm text-slate-500">Admins and owners can change the caps.</p>}
-              {save.isSuccess && (
-                <div className="mt-4">
-                  <Notice>Caps saved.</Notice>
-                </div>
-              )}
+              {save.isSuccess && <div className="mt-4"><Notice>Caps saved.</Notice></div>}
               <MutationError error={save.error} />
             </form>
           )}

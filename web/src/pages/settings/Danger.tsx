@@ -10,11 +10,7 @@ import { formatDate } from "../../components/Page.tsx"
 import { RequiresRole } from "./Settings.tsx"
 
 export function DangerPage() {
-  return (
-    <RequiresRole permission="manage">
-      <Danger />
-    </RequiresRole>
-  )
+  return <RequiresRole permission="manage"><Danger /></RequiresRole>
 }
 
 function Danger() {
@@ -43,15 +39,10 @@ function Danger() {
     <div className="space-y-6">
       <Card title="Reset data" tone="danger">
         <p className="text-sm text-slate-700">
-          Deletes every contact, event, email, segment, campaign, workflow, template and dead letter. Keys, members, domains and
-          suppressions stay.
+          Deletes every contact, event, email, segment, campaign, workflow, template and dead letter. Keys, members, domains and suppressions stay.
         </p>
         <button type="button" className="btn-danger mt-4" onClick={() => setConfirming("reset")}>Reset data…</button>
-        {reset.data && (
-          <div className="mt-4">
-            <Notice>The project's data was reset at {formatDate(reset.data.resetAt)}.</Notice>
-          </div>
-        )}
+        {reset.data && <div className="mt-4"><Notice>The project's data was reset at {formatDate(reset.data.resetAt)}.</Notice></div>}
       </Card>
       {can("own") && (
         <Card title="Delete project" tone="danger">

@@ -17,9 +17,7 @@ function Key({ label, value }: { readonly label: string; readonly value: string 
     <div>
       <p className="text-sm font-medium text-slate-700">{label}</p>
       <div className="mt-1 flex items-center gap-2">
-        <code className="min-w-0 flex-1 truncate rounded bg-slate-100 px-2 py-1.5 font-mono text-sm text-slate-900" data-testid={label}>
-          {value}
-        </code>
+        <code className="min-w-0 flex-1 truncate rounded bg-slate-100 px-2 py-1.5 font-mono text-sm text-slate-900" data-testid={label}>{value}</code>
         <CopyButton value={value} label={label} />
       </div>
     </div>
@@ -44,14 +42,12 @@ const ROTATIONS: Record<Rotation, { readonly title: string; readonly action: str
   public: {
     title: "Rotate the public key?",
     action: "Rotate public key",
-    effect:
-      "The public key is replaced now: web pages and apps tracking events with the current one get 401 within seconds, until they have the new one. The secret key does not change."
+    effect: "The public key is replaced now: web pages and apps tracking events with the current one get 401 within seconds, until they have the new one. The secret key does not change."
   },
   secret: {
     title: "Rotate the secret key?",
     action: "Rotate secret key",
-    effect:
-      "The secret key is replaced now: servers using the current one get 401 within seconds, until they have the new one. The public key does not change."
+    effect: "The secret key is replaced now: servers using the current one get 401 within seconds, until they have the new one. The public key does not change."
   },
   both: {
     title: "Rotate both keys?",
@@ -83,46 +79,23 @@ export function KeysPage() {
   return (
     <Card title="API keys">
       <div className="space-y-2 text-sm text-slate-700">
-        <p>
-          The <strong>public key</strong>{" "}
-          (<code className="font-mono">pk_…</code>) only tracks events (<code className="font-mono">/v1/track</code>) and may ship in a web
-          page or app.
-        </p>
-        <p>
-          The <strong>secret key</strong>{" "}
-          (<code className="font-mono">sk_…</code>) reaches everything else: keep it on your servers. It was shown when the project was
-          created and is shown again only when it is rotated.
-        </p>
+        <p>The <strong>public key</strong> (<code className="font-mono">pk_…</code>) only tracks events (<code className="font-mono">/v1/track</code>) and may ship in a web page or app.</p>
+        <p>The <strong>secret key</strong> (<code className="font-mono">sk_…</code>) reaches everything else: keep it on your servers. It was shown when the project was created and is shown again only when it is rotated.</p>
       </div>
       <div className="mt-5">
         <QueryView query={publicKey}>
           {({ publicKey: key }) =>
             key === null
-              ? (
-                <p className="text-sm text-slate-700" data-testid="public-key-unknown">
-                  This project's public key was made before public keys were kept: rotate the public key to see it here from then on.
-                </p>
-              )
+              ? <p className="text-sm text-slate-700" data-testid="public-key-unknown">This project's public key was made before public keys were kept: rotate the public key to see it here from then on.</p>
               : <Key label="Public key" value={key} />}
         </QueryView>
       </div>
-      {shown && (
-        <div className="mt-5">
-          <KeysShownOnce keys={shown} />
-        </div>
-      )}
+      {shown && <div className="mt-5"><KeysShownOnce keys={shown} /></div>}
       {canRotate
         ? (
           <div className="mt-5 flex flex-wrap gap-2">
             {(["public", "secret", "both"] as const).map((which) => (
-              <button
-                key={which}
-                type="button"
-                className="btn-secondary"
-                onClick={() => setConfirming(which)}
-              >
-                {ROTATIONS[which].action}
-              </button>
+              <button key={which} type="button" className="btn-secondary" onClick={() => setConfirming(which)}>{ROTATIONS[which].action}</button>
             ))}
           </div>
         )

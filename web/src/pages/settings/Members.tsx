@@ -60,8 +60,7 @@ export function MembersPage() {
   }, [withdrawn])
 
   const changeRole = useApiMutation(
-    (client, { userId, role }: { userId: string; role: Role }) =>
-      client.accounts.updateMember({ params: { id: projectId, userId }, payload: { role } }),
+    (client, { userId, role }: { userId: string; role: Role }) => client.accounts.updateMember({ params: { id: projectId, userId }, payload: { role } }),
     { invalidates: [MEMBERS] }
   )
   const remove = useApiMutation((client, userId: string) => client.accounts.removeMember({ params: { id: projectId, userId } }), {
@@ -97,9 +96,7 @@ export function MembersPage() {
                             disabled={changeRole.isPending}
                             onChange={(event) => changeRole.mutate({ userId: member.userId, role: event.target.value as Role })}
                           >
-                            {(grantable.includes(member.role) ? grantable : [member.role, ...grantable]).map((role) => (
-                              <option key={role}>{role}</option>
-                            ))}
+                            {(grantable.includes(member.role) ? grantable : [member.role, ...grantable]).map((role) => <option key={role}>{role}</option>)}
                           </select>
                         )
                         : <Badge tone={member.role === "MEMBER" ? "slate" : "indigo"}>{member.role}</Badge>}
@@ -107,13 +104,9 @@ export function MembersPage() {
                     <td className={`${cell} ${wideOnly} text-slate-600`}>{formatDate(member.joinedAt)}</td>
                     <td className={`${cell} text-right`}>
                       {(self || mayChange(member)) && (
-                        <button
-                          type="button"
-                          className="btn-secondary px-2 py-1 text-xs"
-                          onClick={() => setRemoving(member)}
-                        >
+                        <button type="button" className="btn-secondary px-2 py-1 text-xs" onClick={() => setRemoving(member)}>
                           {self ? "Leave" : `Remove`}
-                          {!self && <span className="sr-only">{member.email}</span>}
+                          {!self && <span className="sr-only"> {member.email}</span>}
                         </button>
                       )}
                     </td>
@@ -126,9 +119,7 @@ export function MembersPage() {
                 {invitations.map((invitation) => (
                   <tr key={invitation.id}>
                     <td className={`${cell} break-all`}>{invitation.email}</td>
-                    <td className={cell}>
-                      <Badge>{invitation.role}</Badge>
-                    </td>
+                    <td className={cell}><Badge>{invitation.role}</Badge></td>
                     <td className={`${cell} ${wideOnly} text-slate-600`}>{formatDate(invitation.expiresAt)}</td>
                     <td className={`${cell} whitespace-nowrap text-right`}>
                       {can("manage") && (invitation.role !== "OWNER" || can("own")) && (
@@ -141,8 +132,7 @@ export function MembersPage() {
                               disabled={action.isPending}
                               onClick={() => action.mutate(invitation.id)}
                             >
-                              {label}
-                              <span className="sr-only">the invitation to {invitation.email}</span>
+                              {label}<span className="sr-only"> the invitation to {invitation.email}</span>
                             </button>
                           ))}
                         </span>
@@ -167,9 +157,7 @@ export function MembersPage() {
         onConfirm={() => removing && remove.mutate(removing.userId)}
         onCancel={() => setRemoving(null)}
       >
-        {removing?.userId === me.data?.id
-          ? "You lose access to this project until someone invites you again."
-          : "They lose access to this project at once."}
+        {removing?.userId === me.data?.id ? "You lose access to this project until someone invites you again." : "They lose access to this project at once."}
         <MutationError error={remove.error} />
       </Confirm>
     </div>
@@ -183,12 +171,7 @@ function InvitationLink({ sent }: { readonly sent: SentInvitation }) {
       <p>Invitation mailed to {sent.invitation.email} as {sent.invitation.role}.</p>
       <p className="mt-1 text-sm">If the mail does not arrive, pass them this link: it works once, within 7 days, for that email only.</p>
       <div className="mt-2 flex items-center gap-2">
-        <code
-          className="min-w-0 flex-1 truncate rounded bg-white px-2 py-1.5 font-mono text-xs text-slate-900"
-          data-testid="invitation-link"
-        >
-          {sent.link}
-        </code>
+        <code className="min-w-0 flex-1 truncate rounded bg-white px-2 py-1.5 font-mono text-xs text-slate-900" data-testid="invitation-link">{sent.link}</code>
         <CopyButton value={sent.link} label="invitation link" />
       </div>
     </Notice>
@@ -219,14 +202,7 @@ function Invite({ grantable, onSent }: { readonly grantable: ReadonlyArray<Role>
         }}
       >
         <div className="flex-1">
-          <Field
-            label="Email"
-            type="email"
-            value={email}
-            onChange={changeClearing(invite, setEmail)}
-            required
-            error={fieldError(invite.error, "email")}
-          />
+          <Field label="Email" type="email" value={email} onChange={changeClearing(invite, setEmail)} required error={fieldError(invite.error, "email")} />
         </div>
         <label className="block text-sm font-medium text-slate-700">
           Role
@@ -237,8 +213,8 @@ function Invite({ grantable, onSent }: { readonly grantable: ReadonlyArray<Role>
         <button type="submit" className="btn-primary" disabled={invite.isPending}>Invite</button>
       </form>
       <p className="mt-2 text-xs text-slate-500">
-        They get a link by mail, valid for 7 days: they join by opening it, signing up with that email or signed in as it. Inviting an email
-        again replaces its pending invitation.
+        They get a link by mail, valid for 7 days: they join by opening it, signing up with that email or signed in as it.
+        Inviting an email again replaces its pending invitation.
       </p>
       <MutationError error={invite.error} fields={["email", "role"]} />
     </Card>

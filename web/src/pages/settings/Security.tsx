@@ -17,13 +17,10 @@ export function SecurityPage() {
   const { can } = useCurrentProject()
   const queryClient = useQueryClient()
   const security = useApiQuery(SECURITY, (client) => client.accounts.projectSecurity({ params: { id: projectId } }))
-  const enable = useApiMutation(
-    (client, _: void) => client.accounts.updateProject({ params: { id: projectId }, payload: { disabled: false } }),
-    {
-      invalidates: [SECURITY],
-      onSuccess: () => queryClient.invalidateQueries({ queryKey: accountKey("projects") })
-    }
-  )
+  const enable = useApiMutation((client, _: void) => client.accounts.updateProject({ params: { id: projectId }, payload: { disabled: false } }), {
+    invalidates: [SECURITY],
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: accountKey("projects") })
+  })
   return (
     <QueryView query={security}>
       {(health) => (
@@ -31,10 +28,7 @@ export function SecurityPage() {
           <Card title="Sending health">
             <Fields
               items={[
-                [
-                  "Status",
-                  health.disabled ? <Badge tone="red">disabled: {health.disabledReason}</Badge> : <Badge tone="green">sending</Badge>
-                ],
+                ["Status", health.disabled ? <Badge tone="red">disabled: {health.disabledReason}</Badge> : <Badge tone="green">sending</Badge>],
                 ["Since", formatDate(health.windowStart)],
                 ["Emails sent", health.sends.toLocaleString()],
                 ["Bounce rate", <Rate value={health.bounceRate} max={health.thresholds.maxBounceRate} count={health.bounces} />],
@@ -42,18 +36,10 @@ export function SecurityPage() {
               ]}
             />
             <p className="mt-3 text-sm text-slate-600">
-              Over the last 7 days. From {health.thresholds.minSends}{" "}
-              sends on, a project over either limit is disabled until an owner re-enables it.
+              Over the last 7 days. From {health.thresholds.minSends} sends on, a project over either limit is disabled until an owner re-enables it.
             </p>
             {health.disabled && can("own") && (
-              <button
-                type="button"
-                className="btn-primary mt-4"
-                disabled={enable.isPending}
-                onClick={() => enable.mutate()}
-              >
-                Re-enable sending
-              </button>
+              <button type="button" className="btn-primary mt-4" disabled={enable.isPending} onClick={() => enable.mutate()}>Re-enable sending</button>
             )}
             <MutationError error={enable.error} />
           </Card>
@@ -80,7 +66,7 @@ function Rate({ value, max, count }: { readonly value: number; readonly max: num
   return (
     <span className="tabular-nums">
       <span className={value > max ? "font-semibold text-red-700" : ""}>{percent(value)}</span>
-      <span className="text-slate-500">({count.toLocaleString()}; limit {percent(max)})</span>
+      <span className="text-slate-500"> ({count.toLocaleString()}; limit {percent(max)})</span>
     </span>
   )
 }

@@ -37,9 +37,8 @@ export function SendingPage() {
       </Card>
       <Card title="Send rate">
         <p className="text-sm text-slate-700">
-          The number of emails per second is set by whoever runs this installation, not from the dashboard (the API has no endpoint for it):
-          {" "}
-          <code className="font-mono text-xs">npm run cli -- project settings --id {projectId} --send-rate N</code>, or{" "}
+          The number of emails per second is set by whoever runs this installation, not from the dashboard (the API has no
+          endpoint for it): <code className="font-mono text-xs">npm run cli -- project settings --id {projectId} --send-rate N</code>, or{" "}
           <code className="font-mono text-xs">SEND_RATE_PER_SECOND</code> for every project.
         </p>
       </Card>

@@ -35,9 +35,7 @@ export function SettingsLayout() {
               <NavLink
                 to={`/p/${projectId}/settings/${path}`}
                 className={({ isActive }) =>
-                  `block whitespace-nowrap border-b-2 px-3 py-2 text-sm font-medium ${
-                    isActive ? "border-indigo-600 text-indigo-800" : "border-transparent text-slate-600 hover:text-slate-900"
-                  }`}
+                  `block whitespace-nowrap border-b-2 px-3 py-2 text-sm font-medium ${isActive ? "border-indigo-600 text-indigo-800" : "border-transparent text-slate-600 hover:text-slate-900"}`}
               >
                 {label}
               </NavLink>

@@ -25,9 +25,8 @@ export function BodyEditor({ value, onChange, error }: {
       <CodeEditor label="Body" value={value} onChange={onChange} insertRef={insert} errorId={error === undefined ? undefined : errorId} />
       <FieldMessage id={errorId} message={error} />
       <p className="mt-1 text-xs text-slate-500">
-        HTML with Liquid: <code className="font-mono">{"{{ firstName }}"}</code>,{" "}
-        <code className="font-mono">{'{{ plan ?? "free" }}'}</code>, <code className="font-mono">{"{% if … %}"}</code>; links{" "}
-        <code className="font-mono">{"{{ unsubscribeUrl }}"}</code> and <code className="font-mono">{"{{ manageUrl }}"}</code>.
+        HTML with Liquid: <code className="font-mono">{"{{ firstName }}"}</code>, <code className="font-mono">{"{{ plan ?? \"free\" }}"}</code>,{" "}
+        <code className="font-mono">{"{% if … %}"}</code>; links <code className="font-mono">{"{{ unsubscribeUrl }}"}</code> and <code className="font-mono">{"{{ manageUrl }}"}</code>.
       </p>
     </div>
   )
@@ -45,11 +44,7 @@ function ImageUpload({ onUploaded }: { readonly onUploaded: (url: string) => voi
   }, { onSuccess: ({ url }) => onUploaded(url) })
   return (
     <div className="min-w-0">
-      <label
-        className={`btn-secondary cursor-pointer px-2 py-1 text-xs focus-within:ring-2 focus-within:ring-indigo-500 ${
-          upload.isPending ? "opacity-60" : ""
-        }`}
-      >
+      <label className={`btn-secondary cursor-pointer px-2 py-1 text-xs focus-within:ring-2 focus-within:ring-indigo-500 ${upload.isPending ? "opacity-60" : ""}`}>
         {upload.isPending ? "Uploading…" : "Insert image"}
         <input
           type="file"

@@ -55,20 +55,15 @@ export function MailPreview({ subject, body, onFieldErrors }: {
           </select>
         </label>
       </div>
-      {preview.isError && fieldErrors.length === 0 && (
-        <div className="mb-3">
-          <ErrorState failure={preview.error} />
-        </div>
-      )}
+      {preview.isError && fieldErrors.length === 0 && <div className="mb-3"><ErrorState failure={preview.error} /></div>}
       {fieldErrors.length > 0 && (
         <p className="mb-3 text-sm text-red-700">
-          The {fieldErrors.some((error) => error.field === "body") ? "body" : "subject"}{" "}
-          does not render as it is (see the message under it): this is the last preview that did.
+          The {fieldErrors.some((error) => error.field === "body") ? "body" : "subject"} does not render as it is (see the message under it): this is the last preview that did.
         </p>
       )}
       <div className="overflow-hidden rounded-lg border border-slate-200 bg-white shadow-sm">
         <p className="border-b border-slate-200 px-4 py-2 text-sm">
-          <span className="text-slate-500">Subject:</span>
+          <span className="text-slate-500">Subject: </span>
           <span data-testid="preview-subject" className="font-medium text-slate-900">{shown?.subject ?? ""}</span>
         </p>
         <iframe title="Rendered body" sandbox="" srcDoc={shown?.html ?? ""} className="h-[28rem] w-full bg-white" />

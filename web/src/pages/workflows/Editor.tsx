@@ -12,18 +12,7 @@ import { useApiMutation, useApiQuery } from "../../api/hooks.ts"
 import { Confirm } from "../../components/Confirm.tsx"
 import { MutationError } from "../../components/Form.tsx"
 import { WorkflowGraph } from "./Graph.tsx"
-import {
-  ADDABLE_TYPES,
-  type Outlet,
-  outletOf,
-  outletsOf,
-  type Step,
-  type StepType,
-  summary,
-  type Transition,
-  TYPE_LABELS,
-  type WorkflowData
-} from "./model.ts"
+import { ADDABLE_TYPES, type Outlet, outletOf, outletsOf, type Step, type StepType, summary, type Transition, TYPE_LABELS, type WorkflowData } from "./model.ts"
 import { type Config, DEFAULT_CONFIG, StepConfigFields } from "./StepConfig.tsx"
 
 const transitionPayload = (fromStepId: string, outlet: Outlet, toStepId: string) => ({
@@ -34,18 +23,10 @@ const transitionPayload = (fromStepId: string, outlet: Outlet, toStepId: string)
 })
 
 /** Points `outlet` of a step at `toStepId` (null: at nothing), replacing the transition it had. */
-const relink = (
-  client: ApiClient,
-  workflowId: string,
-  current: Transition | undefined,
-  fromStepId: string,
-  outlet: Outlet,
-  toStepId: string | null
-) =>
+const relink = (client: ApiClient, workflowId: string, current: Transition | undefined, fromStepId: string, outlet: Outlet, toStepId: string | null) =>
   Effect.gen(function*() {
     if (current) yield* client.workflows.deleteTransition({ params: { id: workflowId, transitionId: current.id } })
-    if (toStepId)
-      yield* client.workflows.addTransition({ params: { id: workflowId }, payload: transitionPayload(fromStepId, outlet, toStepId) })
+    if (toStepId) yield* client.workflows.addTransition({ params: { id: workflowId }, payload: transitionPayload(fromStepId, outlet, toStepId) })
   })
 
 /**
@@ -60,11 +41,7 @@ function SaveError({ error }: { readonly error: ApiFailure | null }) {
       <MutationError error={error} />
       {problems.length > 0 && (
         <ul className="mt-2 space-y-0.5 text-sm text-red-700" data-testid="field-errors">
-          {problems.map((problem) => (
-            <li key={problem.field + problem.message}>
-              <code className="font-mono text-xs">{problem.field}</code>: {problem.message}
-            </li>
-          ))}
+          {problems.map((problem) => <li key={problem.field + problem.message}><code className="font-mono text-xs">{problem.field}</code>: {problem.message}</li>)}
         </ul>
       )}
     </>
@@ -74,34 +51,19 @@ function SaveError({ error }: { readonly error: ApiFailure | null }) {
 /** "stepId:outletId" of an outlet, the value of the "after" choices. */
 const slot = (stepId: string, outletId: string) => `${stepId}:${outletId}`
 
-export function WorkflowEditor(
-  { workflow, currentStepIds }: { readonly workflow: WorkflowData; readonly currentStepIds: ReadonlySet<string> }
-) {
+export function WorkflowEditor({ workflow, currentStepIds }: { readonly workflow: WorkflowData; readonly currentStepIds: ReadonlySet<string> }) {
   const id = workflow.id
   const invalidates = [["workflows"]]
   const [selectedId, setSelectedId] = useState<string | null>(null)
   const [doomed, setDoomed] = useState<Step | null>(null)
-  const templates = useApiQuery(
-    ["templates", "all"],
-    (client) => client.templates.list({ query: { pageSize: "100", sort: "name", dir: "asc" } })
-  )
+  const templates = useApiQuery(["templates", "all"], (client) => client.templates.list({ query: { pageSize: "100", sort: "name", dir: "asc" } }))
   const templateNames = useMemo(() => new Map(templates.data?.data.map((template) => [template.id, template.name]) ?? []), [templates.data])
-  const summaryOf = useCallback((step: Step) => summary(step, templateNames, workflow.triggerConfig.eventName), [
-    templateNames,
-    workflow.triggerConfig.eventName
-  ])
+  const summaryOf = useCallback((step: Step) => summary(step, templateNames, workflow.triggerConfig.eventName), [templateNames, workflow.triggerConfig.eventName])
   const selected = workflow.steps.find((step) => step.id === selectedId)
 
   const connect = useApiMutation(
     (client, { from, outlet, to }: { from: string; outlet: Outlet; to: string | null }) =>
-      relink(
-        client,
-        id,
-        workflow.transitions.find((transition) => transition.fromStepId === from && outletOf(transition) === outlet.id),
-        from,
-        outlet,
-        to
-      ),
+      relink(client, id, workflow.transitions.find((transition) => transition.fromStepId === from && outletOf(transition) === outlet.id), from, outlet, to),
     { invalidates }
   )
   const move = useApiMutation(
@@ -140,20 +102,15 @@ export function WorkflowEditor(
           onDeleteTransition={(transitionId) => removeTransition.mutate(transitionId)}
         />
         <p className="mt-2 text-xs text-slate-500">
-          Drag from a step's bottom handle to another step to connect them; select a step or an arrow and press Delete to remove it. The
-          panel does the same by keyboard.
+          Drag from a step's bottom handle to another step to connect them; select a step or an arrow and press Delete to remove it.
+          The panel does the same by keyboard.
         </p>
         <MutationError error={failure} />
       </div>
       <div className="min-w-0 space-y-4">
         <div>
           <label htmlFor="step-picker" className="block text-sm font-medium text-slate-700">Step</label>
-          <select
-            id="step-picker"
-            className="input mt-1"
-            value={selectedId ?? ""}
-            onChange={(event) => setSelectedId(event.target.value || null)}
-          >
+          <select id="step-picker" className="input mt-1" value={selectedId ?? ""} onChange={(event) => setSelectedId(event.target.value || null)}>
             <option value="">Add a new step</option>
             {workflow.steps.map((step) => <option key={step.id} value={step.id}>{TYPE_LABELS[step.type]}: {step.name}</option>)}
           </select>
@@ -220,10 +177,7 @@ function AddStepPanel({ workflow }: { readonly workflow: WorkflowData }) {
           // Inserted: the new step's first outlet goes where the old transition went.
           const onward = outletsOf(step.type)[0]
           if (previous && onward) {
-            yield* client.workflows.addTransition({
-              params: { id: workflow.id },
-              payload: transitionPayload(step.id, onward, previous.toStepId)
-            })
+            yield* client.workflows.addTransition({ params: { id: workflow.id }, payload: transitionPayload(step.id, onward, previous.toStepId) })
           }
         }
         return step
@@ -249,28 +203,17 @@ function AddStepPanel({ workflow }: { readonly workflow: WorkflowData }) {
       <h3 className="font-semibold text-slate-800">Add a step</h3>
       <div>
         <label htmlFor={ids.type} className="block text-sm font-medium text-slate-700">Step type</label>
-        <select
-          id={ids.type}
-          className="input mt-1"
-          value={type}
-          onChange={(event) => {
-            const next = event.target.value as StepType
-            setType(next)
-            setConfig(DEFAULT_CONFIG[next])
-          }}
-        >
+        <select id={ids.type} className="input mt-1" value={type} onChange={(event) => {
+          const next = event.target.value as StepType
+          setType(next)
+          setConfig(DEFAULT_CONFIG[next])
+        }}>
           {ADDABLE_TYPES.map((candidate) => <option key={candidate} value={candidate}>{TYPE_LABELS[candidate]}</option>)}
         </select>
       </div>
       <div>
         <label htmlFor={ids.name} className="block text-sm font-medium text-slate-700">Name (optional)</label>
-        <input
-          id={ids.name}
-          className="input mt-1"
-          value={name}
-          placeholder={TYPE_LABELS[type]}
-          onChange={(event) => setName(event.target.value)}
-        />
+        <input id={ids.name} className="input mt-1" value={name} placeholder={TYPE_LABELS[type]} onChange={(event) => setName(event.target.value)} />
       </div>
       <StepConfigFields type={type} config={config} onChange={setConfig} errors={add.error?.fieldErrors} />
       <div>
@@ -279,9 +222,7 @@ function AddStepPanel({ workflow }: { readonly workflow: WorkflowData }) {
           <option value="">Not connected yet</option>
           {outlets.map(({ step, outlet }) => (
             <option key={slot(step.id, outlet.id)} value={slot(step.id, outlet.id)}>
-              {step.name}
-              {outlet.id === "next" ? "" : ` (${outlet.label.toLowerCase()})`}
-              {taken(step.id, outlet.id) ? ", inserted before what follows" : ""}
+              {step.name}{outlet.id === "next" ? "" : ` (${outlet.label.toLowerCase()})`}{taken(step.id, outlet.id) ? ", inserted before what follows" : ""}
             </option>
           ))}
         </select>
@@ -305,11 +246,7 @@ function StepPanel({ workflow, step, onConnect, connecting, onDelete }: {
   const [name, setName] = useState(step.name)
   const [config, setConfig] = useState<Config>(step.config)
   const save = useApiMutation(
-    (client, _: void) =>
-      client.workflows.updateStep({
-        params: { id: workflow.id, stepId: step.id },
-        payload: { name: name.trim() || step.name, ...(step.type === "TRIGGER" ? {} : { config }) }
-      }),
+    (client, _: void) => client.workflows.updateStep({ params: { id: workflow.id, stepId: step.id }, payload: { name: name.trim() || step.name, ...(step.type === "TRIGGER" ? {} : { config }) } }),
     { invalidates: [["workflows"]] }
   )
   const targets = workflow.steps.filter((candidate) => candidate.id !== step.id && candidate.type !== "TRIGGER")
@@ -339,17 +276,9 @@ function StepPanel({ workflow, step, onConnect, connecting, onDelete }: {
         <fieldset className="space-y-3 rounded-lg border border-slate-200 bg-white p-4" disabled={connecting}>
           <legend className="px-1 font-semibold text-slate-800">Goes on to</legend>
           {outletsOf(step.type).map((outlet) => {
-            const current = workflow.transitions.find((transition) =>
-              transition.fromStepId === step.id && outletOf(transition) === outlet.id
-            )
+            const current = workflow.transitions.find((transition) => transition.fromStepId === step.id && outletOf(transition) === outlet.id)
             return (
-              <OutletSelect
-                key={outlet.id}
-                outlet={outlet}
-                value={current?.toStepId ?? ""}
-                targets={targets}
-                onChange={(to) => onConnect(outlet, to)}
-              />
+              <OutletSelect key={outlet.id} outlet={outlet} value={current?.toStepId ?? ""} targets={targets} onChange={(to) => onConnect(outlet, to)} />
             )
           })}
         </fieldset>
@@ -365,13 +294,7 @@ function OutletSelect({ outlet, value, targets, onChange }: {
   readonly onChange: (to: string | null) => void
 }) {
   const id = useId()
-  const label = outlet.id === "next"
-    ? "Next step"
-    : outlet.branch
-    ? `When ${outlet.label.toLowerCase()}`
-    : outlet.id === "EVENT"
-    ? "When the event arrives"
-    : "On timeout"
+  const label = outlet.id === "next" ? "Next step" : outlet.branch ? `When ${outlet.label.toLowerCase()}` : outlet.id === "EVENT" ? "When the event arrives" : "On timeout"
   return (
     <div>
       <label htmlFor={id} className="block text-sm font-medium text-slate-700">{label}</label>

@@ -35,11 +35,7 @@ export function Executions({ workflow }: { readonly workflow: WorkflowData }) {
   const [confirming, setConfirming] = useState<"all" | ExecutionData | null>(null)
   const executions = useApiQuery(
     ["workflows", "executions", workflow.id, status, page],
-    (client) =>
-      client.workflows.listExecutions({
-        params: { id: workflow.id },
-        query: { page: String(page), pageSize: String(PAGE_SIZE), ...(status ? { status } : {}) }
-      }),
+    (client) => client.workflows.listExecutions({ params: { id: workflow.id }, query: { page: String(page), pageSize: String(PAGE_SIZE), ...(status ? { status } : {}) } }),
     { refetchInterval: REFRESH }
   )
   const stepName = (id: string | null) => workflow.steps.find((step) => step.id === id)?.name ?? "—"
@@ -57,64 +53,36 @@ export function Executions({ workflow }: { readonly workflow: WorkflowData }) {
       target === "all"
         ? client.workflows.cancelAll({ params: { id: workflow.id } }).pipe(Effect.asVoid)
         : client.workflows.cancelExecution({ params: { id: workflow.id, executionId: target.id } }).pipe(Effect.asVoid),
-    {
-      invalidates: [["workflows", "executions", workflow.id], ["workflows", "execution", workflow.id]],
-      onSuccess: () => setConfirming(null)
-    }
+    { invalidates: [["workflows", "executions", workflow.id], ["workflows", "execution", workflow.id]], onSuccess: () => setConfirming(null) }
   )
   return (
     <Section title="Executions">
       <div className="mb-3 flex flex-wrap items-end justify-between gap-3">
         <div>
           <label htmlFor="execution-status" className="block text-sm font-medium text-slate-700">Status</label>
-          <select
-            id="execution-status"
-            className="input mt-1 w-48"
-            value={status}
-            onChange={(event) => {
-              setPage(1)
-              show({ status: event.target.value })
-            }}
-          >
+          <select id="execution-status" className="input mt-1 w-48" value={status} onChange={(event) => {
+            setPage(1)
+            show({ status: event.target.value })
+          }}>
             <option value="">All</option>
             {EXECUTION_STATUSES.map((candidate) => <option key={candidate} value={candidate}>{candidate.toLowerCase()}</option>)}
           </select>
         </div>
         <button type="button" className="btn-secondary" onClick={() => setConfirming("all")}>Cancel all active</button>
       </div>
-      <QueryView
-        query={executions}
-        isEmpty={(result) => result.total === 0}
-        empty={
-          <Empty title={status ? `No ${status.toLowerCase()} executions` : "No executions yet"}>
-            An execution starts when the trigger's event is tracked for a contact.
-          </Empty>
-        }
-      >
+      <QueryView query={executions} isEmpty={(result) => result.total === 0} empty={<Empty title={status ? `No ${status.toLowerCase()} executions` : "No executions yet"}>An execution starts when the trigger's event is tracked for a contact.</Empty>}>
         {(result) => (
           <>
             <Table label="Executions" head={["Contact", "Status", ["Current step", wideOnly], ["Started", wideOnly], ""]}>
               {result.data.map((execution) => (
                 <tr key={execution.id}>
-                  <td className={`${cell} max-w-64 break-all`}>
-                    <ContactOf execution={execution} />
-                  </td>
-                  <td className={cell}>
-                    <Badge tone={statusTone(execution.status)}>{execution.status.toLowerCase()}</Badge>
-                  </td>
+                  <td className={`${cell} max-w-64 break-all`}><ContactOf execution={execution} /></td>
+                  <td className={cell}><Badge tone={statusTone(execution.status)}>{execution.status.toLowerCase()}</Badge></td>
                   <td className={`${cell} ${wideOnly}`}>{stepName(execution.currentStepId)}</td>
                   <td className={`${cell} ${wideOnly} whitespace-nowrap text-slate-600`}>{formatDate(execution.startedAt)}</td>
                   <td className={`${cell} whitespace-nowrap text-right`}>
                     <button type="button" className="link mr-3" onClick={() => show({ execution: execution.id })}>History</button>
-                    {isActive(execution.status) && (
-                      <button
-                        type="button"
-                        className="link text-red-700"
-                        onClick={() => setConfirming(execution)}
-                      >
-                        Cancel
-                      </button>
-                    )}
+                    {isActive(execution.status) && <button type="button" className="link text-red-700" onClick={() => setConfirming(execution)}>Cancel</button>}
                   </td>
                 </tr>
               ))}
@@ -136,11 +104,7 @@ export function Executions({ workflow }: { readonly workflow: WorkflowData }) {
         }}
         onConfirm={() => confirming && cancel.mutate(confirming)}
       >
-        <p>
-          {confirming === "all"
-            ? "Every running or waiting execution of this workflow stops where it is."
-            : "It stops where it is; the contact can enter again only if re-entry is allowed."}
-        </p>
+        <p>{confirming === "all" ? "Every running or waiting execution of this workflow stops where it is." : "It stops where it is; the contact can enter again only if re-entry is allowed."}</p>
         <MutationError error={cancel.error} />
       </Confirm>
     </Section>
@@ -162,11 +126,7 @@ function ExecutionHistory({ workflow, onClose }: { readonly workflow: WorkflowDa
     <section aria-label="Execution history" className="mt-6 rounded-lg border border-slate-200 bg-white p-4">
       <div className="mb-3 flex flex-wrap items-center justify-between gap-2">
         <h3 className="font-semibold text-slate-800">
-          Execution{query.data && (
-            <>
-              for <ContactOf execution={query.data} />
-            </>
-          )}
+          Execution{query.data && <> for <ContactOf execution={query.data} /></>}
         </h3>
         <button type="button" className="btn-secondary" onClick={onClose}>Close</button>
       </div>
@@ -174,10 +134,11 @@ function ExecutionHistory({ workflow, onClose }: { readonly workflow: WorkflowDa
         {(execution) => (
           <>
             <p className="mb-3 text-sm text-slate-700">
-              <Badge tone={statusTone(execution.status)}>{execution.status.toLowerCase()}</Badge> started {formatDate(execution.startedAt)}
+              <Badge tone={statusTone(execution.status)}>{execution.status.toLowerCase()}</Badge>
+              {" "}started {formatDate(execution.startedAt)}
               {execution.completedAt && <>, ended {formatDate(execution.completedAt)}</>}
-              {execution.exitReason && <>· {execution.exitReason}</>}
-              {execution.error && <span className="text-red-800">· {execution.error}</span>}
+              {execution.exitReason && <> · {execution.exitReason}</>}
+              {execution.error && <span className="text-red-800"> · {execution.error}</span>}
             </p>
             {execution.steps.length === 0
               ? <Empty title="No steps run yet" />
@@ -187,14 +148,10 @@ function ExecutionHistory({ workflow, onClose }: { readonly workflow: WorkflowDa
                     <tr key={run.id}>
                       <td className={cell}>
                         <span className="font-medium">{stepName(run.stepId)}</span>
-                        <span className="block text-xs text-slate-500">
-                          {TYPE_LABELS[run.stepType as keyof typeof TYPE_LABELS] ?? run.stepType}
-                        </span>
+                        <span className="block text-xs text-slate-500">{TYPE_LABELS[run.stepType as keyof typeof TYPE_LABELS] ?? run.stepType}</span>
                         {run.error && <span className="block text-xs text-red-800">{run.error}</span>}
                       </td>
-                      <td className={cell}>
-                        <Badge tone={statusTone(run.status)}>{run.status.toLowerCase()}</Badge>
-                      </td>
+                      <td className={cell}><Badge tone={statusTone(run.status)}>{run.status.toLowerCase()}</Badge></td>
                       <td className={`${cell} ${wideOnly} tabular-nums`}>{run.attempts}</td>
                       <td className={`${cell} ${wideOnly} whitespace-nowrap text-slate-600`}>{formatDate(run.startedAt)}</td>
                       <td className={`${cell} whitespace-nowrap text-slate-600`}>{formatDate(run.completedAt)}</td>

@@ -40,9 +40,7 @@ function StepNodeView({ data, selected }: NodeProps<StepNode>) {
   return (
     <div
       data-testid={`step-${step.name}`}
-      className={`w-52 rounded-lg border-2 px-3 py-2 text-left shadow-sm ${TYPE_COLOURS[step.type]} ${
-        selected ? "ring-2 ring-indigo-600 ring-offset-1" : ""
-      } ${current ? "outline-dashed outline-2 outline-offset-4 outline-green-600" : ""}`}
+      className={`w-52 rounded-lg border-2 px-3 py-2 text-left shadow-sm ${TYPE_COLOURS[step.type]} ${selected ? "ring-2 ring-indigo-600 ring-offset-1" : ""} ${current ? "outline-dashed outline-2 outline-offset-4 outline-green-600" : ""}`}
     >
       {step.type !== "TRIGGER" && <Handle type="target" position={Position.Top} className="!size-3 !bg-slate-500" />}
       <p className="text-[11px] font-semibold uppercase tracking-wide text-slate-600">{TYPE_LABELS[step.type]}</p>
@@ -60,13 +58,7 @@ function StepNodeView({ data, selected }: NodeProps<StepNode>) {
           type="source"
           position={Position.Bottom}
           style={{ left: `${((index + 1) / (outlets.length + 1)) * 100}%` }}
-          className={`!size-3 ${
-            outlet.id === "no" || outlet.id === "TIMEOUT"
-              ? "!bg-rose-500"
-              : outlet.id === "yes" || outlet.id === "EVENT"
-              ? "!bg-green-600"
-              : "!bg-slate-500"
-          }`}
+          className={`!size-3 ${outlet.id === "no" || outlet.id === "TIMEOUT" ? "!bg-rose-500" : outlet.id === "yes" || outlet.id === "EVENT" ? "!bg-green-600" : "!bg-slate-500"}`}
         />
       ))}
     </div>

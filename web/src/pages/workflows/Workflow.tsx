@@ -22,10 +22,8 @@ function Settings({ workflow }: { readonly workflow: WorkflowData }) {
   const [eventName, setEventName] = useState(workflow.triggerConfig.eventName ?? "")
   const [deleting, setDeleting] = useState(false)
   const update = useApiMutation(
-    (
-      client,
-      payload: { enabled?: boolean; allowReentry?: boolean; triggerType?: "EVENT" | "MANUAL"; triggerConfig?: { eventName?: string } }
-    ) => client.workflows.update({ params: { id: workflow.id }, payload }),
+    (client, payload: { enabled?: boolean; allowReentry?: boolean; triggerType?: "EVENT" | "MANUAL"; triggerConfig?: { eventName?: string } }) =>
+      client.workflows.update({ params: { id: workflow.id }, payload }),
     { invalidates: [["workflows"]] }
   )
   const remove = useApiMutation(
@@ -36,21 +34,11 @@ function Settings({ workflow }: { readonly workflow: WorkflowData }) {
     <Card>
       <div className="flex flex-wrap items-center gap-3">
         {workflow.enabled ? <Badge tone="green">enabled</Badge> : <Badge>disabled</Badge>}
-        <button
-          type="button"
-          className={workflow.enabled ? "btn-secondary" : "btn-primary"}
-          disabled={update.isPending}
-          onClick={() => update.mutate({ enabled: !workflow.enabled })}
-        >
+        <button type="button" className={workflow.enabled ? "btn-secondary" : "btn-primary"} disabled={update.isPending} onClick={() => update.mutate({ enabled: !workflow.enabled })}>
           {workflow.enabled ? "Disable" : "Enable"}
         </button>
         <label className="flex items-center gap-2 text-sm text-slate-700">
-          <input
-            type="checkbox"
-            checked={workflow.allowReentry}
-            disabled={update.isPending}
-            onChange={(event) => update.mutate({ allowReentry: event.target.checked })}
-          />
+          <input type="checkbox" checked={workflow.allowReentry} disabled={update.isPending} onChange={(event) => update.mutate({ allowReentry: event.target.checked })} />
           A contact may run it again
         </label>
         {workflow.billingHold && <Badge tone="amber">{workflow.billingHold}</Badge>}
@@ -60,21 +48,12 @@ function Settings({ workflow }: { readonly workflow: WorkflowData }) {
         className="mt-4 flex flex-wrap items-end gap-3"
         onSubmit={(event) => {
           event.preventDefault()
-          update.mutate(
-            eventName.trim() ? { triggerType: "EVENT", triggerConfig: { eventName: eventName.trim() } } : { triggerType: "MANUAL" }
-          )
+          update.mutate(eventName.trim() ? { triggerType: "EVENT", triggerConfig: { eventName: eventName.trim() } } : { triggerType: "MANUAL" })
         }}
       >
         <div className="min-w-0 basis-full sm:basis-64 sm:grow">
           <label htmlFor={ids.event} className="block text-sm font-medium text-slate-700">Trigger event</label>
-          <input
-            id={ids.event}
-            list={ids.list}
-            className="input mt-1 font-mono"
-            placeholder="Empty: started by hand only"
-            value={eventName}
-            onChange={(event) => setEventName(event.target.value)}
-          />
+          <input id={ids.event} list={ids.list} className="input mt-1 font-mono" placeholder="Empty: started by hand only" value={eventName} onChange={(event) => setEventName(event.target.value)} />
           <EventNameSuggestions id={ids.list} />
         </div>
         <button type="submit" className="btn-secondary" disabled={update.isPending}>Save trigger</button>
@@ -112,12 +91,8 @@ export function WorkflowPage() {
     <QueryView query={workflow}>
       {(workflow) => (
         <Page title={workflow.name}>
-          <p className="-mt-4 mb-6 text-sm">
-            <Link to={`/p/${projectId}/workflows`} className="link">All workflows</Link>
-          </p>
-          <div className="mb-8">
-            <Settings key={workflow.triggerConfig.eventName ?? ""} workflow={workflow} />
-          </div>
+          <p className="-mt-4 mb-6 text-sm"><Link to={`/p/${projectId}/workflows`} className="link">All workflows</Link></p>
+          <div className="mb-8"><Settings key={workflow.triggerConfig.eventName ?? ""} workflow={workflow} /></div>
           <Section title="Steps">
             <WorkflowEditor workflow={workflow} currentStepIds={currentStepIds} />
           </Section>
