@@ -159,7 +159,9 @@ export const runFault = async (fault: Fault, options: FaultOptions = {}) => {
         const body = (await secret(env, "GET", `/campaigns/${campaign}`)).json
         expect(body.status).toBe("SENT")
         return body
-      }, 40_000)
+        // 40 s was not always enough after Postgres' immediate restart (once in seven quiet runs the campaign
+        // was still SENDING): not root-caused; exactly one mail per recipient is what this asserts.
+      }, 120_000)
       const perRecipient = new Map<string, number>()
       for (const mail of smtp.messages) for (const to of mail.envelopeTo) perRecipient.set(to, (perRecipient.get(to) ?? 0) + 1)
       const doubled = [...perRecipient].filter(([, count]) => count > 1)
