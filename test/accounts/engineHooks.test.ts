@@ -31,6 +31,20 @@ const ownerOf = async () => {
   return owner
 }
 
+/** Sets the project's monthly caps as its OWNER does; the ones not named are unlimited. */
+const setLimits = async (limits: { readonly campaigns?: number; readonly workflows?: number } = {}) =>
+  (await ownerOf()).call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`, {
+    transactional: null,
+    campaigns: null,
+    workflows: null,
+    inbound: null,
+    ...limits
+  })
+
+/** A draft campaign to every contact of the project, from the verified domain. */
+const newCampaign = async (name: string) =>
+  (await secret("POST", "/campaigns", { name, subject: "s", body: "<p>b</p>", from: "news@acme.test", audienceType: "ALL" })).json.data
+
 /** `count` sent emails of the project, `bounced` of them bounced, as the sender and notifications leave them. */
 const sentEmails = (projectId: string, count: number, bounced: number) =>
   context.stack.query(
@@ -166,20 +180,8 @@ describe("billing caps in the engine", () => {
   beforeAll(() => context.stack.query("DELETE FROM billing_carryover WHERE project_id = $1", [context.project.id]))
 
   it("grants what fits under a cap and records why a campaign is held", async () => {
-    const browser = await ownerOf()
-    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`, {
-      transactional: null,
-      campaigns: 3,
-      workflows: null,
-      inbound: null
-    })
-    const campaign = (await secret("POST", "/campaigns", {
-      name: "Capped",
-      subject: "s",
-      body: "<p>b</p>",
-      from: "news@acme.test",
-      audienceType: "ALL"
-    })).json.data
+    await setLimits({ campaigns: 3 })
+    const campaign = await newCampaign("Capped")
     await context.stack.query(
       `INSERT INTO emails (id, project_id, partition, to_email, from_email, subject, html, type, priority, message_id, campaign_id)
        SELECT gen_random_uuid(), $1, 0, 'c' || i || '@example.org', 'news@acme.test', 's', 'h', 'MARKETING', 1,
@@ -208,21 +210,9 @@ describe("billing caps in the engine", () => {
 
   // The fan-out's queue step takes what the cap allows (src/campaigns/fanout.ts); a raised cap resumes it (src/billing/heldMail.ts).
   it("stops a campaign at the campaigns cap, records why, and resumes when the cap is raised", async () => {
-    const browser = await ownerOf()
     for (let i = 0; i < 5; i++) await secret("POST", "/contacts", { email: `cap${i}@example.org` })
-    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`, {
-      transactional: null,
-      campaigns: 2,
-      workflows: null,
-      inbound: null
-    })
-    const campaign = (await secret("POST", "/campaigns", {
-      name: "Over cap",
-      subject: "s",
-      body: "<p>b</p>",
-      from: "news@acme.test",
-      audienceType: "ALL"
-    })).json.data
+    await setLimits({ campaigns: 2 })
+    const campaign = await newCampaign("Over cap")
     expect((await secret("POST", `/campaigns/${campaign.id}/send`, {})).status).toBe(200)
     const queuedCount = async () =>
       (await context.stack.query<{ n: number }>("SELECT count(*)::int AS n FROM emails WHERE campaign_id = $1", [campaign.id]))[0]!.n
@@ -245,23 +235,13 @@ describe("billing caps in the engine", () => {
     expect(await stepStamp()).toBe(heldSince)
 
     // Raised to 4: two more, and held again.
-    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`, {
-      transactional: null,
-      campaigns: 4,
-      workflows: null,
-      inbound: null
-    })
+    await setLimits({ campaigns: 4 })
     await eventually(async () => {
       expect(await queuedCount()).toBe(4)
       expect((await secret("GET", `/campaigns/${campaign.id}`)).json.billingHold).toBe(holdReason("campaigns", 4))
     }, 20_000)
 
-    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`, {
-      transactional: null,
-      campaigns: null,
-      workflows: null,
-      inbound: null
-    })
+    await setLimits()
     await eventually(async () => {
       expect(await queuedCount()).toBe(5)
       expect((await secret("GET", `/campaigns/${campaign.id}`)).json).toMatchObject({ status: "SENT", billingHold: null })
@@ -272,13 +252,7 @@ describe("billing caps in the engine", () => {
 
   // SEND_EMAIL takes one of the workflows cap (src/workflows/engine.ts); held executions wait on the step.
   it("holds workflow sends at the workflows cap (the executions wait on the step) and sends them when the cap is raised", async () => {
-    const browser = await ownerOf()
-    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`, {
-      transactional: null,
-      campaigns: null,
-      workflows: 2,
-      inbound: null
-    })
+    await setLimits({ workflows: 2 })
     const template = (await secret("POST", "/templates", {
       name: "Capped welcome",
       subject: "Welcome",
@@ -320,12 +294,7 @@ describe("billing caps in the engine", () => {
     expect(timer!.due_at.toISOString()).toBe(monthTurn.toISOString())
 
     // Room for one more: one sends, the other stays held (the hold recorded again).
-    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`, {
-      transactional: null,
-      campaigns: null,
-      workflows: 3,
-      inbound: null
-    })
+    await setLimits({ workflows: 3 })
     // The two held executions retry on their own timers: the one left over records the hold again once
     // its retry has run, which may be a moment after the other one completed.
     await eventually(async () => {
@@ -334,12 +303,7 @@ describe("billing caps in the engine", () => {
       expect((await secret("GET", `/workflows/${workflowId}`)).json.billingHold).toBe(holdReason("workflows", 3))
     }, 20_000)
 
-    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`, {
-      transactional: null,
-      campaigns: null,
-      workflows: null,
-      inbound: null
-    })
+    await setLimits()
     await eventually(async () => {
       expect(await statuses()).toEqual(["COMPLETED", "COMPLETED", "COMPLETED", "COMPLETED"])
       expect((await secret("GET", `/workflows/${workflowId}`)).json.billingHold).toBeNull()
@@ -354,24 +318,12 @@ describe("billing caps in the engine", () => {
 
   // The worker's periodic check (src/billing/heldMail.ts, HELD_MAIL_CHECK_SECONDS) resumes what the cap allows again.
   it("resumes a held campaign when the month turns (its mail no longer counts), without the cap being touched", async () => {
-    const browser = await ownerOf()
     // Everything mailed so far belongs to an earlier month: the cap starts from zero.
     const turnTheMonth = () =>
       context.stack.query("UPDATE emails SET created_at = created_at - interval '40 days' WHERE project_id = $1", [context.project.id])
     await turnTheMonth()
-    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`, {
-      transactional: null,
-      campaigns: 1,
-      workflows: null,
-      inbound: null
-    })
-    const campaign = (await secret("POST", "/campaigns", {
-      name: "Month turn",
-      subject: "s",
-      body: "<p>b</p>",
-      from: "news@acme.test",
-      audienceType: "ALL"
-    })).json.data
+    await setLimits({ campaigns: 1 })
+    const campaign = await newCampaign("Month turn")
     expect((await secret("POST", `/campaigns/${campaign.id}/send`, {})).status).toBe(200)
     const state = async () => {
       const [row] = await context.stack.query<{ billing_hold: string | null; n: number }>(
@@ -386,12 +338,7 @@ describe("billing caps in the engine", () => {
     expect((await state()).n).toBe(1)
     await turnTheMonth()
     await eventually(async () => expect(await state()).toEqual({ billing_hold: holdReason("campaigns", 1), n: 2 }), 15_000)
-    await browser.call("PUT", `/users/@me/projects/${context.project.id}/billing-limits`, {
-      transactional: null,
-      campaigns: null,
-      workflows: null,
-      inbound: null
-    })
+    await setLimits()
     await eventually(async () => expect((await secret("GET", `/campaigns/${campaign.id}`)).json.status).toBe("SENT"), 20_000)
   })
 })

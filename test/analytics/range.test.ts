@@ -1,7 +1,18 @@
 /** Ranges, local buckets and rollup pieces (src/analytics/range.ts), without a database. */
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
-import { analyticsRange, DAY, GRAIN_MS, HOUR, localBuckets, piecesOf } from "../../src/domain/analytics/range.ts"
+import {
+  addDays,
+  analyticsRange,
+  DAY,
+  dayStart,
+  GRAIN_MS,
+  HOUR,
+  isTimeZone,
+  localBuckets,
+  localDay,
+  piecesOf
+} from "../../src/domain/analytics/range.ts"
 
 const QUARTER = GRAIN_MS[15]
 const iso = (time: number) => new Date(time).toISOString()
@@ -85,6 +96,37 @@ describe("local buckets", () => {
       ),
       { numRuns: 200 }
     )
+  })
+})
+
+describe("local days", () => {
+  const start = (day: string, tz: string) => iso(dayStart(tz, day))
+
+  it("finds a local day's first instant in zones ahead of and behind UTC, with odd offsets", () => {
+    expect(start("2026-11-26", "UTC")).toBe("2026-11-26T00:00:00.000Z")
+    expect(start("2026-11-26", "Asia/Kolkata")).toBe("2026-11-25T18:30:00.000Z")
+    expect(start("2026-11-26", "Pacific/Kiritimati")).toBe("2026-11-25T10:00:00.000Z")
+    expect(start("2026-11-26", "Asia/Kathmandu")).toBe("2026-11-25T18:15:00.000Z")
+    expect(start("2026-11-26", "America/New_York")).toBe("2026-11-26T05:00:00.000Z")
+  })
+
+  it("counts the days of a clock change as 23 and 25 hours", () => {
+    const hours = (day: string, tz: string) => (dayStart(tz, addDays(day, 1)) - dayStart(tz, day)) / HOUR
+    expect(hours("2026-03-08", "America/New_York")).toBe(23)
+    expect(hours("2026-11-01", "America/New_York")).toBe(25)
+    expect(hours("2026-03-29", "Europe/Berlin")).toBe(23)
+    expect(hours("2026-03-07", "America/New_York")).toBe(24)
+  })
+
+  it("starts a day whose midnight a clock change skips at its first instant (America/Santiago, 00:00 → 01:00)", () => {
+    const first = dayStart("America/Santiago", "2026-09-06")
+    expect(localDay("America/Santiago", first)).toBe("2026-09-06")
+    expect(localDay("America/Santiago", first - 1)).toBe("2026-09-05")
+  })
+
+  it("tells a zone the runtime knows from one it does not", () => {
+    expect(isTimeZone("Asia/Kolkata")).toBe(true)
+    expect(isTimeZone("Mars/Olympus_Mons")).toBe(false)
   })
 })
 

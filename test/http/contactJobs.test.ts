@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { eventually, readStream } from "../support/nats.ts"
+import { jobCompleted, uploadContacts } from "../support/imports.ts"
 import { createStack, request, type Service, type Stack, type TestProject } from "../support/stack.ts"
 
 let stack: Stack
@@ -19,23 +20,10 @@ afterAll(async () => {
   await stack?.stop()
 })
 
-/** POST /contacts/import with a file (text or bytes) and form fields. */
-const upload = async (file: string | Uint8Array, fields: Record<string, string> = {}, key = project.secretKey) => {
-  const form = new FormData()
-  for (const [name, value] of Object.entries(fields)) form.append(name, value)
-  form.append("file", new Blob([file as BlobPart], { type: "text/csv" }), "contacts.csv")
-  const response = await fetch(`${api.url}/contacts/import`, { method: "POST", headers: { authorization: `Bearer ${key}` }, body: form })
-  const text = await response.text()
-  return { status: response.status, json: text === "" ? undefined : JSON.parse(text) }
-}
+const upload = (file: string | Uint8Array, fields: Record<string, string> = {}, key = project.secretKey) =>
+  uploadContacts(api.url, key, file, fields)
 
-const finished = (jobId: string, path = "import", key = project.secretKey) =>
-  eventually(async () => {
-    const job = await request(api.url, "GET", `/contacts/${path}/${jobId}`, { key })
-    expect(job.status).toBe(200)
-    expect(job.json.status).toBe("COMPLETED")
-    return job.json
-  }, 30_000)
+const finished = (jobId: string, kind = "import", key = project.secretKey) => jobCompleted(api.url, key, jobId, kind)
 
 const importFile = async (file: string | Uint8Array, fields: Record<string, string> = {}, key = project.secretKey) => {
   const accepted = await upload(file, fields, key)

@@ -1,35 +1,21 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { eventually } from "../support/nats.ts"
-import { createStack, request, type Service, type Stack, type TestProject } from "../support/stack.ts"
+import { jobCompleted, uploadContacts } from "../support/imports.ts"
+import { request, type StackContext, withStack } from "../support/stack.ts"
 
 // An api and a separate worker, so the worker can be killed in the middle of an import.
-let stack: Stack
-let api: Service
-let project: TestProject
-
-beforeAll(async () => {
-  stack = await createStack({ RATE_LIMIT_PER_MINUTE: "0" })
-  api = await stack.start("api")
-  project = await stack.createProject()
-})
-afterAll(async () => {
-  await stack?.stop()
-})
+let context: StackContext
+withStack("api", (ready) => (context = ready))
 
 describe("a worker killed mid-import", () => {
   it("resumes at the job's cursor on the next worker, and applies no row twice", async () => {
+    const { stack, api, project } = context
     const rows = 60_000
     const lines = ["email,plan,score,city"]
     for (let i = 0; i < rows; i++) lines.push(`kill${i}@example.com,${i % 3 === 0 ? "pro" : "free"},${i},City ${i % 97}`)
-    const form = new FormData()
-    form.append("file", new Blob([lines.join("\n")], { type: "text/csv" }), "big.csv")
-    const accepted = await fetch(`${api.url}/contacts/import`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${project.secretKey}` },
-      body: form
-    })
+    const accepted = await uploadContacts(api.url, project.secretKey, lines.join("\n"))
     expect(accepted.status).toBe(202)
-    const { jobId } = await accepted.json() as { jobId: string }
+    const jobId: string = accepted.json.jobId
 
     let worker = await stack.start("worker", { METRICS_PORT: "0" })
     // Kill it as soon as the first ranges of the file are read and handed over, before the last.
@@ -48,11 +34,7 @@ describe("a worker killed mid-import", () => {
 
     worker = await stack.start("worker", { METRICS_PORT: "0" })
     try {
-      const job = await eventually(async () => {
-        const answer = await request(api.url, "GET", `/contacts/import/${jobId}`, { key: project.secretKey })
-        expect(answer.json.status).toBe("COMPLETED")
-        return answer.json
-      }, 90_000)
+      const job = await jobCompleted(api.url, project.secretKey, jobId, "import", 90_000)
       // Every row handed over once: created when read, never seen again as an update of an existing contact.
       expect(job.progress).toEqual({ processed: rows, total: rows, created: rows, updated: 0, skipped: 0, failed: 0 })
       const [counts] = await stack.query<{ n: number; emails: number }>(

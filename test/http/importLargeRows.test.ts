@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { eventually } from "../support/nats.ts"
-import { createStack, request, type Service, type Stack, type TestProject } from "../support/stack.ts"
+import { jobCompleted, uploadContacts } from "../support/imports.ts"
+import { createStack, type Service, type Stack, type TestProject } from "../support/stack.ts"
 
 // One lane per project: every row of a range goes to the same lane, the worst case for message size.
 let stack: Stack
@@ -17,20 +17,9 @@ afterAll(async () => {
 })
 
 const importFile = async (text: string) => {
-  const form = new FormData()
-  form.append("file", new Blob([text], { type: "text/csv" }), "large.csv")
-  const accepted = await fetch(`${api.url}/contacts/import`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${project.secretKey}` },
-    body: form
-  })
+  const accepted = await uploadContacts(api.url, project.secretKey, text)
   expect(accepted.status).toBe(202)
-  const { jobId } = await accepted.json() as { jobId: string }
-  return eventually(async () => {
-    const job = await request(api.url, "GET", `/contacts/import/${jobId}`, { key: project.secretKey })
-    expect(job.json.status).toBe("COMPLETED")
-    return job.json
-  }, 60_000)
+  return jobCompleted(api.url, project.secretKey, accepted.json.jobId, "import", 60_000)
 }
 
 describe("an import of rows carrying a lot of data", () => {

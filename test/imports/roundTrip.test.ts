@@ -10,7 +10,7 @@
  */
 import fc from "fast-check"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { eventually } from "../support/nats.ts"
+import { jobCompleted, uploadContacts } from "../support/imports.ts"
 import { createStack, request, type Service, type Stack } from "../support/stack.ts"
 
 let stack: Stack
@@ -162,16 +162,9 @@ const allContacts = async (key: string) => {
 }
 
 const importFile = async (csv: string, key: string) => {
-  const form = new FormData()
-  form.append("file", new Blob([csv], { type: "text/csv" }), "export.csv")
-  const accepted = await fetch(`${api.url}/contacts/import`, { method: "POST", headers: { authorization: `Bearer ${key}` }, body: form })
-  const body = await accepted.json()
-  expect(accepted.status, JSON.stringify(body)).toBe(202)
-  return eventually(async () => {
-    const job = await request(api.url, "GET", `/contacts/import/${body.jobId}`, { key })
-    expect(job.json.status).toBe("COMPLETED")
-    return job.json
-  }, 30_000)
+  const accepted = await uploadContacts(api.url, key, csv)
+  expect(accepted.status, accepted.text).toBe(202)
+  return jobCompleted(api.url, key, accepted.json.jobId)
 }
 
 describe("export → import", () => {

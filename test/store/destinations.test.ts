@@ -14,6 +14,24 @@ const Repository = Destinations.layer.pipe(Layer.provideMerge(TestDatabase))
 const later = new Date(Date.now() + 3_600_000)
 const ok = { ok: true, final: true, statusCode: 200, latencyMs: 5, excerpt: "ok", error: null, nextAttemptAt: null } as const
 
+/** Event `${prefix}${n}` of a contact (or none) for a destination, its body `{ n }`. */
+const newDelivery = (
+  to: { projectId: string; destinationId: string },
+  prefix: string,
+  contactId: string | null,
+  n: number
+): NewDelivery => ({
+  ...to,
+  eventId: `${prefix}${n}`,
+  eventType: "x",
+  contactId,
+  body: JSON.stringify({ n }),
+  eventAt: new Date().toISOString()
+})
+
+/** The `n` of each claimed delivery's body, in claim order. */
+const bodies = (claimed: ReadonlyArray<ClaimedDelivery>) => claimed.map((one) => JSON.parse(one.body).n)
+
 layer(Repository)("Destinations", (it) => {
   describe("claims", () => {
     it.effect("one open delivery per contact at a time, in order; repeats record nothing; replays go first again", () =>
@@ -22,18 +40,9 @@ layer(Repository)("Destinations", (it) => {
         const projectId = yield* insertProject
         const destination = yield* store.create(projectId, { url: "https://example.com/h", events: ["*"] })
         const [a, b] = [uuidv7(), uuidv7()]
-        const event = (contactId: string | null, n: number): NewDelivery => ({
-          destinationId: destination.id,
-          projectId,
-          eventId: `e${n}`,
-          eventType: "x",
-          contactId,
-          body: JSON.stringify({ n }),
-          eventAt: new Date().toISOString()
-        })
+        const event = (contactId: string | null, n: number) => newDelivery({ projectId, destinationId: destination.id }, "e", contactId, n)
         expect(yield* store.record([event(a, 1), event(b, 2), event(a, 3)], later)).toEqual([destination.id])
         yield* store.record([event(a, 4), event(null, 5), event(a, 1)], later)
-        const bodies = (claimed: ReadonlyArray<ClaimedDelivery>) => claimed.map((delivery) => JSON.parse(delivery.body).n)
         const first = yield* store.claim(destination.id, 10, 60_000)
         expect(bodies(first)).toEqual([1, 2, 5])
         expect(yield* store.claim(destination.id, 10, 60_000)).toEqual([])
@@ -63,15 +72,7 @@ layer(Repository)("Destinations", (it) => {
       const projectId = yield* insertProject
       const destination = yield* store.create(projectId, { url: "https://example.com/h", events: ["*"] })
       const contact = uuidv7()
-      const event = (n: number): NewDelivery => ({
-        destinationId: destination.id,
-        projectId,
-        eventId: `c${n}`,
-        eventType: "x",
-        contactId: contact,
-        body: JSON.stringify({ n }),
-        eventAt: new Date().toISOString()
-      })
+      const event = (n: number) => newDelivery({ projectId, destinationId: destination.id }, "c", contact, n)
       const elsewhere = yield* store.create(projectId, { url: "https://example.com/h2", events: ["*"] })
       const readyCount = (contactId = contact) =>
         Effect.map(
@@ -115,17 +116,8 @@ layer(Repository)("Destinations", (it) => {
       const projectId = yield* insertProject
       const destination = yield* store.create(projectId, { url: "https://example.com/h", events: ["*"] })
       const [a, b] = [uuidv7(), uuidv7()]
-      const event = (contactId: string | null, n: number): NewDelivery => ({
-        destinationId: destination.id,
-        projectId,
-        eventId: `b${n}`,
-        eventType: "x",
-        contactId,
-        body: JSON.stringify({ n }),
-        eventAt: new Date().toISOString()
-      })
+      const event = (contactId: string | null, n: number) => newDelivery({ projectId, destinationId: destination.id }, "b", contactId, n)
       yield* store.record([event(a, 1), event(b, 2), event(null, 3), event(a, 4), event(b, 5)], later)
-      const bodies = (claimed: ReadonlyArray<ClaimedDelivery>) => claimed.map((delivery) => JSON.parse(delivery.body).n)
       const heads = yield* store.claim(destination.id, 10, 60_000)
       expect(bodies(heads)).toEqual([1, 2, 3])
       const failed = { ...ok, ok: false, final: false, statusCode: 500, error: "HTTP 500", nextAttemptAt: new Date(Date.now() + 60_000) }
@@ -157,16 +149,8 @@ layer(Repository)("Destinations", (it) => {
       const one = yield* store.create(projectId, { url: "https://example.com/one", events: ["*"] })
       const two = yield* store.create(projectId, { url: "https://example.com/two", events: ["*"] })
       const [a, b, c] = [uuidv7(), uuidv7(), uuidv7()]
-      const event = (destinationId: string, contactId: string | null, n: number): NewDelivery => ({
-        destinationId,
-        projectId,
-        eventId: `r${n}`,
-        eventType: "x",
-        contactId,
-        body: JSON.stringify({ n }),
-        eventAt: new Date().toISOString()
-      })
-      const bodies = (claimed: ReadonlyArray<ClaimedDelivery>) => claimed.map((delivery) => JSON.parse(delivery.body).n)
+      const event = (destinationId: string, contactId: string | null, n: number) =>
+        newDelivery({ projectId, destinationId }, "r", contactId, n)
       // a's second waits behind its first; room for two of one's three ready ones, none for two's.
       const done = yield* store.recordAndClaim(
         [event(one.id, a, 1), event(one.id, a, 2), event(one.id, b, 3), event(one.id, null, 4), event(two.id, c, 5)],
@@ -202,18 +186,7 @@ layer(Repository)("Destinations", (it) => {
       const sql = yield* SqlClient.SqlClient
       const projectId = yield* insertProject
       const destination = yield* store.create(projectId, { url: "https://example.com/h", events: ["*"] })
-      yield* store.record(
-        [1, 2, 3].map((n) => ({
-          destinationId: destination.id,
-          projectId,
-          eventId: `p${n}`,
-          eventType: "x",
-          contactId: null,
-          body: "{}",
-          eventAt: new Date().toISOString()
-        })),
-        later
-      )
+      yield* store.record([1, 2, 3].map((n) => newDelivery({ projectId, destinationId: destination.id }, "p", null, n)), later)
       const claimed = yield* store.claim(destination.id, 2, 60_000)
       for (const delivery of claimed) yield* store.settle(delivery, ok, 0)
       yield* sql`UPDATE destination_deliveries SET created_at = now() - interval '20 days' WHERE destination_id = ${destination.id}`

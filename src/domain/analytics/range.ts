@@ -93,6 +93,19 @@ export const instantOfWallClock = (zone: string, wall: number): number => {
   return wall - offsetAt(zone, wall - DAY)
 }
 
+/** The local day (YYYY-MM-DD) of `instant` in `zone`. */
+export const localDay = (zone: string, instant: number): string => new Date(wallClock(zone, instant)).toISOString().slice(0, 10)
+
+/**
+ * The instant a local day (YYYY-MM-DD) of `zone` starts: its midnight, or where a clock change skips
+ * midnight (America/Santiago springs from 00:00 to 01:00), the first instant of the day.
+ */
+export const dayStart = (zone: string, day: string): number => instantOfWallClock(zone, Date.parse(`${day}T00:00:00Z`))
+
+/** The day `days` after a local day (calendar arithmetic, no zone involved). */
+export const addDays = (day: string, days: number): string =>
+  new Date(Date.parse(`${day}T00:00:00Z`) + days * DAY).toISOString().slice(0, 10)
+
 export interface Bucket {
   /** UTC instant the bucket starts. */
   readonly start: number

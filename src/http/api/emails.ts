@@ -5,7 +5,7 @@
  */
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
-import { EMAIL_DIRECTIONS, EMAIL_STATUSES } from "../../domain/email.ts"
+import { AuthenticationResults, EMAIL_DIRECTIONS, EMAIL_STATUSES, TIMELINE_STEPS } from "../../domain/email.ts"
 import { InvalidCursor } from "../../domain/errors.ts"
 import { commonErrors, declared, ErrorDocs, inputErrors } from "./errors.ts"
 import { cursorParams, QueryParam, queryParameters } from "./query.ts"
@@ -41,19 +41,6 @@ export const EmailRecord = Schema.Struct({
   complainedAt: Schema.NullOr(Timestamp)
 }).annotate({ identifier: "Email" })
 
-export const TIMELINE_STEPS = [
-  "RECEIVED",
-  "QUEUED",
-  "SENT",
-  "DELIVERED",
-  "OPENED",
-  "CLICKED",
-  "BOUNCED",
-  "COMPLAINED",
-  "FAILED",
-  "SUPPRESSED"
-] as const
-
 export const EmailDetail = Schema.Struct({
   ...EmailRecord.fields,
   toName: Schema.NullOr(Schema.String),
@@ -84,12 +71,9 @@ export const EmailDetail = Schema.Struct({
     disposition: Schema.Literals(["attachment", "inline"]),
     size: Count
   })),
-  authentication: Schema.NullOr(Schema.Struct({
-    spf: Schema.String,
-    dkim: Schema.String,
-    dkimDomains: Schema.Array(Schema.String),
-    dmarc: Schema.String
-  })).annotate({ description: "Received mail: SPF, DKIM and DMARC as checked on arrival (pass, fail, none, ...); null for sent mail" }),
+  authentication: Schema.NullOr(AuthenticationResults).annotate({
+    description: "Received mail: SPF, DKIM and DMARC as checked on arrival (pass, fail, none, ...); null for sent mail"
+  }),
   timeline: Schema.Array(Schema.Struct({
     step: Schema.Literals(TIMELINE_STEPS),
     at: Schema.NullOr(Timestamp).annotate({ description: "When (the first time, for opens and clicks); null for FAILED and SUPPRESSED" }),

@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { AppConfig } from "../../config.ts"
-import { EMAIL_DIRECTIONS, EMAIL_STATUSES } from "../../domain/email.ts"
+import { EMAIL_DIRECTIONS, EMAIL_STATUSES, type TimelineStep } from "../../domain/email.ts"
 import { removeTracking } from "../../mail/links.ts"
 import { htmlToPlainText } from "../../mail/plainText.ts"
 import { MAX_HTML_BYTES } from "../../mail/prepare.ts"
@@ -10,7 +10,6 @@ import { headerLines, rawMessage } from "../../mail/rawMessage.ts"
 import { EmailHistory } from "../../store/EmailHistory.ts"
 import type { EmailContent, EmailRecord } from "../../store/Emails.ts"
 import { Api } from "../api/Api.ts"
-import type { TIMELINE_STEPS } from "../api/emails.ts"
 import { CurrentProject } from "../api/security.ts"
 import { ApiError, rendered } from "../errors.ts"
 import { fieldReader } from "../fieldReader.ts"
@@ -48,7 +47,7 @@ const onlyOne = <T>(values: ReadonlyArray<T> | undefined) => (values !== undefin
 /** Each stamped step in time order, then how the email ended when it was not sent. */
 const timelineOf = (email: EmailRecord) => {
   if (email.direction === "inbound") return [{ step: "RECEIVED" as const, at: email.createdAt }]
-  const stamped: Array<readonly [(typeof TIMELINE_STEPS)[number], string | null]> = [
+  const stamped: Array<readonly [TimelineStep, string | null]> = [
     ["QUEUED", email.createdAt],
     ["SENT", email.sentAt],
     ["DELIVERED", email.deliveredAt],

@@ -6,13 +6,13 @@
  */
 import { useMemo, useState } from "react"
 import { useSearchParams } from "react-router"
-import { STREAMS, type Stream } from "../../../src/domain/analytics/range.ts"
+import { addDays, isTimeZone, localDay, STREAMS, type Stream } from "../../../src/domain/analytics/range.ts"
 import { useApiQuery } from "../api/hooks.ts"
 import { cell, Page, Section, Table, wideOnly } from "../components/Page.tsx"
 import { QueryView } from "../components/States.tsx"
 import { LineChart, type Series } from "./analytics/Chart.tsx"
 import { number, percent, query, type Range } from "./analytics/common.ts"
-import { addDays, browserZone, daysOf, isKnownZone, localDay, type Preset, PRESETS, rangeOf, zones } from "./analytics/range.ts"
+import { browserZone, daysOf, type Preset, PRESETS, rangeOf, zones } from "./analytics/range.ts"
 import { Deliverability, Heatmap, Links, TopCampaigns, TopEvents } from "./analytics/Tables.tsx"
 
 const STREAM_LABELS: Record<Stream, string> = { ALL: "All mail", TRANSACTIONAL: "Transactional", CAMPAIGN: "Campaigns", WORKFLOW: "Workflows" }
@@ -24,8 +24,8 @@ export function AnalyticsPage() {
   const stream = (STREAMS as ReadonlyArray<string>).includes(params.get("stream") ?? "") ? params.get("stream") as Stream : "ALL"
   const [now] = useState(() => new Date())
   // Days are counted in the zone when the browser knows it; the API answers for the zone asked (and names a bad one).
-  const dayZone = isKnownZone(tz) ? tz : "UTC"
-  const today = localDay(now, dayZone)
+  const dayZone = isTimeZone(tz) ? tz : "UTC"
+  const today = localDay(dayZone, now.getTime())
   const custom = { from: params.get("from") ?? addDays(today, -6), to: params.get("to") ?? today }
   const days = daysOf(preset, dayZone, now, custom)
   const range: Range = { ...rangeOf(days, dayZone), tz, stream }

@@ -8,15 +8,16 @@ import { Link } from "react-router"
 import { useApiQuery, useProjectId } from "../../api/hooks.ts"
 import { QueryView } from "../../components/States.tsx"
 import { LineChart } from "../analytics/Chart.tsx"
-import { addDays, browserZone, isKnownZone, localDay, rangeOf } from "../analytics/range.ts"
+import { addDays, isTimeZone, localDay } from "../../../../src/domain/analytics/range.ts"
+import { browserZone, rangeOf } from "../analytics/range.ts"
 
 const DAYS = 14
 
 export default function HomeCharts() {
   const projectId = useProjectId()
   const [range] = useState(() => {
-    const tz = isKnownZone(browserZone()) ? browserZone() : "UTC"
-    const last = localDay(new Date(), tz)
+    const tz = isTimeZone(browserZone()) ? browserZone() : "UTC"
+    const last = localDay(tz, Date.now())
     return { ...rangeOf({ first: addDays(last, 1 - DAYS), last }, tz), tz, stream: "ALL" as const }
   })
   const mail = useApiQuery(["analytics", "timeseries", range], (client) => client.analytics.timeseries({ query: range }), { refetchInterval: 60_000 })
