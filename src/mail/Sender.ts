@@ -344,7 +344,9 @@ export const makeSender = (options: {
           }).pipe(Effect.ensuring(Effect.sync(() => {
             for (const row of claimed) held.delete(row.id)
           })))
-          yield* completeCampaigns(sql, [...new Set(claimed.flatMap((row) => (row.campaign_id ? [row.campaign_id] : [])))])
+          // Retried like the outcomes: after a campaign's last round nothing else would mark it SENT.
+          const campaignIds = [...new Set(claimed.flatMap((row) => (row.campaign_id ? [row.campaign_id] : [])))]
+          yield* untilRecorded("completing campaigns", { projectId, campaignIds }, completeCampaigns(sql, campaignIds))
           if (accepted.length > 0) yield* options.wakeRelay
           yield* options.changed(projectId)
         }
