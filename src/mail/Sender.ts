@@ -49,6 +49,8 @@ const SIGNING_KEY_TTL_MS = 5_000
 const BULK_CONTENT_BYTES = 1024 * 1024
 /** Emails with large content in flight at once per lane (each holds its content in memory until sent). */
 const LARGE_CONCURRENCY = 2
+/** How long a SENDING row no round of this process holds waits before the sweep re-queues it. */
+const ORPHAN_AFTER_MS = 3_000
 
 interface ClaimedRow extends EmailRow {
   readonly marketing_template: boolean
@@ -217,16 +219,19 @@ export const makeSender = (options: {
         }
       })).pipe(Effect.provideService(SqlClient.SqlClient, sql))
 
-    /** markSent until it commits (a failure or a defect: Postgres away), unless interrupted. */
-    const recordSent = (projectId: string, rows: ReadonlyArray<EmailRow>) =>
+    /** `record` until it commits (a failure or a defect: Postgres away), unless interrupted. */
+    const untilRecorded = <A, E>(what: string, details: object, record: Effect.Effect<A, E>) =>
       Effect.gen(function*() {
         for (let attempt = 0;; attempt++) {
-          const exit = yield* Effect.exit(markSent(rows))
+          const exit = yield* Effect.exit(record)
           if (Exit.isSuccess(exit) || Cause.hasInterrupts(exit.cause)) return yield* exit
-          yield* Effect.logWarning("recording sent mail failed; retrying", { projectId, emails: rows.length }, exit.cause)
+          yield* Effect.logWarning(`${what} failed; retrying`, details, exit.cause)
           yield* Effect.sleep(Duration.millis(Math.min(2_000, 100 * 2 ** attempt)))
         }
       })
+
+    const recordSent = (projectId: string, rows: ReadonlyArray<EmailRow>) =>
+      untilRecorded("recording sent mail", { projectId, emails: rows.length }, markSent(rows))
 
     const countFailure = (outcome: "retry" | "failed") => Effect.sync(() => MailMetrics.sendFailures.inc(1, { outcome }))
 
@@ -280,14 +285,13 @@ export const makeSender = (options: {
             work,
             (reason) => finish(row, "FAILED", `cannot be sent: ${reason}`)
           ),
-        // A database hiccup: the row goes back to the queue (counted as an attempt), or stays SENDING
-        // until the partition's next owner re-queues it when even that fails.
+        // A database hiccup: the row goes back to the queue (counted as an attempt) once Postgres answers
+        // again. Left SENDING, nothing would send it while this worker keeps the partition's lease.
         Effect.catchCause((cause) =>
           Cause.hasInterrupts(cause)
             ? Effect.failCause(cause)
             : Effect.logWarning("sending an email failed; retrying later", { emailId: row.id }, cause).pipe(
-              Effect.andThen(retryLater(row, reasonOf(cause))),
-              Effect.ignoreCause
+              Effect.andThen(untilRecorded("re-queueing an email", { emailId: row.id }, retryLater(row, reasonOf(cause))))
             )
         )
       )
@@ -340,7 +344,9 @@ export const makeSender = (options: {
           }).pipe(Effect.ensuring(Effect.sync(() => {
             for (const row of claimed) held.delete(row.id)
           })))
-          yield* completeCampaigns(sql, [...new Set(claimed.flatMap((row) => (row.campaign_id ? [row.campaign_id] : [])))])
+          // Retried like the outcomes: after a campaign's last round nothing else would mark it SENT.
+          const campaignIds = [...new Set(claimed.flatMap((row) => (row.campaign_id ? [row.campaign_id] : [])))]
+          yield* untilRecorded("completing campaigns", { projectId, campaignIds }, completeCampaigns(sql, campaignIds))
           if (accepted.length > 0) yield* options.wakeRelay
           yield* options.changed(projectId)
         }
@@ -387,10 +393,34 @@ export const makeSender = (options: {
       sql`UPDATE emails SET status = 'PENDING' WHERE partition = ${partition} AND status = 'SENDING'
             AND NOT (id = ANY(${pgArray([...held])}::uuid[]))`.pipe(Effect.orDie, Effect.asVoid)
 
+    /**
+     * SENDING rows of these (owned) partitions that no round of this process holds: a claim whose answer
+     * was lost with its connection (Postgres restarted as it committed) leaves such rows, and nothing
+     * else would send them while this worker keeps the leases. Unheld for ORPHAN_AFTER_MS (so the moment
+     * between a claim's answer and `held` is never taken for one), they go back to the queue, as a
+     * takeover puts them back (recoverPartition).
+     */
+    const unheldSince = new Map<string, number>()
+    const requeueOrphans = (partitions: ReadonlyArray<number>) =>
+      Effect.gen(function*() {
+        const sending = yield* sql<{ id: string }>`
+          SELECT id FROM emails WHERE partition IN ${sql.in(partitions)} AND status = 'SENDING'`
+        const now = Date.now()
+        const unheld = new Set(sending.map((row) => row.id).filter((id) => !held.has(id)))
+        for (const id of unheldSince.keys()) if (!unheld.has(id)) unheldSince.delete(id)
+        for (const id of unheld) if (!unheldSince.has(id)) unheldSince.set(id, now)
+        const orphans = [...unheld].filter((id) => now - unheldSince.get(id)! >= ORPHAN_AFTER_MS)
+        if (orphans.length === 0) return
+        yield* Effect.logWarning("mail left SENDING by a lost claim goes back to the queue", { emails: orphans.length })
+        yield* sql`UPDATE emails SET status = 'PENDING' WHERE id = ANY(${pgArray(orphans)}::uuid[]) AND status = 'SENDING'`
+        for (const id of orphans) unheldSince.delete(id)
+      })
+
     /** Wakes the projects of the given partitions that have mail due (retries, missed wake-ups). */
     const sweep = (partitions: ReadonlyArray<number>) =>
       Effect.gen(function*() {
         if (partitions.length === 0) return
+        yield* requeueOrphans(partitions)
         const due = yield* sql<{ project_id: string }>`
           SELECT DISTINCT project_id FROM emails
           WHERE partition IN ${sql.in(partitions)} AND status = 'PENDING' AND next_attempt_at <= now()`

@@ -24,7 +24,7 @@ const mailsTo = (address: string) => context.smtp.messages.filter((mail) => mail
  * Queues mail the way campaigns and workflow steps do (through the MailQueue), in this
  * process, against the stack's database: the worker sends it like any other.
  */
-const enqueueMarketing = (contacts: ReadonlyArray<{ id: string; email: string }>) => {
+const enqueueMarketing = (contacts: ReadonlyArray<{ id: string; email: string }>, options: { claimed?: boolean } = {}) => {
   const renderer = makeRenderer()
   const program = Effect.gen(function*() {
     const mail = yield* MailQueue
@@ -45,7 +45,14 @@ const enqueueMarketing = (contacts: ReadonlyArray<{ id: string; email: string }>
         },
         { contactId: contact.id, email: contact.email, name: null, data: {} }
       ))
-    yield* sql.withTransaction(mail.queue(context.project.id, queued))
+    yield* sql.withTransaction(Effect.gen(function*() {
+      yield* mail.queue(context.project.id, queued)
+      // As a claim leaves them whose answer was lost (its connection dropped as it committed): SENDING,
+      // held by no round.
+      if (options.claimed) {
+        yield* sql`UPDATE emails SET status = 'SENDING', attempts = 1 WHERE id IN ${sql.in(queued.map((email) => email.id))}`
+      }
+    }))
     return queued.map((email) => email.id)
   })
   const layer = MailQueue.layer.pipe(
@@ -70,6 +77,19 @@ describe("the sender", () => {
     expect(mailsTo("gone@example.org")).toHaveLength(0)
     const [mail] = mailsTo("fan@example.org")
     expect(mail!.parsed.headerLines.find((line) => line.key === "list-unsubscribe-post")?.line).toContain("List-Unsubscribe=One-Click")
+  })
+
+  it("re-queues and sends, once, mail left SENDING by a claim no round holds", async () => {
+    const contact = (await secret("POST", "/contacts", { email: "orphan@example.org", subscribed: true })).json
+    const [orphan] = await enqueueMarketing([contact], { claimed: true })
+    // Left alone, nothing would send it while the worker keeps the partition: the sweep (every 5 s at
+    // most) re-queues it once it has seen it unheld for 3 s: 3 to 10 s.
+    await eventually(async () => {
+      const email = await secret("GET", `/emails/${orphan}`)
+      expect(email.json?.status).toBe("SENT")
+    }, 30_000)
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    expect(mailsTo("orphan@example.org")).toHaveLength(1)
   })
 
   it("retries transient SMTP failures with backoff and marks permanent ones FAILED", async () => {
