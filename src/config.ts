@@ -491,10 +491,10 @@ export const Variables = {
   destinationDbConnections: variable({
     name: "DESTINATION_DB_CONNECTIONS",
     ...wholeNumber(0, 100),
-    defaultValue: 4,
-    shownDefault: "4",
+    defaultValue: 0,
+    shownDefault: "0",
     meaning:
-      "Postgres connections of a worker's event destination engine, a pool of its own beside the worker's 20 (recording, claims and settlements do not queue behind workflow and ingest statements); 0 shares the worker's pool"
+      "Postgres connections of a pool of its own for a worker's event destination engine, beside the worker's 20 (its recordings, claims and settlements then do not queue behind workflow and ingest statements); 0 shares the worker's pool"
   }),
   destinationDisableAfterFailures: variable({
     name: "DESTINATION_DISABLE_AFTER_FAILURES",

@@ -90,10 +90,10 @@ export const attemptOptions = Effect.gen(function*() {
 })
 
 /**
- * The engine's store on a Postgres pool of its own (DESTINATION_DB_CONNECTIONS, default 4): its recordings,
+ * The engine's store: with DESTINATION_DB_CONNECTIONS > 0 on a Postgres pool of its own, so its recordings,
  * claims and settlements do not wait behind the workflow and ingest statements queued for the worker's
  * pool when those saturate it (a pool of 20 with a queue behind it at 1,000 workflow executions a second).
- * 0: the process' store (its pool). The layer is built fresh: Destinations.layer is memoized by reference,
+ * 0 (the default until a quiet benchmark shows the pool helps, BENCHMARKS *destinations*): the process' store. The layer is built fresh: Destinations.layer is memoized by reference,
  * and would otherwise be the process' instance, on the process' pool.
  */
 export const EngineStoreLive = Layer.unwrap(
