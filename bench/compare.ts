@@ -43,11 +43,16 @@ const FIGURES: Record<string, ReadonlyArray<string>> = {
   ],
   destinations: [
     "latency.destination.p50Ms",
+    "latency.destination.p90Ms",
     "latency.destination.p99Ms",
     "latency.destination.stages.recordedP99Ms",
-    "latency.destination.stages.recordedToSettledP50Ms",
     "latency.destination.stages.recordedToSettledP99Ms",
+    "latency.baselineWorkflowWebhook.p50Ms",
     "latency.baselineWorkflowWebhook.p99Ms",
+    "latency.beside.destination.p50Ms",
+    "latency.beside.destination.p99Ms",
+    "latency.beside.destination.stages.recordedP99Ms",
+    "latency.beside.workflowWebhook.p99Ms",
     "throughput.deliveriesPerSecond"
   ],
   campaigns: ["service.mailsPerSecond", "baseline.emailsPerSecond", "ratio", "service.resolutionSeconds", "service.workerRssMiB"],

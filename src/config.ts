@@ -488,6 +488,14 @@ export const Variables = {
     meaning:
       "delivery attempts one worker makes to one event destination at once (each destination has its own, so a slow one holds up only itself)"
   }),
+  destinationDbConnections: variable({
+    name: "DESTINATION_DB_CONNECTIONS",
+    ...wholeNumber(0, 100),
+    defaultValue: 0,
+    shownDefault: "0",
+    meaning:
+      "Postgres connections of a pool of its own for a worker's event destination engine, beside the worker's 20 (its recordings, claims and settlements then do not queue behind workflow and ingest statements); 0 shares the worker's pool"
+  }),
   destinationDisableAfterFailures: variable({
     name: "DESTINATION_DISABLE_AFTER_FAILURES",
     ...wholeNumber(0),
@@ -788,6 +796,8 @@ export interface AppConfigShape {
   readonly destinationRetryMaxMs: number
   readonly destinationTimeoutMs: number
   readonly destinationConcurrency: number
+  /** The engine's own Postgres pool (src/store/db.ts DestinationsPgLive); 0: the process' pool. */
+  readonly destinationDbConnections: number
   readonly destinationDisableAfterFailures: number
   readonly destinationLogRetentionDays: number
   /** Signups refused (403) except the very first user of an empty installation. */

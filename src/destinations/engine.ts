@@ -28,6 +28,7 @@
  *   it is enabled again, and events are not recorded for it meanwhile.
  */
 import { AckPolicy, DeliverPolicy, type JsMsg } from "@nats-io/jetstream"
+import type { SqlError } from "effect/sql"
 import { Context, Duration, Effect, Fiber, FiberSet, Layer, Queue, Schedule } from "effect"
 import { AppConfig } from "../config.ts"
 import { matchesAny } from "../domain/destinations.ts"
@@ -35,6 +36,7 @@ import { Dns, hostResolver } from "../lib/dns.ts"
 import { makeWakeup, runWhenDue } from "../lib/dueLoop.ts"
 import { cidrMatcher } from "../lib/addresses.ts"
 import { type ClaimedDelivery, Destinations, type NewDelivery } from "../store/Destinations.ts"
+import { pgPool } from "../store/db.ts"
 import { Invalidations } from "../stream/Invalidations.ts"
 import type { OutEvent, TrackMessage } from "../stream/messages.ts"
 import { Nats } from "../stream/Nats.ts"
@@ -87,11 +89,31 @@ export const attemptOptions = Effect.gen(function*() {
   } satisfies AttemptOptions
 })
 
+/**
+ * The engine's store: with DESTINATION_DB_CONNECTIONS > 0 on a Postgres pool of its own, so its recordings,
+ * claims and settlements do not wait behind the workflow and ingest statements queued for the worker's
+ * pool when those saturate it (a pool of 20 with a queue behind it at 1,000 workflow executions a second).
+ * 0 (the default until a quiet benchmark shows the pool helps, BENCHMARKS *destinations*): the process' store. The layer is built fresh: Destinations.layer is memoized by reference,
+ * and would otherwise be the process' instance, on the process' pool.
+ */
+export const EngineStoreLive = Layer.unwrap(
+  Effect.map(
+    Effect.service(AppConfig),
+    (config): Layer.Layer<Destinations, SqlError.SqlError, Destinations> =>
+      config.destinationDbConnections === 0
+        ? Layer.effect(Destinations, Effect.service(Destinations))
+        : Layer.fresh(Destinations.layer.pipe(
+          Layer.provide(pgPool(config, config.destinationDbConnections, "mailstream-destinations"))
+        ))
+  )
+)
+
 export class DestinationEngine extends Context.Service<DestinationEngine, {
   /** Pumps a destination's due deliveries now. */
   readonly wake: (destinationId: string) => void
 }>()("app/destinations/DestinationEngine") {
-  static readonly layer = Layer.effect(
+  /** The engine on whatever Destinations store is provided. */
+  static readonly engine = Layer.effect(
     DestinationEngine,
     Effect.gen(function*() {
       const config = yield* AppConfig
@@ -298,4 +320,7 @@ export class DestinationEngine extends Context.Service<DestinationEngine, {
       return DestinationEngine.of({ wake })
     })
   )
+
+  /** The engine on its own pool (EngineStoreLive): what the worker runs. */
+  static readonly layer = DestinationEngine.engine.pipe(Layer.provide(EngineStoreLive))
 }

@@ -4,7 +4,7 @@ import { Effect, Layer } from "effect"
 import { Migrator, SqlClient } from "effect/sql"
 import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
-import { AppConfig } from "../config.ts"
+import { AppConfig, type AppConfigShape } from "../config.ts"
 import { INSTALL_ROOT } from "../lib/installation.ts"
 
 const MIGRATIONS_DIR = join(INSTALL_ROOT, "migrations")
@@ -42,17 +42,21 @@ export const MIGRATIONS_TABLE = "schema_migrations"
 
 export const runMigrations = Migrator.make({})({ loader: Effect.sync(migrationFiles), table: MIGRATIONS_TABLE })
 
-export const PgLive = Layer.unwrap(
-  Effect.map(Effect.service(AppConfig), (config) =>
-    PgClient.layer({
-      url: config.databaseUrl,
-      maxConnections: 20,
-      applicationName: "mailstream",
-      // A transaction abandoned mid-flight (an interrupted fiber, a wedged process) must not keep its
-      // locks: batch transactions share-lock their partition's lease, which a takeover has to update.
-      startupParameters: { idle_in_transaction_session_timeout: "15s" }
-    }))
-)
+/** Connections of a process' main pool (the budget in docs/scaling.md; a worker adds DESTINATION_DB_CONNECTIONS). */
+export const POOL_CONNECTIONS = 20
+
+/** A Postgres pool of `maxConnections`, named `applicationName` in pg_stat_activity. */
+export const pgPool = (config: AppConfigShape, maxConnections: number, applicationName: string) =>
+  PgClient.layer({
+    url: config.databaseUrl,
+    maxConnections,
+    applicationName,
+    // A transaction abandoned mid-flight (an interrupted fiber, a wedged process) must not keep its
+    // locks: batch transactions share-lock their partition's lease, which a takeover has to update.
+    startupParameters: { idle_in_transaction_session_timeout: "15s" }
+  })
+
+export const PgLive = Layer.unwrap(Effect.map(Effect.service(AppConfig), (config) => pgPool(config, POOL_CONNECTIONS, "mailstream")))
 
 /** Postgres, migrated before anything else uses it. */
 export const DatabaseLive = Layer.effectDiscard(
