@@ -3,8 +3,6 @@
  * SENDING. Starting to send commits a `campaignStep` command to the project's partition of IN in the
  * same statement; the project's actor then freezes the audience and queues the mail (src/campaigns/fanout.ts).
  */
-import type { ProjectId } from "../domain/identifiers.ts"
-import { CampaignId } from "../domain/identifiers.ts"
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import type { Condition } from "../domain/conditions/types.ts"
@@ -12,249 +10,23 @@ import { conditionReads } from "../domain/conditions/validate.ts"
 import { CampaignAudienceEmpty, CampaignNotSendable, InvalidCampaignState } from "../domain/errors.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { isolateRow } from "../lib/isolation.ts"
-import { pgArray } from "../lib/pgArray.ts"
 import { OWNER_LANE } from "../stream/lanes.ts"
 import { Outbox } from "../stream/Outbox.ts"
 import { isoOrNull } from "./columns.ts"
 import { campaignRecipients, type RecipientsPage } from "./campaignRecipients.ts"
-import { compileConditionSql, segmentMembersSql } from "./conditionSql.ts"
+import {
+  CAMPAIGN_COLUMNS,
+  type Campaign,
+  type CampaignInput,
+  type CampaignRow,
+  type CampaignStats,
+  type CampaignStatus,
+  decodeCampaignRows,
+  toCampaign
+} from "./campaignRows.ts"
+import { audienceOf, dropQueuedMail, hasRecipients } from "./campaignSending.ts"
 import { pagedList, type SortedPage } from "./pagedList.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
-import { contentColumns, type TemplateType } from "./Templates.ts"
-
-export const CAMPAIGN_STATUSES = ["DRAFT", "SCHEDULED", "SENDING", "SENT", "CANCELLED"] as const
-export type CampaignStatus = (typeof CAMPAIGN_STATUSES)[number]
-const AUDIENCE_TYPES = ["ALL", "SEGMENT", "FILTERED"] as const
-export type AudienceType = (typeof AUDIENCE_TYPES)[number]
-
-export interface CampaignInput {
-  readonly name: string
-  readonly description: string | null
-  readonly subject: string
-  readonly body: string
-  readonly from: string
-  readonly fromName: string | null
-  readonly replyTo: string | null
-  readonly type: TemplateType
-  readonly audienceType: AudienceType
-  readonly segmentId: string | null
-  readonly audienceCondition: Condition | null
-}
-
-export interface Campaign extends CampaignInput {
-  readonly id: CampaignId
-  readonly projectId: ProjectId
-  readonly status: CampaignStatus
-  readonly scheduledFor: string | null
-  readonly totalRecipients: number
-  readonly sentCount: number
-  readonly deliveredCount: number
-  readonly openedCount: number
-  readonly clickedCount: number
-  readonly bouncedCount: number
-  /** Recipients who unsubscribed through a link of the campaign's mail (bounces and complaints are counted apart). */
-  readonly unsubscribedCount: number
-  /** Why a SENDING campaign stopped queueing mail (its monthly billing cap reached); null while it may go on. */
-  readonly billingHold: string | null
-  readonly sentAt: string | null
-  readonly createdAt: string
-  readonly updatedAt: string
-}
-
-export interface CampaignStats {
-  readonly id: string
-  readonly status: CampaignStatus
-  /** The audience is frozen (every recipient known) / its mail is all queued. */
-  readonly resolved: boolean
-  readonly queued: boolean
-  readonly totalRecipients: number
-  readonly sent: number
-  readonly delivered: number
-  readonly opened: number
-  readonly clicked: number
-  readonly bounced: number
-  readonly complained: number
-  readonly unsubscribedCount: number
-  readonly failed: number
-  /** Queued or being sent right now. */
-  readonly pending: number
-  /** Frozen into the audience but not mailed, and why (deleted: the contact was deleted before its mail was queued). */
-  readonly skipped: { readonly unsubscribed: number; readonly suppressed: number; readonly deleted: number }
-  readonly rates: {
-    readonly delivery: number
-    readonly open: number
-    readonly click: number
-    readonly bounce: number
-    readonly unsubscribe: number
-  }
-  readonly sendingStartedAt: string | null
-  readonly resolvedAt: string | null
-  readonly sentAt: string | null
-  /** Why the service stopped the campaign (CANCELLED), when it did. */
-  readonly error: string | null
-}
-
-/** A `jsonb` condition as stored (validated when it was written): an object. */
-const StoredCondition = Schema.declare((input: unknown): input is Condition => typeof input === "object" && input !== null)
-
-/** A `campaigns` row as COLUMNS select it. */
-export const CampaignRow = Schema.Struct({
-  id: CampaignId,
-  ...contentColumns,
-  status: Schema.Literals(CAMPAIGN_STATUSES),
-  audience_type: Schema.Literals(AUDIENCE_TYPES),
-  segment_id: Schema.NullOr(Schema.String),
-  audience_condition: Schema.NullOr(StoredCondition),
-  scheduled_for: Schema.NullOr(Schema.Date),
-  resolved: Schema.Boolean,
-  queued: Schema.Boolean,
-  total_recipients: Schema.Number,
-  sent_count: Schema.Number,
-  delivered_count: Schema.Number,
-  opened_count: Schema.Number,
-  clicked_count: Schema.Number,
-  bounced_count: Schema.Number,
-  complained_count: Schema.Number,
-  unsubscribed_count: Schema.Number,
-  failed_count: Schema.Number,
-  skipped_unsubscribed: Schema.Number,
-  skipped_suppressed: Schema.Number,
-  sending_started_at: Schema.NullOr(Schema.Date),
-  resolved_at: Schema.NullOr(Schema.Date),
-  sent_at: Schema.NullOr(Schema.Date),
-  created_at: Schema.Date,
-  updated_at: Schema.Date,
-  error: Schema.NullOr(Schema.String),
-  billing_hold: Schema.NullOr(Schema.String)
-})
-export type CampaignRow = typeof CampaignRow.Type
-
-/** Campaign rows, decoded (a row that does not fit fails with SchemaError, a PersistenceError at the edge). */
-export const decodeCampaignRows = Schema.decodeUnknownEffect(Schema.Array(CampaignRow))
-
-/** The columns a CampaignRow carries, selected by name (the table has more: cursors, cancelled_at, ...). */
-export const CAMPAIGN_COLUMNS = [
-  "id",
-  "project_id",
-  "name",
-  "description",
-  "subject",
-  "body",
-  "from_email",
-  "from_name",
-  "reply_to",
-  "type",
-  "status",
-  "audience_type",
-  "segment_id",
-  "audience_condition",
-  "scheduled_for",
-  "resolved",
-  "queued",
-  "total_recipients",
-  "sent_count",
-  "delivered_count",
-  "opened_count",
-  "clicked_count",
-  "bounced_count",
-  "complained_count",
-  "unsubscribed_count",
-  "failed_count",
-  "skipped_unsubscribed",
-  "skipped_suppressed",
-  "sending_started_at",
-  "resolved_at",
-  "sent_at",
-  "created_at",
-  "updated_at",
-  "error",
-  "billing_hold"
-].join(", ")
-
-export const toCampaign = (row: CampaignRow): Campaign => ({
-  id: row.id,
-  name: row.name,
-  description: row.description,
-  subject: row.subject,
-  body: row.body,
-  from: row.from_email,
-  fromName: row.from_name,
-  replyTo: row.reply_to,
-  type: row.type,
-  status: row.status,
-  audienceType: row.audience_type,
-  segmentId: row.segment_id,
-  audienceCondition: row.audience_condition,
-  scheduledFor: isoOrNull(row.scheduled_for),
-  totalRecipients: row.total_recipients,
-  sentCount: row.sent_count,
-  deliveredCount: row.delivered_count,
-  openedCount: row.opened_count,
-  clickedCount: row.clicked_count,
-  bouncedCount: row.bounced_count,
-  unsubscribedCount: row.unsubscribed_count,
-  billingHold: row.status === "SENDING" ? row.billing_hold : null,
-  projectId: row.project_id,
-  sentAt: isoOrNull(row.sent_at),
-  createdAt: row.created_at.toISOString(),
-  updatedAt: row.updated_at.toISOString()
-})
-
-/**
- * Ends a campaign as CANCELLED: its mail not yet handed to SMTP is dropped (FAILED with `reason`),
- * counted as failed. `error` says why when the service stopped it (its step could not run).
- */
-export const dropQueuedMail = (sql: SqlClient.SqlClient, campaignId: string, reason: string, error: string | null = reason) =>
-  sql`
-    WITH dropped AS (
-      UPDATE emails SET status = 'FAILED', error = ${reason}
-      WHERE campaign_id = ${campaignId} AND status = 'PENDING'
-      RETURNING id
-    )
-    UPDATE campaigns SET status = 'CANCELLED', cancelled_at = now(), updated_at = now(), error = ${error},
-           failed_count = failed_count + (SELECT count(*) FROM dropped)
-    WHERE id = ${campaignId} RETURNING ${sql.literal(CAMPAIGN_COLUMNS)}`.pipe(Effect.flatMap(decodeCampaignRows))
-
-/** The audience as a condition over `contacts c`. */
-export const audienceOf = Effect.fnUntraced(function*(sql: SqlClient.SqlClient, campaign: CampaignRow) {
-  switch (campaign.audience_type) {
-    case "ALL":
-      return sql.literal("TRUE")
-    case "FILTERED":
-      return compileConditionSql(sql, campaign.audience_condition as Condition, yield* Clock.currentTimeMillis)
-    case "SEGMENT": {
-      const [segment] = yield* sql<{ id: string; type: string; condition: Condition | null }>`
-        SELECT id, type, condition FROM segments WHERE id = ${campaign.segment_id} AND project_id = ${campaign.project_id}`
-      if (!segment) return sql.literal("FALSE")
-      return segmentMembersSql(sql, segment, yield* Clock.currentTimeMillis)
-    }
-  }
-})
-
-/**
- * Whether any contact would get the campaign's mail now: in its audience, not suppressed and, for a
- * MARKETING campaign, subscribed (what fan-out freezes as eligible). Stops at the first one.
- */
-const hasRecipients = Effect.fnUntraced(function*(sql: SqlClient.SqlClient, campaign: CampaignRow) {
-  const audience = yield* audienceOf(sql, campaign)
-  const [row] = yield* sql<{ found: boolean }>`
-    SELECT EXISTS (
-      SELECT 1 FROM contacts c
-      WHERE c.project_id = ${campaign.project_id} AND ${audience}
-        AND (${campaign.type !== "MARKETING"} OR c.subscribed)
-        AND NOT EXISTS (SELECT 1 FROM suppressions s WHERE s.project_id = c.project_id AND s.email = c.email)
-    ) AS found`
-  return row?.found === true
-})
-
-/** Marks SENDING campaigns SENT once all their mail is queued and none is still open. */
-export const completeCampaigns = (sql: SqlClient.SqlClient, campaignIds: ReadonlyArray<string>) =>
-  campaignIds.length === 0
-    ? Effect.void
-    : sql`
-        UPDATE campaigns c SET status = 'SENT', sent_at = now(), updated_at = now()
-        WHERE c.id = ANY(${pgArray(campaignIds)}::uuid[]) AND c.status = 'SENDING' AND c.queued
-          AND NOT EXISTS (SELECT 1 FROM emails e WHERE e.campaign_id = c.id AND e.status IN ('PENDING', 'SENDING'))`.pipe(Effect.asVoid)
 
 const share = (part: number, whole: number) => (whole === 0 ? 0 : Math.round((part / whole) * 10_000) / 10_000)
 

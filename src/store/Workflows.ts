@@ -4,7 +4,6 @@
  * them (src/workflows/engine.ts). Every definition change tells the actor through the outbox, so it
  * reloads its cached graphs in order with the project's other messages.
  */
-import type { ContactId, ExecutionId, ProjectId, WorkflowId } from "../domain/identifiers.ts"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import {
@@ -19,138 +18,30 @@ import {
 import { uuidv7 } from "../domain/ids.ts"
 import { Outbox, type OutboxRow } from "../stream/Outbox.ts"
 import type { WorkflowMessage } from "../stream/messages.ts"
-import type { ExecutionStatus, Step, StepType, Transition } from "../domain/workflowSteps.ts"
-import { isoOrNull } from "./columns.ts"
+import type { ExecutionStatus, StepType } from "../domain/workflowSteps.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 import { WorkflowExecutions } from "./WorkflowExecutions.ts"
 import {
-  decodeExecutionRows,
-  decodeListedExecutionRows,
-  decodeStepExecutionRows,
   decodeStepRows,
   decodeTransitionRows,
   decodeWorkflowRows,
-  EXECUTION_COLUMNS,
-  EXECUTION_WITH_EMAIL_COLUMNS,
-  type ExecutionRow,
-  type ListedExecutionRow,
   STEP_COLUMNS,
-  STEP_EXECUTION_COLUMNS,
-  type StepRow,
-  type StepStatus,
   TRANSITION_COLUMNS,
-  type TransitionRow,
   WORKFLOW_COLUMNS,
   type WorkflowRow
 } from "./workflowRows.ts"
-
-export interface Workflow {
-  readonly id: WorkflowId
-  readonly projectId: ProjectId
-  readonly name: string
-  readonly description: string | null
-  readonly triggerType: "EVENT" | "MANUAL"
-  readonly triggerConfig: { readonly eventName?: string }
-  readonly enabled: boolean
-  readonly allowReentry: boolean
-  /** Why the workflow's SEND_EMAIL steps wait (its monthly billing cap reached); null while they may send. */
-  readonly billingHold: string | null
-  readonly createdAt: string
-  readonly updatedAt: string
-}
-
-export interface StoredStep extends Step {
-  readonly position: { readonly x: number; readonly y: number } | null
-  readonly createdAt: string
-}
-
-export interface StoredTransition extends Transition {
-  readonly createdAt: string
-}
-
-export interface WorkflowDetail extends Workflow {
-  readonly steps: ReadonlyArray<StoredStep>
-  readonly transitions: ReadonlyArray<StoredTransition>
-}
-
-export interface StepExecution {
-  readonly id: string
-  readonly stepId: string
-  readonly stepType: string
-  readonly status: StepStatus
-  readonly output: unknown
-  readonly error: string | null
-  readonly attempts: number
-  readonly startedAt: string
-  readonly completedAt: string | null
-}
-
-export interface Execution {
-  readonly id: ExecutionId
-  readonly workflowId: WorkflowId
-  readonly contactId: ContactId
-  readonly status: ExecutionStatus
-  readonly currentStepId: string | null
-  readonly context: Record<string, unknown>
-  readonly exitReason: string | null
-  readonly error: string | null
-  readonly startedAt: string
-  readonly updatedAt: string
-  readonly completedAt: string | null
-}
-
-/** An execution with its contact's email, for people to read (null once the contact is deleted). */
-export interface ListedExecution extends Execution {
-  readonly contactEmail: string | null
-}
-
-export const toWorkflow = (row: WorkflowRow): Workflow => ({
-  id: row.id,
-  projectId: row.project_id,
-  name: row.name,
-  description: row.description,
-  triggerType: row.trigger_type,
-  triggerConfig: row.trigger_config,
-  enabled: row.enabled,
-  allowReentry: row.allow_reentry,
-  billingHold: row.billing_hold ?? null,
-  createdAt: row.created_at.toISOString(),
-  updatedAt: row.updated_at.toISOString()
-})
-
-export const toStep = (row: StepRow): StoredStep => ({
-  id: row.id,
-  type: row.type,
-  name: row.name,
-  config: row.config,
-  position: row.position,
-  createdAt: row.created_at.toISOString()
-})
-
-export const toTransition = (row: TransitionRow): StoredTransition => ({
-  id: row.id,
-  fromStepId: row.from_step_id,
-  toStepId: row.to_step_id,
-  branch: row.branch,
-  waitOutcome: row.wait_outcome,
-  createdAt: row.created_at.toISOString()
-})
-
-const toExecution = (row: ExecutionRow): Execution => ({
-  id: row.id,
-  workflowId: row.workflow_id,
-  contactId: row.contact_id,
-  status: row.status,
-  currentStepId: row.current_step_id,
-  context: row.context,
-  exitReason: row.exit_reason,
-  error: row.error,
-  startedAt: row.started_at.toISOString(),
-  updatedAt: row.updated_at.toISOString(),
-  completedAt: isoOrNull(row.finished_at)
-})
-
-const toListedExecution = (row: ListedExecutionRow): ListedExecution => ({ ...toExecution(row), contactEmail: row.contact_email })
+import {
+  type Execution,
+  type ListedExecution,
+  type StepExecution,
+  type StoredStep,
+  type StoredTransition,
+  toStep,
+  toTransition,
+  toWorkflow,
+  type WorkflowDetail
+} from "./workflowRecords.ts"
+import { makeExecutionControl } from "./workflowExecutionControl.ts"
 
 export interface WorkflowChanges {
   readonly name?: string | undefined
@@ -445,95 +336,13 @@ export class Workflows extends Context.Service<Workflows, {
         return rows.length > 0
       }, mapSqlError)
 
-      const startExecution = Effect.fn("Workflows.startExecution")(
-        function*(workflow: WorkflowDetail, contactId: string, context: Record<string, unknown>) {
-          const trigger = workflow.steps.find((step) => step.type === "TRIGGER")
-          const id = uuidv7()
-          const commands: Array<Command> = []
-          return yield* sql.withTransaction(Effect.gen(function*() {
-            // As the actor's starts do: a concurrent structural edit sees this execution or precedes it.
-            const [current] = yield* sql<{ enabled: boolean }>`SELECT enabled FROM workflows WHERE id = ${workflow.id} FOR SHARE`
-            // Read under the lock: a workflow being disabled concurrently is either seen disabled or disabled after this start.
-            if (!current?.enabled) return yield* WorkflowDisabled.of()
-            const previous = yield* sql<{ status: string }>`
-            SELECT status FROM workflow_executions WHERE workflow_id = ${workflow.id} AND contact_id = ${contactId}
-            ORDER BY (status IN ('RUNNING', 'WAITING')) DESC LIMIT 1`
-            if (previous[0] && (previous[0].status === "RUNNING" || previous[0].status === "WAITING")) return yield* ExecutionActive.of()
-            if (previous[0] && !workflow.allowReentry) return yield* ReentryNotAllowed.of()
-            const rows = yield* sql`
-            INSERT INTO workflow_executions (id, workflow_id, project_id, partition, contact_id, status, current_step_id, context, started_at, updated_at)
-            VALUES (${id}, ${workflow.id}, ${workflow.projectId}, ${
-              outbox.lanes.partitionOf(workflow.projectId, outbox.lanes.laneOf(contactId))
-            }, ${contactId},
-                    'RUNNING', ${trigger?.id ?? null}, ${JSON.stringify(context)}::jsonb, now(), now())
-            ON CONFLICT DO NOTHING
-            RETURNING ${sql.literal(EXECUTION_COLUMNS)}`.pipe(Effect.flatMap(decodeExecutionRows))
-            if (rows.length === 0) return yield* ExecutionActive.of()
-            commands.push(
-              ...(yield* notify({ kind: "workflow", projectId: workflow.projectId, type: "advance", executionId: id, contactId }))
-            )
-            return toExecution(rows[0]!)
-          })).pipe(Effect.tap(() => publishNow(commands)))
-        },
-        mapSqlError
-      )
-
-      const listExecutions = Effect.fn("Workflows.listExecutions")(
-        function*(workflowId: string, status: ExecutionStatus | undefined, page: number, pageSize: number) {
-          const where = status === undefined ? sql`workflow_id = ${workflowId}` : sql`workflow_id = ${workflowId} AND status = ${status}`
-          const [rows, [count]] = yield* Effect.all([
-            sql`SELECT ${sql.literal(EXECUTION_WITH_EMAIL_COLUMNS)} FROM workflow_executions WHERE ${where}
-              ORDER BY started_at DESC, id DESC LIMIT ${pageSize} OFFSET ${(page - 1) * pageSize}`.pipe(
-              Effect.flatMap(decodeListedExecutionRows)
-            ),
-            sql<{ n: number }>`SELECT count(*)::int AS n FROM workflow_executions WHERE ${where}`
-          ], { concurrency: 2 })
-          return { data: rows.map(toListedExecution), total: count?.n ?? 0 }
-        },
-        mapSqlError
-      )
-
-      const getExecution = Effect.fn("Workflows.getExecution")(function*(workflowId: string, executionId: string) {
-        const [row] = yield* sql`
-          SELECT ${
-          sql.literal(EXECUTION_WITH_EMAIL_COLUMNS)
-        } FROM workflow_executions WHERE workflow_id = ${workflowId} AND id = ${executionId}`.pipe(
-          Effect.flatMap(decodeListedExecutionRows)
-        )
-        if (!row) return undefined
-        const steps = yield* sql`
-          SELECT ${sql.literal(STEP_EXECUTION_COLUMNS)} FROM workflow_step_executions
-          WHERE execution_id = ${executionId} ORDER BY started_at, id`.pipe(Effect.flatMap(decodeStepExecutionRows))
-        return {
-          ...toListedExecution(row),
-          steps: steps.map((step): StepExecution => ({
-            id: step.id,
-            stepId: step.step_id,
-            stepType: step.step_type,
-            status: step.status,
-            output: step.output,
-            error: step.error,
-            attempts: step.attempts,
-            startedAt: step.started_at.toISOString(),
-            completedAt: isoOrNull(step.finished_at)
-          }))
-        }
-      }, mapSqlError)
-
-      // The step it was on (a delay, a wait, a webhook not yet attempted) ends with it.
-      const cancelWhere = (where: { workflowId: string; executionId?: string }) =>
-        sql.withTransaction(executions.cancel({ ...where, error: null, stepError: "execution cancelled" }))
-
-      const cancel = Effect.fn("Workflows.cancel")(function*(workflowId: string, executionId: string) {
-        const rows = yield* cancelWhere({ workflowId, executionId })
-        if (rows[0]) return toExecution(rows[0])
-        const existing = yield* sql`SELECT 1 FROM workflow_executions WHERE workflow_id = ${workflowId} AND id = ${executionId}`
-        return existing.length > 0 ? yield* ExecutionNotActive.of() : undefined
-      }, mapSqlError)
-
-      const cancelAll = Effect.fn("Workflows.cancelAll")(function*(workflowId: string) {
-        return (yield* cancelWhere({ workflowId })).length
-      }, mapSqlError)
+      const { startExecution, listExecutions, getExecution, cancel, cancelAll } = makeExecutionControl({
+        sql,
+        outbox,
+        executions,
+        notify,
+        publishNow
+      })
 
       const eventFields = Effect.fn("Workflows.eventFields")(function*(projectId: string) {
         // Every name the project has seen; data keys from its 10,000 most recent events.

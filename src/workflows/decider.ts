@@ -10,15 +10,9 @@ import { compileCondition, type ContactFacts } from "../domain/conditions/evalua
 import { conditionReads, type ConditionReads } from "../domain/conditions/validate.ts"
 import { normalizeEmail } from "../domain/email.ts"
 import { decodeStepDefinition, type StepDefinition } from "../domain/workflowSteps.ts"
-import {
-  canonicalEventName,
-  type Choice,
-  conditionOf,
-  CONTEXT_DATA_KEY,
-  DELAY_UNITS,
-  type ExecutionStatus,
-  type StepType
-} from "./graph.ts"
+import { conditionOf, CONTEXT_DATA_KEY } from "./conditionStep.ts"
+import { canonicalEventName, type Choice, type ExecutionStatus, type StepType } from "./graph.ts"
+import { DELAY_UNITS } from "./stepConfig.ts"
 
 /** A step of a loaded workflow: its stored type, and its definition decoded (or why it does not decode). */
 export interface RunnableStep {

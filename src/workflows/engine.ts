@@ -25,10 +25,8 @@
  *   raised or room frees up.
  */
 import { Clock, Effect, Result } from "effect"
-import { SqlClient, type SqlError } from "effect/sql"
 import { toDataPatch } from "../domain/customData.ts"
 import type { ContactFacts } from "../domain/conditions/evaluate.ts"
-import { uuidv7 } from "../domain/ids.ts"
 import type { ProjectMail } from "../mail/MailQueue.ts"
 import { makeRenderer, type CompiledTemplate } from "../mail/render.ts"
 import { holdReason, monthTurn } from "../store/Billing.ts"
@@ -36,112 +34,20 @@ import { ContactDataTooLarge } from "../store/Contacts.ts"
 import type { NewEmail } from "../store/Emails.ts"
 import type { Template } from "../store/Templates.ts"
 import type { ExecutionState, NewTimer, StepRecord } from "../store/WorkflowExecutions.ts"
-import { toStep, toTransition, toWorkflow, type Workflow } from "../store/Workflows.ts"
 import { factsToLoad, type LoadedFacts, type StepReads } from "./factsCache.ts"
-import { decideResume, decideStep, factsRead, type ResumeInput, type RunnableStep, runnableStep } from "./decider.ts"
-import { canonicalEventName, type Choice, type ExecutionStatus, type Graph, makeGraph, nextStep } from "./graph.ts"
-import type { WorkflowMessage } from "./messages.ts"
+import { decideResume, decideStep, factsRead, type ResumeInput, type RunnableStep } from "./decider.ts"
+import { type Choice, nextStep } from "./graph.ts"
 import { WorkflowMetrics } from "./metrics.ts"
-import type { WorkflowRuntime } from "./Runtime.ts"
+import { type Def, loadWorkflows } from "./definitions.ts"
+import { type BatchEvent, NOTHING, type WorkflowContext, type WorkflowInput } from "./batchInputs.ts"
+import { makeStepLedger } from "./stepLedger.ts"
+
+/** Kept importable from here for the actors, which run the engine. */
+export { newWorkflowState, type WorkflowState } from "./definitions.ts"
+export type { WorkflowInput } from "./batchInputs.ts"
 
 /** A step that reads no events (the contact's own fields only). */
 const NO_READS: StepReads = { events: new Set(), windows: new Map() }
-
-interface Def {
-  readonly workflow: Workflow
-  readonly graph: Graph<RunnableStep>
-}
-
-export interface ProjectWorkflows {
-  readonly byId: ReadonlyMap<string, Def>
-  /** Enabled EVENT workflows by trigger event name. */
-  readonly triggers: ReadonlyMap<string, ReadonlyArray<Def>>
-  /** Event names some WAIT_FOR_EVENT step awaits. */
-  readonly awaited: ReadonlySet<string>
-}
-
-/** Per actor: the project's workflow definitions, loaded on first need and on every change. */
-export interface WorkflowState {
-  defs: ProjectWorkflows | undefined
-}
-
-export const newWorkflowState = (): WorkflowState => ({ defs: undefined })
-
-/** An event of the batch (tracked or emitted), as the engine sees it. */
-export interface BatchEvent {
-  readonly kind: "event"
-  readonly id: string
-  readonly contactId: string
-  readonly name: string
-  readonly data: Readonly<Record<string, unknown>>
-  readonly at: string
-}
-
-/** A contact was deleted: its active executions are cancelled. */
-export interface ContactDeleted {
-  readonly kind: "contactDeleted"
-  readonly contactId: string
-}
-
-export type WorkflowInput = BatchEvent | WorkflowMessage | ContactDeleted
-
-export interface WorkflowContext {
-  readonly projectId: string
-  /** The partition of a contact's lane, where its executions, steps and timers are worked on. */
-  readonly partitionOf: (contactId: string) => number
-  readonly runtime: WorkflowRuntime["Service"]
-  readonly state: WorkflowState
-  /** Loads contacts' facts for CONDITION steps: the segment engine's loader, handed in by the actor (actors run workflows, not the other way round). */
-  readonly loadFacts: FactsLoader
-}
-
-export type FactsLoader = (
-  projectId: string,
-  contactIds: ReadonlyArray<string>,
-  eventNames: ReadonlySet<string>,
-  windowedNames: ReadonlySet<string>,
-  /** Occurrence times of the windowed names only after this (ms); undefined: all of them. */
-  since?: number
-) => Effect.Effect<ReadonlyMap<string, ContactFacts>, SqlError.SqlError, SqlClient.SqlClient>
-
-export interface WorkflowOutcome {
-  readonly mailQueued: boolean
-  readonly webhooksQueued: boolean
-  /** Executions advanced (started, resumed) in this batch. */
-  readonly advanced: number
-  /** DELAY / WAIT_FOR_EVENT timers were set. */
-  readonly timersSet?: boolean
-}
-
-const NOTHING: WorkflowOutcome = { mailQueued: false, webhooksQueued: false, advanced: 0, timersSet: false }
-
-/** The project's workflows as the engine runs them: graphs of decoded steps, triggers, awaited events. */
-export const loadWorkflows = Effect.fnUntraced(function*(runtime: WorkflowRuntime["Service"], projectId: string) {
-  const rows = yield* runtime.executions.definitions(projectId)
-  const byId = new Map<string, Def>()
-  const triggers = new Map<string, Array<Def>>()
-  const awaited = new Set<string>()
-  for (const row of rows.workflows) {
-    const workflow = toWorkflow(row)
-    const graph = makeGraph(
-      rows.steps.filter((step) => step.workflow_id === row.id).map((step) => runnableStep(toStep(step))),
-      rows.transitions.filter((transition) => transition.workflow_id === row.id).map(toTransition)
-    )
-    const def = { workflow, graph }
-    byId.set(workflow.id, def)
-    const eventName = workflow.triggerConfig.eventName && canonicalEventName(workflow.triggerConfig.eventName)
-    if (workflow.enabled && workflow.triggerType === "EVENT" && eventName) {
-      triggers.set(eventName, [...(triggers.get(eventName) ?? []), def])
-    }
-    for (const step of graph.steps.values()) {
-      const definition = step.definition
-      if (Result.isSuccess(definition) && definition.success.type === "WAIT_FOR_EVENT") {
-        awaited.add(canonicalEventName(definition.success.config.eventName))
-      }
-    }
-  }
-  return { byId, triggers, awaited } satisfies ProjectWorkflows
-})
 
 const renderer = makeRenderer()
 
@@ -242,60 +148,7 @@ export const runWorkflows = Effect.fnUntraced(function*(context: WorkflowContext
     return compiled
   })
 
-  const record = (
-    exec: ExecutionState,
-    step: RunnableStep,
-    status: StepRecord["status"],
-    output: unknown = null,
-    error: string | null = null
-  ) => {
-    const key = `${exec.id} ${step.id}`
-    const existing = steps.get(key)
-    const at = stamp()
-    const final = status === "COMPLETED" || status === "FAILED" || status === "SKIPPED"
-    steps.set(key, {
-      id: existing?.id ?? uuidv7(),
-      executionId: exec.id,
-      stepId: step.id,
-      stepType: step.type,
-      status,
-      output: output ?? existing?.output ?? null,
-      error,
-      startedAt: existing?.startedAt ?? at,
-      finishedAt: final ? at : null
-    })
-  }
-
-  /** Claims a step's execution key now (side-effect steps): false when it was claimed before. */
-  const claim = (exec: ExecutionState, step: RunnableStep, status: "COMPLETED" | "RUNNING", output: unknown) =>
-    repository.claimStep({ projectId, executionId: exec.id, stepId: step.id, stepType: step.type, status, output, at: stamp() })
-
-  const finish = (exec: ExecutionState, status: ExecutionStatus, detail: { error?: string; exitReason?: string | null } = {}) => {
-    exec.status = status
-    exec.waitEvent = null
-    exec.timerId = null
-    exec.finishedAt = nowIso()
-    if (detail.error !== undefined) exec.error = detail.error
-    if (detail.exitReason !== undefined) exec.exitReason = detail.exitReason
-    exec.dirty = true
-  }
-
-  const fail = (exec: ExecutionState, step: RunnableStep, error: string) => {
-    record(exec, step, "FAILED", null, error)
-    finish(exec, "FAILED", { error: `${step.type} step failed: ${error}` })
-  }
-
-  /** Waits on a step: for an event, until a timer, or both. */
-  const wait = (exec: ExecutionState, step: RunnableStep, waitEvent: string | null, dueAt: string | null, output: unknown) => {
-    exec.status = "WAITING"
-    if (waitEvent !== null) exec.waitEvent = waitEvent
-    if (dueAt !== null) {
-      exec.timerId = uuidv7()
-      newTimers.push({ executionId: exec.id, id: exec.timerId, stepId: step.id, dueAt })
-    }
-    record(exec, step, "WAITING", output)
-    if (waitEvent !== null) awaitIn(exec)
-  }
+  const { record, claim, finish, fail, wait } = makeStepLedger({ projectId, repository, steps, newTimers, stamp, nowIso, awaitIn })
 
   /** Parks an execution on its SEND_EMAIL step at the month's cap: it retries the step at the month's turn (or when resumed). */
   const holdAtCap = (exec: ExecutionState, def: Def, step: RunnableStep, limit: number) => {

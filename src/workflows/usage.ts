@@ -1,5 +1,5 @@
 /** What refers to a template, an event name or a contact field among a project's workflows (usage endpoints). */
-import type { WorkflowDetail } from "../store/Workflows.ts"
+import type { WorkflowDetail } from "../store/workflowRecords.ts"
 import { stepReferences } from "./graph.ts"
 
 /** SEND_EMAIL steps that send the template. */

@@ -16,7 +16,7 @@ import { validateCondition } from "../../src/domain/conditions/validate.ts"
 import { uuidv7 } from "../../src/domain/ids.ts"
 import { compileConditionSql } from "../../src/store/conditionSql.ts"
 import { decideStep, runnableStep } from "../../src/workflows/decider.ts"
-import { checkStepConfig } from "../../src/workflows/graph.ts"
+import { checkStepConfig } from "../../src/workflows/stepConfig.ts"
 import { withSql } from "../support/pg.ts"
 import { createStack, type Stack } from "../support/stack.ts"
 

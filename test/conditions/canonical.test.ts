@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest"
 import { canonicalCondition, canonicalField } from "../../src/domain/conditions/canonical.ts"
 import { validateCondition } from "../../src/domain/conditions/validate.ts"
-import { checkStepConfig } from "../../src/workflows/graph.ts"
+import { checkStepConfig } from "../../src/workflows/stepConfig.ts"
 
 const tree = (...filters: Array<Record<string, unknown>>) => ({ logic: "AND", groups: [{ filters }] })
 

@@ -13,7 +13,8 @@ import {
   runnableStep,
   type StepDecision
 } from "../../src/workflows/decider.ts"
-import { checkStepConfig, type StepType } from "../../src/workflows/graph.ts"
+import type { StepType } from "../../src/workflows/graph.ts"
+import { checkStepConfig } from "../../src/workflows/stepConfig.ts"
 
 const NOW = Date.parse("2026-03-01T12:00:00.000Z")
 const at = (ms: number) => new Date(NOW + ms).toISOString()

@@ -2,15 +2,15 @@
 import { describe, expect, it } from "vitest"
 import {
   canonicalEventName,
-  checkStepConfig,
   checkTransition,
-  conditionOf,
   makeGraph,
   nextStep,
   spliceTarget,
   type Step,
   type Transition
 } from "../../src/workflows/graph.ts"
+import { conditionOf } from "../../src/workflows/conditionStep.ts"
+import { checkStepConfig } from "../../src/workflows/stepConfig.ts"
 
 const step = (id: string, type: Step["type"], config: Record<string, unknown> = {}): Step => ({ id, type, name: id, config })
 const transition = (from: string, to: string, extra: Partial<Transition> = {}): Transition => ({

@@ -4,20 +4,12 @@ import { HttpApiBuilder } from "effect/http-api"
 import { isUuid } from "../../domain/ids.ts"
 import { Contacts } from "../../store/Contacts.ts"
 import { ConditionCheck } from "../../store/ConditionCheck.ts"
-import { type WorkflowDetail, Workflows } from "../../store/Workflows.ts"
+import type { WorkflowDetail } from "../../store/workflowRecords.ts"
+import { Workflows } from "../../store/Workflows.ts"
 import { OutboxRelay } from "../../stream/OutboxRelay.ts"
-import {
-  ADDABLE_STEP_TYPES,
-  checkStepConfig,
-  checkTransition,
-  conditionFieldList,
-  conditionOf,
-  EXECUTION_STATUSES,
-  type ExecutionStatus,
-  makeGraph,
-  spliceTarget,
-  type StepType
-} from "../../workflows/graph.ts"
+import { conditionFieldList, conditionOf } from "../../workflows/conditionStep.ts"
+import { ADDABLE_STEP_TYPES, checkStepConfig } from "../../workflows/stepConfig.ts"
+import { checkTransition, EXECUTION_STATUSES, type ExecutionStatus, makeGraph, spliceTarget, type StepType } from "../../workflows/graph.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
 import { ApiError, type FieldError, rendered } from "../errors.ts"
