@@ -7,6 +7,7 @@
  */
 import { writeFileSync } from "node:fs"
 import net from "node:net"
+import { isMainThread } from "node:worker_threads"
 
 const file = `${process.env.STMT_FILE ?? "/tmp/statements"}.${process.pid}`
 const port = Number(process.env.PG_PORT ?? 5432)
@@ -51,4 +52,5 @@ net.Socket.prototype.write = function(this: net.Socket, chunk: unknown, ...rest:
   }
   return (write as (...args: Array<unknown>) => boolean).call(this, chunk, ...rest)
 } as typeof net.Socket.prototype.write
-setInterval(() => writeFileSync(file, JSON.stringify([...counts].sort((a, b) => b[1] - a[1]))), 1000).unref()
+// `--import` runs in a process's worker threads too (the compose pool's): only the main thread writes the file.
+if (isMainThread) setInterval(() => writeFileSync(file, JSON.stringify([...counts].sort((a, b) => b[1] - a[1]))), 1000).unref()
