@@ -39,6 +39,7 @@ const FIGURES: Record<string, ReadonlyArray<string>> = {
     "service.cpuMicrosPerEmail.api",
     "service.cpuMicrosPerEmail.worker",
     "service.cpuMicrosPerEmail.postgres",
+    "service.cpuMicrosPerEmail.nats",
     "throttle.errorPercent"
   ],
   destinations: [

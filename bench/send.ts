@@ -6,7 +6,7 @@
  */
 import { bareSendLoop } from "./baselines/sendLoop.ts"
 import { withMailEnvironment } from "./harness/mail.ts"
-import { cpuWindow, postgresOf, processTree } from "./harness/proc.ts"
+import { cpuWindow, postgresOf, processesNamed, processTree } from "./harness/proc.ts"
 import { setting, sleep } from "./harness/settings.ts"
 import { ratio } from "./harness/stats.ts"
 
@@ -39,11 +39,13 @@ export const run = () =>
       })
     await sendBatch(-1)
     await env.sink.waitForCount(100, 60_000)
-    // CPU per email of each part (from /proc): the api renders and queues, the worker composes, signs and sends.
+    // CPU per email of each part (from /proc): the api renders and queues, the worker composes, signs and sends;
+    // Postgres (our database's backends and the server's own processes) and nats-server carry the rows and messages.
     const window = await cpuWindow([
       processTree("api", api.process.pid!),
       processTree("worker", worker.process.pid!),
-      postgresOf("postgres", env.query)
+      postgresOf("postgres", env.query),
+      processesNamed("nats", "nats-server")
     ])
     const started = Date.now()
     let next = 0

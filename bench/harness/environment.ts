@@ -17,7 +17,10 @@ export interface BenchEnvironment {
   readonly project: TestProject
   readonly databaseUrl: string
   readonly natsPrefix: string
-  /** Starts a role; BENCH_PROFILE=<role> writes a CPU profile of it to bench/results/profiles/. */
+  /**
+   * Starts a role; BENCH_PROFILE=<role>[,<role>] writes a CPU profile of it to bench/results/profiles/, and
+   * BENCH_IMPORT=<module> preloads a module into it (e.g. ./bench/harness/countStatements.ts).
+   */
   start(role: Role, env?: Record<string, string>, nodeArgs?: ReadonlyArray<string>): Promise<Service>
   /** Starts the bare node:http + pg server (one INSERT per request); its URL and process id. */
   baseline(): Promise<{ readonly url: string; readonly pid: number }>
@@ -43,7 +46,10 @@ export const environmentOn = async (stack: Stack) => {
     start: (role, env = {}, nodeArgs = []) =>
       stack.start(role, env, [
         ...nodeArgs,
-        ...(process.env.BENCH_PROFILE === role ? ["--cpu-prof", `--cpu-prof-dir=${ROOT}/bench/results/profiles`] : [])
+        ...(process.env.BENCH_IMPORT ? ["--import", process.env.BENCH_IMPORT] : []),
+        ...((process.env.BENCH_PROFILE ?? "").split(",").includes(role)
+          ? ["--cpu-prof", `--cpu-prof-dir=${ROOT}/bench/results/profiles`]
+          : [])
       ]),
     baseline: async () => {
       const started = await helper(["bench/baselines/insertServer.ts", stack.databaseUrl], /port=(\d+)/)

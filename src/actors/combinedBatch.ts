@@ -27,7 +27,7 @@ import { batchHeadSql, newInBatch } from "./batchHead.ts"
 import { type CachedFacts, cachedPart, withCached } from "./laneFacts.ts"
 import { factNames } from "./segmentDefs.ts"
 import { type FactRow, factsOf } from "./segmentFacts.ts"
-import { finishTrackedBatch, planTrackedBatch, type TrackedPlan, trackedWriteSql } from "./trackBatch.ts"
+import { type ContactTouch, finishTrackedBatch, planTrackedBatch, type TrackedPlan, trackedWriteSql } from "./trackBatch.ts"
 
 /** A lane's kept facts were read before the project's last reset: the turn is given up. */
 export class FactsOutdated extends Data.TaggedError("FactsOutdated")<{ readonly lane: number }> {}
@@ -38,10 +38,29 @@ export interface LaneBatch {
   readonly batch: ReadonlyArray<Delivered>
 }
 
-/** Whether a lane's batch may be taken with others: tracked events only, its actor's segments loaded and no backfill pending. */
+/**
+ * Messages a turn takes besides tracked events: an event emitted elsewhere about a contact (the sender's
+ * email.sent, an open, a click: recorded as a tracked event without changes would be), the api's write of
+ * a contact (created or updated: evaluated against every segment, its subscription change emitted) and the
+ * note that mail was queued. Each needs its contact found by the email it names (else the lane applies alone).
+ */
+const takenAlongside = (body: Delivered["body"]): boolean =>
+  (body.kind === "event" && body.email !== "") || body.kind === "email" ||
+  (body.kind === "contact" && (body.type === "contact.created" || body.type === "contact.updated") &&
+    body.contactId !== undefined && body.contact !== undefined && body.contact.id === body.contactId)
+
+/** The email a message's contact is locked by, when it names one. */
+const emailOf = (body: Delivered["body"]): string | undefined =>
+  body.kind === "event" ? body.email : body.kind === "contact" ? body.contact?.email : undefined
+
+/**
+ * Whether a lane's batch may be taken with others: tracked events (with the messages `takenAlongside` them)
+ * only, its actor's segments loaded and no backfill pending.
+ */
 export const combinable = (context: BatchContext, batch: ReadonlyArray<Delivered>): boolean =>
   context.lane !== undefined && context.pipeline === undefined && context.segmentState.segments !== undefined &&
-  context.segmentState.backfills.length === 0 && batch.length > 0 && batch.every((message) => message.body.kind === "track")
+  context.segmentState.backfills.length === 0 && batch.length > 0 &&
+  batch.every((message) => message.body.kind === "track" || takenAlongside(message.body))
 
 interface HeadData {
   readonly leases: ReadonlyArray<number>
@@ -74,10 +93,24 @@ export const applyCombined = Effect.fnUntraced(function*(lanes: ReadonlyArray<La
     const eventIds: Array<string> = []
     // The facts the lanes kept of their contacts (by the api's contact id): the head reads the others'.
     const known = new Map<string, CachedFacts>()
+    // Contacts the api wrote: their kept facts are out of date, the head reads them again.
+    const written = new Set<string>()
     for (const [index, { context, batch }] of lanes.entries()) {
       const kept = context.segmentState.facts
       for (const message of batch) {
-        if (message.body.kind !== "track") continue
+        if (message.body.kind !== "track") {
+          const email = emailOf(message.body)
+          if (email !== undefined && !laneOfEmail.has(email)) laneOfEmail.set(email, index)
+          if (message.body.kind === "event") {
+            eventIds.push(message.body.eventId)
+            if (kept?.resetSeq !== undefined && !known.has(message.body.contactId)) {
+              const facts = kept.get(message.body.contactId)
+              if (facts) known.set(message.body.contactId, facts)
+            }
+          }
+          if (message.body.kind === "contact" && message.body.contactId !== undefined) written.add(message.body.contactId)
+          continue
+        }
         for (const event of message.body.events) {
           if (!laneOfEmail.has(event.email)) laneOfEmail.set(event.email, index)
           eventIds.push(event.eventId)
@@ -88,6 +121,7 @@ export const applyCombined = Effect.fnUntraced(function*(lanes: ReadonlyArray<La
         }
       }
     }
+    for (const contactId of written) known.delete(contactId)
     const emails = laneOfEmail.keys()
     // What any of the lanes' segments read (their definitions may differ for a moment after an edit).
     const eventNames = new Set<string>()
@@ -181,16 +215,60 @@ export const applyCombined = Effect.fnUntraced(function*(lanes: ReadonlyArray<La
         webhooksQueued: false
       }
       const tracked: Array<TrackedEvent> = []
+      const touches: Array<ContactTouch> = []
       let takeable = true
+      /** The message's contact is the one locked by its email, and this lane takes that email. */
+      const found = (email: string, contactId: string) => locked.get(email)?.id === contactId && laneOfEmail.get(email) === index
       for (const message of fresh) {
-        if (message.body.kind !== "track") {
-          takeable = false
-          break
+        const body = message.body
+        switch (body.kind) {
+          case "track":
+            for (const event of body.events) {
+              if (!locked.has(event.email) || laneOfEmail.get(event.email) !== index) takeable = false
+              if (unseen(event)) tracked.push(event)
+            }
+            break
+          case "event":
+            // Recorded as a tracked event that changes nothing on its contact would be.
+            if (!found(body.email, body.contactId)) takeable = false
+            tracked.push({
+              eventId: body.eventId,
+              contactId: body.contactId,
+              email: body.email,
+              name: body.name,
+              subscribed: null,
+              set: {},
+              remove: [],
+              data: body.data,
+              at: body.at
+            })
+            break
+          case "email":
+            // The rows are already committed as PENDING; the sender picks them up after this batch.
+            outcome.mailQueued = true
+            break
+          case "contact": {
+            const contact = body.contact!
+            if (!found(contact.email, contact.id)) takeable = false
+            touches.push({
+              contactId: contact.id,
+              at: body.at,
+              emitted: typeof body.previousSubscribed === "boolean" && body.previousSubscribed !== contact.subscribed
+                ? {
+                  name: contact.subscribed ? "contact.subscribed" : "contact.unsubscribed",
+                  contactId: contact.id,
+                  email: contact.email,
+                  at: body.at,
+                  source: body.source ?? "api"
+                }
+                : undefined
+            })
+            break
+          }
+          default:
+            takeable = false
         }
-        for (const event of message.body.events) {
-          if (!locked.has(event.email) || laneOfEmail.get(event.email) !== index) takeable = false
-          if (unseen(event)) tracked.push(event)
-        }
+        if (!takeable) break
       }
       if (!takeable) {
         results.push(undefined)
@@ -202,8 +280,18 @@ export const applyCombined = Effect.fnUntraced(function*(lanes: ReadonlyArray<La
         continue
       }
       const laneEmails = new Set(tracked.map((event) => event.email))
+      for (const message of fresh) if (message.body.kind === "contact") laneEmails.add(message.body.contact!.email)
       const contacts = [...laneEmails].map((email) => locked.get(email)!)
-      const plan = planTrackedBatch(context, context.segmentState.segments!, tracked, { contacts, facts, stored }, outcome, clock, now)
+      const plan = planTrackedBatch(
+        context,
+        context.segmentState.segments!,
+        tracked,
+        { contacts, facts, stored },
+        outcome,
+        clock,
+        now,
+        touches
+      )
       plans.push(plan)
       results.push(outcome)
     }

@@ -46,6 +46,16 @@ export const continueThroughIn = (context: Pick<BatchContext, "projectId" | "out
     at: event.at
   })))
 
+/**
+ * A contact the api wrote (a `contact.created`/`contact.updated` message taken into a combined turn): evaluated
+ * against every segment, as the batch-by-batch path does, and its subscription change emitted (`emitted`).
+ */
+export interface ContactTouch {
+  readonly contactId: string
+  readonly at: string
+  readonly emitted?: SubscriptionEmitted | undefined
+}
+
 /** What the head statement read for a tracked batch: its contacts (locked), their facts, the batch's event ids already stored. */
 export interface TrackedHead {
   readonly contacts: ReadonlyArray<LockedContact>
@@ -121,7 +131,9 @@ export const planTrackedBatch = (
   outcome: MutableOutcome,
   clock: number,
   /** Contacts' updated_at is the wall time (as the general path writes it); segments evaluate at the Clock. */
-  now: string
+  now: string,
+  /** Contacts written by the api, among the events (a combined turn's contact messages). */
+  touches: ReadonlyArray<ContactTouch> = []
 ): TrackedPlan => {
   const { projectId } = context
   const changes = new Map<string, ContactChange>()
@@ -132,6 +144,10 @@ export const planTrackedBatch = (
   const byEmail = new Map(head.contacts.map((row) => [row.email, contactStateOf(row)]))
   const subscriptions: Array<SubscriptionEmitted> = []
   const { events, oversized } = foldTrackedEvents(byEmail, tracked, changeOf, subscriptions, new Set())
+  for (const touch of touches) {
+    changeOf(touch.contactId, touch.at).fields = "all"
+    if (touch.emitted) subscriptions.push(touch.emitted)
+  }
   for (const contact of byEmail.values()) {
     const known = facts.get(contact.id)
     if (!known || !contact.touched) continue

@@ -1,6 +1,6 @@
 /**
- * The /v1/send use case, in one transaction: each recipient in order gets its contact upsert and its
- * mail rendered (through the MailQueue); a MARKETING template is refused for the whole request when a
+ * The /v1/send use case, in one transaction: the recipients' contacts upserted (one statement), then each
+ * recipient in order gets its mail rendered (through the MailQueue); a MARKETING template is refused for the whole request when a
  * recipient's contact is unsubscribed; the month's transactional cap is reserved for all of them,
  * the mail is queued (rows and the sender's wake-up message), and the caller's `commit` runs last in
  * the same transaction (the idempotency key's completion: the mail and the key commit together, so a
@@ -68,16 +68,25 @@ export class SendMail extends Context.Service<SendMail, {
             const prepared: Array<{ readonly contact: { id: string; email: string }; readonly email: NewEmail }> = []
             const unsubscribed: Array<{ readonly index: number; readonly email: string }> = []
             let storedBytes = 0
-            for (const [index, recipient] of input.recipients.entries()) {
-              const { contact } = yield* contacts.upsert({
+            // Every recipient's contact in one statement (an address given twice is upserted once: the
+            // second write of the same patch changed nothing); then, recipient by recipient in order, the checks
+            // and the rendering, as if each had been upserted just before.
+            const addresses = input.recipients.map((recipient) => normalizeEmail(recipient.email))
+            const upserted = new Map(
+              (yield* contacts.upsertMany({
                 projectId: input.projectId,
-                email: normalizeEmail(recipient.email),
+                emails: [...new Set(addresses)],
                 subscribed: input.subscribed,
                 subscribedByDefault: false,
                 newContactBaseline: false,
                 patch: input.patch,
                 source: "api.send"
-              })
+              })).map((result) => [result.email, result])
+            )
+            for (const [index, recipient] of input.recipients.entries()) {
+              const result = upserted.get(addresses[index]!)!
+              if (result.tooLarge) return yield* result.tooLarge
+              const { contact } = result.upserted
               // Marketing content never goes to a contact who opted out, whatever the endpoint (the reference refuses it too).
               if (input.content.marketingTemplate === true && !contact.subscribed) {
                 unsubscribed.push({ index, email: contact.email })

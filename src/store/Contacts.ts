@@ -52,6 +52,17 @@ export interface UpsertResult {
   readonly previousSubscribed: boolean | undefined
 }
 
+/** Several contacts upserted with the same patch and subscription (one /v1/send request's recipients). */
+export interface UpsertManyInput extends Omit<UpsertInput, "email"> {
+  /** Normalized addresses, each once. */
+  readonly emails: ReadonlyArray<string>
+}
+
+/** One address of an `upsertMany`: its contact, or the contact its patch would grow past the data limit (nothing written). */
+export type UpsertManyResult =
+  | { readonly email: string; readonly upserted: UpsertResult; readonly tooLarge?: undefined }
+  | { readonly email: string; readonly upserted?: undefined; readonly tooLarge: ContactDataTooLarge }
+
 export interface UpdateInput {
   readonly email?: string | undefined
   readonly subscribed?: boolean | undefined
@@ -163,6 +174,11 @@ export interface ContactMemberships {
 
 export class Contacts extends Context.Service<Contacts, {
   readonly upsert: (input: UpsertInput) => Effect.Effect<UpsertResult, PersistenceError | ContactDataTooLarge>
+  /**
+   * `upsert` for several addresses at once, in one statement (one per retry of lost insert races): the
+   * same patch and subscription for each, a change message each, results in the order of `emails`.
+   */
+  readonly upsertMany: (input: UpsertManyInput) => Effect.Effect<ReadonlyArray<UpsertManyResult>, PersistenceError>
   readonly get: (projectId: string, id: string) => Effect.Effect<Contact | undefined, PersistenceError>
   /** A contact found by id alone, for links that carry only the (signed) id; callers verify the signature. */
   readonly locate: (id: string) => Effect.Effect<{ readonly projectId: string; readonly contact: Contact } | undefined, PersistenceError>
@@ -289,6 +305,110 @@ export class Contacts extends Context.Service<Contacts, {
           }
           if (attempt >= 5) return yield* Effect.die(new Error(`upsert of ${input.email} kept losing races`))
         }
+      }, mapSqlError)
+
+      /**
+       * `upsertOnce` set-wise: the existing rows locked in id order (as every locker locks), updated, the
+       * missing ones inserted in address order (two requests creating the same contacts wait for each
+       * other in one order), a change message per contact in the order given. An address whose insert
+       * lost a race to another writer is absent from the answer (the caller runs it again).
+       */
+      const upsertManyOnce = (input: UpsertManyInput, emails: ReadonlyArray<string>) => {
+        const nowMs = clock.currentTimeMillisUnsafe()
+        const now = new Date(nowMs).toISOString()
+        const pins = pinsOf(input.patch, input.subscribed, nowMs)
+        const set = JSON.stringify(input.patch.set)
+        const remove = JSON.stringify(input.patch.remove)
+        const rows = JSON.stringify(emails.map((email, n) => ({ email, n, id: uuidv7(), out: uuidv7() })))
+        return sql<
+          ContactRow & { n: number; inserted: boolean; previous_subscribed: boolean | null; too_large: boolean }
+        >`
+          WITH input AS (
+            SELECT x.email, x.n, x.id, x.out FROM jsonb_to_recordset(${rows}::jsonb) AS x(email text, n int, id uuid, out uuid)
+          ), old AS (
+            SELECT id, email, subscribed, data FROM contacts
+            WHERE project_id = ${input.projectId} AND email IN (SELECT email FROM input)
+            ORDER BY id
+            FOR UPDATE
+          ), patched AS (
+            SELECT old.id, old.subscribed,
+                   (old.data - ARRAY(SELECT jsonb_array_elements_text(${remove}::jsonb))) || ${set}::jsonb AS data,
+                   octet_length(old.data::text) AS before
+            FROM old
+          ), upd AS (
+            UPDATE contacts c SET
+              subscribed = COALESCE(${input.subscribed ?? null}::boolean, c.subscribed),
+              data = patched.data,
+              pinned_at = c.pinned_at || ${pins}::jsonb,
+              updated_at = ${now}::timestamptz
+            FROM patched WHERE c.id = patched.id AND ${withinDataLimit}
+            RETURNING c.id, c.email, c.subscribed, c.snoozed_until, c.data, c.created_at, c.updated_at,
+                      false AS inserted, patched.subscribed AS previous_subscribed
+          ), ins AS (
+            INSERT INTO contacts (id, project_id, email, subscribed, data, pinned_at, created_at, updated_at)
+            SELECT input.id, ${input.projectId}, input.email, ${input.subscribed ?? input.subscribedByDefault},
+                   ${set}::jsonb, ${pins}::jsonb, ${now}::timestamptz, ${now}::timestamptz
+            FROM input WHERE NOT EXISTS (SELECT 1 FROM old WHERE old.email = input.email)
+            ORDER BY input.email
+            ON CONFLICT (project_id, email) DO NOTHING
+            RETURNING id, email, subscribed, snoozed_until, data, created_at, updated_at,
+                      true AS inserted, NULL::boolean AS previous_subscribed
+          ), up AS (
+            SELECT u.id, u.email, u.subscribed, u.snoozed_until, u.data, u.created_at, u.updated_at, u.inserted,
+                   u.previous_subscribed, input.n, input.out
+            FROM (SELECT * FROM upd UNION ALL SELECT * FROM ins) u JOIN input ON input.email = u.email
+          ), fields AS (
+            INSERT INTO contact_fields (project_id, key, type)
+            SELECT ${input.projectId}, f->>0, f->>1 FROM jsonb_array_elements(${fieldTypesJson(input.patch)}::jsonb) f
+            WHERE EXISTS (SELECT 1 FROM up)
+            ON CONFLICT DO NOTHING
+          ), change AS (
+            INSERT INTO outbox (id, subject, payload)
+            SELECT up.out, ${outbox.contactSubjectSql(input.projectId, "up.id", "contact")}, jsonb_build_object(
+                'kind', 'contact',
+                'type', CASE WHEN up.inserted THEN 'contact.created' ELSE 'contact.updated' END,
+                'projectId', ${input.projectId}::text,
+                'contactId', up.id,
+                'source', ${input.source}::text,
+                'at', ${now}::text,
+                'previousSubscribed', COALESCE(up.previous_subscribed, ${input.newContactBaseline ?? null}::boolean),
+                'setKeys', ${JSON.stringify(Object.keys(input.patch.set))}::jsonb,
+                'removedKeys', ${remove}::jsonb,
+                'contact', jsonb_build_object('id', up.id, 'email', up.email, 'subscribed', up.subscribed,
+                                              'createdAt', up.created_at, 'updatedAt', up.updated_at)
+              )
+            FROM up
+            ORDER BY up.n
+          )
+          SELECT id, email, subscribed, snoozed_until, data, created_at, updated_at, n, inserted, previous_subscribed,
+                 false AS too_large
+          FROM up
+          UNION ALL
+          -- The contact exists but the change would grow its data past the limit: nothing was written.
+          SELECT patched.id, old.email, NULL, NULL, NULL, NULL, NULL, NULL, false, NULL, true
+          FROM patched JOIN old ON old.id = patched.id
+          WHERE NOT EXISTS (SELECT 1 FROM upd WHERE upd.id = patched.id)`
+      }
+
+      const upsertMany = Effect.fn("Contacts.upsertMany")(function*(input: UpsertManyInput) {
+        const answered = new Map<string, UpsertManyResult>()
+        let left: ReadonlyArray<string> = input.emails
+        for (let attempt = 1; left.length > 0; attempt++) {
+          if (attempt > 5) return yield* Effect.die(new Error(`upsert of ${left[0]} kept losing races`))
+          for (const row of yield* upsertManyOnce(input, left)) {
+            answered.set(
+              row.email,
+              row.too_large
+                ? { email: row.email, tooLarge: new ContactDataTooLarge({ contactId: row.id }) }
+                : {
+                  email: row.email,
+                  upserted: { contact: toContact(row), isNew: row.inserted, previousSubscribed: row.previous_subscribed ?? undefined }
+                }
+            )
+          }
+          left = left.filter((email) => !answered.has(email))
+        }
+        return input.emails.map((email) => answered.get(email)!)
       }, mapSqlError)
 
       const get = Effect.fn("Contacts.get")(function*(projectId: string, id: string) {
@@ -562,7 +682,21 @@ export class Contacts extends Context.Service<Contacts, {
         }
       }, mapSqlError)
 
-      return Contacts.of({ upsert, get, locate, update, remove, list, lookup, fields, fieldExists, fieldValues, deleteField, memberships })
+      return Contacts.of({
+        upsert,
+        upsertMany,
+        get,
+        locate,
+        update,
+        remove,
+        list,
+        lookup,
+        fields,
+        fieldExists,
+        fieldValues,
+        deleteField,
+        memberships
+      })
     })
   )
 }

@@ -18,7 +18,16 @@ import { pgArray } from "../../src/lib/pgArray.ts"
 import { Outbox } from "../../src/stream/Outbox.ts"
 import { newWorkflowState } from "../../src/workflows/engine.ts"
 import { WorkflowRuntime } from "../../src/workflows/Runtime.ts"
-import { batchesFor, BatchRuntime, createContacts, createSegments, leaseFor, snapshot, TEST_WORKER } from "../support/actorFixtures.ts"
+import {
+  batchesFor,
+  BatchRuntime,
+  createContacts,
+  createSegments,
+  leaseFor,
+  prng,
+  snapshot,
+  TEST_WORKER
+} from "../support/actorFixtures.ts"
 import { insertProject } from "../support/database.ts"
 
 const LANES = [0, 3, 5, 12]
@@ -95,6 +104,106 @@ layer(BatchRuntime, { timeout: 120_000 })("lane batches combined in one transact
         expect(events.length).toBe(LANES.length * 8 * 18)
         expect(laneOffset).toHaveLength(LANES.length)
         for (const row of laneOffset) expect(row.applied_seq).toBe(24)
+      }).pipe(Effect.provide(TestClock.layer())))
+  })
+
+  describe("events emitted elsewhere, the api's contact writes and queued-mail notes, with the tracked events", () => {
+    it.effect("leave what each lane's batch applied statement by statement leaves", () =>
+      Effect.gen(function*() {
+        const base = Date.now() - 60 * 60_000
+        /** The tracked batches with, after each one's messages, an email.sent event, a contact write and (lane 0) a mail note. */
+        const mixedBatches = (
+          projectId: string,
+          lane: { lane: number; partition: number; contacts: ReadonlyArray<{ id: string; email: string }> },
+          seed: number
+        ) => {
+          const random = prng(seed)
+          const renumber = (message: Delivered): Delivered => ({ ...message, seq: message.seq * 10 })
+          /** The api's write each contact message tells of, made before its turn. */
+          const writes: Array<{ id: string; n: number; subscribed: boolean }> = []
+          const batches = batchesFor(projectId, lane.contacts, base, { lane: lane.lane, partition: lane.partition, seed, batches: 8 }).map(
+            (batch, b) => {
+              const last = Math.max(...batch.map((message) => message.seq)) * 10
+              const pick = () => lane.contacts[Math.floor(random() * lane.contacts.length)]!
+              const sent = pick()
+              const written = pick()
+              const subscribed = random() < 0.5
+              writes.push({ id: written.id, n: Math.floor(random() * 1000), subscribed })
+              const at = (offset: number) => new Date(base + (b * 18 + 17) * 20_000 + offset).toISOString()
+              const extra: Array<Delivered["body"]> = [
+                {
+                  kind: "event",
+                  projectId,
+                  eventId: uuidv7(),
+                  contactId: sent.id,
+                  email: sent.email,
+                  name: "email.sent",
+                  data: { n: b },
+                  at: at(1)
+                },
+                {
+                  kind: "contact",
+                  type: "contact.updated",
+                  projectId,
+                  contactId: written.id,
+                  previousSubscribed: !subscribed,
+                  contact: { id: written.id, email: written.email, subscribed },
+                  source: "api.send",
+                  at: at(2)
+                },
+                ...(lane.lane === 0 ? [{ kind: "email" as const, projectId, emailIds: [uuidv7()] }] : [])
+              ]
+              return [
+                ...batch.map(renumber),
+                ...extra.map((body, index) => ({ seq: last + index + 1, partition: lane.partition, lane: lane.lane, body }))
+              ]
+            }
+          )
+          return { batches, writes }
+        }
+        const run = (combined: boolean) =>
+          Effect.gen(function*() {
+            const sql = yield* SqlClient.SqlClient
+            const { projectId, lanes } = yield* laneProject
+            const planned = lanes.map((lane, index) => mixedBatches(projectId, lane, 7 + index))
+            const batches = planned.map((lane) => lane.batches)
+            let mailQueued = 0
+            for (let turn = 0; turn < 8; turn++) {
+              yield* TestClock.setTime(base + 61 * 60_000 + turn * 1000)
+              for (const { writes } of planned) {
+                const write = writes[turn]!
+                yield* sql`UPDATE contacts SET subscribed = ${write.subscribed}, data = data || jsonb_build_object('n', ${write.n}::int)
+                           WHERE id = ${write.id}`
+              }
+              if (combined) {
+                const turnLanes = lanes.map(({ context }, index) => ({ context, batch: batches[index]![turn]! }))
+                for (const { context, batch } of turnLanes) assert(combinable(context, batch))
+                const outcomes = yield* applyCombined(turnLanes)
+                for (const outcome of outcomes) {
+                  assert(outcome !== undefined, "every lane taken")
+                  if (outcome.mailQueued) mailQueued++
+                }
+              } else {
+                for (const [index, { context }] of lanes.entries()) {
+                  const outcome = yield* applyBatch(context, batches[index]![turn]!)
+                  if (outcome.mailQueued) mailQueued++
+                }
+              }
+            }
+            return { mailQueued, snapshot: yield* snapshot(projectId) }
+          })
+        const combined = yield* run(true)
+        const alone = yield* run(false)
+        expect(combined.mailQueued).toBe(8)
+        expect(alone.mailQueued).toBe(8)
+        const { laneOffset: _combinedOffsets, ...combinedRows } = combined.snapshot
+        const { laneOffset: _aloneOffsets, ...aloneRows } = alone.snapshot
+        expect(combinedRows).toEqual(aloneRows)
+        expect(combined.snapshot.laneOffset).toEqual(alone.snapshot.laneOffset)
+        // Not two empty results: the emitted events stored, the contact writes' subscription events recorded.
+        expect(combined.snapshot.events.filter((event) => (event as { name: string }).name === "email.sent")).toHaveLength(LANES.length * 8)
+        expect(new Set(combined.snapshot.ownEvents.map((event) => (event as { name: string }).name))).toContain("contact.subscribed")
+        expect(new Set(combined.snapshot.ownEvents.map((event) => (event as { name: string }).name))).toContain("contact.unsubscribed")
       }).pipe(Effect.provide(TestClock.layer())))
   })
 
