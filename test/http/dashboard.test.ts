@@ -109,7 +109,9 @@ describe("assets", () => {
     const scripts = assetsOfPage().filter((asset) => asset.endsWith(".js"))
     const bytes = scripts.reduce((sum, asset) => sum + statSync(join(ROOT, "web/dist", asset)).size, 0)
     expect(bytes).toBeGreaterThan(100_000)
-    expect(bytes).toBeLessThan(700_000)
+    // 702,548 bytes on 2026-11-28 (the Analytics page and the email contract now share the API's domain
+    // modules); a development build of React would put it past 900,000.
+    expect(bytes).toBeLessThan(750_000)
   })
 
   it("answer the 404 envelope for a missing file", async () => {
