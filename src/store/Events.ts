@@ -4,8 +4,7 @@ import { InvalidCursor } from "../domain/errors.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 import { SqlClient } from "effect/sql"
 import { isUuid } from "../domain/ids.ts"
-import { ISO_INSTANT } from "./Contacts.ts"
-import { decodeCursor, encodeCursor } from "./cursor.ts"
+import { decodeCursor, encodeCursor, ISO_INSTANT } from "./cursor.ts"
 
 export interface StoredEvent {
   readonly id: string

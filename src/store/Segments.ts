@@ -7,7 +7,7 @@ import { uuidv7 } from "../domain/ids.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import { Outbox, type OutboxRow } from "../stream/Outbox.ts"
 import { compileConditionSql, segmentMembersSql } from "./conditionSql.ts"
-import { type Contact, toContact } from "./Contacts.ts"
+import { type Contact, toContact } from "./contactRecords.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
 export type SegmentType = "DYNAMIC" | "STATIC"

@@ -19,6 +19,9 @@ export const decodeCursor = (cursor: string, arity: number): Array<string> | und
   }
 }
 
+/** What our own cursors carry: `Date#toISOString()` output. */
+export const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/
+
 /** Microsecond UTC text of a timestamp column: sorts like the timestamps, and cursors keep Postgres' precision. */
 export const timeKeySql = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
 const TIME_KEY = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/

@@ -4,7 +4,9 @@
  */
 import { Effect } from "effect"
 import type { SqlClient, Statement } from "effect/sql"
-import { escapeLike } from "./Contacts.ts"
+
+/** Text matched literally by LIKE: its wildcards and the escape character escaped. */
+export const escapeLike = (text: string) => text.replace(/[\\%_]/g, (char) => `\\${char}`)
 
 export interface SortedPage {
   readonly page: number
