@@ -47,6 +47,20 @@ export const contentColumns = {
   type: Schema.Literals(TEMPLATE_TYPES)
 }
 
+type ContentRow = Schema.Struct<typeof contentColumns>["Type"]
+
+/** The content columns as the API names them (a template's and a campaign's alike). */
+export const contentOf = (row: ContentRow): TemplateInput => ({
+  name: row.name,
+  description: row.description,
+  subject: row.subject,
+  body: row.body,
+  from: row.from_email,
+  fromName: row.from_name,
+  replyTo: row.reply_to,
+  type: row.type
+})
+
 /** A `templates` row as COLUMNS select it. */
 const TemplateRow = Schema.Struct({
   id: TemplateId,
@@ -60,14 +74,7 @@ const COLUMNS = "id, project_id, name, description, subject, body, from_email, f
 
 const toTemplate = (row: TemplateRow): Template => ({
   id: row.id,
-  name: row.name,
-  description: row.description,
-  subject: row.subject,
-  body: row.body,
-  from: row.from_email,
-  fromName: row.from_name,
-  replyTo: row.reply_to,
-  type: row.type,
+  ...contentOf(row),
   projectId: row.project_id,
   createdAt: row.created_at,
   updatedAt: row.updated_at

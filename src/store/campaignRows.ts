@@ -8,7 +8,7 @@ import { CampaignId } from "../domain/identifiers.ts"
 import { Schema } from "effect"
 import type { Condition } from "../domain/conditions/types.ts"
 import { isoOrNull } from "./columns.ts"
-import { contentColumns, type TemplateType } from "./Templates.ts"
+import { contentColumns, contentOf, type TemplateType } from "./Templates.ts"
 
 export const CAMPAIGN_STATUSES = ["DRAFT", "SCHEDULED", "SENDING", "SENT", "CANCELLED"] as const
 export type CampaignStatus = (typeof CAMPAIGN_STATUSES)[number]
@@ -161,14 +161,7 @@ export const CAMPAIGN_COLUMNS = [
 
 export const toCampaign = (row: CampaignRow): Campaign => ({
   id: row.id,
-  name: row.name,
-  description: row.description,
-  subject: row.subject,
-  body: row.body,
-  from: row.from_email,
-  fromName: row.from_name,
-  replyTo: row.reply_to,
-  type: row.type,
+  ...contentOf(row),
   status: row.status,
   audienceType: row.audience_type,
   segmentId: row.segment_id,
