@@ -82,6 +82,15 @@ const reaches = (graph: Graph<GraphStep>, from: string, target: string): boolean
   return false
 }
 
+/** The steps with several ways out: the transition field naming each way, its values, and what a message calls one. */
+const OUTLETS: Record<
+  "CONDITION" | "WAIT_FOR_EVENT",
+  { readonly field: "branch" | "waitOutcome"; readonly values: ReadonlyArray<string>; readonly noun: string }
+> = {
+  CONDITION: { field: "branch", values: ["yes", "no"], noun: "branch" },
+  WAIT_FOR_EVENT: { field: "waitOutcome", values: ["EVENT", "TIMEOUT"], noun: "outcome" }
+}
+
 /** Problems with adding a transition to the graph (field paths of the request body). */
 export const checkTransition = (
   graph: Graph,
@@ -103,48 +112,28 @@ export const checkTransition = (
   if (from.type === "EXIT")
     return [{ field: "fromStepId", message: "An EXIT step ends the execution: it has no way out", code: "invalid_source" }]
   const existing = graph.outgoing.get(from.id) ?? []
-  if (from.type === "CONDITION") {
-    if (input.branch !== "yes" && input.branch !== "no") {
-      return [{ field: "branch", message: "A transition from a CONDITION step needs branch yes or no", code: "required" }]
-    }
-    if (input.waitOutcome !== undefined)
-      problems.push({ field: "waitOutcome", message: "waitOutcome only applies to WAIT_FOR_EVENT steps", code: "invalid_value" })
-    if (existing.some((transition) => transition.branch === input.branch)) {
-      problems.push({
-        field: "branch",
-        message: `The ${input.branch} branch of this step already has a transition`,
-        code: "duplicate_transition"
-      })
-    }
-  } else if (from.type === "WAIT_FOR_EVENT") {
-    if (input.waitOutcome !== "EVENT" && input.waitOutcome !== "TIMEOUT") {
-      return [{
-        field: "waitOutcome",
-        message: "A transition from a WAIT_FOR_EVENT step needs waitOutcome EVENT or TIMEOUT",
-        code: "required"
-      }]
-    }
-    if (input.branch !== undefined)
-      problems.push({ field: "branch", message: "branch only applies to CONDITION steps", code: "invalid_value" })
-    if (existing.some((transition) => transition.waitOutcome === input.waitOutcome)) {
-      problems.push({
-        field: "waitOutcome",
-        message: `The ${input.waitOutcome} outcome of this step already has a transition`,
-        code: "duplicate_transition"
-      })
-    }
-  } else {
-    if (input.branch !== undefined)
-      problems.push({ field: "branch", message: "branch only applies to CONDITION steps", code: "invalid_value" })
-    if (input.waitOutcome !== undefined)
-      problems.push({ field: "waitOutcome", message: "waitOutcome only applies to WAIT_FOR_EVENT steps", code: "invalid_value" })
-    if (existing.length > 0) {
-      problems.push({
-        field: "fromStepId",
-        message: `A ${from.type} step has one outgoing transition, and this one has it already`,
-        code: "duplicate_transition"
-      })
-    }
+  const outlet = from.type === "CONDITION" || from.type === "WAIT_FOR_EVENT" ? OUTLETS[from.type] : undefined
+  const value = outlet && input[outlet.field]
+  if (outlet && !outlet.values.includes(value ?? "")) {
+    const message = `A transition from a ${from.type} step needs ${outlet.field} ${outlet.values.join(" or ")}`
+    return [{ field: outlet.field, message, code: "required" }]
+  }
+  for (const [type, { field }] of Object.entries(OUTLETS)) {
+    if (type !== from.type && input[field] !== undefined)
+      problems.push({ field, message: `${field} only applies to ${type} steps`, code: "invalid_value" })
+  }
+  if (outlet && existing.some((transition) => transition[outlet.field] === value)) {
+    problems.push({
+      field: outlet.field,
+      message: `The ${value} ${outlet.noun} of this step already has a transition`,
+      code: "duplicate_transition"
+    })
+  } else if (!outlet && existing.length > 0) {
+    problems.push({
+      field: "fromStepId",
+      message: `A ${from.type} step has one outgoing transition, and this one has it already`,
+      code: "duplicate_transition"
+    })
   }
   if (problems.length === 0 && reaches(graph, to.id, from.id)) {
     problems.push({ field: "toStepId", message: "This transition would make a cycle", code: "cycle" })

@@ -54,6 +54,33 @@ describe("workflow graphs", () => {
     expect(codes({ fromStepId: "d", toStepId: "x" })).toEqual([])
   })
 
+  it("says which field a branching step's transition needs, which it must not carry, and which way out is taken", () => {
+    const problems = (input: Parameters<typeof checkTransition>[1]) =>
+      checkTransition(graph, input).map((problem) => `${problem.field}:${problem.code}: ${problem.message}`)
+    expect(problems({ fromStepId: "c", toStepId: "d" })).toEqual([
+      "branch:required: A transition from a CONDITION step needs branch yes or no"
+    ])
+    expect(problems({ fromStepId: "c", toStepId: "d", branch: "maybe", waitOutcome: "EVENT" })).toEqual([
+      "branch:required: A transition from a CONDITION step needs branch yes or no"
+    ])
+    expect(problems({ fromStepId: "c", toStepId: "d", branch: "no", waitOutcome: "EVENT" })).toEqual([
+      "waitOutcome:invalid_value: waitOutcome only applies to WAIT_FOR_EVENT steps",
+      "branch:duplicate_transition: The no branch of this step already has a transition"
+    ])
+    expect(problems({ fromStepId: "w", toStepId: "x", branch: "yes" })).toEqual([
+      "waitOutcome:required: A transition from a WAIT_FOR_EVENT step needs waitOutcome EVENT or TIMEOUT"
+    ])
+    expect(problems({ fromStepId: "w", toStepId: "x", branch: "yes", waitOutcome: "TIMEOUT" })).toEqual([
+      "branch:invalid_value: branch only applies to CONDITION steps",
+      "waitOutcome:duplicate_transition: The TIMEOUT outcome of this step already has a transition"
+    ])
+    expect(problems({ fromStepId: "t", toStepId: "d", branch: "yes", waitOutcome: "EVENT" })).toEqual([
+      "branch:invalid_value: branch only applies to CONDITION steps",
+      "waitOutcome:invalid_value: waitOutcome only applies to WAIT_FOR_EVENT steps",
+      "fromStepId:duplicate_transition: A TRIGGER step has one outgoing transition, and this one has it already"
+    ])
+  })
+
   it("splices a step with one way out, not one with two", () => {
     expect(spliceTarget(graph, "w")).toEqual({ target: "d" })
     expect(spliceTarget(graph, "x")).toEqual({ target: undefined })
