@@ -12,6 +12,7 @@ import { pgArray } from "../lib/pgArray.ts"
 import type { ExecutionStatus, StepType } from "../domain/workflowSteps.ts"
 import { isoOrNull } from "./columns.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
+import { executionFields } from "./workflowRecords.ts"
 import * as Rows from "./workflowRows.ts"
 
 /** An execution as the engine changes it in memory during a batch (`dirty`: to be written back). */
@@ -32,17 +33,9 @@ export interface ExecutionState {
 }
 
 export const toExecutionState = (row: Rows.ExecutionRow): ExecutionState => ({
-  id: row.id,
-  workflowId: row.workflow_id,
-  contactId: row.contact_id,
-  status: row.status,
-  currentStepId: row.current_step_id,
-  context: row.context,
+  ...executionFields(row),
   waitEvent: row.wait_event,
   timerId: row.timer_id,
-  exitReason: row.exit_reason,
-  error: row.error,
-  startedAt: row.started_at.toISOString(),
   finishedAt: isoOrNull(row.finished_at),
   dirty: false
 })

@@ -100,7 +100,8 @@ export const toTransition = (row: TransitionRow): StoredTransition => ({
   createdAt: row.created_at.toISOString()
 })
 
-export const toExecution = (row: ExecutionRow): Execution => ({
+/** What an execution shows alike to the API and to the engine (WorkflowExecutions' ExecutionState). */
+export const executionFields = (row: ExecutionRow) => ({
   id: row.id,
   workflowId: row.workflow_id,
   contactId: row.contact_id,
@@ -109,7 +110,11 @@ export const toExecution = (row: ExecutionRow): Execution => ({
   context: row.context,
   exitReason: row.exit_reason,
   error: row.error,
-  startedAt: row.started_at.toISOString(),
+  startedAt: row.started_at.toISOString()
+})
+
+export const toExecution = (row: ExecutionRow): Execution => ({
+  ...executionFields(row),
   updatedAt: row.updated_at.toISOString(),
   completedAt: isoOrNull(row.finished_at)
 })
