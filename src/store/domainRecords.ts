@@ -6,7 +6,6 @@
  * DMARC are recommendations whose presence is reported per record.
  */
 import { generateKeyPair } from "node:crypto"
-import { promisify } from "node:util"
 import type { DnsAnswer } from "../lib/dns.ts"
 
 export type RecordStatus = "VERIFIED" | "MISSING" | "MISMATCH" | "UNKNOWN"
@@ -29,14 +28,17 @@ export interface DkimKeys {
 }
 
 export const generateDkimKeys = async (): Promise<DkimKeys> => {
-  const { privateKey, publicKey } = await promisify(generateKeyPair)("rsa", {
-    modulusLength: 2048,
-    publicKeyEncoding: { type: "spki", format: "der" },
-    privateKeyEncoding: { type: "pkcs8", format: "pem" }
-  })
+  // The callback form keeps the overload that types the encodings (promisify loses it).
+  const { privateKey, publicKey } = await new Promise<{ privateKey: string; publicKey: Buffer }>((resolve, reject) =>
+    generateKeyPair("rsa", {
+      modulusLength: 2048,
+      publicKeyEncoding: { type: "spki", format: "der" },
+      privateKeyEncoding: { type: "pkcs8", format: "pem" }
+    }, (error, publicKey, privateKey) => (error ? reject(error) : resolve({ privateKey, publicKey })))
+  )
   // A dated selector lets a later key rotation publish the new record beside the old one.
   const selector = `ms${new Date().toISOString().slice(0, 10).replaceAll("-", "")}`
-  return { selector, privateKey: privateKey as unknown as string, publicKey: (publicKey as unknown as Buffer).toString("base64") }
+  return { selector, privateKey, publicKey: publicKey.toString("base64") }
 }
 
 const DOMAIN_PATTERN = /^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z][a-z0-9-]{0,61}[a-z0-9]$/
