@@ -8,22 +8,15 @@ import { CampaignId } from "../domain/identifiers.ts"
 import { Schema } from "effect"
 import type { Condition } from "../domain/conditions/types.ts"
 import { isoOrNull } from "./columns.ts"
-import { contentColumns, contentOf, type TemplateType } from "./Templates.ts"
+import { contentColumns, contentOf, type TemplateInput } from "./Templates.ts"
 
 export const CAMPAIGN_STATUSES = ["DRAFT", "SCHEDULED", "SENDING", "SENT", "CANCELLED"] as const
 export type CampaignStatus = (typeof CAMPAIGN_STATUSES)[number]
 const AUDIENCE_TYPES = ["ALL", "SEGMENT", "FILTERED"] as const
 export type AudienceType = (typeof AUDIENCE_TYPES)[number]
 
-export interface CampaignInput {
-  readonly name: string
-  readonly description: string | null
-  readonly subject: string
-  readonly body: string
-  readonly from: string
-  readonly fromName: string | null
-  readonly replyTo: string | null
-  readonly type: TemplateType
+/** A template's content, and who it goes to. */
+export interface CampaignInput extends TemplateInput {
   readonly audienceType: AudienceType
   readonly segmentId: string | null
   readonly audienceCondition: Condition | null
