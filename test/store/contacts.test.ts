@@ -94,6 +94,50 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("contacts an
         expect(yield* outboxOf(project)).toHaveLength(before)
       }))
 
+    it.effect("writers creating the same new contacts at once: one creates each, the others update it (a lost insert runs again)", () =>
+      Effect.gen(function*() {
+        const contacts = yield* Contacts
+        const project = yield* insertProject
+        const write = (email: string) =>
+          contacts.upsert({
+            projectId: project,
+            email,
+            subscribed: undefined,
+            subscribedByDefault: true,
+            patch: patch({ n: 1 }),
+            source: "api.contacts"
+          })
+        const singles = yield* Effect.all(Array.from({ length: 8 }, () => write("race@example.com")), { concurrency: "unbounded" })
+        expect(singles.filter((result) => result.isNew)).toHaveLength(1)
+        expect(new Set(singles.map((result) => result.contact.id)).size).toBe(1)
+
+        // Several addresses per statement, in opposite orders: each address created once, every answer in the order asked.
+        const emails = ["a@example.com", "b@example.com", "c@example.com"]
+        const batches = yield* Effect.all(
+          Array.from({ length: 6 }, (_, n) => (n % 2 === 0 ? emails : [...emails].reverse())).map((list) =>
+            contacts.upsertMany({
+              projectId: project,
+              emails: list,
+              subscribed: undefined,
+              subscribedByDefault: true,
+              patch: patch(),
+              source: "api.send"
+            })
+              .pipe(Effect.tap((results) => Effect.sync(() => expect(results.map((result) => result.email)).toEqual(list))))
+          ),
+          { concurrency: "unbounded" }
+        )
+        for (const email of emails) {
+          const answers = batches.flat().filter((result) => result.email === email)
+          expect(answers.filter((result) => result.upserted?.isNew)).toHaveLength(1)
+          expect(new Set(answers.map((result) => result.upserted?.contact.id)).size).toBe(1)
+        }
+
+        const types = (yield* outboxOf(project)).map((row) => row.payload["type"])
+        expect(types.filter((type) => type === "contact.created")).toHaveLength(4)
+        expect(types.filter((type) => type === "contact.updated")).toHaveLength(7 + 3 * 5)
+      }))
+
     it.effect("update: another contact's email fails with DuplicateEmail; another project's contact is not found", () =>
       Effect.gen(function*() {
         const contacts = yield* Contacts
