@@ -8,7 +8,7 @@
 import { Effect } from "effect"
 import type { SqlClient } from "effect/sql"
 import { createHash } from "node:crypto"
-import type { ClaimedDelivery, NewDelivery } from "./Destinations.ts"
+import type { ClaimedDelivery, NewDelivery } from "./destinationTypes.ts"
 
 /** The `webhook-id` of an event's delivery to a destination: the same however often the event is seen. */
 export const deliveryId = (destinationId: string, eventId: string): string => {
