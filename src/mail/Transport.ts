@@ -12,6 +12,7 @@ import type Mail from "nodemailer/lib/mailer"
 import { AppConfig } from "../config.ts"
 import { makeComposePool } from "./composePool.ts"
 import type { ComposeOptions } from "./composeRaw.ts"
+import { sendRaw } from "./sendRaw.ts"
 
 /** Headers the DKIM signature covers: nodemailer's defaults plus RFC 8058's List-Unsubscribe-Post. */
 export const DKIM_SIGNED_HEADERS = [
@@ -76,7 +77,7 @@ export class MailTransport extends Context.Service<MailTransport, {
         return MailTransport.of({
           kind: "smtp",
           send: (message, options) =>
-            pool.compose(message, options).then(({ raw, envelope }) => transport.sendMail({ envelope: envelope as Mail.Envelope, raw }))
+            pool.compose(message, options).then((composed) => sendRaw(transport, composed, message.messageId))
               .then(
                 (info) => String(info.response ?? "accepted"),
                 (error) => Promise.reject(classify(error))

@@ -4,6 +4,7 @@
  */
 import type { Transporter } from "nodemailer"
 import type Mail from "nodemailer/lib/mailer"
+import { dkimSignRaw, signsInMemory } from "./dkimSign.ts"
 import { htmlToPlainText } from "./plainText.ts"
 
 export interface Envelope {
@@ -42,11 +43,18 @@ const completed = (message: Mail.Options, options: ComposeOptions): Mail.Options
   return text === "" ? message : { ...message, text }
 }
 
-/** Composes through a buffering stream transport (`streamTransport: true, buffer: true`, no newline option). */
+type Built = { message: Buffer; envelope: { from: string | false; to: Array<string> } }
+
+/**
+ * Composes through a buffering stream transport (`streamTransport: true, buffer: true`, no newline option),
+ * then signs the bytes in memory (src/mail/dkimSign.ts); what cannot be signed so, nodemailer signs on the way.
+ */
 export const composeRaw = async (transport: Transporter, message: Mail.Options, options: ComposeOptions = {}): Promise<Composed> => {
-  const info = await transport.sendMail(completed(message, options)) as unknown as {
-    message: Buffer
-    envelope: { from: string | false; to: Array<string> }
-  }
+  const full = completed(message, options)
+  const { dkim, ...unsigned } = full
+  const inMemory = dkim !== undefined && signsInMemory(dkim)
+  const built = await transport.sendMail(inMemory ? unsigned : full) as unknown as Built
+  const signed = inMemory ? dkimSignRaw(built.message, dkim) : built.message
+  const info = signed === undefined ? await transport.sendMail(full) as unknown as Built : { ...built, message: signed }
   return { raw: info.message, envelope: { from: info.envelope.from, to: info.envelope.to } }
 }

@@ -5,15 +5,12 @@
  * made from the HTML in the thread when asked.
  */
 import { Effect, Exit, Scope } from "effect"
-import { authenticate } from "mailauth"
-import { generateKeyPairSync, type KeyObject } from "node:crypto"
+import type { KeyObject } from "node:crypto"
 import type Mail from "nodemailer/lib/mailer"
 import { describe, expect, it } from "vitest"
 import { makeComposePool } from "../../src/mail/composePool.ts"
 import { DKIM_SIGNED_HEADERS } from "../../src/mail/Transport.ts"
-
-const { privateKey, publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 })
-const record = `v=DKIM1; k=rsa; p=${publicKey.export({ type: "spki", format: "der" }).toString("base64")}`
+import { dkimResults, privateKey } from "../support/dkim.ts"
 
 const message = (n: number, key: KeyObject | undefined): Mail.Options => ({
   from: { name: "Acme", address: "news@acme.test" },
@@ -28,20 +25,6 @@ const message = (n: number, key: KeyObject | undefined): Mail.Options => ({
     dkim: { domainName: "acme.test", keySelector: "s1", privateKey: key as unknown as string, headerFieldNames: DKIM_SIGNED_HEADERS }
   })
 })
-
-const dkimResults = async (raw: Buffer) => {
-  const result = await authenticate(raw, {
-    trustReceived: false,
-    ip: "127.0.0.1",
-    helo: "test",
-    sender: "news@acme.test",
-    resolver: async (name: string, type: string) => {
-      if (type === "TXT" && name === "s1._domainkey.acme.test") return [[record]]
-      throw Object.assign(new Error(`no ${type} ${name}`), { code: "ENOTFOUND" })
-    }
-  })
-  return result.dkim.results.map((each: { status: { result: string } }) => each.status.result)
-}
 
 const withPool = <A>(threads: number, use: (pool: Effect.Success<ReturnType<typeof makeComposePool>>) => Promise<A>, idleMs?: number) =>
   Effect.runPromise(Effect.gen(function*() {
