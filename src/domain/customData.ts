@@ -117,8 +117,14 @@ export const exceedsContactDataLimit = (beforeBytes: number, afterBytes: number)
 
 export const jsonBytes = (value: unknown): number => Buffer.byteLength(JSON.stringify(value))
 
-/** Problems with a data payload, as `[path, message]`; empty when it is acceptable. */
-export const dataPayloadProblems = (data: Readonly<Record<string, unknown>>): Array<readonly [string, string]> => {
+/**
+ * Problems with a data payload, as `[path, message]`; empty when it is acceptable. `storableChecked`:
+ * the caller's schema already ran `storableProblem` over it (the walk is not repeated).
+ */
+export const dataPayloadProblems = (
+  data: Readonly<Record<string, unknown>>,
+  options?: { readonly storableChecked?: boolean | undefined }
+): Array<readonly [string, string]> => {
   const problems: Array<readonly [string, string]> = []
   const keys = Object.keys(data)
   if (keys.length > DATA_LIMITS.maxKeys) problems.push(["data", `at most ${DATA_LIMITS.maxKeys} keys per request`])
@@ -129,7 +135,7 @@ export const dataPayloadProblems = (data: Readonly<Record<string, unknown>>): Ar
     }
   }
   // What Postgres would refuse later, in the worker (request schemas check it first; this covers every other writer).
-  const unstorable = storableProblem(data)
+  const unstorable = options?.storableChecked === true ? undefined : storableProblem(data)
   if (unstorable) {
     problems.push(["data", `${formatPath(["data", ...unstorable.path])}: ${unstorable.message}`])
     return problems // the size below is measured by JSON.stringify, which needs a bounded depth

@@ -126,22 +126,25 @@ export const drainableServer = (fastPath: TrackFastPath["Service"]) =>
     const server = createServer()
     const inFlight = new Set<ServerResponse>()
     let draining = false
-    // Every request is counted for draining, then offered to /v1/track's fast path; what it declines
-    // goes on to the `request` listeners, the Effect app's among them.
+    // Every request is offered to /v1/track's fast path, which drains its own (one `close` listener a
+    // request, not two); what it declines is counted for draining and goes on to the `request`
+    // listeners, the Effect app's among them.
     const emit: EventEmitter["emit"] = server.emit
     server.emit = function(this: Server, event: string | symbol, ...args: Array<unknown>) {
       if (event !== "request") return emit.call(this, event, ...args)
       const [request, response] = args as [IncomingMessage, ServerResponse]
       if (server.listenerCount("request") === 0) return answerNotServing(response)
       if (draining) response.setHeader("connection", "close")
-      else {
+      if (fastPath.take(request, response)) return true
+      if (!draining) {
         inFlight.add(response)
         response.once("close", () => inFlight.delete(response))
       }
-      return fastPath.take(request, response) || emit.call(this, event, ...args)
+      return emit.call(this, event, ...args)
     } as typeof server.emit
     const drain = Effect.sync(() => {
       draining = true
+      fastPath.drain()
       for (const response of inFlight) if (!response.headersSent) response.setHeader("connection", "close")
     })
     return { server, drain }

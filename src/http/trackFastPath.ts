@@ -24,8 +24,8 @@ import { bodyLimitFor, inputInvalid, invalidJson, newRequestId, payloadTooLarge,
 import { makeTrackNow, type RunForValue, type TrackPath } from "./handlers/track.ts"
 import { decodeTrackBody, type TrackPayload } from "./handlers/trackedEvent.ts"
 import { applyRateLimit } from "./rateLimited.ts"
-import { RateLimiter } from "./RateLimiter.ts"
-import { Projects } from "../store/Projects.ts"
+import { type RateDecision, RateLimiter } from "./RateLimiter.ts"
+import { type AuthenticatedKey, type Project, Projects } from "../store/Projects.ts"
 import { issueToFieldErrors } from "./api/fieldErrors.ts"
 
 const TRACK_PATHS: ReadonlySet<string> = new Set<TrackPath>(["/v1/track", "/events/track"])
@@ -63,7 +63,11 @@ const readBody = (request: IncomingMessage, limit: number, done: (body: Body) =>
     }
     chunks.push(chunk)
   })
-  request.once("end", () => done(tooLarge ? { _tag: "TooLarge" } : { _tag: "Text", text: Buffer.concat(chunks).toString("utf8") }))
+  request.once("end", () => {
+    if (tooLarge) return done({ _tag: "TooLarge" })
+    // A small body comes in one chunk: no copy.
+    done({ _tag: "Text", text: (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString("utf8") })
+  })
   // A client that goes away mid-body gets no answer, as in the Effect app.
   request.once("error", () => {})
 }
@@ -95,15 +99,23 @@ class EffectFailed {
 const causeOf = (error: unknown): Cause.Cause<unknown> =>
   error instanceof EffectFailed ? error.cause : error instanceof ApiError ? Cause.fail(error) : Cause.die(error)
 
-const writeJson = (response: ServerResponse, status: number, body: unknown, headers: Record<string, string>) => {
+/** Writes `body` as JSON; `headers` (the caller's own object, not copied) gets the content headers. */
+const writeJson = (response: ServerResponse, status: number, body: unknown, headers: Record<string, string | number>) => {
   const json = JSON.stringify(body)
-  response.writeHead(status, { ...headers, "content-type": "application/json", "content-length": Buffer.byteLength(json) })
+  headers["content-type"] = "application/json"
+  headers["content-length"] = Buffer.byteLength(json)
+  response.writeHead(status, headers)
   response.end(json)
 }
+
+/** How a request ends: its answer's Exit. */
+type Done = (exit: Exit.Exit<unknown, unknown>) => void
 
 export class TrackFastPath extends Context.Service<TrackFastPath, {
   /** Answers the request if it is a /v1/track call this path takes; false leaves it to the Effect app. */
   readonly take: (request: IncomingMessage, response: ServerResponse) => boolean
+  /** The server drains: every answer not yet started closes its connection (server.ts). */
+  readonly drain: () => void
 }>()("app/http/TrackFastPath") {
   static readonly layer = Layer.effect(
     TrackFastPath,
@@ -121,20 +133,43 @@ export class TrackFastPath extends Context.Service<TrackFastPath, {
 
       /**
        * The HttpApi endpoint's steps in its order (auth.ts's key check and rate limit, then the body,
-       * then the tracking), each from a cache when it can be, else through its service's Effect.
+       * then the tracking), each from a cache when it can be, else through its service's Effect. Plain
+       * callbacks, not async functions: a request whose key, permits and contact are cached makes no
+       * promise before its answer. `done` is called once.
        */
-      const handle = async (body: Body, presentedKey: string, url: TrackPath, state: RequestStateShape) => {
-        const key = presentedKey.trim()
-        if (key === "") throw ApiError.invalidApiKey("Missing API key")
-        const cached = projects.authenticateCached(key)
-        const verdict = keyVerdict(cached ? cached.value : await runForValue(rendered(projects.authenticate(key))), "public")
-        if (verdict instanceof ApiError) throw verdict
-        const decision = rateLimiter.checkNow(verdict.id) ?? await runForValue(rateLimiter.check(verdict.id))
-        const refused = applyRateLimit(decision, state.headers)
-        if (refused) throw refused
-        const payload = payloadOf(body, url)
-        if (payload instanceof ApiError) throw payload
-        return trackNow(verdict, payload, runForValue)
+      const handle = (body: Body, presentedKey: string, url: TrackPath, state: RequestStateShape, done: Done) => {
+        const fail = (error: unknown) => done(Exit.failCause(causeOf(error)))
+        /** A step that runs after an Effect: what it throws fails the request. */
+        const guarded = <A>(step: (value: A) => void) => (value: A) => {
+          try {
+            step(value)
+          } catch (error) {
+            fail(error)
+          }
+        }
+        const withDecision = (project: Project, decision: RateDecision) => {
+          const refused = applyRateLimit(decision, state.headers)
+          if (refused) throw refused
+          const payload = payloadOf(body, url)
+          if (payload instanceof ApiError) throw payload
+          trackNow(project, payload, runForValue, (error, value) => error === undefined ? done(Exit.succeed(value)) : fail(error))
+        }
+        const withKey = (authenticated: AuthenticatedKey | undefined) => {
+          const verdict = keyVerdict(authenticated, "public")
+          if (verdict instanceof ApiError) throw verdict
+          const decision = rateLimiter.checkNow(verdict.id)
+          if (decision) return withDecision(verdict, decision)
+          runForValue(rateLimiter.check(verdict.id)).then(guarded((checked) => withDecision(verdict, checked)), fail)
+        }
+        try {
+          const key = presentedKey.trim()
+          if (key === "") throw ApiError.invalidApiKey("Missing API key")
+          const cached = projects.authenticateCached(key)
+          if (cached) return withKey(cached.value)
+          runForValue(rendered(projects.authenticate(key))).then(guarded(withKey), fail)
+        } catch (error) {
+          fail(error)
+        }
       }
 
       const answer = (
@@ -147,7 +182,11 @@ export class TrackFastPath extends Context.Service<TrackFastPath, {
       ) => {
         let status = 200
         if (Exit.isSuccess(exit)) {
-          writeJson(response, status, exit.value, { ...state.headers, "x-request-id": state.requestId })
+          // The rate-limit headers, then the id (the Effect app's order); state.headers is this request's own.
+          const headers: Record<string, string | number> = state.headers
+          headers["x-request-id"] = state.requestId
+          if (draining) headers.connection = "close"
+          writeJson(response, status, exit.value, headers)
         } else {
           // An ApiError renders itself; Postgres unreachable is a 503; anything else is a 500, logged as
           // the gateway logs it.
@@ -168,7 +207,7 @@ export class TrackFastPath extends Context.Service<TrackFastPath, {
             ...state.headers,
             "x-request-id": state.requestId,
             // The body was left unread: the connection cannot carry another request.
-            ...(unread ? { connection: "close" } : {})
+            ...(unread || draining ? { connection: "close" } : {})
           })
         }
         HttpMetrics.requestSeconds.observe((performance.now() - started) / 1000, {
@@ -184,6 +223,7 @@ export class TrackFastPath extends Context.Service<TrackFastPath, {
        * so latency stays bounded and the client knows to back off.
        */
       let inFlight = 0
+      let draining = false
       const overloaded = serviceUnavailable("The server is at capacity; retry after the seconds in Retry-After")
       const shed = (request: IncomingMessage, response: ServerResponse, started: number) => {
         HttpMetrics.trackShed.inc()
@@ -218,15 +258,12 @@ export class TrackFastPath extends Context.Service<TrackFastPath, {
               response.destroy()
             }
           }
-          handle(body, key, url as TrackPath, state).then(
-            (value) => reply(Exit.succeed(value)),
-            (error) => reply(Exit.failCause(causeOf(error)))
-          )
+          handle(body, key, url as TrackPath, state, reply)
         })
         return true
       }
 
-      return TrackFastPath.of({ take })
+      return TrackFastPath.of({ take, drain: () => void (draining = true) })
     })
   )
 }

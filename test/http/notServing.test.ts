@@ -8,7 +8,7 @@ import type { AddressInfo } from "node:net"
 import { afterEach, describe, expect, it } from "vitest"
 import { drainableServer } from "../../src/http/server.ts"
 
-const declines = { take: () => false }
+const declines = { take: () => false, drain: () => {} }
 const { server } = Effect.runSync(drainableServer(declines))
 
 afterEach(() => {

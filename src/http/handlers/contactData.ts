@@ -5,8 +5,11 @@ import type { ContactDataTooLarge } from "../../store/Contacts.ts"
 import { ApiError, type FieldError } from "../errors.ts"
 
 /** Data limits (key count, key length, size) that the schema cannot express, as field errors. */
-export const dataErrors = (data: Readonly<Record<string, unknown>> | undefined): Array<FieldError> =>
-  data === undefined ? [] : dataPayloadProblems(data).map(([field, message]) => ({ field, message, code: "too_big" }))
+export const dataErrors = (
+  data: Readonly<Record<string, unknown>> | undefined,
+  options?: { readonly storableChecked?: boolean }
+): Array<FieldError> =>
+  data === undefined ? [] : dataPayloadProblems(data, options).map(([field, message]) => ({ field, message, code: "too_big" }))
 
 /** The same limits as a 422. */
 export const validateData = (data: Readonly<Record<string, unknown>> | undefined) => {

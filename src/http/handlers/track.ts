@@ -10,7 +10,7 @@ import { HttpApiBuilder } from "effect/http-api"
 import { normalizeEmail } from "../../domain/email.ts"
 import { uuidv7 } from "../../domain/ids.ts"
 import type { Project } from "../../store/Projects.ts"
-import { ContactDirectory } from "../../ingest/ContactDirectory.ts"
+import { ContactDirectory, type ResolvedContact } from "../../ingest/ContactDirectory.ts"
 import { EventPublisher } from "../../ingest/EventPublisher.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
@@ -63,35 +63,56 @@ export const makeTrack = Effect.gen(function*() {
 /** Runs an Effect for plain code: its value, or a rejection with its Cause (a `CauseOf`). */
 export type RunForValue = <A, E>(effect: Effect.Effect<A, E>) => Promise<A>
 
+/** What /v1/track answers for a tracked event. */
+export interface Tracked {
+  readonly success: true
+  readonly data: { readonly contact: string; readonly event: string; readonly timestamp: string }
+}
+
 /**
  * `makeTrack` for plain code, when no Idempotency-Key was sent (the fast path): the same steps and
  * answers, but a cached contact costs no Effect at all and the event joins the publisher's next
  * envelope through a callback; only a cache miss runs the directory's Effect (`runForValue`).
- * Why: per request, a fiber and its Effects cost the api more CPU than publishing the event.
+ * Why: per request, a fiber and its Effects cost the api more CPU than publishing the event; and a
+ * callback rather than promises, since each promise and its turn cost a request too. A failure found
+ * at once is thrown; one found later goes to `done`, which is called once, unless the call threw.
  */
 export const makeTrackNow = Effect.gen(function*() {
   const directory = yield* ContactDirectory
   const publisher = yield* EventPublisher
   const clock = yield* Clock.Clock
 
-  return async (project: Project, payload: TrackPayload, runForValue: RunForValue) => {
-    const errors = dataErrors(payload.data)
+  return (
+    project: Project,
+    payload: TrackPayload,
+    runForValue: RunForValue,
+    done: (error: unknown, value?: Tracked) => void
+  ): void => {
+    // The body's schema checked that the data can be stored: only the limits are left.
+    const errors = dataErrors(payload.data, { storableChecked: true })
     if (errors.length > 0) throw ApiError.validation(errors)
     const email = normalizeEmail(payload.email)
     const timestamp = new Date(clock.currentTimeMillisUnsafe()).toISOString()
     // Without a key the operation is never repeated: its id is a fresh one (Idempotency.once's).
     const eventId = uuidv7()
-    const subscribedIfNew = payload.subscribed ?? true
-    const contact = directory.cached(project.id, email) ??
-      await runForValue(Effect.orDie(directory.resolve(project.id, email, subscribedIfNew)))
-    await new Promise<void>((resolve, reject) =>
+    const publish = (contact: ResolvedContact) =>
       publisher.publishNow(
         project.id,
         [toTrackedEvent(payload, { eventId, contact, at: timestamp })],
-        (error) => error === undefined ? resolve() : reject(streamUnavailable)
+        (error) =>
+          error === undefined
+            ? done(undefined, { success: true, data: { contact: contact.id, event: eventId, timestamp } })
+            : done(streamUnavailable)
       )
-    )
-    return { success: true as const, data: { contact: contact.id, event: eventId, timestamp } }
+    const contact = directory.cached(project.id, email)
+    if (contact) return publish(contact)
+    runForValue(Effect.orDie(directory.resolve(project.id, email, payload.subscribed ?? true))).then((resolved) => {
+      try {
+        publish(resolved)
+      } catch (error) {
+        done(error)
+      }
+    }, done)
   }
 })
 
