@@ -81,6 +81,16 @@ export const makeTrackNow = Effect.gen(function*() {
   const directory = yield* ContactDirectory
   const publisher = yield* EventPublisher
   const clock = yield* Clock.Clock
+  // Requests read in one turn of the event loop mostly share a millisecond: its ISO text is made once.
+  let lastMillis = Number.NaN
+  let lastIso = ""
+  const isoAt = (millis: number) => {
+    if (millis !== lastMillis) {
+      lastIso = new Date(millis).toISOString()
+      lastMillis = millis
+    }
+    return lastIso
+  }
 
   return (
     project: Project,
@@ -92,7 +102,7 @@ export const makeTrackNow = Effect.gen(function*() {
     const errors = dataErrors(payload.data, { storableChecked: true })
     if (errors.length > 0) throw ApiError.validation(errors)
     const email = normalizeEmail(payload.email)
-    const timestamp = new Date(clock.currentTimeMillisUnsafe()).toISOString()
+    const timestamp = isoAt(clock.currentTimeMillisUnsafe())
     // Without a key the operation is never repeated: its id is a fresh one (Idempotency.once's).
     const eventId = uuidv7()
     const publish = (contact: ResolvedContact) =>
