@@ -63,8 +63,12 @@ export const buildServer = async (force: boolean, outDir = DIST): Promise<"built
   const started = performance.now()
   await rolldown.build({
     cwd: ROOT,
-    // The compose pool's thread is an entry of its own (src/mail/composePool.ts loads it beside main.js).
-    input: { main: join(ROOT, "src/main.ts"), composeWorker: join(ROOT, "src/mail/composeWorker.ts") },
+    // The threads are entries of their own (src/mail/composePool.ts, src/process/workerThread.ts load them beside main.js).
+    input: {
+      main: join(ROOT, "src/main.ts"),
+      composeWorker: join(ROOT, "src/mail/composeWorker.ts"),
+      workerThread: join(ROOT, "src/process/workerThreadMain.ts")
+    },
     platform: "node",
     // Packages other than Effect's are loaded from node_modules, as from the sources (native addons, CommonJS).
     external: (id) => !id.startsWith(".") && !id.startsWith("/") && !BUNDLED.test(id),

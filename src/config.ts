@@ -18,6 +18,8 @@ export interface AppConfigShape {
   readonly port: number
   /** How many api processes `all` starts (1: none, the api runs in `all`'s own process). */
   readonly apiProcesses: number
+  /** `all` with one api process runs its worker on a thread of its own. */
+  readonly workerThread: boolean
   readonly databaseUrl: Redacted.Redacted<string>
   /** Comma-separated NATS servers. */
   readonly natsUrl: string

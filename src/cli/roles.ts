@@ -6,8 +6,8 @@
  */
 import { Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
-import type { AppConfig } from "../config.ts"
-import { exitWithSupervisor, isSupervised, reportReady } from "../process/child.ts"
+import { AppConfig } from "../config.ts"
+import { endIfThread, exitWithSupervisor, isSupervised, reportReady, stopRequested } from "../process/child.ts"
 
 /** Builds the role, says it is up (to `all` when `supervised`), and runs until interrupted. */
 const serve = <A, E>(
@@ -26,8 +26,12 @@ const serve = <A, E>(
       } else {
         yield* Effect.provideContext(announce, context)
       }
-      return yield* Effect.never.pipe(Effect.onInterrupt(() => Effect.logInfo(`${role} stopping`)))
+      // A process runs until SIGTERM interrupts it; `all`'s worker thread until `all` asks it to stop.
+      yield* stopRequested.pipe(Effect.onInterrupt(() => Effect.logInfo(`${role} stopping`)))
+      yield* Effect.logInfo(`${role} stopping`)
     }))
+    yield* Effect.logInfo(`${role} stopped`)
+    yield* endIfThread
   }).pipe(Effect.onInterrupt(() => Effect.logInfo(`${role} stopped`)))
 
 // A role's layers are imported when it runs, each role its own: the api never loads the worker's
@@ -51,7 +55,22 @@ export const runWorker = Effect.flatMap(
  * NATS and the repositories; `Listening on` once both are up, /metrics (on PORT or METRICS_PORT) is the
  * process's own. Never a process of a supervisor, whatever started it.
  */
-export const runAllInOne = Effect.flatMap(
+const runAllOnOneLoop = Effect.flatMap(
   Effect.promise(() => Promise.all([import("../apiRole.ts"), import("../workerRole.ts")])),
   ([{ ApiRoleLive }, { WorkerRoleLive }]) => serve("all", Layer.mergeAll(ApiRoleLive, WorkerRoleLive), listening, false)
 )
+
+/**
+ * `all` as one process with its worker on a thread of its own (WORKER_THREAD): two event loops, so under
+ * load the api and the worker each keep a core, where one loop would cap both at one. The api is built
+ * first (it migrates the database), then the thread is started; `Listening on` once both are up.
+ */
+const runAllWithThread = Effect.flatMap(
+  Effect.promise(() => Promise.all([import("../apiRole.ts"), import("../process/workerThread.ts")])),
+  ([{ ApiRoleLive }, { WorkerThreadLive }]) => serve("all", WorkerThreadLive.pipe(Layer.provideMerge(ApiRoleLive)), listening, false)
+)
+
+export const runAllInOne = Effect.gen(function*() {
+  const { workerThread } = yield* AppConfig
+  return yield* (workerThread ? runAllWithThread : runAllOnOneLoop)
+})

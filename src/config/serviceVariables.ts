@@ -41,6 +41,14 @@ export const ServiceVariables = {
     meaning:
       "api processes `all` runs beside its worker process, sharing PORT; with 1, `all` runs the api and the worker in its own one process"
   }),
+  workerThread: variable({
+    name: "WORKER_THREAD",
+    ...boolean,
+    defaultValue: availableParallelism() >= 2,
+    shownDefault: "true with 2 or more CPU cores",
+    meaning:
+      "with API_PROCESSES=1, `all` runs its worker on a thread of its own: one process, two event loops, so under load the api and the worker each use a core (costs ~40 MiB idle)"
+  }),
   databaseUrl: variable({
     name: "DATABASE_URL",
     ...url(["postgres", "postgresql"]),

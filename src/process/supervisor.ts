@@ -6,37 +6,21 @@
  * A child that dies is restarted with a growing delay; if this process dies, even by SIGKILL, the
  * children notice their IPC channel close and exit (see ./child.ts).
  */
-import { Data, Deferred, Duration, Effect, Layer, Option } from "effect"
+import { Deferred, Effect, Layer, Option } from "effect"
 import { type ChildProcess, fork } from "node:child_process"
 import { AppConfig } from "../config.ts"
 import { MAIN_ENTRY } from "../lib/installation.ts"
 import { relayLines } from "./lines.ts"
 import { decodeChildMessage, type PeerMetrics, type WireMetrics as MetricsSnapshot } from "./messages.ts"
 import { reservePort } from "./port.ts"
+import { type Child, type ExitInfo, supervise } from "./supervise.ts"
 
 /** The children run the same code as this process: src/main.ts, or dist/main.js once compiled. */
 const MAIN = MAIN_ENTRY
-/** After SIGTERM a child has this long (the api finishes requests in flight within 10 s), then SIGKILL. */
-const STOP_TIMEOUT = Duration.seconds(12)
-/** Restart delays double from the first to the longest; a child that lived a minute starts over. */
-const FIRST_RESTART_DELAY_MS = 500
-const LONGEST_RESTART_DELAY_MS = 30_000
-const STABLE_AFTER_MS = 60_000
 
 interface ChildSpec {
   readonly name: string
   readonly role: "api" | "worker"
-}
-
-interface ExitInfo {
-  readonly code: number | null
-  readonly signal: NodeJS.Signals | null
-}
-
-export class ChildFailedToStart extends Data.TaggedError("ChildFailedToStart")<{ readonly name: string } & ExitInfo> {
-  override get message() {
-    return `${this.name} exited before it was ready (${this.signal ?? `code ${this.code}`})`
-  }
 }
 
 const send = (child: ChildProcess, message: PeerMetrics) => {
@@ -66,15 +50,9 @@ class MetricsExchange {
   }
 }
 
-/** One run of a child process: its readiness and its exit as promises, its output relayed. */
-interface Child {
-  readonly process: ChildProcess
-  readonly ready: Promise<void>
-  readonly exited: Promise<ExitInfo>
-}
-
+/** One run of a child process, its output relayed, its messages read. */
 const spawnChild = (spec: ChildSpec, port: number, metrics: MetricsExchange) =>
-  Effect.sync((): Child => {
+  Effect.sync((): Child & { readonly process: ChildProcess } => {
     const child = fork(MAIN, [spec.role], {
       env: { ...process.env, PORT: String(port) },
       stdio: ["ignore", "pipe", "pipe", "ipc"]
@@ -94,60 +72,14 @@ const spawnChild = (spec: ChildSpec, port: number, metrics: MetricsExchange) =>
       // A child that could not be spawned at all emits "error" and no "exit".
       child.once("error", () => resolve({ code: child.exitCode, signal: child.signalCode }))
     })
-    return { process: child, ready, exited }
-  })
-
-/** SIGTERM, a bounded wait for the graceful stop, then SIGKILL. */
-const stopChild = (spec: ChildSpec, child: Child) =>
-  Effect.gen(function*() {
-    if (child.process.exitCode !== null || child.process.signalCode !== null) return
-    child.process.kill("SIGTERM")
-    const exited = yield* Effect.promise(() => child.exited).pipe(Effect.timeoutOption(STOP_TIMEOUT))
-    if (Option.isSome(exited)) return
-    yield* Effect.logWarning(`${spec.name} did not stop within ${Duration.format(STOP_TIMEOUT)}; killing it`)
-    child.process.kill("SIGKILL")
-    yield* Effect.promise(() => child.exited)
-  })
-
-/** Runs one child until it exits: whether it got ready, how it exited and how long it lived. */
-const runChild = (spec: ChildSpec, port: number, metrics: MetricsExchange, onReady: Effect.Effect<void>) =>
-  Effect.scoped(Effect.gen(function*() {
-    const child = yield* Effect.acquireRelease(spawnChild(spec, port, metrics), (child) => stopChild(spec, child))
-    const startedAt = Date.now()
-    yield* Effect.logInfo(`started process ${spec.name}`, { child: spec.name, pid: child.process.pid })
-    const ready = yield* Effect.raceFirst(
-      Effect.promise(() => child.ready).pipe(Effect.as(true)),
-      Effect.promise(() => child.exited).pipe(Effect.as(false))
-    )
-    if (ready) {
-      if (spec.role === "api") metrics.join(spec.name, child.process)
-      yield* onReady
-    }
-    const exit = yield* Effect.promise(() => child.exited)
-    metrics.leave(spec.name)
-    return { ready, exit, livedMs: Date.now() - startedAt }
-  }))
-
-/**
- * Keeps one child running. Until it was first ready a failure is the whole start's (bad database URL,
- * port taken): it fails `all`. After that, a child that exits is restarted with backoff.
- */
-const supervise = (spec: ChildSpec, port: number, metrics: MetricsExchange, onFirstReady: Effect.Effect<void>) =>
-  Effect.gen(function*() {
-    let everReady = false
-    let quickExits = 0
-    while (true) {
-      const run = yield* runChild(spec, port, metrics, everReady ? Effect.logInfo(`${spec.name} restarted`) : onFirstReady)
-      if (!everReady && !run.ready) return yield* new ChildFailedToStart({ name: spec.name, ...run.exit })
-      everReady = true
-      quickExits = run.livedMs >= STABLE_AFTER_MS ? 1 : quickExits + 1
-      const delayMs = Math.min(LONGEST_RESTART_DELAY_MS, FIRST_RESTART_DELAY_MS * 2 ** (quickExits - 1))
-      yield* Effect.logWarning(`${spec.name} exited unexpectedly; restarting it in ${delayMs} ms`, {
-        child: spec.name,
-        code: run.exit.code,
-        signal: run.exit.signal
-      })
-      yield* Effect.sleep(delayMs)
+    return {
+      process: child,
+      id: { pid: child.pid },
+      ready,
+      exited,
+      running: () => child.exitCode === null && child.signalCode === null,
+      requestStop: () => child.kill("SIGTERM"),
+      kill: () => child.kill("SIGKILL")
     }
   })
 
@@ -173,7 +105,16 @@ export const runAll = Effect.scoped(Effect.gen(function*() {
     Effect.andThen(Effect.logInfo(`Listening on http://0.0.0.0:${port}`, { apiProcesses: config.apiProcesses })),
     Effect.forkScoped
   )
-  return yield* Effect.forEach(specs, (spec) => supervise(spec, port, metrics, onFirstReady), {
+  const supervised = (spec: ChildSpec) =>
+    supervise({
+      name: spec.name,
+      start: spawnChild(spec, port, metrics),
+      joined: (child) => {
+        if (spec.role === "api") metrics.join(spec.name, child.process)
+      },
+      left: () => metrics.leave(spec.name)
+    }, onFirstReady)
+  return yield* Effect.forEach(specs, supervised, {
     concurrency: "unbounded",
     discard: true
   })
