@@ -1,6 +1,6 @@
 /**
  * An idle role exits promptly after SIGTERM (exit code 0): `api`, `worker` and `all` (one process with
- * API_PROCESSES=1; the supervisor and its processes with 2), each started as its own process, ready, left alone a moment, then stopped. Nothing is
+ * API_PROCESSES=1, its worker on the api's event loop or on a thread; the supervisor and its processes with 2), each started as its own process, ready, left alone a moment, then stopped. Nothing is
  * in flight, so nothing is worth waiting for: no drain timeout, lease renewal or poll may hold the exit.
  * #40's target (within 1 s) is measured by `npm run bench -- startup` (SIGTERM to the last exit): here the
  * bound is 3 s, under the shortest cap that could hold an exit (the worker's 5 s), because on a loaded
@@ -31,7 +31,8 @@ describe("an idle role stopped by SIGTERM", () => {
     [
       ["api", {}],
       ["worker", {}],
-      ["all", { API_PROCESSES: "1" }],
+      ["all", { API_PROCESSES: "1", WORKER_THREAD: "false" }],
+      ["all", { API_PROCESSES: "1", WORKER_THREAD: "true" }],
       ["all", { API_PROCESSES: "2" }]
     ] as const
   )(`%s %j exits 0 within ${EXIT_WITHIN_MS} ms`, async (role, env) => {
