@@ -51,6 +51,9 @@ export default defineConfig({
           // Integration files start several service processes each (workers with 2 s lease heartbeats);
           // one file at a time keeps a 2-core machine from starving them into timing failures.
           fileParallelism: false,
+          // `all` runs its worker on the api's event loop, not a thread of its own (the default with 2 cores,
+          // which test/process/allInOne.test.ts covers): one thread less to start for every `all` of the suite.
+          env: { WORKER_THREAD: "false" },
           sequence: { groupOrder: 1 }
         }
       }

@@ -72,9 +72,6 @@ export const createStack = async (
     PORT: "0",
     // `all` runs this many api processes beside its worker process: one keeps the suite's CPU cost down.
     API_PROCESSES: "1",
-    // …and runs its worker on the api's event loop, not a thread of its own (the default on 2 cores, which
-    // test/process/allInOne.test.ts covers): one thread less to start for every `all` of the suite.
-    WORKER_THREAD: "false",
     LOG_LEVEL: "Info",
     ...env
   }
