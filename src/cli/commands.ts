@@ -46,7 +46,7 @@ const all = Command.make("all", {}, () => withConfig(runAll, "all")).pipe(
   Command.withShortDescription("the api and the worker together (the default; npm start)"),
   Command.withDescription(
     "Run the service (what `npm start` runs, and the default command). With API_PROCESSES=1 the api and " +
-      "the worker run in this one process. With more, API_PROCESSES api processes sharing PORT and one worker " +
+      "the worker run in this one process, the worker on a thread of its own with WORKER_THREAD. With more, API_PROCESSES api processes sharing PORT and one worker " +
       "process, started, logged and stopped together; a process that dies is restarted."
   )
 )
