@@ -43,6 +43,9 @@ const alone = [
   "test/campaigns/durability.test.ts",
   "test/deploy/**/*.test.ts",
   "test/destinations/destinations.test.ts",
+  // Once (of 3 runs two at a time) a bulk-delete test found 1 waiting workflow execution of 2 for 15 s:
+  // alone until that is understood.
+  "test/http/contactJobs.test.ts",
   "test/http/idempotencyRecovery.test.ts",
   "test/http/importDurability.test.ts",
   "test/http/live.test.ts",
