@@ -2,6 +2,8 @@
  * Once per `vitest run`: a migrated template database that every stack of the run copies
  * (`CREATE DATABASE … TEMPLATE`, a file copy) instead of starting a CLI process to migrate an empty one.
  * Its name reaches the test files' processes through the environment; it is dropped when the run ends.
+ * The integration projects both list this file: the first makes the template, the other uses it (vitest
+ * tears down in reverse order, so its maker drops it last).
  */
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Redacted } from "effect"
@@ -11,6 +13,7 @@ import pg, { databaseUrlOf } from "./pg.ts"
 import { ADMIN_URL, TEMPLATE_DATABASE_ENV } from "./stack.ts"
 
 export default async function setup() {
+  if (process.env[TEMPLATE_DATABASE_ENV] !== undefined) return
   const template = `ms_template_${randomBytes(5).toString("hex")}`
   const templateUrl = databaseUrlOf(ADMIN_URL, template)
   await pg.exec(ADMIN_URL, `CREATE DATABASE ${template}`)
