@@ -67,7 +67,7 @@ export const buildServer = async (force: boolean, outDir = DIST): Promise<"built
     input: {
       main: join(ROOT, "src/main.ts"),
       composeWorker: join(ROOT, "src/mail/composeWorker.ts"),
-      workerThread: join(ROOT, "src/process/workerThreadMain.ts")
+      workerThread: join(ROOT, "src/workerThreadMain.ts")
     },
     platform: "node",
     // Packages other than Effect's are loaded from node_modules, as from the sources (native addons, CommonJS).

@@ -19,10 +19,10 @@ import { type Child, type ExitInfo, supervise } from "./supervise.ts"
 
 const NAME = "worker"
 
-/** The thread's entry: beside this module in the sources; once compiled (scripts/build.ts), beside main.js. */
+/** The thread's entry: src/workerThreadMain.ts, beside main.ts; once compiled (scripts/build.ts), beside main.js. */
 const THREAD_ENTRY = COMPILED
   ? pathToFileURL(join(dirname(MAIN_ENTRY), "workerThread.js"))
-  : new URL("./workerThreadMain.ts", import.meta.url)
+  : new URL("../workerThreadMain.ts", import.meta.url)
 
 /**
  * The thread's young generation: V8's default for a thread holds ~20 MiB more of an idle `all`'s memory;
