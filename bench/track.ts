@@ -6,8 +6,8 @@
  *   m2     `all` (npm start's process layout) with 50 segments at the baseline's rate for 15 s, lag sampled
  *   scale  an `api` and 1, then 2, `worker` processes on one project at the baseline's rate: events/s
  *          and CPU µs per event of the api, each worker, Postgres and NATS (from /proc)
- *   batch  POST /v1/track/batch, 100 events per request, the `api` alone (reported as missing until the
- *          endpoint exists)
+ *   batch  POST /v1/track/batch, 100 events per request, the `api` alone (BENCH_BATCH_ROLE=all: on `all`,
+ *          its worker applying what is accepted)
  */
 import { jetstream } from "@nats-io/jetstream"
 import { connect } from "@nats-io/transport-node"
@@ -408,7 +408,8 @@ const BATCH_SIZE = 100
 
 /** Batch: POST /v1/track/batch with 100 events per request, the api alone. */
 const batchPart = async (env: BenchEnvironment, baselineRps: number) => {
-  const api = await env.start("api")
+  // BENCH_BATCH_ROLE=all: on `all`, as `npm start` runs it, where the worker applies what the api accepts.
+  const api = await env.start(process.env.BENCH_BATCH_ROLE === "all" ? "all" : "api")
   try {
     const url = `${api.url}/v1/track/batch`
     const headers = { authorization: `Bearer ${env.project.publicKey}` }
