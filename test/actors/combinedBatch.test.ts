@@ -9,7 +9,7 @@ import { Effect } from "effect"
 import { TestClock } from "effect/testing"
 import { SqlClient } from "effect/sql"
 import { applyBatch } from "../../src/actors/applyBatch.ts"
-import type { BatchContext } from "../../src/actors/batchContext.ts"
+import type { BatchContext, BatchOutcome } from "../../src/actors/batchContext.ts"
 import { reloadSegments } from "../../src/actors/laneSegments.ts"
 import { applyCombined, combinable } from "../../src/actors/combinedBatch.ts"
 import type { Delivered } from "../../src/actors/messages.ts"
@@ -59,6 +59,27 @@ const laneProject = Effect.gen(function*() {
   return { projectId, lanes }
 })
 
+/**
+ * One turn of the lanes' batches: applied together (each must be combinable, and every lane taken) or each
+ * lane on its own; the lanes' outcomes, in order.
+ */
+const applyTurn = (
+  lanes: ReadonlyArray<{ readonly context: BatchContext }>,
+  batches: ReadonlyArray<ReadonlyArray<ReadonlyArray<Delivered>>>,
+  turn: number,
+  combined: boolean
+) =>
+  Effect.gen(function*() {
+    if (!combined) return yield* Effect.forEach(lanes, ({ context }, index) => applyBatch(context, batches[index]![turn]!))
+    const turnLanes = lanes.map(({ context }, index) => ({ context, batch: batches[index]![turn]! }))
+    for (const { context, batch } of turnLanes) assert(combinable(context, batch))
+    const outcomes = yield* applyCombined(turnLanes)
+    return outcomes.map((outcome): BatchOutcome => {
+      assert(outcome !== undefined, "every lane taken")
+      return outcome
+    })
+  })
+
 layer(BatchRuntime, { timeout: 120_000 })("lane batches combined in one transaction", (it) => {
   describe("against each lane on its own", () => {
     it.effect("leaves the same contacts, events, aggregates, memberships, counts, timers, emitted events and offsets", () =>
@@ -73,19 +94,9 @@ layer(BatchRuntime, { timeout: 120_000 })("lane batches combined in one transact
             let combinedLanes = 0
             for (let turn = 0; turn < 8; turn++) {
               yield* TestClock.setTime(base + 61 * 60_000 + turn * 1000)
-              if (combined) {
-                const turnLanes = lanes.map(({ context }, index) => ({ context, batch: batches[index]![turn]! }))
-                for (const { context, batch } of turnLanes) assert(combinable(context, batch))
-                const outcomes = yield* applyCombined(turnLanes)
-                for (const outcome of outcomes) {
-                  assert(outcome !== undefined, "every lane taken")
-                  if (outcome.applied > 0) combinedLanes++
-                }
-              } else {
-                for (const [index, { context }] of lanes.entries()) {
-                  const outcome = yield* applyBatch(context, batches[index]![turn]!)
-                  assert(outcome.appliedInOneWrite, "each lane in one write")
-                }
+              for (const outcome of yield* applyTurn(lanes, batches, turn, combined)) {
+                if (combined && outcome.applied > 0) combinedLanes++
+                if (!combined) assert(outcome.appliedInOneWrite, "each lane in one write")
               }
             }
             return { combinedLanes, snapshot: yield* snapshot(projectId) }
@@ -175,20 +186,7 @@ layer(BatchRuntime, { timeout: 120_000 })("lane batches combined in one transact
                 yield* sql`UPDATE contacts SET subscribed = ${write.subscribed}, data = data || jsonb_build_object('n', ${write.n}::int)
                            WHERE id = ${write.id}`
               }
-              if (combined) {
-                const turnLanes = lanes.map(({ context }, index) => ({ context, batch: batches[index]![turn]! }))
-                for (const { context, batch } of turnLanes) assert(combinable(context, batch))
-                const outcomes = yield* applyCombined(turnLanes)
-                for (const outcome of outcomes) {
-                  assert(outcome !== undefined, "every lane taken")
-                  if (outcome.mailQueued) mailQueued++
-                }
-              } else {
-                for (const [index, { context }] of lanes.entries()) {
-                  const outcome = yield* applyBatch(context, batches[index]![turn]!)
-                  if (outcome.mailQueued) mailQueued++
-                }
-              }
+              for (const outcome of yield* applyTurn(lanes, batches, turn, combined)) if (outcome.mailQueued) mailQueued++
             }
             return { mailQueued, snapshot: yield* snapshot(projectId) }
           })
