@@ -1,7 +1,7 @@
 import { afterAll, beforeAll } from "vitest"
 /**
  * Test stack: a fresh Postgres database and NATS prefix per test file, and real service processes
- * (`node src/main.ts <role>`) listening on free ports. Everything is removed again in `stop`.
+ * (`node <entry> <role>`: the run's compiled service, see serviceBuild.ts) listening on free ports. Everything is removed again in `stop`.
  */
 import { connect } from "@nats-io/transport-node"
 import { jetstreamManager } from "@nats-io/jetstream"
@@ -16,6 +16,12 @@ const ROOT = new URL("../../", import.meta.url).pathname
 export const ADMIN_URL = process.env.TEST_DATABASE_ADMIN_URL ?? "postgres://postgres@127.0.0.1:5432/postgres"
 /** Names the run's migrated template database (test/support/globalSetup.ts); unset outside vitest (benchmarks). */
 export const TEMPLATE_DATABASE_ENV = "MS_TEST_TEMPLATE_DATABASE"
+/**
+ * What the run's service processes execute (test/support/globalSetup.ts): the compiled service, dist/main.js,
+ * built once per run from the sources under test, as `npm start` and the image run it. Unset outside vitest
+ * (benchmarks), where stacks run src/main.ts unless told otherwise.
+ */
+export const SERVICE_ENTRY_ENV = "MS_TEST_SERVICE_ENTRY"
 const NATS_URL = process.env.NATS_URL ?? "nats://127.0.0.1:4222"
 
 export interface Service {
@@ -49,13 +55,14 @@ const run = promisify(execFile)
 /**
  * `adminUrl`: another Postgres server than the shared one (a private one a test may stop, support/postgresServer.ts).
  * `entry`: what the processes run, relative to the checkout: the sources (src/main.ts), or the compiled
- * service (dist/main.js, scripts/build.ts) where production's figures are measured.
+ * service (dist/main.js, scripts/build.ts), which vitest runs use (SERVICE_ENTRY_ENV) and where production's
+ * figures are measured.
  */
 export const createStack = async (
   env: Record<string, string> = {},
   options: { readonly adminUrl?: string; readonly entry?: string } = {}
 ): Promise<Stack> => {
-  const entry = options.entry ?? "src/main.ts"
+  const entry = options.entry ?? process.env[SERVICE_ENTRY_ENV] ?? "src/main.ts"
   const suffix = randomBytes(5).toString("hex")
   const database = `ms_test_${suffix}`
   const adminUrl = options.adminUrl ?? ADMIN_URL
