@@ -6,7 +6,7 @@
  */
 import { LogLevel, Option } from "effect"
 import { isIP } from "node:net"
-import { cidrMatcher } from "../lib/addresses.ts"
+import { cidrMatcher } from "../domain/addresses.ts"
 
 /** What a variable accepts: described for people, parsed for the program. */
 export interface Rule<A> {

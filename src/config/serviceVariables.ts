@@ -5,7 +5,6 @@
  */
 import { LogLevel } from "effect"
 import { availableParallelism } from "node:os"
-import { PREFIX_PATTERN } from "../stream/subjects.ts"
 import {
   anyWholeNumber,
   boolean,
@@ -24,6 +23,9 @@ import {
   variable,
   wholeNumber
 } from "./rules.ts"
+
+/** NATS_PREFIX: it starts every stream, subject, consumer and bucket name, so it holds no dots or wildcards. */
+export const PREFIX_PATTERN = /^[A-Za-z0-9_-]{1,32}$/
 
 export const ServiceVariables = {
   port: variable({

@@ -6,7 +6,7 @@
  * proxies the header is ignored: anyone can send one.
  */
 import ipaddr from "ipaddr.js"
-import { cidrMatcher } from "./addresses.ts"
+import { cidrMatcher } from "../domain/addresses.ts"
 
 /** The canonical form of an address (IPv4-mapped IPv6 as IPv4, IPv6 shortest), or undefined. */
 export const canonicalAddress = (text: string): string | undefined => ipaddr.isValid(text) ? ipaddr.process(text).toString() : undefined

@@ -17,7 +17,7 @@ import http from "node:http"
 import https from "node:https"
 import type { LookupFunction } from "node:net"
 import ipaddr from "ipaddr.js"
-import { isPublicAddress } from "./addresses.ts"
+import { isPublicAddress } from "../domain/addresses.ts"
 
 export interface SafeRequest {
   readonly url: string

@@ -11,7 +11,8 @@ import {
 } from "@nats-io/jetstream"
 import { Context, Data, Effect, Layer } from "effect"
 import { AppConfig } from "../config.ts"
-import { PREFIX_PATTERN, streamNames, type StreamNames } from "./subjects.ts"
+import { PREFIX_PATTERN } from "../config/serviceVariables.ts"
+import { streamNames, type StreamNames } from "./subjects.ts"
 
 export class NatsError extends Data.TaggedError("NatsError")<{ readonly message: string; readonly cause?: unknown }> {}
 

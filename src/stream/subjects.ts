@@ -17,8 +17,6 @@ import { fnv1a } from "./lanes.ts"
 
 export type { InKind } from "./messages.ts"
 
-export const PREFIX_PATTERN = /^[A-Za-z0-9_-]{1,32}$/
-
 /** The partition of a project's messages published before lanes, and of its ingest envelopes. */
 export const legacyPartitionOf = (projectId: string, partitions: number): number => fnv1a(projectId) % partitions
 

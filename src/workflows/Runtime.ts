@@ -7,7 +7,7 @@
 import { Context, Effect, Layer, Queue } from "effect"
 import { AppConfig } from "../config.ts"
 import { Dns, hostResolver } from "../lib/dns.ts"
-import { cidrMatcher } from "../lib/addresses.ts"
+import { cidrMatcher } from "../domain/addresses.ts"
 import type { Resolve } from "../lib/safeHttp.ts"
 import { MailQueue } from "../mail/MailQueue.ts"
 import { Billing } from "../store/Billing.ts"

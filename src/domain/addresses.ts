@@ -1,6 +1,6 @@
 /**
  * Which IP addresses are which: a range list (`cidrMatcher`: TRUSTED_PROXIES, WEBHOOK_ALLOW_CIDRS) and
- * public unicast (`isPublicAddress`, what ./safeHttp.ts lets user-chosen URLs reach). Apart from the HTTP
+ * public unicast (`isPublicAddress`, what src/lib/safeHttp.ts lets user-chosen URLs reach). Apart from the HTTP
  * client so that the configuration (src/config.ts), which every command loads, does not load node:http.
  */
 import ipaddr from "ipaddr.js"
