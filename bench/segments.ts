@@ -98,7 +98,13 @@ export const run = () =>
         const arrived = arrivals.get(email)
         return arrived === undefined
           ? []
-          : [{ sentAtSecond: round((at - roundStarted) / 1000, 2), ms: round(arrived - at, 1), lane: laneOf.get(email) }]
+          : [{
+            sentAtSecond: round((at - roundStarted) / 1000, 2),
+            // The wall clock of the api's answer, to line a slow probe up with other processes' logs (Postgres').
+            answeredAt: new Date(answeredWall.get(email) ?? 0).toISOString(),
+            ms: round(arrived - at, 1),
+            lane: laneOf.get(email)
+          }]
       }).sort((a, b) => b.ms - a.ms).slice(0, 5)
       // Let the worker catch up before the next round.
       await sleep(10_000)
