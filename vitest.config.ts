@@ -17,6 +17,7 @@ const inProcess = [
   "test/imports/csv.test.ts",
   "test/lib/**/*.test.ts",
   "test/mail/render.test.ts",
+  "test/process/startupGarbage.test.ts",
   "test/runtime.test.ts",
   "test/store/**/*.test.ts",
   "test/stream/outboxRefusal.test.ts",

@@ -8,6 +8,7 @@ import { Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
 import { AppConfig } from "../config.ts"
 import { endIfThread, exitWithSupervisor, isSupervised, reportReady, stopRequested } from "../process/child.ts"
+import { collectStartupGarbage } from "../process/startupGarbage.ts"
 
 /** Builds the role, says it is up (to `all` when `supervised`), and runs until interrupted. */
 const serve = <A, E>(
@@ -20,6 +21,7 @@ const serve = <A, E>(
     if (supervised) yield* exitWithSupervisor
     yield* Effect.scoped(Effect.gen(function*() {
       const context = yield* Layer.build(layer)
+      yield* collectStartupGarbage
       if (supervised) {
         yield* reportReady
         yield* Effect.logInfo(`${role} process ready`)
