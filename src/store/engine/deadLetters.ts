@@ -26,3 +26,19 @@ export const insertDeadLetter = (
   sql`INSERT INTO dead_letters (id, project_id, partition, seq, payload, error)
                VALUES (${uuidv7()}, ${message.projectId}, ${message.partition}, ${message.seq},
                        ${JSON.stringify(message.body)}, ${message.error.slice(0, 4000)})`
+
+/** A stream message that does not decode, set aside with its subject and (the first MB of) its text. */
+export const insertUndecodableSql = (
+  sql: SqlClient.SqlClient,
+  message: {
+    readonly projectId: string
+    readonly partition: number
+    readonly seq: number
+    readonly subject: string
+    readonly text: string
+    readonly error: string
+  }
+) =>
+  sql`INSERT INTO dead_letters (id, project_id, partition, seq, source, subject, payload, error)
+                       VALUES (${uuidv7()}, ${message.projectId}, ${message.partition}, ${message.seq}, 'stream', ${message.subject},
+                               ${message.text.slice(0, 1_000_000)}, ${message.error.slice(0, 4000)})`
