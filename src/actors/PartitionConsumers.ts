@@ -6,6 +6,7 @@
  */
 import { Context, Duration, Effect, Fiber, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
+import { partitionWatermarksSql } from "../store/engine/leases.ts"
 import { Outbox } from "../stream/Outbox.ts"
 import { lanesWithBackfillsLeft } from "./backfillsLeft.ts"
 import { LaneActors } from "./LaneActors.ts"
@@ -76,8 +77,7 @@ export class PartitionConsumers extends Context.Service<PartitionConsumers, {
         if (!upgrade.drained()) return
         for (const [partition, entry] of owned) {
           if (entry.lanes) continue
-          const [state] = yield* sql<{ lane_seq: string; ingest_seq: string }>`
-            SELECT lane_seq, ingest_seq FROM partition_state WHERE partition = ${partition}`
+          const [state] = yield* partitionWatermarksSql(sql, partition)
           yield* startLanes(partition, entry, { lanes: Number(state?.lane_seq ?? 0), ingest: Number(state?.ingest_seq ?? 0) })
         }
       })

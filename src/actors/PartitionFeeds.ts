@@ -38,7 +38,7 @@ import { AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, type Js
 import { createInbox, nanos } from "@nats-io/transport-node"
 import { Context, Data, Duration, Effect, Layer, Queue, Schedule, Schema, Stream } from "effect"
 import { SqlClient } from "effect/sql"
-import { uuidv7 } from "../domain/ids.ts"
+import { insertUndecodableSql } from "../store/engine/deadLetters.ts"
 import { WorkerMetrics } from "../observability/Metrics.ts"
 import { InMessage } from "../stream/messages.ts"
 import { Nats } from "../stream/Nats.ts"
@@ -115,9 +115,14 @@ export class PartitionFeeds extends Context.Service<PartitionFeeds, {
             projectId = undefined
           }
           if (typeof projectId === "string" && /^[0-9a-f-]{36}$/i.test(projectId)) {
-            yield* sql`INSERT INTO dead_letters (id, project_id, partition, seq, source, subject, payload, error)
-                       VALUES (${uuidv7()}, ${projectId}, ${run.partition}, ${message.seq}, 'stream', ${message.subject},
-                               ${message.string().slice(0, 1_000_000)}, ${`undecodable stream message: ${error}`.slice(0, 4000)})`.pipe(
+            yield* insertUndecodableSql(sql, {
+              projectId,
+              partition: run.partition,
+              seq: message.seq,
+              subject: message.subject,
+              text: message.string(),
+              error: `undecodable stream message: ${error}`
+            }).pipe(
               Effect.tap(() => Effect.sync(() => WorkerMetrics.deadLettered.inc())),
               Effect.ignore
             )

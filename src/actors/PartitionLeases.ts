@@ -13,9 +13,19 @@
 import { Duration, Effect, Fiber, Layer, Semaphore } from "effect"
 import { SqlClient } from "effect/sql"
 import { makeWakeup } from "../lib/dueLoop.ts"
-import { pgArray } from "../lib/pgArray.ts"
 import { LEASES_CHANNEL, listenTo } from "../lib/notifications.ts"
 import { WorkerMetrics } from "../observability/Metrics.ts"
+import {
+  acquireLeasesSql,
+  expireHeldSql,
+  expireReleasedSql,
+  forgetWorkerSql,
+  heartbeatSql,
+  notifyLeasesSql,
+  renewLeasesSql,
+  saveWatermarksSql,
+  seedPartitions
+} from "../store/engine/leases.ts"
 import { Nats } from "../stream/Nats.ts"
 import { WebhookRunner } from "../workflows/webhooks.ts"
 import { LaneActors } from "./LaneActors.ts"
@@ -60,23 +70,13 @@ export const PartitionLeasesLive = Layer.effectDiscard(Effect.gen(function*() {
   /** Set when shutdown begins: a rebalance in progress starts no further partition (see the finalizer). */
   let stopping = false
 
-  yield* sql`INSERT INTO partition_leases (partition)
-             SELECT generate_series(0, ${nats.partitions - 1}) ON CONFLICT DO NOTHING`
-  yield* sql`INSERT INTO partition_state (partition)
-             SELECT generate_series(0, ${nats.partitions - 1}) ON CONFLICT DO NOTHING`
+  yield* seedPartitions(sql, nats.partitions)
 
   /** The watermarks last saved by a heartbeat, per partition: unchanged ones are not written again. */
   const savedWatermarks = new Map<number, string>()
 
   const saveWatermarks = (marks: ReadonlyArray<FencedWatermarks>) =>
-    marks.length === 0 ? Effect.void : sql`
-      UPDATE partition_state s SET lane_seq = GREATEST(s.lane_seq, x.lanes), ingest_seq = GREATEST(s.ingest_seq, x.ingest),
-                                   applied_seq = GREATEST(s.applied_seq, x.legacy)
-      FROM jsonb_to_recordset(${
-      JSON.stringify(marks)
-    }::jsonb) AS x(partition int, epoch bigint, lanes bigint, ingest bigint, legacy bigint),
-           partition_leases l
-      WHERE s.partition = x.partition AND l.partition = x.partition AND l.owner = ${workerId} AND l.epoch = x.epoch`.pipe(Effect.asVoid)
+    marks.length === 0 ? Effect.void : saveWatermarksSql(sql, workerId, marks).pipe(Effect.asVoid)
 
   /** A partition just leased: its consumers start, and what its previous owner left in flight is taken over. */
   const take = (partition: number, epoch: number, marks: Watermarks, legacyDrained: boolean) =>
@@ -117,10 +117,7 @@ export const PartitionLeasesLive = Layer.effectDiscard(Effect.gen(function*() {
       yield* saveWatermarks(releasing.map(({ partition, entry }) => watermarksOf(partition, entry)))
       // Expire the lease (the next owner bumps the epoch) without touching the lease row itself: an
       // update of that row would queue behind batch transactions still share-locking it.
-      yield* sql`
-        UPDATE partition_state s SET expires_at = '-infinity'
-        FROM partition_leases l
-        WHERE s.partition IN ${sql.in(released)} AND l.partition = s.partition AND l.owner = ${workerId}`
+      yield* expireReleasedSql(sql, workerId, released)
       for (const { partition } of releasing) WorkerMetrics.partitionLag.remove({ partition })
       yield* Effect.logInfo("partitions released", { partitions: releasing.map(({ partition }) => partition) })
     })
@@ -128,15 +125,7 @@ export const PartitionLeasesLive = Layer.effectDiscard(Effect.gen(function*() {
   const rebalance = Effect.gen(function*() {
     // One statement: this worker's heartbeat, long-dead workers forgotten, and the live ones counted
     // (the count does not see the CTEs' writes: the others, plus this one).
-    const [live] = yield* sql<{ n: number }>`
-      WITH beat AS (
-        INSERT INTO workers (id, heartbeat_at) VALUES (${workerId}, now())
-        ON CONFLICT (id) DO UPDATE SET heartbeat_at = now()
-      ), forgotten AS (
-        DELETE FROM workers WHERE heartbeat_at < now() - make_interval(secs => ${WORKER_DEAD_SECONDS * 3}) AND id <> ${workerId}
-      )
-      SELECT count(*)::int + 1 AS n FROM workers
-      WHERE heartbeat_at > now() - make_interval(secs => ${WORKER_DEAD_SECONDS}) AND id <> ${workerId}`
+    const [live] = yield* heartbeatSql(sql, workerId, WORKER_DEAD_SECONDS)
     const share = Math.ceil(nats.partitions / Math.max(1, live?.n ?? 1))
 
     // Persist each partition's watermarks that moved (where a new owner starts reading), fenced by the epoch.
@@ -147,12 +136,7 @@ export const PartitionLeasesLive = Layer.effectDiscard(Effect.gen(function*() {
     // Only leases still alive are renewed: a released or expired one is up for grabs. And only those of
     // partitions running here: one leased by a rebalance that failed before starting it (Postgres or
     // NATS went away mid-way) expires, and is taken again, rather than staying leased here unread.
-    const renewed = yield* sql<{ partition: number; epoch: string }>`
-      UPDATE partition_state s SET expires_at = now() + make_interval(secs => ${LEASE_TTL_SECONDS})
-      FROM partition_leases l
-      WHERE l.partition = s.partition AND l.owner = ${workerId} AND s.expires_at > now()
-        AND s.partition = ANY(${pgArray([...owned.keys()].map(String))}::int[])
-      RETURNING s.partition, l.epoch`
+    const renewed = yield* renewLeasesSql(sql, workerId, LEASE_TTL_SECONDS, owned.keys())
     const held = new Map(renewed.map((row) => [row.partition, Number(row.epoch)]))
     // Lost: leased here but taken by someone else (we were too slow to renew).
     for (const [partition, entry] of owned) {
@@ -161,29 +145,10 @@ export const PartitionLeasesLive = Layer.effectDiscard(Effect.gen(function*() {
     yield* consumers.followUpgrade
     if (held.size > share) {
       yield* release([...held.keys()].sort((a, b) => b - a).slice(0, held.size - share))
-      yield* sql`SELECT pg_notify(${LEASES_CHANNEL}, ${workerId})`
+      yield* notifyLeasesSql(sql, LEASES_CHANNEL, workerId)
     } else if (held.size < share) {
       // A partition still share-locked by its old owner's in-flight batch is skipped until that commits.
-      const acquired = yield* sql<
-        { partition: number; epoch: string; lane_seq: string; ingest_seq: string; applied_seq: string; legacy_drained: boolean }
-      >`
-        WITH free AS (
-          SELECT l.partition FROM partition_leases l JOIN partition_state s ON s.partition = l.partition
-          WHERE (l.owner IS NULL OR s.expires_at < now()) AND l.partition < ${nats.partitions}
-          ORDER BY l.partition
-          LIMIT ${share - held.size}
-          FOR UPDATE OF l SKIP LOCKED
-        ), taken AS (
-          UPDATE partition_leases l SET owner = ${workerId}, epoch = l.epoch + 1
-          FROM free WHERE l.partition = free.partition
-          RETURNING l.partition, l.epoch
-        ), renewed AS (
-          UPDATE partition_state s SET expires_at = now() + make_interval(secs => ${LEASE_TTL_SECONDS})
-          FROM taken WHERE s.partition = taken.partition
-          RETURNING s.partition, s.lane_seq, s.ingest_seq, s.applied_seq, s.legacy_drained
-        )
-        SELECT taken.partition, taken.epoch, renewed.lane_seq, renewed.ingest_seq, renewed.applied_seq, renewed.legacy_drained
-        FROM taken JOIN renewed ON renewed.partition = taken.partition`
+      const acquired = yield* acquireLeasesSql(sql, workerId, nats.partitions, share - held.size, LEASE_TTL_SECONDS)
       for (const row of acquired) {
         // Stopping: the rest stay leased here, never started, until the finalizer expires them.
         if (stopping) break
@@ -230,13 +195,10 @@ export const PartitionLeasesLive = Layer.effectDiscard(Effect.gen(function*() {
           yield* Fiber.interrupt(heartbeat)
           yield* release([...owned.keys()])
           // Leased here and never started (that rebalance stopped early): expired too, nothing of theirs ran here.
-          yield* sql`
-        UPDATE partition_state s SET expires_at = '-infinity'
-        FROM partition_leases l
-        WHERE l.partition = s.partition AND l.owner = ${workerId} AND s.expires_at > now()`
+          yield* expireHeldSql(sql, workerId)
           yield* actors.stopAll
-          yield* sql`DELETE FROM workers WHERE id = ${workerId}`
-          yield* sql`SELECT pg_notify(${LEASES_CHANNEL}, ${workerId})`
+          yield* forgetWorkerSql(sql, workerId)
+          yield* notifyLeasesSql(sql, LEASES_CHANNEL, workerId)
           yield* Effect.logInfo("worker handed its partitions over")
         }))
       ),
@@ -244,6 +206,6 @@ export const PartitionLeasesLive = Layer.effectDiscard(Effect.gen(function*() {
     )
   )
   // Others rebalance now rather than at their next heartbeat.
-  yield* sql`SELECT pg_notify(${LEASES_CHANNEL}, ${workerId})`
+  yield* notifyLeasesSql(sql, LEASES_CHANNEL, workerId)
   yield* Effect.logInfo("worker started", { workerId })
 }))

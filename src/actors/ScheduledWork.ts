@@ -12,6 +12,13 @@ import { runWhenDue } from "../lib/dueLoop.ts"
 import { listenTo, SCHEDULE_CHANNEL } from "../lib/notifications.ts"
 import { Campaigns } from "../store/Campaigns.ts"
 import { Domains } from "../store/Domains.ts"
+import {
+  nextMailDue,
+  nextScheduledCampaignDue,
+  nextSegmentTimerDue,
+  nextWebhookDue,
+  nextWorkflowTimerDue
+} from "../store/engine/scheduled.ts"
 import { Nats } from "../stream/Nats.ts"
 import { Outbox } from "../stream/Outbox.ts"
 import { OutboxRelay } from "../stream/OutboxRelay.ts"
@@ -63,9 +70,7 @@ export const ScheduledWorkLive = Layer.effectDiscard(Effect.gen(function*() {
       round: Effect.as(Effect.suspend(() => fireSegmentTimers(nats, outbox, partitions())), false),
       nextDueIn: nextDue(() =>
         Effect.map(
-          sql<{ due: Date | null }>`
-          SELECT min(t.due) AS due FROM unnest(${ownedArray()}::int[]) AS p(partition),
-            LATERAL (SELECT min(due_at) AS due FROM timers WHERE timers.partition = p.partition) t`,
+          nextSegmentTimerDue(sql, ownedArray()),
           ([row]) => millisUntil(row?.due, clock.currentTimeMillisUnsafe())
         )
       )
@@ -79,9 +84,7 @@ export const ScheduledWorkLive = Layer.effectDiscard(Effect.gen(function*() {
       round: Effect.map(Effect.suspend(() => fireWorkflowTimers(nats, outbox, partitions())), (fired) => fired >= TIMERS_PER_ROUND),
       nextDueIn: nextDue(() =>
         Effect.map(
-          sql<{ due: Date | null }>`
-          SELECT min(t.due) AS due FROM unnest(${ownedArray()}::int[]) AS p(partition),
-            LATERAL (SELECT min(due_at) AS due FROM workflow_timers w WHERE w.partition = p.partition) t`,
+          nextWorkflowTimerDue(sql, ownedArray()),
           ([row]) => millisUntil(row?.due, clock.currentTimeMillisUnsafe())
         )
       )
@@ -98,9 +101,7 @@ export const ScheduledWorkLive = Layer.effectDiscard(Effect.gen(function*() {
       ),
       nextDueIn: nextDue(() =>
         Effect.map(
-          sql<{ due: Date | null }>`
-          SELECT min(t.due) AS due FROM unnest(${ownedArray()}::int[]) AS p(partition),
-            LATERAL (SELECT min(scheduled_for) AS due FROM campaigns c WHERE c.partition = p.partition AND c.status = 'SCHEDULED') t`,
+          nextScheduledCampaignDue(sql, ownedArray()),
           ([row]) => millisUntil(row?.due, clock.currentTimeMillisUnsafe())
         )
       )
@@ -114,9 +115,7 @@ export const ScheduledWorkLive = Layer.effectDiscard(Effect.gen(function*() {
       round: Effect.as(Effect.suspend(() => sender.sweep(partitions())), false),
       nextDueIn: nextDue(() =>
         Effect.map(
-          sql<{ due: Date | null; now: Date }>`
-          SELECT min(next_attempt_at) AS due, now() AS now FROM emails
-          WHERE partition = ANY(${ownedArray()}::int[]) AND status = 'PENDING'`,
+          nextMailDue(sql, ownedArray()),
           ([row]) => millisUntil(row?.due, new Date(row!.now).getTime())
         )
       )
@@ -130,10 +129,7 @@ export const ScheduledWorkLive = Layer.effectDiscard(Effect.gen(function*() {
       round: Effect.as(Effect.suspend(() => webhooks.sweep(partitions())), false),
       nextDueIn: nextDue(() =>
         Effect.map(
-          sql<{ due: Date | null; now: Date }>`
-          SELECT min(t.due) AS due, now() AS now FROM unnest(${ownedArray()}::int[]) AS p(partition),
-            LATERAL (SELECT min(next_attempt_at) AS due FROM workflow_step_executions s
-                     WHERE s.partition = p.partition AND s.step_type = 'WEBHOOK' AND s.status = 'RUNNING' AND NOT s.in_flight) t`,
+          nextWebhookDue(sql, ownedArray()),
           ([row]) => millisUntil(row?.due, new Date(row!.now).getTime())
         )
       )

@@ -24,7 +24,7 @@ import { JetStreamApiCodes, JetStreamApiError } from "@nats-io/jetstream"
 import { Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config.ts"
-import { pgArray } from "../lib/pgArray.ts"
+import { partitionsWatermarksSql } from "../store/engine/leases.ts"
 import { WorkerMetrics } from "../observability/Metrics.ts"
 import { Nats } from "../stream/Nats.ts"
 import { OwnedPartitions } from "./OwnedPartitions.ts"
@@ -72,9 +72,7 @@ export const StreamPurgeLive = Layer.effectDiscard(Effect.gen(function*() {
     const partitions = [...owned.keys()]
     if (partitions.length === 0) return
     const tracked = yield* keptFrom(inStream, `${nats.prefix}_destinations_tracked`)
-    const marks = yield* sql<{ partition: number; lane_seq: string; ingest_seq: string; applied_seq: string }>`
-      SELECT partition, lane_seq, ingest_seq, applied_seq FROM partition_state
-      WHERE partition = ANY(${pgArray(partitions.map(String))}::int[])`
+    const marks = yield* partitionsWatermarksSql(sql, partitions)
     const drained = upgrade.drained()
     for (const row of marks) {
       if (!owned.has(row.partition)) continue

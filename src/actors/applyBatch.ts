@@ -15,13 +15,15 @@ import { SqlClient } from "effect/sql"
 import { windowedSince } from "../domain/conditions/evaluate.ts"
 import type { TrackedEvent } from "../ingest/EventPublisher.ts"
 import type { OutboxRow } from "../stream/Outbox.ts"
-import { batchHeadSql, newInBatch } from "./batchHead.ts"
-import type { LockedContact } from "./contactFold.ts"
+import { batchHeadSql, laneHeadParts } from "../store/engine/batchHead.ts"
+import type { LockedContact } from "../store/engine/contacts.ts"
+import type { FactRow } from "../store/engine/facts.ts"
+import { newInBatch } from "./batchHead.ts"
 import { applyTrackedBatch } from "./trackBatch.ts"
 import type { Delivered } from "./messages.ts"
 import { ReadAheadAbandoned } from "./readAhead.ts"
 import { factNames } from "./segmentDefs.ts"
-import { type FactRow, factsOf } from "./segmentFacts.ts"
+import { factsOf } from "./segmentFacts.ts"
 import { applyGeneralBatch } from "./generalBatch.ts"
 import { reloadSegments } from "./laneSegments.ts"
 import { type BatchContext, LeaseLost } from "./batchContext.ts"
@@ -32,8 +34,8 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
   context.segmentState.facts?.forget()
   return yield* sql.withTransaction(
     Effect.gen(function*() {
-      // One round trip: the lease (share-locked: a takeover waits for this batch), the lane's offset as it
-      // was, and the offset moved past the batch (its highest sequence; what it skips is below the offset).
+      // One round trip (store/engine/batchHead.ts): the lease (share-locked: a takeover waits for this batch), the
+      // lane's offset as it was, and the offset moved past the batch (its highest sequence; what it skips is below the offset).
       const batchEnd = Math.max(...batch.map((message) => message.seq))
       // The highest ingest position the batch carries (events split from ingest envelopes, IngestSplitter.ts).
       let batchPos = 0
@@ -41,21 +43,6 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
         if (message.body.kind === "track") { for (const event of message.body.events) batchPos = Math.max(batchPos, event.pos ?? 0) }
         if (message.body.kind === "command" && message.body.type === "deleteEvents") batchPos = Math.max(batchPos, message.body.pos ?? 0)
       }
-      const offsets = context.lane === undefined
-        ? {
-          read: sql`SELECT applied_seq, 0 AS ingest_pos FROM project_offsets WHERE project_id = ${context.projectId} FOR UPDATE`,
-          write: sql`
-          INSERT INTO project_offsets (project_id, applied_seq) VALUES (${context.projectId}, ${batchEnd})
-          ON CONFLICT (project_id) DO UPDATE SET applied_seq = GREATEST(project_offsets.applied_seq, EXCLUDED.applied_seq)`
-        }
-        : {
-          read:
-            sql`SELECT applied_seq, ingest_pos FROM lane_offsets WHERE project_id = ${context.projectId} AND lane = ${context.lane} FOR UPDATE`,
-          write: sql`
-          INSERT INTO lane_offsets (project_id, lane, applied_seq, ingest_pos) VALUES (${context.projectId}, ${context.lane}, ${batchEnd}, ${batchPos})
-          ON CONFLICT (project_id, lane) DO UPDATE SET applied_seq = GREATEST(lane_offsets.applied_seq, EXCLUDED.applied_seq),
-                                                       ingest_pos = GREATEST(lane_offsets.ingest_pos, EXCLUDED.ingest_pos)`
-        }
       // The project's reset watermark too (share-locked: a batch and a reset of its project wait for each other).
       // And the contacts of the batch's tracked events, locked (in id order, as every locker does): the
       // first fold of tracked events starts from them without a round trip of its own.
@@ -76,17 +63,7 @@ export const applyBatch = Effect.fnUntraced(function*(context: BatchContext, bat
         : []
       const rows = yield* batchHeadSql(sql, {
         projectId: context.projectId,
-        ctes: sql`
-        lease AS (
-          SELECT 1 FROM partition_leases
-          WHERE partition = ${context.partition} AND owner = ${context.workerId} AND epoch = ${context.epoch}
-          FOR SHARE
-        ), offset_row AS (${offsets.read}), moved AS (${offsets.write} RETURNING 1),
-        reset AS (SELECT data_reset_seq FROM projects WHERE id = ${context.projectId} FOR SHARE)`,
-        held: sql`EXISTS (SELECT 1 FROM lease)`,
-        data: sql`jsonb_build_object(
-        'applied_seq', (SELECT applied_seq FROM offset_row)::text, 'ingest_pos', (SELECT ingest_pos FROM offset_row)::text,
-        'reset_seq', (SELECT data_reset_seq FROM reset)::text, 'moved', (SELECT count(*) FROM moved))`,
+        ...laneHeadParts(sql, context, batchEnd, batchPos),
         emails: trackedEmails,
         eventIds,
         facts: withFacts ? { ...names, since } : undefined

@@ -10,9 +10,10 @@
  */
 import { Clock, Effect } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
-import { exceedsContactDataLimit, inferFieldTypes, jsonBytes, MAX_CONTACT_DATA_BYTES } from "../domain/customData.ts"
-import { pgArray } from "../lib/pgArray.ts"
+import { exceedsContactDataLimit, jsonBytes, MAX_CONTACT_DATA_BYTES } from "../domain/customData.ts"
 import { addJobProgress, insertJobErrors, type JobError } from "../store/ContactJobs.ts"
+import { deleteContacts, lockContactsById, updateBulkContacts } from "../store/engine/bulk.ts"
+import { insertFieldTypes } from "../store/engine/contacts.ts"
 import type { BulkMessage } from "../stream/messages.ts"
 import type { ContactChange } from "./segmentEvaluation.ts"
 
@@ -35,9 +36,7 @@ export const applyBulk = Effect.fnUntraced(function*(projectId: string, body: Bu
   const source = `api.contacts.${body.op === "import" ? "import" : "bulk"}`
 
   if (body.op === "delete") {
-    const gone = new Map((yield* sql<{ id: string; email: string }>`
-      DELETE FROM contacts WHERE project_id = ${projectId} AND id = ANY(${pgArray(body.rows.map((row) => row.contactId))}::uuid[])
-      RETURNING id, email`).map((row) => [row.id, row.email]))
+    const gone = new Map((yield* deleteContacts(projectId, body.rows.map((row) => row.contactId))).map((row) => [row.id, row.email]))
     for (const row of body.rows) {
       const email = gone.get(row.contactId)
       if (email === undefined) notFound(row.row, row.contactId, "contact not found (deleted meanwhile)")
@@ -51,18 +50,7 @@ export const applyBulk = Effect.fnUntraced(function*(projectId: string, body: Bu
     const existing = body.rows.filter((row) => !row.created).map((row) => row.contactId)
     const rows = existing.length === 0 ?
       [] :
-      yield* sql<
-        {
-          id: string
-          email: string
-          subscribed: boolean
-          pinned_at: Record<string, number> | string
-          data: Record<string, unknown> | string
-        }
-      >`
-      SELECT id, email, subscribed, pinned_at, data FROM contacts
-      WHERE project_id = ${projectId} AND id = ANY(${pgArray(existing)}::uuid[])
-      ORDER BY id FOR UPDATE`
+      yield* lockContactsById(projectId, existing)
     const contacts = new Map(rows.map((row) => [row.id, {
       email: row.email,
       subscribed: row.subscribed,
@@ -116,17 +104,11 @@ export const applyBulk = Effect.fnUntraced(function*(projectId: string, body: Bu
     }))
     if (changes.length > 0) {
       const now = new Date(yield* Clock.currentTimeMillis).toISOString()
-      yield* sql`
-        UPDATE contacts c SET subscribed = x.subscribed, data = c.data || x.set, updated_at = ${now}::timestamptz
-        FROM jsonb_to_recordset(${JSON.stringify(changes)}::jsonb) AS x(id uuid, subscribed boolean, set jsonb)
-        WHERE c.id = x.id`
+      yield* updateBulkContacts(changes, now)
       const types: Record<string, unknown> = {}
       for (const change of changes) for (const [key, value] of Object.entries(change.set)) if (!(key in types)) types[key] = value
       if (Object.keys(types).length > 0) {
-        yield* sql`
-          INSERT INTO contact_fields (project_id, key, type)
-          SELECT ${projectId}, f->>0, f->>1 FROM jsonb_array_elements(${JSON.stringify(inferFieldTypes(types))}::jsonb) f
-          ON CONFLICT DO NOTHING`
+        yield* insertFieldTypes(projectId, types)
       }
     }
   }

@@ -15,18 +15,20 @@
  * alone (applyBatch.ts), which handles every case.
  */
 import { Clock, Data, Effect } from "effect"
-import { SqlClient, type Statement } from "effect/sql"
+import { SqlClient } from "effect/sql"
 import { windowedSince } from "../domain/conditions/evaluate.ts"
-import { pgArray } from "../lib/pgArray.ts"
 import { WorkerMetrics } from "../observability/Metrics.ts"
 import type { TrackedEvent } from "../stream/messages.ts"
 import type { BatchContext, BatchOutcome } from "./batchContext.ts"
-import type { LockedContact } from "./contactFold.ts"
+import { batchHeadSql, combinedHeadParts } from "../store/engine/batchHead.ts"
+import type { LockedContact } from "../store/engine/contacts.ts"
+import type { FactRow } from "../store/engine/facts.ts"
+import { movedOffsetsCte } from "../store/engine/offsets.ts"
 import type { Delivered } from "./messages.ts"
-import { batchHeadSql, newInBatch } from "./batchHead.ts"
+import { newInBatch } from "./batchHead.ts"
 import { type CachedFacts, cachedPart, withCached } from "./laneFacts.ts"
 import { factNames } from "./segmentDefs.ts"
-import { type FactRow, factsOf } from "./segmentFacts.ts"
+import { factsOf } from "./segmentFacts.ts"
 import { type ContactTouch, finishTrackedBatch, planTrackedBatch, type TrackedPlan, trackedWriteSql } from "./trackBatch.ts"
 
 /** A lane's kept facts were read before the project's last reset: the turn is given up. */
@@ -137,24 +139,7 @@ export const applyCombined = Effect.fnUntraced(function*(lanes: ReadonlyArray<La
     const leases = new Map(lanes.map(({ context }) => [context.partition, context.epoch]))
     const rows = yield* batchHeadSql(sql, {
       projectId,
-      ctes: sql`
-        lease AS (
-          SELECT partition FROM partition_leases
-          WHERE owner = ${workerId}
-            AND (partition, epoch) IN (SELECT * FROM unnest(${pgArray([...leases.keys()].map(String))}::int[], ${
-        pgArray([...leases.values()].map(String))
-      }::bigint[]))
-          FOR SHARE
-        ), offset_rows AS (
-          SELECT lane, applied_seq, ingest_pos FROM lane_offsets
-          WHERE project_id = ${projectId} AND lane = ANY(${pgArray(lanes.map(({ context }) => String(context.lane)))}::int[])
-          FOR UPDATE
-        ), reset AS (SELECT data_reset_seq FROM projects WHERE id = ${projectId} FOR SHARE)`,
-      held: sql`NULL::boolean`,
-      data: sql`jsonb_build_object(
-        'leases', (SELECT COALESCE(jsonb_agg(partition), '[]'::jsonb) FROM lease),
-        'offsets', (SELECT COALESCE(jsonb_agg(jsonb_build_array(lane, applied_seq::text, ingest_pos::text)), '[]'::jsonb) FROM offset_rows),
-        'reset_seq', (SELECT data_reset_seq FROM reset)::text)`,
+      ...combinedHeadParts(sql, projectId, workerId, leases, lanes.map(({ context }) => context.lane)),
       emails: [...emails],
       eventIds,
       facts: { eventNames, windowed, since, known: [...known.keys()] }
@@ -296,16 +281,7 @@ export const applyCombined = Effect.fnUntraced(function*(lanes: ReadonlyArray<La
       results.push(outcome)
     }
     if (moved.length === 0) return { results, keep: () => {} }
-    const offsetsPart: Statement.Fragment = sql`moved AS (
-      INSERT INTO lane_offsets (project_id, lane, applied_seq, ingest_pos)
-      SELECT ${projectId}, x.lane, x.seq, x.pos
-      FROM unnest(${pgArray(moved.map((entry) => String(entry.lane)))}::int[], ${
-      pgArray(moved.map((entry) => String(entry.seq)))
-    }::bigint[],
-                  ${pgArray(moved.map((entry) => String(entry.pos)))}::bigint[]) AS x(lane, seq, pos)
-      ON CONFLICT (project_id, lane) DO UPDATE SET applied_seq = GREATEST(lane_offsets.applied_seq, EXCLUDED.applied_seq),
-                                                   ingest_pos = GREATEST(lane_offsets.ingest_pos, EXCLUDED.ingest_pos)
-      RETURNING 1)`
+    const offsetsPart = movedOffsetsCte(sql, projectId, moved)
     const inserted = yield* trackedWriteSql(sql, first, plans, now, [offsetsPart])
     const insertedIds = new Set(inserted.map((row) => row.id))
     for (const plan of plans) yield* finishTrackedBatch(plan, insertedIds)

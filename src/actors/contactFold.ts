@@ -1,23 +1,13 @@
 /**
- * Folds a batch's tracked events into their contacts, in order (pure), and the SQL that writes the result.
+ * Folds a batch's tracked events into their contacts, in order (pure); store/engine/contacts.ts writes the result.
  * A contact's subscription and custom data change only where the event really changes them, and never
  * over a direct api write accepted after the event (the contact's pins).
  */
-import type { SqlClient } from "effect/sql"
-import { exceedsContactDataLimit, inferFieldTypes, jsonBytes, MAX_CONTACT_DATA_BYTES } from "../domain/customData.ts"
-import { uuidv7 } from "../domain/ids.ts"
-import { pgArray } from "../lib/pgArray.ts"
+import { exceedsContactDataLimit, jsonBytes, MAX_CONTACT_DATA_BYTES } from "../domain/customData.ts"
+import type { LockedContact } from "../store/engine/contacts.ts"
+import type { EventRow } from "../store/engine/events.ts"
 import type { TrackedEvent } from "../stream/messages.ts"
 import type { ContactChange } from "./segmentEvaluation.ts"
-
-/** A contact as a batch reads it, locked (FOR UPDATE). */
-export interface LockedContact {
-  readonly id: string
-  readonly email: string
-  readonly subscribed: boolean
-  readonly pinned_at: Record<string, number> | string
-  readonly data: Record<string, unknown> | string
-}
 
 export interface ContactState {
   readonly id: string
@@ -31,15 +21,6 @@ export interface ContactState {
   readonly set: Record<string, unknown>
   readonly remove: Set<string>
   touched: boolean
-}
-
-/** An event row to store, attached to its contact's authoritative id. */
-export interface EventRow {
-  readonly id: string
-  readonly contactId: string
-  readonly name: string
-  readonly data: Readonly<Record<string, unknown>>
-  readonly at: string
 }
 
 /** A subscription change the fold made, emitted as `contact.subscribed` / `contact.unsubscribed`. */
@@ -162,77 +143,3 @@ export const foldTrackedEvents = (
   }
   return { events, oversized }
 }
-
-/**
- * SQL (a data-modifying statement, usable as a CTE): the touched contacts' new subscription and data, and
- * the types of the custom fields they now have; returns a row per contact and field written.
- */
-export const contactWritesSql = (
-  sql: SqlClient.SqlClient,
-  projectId: string,
-  contacts: Iterable<ContactState>,
-  now: string
-) => {
-  const changes: Array<{ id: string; subscribed: boolean; set: Record<string, unknown>; remove: Array<string> }> = []
-  const merged: Record<string, unknown> = {}
-  for (const contact of contacts) {
-    if (!contact.touched) continue
-    changes.push({ id: contact.id, subscribed: contact.subscribed, set: contact.set, remove: [...contact.remove] })
-    for (const [key, value] of Object.entries(contact.set)) if (!(key in merged)) merged[key] = value
-  }
-  return {
-    count: changes.length,
-    updated: sql`
-      UPDATE contacts c SET
-        subscribed = x.subscribed,
-        data = (c.data - ARRAY(SELECT jsonb_array_elements_text(x.remove))) || x.set,
-        updated_at = ${now}::timestamptz
-      FROM jsonb_to_recordset(${JSON.stringify(changes)}::jsonb) AS x(id uuid, subscribed boolean, set jsonb, remove jsonb)
-      -- The ids as an array too: a cached generic plan takes the record set for 100 rows and would hash
-      -- the whole contacts table (a sequential scan per batch); the array keeps it on the primary key.
-      WHERE c.id = x.id AND c.id = ANY(${pgArray(changes.map((change) => change.id))}::uuid[])`,
-    fields: sql`
-      INSERT INTO contact_fields (project_id, key, type)
-      SELECT ${projectId}, f->>0, f->>1 FROM jsonb_array_elements(${JSON.stringify(inferFieldTypes(merged))}::jsonb) f
-      ON CONFLICT DO NOTHING`
-  }
-}
-
-/** SQL: the oversized events' data changes, set aside as replayable dead letters. */
-export const oversizedSql = (sql: SqlClient.SqlClient, projectId: string, partition: number, oversized: ReadonlyArray<TrackedEvent>) =>
-  sql`
-  INSERT INTO dead_letters (id, project_id, partition, source, payload, error)
-  SELECT (x->>'id')::uuid, ${projectId}, ${partition}, 'actor', x->>'payload', x->>'error'
-  FROM jsonb_array_elements(${
-    JSON.stringify(oversized.map((event) => ({
-      id: uuidv7(),
-      payload: JSON.stringify({ kind: "track", projectId, events: [event] }),
-      error: `contact data limit: this change would grow contact ${event.contactId}'s data past ${MAX_CONTACT_DATA_BYTES / 1024} KiB ` +
-        `(the event itself was recorded; replay after making room)`
-    })))
-  }::jsonb) x`
-
-/**
- * SQL: CTEs `input`, `ins` (the events stored now; ids already stored are skipped: RETURNING id, contact_id,
- * name, created_at) and `agg` (the inserted ones folded into their per-contact aggregates), for a WITH list.
- */
-export const storeEventsCtes = (sql: SqlClient.SqlClient, projectId: string, events: ReadonlyArray<EventRow>) =>
-  sql`
-  input AS (
-    SELECT * FROM jsonb_to_recordset(${JSON.stringify(events)}::jsonb)
-      AS x(id uuid, "contactId" uuid, name text, data jsonb, at timestamptz)
-  ), ins AS (
-    INSERT INTO events (id, project_id, contact_id, name, data, created_at)
-    SELECT id, ${projectId}, "contactId", name, COALESCE(data, '{}'::jsonb), at FROM input
-    ON CONFLICT (id) DO NOTHING
-    RETURNING id, contact_id, name, created_at
-  ), agg AS (
-    INSERT INTO event_aggregates (project_id, contact_id, name, count, first_at, last_at)
-    SELECT ${projectId}, contact_id, name, count(*), min(created_at), max(created_at) FROM ins
-    GROUP BY contact_id, name
-    ON CONFLICT (project_id, contact_id, name) DO UPDATE SET
-      count = event_aggregates.count + EXCLUDED.count,
-      first_at = LEAST(event_aggregates.first_at, EXCLUDED.first_at),
-      last_at = GREATEST(event_aggregates.last_at, EXCLUDED.last_at)
-    RETURNING 1
-  )`

@@ -14,23 +14,16 @@ import { segmentSlug } from "../store/Segments.ts"
 import { campaignStep } from "../campaigns/fanout.ts"
 import { applyBulk } from "./applyBulk.ts"
 import { importStep } from "./importStep.ts"
-import {
-  type ContactState,
-  contactStateOf,
-  contactWritesSql,
-  type EventRow,
-  foldTrackedEvents,
-  type LockedContact,
-  oversizedSql,
-  storeEventsCtes,
-  type SubscriptionEmitted
-} from "./contactFold.ts"
+import { createMissingContacts, type LockedContact, lockContacts as lockContactsSql, writeContacts } from "../store/engine/contacts.ts"
+import { oversizedSql } from "../store/engine/deadLetters.ts"
+import { deleteEventsNamed, type EventRow, insertEvents } from "../store/engine/events.ts"
+import { addMemberCounts, leaveAllSegments } from "../store/engine/memberships.ts"
+import { recomputeSegment } from "../store/engine/segments.ts"
+import { type ContactState, contactStateOf, foldTrackedEvents, type SubscriptionEmitted } from "./contactFold.ts"
 import { changeRecorder, continueThroughIn, MAX_OWN_EVENT_ROUNDS } from "./trackBatch.ts"
 import { runWorkflows, type WorkflowInput } from "../workflows/engine.ts"
 import { recomputeReaders, reloadSegments } from "./laneSegments.ts"
-import { pgArray } from "../lib/pgArray.ts"
 import type { Delivered, EmittedEventMessage } from "./messages.ts"
-import { addMemberCounts } from "./segmentWrites.ts"
 import { type ContactChange, emptyChange, evaluateChanges } from "./segmentEvaluation.ts"
 import { loadFacts } from "./segmentFacts.ts"
 import type { BatchContext, BatchOutcome } from "./batchContext.ts"
@@ -46,7 +39,6 @@ export interface GeneralBatchInput {
 }
 
 export const applyGeneralBatch = Effect.fnUntraced(function*(context: BatchContext, input: GeneralBatchInput) {
-  const sql = yield* SqlClient.SqlClient
   const { fresh, unseen, outcome } = input
   let prelocked: ReadonlyArray<LockedContact> | undefined = input.prelocked
   // Runs of events are applied set-wise; a command is a barrier applied in its place.
@@ -81,11 +73,7 @@ export const applyGeneralBatch = Effect.fnUntraced(function*(context: BatchConte
   const contactDeleted = (contactId: string, email: string, at: string) =>
     Effect.gen(function*() {
       workflowInputs.push({ kind: "contactDeleted", contactId })
-      const left = yield* sql<{ segment_id: string; name: string; track_membership: boolean }>`
-        WITH gone AS (
-          DELETE FROM segment_memberships WHERE contact_id = ${contactId} AND exited_at IS NULL RETURNING segment_id
-        )
-        SELECT s.id AS segment_id, s.name, s.track_membership FROM segments s JOIN gone ON s.id = gone.segment_id`
+      const left = yield* leaveAllSegments(contactId)
       yield* addMemberCounts(context.outbox.lanes, left.map((row) => ({ segmentId: row.segment_id, contactId, n: -1 })))
       const exits = left.filter((row) => row.track_membership)
       yield* context.outbox.emit(
@@ -167,11 +155,7 @@ export const applyGeneralBatch = Effect.fnUntraced(function*(context: BatchConte
         yield* flushEvents
         if (body.type === "deleteEvents" && unseen(body)) {
           // Each lane deletes its own contacts' events (the command goes to every lane).
-          yield* sql`DELETE FROM events WHERE project_id = ${context.projectId} AND name = ${body.name} AND ${
-            laneOfContact(sql, context, "contact_id")
-          }`
-          yield* sql`DELETE FROM event_aggregates WHERE project_id = ${context.projectId} AND name = ${body.name}
-                     AND ${laneOfContact(sql, context, "contact_id")}`
+          yield* deleteEventsNamed(context.projectId, body.name, context.lane, context.outbox.lanes.count)
           // Segments reading that event may lose members: recompute them (with entry/exit events).
           if (yield* recomputeReaders(context, (reads) => reads.events.has(body.name))) segmentsChanged = true
         } else if (body.type === "segmentsChanged") {
@@ -182,9 +166,7 @@ export const applyGeneralBatch = Effect.fnUntraced(function*(context: BatchConte
           segmentsChanged = true
         } else if (body.type === "computeSegment") {
           // Recorded on the segment, so a crash or a rebalance before it finishes does not lose it.
-          yield* sql`UPDATE segments SET backfilled_version = LEAST(backfilled_version, version - 1), backfill_emits = true,
-                             backfill_generation = backfill_generation + 1
-                     WHERE id = ${body.segmentId} AND project_id = ${context.projectId}`
+          yield* recomputeSegment(context.projectId, body.segmentId)
           const state = context.segmentState
           state.backfills = state.backfills.filter((job) => job.segmentId !== body.segmentId)
           segmentsChanged = true
@@ -271,12 +253,6 @@ export const applyGeneralBatch = Effect.fnUntraced(function*(context: BatchConte
   return outcome
 })
 
-/** SQL: the contact `column` belongs to the context's lane (any, for messages published before lanes). */
-const laneOfContact = (sql: SqlClient.SqlClient, context: BatchContext, column: string) =>
-  context.lane === undefined
-    ? sql`true`
-    : sql`(get_byte(uuid_send(${sql.literal(column)}), 15) % ${sql.literal(String(context.outbox.lanes.count))}) = ${context.lane}`
-
 const emittedToRow = (message: EmittedEventMessage): EventRow => ({
   id: message.eventId,
   contactId: message.contactId,
@@ -300,13 +276,7 @@ const applyContactChanges = Effect.fnUntraced(function*(
 ) {
   const sql = yield* SqlClient.SqlClient
   const emails = [...new Set(tracked.map((event) => event.email))]
-  const lockContacts = () =>
-    sql<LockedContact>`
-      SELECT id, email, subscribed, pinned_at, data FROM contacts
-      WHERE project_id = ${context.projectId}
-        AND email = ANY(${pgArray(emails)}::text[])
-      ORDER BY id
-      FOR UPDATE`
+  const lockContacts = () => lockContactsSql(sql, context.projectId, emails)
   const wanted = new Set(emails)
   let rows = prelocked ? prelocked.filter((row) => wanted.has(row.email)) : yield* lockContacts()
   const createdHere = new Set<string>()
@@ -314,40 +284,13 @@ const applyContactChanges = Effect.fnUntraced(function*(
     const known = new Set(rows.map((row) => row.email))
     const missing = new Map<string, TrackedEvent>()
     for (const event of tracked) if (!known.has(event.email) && !missing.has(event.email)) missing.set(event.email, event)
-    const now = new Date().toISOString()
-    yield* sql`
-      INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
-      -- The api's id, unless that id now belongs to another contact (its email changed meanwhile).
-      -- A fresh id keeps the api's last byte, so the contact stays in this lane.
-      SELECT CASE WHEN EXISTS (SELECT 1 FROM contacts WHERE id = (x->>'contactId')::uuid)
-                  THEN encode(overlay(uuid_send(gen_random_uuid()) PLACING substring(uuid_send((x->>'contactId')::uuid) FROM 16 FOR 1)
-                                      FROM 16 FOR 1), 'hex')::uuid
-                  ELSE (x->>'contactId')::uuid END,
-             ${context.projectId}, x->>'email', COALESCE((x->>'subscribed')::boolean, true),
-             '{}'::jsonb, ${now}::timestamptz, ${now}::timestamptz
-      FROM jsonb_array_elements(${JSON.stringify([...missing.values()])}::jsonb) x
-      ON CONFLICT DO NOTHING`
+    yield* createMissingContacts(context.projectId, [...missing.values()], new Date().toISOString())
     rows = yield* lockContacts()
     for (const row of rows) if (!known.has(row.email)) createdHere.add(row.id)
   }
   const byEmail = new Map<string, ContactState>(rows.map((row) => [row.email, contactStateOf(row)]))
   const { events, oversized } = foldTrackedEvents(byEmail, tracked, changeOf, emitted, createdHere)
   if (oversized.length > 0) yield* oversizedSql(sql, context.projectId, context.partition, oversized)
-  const writes = contactWritesSql(sql, context.projectId, byEmail.values(), new Date().toISOString())
-  if (writes.count > 0) {
-    // One round trip: the contacts and the types of the custom fields they now have.
-    yield* sql`
-      WITH updated AS (${writes.updated} RETURNING 1), fields AS (${writes.fields} RETURNING 1)
-      SELECT (SELECT count(*) FROM updated) + (SELECT count(*) FROM fields) AS n`
-  }
+  yield* writeContacts(context.projectId, byEmail.values(), new Date().toISOString())
   return events
-})
-
-/** Inserts events (ids already stored are skipped), folds the inserted ones into the aggregates, returns their ids. */
-const insertEvents = Effect.fnUntraced(function*(projectId: string, events: ReadonlyArray<EventRow>) {
-  const sql = yield* SqlClient.SqlClient
-  const inserted = yield* sql<{ id: string }>`
-    WITH ${storeEventsCtes(sql, projectId, events)}
-    SELECT id FROM ins`
-  return new Set(inserted.map((row) => row.id))
 })

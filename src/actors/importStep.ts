@@ -8,12 +8,20 @@
  */
 import { Clock, Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { inferFieldTypes } from "../domain/customData.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { type ImportPlan, readRow } from "../domain/imports/plan.ts"
 import { readRange } from "../imports/reader.ts"
-import { pgArray } from "../lib/pgArray.ts"
 import { addJobProgress, IMPORT_READ_AHEAD, importStepCommand, insertJobErrors, type JobError, PART_BYTES } from "../store/ContactJobs.ts"
+import { insertFieldTypes } from "../store/engine/contacts.ts"
+import {
+  claimImportRange,
+  contactsByEmail,
+  dropImportFileIfRead,
+  failImportJob,
+  importJob,
+  importParts,
+  insertImportedContacts
+} from "../store/engine/imports.ts"
 import type { Outbox } from "../stream/Outbox.ts"
 import type { BulkMessage, BulkRow } from "../stream/messages.ts"
 
@@ -36,23 +44,18 @@ interface Pending {
 
 export const importStep = Effect.fnUntraced(function*(context: ImportStepContext, jobId: string, range: number) {
   const sql = yield* SqlClient.SqlClient
-  const [job] = yield* sql<{ plan: ImportPlan; created_at: Date; failure: string | null }>`
-    SELECT j.plan, j.created_at, j.failure FROM contact_jobs j
-    WHERE j.id = ${jobId} AND j.project_id = ${context.projectId} AND j.kind = 'import'`
+  const job = yield* importJob(context.projectId, jobId)
   if (!job || job.failure !== null) return { handedOver: 0 }
   // Claims the range (locked until this batch commits; a rolled-back batch leaves it unread).
-  const claimed =
-    yield* sql`UPDATE contact_job_ranges SET read_at = now() WHERE job_id = ${jobId} AND range = ${range} AND read_at IS NULL RETURNING 1`
-  if (claimed.length === 0) return { handedOver: 0 }
+  if (!(yield* claimImportRange(jobId, range))) return { handedOver: 0 }
 
   // The range's parts in one query, in this transaction; parsed from memory (about RANGE_BYTES of the file).
   const span = job.plan.ranges[range]
-  const parts = span === undefined ? [] : yield* sql<{ part: number; bytes: Uint8Array }>`
-    SELECT part, bytes FROM contact_job_parts
-    WHERE job_id = ${jobId} AND part BETWEEN ${Math.floor(span.offset / PART_BYTES)} AND ${
+  const parts = span === undefined ? [] : yield* importParts(
+    jobId,
+    Math.floor(span.offset / PART_BYTES),
     Math.floor(Math.max(span.offset, span.end - 1) / PART_BYTES)
-  }
-    ORDER BY part`
+  )
   // Exactly the range's bytes: a record cut at a part boundary after it must not reach the parser.
   const bytes = parts.map((row) => {
     const start = row.part * PART_BYTES
@@ -65,8 +68,7 @@ export const importStep = Effect.fnUntraced(function*(context: ImportStepContext
   ).pipe(Effect.result)
   if (read._tag === "Failure") {
     const cause = read.failure.cause
-    yield* sql`UPDATE contact_jobs SET failure = ${`the file could not be read: ${cause instanceof Error ? cause.message : String(cause)}`}
-               WHERE id = ${jobId}`
+    yield* failImportJob(jobId, `the file could not be read: ${cause instanceof Error ? cause.message : String(cause)}`)
     return { handedOver: 0 }
   }
   const errors: Array<JobError> = []
@@ -125,8 +127,7 @@ export const importStep = Effect.fnUntraced(function*(context: ImportStepContext
     yield* addJobProgress(sql, jobId, context.lane, { processed: errors.length, skipped: errors.length })
   }
   // The last range read drops the file (two finishing at once may both leave it: the status read does then).
-  const unread = yield* sql`SELECT 1 FROM contact_job_ranges WHERE job_id = ${jobId} AND read_at IS NULL AND range <> ${range} LIMIT 1`
-  if (unread.length === 0) yield* sql`DELETE FROM contact_job_parts WHERE job_id = ${jobId}`
+  yield* dropImportFileIfRead(jobId, range)
   return { handedOver: valid.length }
 })
 
@@ -136,14 +137,12 @@ export const importStep = Effect.fnUntraced(function*(context: ImportStepContext
  * creates meanwhile is found on the next round.
  */
 const createOrFind = Effect.fnUntraced(function*(projectId: string, plan: ImportPlan, rows: ReadonlyArray<Pending>) {
-  const sql = yield* SqlClient.SqlClient
   const found = new Map<string, { id: string; created: boolean }>()
   let pending = rows
   for (let attempt = 0; pending.length > 0 && attempt < 5; attempt++) {
     // Existing contacts by the unique (project, email) index; then the others inserted, a contact
     // created by another writer meanwhile being skipped here and found on the next round.
-    const existing = yield* sql<{ id: string; email: string }>`
-      SELECT id, email FROM contacts WHERE project_id = ${projectId} AND email = ANY(${pgArray(pending.map((row) => row.email))}::text[])`
+    const existing = yield* contactsByEmail(projectId, pending.map((row) => row.email))
     for (const row of existing) found.set(row.email, { id: row.id, created: false })
     const missing = pending.filter((row) => !found.has(row.email))
     if (missing.length > 0) {
@@ -154,12 +153,7 @@ const createOrFind = Effect.fnUntraced(function*(projectId: string, plan: Import
         subscribed: row.subscribed ?? plan.defaultSubscribed ?? true,
         data: row.set
       }))
-      const inserted = yield* sql<{ id: string; email: string }>`
-        INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
-        SELECT id, ${projectId}, email, subscribed, data, ${now}::timestamptz, ${now}::timestamptz
-        FROM jsonb_to_recordset(${JSON.stringify(input)}::jsonb) AS x(id uuid, email text, subscribed boolean, data jsonb)
-        ON CONFLICT (project_id, email) DO NOTHING
-        RETURNING id, email`
+      const inserted = yield* insertImportedContacts(projectId, input, now)
       for (const row of inserted) found.set(row.email, { id: row.id, created: true })
     }
     pending = pending.filter((row) => !found.has(row.email))
@@ -171,10 +165,7 @@ const createOrFind = Effect.fnUntraced(function*(projectId: string, plan: Import
     for (const [key, value] of Object.entries(row.set)) if (!(key in types)) types[key] = value
   }
   if (Object.keys(types).length > 0) {
-    yield* sql`
-      INSERT INTO contact_fields (project_id, key, type)
-      SELECT ${projectId}, f->>0, f->>1 FROM jsonb_array_elements(${JSON.stringify(inferFieldTypes(types))}::jsonb) f
-      ON CONFLICT DO NOTHING`
+    yield* insertFieldTypes(projectId, types)
   }
   return found
 })

@@ -7,7 +7,8 @@ import { Cause, Clock, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Outbox } from "../stream/Outbox.ts"
 import { causeIsTransient } from "../lib/isolation.ts"
-import { pgArray } from "../lib/pgArray.ts"
+import { leaseHeldSql } from "../store/engine/leases.ts"
+import { laneBackfillsDone, recomputeInLane, recomputeSegments } from "../store/engine/segments.ts"
 import type { ConditionReads } from "../domain/conditions/validate.ts"
 import { backfillChunk, backfillChunkPassed, narrowBackfill } from "./segmentBackfill.ts"
 import { loadSegments } from "./segmentDefs.ts"
@@ -24,16 +25,13 @@ const FIRST_ID = "00000000-0000-0000-0000-000000000000"
  * before lanes backfills nothing: the lanes do.
  */
 export const reloadSegments = Effect.fnUntraced(function*(context: Pick<BatchContext, "projectId" | "lane">, state: SegmentState) {
-  const sql = yield* SqlClient.SqlClient
   state.facts?.forget()
   state.segments = yield* loadSegments(context.projectId)
   if (context.lane === undefined) {
     state.backfills = []
     return state.segments
   }
-  const laneDone = new Map((yield* sql<{ segment_id: string; version: number; generation: number }>`
-    SELECT b.segment_id, b.version, b.generation FROM segment_backfills b JOIN segments s ON s.id = b.segment_id
-    WHERE s.project_id = ${context.projectId} AND b.lane = ${context.lane}`).map((row) => [row.segment_id, row]))
+  const laneDone = new Map((yield* laneBackfillsDone(context.projectId, context.lane)).map((row) => [row.segment_id, row]))
   state.backfills = state.backfills.filter((job) => state.segments!.byId.has(job.segmentId))
   for (const def of state.segments.ordered) {
     const lane = laneDone.get(def.id)
@@ -66,22 +64,16 @@ export const reloadSegments = Effect.fnUntraced(function*(context: Pick<BatchCon
  * reads what `matches` picks; true when any was marked (the caller then reloads its definitions).
  */
 export const recomputeReaders = Effect.fnUntraced(function*(context: BatchContext, matches: (reads: ConditionReads) => boolean) {
-  const sql = yield* SqlClient.SqlClient
   const segments = context.segmentState.segments ?? (yield* loadSegments(context.projectId))
   const ids = segments.ordered.filter((def) => matches(def.reads)).map((def) => def.id)
   if (ids.length === 0) return false
   if (context.lane !== undefined) {
     // Only this lane's contacts changed (each lane handles the command for its own): the lane alone
     // recomputes (version 0 marks the lane behind; see reloadSegments), durably, with entry/exit.
-    yield* sql`
-      INSERT INTO segment_backfills (segment_id, lane, version, generation)
-      SELECT id, ${context.lane}, 0, 0 FROM unnest(${pgArray(ids)}::uuid[]) AS id
-      ON CONFLICT (segment_id, lane) DO UPDATE SET version = 0`
+    yield* recomputeInLane(context.lane, ids)
     return true
   }
-  yield* sql`UPDATE segments SET backfilled_version = LEAST(backfilled_version, version - 1), backfill_emits = true,
-                               backfill_generation = backfill_generation + 1
-             WHERE project_id = ${context.projectId} AND id = ANY(${pgArray(ids)}::uuid[])`
+  yield* recomputeSegments(context.projectId, ids)
   return true
 })
 
@@ -106,10 +98,7 @@ export const applyBackfillChunk = Effect.fnUntraced(function*(context: BatchCont
     }
   }
   const outcome = yield* sql.withTransaction(Effect.gen(function*() {
-    const leases = yield* sql`
-      SELECT 1 FROM partition_leases
-      WHERE partition = ${context.partition} AND owner = ${context.workerId} AND epoch = ${context.epoch}
-      FOR SHARE`
+    const leases = yield* leaseHeldSql(sql, context)
     if (leases.length === 0) return yield* new LeaseLost({ partition: context.partition })
     const segments = state.segments ?? (yield* reloadSegments(context, state))
     const job = state.backfills[0]

@@ -3,23 +3,26 @@
  * batches, a chunk that fails narrowed down to the contact that fails.
  */
 import { type Cause, Effect } from "effect"
-import { SqlClient } from "effect/sql"
 import { windowedSince } from "../domain/conditions/evaluate.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { reasonOf, setAsideLogged } from "../lib/isolation.ts"
-import { compileConditionSql } from "../store/conditionSql.ts"
+import {
+  backfillChunkRows,
+  nextBackfillContact,
+  projectBackfillDone,
+  recordLaneBackfill,
+  segmentBackfilledIfAllLanes
+} from "../store/engine/backfill.ts"
 import type { ProjectSegments, SegmentContext, SegmentDef } from "./segmentDefs.ts"
 import { type ContactChange, emptyChange, evaluateChanges } from "./segmentEvaluation.ts"
 import { loadFacts } from "./segmentFacts.ts"
-import { setTimers, writeMembershipChanges } from "./segmentWrites.ts"
-
-/** SQL: the contact `column` is in the context's lane (always true without a lane). */
-const inLane = (sql: SqlClient.SqlClient, context: SegmentContext, column: string) =>
-  context.lane === undefined
-    ? sql`true`
-    : sql`(get_byte(uuid_send(${sql.literal(column)}), 15) % ${sql.literal(String(context.outbox.lanes.count))}) = ${context.lane}`
+import { writeMembershipChanges } from "../store/engine/memberships.ts"
+import { setTimers } from "./segmentWrites.ts"
 
 export const BACKFILL_CHUNK = 5_000
+
+/** The contacts a backfill in this context goes through: its lane's (all the project's without a lane). */
+const scopeOf = (context: SegmentContext) => ({ projectId: context.projectId, lane: context.lane, laneCount: context.outbox.lanes.count })
 
 /**
  * One chunk of a segment's backfill (contacts after `cursor` by id): membership from the SQL evaluator,
@@ -36,14 +39,7 @@ export const backfillChunk = Effect.fnUntraced(function*(
   generation: number,
   limit = BACKFILL_CHUNK
 ) {
-  const sql = yield* SqlClient.SqlClient
-  const chunk = yield* sql<{ id: string; email: string; matches: boolean; member: boolean }>`
-    SELECT c.id, c.email, ${compileConditionSql(sql, def.condition, clock)} AS matches,
-           EXISTS (SELECT 1 FROM segment_memberships m WHERE m.segment_id = ${def.id} AND m.contact_id = c.id AND m.exited_at IS NULL) AS member
-    FROM contacts c
-    WHERE c.project_id = ${context.projectId} AND c.id > ${cursor}::uuid AND ${inLane(sql, context, "c.id")}
-    ORDER BY c.id
-    LIMIT ${limit}`
+  const chunk = yield* backfillChunkRows(scopeOf(context), def, cursor, clock, limit)
   const at = new Date(clock).toISOString()
   const entries = chunk.filter((row) => row.matches && !row.member).map((row) => ({ segmentId: def.id, contactId: row.id, at }))
   const exits = chunk.filter((row) => !row.matches && row.member).map((row) => ({ segmentId: def.id, contactId: row.id, at }))
@@ -102,26 +98,13 @@ export const backfillChunk = Effect.fnUntraced(function*(
  * meanwhile (then the next reload starts over).
  */
 const backfillDone = Effect.fnUntraced(function*(context: SegmentContext, segments: ProjectSegments, def: SegmentDef, generation: number) {
-  const sql = yield* SqlClient.SqlClient
   if (context.lane === undefined) {
-    const done = yield* sql`UPDATE segments SET backfilled_version = GREATEST(backfilled_version, ${def.version})
-                            WHERE id = ${def.id} AND backfill_generation = ${generation} RETURNING id`
-    if (done.length > 0) segments.populated.add(def.id)
+    if (yield* projectBackfillDone(def.id, def.version, generation)) segments.populated.add(def.id)
     return
   }
-  // Lanes finishing together take turns here, so the last one sees every other lane's record (NO KEY:
-  // lanes hold KEY SHARE on the segment through their segment_counts rows).
-  yield* sql`SELECT 1 FROM segments WHERE id = ${def.id} FOR NO KEY UPDATE`
-  yield* sql`
-    INSERT INTO segment_backfills (segment_id, lane, version, generation) VALUES (${def.id}, ${context.lane}, ${def.version}, ${generation})
-    ON CONFLICT (segment_id, lane) DO UPDATE SET version = EXCLUDED.version, generation = EXCLUDED.generation`
+  yield* recordLaneBackfill(def.id, context.lane, def.version, generation)
   segments.populated.add(def.id)
-  // Each lane checks after recording its own part, so the last lane to finish (whichever it is) sees all.
-  yield* sql`
-    UPDATE segments s SET backfilled_version = GREATEST(s.backfilled_version, ${def.version})
-    WHERE s.id = ${def.id} AND s.backfill_generation = ${generation} AND s.version = ${def.version}
-      AND (SELECT count(*) FROM segment_backfills b
-           WHERE b.segment_id = s.id AND b.version >= ${def.version} AND b.generation >= ${generation}) >= ${context.outbox.lanes.count}`
+  yield* segmentBackfilledIfAllLanes(def.id, context.outbox.lanes.count, def.version, generation)
 })
 
 /** Where a backfill is, and how it is narrowing down a contact it cannot evaluate. */
@@ -151,10 +134,7 @@ export const narrowBackfill = <E>(context: SegmentContext, job: BackfillCursor, 
       return
     }
     if ((job.strikes ?? 0) + 1 >= MAX_STRIKES) return yield* Effect.failCause(cause)
-    const sql = yield* SqlClient.SqlClient
-    const [contact] = yield* sql<{ id: string }>`
-      SELECT id FROM contacts WHERE project_id = ${context.projectId} AND id > ${job.cursor}::uuid AND ${inLane(sql, context, "id")}
-      ORDER BY id LIMIT 1`
+    const contact = yield* nextBackfillContact(scopeOf(context), job.cursor)
     if (!contact) return yield* Effect.failCause(cause)
     // The contact keeps its membership as it was; the segment's other contacts go on.
     yield* setAsideLogged(

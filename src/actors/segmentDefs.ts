@@ -4,11 +4,12 @@
  * need; and the context segment work runs in.
  */
 import { Effect } from "effect"
-import { SqlClient, type SqlError } from "effect/sql"
+import type { SqlError } from "effect/sql"
 import { compileCondition, type ContactFacts, type Evaluation } from "../domain/conditions/evaluate.ts"
 import type { Condition } from "../domain/conditions/types.ts"
 import { conditionReads, type ConditionReads } from "../domain/conditions/validate.ts"
 import { segmentSlug, toSegment } from "../store/Segments.ts"
+import { segmentRows } from "../store/engine/segments.ts"
 import type { EmittedEvent, Outbox } from "../stream/Outbox.ts"
 
 export interface SegmentDef {
@@ -61,13 +62,7 @@ const push = <K, V>(map: Map<K, Array<V>>, key: K, value: V) => {
 }
 
 export const loadSegments = Effect.fnUntraced(function*(projectId: string) {
-  const sql = yield* SqlClient.SqlClient
-  const rows = yield* sql<
-    Parameters<typeof toSegment>[0] & { backfilled_version: number; backfill_emits: boolean; backfill_generation: number }
-  >`
-    SELECT id, project_id, name, description, type, condition, track_membership, member_count, version,
-           backfilled_version, backfill_emits, backfill_generation, created_at, updated_at
-    FROM segments WHERE project_id = ${projectId} ORDER BY created_at, id`
+  const rows = yield* segmentRows(projectId)
   const slugs = new Map<string, { slug: string; name: string; tracked: boolean }>()
   const defs: Array<SegmentDef> = []
   for (const row of rows) {

@@ -11,7 +11,8 @@ import { uuidv7 } from "../domain/ids.ts"
 import type { EmittedEvent } from "../stream/Outbox.ts"
 import { factNames, type ProjectSegments, type SegmentContext } from "./segmentDefs.ts"
 import { loadFacts, type MutableFacts } from "./segmentFacts.ts"
-import { type MembershipChange, timerRows, writeMembershipChanges } from "./segmentWrites.ts"
+import { type MembershipChange, writeMembershipChanges } from "../store/engine/memberships.ts"
+import { timerRows } from "./segmentWrites.ts"
 
 /** What changed for one contact: which fields and events ("all" after a direct write), which segments to force. */
 export interface ContactChange {

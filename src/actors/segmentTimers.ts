@@ -10,6 +10,7 @@ import { SqlClient } from "effect/sql"
 import { mapRows } from "../lib/isolation.ts"
 import type { Nats } from "../stream/Nats.ts"
 import type { Outbox } from "../stream/Outbox.ts"
+import { takeDueTimers } from "../store/engine/timers.ts"
 import type { TimerMessage } from "./messages.ts"
 
 const TIMERS_PER_ROUND = 1_000
@@ -19,13 +20,7 @@ export const fireSegmentTimers = (nats: Nats["Service"], outbox: Outbox["Service
     if (partitions.length === 0) return
     const sql = yield* SqlClient.SqlClient
     yield* sql.withTransaction(Effect.gen(function*() {
-      const due = yield* sql<{ contact_id: string; id: string; project_id: string; due_at: Date }>`
-        DELETE FROM timers WHERE contact_id IN (
-          SELECT contact_id FROM timers
-          WHERE partition IN ${sql.in(partitions)} AND due_at <= ${new Date(yield* Clock.currentTimeMillis).toISOString()}::timestamptz
-          ORDER BY due_at LIMIT ${TIMERS_PER_ROUND}
-          FOR UPDATE SKIP LOCKED)
-        RETURNING contact_id, id, project_id, due_at`
+      const due = yield* takeDueTimers(partitions, new Date(yield* Clock.currentTimeMillis).toISOString(), TIMERS_PER_ROUND)
       if (due.length === 0) return
       const { mapped } = yield* mapRows(
         "segment timers",

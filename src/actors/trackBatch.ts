@@ -14,19 +14,14 @@ import type { EmittedEvent, OutboxRow } from "../stream/Outbox.ts"
 import type { TrackedEvent } from "../stream/messages.ts"
 import { runWorkflows, type WorkflowInput } from "../workflows/engine.ts"
 import type { BatchContext, BatchOutcome } from "./batchContext.ts"
-import {
-  type ContactState,
-  contactStateOf,
-  contactWritesSql,
-  type EventRow,
-  foldTrackedEvents,
-  type LockedContact,
-  oversizedSql,
-  storeEventsCtes,
-  type SubscriptionEmitted
-} from "./contactFold.ts"
+import type { LockedContact } from "../store/engine/contacts.ts"
+import { oversizedSql } from "../store/engine/deadLetters.ts"
+import type { EventRow } from "../store/engine/events.ts"
+import { laneWriteSql } from "../store/engine/laneWrite.ts"
+import type { MembershipTransition } from "../store/engine/memberships.ts"
+import { type ContactState, contactStateOf, foldTrackedEvents, type SubscriptionEmitted } from "./contactFold.ts"
 import { type ContactChange, emptyChange, evaluateFacts, wantedSegments } from "./segmentEvaluation.ts"
-import { countDeltas, countsSql, membershipCtes, type MembershipTransition, timerRows, timersSql } from "./segmentWrites.ts"
+import { timerRows } from "./segmentWrites.ts"
 import { factNames, type ProjectSegments } from "./segmentDefs.ts"
 import { loadFacts, type MutableFacts } from "./segmentFacts.ts"
 
@@ -221,9 +216,8 @@ export const planTrackedBatch = (
 }
 
 /**
- * SQL: one statement writing every plan (the lanes of one project): contacts and their field types,
- * events and aggregates, memberships, lane counts, timers, outbox rows, and `extra` parts (a combined
- * batch's lane offsets); it answers the ids of the events stored now.
+ * SQL: one statement writing every plan (the lanes of one project, store/engine/laneWrite.ts), with `extra`
+ * parts (a combined batch's lane offsets); it answers the ids of the events stored now.
  */
 export const trackedWriteSql = (
   sql: SqlClient.SqlClient,
@@ -231,60 +225,25 @@ export const trackedWriteSql = (
   plans: ReadonlyArray<TrackedPlan>,
   now: string,
   extra: ReadonlyArray<Statement.Fragment> = []
-) => {
-  const { projectId, outbox } = context
-  const contactWrites = contactWritesSql(sql, projectId, plans.flatMap((plan) => plan.contacts), now)
-  const transitions = plans.flatMap((plan) => plan.transitions)
-  const counts = countDeltas(outbox.lanes, transitions.map(({ entered, change }) => ({ ...change, n: entered ? 1 : -1 })))
-  const timerList = timerRows(
-    { projectId, outbox },
-    plans.flatMap((plan) =>
-      [...plan.timers].map(([contactId, dueAt]) => ({ contactId, dueAt: new Date(dueAt).toISOString(), id: uuidv7() }))
-    )
+) =>
+  laneWriteSql(
+    sql,
+    context,
+    {
+      contacts: plans.flatMap((plan) => plan.contacts),
+      events: plans.flatMap((plan) => plan.toInsert),
+      transitions: plans.flatMap((plan) => plan.transitions),
+      timers: timerRows(
+        context,
+        plans.flatMap((plan) =>
+          [...plan.timers].map(([contactId, dueAt]) => ({ contactId, dueAt: new Date(dueAt).toISOString(), id: uuidv7() }))
+        )
+      ),
+      outRows: plans.flatMap((plan) => plan.outRows)
+    },
+    now,
+    extra
   )
-  const outRows = plans.flatMap((plan) => plan.outRows)
-  // Only the parts with rows: a part over an empty list still costs its plan and its triggers, and a
-  // statement's text per combination keeps each one's cached plan fitting (a few combinations in practice).
-  const parts: Array<Statement.Fragment> = []
-  if (contactWrites.count > 0)
-    parts.push(sql`updated AS (${contactWrites.updated} RETURNING 1)`, sql`fields AS (${contactWrites.fields} RETURNING 1)`)
-  const toInsert = plans.flatMap((plan) => plan.toInsert)
-  parts.push(storeEventsCtes(sql, projectId, toInsert))
-  // The analytics rollups of the events stored now, counted here instead of by the insert's trigger
-  // (migration 0025), unless an event is one the rollups attribute to a mail (the trigger then counts all).
-  if (toInsert.length > 0 && !toInsert.some((event) => event.name === "contact.unsubscribed" || event.name.startsWith("email."))) {
-    parts.push(rollupsCountedSql(sql, projectId))
-  }
-  parts.push(...membershipCtes(sql, projectId, transitions))
-  if (counts.length > 0) parts.push(sql`counted AS (${countsSql(sql, counts)} RETURNING 1)`)
-  if (timerList.length > 0) parts.push(sql`timed AS (${timersSql(sql, projectId, timerList)} RETURNING 1)`)
-  if (outRows.length > 0) parts.push(sql`outboxed AS (${outbox.rowsSql(outRows)} RETURNING 1)`)
-  parts.push(...extra)
-  return sql<{ id: string }>`WITH ${sql.join(",\n", false)(parts)} SELECT id FROM ins`
-}
-
-/**
- * SQL: CTEs that add the `ins` events (storeEventsCtes) to the analytics counters, as the events insert
- * trigger would (per activity type, and per name for tracked events; 15-minute buckets for types, hours
- * and days for both), and mark the statement so that trigger skips its rows.
- */
-const rollupsCountedSql = (sql: SqlClient.SqlClient, projectId: string) =>
-  sql`
-  rollups_counted AS (SELECT set_config('mailstream.rollups_counted', statement_timestamp()::text, true) AS marker),
-  rolled AS (
-    INSERT INTO analytics_counters AS r (project_id, kind, stream, grain, bucket, key, shard, n)
-    SELECT ${projectId}::uuid, c.kind, 'ALL', g.grain, date_bin(make_interval(mins => g.grain), i.created_at, TIMESTAMPTZ '2000-01-01 00:00:00+00'),
-           left(c.key, 500), ms_rollup_shard(), count(*)
-    FROM ins i
-    CROSS JOIN LATERAL (VALUES ('type', ms_activity_type(i.name)),
-                               ('event', CASE WHEN ms_activity_type(i.name) = 'event' THEN i.name END)) c(kind, key)
-    CROSS JOIN (VALUES (15::smallint), (60::smallint), (1440::smallint)) g(grain)
-    WHERE c.key IS NOT NULL AND (g.grain <> 15 OR c.kind = 'type') AND (SELECT marker FROM rollups_counted) IS NOT NULL
-    GROUP BY 1, 2, 3, 4, 5, 6
-    ORDER BY 1, 2, 3, 4, 5, 6
-    ON CONFLICT (project_id, kind, stream, grain, bucket, key, shard) DO UPDATE SET n = r.n + EXCLUDED.n
-    RETURNING 1
-  )`
 
 /**
  * After the write: the plan's rare statements (data changes set aside for size, a chain of own events

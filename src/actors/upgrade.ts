@@ -13,7 +13,14 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
-import { type Lanes, OWNER_LANE } from "../stream/lanes.ts"
+import {
+  lockUpgradeState,
+  markDrained,
+  markLegacyDrained,
+  partitionsNotDrained,
+  repartitionForLanes,
+  upgradeState
+} from "../store/engine/upgrade.ts"
 import { Nats } from "../stream/Nats.ts"
 import { Outbox } from "../stream/Outbox.ts"
 import { OwnedPartitions } from "./OwnedPartitions.ts"
@@ -21,30 +28,6 @@ import { PartitionFeeds } from "./PartitionFeeds.ts"
 
 /** How long after the drain legacy subjects are still consumed (old api processes being replaced). */
 const LEGACY_GRACE_SECONDS = 3600
-
-export const repartitionForLanes = (lanes: Lanes) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const projects = yield* sql<{ id: string }>`SELECT id FROM projects`
-    if (projects.length === 0) return
-    const map = JSON.stringify(projects.map(({ id }) => ({
-      id,
-      owner: lanes.partitionOf(id, OWNER_LANE),
-      parts: lanes.partitionsOf(id)
-    })))
-    const L = sql.literal(String(lanes.count))
-    const byProject = sql`jsonb_to_recordset(${map}::jsonb) AS x(id uuid, owner int, parts jsonb)`
-    yield* sql`UPDATE emails e SET partition = x.owner FROM ${byProject}
-               WHERE e.project_id = x.id AND e.status IN ('PENDING', 'SENDING')`
-    yield* sql`UPDATE campaigns c SET partition = x.owner FROM ${byProject} WHERE c.project_id = x.id`
-    yield* sql`UPDATE timers t SET partition = (x.parts->>(get_byte(uuid_send(t.contact_id), 15) % ${L}))::int
-               FROM ${byProject} WHERE t.project_id = x.id`
-    yield* sql`UPDATE workflow_executions e SET partition = (x.parts->>(get_byte(uuid_send(e.contact_id), 15) % ${L}))::int
-               FROM ${byProject} WHERE e.project_id = x.id AND e.status IN ('RUNNING', 'WAITING')`
-    yield* sql`UPDATE workflow_step_executions s SET partition = e.partition FROM workflow_executions e
-               WHERE s.execution_id = e.id AND s.status = 'RUNNING'`
-    yield* sql`UPDATE workflow_timers t SET partition = e.partition FROM workflow_executions e WHERE t.execution_id = e.id`
-  })
 
 export class StreamUpgrade extends Context.Service<StreamUpgrade, {
   /** Lane messages may be applied: every message published before lanes is. */
@@ -67,9 +50,7 @@ export class StreamUpgrade extends Context.Service<StreamUpgrade, {
       const follow = Effect.gen(function*() {
         // Drained and past the grace period is final: nothing left to follow.
         if (upgrade.drained && !upgrade.readLegacy) return
-        const [state] = yield* sql<{ drained_at: Date | null; grace: boolean }>`
-          SELECT drained_at, (drained_at IS NULL OR drained_at > now() - make_interval(secs => ${LEGACY_GRACE_SECONDS})) AS grace
-          FROM stream_upgrade WHERE id = 1`
+        const state = yield* upgradeState(LEGACY_GRACE_SECONDS)
         upgrade.drained = state?.drained_at != null
         upgrade.readLegacy = state?.grace ?? false
         if (upgrade.drained) return
@@ -80,19 +61,18 @@ export class StreamUpgrade extends Context.Service<StreamUpgrade, {
               Effect.option
             )
           if (info._tag === "Some" && info.value.num_pending === 0 && info.value.num_ack_pending === 0 && entry.legacy.run.caughtUp()) {
-            yield* sql`UPDATE partition_state SET legacy_drained = true WHERE partition = ${partition}`
+            yield* markLegacyDrained(partition)
             entry.legacyDrained = true
           }
         }
         // The worker that sees every partition drained completes the upgrade (once, under the row lock).
         yield* sql.withTransaction(Effect.gen(function*() {
-          const [row] = yield* sql<{ drained_at: Date | null }>`SELECT drained_at FROM stream_upgrade WHERE id = 1 FOR UPDATE`
+          const row = yield* lockUpgradeState()
           if (!row || row.drained_at !== null) return
-          const [pending] = yield* sql<{ n: number }>`
-            SELECT count(*)::int AS n FROM partition_state WHERE partition < ${nats.partitions} AND NOT legacy_drained`
-          if ((pending?.n ?? 1) > 0) return
+          const pending = yield* partitionsNotDrained(nats.partitions)
+          if ((pending ?? 1) > 0) return
           yield* repartitionForLanes(outbox.lanes)
-          yield* sql`UPDATE stream_upgrade SET drained_at = now() WHERE id = 1`
+          yield* markDrained()
           upgrade.drained = true
           yield* Effect.logInfo("stream upgraded to lanes: every message published before lanes is applied")
         }))
