@@ -4,10 +4,11 @@
  * existing ones (group commit). The project's actor applies data and subscription changes later, in
  * stream order; a contact created here starts with empty data and the default subscription.
  */
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { uuidv7 } from "../domain/ids.ts"
 import { makeGroupCommit } from "../lib/GroupCommit.ts"
+import { decodeRows } from "../store/columns.ts"
 import { Invalidations } from "../stream/Invalidations.ts"
 
 export interface ResolvedContact {
@@ -21,6 +22,9 @@ interface Lookup {
   readonly email: string
   readonly subscribed: boolean
 }
+
+/** A contact found or created for a lookup: four plain fields, decoded once per batch of up to 500. */
+const resolvedRows = decodeRows(Schema.Struct({ id: Schema.String, project_id: Schema.String, email: Schema.String, created: Schema.Boolean }))
 
 const CACHE_TTL_MS = 60_000
 const CACHE_MAX = 200_000
@@ -51,6 +55,8 @@ export class ContactDirectory extends Context.Service<ContactDirectory, {
     ContactDirectory,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      // The cache reads the time on the per-event path, synchronously: the Clock captured here, read unsafely.
+      const clock = yield* Clock.Clock
       const invalidations = yield* Invalidations
       const cache = new Map<string, { id: string; expires: number }>()
       // Bumped by every invalidation: a lookup that was running meanwhile may have read the old
@@ -80,8 +86,8 @@ export class ContactDirectory extends Context.Service<ContactDirectory, {
           const found = new Map<string, ResolvedContact>()
           let pending = [...unique.values()]
           for (let attempt = 0; pending.length > 0 && attempt < 5; attempt++) {
-            const now = new Date().toISOString()
-            const rows = yield* sql<{ id: string; project_id: string; email: string; created: boolean }>`
+            const now = new Date(yield* Clock.currentTimeMillis).toISOString()
+            const rows = yield* resolvedRows(sql`
               WITH input AS (
                 SELECT * FROM jsonb_to_recordset(${JSON.stringify(pending)}::jsonb)
                   AS x(id uuid, "projectId" uuid, email text, subscribed boolean)
@@ -94,12 +100,15 @@ export class ContactDirectory extends Context.Service<ContactDirectory, {
               SELECT id, project_id, email, true AS created FROM ins
               UNION ALL
               SELECT c.id, c.project_id, c.email, false FROM contacts c
-              JOIN input i ON c.project_id = i."projectId" AND c.email = i.email`
+              JOIN input i ON c.project_id = i."projectId" AND c.email = i.email`).pipe(
+              // The service answers SqlError (its callers retry on it); a row of its own statement that does not decode is a bug.
+              Effect.catchTag("SchemaError", Effect.die)
+            )
             for (const row of rows) found.set(`${row.project_id}|${row.email}`, { id: row.id, created: row.created })
             // A contact committed by someone else after this statement's snapshot: ask again.
             pending = pending.filter((item) => !found.has(`${item.projectId}|${item.email}`))
           }
-          const expires = Date.now() + CACHE_TTL_MS
+          const expires = (yield* Clock.currentTimeMillis) + CACHE_TTL_MS
           if (cache.size > CACHE_MAX) cache.clear()
           const createdOnce = new Set<string>()
           return items.map((item) => {
@@ -116,14 +125,14 @@ export class ContactDirectory extends Context.Service<ContactDirectory, {
 
       const batcher = yield* makeGroupCommit({ flush: resolveBatch, maxBatch: 500, concurrency: 2 })
 
-      const cached = (projectId: string, email: string, now = Date.now()): ResolvedContact | undefined => {
+      const cached = (projectId: string, email: string, now = clock.currentTimeMillisUnsafe()): ResolvedContact | undefined => {
         const hit = cache.get(`${projectId}|${email}`)
         return hit && hit.expires > now ? { id: hit.id, created: false } : undefined
       }
 
       const resolveAll: ContactDirectory["Service"]["resolveAll"] = (projectId, lookups) =>
         Effect.suspend(() => {
-          const now = Date.now()
+          const now = clock.currentTimeMillisUnsafe()
           const results = new Array<ResolvedContact>(lookups.length)
           const misses: Array<number> = []
           lookups.forEach(({ email }, index) => {

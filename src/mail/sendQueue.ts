@@ -5,7 +5,7 @@
  * SENT mail in one statement with its email.sent events). Kept apart from Sender.ts, which decides
  * what to send when; these only read and write rows.
  */
-import { Cause, Effect } from "effect"
+import { Cause, Clock, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { type Attachment, type EmailContent, type EmailRow, emailEventData, summaryColumns, toEmailRecord } from "../store/Emails.ts"
 import { HELD_MARKETING_SQL } from "../store/ProjectHealth.ts"
@@ -117,6 +117,7 @@ export const makeSendQueue = (sql: SqlClient.SqlClient, outbox: Outbox["Service"
         list.push(row)
         byProject.set(row.project_id, list)
       }
+      const now = new Date(yield* Clock.currentTimeMillis)
       for (const [projectId, sent] of byProject) {
         yield* outbox.emit(
           projectId,
@@ -125,7 +126,7 @@ export const makeSendQueue = (sql: SqlClient.SqlClient, outbox: Outbox["Service"
             contactId: row.contact_id!,
             email: row.to_email,
             data: emailEventData(toEmailRecord(row)),
-            at: (row.sent_at ?? new Date()).toISOString()
+            at: (row.sent_at ?? now).toISOString()
           }))
         )
       }

@@ -4,7 +4,7 @@
  * time of signing with the PEM text), and read again after a few seconds, since a domain may lose its
  * verification.
  */
-import { Effect } from "effect"
+import { Clock, Effect } from "effect"
 import { createPrivateKey } from "node:crypto"
 import type { Domains } from "../store/Domains.ts"
 import type { PersistenceError } from "../store/PersistenceError.ts"
@@ -20,7 +20,8 @@ export const makeSigningKeys = (domains: Domains["Service"]) => {
     const domain = fromEmail.slice(fromEmail.lastIndexOf("@") + 1)
     const cacheKey = `${projectId} ${domain}`
     const hit = keys.get(cacheKey)
-    if (hit && hit.expires > Date.now()) return yield* hit.lookup
+    const now = yield* Clock.currentTimeMillis
+    if (hit && hit.expires > now) return yield* hit.lookup
     // One lookup for a round's rows at once (they all miss together when the key expires), read and
     // parsed once: signing with a KeyObject takes half the time of signing with the PEM text.
     const lookup: Effect.Effect<ParsedSigningKey | undefined, PersistenceError> = yield* Effect.cached(
@@ -30,7 +31,7 @@ export const makeSigningKeys = (domains: Domains["Service"]) => {
         Effect.onError(() => Effect.sync(() => keys.get(cacheKey)?.lookup === lookup && keys.delete(cacheKey)))
       )
     )
-    keys.set(cacheKey, { lookup, expires: Date.now() + SIGNING_KEY_TTL_MS })
+    keys.set(cacheKey, { lookup, expires: now + SIGNING_KEY_TTL_MS })
     return yield* lookup
   })
 

@@ -3,11 +3,12 @@
  * Only SHA-256 hashes are stored; a token is consumed atomically (used once, before its expiry).
  * An invitation keeps its id while a resend replaces its token, so the dashboard can name it.
  */
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHash, randomBytes } from "node:crypto"
 import { uuidv7 } from "../domain/ids.ts"
-import type { Role } from "../domain/permissions.ts"
+import { type Role, Roles } from "../domain/permissions.ts"
+import { decodeRows, IdRow } from "./columns.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
 export type TokenPurpose = "verify_email" | "reset_password" | "invitation"
@@ -42,8 +43,31 @@ export const MAIL_COOLDOWN_SECONDS = 60
 /** How long each kind of token stays usable. */
 export const TOKEN_TTL_HOURS: Record<TokenPurpose, number> = { verify_email: 48, reset_password: 1, invitation: 168 }
 
-type InvitationRow = { id: string; email: string; role: Role; created_at: Date; expires_at: Date }
-const toInvitation = (row: InvitationRow): PendingInvitation => ({
+/** A pending invitation's row; PendingInvitation keeps the driver's Dates (its readers format them). */
+const InvitationRow = Schema.Struct({
+  id: Schema.String,
+  email: Schema.String,
+  role: Schema.Literals(Roles),
+  created_at: Schema.Date,
+  expires_at: Schema.Date
+})
+const invitationRows = decodeRows(InvitationRow)
+
+/** What a token grants, as consume and peek return it. */
+const GrantRow = Schema.Struct({
+  user_id: Schema.NullOr(Schema.String),
+  email: Schema.String,
+  project_id: Schema.NullOr(Schema.String),
+  role: Schema.NullOr(Schema.Literals(Roles))
+})
+const grantRows = decodeRows(GrantRow)
+
+const CreatedRow = Schema.Struct({ created_at: Schema.Date })
+const WaitRow = Schema.Struct({ wait: Schema.Number })
+/** Statements that only say how many rows they touched (`RETURNING id`). */
+const touched = decodeRows(IdRow)
+
+const toInvitation = (row: typeof InvitationRow.Type): PendingInvitation => ({
   id: row.id,
   email: row.email,
   role: row.role,
@@ -75,8 +99,7 @@ export class AccountTokens extends Context.Service<AccountTokens, {
     AccountTokens,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      type Row = { user_id: string | null; email: string; project_id: string | null; role: Role | null }
-      const toGrant = (row: Row | undefined): TokenGrant | undefined =>
+      const toGrant = (row: typeof GrantRow.Type | undefined): TokenGrant | undefined =>
         row && { userId: row.user_id, email: row.email, projectId: row.project_id, role: row.role }
       const expiryOf = (purpose: TokenPurpose) =>
         Effect.map(Clock.currentTimeMillis, (now) => new Date(now + TOKEN_TTL_HOURS[purpose] * 3_600_000))
@@ -84,22 +107,22 @@ export class AccountTokens extends Context.Service<AccountTokens, {
       const issue = (purpose: TokenPurpose, grant: TokenGrant, id = uuidv7()) =>
         Effect.flatMap(expiryOf(purpose), (expiresAt) => {
           const token = newToken()
-          return sql<{ created_at: Date }>`
+          return decodeRows(CreatedRow)(sql`
             INSERT INTO account_tokens (id, hash, purpose, user_id, email, project_id, role, expires_at)
             VALUES (${id}, ${hashToken(token)}, ${purpose}, ${grant.userId}, ${grant.email}, ${grant.projectId}, ${grant.role},
                     ${expiresAt})
-            RETURNING created_at`.pipe(Effect.map(([row]) => ({ token, createdAt: row!.created_at, expiresAt })))
+            RETURNING created_at`).pipe(Effect.map(([row]) => ({ token, createdAt: row!.created_at, expiresAt })))
         })
 
       const withdrawInvitations = (projectId: string, email: string) =>
-        sql`UPDATE account_tokens SET used_at = now()
+        touched(sql`UPDATE account_tokens SET used_at = now()
             WHERE project_id = ${projectId} AND purpose = 'invitation' AND email = ${email} AND used_at IS NULL
-            RETURNING hash`.pipe(Effect.map((rows) => rows.length))
+            RETURNING id`).pipe(Effect.map((rows) => rows.length))
 
       const pendingInvitation = (projectId: string, id: string) =>
-        sql<InvitationRow>`
+        invitationRows(sql`
           SELECT id, email, role, created_at, expires_at FROM account_tokens
-          WHERE id = ${id} AND project_id = ${projectId} AND purpose = 'invitation' AND used_at IS NULL AND expires_at > now()`.pipe(
+          WHERE id = ${id} AND project_id = ${projectId} AND purpose = 'invitation' AND used_at IS NULL AND expires_at > now()`).pipe(
           Effect.map(([row]) => row && toInvitation(row)),
           mapSqlError
         )
@@ -107,32 +130,32 @@ export class AccountTokens extends Context.Service<AccountTokens, {
       return AccountTokens.of({
         issue: (purpose, grant) => issue(purpose, grant).pipe(Effect.map(({ token }) => token), mapSqlError),
         consume: (purpose, token) =>
-          sql<Row>`UPDATE account_tokens SET used_at = now()
+          grantRows(sql`UPDATE account_tokens SET used_at = now()
                    WHERE hash = ${hashToken(token)} AND purpose = ${purpose} AND used_at IS NULL AND expires_at > now()
-                   RETURNING user_id, email, project_id, role`.pipe(Effect.map((rows) => toGrant(rows[0])), mapSqlError),
+                   RETURNING user_id, email, project_id, role`).pipe(Effect.map((rows) => toGrant(rows[0])), mapSqlError),
         peek: (purpose, token) =>
-          sql<Row>`SELECT user_id, email, project_id, role FROM account_tokens
-                   WHERE hash = ${hashToken(token)} AND purpose = ${purpose} AND used_at IS NULL AND expires_at > now()`.pipe(
+          grantRows(sql`SELECT user_id, email, project_id, role FROM account_tokens
+                   WHERE hash = ${hashToken(token)} AND purpose = ${purpose} AND used_at IS NULL AND expires_at > now()`).pipe(
             Effect.map((rows) => toGrant(rows[0])),
             mapSqlError
           ),
         cooldown: (purpose, email) =>
-          sql<{ wait: number }>`
+          decodeRows(WaitRow)(sql`
             SELECT extract(epoch FROM max(created_at) + make_interval(secs => ${MAIL_COOLDOWN_SECONDS}) - now())::float8 AS wait
             FROM account_tokens WHERE purpose = ${purpose} AND email = ${email}
-            HAVING max(created_at) > now() - make_interval(secs => ${MAIL_COOLDOWN_SECONDS})`.pipe(
+            HAVING max(created_at) > now() - make_interval(secs => ${MAIL_COOLDOWN_SECONDS})`).pipe(
             Effect.map((rows) => rows[0] && Math.max(1, Math.ceil(rows[0].wait))),
             mapSqlError
           ),
         spendAll: (userId, purposes) =>
-          sql`UPDATE account_tokens SET used_at = now()
+          touched(sql`UPDATE account_tokens SET used_at = now()
               WHERE user_id = ${userId} AND purpose IN ${sql.in(purposes)} AND used_at IS NULL
-              RETURNING hash`.pipe(Effect.map((rows) => rows.length), mapSqlError),
+              RETURNING id`).pipe(Effect.map((rows) => rows.length), mapSqlError),
         pendingInvitations: (projectId) =>
-          sql<InvitationRow>`
+          invitationRows(sql`
             SELECT id, email, role, created_at, expires_at FROM account_tokens
             WHERE project_id = ${projectId} AND purpose = 'invitation' AND used_at IS NULL AND expires_at > now()
-            ORDER BY created_at, id`.pipe(Effect.map((rows) => rows.map(toInvitation)), mapSqlError),
+            ORDER BY created_at, id`).pipe(Effect.map((rows) => rows.map(toInvitation)), mapSqlError),
         pendingInvitation,
         invite: (projectId, email, role) =>
           sql.withTransaction(Effect.gen(function*() {
@@ -145,16 +168,16 @@ export class AccountTokens extends Context.Service<AccountTokens, {
           Effect.gen(function*() {
             const token = newToken()
             const expiresAt = yield* expiryOf("invitation")
-            const [row] = yield* sql<InvitationRow>`
+            const [row] = yield* invitationRows(sql`
               UPDATE account_tokens SET hash = ${hashToken(token)}, expires_at = ${expiresAt}
               WHERE id = ${id} AND project_id = ${projectId} AND purpose = 'invitation' AND used_at IS NULL AND expires_at > now()
-              RETURNING id, email, role, created_at, expires_at`
+              RETURNING id, email, role, created_at, expires_at`)
             return row && { invitation: toInvitation(row), token }
           }).pipe(mapSqlError),
         withdrawInvitation: (projectId, id) =>
-          sql`UPDATE account_tokens SET used_at = now()
+          touched(sql`UPDATE account_tokens SET used_at = now()
               WHERE id = ${id} AND project_id = ${projectId} AND purpose = 'invitation' AND used_at IS NULL
-              RETURNING hash`.pipe(Effect.map((rows) => rows.length > 0), mapSqlError)
+              RETURNING id`).pipe(Effect.map((rows) => rows.length > 0), mapSqlError)
       })
     })
   )

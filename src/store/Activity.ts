@@ -5,7 +5,7 @@
  * mail, workflow executions, campaign states; written by triggers, migrations/0013_analytics.sql).
  * Counts come from the rollups, with only the partial quarter hours at a range's ends counted raw.
  */
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { InvalidCursor } from "../domain/errors.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 import { SqlClient, type SqlError } from "effect/sql"
@@ -14,7 +14,7 @@ import { GRAIN_MS } from "../domain/analytics/range.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import { Analytics } from "./Analytics.ts"
 import { decodeTimeCursor, encodeCursor, timeKeySql } from "./cursor.ts"
-import { iso } from "./columns.ts"
+import { decodeRows, IdRow, iso, JsonObject, Timestamp } from "./columns.ts"
 
 export interface ActivityItem {
   readonly id: string
@@ -50,17 +50,39 @@ export interface UpcomingItem {
   readonly executionId?: string
 }
 
-interface SourceRow {
-  readonly id: string
-  readonly type: ActivityType
-  readonly at_key: string
-  readonly contact_id: string | null
-  readonly event: string | null
-  readonly subject: string | null
-  readonly campaign_id: string | null
-  readonly workflow_id: string | null
-  readonly data: Record<string, unknown> | string | null
-}
+/** One item of a feed source (events, contacts, activity_log), aliased to the same columns. */
+const SourceRow = Schema.Struct({
+  id: Schema.String,
+  type: Schema.Literals(ACTIVITY_TYPES),
+  at_key: Schema.String,
+  contact_id: Schema.NullOr(Schema.String),
+  event: Schema.NullOr(Schema.String),
+  subject: Schema.NullOr(Schema.String),
+  campaign_id: Schema.NullOr(Schema.String),
+  workflow_id: Schema.NullOr(Schema.String),
+  data: Schema.NullOr(JsonObject)
+})
+type SourceRow = typeof SourceRow.Type
+
+const NamedRow = Schema.Struct({ id: Schema.String, name: Schema.String })
+const EmailRow = Schema.Struct({ id: Schema.String, email: Schema.String })
+const TypeCountRow = Schema.Struct({ type: Schema.String, n: Schema.Number })
+
+/** A due timer or scheduled campaign, as `upcoming` selects it. */
+const UpcomingRow = Schema.Struct({
+  type: Schema.Literals(["campaign.scheduled", "workflow.delay", "workflow.timeout"]),
+  due_at: Timestamp,
+  campaign_id: Schema.NullOr(Schema.String),
+  campaign_name: Schema.NullOr(Schema.String),
+  workflow_id: Schema.NullOr(Schema.String),
+  workflow_name: Schema.NullOr(Schema.String),
+  contact_id: Schema.NullOr(Schema.String),
+  contact_email: Schema.NullOr(Schema.String),
+  step_id: Schema.NullOr(Schema.String),
+  step_name: Schema.NullOr(Schema.String),
+  step_type: Schema.NullOr(Schema.String),
+  execution_id: Schema.NullOr(Schema.String)
+})
 
 const newestFirst = (a: SourceRow, b: SourceRow) =>
   a.at_key < b.at_key ? 1 : a.at_key > b.at_key ? -1 : a.id < b.id ? 1 : a.id > b.id ? -1 : 0
@@ -82,6 +104,7 @@ export class Activity extends Context.Service<Activity, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const analytics = yield* Analytics
+      const sourceRows = decodeRows(SourceRow)
 
       const feed = Effect.fn("Activity.feed")(function*(projectId: string, query: FeedQuery) {
         const after = query.cursor === undefined ? undefined : decodeTimeCursor(query.cursor)
@@ -90,10 +113,10 @@ export class Activity extends Context.Service<Activity, {
         if (query.search !== undefined) {
           const pattern = `%${query.search.toLowerCase().replace(/[\\%_]/g, "\\$&")}%`
           // Emails are stored lower-cased; the feed follows at most 1,000 matching contacts.
-          const matches = yield* sql<{ id: string }>`
+          const matches = yield* decodeRows(IdRow)(sql`
             SELECT id FROM contacts WHERE project_id = ${projectId} AND email LIKE ${pattern}
               ${contactIds ? sql`AND id = ANY(${pgArray(contactIds)}::uuid[])` : sql``}
-            LIMIT 1000`
+            LIMIT 1000`)
           contactIds = matches.map((row) => row.id)
         }
         if (contactIds && contactIds.length === 0) return { data: [], cursor: null, hasMore: false }
@@ -106,10 +129,10 @@ export class Activity extends Context.Service<Activity, {
           contactIds ? sql`${sql.literal(contact)} = ANY(${pgArray(contactIds)}::uuid[])` : sql`true`
         ]
 
-        const sources: Array<Effect.Effect<ReadonlyArray<SourceRow>, SqlError.SqlError>> = []
+        const sources: Array<Effect.Effect<ReadonlyArray<SourceRow>, SqlError.SqlError | Schema.SchemaError>> = []
         const eventTypes = query.types?.filter((type) => EVENT_TYPES.has(type))
         if (eventTypes === undefined || eventTypes.length > 0) {
-          sources.push(sql<SourceRow>`
+          sources.push(sourceRows(sql`
             SELECT e.id, ms_activity_type(e.name) AS type, ${
             sql.literal(timeKeySql("e.created_at"))
           } AS at_key, e.contact_id, e.name AS event,
@@ -125,19 +148,19 @@ export class Activity extends Context.Service<Activity, {
               query.workflowId ? sql`e.data->>'workflowId' = ${query.workflowId}` : sql`true`
             ])
           }
-            ORDER BY e.created_at DESC, e.id DESC LIMIT ${window}`)
+            ORDER BY e.created_at DESC, e.id DESC LIMIT ${window}`))
         }
         if (wants("contact.created") && !query.campaignId && !query.workflowId) {
-          sources.push(sql<SourceRow>`
+          sources.push(sourceRows(sql`
             SELECT c.id, 'contact.created' AS type, ${sql.literal(timeKeySql("c.created_at"))} AS at_key, c.id AS contact_id, NULL AS event,
                    NULL AS subject, NULL AS campaign_id, NULL AS workflow_id, NULL AS data
             FROM contacts c
             WHERE ${sql.and([sql`c.project_id = ${projectId}`, ...common("c.created_at", "c.id", "c.id")])}
-            ORDER BY c.created_at DESC, c.id DESC LIMIT ${window}`)
+            ORDER BY c.created_at DESC, c.id DESC LIMIT ${window}`))
         }
         const logTypes = query.types?.filter((type) => !EVENT_TYPES.has(type) && type !== "contact.created")
         if (logTypes === undefined || logTypes.length > 0) {
-          sources.push(sql<SourceRow>`
+          sources.push(sourceRows(sql`
             SELECT a.id, a.type, ${sql.literal(timeKeySql("a.occurred_at"))} AS at_key, a.contact_id, NULL AS event, a.subject,
                    a.campaign_id, a.workflow_id, a.data
             FROM activity_log a
@@ -150,7 +173,7 @@ export class Activity extends Context.Service<Activity, {
               query.workflowId ? sql`a.workflow_id = ${query.workflowId}` : sql`true`
             ])
           }
-            ORDER BY a.occurred_at DESC, a.id DESC LIMIT ${window}`)
+            ORDER BY a.occurred_at DESC, a.id DESC LIMIT ${window}`))
         }
         const rows = (yield* Effect.all(sources, { concurrency: "unbounded" })).flat().sort(newestFirst)
         const page = rows.slice(0, query.limit)
@@ -162,8 +185,8 @@ export class Activity extends Context.Service<Activity, {
         const contactIdsOnPage = distinct(page.map((row) => row.contact_id))
         if (contactIdsOnPage.length > 0) {
           for (
-            const row of yield* sql<{ id: string; email: string }>`
-            SELECT id, email FROM contacts WHERE project_id = ${projectId} AND id = ANY(${pgArray(contactIdsOnPage)}::uuid[])`
+            const row of yield* decodeRows(EmailRow)(sql`
+            SELECT id, email FROM contacts WHERE project_id = ${projectId} AND id = ANY(${pgArray(contactIdsOnPage)}::uuid[])`)
           ) {
             contactsById.set(row.id, row.email)
           }
@@ -172,10 +195,10 @@ export class Activity extends Context.Service<Activity, {
         const workflowIds = distinct(page.map((row) => row.workflow_id))
         if (campaignIds.length + workflowIds.length > 0) {
           for (
-            const row of yield* sql<{ id: string; name: string }>`
+            const row of yield* decodeRows(NamedRow)(sql`
             SELECT id, name FROM campaigns WHERE project_id = ${projectId} AND id = ANY(${pgArray(campaignIds)}::uuid[])
             UNION ALL
-            SELECT id, name FROM workflows WHERE project_id = ${projectId} AND id = ANY(${pgArray(workflowIds)}::uuid[])`
+            SELECT id, name FROM workflows WHERE project_id = ${projectId} AND id = ANY(${pgArray(workflowIds)}::uuid[])`)
           ) {
             namesById.set(row.id, row.name)
           }
@@ -189,7 +212,7 @@ export class Activity extends Context.Service<Activity, {
           ...(row.subject !== null ? { subject: row.subject } : {}),
           ...(row.campaign_id ? { campaign: { id: row.campaign_id, name: namesById.get(row.campaign_id) ?? null } } : {}),
           ...(row.workflow_id ? { workflow: { id: row.workflow_id, name: namesById.get(row.workflow_id) ?? null } } : {}),
-          data: row.data === null ? {} : typeof row.data === "string" ? JSON.parse(row.data) : row.data
+          data: row.data ?? {}
         }))
         const last = page.at(-1)
         return { data, cursor: hasMore && last ? encodeCursor([last.at_key, last.id]) : null, hasMore }
@@ -207,15 +230,15 @@ export class Activity extends Context.Service<Activity, {
                 : sql`${sql.literal(column)} >= ${iso(from)}::timestamptz`,
               to === null ? sql`true` : sql`${sql.literal(column)} < ${iso(to)}::timestamptz`
             ])
-          const rows = yield* sql<{ type: string; n: number }>`
+          const rows = yield* decodeRows(TypeCountRow)(sql`
             SELECT type, count(*)::float8 AS n FROM (
               SELECT ms_activity_type(name) AS type FROM events WHERE project_id = ${projectId} AND ${bounds("created_at")}
               UNION ALL
               SELECT 'contact.created' FROM contacts WHERE project_id = ${projectId} AND ${bounds("created_at")}
               UNION ALL
               SELECT type FROM activity_log WHERE project_id = ${projectId} AND ${bounds("occurred_at")}
-            ) items GROUP BY type`
-          return new Map(rows.map((row) => [row.type, Number(row.n)]))
+            ) items GROUP BY type`)
+          return new Map(rows.map((row) => [row.type, row.n]))
         })
 
       const counts = Effect.fn("Activity.counts")(
@@ -250,20 +273,9 @@ export class Activity extends Context.Service<Activity, {
       )
 
       const upcoming = Effect.fn("Activity.upcoming")(function*(projectId: string, hours: number, limit: number) {
-        const rows = yield* sql<{
-          type: UpcomingItem["type"]
-          due_at: Date | string
-          campaign_id: string | null
-          campaign_name: string | null
-          workflow_id: string | null
-          workflow_name: string | null
-          contact_id: string | null
-          contact_email: string | null
-          step_id: string | null
-          step_name: string | null
-          step_type: string | null
-          execution_id: string | null
-        }>`
+        // Due within `hours` of the Clock's now (not the database's), like every other instant here.
+        const until = iso((yield* Clock.currentTimeMillis) + hours * 3_600_000)
+        const rows = yield* decodeRows(UpcomingRow)(sql`
           SELECT type, due_at, campaign_id, campaign_name, workflow_id, workflow_name, contact_id, contact_email,
                  step_id, step_name, step_type, execution_id
           FROM (
@@ -271,7 +283,7 @@ export class Activity extends Context.Service<Activity, {
                    NULL::uuid AS workflow_id, NULL AS workflow_name, NULL::uuid AS contact_id, NULL AS contact_email,
                    NULL::uuid AS step_id, NULL AS step_name, NULL AS step_type, NULL::uuid AS execution_id
             FROM campaigns c
-            WHERE c.project_id = ${projectId} AND c.status = 'SCHEDULED' AND c.scheduled_for < now() + make_interval(hours => ${hours})
+            WHERE c.project_id = ${projectId} AND c.status = 'SCHEDULED' AND c.scheduled_for < ${until}::timestamptz
             UNION ALL
             SELECT CASE WHEN s.type = 'DELAY' THEN 'workflow.delay' ELSE 'workflow.timeout' END, t.due_at, NULL, NULL,
                    w.id, w.name, x.contact_id, ct.email, s.id, s.name, s.type, x.id
@@ -280,11 +292,11 @@ export class Activity extends Context.Service<Activity, {
             JOIN workflows w ON w.id = x.workflow_id AND w.project_id = ${projectId}
             LEFT JOIN workflow_steps s ON s.id = t.step_id
             LEFT JOIN contacts ct ON ct.id = x.contact_id AND ct.project_id = ${projectId}
-            WHERE t.project_id = ${projectId} AND t.due_at < now() + make_interval(hours => ${hours})
-          ) due ORDER BY due_at, type LIMIT ${limit}`
+            WHERE t.project_id = ${projectId} AND t.due_at < ${until}::timestamptz
+          ) due ORDER BY due_at, type LIMIT ${limit}`)
         return rows.map((row): UpcomingItem => ({
           type: row.type,
-          dueAt: new Date(row.due_at).toISOString(),
+          dueAt: row.due_at,
           ...(row.campaign_id ? { campaign: { id: row.campaign_id, name: row.campaign_name ?? "" } } : {}),
           ...(row.workflow_id ? { workflow: { id: row.workflow_id, name: row.workflow_name ?? "" } } : {}),
           ...(row.contact_id ? { contact: { id: row.contact_id, email: row.contact_email } } : {}),

@@ -3,17 +3,44 @@
  * subscribe/unsubscribe/delete. Queuing a job commits, in one transaction, the job and its first stream
  * message(s); the lanes write progress per lane (contact_job_progress), summed here on read.
  */
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
 import type { ImportPlan } from "../domain/imports/plan.ts"
 import type { Lanes } from "../stream/lanes.ts"
 import { Outbox } from "../stream/Outbox.ts"
 import type { BulkMessage, BulkRow, CommandMessage } from "../stream/messages.ts"
-import { iso, isoOrNull } from "./columns.ts"
+import { decodeRows, IdRow, NullableTimestamp, Timestamp } from "./columns.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
-export type JobKind = "import" | "subscribe" | "unsubscribe" | "delete"
+const JOB_KINDS = ["import", "subscribe", "unsubscribe", "delete"] as const
+export type JobKind = (typeof JOB_KINDS)[number]
+
+/** A job with its lanes' progress summed, as `view` selects it. */
+const JobRow = Schema.Struct({
+  id: Schema.String,
+  kind: Schema.Literals(JOB_KINDS),
+  total: Schema.Number,
+  failure: Schema.NullOr(Schema.String),
+  created_at: Timestamp,
+  started_at: NullableTimestamp,
+  processed: Schema.Number,
+  created: Schema.Number,
+  updated: Schema.Number,
+  skipped: Schema.Number,
+  failed: Schema.Number,
+  first_at: NullableTimestamp,
+  last_at: NullableTimestamp
+})
+
+const JobErrorRow = Schema.Struct({
+  row: Schema.Number,
+  email: Schema.NullOr(Schema.String),
+  contact_id: Schema.NullOr(Schema.String),
+  reason: Schema.String
+})
+
+const EmailRow = Schema.Struct({ email: Schema.String })
 export type JobStatus = "PENDING" | "RUNNING" | "COMPLETED" | "FAILED"
 
 export interface JobError {
@@ -86,10 +113,11 @@ export interface LaneCounts {
   readonly failed?: number
 }
 
-/** SQL adding one lane's counts to a job's progress (run by that lane only, in its transaction). */
-export const addJobProgress = (sql: SqlClient.SqlClient, jobId: string, lane: number, counts: LaneCounts) => {
-  const now = new Date().toISOString()
-  return sql`
+/** SQL adding one lane's counts to a job's progress (run by that lane only, in its transaction), at the Clock's now. */
+export const addJobProgress = (sql: SqlClient.SqlClient, jobId: string, lane: number, counts: LaneCounts) =>
+  Effect.flatMap(Clock.currentTimeMillis, (nowMs) => {
+    const now = new Date(nowMs).toISOString()
+    return sql`
     INSERT INTO contact_job_progress (job_id, lane, processed, created, updated, skipped, failed, started_at, updated_at)
     VALUES (${jobId}, ${lane}, ${counts.processed}, ${counts.created ?? 0}, ${counts.updated ?? 0}, ${counts.skipped ?? 0},
             ${counts.failed ?? 0}, ${now}::timestamptz, ${now}::timestamptz)
@@ -100,7 +128,7 @@ export const addJobProgress = (sql: SqlClient.SqlClient, jobId: string, lane: nu
       skipped = contact_job_progress.skipped + EXCLUDED.skipped,
       failed = contact_job_progress.failed + EXCLUDED.failed,
       updated_at = EXCLUDED.updated_at`.pipe(Effect.asVoid)
-}
+  })
 
 /** An uploaded file's parts, read one query at a time as the reader needs them (outside any transaction). */
 const partSource = (sql: SqlClient.SqlClient, jobId: string): AsyncIterable<Uint8Array> => ({
@@ -189,8 +217,8 @@ export class ContactJobs extends Context.Service<ContactJobs, {
         const wellFormed = [...new Set(contactIds.filter(isUuid).map((value) => value.toLowerCase()))]
         return yield* sql.withTransaction(Effect.gen(function*() {
           const own = new Set(
-            wellFormed.length === 0 ? [] : (yield* sql<{ id: string }>`
-              SELECT id FROM contacts WHERE project_id = ${projectId} AND id = ANY(${`{${wellFormed.join(",")}}`}::uuid[])`)
+            wellFormed.length === 0 ? [] : (yield* decodeRows(IdRow)(sql`
+              SELECT id FROM contacts WHERE project_id = ${projectId} AND id = ANY(${`{${wellFormed.join(",")}}`}::uuid[])`))
               .map((row) => row.id)
           )
           const byLane = new Map<number, Array<BulkRow>>()
@@ -230,21 +258,7 @@ export class ContactJobs extends Context.Service<ContactJobs, {
 
       const view = Effect.fn("ContactJobs.view")(function*(projectId: string, jobId: string, kinds: ReadonlyArray<JobKind>) {
         if (!isUuid(jobId)) return undefined
-        const [job] = yield* sql<{
-          id: string
-          kind: JobKind
-          total: number
-          failure: string | null
-          created_at: Date
-          started_at: Date | null
-          processed: number
-          created: number
-          updated: number
-          skipped: number
-          failed: number
-          first_at: Date | null
-          last_at: Date | null
-        }>`
+        const [job] = yield* decodeRows(JobRow)(sql`
           SELECT j.id, j.kind, j.total, j.failure, j.created_at, j.started_at,
                  COALESCE(sum(p.processed), 0)::int AS processed, COALESCE(sum(p.created), 0)::int AS created,
                  COALESCE(sum(p.updated), 0)::int AS updated, COALESCE(sum(p.skipped), 0)::int AS skipped,
@@ -252,10 +266,10 @@ export class ContactJobs extends Context.Service<ContactJobs, {
                  LEAST(min(p.started_at), (SELECT min(r.read_at) FROM contact_job_ranges r WHERE r.job_id = j.id)) AS first_at
           FROM contact_jobs j LEFT JOIN contact_job_progress p ON p.job_id = j.id
           WHERE j.id = ${jobId} AND j.project_id = ${projectId} AND j.kind = ANY(${`{${kinds.join(",")}}`}::text[])
-          GROUP BY j.id`
+          GROUP BY j.id`)
         if (!job || job.failure === "upload incomplete") return undefined
-        const errors = yield* sql<{ row: number; email: string | null; contact_id: string | null; reason: string }>`
-          SELECT row, email, contact_id, reason FROM contact_job_errors WHERE job_id = ${jobId} ORDER BY row LIMIT ${MAX_JOB_ERRORS}`
+        const errors = yield* decodeRows(JobErrorRow)(sql`
+          SELECT row, email, contact_id, reason FROM contact_job_errors WHERE job_id = ${jobId} ORDER BY row LIMIT ${MAX_JOB_ERRORS}`)
         const completed = job.processed >= job.total
         // Two last ranges read at once may both have left the file: drop it now.
         if (completed && job.kind === "import") yield* sql`DELETE FROM contact_job_parts WHERE job_id = ${jobId}`
@@ -284,9 +298,9 @@ export class ContactJobs extends Context.Service<ContactJobs, {
             ...(row.contact_id === null ? {} : { contactId: row.contact_id }),
             reason: row.reason
           })),
-          createdAt: iso(job.created_at),
-          startedAt: isoOrNull(job.started_at ?? job.first_at),
-          finishedAt: completed ? isoOrNull(job.last_at ?? job.created_at) : null
+          createdAt: job.created_at,
+          startedAt: job.started_at ?? job.first_at,
+          finishedAt: completed ? job.last_at ?? job.created_at : null
         }
       }, mapSqlError)
 
@@ -295,9 +309,9 @@ export class ContactJobs extends Context.Service<ContactJobs, {
         return ids.length === 0
           ? Effect.succeed([])
           : Effect.map(
-            sql<{ email: string }>`SELECT email FROM contacts WHERE project_id = ${projectId} AND id = ANY(${`{${
+            decodeRows(EmailRow)(sql`SELECT email FROM contacts WHERE project_id = ${projectId} AND id = ANY(${`{${
               ids.join(",")
-            }}`}::uuid[])`,
+            }}`}::uuid[])`),
             (rows) => rows.map((row) => row.email)
           ).pipe(mapSqlError)
       }

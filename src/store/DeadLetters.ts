@@ -8,10 +8,11 @@
  * about the contact would take: the contact's messages stay in stream order. Replaying is safe to
  * repeat: events keep their ids (stored once), so only what did not apply the first time takes effect.
  */
-import { Context, Effect, Layer, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { DeadLetterNotReplayable, InvalidCursor } from "../domain/errors.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 import { SqlClient } from "effect/sql"
+import { CountRow, decodeRows, IdRow, iso, NullableTimestamp, Timestamp } from "./columns.ts"
 import { AppConfig } from "../config.ts"
 import { storableProblem } from "../domain/storable.ts"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
@@ -52,18 +53,22 @@ export interface DeadLetterDetail extends DeadLetter {
   readonly payload: unknown
 }
 
-interface Row {
-  readonly id: string
-  readonly source: DeadLetter["source"]
-  readonly error: string
-  readonly subject: string | null
-  readonly partition: number | null
-  readonly seq: string | null
-  readonly payload: string
-  readonly replays: number
-  readonly replayed_at: Date | null
-  readonly created_at: Date
-}
+/** A `dead_letters` row as COLUMNS select it: the payload is kept as text (it may not even be JSON). */
+const Row = Schema.Struct({
+  id: Schema.String,
+  source: Schema.Literals(["stream", "outbox", "actor"]),
+  error: Schema.String,
+  subject: Schema.NullOr(Schema.String),
+  partition: Schema.NullOr(Schema.Number),
+  seq: Schema.NullOr(Schema.String),
+  payload: Schema.String,
+  replays: Schema.Number,
+  replayed_at: NullableTimestamp,
+  created_at: Timestamp
+})
+type Row = typeof Row.Type
+
+const COLUMNS = "id, source, error, subject, partition, seq, payload, replays, replayed_at, created_at"
 
 const parse = (payload: string): unknown => {
   try {
@@ -100,8 +105,8 @@ const toDeadLetter = (row: Row): DeadLetter => ({
   seq: row.seq === null ? null : Number(row.seq),
   summary: summarize(row.payload),
   replays: row.replays,
-  replayedAt: row.replayed_at ? new Date(row.replayed_at).toISOString() : null,
-  createdAt: new Date(row.created_at).toISOString()
+  replayedAt: row.replayed_at,
+  createdAt: row.created_at
 })
 
 export class DeadLetters extends Context.Service<DeadLetters, {
@@ -128,6 +133,7 @@ export class DeadLetters extends Context.Service<DeadLetters, {
       const config = yield* AppConfig
       const outbox = yield* Outbox
       const decodeInMessage = Schema.decodeUnknownOption(InMessage)
+      const letters = decodeRows(Row)
 
       const list = Effect.fn("DeadLetters.list")(function*(projectId: string, query: {
         readonly limit: number
@@ -139,14 +145,13 @@ export class DeadLetters extends Context.Service<DeadLetters, {
         const filters = [sql`project_id = ${projectId}`]
         if (query.replayed !== undefined) filters.push(query.replayed ? sql`replayed_at IS NOT NULL` : sql`replayed_at IS NULL`)
         const page = query.cursor === undefined ? filters : [...filters, sql`id < ${query.cursor}::uuid`]
-        const rows = yield* sql<Row>`
-          SELECT id, source, error, subject, partition, seq, payload, replays, replayed_at, created_at
-          FROM dead_letters WHERE ${sql.and(page)} ORDER BY id DESC LIMIT ${query.limit + 1}`
+        const rows = yield* letters(sql`
+          SELECT ${sql.literal(COLUMNS)} FROM dead_letters WHERE ${sql.and(page)} ORDER BY id DESC LIMIT ${query.limit + 1}`)
         const hasMore = rows.length > query.limit
         const data = rows.slice(0, query.limit).map(toDeadLetter)
         let total = 0
         if (query.cursor === undefined) {
-          const [count] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM dead_letters WHERE ${sql.and(filters)}`
+          const [count] = yield* decodeRows(CountRow)(sql`SELECT count(*)::int AS n FROM dead_letters WHERE ${sql.and(filters)}`)
           total = count?.n ?? 0
         }
         return { data, cursor: hasMore ? data[data.length - 1]!.id : null, hasMore, total }
@@ -154,9 +159,9 @@ export class DeadLetters extends Context.Service<DeadLetters, {
 
       const find = (projectId: string, id: string) =>
         isUuid(id)
-          ? sql<Row>`
-              SELECT id, source, error, subject, partition, seq, payload, replays, replayed_at, created_at
-              FROM dead_letters WHERE project_id = ${projectId} AND id = ${id}`.pipe(Effect.map((rows) => rows[0]))
+          ? letters(sql`SELECT ${sql.literal(COLUMNS)} FROM dead_letters WHERE project_id = ${projectId} AND id = ${id}`).pipe(
+            Effect.map((rows) => rows[0])
+          )
           : Effect.succeed(undefined)
 
       const get = Effect.fn("DeadLetters.get")(function*(projectId: string, id: string) {
@@ -180,9 +185,8 @@ export class DeadLetters extends Context.Service<DeadLetters, {
       const replay = Effect.fn("DeadLetters.replay")(function*(projectId: string, id: string) {
         if (!isUuid(id)) return undefined
         return yield* sql.withTransaction(Effect.gen(function*() {
-          const [row] = yield* sql<Row>`
-            SELECT id, source, error, subject, partition, seq, payload, replays, replayed_at, created_at
-            FROM dead_letters WHERE project_id = ${projectId} AND id = ${id} FOR UPDATE`
+          const [row] = yield* letters(sql`
+            SELECT ${sql.literal(COLUMNS)} FROM dead_letters WHERE project_id = ${projectId} AND id = ${id} FOR UPDATE`)
           if (!row) return undefined
           const body = parse(row.payload)
           if (typeof body !== "object" || body === null || (body as { projectId?: unknown }).projectId !== projectId)
@@ -190,16 +194,16 @@ export class DeadLetters extends Context.Service<DeadLetters, {
           // What Postgres (and so the outbox) cannot hold can never be applied either.
           if (storableProblem(body, Number.MAX_SAFE_INTEGER) !== undefined) return yield* DeadLetterNotReplayable.of()
           if (!(yield* requeue(row, body))) return yield* DeadLetterNotReplayable.of()
-          const [updated] = yield* sql<Row>`
-            UPDATE dead_letters SET replays = replays + 1, replayed_at = now() WHERE id = ${id}
-            RETURNING id, source, error, subject, partition, seq, payload, replays, replayed_at, created_at`
+          const [updated] = yield* letters(sql`
+            UPDATE dead_letters SET replays = replays + 1, replayed_at = ${iso(yield* Clock.currentTimeMillis)}::timestamptz
+            WHERE id = ${id} RETURNING ${sql.literal(COLUMNS)}`)
           return toDeadLetter(updated!)
         }))
       }, mapSqlError)
 
       const remove = Effect.fn("DeadLetters.remove")(function*(projectId: string, id: string) {
         if (!isUuid(id)) return false
-        const rows = yield* sql`DELETE FROM dead_letters WHERE project_id = ${projectId} AND id = ${id} RETURNING id`
+        const rows = yield* decodeRows(IdRow)(sql`DELETE FROM dead_letters WHERE project_id = ${projectId} AND id = ${id} RETURNING id`)
         return rows.length > 0
       }, mapSqlError)
 

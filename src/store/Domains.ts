@@ -1,5 +1,5 @@
 /** Sending domains of a project: DKIM keys, the records to publish, and their verification by DNS. */
-import { Context, Effect, Layer, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import { DomainExists } from "../domain/errors.ts"
 import { DomainId, ProjectId } from "../domain/identifiers.ts"
@@ -89,13 +89,16 @@ export class Domains extends Context.Service<Domains, {
         Request: Schema.Struct({ projectId: Schema.String, domain: Schema.String }),
         Result: DomainRow,
         execute: ({ domain, projectId }) =>
-          Effect.flatMap(Effect.promise(generateDkimKeys), (keys) =>
-            sql`
+          Effect.gen(function*() {
+            const now = yield* Clock.currentTimeMillis
+            const keys = yield* Effect.promise(() => generateDkimKeys(now))
+            return yield* sql`
               INSERT INTO domains (id, project_id, domain, dkim_selector, dkim_private_key, dkim_public_key, records)
               VALUES (${uuidv7()}, ${projectId}, ${domain}, ${keys.selector}, ${keys.privateKey}, ${keys.publicKey},
                       ${JSON.stringify(recordsFor(domain, keys))}::jsonb)
               ON CONFLICT (project_id, domain) DO NOTHING
-              RETURNING ${sql.literal(COLUMNS)}`)
+              RETURNING ${sql.literal(COLUMNS)}`
+          })
       })
 
       const byProject = SqlSchema.findAll({

@@ -1,8 +1,9 @@
 /** Reads of stored events (written by project actors, see actors/applyBatch.ts). */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import { InvalidCursor } from "../domain/errors.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
-import { SqlClient } from "effect/sql"
+import { SqlClient, SqlSchema } from "effect/sql"
+import { CountRow, decodeRows, JsonObject, Timestamp } from "./columns.ts"
 import { isUuid } from "../domain/ids.ts"
 import { decodeCursor, encodeCursor, ISO_INSTANT } from "./cursor.ts"
 
@@ -22,23 +23,27 @@ export interface EventPage {
   readonly total: number
 }
 
-interface EventRow {
-  readonly id: string
-  readonly name: string
-  readonly contact_id: string
-  readonly email: string | null
-  readonly data: Record<string, unknown> | string
-  readonly created_at: Date | string
-}
+/** An `events` row with its contact's address, as `list` selects it. */
+const EventRow = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  contact_id: Schema.String,
+  email: Schema.NullOr(Schema.String),
+  data: JsonObject,
+  created_at: Timestamp
+})
 
-const toEvent = (row: EventRow): StoredEvent => ({
+const toEvent = (row: typeof EventRow.Type): StoredEvent => ({
   id: row.id,
   name: row.name,
   contactId: row.contact_id,
   email: row.email,
-  data: typeof row.data === "string" ? JSON.parse(row.data) : row.data,
-  createdAt: new Date(row.created_at).toISOString()
+  data: row.data,
+  createdAt: row.created_at
 })
+
+const NameRow = Schema.Struct({ name: Schema.String, count: Schema.Number, last_at: Timestamp })
+const DayRow = Schema.Struct({ day: Schema.String, name: Schema.String, count: Schema.Number })
 
 const eventCursor = (event: StoredEvent) => encodeCursor([event.createdAt, event.id])
 const decodeEventCursor = (cursor: string): [string, string] | undefined => {
@@ -68,6 +73,29 @@ export class Events extends Context.Service<Events, {
     Events,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const eventRows = decodeRows(EventRow)
+      const counts = decodeRows(CountRow)
+
+      const namesOf = SqlSchema.findAll({
+        Request: Schema.String,
+        Result: NameRow,
+        execute: (projectId) =>
+          sql`
+            SELECT name, sum(count)::int AS count, max(last_at) AS last_at
+            FROM event_aggregates WHERE project_id = ${projectId}
+            GROUP BY name ORDER BY count DESC, name`
+      })
+
+      const countsByDay = SqlSchema.findAll({
+        Request: Schema.Struct({ projectId: Schema.String, from: Schema.String, to: Schema.String }),
+        Result: DayRow,
+        execute: ({ from, projectId, to }) =>
+          sql`
+            SELECT to_char(date_trunc('day', created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD') AS day, name, count(*)::int AS count
+            FROM events
+            WHERE project_id = ${projectId} AND created_at >= ${from}::timestamptz AND created_at < ${to}::timestamptz
+            GROUP BY 1, 2 ORDER BY 1, 2`
+      })
 
       const list = Effect.fn("Events.list")(function*(projectId: string, query: {
         readonly limit: number
@@ -84,37 +112,29 @@ export class Events extends Context.Service<Events, {
           if (!cursor) return yield* InvalidCursor.of()
           conditions.push(sql`(e.created_at, e.id) < (${cursor[0]}::timestamptz, ${cursor[1]}::uuid)`)
         }
-        const rows = yield* sql<EventRow>`
+        const rows = yield* eventRows(sql`
           SELECT e.id, e.name, e.contact_id, c.email, e.data, e.created_at
           FROM events e LEFT JOIN contacts c ON c.id = e.contact_id
           WHERE ${sql.and(conditions)}
           ORDER BY e.created_at DESC, e.id DESC
-          LIMIT ${query.limit + 1}`
+          LIMIT ${query.limit + 1}`)
         const hasMore = rows.length > query.limit
         const data = rows.slice(0, query.limit).map(toEvent)
         let total = 0
         if (query.cursor === undefined) {
-          const [count] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM events e WHERE ${sql.and(filters)}`
+          const [count] = yield* counts(sql`SELECT count(*)::int AS n FROM events e WHERE ${sql.and(filters)}`)
           total = count?.n ?? 0
         }
         return { data, hasMore, cursor: hasMore ? eventCursor(data[data.length - 1]!) : null, total }
       }, mapSqlError)
 
       const names = Effect.fn("Events.names")(function*(projectId: string) {
-        const rows = yield* sql<{ name: string; count: number; last_at: Date }>`
-          SELECT name, sum(count)::int AS count, max(last_at) AS last_at
-          FROM event_aggregates WHERE project_id = ${projectId}
-          GROUP BY name ORDER BY count DESC, name`
-        return rows.map((row) => ({ name: row.name, count: row.count, lastSeenAt: new Date(row.last_at).toISOString() }))
+        const rows = yield* namesOf(projectId)
+        return rows.map((row) => ({ name: row.name, count: row.count, lastSeenAt: row.last_at }))
       }, mapSqlError)
 
       const stats = Effect.fn("Events.stats")(function*(projectId: string, from: Date, to: Date) {
-        const byDay = yield* sql<{ day: string; name: string; count: number }>`
-          SELECT to_char(date_trunc('day', created_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD') AS day, name, count(*)::int AS count
-          FROM events
-          WHERE project_id = ${projectId} AND created_at >= ${from.toISOString()}::timestamptz
-            AND created_at < ${to.toISOString()}::timestamptz
-          GROUP BY 1, 2 ORDER BY 1, 2`
+        const byDay = yield* countsByDay({ projectId, from: from.toISOString(), to: to.toISOString() })
         const totals = new Map<string, number>()
         for (const row of byDay) totals.set(row.name, (totals.get(row.name) ?? 0) + row.count)
         return {

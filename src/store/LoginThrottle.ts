@@ -12,11 +12,15 @@
  * Past a limit, attempts on that path answer 429 with Retry-After until the oldest failure in the window
  * ages out.
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { addressBucket } from "../lib/clientAddress.ts"
 import { pgArray } from "../lib/pgArray.ts"
+import { decodeRows } from "./columns.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
+
+/** Recent failures of one key, and seconds until its oldest leaves the window. */
+const FailureRow = Schema.Struct({ key: Schema.String, failures: Schema.Number, oldest: Schema.Number })
 
 const WINDOW_SECONDS = 15 * 60
 /** Failures allowed in the window: per email from unknown browsers, per client address, per known device. */
@@ -56,13 +60,13 @@ export class LoginThrottle extends Context.Service<LoginThrottle, {
       const sql = yield* SqlClient.SqlClient
       const retryAfter = Effect.fn("LoginThrottle.retryAfter")(function*(attempt: SignInAttempt) {
         const limits = new Map(limitsOf(attempt))
-        const rows = yield* sql<{ key: string; failures: number; oldest: number }>`
+        const rows = yield* decodeRows(FailureRow)(sql`
           SELECT key, count(*)::int AS failures,
                  extract(epoch FROM min(failed_at) + make_interval(secs => ${WINDOW_SECONDS}) - now())::float8 AS oldest
           FROM login_failures
           WHERE key = ANY(${pgArray([...limits.keys()])}::text[])
             AND failed_at > now() - make_interval(secs => ${WINDOW_SECONDS})
-          GROUP BY key`
+          GROUP BY key`)
         const blocked = rows.filter((row) => row.failures >= limits.get(row.key)!)
         if (blocked.length === 0) return undefined
         return Math.max(1, Math.ceil(Math.max(...blocked.map((row) => row.oldest))))

@@ -3,9 +3,10 @@
  * be demoted: changes that would leave a project without an owner are refused (LastOwner), checked
  * under a lock on the project's member rows so two concurrent demotions cannot both pass.
  */
-import { Context, Data, Effect, Layer } from "effect"
+import { Context, Data, Effect, Layer, Schema } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
-import type { Role } from "../domain/permissions.ts"
+import { type Role, Roles } from "../domain/permissions.ts"
+import { decodeRows } from "./columns.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
 export interface Member {
@@ -22,6 +23,22 @@ export interface Membership {
   readonly disabled: boolean
   readonly createdAt: Date
 }
+
+const RoleColumn = Schema.Literals(Roles)
+const MemberRoleRow = Schema.Struct({ user_id: Schema.String, role: RoleColumn })
+const RoleRow = Schema.Struct({ role: RoleColumn })
+/** Member and Membership keep the driver's Dates, as Users does (their readers format them). */
+const MemberRow = Schema.Struct({ user_id: Schema.String, email: Schema.String, role: RoleColumn, created_at: Schema.Date })
+const MembershipRow = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  role: RoleColumn,
+  disabled: Schema.Boolean,
+  created_at: Schema.Date
+})
+/** Statements that only say how many rows they touched. */
+const ProjectIdRow = Schema.Struct({ project_id: Schema.String })
+const touched = decodeRows(ProjectIdRow)
 
 export class LastOwner extends Data.TaggedError("LastOwner") {}
 
@@ -48,10 +65,15 @@ export class Members extends Context.Service<Members, {
       const sql = yield* SqlClient.SqlClient
 
       /** Runs `change` unless it would leave the project without an owner. */
-      const guardOwners = <A>(projectId: string, userId: string, change: Effect.Effect<A, SqlError.SqlError>, demotes: boolean) =>
+      const guardOwners = <A>(
+        projectId: string,
+        userId: string,
+        change: Effect.Effect<A, SqlError.SqlError | Schema.SchemaError>,
+        demotes: boolean
+      ) =>
         sql.withTransaction(Effect.gen(function*() {
-          const rows = yield* sql<{ user_id: string; role: Role }>`
-            SELECT user_id, role FROM project_members WHERE project_id = ${projectId} ORDER BY user_id FOR UPDATE`
+          const rows = yield* decodeRows(MemberRoleRow)(sql`
+            SELECT user_id, role FROM project_members WHERE project_id = ${projectId} ORDER BY user_id FOR UPDATE`)
           const target = rows.find((row) => row.user_id === userId)
           if (!target) return undefined
           const owners = rows.filter((row) => row.role === "OWNER").length
@@ -60,30 +82,30 @@ export class Members extends Context.Service<Members, {
         })).pipe(mapSqlError)
 
       const adoptOrphans = (userId: string) =>
-        sql`INSERT INTO project_members (project_id, user_id, role)
+        touched(sql`INSERT INTO project_members (project_id, user_id, role)
             SELECT p.id, ${userId}, 'OWNER' FROM projects p
             WHERE NOT EXISTS (SELECT 1 FROM project_members m WHERE m.project_id = p.id)
             ON CONFLICT DO NOTHING
-            RETURNING project_id`.pipe(Effect.map((rows) => rows.length), mapSqlError)
+            RETURNING project_id`).pipe(Effect.map((rows) => rows.length), mapSqlError)
 
       return Members.of({
         adoptOrphans,
         roleOf: (projectId, userId) =>
-          sql<{ role: Role }>`SELECT role FROM project_members WHERE project_id = ${projectId} AND user_id = ${userId}`.pipe(
+          decodeRows(RoleRow)(sql`SELECT role FROM project_members WHERE project_id = ${projectId} AND user_id = ${userId}`).pipe(
             Effect.map((rows) => rows[0]?.role),
             mapSqlError
           ),
         list: (projectId) =>
-          sql<{ user_id: string; email: string; role: Role; created_at: Date }>`
+          decodeRows(MemberRow)(sql`
             SELECT m.user_id, u.email, m.role, m.created_at FROM project_members m JOIN users u ON u.id = m.user_id
-            WHERE m.project_id = ${projectId} ORDER BY m.created_at, m.user_id`.pipe(
+            WHERE m.project_id = ${projectId} ORDER BY m.created_at, m.user_id`).pipe(
             Effect.map((rows) => rows.map((row) => ({ userId: row.user_id, email: row.email, role: row.role, joinedAt: row.created_at }))),
             mapSqlError
           ),
         projectsOf: (userId) =>
-          sql<{ id: string; name: string; role: Role; disabled: boolean; created_at: Date }>`
+          decodeRows(MembershipRow)(sql`
             SELECT p.id, p.name, m.role, p.disabled, p.created_at FROM project_members m JOIN projects p ON p.id = m.project_id
-            WHERE m.user_id = ${userId} ORDER BY p.created_at, p.id`.pipe(
+            WHERE m.user_id = ${userId} ORDER BY p.created_at, p.id`).pipe(
             Effect.map((rows) =>
               rows.map((row) => ({ projectId: row.id, name: row.name, role: row.role, disabled: row.disabled, createdAt: row.created_at }))
             ),
@@ -107,7 +129,7 @@ export class Members extends Context.Service<Members, {
             true
           ).pipe(Effect.map((removed) => removed === true)),
         leaveAll: (userId) =>
-          sql`DELETE FROM project_members WHERE user_id = ${userId} RETURNING project_id`.pipe(
+          touched(sql`DELETE FROM project_members WHERE user_id = ${userId} RETURNING project_id`).pipe(
             Effect.map((rows) => rows.length),
             mapSqlError
           )

@@ -1,9 +1,10 @@
 /** Projects and their API keys. Only SHA-256 hashes of keys are stored. */
-import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
 import { uuidv7 } from "../domain/ids.ts"
 import type { Project } from "../domain/project.ts"
+import { decodeRows, IdRow } from "./columns.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
 export type KeyKind = "public" | "secret"
@@ -42,6 +43,30 @@ export interface MailSettings {
 const hashKey = (key: string): Buffer => createHash("sha256").update(key).digest()
 
 const newKey = (prefix: "pk_" | "sk_") => prefix + randomBytes(24).toString("base64url")
+
+/** A project found by a key's hash (read on a cache miss of a request's key: five plain fields). */
+const KeyRow = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  disabled: Schema.Boolean,
+  public_key_hash: Schema.Uint8Array,
+  secret_key_hash: Schema.Uint8Array
+})
+
+const SettingsRow = Schema.Struct({ link_secret: Schema.String, tracking_enabled: Schema.Boolean, rate: Schema.NullOr(Schema.String) })
+
+/** ProjectDetails keeps the driver's Dates (its readers format them). */
+const DetailsRow = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  disabled: Schema.Boolean,
+  disabled_reason: Schema.NullOr(Schema.String),
+  disabled_at: Schema.NullOr(Schema.Date),
+  tracking_enabled: Schema.Boolean,
+  created_at: Schema.Date
+})
+
+const PublicKeyRow = Schema.Struct({ public_key: Schema.NullOr(Schema.String) })
 
 /** Authenticated keys are cached briefly so the hot path does not hit Postgres for every request. */
 const KEY_CACHE_TTL_MS = 5_000
@@ -82,6 +107,9 @@ export class Projects extends Context.Service<Projects, {
     Projects,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      // The caches' expiries are read from the Clock; authenticateCached cannot yield, so it reads it unsafely.
+      const clock = yield* Clock.Clock
+      const ids = decodeRows(IdRow)
       const cache = new Map<string, { value: AuthenticatedKey | undefined; expires: number }>()
 
       const create = Effect.fn("Projects.create")(function*(name: string) {
@@ -93,15 +121,16 @@ export class Projects extends Context.Service<Projects, {
         return { id, name, disabled: false, publicKey, secretKey }
       }, mapSqlError)
 
+      const byHash = SqlSchema.findAll({
+        Request: Schema.Uint8Array,
+        Result: KeyRow,
+        execute: (hash) =>
+          sql`SELECT id, name, disabled, public_key_hash, secret_key_hash FROM projects
+              WHERE public_key_hash = ${hash} OR secret_key_hash = ${hash}`
+      })
+
       const lookup = Effect.fn("Projects.lookup")(function*(hash: Buffer) {
-        const rows = yield* sql<{
-          id: string
-          name: string
-          disabled: boolean
-          public_key_hash: Uint8Array
-          secret_key_hash: Uint8Array
-        }>`SELECT id, name, disabled, public_key_hash, secret_key_hash FROM projects
-           WHERE public_key_hash = ${hash} OR secret_key_hash = ${hash}`
+        const rows = yield* byHash(hash)
         const row = rows[0]
         if (!row) return undefined
         // The index found the row by hash; the final equality check is constant-time.
@@ -118,12 +147,12 @@ export class Projects extends Context.Service<Projects, {
       // Keyed by the presented key itself, so a hit costs no hashing.
       const authenticateCached = (key: string) => {
         const hit = cache.get(key)
-        return hit && hit.expires > Date.now() ? hit : undefined
+        return hit && hit.expires > clock.currentTimeMillisUnsafe() ? hit : undefined
       }
 
       const authenticate = (key: string) =>
         Effect.suspend(() => {
-          const now = Date.now()
+          const now = clock.currentTimeMillisUnsafe()
           const hit = authenticateCached(key)
           if (hit) return Effect.succeed(hit.value)
           return Effect.tap(lookup(hashKey(key)), (value) =>
@@ -136,16 +165,16 @@ export class Projects extends Context.Service<Projects, {
       const settingsCache = new Map<string, { value: MailSettings; expires: number }>()
       const mailSettings = Effect.fn("Projects.mailSettings")(function*(projectId: string) {
         const hit = settingsCache.get(projectId)
-        if (hit && hit.expires > Date.now()) return hit.value
-        const [row] = yield* sql<{ link_secret: string; tracking_enabled: boolean; rate: string | null }>`
-          SELECT link_secret, tracking_enabled, send_rate_per_second::text AS rate FROM projects WHERE id = ${projectId}`
+        if (hit && hit.expires > (yield* Clock.currentTimeMillis)) return hit.value
+        const [row] = yield* decodeRows(SettingsRow)(sql`
+          SELECT link_secret, tracking_enabled, send_rate_per_second::text AS rate FROM projects WHERE id = ${projectId}`)
         if (!row) return yield* Effect.die(new Error(`project ${projectId} does not exist`))
         const value = {
           linkSecret: row.link_secret,
           trackingEnabled: row.tracking_enabled,
           sendRatePerSecond: row.rate === null ? null : Number(row.rate)
         }
-        settingsCache.set(projectId, { value, expires: Date.now() + KEY_CACHE_TTL_MS })
+        settingsCache.set(projectId, { value, expires: (yield* Clock.currentTimeMillis) + KEY_CACHE_TTL_MS })
         return value
       }, mapSqlError)
 
@@ -153,28 +182,22 @@ export class Projects extends Context.Service<Projects, {
         projectId: string,
         changes: { readonly sendRatePerSecond?: number | null | undefined; readonly trackingEnabled?: boolean | undefined }
       ) {
-        const rows = yield* sql`
+        const rows = yield* ids(sql`
           UPDATE projects SET
             send_rate_per_second = CASE WHEN ${changes.sendRatePerSecond !== undefined} THEN ${changes.sendRatePerSecond ?? null}::numeric
                                         ELSE send_rate_per_second END,
             tracking_enabled = COALESCE(${changes.trackingEnabled ?? null}::boolean, tracking_enabled),
             updated_at = now()
           WHERE id = ${projectId}
-          RETURNING id`
+          RETURNING id`)
         settingsCache.delete(projectId)
         return rows.length > 0
       }, mapSqlError)
 
       const details = Effect.fn("Projects.details")(function*(projectId: string) {
-        const [row] = yield* sql<{
-          id: string
-          name: string
-          disabled: boolean
-          disabled_reason: string | null
-          disabled_at: Date | null
-          tracking_enabled: boolean
-          created_at: Date
-        }>`SELECT id, name, disabled, disabled_reason, disabled_at, tracking_enabled, created_at FROM projects WHERE id = ${projectId}`
+        const [row] = yield* decodeRows(DetailsRow)(
+          sql`SELECT id, name, disabled, disabled_reason, disabled_at, tracking_enabled, created_at FROM projects WHERE id = ${projectId}`
+        )
         return row && {
           id: row.id,
           name: row.name,
@@ -198,13 +221,13 @@ export class Projects extends Context.Service<Projects, {
       })
 
       const rename = Effect.fn("Projects.rename")(function*(projectId: string, name: string) {
-        const rows = yield* sql`UPDATE projects SET name = ${name}, updated_at = now() WHERE id = ${projectId} RETURNING id`
+        const rows = yield* ids(sql`UPDATE projects SET name = ${name}, updated_at = now() WHERE id = ${projectId} RETURNING id`)
         yield* forget(projectId)
         return rows.length > 0
       }, mapSqlError)
 
       const remove = Effect.fn("Projects.remove")(function*(projectId: string) {
-        const rows = yield* sql`DELETE FROM projects WHERE id = ${projectId} RETURNING id`
+        const rows = yield* ids(sql`DELETE FROM projects WHERE id = ${projectId} RETURNING id`)
         yield* forget(projectId)
         return rows.length > 0
       }, mapSqlError)
@@ -212,9 +235,9 @@ export class Projects extends Context.Service<Projects, {
       const rotateKeys = Effect.fn("Projects.rotateKeys")(function*(projectId: string) {
         const publicKey = newKey("pk_")
         const secretKey = newKey("sk_")
-        const rows = yield* sql`UPDATE projects SET public_key_hash = ${hashKey(publicKey)}, secret_key_hash = ${hashKey(secretKey)},
+        const rows = yield* ids(sql`UPDATE projects SET public_key_hash = ${hashKey(publicKey)}, secret_key_hash = ${hashKey(secretKey)},
                                   public_key = ${publicKey}, updated_at = now()
-                                WHERE id = ${projectId} RETURNING id`
+                                WHERE id = ${projectId} RETURNING id`)
         yield* forget(projectId)
         return rows.length > 0 ? { publicKey, secretKey } : undefined
       }, mapSqlError)
@@ -222,23 +245,23 @@ export class Projects extends Context.Service<Projects, {
       const rotateKey = Effect.fn("Projects.rotateKey")(function*(projectId: string, kind: KeyKind) {
         const key = newKey(kind === "public" ? "pk_" : "sk_")
         const rows = kind === "public"
-          ? yield* sql`UPDATE projects SET public_key_hash = ${hashKey(key)}, public_key = ${key}, updated_at = now()
-                       WHERE id = ${projectId} RETURNING id`
-          : yield* sql`UPDATE projects SET secret_key_hash = ${hashKey(key)}, updated_at = now()
-                       WHERE id = ${projectId} RETURNING id`
+          ? yield* ids(sql`UPDATE projects SET public_key_hash = ${hashKey(key)}, public_key = ${key}, updated_at = now()
+                       WHERE id = ${projectId} RETURNING id`)
+          : yield* ids(sql`UPDATE projects SET secret_key_hash = ${hashKey(key)}, updated_at = now()
+                       WHERE id = ${projectId} RETURNING id`)
         yield* forget(projectId)
         return rows.length > 0 ? key : undefined
       }, mapSqlError)
 
       const publicKey = Effect.fn("Projects.publicKey")(function*(projectId: string) {
-        const [row] = yield* sql<{ public_key: string | null }>`SELECT public_key FROM projects WHERE id = ${projectId}`
+        const [row] = yield* decodeRows(PublicKeyRow)(sql`SELECT public_key FROM projects WHERE id = ${projectId}`)
         return row === undefined ? undefined : row.public_key
       }, mapSqlError)
 
       const setDisabled = Effect.fn("Projects.setDisabled")(function*(projectId: string, reason: string | null) {
-        const rows = yield* sql`UPDATE projects SET disabled = ${reason !== null}, disabled_reason = ${reason},
+        const rows = yield* ids(sql`UPDATE projects SET disabled = ${reason !== null}, disabled_reason = ${reason},
                                   disabled_at = CASE WHEN ${reason !== null} THEN now() END, updated_at = now()
-                                WHERE id = ${projectId} RETURNING id`
+                                WHERE id = ${projectId} RETURNING id`)
         yield* forget(projectId)
         return rows.length > 0
       }, mapSqlError)

@@ -1,66 +1,28 @@
 /** Segment definitions and reads of their members. Membership changes are the actor's (actors/segments.ts). */
-import { Clock, Context, Effect, Layer } from "effect"
-import { SqlClient, type Statement } from "effect/sql"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { SqlClient, SqlSchema, type Statement } from "effect/sql"
 import type { Condition } from "../domain/conditions/types.ts"
 import { segmentSlug } from "../domain/events.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import { Outbox, type OutboxRow } from "../stream/Outbox.ts"
 import { compileConditionSql, segmentMembersSql } from "./conditionSql.ts"
-import { type Contact, toContact } from "./contactRecords.ts"
+import { CountRow, decodeRows, IdRow } from "./columns.ts"
+import { type Contact, CONTACT_COLUMNS_C, ContactRow, toContact } from "./contactRecords.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
+import { type Segment, SEGMENT_COLUMNS, segmentOf, SegmentRow, type SegmentType } from "./segmentRecords.ts"
 
-export type SegmentType = "DYNAMIC" | "STATIC"
+export { type Segment, type SegmentType, toSegment } from "./segmentRecords.ts"
 
-export interface Segment {
-  readonly id: string
-  readonly name: string
-  readonly description: string | null
-  readonly type: SegmentType
-  readonly condition: Condition | null
-  readonly trackMembership: boolean
-  readonly memberCount: number
-  readonly projectId: string
-  readonly version: number
-  readonly createdAt: string
-  readonly updatedAt: string
-}
-
-interface SegmentRow {
-  readonly id: string
-  readonly project_id: string
-  readonly name: string
-  readonly description: string | null
-  readonly type: SegmentType
-  readonly condition: Condition | string | null
-  readonly track_membership: boolean
-  readonly member_count: number
-  readonly version: number
-  readonly created_at: Date | string
-  readonly updated_at: Date | string
-}
-
-export const toSegment = (row: SegmentRow): Segment => ({
-  id: row.id,
-  name: row.name,
-  description: row.description,
-  type: row.type,
-  condition: typeof row.condition === "string" ? JSON.parse(row.condition) : row.condition,
-  trackMembership: row.track_membership,
-  memberCount: row.member_count,
-  projectId: row.project_id,
-  version: row.version,
-  createdAt: new Date(row.created_at).toISOString(),
-  updatedAt: new Date(row.updated_at).toISOString()
-})
+const CountsRow = Schema.Struct({ total: Schema.Number, reachable: Schema.Number })
+const MemberRow = Schema.Struct({ id: Schema.String, email: Schema.String })
+const EnteredRow = Schema.Struct({ contact_id: Schema.String })
+const EmailRow = Schema.Struct({ email: Schema.String })
+const PageRow = Schema.Struct({ ...ContactRow.fields, total: Schema.Number })
+const InProject = Schema.Struct({ projectId: Schema.String, id: Schema.String })
 
 /** `segment.<slug>.entry`: defined with the other emitted names (the dashboard names them too). */
 export { segmentSlug }
-
-/** memberCount: the api's own changes (member_count) plus each lane's share (segment_counts, written by the lanes' actors). */
-const COLUMNS = "id, project_id, name, description, type, condition, track_membership, " +
-  "GREATEST(0, member_count + COALESCE((SELECT sum(sc.members) FROM segment_counts sc WHERE sc.segment_id = segments.id), 0))::int AS member_count, " +
-  "version, created_at, updated_at"
 
 export class Segments extends Context.Service<Segments, {
   readonly create: (projectId: string, input: {
@@ -118,6 +80,24 @@ export class Segments extends Context.Service<Segments, {
       const sql = yield* SqlClient.SqlClient
       const clock = yield* Clock.Clock
       const outbox = yield* Outbox
+      const segmentRows = decodeRows(SegmentRow)
+      const ids = decodeRows(IdRow)
+      const counts = decodeRows(CountRow)
+      const memberRows = decodeRows(MemberRow)
+      const emailRows = decodeRows(EmailRow)
+
+      const byProject = SqlSchema.findAll({
+        Request: Schema.String,
+        Result: SegmentRow,
+        execute: (projectId) =>
+          sql`SELECT ${sql.literal(SEGMENT_COLUMNS)} FROM segments WHERE project_id = ${projectId} ORDER BY created_at DESC, id DESC`
+      })
+
+      const byId = SqlSchema.findAll({
+        Request: InProject,
+        Result: SegmentRow,
+        execute: ({ id, projectId }) => sql`SELECT ${sql.literal(SEGMENT_COLUMNS)} FROM segments WHERE project_id = ${projectId} AND id = ${id}`
+      })
 
       /**
        * Tells every lane of the project (definitions are cached per lane): committed to the outbox with
@@ -136,28 +116,25 @@ export class Segments extends Context.Service<Segments, {
       }) {
         const now = new Date(yield* Clock.currentTimeMillis).toISOString()
         return yield* sql.withTransaction(Effect.gen(function*() {
-          const rows = yield* sql<SegmentRow>`
+          const rows = yield* segmentRows(sql`
             INSERT INTO segments (id, project_id, name, description, type, condition, track_membership, created_at, updated_at)
             VALUES (${uuidv7()}, ${projectId}, ${input.name}, ${input.description}, ${input.type},
                     ${input.condition === null ? null : JSON.stringify(input.condition)}::jsonb, ${input.trackMembership},
                     ${now}::timestamptz, ${now}::timestamptz)
-            RETURNING ${sql.literal(COLUMNS)}`
+            RETURNING ${sql.literal(SEGMENT_COLUMNS)}`)
           // A new dynamic segment is backfilled by the actor (no entry events for the initial members).
           const command = input.type === "DYNAMIC" ? yield* notifyActor(projectId, { type: "segmentsChanged" }) : undefined
-          return { segment: toSegment(rows[0]!), command }
+          return { segment: segmentOf(rows[0]!), command }
         })).pipe(Effect.tap(({ command }) => publishNow(command)), Effect.map(({ segment }) => segment))
       }, mapSqlError)
 
       const list = Effect.fn("Segments.list")(function*(projectId: string) {
-        const rows = yield* sql<SegmentRow>`
-          SELECT ${sql.literal(COLUMNS)} FROM segments WHERE project_id = ${projectId} ORDER BY created_at DESC, id DESC`
-        return rows.map(toSegment)
+        return (yield* byProject(projectId)).map(segmentOf)
       }, mapSqlError)
 
       const get = Effect.fn("Segments.get")(function*(projectId: string, id: string) {
-        const rows = yield* sql<SegmentRow>`
-          SELECT ${sql.literal(COLUMNS)} FROM segments WHERE project_id = ${projectId} AND id = ${id}`
-        return rows[0] ? toSegment(rows[0]) : undefined
+        const [row] = yield* byId({ projectId, id })
+        return row ? segmentOf(row) : undefined
       }, mapSqlError)
 
       const update = Effect.fn("Segments.update")(function*(projectId: string, id: string, input: {
@@ -167,7 +144,7 @@ export class Segments extends Context.Service<Segments, {
         readonly trackMembership?: boolean | undefined
       }) {
         const rows = yield* sql.withTransaction(Effect.gen(function*() {
-          const updated = yield* sql<SegmentRow>`
+          const updated = yield* segmentRows(sql`
           UPDATE segments SET
             name = COALESCE(${input.name ?? null}, name),
             description = CASE WHEN ${input.description !== undefined} THEN ${input.description ?? null} ELSE description END,
@@ -179,35 +156,34 @@ export class Segments extends Context.Service<Segments, {
             track_membership = COALESCE(${input.trackMembership ?? null}::boolean, track_membership),
             updated_at = ${new Date(yield* Clock.currentTimeMillis).toISOString()}::timestamptz
           WHERE project_id = ${projectId} AND id = ${id}
-          RETURNING ${sql.literal(COLUMNS)}`
+          RETURNING ${sql.literal(SEGMENT_COLUMNS)}`)
           const command = updated.length > 0 ? yield* notifyActor(projectId, { type: "segmentsChanged" }) : undefined
           return { updated, command }
         })).pipe(Effect.tap(({ command }) => publishNow(command)), Effect.map(({ updated }) => updated))
-        return rows[0] ? toSegment(rows[0]) : undefined
+        return rows[0] ? segmentOf(rows[0]) : undefined
       }, mapSqlError)
 
       const remove = Effect.fn("Segments.remove")(function*(projectId: string, id: string) {
         return yield* sql.withTransaction(Effect.gen(function*() {
-          const rows = yield* sql`DELETE FROM segments WHERE project_id = ${projectId} AND id = ${id} RETURNING id`
+          const rows = yield* ids(sql`DELETE FROM segments WHERE project_id = ${projectId} AND id = ${id} RETURNING id`)
           const command = rows.length > 0 ? yield* notifyActor(projectId, { type: "segmentsChanged" }) : undefined
           return { removed: rows.length > 0, command }
         })).pipe(Effect.tap(({ command }) => publishNow(command)), Effect.map(({ removed }) => removed))
       }, mapSqlError)
 
-      const members = (segment: Segment) => segmentMembersSql(sql, segment, clock.currentTimeMillisUnsafe())
+      const membersSql = (segment: Segment) => segmentMembersSql(sql, segment, clock.currentTimeMillisUnsafe())
 
       const contacts = Effect.fn("Segments.contacts")(function*(segment: Segment, page: number, pageSize: number) {
-        const condition = members(segment)
-        const rows = yield* sql<Parameters<typeof toContact>[0] & { total: number }>`
-          SELECT c.id, c.email, c.subscribed, c.snoozed_until, c.data, c.created_at, c.updated_at,
-                 count(*) OVER ()::int AS total
+        const condition = membersSql(segment)
+        const rows = yield* decodeRows(PageRow)(sql`
+          SELECT ${sql.literal(CONTACT_COLUMNS_C)}, count(*) OVER ()::int AS total
           FROM contacts c WHERE c.project_id = ${segment.projectId} AND ${condition}
           ORDER BY c.created_at DESC, c.id DESC
-          LIMIT ${pageSize} OFFSET ${(page - 1) * pageSize}`
+          LIMIT ${pageSize} OFFSET ${(page - 1) * pageSize}`)
         let total = rows[0]?.total ?? 0
         if (rows.length === 0 && page > 1) {
-          const [count] = yield* sql<{ n: number }>`
-            SELECT count(*)::int AS n FROM contacts c WHERE c.project_id = ${segment.projectId} AND ${condition}`
+          const [count] = yield* counts(sql`
+            SELECT count(*)::int AS n FROM contacts c WHERE c.project_id = ${segment.projectId} AND ${condition}`)
           total = count?.n ?? 0
         }
         return { data: rows.map(toContact), total }
@@ -217,18 +193,23 @@ export class Segments extends Context.Service<Segments, {
         return yield* sql.withTransaction(Effect.gen(function*() {
           // The lanes' shares are locked first, so no lane's change lands between the count and the reset.
           yield* sql`SELECT 1 FROM segment_counts WHERE segment_id = ${segment.id} FOR UPDATE`
-          const [count] = yield* sql<{ n: number }>`
-            SELECT count(*)::int AS n FROM contacts c WHERE c.project_id = ${segment.projectId} AND ${members(segment)}`
+          const [count] = yield* counts(sql`
+            SELECT count(*)::int AS n FROM contacts c WHERE c.project_id = ${segment.projectId} AND ${membersSql(segment)}`)
           yield* sql`DELETE FROM segment_counts WHERE segment_id = ${segment.id}`
-          const rows = yield* sql<SegmentRow>`
+          const rows = yield* segmentRows(sql`
             UPDATE segments SET member_count = ${count?.n ?? 0} WHERE id = ${segment.id}
-            RETURNING ${sql.literal(COLUMNS)}`
-          return toSegment(rows[0]!)
+            RETURNING ${sql.literal(SEGMENT_COLUMNS)}`)
+          return segmentOf(rows[0]!)
         }))
       }, mapSqlError)
 
       /** segment.<slug>.entry|exit for a manual change of a tracked segment. */
-      const emitMembership = (segment: Segment, kind: "entry" | "exit", contacts: ReadonlyArray<{ id: string; email: string }>) =>
+      const emitMembership = (
+        segment: Segment,
+        kind: "entry" | "exit",
+        contacts: ReadonlyArray<{ id: string; email: string }>,
+        at: string
+      ) =>
         segment.trackMembership
           ? outbox.emit(
             segment.projectId,
@@ -237,7 +218,7 @@ export class Segments extends Context.Service<Segments, {
               contactId: contact.id,
               email: contact.email,
               data: { segmentId: segment.id, segmentName: segment.name },
-              at: new Date(clock.currentTimeMillisUnsafe()).toISOString()
+              at
             }))
           )
           : Effect.void
@@ -245,18 +226,18 @@ export class Segments extends Context.Service<Segments, {
       /** Dynamic segments reading this one's membership are recomputed by the actor (with events). */
       const recomputeDependents = (segment: Segment) =>
         Effect.gen(function*() {
-          const dependents = yield* sql<{ id: string }>`
+          const dependents = yield* ids(sql`
             UPDATE segments SET backfilled_version = LEAST(backfilled_version, version - 1), backfill_emits = true,
                                backfill_generation = backfill_generation + 1
             WHERE project_id = ${segment.projectId} AND type = 'DYNAMIC'
               AND condition::text LIKE ${`%${segment.id}%`}
-            RETURNING id`
+            RETURNING id`)
           if (dependents.length > 0) yield* notifyActor(segment.projectId, { type: "segmentsChanged" })
         })
 
       const emailsJson = (emails: ReadonlyArray<string>) => JSON.stringify([...new Set(emails)])
 
-      const addMembers = Effect.fn("Segments.addMembers")(function*(segment: Segment, emails: ReadonlyArray<string>, options: {
+      const addMembers = Effect.fn("Segments.addMembers")(function*(segment: Segment, addresses: ReadonlyArray<string>, options: {
         readonly createMissing: boolean
         readonly subscribed: boolean | undefined
       }) {
@@ -265,13 +246,13 @@ export class Segments extends Context.Service<Segments, {
           let created = 0
           if (options.createMissing) {
             // New contacts announce themselves like any other, so the actor evaluates every segment for them.
-            const inserted = yield* sql<{ id: string }>`
+            const inserted = yield* ids(sql`
               WITH ins AS (
                 INSERT INTO contacts (id, project_id, email, subscribed, data, created_at, updated_at)
                 SELECT gen_random_uuid(), ${segment.projectId}, e, ${
               options.subscribed ?? true
             }, '{}'::jsonb, ${now}::timestamptz, ${now}::timestamptz
-                FROM jsonb_array_elements_text(${emailsJson(emails)}::jsonb) e
+                FROM jsonb_array_elements_text(${emailsJson(addresses)}::jsonb) e
                 ON CONFLICT (project_id, email) DO NOTHING
                 RETURNING id, email, subscribed
               ), announce AS (
@@ -282,45 +263,46 @@ export class Segments extends Context.Service<Segments, {
                   'contact', jsonb_build_object('id', ins.id, 'email', ins.email, 'subscribed', ins.subscribed, 'data', '{}'::jsonb))
                 FROM ins
               )
-              SELECT id FROM ins`
+              SELECT id FROM ins`)
             created = inserted.length
           }
-          const found = yield* sql<{ id: string; email: string }>`
+          const found = yield* memberRows(sql`
             SELECT id, email FROM contacts WHERE project_id = ${segment.projectId}
-              AND email = ANY(${pgArray([...new Set(emails)])}::text[])`
-          const entered = yield* sql<{ contact_id: string }>`
+              AND email = ANY(${pgArray([...new Set(addresses)])}::text[])`)
+          const entered = yield* decodeRows(EnteredRow)(sql`
             INSERT INTO segment_memberships (segment_id, contact_id, project_id, entered_at)
             SELECT ${segment.id}, (x->>'id')::uuid, ${segment.projectId}, ${now}::timestamptz
             FROM jsonb_array_elements(${JSON.stringify(found)}::jsonb) x
             ON CONFLICT (segment_id, contact_id) DO UPDATE SET entered_at = EXCLUDED.entered_at, exited_at = NULL
               WHERE segment_memberships.exited_at IS NOT NULL
-            RETURNING contact_id`
+            RETURNING contact_id`)
           yield* sql`UPDATE segments SET member_count = member_count + ${entered.length} WHERE id = ${segment.id}`
           const enteredIds = new Set(entered.map((row) => row.contact_id))
-          yield* emitMembership(segment, "entry", found.filter((contact) => enteredIds.has(contact.id)))
+          yield* emitMembership(segment, "entry", found.filter((contact) => enteredIds.has(contact.id)), now)
           if (entered.length > 0) yield* recomputeDependents(segment)
           const foundEmails = new Set(found.map((contact) => contact.email))
-          return { added: entered.length, created, notFound: [...new Set(emails)].filter((email) => !foundEmails.has(email)) }
+          return { added: entered.length, created, notFound: [...new Set(addresses)].filter((email) => !foundEmails.has(email)) }
         }))
       }, mapSqlError)
 
-      const removeMembers = Effect.fn("Segments.removeMembers")(function*(segment: Segment, emails: ReadonlyArray<string>) {
+      const removeMembers = Effect.fn("Segments.removeMembers")(function*(segment: Segment, addresses: ReadonlyArray<string>) {
         return yield* sql.withTransaction(Effect.gen(function*() {
-          const exited = yield* sql<{ id: string; email: string }>`
-            UPDATE segment_memberships m SET exited_at = ${new Date(yield* Clock.currentTimeMillis).toISOString()}::timestamptz
+          const now = new Date(yield* Clock.currentTimeMillis).toISOString()
+          const exited = yield* memberRows(sql`
+            UPDATE segment_memberships m SET exited_at = ${now}::timestamptz
             FROM contacts c
             WHERE m.segment_id = ${segment.id} AND m.contact_id = c.id AND m.exited_at IS NULL
               AND c.project_id = ${segment.projectId}
-              AND c.email = ANY(${pgArray([...new Set(emails)])}::text[])
-            RETURNING c.id, c.email`
+              AND c.email = ANY(${pgArray([...new Set(addresses)])}::text[])
+            RETURNING c.id, c.email`)
           yield* sql`UPDATE segments SET member_count = member_count - ${exited.length} WHERE id = ${segment.id}`
-          yield* emitMembership(segment, "exit", exited)
+          yield* emitMembership(segment, "exit", exited, now)
           if (exited.length > 0) yield* recomputeDependents(segment)
-          const known = yield* sql<{ email: string }>`
+          const known = yield* emailRows(sql`
             SELECT email FROM contacts WHERE project_id = ${segment.projectId}
-              AND email = ANY(${pgArray([...new Set(emails)])}::text[])`
+              AND email = ANY(${pgArray([...new Set(addresses)])}::text[])`)
           const knownEmails = new Set(known.map((row) => row.email))
-          return { removed: exited.length, notFound: [...new Set(emails)].filter((email) => !knownEmails.has(email)) }
+          return { removed: exited.length, notFound: [...new Set(addresses)].filter((email) => !knownEmails.has(email)) }
         }))
       }, mapSqlError)
 
@@ -342,21 +324,25 @@ export class Segments extends Context.Service<Segments, {
         sampleSize: number
       ) {
         const where = audience.segment
-          ? members(audience.segment)
+          ? membersSql(audience.segment)
           : audience.condition
-          ? compileConditionSql(sql, audience.condition, Date.now())
+          ? compileConditionSql(sql, audience.condition, yield* Clock.currentTimeMillis)
           : sql.literal("TRUE")
-        const [counts] = yield* sql<{ total: number; reachable: number }>`
+        const [audienceCounts] = yield* decodeRows(CountsRow)(sql`
           SELECT count(*)::int AS total,
                  count(*) FILTER (WHERE c.subscribed AND NOT EXISTS (
                    SELECT 1 FROM suppressions s WHERE s.project_id = c.project_id AND s.email = c.email))::int AS reachable
-          FROM contacts c WHERE c.project_id = ${projectId} AND ${where}`
-        const sample = sampleSize === 0 ? [] : yield* sql<Parameters<typeof toContact>[0]>`
-          SELECT c.id, c.email, c.subscribed, c.snoozed_until, c.data, c.created_at, c.updated_at
+          FROM contacts c WHERE c.project_id = ${projectId} AND ${where}`)
+        const sample = sampleSize === 0 ? [] : yield* decodeRows(ContactRow)(sql`
+          SELECT ${sql.literal(CONTACT_COLUMNS_C)}
           FROM contacts c WHERE c.project_id = ${projectId} AND ${where}
           ORDER BY c.created_at DESC, c.id DESC
-          LIMIT ${sampleSize}`
-        return { total: counts?.total ?? 0, reachable: counts?.reachable ?? 0, sample: sample.map(toContact) }
+          LIMIT ${sampleSize}`)
+        return {
+          total: audienceCounts?.total ?? 0,
+          reachable: audienceCounts?.reachable ?? 0,
+          sample: sample.map(toContact)
+        }
       }, mapSqlError)
 
       return Segments.of({
@@ -366,7 +352,7 @@ export class Segments extends Context.Service<Segments, {
         update,
         remove,
         contacts,
-        membersSql: members,
+        membersSql,
         preview,
         refreshCount,
         requestCompute,

@@ -96,6 +96,10 @@ export class Templates extends Context.Service<Templates, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const decodeRows = Schema.decodeUnknownEffect(Schema.Array(TemplateRow))
+      /** The workflow steps that send a template (which keep it from being removed). */
+      const decodeUsers = Schema.decodeUnknownEffect(
+        Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String, step_id: Schema.String }))
+      )
 
       const byId = SqlSchema.findAll({
         Request: Schema.Struct({ projectId: Schema.String, id: Schema.String }),
@@ -135,11 +139,11 @@ export class Templates extends Context.Service<Templates, {
           // so the steps read next include every step that will send it.
           const found = yield* sql`SELECT id FROM templates WHERE project_id = ${projectId} AND id = ${id} FOR UPDATE`
           if (found.length === 0) return false
-          const users = yield* sql<{ id: string; name: string; step_id: string }>`
+          const users = yield* sql`
             SELECT w.id, w.name, s.id AS step_id
             FROM workflow_steps s JOIN workflows w ON w.id = s.workflow_id
             WHERE w.project_id = ${projectId} AND s.type = 'SEND_EMAIL' AND s.config ->> 'templateId' = ${id}
-            ORDER BY w.created_at, w.id, s.created_at`
+            ORDER BY w.created_at, w.id, s.created_at`.pipe(Effect.flatMap(decodeUsers))
           if (users.length > 0)
             return yield* TemplateInUse.of(users.map((user) => ({ id: user.id, name: user.name, stepId: user.step_id })))
           yield* sql`DELETE FROM templates WHERE id = ${id}`

@@ -4,10 +4,11 @@
  * with SigV4 by `aws4fetch`, objects addressed path-style). Either way they are served by the api.
  */
 import { AwsClient } from "aws4fetch"
-import { Context, Effect, Layer, Redacted } from "effect"
+import { Context, Effect, Layer, Redacted, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHash } from "node:crypto"
 import { AppConfig } from "../config.ts"
+import { decodeRows } from "./columns.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
 export interface StoredUpload {
@@ -21,12 +22,14 @@ interface Backend {
   readonly get: (id: string) => Effect.Effect<StoredUpload | undefined, PersistenceError>
 }
 
+const uploadRows = decodeRows(Schema.Struct({ id: Schema.String, content_type: Schema.String, bytes: Schema.Uint8Array }))
+
 const postgresBackend = (sql: SqlClient.SqlClient): Backend => ({
   put: (id, bytes, contentType) =>
     sql`INSERT INTO uploads (id, content_type, bytes, size) VALUES (${id}, ${contentType}, ${Buffer.from(bytes)}, ${bytes.length})
         ON CONFLICT (id) DO NOTHING`.pipe(Effect.asVoid, mapSqlError),
   get: (id) =>
-    sql<{ id: string; content_type: string; bytes: Uint8Array }>`SELECT id, content_type, bytes FROM uploads WHERE id = ${id}`.pipe(
+    uploadRows(sql`SELECT id, content_type, bytes FROM uploads WHERE id = ${id}`).pipe(
       Effect.map((rows) => rows[0] && { id: rows[0].id, contentType: rows[0].content_type, bytes: rows[0].bytes }),
       mapSqlError
     )

@@ -3,6 +3,7 @@ import { Clock, Context, Data, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { uuidv7 } from "../domain/ids.ts"
 import type { User } from "../domain/user.ts"
+import { CountRow, decodeRows, IdRow } from "./columns.ts"
 import { mapSqlError, type PersistenceError } from "./PersistenceError.ts"
 
 /** A `users` row as `columns` select it. */
@@ -65,7 +66,7 @@ export class Users extends Context.Service<Users, {
       const sql = yield* SqlClient.SqlClient
       const clock = yield* Clock.Clock
       const columns = sql.literal("u.id, u.email, u.password_hash, u.email_verified_at, u.created_at")
-      const decodeRows = Schema.decodeUnknownEffect(Schema.Array(UserRow))
+      const decodeUserRows = Schema.decodeUnknownEffect(Schema.Array(UserRow))
 
       const create = Effect.fn("Users.create")(function*(input: {
         readonly email: string
@@ -78,20 +79,20 @@ export class Users extends Context.Service<Users, {
           input.emailVerified ? new Date(yield* Clock.currentTimeMillis) : null
         })
           ON CONFLICT (email) DO NOTHING
-          RETURNING ${columns}`.pipe(Effect.flatMap(decodeRows))
+          RETURNING ${columns}`.pipe(Effect.flatMap(decodeUserRows))
         const row = rows[0]
         if (!row) return yield* Effect.fail(new EmailTaken())
         return toUser(row)
       }, mapSqlError)
 
       /** The first row, decoded, as a user (undefined for none). */
-      const one = (rows: ReadonlyArray<unknown>) => Effect.map(decodeRows(rows.slice(0, 1)), ([row]) => row && toUser(row))
+      const one = (rows: ReadonlyArray<unknown>) => Effect.map(decodeUserRows(rows.slice(0, 1)), ([row]) => row && toUser(row))
 
       return Users.of({
         create,
         byEmail: (email) => sql`SELECT ${columns} FROM users u WHERE u.email = ${email}`.pipe(Effect.flatMap(one), mapSqlError),
         byId: (id) => sql`SELECT ${columns} FROM users u WHERE u.id = ${id}`.pipe(Effect.flatMap(one), mapSqlError),
-        count: sql<{ n: number }>`SELECT count(*)::int AS n FROM users`.pipe(Effect.map((rows) => rows[0]!.n), mapSqlError),
+        count: decodeRows(CountRow)(sql`SELECT count(*)::int AS n FROM users`).pipe(Effect.map((rows) => rows[0]!.n), mapSqlError),
         setPassword: (userId, passwordHash) =>
           sql`UPDATE users SET password_hash = ${passwordHash}, updated_at = now() WHERE id = ${userId}`.pipe(Effect.asVoid, mapSqlError),
         markVerified: (userId) =>
@@ -107,7 +108,7 @@ export class Users extends Context.Service<Users, {
               ON CONFLICT (provider, subject) DO NOTHING`.pipe(Effect.asVoid, mapSqlError),
         unlinkIdentities: (userId) => sql`DELETE FROM user_identities WHERE user_id = ${userId}`.pipe(Effect.asVoid, mapSqlError),
         isFirst: (userId) =>
-          sql<{ id: string }>`SELECT id FROM users ORDER BY created_at, id LIMIT 1`.pipe(
+          decodeRows(IdRow)(sql`SELECT id FROM users ORDER BY created_at, id LIMIT 1`).pipe(
             Effect.map((rows) => rows[0]?.id === userId),
             mapSqlError
           ),

@@ -4,7 +4,7 @@
  * them (src/workflows/engine.ts). Every definition change tells the actor through the outbox, so it
  * reloads its cached graphs in order with the project's other messages.
  */
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import {
   ExecutionActive,
@@ -160,7 +160,7 @@ export class Workflows extends Context.Service<Workflows, {
       const create = Effect.fn("Workflows.create")(
         function*(projectId: string, input: { name: string; description: string | null; eventName: string | null; allowReentry: boolean }) {
           const id = uuidv7()
-          const now = new Date().toISOString()
+          const now = new Date(yield* Clock.currentTimeMillis).toISOString()
           const triggerConfig = JSON.stringify(input.eventName === null ? {} : { eventName: input.eventName })
           const commands: Array<Command> = []
           yield* sql.withTransaction(Effect.gen(function*() {

@@ -7,7 +7,7 @@ import type { ProjectId } from "../domain/identifiers.ts"
 import { CampaignId } from "../domain/identifiers.ts"
 import { Schema } from "effect"
 import type { Condition } from "../domain/conditions/types.ts"
-import { isoOrNull } from "./columns.ts"
+import { isoOrNull, StoredCondition } from "./columns.ts"
 import { contentColumns, contentOf, type TemplateInput } from "./Templates.ts"
 
 export const CAMPAIGN_STATUSES = ["DRAFT", "SCHEDULED", "SENDING", "SENT", "CANCELLED"] as const
@@ -74,9 +74,6 @@ export interface CampaignStats {
   /** Why the service stopped the campaign (CANCELLED), when it did. */
   readonly error: string | null
 }
-
-/** A `jsonb` condition as stored (validated when it was written): an object. */
-const StoredCondition = Schema.declare((input: unknown): input is Condition => typeof input === "object" && input !== null)
 
 /** A `campaigns` row as COLUMNS select it. */
 export const CampaignRow = Schema.Struct({

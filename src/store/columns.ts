@@ -3,7 +3,8 @@
  * a `timestamptz` (the driver's Date) is answered as an ISO 8601 string, a `jsonb` column arrives
  * parsed and is checked by the schema of what it holds.
  */
-import { Schema, SchemaGetter } from "effect"
+import { Effect, Schema, SchemaGetter } from "effect"
+import type { Condition } from "../domain/conditions/types.ts"
 
 /** A `timestamptz` column, as the API shows instants: ISO 8601 with milliseconds, UTC. */
 export const Timestamp = Schema.Date.pipe(
@@ -15,6 +16,32 @@ export const Timestamp = Schema.Date.pipe(
 
 /** A nullable `timestamptz` column. */
 export const NullableTimestamp = Schema.NullOr(Timestamp)
+
+/** A `jsonb` condition as stored (validated when it was written): an object. */
+export const StoredCondition = Schema.declare((input: unknown): input is Condition => typeof input === "object" && input !== null)
+
+/**
+ * A `jsonb` object column holding the user's own fields (contact data, event data): checked to be an
+ * object, its fields left as they are (they are the user's, and contact rows are read on per-event paths).
+ */
+export const JsonObject = Schema.declare((input: unknown): input is Record<string, unknown> =>
+  typeof input === "object" && input !== null && !Array.isArray(input)
+)
+
+/** One `count(*)::int AS n`. */
+export const CountRow = Schema.Struct({ n: Schema.Number })
+
+/** A row that is only an id (`RETURNING id`). */
+export const IdRow = Schema.Struct({ id: Schema.String })
+
+/**
+ * Decodes a statement's rows with `schema`: for statements built per call (a compiled condition, an
+ * optional filter) where SqlSchema's fixed request does not fit. The decoder is built once.
+ */
+export const decodeRows = <T, E>(schema: Schema.Codec<T, E>) => {
+  const decode = Schema.decodeUnknownEffect(Schema.Array(schema))
+  return <Err, R>(rows: Effect.Effect<ReadonlyArray<unknown>, Err, R>) => Effect.flatMap(rows, decode)
+}
 
 /**
  * The same encoding for values not decoded with a schema: the driver's Date (or a timestamp it answered

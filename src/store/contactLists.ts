@@ -2,34 +2,89 @@
  * Reading contacts: one by id (within a project, or by id alone for signed links), by address, a page of a
  * filtered, sorted list with keyset cursors, and the segments and workflow executions one is in.
  */
-import { Clock, Effect } from "effect"
-import { SqlClient, type Statement } from "effect/sql"
+import { Clock, Effect, Schema } from "effect"
+import { SqlClient, SqlSchema, type Statement } from "effect/sql"
 import { InvalidCursor } from "../domain/errors.ts"
 import { isUuid } from "../domain/ids.ts"
 import { pgArray } from "../lib/pgArray.ts"
 import { segmentMembersSql } from "./conditionSql.ts"
-import { type ContactRow, type ListQuery, toContact } from "./contactRecords.ts"
+import { CountRow, decodeRows, NullableTimestamp, Timestamp } from "./columns.ts"
+import { CONTACT_COLUMNS, ContactRow, type ListQuery, toContact } from "./contactRecords.ts"
 import { decodeCursor, encodeCursor, ISO_INSTANT } from "./cursor.ts"
 import { escapeLike } from "./pagedList.ts"
 import { mapSqlError } from "./PersistenceError.ts"
 
+const LocatedRow = Schema.Struct({ ...ContactRow.fields, project_id: Schema.String })
+
+const MembershipRow = Schema.Struct({ id: Schema.String, name: Schema.String, entered_at: Timestamp })
+
+const ExecutionRow = Schema.Struct({
+  id: Schema.String,
+  workflow_id: Schema.String,
+  name: Schema.String,
+  status: Schema.String,
+  started_at: Timestamp,
+  finished_at: NullableTimestamp
+})
+
+const InProject = Schema.Struct({ projectId: Schema.String, id: Schema.String })
+
 /** The reading methods of the Contacts repository. */
 export const makeContactLists = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  const contactRows = decodeRows(ContactRow)
+
+  const byId = SqlSchema.findAll({
+    Request: InProject,
+    Result: ContactRow,
+    execute: ({ id, projectId }) =>
+      sql`SELECT ${sql.literal(CONTACT_COLUMNS)} FROM contacts WHERE project_id = ${projectId} AND id = ${id}`
+  })
+
+  const byIdAlone = SqlSchema.findAll({
+    Request: Schema.String,
+    Result: LocatedRow,
+    execute: (id) => sql`SELECT project_id, ${sql.literal(CONTACT_COLUMNS)} FROM contacts WHERE id = ${id}`
+  })
+
+  const byEmails = SqlSchema.findAll({
+    Request: Schema.Struct({ projectId: Schema.String, emails: Schema.Array(Schema.String) }),
+    Result: ContactRow,
+    execute: ({ emails, projectId }) =>
+      sql`SELECT ${sql.literal(CONTACT_COLUMNS)} FROM contacts WHERE project_id = ${projectId} AND email IN ${sql.in(emails)}`
+  })
+
+  const segmentsOf = SqlSchema.findAll({
+    Request: InProject,
+    Result: MembershipRow,
+    execute: ({ id, projectId }) =>
+      sql`
+        SELECT s.id, s.name, m.entered_at FROM segment_memberships m
+        JOIN segments s ON s.id = m.segment_id AND s.project_id = ${projectId}
+        WHERE m.contact_id = ${id} AND m.exited_at IS NULL
+        ORDER BY s.name, s.id`
+  })
+
+  const executionsOf = SqlSchema.findAll({
+    Request: InProject,
+    Result: ExecutionRow,
+    execute: ({ id, projectId }) =>
+      sql`
+        SELECT x.id, w.id AS workflow_id, w.name, x.status, x.started_at, x.finished_at
+        FROM workflows w JOIN workflow_executions x ON x.workflow_id = w.id AND x.contact_id = ${id}
+        WHERE w.project_id = ${projectId}
+        ORDER BY x.started_at DESC, x.id DESC LIMIT 100`
+  })
 
   const get = Effect.fn("Contacts.get")(function*(projectId: string, id: string) {
-    const rows = yield* sql<ContactRow>`
-      SELECT id, email, subscribed, snoozed_until, data, created_at, updated_at
-      FROM contacts WHERE project_id = ${projectId} AND id = ${id}`
-    return rows[0] ? toContact(rows[0]) : undefined
+    const [row] = yield* byId({ projectId, id })
+    return row ? toContact(row) : undefined
   }, mapSqlError)
 
   const locate = Effect.fn("Contacts.locate")(function*(id: string) {
     if (!isUuid(id)) return undefined
-    const rows = yield* sql<ContactRow & { project_id: string }>`
-      SELECT id, project_id, email, subscribed, snoozed_until, data, created_at, updated_at
-      FROM contacts WHERE id = ${id}`
-    return rows[0] ? { projectId: rows[0].project_id, contact: toContact(rows[0]) } : undefined
+    const [row] = yield* byIdAlone(id)
+    return row ? { projectId: row.project_id, contact: toContact(row) } : undefined
   }, mapSqlError)
 
   const badCursor = InvalidCursor.of("cursor is not a cursor returned by this list (with this sort)")
@@ -66,12 +121,12 @@ export const makeContactLists = Effect.gen(function*() {
       : sql.literal(`created_at ${direction}, id ${direction}`)
     // The page and (on the first page) the total, on two connections at once: the count is the slow one.
     const [rows, total] = yield* Effect.all([
-      sql<ContactRow>`
-        SELECT id, email, subscribed, snoozed_until, data, created_at, updated_at
-        FROM contacts c WHERE ${sql.and(conditions)} ORDER BY ${orderBy} LIMIT ${query.limit + 1}`,
+      contactRows(sql`
+        SELECT ${sql.literal(CONTACT_COLUMNS)}
+        FROM contacts c WHERE ${sql.and(conditions)} ORDER BY ${orderBy} LIMIT ${query.limit + 1}`),
       query.cursor === undefined
         ? Effect.map(
-          sql<{ n: number }>`SELECT count(*)::int AS n FROM contacts c WHERE ${sql.and(filters)}`,
+          decodeRows(CountRow)(sql`SELECT count(*)::int AS n FROM contacts c WHERE ${sql.and(filters)}`),
           ([count]) => count?.n ?? 0
         )
         : Effect.succeed(0)
@@ -91,34 +146,21 @@ export const makeContactLists = Effect.gen(function*() {
 
   const lookup = Effect.fn("Contacts.lookup")(function*(projectId: string, emails: ReadonlyArray<string>) {
     if (emails.length === 0) return []
-    const rows = yield* sql<ContactRow>`
-      SELECT id, email, subscribed, snoozed_until, data, created_at, updated_at FROM contacts
-      WHERE project_id = ${projectId} AND email IN ${sql.in(emails)}`
-    return rows.map(toContact)
+    return (yield* byEmails({ projectId, emails })).map(toContact)
   }, mapSqlError)
 
   const memberships = Effect.fn("Contacts.memberships")(function*(projectId: string, id: string) {
     // Both through the contact's indexes: segment_memberships_contact, and workflow_executions_contact per workflow.
-    const segments = yield* sql<{ id: string; name: string; entered_at: Date }>`
-      SELECT s.id, s.name, m.entered_at FROM segment_memberships m
-      JOIN segments s ON s.id = m.segment_id AND s.project_id = ${projectId}
-      WHERE m.contact_id = ${id} AND m.exited_at IS NULL
-      ORDER BY s.name, s.id`
-    const executions = yield* sql<
-      { id: string; workflow_id: string; name: string; status: string; started_at: Date; finished_at: Date | null }
-    >`
-      SELECT x.id, w.id AS workflow_id, w.name, x.status, x.started_at, x.finished_at
-      FROM workflows w JOIN workflow_executions x ON x.workflow_id = w.id AND x.contact_id = ${id}
-      WHERE w.project_id = ${projectId}
-      ORDER BY x.started_at DESC, x.id DESC LIMIT 100`
+    const segments = yield* segmentsOf({ projectId, id })
+    const executions = yield* executionsOf({ projectId, id })
     return {
-      segments: segments.map((row) => ({ id: row.id, name: row.name, enteredAt: new Date(row.entered_at).toISOString() })),
+      segments: segments.map((row) => ({ id: row.id, name: row.name, enteredAt: row.entered_at })),
       executions: executions.map((row) => ({
         id: row.id,
         workflow: { id: row.workflow_id, name: row.name },
         status: row.status,
-        startedAt: new Date(row.started_at).toISOString(),
-        finishedAt: row.finished_at === null ? null : new Date(row.finished_at).toISOString()
+        startedAt: row.started_at,
+        finishedAt: row.finished_at
       }))
     }
   }, mapSqlError)

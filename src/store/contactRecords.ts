@@ -2,10 +2,10 @@
  * The contacts repository's records: what its methods take and answer, the error a write that would
  * outgrow the data limit fails with, and how a `contacts` row becomes a `Contact`.
  */
-import { Data } from "effect"
+import { Data, Schema } from "effect"
 import type { Condition } from "../domain/conditions/types.ts"
 import { type DataPatch, MAX_CONTACT_DATA_BYTES } from "../domain/customData.ts"
-import { iso } from "./columns.ts"
+import { JsonObject, NullableTimestamp, Timestamp } from "./columns.ts"
 
 export interface Contact {
   readonly id: string
@@ -96,24 +96,35 @@ export class ContactDataTooLarge extends Data.TaggedError("ContactDataTooLarge")
   readonly limitBytes = MAX_CONTACT_DATA_BYTES
 }
 
-export interface ContactRow {
-  readonly id: string
-  readonly email: string
-  readonly subscribed: boolean
-  readonly snoozed_until: Date | string | null
-  readonly data: Record<string, unknown> | string
-  readonly created_at: Date | string
-  readonly updated_at: Date | string
-}
+/**
+ * A `contacts` row as CONTACT_COLUMNS select it. Decoded on the engine's per-event upserts too, so it is
+ * seven plain fields: `data` is only checked to be an object.
+ */
+export const ContactRow = Schema.Struct({
+  id: Schema.String,
+  email: Schema.String,
+  subscribed: Schema.Boolean,
+  snoozed_until: NullableTimestamp,
+  data: JsonObject,
+  created_at: Timestamp,
+  updated_at: Timestamp
+})
+export type ContactRow = typeof ContactRow.Type
+
+/** The columns ContactRow decodes, unqualified (`contacts` or a CTE over it). */
+export const CONTACT_COLUMNS = "id, email, subscribed, snoozed_until, data, created_at, updated_at"
+
+/** The same columns of `contacts c`. */
+export const CONTACT_COLUMNS_C = "c.id, c.email, c.subscribed, c.snoozed_until, c.data, c.created_at, c.updated_at"
 
 export const toContact = (row: ContactRow): Contact => ({
   id: row.id,
   email: row.email,
   subscribed: row.subscribed,
-  snoozedUntil: row.snoozed_until === null ? null : iso(row.snoozed_until),
-  data: typeof row.data === "string" ? JSON.parse(row.data) : row.data,
-  createdAt: iso(row.created_at),
-  updatedAt: iso(row.updated_at)
+  snoozedUntil: row.snoozed_until,
+  data: row.data,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at
 })
 
 export interface ContactMemberships {

@@ -4,7 +4,7 @@
  * of any custom-data key seen for the first time. A direct write pins the fields it sets
  * (migrations/0003_contact_pins.sql).
  */
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Schema } from "effect"
 import { SqlClient, type SqlError } from "effect/sql"
 import { type DataPatch, inferFieldTypes, MAX_CONTACT_DATA_BYTES } from "../domain/customData.ts"
 import { DuplicateEmail } from "../domain/errors.ts"
@@ -12,14 +12,33 @@ import { uuidv7 } from "../domain/ids.ts"
 import { Outbox } from "../stream/Outbox.ts"
 import {
   ContactDataTooLarge,
-  type ContactRow,
+  ContactRow,
   toContact,
   type UpdateInput,
   type UpsertInput,
   type UpsertManyInput,
   type UpsertManyResult
 } from "./contactRecords.ts"
+import { decodeRows, IdRow } from "./columns.ts"
 import { mapSqlError } from "./PersistenceError.ts"
+
+/** The contact's data would outgrow the limit: nothing was written (its other columns are NULL). */
+const TooLargeRow = Schema.Struct({ id: Schema.String, too_large: Schema.Literal(true) })
+
+/** A contact written by an upsert: the row as it is now, and whether it was new or how it was before. */
+const UpsertedRow = Schema.Struct({
+  ...ContactRow.fields,
+  inserted: Schema.Boolean,
+  previous_subscribed: Schema.NullOr(Schema.Boolean),
+  too_large: Schema.Literal(false)
+})
+
+/** What upsertManyOnce answers per address (decoded per engine write: a dozen plain fields). */
+const decodeUpserts = decodeRows(Schema.Union([UpsertedRow, Schema.Struct({ ...TooLargeRow.fields, email: Schema.String })]))
+
+const UpdatedRow = Schema.Struct({ ...ContactRow.fields, too_large: Schema.Literal(false) })
+const decodeUpdates = decodeRows(Schema.Union([UpdatedRow, TooLargeRow]))
+const decodeIds = decodeRows(IdRow)
 
 /** The fields a direct write pins. */
 const pinsOf = (patch: DataPatch, subscribed: boolean | undefined, at: number): string => {
@@ -57,9 +76,7 @@ export const makeContactUpserts = Effect.gen(function*() {
     const set = JSON.stringify(input.patch.set)
     const remove = JSON.stringify(input.patch.remove)
     const rows = JSON.stringify(emails.map((email, n) => ({ email, n, id: uuidv7(), out: uuidv7() })))
-    return sql<
-      ContactRow & { n: number; inserted: boolean; previous_subscribed: boolean | null; too_large: boolean }
-    >`
+    return decodeUpserts(sql`
       WITH input AS (
         SELECT x.email, x.n, x.id, x.out FROM jsonb_to_recordset(${rows}::jsonb) AS x(email text, n int, id uuid, out uuid)
       ), old AS (
@@ -124,7 +141,7 @@ export const makeContactUpserts = Effect.gen(function*() {
       -- The contact exists but the change would grow its data past the limit: nothing was written.
       SELECT patched.id, old.email, NULL, NULL, NULL, NULL, NULL, NULL, false, NULL, true
       FROM patched JOIN old ON old.id = patched.id
-      WHERE NOT EXISTS (SELECT 1 FROM upd WHERE upd.id = patched.id)`
+      WHERE NOT EXISTS (SELECT 1 FROM upd WHERE upd.id = patched.id)`)
   }
 
   const upsertMany = Effect.fn("Contacts.upsertMany")(function*(input: UpsertManyInput) {
@@ -160,7 +177,7 @@ export const makeContactUpserts = Effect.gen(function*() {
     const nowMs = clock.currentTimeMillisUnsafe()
     const now = new Date(nowMs).toISOString()
     const pins = pinsOf(input.patch, input.subscribed, nowMs)
-    const rows = yield* sql<ContactRow & { previous_subscribed: boolean; too_large: boolean }>`
+    const rows = yield* decodeUpdates(sql`
       WITH patched AS (
         SELECT id, subscribed, email,
                (data - ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(input.patch.remove)}::jsonb)))
@@ -205,7 +222,7 @@ export const makeContactUpserts = Effect.gen(function*() {
       FROM up
       UNION ALL
       SELECT patched.id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, true FROM patched
-      WHERE NOT EXISTS (SELECT 1 FROM up)`.pipe(
+      WHERE NOT EXISTS (SELECT 1 FROM up)`).pipe(
       Effect.catchTag(
         "SqlError",
         (error): Effect.Effect<never, DuplicateEmail | SqlError.SqlError> =>
@@ -218,7 +235,7 @@ export const makeContactUpserts = Effect.gen(function*() {
 
   const remove = Effect.fn("Contacts.remove")(function*(projectId: string, id: string) {
     const now = new Date(yield* Clock.currentTimeMillis).toISOString()
-    const rows = yield* sql<{ id: string }>`
+    const rows = yield* decodeIds(sql`
       WITH gone AS (
         DELETE FROM contacts WHERE project_id = ${projectId} AND id = ${id}
         RETURNING id, email, subscribed
@@ -230,7 +247,7 @@ export const makeContactUpserts = Effect.gen(function*() {
           'contact', jsonb_build_object('id', gone.id, 'email', gone.email, 'subscribed', gone.subscribed))
         FROM gone
       )
-      SELECT id FROM gone`
+      SELECT id FROM gone`)
     return rows.length > 0
   }, mapSqlError)
 

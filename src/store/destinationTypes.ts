@@ -1,6 +1,7 @@
 /** The shapes of event destinations and their deliveries, as the api and the delivery engine see them (store/Destinations.ts). */
 
-export type DeliveryStatus = "pending" | "succeeded" | "failed" | "parked"
+export const DELIVERY_STATUSES = ["pending", "succeeded", "failed", "parked"] as const
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number]
 
 export interface DestinationView {
   readonly id: string

@@ -27,7 +27,8 @@ export interface DkimKeys {
   readonly publicKey: string
 }
 
-export const generateDkimKeys = async (): Promise<DkimKeys> => {
+/** A new key pair, its selector dated by `now` (epoch milliseconds, from the caller's Clock). */
+export const generateDkimKeys = async (now: number): Promise<DkimKeys> => {
   // The callback form keeps the overload that types the encodings (promisify loses it).
   const { privateKey, publicKey } = await new Promise<{ privateKey: string; publicKey: Buffer }>((resolve, reject) =>
     generateKeyPair("rsa", {
@@ -37,7 +38,7 @@ export const generateDkimKeys = async (): Promise<DkimKeys> => {
     }, (error, publicKey, privateKey) => (error ? reject(error) : resolve({ privateKey, publicKey })))
   )
   // A dated selector lets a later key rotation publish the new record beside the old one.
-  const selector = `ms${new Date().toISOString().slice(0, 10).replaceAll("-", "")}`
+  const selector = `ms${new Date(now).toISOString().slice(0, 10).replaceAll("-", "")}`
   return { selector, privateKey, publicKey: publicKey.toString("base64") }
 }
 

@@ -7,7 +7,7 @@
  * Throttled per process: a project changing all the time is announced at most every THROTTLE, the
  * first change at once. Nothing is published when nothing changed; a lost message costs a late refresh.
  */
-import { Context, Duration, Effect, Layer } from "effect"
+import { Clock, Context, Duration, Effect, Layer } from "effect"
 import { makeWakeup } from "../lib/dueLoop.ts"
 import { Nats } from "./Nats.ts"
 
@@ -26,10 +26,10 @@ export class LiveSignals extends Context.Service<LiveSignals, {
       const wakeup = yield* makeWakeup
       let dirty = new Set<string>()
 
-      const announce = Effect.sync(() => {
+      const announce = Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => {
         const projects = dirty
         dirty = new Set()
-        const payload = JSON.stringify({ at: new Date().toISOString() })
+        const payload = JSON.stringify({ at: new Date(now).toISOString() })
         for (const projectId of projects) {
           try {
             nats.connection.publish(nats.names.liveSubject(projectId), payload)
@@ -38,7 +38,7 @@ export class LiveSignals extends Context.Service<LiveSignals, {
           }
         }
         return projects.size
-      })
+      }))
 
       yield* Effect.forever(Effect.gen(function*() {
         yield* wakeup.wait(IDLE_WAIT_MS)

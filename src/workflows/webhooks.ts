@@ -12,13 +12,14 @@
  * across retries so receivers can deduplicate; webhook-timestamp; webhook-signature v1 HMAC-SHA256
  * with the project's secret).
  */
-import { Context, Effect, Layer, Result } from "effect"
+import { Clock, Context, Effect, Layer, Result, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { decodeStepDefinition } from "../domain/workflowSteps.ts"
 import { isolateRow, storableReason, storableText } from "../lib/isolation.ts"
 import { safeFetch, type SafeResponse } from "../lib/safeHttp.ts"
 import { signWebhook } from "../lib/standardWebhooks.ts"
 import { contactLinks } from "../mail/links.ts"
+import { decodeRows, JsonObject, Timestamp } from "../store/columns.ts"
 import { makeRenderer, templateVariables } from "../mail/render.ts"
 import { Outbox } from "../stream/Outbox.ts"
 import { OutboxRelay } from "../stream/OutboxRelay.ts"
@@ -39,6 +40,23 @@ const renderer = makeRenderer()
  * a message it can verify); they carry no secret, only a signature of this one message. The step's
  * own headers do not (src/lib/safeHttp.ts).
  */
+/** A claimed step's execution, workflow, step config, contact and project secrets (a LEFT JOIN may leave the step or contact out). */
+const stepRows = decodeRows(Schema.Struct({
+  status: Schema.String,
+  current_step_id: Schema.NullOr(Schema.String),
+  context: JsonObject,
+  started_at: Timestamp,
+  workflow_id: Schema.String,
+  workflow_name: Schema.String,
+  config: Schema.NullOr(Schema.Unknown),
+  contact_id: Schema.String,
+  email: Schema.NullOr(Schema.String),
+  subscribed: Schema.NullOr(Schema.Boolean),
+  data: Schema.NullOr(JsonObject),
+  secret: Schema.String,
+  link_secret: Schema.String
+}))
+
 const SIGNATURE_HEADERS = ["webhook-id", "webhook-timestamp", "webhook-signature"]
 
 export { signWebhook }
@@ -125,21 +143,7 @@ export const makeWebhookRunner = (options: { readonly outbox: Outbox["Service"];
       }))
 
     const perform = Effect.fnUntraced(function*(row: Claimed) {
-      const [found] = yield* sql<{
-        status: string
-        current_step_id: string | null
-        context: Record<string, unknown> | string
-        started_at: Date
-        workflow_id: string
-        workflow_name: string
-        config: Record<string, unknown> | string
-        contact_id: string
-        email: string | null
-        subscribed: boolean | null
-        data: Record<string, unknown> | string | null
-        secret: string
-        link_secret: string
-      }>`
+      const [found] = yield* stepRows(sql`
         SELECT e.status, e.current_step_id, e.context, e.started_at, w.id AS workflow_id, w.name AS workflow_name, s.config,
                e.contact_id, c.email, c.subscribed, c.data, p.webhook_secret AS secret, p.link_secret
         FROM workflow_executions e
@@ -147,7 +151,7 @@ export const makeWebhookRunner = (options: { readonly outbox: Outbox["Service"];
         JOIN projects p ON p.id = e.project_id
         LEFT JOIN workflow_steps s ON s.id = ${row.step_id}
         LEFT JOIN contacts c ON c.id = e.contact_id
-        WHERE e.id = ${row.execution_id}`
+        WHERE e.id = ${row.execution_id}`)
       if (!found || found.status !== "RUNNING" || found.current_step_id !== row.step_id) {
         // Cancelled (or gone) before its turn: nothing to perform.
         yield* sql`UPDATE workflow_step_executions SET in_flight = false, status = 'SKIPPED', error = 'execution no longer running',
@@ -156,7 +160,7 @@ export const makeWebhookRunner = (options: { readonly outbox: Outbox["Service"];
       }
       if (found.config === null || found.email === null)
         return yield* settle(row, { _tag: "failed", error: "the step or the contact no longer exists" })
-      const decoded = decodeStepDefinition("WEBHOOK", typeof found.config === "string" ? JSON.parse(found.config) : found.config)
+      const decoded = decodeStepDefinition("WEBHOOK", found.config)
       if (Result.isFailure(decoded) || decoded.success.type !== "WEBHOOK") {
         return yield* settle(row, {
           _tag: "failed",
@@ -164,8 +168,8 @@ export const makeWebhookRunner = (options: { readonly outbox: Outbox["Service"];
         })
       }
       const config = decoded.success.config
-      const context = typeof found.context === "string" ? JSON.parse(found.context) : found.context
-      const data = typeof found.data === "string" ? JSON.parse(found.data) : (found.data ?? {})
+      const context = found.context
+      const data = found.data ?? {}
       const variables = templateVariables({
         contact: { id: found.contact_id, email: found.email, data },
         sendData: context,
@@ -173,7 +177,7 @@ export const makeWebhookRunner = (options: { readonly outbox: Outbox["Service"];
         extra: {
           event: context,
           workflow: { id: found.workflow_id, name: found.workflow_name },
-          execution: { id: row.execution_id, startedAt: new Date(found.started_at).toISOString() }
+          execution: { id: row.execution_id, startedAt: found.started_at }
         }
       })
       const rendered = yield* Effect.tryPromise({
@@ -191,7 +195,7 @@ export const makeWebhookRunner = (options: { readonly outbox: Outbox["Service"];
             body = JSON.stringify({
               contact: { id: found.contact_id, email: found.email, subscribed: found.subscribed, data },
               workflow: { id: found.workflow_id, name: found.workflow_name },
-              execution: { id: row.execution_id, startedAt: new Date(found.started_at).toISOString() },
+              execution: { id: row.execution_id, startedAt: found.started_at },
               event: context
             })
           }
@@ -201,7 +205,7 @@ export const makeWebhookRunner = (options: { readonly outbox: Outbox["Service"];
       }).pipe(Effect.map((value) => ({ value })), Effect.catch((error) => Effect.succeed({ error })))
       if ("error" in rendered) return yield* settle(row, { _tag: "failed", error: rendered.error })
       const { url, method, body } = rendered.value
-      const timestamp = Math.floor(Date.now() / 1000)
+      const timestamp = Math.floor((yield* Clock.currentTimeMillis) / 1000)
       const headers: Record<string, string> = {
         "user-agent": "mailstream-webhooks/1",
         ...(body !== undefined ? { "content-type": "application/json" } : {}),

@@ -8,6 +8,7 @@
  */
 import { assert, describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
+import { TestClock } from "effect/testing"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../../src/config.ts"
 import type { Condition } from "../../src/domain/conditions/types.ts"
@@ -313,6 +314,27 @@ layer(Repositories, { timeout: 60_000, excludeTestServices: true })("contacts an
         expect(preview.sample.map((contact) => contact.email)).toEqual(["c@example.com", "b@example.com"])
         expect(yield* segments.preview(project, {}, 0)).toEqual({ total: 4, reachable: 2, sample: [] })
         expect(yield* outboxOf(project)).toHaveLength(before)
+      }))
+
+    it.effect("previews a condition relative to now at the Clock's instant (a TestClock), not the machine's", () =>
+      Effect.gen(function*() {
+        const segments = yield* Segments
+        const project = yield* insertProject
+        const created = yield* upsert(project, "recent@example.com")
+        const createdAt = Date.parse(created.contact.createdAt)
+        const withinAnHour: Condition = {
+          logic: "AND",
+          groups: [{ filters: [{ field: "createdAt", operator: "within", value: 1, unit: "hours" }] }]
+        }
+        const matchingAt = (instant: number) =>
+          Effect.gen(function*() {
+            yield* TestClock.setTime(instant)
+            return (yield* segments.preview(project, { condition: withinAnHour }, 0)).total
+          }).pipe(Effect.provide(TestClock.layer()))
+
+        expect(yield* matchingAt(createdAt + 30 * 60_000)).toBe(1)
+        expect(yield* matchingAt(createdAt + 2 * 3_600_000)).toBe(0)
+        expect(yield* matchingAt(createdAt - 1)).toBe(1)
       }))
   })
 
