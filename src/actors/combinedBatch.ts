@@ -289,8 +289,10 @@ export const applyCombined = Effect.fnUntraced(function*(lanes: ReadonlyArray<La
     const keep = () => {
       for (const plan of plans) {
         const kept = plan.context.segmentState.facts
-        if (!kept) continue
         const segments = plan.context.segmentState.segments!
+        // No segment reads them: nothing worth keeping (a campaign's email.sent events would otherwise fill
+        // the cache with empty facts, a KiB each, and the worker's heap with it).
+        if (!kept || segments.byId.size === 0) continue
         const canonical = (segmentId: string) => segments.byId.get(segmentId)?.id ?? segmentId
         for (const contact of plan.contacts) {
           const contactFacts = facts.get(contact.id)
