@@ -10,13 +10,21 @@ import { Effect } from "effect"
 import { setFlagsFromString } from "node:v8"
 import { runInNewContext } from "node:vm"
 
-const fullCollection = (): (() => void) | undefined => {
-  if (typeof globalThis.gc === "function") return globalThis.gc
+type Collect = (options: { readonly type: "major"; readonly execution: "sync"; readonly flavor: "last-resort" }) => void
+
+const garbageCollector = (): Collect | undefined => {
+  if (typeof globalThis.gc === "function") return globalThis.gc as Collect
   // Node exposes `gc` only with --expose-gc; a context made after the flag is set gets it, without
   // exposing it to the rest of the process.
   setFlagsFromString("--expose-gc")
   const collect: unknown = runInNewContext("gc")
-  return typeof collect === "function" ? collect as () => void : undefined
+  return typeof collect === "function" ? collect as Collect : undefined
 }
 
-export const collectStartupGarbage: Effect.Effect<void> = Effect.sync(() => fullCollection()?.())
+/**
+ * "last-resort" is V8's memory-reducing collection (what a low-memory notification runs): it compacts and
+ * gives the freed pages back at once, so the memory reducer has nothing left to do a few seconds later.
+ */
+export const collectStartupGarbage: Effect.Effect<void> = Effect.sync(() =>
+  garbageCollector()?.({ type: "major", execution: "sync", flavor: "last-resort" })
+)
