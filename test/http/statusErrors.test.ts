@@ -1,0 +1,138 @@
+/**
+ * The status errors (src/http/api/statusErrors.ts) reach clients as the spec's error envelope through
+ * the one codec: each, failed by a handler of an endpoint that declares its status, answers that status
+ * with its own code, fields and headers (Retry-After, Allow); the legacy 400 is the flat `{ error }`.
+ * In the real contract the middleware declares what it refuses with, so /openapi.json lists it on every
+ * operation behind it, and operations list the statuses their handlers answer.
+ */
+import { Context, Effect, Layer, Schema } from "effect"
+import { HttpRouter } from "effect/http"
+import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { afterAll, describe, expect, it } from "vitest"
+import { Api } from "../../src/http/api/Api.ts"
+import { ErrorDocs, ErrorEnvelope, serverErrors } from "../../src/http/api/errors.ts"
+import { LegacyBadRequest, NotFound, ServiceUnavailable, StatusErrors } from "../../src/http/api/statusErrors.ts"
+import { rendered } from "../../src/http/errors.ts"
+import { GatewayLive } from "../../src/http/gateway.ts"
+
+const docsByStatus = new Map<number, Schema.Top>(
+  Object.entries(ErrorDocs).filter(([name]) => name !== "legacy").map(([, doc]) => [HttpApiSchema.getStatusError(doc.ast), doc])
+)
+
+const samples = StatusErrors.map((errorClass) =>
+  new errorClass({
+    code: `SAMPLE_${errorClass.status}`,
+    message: `a ${errorClass.status}`,
+    errors: [{ field: "name", message: "bad", code: "invalid" }],
+    details: { sample: true },
+    suggestion: "try again",
+    headers: { "retry-after": "7" }
+  })
+)
+
+// One endpoint per status error, declaring its status's codec (built in a loop, so typed loosely).
+let Group: any = HttpApiGroup.make("errors")
+  .add(HttpApiEndpoint.get("legacy", "/legacy", { success: Schema.String, error: [ErrorDocs.legacy, ...serverErrors] }))
+for (const errorClass of StatusErrors) {
+  Group = Group.add(HttpApiEndpoint.get(`s${errorClass.status}`, `/${errorClass.status}`, {
+    success: Schema.String,
+    error: [docsByStatus.get(errorClass.status)]
+  }))
+}
+const TestApi = HttpApi.make("test").add(Group as HttpApiGroup.Top)
+
+const Handlers = HttpApiBuilder.group(TestApi as any, "errors", (handlers: any) => {
+  let built: any = handlers
+  StatusErrors.forEach((errorClass, index) => {
+    built = built.handle(`s${errorClass.status}`, () => rendered(Effect.fail(samples[index]!)))
+  })
+  return built.handle("legacy", () => Effect.fail(new LegacyBadRequest({ message: "Email is required" })))
+})
+
+const { dispose, handler } = HttpRouter.toWebHandler(
+  Layer.mergeAll(HttpApiBuilder.layer(TestApi).pipe(Layer.provide(Handlers)), GatewayLive) as Layer.Layer<
+    never,
+    never,
+    HttpRouter.HttpRouter
+  >,
+  { disableLogger: true }
+)
+afterAll(() => dispose())
+
+const call = async (path: string) => {
+  const response = await handler(new Request(`http://localhost${path}`), Context.empty())
+  return { response, body: (await response.json()) as unknown }
+}
+
+describe("status errors", () => {
+  it("every status error class has its codec in ErrorDocs", () => {
+    for (const errorClass of StatusErrors) expect(docsByStatus.has(errorClass.status), String(errorClass.status)).toBe(true)
+  })
+
+  // Not 415: the gateway answers every 415 with its own UNSUPPORTED_MEDIA_TYPE body (gateway.ts).
+  it.each(
+    StatusErrors.flatMap((errorClass, index) => errorClass.status === 415 ? [] : [[errorClass.status, samples[index]!] as const])
+  )(
+    "%s answers its status, its code and fields in the envelope, and its headers",
+    async (status, sample) => {
+      const { response, body } = await call(`/${status}`)
+      expect(response.status).toBe(status)
+      expect(response.headers.get("retry-after")).toBe("7")
+      const envelope = Schema.decodeUnknownSync(ErrorEnvelope)(body)
+      expect(envelope.error).toEqual({
+        code: sample.code,
+        message: sample.message,
+        statusCode: status,
+        requestId: response.headers.get("x-request-id"),
+        errors: [{ field: "name", message: "bad", code: "invalid" }],
+        details: { sample: true },
+        suggestion: "try again"
+      })
+      // The headers go on the response, not in the body.
+      expect(JSON.stringify(body)).not.toContain("retry-after")
+    }
+  )
+
+  it("the legacy 400 is the flat { error }", async () => {
+    const { response, body } = await call("/legacy")
+    expect(response.status).toBe(400)
+    expect(body).toEqual({ error: "Email is required" })
+  })
+
+  it("decodes an envelope back into the error of its status, whatever its code", () => {
+    const decoded = Schema.decodeUnknownSync(ErrorDocs.notFound)({
+      success: false,
+      error: { code: "NOT_FOUND", message: "Contact not found", statusCode: 404, requestId: "req_x" },
+      timestamp: new Date().toISOString()
+    })
+    expect(decoded).toBeInstanceOf(NotFound)
+    expect(decoded.code).toBe("NOT_FOUND")
+    expect(Schema.decodeUnknownSync(ErrorDocs.unavailable)({
+      success: false,
+      error: { code: "SERVICE_UNAVAILABLE", message: "later", statusCode: 503, requestId: "req_x" },
+      timestamp: new Date().toISOString()
+    })).toBeInstanceOf(ServiceUnavailable)
+  })
+
+  describe("in /openapi.json", () => {
+    const document = OpenApi.fromApi(Api)
+    const responses = (method: string, path: string) => Object.keys(document.paths[path]![method as "get"]!.responses)
+
+    it("every operation behind the API key lists what the key check refuses with", () => {
+      for (const [path, item] of Object.entries(document.paths)) {
+        for (const [method, operation] of Object.entries(item as Record<string, { security?: Array<object> }>)) {
+          const keyed = operation.security?.some((requirement) => "secretKey" in requirement || "publicKey" in requirement)
+          if (!keyed) continue
+          expect(responses(method, path), `${method} ${path}`).toEqual(expect.arrayContaining(["401", "403", "429", "503"]))
+        }
+      }
+    })
+
+    it("lists the statuses handlers answer beyond the common ones", () => {
+      expect(responses("post", "/projects/{id}/members")).toContain("409")
+      expect(responses("patch", "/projects/{id}/members/{userId}")).toContain("409")
+      expect(responses("post", "/users/@me/projects/{id}/billing-portal")).toEqual(expect.arrayContaining(["409", "502"]))
+      expect(responses("get", "/auth/oauth/{provider}")).toContain("502")
+    })
+  })
+})
