@@ -7,17 +7,46 @@
  */
 import { Context, Effect, Layer, Schema } from "effect"
 import { HttpRouter } from "effect/http"
-import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "effect/http-api"
+import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
 import { afterAll, describe, expect, it } from "vitest"
 import { Api } from "../../src/http/api/Api.ts"
 import { ErrorDocs, ErrorEnvelope, serverErrors } from "../../src/http/api/errors.ts"
-import { LegacyBadRequest, NotFound, ServiceUnavailable, StatusErrors } from "../../src/http/api/statusErrors.ts"
+import {
+  BadGateway,
+  BadRequest,
+  Conflict,
+  Forbidden,
+  InternalError,
+  LegacyError,
+  MethodNotAllowed,
+  NotFound,
+  PayloadTooLarge,
+  RateLimited,
+  ServiceUnavailable,
+  StatusErrors,
+  Unauthorized,
+  UnsupportedMediaType,
+  ValidationFailed
+} from "../../src/http/api/statusErrors.ts"
 import { rendered } from "../../src/http/errors.ts"
 import { GatewayLive } from "../../src/http/gateway.ts"
 
-const docsByStatus = new Map<number, Schema.Top>(
-  Object.entries(ErrorDocs).filter(([name]) => name !== "legacy").map(([, doc]) => [HttpApiSchema.getStatusError(doc.ast), doc])
-)
+/** Each status error's codec, as endpoints declare it. */
+const docsByStatus = new Map<number, Schema.Top>([
+  [BadRequest.status, ErrorDocs.badRequest],
+  [Unauthorized.status, ErrorDocs.unauthorized],
+  [Forbidden.status, ErrorDocs.forbidden],
+  [NotFound.status, ErrorDocs.notFound],
+  [MethodNotAllowed.status, ErrorDocs.methodNotAllowed],
+  [Conflict.status, ErrorDocs.conflict],
+  [PayloadTooLarge.status, ErrorDocs.payloadTooLarge],
+  [UnsupportedMediaType.status, ErrorDocs.unsupportedMediaType],
+  [ValidationFailed.status, ErrorDocs.validation],
+  [RateLimited.status, ErrorDocs.rateLimited],
+  [InternalError.status, ErrorDocs.internal],
+  [BadGateway.status, ErrorDocs.badGateway],
+  [ServiceUnavailable.status, ErrorDocs.unavailable]
+])
 
 const samples = StatusErrors.map((errorClass) =>
   new errorClass({
@@ -36,7 +65,7 @@ let Group: any = HttpApiGroup.make("errors")
 for (const errorClass of StatusErrors) {
   Group = Group.add(HttpApiEndpoint.get(`s${errorClass.status}`, `/${errorClass.status}`, {
     success: Schema.String,
-    error: [docsByStatus.get(errorClass.status)]
+    error: [docsByStatus.get(errorClass.status)!]
   }))
 }
 const TestApi = HttpApi.make("test").add(Group as HttpApiGroup.Top)
@@ -46,7 +75,7 @@ const Handlers = HttpApiBuilder.group(TestApi as any, "errors", (handlers: any) 
   StatusErrors.forEach((errorClass, index) => {
     built = built.handle(`s${errorClass.status}`, () => rendered(Effect.fail(samples[index]!)))
   })
-  return built.handle("legacy", () => Effect.fail(new LegacyBadRequest({ message: "Email is required" })))
+  return built.handle("legacy", () => Effect.fail(new LegacyError({ message: "Email is required" })))
 })
 
 const { dispose, handler } = HttpRouter.toWebHandler(
@@ -65,7 +94,8 @@ const call = async (path: string) => {
 }
 
 describe("status errors", () => {
-  it("every status error class has its codec in ErrorDocs", () => {
+  it("every status error class has its own status and its codec in ErrorDocs", () => {
+    expect(docsByStatus.size).toBe(StatusErrors.length)
     for (const errorClass of StatusErrors) expect(docsByStatus.has(errorClass.status), String(errorClass.status)).toBe(true)
   })
 

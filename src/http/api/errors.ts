@@ -13,7 +13,7 @@ import {
   Conflict,
   Forbidden,
   InternalError,
-  LegacyBadRequest,
+  LegacyError,
   MethodNotAllowed,
   NotFound,
   PayloadTooLarge,
@@ -111,7 +111,7 @@ const envelopeCodec = <E extends EnvelopedClass>(
     Schema.decodeTo(error, {
       decode: SchemaGetter.transform((envelope) => ({
         _tag: tag,
-        ...(code === undefined ? { code: envelope.error.code } : {}),
+        ...(code === undefined ? { code: envelope.error.code, requestId: envelope.error.requestId } : {}),
         message: envelope.error.message,
         ...(envelope.error.errors ? { errors: envelope.error.errors } : {}),
         ...(envelope.error.details ? { details: envelope.error.details } : {}),
@@ -183,8 +183,8 @@ export const ErrorDocs = {
     identifier: "LegacyError",
     description: "LegacyError `{ error }`: a required field is missing (POST /contacts, POST /templates, POST /segments only)"
   }).pipe(
-    Schema.decodeTo(LegacyBadRequest, {
-      decode: SchemaGetter.transform((body) => ({ _tag: "LegacyBadRequest" as const, message: body.error })),
+    Schema.decodeTo(LegacyError, {
+      decode: SchemaGetter.transform((body) => ({ _tag: "LegacyError" as const, message: body.error })),
       encode: SchemaGetter.transform((fields) => ({ error: fields.message }))
     }),
     HttpApiSchema.status(400)

@@ -9,8 +9,9 @@ import { Schema } from "effect"
 import { FieldErrorSchema } from "../../domain/errors.ts"
 
 /**
- * The envelope's fields other than status, request id and time; `headers` goes on the response beside it
- * (Retry-After, Allow) and is not part of the body.
+ * The envelope's fields other than status and time; `headers` goes on the response beside it (Retry-After,
+ * Allow) and is not part of the body. `requestId` is what a client decoded from the envelope; the server
+ * always writes the request's own.
  */
 export const statusErrorFields = {
   code: Schema.String,
@@ -18,7 +19,8 @@ export const statusErrorFields = {
   errors: Schema.optionalKey(Schema.Array(FieldErrorSchema)),
   details: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown)),
   suggestion: Schema.optionalKey(Schema.String),
-  headers: Schema.optionalKey(Schema.Record(Schema.String, Schema.String))
+  headers: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
+  requestId: Schema.optionalKey(Schema.String)
 }
 
 export class BadRequest extends Schema.TaggedError<BadRequest>()("BadRequest", statusErrorFields) {
@@ -154,6 +156,6 @@ export const isStatusError = (value: unknown): value is StatusError => statusOf(
  * The flat `{ error }` 400 (the reference platform's LegacyError): a missing required field of POST
  * /contacts, /templates and /segments only.
  */
-export class LegacyBadRequest extends Schema.TaggedError<LegacyBadRequest>()("LegacyBadRequest", { message: Schema.String }) {
+export class LegacyError extends Schema.TaggedError<LegacyError>()("LegacyError", { message: Schema.String }) {
   static readonly status = 400
 }

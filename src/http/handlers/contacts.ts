@@ -19,7 +19,7 @@ import { CurrentProject } from "../api/security.ts"
 import { parseBoolean, parseLimit, parsePositive } from "../query.ts"
 import { rendered } from "../errors.ts"
 import { refuseOversizedData, validateData } from "./contactData.ts"
-import { LegacyBadRequest, NotFound, ValidationFailed } from "../api/statusErrors.ts"
+import { LegacyError, NotFound, ValidationFailed } from "../api/statusErrors.ts"
 
 export const MAX_LOOKUP_EMAILS = 500
 
@@ -67,7 +67,7 @@ export const ContactsHandlers = HttpApiBuilder.group(
         rendered(Effect.gen(function*() {
           const project = yield* CurrentProject
           if (payload.email === undefined || payload.email.trim() === "") {
-            return yield* new LegacyBadRequest({ message: "Email is required" })
+            return yield* new LegacyError({ message: "Email is required" })
           }
           yield* validateData(payload.data)
           const result = yield* refuseOversizedData(contacts.upsert({

@@ -12,7 +12,7 @@ import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
 import { parsePositive } from "../query.ts"
 import { rendered } from "../errors.ts"
-import { Conflict, LegacyBadRequest, NotFound, ValidationFailed } from "../api/statusErrors.ts"
+import { Conflict, LegacyError, NotFound, ValidationFailed } from "../api/statusErrors.ts"
 
 const notFound = NotFound.of("Segment")
 const MAX_EMAILS = 1_000
@@ -60,12 +60,12 @@ export const SegmentsHandlers = HttpApiBuilder.group(
           const project = yield* CurrentProject
           // The reference's hand-validated fields: a missing one is its flat LegacyError 400.
           const name = payload.name
-          if (name === undefined || name.trim() === "") return yield* new LegacyBadRequest({ message: "Name is required" })
+          if (name === undefined || name.trim() === "") return yield* new LegacyError({ message: "Name is required" })
           const type = payload.type ?? "DYNAMIC"
           let condition: Condition | null = null
           if (type === "DYNAMIC") {
             if (payload.condition === undefined || payload.condition === null || typeof payload.condition !== "object") {
-              return yield* new LegacyBadRequest({ message: "Condition is required and must be an object for DYNAMIC segments" })
+              return yield* new LegacyError({ message: "Condition is required and must be an object for DYNAMIC segments" })
             }
             condition = yield* checkCondition(project.id, payload.condition)
           }

@@ -11,7 +11,7 @@ import { type FieldError, rendered } from "../errors.ts"
 import { parsePositive } from "../query.ts"
 import { subjectProblem, syntaxProblem, verifiedDomainRule } from "./mailContent.ts"
 import { makeTemplatePreview } from "./templatePreview.ts"
-import { LegacyBadRequest, NotFound, ValidationFailed } from "../api/statusErrors.ts"
+import { LegacyError, NotFound, ValidationFailed } from "../api/statusErrors.ts"
 
 const notFound = NotFound.of("Template")
 
@@ -105,7 +105,7 @@ export const TemplatesHandlers = HttpApiBuilder.group(
           // The reference's hand-validated fields: a missing one is its flat LegacyError 400.
           const missing = (["name", "subject", "body", "from"] as const).filter((field) => !payload[field]?.trim())
           if (missing.length > 0) {
-            return yield* new LegacyBadRequest({ message: `${missing.join(", ")} ${missing.length === 1 ? "is" : "are"} required` })
+            return yield* new LegacyError({ message: `${missing.join(", ")} ${missing.length === 1 ? "is" : "are"} required` })
           }
           const input = yield* validated(project.id, merge(EMPTY, payload))
           return yield* templates.create(project.id, input)
