@@ -62,6 +62,7 @@ const samples = StatusErrors.map((errorClass) =>
 // One endpoint per status error, declaring its status's codec (built in a loop, so typed loosely).
 let Group: any = HttpApiGroup.make("errors")
   .add(HttpApiEndpoint.get("legacy", "/legacy", { success: Schema.String, error: [ErrorDocs.legacy, ...serverErrors] }))
+  .add(HttpApiEndpoint.get("undefinedValues", "/undefined-values", { success: Schema.String, error: [ErrorDocs.validation] }))
 for (const errorClass of StatusErrors) {
   Group = Group.add(HttpApiEndpoint.get(`s${errorClass.status}`, `/${errorClass.status}`, {
     success: Schema.String,
@@ -75,7 +76,17 @@ const Handlers = HttpApiBuilder.group(TestApi as any, "errors", (handlers: any) 
   StatusErrors.forEach((errorClass, index) => {
     built = built.handle(`s${errorClass.status}`, () => rendered(Effect.fail(samples[index]!)))
   })
-  return built.handle("legacy", () => Effect.fail(new LegacyError({ message: "Email is required" })))
+  return built
+    .handle("legacy", () => Effect.fail(new LegacyError({ message: "Email is required" })))
+    .handle("undefinedValues", () =>
+      Effect.fail(
+        new ValidationFailed({
+          code: "VALIDATION_ERROR",
+          message: "Request validation failed",
+          errors: [{ field: "to", message: "required", code: "invalid_range", received: undefined }],
+          details: { limit: 10, gone: undefined }
+        })
+      ))
 })
 
 const { dispose, handler } = HttpRouter.toWebHandler(
@@ -127,6 +138,14 @@ describe("status errors", () => {
     const { response, body } = await call("/legacy")
     expect(response.status).toBe(400)
     expect(body).toEqual({ error: "Email is required" })
+  })
+
+  it("writes undefined values as JSON.stringify does: left out", async () => {
+    const { response, body } = await call("/undefined-values")
+    expect(response.status).toBe(422)
+    const { error } = body as { error: Record<string, unknown> }
+    expect(error.errors).toEqual([{ field: "to", message: "required", code: "invalid_range" }])
+    expect(error.details).toEqual({ limit: 10 })
   })
 
   it("decodes an envelope back into the error of its status, whatever its code", () => {

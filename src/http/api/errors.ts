@@ -120,7 +120,10 @@ const envelopeCodec = <E extends EnvelopedClass>(
       encode: SchemaGetter.transformEffect((fields) =>
         Effect.map(Effect.service(RequestState), (state) => {
           if (fields.headers) Object.assign(state.headers, fields.headers)
-          return envelopeBody({ ...fields, status, code: code ?? fields.code ?? "" }, state.requestId, new Date()) as typeof envelope.Type
+          const body = envelopeBody({ ...fields, status, code: code ?? fields.code ?? "" }, state.requestId, new Date())
+          // Through JSON once, as the body goes out: a field error's `received` or a detail that is undefined
+          // (or NaN, or a Date) is what JSON.stringify makes of it, where the body schema would refuse it.
+          return JSON.parse(JSON.stringify(body)) as typeof envelope.Type
         })
       )
     }),
