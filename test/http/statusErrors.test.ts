@@ -5,10 +5,9 @@
  * In the real contract the middleware declares what it refuses with, so /openapi.json lists it on every
  * operation behind it, and operations list the statuses their handlers answer.
  */
-import { Context, Effect, Layer, Schema } from "effect"
-import { HttpRouter } from "effect/http"
+import { Effect, Schema } from "effect"
 import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { afterAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { Api } from "../../src/http/api/Api.ts"
 import { ErrorDocs, ErrorEnvelope, serverErrors } from "../../src/http/api/errors.ts"
 import {
@@ -29,7 +28,7 @@ import {
   ValidationFailed
 } from "../../src/http/api/statusErrors.ts"
 import { rendered } from "../../src/http/errors.ts"
-import { GatewayLive } from "../../src/http/gateway.ts"
+import { serveInProcess } from "../support/inProcessApi.ts"
 
 /** Each status error's codec, as endpoints declare it. */
 const docsByStatus = new Map<number, Schema.Top>([
@@ -89,20 +88,7 @@ const Handlers = HttpApiBuilder.group(TestApi as any, "errors", (handlers: any) 
       ))
 })
 
-const { dispose, handler } = HttpRouter.toWebHandler(
-  Layer.mergeAll(HttpApiBuilder.layer(TestApi).pipe(Layer.provide(Handlers)), GatewayLive) as Layer.Layer<
-    never,
-    never,
-    HttpRouter.HttpRouter
-  >,
-  { disableLogger: true }
-)
-afterAll(() => dispose())
-
-const call = async (path: string) => {
-  const response = await handler(new Request(`http://localhost${path}`), Context.empty())
-  return { response, body: (await response.json()) as unknown }
-}
+const call = serveInProcess(TestApi, Handlers)
 
 describe("status errors", () => {
   it("every status error class has its own status and its codec in ErrorDocs", () => {
