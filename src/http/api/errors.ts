@@ -1,8 +1,9 @@
 /**
- * The error bodies the API answers, as schemas: declared on the endpoints (so /openapi.json lists them)
- * and decoded by clients (the web app). One body builder, `envelopeBody`, is shared by the server's
- * renderer (../errors.ts) and by `declared`, which turns a domain error (src/domain/errors.ts) into the
- * envelope when HttpApi encodes a handler's failure.
+ * The error bodies the API answers, as codecs of the error classes: declared on the endpoints and the
+ * middleware (so /openapi.json lists them), used by HttpApi to encode a handler's or middleware's failure,
+ * and decoded by clients (the web app) back into the error. One codec, `envelopeCodec`, serves the status
+ * errors (./statusErrors.ts, `ErrorDocs`) and the domain errors (src/domain/errors.ts, `declared`); one
+ * body builder, `envelopeBody`, is shared with the answers written outside HttpApi (../errors.ts).
  */
 import { Context, Effect, Schema, SchemaGetter } from "effect"
 import { HttpApiSchema } from "effect/http-api"
