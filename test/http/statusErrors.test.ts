@@ -83,7 +83,8 @@ const Handlers = HttpApiBuilder.group(TestApi as any, "errors", (handlers: any) 
           code: "VALIDATION_ERROR",
           message: "Request validation failed",
           errors: [{ field: "to", message: "required", code: "invalid_range", received: undefined }],
-          details: { limit: 10, gone: undefined }
+          details: { limit: 10, gone: undefined },
+          suggestion: undefined
         })
       ))
 })
@@ -126,12 +127,13 @@ describe("status errors", () => {
     expect(body).toEqual({ error: "Email is required" })
   })
 
-  it("writes undefined values as JSON.stringify does: left out", async () => {
+  it("writes undefined values as JSON.stringify does: left out (a field, a field error's value, a detail)", async () => {
     const { response, body } = await call("/undefined-values")
     expect(response.status).toBe(422)
     const { error } = body as { error: Record<string, unknown> }
     expect(error.errors).toEqual([{ field: "to", message: "required", code: "invalid_range" }])
     expect(error.details).toEqual({ limit: 10 })
+    expect(Object.keys(error)).not.toContain("suggestion")
   })
 
   it("decodes an envelope back into the error of its status, whatever its code", () => {

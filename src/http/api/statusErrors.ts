@@ -16,11 +16,12 @@ import { FieldErrorSchema } from "../../domain/errors.ts"
 export const statusErrorFields = {
   code: Schema.String,
   message: Schema.String,
-  errors: Schema.optionalKey(Schema.Array(FieldErrorSchema)),
-  details: Schema.optionalKey(Schema.Record(Schema.String, Schema.Unknown)),
-  suggestion: Schema.optionalKey(Schema.String),
-  headers: Schema.optionalKey(Schema.Record(Schema.String, Schema.String)),
-  requestId: Schema.optionalKey(Schema.String)
+  // `optional`, not `optionalKey`: a field given as undefined is left out, as JSON.stringify leaves it.
+  errors: Schema.optional(Schema.Array(FieldErrorSchema)),
+  details: Schema.optional(Schema.Record(Schema.String, Schema.Unknown)),
+  suggestion: Schema.optional(Schema.String),
+  headers: Schema.optional(Schema.Record(Schema.String, Schema.String)),
+  requestId: Schema.optional(Schema.String)
 }
 
 export class BadRequest extends Schema.TaggedError<BadRequest>()("BadRequest", statusErrorFields) {

@@ -79,7 +79,7 @@ export const headerProblems = (headers: Readonly<Record<string, string>>): Array
   })
 
 const tooLarge = (message: string, details?: Record<string, unknown>) =>
-  new PayloadTooLarge({ code: "PAYLOAD_TOO_LARGE", message, details })
+  PayloadTooLarge.of(message, details)
 
 /**
  * A recipient's mail that cannot be made: over a size cap (a subject too long is 422 on `subject`;
