@@ -22,7 +22,7 @@ import { Context, Duration, Effect, Exit, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import { uuidv7 } from "../domain/ids.ts"
-import { ApiError } from "./errors.ts"
+import { BadRequest, Conflict } from "./api/statusErrors.ts"
 
 const PRINTABLE_ASCII = /^[\x20-\x7e]{1,255}$/
 
@@ -36,7 +36,7 @@ export interface Claim {
    * Stores the response as the key's outcome; call it inside the transaction that does the work, so
    * both commit or neither. Fails (so the transaction rolls back) if another attempt took the key over.
    */
-  readonly complete: (response: unknown) => Effect.Effect<void, ApiError>
+  readonly complete: (response: unknown) => Effect.Effect<void, Conflict>
 }
 
 interface Original {
@@ -58,7 +58,7 @@ export class Idempotency extends Context.Service<Idempotency, {
     key: string | undefined,
     request: string,
     work: (claim: Claim) => Effect.Effect<A, E, R>
-  ) => Effect.Effect<A, E | ApiError, R>
+  ) => Effect.Effect<A, E | BadRequest | Conflict, R>
 }>()("app/http/Idempotency") {
   static readonly layer = Layer.effect(
     Idempotency,
@@ -78,8 +78,7 @@ export class Idempotency extends Context.Service<Idempotency, {
         }
         if (original?.in_progress) {
           const retryAfter = Math.max(1, Math.ceil((original.lease_left_ms ?? 0) / 1000))
-          return new ApiError({
-            status: 409,
+          return new Conflict({
             code: "IDEMPOTENCY_KEY_REUSED",
             message: "A request with this Idempotency-Key is still in progress",
             details: { ...details, retryAfterSeconds: retryAfter },
@@ -87,7 +86,7 @@ export class Idempotency extends Context.Service<Idempotency, {
             headers: { "retry-after": String(retryAfter) }
           })
         }
-        return ApiError.conflict("IDEMPOTENCY_KEY_REUSED", "This Idempotency-Key was already used by this project", {
+        return Conflict.of("IDEMPOTENCY_KEY_REUSED", "This Idempotency-Key was already used by this project", {
           ...details,
           ...(original?.response != null ? { originalResponse: original.response } : {})
         })
@@ -140,7 +139,7 @@ export class Idempotency extends Context.Service<Idempotency, {
         if (key === undefined) return work({ operationId: uuidv7(), repeatable: false, complete: () => Effect.void })
         if (!PRINTABLE_ASCII.test(key)) {
           // 400, as the reference documents an invalid Idempotency-Key (a header, not a body field).
-          return Effect.fail(ApiError.badRequest("Idempotency-Key must be 1 to 255 printable ASCII characters", "INVALID_IDEMPOTENCY_KEY"))
+          return Effect.fail(BadRequest.of("Idempotency-Key must be 1 to 255 printable ASCII characters", "INVALID_IDEMPOTENCY_KEY"))
         }
         return Effect.gen(function*() {
           const token = uuidv7()
@@ -157,7 +156,7 @@ export class Idempotency extends Context.Service<Idempotency, {
                 }
                 // Our lease ran out and a retry took the key over: this attempt must not commit.
                 return Effect.fail(
-                  ApiError.conflict("IDEMPOTENCY_KEY_REUSED", "A retry with this Idempotency-Key took it over", { key, inProgress: true })
+                  Conflict.of("IDEMPOTENCY_KEY_REUSED", "A retry with this Idempotency-Key took it over", { key, inProgress: true })
                 )
               })
             )

@@ -10,15 +10,15 @@ import { AppConfig } from "../config.ts"
 import { permissionForEndpoint, sendsMail } from "../domain/permissions.ts"
 import { type AuthenticatedKey, type KeyKind, type Project, Projects } from "../store/Projects.ts"
 import { CurrentProject, PublicKeyAuth, SecretKeyAuth } from "./api/security.ts"
-import { ApiError, rendered } from "./errors.ts"
+import { rendered } from "./errors.ts"
 import { enforceRateLimit } from "./rateLimited.ts"
 import { RateLimiter } from "./RateLimiter.ts"
 import { DashboardSessions } from "./session.ts"
+import { BadRequest, Forbidden, isStatusError, Unauthorized } from "./api/statusErrors.ts"
 
 export { enforceRateLimit } from "./rateLimited.ts"
 
-const projectDisabled = new ApiError({
-  status: 403,
+const projectDisabled = new Forbidden({
   code: "PROJECT_DISABLED",
   message: "This project is disabled",
   suggestion: "An owner can see why under /users/@me/projects/:id/security and re-enable it."
@@ -28,10 +28,10 @@ const projectDisabled = new ApiError({
  * What a presented key of the `required` kind gets, once authenticated: its project (enabled), or the
  * envelope's 401/403. Shared by the key check and the track fast path (plain code, cache hits).
  */
-export const keyVerdict = (auth: AuthenticatedKey | undefined, required: KeyKind): Project | ApiError => {
-  if (!auth) return ApiError.invalidApiKey("Invalid API key")
+export const keyVerdict = (auth: AuthenticatedKey | undefined, required: KeyKind): Project | Unauthorized | Forbidden => {
+  if (!auth) return Unauthorized.invalidApiKey("Invalid API key")
   if (auth.kind !== required) {
-    return ApiError.invalidApiKey(
+    return Unauthorized.invalidApiKey(
       required === "public"
         ? "This endpoint takes the project's public key (pk_); the secret key is rejected here"
         : "This endpoint takes the project's secret key (sk_); the public key only works on /v1/track and /v1/track/batch"
@@ -50,9 +50,9 @@ export const makeKeyCheck = Effect.fnUntraced(function*(required: KeyKind) {
   return <A, E, R>(effect: Effect.Effect<A, E, R>, presentedKey: string) =>
     Effect.gen(function*() {
       const key = presentedKey.trim()
-      if (key === "") return yield* ApiError.invalidApiKey("Missing API key")
+      if (key === "") return yield* Unauthorized.invalidApiKey("Missing API key")
       const verdict = keyVerdict(yield* rendered(projects.authenticate(key)), required)
-      if (verdict instanceof ApiError) return yield* verdict
+      if (isStatusError(verdict)) return yield* verdict
       return yield* admit(rateLimiter, verdict, effect)
     })
 })
@@ -105,13 +105,12 @@ const makeSessionCheck = Effect.fnUntraced(function*(keyCheck: KeyCheck) {
       const { user } = yield* rendered(sessions.resolve(cookie))
       const projectId = request.headers["x-project-id"]?.trim() ?? ""
       if (projectId === "") {
-        return yield* ApiError.badRequest("Send the project's id in the X-Project-Id header with the session cookie", "PROJECT_ID_REQUIRED")
+        return yield* BadRequest.of("Send the project's id in the X-Project-Id header with the session cookie", "PROJECT_ID_REQUIRED")
       }
       const group = options.group.identifier
       const { project } = yield* rendered(sessions.access(user.id, projectId, permissionForEndpoint(group, options.endpoint.identifier)))
       if (config.requireEmailVerification && !user.emailVerified && sendsMail(group, options.endpoint.identifier)) {
-        return yield* new ApiError({
-          status: 403,
+        return yield* new Forbidden({
           code: "EMAIL_VERIFICATION_REQUIRED",
           message: "Verify your email before sending",
           suggestion: "Open the link mailed to you, or ask for a new one with POST /auth/request-verification."
@@ -121,8 +120,6 @@ const makeSessionCheck = Effect.fnUntraced(function*(keyCheck: KeyCheck) {
     }))
 })
 
-// ApiError renders itself (see `rendered` in errors.ts, which each check above ends in), so the middleware's
-// failures need no schema.
 export const SecretKeyAuthLive = Layer.effect(
   SecretKeyAuth,
   Effect.gen(function*() {

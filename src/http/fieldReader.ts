@@ -2,8 +2,8 @@
 import { Effect } from "effect"
 import { type FieldProblem, parseInstant } from "../domain/analytics/range.ts"
 import { isUuid } from "../domain/ids.ts"
-import { ApiError } from "./errors.ts"
 import { nonEmpty } from "./query.ts"
+import { ValidationFailed } from "./api/statusErrors.ts"
 
 export const fieldReader = () => {
   const problems: Array<FieldProblem> = []
@@ -40,6 +40,6 @@ export const fieldReader = () => {
       }
       return items.filter(known)
     },
-    done: () => (problems.length > 0 ? Effect.fail(ApiError.validation(problems)) : Effect.void)
+    done: () => (problems.length > 0 ? Effect.fail(ValidationFailed.of(problems)) : Effect.void)
   }
 }

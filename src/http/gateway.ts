@@ -10,14 +10,8 @@ import { HttpApiError } from "effect/http-api"
 import { randomBytesFromPool } from "../domain/ids.ts"
 import { HttpMetrics } from "../observability/Metrics.ts"
 import { isUnreachable } from "../lib/isolation.ts"
-import {
-  databaseUnavailable,
-  type EnvelopeFields,
-  envelopeResponse,
-  type FieldError,
-  RequestState,
-  type RequestStateShape
-} from "./errors.ts"
+import { envelopeFieldsOf, envelopeResponse, type FieldError, RequestState, type RequestStateShape } from "./errors.ts"
+import { BadRequest, isStatusError, PayloadTooLarge, ServiceUnavailable, type StatusError, ValidationFailed } from "./api/statusErrors.ts"
 import { issueToFieldErrors } from "./api/fieldErrors.ts"
 
 const KiB = 1024
@@ -51,23 +45,17 @@ const matchedRoute = Effect.withFiberSucceed((fiber) => Context.getOrUndefined(f
 export const newRequestId = () => `req_${randomBytesFromPool(12).toString("base64url")}`
 
 /** A body that is not JSON. */
-export const invalidJson: EnvelopeFields = { status: 400, code: "INVALID_JSON", message: "Request body is not valid JSON" }
+export const invalidJson = () => BadRequest.of("Request body is not valid JSON", "INVALID_JSON")
 
 /** A body over its route's limit. */
-export const payloadTooLarge = (url: string): EnvelopeFields => ({
-  status: 413,
-  code: "PAYLOAD_TOO_LARGE",
-  message: `Request body exceeds ${sizeOf(bodyLimitFor(url))}`
-})
+export const payloadTooLarge = (url: string) => PayloadTooLarge.of(`Request body exceeds ${sizeOf(bodyLimitFor(url))}`)
 
 /** Request fields that failed their schema: every one listed (the message is the field's when only one failed). */
-export const inputInvalid = (errors: Array<FieldError>): EnvelopeFields => ({
-  status: 422,
-  code: "VALIDATION_ERROR",
-  message: errors.length === 1 ? errors[0]!.message : "Request validation failed",
-  errors,
-  suggestion: "Check the fields listed in errors and try again."
-})
+export const inputInvalid = (errors: Array<FieldError>) =>
+  ValidationFailed.of(errors, errors.length === 1 ? errors[0]!.message : "Request validation failed")
+
+/** A status error raised outside an endpoint (or the gateway's own), as its response. */
+const answer = (error: StatusError, requestId: string) => envelopeResponse(envelopeFieldsOf(error), requestId)
 
 const toErrorResponse = (
   cause: Cause.Cause<unknown>,
@@ -81,16 +69,17 @@ const toErrorResponse = (
   if (!failure) return Effect.failCause(Cause.fromReasons(cause.reasons.filter(Cause.isInterruptReason)))
   const error: unknown = Cause.isFailReason(failure) ? failure.error : failure.defect
 
+  if (isStatusError(error)) return Effect.succeed(answer(error, requestId))
   if (HttpServerRespondable.isRespondable(error) && !HttpServerError.isHttpServerError(error)) {
     if (!HttpApiError.HttpApiSchemaError.is(error)) return HttpServerRespondable.toResponse(error)
   }
   if (HttpApiError.HttpApiSchemaError.is(error)) {
     const issue = error.cause.issue
     if (issue._tag === "InvalidValue" && String(issue.annotations?.message ?? "").includes("valid JSON")) {
-      return Effect.succeed(envelopeResponse(invalidJson, requestId))
+      return Effect.succeed(answer(invalidJson(), requestId))
     }
     if (error.kind === "Payload" || error.kind === "Query" || error.kind === "Params" || error.kind === "Headers") {
-      return Effect.succeed(envelopeResponse(inputInvalid(issueToFieldErrors(issue)), requestId))
+      return Effect.succeed(answer(inputInvalid(issueToFieldErrors(issue)), requestId))
     }
   }
   if (HttpServerError.isHttpServerError(error)) {
@@ -105,7 +94,7 @@ const toErrorResponse = (
     if (reason._tag === "RequestParseError") {
       return Effect.succeed(
         reason.reason === "BodyTooLarge"
-          ? envelopeResponse(payloadTooLarge(request.url), requestId)
+          ? answer(payloadTooLarge(request.url), requestId)
           : envelopeResponse({ status: 400, code: "BAD_REQUEST", message: "Could not read the request body" }, requestId)
       )
     }
@@ -113,7 +102,7 @@ const toErrorResponse = (
   if (isUnreachable(error)) {
     // Not a bug: /readyz and the pool say Postgres is away; a line per refused request would flood the log.
     return Effect.logDebug("database unavailable", { requestId, method: request.method, url: request.url }).pipe(
-      Effect.as(envelopeResponse(databaseUnavailable, requestId))
+      Effect.as(answer(ServiceUnavailable.database(), requestId))
     )
   }
   return Effect.logError("unhandled error", { requestId, method: request.method, url: request.url }, cause).pipe(

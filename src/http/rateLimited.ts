@@ -1,7 +1,8 @@
 /** Applies a rate-limit decision (a project's, or a dashboard user's): the headers, then 429 when refused. */
 import { Effect } from "effect"
-import { ApiError, RequestState } from "./errors.ts"
+import { RequestState } from "./errors.ts"
 import type { RateDecision } from "./RateLimiter.ts"
+import { RateLimited } from "./api/statusErrors.ts"
 
 /**
  * Puts the rate-limit headers in `headers` (the response's) and returns the 429 when the decision
@@ -12,14 +13,13 @@ export const applyRateLimit = (
   headers: Record<string, string>,
   counted = "",
   subject = "project"
-): ApiError | undefined => {
+): RateLimited | undefined => {
   if (decision.limit <= 0) return undefined
   headers["ratelimit-limit"] = String(decision.limit)
   headers["ratelimit-remaining"] = String(decision.remaining)
   headers["ratelimit-reset"] = String(decision.resetSeconds)
   if (decision.allowed) return undefined
-  return new ApiError({
-    status: 429,
+  return new RateLimited({
     code: "RATE_LIMIT_EXCEEDED",
     message: `Rate limit of ${decision.limit} requests per minute exceeded for this ${subject}${counted}`,
     details: { limit: decision.limit, retryAfterSeconds: decision.retryAfterSeconds },

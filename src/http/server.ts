@@ -7,7 +7,8 @@ import type { EventEmitter } from "node:events"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import { AppConfig } from "../config.ts"
 import { envelopeBody } from "./api/errors.ts"
-import { serviceUnavailable } from "./errors.ts"
+import { ServiceUnavailable } from "./api/statusErrors.ts"
+import { envelopeFieldsOf } from "./errors.ts"
 import { newRequestId } from "./gateway.ts"
 import { Api } from "./api/Api.ts"
 import { PublicKeyAuthLive, SecretKeyAuthLive } from "./auth.ts"
@@ -151,7 +152,7 @@ export const drainableServer = (fastPath: TrackFastPath["Service"]) =>
   })
 
 const answerNotServing = (response: ServerResponse) => {
-  const fields = serviceUnavailable("The server is starting or stopping")
+  const fields = envelopeFieldsOf(ServiceUnavailable.of("The server is starting or stopping"))
   const body = JSON.stringify(envelopeBody(fields, newRequestId(), new Date()))
   response.writeHead(503, {
     ...fields.headers,

@@ -16,9 +16,10 @@ import { type ProjectDetails, Projects } from "../store/Projects.ts"
 import type { PersistenceError } from "../store/PersistenceError.ts"
 import { Users } from "../store/Users.ts"
 import { CurrentUser, SessionAuth } from "./api/security.ts"
-import { ApiError, rendered } from "./errors.ts"
+import { rendered } from "./errors.ts"
 import { enforceRateLimit } from "./rateLimited.ts"
 import { RateLimiter } from "./RateLimiter.ts"
+import { Forbidden, NotFound, Unauthorized } from "./api/statusErrors.ts"
 
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"])
 
@@ -40,14 +41,14 @@ export class DashboardSessions extends Context.Service<DashboardSessions, {
    * The user of a session cookie value, refusing a cookie-authenticated request that changes state
    * from another origin. Fails 401 UNAUTHENTICATED for a missing, invalid, expired or revoked session.
    */
-  readonly resolve: (cookie: string) => Effect.Effect<SessionUser, ApiError | PersistenceError, HttpServerRequest.HttpServerRequest>
+  readonly resolve: (cookie: string) => Effect.Effect<SessionUser, Unauthorized | Forbidden | PersistenceError, HttpServerRequest.HttpServerRequest>
   /**
    * 403 CSRF_REJECTED for a request that changes state and does not come from the dashboard's origin:
    * the rule `resolve` applies, for cookie requests outside SessionAuth (logout).
    */
-  readonly requireSameOrigin: Effect.Effect<void, ApiError, HttpServerRequest.HttpServerRequest>
+  readonly requireSameOrigin: Effect.Effect<void, Forbidden, HttpServerRequest.HttpServerRequest>
   /** The user's role in the project if it allows `permission`: 404 for a non-member, 403 for too small a role. */
-  readonly access: (userId: string, projectId: string, permission: Permission) => Effect.Effect<ProjectAccess, ApiError | PersistenceError>
+  readonly access: (userId: string, projectId: string, permission: Permission) => Effect.Effect<ProjectAccess, NotFound | Forbidden | PersistenceError>
 }>()("app/http/DashboardSessions") {
   static readonly layer = Layer.effect(
     DashboardSessions,
@@ -60,7 +61,7 @@ export class DashboardSessions extends Context.Service<DashboardSessions, {
       const publicOrigin = new URL(config.publicUrl).origin
 
       const unauthenticated = (message: string) =>
-        new ApiError({ status: 401, code: "UNAUTHENTICATED", message, suggestion: "Sign in with POST /auth/login." })
+        new Unauthorized({ code: "UNAUTHENTICATED", message, suggestion: "Sign in with POST /auth/login." })
 
       /** Browsers send Origin on every cross-site and same-site request that changes state. */
       const sameOrigin = (request: HttpServerRequest.HttpServerRequest) => {
@@ -73,8 +74,7 @@ export class DashboardSessions extends Context.Service<DashboardSessions, {
       const requireSameOrigin = Effect.gen(function*() {
         const request = yield* HttpServerRequest.HttpServerRequest
         if (!SAFE_METHODS.has(request.method) && !sameOrigin(request)) {
-          return yield* new ApiError({
-            status: 403,
+          return yield* new Forbidden({
             code: "CSRF_REJECTED",
             message: "A request authenticated by the session cookie that changes state must come from the dashboard's origin",
             suggestion: `Send it from ${publicOrigin} (the Origin header), or use the project's secret key.`
@@ -93,15 +93,14 @@ export class DashboardSessions extends Context.Service<DashboardSessions, {
       })
 
       const access = Effect.fnUntraced(function*(userId: string, projectId: string, permission: Permission) {
-        const notFound = ApiError.notFound("Project")
+        const notFound = NotFound.of("Project")
         if (!isUuid(projectId)) return yield* notFound
         const role = yield* members.roleOf(projectId, userId)
         if (!role) return yield* notFound
         const project = yield* projects.details(projectId)
         if (!project) return yield* notFound
         if (!allows(role, permission)) {
-          return yield* new ApiError({
-            status: 403,
+          return yield* new Forbidden({
             code: "FORBIDDEN",
             message: `Your role in this project (${role}) does not allow this`,
             details: { role, required: permission }

@@ -19,7 +19,7 @@ import { HttpMetrics } from "../observability/Metrics.ts"
 import { keyVerdict } from "./auth.ts"
 import { envelopeBody } from "./api/errors.ts"
 import { isUnreachable } from "../lib/isolation.ts"
-import { ApiError, databaseUnavailable, type EnvelopeFields, rendered, type RequestStateShape, serviceUnavailable } from "./errors.ts"
+import { type EnvelopeFields, envelopeFieldsOf, rendered, type RequestStateShape } from "./errors.ts"
 import { bodyLimitFor, inputInvalid, invalidJson, newRequestId, payloadTooLarge, statusClassOf } from "./gateway.ts"
 import { makeTrackNow, type RunForValue, type TrackPath } from "./handlers/track.ts"
 import { decodeTrackBody, type TrackPayload } from "./handlers/trackedEvent.ts"
@@ -27,6 +27,7 @@ import { applyRateLimit } from "./rateLimited.ts"
 import { type RateDecision, RateLimiter } from "./RateLimiter.ts"
 import { type AuthenticatedKey, type Project, Projects } from "../store/Projects.ts"
 import { issueToFieldErrors } from "./api/fieldErrors.ts"
+import { isStatusError, ServiceUnavailable, type StatusError, Unauthorized } from "./api/statusErrors.ts"
 
 const TRACK_PATHS: ReadonlySet<string> = new Set<TrackPath>(["/v1/track", "/events/track"])
 
@@ -72,19 +73,19 @@ const readBody = (request: IncomingMessage, limit: number, done: (body: Body) =>
   request.once("error", () => {})
 }
 
-/** The body as HttpApi decodes it: empty is `undefined`, then JSON, then the TrackBody schema; or the ApiError to answer. */
-const payloadOf = (body: Body, url: string): TrackPayload | ApiError => {
-  if (body._tag === "TooLarge") return new ApiError(payloadTooLarge(url))
+/** The body as HttpApi decodes it: empty is `undefined`, then JSON, then the TrackBody schema; or the error to answer. */
+const payloadOf = (body: Body, url: string): TrackPayload | StatusError => {
+  if (body._tag === "TooLarge") return payloadTooLarge(url)
   let json: unknown = undefined
   if (body.text !== "") {
     try {
       json = JSON.parse(body.text)
     } catch {
-      return new ApiError(invalidJson)
+      return invalidJson()
     }
   }
   const decoded = decodeTrackBody(json)
-  return Result.isFailure(decoded) ? new ApiError(inputInvalid(issueToFieldErrors(decoded.failure.issue))) : decoded.success
+  return Result.isFailure(decoded) ? inputInvalid(issueToFieldErrors(decoded.failure.issue)) : decoded.success
 }
 
 /** An Effect run for the plain code failed: its cause, answered as the Effect app would. */
@@ -95,9 +96,9 @@ class EffectFailed {
   }
 }
 
-/** What a rejection of the plain code is, as a Cause: an ApiError fails, an Effect's cause stays, anything else is a defect. */
+/** What a rejection of the plain code is, as a Cause: a status error fails, an Effect's cause stays, anything else is a defect. */
 const causeOf = (error: unknown): Cause.Cause<unknown> =>
-  error instanceof EffectFailed ? error.cause : error instanceof ApiError ? Cause.fail(error) : Cause.die(error)
+  error instanceof EffectFailed ? error.cause : isStatusError(error) ? Cause.fail(error) : Cause.die(error)
 
 /** Writes `body` as JSON; `headers` (the caller's own object, not copied) gets the content headers. */
 const writeJson = (response: ServerResponse, status: number, body: unknown, headers: Record<string, string | number>) => {
@@ -151,19 +152,19 @@ export class TrackFastPath extends Context.Service<TrackFastPath, {
           const refused = applyRateLimit(decision, state.headers)
           if (refused) throw refused
           const payload = payloadOf(body, url)
-          if (payload instanceof ApiError) throw payload
+          if (isStatusError(payload)) throw payload
           trackNow(project, payload, runForValue, (error, value) => error === undefined ? done(Exit.succeed(value)) : fail(error))
         }
         const withKey = (authenticated: AuthenticatedKey | undefined) => {
           const verdict = keyVerdict(authenticated, "public")
-          if (verdict instanceof ApiError) throw verdict
+          if (isStatusError(verdict)) throw verdict
           const decision = rateLimiter.checkNow(verdict.id)
           if (decision) return withDecision(verdict, decision)
           runForValue(rateLimiter.check(verdict.id)).then(guarded((checked) => withDecision(verdict, checked)), fail)
         }
         try {
           const key = presentedKey.trim()
-          if (key === "") throw ApiError.invalidApiKey("Missing API key")
+          if (key === "") throw Unauthorized.invalidApiKey("Missing API key")
           const cached = projects.authenticateCached(key)
           if (cached) return withKey(cached.value)
           runForValue(rendered(projects.authenticate(key))).then(guarded(withKey), fail)
@@ -188,11 +189,15 @@ export class TrackFastPath extends Context.Service<TrackFastPath, {
           if (draining) headers.connection = "close"
           writeJson(response, status, exit.value, headers)
         } else {
-          // An ApiError renders itself; Postgres unreachable is a 503; anything else is a 500, logged as
+          // A status error is its envelope; Postgres unreachable is a 503; anything else is a 500, logged as
           // the gateway logs it.
           const failure = exit.cause.reasons.find((reason) => Cause.isFailReason(reason) || Cause.isDieReason(reason))
           const error = failure === undefined ? undefined : Cause.isFailReason(failure) ? failure.error : failure.defect
-          const known = error instanceof ApiError ? error : isUnreachable(error) ? databaseUnavailable : undefined
+          const known = isStatusError(error)
+            ? envelopeFieldsOf(error)
+            : isUnreachable(error)
+            ? envelopeFieldsOf(ServiceUnavailable.database())
+            : undefined
           if (!known) {
             run(Effect.logError("unhandled error", { requestId: state.requestId, method: request.method, url: request.url }, exit.cause))
           }
@@ -224,11 +229,11 @@ export class TrackFastPath extends Context.Service<TrackFastPath, {
        */
       let inFlight = 0
       let draining = false
-      const overloaded = serviceUnavailable("The server is at capacity; retry after the seconds in Retry-After")
+      const overloaded = ServiceUnavailable.of("The server is at capacity; retry after the seconds in Retry-After")
       const shed = (request: IncomingMessage, response: ServerResponse, started: number) => {
         HttpMetrics.trackShed.inc()
         const state: RequestStateShape = { requestId: newRequestId(), headers: {} }
-        answer(request, response, state, Exit.fail(new ApiError(overloaded)), started, true)
+        answer(request, response, state, Exit.fail(overloaded), started, true)
       }
 
       const take = (request: IncomingMessage, response: ServerResponse): boolean => {

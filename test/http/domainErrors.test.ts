@@ -4,16 +4,15 @@
  * id of the `x-request-id` header; a repository's PersistenceError answers the logged 500. Every
  * domain error is declared on some endpoint of the real contract, and /openapi.json lists it.
  */
-import { Context, Effect, Layer, Schema } from "effect"
-import { HttpRouter } from "effect/http"
+import { Effect, Schema } from "effect"
 import { HttpApi, HttpApiBuilder, HttpApiEndpoint, HttpApiGroup, OpenApi } from "effect/http-api"
-import { afterAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { type DomainError, DomainErrors, DuplicateEmail } from "../../src/domain/errors.ts"
 import { Api } from "../../src/http/api/Api.ts"
 import { declared, ErrorEnvelope, serverErrors } from "../../src/http/api/errors.ts"
 import { rendered } from "../../src/http/errors.ts"
-import { GatewayLive } from "../../src/http/gateway.ts"
 import { PersistenceError } from "../../src/store/PersistenceError.ts"
+import { serveInProcess } from "../support/inProcessApi.ts"
 
 const samples: ReadonlyArray<DomainError> = DomainErrors.map((errorClass) =>
   new errorClass({ message: `a ${errorClass.tag}`, details: { sample: true }, suggestion: "try again" })
@@ -36,20 +35,7 @@ const Handlers = HttpApiBuilder.group(TestApi as any, "errors", (handlers: any) 
   return built.handle("persistence", () => rendered(Effect.fail(new PersistenceError({ cause: new Error("connection terminated") }))))
 })
 
-const { dispose, handler } = HttpRouter.toWebHandler(
-  Layer.mergeAll(HttpApiBuilder.layer(TestApi).pipe(Layer.provide(Handlers)), GatewayLive) as Layer.Layer<
-    never,
-    never,
-    HttpRouter.HttpRouter
-  >,
-  { disableLogger: true }
-)
-afterAll(() => dispose())
-
-const call = async (path: string) => {
-  const response = await handler(new Request(`http://localhost${path}`), Context.empty())
-  return { response, body: (await response.json()) as unknown }
-}
+const call = serveInProcess(TestApi, Handlers)
 
 describe("declared domain errors", () => {
   it.each(DomainErrors.map((errorClass, index) => [errorClass.tag, errorClass, samples[index]!] as const))(

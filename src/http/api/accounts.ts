@@ -175,7 +175,7 @@ export class AccountsApi extends HttpApiGroup.make("accounts")
       params: ProjectId,
       payload: Schema.Struct({ email: Email, role: Schema.optional(Role).annotate({ description: "Default MEMBER" }) }),
       success: InvitationSent.pipe(HttpApiSchema.status(202)),
-      error: [...sessionErrors, ...bodyErrors]
+      error: [...sessionErrors, ...bodyErrors, ErrorDocs.conflict]
     }).annotate(
       OpenApi.Description,
       "Invites an email (202): a single-use link valid 7 days is mailed to it and returned in `link`; they join when they " +
@@ -209,7 +209,7 @@ export class AccountsApi extends HttpApiGroup.make("accounts")
       params: { id: Text, userId: Text },
       payload: Schema.Struct({ role: Role }),
       success: MemberView,
-      error: [...sessionErrors, ...bodyErrors]
+      error: [...sessionErrors, ...bodyErrors, ErrorDocs.conflict]
     }).annotate(OpenApi.Description, "Changes a role (ADMIN; OWNER to make or demote an owner). 409 LAST_OWNER for the last owner."),
     HttpApiEndpoint.delete("removeMember", "/projects/:id/members/:userId", {
       params: { id: Text, userId: Text },
@@ -244,12 +244,12 @@ export class AccountsApi extends HttpApiGroup.make("accounts")
     HttpApiEndpoint.post("checkout", "/users/@me/projects/:id/checkout", {
       params: ProjectId,
       success: Schema.Struct({ url: Schema.String }),
-      error: sessionErrors
+      error: [...sessionErrors, ErrorDocs.badGateway]
     }).annotate(OpenApi.Description, `A Stripe Checkout session for the subscription (ADMIN). ${billingDisabled}`),
     HttpApiEndpoint.post("billingPortal", "/users/@me/projects/:id/billing-portal", {
       params: ProjectId,
       success: Schema.Struct({ url: Schema.String }),
-      error: sessionErrors
+      error: [...sessionErrors, ErrorDocs.conflict, ErrorDocs.badGateway]
     }).annotate(OpenApi.Description, `A Stripe billing portal session (ADMIN; 409 NO_SUBSCRIPTION before a checkout). ${billingDisabled}`),
     HttpApiEndpoint.get("billingInvoices", "/users/@me/projects/:id/billing-invoices", {
       params: ProjectId,
@@ -266,7 +266,7 @@ export class AccountsApi extends HttpApiGroup.make("accounts")
           pdfUrl: Schema.NullOr(Schema.String)
         }))
       }),
-      error: sessionErrors
+      error: [...sessionErrors, ErrorDocs.badGateway]
     }).annotate(OpenApi.Description, `The project's Stripe invoices, newest first (ADMIN). ${billingDisabled}`)
   )
   .middleware(SessionAuth)

@@ -62,7 +62,7 @@ export class AuthApi extends HttpApiGroup.make("auth")
         "cannot sign a user out. Without a valid session it only clears the cookie."
     ),
     // Logout used to be a GET, which any page could trigger (an <img>); kept to say so, outside the document.
-    HttpApiEndpoint.get("logoutByGet", "/auth/logout", { success: Ok, error: serverErrors }).annotate(OpenApi.Exclude, true),
+    HttpApiEndpoint.get("logoutByGet", "/auth/logout", { success: Ok, error: [ErrorDocs.methodNotAllowed, ...serverErrors] }).annotate(OpenApi.Exclude, true),
     HttpApiEndpoint.get("oauthConfig", "/auth/oauth-config", {
       success: Schema.Struct({
         providers: Schema.Array(Schema.Struct({ id: OAuthProvider, name: Schema.String, url: Schema.String }))
@@ -72,7 +72,7 @@ export class AuthApi extends HttpApiGroup.make("auth")
     HttpApiEndpoint.get("oauthStart", "/auth/oauth/:provider", {
       params: { provider: OAuthProvider },
       success: HttpApiSchema.Empty(302),
-      error: [ErrorDocs.notFound, ...inputErrors, ...serverErrors]
+      error: [ErrorDocs.notFound, ErrorDocs.badGateway, ...inputErrors, ...serverErrors]
     }).annotate(OpenApi.Description, "Redirects to the provider's consent page (404 when the provider is not configured)."),
     HttpApiEndpoint.get("oauthCallback", "/auth/oauth/:provider/callback", {
       params: { provider: OAuthProvider },

@@ -3,6 +3,19 @@ import { Context } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity, OpenApi } from "effect/http-api"
 import type { Project } from "../../domain/project.ts"
 import type { SessionUser } from "../../domain/user.ts"
+import { ErrorDocs } from "./errors.ts"
+
+/**
+ * What the key check can refuse with, whatever the endpoint: a missing, unknown or wrong kind of key
+ * (401), a disabled project (403), the rate limit (429), Postgres unreachable while resolving the key (503).
+ */
+const keyErrors = [ErrorDocs.unauthorized, ErrorDocs.forbidden, ErrorDocs.rateLimited, ErrorDocs.unavailable] as const
+
+/**
+ * What the session check adds: the cookie's user is not a member of the X-Project-Id project (404), or
+ * X-Project-Id is missing (400 PROJECT_ID_REQUIRED); a role too small or a cross-origin change is a 403.
+ */
+const sessionErrors = [...keyErrors, ErrorDocs.notFound, ErrorDocs.badRequest] as const
 
 /** The project the request's API key (or session cookie plus X-Project-Id) belongs to. */
 export class CurrentProject extends Context.Service<CurrentProject, Project>()("app/http/CurrentProject") {}
@@ -25,17 +38,17 @@ export const sessionCookie = HttpApiSecurity.apiKey({ in: "cookie", key: "mailst
  */
 export class SecretKeyAuth extends HttpApiMiddleware.Service<SecretKeyAuth, { provides: CurrentProject }>()(
   "app/http/SecretKeyAuth",
-  { security: { secretKey: HttpApiSecurity.bearer, session: sessionCookie } }
+  { security: { secretKey: HttpApiSecurity.bearer, session: sessionCookie }, error: sessionErrors }
 ) {}
 
 /** `pk_` keys: /v1/track (and its /events/track alias) only. */
 export class PublicKeyAuth extends HttpApiMiddleware.Service<PublicKeyAuth, { provides: CurrentProject }>()(
   "app/http/PublicKeyAuth",
-  { security: { publicKey: HttpApiSecurity.bearer } }
+  { security: { publicKey: HttpApiSecurity.bearer }, error: keyErrors }
 ) {}
 
 /** Dashboard endpoints (/users/@me..., /projects/:id/...): the session cookie only. */
 export class SessionAuth extends HttpApiMiddleware.Service<SessionAuth, { provides: CurrentUser }>()(
   "app/http/SessionAuth",
-  { security: { session: sessionCookie } }
+  { security: { session: sessionCookie }, error: [ErrorDocs.unauthorized, ErrorDocs.forbidden, ErrorDocs.rateLimited, ErrorDocs.unavailable] }
 ) {}

@@ -21,8 +21,9 @@ import { Outbox } from "../../stream/Outbox.ts"
 import { Api } from "../api/Api.ts"
 import { billingPagePath } from "../api/dashboard.ts"
 import { CurrentUser } from "../api/security.ts"
-import { ApiError, rendered } from "../errors.ts"
+import { rendered } from "../errors.ts"
 import { DashboardSessions } from "../session.ts"
+import { BadGateway, Conflict, Forbidden, NotFound } from "../api/statusErrors.ts"
 
 const projectView = (project: ProjectDetails, role: Role) => ({
   id: project.id,
@@ -53,17 +54,15 @@ const invitationText = (inviter: string, projectName: string, role: Role, link: 
   `${inviter} invited you to the project "${projectName}" as ${role}. Open this link to join (valid for 7 days, once): ` +
   `sign up with this email, or sign in if it has an account already.\n${link}\n\nIf you did not expect it, ignore this message.`
 
-const lastOwner = ApiError.conflict("LAST_OWNER", "A project keeps at least one owner: make someone else owner first")
+const lastOwner = Conflict.of("LAST_OWNER", "A project keeps at least one owner: make someone else owner first")
 
-const ownersOnly = new ApiError({
-  status: 403,
+const ownersOnly = new Forbidden({
   code: "FORBIDDEN",
   message: "Only an owner can make, demote or remove owners",
   details: { required: "own" }
 })
 
-const billingDisabled = new ApiError({
-  status: 404,
+const billingDisabled = new NotFound({
   code: "BILLING_DISABLED",
   message: "Billing is not enabled on this installation",
   suggestion: "Set STRIPE_SECRET_KEY and STRIPE_WEBHOOK_SECRET to enable it."
@@ -120,7 +119,7 @@ export const AccountsHandlers = HttpApiBuilder.group(
     const stripeError = (error: { readonly message: string }) =>
       Effect.as(
         Effect.logWarning("Stripe call failed", { error: error.message }),
-        new ApiError({ status: 502, code: "BILLING_PROVIDER_ERROR", message: "Stripe did not answer as expected" })
+        new BadGateway({ code: "BILLING_PROVIDER_ERROR", message: "Stripe did not answer as expected" })
       )
 
     /** Mails an invitation's link (queued) and answers it, with the link shown once to the inviter. */
@@ -138,7 +137,7 @@ export const AccountsHandlers = HttpApiBuilder.group(
     const manageableInvitation = Effect.fnUntraced(function*(projectId: string, invitationId: string) {
       const found = yield* access(projectId, "manage")
       const invitation = isUuid(invitationId) ? yield* tokens.pendingInvitation(projectId, invitationId) : undefined
-      if (!invitation) return yield* ApiError.notFound("Invitation")
+      if (!invitation) return yield* NotFound.of("Invitation")
       if (invitation.role === "OWNER" && found.role !== "OWNER") return yield* ownersOnly
       return { ...found, invitation }
     })
@@ -146,7 +145,7 @@ export const AccountsHandlers = HttpApiBuilder.group(
     /** A member's current role (404 when they are not one). */
     const roleOfMember = Effect.fnUntraced(function*(projectId: string, userId: string) {
       const role = isUuid(userId) ? yield* members.roleOf(projectId, userId) : undefined
-      if (!role) return yield* ApiError.notFound("Member")
+      if (!role) return yield* NotFound.of("Member")
       return role
     })
 
@@ -180,7 +179,7 @@ export const AccountsHandlers = HttpApiBuilder.group(
           }
           const project = yield* projects.details(params.id)
           if (!project)
-            return yield* ApiError.notFound("Project")
+            return yield* NotFound.of("Project")
           return projectView(project, role)
         })))
       .handle("deleteProject", ({ params }) =>
@@ -194,7 +193,7 @@ export const AccountsHandlers = HttpApiBuilder.group(
         rendered(Effect.gen(function*() {
           yield* access(params.id, "manage")
           const keys = yield* projects.rotateKeys(params.id)
-          if (!keys) return yield* ApiError.notFound("Project")
+          if (!keys) return yield* NotFound.of("Project")
           // Other api processes drop their cached keys as this arrives (well within 2 s).
           yield* invalidation.announce(params.id)
           return { id: params.id, ...keys }
@@ -203,7 +202,7 @@ export const AccountsHandlers = HttpApiBuilder.group(
         rendered(Effect.gen(function*() {
           yield* access(params.id, "manage")
           const key = yield* projects.rotateKey(params.id, params.kind)
-          if (key === undefined) return yield* ApiError.notFound("Project")
+          if (key === undefined) return yield* NotFound.of("Project")
           yield* invalidation.announce(params.id)
           return { id: params.id, kind: params.kind, key }
         })))
@@ -211,14 +210,14 @@ export const AccountsHandlers = HttpApiBuilder.group(
         rendered(Effect.gen(function*() {
           yield* access(params.id, "view")
           const publicKey = yield* projects.publicKey(params.id)
-          if (publicKey === undefined) return yield* ApiError.notFound("Project")
+          if (publicKey === undefined) return yield* NotFound.of("Project")
           return { publicKey }
         })))
       .handle("resetProject", ({ params }) =>
         rendered(Effect.gen(function*() {
           yield* access(params.id, "manage")
           const result = yield* data.reset(params.id)
-          if (!result) return yield* ApiError.notFound("Project")
+          if (!result) return yield* NotFound.of("Project")
           yield* Effect.logInfo("project data reset", { projectId: params.id, resetSeq: result.resetSeq })
           return { success: true as const, resetAt: new Date(yield* Clock.currentTimeMillis).toISOString() }
         })))
@@ -243,7 +242,7 @@ export const AccountsHandlers = HttpApiBuilder.group(
           // invitation's link, mailed to the address, decides who joins.
           const existing = yield* users.byEmail(email)
           if (existing && (yield* members.roleOf(params.id, existing.id))) {
-            return yield* ApiError.conflict("ALREADY_MEMBER", "This user is already a member")
+            return yield* Conflict.of("ALREADY_MEMBER", "This user is already a member")
           }
           // Inviting again replaces the pending invitation, which takes an OWNER if that one was as OWNER.
           const pending = (yield* tokens.pendingInvitations(params.id)).filter((entry) => entry.email === email)
@@ -258,14 +257,14 @@ export const AccountsHandlers = HttpApiBuilder.group(
       .handle("withdrawInvitation", ({ params }) =>
         rendered(Effect.gen(function*() {
           yield* manageableInvitation(params.id, params.invitationId)
-          if (!(yield* tokens.withdrawInvitation(params.id, params.invitationId))) return yield* ApiError.notFound("Invitation")
+          if (!(yield* tokens.withdrawInvitation(params.id, params.invitationId))) return yield* NotFound.of("Invitation")
           return { success: true as const }
         })))
       .handle("resendInvitation", ({ params }) =>
         rendered(Effect.gen(function*() {
           const { project, user } = yield* manageableInvitation(params.id, params.invitationId)
           const issued = yield* tokens.reissueInvitation(params.id, params.invitationId)
-          if (!issued) return yield* ApiError.notFound("Invitation")
+          if (!issued) return yield* NotFound.of("Invitation")
           return yield* sendInvitation(issued, user.email, project.name)
         })))
       .handle("updateMember", ({ params, payload }) =>
@@ -275,7 +274,7 @@ export const AccountsHandlers = HttpApiBuilder.group(
           if ((current === "OWNER" || payload.role === "OWNER") && myRole !== "OWNER") return yield* ownersOnly
           yield* members.changeRole(params.id, params.userId, payload.role).pipe(Effect.catchTag("LastOwner", () => Effect.fail(lastOwner)))
           const member = (yield* members.list(params.id)).find((entry) => entry.userId === params.userId)
-          if (!member) return yield* ApiError.notFound("Member")
+          if (!member) return yield* NotFound.of("Member")
           return memberView(member)
         })))
       .handle("removeMember", ({ params }) =>
@@ -327,7 +326,7 @@ export const AccountsHandlers = HttpApiBuilder.group(
           const url = yield* enabled.portal(params.id, billingPage(params.id)).pipe(
             Effect.catchTag("StripeFailed", (error) => Effect.flip(stripeError(error)))
           )
-          if (!url) return yield* ApiError.conflict("NO_SUBSCRIPTION", "The project has no billing account yet: start with a checkout")
+          if (!url) return yield* Conflict.of("NO_SUBSCRIPTION", "The project has no billing account yet: start with a checkout")
           return { url }
         })))
       .handle("billingInvoices", ({ params }) =>

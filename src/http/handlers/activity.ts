@@ -5,10 +5,11 @@ import { DAY } from "../../domain/analytics/range.ts"
 import { Activity } from "../../store/Activity.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
-import { ApiError, rendered } from "../errors.ts"
+import { rendered } from "../errors.ts"
 import { fieldReader } from "../fieldReader.ts"
 import { nonEmpty, parseLimit } from "../query.ts"
 import { iso } from "../../store/columns.ts"
+import { ValidationFailed } from "../api/statusErrors.ts"
 
 const sorted = (counts: Map<ActivityType, number>) =>
   [...counts].map(([type, count]) => ({ type, count })).sort((a, b) => b.count - a.count || (a.type < b.type ? -1 : 1))
@@ -54,7 +55,7 @@ export const ActivityHandlers = HttpApiBuilder.group(
           const to = read.instant("to", query.to) ?? (yield* Clock.currentTimeMillis)
           const from = read.instant("from", query.from) ?? to - 30 * DAY
           yield* read.done()
-          if (from >= to) return yield* ApiError.invalidField("from", "from must be before to", "invalid_range", query.from)
+          if (from >= to) return yield* ValidationFailed.field("from", "from must be before to", "invalid_range", query.from)
           const byType = sorted(yield* activity.counts(project.id, from, to))
           return { from: iso(from), to: iso(to), total: byType.reduce((sum, entry) => sum + entry.count, 0), byType }
         })))
@@ -76,7 +77,7 @@ export const ActivityHandlers = HttpApiBuilder.group(
           const raw = nonEmpty(query.hours)
           const hours = raw === undefined ? 24 : Number(raw)
           if (!Number.isInteger(hours) || hours < 1 || hours > 8760) {
-            return yield* ApiError.invalidField("hours", "expected a whole number of hours from 1 to 8760", "invalid_number", raw)
+            return yield* ValidationFailed.field("hours", "expected a whole number of hours from 1 to 8760", "invalid_number", raw)
           }
           const limit = Math.min(500, Math.max(1, Number.parseInt(query.limit ?? "100", 10) || 100))
           return { hours, items: yield* activity.upcoming(project.id, hours, limit) }

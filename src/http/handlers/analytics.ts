@@ -5,8 +5,9 @@ import { isUuid } from "../../domain/ids.ts"
 import { Analytics, type EmailTotals, rate, rates } from "../../store/Analytics.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
-import { ApiError, rendered } from "../errors.ts"
+import { rendered } from "../errors.ts"
 import { iso } from "../../store/columns.ts"
+import { NotFound, ValidationFailed } from "../api/statusErrors.ts"
 
 /** A whole number clamped to 1..max, or the fallback. */
 const clamp = (raw: string | undefined, fallback: number, max: number) => {
@@ -22,7 +23,7 @@ const metricsOf = (totals: EmailTotals) =>
 const rangeOf = (query: RangeQuery) =>
   Effect.flatMap(Clock.currentTimeMillis, (now) => {
     const range = analyticsRange(query, now)
-    return Array.isArray(range) ? Effect.fail(ApiError.validation(range)) : Effect.succeed(range)
+    return Array.isArray(range) ? Effect.fail(ValidationFailed.of(range)) : Effect.succeed(range)
   })
 
 const echo = (range: AnalyticsRange) => ({ from: iso(range.from), to: iso(range.to), tz: range.tz, stream: range.stream })
@@ -30,7 +31,7 @@ const echo = (range: AnalyticsRange) => ({ from: iso(range.from), to: iso(range.
 /** Postgres may not know a zone the runtime knows (or the reverse): its refusal is the caller's 422, not a 500. */
 const zoneRefused = (range: AnalyticsRange) => (error: unknown) =>
   /time zone/i.test(String((error as { cause?: unknown })?.cause ?? error))
-    ? Effect.fail(ApiError.invalidField("tz", "this time zone is not known to the database", "invalid_time_zone", range.tz))
+    ? Effect.fail(ValidationFailed.field("tz", "this time zone is not known to the database", "invalid_time_zone", range.tz))
     : Effect.die(error)
 
 export const AnalyticsHandlers = HttpApiBuilder.group(
@@ -40,7 +41,7 @@ export const AnalyticsHandlers = HttpApiBuilder.group(
     const analytics = yield* Analytics
     const withRange = <A>(
       query: RangeQuery,
-      use: (projectId: string, range: AnalyticsRange) => Effect.Effect<A, ApiError | unknown>,
+      use: (projectId: string, range: AnalyticsRange) => Effect.Effect<A, NotFound | unknown>,
       perKey = false
     ) =>
       rendered(Effect.gen(function*() {
@@ -48,7 +49,9 @@ export const AnalyticsHandlers = HttpApiBuilder.group(
         const checked = yield* rangeOf(query)
         const range = perKey ? wholeHours(checked) : checked
         return yield* use(project.id, range).pipe(
-          Effect.catch((error) => error instanceof ApiError ? Effect.fail(error) : zoneRefused(range)(error))
+          Effect.catch((error): Effect.Effect<never, NotFound | ValidationFailed> =>
+            error instanceof NotFound ? Effect.fail(error) : zoneRefused(range)(error)
+          )
         )
       }))
 
@@ -98,10 +101,10 @@ export const AnalyticsHandlers = HttpApiBuilder.group(
           Effect.gen(function*() {
             const campaignId = query.campaignId === undefined || query.campaignId === "" ? undefined : query.campaignId
             if (campaignId !== undefined && !isUuid(campaignId))
-              return yield* ApiError.notFound("Campaign")
+              return yield* NotFound.of("Campaign")
             const campaigns = yield* analytics.campaigns(projectId, range, campaignId)
             if (campaignId !== undefined && campaigns.length === 0)
-              return yield* ApiError.notFound("Campaign")
+              return yield* NotFound.of("Campaign")
             const ranked = [...campaigns].sort((a, b) => b.sent - a.sent || b.recipients - a.recipients || (a.id < b.id ? -1 : 1))
             return { ...echo(range), campaigns: ranked.slice(0, clamp(query.limit, 100, 500)) }
           }), true))

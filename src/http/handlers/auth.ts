@@ -21,8 +21,9 @@ import { Projects } from "../../store/Projects.ts"
 import { type StoredUser, Users } from "../../store/Users.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentUser } from "../api/security.ts"
-import { ApiError, rendered } from "../errors.ts"
+import { rendered } from "../errors.ts"
 import { DashboardSessions } from "../session.ts"
+import { BadGateway, BadRequest, Conflict, Forbidden, MethodNotAllowed, NotFound, RateLimited, Unauthorized } from "../api/statusErrors.ts"
 
 const OAUTH_COOKIE = "mailstream_oauth"
 
@@ -34,24 +35,21 @@ export const userView = (user: User) => ({
   createdAt: user.createdAt.toISOString()
 })
 
-const invalidToken = new ApiError({
-  status: 400,
+const invalidToken = new BadRequest({
   code: "INVALID_TOKEN",
   message: "The link is invalid, has expired or was already used",
   suggestion: "Ask for a new link."
 })
 
 const notVerifiedForOAuth = (provider: string) =>
-  new ApiError({
-    status: 409,
+  new Conflict({
     code: "EMAIL_NOT_VERIFIED",
     message: `An account with this email exists, but its address was never verified, so it is not joined to your ${provider} sign-in`,
     suggestion: "If you created it, sign in with its password and verify your email first. If you did not, ask for a " +
       "password reset: the link mailed to you takes the account over and ends whatever its creator had."
   })
 
-const signupsDisabled = new ApiError({
-  status: 403,
+const signupsDisabled = new Forbidden({
   code: "SIGNUPS_DISABLED",
   message: "Signups are disabled on this installation",
   suggestion: "Ask a project owner to invite you."
@@ -104,7 +102,7 @@ export const AuthHandlers = HttpApiBuilder.group(
         const first = (yield* users.count) === 0
         if (config.disableSignups && !first && !input.invited) return yield* signupsDisabled
         const user = yield* users.create(input).pipe(
-          Effect.catchTag("EmailTaken", () => Effect.fail(ApiError.conflict("EMAIL_TAKEN", "This email already has an account")))
+          Effect.catchTag("EmailTaken", () => Effect.fail(Conflict.of("EMAIL_TAKEN", "This email already has an account")))
         )
         if (first) yield* settleFirstUser(members, projects, user.id)
         return user
@@ -115,8 +113,8 @@ export const AuthHandlers = HttpApiBuilder.group(
     const finishOAuth = Effect.fnUntraced(
       function*(provider: ProviderId, query: { code?: string | undefined; state?: string | undefined; error?: string | undefined }) {
         const request = yield* HttpServerRequest.HttpServerRequest
-        const failed = (message: string) => new ApiError({ status: 400, code: "OAUTH_FAILED", message })
-        if (!oauth.providers.some((entry) => entry.id === provider)) return yield* ApiError.notFound("OAuth provider")
+        const failed = (message: string) => new BadRequest({ code: "OAUTH_FAILED", message })
+        if (!oauth.providers.some((entry) => entry.id === provider)) return yield* NotFound.of("OAuth provider")
         if (query.error) return yield* failed(`The provider refused the sign-in: ${query.error}`)
         const [cookieProvider, state, codeVerifier] = (request.cookies[OAUTH_COOKIE] ?? "").split(".")
         if (!query.code || !query.state || cookieProvider !== provider || state !== query.state || !codeVerifier) {
@@ -169,8 +167,7 @@ export const AuthHandlers = HttpApiBuilder.group(
           const attempt = { email, address, knownDevice }
           const wait = yield* throttle.retryAfter(attempt)
           if (wait !== undefined) {
-            return yield* new ApiError({
-              status: 429,
+            return yield* new RateLimited({
               code: "TOO_MANY_ATTEMPTS",
               message: "Too many failed sign-ins; try again later",
               details: { retryAfterSeconds: wait },
@@ -180,7 +177,7 @@ export const AuthHandlers = HttpApiBuilder.group(
           // Verified even for an unknown email (against a dummy hash), so both failures take the same time.
           if (!(yield* verifyPassword(payload.password, user?.passwordHash)) || !user) {
             yield* throttle.recordFailure(attempt)
-            return yield* new ApiError({ status: 401, code: "INVALID_CREDENTIALS", message: "Wrong email or password" })
+            return yield* new Unauthorized({ code: "INVALID_CREDENTIALS", message: "Wrong email or password" })
           }
           yield* throttle.recordSuccess(attempt)
           const response = yield* rememberDevice(cookies, user.id, knownDevice, HttpServerResponse.jsonUnsafe({ user: userView(user) }))
@@ -201,8 +198,7 @@ export const AuthHandlers = HttpApiBuilder.group(
         })))
       .handle("logoutByGet", () =>
         rendered(Effect.fail(
-          new ApiError({
-            status: 405,
+          new MethodNotAllowed({
             code: "METHOD_NOT_ALLOWED",
             message: "Sign out with POST /auth/logout",
             suggestion: "A GET must not change anything: any page could sign you out with a link or an image.",
@@ -216,9 +212,9 @@ export const AuthHandlers = HttpApiBuilder.group(
       .handle("oauthStart", ({ params }) =>
         rendered(Effect.gen(function*() {
           const start = oauth.start(params.provider)
-          if (!start) return yield* ApiError.notFound("OAuth provider")
+          if (!start) return yield* NotFound.of("OAuth provider")
           const { url, state, codeVerifier } = yield* start.pipe(
-            Effect.mapError((error) => new ApiError({ status: 502, code: "OAUTH_PROVIDER_UNAVAILABLE", message: error.message }))
+            Effect.mapError((error) => new BadGateway({ code: "OAUTH_PROVIDER_UNAVAILABLE", message: error.message }))
           )
           return HttpServerResponse.redirect(url, { status: 302 }).pipe(
             HttpServerResponse.setCookieUnsafe(OAUTH_COOKIE, `${params.provider}.${state}.${codeVerifier}`, {
@@ -234,8 +230,7 @@ export const AuthHandlers = HttpApiBuilder.group(
           if (user.emailVerified) return { success: true as const }
           const wait = yield* tokens.cooldown("verify_email", user.email)
           if (wait !== undefined) {
-            return yield* new ApiError({
-              status: 429,
+            return yield* new RateLimited({
               code: "TOO_MANY_REQUESTS",
               message: "A verification link was mailed less than a minute ago",
               headers: { "retry-after": String(wait) }
@@ -251,8 +246,7 @@ export const AuthHandlers = HttpApiBuilder.group(
           if (!grant?.userId) return yield* invalidToken
           // The link proves the mailbox, the session the password: both must be the same account's.
           if (grant.userId !== user.id || grant.email !== user.email) {
-            return yield* new ApiError({
-              status: 403,
+            return yield* new Forbidden({
               code: "VERIFICATION_FOR_ANOTHER_ACCOUNT",
               message: "This link verifies another account",
               suggestion: "Sign in to the account the link was mailed for, then open it again."
@@ -288,10 +282,10 @@ export const AuthHandlers = HttpApiBuilder.group(
           const { user, sessionId } = yield* CurrentUser
           const stored = yield* users.byId(user.id)
           if (!stored?.passwordHash) {
-            return yield* ApiError.conflict("NO_PASSWORD", "This account signs in through a provider and has no password to change")
+            return yield* Conflict.of("NO_PASSWORD", "This account signs in through a provider and has no password to change")
           }
           if (!(yield* verifyPassword(payload.currentPassword, stored.passwordHash))) {
-            return yield* new ApiError({ status: 403, code: "WRONG_PASSWORD", message: "The current password is not right" })
+            return yield* new Forbidden({ code: "WRONG_PASSWORD", message: "The current password is not right" })
           }
           const passwordHash = yield* hashPassword(payload.newPassword)
           yield* sql.withTransaction(Effect.gen(function*() {
@@ -308,8 +302,7 @@ export const AuthHandlers = HttpApiBuilder.group(
           const invitation = yield* tokens.peek("invitation", payload.token)
           if (!invitation?.projectId || !invitation.role) return yield* invalidToken
           if (invitation.email !== user.email) {
-            return yield* new ApiError({
-              status: 403,
+            return yield* new Forbidden({
               code: "INVITATION_FOR_ANOTHER_EMAIL",
               message: "This invitation was sent to another email"
             })

@@ -4,7 +4,8 @@ import { HttpServerRequest } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { StripeBilling } from "../../accounts/StripeBilling.ts"
 import { Api } from "../api/Api.ts"
-import { ApiError, rendered } from "../errors.ts"
+import { rendered } from "../errors.ts"
+import { BadRequest, NotFound } from "../api/statusErrors.ts"
 
 export const BillingWebhookHandlers = HttpApiBuilder.group(
   Api,
@@ -14,15 +15,15 @@ export const BillingWebhookHandlers = HttpApiBuilder.group(
     return handlers.handle("stripe", () =>
       rendered(Effect.gen(function*() {
         if (!stripe.enabled) {
-          return yield* new ApiError({ status: 404, code: "BILLING_DISABLED", message: "Billing is not enabled on this installation" })
+          return yield* new NotFound({ code: "BILLING_DISABLED", message: "Billing is not enabled on this installation" })
         }
         const request = yield* HttpServerRequest.HttpServerRequest
         // The signature covers the exact bytes Stripe sent: read the body as text, unparsed.
-        const body = yield* request.text.pipe(Effect.mapError(() => ApiError.badRequest("Could not read the request body")))
+        const body = yield* request.text.pipe(Effect.mapError(() => BadRequest.of("Could not read the request body")))
         const type = yield* stripe.enabled.webhook(body, request.headers["stripe-signature"] ?? "").pipe(
           Effect.catchTag(
             "InvalidSignature",
-            (error) => new ApiError({ status: 400, code: "INVALID_SIGNATURE", message: `Stripe signature check failed: ${error.message}` })
+            (error) => new BadRequest({ code: "INVALID_SIGNATURE", message: `Stripe signature check failed: ${error.message}` })
           )
         )
         yield* Effect.logInfo("stripe event applied", { type })

@@ -17,12 +17,13 @@ import { OutboxRelay } from "../../stream/OutboxRelay.ts"
 import { Api } from "../api/Api.ts"
 import type { CampaignBody } from "../api/campaigns.ts"
 import { CurrentProject } from "../api/security.ts"
-import { ApiError, type FieldError, rendered } from "../errors.ts"
+import { type FieldError, rendered } from "../errors.ts"
 import { parsePositive } from "../query.ts"
 import { billingLimitExceeded, mailProblem } from "./send.ts"
 import { subjectProblem, syntaxProblem, verifiedDomainRule } from "./mailContent.ts"
+import { BadRequest, NotFound, RateLimited, ValidationFailed } from "../api/statusErrors.ts"
 
-const notFound = ApiError.notFound("Campaign")
+const notFound = NotFound.of("Campaign")
 const renderer = makeRenderer()
 
 export const CampaignsHandlers = HttpApiBuilder.group(
@@ -45,8 +46,7 @@ export const CampaignsHandlers = HttpApiBuilder.group(
       if (testSendsPerHour === 0) return
       const recent = yield* campaigns.recentTestSends(projectId, testSendsPerHour)
       if (recent.count < testSendsPerHour) return
-      return yield* new ApiError({
-        status: 429,
+      return yield* new RateLimited({
         code: "RATE_LIMIT_EXCEEDED",
         message: `At most ${testSendsPerHour} campaign test sends an hour per project`,
         details: { limit: testSendsPerHour, retryAfterSeconds: recent.freeInSeconds },
@@ -117,10 +117,10 @@ export const CampaignsHandlers = HttpApiBuilder.group(
         }
       }
       const found = problems.filter((problem) => problem !== undefined)
-      if (found.length > 0) return yield* ApiError.validation([...found, ...missingAudience])
+      if (found.length > 0) return yield* ValidationFailed.of([...found, ...missingAudience])
       // The audience's companion field alone missing: the reference's 400 (in the envelope).
       if (missingAudience.length > 0) {
-        return yield* new ApiError({ status: 400, code: "BAD_REQUEST", message: missingAudience[0]!.message, errors: missingAudience })
+        return yield* new BadRequest({ code: "BAD_REQUEST", message: missingAudience[0]!.message, errors: missingAudience })
       }
       const from = normalizeEmail(payload.from!)
       yield* requireVerifiedDomain(projectId, from)
@@ -154,7 +154,7 @@ export const CampaignsHandlers = HttpApiBuilder.group(
           if (query.status !== undefined && query.status !== "") {
             status = CAMPAIGN_STATUSES.find((known) => known === query.status!.toUpperCase())
             if (!status)
-              return yield* ApiError.badRequest(`Unknown status ${query.status}: use ${CAMPAIGN_STATUSES.join(", ")}`, "INVALID_STATUS")
+              return yield* BadRequest.of(`Unknown status ${query.status}: use ${CAMPAIGN_STATUSES.join(", ")}`, "INVALID_STATUS")
           }
           const page = parsePositive(query.page, 1)
           const pageSize = parsePositive(query.pageSize, 20, 100)
@@ -198,7 +198,7 @@ export const CampaignsHandlers = HttpApiBuilder.group(
           const campaign = yield* find(params.id)
           const address = normalizeEmail(payload.email)
           if (!isValidEmail(address))
-            return yield* ApiError.invalidField("email", "Expected a valid email address", "invalid_string", payload.email)
+            return yield* ValidationFailed.field("email", "Expected a valid email address", "invalid_string", payload.email)
           yield* requireVerifiedDomain(project.id, campaign.from)
           // The contact's own data when the address is a contact, so the test shows what they would get.
           const [known] = yield* contacts.lookup(project.id, [address])
@@ -251,7 +251,7 @@ export const CampaignsHandlers = HttpApiBuilder.group(
           if (payload.scheduledFor !== undefined && payload.scheduledFor !== null) {
             at = new Date(payload.scheduledFor)
             if (Number.isNaN(at.getTime()))
-              return yield* ApiError.badRequest(`scheduledFor is not a date: ${payload.scheduledFor}`, "INVALID_DATE")
+              return yield* BadRequest.of(`scheduledFor is not a date: ${payload.scheduledFor}`, "INVALID_DATE")
           }
           yield* requireVerifiedDomain(project.id, campaign.from)
           // A campaign that cannot be sent in its state is a 400 (CampaignNotSendable), as the reference documents it.

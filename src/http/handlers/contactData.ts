@@ -2,7 +2,8 @@
 import { Effect } from "effect"
 import { dataPayloadProblems } from "../../domain/customData.ts"
 import type { ContactDataTooLarge } from "../../store/Contacts.ts"
-import { ApiError, type FieldError } from "../errors.ts"
+import { type FieldError } from "../errors.ts"
+import { ValidationFailed } from "../api/statusErrors.ts"
 
 /** Data limits (key count, key length, size) that the schema cannot express, as field errors. */
 export const dataErrors = (
@@ -14,13 +15,15 @@ export const dataErrors = (
 /** The same limits as a 422. */
 export const validateData = (data: Readonly<Record<string, unknown>> | undefined) => {
   const errors = dataErrors(data)
-  return errors.length === 0 ? Effect.void : Effect.fail(ApiError.validation(errors))
+  return errors.length === 0 ? Effect.void : Effect.fail(ValidationFailed.of(errors))
 }
 
 /** The contact data limit as the API answers it. */
-export const refuseOversizedData = <A, E, R>(effect: Effect.Effect<A, E | ContactDataTooLarge, R>): Effect.Effect<A, E | ApiError, R> =>
-  Effect.catchIf(
-    effect,
-    (error): error is ContactDataTooLarge => (error as { _tag?: unknown })?._tag === "ContactDataTooLarge",
-    (error) => Effect.fail(ApiError.contactDataTooLarge(error.limitBytes))
-  ) as Effect.Effect<A, E | ApiError, R>
+export const refuseOversizedData = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  effect.pipe(
+    Effect.catchIf(
+      (error: E): error is Extract<E, ContactDataTooLarge> => (error as { _tag?: unknown })?._tag === "ContactDataTooLarge",
+      (error) => Effect.fail(ValidationFailed.contactDataTooLarge(error.limitBytes)),
+      Effect.fail
+    )
+  )

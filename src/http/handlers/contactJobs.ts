@@ -13,16 +13,17 @@ import { OutboxRelay } from "../../stream/OutboxRelay.ts"
 import { Api } from "../api/Api.ts"
 import { MAX_BULK_IDS, MAX_IMPORT_BYTES } from "../api/contactJobs.ts"
 import { CurrentProject } from "../api/security.ts"
-import { ApiError, rendered } from "../errors.ts"
+import { rendered } from "../errors.ts"
+import { BadRequest, NotFound, PayloadTooLarge, ValidationFailed } from "../api/statusErrors.ts"
 
-const uploadError = (problem: UploadProblem): ApiError => {
+const uploadError = (problem: UploadProblem): PayloadTooLarge | BadRequest | ValidationFailed => {
   switch (problem._tag) {
     case "TooLarge":
-      return new ApiError({ status: 413, code: "PAYLOAD_TOO_LARGE", message: `The file exceeds ${MAX_IMPORT_BYTES / 1024 / 1024} MB` })
+      return PayloadTooLarge.of(`The file exceeds ${MAX_IMPORT_BYTES / 1024 / 1024} MB`)
     case "Unreadable":
-      return ApiError.badRequest(problem.message)
+      return BadRequest.of(problem.message)
     case "Invalid":
-      return ApiError.invalidField(problem.field, problem.message, "invalid_value")
+      return ValidationFailed.field(problem.field, problem.message, "invalid_value")
   }
 }
 
@@ -40,14 +41,14 @@ export const ContactJobsHandlers = HttpApiBuilder.group(
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
         const job = yield* jobs.view(project.id, jobId, kinds)
-        return job ?? (yield* ApiError.notFound(what))
+        return job ?? (yield* NotFound.of(what))
       }))
 
     const bulk = (kind: Exclude<JobKind, "import">, contactIds: ReadonlyArray<string>) =>
       rendered(Effect.gen(function*() {
         const project = yield* CurrentProject
         if (contactIds.length === 0 || contactIds.length > MAX_BULK_IDS) {
-          return yield* ApiError.invalidField("contactIds", `1 to ${MAX_BULK_IDS} contact ids`, "too_big", contactIds.length)
+          return yield* ValidationFailed.field("contactIds", `1 to ${MAX_BULK_IDS} contact ids`, "too_big", contactIds.length)
         }
         const jobId = yield* jobs.queueBulk(project.id, kind, contactIds)
         if (kind === "delete") {
@@ -79,7 +80,7 @@ export const ContactJobsHandlers = HttpApiBuilder.group(
           let members = undefined
           if (query.segmentId !== undefined && query.segmentId !== "") {
             const segment = isUuid(query.segmentId) ? yield* segments.get(project.id, query.segmentId) : undefined
-            if (!segment) return yield* ApiError.notFound("Segment")
+            if (!segment) return yield* NotFound.of("Segment")
             members = segments.membersSql(segment)
           }
           const body = yield* exportContacts(project.id, members).pipe(Effect.provideService(SqlClient.SqlClient, sql))

@@ -17,12 +17,13 @@ import { fieldUsage } from "../../workflows/usage.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
 import { parseBoolean, parseLimit, parsePositive } from "../query.ts"
-import { ApiError, BareBadRequest, rendered } from "../errors.ts"
+import { rendered } from "../errors.ts"
 import { refuseOversizedData, validateData } from "./contactData.ts"
+import { LegacyError, NotFound, ValidationFailed } from "../api/statusErrors.ts"
 
 export const MAX_LOOKUP_EMAILS = 500
 
-const notFound = ApiError.notFound("Contact")
+const notFound = NotFound.of("Contact")
 
 export const ContactsHandlers = HttpApiBuilder.group(
   Api,
@@ -37,14 +38,14 @@ export const ContactsHandlers = HttpApiBuilder.group(
 
     const checkField = Effect.fnUntraced(function*(projectId: string, field: string) {
       const exists = yield* contacts.fieldExists(projectId, field)
-      if (!exists) return yield* ApiError.notFound(`Field ${field}`)
+      if (!exists) return yield* NotFound.of(`Field ${field}`)
     })
 
     /** `segment`: a segment of this project, whose current members the list keeps. */
     const listedSegment = Effect.fnUntraced(function*(projectId: string, id: string | undefined) {
       if (id === undefined || id === "") return undefined
       const segment = isUuid(id) ? yield* segments.get(projectId, id) : undefined
-      if (!segment) return yield* ApiError.invalidField("segment", "No segment with this id in the project", "not_found", id)
+      if (!segment) return yield* ValidationFailed.field("segment", "No segment with this id in the project", "not_found", id)
       return segment
     })
 
@@ -52,12 +53,12 @@ export const ContactsHandlers = HttpApiBuilder.group(
     const listedData = Effect.fnUntraced(function*(field: string | undefined, value: string | undefined) {
       if (field === undefined || field === "") {
         if (value !== undefined && value !== "")
-          return yield* ApiError.invalidField("value", "A value needs a field", "invalid_type", value)
+          return yield* ValidationFailed.field("value", "A value needs a field", "invalid_type", value)
         return undefined
       }
       const path = customFieldPath(field)
       if (!path)
-        return yield* ApiError.invalidField("field", "Expected a custom field: data.<key>", "invalid_string", field)
+        return yield* ValidationFailed.field("field", "Expected a custom field: data.<key>", "invalid_string", field)
       return { path, equals: value === undefined || value === "" ? undefined : value }
     })
 
@@ -66,7 +67,7 @@ export const ContactsHandlers = HttpApiBuilder.group(
         rendered(Effect.gen(function*() {
           const project = yield* CurrentProject
           if (payload.email === undefined || payload.email.trim() === "") {
-            return yield* new BareBadRequest({ message: "Email is required" })
+            return yield* new LegacyError({ message: "Email is required" })
           }
           yield* validateData(payload.data)
           const result = yield* refuseOversizedData(contacts.upsert({
@@ -103,7 +104,7 @@ export const ContactsHandlers = HttpApiBuilder.group(
         rendered(Effect.gen(function*() {
           const project = yield* CurrentProject
           if (payload.emails.length > MAX_LOOKUP_EMAILS) {
-            return yield* ApiError.invalidField("emails", `At most ${MAX_LOOKUP_EMAILS} emails per call`, "too_big", payload.emails.length)
+            return yield* ValidationFailed.field("emails", `At most ${MAX_LOOKUP_EMAILS} emails per call`, "too_big", payload.emails.length)
           }
           const normalized = payload.emails.map(normalizeEmail)
           const found = yield* contacts.lookup(project.id, [...new Set(normalized)])
@@ -153,14 +154,14 @@ export const ContactsHandlers = HttpApiBuilder.group(
         rendered(Effect.gen(function*() {
           const project = yield* CurrentProject
           if (isStandardField(params.field)) {
-            return yield* ApiError.invalidField(
+            return yield* ValidationFailed.field(
               "field",
               `${params.field} is a standard field and cannot be deleted`,
               "invalid_value",
               params.field
             )
           }
-          if (!customFieldPath(params.field)) return yield* ApiError.notFound(`Field ${params.field}`)
+          if (!customFieldPath(params.field)) return yield* NotFound.of(`Field ${params.field}`)
           yield* checkField(project.id, params.field)
           const contactsUpdated = yield* contacts.deleteField(project.id, params.field)
           yield* relay.wake

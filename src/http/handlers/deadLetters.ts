@@ -4,10 +4,11 @@ import { DeadLetters } from "../../store/DeadLetters.ts"
 import { OutboxRelay } from "../../stream/OutboxRelay.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
-import { ApiError, rendered } from "../errors.ts"
+import { rendered } from "../errors.ts"
 import { parseBoolean, parseLimit } from "../query.ts"
+import { NotFound } from "../api/statusErrors.ts"
 
-const notFound = ApiError.notFound("Dead letter")
+const notFound = NotFound.of("Dead letter")
 
 export const DeadLettersHandlers = HttpApiBuilder.group(
   Api,

@@ -10,11 +10,12 @@ import { Invalidations } from "../../stream/Invalidations.ts"
 import { Api } from "../api/Api.ts"
 import { DeliveryStatuses } from "../api/destinations.ts"
 import { CurrentProject } from "../api/security.ts"
-import { ApiError, rendered } from "../errors.ts"
+import { rendered } from "../errors.ts"
 import { nonEmpty, parseLimit } from "../query.ts"
+import { NotFound, ValidationFailed } from "../api/statusErrors.ts"
 
-const notFound = ApiError.notFound("Destination")
-const deliveryNotFound = ApiError.notFound("Delivery")
+const notFound = NotFound.of("Destination")
+const deliveryNotFound = NotFound.of("Delivery")
 /** A range replay covers at most this much (the delivery log it walks stays bounded). */
 const MAX_REPLAY_RANGE_MS = 31 * 86_400_000
 
@@ -118,13 +119,13 @@ export const DestinationsHandlers = HttpApiBuilder.group(
           const from = new Date(payload.from)
           const to = new Date(payload.to)
           if (Number.isNaN(from.getTime()))
-            return yield* ApiError.invalidField("from", "Expected an ISO 8601 date-time", "invalid_date", payload.from)
+            return yield* ValidationFailed.field("from", "Expected an ISO 8601 date-time", "invalid_date", payload.from)
           if (Number.isNaN(to.getTime()))
-            return yield* ApiError.invalidField("to", "Expected an ISO 8601 date-time", "invalid_date", payload.to)
+            return yield* ValidationFailed.field("to", "Expected an ISO 8601 date-time", "invalid_date", payload.to)
           if (to <= from)
-            return yield* ApiError.invalidField("to", "Expected a time after from", "invalid_range", payload.to)
+            return yield* ValidationFailed.field("to", "Expected a time after from", "invalid_range", payload.to)
           if (to.getTime() - from.getTime() > MAX_REPLAY_RANGE_MS) {
-            return yield* ApiError.invalidField("to", "A replay covers at most 31 days", "range_too_long", payload.to)
+            return yield* ValidationFailed.field("to", "A replay covers at most 31 days", "range_too_long", payload.to)
           }
           const replayed =
             (yield* destinations.replay(project.id, params.id, { from, to }, retryUntilFrom(config.destinationRetryHours))) ??

@@ -5,9 +5,10 @@ import { normalizeDomain } from "../../store/domainRecords.ts"
 import { Domains } from "../../store/Domains.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
-import { ApiError, rendered } from "../errors.ts"
+import { rendered } from "../errors.ts"
+import { Forbidden, NotFound, ValidationFailed } from "../api/statusErrors.ts"
 
-const notFound = ApiError.notFound("Domain")
+const notFound = NotFound.of("Domain")
 
 export const DomainsHandlers = HttpApiBuilder.group(
   Api,
@@ -26,17 +27,17 @@ export const DomainsHandlers = HttpApiBuilder.group(
         rendered(Effect.gen(function*() {
           const project = yield* CurrentProject
           if (payload.projectId !== undefined && payload.projectId !== project.id) {
-            return yield* new ApiError({ status: 403, code: "FORBIDDEN", message: "projectId must be the API key's own project" })
+            return yield* new Forbidden({ code: "FORBIDDEN", message: "projectId must be the API key's own project" })
           }
           const domain = normalizeDomain(payload.domain)
           if (!domain)
-            return yield* ApiError.invalidField("domain", "Expected a domain name such as example.com", "invalid_string", payload.domain)
+            return yield* ValidationFailed.field("domain", "Expected a domain name such as example.com", "invalid_string", payload.domain)
           return yield* domains.create(project.id, domain)
         })))
       .handle("list", ({ params }) =>
         rendered(Effect.gen(function*() {
           const project = yield* CurrentProject
-          if (params.projectId !== project.id) return yield* ApiError.notFound("Project")
+          if (params.projectId !== project.id) return yield* NotFound.of("Project")
           return yield* domains.list(project.id)
         })))
       .handle("get", ({ params }) => rendered(find(params.id)))

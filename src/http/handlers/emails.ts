@@ -11,9 +11,10 @@ import { EmailHistory } from "../../store/EmailHistory.ts"
 import type { EmailContent, EmailRecord } from "../../store/Emails.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
-import { ApiError, rendered } from "../errors.ts"
+import { rendered } from "../errors.ts"
 import { fieldReader } from "../fieldReader.ts"
 import { nonEmpty, parseLimit } from "../query.ts"
+import { NotFound } from "../api/statusErrors.ts"
 
 /** What the API shows of a record: the project is implied, the names and reply-to belong to the detail. */
 const toEmailView = ({ projectId: _p, toName: _t, fromName: _f, replyTo: _r, ...view }: EmailRecord) => view
@@ -72,10 +73,10 @@ export const EmailsHandlers = HttpApiBuilder.group(
 
     const find = Effect.fnUntraced(function*(id: string) {
       const project = yield* CurrentProject
-      return (yield* history.detail(project.id, id, MAX_HTML_BYTES)) ?? (yield* ApiError.notFound("Email"))
+      return (yield* history.detail(project.id, id, MAX_HTML_BYTES)) ?? (yield* NotFound.of("Email"))
     })
 
-    const cannotCompose = (message: string) => new ApiError({ status: 404, code: "NOT_FOUND", message })
+    const cannotCompose = (message: string) => new NotFound({ code: "NOT_FOUND", message })
 
     return handlers
       .handle("list", ({ query }) =>

@@ -13,7 +13,8 @@ import type { CommandMessage } from "../../stream/messages.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
 import { nonEmpty, parseLimit } from "../query.ts"
-import { ApiError, rendered, serviceUnavailable } from "../errors.ts"
+import { rendered } from "../errors.ts"
+import { BadRequest, NotFound, ServiceUnavailable } from "../api/statusErrors.ts"
 
 const DAY = 86_400_000
 
@@ -47,9 +48,9 @@ export const EventsHandlers = HttpApiBuilder.group(
           const from = query.from ? new Date(query.from) : new Date(to.getTime() - 30 * DAY)
           const inRange = (date: Date) => !Number.isNaN(date.getTime()) && date.getUTCFullYear() >= 1 && date.getUTCFullYear() <= 9999
           if (!inRange(to) || !inRange(from)) {
-            return yield* ApiError.badRequest("from and to must be ISO 8601 date-times", "INVALID_RANGE")
+            return yield* BadRequest.of("from and to must be ISO 8601 date-times", "INVALID_RANGE")
           }
-          if (from > to) return yield* ApiError.badRequest("from must be before to", "INVALID_RANGE")
+          if (from > to) return yield* BadRequest.of("from must be before to", "INVALID_RANGE")
           const stats = yield* events.stats(project.id, from, to)
           return { from: from.toISOString(), to: to.toISOString(), ...stats }
         })))
@@ -61,7 +62,7 @@ export const EventsHandlers = HttpApiBuilder.group(
       .handle("forContact", ({ params, query }) =>
         rendered(Effect.gen(function*() {
           const project = yield* CurrentProject
-          const notFound = ApiError.notFound("Contact")
+          const notFound = NotFound.of("Contact")
           if (!isUuid(params.contactId)) return yield* notFound
           if (!(yield* contacts.get(project.id, params.contactId))) return yield* notFound
           return yield* events.list(project.id, {
@@ -97,7 +98,7 @@ export const EventsHandlers = HttpApiBuilder.group(
               msgID: commandId,
               timeout: 3000
             })
-          ).pipe(Effect.catch(() => Effect.fail(new ApiError(serviceUnavailable("The event stream is unavailable; nothing was deleted")))))
+          ).pipe(Effect.catch(() => Effect.fail(ServiceUnavailable.of("The event stream is unavailable; nothing was deleted"))))
           return { accepted: true as const, event: params.eventName, commandId }
         })))
   })

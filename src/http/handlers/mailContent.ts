@@ -4,7 +4,8 @@ import { AppConfig } from "../../config.ts"
 import { requiresVerifiedDomain } from "../../domain/delivery.ts"
 import { templateSyntaxProblem } from "../../mail/render.ts"
 import { Domains } from "../../store/Domains.ts"
-import { ApiError, type FieldError } from "../errors.ts"
+import { type FieldError } from "../errors.ts"
+import { Forbidden } from "../api/statusErrors.ts"
 
 export const MAX_SUBJECT_LENGTH = 998
 
@@ -36,6 +37,6 @@ export const verifiedDomainRule = Effect.gen(function*() {
     if (!enforced) return
     const domain = from.slice(from.lastIndexOf("@") + 1)
     const key = yield* domains.signingKey(projectId, domain)
-    if (!key) return yield* ApiError.unverifiedDomain(domain)
+    if (!key) return yield* Forbidden.unverifiedDomain(domain)
   })
 })

@@ -11,9 +11,10 @@ import { OutboxRelay } from "../../stream/OutboxRelay.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
 import { parsePositive } from "../query.ts"
-import { ApiError, BareBadRequest, rendered } from "../errors.ts"
+import { rendered } from "../errors.ts"
+import { Conflict, LegacyError, NotFound, ValidationFailed } from "../api/statusErrors.ts"
 
-const notFound = ApiError.notFound("Segment")
+const notFound = NotFound.of("Segment")
 const MAX_EMAILS = 1_000
 
 const present = ({ version: _, ...segment }: Segment) => segment
@@ -31,7 +32,7 @@ export const SegmentsHandlers = HttpApiBuilder.group(
     const checkCondition = Effect.fnUntraced(function*(projectId: string, condition: unknown, selfId?: string) {
       const checked = yield* conditions.check(projectId, condition, "condition", selfId ? { segmentId: selfId } : undefined)
       if (checked._tag === "valid") return checked.condition
-      return yield* ApiError.validation(
+      return yield* ValidationFailed.of(
         checked.problems.map((p) => ({ field: p.path, message: p.message, code: p.code, ...(p.received ? { received: p.received } : {}) })),
         checked.problems.length === 1 ? checked.problems[0]!.message : "The condition is invalid"
       )
@@ -45,11 +46,11 @@ export const SegmentsHandlers = HttpApiBuilder.group(
 
     const checkEmails = (emails: ReadonlyArray<string>) => {
       if (emails.length > MAX_EMAILS) {
-        return Effect.fail(ApiError.invalidField("emails", `At most ${MAX_EMAILS} emails per call`, "too_big", emails.length))
+        return Effect.fail(ValidationFailed.field("emails", `At most ${MAX_EMAILS} emails per call`, "too_big", emails.length))
       }
       const invalid = emails.findIndex((email) => !isValidEmail(email.trim()))
       return invalid >= 0
-        ? Effect.fail(ApiError.invalidField(`emails[${invalid}]`, "Expected a valid email address", "invalid_string", emails[invalid]))
+        ? Effect.fail(ValidationFailed.field(`emails[${invalid}]`, "Expected a valid email address", "invalid_string", emails[invalid]))
         : Effect.succeed(emails.map(normalizeEmail))
     }
 
@@ -59,12 +60,12 @@ export const SegmentsHandlers = HttpApiBuilder.group(
           const project = yield* CurrentProject
           // The reference's hand-validated fields: a missing one is its flat LegacyError 400.
           const name = payload.name
-          if (name === undefined || name.trim() === "") return yield* new BareBadRequest({ message: "Name is required" })
+          if (name === undefined || name.trim() === "") return yield* new LegacyError({ message: "Name is required" })
           const type = payload.type ?? "DYNAMIC"
           let condition: Condition | null = null
           if (type === "DYNAMIC") {
             if (payload.condition === undefined || payload.condition === null || typeof payload.condition !== "object") {
-              return yield* new BareBadRequest({ message: "Condition is required and must be an object for DYNAMIC segments" })
+              return yield* new LegacyError({ message: "Condition is required and must be an object for DYNAMIC segments" })
             }
             condition = yield* checkCondition(project.id, payload.condition)
           }
@@ -82,7 +83,7 @@ export const SegmentsHandlers = HttpApiBuilder.group(
         rendered(Effect.gen(function*() {
           const project = yield* CurrentProject
           if (payload.condition !== undefined && payload.segmentId !== undefined) {
-            return yield* ApiError.invalidField("segmentId", "Give a condition or a segmentId, not both", "invalid_value")
+            return yield* ValidationFailed.field("segmentId", "Give a condition or a segmentId, not both", "invalid_value")
           }
           const sampleSize = payload.sampleSize ?? 10
           if (payload.segmentId !== undefined) {
@@ -91,7 +92,7 @@ export const SegmentsHandlers = HttpApiBuilder.group(
           }
           if (payload.condition !== undefined) {
             if (payload.condition === null || typeof payload.condition !== "object") {
-              return yield* ApiError.invalidField("condition", "A condition is an object { logic, groups }", "invalid_type")
+              return yield* ValidationFailed.field("condition", "A condition is an object { logic, groups }", "invalid_type")
             }
             const condition = yield* checkCondition(project.id, payload.condition)
             return yield* segments.preview(project.id, { condition }, sampleSize)
@@ -111,7 +112,7 @@ export const SegmentsHandlers = HttpApiBuilder.group(
           let condition: Condition | undefined
           if (payload.condition !== undefined) {
             if (segment.type === "STATIC") {
-              return yield* ApiError.invalidField("condition", "A STATIC segment has no condition", "invalid_value")
+              return yield* ValidationFailed.field("condition", "A STATIC segment has no condition", "invalid_value")
             }
             condition = yield* checkCondition(project.id, payload.condition, segment.id)
           }
@@ -131,13 +132,13 @@ export const SegmentsHandlers = HttpApiBuilder.group(
           const dependents = (yield* segments.list(project.id))
             .filter((other) => other.condition && conditionReads(other.condition).segments.has(segment.id))
           if (dependents.length > 0) {
-            return yield* ApiError.conflict("SEGMENT_IN_USE", `Segment is referenced by ${dependents.map((d) => d.name).join(", ")}`, {
+            return yield* Conflict.of("SEGMENT_IN_USE", `Segment is referenced by ${dependents.map((d) => d.name).join(", ")}`, {
               segments: dependents.map((d) => ({ id: d.id, name: d.name }))
             })
           }
           const campaignsUsing = yield* campaigns.activeUsingSegment(project.id, segment.id)
           if (campaignsUsing.length > 0) {
-            return yield* ApiError.conflict(
+            return yield* Conflict.of(
               "SEGMENT_IN_USE",
               `Segment is the audience of active campaign${campaignsUsing.length > 1 ? "s" : ""} ${
                 campaignsUsing.map((c) => c.name).join(", ")
@@ -160,7 +161,7 @@ export const SegmentsHandlers = HttpApiBuilder.group(
         rendered(Effect.gen(function*() {
           const segment = yield* find(params.id)
           if (segment.type !== "STATIC") {
-            return yield* ApiError.invalidField("id", "Members can only be managed on a STATIC segment", "invalid_segment_type")
+            return yield* ValidationFailed.field("id", "Members can only be managed on a STATIC segment", "invalid_segment_type")
           }
           const emails = yield* checkEmails(payload.emails)
           const result = yield* segments.addMembers(segment, emails, {
@@ -174,7 +175,7 @@ export const SegmentsHandlers = HttpApiBuilder.group(
         rendered(Effect.gen(function*() {
           const segment = yield* find(params.id)
           if (segment.type !== "STATIC") {
-            return yield* ApiError.invalidField("id", "Members can only be managed on a STATIC segment", "invalid_segment_type")
+            return yield* ValidationFailed.field("id", "Members can only be managed on a STATIC segment", "invalid_segment_type")
           }
           const result = yield* segments.removeMembers(segment, yield* checkEmails(payload.emails))
           yield* relay.wake
@@ -184,7 +185,7 @@ export const SegmentsHandlers = HttpApiBuilder.group(
         rendered(Effect.gen(function*() {
           const segment = yield* find(params.id)
           if (segment.type !== "DYNAMIC")
-            return yield* ApiError.invalidField("id", "Only DYNAMIC segments are computed", "invalid_segment_type")
+            return yield* ValidationFailed.field("id", "Only DYNAMIC segments are computed", "invalid_segment_type")
           yield* segments.requestCompute(segment)
           yield* relay.wake
           return { accepted: true as const, segmentId: segment.id }

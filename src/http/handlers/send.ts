@@ -18,11 +18,12 @@ import { OutboxRelay } from "../../stream/OutboxRelay.ts"
 import { Api } from "../api/Api.ts"
 import type { SendBody } from "../api/send.ts"
 import { CurrentProject } from "../api/security.ts"
-import { ApiError, type FieldError, rendered } from "../errors.ts"
+import { type FieldError, rendered } from "../errors.ts"
 import { Idempotency } from "../Idempotency.ts"
 import { refuseOversizedData, validateData } from "./contactData.ts"
 import { subjectProblem, syntaxProblem, verifiedDomainRule } from "./mailContent.ts"
 import { attachmentProblems, decodedSize, MAX_ATTACHMENT_BYTES, toStoredAttachment } from "./sendAttachments.ts"
+import { BadRequest, Forbidden, NotFound, PayloadTooLarge, ValidationFailed } from "../api/statusErrors.ts"
 
 export const MAX_RECIPIENTS = 100
 export const MAX_HEADER_VALUE = 998
@@ -78,19 +79,19 @@ export const headerProblems = (headers: Readonly<Record<string, string>>): Array
   })
 
 const tooLarge = (message: string, details?: Record<string, unknown>) =>
-  new ApiError({ status: 413, code: "PAYLOAD_TOO_LARGE", message, details })
+  PayloadTooLarge.of(message, details)
 
 /**
  * A recipient's mail that cannot be made: over a size cap (a subject too long is 422 on `subject`;
  * a body or message too large is 413, naming the limit), or a template that fails to render (422).
  */
-export const mailProblem = (error: RenderError | MailTooLarge, field = "body"): ApiError => {
+export const mailProblem = (error: RenderError | MailTooLarge, field = "body"): ValidationFailed | PayloadTooLarge => {
   if (error._tag === "MailTooLarge") {
     return error.part === "subject"
-      ? ApiError.validation([{ field: "subject", message: error.message, code: "too_big" }])
+      ? ValidationFailed.of([{ field: "subject", message: error.message, code: "too_big" }])
       : tooLarge(error.message, { limit: error.limit, part: error.part })
   }
-  return ApiError.invalidField(field, error.message, "render_failed")
+  return ValidationFailed.field(field, error.message, "render_failed")
 }
 
 /**
@@ -98,8 +99,7 @@ export const mailProblem = (error: RenderError | MailTooLarge, field = "body"): 
  * each refused recipient listed under its position in `to`.
  */
 const marketingToUnsubscribed = (error: MarketingToUnsubscribed, toIsArray: boolean) =>
-  new ApiError({
-    status: 400,
+  new BadRequest({
     code: "CONTACT_UNSUBSCRIBED",
     message: `Cannot send a MARKETING template to unsubscribed contacts (${
       error.recipients.map((recipient) => recipient.email).join(", ")
@@ -114,8 +114,7 @@ const marketingToUnsubscribed = (error: MarketingToUnsubscribed, toIsArray: bool
   })
 
 export const billingLimitExceeded = (error: BillingLimitExceeded) =>
-  new ApiError({
-    status: 403,
+  new Forbidden({
     code: "BILLING_LIMIT_EXCEEDED",
     message: `This project's monthly ${error.category} email limit (${error.limit}) is reached`,
     details: { category: error.category, limit: error.limit, used: error.used },
@@ -138,9 +137,9 @@ export const SendHandlers = HttpApiBuilder.group(
 
       // Recipients, in order.
       const toList = (Array.isArray(payload.to) ? payload.to : [payload.to]) as ReadonlyArray<AddressInput>
-      if (toList.length === 0) return yield* ApiError.invalidField("to", "At least one recipient is required", "too_small")
+      if (toList.length === 0) return yield* ValidationFailed.field("to", "At least one recipient is required", "too_small")
       if (toList.length > MAX_RECIPIENTS) {
-        return yield* ApiError.invalidField("to", `At most ${MAX_RECIPIENTS} recipients per call`, "too_big", toList.length)
+        return yield* ValidationFailed.field("to", `At most ${MAX_RECIPIENTS} recipients per call`, "too_big", toList.length)
       }
       const recipients = toList.map(addressOf)
       const problems: Array<FieldError> = []
@@ -154,8 +153,8 @@ export const SendHandlers = HttpApiBuilder.group(
       // Content: the template's, with explicit fields overriding it.
       let template = undefined
       if (payload.template !== undefined) {
-        if (!isUuid(payload.template)) return yield* ApiError.notFound("Template")
-        template = (yield* templates.get(project.id, payload.template)) ?? (yield* ApiError.notFound("Template"))
+        if (!isUuid(payload.template)) return yield* NotFound.of("Template")
+        template = (yield* templates.get(project.id, payload.template)) ?? (yield* NotFound.of("Template"))
       }
       const subject = payload.subject ?? template?.subject
       const body = payload.body ?? template?.body
@@ -186,7 +185,7 @@ export const SendHandlers = HttpApiBuilder.group(
       }
       problems.push(...headerProblems(payload.headers ?? {}))
       problems.push(...attachmentProblems(payload.attachments ?? []))
-      if (problems.length > 0) return yield* ApiError.validation(problems)
+      if (problems.length > 0) return yield* ValidationFailed.of(problems)
       yield* validateData(payload.data)
       const attachments = (payload.attachments ?? []).map(toStoredAttachment)
 

@@ -10,7 +10,8 @@ import { StripeBilling } from "../../accounts/StripeBilling.ts"
 import { AppConfig } from "../../config.ts"
 import { deliveryMode, requiresVerifiedDomain } from "../../domain/delivery.ts"
 import { Api } from "../api/Api.ts"
-import { ApiError, rendered } from "../errors.ts"
+import { rendered } from "../errors.ts"
+import { Forbidden, NotFound, Unauthorized } from "../api/statusErrors.ts"
 
 export const SystemHandlers = HttpApiBuilder.group(
   Api,
@@ -40,7 +41,7 @@ export const SystemHandlers = HttpApiBuilder.group(
       .handle("healthz", () => Effect.succeed({ status: "ok" as const }))
       .handle("metrics", () =>
         rendered(Effect.gen(function*() {
-          if (config.metricsPort !== undefined) return yield* ApiError.notFound("Metrics (served on METRICS_PORT)")
+          if (config.metricsPort !== undefined) return yield* NotFound.of("Metrics (served on METRICS_PORT)")
           const request = yield* HttpServerRequest.HttpServerRequest
           const access = metricsAllowed({
             authorization: request.headers.authorization,
@@ -48,10 +49,10 @@ export const SystemHandlers = HttpApiBuilder.group(
             peer: Option.getOrUndefined(request.remoteAddress)
           })
           if (access !== "allowed") {
-            return yield* new ApiError({
-              ...metricsRefusal[access],
-              ...(access === "unauthorized" ? { headers: { "www-authenticate": "Bearer" } } : {})
-            })
+            const { code, message } = metricsRefusal[access]
+            return yield* access === "unauthorized"
+              ? new Unauthorized({ code, message, headers: { "www-authenticate": "Bearer" } })
+              : new Forbidden({ code, message })
           }
           return yield* Effect.promise(renderPrometheus)
         })))

@@ -9,7 +9,8 @@ import { contactLinks } from "../../mail/links.ts"
 import { makeRenderer, templateErrorMessage, templateVariables } from "../../mail/render.ts"
 import { Contacts } from "../../store/Contacts.ts"
 import { Projects } from "../../store/Projects.ts"
-import { ApiError, type FieldError } from "../errors.ts"
+import { type FieldError } from "../errors.ts"
+import { NotFound, ValidationFailed } from "../api/statusErrors.ts"
 
 const renderer = makeRenderer()
 
@@ -36,7 +37,7 @@ export const makeTemplatePreview = Effect.gen(function*() {
       : isUuid(input.contactId)
       ? yield* contacts.get(projectId, input.contactId)
       : undefined
-    if (found === undefined) return yield* ApiError.notFound("Contact")
+    if (found === undefined) return yield* NotFound.of("Contact")
     const { linkSecret } = yield* projects.mailSettings(projectId)
     const variables = templateVariables({
       contact: { id: found.id ?? "sample", email: found.email, data: found.data },
@@ -48,7 +49,7 @@ export const makeTemplatePreview = Effect.gen(function*() {
       renderField("body", input.body, "html", variables)
     ], { mode: "result" })
     if (Result.isFailure(subject) || Result.isFailure(html)) {
-      return yield* ApiError.validation([subject, html].flatMap((result) => Result.isFailure(result) ? [result.failure] : []))
+      return yield* ValidationFailed.of([subject, html].flatMap((result) => Result.isFailure(result) ? [result.failure] : []))
     }
     return { subject: subject.success.replace(/[\r\n]+/g, " ").trim(), html: html.success, contact: { id: found.id, email: found.email } }
   })

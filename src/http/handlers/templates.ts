@@ -7,12 +7,13 @@ import { Workflows } from "../../store/Workflows.ts"
 import { templateUsage } from "../../workflows/usage.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
-import { ApiError, BareBadRequest, type FieldError, rendered } from "../errors.ts"
+import { type FieldError, rendered } from "../errors.ts"
 import { parsePositive } from "../query.ts"
 import { subjectProblem, syntaxProblem, verifiedDomainRule } from "./mailContent.ts"
 import { makeTemplatePreview } from "./templatePreview.ts"
+import { LegacyError, NotFound, ValidationFailed } from "../api/statusErrors.ts"
 
-const notFound = ApiError.notFound("Template")
+const notFound = NotFound.of("Template")
 
 interface TemplateFields {
   readonly name?: string | undefined
@@ -92,7 +93,7 @@ export const TemplatesHandlers = HttpApiBuilder.group(
     /** Validates the whole template, then that its sender domain is verified here (403 after 422). */
     const validated = Effect.fnUntraced(function*(projectId: string, input: TemplateInput) {
       const problems = checkTemplate(input)
-      if (problems.length > 0) return yield* ApiError.validation(problems)
+      if (problems.length > 0) return yield* ValidationFailed.of(problems)
       yield* requireVerifiedDomain(projectId, input.from)
       return input
     })
@@ -104,7 +105,7 @@ export const TemplatesHandlers = HttpApiBuilder.group(
           // The reference's hand-validated fields: a missing one is its flat LegacyError 400.
           const missing = (["name", "subject", "body", "from"] as const).filter((field) => !payload[field]?.trim())
           if (missing.length > 0) {
-            return yield* new BareBadRequest({ message: `${missing.join(", ")} ${missing.length === 1 ? "is" : "are"} required` })
+            return yield* new LegacyError({ message: `${missing.join(", ")} ${missing.length === 1 ? "is" : "are"} required` })
           }
           const input = yield* validated(project.id, merge(EMPTY, payload))
           return yield* templates.create(project.id, input)

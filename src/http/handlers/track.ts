@@ -14,13 +14,14 @@ import { ContactDirectory, type ResolvedContact } from "../../ingest/ContactDire
 import { EventPublisher } from "../../ingest/EventPublisher.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
-import { ApiError, rendered, serviceUnavailable } from "../errors.ts"
+import { rendered } from "../errors.ts"
 import { Idempotency } from "../Idempotency.ts"
 import { dataErrors, validateData } from "./contactData.ts"
 import { makeTrackBatch } from "./trackBatch.ts"
 import { toTrackedEvent, type TrackPayload } from "./trackedEvent.ts"
+import { ServiceUnavailable, ValidationFailed } from "../api/statusErrors.ts"
 
-const streamUnavailable = new ApiError(serviceUnavailable("The event stream is unavailable; the event was not recorded"))
+const streamUnavailable = ServiceUnavailable.of("The event stream is unavailable; the event was not recorded")
 
 /** The paths /v1/track answers on (its alias is the reference platform's). */
 export type TrackPath = "/v1/track" | "/events/track"
@@ -100,7 +101,7 @@ export const makeTrackNow = Effect.gen(function*() {
   ): void => {
     // The body's schema checked that the data can be stored: only the limits are left.
     const errors = dataErrors(payload.data, { storableChecked: true })
-    if (errors.length > 0) throw ApiError.validation(errors)
+    if (errors.length > 0) throw ValidationFailed.of(errors)
     const email = normalizeEmail(payload.email)
     const timestamp = isoAt(clock.currentTimeMillisUnsafe())
     // Without a key the operation is never repeated: its id is a fresh one (Idempotency.once's).

@@ -11,15 +11,16 @@ import { ContactDirectory, type ResolvedContact } from "../../ingest/ContactDire
 import { EventPublisher } from "../../ingest/EventPublisher.ts"
 import { CurrentProject } from "../api/security.ts"
 import { enforceRateLimit } from "../auth.ts"
-import { ApiError, type FieldError, serviceUnavailable } from "../errors.ts"
+import { type FieldError } from "../errors.ts"
+import { ServiceUnavailable } from "../api/statusErrors.ts"
 import { Idempotency } from "../Idempotency.ts"
 import { RateLimiter } from "../RateLimiter.ts"
 import { checkTrackEvent, toTrackedEvent, type TrackPayload } from "./trackedEvent.ts"
 
-const streamUnavailable = new ApiError({
-  ...serviceUnavailable("The event stream is unavailable; some events of the batch may not be recorded"),
-  suggestion: "Retry the whole batch after Retry-After with the same Idempotency-Key: events already recorded are not recorded twice."
-})
+const streamUnavailable = ServiceUnavailable.of(
+  "The event stream is unavailable; some events of the batch may not be recorded",
+  "Retry the whole batch after Retry-After with the same Idempotency-Key: events already recorded are not recorded twice."
+)
 
 interface Valid {
   readonly index: number

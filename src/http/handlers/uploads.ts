@@ -9,7 +9,8 @@ import { fileTypeFromBuffer } from "file-type"
 import { AppConfig } from "../../config.ts"
 import { Uploads } from "../../store/Uploads.ts"
 import { Api } from "../api/Api.ts"
-import { ApiError, rendered } from "../errors.ts"
+import { rendered } from "../errors.ts"
+import { BadRequest, NotFound, PayloadTooLarge, UnsupportedMediaType, ValidationFailed } from "../api/statusErrors.ts"
 
 /** What may be uploaded, by detected type. SVG is refused: it can carry script. */
 const IMAGE_TYPES: Record<string, string> = { png: "image/png", jpg: "image/jpeg", gif: "image/gif", webp: "image/webp" }
@@ -25,8 +26,7 @@ export const UploadsHandlers = HttpApiBuilder.group(
   Effect.fnUntraced(function*(handlers) {
     const config = yield* AppConfig
     const uploads = yield* Uploads
-    const tooLarge = new ApiError({
-      status: 413,
+    const tooLarge = new PayloadTooLarge({
       code: "PAYLOAD_TOO_LARGE",
       message: `An image may be at most ${config.uploadMaxBytes} bytes`,
       details: { limit: config.uploadMaxBytes }
@@ -40,7 +40,7 @@ export const UploadsHandlers = HttpApiBuilder.group(
         const chunks: Array<Uint8Array> = []
         let size = 0
         yield* request.stream.pipe(
-          Stream.mapError(() => ApiError.badRequest("Could not read the request body")),
+          Stream.mapError(() => BadRequest.of("Could not read the request body")),
           Stream.runForEach((chunk) => {
             size += chunk.length
             if (size > config.uploadMaxBytes + FRAMING_BYTES) return Effect.fail(tooLarge)
@@ -56,8 +56,7 @@ export const UploadsHandlers = HttpApiBuilder.group(
       rendered(Effect.gen(function*() {
         const contentType = request.headers["content-type"] ?? ""
         if (!contentType.toLowerCase().startsWith("multipart/form-data")) {
-          return yield* new ApiError({
-            status: 415,
+          return yield* new UnsupportedMediaType({
             code: "UNSUPPORTED_MEDIA_TYPE",
             message: "Send the image as multipart/form-data (field `file`)"
           })
@@ -65,11 +64,11 @@ export const UploadsHandlers = HttpApiBuilder.group(
         const body = yield* readBody(request)
         // The platform's own multipart parser (undici), on the bytes already bounded above.
         const form = yield* Effect.tryPromise(() => new Response(body, { headers: { "content-type": contentType } }).formData()).pipe(
-          Effect.mapError(() => ApiError.badRequest("The multipart body could not be parsed"))
+          Effect.mapError(() => BadRequest.of("The multipart body could not be parsed"))
         )
         const files = [...form.values()].filter((value): value is File => typeof value !== "string")
         if (files.length !== 1) {
-          return yield* ApiError.invalidField(
+          return yield* ValidationFailed.field(
             "file",
             `Send exactly one file (got ${files.length})`,
             files.length === 0 ? "required" : "too_many_files"
@@ -80,8 +79,7 @@ export const UploadsHandlers = HttpApiBuilder.group(
         const detected = yield* Effect.promise(() => fileTypeFromBuffer(bytes))
         const mime = detected && IMAGE_TYPES[detected.ext]
         if (!detected || !mime) {
-          return yield* new ApiError({
-            status: 422,
+          return yield* new ValidationFailed({
             code: "UNSUPPORTED_IMAGE",
             message: "The file is not a PNG, JPEG, GIF or WebP image (decided from its content; SVG is not accepted)",
             errors: [{
@@ -107,7 +105,7 @@ export const UploadedFilesHandlers = HttpApiBuilder.group(
       rendered(Effect.gen(function*() {
         const match = FILE_NAME.exec(params.file)
         const stored = match ? yield* uploads.get(match[1]!) : undefined
-        if (!stored || IMAGE_TYPES[match![2]!] !== stored.contentType) return yield* ApiError.notFound("File")
+        if (!stored || IMAGE_TYPES[match![2]!] !== stored.contentType) return yield* NotFound.of("File")
         return HttpServerResponse.uint8Array(stored.bytes, {
           contentType: stored.contentType,
           headers: {

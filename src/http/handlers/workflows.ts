@@ -12,10 +12,11 @@ import { ADDABLE_STEP_TYPES, checkStepConfig } from "../../workflows/stepConfig.
 import { checkTransition, EXECUTION_STATUSES, type ExecutionStatus, makeGraph, spliceTarget, type StepType } from "../../workflows/graph.ts"
 import { Api } from "../api/Api.ts"
 import { CurrentProject } from "../api/security.ts"
-import { ApiError, type FieldError, rendered } from "../errors.ts"
+import { type FieldError, rendered } from "../errors.ts"
 import { parsePositive } from "../query.ts"
+import { NotFound, ValidationFailed } from "../api/statusErrors.ts"
 
-const notFound = ApiError.notFound("Workflow")
+const notFound = NotFound.of("Workflow")
 const MAX_NAME = 255
 
 const nameProblem = (name: string | undefined): FieldError | undefined =>
@@ -36,7 +37,7 @@ const eventNameProblem = (field: string, name: string | undefined): FieldError |
 
 const failIf = (problems: ReadonlyArray<FieldError | undefined>) => {
   const found = problems.filter((problem) => problem !== undefined)
-  return found.length > 0 ? Effect.fail(ApiError.validation(found)) : Effect.void
+  return found.length > 0 ? Effect.fail(ValidationFailed.of(found)) : Effect.void
 }
 
 export const WorkflowsHandlers = HttpApiBuilder.group(
@@ -60,12 +61,12 @@ export const WorkflowsHandlers = HttpApiBuilder.group(
      */
     const validConfig = Effect.fnUntraced(function*(projectId: string, type: StepType, config: unknown) {
       const checked = checkStepConfig(type, config)
-      if (checked.problems.length > 0) return yield* ApiError.validation(checked.problems)
+      if (checked.problems.length > 0) return yield* ValidationFailed.of(checked.problems)
       if (type === "CONDITION") {
         const path = "condition" in checked.config ? "config.condition" : "config"
         const references = yield* conditions.references(projectId, conditionOf(checked.config), path)
         if (references._tag === "invalid") {
-          return yield* ApiError.validation(
+          return yield* ValidationFailed.of(
             references.problems.map((p) => ({
               field: p.path,
               message: p.message,
@@ -139,7 +140,7 @@ export const WorkflowsHandlers = HttpApiBuilder.group(
           const triggerType = payload.triggerType ?? workflow.triggerType
           const enabled = payload.enabled ?? workflow.enabled
           if (enabled && triggerType === "EVENT" && !(eventName ?? workflow.triggerConfig.eventName)) {
-            return yield* ApiError.invalidField("triggerConfig.eventName", "An EVENT workflow needs an eventName to be enabled", "required")
+            return yield* ValidationFailed.field("triggerConfig.eventName", "An EVENT workflow needs an eventName to be enabled", "required")
           }
           const updated = yield* workflows.update(project.id, workflow.id, {
             name: payload.name?.trim(),
@@ -166,7 +167,7 @@ export const WorkflowsHandlers = HttpApiBuilder.group(
           const workflow = yield* find(params.id)
           const type = ADDABLE_STEP_TYPES.find((known) => known === payload.type)
           if (!type) {
-            return yield* ApiError.invalidField(
+            return yield* ValidationFailed.field(
               "type",
               `type must be one of ${ADDABLE_STEP_TYPES.join(", ")}`,
               "invalid_value",
@@ -193,10 +194,10 @@ export const WorkflowsHandlers = HttpApiBuilder.group(
         rendered(Effect.gen(function*() {
           const project = yield* CurrentProject
           const workflow = yield* find(params.id)
-          const step = workflow.steps.find((candidate) => candidate.id === params.stepId) ?? (yield* ApiError.notFound("Step"))
+          const step = workflow.steps.find((candidate) => candidate.id === params.stepId) ?? (yield* NotFound.of("Step"))
           yield* failIf([nameProblem(payload.name)])
           if (step.type === "TRIGGER" && payload.config !== undefined) {
-            return yield* ApiError.invalidField(
+            return yield* ValidationFailed.field(
               "config",
               "The TRIGGER step follows the workflow's trigger: PATCH /workflows/:id with triggerConfig",
               "invalid_value"
@@ -209,17 +210,17 @@ export const WorkflowsHandlers = HttpApiBuilder.group(
             position: payload.position
           })
           yield* relay.wake
-          return updated ?? (yield* ApiError.notFound("Step"))
+          return updated ?? (yield* NotFound.of("Step"))
         })))
       .handle("deleteStep", ({ params, query }) =>
         rendered(Effect.gen(function*() {
           const workflow = yield* find(params.id)
-          const step = workflow.steps.find((candidate) => candidate.id === params.stepId) ?? (yield* ApiError.notFound("Step"))
-          if (step.type === "TRIGGER") return yield* ApiError.invalidField("stepId", "The TRIGGER step cannot be deleted", "invalid_value")
+          const step = workflow.steps.find((candidate) => candidate.id === params.stepId) ?? (yield* NotFound.of("Step"))
+          if (step.type === "TRIGGER") return yield* ValidationFailed.field("stepId", "The TRIGGER step cannot be deleted", "invalid_value")
           let spliceTo: string | undefined
           if (query.splice === "true") {
             const target = spliceTarget(makeGraph(workflow.steps, workflow.transitions), step.id)
-            if ("problem" in target) return yield* ApiError.invalidField("splice", target.problem, "cannot_splice")
+            if ("problem" in target) return yield* ValidationFailed.field("splice", target.problem, "cannot_splice")
             spliceTo = target.target
           }
           yield* structural(workflow, workflows.deleteStep(workflow.id, step.id, spliceTo))
@@ -229,7 +230,7 @@ export const WorkflowsHandlers = HttpApiBuilder.group(
         rendered(Effect.gen(function*() {
           const workflow = yield* find(params.id)
           const problems = checkTransition(makeGraph(workflow.steps, workflow.transitions), payload)
-          if (problems.length > 0) return yield* ApiError.validation(problems)
+          if (problems.length > 0) return yield* ValidationFailed.of(problems)
           return yield* structural(
             workflow,
             workflows.insertTransition(workflow.id, {
@@ -244,7 +245,7 @@ export const WorkflowsHandlers = HttpApiBuilder.group(
         rendered(Effect.gen(function*() {
           const workflow = yield* find(params.id)
           if (!workflow.transitions.some((transition) => transition.id === params.transitionId)) {
-            return yield* ApiError.notFound("Transition")
+            return yield* NotFound.of("Transition")
           }
           yield* structural(workflow, workflows.deleteTransition(workflow.id, params.transitionId))
           return { success: true as const }
@@ -254,10 +255,10 @@ export const WorkflowsHandlers = HttpApiBuilder.group(
           const project = yield* CurrentProject
           const workflow = yield* find(params.id)
           if (!isUuid(payload.contactId) || !(yield* contacts.get(project.id, payload.contactId))) {
-            return yield* ApiError.invalidField("contactId", "No such contact in this project", "unknown_contact", payload.contactId)
+            return yield* ValidationFailed.field("contactId", "No such contact in this project", "unknown_contact", payload.contactId)
           }
           if (payload.context && Buffer.byteLength(JSON.stringify(payload.context)) > 64 * 1024) {
-            return yield* ApiError.invalidField("context", "context is at most 64 KiB of JSON", "too_big")
+            return yield* ValidationFailed.field("context", "context is at most 64 KiB of JSON", "too_big")
           }
           const started = yield* workflows.startExecution(workflow, payload.contactId, payload.context ?? {})
           yield* relay.wake
@@ -270,7 +271,7 @@ export const WorkflowsHandlers = HttpApiBuilder.group(
           if (query.status !== undefined && query.status !== "") {
             status = EXECUTION_STATUSES.find((known) => known === query.status!.toUpperCase())
             if (!status)
-              return yield* ApiError.invalidField(
+              return yield* ValidationFailed.field(
                 "status",
                 `status must be one of ${EXECUTION_STATUSES.join(", ")}`,
                 "invalid_value",
@@ -285,14 +286,14 @@ export const WorkflowsHandlers = HttpApiBuilder.group(
       .handle("getExecution", ({ params }) =>
         rendered(Effect.gen(function*() {
           const workflow = yield* find(params.id)
-          if (!isUuid(params.executionId)) return yield* ApiError.notFound("Execution")
-          return (yield* workflows.getExecution(workflow.id, params.executionId)) ?? (yield* ApiError.notFound("Execution"))
+          if (!isUuid(params.executionId)) return yield* NotFound.of("Execution")
+          return (yield* workflows.getExecution(workflow.id, params.executionId)) ?? (yield* NotFound.of("Execution"))
         })))
       .handle("cancelExecution", ({ params }) =>
         rendered(Effect.gen(function*() {
           const workflow = yield* find(params.id)
-          if (!isUuid(params.executionId)) return yield* ApiError.notFound("Execution")
-          return (yield* workflows.cancel(workflow.id, params.executionId)) ?? (yield* ApiError.notFound("Execution"))
+          if (!isUuid(params.executionId)) return yield* NotFound.of("Execution")
+          return (yield* workflows.cancel(workflow.id, params.executionId)) ?? (yield* NotFound.of("Execution"))
         })))
       .handle("cancelAll", ({ params }) =>
         rendered(Effect.gen(function*() {

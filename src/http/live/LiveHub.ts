@@ -17,7 +17,7 @@ import { HttpMetrics } from "../../observability/Metrics.ts"
 import type { OutEvent } from "../../stream/messages.ts"
 import { Nats } from "../../stream/Nats.ts"
 import type { LiveEvent } from "../api/live.ts"
-import { ApiError } from "../errors.ts"
+import { RateLimited } from "../api/statusErrors.ts"
 
 /** What the hub needs of a client's connection: a way to cut it off, and to hear that it closed. */
 export interface LiveConnection {
@@ -53,8 +53,7 @@ const emittedOf = (event: OutEvent): LiveEvent => {
 }
 
 const tooMany = (message: string) =>
-  new ApiError({
-    status: 429,
+  new RateLimited({
     code: "TOO_MANY_LIVE_STREAMS",
     message,
     suggestion: "Close other dashboard tabs, or retry later: pages still work without live updates.",
@@ -66,7 +65,7 @@ export class LiveHub extends Context.Service<LiveHub, {
    * Admits a client of the project (429 past a cap) and answers its frames: the stream never ends by
    * itself; its end (the client went, was cut off, or the process stops) removes the client.
    */
-  readonly open: (projectId: string, userId: string, connection: LiveConnection) => Effect.Effect<Stream.Stream<Uint8Array>, ApiError>
+  readonly open: (projectId: string, userId: string, connection: LiveConnection) => Effect.Effect<Stream.Stream<Uint8Array>, RateLimited>
   /** Ends every stream (their queued frames sent first): the process is stopping. */
   readonly closeAll: Effect.Effect<void>
   /** Streams open now. */

@@ -1,6 +1,7 @@
 /**
- * Every way an API call can fail, as one value the pages show: a declared error envelope (or the typed
- * domain error the client decoded it into, src/domain/errors.ts), the flat
+ * Every way an API call can fail, as one value the pages show: a declared error envelope (the typed
+ * error the client decoded it into: a status error, src/http/api/statusErrors.ts, or a domain error,
+ * src/domain/errors.ts), the flat
  * `{ error }` 400 (the reference's LegacyError), a status the endpoint does not declare, the network,
  * or an answer that does not match the contract (a server newer or older than this app); and a request
  * this app refused to send because it does not fit the contract's own schemas (a 422 found here, with the
@@ -10,6 +11,7 @@ import { Cause, Effect, Schema, type SchemaIssue } from "effect"
 import { HttpClientError } from "effect/http"
 import { domainErrorInfo } from "../../../src/domain/errors.ts"
 import { ErrorEnvelope } from "../../../src/http/api/errors.ts"
+import { isStatusError, LegacyError, statusOf } from "../../../src/http/api/statusErrors.ts"
 import { issueToFieldErrors } from "../../../src/http/api/fieldErrors.ts"
 
 export class ApiFailure extends Error {
@@ -63,8 +65,8 @@ export interface ResponseSeen {
 }
 
 const isEnvelope = Schema.is(ErrorEnvelope)
-const LegacyError = Schema.Struct({ error: Schema.String })
-const isLegacy = Schema.is(LegacyError)
+const LegacyBody = Schema.Struct({ error: Schema.String })
+const isLegacy = Schema.is(LegacyBody)
 
 const fromEnvelope = (envelope: ErrorEnvelope, seen: ResponseSeen) =>
   new ApiFailure({
@@ -148,6 +150,23 @@ export const toApiFailure = (error: unknown, seen: ResponseSeen): Effect.Effect<
         // A domain error can be a 422 naming its field (TransitionExists, DeadLetterNotReplayable).
         fieldErrors: (domain.error.errors ?? []).map(({ field, message, code }) => ({ field, message, code }))
       })
+    )
+  }
+  if (isStatusError(error)) {
+    return Effect.succeed(
+      new ApiFailure({
+        message: error.message,
+        code: error.code,
+        status: statusOf(error) ?? seen.status ?? 0,
+        requestId: error.requestId || seen.requestId,
+        fieldErrors: (error.errors ?? []).map(({ field, message, code }) => ({ field, message, code })),
+        details: error.details
+      })
+    )
+  }
+  if (error instanceof LegacyError) {
+    return Effect.succeed(
+      new ApiFailure({ message: error.message, code: "BAD_REQUEST", status: 400, requestId: seen.requestId })
     )
   }
   if (isLegacy(error)) {
