@@ -60,7 +60,8 @@ const Row = Schema.Struct({
   error: Schema.String,
   subject: Schema.NullOr(Schema.String),
   partition: Schema.NullOr(Schema.Number),
-  seq: Schema.NullOr(Schema.String),
+  // int8: the driver answers a number (a BigInt past 2^53), never the text the old row type claimed.
+  seq: Schema.NullOr(Schema.Union([Schema.Number, Schema.BigInt])),
   payload: Schema.String,
   replays: Schema.Number,
   replayed_at: NullableTimestamp,

@@ -24,8 +24,10 @@ export const StoredCondition = Schema.declare((input: unknown): input is Conditi
  * A `jsonb` object column holding the user's own fields (contact data, event data): checked to be an
  * object, its fields left as they are (they are the user's, and contact rows are read on per-event paths).
  */
-export const JsonObject = Schema.declare((input: unknown): input is Record<string, unknown> =>
-  typeof input === "object" && input !== null && !Array.isArray(input)
+export const JsonObject = Schema.declare(
+  (input: unknown): input is Record<string, unknown> => typeof input === "object" && input !== null && !Array.isArray(input),
+  // What a failed decode says: the reason an operator reads on the failed step or in the log.
+  { expected: "a JSON object" }
 )
 
 /** One `count(*)::int AS n`. */
