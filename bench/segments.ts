@@ -8,11 +8,19 @@ import { connect } from "@nats-io/transport-node"
 import { freePort } from "../test/support/mail.ts"
 import { type BenchEnvironment, withEnvironment } from "./harness/environment.ts"
 import { load } from "./harness/load.ts"
+import { pacedLoad } from "./harness/pacedLoad.ts"
 import { NATS_URL, setting, sleep } from "./harness/settings.ts"
 import { percentile, round } from "./harness/stats.ts"
 import { resetStatements, topStatements } from "./harness/statements.ts"
 import { laneKeyOf } from "../src/stream/lanes.ts"
 import { CONTACTS, createFiftySegments, quickM2, segmentedBody, segmentsBackfilled, touchEveryContact } from "./workload.ts"
+
+/**
+ * How the background load is paced: `even` (default) sends it evenly through every second
+ * (harness/pacedLoad.ts); `bursts` is autocannon's `overallRate`, which sends each second's requests as
+ * fast as they are answered at the start of the second (how M5 was measured until 2026-11-29).
+ */
+const PACING = process.env.BENCH_M5_PACING === "bursts" ? "bursts" : "even"
 
 /** The services' lanes per project (LANES_PER_PROJECT, default 16): which lane a slow probe was in. */
 const LANES = Number(process.env.LANES_PER_PROJECT ?? 16)
@@ -58,7 +66,10 @@ export const run = () =>
       const logsBefore = worker.logs.length
       const statementsUnavailable = await resetStatements()
       const before = await metrics()
-      const background = load("background", `${api.url}/v1/track`, { body: segmentedBody, headers: auth, rate, duration: 20 })
+      const backgroundOptions = { body: segmentedBody, headers: auth, rate, duration: 20 }
+      const background = PACING === "even"
+        ? pacedLoad("background", `${api.url}/v1/track`, backgroundOptions)
+        : load("background", `${api.url}/v1/track`, backgroundOptions)
       await sleep(5_000)
       const answered = new Map<string, number>()
       const answeredWall = new Map<string, number>()
@@ -110,6 +121,7 @@ export const run = () =>
       await sleep(10_000)
       return {
         backgroundRate: rate,
+        pacing: PACING,
         background: backgroundResult,
         probes: answered.size,
         entriesSeen: latencies.length,
