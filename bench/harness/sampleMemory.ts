@@ -26,18 +26,21 @@ const sample = () => {
   const usage = process.memoryUsage()
   const heap = v8.getHeapStatistics()
   const spaces = Object.fromEntries(v8.getHeapSpaceStatistics().map((space) => [space.space_name, mib(space.space_used_size)]))
-  appendFileSync(file, JSON.stringify({
-    at: Date.now(),
-    thread: threadId,
-    collected,
-    rss: mib(usage.rss),
-    heapTotal: mib(heap.total_heap_size),
-    heapUsed: mib(heap.used_heap_size),
-    external: mib(heap.external_memory),
-    arrayBuffers: mib(usage.arrayBuffers),
-    malloced: mib(heap.malloced_memory),
-    spaces
-  }) + "\n")
+  appendFileSync(
+    file,
+    JSON.stringify({
+      at: Date.now(),
+      thread: threadId,
+      collected,
+      rss: mib(usage.rss),
+      heapTotal: mib(heap.total_heap_size),
+      heapUsed: mib(heap.used_heap_size),
+      external: mib(heap.external_memory),
+      arrayBuffers: mib(usage.arrayBuffers),
+      malloced: mib(heap.malloced_memory),
+      spaces
+    }) + "\n"
+  )
 }
 setInterval(sample, 2_000).unref()
 if (isMainThread) process.on("SIGUSR2", () => console.error(`heap snapshot: ${v8.writeHeapSnapshot()}`))

@@ -41,14 +41,20 @@ export class DashboardSessions extends Context.Service<DashboardSessions, {
    * The user of a session cookie value, refusing a cookie-authenticated request that changes state
    * from another origin. Fails 401 UNAUTHENTICATED for a missing, invalid, expired or revoked session.
    */
-  readonly resolve: (cookie: string) => Effect.Effect<SessionUser, Unauthorized | Forbidden | PersistenceError, HttpServerRequest.HttpServerRequest>
+  readonly resolve: (
+    cookie: string
+  ) => Effect.Effect<SessionUser, Unauthorized | Forbidden | PersistenceError, HttpServerRequest.HttpServerRequest>
   /**
    * 403 CSRF_REJECTED for a request that changes state and does not come from the dashboard's origin:
    * the rule `resolve` applies, for cookie requests outside SessionAuth (logout).
    */
   readonly requireSameOrigin: Effect.Effect<void, Forbidden, HttpServerRequest.HttpServerRequest>
   /** The user's role in the project if it allows `permission`: 404 for a non-member, 403 for too small a role. */
-  readonly access: (userId: string, projectId: string, permission: Permission) => Effect.Effect<ProjectAccess, NotFound | Forbidden | PersistenceError>
+  readonly access: (
+    userId: string,
+    projectId: string,
+    permission: Permission
+  ) => Effect.Effect<ProjectAccess, NotFound | Forbidden | PersistenceError>
 }>()("app/http/DashboardSessions") {
   static readonly layer = Layer.effect(
     DashboardSessions,

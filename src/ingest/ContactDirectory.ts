@@ -24,7 +24,9 @@ interface Lookup {
 }
 
 /** A contact found or created for a lookup: four plain fields, decoded once per batch of up to 500. */
-const resolvedRows = decodeRows(Schema.Struct({ id: Schema.String, project_id: Schema.String, email: Schema.String, created: Schema.Boolean }))
+const resolvedRows = decodeRows(
+  Schema.Struct({ id: Schema.String, project_id: Schema.String, email: Schema.String, created: Schema.Boolean })
+)
 
 const CACHE_TTL_MS = 60_000
 const CACHE_MAX = 200_000

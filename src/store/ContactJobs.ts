@@ -309,9 +309,9 @@ export class ContactJobs extends Context.Service<ContactJobs, {
         return ids.length === 0
           ? Effect.succeed([])
           : Effect.map(
-            decodeRows(EmailRow)(sql`SELECT email FROM contacts WHERE project_id = ${projectId} AND id = ANY(${`{${
-              ids.join(",")
-            }}`}::uuid[])`),
+            decodeRows(EmailRow)(
+              sql`SELECT email FROM contacts WHERE project_id = ${projectId} AND id = ANY(${`{${ids.join(",")}}`}::uuid[])`
+            ),
             (rows) => rows.map((row) => row.email)
           ).pipe(mapSqlError)
       }

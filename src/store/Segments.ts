@@ -96,7 +96,8 @@ export class Segments extends Context.Service<Segments, {
       const byId = SqlSchema.findAll({
         Request: InProject,
         Result: SegmentRow,
-        execute: ({ id, projectId }) => sql`SELECT ${sql.literal(SEGMENT_COLUMNS)} FROM segments WHERE project_id = ${projectId} AND id = ${id}`
+        execute: ({ id, projectId }) =>
+          sql`SELECT ${sql.literal(SEGMENT_COLUMNS)} FROM segments WHERE project_id = ${projectId} AND id = ${id}`
       })
 
       /**

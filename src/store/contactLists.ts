@@ -37,8 +37,7 @@ export const makeContactLists = Effect.gen(function*() {
   const byId = SqlSchema.findAll({
     Request: InProject,
     Result: ContactRow,
-    execute: ({ id, projectId }) =>
-      sql`SELECT ${sql.literal(CONTACT_COLUMNS)} FROM contacts WHERE project_id = ${projectId} AND id = ${id}`
+    execute: ({ id, projectId }) => sql`SELECT ${sql.literal(CONTACT_COLUMNS)} FROM contacts WHERE project_id = ${projectId} AND id = ${id}`
   })
 
   const byIdAlone = SqlSchema.findAll({

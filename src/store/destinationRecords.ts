@@ -12,7 +12,13 @@ import { newWebhookSecret } from "../lib/standardWebhooks.ts"
 import { decodeRows, IdRow, iso, NullableTimestamp, Timestamp } from "./columns.ts"
 import { decodeTimeCursor, encodeCursor, timeKeySql } from "./cursor.ts"
 import { deliveryRecording } from "./deliveryRecording.ts"
-import { DELIVERY_STATUSES, type DeliveryStatus, type DeliveryView, type DestinationInput, type DestinationView } from "./destinationTypes.ts"
+import {
+  DELIVERY_STATUSES,
+  type DeliveryStatus,
+  type DeliveryView,
+  type DestinationInput,
+  type DestinationView
+} from "./destinationTypes.ts"
 import { mapSqlError } from "./PersistenceError.ts"
 
 /** A destination with its delivery counts, as `selectDestinations` selects it. */

@@ -26,19 +26,20 @@ export class LiveSignals extends Context.Service<LiveSignals, {
       const wakeup = yield* makeWakeup
       let dirty = new Set<string>()
 
-      const announce = Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => {
-        const projects = dirty
-        dirty = new Set()
-        const payload = JSON.stringify({ at: new Date(now).toISOString() })
-        for (const projectId of projects) {
-          try {
-            nats.connection.publish(nats.names.liveSubject(projectId), payload)
-          } catch {
-            // Disconnected: the api processes tell their clients to resync when they reconnect.
+      const announce = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        Effect.sync(() => {
+          const projects = dirty
+          dirty = new Set()
+          const payload = JSON.stringify({ at: new Date(now).toISOString() })
+          for (const projectId of projects) {
+            try {
+              nats.connection.publish(nats.names.liveSubject(projectId), payload)
+            } catch {
+              // Disconnected: the api processes tell their clients to resync when they reconnect.
+            }
           }
-        }
-        return projects.size
-      }))
+          return projects.size
+        }))
 
       yield* Effect.forever(Effect.gen(function*() {
         yield* wakeup.wait(IDLE_WAIT_MS)

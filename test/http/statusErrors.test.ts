@@ -144,11 +144,13 @@ describe("status errors", () => {
     })
     expect(decoded).toBeInstanceOf(NotFound)
     expect(decoded.code).toBe("NOT_FOUND")
-    expect(Schema.decodeUnknownSync(ErrorDocs.unavailable)({
-      success: false,
-      error: { code: "SERVICE_UNAVAILABLE", message: "later", statusCode: 503, requestId: "req_x" },
-      timestamp: new Date().toISOString()
-    })).toBeInstanceOf(ServiceUnavailable)
+    expect(
+      Schema.decodeUnknownSync(ErrorDocs.unavailable)({
+        success: false,
+        error: { code: "SERVICE_UNAVAILABLE", message: "later", statusCode: 503, requestId: "req_x" },
+        timestamp: new Date().toISOString()
+      })
+    ).toBeInstanceOf(ServiceUnavailable)
   })
 
   describe("in /openapi.json", () => {

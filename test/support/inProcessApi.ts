@@ -7,7 +7,11 @@ import { GatewayLive } from "../../src/http/gateway.ts"
 
 export const serveInProcess = (api: any, handlers: Layer.Layer<any, any, any>) => {
   const { dispose, handler } = HttpRouter.toWebHandler(
-    Layer.mergeAll(HttpApiBuilder.layer(api).pipe(Layer.provide(handlers)), GatewayLive) as Layer.Layer<never, never, HttpRouter.HttpRouter>,
+    Layer.mergeAll(HttpApiBuilder.layer(api).pipe(Layer.provide(handlers)), GatewayLive) as Layer.Layer<
+      never,
+      never,
+      HttpRouter.HttpRouter
+    >,
     { disableLogger: true }
   )
   afterAll(() => dispose())

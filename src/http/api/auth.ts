@@ -62,7 +62,10 @@ export class AuthApi extends HttpApiGroup.make("auth")
         "cannot sign a user out. Without a valid session it only clears the cookie."
     ),
     // Logout used to be a GET, which any page could trigger (an <img>); kept to say so, outside the document.
-    HttpApiEndpoint.get("logoutByGet", "/auth/logout", { success: Ok, error: [ErrorDocs.methodNotAllowed, ...serverErrors] }).annotate(OpenApi.Exclude, true),
+    HttpApiEndpoint.get("logoutByGet", "/auth/logout", { success: Ok, error: [ErrorDocs.methodNotAllowed, ...serverErrors] }).annotate(
+      OpenApi.Exclude,
+      true
+    ),
     HttpApiEndpoint.get("oauthConfig", "/auth/oauth-config", {
       success: Schema.Struct({
         providers: Schema.Array(Schema.Struct({ id: OAuthProvider, name: Schema.String, url: Schema.String }))

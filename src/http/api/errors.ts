@@ -101,13 +101,20 @@ type EnvelopedClass = Schema.Codec<{ readonly _tag: string }, EnvelopedFields>
  */
 const envelopeCodec = <E extends EnvelopedClass>(
   error: E,
-  options: { readonly tag: string; readonly status: number; readonly code?: string; readonly identifier: string; readonly description: string }
+  options: {
+    readonly tag: string
+    readonly status: number
+    readonly code?: string
+    readonly identifier: string
+    readonly description: string
+  }
 ) => {
   const { code, status, tag } = options
-  const envelope = Schema.Struct(envelopeFields(Schema.Literal(status), code === undefined ? Schema.String : Schema.Literal(code))).annotate({
-    identifier: options.identifier,
-    description: options.description
-  })
+  const envelope = Schema.Struct(envelopeFields(Schema.Literal(status), code === undefined ? Schema.String : Schema.Literal(code)))
+    .annotate({
+      identifier: options.identifier,
+      description: options.description
+    })
   return envelope.pipe(
     Schema.decodeTo(error, {
       decode: SchemaGetter.transform((envelope) => ({
@@ -138,7 +145,13 @@ const answered = <E extends EnvelopedClass & { readonly status: number; readonly
 
 /** Declares a domain error (src/domain/errors.ts) on an endpoint: the envelope of its status with its code. */
 export const declared = <E extends DomainErrorClass & EnvelopedClass>(error: E) =>
-  envelopeCodec(error, { tag: error.tag, status: error.status, code: error.code, identifier: error.tag, description: `${error.code}: ${error.tag}` })
+  envelopeCodec(error, {
+    tag: error.tag,
+    status: error.status,
+    code: error.code,
+    identifier: error.tag,
+    description: `${error.code}: ${error.tag}`
+  })
 
 /** The envelope whatever its status: what a client reads from a status an endpoint does not declare. */
 export const ErrorEnvelope = Schema.Struct(envelopeFields(Schema.Number))
@@ -173,7 +186,10 @@ export const ErrorDocs = {
   conflict: answered(Conflict, "Conflict with the resource's state (duplicate email, reused Idempotency-Key, active executions, ...)"),
   payloadTooLarge: answered(PayloadTooLarge, "PAYLOAD_TOO_LARGE: the body is over the endpoint's limit"),
   unsupportedMediaType: answered(UnsupportedMediaType, "UNSUPPORTED_MEDIA_TYPE: send the body as application/json"),
-  validation: answered(ValidationFailed, "VALIDATION_ERROR: errors[] names every invalid field (body, path parameter, query string or header)"),
+  validation: answered(
+    ValidationFailed,
+    "VALIDATION_ERROR: errors[] names every invalid field (body, path parameter, query string or header)"
+  ),
   rateLimited: answered(RateLimited, "RATE_LIMIT_EXCEEDED: too many requests for this project; see Retry-After"),
   internal: answered(InternalError, "INTERNAL_SERVER_ERROR: an unexpected failure (logged with the requestId)"),
   badGateway: answered(BadGateway, "A provider this request needs (Stripe, an OAuth provider) did not answer as expected"),

@@ -50,5 +50,8 @@ export class PublicKeyAuth extends HttpApiMiddleware.Service<PublicKeyAuth, { pr
 /** Dashboard endpoints (/users/@me..., /projects/:id/...): the session cookie only. */
 export class SessionAuth extends HttpApiMiddleware.Service<SessionAuth, { provides: CurrentUser }>()(
   "app/http/SessionAuth",
-  { security: { session: sessionCookie }, error: [ErrorDocs.unauthorized, ErrorDocs.forbidden, ErrorDocs.rateLimited, ErrorDocs.unavailable] }
+  {
+    security: { session: sessionCookie },
+    error: [ErrorDocs.unauthorized, ErrorDocs.forbidden, ErrorDocs.rateLimited, ErrorDocs.unavailable]
+  }
 ) {}

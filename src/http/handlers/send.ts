@@ -78,8 +78,7 @@ export const headerProblems = (headers: Readonly<Record<string, string>>): Array
     return []
   })
 
-const tooLarge = (message: string, details?: Record<string, unknown>) =>
-  PayloadTooLarge.of(message, details)
+const tooLarge = (message: string, details?: Record<string, unknown>) => PayloadTooLarge.of(message, details)
 
 /**
  * A recipient's mail that cannot be made: over a size cap (a subject too long is 422 on `subject`;

@@ -140,7 +140,11 @@ export const WorkflowsHandlers = HttpApiBuilder.group(
           const triggerType = payload.triggerType ?? workflow.triggerType
           const enabled = payload.enabled ?? workflow.enabled
           if (enabled && triggerType === "EVENT" && !(eventName ?? workflow.triggerConfig.eventName)) {
-            return yield* ValidationFailed.field("triggerConfig.eventName", "An EVENT workflow needs an eventName to be enabled", "required")
+            return yield* ValidationFailed.field(
+              "triggerConfig.eventName",
+              "An EVENT workflow needs an eventName to be enabled",
+              "required"
+            )
           }
           const updated = yield* workflows.update(project.id, workflow.id, {
             name: payload.name?.trim(),
