@@ -16,7 +16,6 @@ import type { Delivered } from "../../src/actors/messages.ts"
 import { uuidv7 } from "../../src/domain/ids.ts"
 import { pgArray } from "../../src/lib/pgArray.ts"
 import { Outbox } from "../../src/stream/Outbox.ts"
-import { newWorkflowState } from "../../src/workflows/engine.ts"
 import { WorkflowRuntime } from "../../src/workflows/Runtime.ts"
 import {
   batchesFor,
@@ -26,7 +25,7 @@ import {
   leaseFor,
   prng,
   snapshot,
-  TEST_WORKER
+  laneContext
 } from "../support/actorFixtures.ts"
 import { insertProject } from "../support/database.ts"
 
@@ -43,16 +42,7 @@ const laneProject = Effect.gen(function*() {
     const partition = outbox.lanes.partitionOf(projectId, lane)
     yield* leaseFor(partition)
     const contacts = yield* createContacts(projectId, outbox.lanes.count, lane, 6)
-    const context: BatchContext = {
-      projectId,
-      lane,
-      partition,
-      epoch: 1,
-      workerId: TEST_WORKER,
-      outbox,
-      segmentState: { segments: undefined, backfills: [] },
-      workflows: { runtime, state: newWorkflowState() }
-    }
+    const context = laneContext({ projectId, lane, partition }, outbox, runtime)
     yield* reloadSegments(context, context.segmentState)
     lanes.push({ lane, partition, contacts, context })
   }

@@ -14,9 +14,8 @@ import { reloadSegments } from "../../src/actors/laneSegments.ts"
 import type { Delivered } from "../../src/actors/messages.ts"
 import { uuidv7 } from "../../src/domain/ids.ts"
 import { Outbox } from "../../src/stream/Outbox.ts"
-import { newWorkflowState } from "../../src/workflows/engine.ts"
 import { WorkflowRuntime } from "../../src/workflows/Runtime.ts"
-import { BatchRuntime, createContacts, createSegments, leaseFor, TEST_WORKER } from "../support/actorFixtures.ts"
+import { BatchRuntime, createContacts, createSegments, laneContext, leaseFor } from "../support/actorFixtures.ts"
 import { insertProject } from "../support/database.ts"
 
 const LANES = [2, 9]
@@ -36,16 +35,7 @@ const keptAfterSending = (withSegments: boolean) =>
       const partition = outbox.lanes.partitionOf(projectId, lane)
       yield* leaseFor(partition)
       const contacts = yield* createContacts(projectId, outbox.lanes.count, lane, CONTACTS)
-      const context: BatchContext = {
-        projectId,
-        lane,
-        partition,
-        epoch: 1,
-        workerId: TEST_WORKER,
-        outbox,
-        segmentState: { segments: undefined, backfills: [], facts: cache.lane() },
-        workflows: { runtime, state: newWorkflowState() }
-      }
+      const context = laneContext({ projectId, lane, partition, facts: cache.lane() }, outbox, runtime)
       yield* reloadSegments(context, context.segmentState)
       const batch = contacts.map((contact): Delivered => ({
         seq: ++seq,

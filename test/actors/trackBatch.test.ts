@@ -11,12 +11,10 @@ import { assert, describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { TestClock } from "effect/testing"
 import { applyBatch } from "../../src/actors/applyBatch.ts"
-import type { BatchContext } from "../../src/actors/batchContext.ts"
 import { reloadSegments } from "../../src/actors/laneSegments.ts"
 import { Outbox } from "../../src/stream/Outbox.ts"
-import { newWorkflowState } from "../../src/workflows/engine.ts"
 import { WorkflowRuntime } from "../../src/workflows/Runtime.ts"
-import { batchesFor, BatchRuntime, createContacts, createSegments, leaseFor, snapshot, TEST_WORKER } from "../support/actorFixtures.ts"
+import { batchesFor, BatchRuntime, createContacts, createSegments, laneContext, leaseFor, snapshot } from "../support/actorFixtures.ts"
 import { insertProject } from "../support/database.ts"
 
 const LANE = 0
@@ -35,16 +33,7 @@ layer(BatchRuntime, { timeout: 120_000 })("a batch of tracked events in one writ
             const projectId = yield* insertProject
             yield* createSegments(projectId)
             const contacts = yield* createContacts(projectId, outbox.lanes.count, LANE)
-            const context: BatchContext = {
-              projectId,
-              lane: LANE,
-              partition: PARTITION,
-              epoch: 1,
-              workerId: TEST_WORKER,
-              outbox,
-              segmentState: { segments: undefined, backfills: [] },
-              workflows: { runtime, state: newWorkflowState() }
-            }
+            const context = laneContext({ projectId, lane: LANE, partition: PARTITION }, outbox, runtime)
             const paths: Array<boolean> = []
             for (const [index, batch] of batchesFor(projectId, contacts, base, { lane: LANE, partition: PARTITION }).entries()) {
               // Segments are evaluated at the Clock: the same instants in both runs, one second apart per

@@ -5,6 +5,7 @@
  */
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
+import type { BatchContext, SegmentState } from "../../src/actors/batchContext.ts"
 import type { Delivered } from "../../src/actors/messages.ts"
 import { AppConfig } from "../../src/config.ts"
 import type { Condition } from "../../src/domain/conditions/types.ts"
@@ -17,6 +18,8 @@ import { Projects } from "../../src/store/Projects.ts"
 import { Segments, segmentSlug } from "../../src/store/Segments.ts"
 import { Templates } from "../../src/store/Templates.ts"
 import { INGEST_POSITIONS, type TrackedEvent } from "../../src/stream/messages.ts"
+import type { Outbox } from "../../src/stream/Outbox.ts"
+import { newWorkflowState } from "../../src/workflows/engine.ts"
 import { WorkflowRuntime } from "../../src/workflows/Runtime.ts"
 import { OutboxWithoutNats, TestDatabase } from "./database.ts"
 
@@ -129,6 +132,22 @@ export const BatchRuntime = WorkflowRuntime.layer.pipe(
 )
 
 export const TEST_WORKER = "test-worker"
+
+/** A lane actor's batch context as a worker makes it, under TEST_WORKER's lease at epoch 1, its segments not yet loaded. */
+export const laneContext = (
+  lane: { readonly projectId: string; readonly lane: number; readonly partition: number; readonly facts?: SegmentState["facts"] },
+  outbox: Outbox["Service"],
+  runtime: WorkflowRuntime["Service"]
+): BatchContext => ({
+  projectId: lane.projectId,
+  lane: lane.lane,
+  partition: lane.partition,
+  epoch: 1,
+  workerId: TEST_WORKER,
+  outbox,
+  segmentState: { segments: undefined, backfills: [], ...(lane.facts === undefined ? {} : { facts: lane.facts }) },
+  workflows: { runtime, state: newWorkflowState() }
+})
 
 /** The partition's lease held by TEST_WORKER at epoch 1. */
 export const leaseFor = (partition: number) =>
